@@ -1,0 +1,405 @@
+"""``clearance.toml`` → frozen, typed settings with safe defaults.
+
+Where the configuration is found is a public contract:
+
+1. ``--config FILE`` if given;
+2. else ``$CLEARANCE_HOME/clearance.toml``;
+3. else ``./clearance.toml``.
+
+Relative paths inside the file are resolved against the file's directory. Every error names
+the offending key (``corpora.hr.revocation_sla``) so an operator can fix it without reading
+code. Unknown keys are errors: a typo must never silently fall back to a default.
+The environment is read here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from clearance.errors import ConfigError
+from clearance.model import Sensitivity
+
+__all__ = [
+    "AssistantSettings",
+    "CorpusSettings",
+    "EmbeddingSettings",
+    "IngestSettings",
+    "LLMSettings",
+    "RetrievalSettings",
+    "SensitivitySettings",
+    "Settings",
+    "StoreSettings",
+    "TraceSettings",
+    "find_config",
+    "load_settings",
+    "parse_duration",
+]
+
+CONFIG_NAME = "clearance.toml"
+HOME_ENV = "CLEARANCE_HOME"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: object, key: str = "duration") -> float:
+    """``"15m"`` → 900.0 seconds. A bare number is seconds."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a duration such as '15m', got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION.match(value)):
+        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2) or "s"]
+    else:
+        raise ConfigError(f"{key}: expected a duration such as '15m', '24h' or '30s', got {value!r}")
+    if seconds < 0:
+        raise ConfigError(f"{key}: a duration cannot be negative")
+    return seconds
+
+
+# --------------------------------------------------------------------------- typed readers
+
+T = TypeVar("T")
+
+
+class _Table:
+    """Reads typed keys from one TOML table and rejects the keys nobody asked for."""
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path or 'config'}: expected a table")
+        self.data: dict[str, Any] = data
+        self.path = path
+        self.seen: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def get(self, name: str, typ: type[T], default: T) -> T:
+        self.seen.add(name)
+        if name not in self.data:
+            return default
+        value = self.data[name]
+        if typ is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
+            raise ConfigError(
+                f"{self.key(name)}: expected {typ.__name__}, got {type(value).__name__} {value!r}"
+            )
+        return value
+
+    def strings(self, name: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self.get(name, list, list(default))
+        if not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{self.key(name)}: expected a list of strings")
+        return tuple(value)
+
+    def sensitivity(self, name: str, default: Sensitivity) -> Sensitivity:
+        raw = self.get(name, str, default.name)
+        try:
+            return Sensitivity.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{self.key(name)}: {exc}") from None
+
+    def duration(self, name: str, default: float) -> float:
+        self.seen.add(name)
+        if name not in self.data:
+            return default
+        return parse_duration(self.data[name], self.key(name))
+
+    def table(self, name: str) -> _Table:
+        self.seen.add(name)
+        return _Table(self.data.get(name, {}), self.key(name))
+
+    def positive(self, name: str, default: int) -> int:
+        value = self.get(name, int, default)
+        if value <= 0:
+            raise ConfigError(f"{self.key(name)}: must be a positive integer, got {value}")
+        return value
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.seen)
+        if unknown:
+            raise ConfigError(f"unknown setting {self.key(unknown[0])!r}")
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    backend: str = "sqlite"
+    path: Path = Path("data/clearance.db")
+
+
+@dataclass(frozen=True, slots=True)
+class SensitivitySettings:
+    default_level: Sensitivity = Sensitivity.INTERNAL
+    restricted_filename_patterns: tuple[str, ...] = ()
+    restricted_keywords: tuple[str, ...] = ()
+    escalate_unknown_to_restricted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RealtimeCheckSettings:
+    """How to ask a source system, per document, whether a user may read it right now."""
+
+    url: str = ""
+    timeout_s: float = 1.0
+    cache_ttl_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSettings:
+    name: str
+    description: str = ""
+    revocation_sla_s: float = 24 * 3600.0
+    realtime_check: bool = False
+    realtime: RealtimeCheckSettings = field(default_factory=RealtimeCheckSettings)
+    max_sensitivity: Sensitivity = Sensitivity.CONFIDENTIAL
+    authority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantSettings:
+    name: str
+    corpora: tuple[str, ...]
+    max_sensitivity: Sensitivity = Sensitivity.CONFIDENTIAL
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSettings:
+    provider: str = "minilm"  # "minilm" | "none"
+    batch_size: int = 32
+    max_tokens: int = 256
+    persist_restricted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSettings:
+    chunk_size: int = 800  # characters
+    chunk_overlap: int = 120  # characters
+    default_corpus: str = "default"
+    default_source_system: str = "files"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    k: int = 5
+    rrf_k: int = 60
+    candidates: int = 50  # per retriever, before fusion
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSettings:
+    provider: str = "extractive"
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    timeout_s: float = 30.0
+    max_retries: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSettings:
+    enabled: bool = True
+    retention_s: float = 30 * 86400.0
+    hmac_key_env: str = "CLEARANCE_TRACE_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a Clearance process needs to know, resolved and validated."""
+
+    root: Path = Path()
+    store: StoreSettings = field(default_factory=StoreSettings)
+    sensitivity: SensitivitySettings = field(default_factory=SensitivitySettings)
+    corpora: Mapping[str, CorpusSettings] = field(default_factory=dict)
+    assistants: Mapping[str, AssistantSettings] = field(default_factory=dict)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    trace: TraceSettings = field(default_factory=TraceSettings)
+    source: Path | None = None
+
+    @property
+    def db_path(self) -> Path:
+        path = self.store.path
+        return path if path.is_absolute() else self.root / path
+
+    def corpus(self, name: str) -> CorpusSettings:
+        """A configured corpus, or the safe defaults for one that is not configured."""
+        return self.corpora.get(name) or CorpusSettings(name=name)
+
+
+def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings:
+    top = _Table(dict(data), "")
+
+    t = top.table("store")
+    backend = t.get("backend", str, "sqlite")
+    if backend != "sqlite":
+        raise ConfigError(f"store.backend: unsupported backend {backend!r} (supported: sqlite)")
+    store = StoreSettings(backend=backend, path=Path(t.get("path", str, "data/clearance.db")))
+    t.done()
+
+    t = top.table("sensitivity")
+    patterns = t.strings("restricted_filename_patterns")
+    sens = SensitivitySettings(
+        default_level=t.sensitivity("default_level", Sensitivity.INTERNAL),
+        restricted_filename_patterns=patterns,
+        restricted_keywords=t.strings("restricted_keywords"),
+        escalate_unknown_to_restricted=t.get("escalate_unknown_to_restricted", bool, False),
+    )
+    t.done()
+
+    corpora: dict[str, CorpusSettings] = {}
+    ct = top.table("corpora")
+    for name in ct.data:
+        c = ct.table(name)
+        rt = c.table("realtime")
+        realtime = RealtimeCheckSettings(
+            url=rt.get("url", str, ""),
+            timeout_s=rt.duration("timeout", 1.0),
+            cache_ttl_s=rt.duration("cache_ttl", 30.0),
+        )
+        rt.done()
+        corpus = CorpusSettings(
+            name=name,
+            description=c.get("description", str, ""),
+            revocation_sla_s=c.duration("revocation_sla", 24 * 3600.0),
+            realtime_check=c.get("realtime_check", bool, False),
+            realtime=realtime,
+            max_sensitivity=c.sensitivity("max_sensitivity", Sensitivity.CONFIDENTIAL),
+            authority=c.get("authority", int, 0),
+        )
+        if corpus.realtime_check and not realtime.url:
+            raise ConfigError(f"corpora.{name}.realtime.url: required when realtime_check = true")
+        if corpus.realtime_check and realtime.cache_ttl_s > corpus.revocation_sla_s:
+            raise ConfigError(
+                f"corpora.{name}.realtime.cache_ttl: {realtime.cache_ttl_s:g}s exceeds the "
+                f"corpus revocation_sla of {corpus.revocation_sla_s:g}s"
+            )
+        c.done()
+        corpora[name] = corpus
+    ct.done()
+
+    assistants: dict[str, AssistantSettings] = {}
+    at = top.table("assistants")
+    for name in at.data:
+        a = at.table(name)
+        names = a.strings("corpora")
+        for corpus_name in names:
+            if corpus_name not in corpora:
+                raise ConfigError(f"assistants.{name}.corpora: unknown corpus {corpus_name!r}")
+        assistants[name] = AssistantSettings(
+            name=name,
+            corpora=names,
+            max_sensitivity=a.sensitivity("max_sensitivity", Sensitivity.CONFIDENTIAL),
+            description=a.get("description", str, ""),
+        )
+        a.done()
+    at.done()
+
+    t = top.table("embedding")
+    provider = t.get("provider", str, "minilm")
+    if provider not in ("minilm", "none"):
+        raise ConfigError(f"embedding.provider: unknown provider {provider!r} (minilm, none)")
+    embedding = EmbeddingSettings(
+        provider=provider,
+        batch_size=t.positive("batch_size", 32),
+        max_tokens=t.positive("max_tokens", 256),
+        persist_restricted=t.get("persist_restricted", bool, False),
+    )
+    t.done()
+
+    t = top.table("ingest")
+    ingest = IngestSettings(
+        chunk_size=t.positive("chunk_size", 800),
+        chunk_overlap=t.get("chunk_overlap", int, 120),
+        default_corpus=t.get("default_corpus", str, "default"),
+        default_source_system=t.get("default_source_system", str, "files"),
+    )
+    if not 0 <= ingest.chunk_overlap < ingest.chunk_size:
+        raise ConfigError("ingest.chunk_overlap: must be >= 0 and smaller than chunk_size")
+    t.done()
+
+    t = top.table("retrieval")
+    retrieval = RetrievalSettings(
+        k=t.positive("k", 5), rrf_k=t.positive("rrf_k", 60), candidates=t.positive("candidates", 50)
+    )
+    t.done()
+
+    t = top.table("llm")
+    llm = LLMSettings(
+        provider=t.get("provider", str, "extractive"),
+        base_url=t.get("base_url", str, ""),
+        model=t.get("model", str, ""),
+        api_key_env=t.get("api_key_env", str, ""),
+        timeout_s=t.duration("timeout_s", 30.0),
+        max_retries=t.get("max_retries", int, 2),
+    )
+    t.done()
+
+    t = top.table("trace")
+    trace = TraceSettings(
+        enabled=t.get("enabled", bool, True),
+        retention_s=t.duration("retention", 30 * 86400.0),
+        hmac_key_env=t.get("hmac_key_env", str, "CLEARANCE_TRACE_KEY"),
+    )
+    t.done()
+
+    top.done()
+    return Settings(
+        root=root,
+        store=store,
+        sensitivity=sens,
+        corpora=corpora,
+        assistants=assistants,
+        embedding=embedding,
+        ingest=ingest,
+        retrieval=retrieval,
+        llm=llm,
+        trace=trace,
+        source=source,
+    )
+
+
+def settings_from_dict(data: Mapping[str, Any], root: Path | None = None) -> Settings:
+    """Validate settings given as a mapping (what ``tomllib`` would return)."""
+    return _parse(data, (root or Path.cwd()).resolve(), None)
+
+
+def find_config(explicit: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Apply the lookup contract of the module docstring; the file need not exist."""
+    if explicit is not None:
+        return explicit
+    environ = os.environ if env is None else env
+    home = environ.get(HOME_ENV)
+    if home:
+        return Path(home) / CONFIG_NAME
+    return Path.cwd() / CONFIG_NAME
+
+
+def load_settings(explicit: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Find and parse the configuration. A missing file is an error naming where we looked."""
+    path = find_config(explicit, env)
+    if not path.is_file():
+        raise ConfigError(
+            f"no configuration at {path}: run 'clearance init' there, pass --config FILE "
+            f"or set {HOME_ENV}"
+        )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    return _parse(data, path.resolve().parent, path.resolve())

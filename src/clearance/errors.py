@@ -1,0 +1,90 @@
+"""The one exception hierarchy of Clearance.
+
+::
+
+    ClearanceError                  base; carries an exit code for the CLI
+     ├── ConfigError                a bad or missing setting (names the key)
+     ├── MetadataError              a bad metadata file or manifest line (names key and file)
+     ├── LoaderError                one file could not be read (corrupt, encrypted, empty, unsupported)
+     ├── StoreError                 the index could not be opened, read or written
+     ├── EmbeddingError             the embedding model is missing, corrupt or failed
+     ├── DirectoryError             a bad directory or ACL sync file
+     ├── AccessDenied               an ``ensure_…`` check failed; carries the Decision
+     ├── PermissionCheckError       a real-time check failed (always treated as a deny)
+     ├── ProviderError              an LLM provider failed (network, API, timeout)
+     └── GuardError                 the egress guard refused a prompt (``internal_guard``)
+
+Third-party exceptions are translated at the boundary (``raise LoaderError(...) from exc``)
+so callers only ever need to catch :class:`ClearanceError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ClearanceError(Exception):
+    """Base of every error Clearance raises on purpose."""
+
+    exit_code = 1
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of an error: ``{"error": code, "message": text}``."""
+        return {"error": self.code, "message": self.message}
+
+
+class ConfigError(ClearanceError):
+    exit_code = 2
+    code = "config_error"
+
+
+class MetadataError(ClearanceError):
+    exit_code = 2
+    code = "metadata_error"
+
+
+class LoaderError(ClearanceError):
+    code = "loader_error"
+
+
+class StoreError(ClearanceError):
+    code = "store_error"
+
+
+class EmbeddingError(ClearanceError):
+    code = "embedding_error"
+
+
+class DirectoryError(ClearanceError):
+    exit_code = 2
+    code = "directory_error"
+
+
+class AccessDenied(ClearanceError):
+    code = "access_denied"
+
+    def __init__(self, message: str, decision: Any = None) -> None:
+        super().__init__(message)
+        self.decision = decision
+
+
+class PermissionCheckError(ClearanceError):
+    code = "permission_check_error"
+
+
+class ProviderError(ClearanceError):
+    code = "provider_error"
+
+
+class GuardError(ClearanceError):
+    code = "internal_guard"
+
+
+class NotFoundError(ClearanceError):
+    exit_code = 3
+    code = "not_found"
