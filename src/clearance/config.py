@@ -57,7 +57,9 @@ def parse_duration(value: object, key: str = "duration") -> float:
     elif isinstance(value, str) and (m := _DURATION.match(value)):
         seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2) or "s"]
     else:
-        raise ConfigError(f"{key}: expected a duration such as '15m', '24h' or '30s', got {value!r}")
+        raise ConfigError(
+            f"{key}: expected a duration such as '15m', '24h' or '30s', got {value!r}"
+        )
     if seconds < 0:
         raise ConfigError(f"{key}: a duration cannot be negative")
     return seconds

@@ -1,0 +1,281 @@
+"""The Clearance service: one object that wires settings, store, directory and access.
+
+The CLI and the Python API both go through :class:`Clearance`, so every retrieval path
+resolves a principal and searches inside the filter compiled from it. There is no method
+that searches without a user.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from clearance.access.directory import Directory, parse_directory
+from clearance.access.policy import AccessControl, Action, Decision, Principal, Reason
+from clearance.access.realtime import (
+    PermissionChecker,
+    RealtimeResult,
+    checker_for_corpus,
+    filter_allowed,
+)
+from clearance.access.sync import AclSyncReport, sync_acls
+from clearance.config import Settings
+from clearance.errors import DirectoryError, NotFoundError
+from clearance.ingest.pipeline import FileResult, Ingestor, IngestReport
+from clearance.model import SearchHit
+from clearance.retrieval.embedding import Embedder, get_embedder
+from clearance.retrieval.hybrid import HybridSearcher
+from clearance.store.sqlite import SQLiteStore
+
+__all__ = ["Clearance", "SearchResult"]
+
+_DIRECTORY_KEY = "directory"
+# How often a search is re-run to refill results after real-time checks dropped some.
+_REALTIME_REFILLS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Hits for one user, plus what real-time checks dropped (for the trace, never shown)."""
+
+    user_id: str
+    hits: list[SearchHit]
+    realtime_dropped: dict[str, RealtimeResult] = field(default_factory=dict)
+    refused: str | None = None  # "account_disabled" / "unknown_user" when nothing was searched
+
+
+class Clearance:
+    """Open with :meth:`open`; close with :meth:`close` or use as a context manager."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SQLiteStore,
+        *,
+        embedder: Embedder | str | None = "auto",
+        checkers: dict[str, PermissionChecker] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self._embedder = embedder
+        self.clock = clock
+        self._checkers = checkers
+        self._directory: Directory | None = None
+        self._directory_generation: object = None
+
+    @classmethod
+    def open(cls, settings: Settings, **kwargs: Any) -> Clearance:
+        return cls(settings, SQLiteStore(settings.db_path), **kwargs)
+
+    def close(self) -> None:
+        for checker in (self._checkers or {}).values():
+            close = getattr(checker, "close", None)
+            if callable(close):
+                close()
+        self.store.close()
+
+    def __enter__(self) -> Clearance:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ components
+
+    @property
+    def embedder(self) -> Embedder | None:
+        if isinstance(self._embedder, str):
+            self._embedder = get_embedder(self.settings.embedding)
+        return self._embedder
+
+    @property
+    def checkers(self) -> dict[str, PermissionChecker]:
+        if self._checkers is None:
+            self._checkers = {}
+            for name, corpus in self.settings.corpora.items():
+                checker = checker_for_corpus(corpus)
+                if checker is not None:
+                    self._checkers[name] = checker
+        return self._checkers
+
+    @property
+    def directory(self) -> Directory:
+        raw = self.store.get_meta(_DIRECTORY_KEY)
+        if self._directory is None or raw is None or raw.get("version") != self._directory.version:
+            self._directory = Directory.empty() if raw is None else Directory.from_json(raw)
+        return self._directory
+
+    def access(self) -> AccessControl:
+        return AccessControl(
+            self.settings,
+            self.directory,
+            self.store.last_acl_syncs(),
+            checkers=self.checkers,
+            clock=self.clock,
+        )
+
+    # ------------------------------------------------------------------ ingestion
+
+    def ingest(
+        self,
+        paths: Sequence[Path],
+        *,
+        manifest: Path | None = None,
+        corpus: str | None = None,
+        on_plan: Callable[[int], None] | None = None,
+        on_result: Callable[[FileResult], None] | None = None,
+    ) -> IngestReport:
+        """Ingest files; every corpus that received documents records an ACL sync, since
+        the metadata just read is the source's current ACL for those documents."""
+        ingestor = Ingestor(self.settings, self.store, self.embedder)
+        jobs = ingestor.plan(paths, manifest, corpus)
+        if on_plan is not None:
+            on_plan(len(jobs))
+        report = ingestor.run(jobs, on_result)
+        now = self.clock()
+        written = {
+            doc.corpus
+            for r in report.results
+            if r.status in ("added", "updated", "metadata", "unchanged") and r.doc_id
+            for doc in [self.store.get_document(r.doc_id)]
+            if doc is not None
+        }
+        for name in sorted(written):
+            self.store.record_acl_sync(name, now)
+        return report
+
+    def remove(self, doc_id: str) -> bool:
+        return self.store.delete(doc_id)
+
+    # ------------------------------------------------------------------ directory and ACLs
+
+    def sync_directory(self, path: Path, *, delta: bool = False) -> Directory:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DirectoryError(f"{path}: cannot read: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise DirectoryError(f"{path.name}: not valid JSON: {exc.msg}") from None
+        doc = parse_directory(data, source=path.name)
+        current = self.directory
+        updated = current.apply_delta(doc) if delta else current.replace(doc)
+        self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
+        self._directory = updated
+        return updated
+
+    def sync_acls(self, path: Path, corpus: str, *, delta: bool = False) -> AclSyncReport:
+        return sync_acls(self.store, path, corpus, delta=delta, now=self.clock())
+
+    # ------------------------------------------------------------------ retrieval
+
+    def principal(self, user_id: str) -> Principal:
+        return self.access().principal(user_id)
+
+    def search(
+        self, user_id: str, query: str, *, assistant: str | None = None, k: int | None = None
+    ) -> SearchResult:
+        """Hybrid search for one user: only inside what that user may retrieve right now."""
+        access = self.access()
+        principal = access.principal(user_id)
+        assistant_settings = access.assistant(assistant)
+        if not principal.known:
+            return SearchResult(user_id, [], refused=Reason.UNKNOWN_USER.value)
+        if not principal.active:
+            return SearchResult(user_id, [], refused=Reason.ACCOUNT_DISABLED.value)
+        k = k or self.settings.retrieval.k
+        flt = access.search_filter(principal, assistant_settings, self.store.corpora())
+        searcher = HybridSearcher(
+            self.store,
+            self.embedder,
+            self.settings.retrieval.candidates,
+            self.settings.retrieval.rrf_k,
+        )
+        dropped: dict[str, RealtimeResult] = {}
+        hits: list[SearchHit] = []
+        for _ in range(_REALTIME_REFILLS + 1):
+            hits = searcher.search(query, flt, k)
+            newly = self._realtime_drops(user_id, hits)
+            if not newly:
+                return SearchResult(user_id, hits, dropped)
+            dropped.update(newly)
+            # Re-run with the dropped documents excluded *inside* the filter, so the result
+            # is still the top-k of what remains allowed.
+            flt = replace(flt, exclude_doc_ids=flt.exclude_doc_ids | frozenset(newly))
+        # Out of refills: keep only the hits whose documents this last round confirmed.
+        return SearchResult(user_id, [h for h in hits if h.document.doc_id not in dropped], dropped)
+
+    def _realtime_drops(self, user_id: str, hits: Sequence[SearchHit]) -> dict[str, RealtimeResult]:
+        by_corpus: dict[str, list[str]] = {}
+        for hit in hits:
+            if hit.document.corpus in self.checkers:
+                by_corpus.setdefault(hit.document.corpus, []).append(hit.document.doc_id)
+        dropped: dict[str, RealtimeResult] = {}
+        for corpus, doc_ids in by_corpus.items():
+            _, drops = filter_allowed(self.checkers[corpus], user_id, doc_ids)
+            dropped.update(drops)
+        return dropped
+
+    def explain(self, user_id: str, doc_id: str, *, assistant: str | None = None) -> dict[str, Any]:
+        """Operator view of one decision: why may (or may not) this user see this document?"""
+        access = self.access()
+        document = self.store.get_document(doc_id)
+        if document is None:
+            raise NotFoundError(f"no document {doc_id!r} in the index")
+        principal = access.principal(user_id)
+        assistant_settings = access.assistant(assistant)
+        decisions: dict[str, Decision] = {
+            action.value: access.decide(principal, action, document, assistant_settings)
+            for action in (Action.RETRIEVE, Action.VIEW)
+        }
+        paths = {
+            p: self.directory.why(user_id, p.removeprefix("group:"))
+            for p in sorted(document.acl & principal.principals)
+            if p.startswith("group:")
+        }
+        return {
+            "user": user_id,
+            "doc_id": doc_id,
+            "assistant": assistant,
+            "principal": {
+                "known": principal.known,
+                "active": principal.active,
+                "principals": sorted(principal.principals),
+            },
+            "document": {
+                "corpus": document.corpus,
+                "sensitivity": document.sensitivity.name,
+                "acl": sorted(document.acl),
+                "ai_allowed": document.ai_allowed,
+                "expires_at": document.expires_at.isoformat() if document.expires_at else None,
+            },
+            "matched_via": {p: path for p, path in paths.items() if path},
+            "decisions": {a: d.to_dict() for a, d in decisions.items()},
+        }
+
+    # ------------------------------------------------------------------ status
+
+    def corpus_status(self) -> list[dict[str, Any]]:
+        now = self.clock()
+        access = self.access()
+        names = sorted(set(self.settings.corpora) | set(self.store.corpora()))
+        counts = self.store.stats().by_corpus
+        out = []
+        for name in names:
+            fresh = access.freshness(name)
+            out.append(
+                {
+                    "corpus": name,
+                    "configured": name in self.settings.corpora,
+                    "documents": counts.get(name, 0),
+                    "last_acl_sync": fresh.last_sync.isoformat() if fresh.last_sync else None,
+                    "revocation_sla_seconds": fresh.sla_seconds,
+                    "failing_closed": fresh.stale(now),
+                    "realtime_check": self.settings.corpus(name).realtime_check,
+                }
+            )
+        return out

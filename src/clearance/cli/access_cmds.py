@@ -1,0 +1,100 @@
+"""``clearance directory sync``, ``clearance acl sync`` and ``clearance explain``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("directory")
+    def directory() -> None:
+        """Users and (nested) groups, synced from the identity provider."""
+
+    @directory.command("sync")
+    @click.argument("file", type=_FILE)
+    @click.option("--delta", is_flag=True, help="Apply changes only (default: full snapshot).")
+    @json_option
+    @pass_app
+    def directory_sync(app_ctx: AppContext, file: Path, delta: bool, as_json: bool) -> None:
+        """Load a directory file: Clearance JSON or SCIM 2.0 (ListResponse / BulkRequest)."""
+        with app_ctx.open() as app:
+            result = app.sync_directory(file, delta=delta)
+        data = {
+            "mode": "delta" if delta else "snapshot",
+            "version": result.version,
+            "users": len(result.users),
+            "active_users": sum(1 for u in result.users.values() if u.active),
+            "groups": len(result.groups),
+        }
+        if as_json:
+            emit_json(data)
+        else:
+            console.print(
+                f"directory v{data['version']} ({data['mode']}): {data['users']} users "
+                f"({data['active_users']} active), {data['groups']} groups"
+            )
+
+    @cli.group("acl")
+    def acl() -> None:
+        """Document permissions, synced without touching content."""
+
+    @acl.command("sync")
+    @click.argument("file", type=_FILE)
+    @click.option("--corpus", required=True, help="The corpus this file describes.")
+    @click.option("--delta", is_flag=True, help="Only the named documents change.")
+    @json_option
+    @pass_app
+    def acl_sync(app_ctx: AppContext, file: Path, corpus: str, delta: bool, as_json: bool) -> None:
+        """Apply a JSONL file of {"doc_id", "acl"} lines (snapshot or delta) to one corpus."""
+        with app_ctx.open() as app:
+            report = app.sync_acls(file, corpus, delta=delta)
+        if as_json:
+            emit_json(report.to_dict())
+            return
+        console.print(
+            f"{corpus} ({report.mode}): {report.changed} changed, {report.unchanged} unchanged, "
+            f"{len(report.revoked)} revoked, {len(report.unknown)} unknown; synced {report.synced_at}"
+        )
+        for doc_id in report.revoked:
+            console.print(f"  revoked (not in snapshot): {escape(doc_id)}")
+        for doc_id in report.unknown:
+            console.print(f"  [yellow]unknown document[/yellow]: {escape(doc_id)}")
+
+    @cli.command("explain")
+    @click.option("--user", "user_id", required=True)
+    @click.option("--doc", "doc_id", required=True)
+    @click.option("--assistant", help="Evaluate as seen through this assistant.")
+    @json_option
+    @pass_app
+    def explain(
+        app_ctx: AppContext, user_id: str, doc_id: str, assistant: str | None, as_json: bool
+    ) -> None:
+        """Why may (or may not) USER see DOC? Prints the decision and every reason."""
+        with app_ctx.open() as app:
+            data = app.explain(user_id, doc_id, assistant=assistant)
+        if as_json:
+            emit_json(data)
+            return
+        p, d = data["principal"], data["document"]
+        state = "unknown" if not p["known"] else ("active" if p["active"] else "DISABLED")
+        console.print(
+            f"user {escape(user_id)} ({state}); principals: {escape(', '.join(p['principals']) or '-')}"
+        )
+        console.print(
+            f"document {escape(doc_id)}: corpus {d['corpus']}, {d['sensitivity']}, "
+            f"acl {escape(', '.join(d['acl']) or '(none: nobody)')}"
+        )
+        for principal, path in data["matched_via"].items():
+            console.print(f"  matched {escape(principal)} via {escape(' → '.join(path))}")
+        for action, decision in data["decisions"].items():
+            verdict = "[green]ALLOW[/green]" if decision["allow"] else "[red]DENY[/red]"
+            console.print(f"{action}: {verdict}")
+            for reason, detail in zip(decision["reasons"], decision["details"], strict=False):
+                console.print(f"  - {reason}: {escape(detail)}")

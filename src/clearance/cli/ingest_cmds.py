@@ -1,0 +1,102 @@
+"""``clearance ingest`` and ``clearance remove``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.errors import NotFoundError
+from clearance.ingest.pipeline import FileResult
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("ingest")
+    @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+    @click.option(
+        "--manifest", type=click.Path(dir_okay=False, path_type=Path), help="JSONL manifest."
+    )
+    @click.option("--corpus", help="Corpus for documents whose metadata names none.")
+    @json_option
+    @pass_app
+    @click.pass_context
+    def ingest(
+        ctx: click.Context,
+        app_ctx: AppContext,
+        paths: tuple[Path, ...],
+        manifest: Path | None,
+        corpus: str | None,
+        as_json: bool,
+    ) -> None:
+        """Ingest files and folders (and a manifest) into the index.
+
+        Exits 1 if any file failed; the others are still ingested.
+        """
+        if not paths and manifest is None:
+            raise click.UsageError("give at least one PATH or --manifest")
+        with app_ctx.open() as app:
+            if as_json:
+                report = app.ingest(list(paths), manifest=manifest, corpus=corpus)
+                emit_json(report.to_dict())
+            else:
+                with Progress(
+                    TextColumn("[bold]ingesting"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TextColumn("{task.description}"),
+                    console=console,
+                    transient=True,
+                ) as progress:
+                    task = progress.add_task("", total=None)
+
+                    def planned(n: int) -> None:
+                        progress.update(task, total=n)
+
+                    def done(result: FileResult) -> None:
+                        progress.update(task, advance=1, description=escape(result.source))
+                        if result.status == "failed":
+                            progress.console.print(
+                                f"[red]failed[/red] {escape(result.source)}: {escape(result.error or '')}",
+                                markup=True,
+                                highlight=False,
+                            )
+                        for warning in result.warnings:
+                            progress.console.print(
+                                f"[yellow]warning[/yellow] {escape(result.source)}: {escape(warning)}"
+                            )
+
+                    report = app.ingest(
+                        list(paths),
+                        manifest=manifest,
+                        corpus=corpus,
+                        on_plan=planned,
+                        on_result=done,
+                    )
+                counts = report.counts
+                table = Table(title="ingest summary", show_header=True)
+                for status in counts:
+                    table.add_column(status, justify="right")
+                table.add_row(*(str(n) for n in counts.values()))
+                console.print(table)
+                console.print(f"{sum(r.chunks for r in report.results)} chunks in this run")
+        if report.failed:
+            ctx.exit(1)
+
+    @cli.command("remove")
+    @click.argument("doc_id")
+    @json_option
+    @pass_app
+    def remove(app_ctx: AppContext, doc_id: str, as_json: bool) -> None:
+        """Purge a document with its chunks and vectors."""
+        with app_ctx.open() as app:
+            if not app.remove(doc_id):
+                raise NotFoundError(f"no document {doc_id!r} in the index")
+        if as_json:
+            emit_json({"removed": doc_id})
+        else:
+            console.print(f"removed {doc_id}")

@@ -1,0 +1,37 @@
+"""``clearance init [DIR]``: a commented default configuration and an empty data directory."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from clearance.cli.context import console, emit_json, json_option
+from clearance.config import CONFIG_NAME
+from clearance.errors import ConfigError
+
+
+def default_config_text() -> str:
+    return (resources.files("clearance") / "data" / "default-config.toml").read_text("utf-8")
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("init")
+    @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+    @click.option("--force", is_flag=True, help="Overwrite an existing clearance.toml.")
+    @json_option
+    def init(directory: Path | None, force: bool, as_json: bool) -> None:
+        """Write a commented default clearance.toml and an empty data directory."""
+        target = directory or Path.cwd()
+        config = target / CONFIG_NAME
+        if config.exists() and not force:
+            raise ConfigError(f"{config} already exists (use --force to overwrite)")
+        target.mkdir(parents=True, exist_ok=True)
+        config.write_text(default_config_text(), encoding="utf-8")
+        (target / "data").mkdir(exist_ok=True)
+        if as_json:
+            emit_json({"config": str(config), "data": str(target / "data")})
+        else:
+            console.print(f"wrote {config}")
+            console.print(f"created {target / 'data'}/")

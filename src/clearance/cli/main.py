@@ -1,0 +1,59 @@
+"""The ``clearance`` command. Errors are one line on stderr with an exit code, never a
+traceback: 1 operational failure, 2 bad configuration or input, 3 not found."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from clearance import __version__
+from clearance.cli import access_cmds, docs_cmds, ingest_cmds, init_cmd, search_cmd, status_cmd
+from clearance.cli.context import AppContext, emit_json, err_console
+from clearance.errors import ClearanceError
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Configuration file (else $CLEARANCE_HOME/clearance.toml, else ./clearance.toml).",
+)
+@click.version_option(__version__, prog_name="clearance")
+@click.pass_context
+def cli(ctx: click.Context, config: Path | None) -> None:
+    """Clearance: answers only from what the asker may read, with every source cited."""
+    ctx.obj = AppContext(config)
+
+
+for module in (init_cmd, ingest_cmds, docs_cmds, search_cmd, status_cmd, access_cmds):
+    module.register(cli)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        rc = cli.main(args=args, prog_name="clearance", standalone_mode=False)
+    except ClearanceError as exc:
+        if "--json" in args:
+            emit_json(exc.to_dict())
+        err_console.print(f"[red]error:[/red] {escape(exc.message)}")
+        return exc.exit_code
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        return 130
+    except click.ClickException as exc:
+        err_console.print(f"[red]error:[/red] {escape(exc.format_message())}")
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    return rc if isinstance(rc, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""``clearance search QUERY --user U``: hybrid search inside what U may retrieve."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+
+from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("search")
+    @click.argument("query")
+    @click.option("--user", "user_id", required=True, help="Search as this user.")
+    @click.option("--assistant", help="Restrict to one assistant's corpora and ceiling.")
+    @click.option("-k", "k", type=click.IntRange(1, 1000), help="Number of results.")
+    @json_option
+    @pass_app
+    def search(
+        app_ctx: AppContext,
+        query: str,
+        user_id: str,
+        assistant: str | None,
+        k: int | None,
+        as_json: bool,
+    ) -> None:
+        """Search as a user: results come only from documents that user may read now."""
+        with app_ctx.open() as app:
+            result = app.search(user_id, query, assistant=assistant, k=k)
+        rows = [
+            {
+                "rank": i,
+                "doc_id": h.document.doc_id,
+                "title": h.document.title,
+                "locator": h.chunk.locator,
+                "uri": h.document.uri,
+                "corpus": h.document.corpus,
+                "sensitivity": h.chunk.sensitivity.name,
+                "score": round(h.score, 6),
+                "lexical_rank": h.lexical_rank,
+                "vector_rank": h.vector_rank,
+                "text": h.chunk.text,
+            }
+            for i, h in enumerate(result.hits, start=1)
+        ]
+        if as_json:
+            emit_json({"user": user_id, "query": query, "refused": result.refused, "results": rows})
+            return
+        if not rows:
+            console.print("no results" + (f" ({result.refused})" if result.refused else ""))
+            return
+        for row in rows:
+            console.print(
+                f"[bold]{row['rank']}.[/bold] {escape(str(row['title']))}  "
+                f"[dim]{escape(str(row['doc_id']))}[/dim]  [cyan]{escape(str(row['locator']))}[/cyan]"
+            )
+            snippet = " ".join(str(row["text"]).split())
+            console.print("   " + escape(snippet[:200] + ("…" if len(snippet) > 200 else "")))
