@@ -210,6 +210,73 @@ class LLMSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RerankSettings:
+    """The listwise judge. ``provider = ""`` means: the same provider as ``[llm]``;
+    ``"none"`` turns reranking off (fused order is kept)."""
+
+    provider: str = ""
+    candidates: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSettings:
+    """External / competitor entities the assistant must never answer about.
+
+    ``entities`` maps a canonical name to its aliases (any language); the name itself is
+    always an alias too."""
+
+    entities: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodForm:
+    """A regular expression recognising a period and the canonical form it maps to.
+
+    ``canonical`` may use ``{1}``, ``{2}`` … for the pattern's groups, e.g.
+    ``pattern = "FY\\s*(\\d{4})"``, ``canonical = "FY{1}"``."""
+
+    pattern: str
+    canonical: str
+
+
+DEFAULT_PERIOD_FORMS: tuple[PeriodForm, ...] = (
+    PeriodForm(r"\bFY\s*'?(\d{4})\b", "FY{1}"),
+    PeriodForm(r"(\d{4})\s*年度", "FY{1}"),
+    PeriodForm(r"\bfiscal\s+(?:year\s+)?(\d{4})\b", "FY{1}"),
+    PeriodForm(r"\bQ([1-4])\s*(?:FY)?\s*(\d{4})\b", "Q{1} {2}"),
+    PeriodForm(r"\b(\d{4})\s*Q([1-4])\b", "Q{2} {1}"),
+    PeriodForm(r"(\d{4})\s*年度?\s*第\s*([1-4])\s*四半期", "Q{2} {1}"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FactSettings:
+    """Vocabulary for turning tables into facts and questions into metric queries.
+
+    Every mapping is canonical name → aliases (matched after NFKC + casefold). Nothing
+    about any one company lives in code: metrics, entities, channels and units come from
+    here; period forms have generic defaults (FY2024, 2024年度, Q3 2025) and can be replaced."""
+
+    metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    entities: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    channels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    metric_units: Mapping[str, str] = field(default_factory=dict)
+    default_channel: str = "total"
+    periods: tuple[PeriodForm, ...] = DEFAULT_PERIOD_FORMS
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSettings:
+    context_budget_tokens: int = 700
+    min_snippets: int = 1
+    no_source_message: str = "I have no approved source I can use to answer that."
+    degraded_message: str = (
+        "The answer service is unavailable right now. Please try again later."
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class TraceSettings:
     enabled: bool = True
     retention_s: float = 30 * 86400.0
@@ -230,6 +297,10 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     trace: TraceSettings = field(default_factory=TraceSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
+    scope: ScopeSettings = field(default_factory=ScopeSettings)
+    facts: FactSettings = field(default_factory=FactSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
     source: Path | None = None
 
     @property
@@ -358,6 +429,57 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     )
     t.done()
 
+    t = top.table("rerank")
+    rerank = RerankSettings(
+        provider=t.get("provider", str, ""), candidates=t.positive("candidates", 10)
+    )
+    t.done()
+
+    t = top.table("scope")
+    scope = ScopeSettings(entities=_alias_map(t.table("entities")))
+    t.done()
+
+    t = top.table("facts")
+    periods = DEFAULT_PERIOD_FORMS
+    if "periods" in t.data:
+        raw_periods = t.get("periods", list, [])
+        parsed: list[PeriodForm] = []
+        for i, item in enumerate(raw_periods):
+            pt = _Table(item, f"facts.periods[{i}]")
+            form = PeriodForm(pt.get("pattern", str, ""), pt.get("canonical", str, ""))
+            pt.done()
+            try:
+                re.compile(form.pattern)
+            except re.error as exc:
+                raise ConfigError(f"facts.periods[{i}].pattern: bad regular expression: {exc}") from None
+            if not form.pattern or not form.canonical:
+                raise ConfigError(f"facts.periods[{i}]: needs 'pattern' and 'canonical'")
+            parsed.append(form)
+        periods = tuple(parsed)
+    mu = t.table("metric_units")
+    metric_units = {name: mu.get(name, str, "") for name in list(mu.data)}
+    mu.done()
+    facts = FactSettings(
+        metrics=_alias_map(t.table("metrics")),
+        entities=_alias_map(t.table("entities")),
+        channels=_alias_map(t.table("channels")),
+        units=_alias_map(t.table("units")),
+        metric_units=metric_units,
+        default_channel=t.get("default_channel", str, "total"),
+        periods=periods,
+    )
+    t.done()
+
+    t = top.table("answer")
+    defaults = AnswerSettings()
+    answer = AnswerSettings(
+        context_budget_tokens=t.positive("context_budget_tokens", defaults.context_budget_tokens),
+        min_snippets=t.positive("min_snippets", defaults.min_snippets),
+        no_source_message=t.get("no_source_message", str, defaults.no_source_message),
+        degraded_message=t.get("degraded_message", str, defaults.degraded_message),
+    )
+    t.done()
+
     top.done()
     return Settings(
         root=root,
@@ -370,8 +492,24 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         retrieval=retrieval,
         llm=llm,
         trace=trace,
+        rerank=rerank,
+        scope=scope,
+        facts=facts,
+        answer=answer,
         source=source,
     )
+
+
+def _alias_map(table: _Table) -> dict[str, tuple[str, ...]]:
+    """``name = ["alias", …]`` pairs; the canonical name is always one of its aliases."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name in list(table.data):
+        aliases = table.strings(name)
+        if not name.strip():
+            raise ConfigError(f"{table.key(name)}: empty name")
+        out[name] = tuple(dict.fromkeys([name, *(a for a in aliases if a.strip())]))
+    table.done()
+    return out
 
 
 def settings_from_dict(data: Mapping[str, Any], root: Path | None = None) -> Settings:

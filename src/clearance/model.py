@@ -20,6 +20,7 @@ __all__ = [
     "EVERYONE",
     "Chunk",
     "Document",
+    "Fact",
     "SearchHit",
     "Section",
     "Sensitivity",
@@ -124,3 +125,19 @@ class SearchHit:
     score: float
     lexical_rank: int | None = None
     vector_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One number from a table, with its provenance. Filtered exactly like chunks:
+    it carries its document's id and is only visible where the document is."""
+
+    entity: str
+    period: str
+    metric: str
+    channel: str
+    value: float
+    unit: str
+    doc_id: str
+    locator: str
+    raw: str = ""  # the cell text as written (e.g. "1,320")

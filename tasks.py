@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Project tasks with nothing but Python 3.11 and pip: ``python3 tasks.py demo|test``.
+
+Each task creates ``.venv`` if it is missing and (re)installs the project when
+``pyproject.toml`` changed, so both commands work on a fresh clone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+STAMP = VENV / ".clearance-installed"
+DEMO_HOME = ROOT / "demo-home"
+ACME = ROOT / "examples" / "acme"
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None, check: bool = True) -> int:
+    print("$", " ".join(str(a) for a in args), flush=True)
+    return subprocess.run([str(a) for a in args], cwd=ROOT, env=env, check=check).returncode
+
+
+def ensure_venv() -> None:
+    if not PY.exists():
+        print("creating .venv", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not STAMP.exists() or STAMP.read_text() != wanted:
+        run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+        run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+        STAMP.write_text(wanted)
+
+
+def clearance(*args: str, env: dict[str, str]) -> None:
+    run(BIN / "clearance", *args, env=env)
+
+
+def demo() -> int:
+    """Build the demo index from examples/acme and search it as different people."""
+    ensure_venv()
+    shutil.rmtree(DEMO_HOME, ignore_errors=True)
+    DEMO_HOME.mkdir()
+    shutil.copy(ACME / "clearance.toml", DEMO_HOME / "clearance.toml")
+    env = {**os.environ, "CLEARANCE_HOME": str(DEMO_HOME)}
+    clearance("ingest", str(ACME / "corpus"), "--manifest", str(ACME / "manifest.jsonl"), env=env)
+    clearance("directory", "sync", str(ACME / "directory.json"), env=env)
+    clearance("status", env=env)
+    for user, query in (
+        ("alice", "travel policy for flights"),
+        ("bob", "sales commission plan"),
+        ("dave", "sales commission plan"),
+        ("hiro", "2024年度 売上高"),
+        ("grace", "board minutes"),
+        ("erin", "travel policy"),
+    ):
+        print(f"\n### {user} searches: {query}", flush=True)
+        clearance("search", query, "--user", user, "-k", "3", env=env)
+    return 0
+
+
+def test() -> int:
+    """Lint, types and the whole test suite."""
+    ensure_venv()
+    steps = [
+        (BIN / "ruff", "check", "src", "tests", "benchmarks", "examples", "tasks.py"),
+        (BIN / "ruff", "format", "--check", "src", "tests", "benchmarks", "examples", "tasks.py"),
+        (BIN / "mypy",),
+        (PY, "-m", "pytest", "-q"),
+    ]
+    for step in steps:
+        if run(*step, check=False) != 0:
+            print(f"FAILED: {' '.join(str(s) for s in step)}", file=sys.stderr)
+            return 1
+    return 0
+
+
+TASKS = {"demo": demo, "test": test}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in TASKS:
+        print(f"usage: python3 tasks.py {'|'.join(TASKS)}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(TASKS[sys.argv[1]]())
