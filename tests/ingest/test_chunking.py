@@ -1,0 +1,235 @@
+"""chunk_sections: examples for each rule, and properties over arbitrary text."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clearance.ingest.chunking import chunk_sections
+from clearance.model import Section
+
+_WS = re.compile(r"\s+")
+
+
+def _squash(text: str) -> str:
+    return _WS.sub("", text)
+
+
+def _covers_in_order(original: str, pieces: list[str]) -> bool:
+    """Whether ``pieces``, each placed at one of its occurrences in ``original``, in order,
+    each starting after the previous start and no later than the previous end, cover
+    ``original`` from its first to its last character (so dropping the overlaps of
+    consecutive pieces gives back ``original`` exactly)."""
+    if not pieces:
+        return not original
+    if not original.startswith(pieces[0]):
+        return False
+    starts = {0}  # where the previous piece may have been placed
+    for previous, piece in itertools.pairwise(pieces):
+        starts = {
+            pos
+            for start in starts
+            for pos in range(start + 1, start + len(previous) + 1)
+            if original.startswith(piece, pos)
+        }
+        if not starts:
+            return False
+    return any(start + len(pieces[-1]) == len(original) for start in starts)
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def test_short_sections_pass_through() -> None:
+    sections = [Section("Hello.", "page=1"), Section("World.", "page=2")]
+    assert chunk_sections(sections, 100, 10) == [("Hello.", "page=1"), ("World.", "page=2")]
+
+
+def test_blank_sections_are_dropped() -> None:
+    sections = [Section("  \n\t", "page=1"), Section("", "page=2"), Section("x", "page=3")]
+    assert chunk_sections(sections, 100, 10) == [("x", "page=3")]
+
+
+def test_same_locator_sections_merge_while_they_fit() -> None:
+    sections = [
+        Section("one", "section=A"),
+        Section("two", "section=A"),
+        Section("three", "section=A"),
+        Section("four", "section=B"),
+        Section("five", "section=B"),
+    ]
+    assert chunk_sections(sections, 12, 0) == [
+        ("one\n\ntwo", "section=A"),
+        ("three", "section=A"),
+        ("four\n\nfive", "section=B"),
+    ]
+
+
+def test_atomic_sections_are_never_merged_or_split() -> None:
+    row = "Region: Japan | Revenue: 120 | " * 10
+    sections = [
+        Section("intro", "section=A"),
+        Section(row, "section=A,table=1,row=Japan", atomic=True),
+        Section("outro", "section=A"),
+        Section(" padded ", "section=A,table=1,row=EU", atomic=True),
+        Section(" padded ", "section=A,table=1,row=EU", atomic=True),
+    ]
+    assert chunk_sections(sections, 40, 5) == [
+        ("intro", "section=A"),
+        (row, "section=A,table=1,row=Japan"),
+        ("outro", "section=A"),
+        (" padded ", "section=A,table=1,row=EU"),
+        (" padded ", "section=A,table=1,row=EU"),
+    ]
+
+
+def test_long_text_splits_at_sentences_with_overlap() -> None:
+    text = " ".join(f"Sentence number {i} is here." for i in range(1, 11))
+    pieces = chunk_sections([Section(text, "page=4")], 80, 20)
+    assert all(locator == "page=4" for _, locator in pieces)
+    assert all(len(piece) <= 80 for piece, _ in pieces)
+    assert pieces[0][0] == (  # exactly 80 characters
+        "Sentence number 1 is here. Sentence number 2 is here. Sentence number 3 is here."
+    )
+    # every piece but the last ends a sentence; every piece starts at a word
+    assert all(piece.endswith(".") for piece, _ in pieces)
+    assert all(text.startswith(piece, text.index(piece)) for piece, _ in pieces)
+    words = set(text.split())
+    assert all(piece.split()[0] in words for piece, _ in pieces)
+    # consecutive pieces share some text (the overlap)
+    for (a, _), (b, _) in itertools.pairwise(pieces):
+        assert text.index(b) < text.index(a) + len(a)
+    assert _covers_in_order(_squash(text), [_squash(p) for p, _ in pieces])
+
+
+def test_paragraph_breaks_are_preferred() -> None:
+    first = "First paragraph has some words in it."
+    second = "Second paragraph is also here and long."
+    pieces = chunk_sections([Section(f"{first}\n\n{second}", "page=1")], 60, 0)
+    assert pieces == [(first, "page=1"), (second, "page=1")]
+
+
+def test_no_overlap() -> None:
+    text = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
+    pieces = [p for p, _ in chunk_sections([Section(text, "x=1")], 20, 0)]
+    assert " ".join(pieces) == text
+    assert all(len(p) <= 20 for p in pieces)
+
+
+def test_word_longer_than_size_is_cut_at_size() -> None:
+    word = "x" * 50
+    pieces = [p for p, _ in chunk_sections([Section(f"a {word} b", "x=1")], 20, 5)]
+    assert pieces == ["a", word[:20], word[20:40], word[40:] + " b"]
+
+
+def test_cjk_splits_on_punctuation() -> None:
+    text = "売上は前年比で増加しました。利益も大きく増えました。来期も成長を見込みます。"
+    pieces = [p for p, _ in chunk_sections([Section(text, "section=日本")], 16, 0)]
+    assert pieces == [
+        "売上は前年比で増加しました。",
+        "利益も大きく増えました。",
+        "来期も成長を見込みます。",
+    ]
+
+
+def test_cjk_without_punctuation_cuts_at_exactly_size() -> None:
+    text = "あ" * 25 + "い" * 25
+    pieces = [p for p, _ in chunk_sections([Section(text, "lines=1-1")], 20, 0)]
+    assert pieces == [text[:20], text[20:40], text[40:]]
+
+
+def test_deterministic() -> None:
+    text = "Lorem ipsum dolor sit amet. " * 40
+    sections = [Section(text, "page=1"), Section("row", "page=1,table=1,row=a", atomic=True)]
+    assert chunk_sections(sections, 100, 30) == chunk_sections(sections, 100, 30)
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(0, 0), (-5, 0), (10, 10), (10, -1)])
+def test_bad_parameters(size: int, overlap: int) -> None:
+    with pytest.raises(ValueError, match="chunk"):
+        chunk_sections([Section("x", "page=1")], size, overlap)
+
+
+# --------------------------------------------------------------------------- properties
+
+_WORDS = st.text(alphabet=st.sampled_from("abcdefgh日本語売上。、.!? \n"), min_size=0, max_size=400)
+_CJK = st.text(alphabet=st.sampled_from("売上利益増加日本語。、！？"), min_size=1, max_size=300)
+
+
+@st.composite
+def _sections(draw: st.DrawFn) -> list[Section]:
+    count = draw(st.integers(min_value=0, max_value=6))
+    out: list[Section] = []
+    for i in range(count):
+        text = draw(_WORDS)
+        if draw(st.booleans()):  # atomic sections get locators no other section has
+            out.append(Section(text, f"page=1,table=1,row={i}", atomic=True))
+        else:
+            out.append(Section(text, draw(st.sampled_from(["page=1", "page=2", "section=A"]))))
+    return out
+
+
+@st.composite
+def _size_overlap(draw: st.DrawFn) -> tuple[int, int]:
+    size = draw(st.integers(min_value=1, max_value=120))
+    overlap = draw(st.integers(min_value=0, max_value=size - 1))
+    return size, overlap
+
+
+@settings(max_examples=300, deadline=None)
+@given(sections=_sections(), params=_size_overlap())
+def test_properties(sections: list[Section], params: tuple[int, int]) -> None:
+    size, overlap = params
+    pieces = chunk_sections(sections, size, overlap)
+    kept = [s for s in sections if s.text.strip()]
+    atomic = {(s.text, s.locator) for s in kept if s.atomic}
+
+    # no non-atomic piece is longer than size, none is blank
+    for text, locator in pieces:
+        assert text.strip()
+        if (text, locator) not in atomic:
+            assert len(text) <= size
+            assert text == text.strip()
+
+    # atomic sections come out unchanged, in order
+    assert [p for p in pieces if p in atomic] == [(s.text, s.locator) for s in kept if s.atomic]
+
+    # every piece keeps a locator of the input
+    assert {locator for _, locator in pieces} <= {s.locator for s in kept}
+
+    # dropping overlaps recovers all non-whitespace content in order
+    original = "".join(_squash(s.text) for s in sections)
+    assert _covers_in_order(original, [_squash(text) for text, _ in pieces])
+
+    # deterministic
+    assert chunk_sections(sections, size, overlap) == pieces
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_CJK, params=_size_overlap())
+def test_cjk_property(text: str, params: tuple[int, int]) -> None:
+    size, overlap = params
+    pieces = [p for p, _ in chunk_sections([Section(text, "lines=1-1")], size, overlap)]
+    assert all(0 < len(p) <= size for p in pieces)
+    assert _covers_in_order(text, pieces)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=15), min_size=1, max_size=60),
+    params=_size_overlap(),
+)
+def test_words_are_cut_only_when_longer_than_size(
+    words: list[str], params: tuple[int, int]
+) -> None:
+    size, overlap = params
+    text = " ".join(words)
+    pieces = [p for p, _ in chunk_sections([Section(text, "page=1")], size, overlap)]
+    for piece in pieces:
+        for word in piece.split(" "):
+            if word not in words:  # a fragment: only allowed from a word longer than size
+                assert any(len(w) > size and word in w for w in words), (word, piece)
