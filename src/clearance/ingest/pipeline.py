@@ -25,6 +25,7 @@ from clearance.config import Settings
 from clearance.errors import ClearanceError, LoaderError, MetadataError
 from clearance.ingest.chunking import chunk_sections
 from clearance.ingest.classify import classify
+from clearance.ingest.facts import extract_facts, vocab_fingerprint
 from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
 from clearance.ingest.metadata import (
     FOLDER_META,
@@ -34,7 +35,7 @@ from clearance.ingest.metadata import (
     read_manifest,
     sidecar_metadata,
 )
-from clearance.model import Chunk, Document, Sensitivity
+from clearance.model import Chunk, Document, Fact, Section, Sensitivity
 from clearance.retrieval.embedding import Embedder
 from clearance.store.sqlite import SQLiteStore
 
@@ -154,22 +155,21 @@ class Ingestor:
             else:
                 jobs.append(Job(str(root), None, {}, error="no such file or directory"))
         if manifest is not None:
-            for entry in read_manifest(manifest):
+            entries = list(read_manifest(manifest))
+            # A file both found by a folder walk and listed in the manifest is ingested once,
+            # with the manifest's metadata (the highest precedence).
+            listed = {e.path.resolve() for e in entries if e.path is not None}
+            jobs = [j for j in jobs if j.path is None or j.path.resolve() not in listed]
+            for entry in entries:
                 source = f"{manifest.name}:{entry.line}"
-                if entry.path is not None and not entry.metadata.get("deleted"):
+                if entry.path is not None:
                     rel = entry.metadata["path"]
                     jobs.append(self._file_job(entry.path, rel, entry.metadata, corpus, source))
                 else:
                     meta = dict(entry.metadata)
                     if corpus and "corpus" not in meta:
                         meta["corpus"] = corpus
-                    default_id = None
-                    if entry.path is not None:
-                        system = meta.get(
-                            "source_system", self.settings.ingest.default_source_system
-                        )
-                        default_id = f"{system}:{meta['path']}"
-                    jobs.append(Job(source, None, meta, default_doc_id=default_id))
+                    jobs.append(Job(source, None, meta))
         return jobs
 
     def _file_job(
@@ -272,6 +272,7 @@ class Ingestor:
             "origin_chain": meta.get("origin_chain", ()),
             "format": extracted.format,
             "chunking": [settings.ingest.chunk_size, settings.ingest.chunk_overlap],
+            "facts_vocab": vocab_fingerprint(settings.facts),  # a new vocabulary re-extracts
         }
         meta_hash = _fingerprint(fields)
         existing = self.store.get_document(doc_id)
@@ -284,6 +285,7 @@ class Ingestor:
         content_changed = existing is None or existing.content_hash != content_hash
         version = 1 if existing is None else existing.version + int(content_changed)
         del fields["chunking"]
+        del fields["facts_vocab"]
         document = Document(
             doc_id=doc_id,
             content_hash=content_hash,
@@ -305,13 +307,26 @@ class Ingestor:
             for i, (text, locator) in enumerate(pieces)
         ]
         vectors = self._vectors(doc_id, document, chunks, reuse=not content_changed)
-        self.store.upsert(document, chunks, vectors)
-        warnings = () if acl else ("no ACL: the document is visible to nobody",)
+        facts, fact_warnings = self._facts(doc_id, document.title, extracted.sections)
+        self.store.upsert(document, chunks, vectors, facts=facts)
+        warnings: tuple[str, ...] = () if acl else ("no ACL: the document is visible to nobody",)
+        warnings += fact_warnings
         if existing is None:
             status: Status = "added"
         else:
             status = "updated" if content_changed else "metadata"
         return FileResult(job.source, status, doc_id, chunks=len(chunks), warnings=warnings)
+
+    def _facts(
+        self, doc_id: str, title: str, sections: Sequence[Section]
+    ) -> tuple[list[Fact], tuple[str, ...]]:
+        """Facts from the document's tables. Extraction skips bad cells itself; should it
+        fail outright, the document is still stored, without facts, and the result says so."""
+        try:
+            facts = extract_facts(sections, doc_id=doc_id, title=title, vocab=self.settings.facts)
+        except Exception as exc:
+            return [], (f"facts not extracted ({type(exc).__name__}: {exc})",)
+        return facts, ()
 
     def _vectors(
         self, doc_id: str, document: Document, chunks: list[Chunk], *, reuse: bool

@@ -20,7 +20,8 @@ _CJK = (
     "\uac00-\ud7af"  # Hangul syllables
     "\u31f0-\u31ff\u3005\u3006\u30fc"  # Katakana ext, 々, 〆, ー
 )
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+# Latin-script words exclude CJK characters, so "6時間" splits into "6" and a CJK run.
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*", re.UNICODE)
 _IS_CJK = re.compile(rf"^[{_CJK}]+$")
 
 # Only dropped from queries (documents keep them), to keep OR-queries selective.

@@ -1,0 +1,1 @@
+"""Tests of the LLM providers (issue: LLM providers behind one small protocol)."""
