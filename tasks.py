@@ -51,7 +51,7 @@ def demo() -> int:
     DEMO_HOME.mkdir()
     shutil.copy(ACME / "clearance.toml", DEMO_HOME / "clearance.toml")
     env = {**os.environ, "CLEARANCE_HOME": str(DEMO_HOME)}
-    clearance("ingest", str(ACME / "corpus"), "--manifest", str(ACME / "manifest.jsonl"), env=env)
+    clearance("ingest", "--manifest", str(ACME / "manifest.jsonl"), env=env)
     clearance("directory", "sync", str(ACME / "directory.json"), env=env)
     clearance("status", env=env)
     for user, query in (

@@ -23,13 +23,18 @@ from clearance.access.realtime import (
     filter_allowed,
 )
 from clearance.access.sync import AclSyncReport, sync_acls
-from clearance.config import Settings
+from clearance.answer.orchestrator import Orchestrator
+from clearance.answer.result import AnswerResult
+from clearance.config import Settings, trace_key
 from clearance.errors import DirectoryError, NotFoundError
 from clearance.ingest.pipeline import FileResult, Ingestor, IngestReport
+from clearance.llm.base import Provider
+from clearance.llm.registry import make_provider, make_rerank_provider
 from clearance.model import SearchHit
 from clearance.retrieval.embedding import Embedder, get_embedder
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store.sqlite import SQLiteStore
+from clearance.trace.record import TraceRecord, TraceWriter
 
 __all__ = ["Clearance", "SearchResult"]
 
@@ -59,8 +64,14 @@ class Clearance:
         embedder: Embedder | str | None = "auto",
         checkers: dict[str, PermissionChecker] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        provider: Provider | None = None,
+        trace_key: bytes | None = None,
     ) -> None:
         self.settings = settings
+        self._provider = provider
+        self.trace_key = trace_key
+        self._orchestrator: Orchestrator | None = None
+        self._traces: TraceWriter | None = None
         self.store = store
         self._embedder = embedder
         self.clock = clock
@@ -70,6 +81,7 @@ class Clearance:
 
     @classmethod
     def open(cls, settings: Settings, **kwargs: Any) -> Clearance:
+        kwargs.setdefault("trace_key", trace_key(settings))
         return cls(settings, SQLiteStore(settings.db_path), **kwargs)
 
     def close(self) -> None:
@@ -256,6 +268,31 @@ class Clearance:
             "matched_via": {p: path for p, path in paths.items() if path},
             "decisions": {a: d.to_dict() for a, d in decisions.items()},
         }
+
+    # ------------------------------------------------------------------ answers
+
+    def orchestrator(self) -> Orchestrator:
+        """The answer engine over this instance, with the configured providers."""
+        if self._orchestrator is None:
+            provider = self._provider or make_provider(self.settings.llm)
+            if self.settings.rerank.provider == "":
+                judge: Provider | None = provider
+            else:
+                judge = make_rerank_provider(self.settings.llm, self.settings.rerank)
+            self._orchestrator = Orchestrator(self, provider=provider, judge=judge)
+        return self._orchestrator
+
+    def ask(self, question: str, user_id: str, *, assistant: str | None = None) -> AnswerResult:
+        """Answer a question for one user (DESIGN §1); see :class:`AnswerResult`."""
+        return self.orchestrator().ask(question, user_id, assistant)
+
+    def write_trace(self, user_id: str, record: TraceRecord) -> None:
+        if not self.settings.trace.enabled:
+            return
+        if self._traces is None:
+            self._traces = TraceWriter(self.store, self.trace_key)
+        record.user = self._traces.pseudonym(user_id)
+        self._traces.write(record.to_dict())
 
     # ------------------------------------------------------------------ status
 

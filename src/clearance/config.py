@@ -271,9 +271,7 @@ class AnswerSettings:
     context_budget_tokens: int = 700
     min_snippets: int = 1
     no_source_message: str = "I have no approved source I can use to answer that."
-    degraded_message: str = (
-        "The answer service is unavailable right now. Please try again later."
-    )
+    degraded_message: str = "The answer service is unavailable right now. Please try again later."
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +449,9 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
             try:
                 re.compile(form.pattern)
             except re.error as exc:
-                raise ConfigError(f"facts.periods[{i}].pattern: bad regular expression: {exc}") from None
+                raise ConfigError(
+                    f"facts.periods[{i}].pattern: bad regular expression: {exc}"
+                ) from None
             if not form.pattern or not form.canonical:
                 raise ConfigError(f"facts.periods[{i}]: needs 'pattern' and 'canonical'")
             parsed.append(form)
@@ -543,3 +543,11 @@ def load_settings(explicit: Path | None = None, env: Mapping[str, str] | None = 
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     return _parse(data, path.resolve().parent, path.resolve())
+
+
+def trace_key(settings: Settings, env: Mapping[str, str] | None = None) -> bytes | None:
+    """The HMAC key for pseudonymous trace user ids, from the variable named by
+    ``[trace] hmac_key_env``; ``None`` when unset (pseudonyms are then per process)."""
+    environ = os.environ if env is None else env
+    value = environ.get(settings.trace.hmac_key_env, "")
+    return value.encode("utf-8") if value else None

@@ -148,10 +148,10 @@ def authorize(
     now: datetime,
     realtime: Callable[[], RealtimeOutcome | None] | None = None,
 ) -> Decision:
-    """Evaluate every rule of the module table; deny wins; an erroring rule denies."""
-    ceiling = corpus_ceiling
-    if assistant is not None:
-        ceiling = min(ceiling, assistant.max_sensitivity)
+    """Evaluate every rule of the module table; deny wins; an erroring rule denies.
+
+    ``realtime`` is rule 9's question to the source system (``None``: the corpus needs no
+    real-time check); only an ALLOWED outcome lets the document through."""
 
     def identity() -> tuple[Reason, str] | None:
         if not principal.known:
@@ -178,6 +178,9 @@ def authorize(
         return None
 
     def within_ceiling() -> tuple[Reason, str] | None:
+        ceiling = corpus_ceiling
+        if assistant is not None:
+            ceiling = min(ceiling, assistant.max_sensitivity)
         if document.sensitivity > ceiling:
             return (
                 Reason.ABOVE_CEILING,
@@ -211,7 +214,7 @@ def authorize(
         if action is not Action.RETRIEVE or realtime is None:
             return None
         outcome = realtime()
-        if outcome is None or outcome is RealtimeOutcome.ALLOWED:
+        if outcome is RealtimeOutcome.ALLOWED:
             return None
         if outcome is RealtimeOutcome.DENIED:
             return Reason.REALTIME_DENIED, "the source system denied access just now"

@@ -3,6 +3,7 @@ traceback: 1 operational failure, 2 bad configuration or input, 3 not found."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -10,7 +11,17 @@ import click
 from rich.markup import escape
 
 from clearance import __version__
-from clearance.cli import access_cmds, docs_cmds, ingest_cmds, init_cmd, search_cmd, status_cmd
+from clearance.cli import (
+    access_cmds,
+    ask_cmd,
+    docs_cmds,
+    facts_cmds,
+    faq_cmds,
+    ingest_cmds,
+    init_cmd,
+    search_cmd,
+    status_cmd,
+)
 from clearance.cli.context import AppContext, emit_json, err_console
 from clearance.errors import ClearanceError
 
@@ -31,12 +42,36 @@ def cli(ctx: click.Context, config: Path | None) -> None:
     ctx.obj = AppContext(config)
 
 
-for module in (init_cmd, ingest_cmds, docs_cmds, search_cmd, status_cmd, access_cmds):
+for module in (
+    init_cmd,
+    ingest_cmds,
+    docs_cmds,
+    search_cmd,
+    ask_cmd,
+    status_cmd,
+    access_cmds,
+    faq_cmds,
+    facts_cmds,
+):
     module.register(cli)
+
+
+def _configure_logging() -> None:
+    """Clearance's own warnings go to stderr; third-party chatter (pypdf's complaints about
+    a corrupt file, which the loader already reports as one clear error) stays quiet."""
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    logger = logging.getLogger("clearance")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    _configure_logging()
     try:
         rc = cli.main(args=args, prog_name="clearance", standalone_mode=False)
     except ClearanceError as exc:

@@ -34,7 +34,13 @@ __all__ = ["ExtractiveProvider", "Quote", "split_sentences"]
 # break always ends one (bullets, table rows, headings).
 _LATIN_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
 _CJK_END = re.compile(r"(?:[。！？]|．(?![0-9０-９]))+[」』）】〉》\"”’)]*")
-_NEWLINE = re.compile(r"[\r\n\u2028\u2029]+")
+# A line break ends a sentence only where the text shows structure: a blank line, or a
+# line that starts a list item, a heading or a table row. A lone break is a hard wrap
+# inside a sentence ("… on the next business\nday."), so it reads as a space.
+_NEWLINE = re.compile(
+    r"[\r\n\u2028\u2029]\s*[\r\n\u2028\u2029]+"
+    r"|[\r\n\u2028\u2029](?=\s*(?:[-*•・#|]|\d+[.)]\s))"
+)
 # Words after which a period does not end a sentence (case matters: "no." may end one).
 _ABBREVIATIONS = frozenset(
     {"Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr", "No", "Nr", "Fig", "Vol"}

@@ -120,4 +120,6 @@ class EgressGuard:
         except ClearanceError:
             raise
         except Exception as exc:  # a third-party provider's own error: translate, never leak
-            raise ProviderError(f"provider {self._provider.name!r} failed: {type(exc).__name__}") from exc
+            raise ProviderError(
+                f"provider {self._provider.name!r} failed: {type(exc).__name__}"
+            ) from exc

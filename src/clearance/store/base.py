@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from clearance.model import Chunk, Document, Sensitivity
+from clearance.model import Chunk, Document, Fact, Sensitivity
 
 __all__ = ["CorpusSync", "SearchFilter", "Store", "StoreStats"]
 
@@ -96,10 +96,13 @@ class Store(Protocol):
         document: Document,
         chunks: Sequence[Chunk],
         vectors: Sequence[Vector | None] | None = None,
+        *,
+        facts: Sequence[Fact] = (),
     ) -> None:
         """Insert or replace a document with all its chunks, atomically.
 
         ``vectors`` holds one row per chunk, or ``None`` for a chunk that must have no vector.
+        ``facts`` (numbers from its tables) replace the document's facts in the same write.
         """
 
     def delete(self, doc_id: str) -> bool:

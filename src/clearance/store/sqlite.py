@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from clearance.errors import StoreError
-from clearance.model import Chunk, Document, Sensitivity
+from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.retrieval.analysis import fts_query, index_terms
 from clearance.store.base import SearchFilter, StoreStats, Vector
 
@@ -92,6 +92,23 @@ CREATE TABLE IF NOT EXISTS corpus_sync (
     corpus TEXT PRIMARY KEY,
     last_acl_sync REAL NOT NULL
 );
+-- facts: numbers from tables (clearance.ingest.facts). A fact has no ACL or sensitivity of
+-- its own: it is visible exactly where its document is (query_facts joins _allowed).
+CREATE TABLE IF NOT EXISTS facts (
+    id INTEGER PRIMARY KEY,
+    doc_key INTEGER NOT NULL REFERENCES documents (key) ON DELETE CASCADE,
+    entity TEXT NOT NULL,
+    period TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    locator TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS facts_lookup ON facts (metric, entity, period);
+CREATE INDEX IF NOT EXISTS facts_doc ON facts (doc_key);
+-- end facts
 """
 
 _DOC_COLUMNS = (
@@ -163,8 +180,11 @@ class SQLiteStore:
         self.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; everything inside commits together or not at all."""
+    def transaction(self, *, content: bool = False) -> Iterator[sqlite3.Connection]:
+        """One write transaction; everything inside commits together or not at all.
+
+        ``content=True`` marks a change to chunks or vectors: it bumps the write generation
+        so in-memory vector indexes (in this and other processes) reload."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -172,16 +192,26 @@ class SQLiteStore:
                 raise StoreError(f"cannot write to {self.path}: {exc}") from exc
             try:
                 yield self._db
-                self._db.execute(
-                    "INSERT INTO meta VALUES ('generation', '1') ON CONFLICT (key) "
-                    "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-                )
+                if content:
+                    self._db.execute(
+                        "INSERT INTO meta VALUES ('generation', '1') ON CONFLICT (key) "
+                        "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+                    )
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"write to {self.path} failed: {exc}") from exc
                 raise
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection for read-only queries on tables other modules own (e.g. the FAQ).
+
+        Unlike :meth:`transaction` it takes no write lock on the file and never touches the
+        write generation. Write through :meth:`transaction` only."""
+        with self._lock:
+            yield self._db
 
     def _meta_raw(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -209,6 +239,8 @@ class SQLiteStore:
         document: Document,
         chunks: Sequence[Chunk],
         vectors: Sequence[Vector | None] | None = None,
+        *,
+        facts: Sequence[Fact] = (),
     ) -> None:
         if vectors is not None and len(vectors) != len(chunks):
             raise StoreError(f"{document.doc_id}: {len(chunks)} chunks but {len(vectors)} vectors")
@@ -217,8 +249,24 @@ class SQLiteStore:
                 raise StoreError(f"chunk {chunk.chunk_id} does not belong to {document.doc_id}")
             if chunk.sensitivity < document.sensitivity:
                 raise StoreError(f"chunk {chunk.chunk_id} is less sensitive than its document")
-        with self.transaction() as db:
+        # --- facts: each must belong to this document (see query_facts)
+        for fact in facts:
+            if fact.doc_id != document.doc_id:
+                raise StoreError(f"a fact at {fact.locator} does not belong to {document.doc_id}")
+        # --- end facts
+        # One index holds one vector space: a row of another width would break every later
+        # vector search, so it is refused here, naming the document.
+        dims = {np.asarray(v).size for v in vectors or () if v is not None}
+        if len(dims) > 1:
+            raise StoreError(f"{document.doc_id}: vectors of different dimensions {sorted(dims)}")
+        with self.transaction(content=True) as db:
             self._delete_in(db, document.doc_id)
+            row = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
+            if dims and row is not None and row[0] // 4 not in dims:
+                raise StoreError(
+                    f"{document.doc_id}: {dims.pop()}-dimensional vectors, "
+                    f"the index holds {row[0] // 4}-dimensional ones"
+                )
             cur = db.execute(
                 f"INSERT INTO documents ({_DOC_COLUMNS}, ingested_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -275,6 +323,26 @@ class SQLiteStore:
                     db.execute(
                         "INSERT INTO vectors (chunk, vec) VALUES (?, ?)", (key, vec.tobytes())
                     )
+            # --- facts: replaced with the document (the old ones went by ON DELETE CASCADE)
+            db.executemany(
+                "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, raw, "
+                "locator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        doc_key,
+                        f.entity,
+                        f.period,
+                        f.metric,
+                        f.channel,
+                        float(f.value),
+                        f.unit,
+                        f.raw,
+                        f.locator,
+                    )
+                    for f in facts
+                ],
+            )
+            # --- end facts
 
     @staticmethod
     def _delete_in(db: sqlite3.Connection, doc_id: str) -> bool:
@@ -289,7 +357,7 @@ class SQLiteStore:
         return True
 
     def delete(self, doc_id: str) -> bool:
-        with self.transaction() as db:
+        with self.transaction(content=True) as db:
             return self._delete_in(db, doc_id)
 
     def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
@@ -554,8 +622,12 @@ class SQLiteStore:
         else:
             scores = (index.matrix @ query)[positions]
         take = min(k, positions.size)
-        top = np.argpartition(-scores, take - 1)[:take]
-        order = top[np.lexsort((positions[top], -scores[top]))]
+        # Everything scoring at least the k-th best score, ties included, then best first
+        # with ties in insertion order: argpartition alone would pick among chunks tied at
+        # the cut arbitrarily.
+        kth = np.partition(-scores, take - 1)[take - 1]
+        top = np.flatnonzero(-scores <= kth)
+        order = top[np.lexsort((positions[top], -scores[top]))][:take]
         chunk_keys = index.chunk_keys[positions[order]]
         names = dict(
             self._db.execute(
@@ -566,6 +638,85 @@ class SQLiteStore:
         return [
             (str(names[int(c)]), float(s)) for c, s in zip(chunk_keys, scores[order], strict=True)
         ]
+
+    # ------------------------------------------------------------------ facts
+
+    _FACT_SELECT = (
+        "SELECT d.doc_id, f.entity, f.period, f.metric, f.channel, f.value, f.unit, f.locator, "
+        "f.raw FROM facts f JOIN documents d ON d.key = f.doc_key"
+    )
+
+    @staticmethod
+    def _fact(row: Sequence[Any]) -> Fact:
+        return Fact(
+            entity=row[1],
+            period=row[2],
+            metric=row[3],
+            channel=row[4],
+            value=float(row[5]),
+            unit=row[6],
+            doc_id=row[0],
+            locator=row[7],
+            raw=row[8],
+        )
+
+    def query_facts(
+        self,
+        flt: SearchFilter,
+        *,
+        metric: str | None = None,
+        entity: str | None = None,
+        period: str | None = None,
+        channel: str | None = None,
+    ) -> list[tuple[Fact, Document]]:
+        """Facts matching every given slot, each with its document, filtered *inside the
+        query* by the same ``_allowed`` SQL as chunk search: a fact is visible exactly where
+        its document is (its sensitivity and ACL are its document's). Storage order."""
+        if not flt.principals:
+            return []
+        allowed, params = self._allowed(flt)
+        where: list[str] = []
+        args: list[Any] = []
+        for column, value in (
+            ("metric", metric),
+            ("entity", entity),
+            ("period", period),
+            ("channel", channel),
+        ):
+            if value is not None:
+                where.append(f"f.{column} = ?")
+                args.append(value)
+        sql = (
+            f"WITH allowed AS MATERIALIZED ({allowed}) {self._FACT_SELECT} "
+            "JOIN allowed a ON a.doc_key = f.doc_key"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY f.id"
+        try:
+            rows = self._db.execute(sql, [*params, *args]).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"fact query failed: {exc}") from exc
+        ids = sorted({str(r[0]) for r in rows})
+        docs = {
+            d.doc_id: d
+            for d in self._documents_where(
+                "WHERE doc_id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
+            )
+        }
+        return [(self._fact(r), docs[str(r[0])]) for r in rows if str(r[0]) in docs]
+
+    def list_facts(self, doc_id: str | None = None) -> list[Fact]:
+        """Every stored fact (or one document's), unfiltered: for operators only."""
+        if doc_id is None:
+            rows = self._db.execute(f"{self._FACT_SELECT} ORDER BY d.doc_id, f.id").fetchall()
+        else:
+            rows = self._db.execute(
+                f"{self._FACT_SELECT} WHERE d.doc_id = ? ORDER BY f.id", (doc_id,)
+            ).fetchall()
+        return [self._fact(r) for r in rows]
+
+    # ------------------------------------------------------------------ end facts
 
     # ------------------------------------------------------------------ status
 

@@ -1,0 +1,755 @@
+"""Store benchmark: ingest and permission-filtered hybrid search on a synthetic 100k-chunk corpus.
+
+Not a test: it prints figures (and PASS/MISS next to the two targets) and never asserts.
+
+Corpus (seeded, regenerated identically on every run)
+-----------------------------------------------------
+* ``--chunks`` chunks (default 100,000) = documents × 10 chunks of ~110 words (≈ 750 characters,
+  close to the default ``ingest.chunk_size`` of 800). Words follow a Zipf–Mandelbrot law over a
+  30,000-word vocabulary: the 150 most frequent words are real English function words, the rest
+  seeded pseudo-words (shorter words more frequent), so the full-text index sees a realistic
+  mix of very common, medium and rare terms.
+* Every document ``d`` carries four ACL groups: ``group:t<d % 1000>``, ``group:h<d % 100>``,
+  ``group:d<d % 10>`` and ``group:all``. A principal set holding ``group:t0``, ``group:h0``,
+  ``group:d0`` or ``group:all`` therefore admits 0.1 %, 1 %, 10 % or 100 % of the documents,
+  spread evenly over the whole key range. Each principal set also holds ``user:bench``,
+  ``everyone`` and 40 groups that appear on no document (a user reaching ~42 groups, as in
+  ``benchmarks/principal_set.py``).
+* Vectors of the 100k index are **random unit vectors** (dim 384, seeded), not model output:
+  embedding 100k chunks with MiniLM takes ~1 h on 2 cores. Real MiniLM throughput is measured on
+  a subsample (``--embed-chunks``, default 2,000) ingested into a separate store.
+
+Measured
+--------
+* ingest throughput (chunks/s of ``SQLiteStore.upsert``, one transaction per document, text
+  generation excluded): lexical only (``vectors=None``); with precomputed random vectors; and
+  MiniLM embed + upsert on the subsample (embedding per document, as the ingest pipeline does);
+* per selectivity (0.1 / 1 / 10 / 100 % of documents), over ``--queries`` queries of 2–4 words
+  (each word's frequency rank drawn log-uniformly from 100 to 30,000, i.e. content words from
+  common to rare): latency p50/p95 of
+
+  - lexical — ``HybridSearcher(store, None).search(q, flt, 10)``;
+  - vector  — ``store.vector_search(vec, flt, 50)``;
+  - hybrid  — ``HybridSearcher(store, embedder).search(q, flt, 10)`` where the embedder returns a
+    precomputed vector (query embedding time excluded; measured separately for MiniLM);
+
+* recall@10 of the filtered searches against exact answers over the allowed set: lexical against
+  an *unfiltered* FTS5 bm25 ranking of all matches (own read-only connection, no permission SQL)
+  filtered afterwards by ``SearchFilter.admits``; vector against numpy brute force over the
+  allowed rows. Also counted: results outside the allowed set ("leaks", must be 0);
+* where the time goes: allowed-set SQL, FTS5 match + bm25 ordering, full matrix product, ``hits``;
+* vector index load time (first vector query after a write), index file size, peak RSS.
+
+Targets: hybrid p95 ≤ 30 ms (query embedding excluded); lexical-only ingest ≥ 500 chunks/s.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_store.py [--chunks N] [--queries N] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import resource
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from clearance.model import Chunk, Document, Sensitivity
+from clearance.retrieval.analysis import fts_query
+from clearance.retrieval.embedding import MiniLMEmbedder
+from clearance.retrieval.hybrid import HybridSearcher
+from clearance.store.base import SearchFilter
+from clearance.store.sqlite import SQLiteStore
+
+CHUNKS_PER_DOC = 10
+WORDS_PER_CHUNK = (110, 140)
+VOCAB_SIZE = 30_000
+DIM = 384
+QUERY_RANK_MIN = 100
+PAD_GROUPS = 40
+TARGET_HYBRID_P95_MS = 30.0
+TARGET_LEXICAL_INGEST = 500.0
+SELECTIVITIES: tuple[tuple[str, str], ...] = (
+    ("0.1%", "group:t0"),
+    ("1%", "group:h0"),
+    ("10%", "group:d0"),
+    ("100%", "group:all"),
+)
+
+# The head of the distribution: common English words (most are query stopwords).
+_ENGLISH_HEAD_TEXT = (
+    "the of and to a in is it that for was on are as with be by this from at or have an they "
+    "which one you were her all she there would their we him been has when who will more no "
+    "if out so said what up its about into than them can only other new some could time "
+    "these two may then do first any my now such like our over man me even most made after "
+    "also did many before must through back years where much your way well down should "
+    "because each just those people how too little state good very make world still own see "
+    "men work long get here between both life being under never day same another know while "
+    "last might us great old year off come since against go came right used take three "
+)
+_ENGLISH_HEAD = _ENGLISH_HEAD_TEXT.split()
+
+Vector = npt.NDArray[np.float32]
+console = Console(stderr=True)
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+def _split(text: str) -> list[str]:
+    return text.split()
+
+
+def _pseudo_words(rng: np.random.Generator, count: int, taken: set[str]) -> list[str]:
+    onsets = _split("b c d f g h j k l m n p r s t v w z br cl cr dr fl gr pl pr sh st th tr ch sp")
+    vowels = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "ai", "ea", "ou", "io", "ee"]
+    codas = ["", "", "", "n", "r", "s", "t", "l", "nd", "st", "m", "ck", "ng"]
+    words: list[str] = []
+    seen = set(taken)
+    while len(words) < count:
+        syllables = int(rng.choice([1, 2, 2, 3, 3, 4]))
+        word = "".join(
+            str(rng.choice(onsets)) + str(rng.choice(vowels)) + str(rng.choice(codas))
+            for _ in range(syllables)
+        )
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    # English-like: shorter words tend to be more frequent (noisy sort by length).
+    noise = rng.random(len(words)) * 4.0
+    order = sorted(range(len(words)), key=lambda i: len(words[i]) + noise[i])
+    return [words[i] for i in order]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A seeded synthetic corpus; documents are generated on demand, identically each time."""
+
+    n_docs: int
+    seed: int
+    vocab: list[str]
+    cdf: npt.NDArray[np.float64]
+
+    @classmethod
+    def build(cls, n_chunks: int, seed: int) -> Corpus:
+        rng = np.random.default_rng(seed)
+        head = list(dict.fromkeys(_ENGLISH_HEAD))
+        vocab = head + _pseudo_words(rng, VOCAB_SIZE - len(head), set(head))
+        ranks = np.arange(1, VOCAB_SIZE + 1, dtype=np.float64)
+        weights = 1.0 / (ranks + 2.7)  # Zipf–Mandelbrot, s = 1
+        cdf = np.cumsum(weights / weights.sum())
+        cdf[-1] = 1.0
+        return cls(max(1, n_chunks // CHUNKS_PER_DOC), seed, vocab, cdf)
+
+    @property
+    def n_chunks(self) -> int:
+        return self.n_docs * CHUNKS_PER_DOC
+
+    @staticmethod
+    def doc_id(d: int) -> str:
+        return f"bench:{d:07d}"
+
+    @staticmethod
+    def acl(d: int) -> frozenset[str]:
+        return frozenset(
+            {f"group:t{d % 1000}", f"group:h{d % 100}", f"group:d{d % 10}", "group:all"}
+        )
+
+    def document(self, d: int) -> Document:
+        return Document(
+            doc_id=self.doc_id(d),
+            source_system="bench",
+            corpus="bench",
+            title=f"Report {d}",
+            uri=f"bench://{d}",
+            owner=None,
+            acl=self.acl(d),
+            sensitivity=Sensitivity.INTERNAL,
+            created_at=None,
+            updated_at=None,
+            review_at=None,
+            expires_at=None,
+            ai_allowed=True,
+            personal_data=False,
+            origin="bench",
+            origin_chain=(),
+            content_hash=f"h{d}",
+        )
+
+    def _text(self, rng: np.random.Generator) -> str:
+        n = int(rng.integers(WORDS_PER_CHUNK[0], WORDS_PER_CHUNK[1] + 1))
+        ids = np.searchsorted(self.cdf, rng.random(n), side="right")
+        words = [self.vocab[i] for i in ids]
+        out: list[str] = []
+        start = 0
+        while start < n:
+            end = min(n, start + int(rng.integers(8, 21)))
+            sentence = words[start:end]
+            out.append(sentence[0].capitalize() + " " + " ".join(sentence[1:]) + ".")
+            start = end
+        return " ".join(out)
+
+    def doc(self, d: int) -> tuple[Document, list[Chunk]]:
+        rng = np.random.default_rng((self.seed, d))
+        document = self.document(d)
+        chunks = [
+            Chunk(
+                chunk_id=f"{document.doc_id}#{i}",
+                doc_id=document.doc_id,
+                ordinal=i,
+                text=self._text(rng),
+                locator=f"p{i + 1}",
+                sensitivity=Sensitivity.INTERNAL,
+                origin="bench",
+            )
+            for i in range(CHUNKS_PER_DOC)
+        ]
+        return document, chunks
+
+    def queries(self, count: int) -> list[str]:
+        rng = np.random.default_rng((self.seed, 10**9))
+        lo, hi = math.log(QUERY_RANK_MIN), math.log(VOCAB_SIZE)
+        out: list[str] = []
+        while len(out) < count:
+            n = int(rng.integers(2, 5))
+            ranks = {int(math.exp(rng.uniform(lo, hi))) for _ in range(n)}
+            if len(ranks) == n:
+                out.append(" ".join(self.vocab[r - 1] for r in sorted(ranks)))
+        return out
+
+
+def random_unit_vectors(n: int, seed: int) -> Vector:
+    rng = np.random.default_rng((seed, 2 * 10**9))
+    matrix = rng.standard_normal((n, DIM), dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def current_rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def pct(samples: Sequence[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def lat(samples: Sequence[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(statistics.median(samples), 3),
+        "p95_ms": round(pct(samples, 0.95), 3),
+        "max_ms": round(max(samples), 3),
+    }
+
+
+def timed_ms(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def mark(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def db_size(path: Path) -> int:
+    return sum(
+        p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
+    )
+
+
+def principal_set(selector: str) -> frozenset[str]:
+    pads = {f"group:pad{i}" for i in range(PAD_GROUPS)}
+    return frozenset({"user:bench", "everyone", selector, *pads})
+
+
+class PrecomputedEmbedder:
+    """Returns the vector prepared for each query text, so timing excludes query embedding."""
+
+    name = "precomputed-random-384"
+    dim = DIM
+
+    def __init__(self, vectors: dict[str, Vector]) -> None:
+        self.vectors = vectors
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def ingest(
+    corpus: Corpus,
+    path: Path,
+    label: str,
+    vectors: Vector | None = None,
+    docs: Iterator[int] | None = None,
+    embedder: MiniLMEmbedder | None = None,
+) -> dict[str, Any]:
+    """Upsert documents; time only the store (and embedder) calls, not text generation."""
+    store = SQLiteStore(path)
+    doc_range = list(docs if docs is not None else range(corpus.n_docs))
+    upsert_s = embed_s = 0.0
+    chunks = 0
+    with progress() as bar:
+        task = bar.add_task(label, total=len(doc_range) * CHUNKS_PER_DOC)
+        for d in doc_range:
+            document, doc_chunks = corpus.doc(d)
+            vecs: Any = None
+            if embedder is not None:
+                t0 = time.perf_counter()
+                vecs = list(embedder.embed([c.text for c in doc_chunks]))
+                embed_s += time.perf_counter() - t0
+            elif vectors is not None:
+                vecs = list(vectors[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC])
+            t0 = time.perf_counter()
+            store.upsert(document, doc_chunks, vecs)
+            upsert_s += time.perf_counter() - t0
+            chunks += len(doc_chunks)
+            bar.advance(task, len(doc_chunks))
+    store.close()
+    total = upsert_s + embed_s
+    return {
+        "chunks": chunks,
+        "seconds": round(total, 2),
+        "chunks_per_s": round(chunks / total, 1),
+        "upsert_seconds": round(upsert_s, 2),
+        "embed_seconds": round(embed_s, 2),
+        "size_bytes": db_size(path),
+    }
+
+
+def exact_lexical(ro: sqlite3.Connection, query: str) -> list[str]:
+    """Every FTS5 match ranked by bm25 (then chunk key, as the store does) — no filter at all."""
+    match = fts_query(query)
+    if match is None:
+        return []
+    rows = ro.execute(
+        "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+        "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts), c.id",
+        (match,),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def recall(found: Sequence[str], truth: Sequence[str]) -> float:
+    if not truth:
+        return 1.0 if not found else 0.0
+    return len(set(found) & set(truth)) / len(truth)
+
+
+def doc_of(chunk_id: str) -> int:
+    return int(chunk_id.split("#", 1)[0].split(":", 1)[1])
+
+
+def time_each(
+    fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]
+) -> tuple[list[float], list[Any]]:
+    """Call ``fn`` on each item; wall time of each call in ms, and the results."""
+    times: list[float] = []
+    outs: list[Any] = []
+    gc.collect()
+    for item in items:
+        start = time.perf_counter()
+        outs.append(fn(item))
+        times.append((time.perf_counter() - start) * 1000)
+        advance()
+    return times, outs
+
+
+@dataclass
+class Bench:
+    corpus: Corpus
+    store: SQLiteStore
+    ro: sqlite3.Connection
+    matrix: Vector
+    queries: list[str]
+    qvecs: Vector
+    truth_lex: list[list[str]]
+
+    def selectivity(self, selector: str, advance: Callable[[], None]) -> dict[str, Any]:
+        corpus, store, queries, qvecs = self.corpus, self.store, self.queries, self.qvecs
+        flt = SearchFilter(principals=principal_set(selector))
+        documents = [corpus.document(d) for d in range(corpus.n_docs)]
+        allowed = np.array([flt.admits(doc) for doc in documents])  # reference semantics
+        ref_allowed = {documents[d].doc_id for d in np.flatnonzero(allowed)}
+        rows = np.flatnonzero(np.repeat(allowed, CHUNKS_PER_DOC))
+        sub = self.matrix[rows].astype(np.float64)
+        embedder = PrecomputedEmbedder(dict(zip(queries, qvecs, strict=True)))
+        hybrid = HybridSearcher(store, embedder)
+        lexical = HybridSearcher(store, None)
+        qidx = range(len(queries))
+
+        lex_ms, _ = time_each(partial(lexical.search, flt=flt, k=10), queries, advance)
+        vec_ms, _ = time_each(lambda i: store.vector_search(qvecs[i], flt, 50), qidx, advance)
+        hyb_ms, hyb_out = time_each(partial(hybrid.search, flt=flt, k=10), queries, advance)
+        leaks = sum(1 for hits in hyb_out for h in hits if h.document.doc_id not in ref_allowed)
+
+        # recall@10 against exact answers over the allowed set (reference semantics)
+        lex_recall: list[float] = []
+        vec_recall: list[float] = []
+        for i, q in enumerate(queries):
+            got = [cid for cid, _ in store.lexical_search(q, flt, 10)]
+            truth = [c for c in self.truth_lex[i] if allowed[doc_of(c)]][:10]
+            lex_recall.append(recall(got, truth))
+            leaks += sum(1 for c in got if not allowed[doc_of(c)])
+            advance()
+        for i in qidx:
+            got = [cid for cid, _ in store.vector_search(qvecs[i], flt, 10)]
+            scores = sub @ qvecs[i].astype(np.float64)
+            top = rows[np.argsort(-scores, kind="stable")[:10]]
+            truth = [chunk_id(int(r)) for r in top]
+            vec_recall.append(recall(got, truth))
+            leaks += sum(1 for c in got if not allowed[doc_of(c)])
+            advance()
+        return {
+            "allowed_documents": int(allowed.sum()),
+            "allowed_fraction": round(float(allowed.mean()), 5),
+            "sql_allowed_matches_reference": store.allowed_doc_ids(flt) == ref_allowed,
+            "lexical": lat(lex_ms),
+            "vector": lat(vec_ms),
+            "hybrid": lat(hyb_ms),
+            "hybrid_p95_target": mark(pct(hyb_ms, 0.95) <= TARGET_HYBRID_P95_MS),
+            "lexical_recall_at_10": round(statistics.mean(lex_recall), 4),
+            "lexical_recall_min": round(min(lex_recall), 4),
+            "vector_recall_at_10": round(statistics.mean(vec_recall), 4),
+            "vector_recall_min": round(min(vec_recall), 4),
+            "leaks": leaks,
+        }
+
+    def breakdown(self, selector: str, advance: Callable[[], None]) -> dict[str, Any]:
+        """Where a query spends its time, step by step (the vector steps mirror
+        ``SQLiteStore.vector_search``; the lexical ones ``SQLiteStore.lexical_search``)."""
+        store, ro, qvecs = self.store, self.ro, self.qvecs
+        flt = SearchFilter(principals=principal_set(selector))
+        allowed_sql, params = SQLiteStore._allowed(flt)
+        index = store._vector_index()
+        if index is None:
+            return {}
+        qidx = range(len(self.queries))
+        matches = [fts_query(q) for q in self.queries]
+        unfiltered = (
+            "SELECT c.chunk_id, bm25(chunks_fts) AS score FROM chunks_fts "
+            "JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+            "ORDER BY score, c.id LIMIT 50"
+        )
+        allowed_rows = ro.execute(allowed_sql, params).fetchall()
+
+        def mask(_: object) -> npt.NDArray[np.intp]:
+            keys = np.fromiter((r[0] for r in allowed_rows), dtype=np.int64)
+            size = int(max(keys.max(), index.doc_keys.max())) + 1
+            ceiling = np.full(size, -1, dtype=np.int8)
+            ceiling[keys] = np.fromiter((r[1] for r in allowed_rows), dtype=np.int8)
+            return np.flatnonzero(index.sensitivity <= ceiling[index.doc_keys])
+
+        positions = mask(None)
+
+        def score(i: int) -> npt.NDArray[np.float32]:
+            if positions.size * 3 < index.chunk_keys.size:
+                return index.matrix[positions] @ qvecs[i]
+            return (index.matrix @ qvecs[i])[positions]
+
+        top_keys = [index.chunk_keys[positions[np.argsort(-score(i))[:50]]].tolist() for i in qidx]
+        names_sql = "SELECT id, chunk_id FROM chunks WHERE id IN (SELECT value FROM json_each(?))"
+        parts: dict[str, list[float]] = {}
+        parts["lexical_search_k50"], lex = time_each(
+            partial(store.lexical_search, flt=flt, k=50), self.queries, advance
+        )
+        parts["  fts_match_bm25_top50_no_filter"], _ = time_each(
+            lambda m: ro.execute(unfiltered, (m,)).fetchall(), matches, advance
+        )
+        parts["  allowed_set_sql (lexical and vector)"], _ = time_each(
+            lambda _i: ro.execute(allowed_sql, params).fetchall(), qidx, advance
+        )
+        parts["vector_search_k50"], _ = time_each(
+            lambda i: store.vector_search(qvecs[i], flt, 50), qidx, advance
+        )
+        parts["  mask_build_numpy"], _ = time_each(mask, qidx, advance)
+        parts["  matrix_product"], _ = time_each(score, qidx, advance)
+        parts["  chunk_names_sql"], _ = time_each(
+            lambda keys: ro.execute(names_sql, (json.dumps(keys),)).fetchall(), top_keys, advance
+        )
+        parts["hits_10"], _ = time_each(
+            lambda hits: store.hits([c for c, _ in hits[:10]]), lex, advance
+        )
+        return {k: lat(v) for k, v in parts.items()}
+
+
+def chunk_id(row: int) -> str:
+    return f"{Corpus.doc_id(row // CHUNKS_PER_DOC)}#{row % CHUNKS_PER_DOC}"
+
+
+def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    figures: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join([".venv/bin/python", *sys.argv]),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "affinity": len(os.sched_getaffinity(0)),
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "numpy": np.__version__,
+            "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+        },
+    }
+    corpus = Corpus.build(args.chunks, args.seed)
+    sample_text = [c.text for c in corpus.doc(0)[1]]
+    figures["corpus"] = {
+        "documents": corpus.n_docs,
+        "chunks": corpus.n_chunks,
+        "mean_chars_per_chunk": round(statistics.mean(len(t) for t in sample_text)),
+        "vocabulary": VOCAB_SIZE,
+        "vectors": "random unit vectors, dim 384 (seeded); not model output",
+    }
+    console.print(
+        f"corpus: {corpus.n_docs} documents × {CHUNKS_PER_DOC} chunks, "
+        f"~{figures['corpus']['mean_chars_per_chunk']} chars/chunk"
+    )
+
+    # 1. lexical-only ingest into its own file (measured, then deleted).
+    lex_path = workdir / "lexical.db"
+    lexical = ingest(corpus, lex_path, "ingest lexical only")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{lex_path}{suffix}").unlink(missing_ok=True)
+
+    # 2. the search index: the same corpus with random vectors.
+    matrix = random_unit_vectors(corpus.n_chunks, args.seed)
+    path = workdir / "index.db"
+    with_vectors = ingest(corpus, path, "ingest + random vectors", vectors=matrix)
+    figures["ingest"] = {"lexical_only": lexical, "with_precomputed_vectors": with_vectors}
+    figures["rss_mb_after_ingest"] = round(peak_rss_mb(), 1)
+
+    store = SQLiteStore(path)
+    ro = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    queries = corpus.queries(args.queries)
+    qrng = np.random.default_rng((args.seed, 3 * 10**9))
+    qvecs = qrng.standard_normal((len(queries), DIM), dtype=np.float32)
+    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+
+    # Vector index load (first vector query after the writes), measured once.
+    rss_before = current_rss_mb()
+    everyone = SearchFilter(principals=principal_set("group:all"))
+    load_ms = timed_ms(lambda: store.vector_search(qvecs[0], everyone, 10))
+    figures["vector_index"] = {
+        "load_ms": round(load_ms, 1),
+        "rss_delta_mb": round(current_rss_mb() - rss_before, 1),
+        "matrix_mb": round(corpus.n_chunks * DIM * 4 / 2**20, 1),
+    }
+
+    with progress() as bar:
+        task = bar.add_task("exact lexical rankings", total=len(queries))
+        truth_lex: list[list[str]] = []
+        for q in queries:
+            truth_lex.append(exact_lexical(ro, q))
+            bar.advance(task)
+    matches = [len(t) for t in truth_lex]
+    figures["queries"] = {
+        "count": len(queries),
+        "words": "2-4, frequency rank log-uniform in [100, 30000]",
+        "fts_matches_per_query_p50": int(statistics.median(matches)),
+        "fts_matches_per_query_p95": int(pct(matches, 0.95)),
+        "examples": queries[:3],
+    }
+
+    bench = Bench(corpus, store, ro, matrix, queries, qvecs, truth_lex)
+    with progress() as bar:
+        task = bar.add_task("filtered search", total=len(SELECTIVITIES) * len(queries) * 5)
+        advance = partial(bar.advance, task)
+        figures["search"] = {
+            label: bench.selectivity(selector, advance) for label, selector in SELECTIVITIES
+        }
+    with progress() as bar:
+        task = bar.add_task("time breakdown", total=2 * len(queries) * 8)
+        advance = partial(bar.advance, task)
+        figures["breakdown"] = {
+            label: bench.breakdown(selector, advance)
+            for label, selector in (SELECTIVITIES[0], SELECTIVITIES[-1])
+        }
+    figures["rss_mb_after_search"] = round(peak_rss_mb(), 1)
+    figures["index_size_bytes"] = db_size(path)
+    ro.close()
+    store.close()
+    del bench, matrix
+
+    if args.embed_chunks > 0:
+        figures["minilm"] = minilm(corpus, workdir, args.embed_chunks, queries)
+    figures["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    figures["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    return figures
+
+
+def minilm(corpus: Corpus, workdir: Path, n_chunks: int, queries: Sequence[str]) -> dict[str, Any]:
+    embedder = MiniLMEmbedder()
+    t0 = time.perf_counter()
+    embedder.load()
+    load_s = time.perf_counter() - t0
+    n_docs = max(1, min(corpus.n_docs, n_chunks // CHUNKS_PER_DOC))
+    # Spread the subsample over the corpus (every k-th document).
+    step = max(1, corpus.n_docs // n_docs)
+    docs = range(0, step * n_docs, step)
+    path = workdir / "minilm.db"
+    figures = ingest(corpus, path, "MiniLM embed + upsert", docs=iter(docs), embedder=embedder)
+    texts = [c.text for c in corpus.doc(0)[1]]
+    tokens = [len(e.ids) for e in embedder._tokenizer.encode_batch(texts)]
+    figures["tokens_per_chunk_mean"] = round(statistics.mean(tokens), 1)
+    figures["model_load_s"] = round(load_s, 2)
+    # Query embedding, one query at a time, as at search time.
+    embedder.embed([queries[0]])
+    q_ms = [timed_ms(lambda q=q: embedder.embed([q])) for q in queries]
+    figures["query_embedding"] = lat(q_ms)
+    return figures
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(f: dict[str, Any]) -> None:
+    ing = f["ingest"]
+    lex = ing["lexical_only"]
+    vec = ing["with_precomputed_vectors"]
+    print(f"\n# Store benchmark — {f['date']}")
+    print(f"command: {f['command']}")
+    m = f["machine"]
+    print(
+        f"machine: {m['affinity']} cores, Python {m['python']}, SQLite {m['sqlite']}, "
+        f"numpy {m['numpy']}"
+    )
+    c = f["corpus"]
+    print(
+        f"corpus: {c['documents']} documents, {c['chunks']} chunks (~{c['mean_chars_per_chunk']} "
+        f"chars), {c['vectors']}"
+    )
+    q = f["queries"]
+    print(
+        f"queries: {q['count']}, FTS matches per query (unfiltered) p50 {q['fts_matches_per_query_p50']}"
+        f" / p95 {q['fts_matches_per_query_p95']}; e.g. {q['examples']}"
+    )
+    print("\n## Ingest")
+    print(
+        f"lexical only (upsert, vectors=None)   {lex['chunks_per_s']:>9.1f} chunks/s  "
+        f"[{mark(lex['chunks_per_s'] >= TARGET_LEXICAL_INGEST)} ≥ {TARGET_LEXICAL_INGEST:.0f}]  "
+        f"({lex['chunks']} chunks in {lex['seconds']} s, file {lex['size_bytes'] / 2**20:.1f} MiB)"
+    )
+    print(
+        f"upsert + precomputed 384-d vectors   {vec['chunks_per_s']:>9.1f} chunks/s  "
+        f"({vec['chunks']} chunks in {vec['seconds']} s, file {vec['size_bytes'] / 2**20:.1f} MiB)"
+    )
+    if "minilm" in f:
+        mm = f["minilm"]
+        print(
+            f"MiniLM embed + upsert (subsample)    {mm['chunks_per_s']:>9.1f} chunks/s  "
+            f"({mm['chunks']} chunks: embed {mm['embed_seconds']} s, upsert {mm['upsert_seconds']} s; "
+            f"{mm['tokens_per_chunk_mean']} tokens/chunk)"
+        )
+    vi = f["vector_index"]
+    print(
+        f"vector index load (first vector query): {vi['load_ms']:.0f} ms, "
+        f"+{vi['rss_delta_mb']} MB RSS (matrix {vi['matrix_mb']} MB)"
+    )
+    print("\n## Filtered search (ms; hybrid excludes query embedding)")
+    head = (
+        f"{'allowed':>8} {'docs':>6} | {'lexical p50/p95':>16} | {'vector p50/p95':>16} | "
+        f"{'hybrid p50/p95':>16} {'≤30ms':>5} | {'R@10 lex':>8} {'R@10 vec':>8} | leaks"
+    )
+    print(head)
+    print("-" * len(head))
+    for label, r in f["search"].items():
+        print(
+            f"{label:>8} {r['allowed_documents']:>6} | "
+            f"{r['lexical']['p50_ms']:>7.2f} /{r['lexical']['p95_ms']:>7.2f} | "
+            f"{r['vector']['p50_ms']:>7.2f} /{r['vector']['p95_ms']:>7.2f} | "
+            f"{r['hybrid']['p50_ms']:>7.2f} /{r['hybrid']['p95_ms']:>7.2f} "
+            f"{r['hybrid_p95_target']:>5} | "
+            f"{r['lexical_recall_at_10']:>8.4f} {r['vector_recall_at_10']:>8.4f} | {r['leaks']}"
+            + ("" if r["sql_allowed_matches_reference"] else "  (SQL allowed set ≠ reference!)")
+        )
+    if "minilm" in f:
+        qe = f["minilm"]["query_embedding"]
+        print(
+            f"\nMiniLM query embedding (one query): p50 {qe['p50_ms']:.2f} ms / "
+            f"p95 {qe['p95_ms']:.2f} ms (model load {f['minilm']['model_load_s']} s)"
+        )
+    print("\n## Where the time goes (p50 / p95 ms)")
+    for label, parts in f["breakdown"].items():
+        print(f"  filter admitting {label}:")
+        for name, v in parts.items():
+            print(f"    {name:<34} {v['p50_ms']:>8.2f} / {v['p95_ms']:>8.2f}")
+    print(
+        f"\nindex file {f['index_size_bytes'] / 2**20:.1f} MiB; peak RSS "
+        f"{f['rss_mb_after_ingest']} MB after ingest, {f['rss_mb_after_search']} MB after search "
+        f"(includes the benchmark's own {vi['matrix_mb']} MB copy of the vectors), "
+        f"{f['peak_rss_mb']} MB at the end"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000, help="corpus size (default 100000)")
+    parser.add_argument("--queries", type=int, default=200, help="queries per selectivity")
+    parser.add_argument(
+        "--embed-chunks", type=int, default=2000, help="MiniLM subsample (0: skip MiniLM)"
+    )
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--out", type=Path, help="write the figures as JSON to this file")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="clearance-bench-store-") as tmp:
+        figures = run(args, Path(tmp))
+    report(figures)
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"\nfigures written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

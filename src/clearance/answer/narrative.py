@@ -1,0 +1,187 @@
+"""Checks on a model's narrative answer (stage 13, narrative path).
+
+The model's text is never trusted as is:
+
+* every sentence must cite a snippet that was in the prompt (``[S2]``); markers naming
+  anything else are removed, and a sentence without a valid marker gets the snippet it
+  overlaps most — or is dropped if it overlaps none;
+* **every number in a sentence must appear in a snippet that sentence cites**, else the
+  sentence is removed (``fabrication_guard_triggered``);
+* if nothing survives, the caller answers ``no_authorized_source``.
+
+Numbers compare by value after NFKC: ``1,320`` = ``1320`` = ``１，３２０``; ``6.50`` = ``6.5``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from clearance.llm.base import Snippet
+from clearance.llm.extractive import split_sentences
+from clearance.retrieval.analysis import query_terms
+
+__all__ = [
+    "CheckedAnswer",
+    "Sentence",
+    "check_answer",
+    "content_terms",
+    "find_conflicts",
+    "numbers_in",
+    "relevant_snippets",
+]
+
+_MARKER = re.compile(r"\[\s*(S\d{1,4})\s*\]", re.IGNORECASE)
+_LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*S\d{1,4}\s*\])+")
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?。、！？])")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+(?:\.\d+)?")
+
+
+def numbers_in(text: str) -> set[Decimal]:
+    """The numeric values written in ``text`` (citation markers excluded)."""
+    plain = _MARKER.sub(" ", unicodedata.normalize("NFKC", text))
+    values: set[Decimal] = set()
+    for match in _NUMBER.finditer(plain):
+        token = match.group(0).replace(",", "").lstrip("+")
+        try:
+            values.add(abs(Decimal(token)).normalize())
+        except InvalidOperation:
+            continue
+    return values
+
+
+def content_terms(text: str) -> set[str]:
+    """Query terms without numbers, lightly stemmed (``flights`` ~ ``flight``) so overlap
+    measures agree across inflections; CJK bigrams pass through unchanged."""
+    out: set[str] = set()
+    for term in query_terms(text):
+        if any(ch.isdigit() for ch in term):
+            continue
+        if term.isascii() and len(term) > 3 and term.endswith("s") and not term.endswith("ss"):
+            term = term[:-1]
+        out.add(term)
+    return out
+
+
+def relevant_snippets(
+    question: str, snippets: Sequence[Snippet], *, min_coverage: float = 0.4
+) -> list[Snippet]:
+    """The snippets that share at least ``min_coverage`` of the question's content terms
+    (title included). Below that, the material is too thin to answer from: the caller
+    refuses with ``no_authorized_source`` rather than letting a model improvise."""
+    wanted = content_terms(question)
+    if not wanted:
+        return []
+    need = max(1, -(-len(wanted) * min_coverage // 1))  # ceil
+    return [s for s in snippets if len(wanted & content_terms(f"{s.title} {s.text}")) >= need]
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    text: str  # without markers
+    refs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedAnswer:
+    sentences: tuple[Sentence, ...]
+    removed_for_numbers: int
+    removed_uncited: int
+    added_citations: int
+
+    @property
+    def cited_refs(self) -> list[str]:
+        return list(dict.fromkeys(r for s in self.sentences for r in s.refs))
+
+    def render(self) -> str:
+        return " ".join(f"{s.text} " + "".join(f"[{r}]" for r in s.refs) for s in self.sentences)
+
+
+def _split(answer: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Sentences with their markers; markers a splitter put at the start of the next
+    sentence ("… economy. [S1] Next …") are moved back to the sentence they close."""
+    pieces = split_sentences(answer)
+    out: list[tuple[str, list[str]]] = []
+    for piece in pieces:
+        lead = _LEADING_MARKERS.match(piece)
+        if lead and out:
+            out[-1][1].extend(m.upper() for m in _MARKER.findall(lead.group(0)))
+            piece = piece[lead.end() :]
+        refs = [m.upper() for m in _MARKER.findall(piece)]
+        text = _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(_MARKER.sub(" ", piece).split()))
+        if text.strip(" .。"):
+            out.append((text, refs))
+        elif refs and out:
+            out[-1][1].extend(refs)
+    return [(t, tuple(dict.fromkeys(r))) for t, r in out]
+
+
+def check_answer(answer: str, snippets: Sequence[Snippet]) -> CheckedAnswer:
+    by_ref = {s.ref.upper(): s for s in snippets}
+    kept: list[Sentence] = []
+    removed_numbers = removed_uncited = added = 0
+    for text, refs in _split(answer):
+        valid = tuple(r for r in refs if r in by_ref)
+        if not valid:
+            terms = set(query_terms(text))
+            scored = [(len(terms & set(query_terms(s.text))), s.ref) for s in snippets]
+            best = max(scored, key=lambda x: x[0], default=(0, ""))
+            if best[0] == 0:
+                removed_uncited += 1
+                continue
+            valid = (best[1].upper(),)
+            added += 1
+        supported: set[Decimal] = set()
+        for ref in valid:
+            supported |= numbers_in(by_ref[ref].text)
+        if not numbers_in(text) <= supported:
+            removed_numbers += 1
+            continue
+        kept.append(Sentence(text, valid))
+    return CheckedAnswer(tuple(kept), removed_numbers, removed_uncited, added)
+
+
+def find_conflicts(
+    checked: CheckedAnswer,
+    snippets: Sequence[Snippet],
+    *,
+    min_overlap: float = 0.6,
+    min_shared: int = 3,
+) -> list[tuple[str, str]]:
+    """Sentences of *other* documents in the prompt that state the same thing with other
+    numbers: ``(sentence, ref)`` pairs, so both sides can be shown with citations.
+
+    Two sentences "state the same thing" when at least ``min_overlap`` of the answer
+    sentence's content terms, and at least ``min_shared`` of them, occur in the other
+    sentence; they "disagree" when both carry numbers and the sets differ."""
+    by_ref = {s.ref: s for s in snippets}
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for sentence in checked.sentences:
+        numbers = numbers_in(sentence.text)
+        if not numbers:
+            continue
+        terms = content_terms(sentence.text)
+        if len(terms) < min_shared:
+            continue
+        cited_docs = {by_ref[r].doc_id for r in sentence.refs if r in by_ref}
+        for snippet in snippets:
+            if snippet.doc_id in cited_docs or snippet.ref in sentence.refs:
+                continue
+            for other in split_sentences(snippet.text):
+                other_numbers = numbers_in(other)
+                if not other_numbers or other_numbers == numbers:
+                    continue
+                shared = len(terms & content_terms(other))
+                if (
+                    shared >= min_shared
+                    and shared / len(terms) >= min_overlap
+                    and other not in seen
+                ):
+                    seen.add(other)
+                    found.append((other, snippet.ref))
+                    break
+    return found

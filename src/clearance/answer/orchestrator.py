@@ -1,0 +1,454 @@
+"""The request path of DESIGN §1, in order. Each stage is its own module; this one only
+sequences them, records the trace and turns refusals into fixed texts.
+
+====  ===================  ===========================================================
+ #    stage                module
+====  ===================  ===========================================================
+ 1    identify             :mod:`clearance.access.policy` (principal from the directory)
+ 2    scope gate           :mod:`clearance.answer.scope`
+ 3    assistant            :mod:`clearance.access.policy` (``AccessControl.assistant``)
+ 4    candidate filter     :mod:`clearance.access.policy` (``search_filter``)
+ 5    FAQ short-circuit    :mod:`clearance.answer.faq`
+ 6    route                :mod:`clearance.answer.intent`
+ 7/8  retrieve + realtime  :mod:`clearance.retrieval.hybrid` via ``Clearance.search``
+ 9    rerank               :mod:`clearance.retrieval.rerank`
+ 10   link exit            :mod:`clearance.retrieval.link_exit`
+ 11   prompt assembly      :mod:`clearance.answer.prompt`
+ 12   egress guard         :mod:`clearance.llm.guard`
+ 13   synthesise           :mod:`clearance.answer.structured` / :mod:`clearance.answer.narrative`
+ 14   trace                :mod:`clearance.trace.record`
+====  ===================  ===========================================================
+
+Refusals never depend on documents the caller cannot read: every text below is fixed or
+built from the question and authorised material only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clearance.access.policy import AccessControl, Action, Principal
+from clearance.access.realtime import filter_allowed
+from clearance.answer.faq import FaqMatcher, FaqRepository
+from clearance.answer.intent import Intent, IntentParser, MetricQuery, RuleIntentParser
+from clearance.answer.narrative import (
+    CheckedAnswer,
+    check_answer,
+    find_conflicts,
+    relevant_snippets,
+)
+from clearance.answer.prompt import assemble_prompt
+from clearance.answer.result import AnswerResult, Citation, Route, Status
+from clearance.answer.scope import ScopeGate
+from clearance.answer.structured import (
+    ToolResult,
+    query_metric,
+    render_found,
+    render_multi,
+    render_not_found,
+    render_unrecognized,
+)
+from clearance.config import AssistantSettings
+from clearance.errors import ConfigError, GuardError, ProviderError
+from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
+from clearance.llm.guard import AuthorizedSet, EgressGuard, Recheck, RecheckResult
+from clearance.retrieval.link_exit import is_restricted, to_snippets
+from clearance.retrieval.rerank import rerank
+from clearance.store.base import SearchFilter
+from clearance.trace.record import TraceRecord
+
+if TYPE_CHECKING:
+    from clearance.app import Clearance
+
+__all__ = ["Orchestrator"]
+
+log = logging.getLogger("clearance.answer")
+
+NO_ACCESS = "This account has no access."
+UNKNOWN_ASSISTANT = "There is no such assistant."
+OUT_OF_SCOPE = "I can only answer questions about our own organisation, not about {entities}."
+CLARIFY = "Please say which {missing} you mean."
+
+
+@dataclass
+class _Request:
+    question: str
+    user_id: str
+    trace: TraceRecord
+    principal: Principal | None = None
+    assistant: AssistantSettings | None = None
+    access: AccessControl | None = None
+    flt: SearchFilter | None = None
+    masked: str = ""
+
+
+class Orchestrator:
+    """Answers one question for one user, through every stage in order."""
+
+    def __init__(
+        self,
+        app: Clearance,
+        *,
+        provider: Provider,
+        judge: Provider | None = None,
+        intent_parser: IntentParser | None = None,
+    ) -> None:
+        self.app = app
+        self.settings = app.settings
+        self.guard = EgressGuard(provider)
+        self.judge_guard = EgressGuard(judge) if judge is not None else None
+        self.scope = ScopeGate(self.settings.scope)
+        self.intent_parser = intent_parser or RuleIntentParser(self.settings.facts)
+        self.faq = FaqMatcher(FaqRepository(app.store))
+
+    # ------------------------------------------------------------------ entry point
+
+    def ask(self, question: str, user_id: str, assistant: str | None = None) -> AnswerResult:
+        trace = TraceRecord(assistant=assistant)
+        request = _Request(question=question, user_id=user_id, trace=trace)
+        trace.start("total")
+        try:
+            result = self._run(request, assistant)
+        finally:
+            trace.stop("total")
+        trace.status = result.status.value
+        trace.route = result.route.value
+        trace.cited = sorted({c.doc_id for c in result.citations})
+        self.app.write_trace(user_id, trace)
+        return AnswerResult(
+            status=result.status,
+            answer=result.answer,
+            route=result.route,
+            citations=result.citations,
+            trace_id=trace.trace_id,
+            flags=result.flags,
+        )
+
+    def _run(self, request: _Request, assistant_name: str | None) -> AnswerResult:
+        trace = request.trace
+        # 1 identify
+        trace.start("identify")
+        access = self.app.access()
+        principal = access.principal(request.user_id)
+        request.access, request.principal = access, principal
+        trace.stop("identify")
+        if not principal.active:
+            trace.reason = "account_disabled" if principal.known else "unauthenticated"
+            return _refusal(Status.ACCOUNT_DISABLED, NO_ACCESS)
+
+        # 2 scope gate — on the raw question, before anything else sees it
+        trace.start("scope")
+        scope = self.scope.check(request.question)
+        request.masked = scope.masked
+        trace.stop("scope")
+        if scope.entities:
+            trace.reason = "out_of_scope_entity"
+            return _refusal(
+                Status.OUT_OF_SCOPE_ENTITY, OUT_OF_SCOPE.format(entities=", ".join(scope.entities))
+            )
+
+        # 3 assistant
+        try:
+            request.assistant = access.assistant(assistant_name)
+        except ConfigError:
+            trace.reason = "unknown_assistant"
+            return _refusal(Status.UNKNOWN_ASSISTANT, UNKNOWN_ASSISTANT)
+
+        # 4 candidate filter
+        trace.start("filter")
+        request.flt = access.search_filter(principal, request.assistant, self.app.store.corpora())
+        trace.filter_counts = {"corpora_serving": len(request.flt.corpora or {})}
+        trace.stop("filter")
+
+        # 6 route (parsed before the FAQ, which must know whether the question has slots)
+        trace.start("route")
+        intent = self.intent_parser.parse(request.masked)
+        trace.stop("route")
+
+        # 5 FAQ short-circuit
+        trace.start("faq")
+        ceiling = request.flt.max_sensitivity
+        entry = self.faq.match(
+            request.masked,
+            principal.principals,
+            request.flt.now,
+            out_of_scope=bool(scope.entities),
+            has_slots=intent.slots_present,
+            ceiling=ceiling,
+        )
+        trace.stop("faq")
+        if entry is not None:
+            trace.reason = "faq"
+            # A vetted answer may be shared more widely than the documents it cites: only
+            # citations the caller may see are shown, so a title never leaks through the FAQ.
+            citations = tuple(c for c in entry.citations if self._may_view(request, c.doc_id))
+            return AnswerResult(Status.ANSWERED, entry.answer, Route.FAQ, citations)
+
+        if intent.kind in ("metric", "multi"):
+            return self._structured(request, intent)
+        return self._narrative(request)
+
+    def _may_view(self, request: _Request, doc_id: str) -> bool:
+        assert request.access is not None and request.principal is not None
+        document = self.app.store.get_document(doc_id)
+        if document is None:
+            return False
+        decision = request.access.decide(
+            request.principal,
+            Action.VIEW,
+            document,
+            request.assistant,
+            now=request.flt.now if request.flt else None,
+        )
+        return decision.allow
+
+    # ------------------------------------------------------------------ structured
+
+    def _tool(self, request: _Request, part: MetricQuery) -> ToolResult:
+        assert request.flt is not None
+        authority = {n: c.authority for n, c in self.settings.corpora.items()}
+        result = query_metric(
+            self.app.store,
+            request.flt,
+            metric=part.metric,
+            entity=part.entity,
+            period=part.period,
+            channel=part.channel,
+            vocab=self.settings.facts,
+            authority=authority,
+        )
+        if result.status != "found":
+            return result
+        # Stage 8 for facts too: documents in real-time corpora are confirmed or dropped.
+        kept = []
+        for fact, document in result.facts:
+            checker = self.app.checkers.get(document.corpus)
+            if checker is not None:
+                allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
+                if not allowed:
+                    request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
+                    continue
+            kept.append((fact, document))
+        if not kept:
+            return ToolResult("not_found", result.query, (), None)
+        return ToolResult("found", result.query, tuple(kept), None)
+
+    def _structured(self, request: _Request, intent: Intent) -> AnswerResult:
+        trace = request.trace
+        if intent.unrecognized:
+            trace.reason = "unrecognized_param"
+            trace.fabrication_guard_triggered = True
+            text = render_unrecognized(
+                ToolResult(
+                    "unrecognized_param",
+                    intent.parts[0] if intent.parts else MetricQuery(None, None, None, None),
+                    (),
+                    ", ".join(intent.unrecognized),
+                )
+            )
+            return AnswerResult(Status.UNRECOGNIZED_PARAM, text, Route.STRUCTURED)
+        missing = _missing_slots(intent.parts)
+        if missing:
+            trace.reason = "clarify"
+            return _refusal(
+                Status.CLARIFY, CLARIFY.format(missing=" and ".join(missing)), Route.STRUCTURED
+            )
+        trace.start("tool")
+        results = [self._tool(request, part) for part in intent.parts]
+        trace.stop("tool")
+        trace.retrieved = sorted({d.doc_id for r in results for _, d in r.facts})
+        if not any(r.status == "found" for r in results):
+            trace.fabrication_guard_triggered = True
+        if intent.kind == "multi":
+            text, citations = render_multi(results)
+            status = (
+                Status.ANSWERED if any(r.status == "found" for r in results) else Status.NOT_FOUND
+            )
+            if all(r.status == "unrecognized_param" for r in results):
+                status = Status.UNRECOGNIZED_PARAM
+            return AnswerResult(status, text, Route.MULTI, tuple(citations))
+        result = results[0]
+        if result.status == "found":
+            text, citations = render_found(result)
+            return AnswerResult(Status.ANSWERED, text, Route.STRUCTURED, tuple(citations))
+        if result.status == "unrecognized_param":
+            trace.reason = "unrecognized_param"
+            return AnswerResult(
+                Status.UNRECOGNIZED_PARAM, render_unrecognized(result), Route.STRUCTURED
+            )
+        trace.reason = "not_found"
+        return AnswerResult(Status.NOT_FOUND, render_not_found(result.query), Route.STRUCTURED)
+
+    # ------------------------------------------------------------------ narrative
+
+    def _recheck(self, request: _Request) -> Recheck:
+        """An independent decision from stored data, without the search's filter."""
+        assert request.principal is not None
+        access = AccessControl(
+            self.settings, self.app.directory, self.app.store.last_acl_syncs(), clock=self.app.clock
+        )
+        principal = access.principal(request.user_id)
+        assistant = request.assistant
+
+        def recheck(chunk_id: str) -> RecheckResult:
+            rows = self.app.store.hits([chunk_id])
+            if not rows:
+                return RecheckResult(False, None, False)
+            chunk, document = rows[0]
+            decision = access.decide(principal, Action.RETRIEVE, document, assistant)
+            restricted = is_restricted(chunk.sensitivity) or is_restricted(document.sensitivity)
+            return RecheckResult(decision.allow, chunk.text, restricted)
+
+        return recheck
+
+    def _narrative(self, request: _Request) -> AnswerResult:
+        trace = request.trace
+        assert request.flt is not None
+        no_source = _refusal(
+            Status.NO_AUTHORIZED_SOURCE, self.settings.answer.no_source_message, Route.NARRATIVE
+        )
+
+        # 7/8 retrieve inside the filter, with real-time checks
+        trace.start("retrieve")
+        found = self.app.search(
+            request.user_id,
+            request.masked,
+            assistant=request.assistant.name if request.assistant else None,
+        )
+        trace.stop("retrieve")
+        trace.retrieved = sorted({h.document.doc_id for h in found.hits})
+        trace.realtime_dropped = {d: r.reason for d, r in found.realtime_dropped.items()}
+        if not found.hits:
+            trace.reason = "no_authorized_source"
+            return no_source
+
+        authorized = AuthorizedSet(
+            user_id=request.user_id,
+            chunks={h.chunk.chunk_id: h.document.doc_id for h in found.hits},
+            corpora=frozenset(request.flt.corpora or {h.document.corpus for h in found.hits}),
+        )
+        recheck = self._recheck(request)
+
+        # 9 rerank (strategy B) — the judge goes through its own guard call
+        trace.start("rerank")
+        hits = found.hits
+        if self.judge_guard is not None:
+            judge_guard = self.judge_guard
+
+            def judge(snippets: Sequence[Snippet]) -> str:
+                prompt = assemble_prompt(request.masked, snippets, budget=10**6)
+                req = ChatRequest(
+                    purpose="rerank",
+                    question=request.masked,
+                    messages=(
+                        ChatMessage(
+                            "system",
+                            "Rank the sources by how well they answer the question. Reply only with their labels, best first, like: S2 > S1 > S3.",
+                        ),
+                        prompt.messages[1],
+                    ),
+                    snippets=prompt.snippets,
+                )
+                return judge_guard.complete(req, authorized, recheck).text
+
+            try:
+                hits = rerank(hits, judge)
+            except GuardError:
+                trace.guard_fired = True
+                hits = found.hits
+        trace.stop("rerank")
+
+        # 10 link exit, 11 prompt assembly (only material that actually bears on the question)
+        snippets = relevant_snippets(request.masked, to_snippets(hits))
+        prompt = assemble_prompt(
+            request.masked, snippets, self.settings.answer.context_budget_tokens
+        )
+        if len(prompt.snippets) < self.settings.answer.min_snippets:
+            trace.reason = "no_authorized_source"
+            return no_source
+
+        # 12 egress guard + provider call
+        trace.start("synthesise")
+        try:
+            response = self.guard.complete(
+                ChatRequest(
+                    purpose="answer",
+                    question=request.masked,
+                    messages=prompt.messages,
+                    snippets=prompt.snippets,
+                ),
+                authorized,
+                recheck,
+            )
+        except GuardError:
+            trace.guard_fired = True
+            trace.reason = "internal_guard"
+            return _refusal(Status.DEGRADED, self.settings.answer.degraded_message, Route.NARRATIVE)
+        except ProviderError as exc:
+            trace.provider_errors.append(exc.code)
+            trace.reason = "provider_error"
+            return _refusal(Status.DEGRADED, self.settings.answer.degraded_message, Route.NARRATIVE)
+        finally:
+            trace.stop("synthesise")
+
+        # 13 checks: citations, numbers, conflicts, review dates
+        checked = check_answer(response.text, prompt.snippets)
+        if checked.removed_for_numbers:
+            trace.fabrication_guard_triggered = True
+        if not checked.sentences:
+            trace.reason = "no_authorized_source"
+            return no_source
+        return self._render_narrative(checked, prompt.snippets, request)
+
+    def _render_narrative(
+        self, checked: CheckedAnswer, snippets: Sequence[Snippet], request: _Request
+    ) -> AnswerResult:
+        assert request.flt is not None
+        by_ref = {s.ref: s for s in snippets}
+        conflicts = find_conflicts(checked, snippets)
+        text = checked.render()
+        flags: list[str] = []
+        refs = checked.cited_refs
+        if conflicts:
+            flags.append("conflict")
+            for sentence, ref in conflicts:
+                text += f" Another source says otherwise: {sentence} [{ref}]"
+                refs.append(ref)
+        refs = list(dict.fromkeys(refs))
+        documents = {
+            d.doc_id: d
+            for d in (self.app.store.get_document(by_ref[r].doc_id) for r in refs)
+            if d is not None
+        }
+        outdated = [
+            d
+            for d in documents.values()
+            if d.review_at is not None and d.review_at <= request.flt.now
+        ]
+        for d in outdated:
+            flags.append(f"possibly_outdated:{d.doc_id}")
+            text += f" (Note: “{d.title}” is past its review date and may be outdated.)"
+        citations = tuple(
+            Citation(s.doc_id, s.title, s.locator, s.uri, s.trust)
+            for s in (by_ref[r] for r in refs)
+        )
+        return AnswerResult(
+            Status.ANSWERED, text.strip(), Route.NARRATIVE, citations, flags=tuple(flags)
+        )
+
+
+def _missing_slots(parts: Sequence[MetricQuery]) -> list[str]:
+    missing: list[str] = []
+    for part in parts:
+        if part.entity is None and "entity" not in missing:
+            missing.append("entity")
+        if part.period is None and "period" not in missing:
+            missing.append("period")
+    return missing
+
+
+def _refusal(status: Status, text: str, route: Route = Route.NONE) -> AnswerResult:
+    return AnswerResult(status, text, route)

@@ -1,0 +1,359 @@
+"""The structured tool: metric questions answered from the fact table (DESIGN §1 stage 13,
+§5). **No LLM call happens anywhere in this module.**
+
+:func:`query_metric` looks one metric up for one entity and period and returns a
+:class:`ToolResult` whose status is
+
+* ``unrecognized_param`` — the metric, entity or channel is not a canonical name of the
+  ``[facts]`` vocabulary, or the period does not canonicalise (or a slot is missing);
+* ``not_found`` — no fact the caller may read matches. Facts are filtered inside the store
+  query exactly like chunks (:meth:`~clearance.store.sqlite.SQLiteStore.query_facts`), so a
+  fact the caller may not read is indistinguishable from one that does not exist;
+* ``found`` — the matching facts, best first: higher corpus authority, then the most
+  recently updated document. The first is the answer; the others are kept.
+
+Rendering uses fact values and their provenance alone (:func:`render_found`); whatever
+prose a model may have written is accepted only to be discarded. Numbers are printed with
+thousands separators and with decimals only when the value has them. When other matching
+facts disagree with the answer, each differing source gets a line of its own, so both
+values are shown with their citations.
+
+Derived numbers: :func:`run_multi` appends, for exactly two comparable found values (same
+metric, same unit), their difference and percentage change (``FY2025 vs FY2024: +80 USD m
+(+6.1%)``), computed deterministically in decimal arithmetic. These are the **only**
+numbers in a structured answer that are not literally a fact's value.
+
+Defence in depth: the tool never reads RESTRICTED facts, whatever filter it is given —
+RESTRICTED content never reaches an answer (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Literal, Protocol
+
+from clearance.answer.intent import MetricQuery
+from clearance.answer.result import Citation
+from clearance.answer.trust import resolve_trust
+from clearance.config import FactSettings
+from clearance.ingest.facts import Vocabulary, format_number
+from clearance.model import Document, Fact, Sensitivity
+from clearance.store.base import SearchFilter
+
+__all__ = [
+    "FactStore",
+    "ToolResult",
+    "ToolStatus",
+    "comparison",
+    "query_metric",
+    "render",
+    "render_found",
+    "render_multi",
+    "render_not_found",
+    "render_unrecognized",
+    "run_multi",
+]
+
+ToolStatus = Literal["found", "not_found", "unrecognized_param"]
+
+
+class FactStore(Protocol):
+    """What the tool needs from a store (``SQLiteStore`` provides it)."""
+
+    def query_facts(
+        self,
+        flt: SearchFilter,
+        *,
+        metric: str | None = None,
+        entity: str | None = None,
+        period: str | None = None,
+        channel: str | None = None,
+    ) -> list[tuple[Fact, Document]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What one look-up found. ``query`` holds canonical names when the parameters were
+    recognised (as given otherwise; ``channel`` is ``None`` for the default channel);
+    ``facts`` are best first; ``problem`` says what was not recognised."""
+
+    status: ToolStatus
+    query: MetricQuery
+    facts: tuple[tuple[Fact, Document], ...] = ()
+    problem: str | None = None
+
+    @property
+    def answer(self) -> tuple[Fact, Document] | None:
+        return self.facts[0] if self.status == "found" and self.facts else None
+
+    @property
+    def disagreements(self) -> tuple[tuple[Fact, Document], ...]:
+        """One fact per other source whose value (or unit) differs from the answer's."""
+        if self.answer is None:
+            return ()
+        first = self.answer[0]
+        seen: set[tuple[str, float, str]] = set()
+        out: list[tuple[Fact, Document]] = []
+        for fact, doc in self.facts[1:]:
+            key = (doc.doc_id, fact.value, fact.unit)
+            if (fact.value, fact.unit) == (first.value, first.unit) or key in seen:
+                continue
+            seen.add(key)
+            out.append((fact, doc))
+        return tuple(out)
+
+
+# --------------------------------------------------------------------------- look-up
+
+
+def _recency(document: Document) -> float:
+    updated: datetime | None = document.updated_at or document.created_at
+    return updated.timestamp() if updated is not None else float("-inf")
+
+
+def _known(kind: str, names: Sequence[str]) -> str:
+    shown = ", ".join(names)
+    return f" (known {kind}: {shown})" if shown else ""
+
+
+def query_metric(
+    store: FactStore,
+    flt: SearchFilter,
+    *,
+    metric: str | None,
+    entity: str | None,
+    period: str | None,
+    channel: str | None = None,
+    vocab: FactSettings | Vocabulary,
+    authority: Mapping[str, int],
+) -> ToolResult:
+    """Look one figure up (see the module docstring). ``authority`` maps a corpus name to
+    its authority rank (higher wins); ``channel=None`` is the default channel."""
+    compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
+    settings = compiled.settings
+    default = settings.default_channel
+    given = MetricQuery(metric, entity, period, channel)
+
+    def bad(problem: str) -> ToolResult:
+        return ToolResult("unrecognized_param", given, (), problem)
+
+    if metric is None:
+        return bad("no metric given" + _known("metrics", list(settings.metrics)))
+    if metric not in settings.metrics:
+        return bad(f"unknown metric '{metric}'" + _known("metrics", list(settings.metrics)))
+    if entity is None:
+        return bad("no entity given" + _known("entities", list(settings.entities)))
+    if entity not in settings.entities:
+        return bad(f"unknown entity '{entity}'" + _known("entities", list(settings.entities)))
+    if period is None:
+        return bad("no period given")
+    canonical_period = compiled.canonical_period(period)
+    if canonical_period is None:
+        return bad(f"unrecognised period '{period}'")
+    wanted_channel = default if channel is None else channel
+    if wanted_channel != default and wanted_channel not in settings.channels:
+        known = [default, *(c for c in settings.channels if c != default)]
+        return bad(f"unknown channel '{channel}'" + _known("channels", known))
+
+    query = MetricQuery(
+        metric, entity, canonical_period, None if wanted_channel == default else wanted_channel
+    )
+    # RESTRICTED never reaches an answer, whatever the filter given says.
+    capped = dataclasses.replace(
+        flt, max_sensitivity=min(flt.max_sensitivity, Sensitivity.CONFIDENTIAL)
+    )
+    rows = store.query_facts(
+        capped, metric=metric, entity=entity, period=canonical_period, channel=wanted_channel
+    )
+    rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
+    if not rows:
+        return ToolResult("not_found", query, (), None)
+    rows.sort(
+        key=lambda fd: (
+            -authority.get(fd[1].corpus, 0),
+            -_recency(fd[1]),
+            fd[1].doc_id,
+            fd[0].locator,
+        )
+    )
+    return ToolResult("found", query, tuple(rows), None)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _label(name: str | None) -> str:
+    return "(unspecified)" if name is None else name.replace("_", " ")
+
+
+def _channel_note(query: MetricQuery) -> str:
+    return "" if query.channel is None else f" ({_label(query.channel)})"
+
+
+def _amount(fact: Fact) -> str:
+    number = format_number(fact.value)
+    return f"{number} {fact.unit}" if fact.unit else number
+
+
+def _citation(fact: Fact, document: Document) -> Citation:
+    trust = resolve_trust(document.origin, document.origin_chain).label
+    return Citation(document.doc_id, document.title, fact.locator, document.uri, trust)
+
+
+def _source(fact: Fact, document: Document) -> str:
+    return f"(source: {document.title} · {fact.locator})"
+
+
+def render_found(
+    result: ToolResult, *, model_prose: str | None = None
+) -> tuple[str, list[Citation]]:
+    """The answer text and its citations, from fact values and provenance alone.
+
+    ``model_prose`` — anything a model wrote about this question — is discarded: it is
+    accepted only so callers can hand it over and be sure it never becomes the answer.
+    """
+    del model_prose  # never the source of a number (DESIGN §5)
+    if result.answer is None:
+        raise ValueError(f"render_found needs a found result, got {result.status!r}")
+    fact, document = result.answer
+    subject = f"{fact.entity} {fact.period} {_label(fact.metric)}"
+    subject += _channel_note(result.query)
+    lines = [f"{subject}: {_amount(fact)} {_source(fact, document)}"]
+    citations = [_citation(fact, document)]
+    for other, other_doc in result.disagreements:
+        lines.append(f"Another source reports {_amount(other)} {_source(other, other_doc)}")
+        citations.append(_citation(other, other_doc))
+    return "\n".join(lines), citations
+
+
+def render_not_found(query: MetricQuery) -> str:
+    """An explicit refusal naming what was looked for; no number but the period's."""
+    channel = _channel_note(query)
+    return (
+        f"No figure found for {_label(query.metric)}{channel} of {_label(query.entity)} "
+        f"in {_label(query.period)}."
+    )
+
+
+def render_unrecognized(result: ToolResult) -> str:
+    """Say which parameter was not recognised; no number is invented."""
+    problem = result.problem or "a parameter was not recognised"
+    return f"Cannot look that figure up: {problem}."
+
+
+def render(result: ToolResult, *, model_prose: str | None = None) -> tuple[str, list[Citation]]:
+    """Render any result: found → :func:`render_found`; not found and unrecognised → the
+    refusal text with no citations. ``model_prose`` is always discarded."""
+    if result.status == "found":
+        return render_found(result, model_prose=model_prose)
+    if result.status == "not_found":
+        return render_not_found(result.query), []
+    return render_unrecognized(result), []
+
+
+# --------------------------------------------------------------------------- multi
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _period_key(period: str) -> tuple[int, ...] | None:
+    """A chronological key for a canonical period: its 4-digit year, then its other numbers
+    (``Q3 2025`` → ``(2025, 3)``); ``None`` when there is no year."""
+    numbers = [int(n) for n in _DIGITS.findall(period)]
+    years = [n for n in numbers if 1000 <= n <= 9999]
+    if len(years) != 1:
+        return None
+    rest = [n for n in numbers if n != years[0]]
+    return (years[0], *rest)
+
+
+def _decimal(value: float) -> Decimal:
+    return Decimal(repr(float(value)))
+
+
+def _signed(value: Decimal) -> str:
+    text = format_number(abs(value))
+    return f"-{text}" if value < 0 else f"+{text}"
+
+
+def comparison(first: ToolResult, second: ToolResult) -> str | None:
+    """``"<later> vs <earlier>: +80 USD m (+6.1%)"`` for two found results of the same
+    metric and unit, else ``None``. Periods are ordered chronologically when they are the
+    only difference; otherwise the second part is compared with the first. The difference
+    and the percentage (one decimal, half up; left out when the base is zero) are the only
+    derived numbers in a structured answer."""
+    if first.answer is None or second.answer is None:
+        return None
+    a, b = first.answer[0], second.answer[0]
+    if a.metric != b.metric or a.unit != b.unit:
+        return None
+    if a.entity == b.entity and a.period != b.period:
+        ka, kb = _period_key(a.period), _period_key(b.period)
+        if ka is not None and kb is not None and ka > kb:
+            a, b = b, a
+        labels = (b.period, a.period)
+    elif a.period == b.period and a.entity != b.entity:
+        labels = (b.entity, a.entity)
+    else:
+        labels = (f"{b.entity} {b.period}", f"{a.entity} {a.period}")
+    base, new = _decimal(a.value), _decimal(b.value)
+    diff = new - base
+    text = f"{labels[0]} vs {labels[1]}: {_signed(diff)}"
+    if b.unit:
+        text += f" {b.unit}"
+    if base != 0:
+        pct = (diff / abs(base) * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+        text += f" ({_signed(pct)}%)"
+    return text
+
+
+def run_multi(
+    store: FactStore,
+    flt: SearchFilter,
+    parts: Sequence[MetricQuery],
+    *,
+    vocab: FactSettings | Vocabulary,
+    authority: Mapping[str, int],
+) -> tuple[str, list[Citation], list[ToolResult]]:
+    """Run every part through :func:`query_metric` (no LLM call), one rendered block per
+    part in order, then — for exactly two comparable found values — their comparison.
+    Citations are those of the found parts, without repeats."""
+    compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
+    results = [
+        query_metric(
+            store,
+            flt,
+            metric=part.metric,
+            entity=part.entity,
+            period=part.period,
+            channel=part.channel,
+            vocab=compiled,
+            authority=authority,
+        )
+        for part in parts
+    ]
+    text, citations = render_multi(results)
+    return text, citations, results
+
+
+def render_multi(results: Sequence[ToolResult]) -> tuple[str, list[Citation]]:
+    """The text and citations of several results (already looked up, e.g. after a
+    real-time check): one block per result in order, then — for exactly two comparable
+    found values — their :func:`comparison`. Citations without repeats."""
+    blocks: list[str] = []
+    citations: list[Citation] = []
+    for result in results:
+        text, cites = render(result)
+        blocks.append(text)
+        citations.extend(c for c in cites if c not in citations)
+    found = [r for r in results if r.status == "found"]
+    if len(found) == 2:
+        line = comparison(found[0], found[1])
+        if line is not None:
+            blocks.append(line)
+    return "\n".join(blocks), citations

@@ -1,0 +1,45 @@
+"""Generate ``docs/cli.md`` from the commands themselves, so help and docs never drift.
+
+``python -m clearance.cli.docgen > docs/cli.md``; a test fails when the file is stale.
+"""
+
+from __future__ import annotations
+
+import click
+
+from clearance.cli.main import cli
+
+__all__ = ["render"]
+
+_INTRO = """\
+# Command reference
+
+Generated from `clearance --help` by `python -m clearance.cli.docgen`; do not edit by hand.
+
+Configuration lookup (a public contract): `--config FILE`, else
+`$CLEARANCE_HOME/clearance.toml`, else `./clearance.toml`. Every command prints JSON with
+`--json`; errors are one line on stderr (with `--json` also `{"error", "message"}` on stdout)
+and exit 1 (operational), 2 (bad configuration or input) or 3 (not found).
+"""
+
+
+def _walk(command: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
+    out = [(path, command)]
+    if isinstance(command, click.Group):
+        for name in sorted(command.commands):
+            out.extend(_walk(command.commands[name], [*path, name]))
+    return out
+
+
+def render() -> str:
+    parts = [_INTRO]
+    for path, command in _walk(cli, ["clearance"]):
+        ctx = click.Context(
+            command, info_name=" ".join(path), terminal_width=88, max_content_width=88
+        )
+        parts.append(f"## `{' '.join(path)}`\n\n```text\n{command.get_help(ctx)}\n```\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

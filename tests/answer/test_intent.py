@@ -1,0 +1,156 @@
+"""The deterministic metric-question parser (clearance.answer.intent), English and Japanese."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clearance.answer.intent import (
+    Intent,
+    IntentParser,
+    MetricQuery,
+    RuleIntentParser,
+    parse_intent,
+)
+from clearance.config import settings_from_dict
+
+FACTS: dict[str, Any] = {
+    "metrics": {
+        "revenue": ["revenue", "sales revenue", "売上高", "売上"],
+        "operating_profit": ["operating profit", "営業利益"],
+        "headcount": ["headcount", "employees", "employ", "従業員数"],
+    },
+    "entities": {
+        "ACME Japan": ["Japan", "日本"],
+        "ACME US": ["US", "USA", "米国"],
+        "ACME EU": ["EU", "Europe", "欧州"],
+    },
+    "channels": {"budget": ["budget", "予算"]},
+}
+VOCAB = settings_from_dict({"facts": FACTS}).facts
+
+
+def q(
+    metric: str | None, entity: str | None, period: str | None, channel: str | None = None
+) -> MetricQuery:
+    return MetricQuery(metric, entity, period, channel)
+
+
+CASES: list[tuple[str, str, tuple[MetricQuery, ...]]] = [
+    (
+        "What was ACME Japan's revenue in FY2024?",
+        "metric",
+        (q("revenue", "ACME Japan", "FY2024"),),
+    ),
+    ("ACME Japanの2024年度の売上高は？", "metric", (q("revenue", "ACME Japan", "FY2024"),)),
+    (
+        "How many people did we employ in the US in FY2025?",
+        "metric",
+        (q("headcount", "ACME US", "FY2025"),),
+    ),
+    ("欧州の2025年度第3四半期の営業利益", "metric", (q("operating_profit", "ACME EU", "Q3 2025"),)),
+    ("ＦＹ２０２４の米国の従業員数", "metric", (q("headcount", "ACME US", "FY2024"),)),
+    (
+        "Japan revenue budget for fiscal year 2026",
+        "metric",
+        (q("revenue", "ACME Japan", "FY2026", "budget"),),
+    ),
+    (
+        "revenue of Japan and US in FY2024",
+        "multi",
+        (q("revenue", "ACME Japan", "FY2024"), q("revenue", "ACME US", "FY2024")),
+    ),
+    (
+        "日本と米国の2024年度の売上高",
+        "multi",
+        (q("revenue", "ACME Japan", "FY2024"), q("revenue", "ACME US", "FY2024")),
+    ),
+    (
+        "EU revenue FY2023 vs FY2024",
+        "multi",
+        (q("revenue", "ACME EU", "FY2023"), q("revenue", "ACME EU", "FY2024")),
+    ),
+    (
+        "Compare US operating profit between FY2024 and FY2025",
+        "multi",
+        (q("operating_profit", "ACME US", "FY2024"), q("operating_profit", "ACME US", "FY2025")),
+    ),
+    (
+        "2024年度と2025年度の日本の営業利益を比較して",
+        "multi",
+        (
+            q("operating_profit", "ACME Japan", "FY2024"),
+            q("operating_profit", "ACME Japan", "FY2025"),
+        ),
+    ),
+    (
+        "Revenue and headcount of Europe in FY2025",
+        "multi",
+        (q("revenue", "ACME EU", "FY2025"), q("headcount", "ACME EU", "FY2025")),
+    ),
+    # a metric question missing a slot stays "metric", with None in that slot
+    ("What was our revenue in FY2024?", "metric", (q("revenue", None, "FY2024"),)),
+    ("米国の売上高は？", "metric", (q("revenue", "ACME US", None),)),
+    # no metric: narrative
+    ("What is the travel policy for Japan?", "narrative", ()),
+    ("経費精算の締め日はいつですか", "narrative", ()),
+]
+
+
+@pytest.mark.parametrize(("question", "kind", "parts"), CASES, ids=[c[0] for c in CASES])
+def test_questions(question: str, kind: str, parts: tuple[MetricQuery, ...]) -> None:
+    intent = parse_intent(question, VOCAB)
+    assert intent.kind == kind
+    assert intent.parts == parts
+    assert intent.unrecognized == ()
+
+
+def test_slots_present() -> None:
+    assert parse_intent("What is the travel policy?", VOCAB).slots_present is False
+    assert parse_intent("travel policy for Japan", VOCAB).slots_present is True  # entity
+    assert parse_intent("what changed in FY2024", VOCAB).slots_present is True  # period
+    assert parse_intent("revenue recognition rules", VOCAB).slots_present is True  # metric
+    assert parse_intent("what changed in FY20245", VOCAB).slots_present is True  # malformed
+    assert parse_intent("Tell us about the holiday calendar", VOCAB).slots_present is False
+
+
+@pytest.mark.parametrize(
+    ("question", "bad"),
+    [
+        ("Japan revenue in FY20245", ("FY20245",)),
+        ("US revenue Q5 2024", ("Q5 2024",)),
+        ("日本の2024年度第5四半期の売上高", ("2024年度第5四半期",)),
+        ("EU revenue FY24 and FY2024", ("FY24",)),
+    ],
+)
+def test_malformed_periods_are_unrecognized(question: str, bad: tuple[str, ...]) -> None:
+    intent = parse_intent(question, VOCAB)
+    assert intent.unrecognized == bad
+    assert intent.kind in ("metric", "multi")
+    assert intent.slots_present
+
+
+def test_malformed_period_leaves_the_period_slot_empty() -> None:
+    intent = parse_intent("Japan revenue in FY20245", VOCAB)
+    assert intent == Intent("metric", (q("revenue", "ACME Japan", None),), True, ("FY20245",))
+
+
+def test_the_parser_is_deterministic_and_swappable() -> None:
+    parser = RuleIntentParser(VOCAB)
+    assert isinstance(parser, IntentParser)
+    question = "日本と米国の2024年度の売上高"
+    assert parser.parse(question) == parser.parse(question) == parse_intent(question, VOCAB)
+
+    class Fixed:
+        def parse(self, question: str) -> Intent:
+            return Intent("narrative", (), False)
+
+    assert isinstance(Fixed(), IntentParser)
+
+
+def test_no_vocabulary_means_narrative() -> None:
+    empty = settings_from_dict({}).facts
+    intent = parse_intent("What was Japan's revenue in FY2024?", empty)
+    assert intent.kind == "narrative"
+    assert intent.slots_present  # the period still counts as a slot

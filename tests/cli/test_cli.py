@@ -1,0 +1,441 @@
+"""The ``clearance`` command, run in-process with real files and a real index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearance import __version__
+from clearance.cli.main import main
+
+CONFIG = """\
+[embedding]
+provider = "none"
+
+[store]
+path = "data/index.db"
+"""
+
+
+class Run:
+    """Runs ``main(argv)`` and captures exit code, stdout and stderr."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], config: Path) -> None:
+        self.capsys = capsys
+        self.config = config
+
+    def __call__(self, *args: str, config: bool = True) -> tuple[int, str, str]:
+        self.capsys.readouterr()  # drop anything printed before
+        argv = (["--config", str(self.config)] if config else []) + list(args)
+        rc = main(argv)
+        out, err = self.capsys.readouterr()
+        return rc, out, err
+
+    def json(self, *args: str) -> tuple[int, Any]:
+        rc, out, _ = self(*args, "--json")
+        return rc, json.loads(out)
+
+
+def assert_one_line_error(err: str, text: str) -> None:
+    assert err.startswith("error: ")
+    assert text in err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project directory with a lexical-only config, documents and a directory file."""
+    (tmp_path / "clearance.toml").write_text(CONFIG, encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
+    (docs / "travel.md").write_text(
+        "# Travel policy\n\nBook trains in Tokyo.\n\n## Limits\n\nHotels up to 200 EUR.\n",
+        encoding="utf-8",
+    )
+    (docs / "menu.txt").write_text("Cafeteria menu: ramen on Fridays.\n", encoding="utf-8")
+    (tmp_path / "directory.json").write_text(
+        json.dumps(
+            {
+                "users": [{"id": "ann", "active": True, "attributes": {}}],
+                "groups": [{"id": "staff", "members": ["user:ann"]}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], project: Path) -> Run:
+    return Run(capsys, project / "clearance.toml")
+
+
+@pytest.fixture
+def ingested(run: Run, project: Path) -> Run:
+    rc, _, _ = run("ingest", str(project / "docs"), "--json")
+    assert rc == 0
+    rc, _, _ = run("directory", "sync", str(project / "directory.json"))
+    assert rc == 0
+    return run
+
+
+# --------------------------------------------------------------------------- init
+
+
+def test_init_writes_config_and_data_dir_and_refuses_to_overwrite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = Run(capsys, tmp_path / "unused")
+    target = tmp_path / "new"
+
+    rc, out, err = run("init", str(target), config=False)
+
+    assert (rc, err) == (0, "")
+    assert f"wrote {target / 'clearance.toml'}" in out
+    assert (target / "data").is_dir()
+    text = (target / "clearance.toml").read_text(encoding="utf-8")
+    assert "[store]" in text and 'provider = "minilm"' in text
+
+    (target / "clearance.toml").write_text("# mine\n", encoding="utf-8")
+    rc, out, err = run("init", str(target), config=False)
+    assert rc == 2
+    assert_one_line_error(err, "already exists (use --force to overwrite)")
+    assert (target / "clearance.toml").read_text(encoding="utf-8") == "# mine\n"
+
+    rc, out, _ = run("init", str(target), "--force", "--json", config=False)
+    assert rc == 0
+    assert json.loads(out) == {
+        "config": str(target / "clearance.toml"),
+        "data": str(target / "data"),
+    }
+    assert (target / "clearance.toml").read_text(encoding="utf-8") == text
+
+
+def test_init_then_status_works_from_the_written_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = Run(capsys, tmp_path / "clearance.toml")
+    assert run("init", str(tmp_path), config=False)[0] == 0
+
+    rc, data = run.json("status")
+
+    assert rc == 0
+    assert data["index"] == str(tmp_path / "data" / "clearance.db")
+    assert data["documents"] == 0
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+def test_ingest_prints_a_summary(run: Run, project: Path) -> None:
+    rc, out, err = run("ingest", str(project / "docs"))
+
+    assert (rc, err) == (0, "")
+    assert "ingest summary" in out
+    assert "added" in out
+    assert "3 chunks in this run" in out
+
+
+def test_ingest_json_has_stable_keys(run: Run, project: Path) -> None:
+    rc, data = run.json("ingest", str(project / "docs"))
+
+    assert rc == 0
+    assert list(data) == ["ok", "counts", "chunks", "results"]
+    assert data["ok"] is True
+    assert data["counts"] == {"added": 2}
+    assert data["chunks"] == 3
+    assert [r["source"] for r in data["results"]] == ["menu.txt", "travel.md"]
+    assert data["results"][1] == {
+        "source": "travel.md",
+        "status": "added",
+        "doc_id": "files:travel.md",
+        "chunks": 2,
+        "error": None,
+        "warnings": [],
+    }
+    rc, again = run.json("ingest", str(project / "docs"))
+    assert (rc, again["counts"]) == (0, {"unchanged": 2})
+
+
+def test_ingest_exits_1_when_a_file_failed_but_keeps_the_rest(run: Run, project: Path) -> None:
+    (project / "docs" / "broken.pdf").write_bytes(b"not a pdf at all")
+    (project / "orphans").mkdir()
+    (project / "orphans" / "o.md").write_text("No ACL here.", encoding="utf-8")
+
+    rc, out, _ = run("ingest", str(project / "docs"), str(project / "orphans" / "o.md"))
+    assert rc == 1
+    assert "failed broken.pdf: broken.pdf: corrupt or unreadable PDF file" in out
+    assert "warning o.md: no ACL: the document is visible to nobody" in out
+
+    rc, data = run.json("ingest", str(project / "docs"))
+    assert rc == 1
+    assert data["ok"] is False
+    assert data["counts"] == {"failed": 1, "unchanged": 2}
+    failed = [r for r in data["results"] if r["status"] == "failed"]
+    assert [(r["source"], r["doc_id"]) for r in failed] == [("broken.pdf", None)]
+    assert "corrupt or unreadable PDF" in failed[0]["error"]
+
+
+def test_ingest_without_paths_is_a_usage_error(run: Run) -> None:
+    rc, out, err = run("ingest")
+
+    assert (rc, out) == (2, "")
+    assert_one_line_error(err, "give at least one PATH or --manifest")
+
+
+# --------------------------------------------------------------------------- remove and docs
+
+
+def test_remove(ingested: Run) -> None:
+    rc, out, err = ingested("remove", "files:menu.txt")
+    assert (rc, out, err) == (0, "removed files:menu.txt\n", "")
+
+    rc, out, err = ingested("remove", "files:menu.txt")
+    assert (rc, out) == (3, "")
+    assert_one_line_error(err, "no document 'files:menu.txt' in the index")
+
+    rc, data = ingested.json("remove", "files:travel.md")
+    assert (rc, data) == (0, {"removed": "files:travel.md"})
+
+    rc, data = ingested.json("remove", "files:travel.md")
+    assert rc == 3
+    assert data == {"error": "not_found", "message": "no document 'files:travel.md' in the index"}
+
+
+def test_docs_list(ingested: Run) -> None:
+    rc, out, err = ingested("docs", "list")
+    assert (rc, err) == (0, "")
+    assert "files:travel.md" in out and "Travel policy" in out
+    assert out.rstrip().endswith("2 documents")
+
+    rc, data = ingested.json("docs", "list")
+    assert rc == 0
+    assert [d["doc_id"] for d in data] == ["files:menu.txt", "files:travel.md"]
+    assert data[1]["acl"] == ["group:staff"]
+    assert data[1]["sensitivity"] == "INTERNAL"
+    assert set(data[1]) == {
+        "doc_id",
+        "title",
+        "corpus",
+        "source_system",
+        "uri",
+        "owner",
+        "acl",
+        "sensitivity",
+        "created_at",
+        "updated_at",
+        "review_at",
+        "expires_at",
+        "ai_allowed",
+        "personal_data",
+        "origin",
+        "origin_chain",
+        "content_hash",
+        "version",
+        "format",
+    }
+    rc, data = ingested.json("docs", "list", "--corpus", "elsewhere")
+    assert (rc, data) == (0, [])
+
+
+def test_docs_show(ingested: Run) -> None:
+    rc, out, _ = ingested("docs", "show", "files:travel.md", "--chunks")
+    assert rc == 0
+    assert "title: Travel policy" in out
+    assert "files:travel.md#1  section=Travel policy > Limits" in out
+    assert "Hotels up to 200 EUR." in out
+
+    rc, data = ingested.json("docs", "show", "files:travel.md")
+    assert rc == 0
+    assert data["doc_id"] == "files:travel.md"
+    assert data["chunks"] == [
+        {
+            "chunk_id": "files:travel.md#0",
+            "locator": "section=Travel policy",
+            "sensitivity": "INTERNAL",
+        },
+        {
+            "chunk_id": "files:travel.md#1",
+            "locator": "section=Travel policy > Limits",
+            "sensitivity": "INTERNAL",
+        },
+    ]
+
+    rc, out, err = ingested("docs", "show", "files:nope")
+    assert rc == 3
+    assert_one_line_error(err, "no document 'files:nope' in the index")
+
+
+# --------------------------------------------------------------------------- search and status
+
+
+def test_search_as_a_user(ingested: Run) -> None:
+    rc, out, err = ingested("search", "hotels in Tokyo", "--user", "ann")
+    assert (rc, err) == (0, "")
+    assert out.startswith("1. Travel policy  files:travel.md  section=Travel policy")
+
+    rc, data = ingested.json("search", "ramen", "--user", "ann", "-k", "1")
+    assert rc == 0
+    assert list(data) == ["user", "query", "refused", "results"]
+    assert (data["user"], data["query"], data["refused"]) == ("ann", "ramen", None)
+    assert len(data["results"]) == 1
+    row = data["results"][0]
+    assert list(row) == [
+        "rank",
+        "doc_id",
+        "title",
+        "locator",
+        "uri",
+        "corpus",
+        "sensitivity",
+        "score",
+        "lexical_rank",
+        "vector_rank",
+        "text",
+    ]
+    assert (row["rank"], row["doc_id"], row["lexical_rank"], row["vector_rank"]) == (
+        1,
+        "files:menu.txt",
+        1,
+        None,
+    )
+    assert row["score"] == round(1 / 61, 6)
+
+
+def test_search_refusals(ingested: Run) -> None:
+    rc, out, _ = ingested("search", "ramen", "--user", "mallory")
+    assert (rc, out) == (0, "no results (unknown_user)\n")
+
+    rc, data = ingested.json("search", "ramen", "--user", "mallory")
+    assert (data["refused"], data["results"]) == ("unknown_user", [])
+
+    rc, out, err = ingested("search", "ramen", "--user", "ann", "--assistant", "nope")
+    assert rc == 2
+    assert_one_line_error(err, "unknown assistant 'nope'")
+
+
+def test_status(ingested: Run, project: Path) -> None:
+    rc, out, err = ingested("status")
+    assert (rc, err) == (0, "")
+    assert "2 documents, 3 chunks, 0 vectors" in out
+    assert "directory v1: 1 users, 1 groups" in out
+
+    rc, data = ingested.json("status")
+    assert rc == 0
+    assert list(data) == [
+        "index",
+        "documents",
+        "chunks",
+        "vectors",
+        "size_bytes",
+        "by_sensitivity",
+        "directory",
+        "corpora",
+    ]
+    assert data["index"] == str(project / "data" / "index.db")
+    assert (data["documents"], data["chunks"], data["vectors"]) == (2, 3, 0)
+    assert data["by_sensitivity"] == {"INTERNAL": 2}
+    assert data["directory"] == {"version": 1, "users": 1, "groups": 1}
+    [corpus] = data["corpora"]
+    assert corpus["corpus"] == "default"
+    assert corpus["documents"] == 2
+    assert corpus["failing_closed"] is False
+    assert corpus["revocation_sla_seconds"] == 86400.0
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_a_config_error_is_one_line_with_exit_2(run: Run, project: Path) -> None:
+    (project / "clearance.toml").write_text('[corpora.hr]\nrevocation_sla = "soon"\n')
+
+    rc, out, err = run("status")
+
+    assert (rc, out) == (2, "")
+    assert_one_line_error(err, "corpora.hr.revocation_sla: expected a duration")
+
+    rc, data = run.json("status")
+    assert rc == 2
+    assert data["error"] == "config_error"
+    assert data["message"].startswith("corpora.hr.revocation_sla:")
+
+
+def test_a_missing_config_is_exit_2_and_names_where_it_looked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = Run(capsys, tmp_path / "unused")
+
+    rc, _, err = run("status", config=False)
+
+    assert rc == 2
+    assert_one_line_error(err, f"no configuration at {tmp_path / 'clearance.toml'}")
+
+
+def test_clearance_home_is_used_when_no_config_is_given(
+    project: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    monkeypatch.setenv("CLEARANCE_HOME", str(project))
+    run = Run(capsys, project / "unused")
+
+    rc, out, _ = run("status", "--json", config=False)
+
+    assert rc == 0
+    assert json.loads(out)["index"] == str(project / "data" / "index.db")
+
+
+def test_a_bad_directory_file_is_one_line_with_exit_2(run: Run, project: Path) -> None:
+    (project / "directory.json").write_text("{not json", encoding="utf-8")
+
+    rc, _, err = run("directory", "sync", str(project / "directory.json"))
+
+    assert rc == 2
+    assert_one_line_error(err, "directory.json: not valid JSON")
+
+
+def test_usage_errors_and_version(run: Run) -> None:
+    rc, _, err = run("search", "x")
+    assert rc == 2
+    assert_one_line_error(err, "Missing option '--user'")
+
+    rc, _, err = run("frobnicate")
+    assert rc == 2
+    assert_one_line_error(err, "No such command 'frobnicate'")
+
+    rc, out, _ = run("--version", config=False)
+    assert (rc, out) == (0, f"clearance, version {__version__}\n")
+
+
+def test_the_installed_console_script_runs(project: Path) -> None:
+    script = Path(sys.executable).parent / "clearance"
+    assert script.exists()
+
+    done = subprocess.run(
+        [
+            str(script),
+            "--config",
+            str(project / "clearance.toml"),
+            "ingest",
+            str(project / "docs"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"] == {"added": 2}
+    assert (project / "data" / "index.db").is_file()

@@ -1,0 +1,86 @@
+"""Shared fixtures: a clean environment per test, temporary settings and a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearance.config import Settings, settings_from_dict
+from clearance.store.sqlite import SQLiteStore
+
+SettingsFactory = Callable[..., Settings]
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No test sees the caller's Clearance environment or writes to the real home."""
+    monkeypatch.delenv("CLEARANCE_HOME", raising=False)
+    monkeypatch.delenv("CLEARANCE_TRACE_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+
+
+def merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge TOML-shaped mappings (tables merge, values replace)."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def make_settings(root: Path, data: Mapping[str, Any] | None = None) -> Settings:
+    """Settings rooted in ``root`` with embeddings off (lexical only) unless ``data`` says so."""
+    base: dict[str, Any] = {"embedding": {"provider": "none"}}
+    return settings_from_dict(merge(base, data or {}), root=root)
+
+
+@pytest.fixture
+def settings_factory(tmp_path: Path) -> SettingsFactory:
+    """``settings_factory({...})`` → Settings rooted in this test's tmp_path."""
+
+    def factory(data: Mapping[str, Any] | None = None) -> Settings:
+        return make_settings(tmp_path, data)
+
+    return factory
+
+
+@pytest.fixture
+def settings(settings_factory: SettingsFactory) -> Settings:
+    return settings_factory()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    """An opened store on a real file, closed after the test."""
+    db = SQLiteStore(tmp_path / "index" / "clearance.db")
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _write_directory(path: Path, users: Mapping[str, list[str]], active: bool = True) -> Path:
+    groups: dict[str, list[str]] = {}
+    for user, names in users.items():
+        for group in names:
+            groups.setdefault(group, []).append(f"user:{user}")
+    data = {
+        "users": [{"id": u, "active": active, "attributes": {}} for u in users],
+        "groups": [{"id": g, "members": members} for g, members in groups.items()],
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def write_directory() -> Callable[..., Path]:
+    """``write_directory(path, {user: [group, …]})`` writes a Clearance-JSON directory file."""
+    return _write_directory

@@ -1,0 +1,761 @@
+"""Facts from tables (clearance.ingest.facts), their storage and their permission filter.
+
+Extraction is tested on real files written here with the libraries people use (python-pptx,
+openpyxl, python-docx, csv, Markdown), in the three layouts tables come in: metric rows ×
+period columns with the entity in the title; entity rows × period columns with the metric
+in the title; long format. Facts must be filtered exactly like chunks: a property test
+compares ``query_facts`` with a brute force over ``SearchFilter.admits``, and a leaky
+variant shows that comparison has teeth.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+import docx
+import openpyxl
+import pytest
+from click.testing import CliRunner
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from pptx import Presentation
+from pptx.util import Inches
+
+from clearance.cli import facts_cmds
+from clearance.cli.context import AppContext
+from clearance.config import FactSettings, Settings, settings_from_dict
+from clearance.errors import StoreError
+from clearance.ingest import pipeline as pipeline_module
+from clearance.ingest.facts import (
+    Vocabulary,
+    extract_facts,
+    format_number,
+    parse_number,
+    vocab_fingerprint,
+)
+from clearance.ingest.loaders import extract
+from clearance.ingest.pipeline import Ingestor
+from clearance.model import Chunk, Document, Fact, Section, Sensitivity
+from clearance.store.base import SearchFilter
+from clearance.store.sqlite import SQLiteStore
+
+SettingsFactory = Callable[..., Settings]
+
+FACTS: dict[str, Any] = {
+    "metrics": {
+        "revenue": ["Revenue", "net sales", "売上高"],
+        "operating_profit": ["operating profit", "営業利益"],
+        "headcount": ["headcount", "employees", "従業員数"],
+    },
+    "entities": {
+        "North Co": ["Japan", "日本", "North"],
+        "South Co": ["US", "USA", "米国"],
+        "East Co": ["EU", "Europe", "欧州"],
+    },
+    "channels": {"total": ["actual"], "budget": ["budget", "予算"]},
+    "units": {"USD m": ["USD m", "USD million"], "JPY m": ["百万円"], "people": ["people", "人"]},
+    "metric_units": {"revenue": "USD m", "headcount": "people"},
+}
+
+
+def vocab(extra: dict[str, Any] | None = None) -> FactSettings:
+    return settings_from_dict({"facts": {**FACTS, **(extra or {})}}).facts
+
+
+VOCAB = vocab()
+
+
+def facts_of(path: Path, title: str | None = None) -> list[Fact]:
+    extracted = extract(path, max_chars=800)
+    return extract_facts(
+        extracted.sections,
+        doc_id="files:doc",
+        title=title if title is not None else (extracted.title or path.stem),
+        vocab=VOCAB,
+    )
+
+
+def table(facts: Sequence[Fact]) -> set[tuple[str, str, str, str, float, str]]:
+    return {(f.entity, f.period, f.metric, f.channel, f.value, f.unit) for f in facts}
+
+
+# --------------------------------------------------------------------------- file writers
+
+
+def write_pptx(path: Path, slides: Sequence[tuple[str, list[list[str]]]]) -> Path:
+    deck = Presentation()
+    for title, rows in slides:
+        slide = deck.slides.add_slide(deck.slide_layouts[5])  # "Title Only"
+        slide.shapes.title.text = title
+        shape = slide.shapes.add_table(
+            len(rows), len(rows[0]), Inches(0.5), Inches(1.5), Inches(9), Inches(3)
+        )
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                shape.table.cell(r, c).text = text
+    deck.save(str(path))
+    return path
+
+
+def write_xlsx(path: Path, sheets: dict[str, list[list[Any]]], title: str | None = None) -> Path:
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets.items():
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+    if title:
+        book.properties.title = title
+    book.save(path)
+    return path
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    return path
+
+
+def write_docx(path: Path, title: str, tables: dict[str, list[list[str]]]) -> Path:
+    document = docx.Document()
+    document.add_heading(title, 0)
+    document.add_heading("Results by region", 1)
+    for heading, rows in tables.items():
+        document.add_heading(heading, 2)
+        grid = document.add_table(rows=len(rows), cols=len(rows[0]))
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                grid.cell(r, c).text = text
+    document.save(str(path))
+    return path
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def test_pptx_metric_rows_period_columns_entity_in_slide_title(tmp_path: Path) -> None:
+    path = write_pptx(
+        tmp_path / "results_fy2024.pptx",
+        [
+            ("Agenda", [["Item", "Owner"], ["Intro", "Ann"]]),
+            (
+                "Results by region: Japan",
+                [
+                    ["", "FY2023", "FY2024"],
+                    ["Revenue (USD m)", "1,250", "1,320"],
+                    ["Headcount (people)", "1 240", "1 305"],
+                    ["Win rate (%)", "41", "43"],  # a measure the vocabulary does not know
+                ],
+            ),
+        ],
+    )
+    facts = facts_of(path)
+    assert table(facts) == {
+        ("North Co", "FY2023", "revenue", "total", 1250.0, "USD m"),
+        ("North Co", "FY2024", "revenue", "total", 1320.0, "USD m"),
+        ("North Co", "FY2023", "headcount", "total", 1240.0, "people"),
+        ("North Co", "FY2024", "headcount", "total", 1305.0, "people"),
+    }
+    revenue = next(f for f in facts if f.metric == "revenue" and f.period == "FY2024")
+    # PPTX cell sections already carry row and col: the locator is kept as it is
+    assert revenue.locator == "slide=2,table=1,row=Revenue (USD m),col=FY2024"
+    assert revenue.raw == "1,320"
+    assert revenue.doc_id == "files:doc"
+
+
+def test_pptx_japanese_labels_and_budget_channel(tmp_path: Path) -> None:
+    path = write_pptx(
+        tmp_path / "briefing.pptx",
+        [
+            (
+                "地域別業績：米国（US）",
+                [
+                    ["", "2024年度 実績", "2025年度 予算"],
+                    ["売上高 (USD m)", "６７２.４", "７３１.８"],
+                    ["従業員数 (人)", "１，９５５", "２，０４１"],
+                ],
+            )
+        ],
+    )
+    assert table(facts_of(path, title="2025年度 決算説明資料")) == {
+        ("South Co", "FY2024", "revenue", "total", 672.4, "USD m"),
+        ("South Co", "FY2025", "revenue", "budget", 731.8, "USD m"),
+        ("South Co", "FY2024", "headcount", "total", 1955.0, "people"),
+        ("South Co", "FY2025", "headcount", "budget", 2041.0, "people"),
+    }
+
+
+def test_xlsx_entity_rows_period_columns_metric_in_sheet_name(tmp_path: Path) -> None:
+    path = write_xlsx(
+        tmp_path / "kpis.xlsx",
+        {
+            "Revenue (USD m)": [
+                ["Region", "FY2024", "FY2025"],
+                ["Japan", 448.2, 486.9],
+                ["US", 672.4, 731.8],
+                ["Total", 1120.6, 1218.7],  # not an entity: skipped, not guessed
+            ],
+            "Notes": [["Note"], ["Figures are unaudited."]],
+        },
+        title="Regional KPIs",
+    )
+    facts = facts_of(path)
+    assert table(facts) == {
+        ("North Co", "FY2024", "revenue", "total", 448.2, "USD m"),
+        ("North Co", "FY2025", "revenue", "total", 486.9, "USD m"),
+        ("South Co", "FY2024", "revenue", "total", 672.4, "USD m"),
+        ("South Co", "FY2025", "revenue", "total", 731.8, "USD m"),
+    }
+    japan = next(f for f in facts if f.entity == "North Co" and f.period == "FY2025")
+    assert japan.locator == "sheet=Revenue (USD m),range=A1:C4,row=Japan,col=FY2025"
+
+
+def test_xlsx_long_format_with_fiscal_year_column(tmp_path: Path) -> None:
+    path = write_xlsx(
+        tmp_path / "long.xlsx",
+        {
+            "Data": [
+                ["Region", "Fiscal year", "Revenue", "Operating profit"],
+                ["Japan", "FY2024", "1,320", "(45)"],
+                ["EU", "2025年度", 321.5, -3.5],
+            ]
+        },
+    )
+    facts = facts_of(path)
+    assert table(facts) == {
+        ("North Co", "FY2024", "revenue", "total", 1320.0, "USD m"),
+        ("North Co", "FY2024", "operating_profit", "total", -45.0, ""),
+        ("East Co", "FY2025", "revenue", "total", 321.5, "USD m"),
+        ("East Co", "FY2025", "operating_profit", "total", -3.5, ""),
+    }
+    loss = next(f for f in facts if f.value == -45.0)
+    assert loss.raw == "(45)"
+    assert loss.locator == "sheet=Data,range=A1:D3,row=Japan / FY2024,col=Operating profit"
+
+
+def test_csv_long_format_with_metric_and_unit_columns(tmp_path: Path) -> None:
+    path = write_csv(
+        tmp_path / "regional.csv",
+        [
+            ["region", "metric", "unit", "FY2023", "FY2024"],
+            ["Japan", "Revenue", "USD m", "412.5", "448.2"],
+            ["US", "Headcount", "people", "1870", "1955"],
+            ["EU", "Net sales", "百万円", "12%", "-"],  # "-" is no number
+        ],
+    )
+    facts = facts_of(path)
+    assert table(facts) == {
+        ("North Co", "FY2023", "revenue", "total", 412.5, "USD m"),
+        ("North Co", "FY2024", "revenue", "total", 448.2, "USD m"),
+        ("South Co", "FY2023", "headcount", "total", 1870.0, "people"),
+        ("South Co", "FY2024", "headcount", "total", 1955.0, "people"),
+        ("East Co", "FY2023", "revenue", "total", 12.0, "JPY m"),
+    }
+    assert next(f for f in facts if f.value == 448.2).locator == (
+        "rows=2-4,row=Japan / Revenue / USD m,col=FY2024"
+    )
+
+
+def test_csv_key_value_long_format_and_unknown_measures(tmp_path: Path) -> None:
+    path = write_csv(
+        tmp_path / "values.csv",
+        [
+            ["id", "region", "metric", "period", "value"],
+            ["r1", "Japan", "Revenue", "Q3 2025", "310.4"],
+            ["r2", "US", "Revenue", "2025年度第3四半期", "401"],
+        ],
+    )
+    assert table(facts_of(path, title="")) == {
+        ("North Co", "Q3 2025", "revenue", "total", 310.4, "USD m"),
+        ("South Co", "Q3 2025", "revenue", "total", 401.0, "USD m"),
+    }
+    # two numbers in a row whose headers name nothing: which one is the metric? neither
+    path = write_csv(
+        tmp_path / "territories.csv",
+        [
+            ["territory", "owner", "named_accounts", "quota"],
+            ["US-West", "Open headcount", "29", "1.20"],
+        ],
+    )
+    assert facts_of(path, title="Territory plan FY2026") == []
+
+
+def test_docx_heading_path_gives_the_entity(tmp_path: Path) -> None:
+    path = write_docx(
+        tmp_path / "report.docx",
+        "Annual Report FY2025",
+        {
+            "Japan": [["Metric", "FY2024", "FY2025"], ["Revenue (USD m)", "448.2", "486.9"]],
+            "欧州": [["指標", "2024年度", "2025年度"], ["営業利益 (百万円)", "△27.8", "33.1"]],
+        },
+    )
+    facts = facts_of(path)
+    assert table(facts) == {
+        ("North Co", "FY2024", "revenue", "total", 448.2, "USD m"),
+        ("North Co", "FY2025", "revenue", "total", 486.9, "USD m"),
+        ("East Co", "FY2024", "operating_profit", "total", -27.8, "JPY m"),
+        ("East Co", "FY2025", "operating_profit", "total", 33.1, "JPY m"),
+    }
+    first = next(f for f in facts if f.value == 448.2)
+    assert first.locator == (
+        "section=Annual Report FY2025 > Results by region > Japan,table=1,"
+        "row=Revenue (USD m),col=FY2024"
+    )
+
+
+def test_markdown_table_quarters_and_ambiguity(tmp_path: Path) -> None:
+    path = tmp_path / "q3.md"
+    path.write_text(
+        "# 日本 四半期業績\n\n"
+        "| 指標 | 2025年度第3四半期 | 2025年度 vs 2024年度 |\n"
+        "|---|---|---|\n"
+        "| 売上高 | 1,320 | 80 |\n",
+        encoding="utf-8",
+    )
+    # the longest period wins (Q3 2025, not FY2025); a column naming two periods is a
+    # difference, not a figure for either: skipped
+    assert table(facts_of(path)) == {("North Co", "Q3 2025", "revenue", "total", 1320.0, "USD m")}
+
+
+def test_nearest_context_wins_over_the_title() -> None:
+    section = Section(
+        "Japan | FY2024 | 1",
+        "section=US,table=1,row=Japan",
+        atomic=True,
+        table=(("Region", "FY2024", "Headcount"), ("Japan", "FY2024", "1,305")),
+    )
+    facts = extract_facts([section], doc_id="d:1", title="Europe FY2019 revenue", vocab=VOCAB)
+    assert table(facts) == {("North Co", "FY2024", "headcount", "total", 1305.0, "people")}
+    assert facts[0].locator == "section=US,table=1,row=Japan,col=Headcount"
+
+
+def test_no_vocabulary_no_facts_and_bad_cells_are_skipped() -> None:
+    section = Section("x", "rows=2-2", True, (("Region", "FY2024"), ("Japan", "1")))
+    assert extract_facts([section], doc_id="d", title="Revenue", vocab=FactSettings()) == []
+    broken = Section("x", "not a locator", True, (("Region", "FY2024"), ("Japan", "7")))
+    odd = Section("x", "rows=2-2", True, (("Region",), ("Japan", "8", "9")))
+    facts = extract_facts([broken, odd], doc_id="d", title="Revenue", vocab=VOCAB)
+    assert [f.value for f in facts] == [7.0]
+    assert facts[0].locator == "row=Japan,col=FY2024"
+
+
+# --------------------------------------------------------------------------- the vocabulary
+
+
+def test_vocabulary_matching_rules() -> None:
+    v = Vocabulary(VOCAB)
+    assert v.values("entity", "Tell us the revenue") == []  # "us" is not "US"
+    assert v.values("entity", "the US and the EU") == ["South Co", "East Co"]
+    assert v.values("entity", "USD m") == []  # no match inside a word
+    assert v.values("entity", "ＵＳの売上高") == ["South Co"]  # full width, CJK boundary
+    assert v.values("metric", "NET  SALES") == ["revenue"]  # casefold, spaces
+    assert v.values("period", "FY2024の売上") == ["FY2024"]  # \b next to CJK
+    assert v.values("period", "2025年度第3四半期") == ["Q3 2025"]
+    assert v.values("period", "fiscal year 2023 and Q4 FY2024") == ["FY2023", "Q4 2024"]
+    assert v.canonical_period("2024年度") == "FY2024"
+    assert v.canonical_period("FY2024 and FY2025") is None
+    assert v.canonical_period("FY20245") is None
+    assert v.malformed_periods("FY20245 or Q5 2024 but FY2024") == ["FY20245", "Q5 2024"]
+    longest = Vocabulary(vocab({"entities": {"Group": ["ACME"], "ACME Japan": ["ACME Japan"]}}))
+    assert longest.values("entity", "ACME Japan results") == ["ACME Japan"]
+
+
+def test_vocab_fingerprint_changes_with_the_vocabulary() -> None:
+    assert vocab_fingerprint(VOCAB) == vocab_fingerprint(vocab())
+    assert vocab_fingerprint(VOCAB) != vocab_fingerprint(vocab({"default_channel": "all"}))
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("1,320", 1320.0, ""),
+        ("1 320", 1320.0, ""),
+        ("1\u00a0320\u00a0000", 1320000.0, ""),
+        ("(45)", -45.0, ""),
+        ("-3.5", -3.5, ""),
+        ("−3.5", -3.5, ""),
+        ("△45", -45.0, ""),
+        ("12%", 12.0, "%"),
+        ("１，３２０", 1320.0, ""),
+        ("1,320 USD m", 1320.0, "USD m"),
+        ("14,000円", 14000.0, "円"),
+        ("USD 1,480", 1480.0, "USD"),
+        ("$45", 45.0, "$"),
+        ("+6.1%", 6.1, "%"),
+        ("0.02", 0.02, ""),
+        ("95.0", 95.0, ""),
+    ],
+)
+def test_parse_number(text: str, value: float, unit: str) -> None:
+    parsed = parse_number(text)
+    assert parsed is not None
+    assert parsed.value == value
+    assert parsed.unit_text == unit
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "-",
+        "n/a",
+        "FY2024",
+        "Q3 2025",
+        "2026-07",
+        "2027-03-31",
+        "17-18 September 2026",
+        "3 2025",
+        "(45",
+        "1,32",
+        "−30 °C to +70 °C",
+        "PT26-01",
+        "v4.6.1",
+    ],
+)
+def test_not_a_number(text: str) -> None:
+    assert parse_number(text) is None
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@given(finite)
+def test_format_then_parse_round_trips(value: float) -> None:
+    parsed = parse_number(format_number(value))
+    assert parsed is not None
+    assert parsed.value == value
+
+
+@given(
+    st.decimals(min_value=-(10**12), max_value=10**12, places=3, allow_nan=False),
+    st.sampled_from(["plain", "parens", "fullwidth", "unit", "spaces"]),
+)
+def test_written_variants_parse_to_the_same_value(number: Decimal, style: str) -> None:
+    text = format_number(number)
+    value = float(number)
+    if style == "parens" and value < 0:
+        text = f"({text.lstrip('-')})"
+    elif style == "fullwidth":
+        text = text.translate({ord(c): ord(c) + 0xFEE0 for c in "0123456789,."})
+    elif style == "unit":
+        text = f"{text} USD m"
+    elif style == "spaces":
+        text = text.replace(",", " ")
+    parsed = parse_number(text)
+    assert parsed is not None
+    assert parsed.value == value
+
+
+def test_format_number_examples() -> None:
+    assert format_number(1320.0) == "1,320"
+    assert format_number(448.2) == "448.2"
+    assert format_number(-45) == "-45"
+    assert format_number(1234567.25) == "1,234,567.25"
+    assert format_number(Decimal("80.0")) == "80"
+    with pytest.raises(ValueError):
+        format_number(float("nan"))
+
+
+# --------------------------------------------------------------------------- the store
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+def document(doc_id: str, **kw: Any) -> Document:
+    values: dict[str, Any] = {
+        "doc_id": doc_id,
+        "source_system": "src",
+        "corpus": "public",
+        "title": f"title of {doc_id}",
+        "uri": f"https://example.test/{doc_id}",
+        "owner": None,
+        "acl": frozenset({"everyone"}),
+        "sensitivity": Sensitivity.INTERNAL,
+        "created_at": None,
+        "updated_at": None,
+        "review_at": None,
+        "expires_at": None,
+        "ai_allowed": True,
+        "personal_data": False,
+        "origin": "human",
+        "origin_chain": (),
+        "content_hash": f"h-{doc_id}",
+    }
+    values.update(kw)
+    return Document(**values)
+
+
+def chunk(doc: Document) -> Chunk:
+    return Chunk(f"{doc.doc_id}#0", doc.doc_id, 0, "text", "page=1", doc.sensitivity, "human")
+
+
+def fact(doc_id: str, value: float = 1.0, **kw: str) -> Fact:
+    slots = {"entity": "North Co", "period": "FY2024", "metric": "revenue", "channel": "total"}
+    slots.update(kw)
+    return Fact(
+        value=value, unit="USD m", doc_id=doc_id, locator=f"row=r{value}", raw=str(value), **slots
+    )
+
+
+def test_store_writes_replaces_and_deletes_facts_with_their_document(store: SQLiteStore) -> None:
+    doc = document("src:a")
+    store.upsert(doc, [chunk(doc)], facts=[fact("src:a", 1.0), fact("src:a", 2.0)])
+    assert [f.value for f in store.list_facts("src:a")] == [1.0, 2.0]
+    store.upsert(doc, [chunk(doc)], facts=[fact("src:a", 3.0)])  # re-ingest replaces
+    assert store.list_facts() == [fact("src:a", 3.0)]
+    store.upsert(doc, [chunk(doc)])  # no facts given: none kept
+    assert store.list_facts() == []
+    store.upsert(doc, [chunk(doc)], facts=[fact("src:a", 4.0)])
+    assert store.delete("src:a")
+    assert store.list_facts() == []
+    with pytest.raises(StoreError, match="does not belong"):
+        store.upsert(doc, [chunk(doc)], facts=[fact("src:other")])
+    assert store.get_document("src:a") is None  # nothing half-written
+
+
+def test_query_facts_filters_by_slot(store: SQLiteStore) -> None:
+    doc = document("src:a")
+    facts = [fact("src:a", 1.0), fact("src:a", 2.0, period="FY2025"), fact("src:a", 3.0)]
+    store.upsert(doc, [chunk(doc)], facts=facts)
+    flt = SearchFilter(frozenset({"everyone"}), now=NOW)
+    got = store.query_facts(flt, metric="revenue", period="FY2024", entity="North Co")
+    assert [(f.value, d.doc_id) for f, d in got] == [(1.0, "src:a"), (3.0, "src:a")]
+    assert store.query_facts(flt, channel="budget") == []
+    assert store.query_facts(SearchFilter(frozenset(), now=NOW)) == []
+
+
+# A small random world: documents with facts, and filters that vary every field.
+CORPORA = ("public", "ops", "hr")
+PRINCIPALS = ("everyone", "user:ann", "user:bo", "group:sales")
+SLOTS = {
+    "metric": ("revenue", "headcount"),
+    "entity": ("North Co", "South Co"),
+    "period": ("FY2024", "FY2025"),
+    "channel": ("total", "budget"),
+}
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> list[tuple[Document, list[Fact]]]:
+    out: list[tuple[Document, list[Fact]]] = []
+    for n in range(draw(st.integers(1, 6))):
+        doc_id = f"src:{n}"
+        acl = draw(st.frozensets(st.sampled_from(PRINCIPALS), max_size=2))
+        doc = document(
+            doc_id,
+            corpus=draw(st.sampled_from(CORPORA)),
+            acl=acl,
+            sensitivity=draw(st.sampled_from(list(Sensitivity))),
+            expires_at=draw(st.sampled_from([None, NOW - timedelta(days=1), NOW])),
+            ai_allowed=draw(st.booleans()),
+        )
+        facts = [
+            Fact(
+                value=float(i),
+                unit="",
+                doc_id=doc_id,
+                locator=f"row={i}",
+                **{k: draw(st.sampled_from(v)) for k, v in SLOTS.items()},
+            )
+            for i in range(draw(st.integers(0, 4)))
+        ]
+        out.append((doc, facts))
+    return out
+
+
+@st.composite
+def fact_filters(draw: st.DrawFn, world: list[tuple[Document, list[Fact]]]) -> SearchFilter:
+    ids = [d.doc_id for d, _ in world]
+    corpora = None
+    if draw(st.booleans()):
+        corpora = {
+            c: draw(st.sampled_from(list(Sensitivity)))
+            for c in draw(st.frozensets(st.sampled_from(CORPORA)))
+        }
+    principals = draw(st.frozensets(st.sampled_from(PRINCIPALS)))
+    if draw(st.booleans()):
+        principals |= draw(st.sampled_from([d.acl for d, _ in world]))
+    doc_ids = draw(st.none() | st.frozensets(st.sampled_from(ids)))
+    return SearchFilter(
+        principals=principals,
+        corpora=corpora,
+        max_sensitivity=draw(st.sampled_from(list(Sensitivity))),
+        doc_ids=doc_ids,
+        exclude_doc_ids=draw(st.frozensets(st.sampled_from(ids), max_size=1)),
+        now=NOW,
+        require_ai_allowed=draw(st.booleans()),
+    )
+
+
+Query = dict[str, str | None]
+
+
+def brute_force(
+    world: list[tuple[Document, list[Fact]]], flt: SearchFilter, query: Query
+) -> list[tuple[str, str, float]]:
+    return sorted(
+        (d.doc_id, f.locator, f.value)
+        for d, facts in world
+        if flt.admits(d)
+        for f in facts
+        if all(v is None or getattr(f, k) == v for k, v in query.items())
+    )
+
+
+def stored(store: SQLiteStore, flt: SearchFilter, query: Query) -> list[tuple[str, str, float]]:
+    rows = store.query_facts(flt, **query)
+    assert all(f.doc_id == d.doc_id for f, d in rows)
+    return sorted((d.doc_id, f.locator, f.value) for f, d in rows)
+
+
+def leaky_stored(
+    store: SQLiteStore, flt: SearchFilter, query: Query
+) -> list[tuple[str, str, float]]:
+    """The forbidden shape: every fact, filtered on its slots and its ACL afterwards,
+    forgetting the sensitivity ceiling, expiry and AI-use rules."""
+    out = []
+    for f in store.list_facts():
+        doc = store.get_document(f.doc_id)
+        assert doc is not None
+        if doc.acl & flt.principals and all(
+            v is None or getattr(f, k) == v for k, v in query.items()
+        ):
+            out.append((f.doc_id, f.locator, f.value))
+    return sorted(out)
+
+
+def queries() -> st.SearchStrategy[Query]:
+    return st.fixed_dictionaries({k: st.none() | st.sampled_from(v) for k, v in SLOTS.items()})
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_query_facts_equals_brute_force_over_admitted_documents(data: st.DataObject) -> None:
+    world = data.draw(worlds(), label="world")
+    flt = data.draw(fact_filters(world), label="filter")
+    query = data.draw(queries(), label="query")
+    with SQLiteStore(":memory:") as store:
+        for doc, facts in world:
+            store.upsert(doc, [chunk(doc)], facts=facts)
+        expected = brute_force(world, flt, query)
+        assert stored(store, flt, query) == expected
+        event(f"facts admitted: {min(len(expected), 3)}")
+
+
+def test_reverse_proof_a_filter_applied_afterwards_is_caught() -> None:
+    secret = document("src:secret", sensitivity=Sensitivity.RESTRICTED)
+    expired = document("src:old", expires_at=NOW - timedelta(days=1))
+    world = [(secret, [fact("src:secret", 1.0)]), (expired, [fact("src:old", 2.0)])]
+    flt = SearchFilter(frozenset({"everyone"}), max_sensitivity=Sensitivity.CONFIDENTIAL, now=NOW)
+    query: Query = {"metric": "revenue", "entity": None, "period": None, "channel": None}
+    with SQLiteStore(":memory:") as store:
+        for doc, facts in world:
+            store.upsert(doc, [chunk(doc)], facts=facts)
+        assert stored(store, flt, query) == brute_force(world, flt, query) == []
+        assert leaky_stored(store, flt, query) != brute_force(world, flt, query)
+
+
+# --------------------------------------------------------------------------- ingestion
+
+
+def _ingest(settings: Any, store: SQLiteStore, root: Path) -> list[Any]:
+    ingestor = Ingestor(settings, store, None)
+    return ingestor.run(ingestor.plan([root])).results
+
+
+def test_pipeline_stores_facts_and_reextracts_on_a_new_vocabulary(
+    tmp_path: Path, settings_factory: SettingsFactory, store: SQLiteStore
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "_meta.json").write_text(json.dumps({"acl": ["everyone"]}), encoding="utf-8")
+    write_csv(docs / "kpi.csv", [["region", "FY2024"], ["Japan", "448.2"], ["US", "672.4"]])
+    first = settings_factory({"facts": {**FACTS, "metrics": {"revenue": ["kpi"]}}})
+    results = _ingest(first, store, docs)
+    assert [r.status for r in results] == ["added"]
+    assert table(store.list_facts()) == {
+        ("North Co", "FY2024", "revenue", "total", 448.2, "USD m"),
+        ("South Co", "FY2024", "revenue", "total", 672.4, "USD m"),
+    }
+    assert [r.status for r in _ingest(first, store, docs)] == ["unchanged"]
+    second = settings_factory({"facts": {**FACTS, "metrics": {"headcount": ["kpi"]}}})
+    assert [r.status for r in _ingest(second, store, docs)] == ["metadata"]
+    assert {f.metric for f in store.list_facts()} == {"headcount"}
+
+
+def test_fact_extraction_failure_never_fails_the_document(
+    tmp_path: Path,
+    settings_factory: SettingsFactory,
+    store: SQLiteStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def explode(*args: object, **kwargs: object) -> list[Fact]:
+        raise RuntimeError("vocabulary exploded")
+
+    monkeypatch.setattr(pipeline_module, "extract_facts", explode)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "_meta.json").write_text(json.dumps({"acl": ["everyone"]}), encoding="utf-8")
+    write_csv(docs / "kpi.csv", [["region", "FY2024"], ["Japan", "448.2"]])
+    (result,) = _ingest(settings_factory({"facts": FACTS}), store, docs)
+    assert result.status == "added"
+    assert any("facts not extracted" in w for w in result.warnings)
+    assert store.get_chunks(result.doc_id)
+    assert store.list_facts() == []
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def test_cli_facts_list(tmp_path: Path) -> None:
+    config = tmp_path / "clearance.toml"
+    config.write_text(
+        '[embedding]\nprovider = "none"\n[facts.metrics]\nrevenue = ["Revenue"]\n'
+        '[facts.entities]\n"North Co" = ["Japan"]\n',
+        encoding="utf-8",
+    )
+    group = click.Group()
+    facts_cmds.register(group)
+    runner = CliRunner()
+    obj = AppContext(config)
+    empty = runner.invoke(group, ["facts", "list", "--json"], obj=obj)
+    assert empty.exit_code == 0, empty.output
+    assert json.loads(empty.output) == []
+
+    from clearance.app import Clearance
+
+    app = Clearance.open(
+        settings_from_dict(
+            {
+                "embedding": {"provider": "none"},
+                "facts": {"metrics": {"revenue": ["Revenue"]}, "entities": {"North Co": ["Japan"]}},
+            },
+            root=tmp_path,
+        )
+    )
+    try:
+        doc = document("src:a")
+        app.store.upsert(doc, [chunk(doc)], facts=[fact("src:a", 1320.0)])
+        other = document("src:b")
+        app.store.upsert(other, [chunk(other)], facts=[fact("src:b", 5.0, metric="headcount")])
+    finally:
+        app.close()
+
+    listed = runner.invoke(group, ["facts", "list", "--json", "--metric", "revenue"], obj=obj)
+    assert listed.exit_code == 0, listed.output
+    assert [(f["doc_id"], f["value"]) for f in json.loads(listed.output)] == [("src:a", 1320.0)]
+    human = runner.invoke(group, ["facts", "list", "--doc", "src:a"], obj=obj)
+    assert human.exit_code == 0, human.output
+    assert "1,320" in human.output and "1 facts from 1 documents" in human.output
+    missing = runner.invoke(group, ["facts", "list", "--doc", "src:nope"], obj=obj)
+    assert missing.exit_code != 0
