@@ -26,7 +26,7 @@ from clearance.access.sync import AclSyncReport, sync_acls
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult
 from clearance.config import Settings, trace_key
-from clearance.errors import DirectoryError, NotFoundError
+from clearance.errors import DirectoryError, EmbeddingError, NotFoundError
 from clearance.ingest.pipeline import FileResult, Ingestor, IngestReport
 from clearance.llm.base import Provider
 from clearance.llm.registry import make_provider, make_rerank_provider
@@ -39,6 +39,7 @@ from clearance.trace.record import TraceRecord, TraceWriter
 __all__ = ["Clearance", "SearchResult"]
 
 _DIRECTORY_KEY = "directory"
+_EMBEDDING_KEY = "embedding_model"
 # How often a search is re-run to refill results after real-time checks dropped some.
 _REALTIME_REFILLS = 3
 
@@ -101,8 +102,20 @@ class Clearance:
 
     @property
     def embedder(self) -> Embedder | None:
+        """The configured embedder, checked against the model the index was built with:
+        vectors of two models are never mixed in one index (same width or not)."""
         if isinstance(self._embedder, str):
-            self._embedder = get_embedder(self.settings.embedding)
+            embedder = get_embedder(self.settings.embedding)
+            if embedder is not None:
+                built_with = self.store.get_meta(_EMBEDDING_KEY)
+                if built_with is None and self.store.stats().vectors == 0:
+                    self.store.set_meta(_EMBEDDING_KEY, embedder.name)
+                elif built_with is not None and built_with != embedder.name:
+                    raise EmbeddingError(
+                        f"the index holds vectors of {built_with!r} but the configured model "
+                        f"is {embedder.name!r}: rebuild the index or set [embedding] provider"
+                    )
+            self._embedder = embedder
         return self._embedder
 
     @property

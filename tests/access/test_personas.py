@@ -105,7 +105,9 @@ def acme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
     """The demo corpus, ingested and synced with the real CLI, once for this module."""
     config = setup_root(tmp_path_factory.mktemp("acme"))
     with clean_env():
-        rc, out, err = cli("--config", config, "directory", "sync", ACME / "directory.json", "--json")
+        rc, out, err = cli(
+            "--config", config, "directory", "sync", ACME / "directory.json", "--json"
+        )
         assert rc == 0, err
         assert json.loads(out)["users"] == 18
         rc, out, err = cli(
