@@ -284,11 +284,18 @@ def pct(samples: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def lat(samples: Sequence[float]) -> dict[str, float]:
+Timing = tuple[float, float]  # (wall ms, process CPU ms) of one call
+
+
+def lat(samples: Sequence[Timing]) -> dict[str, float]:
+    wall = [w for w, _ in samples]
+    cpu = [c for _, c in samples]
     return {
-        "p50_ms": round(statistics.median(samples), 3),
-        "p95_ms": round(pct(samples, 0.95), 3),
-        "max_ms": round(max(samples), 3),
+        "p50_ms": round(statistics.median(wall), 3),
+        "p95_ms": round(pct(wall, 0.95), 3),
+        "max_ms": round(max(wall), 3),
+        "cpu_p50_ms": round(statistics.median(cpu), 3),
+        "cpu_p95_ms": round(pct(cpu, 0.95), 3),
     }
 
 
@@ -395,15 +402,19 @@ def doc_of(chunk_id: str) -> int:
 
 def time_each(
     fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]
-) -> tuple[list[float], list[Any]]:
-    """Call ``fn`` on each item; wall time of each call in ms, and the results."""
-    times: list[float] = []
+) -> tuple[list[Timing], list[Any]]:
+    """Call ``fn`` on each item: (wall ms, process CPU ms) of each call, and the results.
+
+    CPU time (all threads of this process) is reported next to wall time because the shared
+    2-core machine is often busy with other work: it approximates the wall time on an idle
+    machine for the single-threaded SQLite parts (BLAS may add a second thread)."""
+    times: list[Timing] = []
     outs: list[Any] = []
     gc.collect()
     for item in items:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         outs.append(fn(item))
-        times.append((time.perf_counter() - start) * 1000)
+        times.append(((time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000))
         advance()
     return times, outs
 
@@ -460,7 +471,10 @@ class Bench:
             "lexical": lat(lex_ms),
             "vector": lat(vec_ms),
             "hybrid": lat(hyb_ms),
-            "hybrid_p95_target": mark(pct(hyb_ms, 0.95) <= TARGET_HYBRID_P95_MS),
+            "hybrid_p95_target": mark(pct([w for w, _ in hyb_ms], 0.95) <= TARGET_HYBRID_P95_MS),
+            "hybrid_cpu_p95_target": mark(
+                pct([c for _, c in hyb_ms], 0.95) <= TARGET_HYBRID_P95_MS
+            ),
             "lexical_recall_at_10": round(statistics.mean(lex_recall), 4),
             "lexical_recall_min": round(min(lex_recall), 4),
             "vector_recall_at_10": round(statistics.mean(vec_recall), 4),
@@ -502,7 +516,7 @@ class Bench:
 
         top_keys = [index.chunk_keys[positions[np.argsort(-score(i))[:50]]].tolist() for i in qidx]
         names_sql = "SELECT id, chunk_id FROM chunks WHERE id IN (SELECT value FROM json_each(?))"
-        parts: dict[str, list[float]] = {}
+        parts: dict[str, list[Timing]] = {}
         parts["lexical_search_k50"], lex = time_each(
             partial(store.lexical_search, flt=flt, k=50), self.queries, advance
         )
@@ -581,9 +595,15 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     rss_before = current_rss_mb()
     everyone = SearchFilter(principals=principal_set("group:all"))
     load_ms = timed_ms(lambda: store.vector_search(qvecs[0], everyone, 10))
+    rss_delta = current_rss_mb() - rss_before
+    # Any write transaction bumps the store's generation, which drops the in-memory matrix:
+    # measure the first vector query after an ACL-only change of one document (same ACL).
+    store.set_acl(Corpus.doc_id(0), Corpus.acl(0))
+    reload_ms = timed_ms(lambda: store.vector_search(qvecs[0], everyone, 10))
     figures["vector_index"] = {
         "load_ms": round(load_ms, 1),
-        "rss_delta_mb": round(current_rss_mb() - rss_before, 1),
+        "reload_after_set_acl_ms": round(reload_ms, 1),
+        "rss_delta_mb": round(rss_delta, 1),
         "matrix_mb": round(corpus.n_chunks * DIM * 4 / 2**20, 1),
     }
 
@@ -646,7 +666,7 @@ def minilm(corpus: Corpus, workdir: Path, n_chunks: int, queries: Sequence[str])
     figures["model_load_s"] = round(load_s, 2)
     # Query embedding, one query at a time, as at search time.
     embedder.embed([queries[0]])
-    q_ms = [timed_ms(lambda q=q: embedder.embed([q])) for q in queries]
+    q_ms, _ = time_each(lambda q: embedder.embed([q]), queries, lambda: None)
     figures["query_embedding"] = lat(q_ms)
     return figures
 
@@ -694,37 +714,48 @@ def report(f: dict[str, Any]) -> None:
         )
     vi = f["vector_index"]
     print(
-        f"vector index load (first vector query): {vi['load_ms']:.0f} ms, "
+        f"load average: {m['loadavg_start']} at start, {m.get('loadavg_end')} at the end "
+        "(other processes share the 2 cores)"
+    )
+    print(
+        f"vector index load (first vector query): {vi['load_ms']:.0f} ms; again after a "
+        f"one-document set_acl: {vi['reload_after_set_acl_ms']:.0f} ms; "
         f"+{vi['rss_delta_mb']} MB RSS (matrix {vi['matrix_mb']} MB)"
     )
-    print("\n## Filtered search (ms; hybrid excludes query embedding)")
-    head = (
-        f"{'allowed':>8} {'docs':>6} | {'lexical p50/p95':>16} | {'vector p50/p95':>16} | "
-        f"{'hybrid p50/p95':>16} {'≤30ms':>5} | {'R@10 lex':>8} {'R@10 vec':>8} | leaks"
-    )
-    print(head)
-    print("-" * len(head))
-    for label, r in f["search"].items():
-        print(
-            f"{label:>8} {r['allowed_documents']:>6} | "
-            f"{r['lexical']['p50_ms']:>7.2f} /{r['lexical']['p95_ms']:>7.2f} | "
-            f"{r['vector']['p50_ms']:>7.2f} /{r['vector']['p95_ms']:>7.2f} | "
-            f"{r['hybrid']['p50_ms']:>7.2f} /{r['hybrid']['p95_ms']:>7.2f} "
-            f"{r['hybrid_p95_target']:>5} | "
-            f"{r['lexical_recall_at_10']:>8.4f} {r['vector_recall_at_10']:>8.4f} | {r['leaks']}"
-            + ("" if r["sql_allowed_matches_reference"] else "  (SQL allowed set ≠ reference!)")
+    for kind, key, target in (("wall", "", "hybrid_p95_target"), ("CPU", "cpu_", None)):
+        print(f"\n## Filtered search, {kind} time (ms; hybrid excludes query embedding)")
+        head = (
+            f"{'allowed':>8} {'docs':>6} | {'lexical p50/p95':>16} | {'vector p50/p95':>16} | "
+            f"{'hybrid p50/p95':>16} {'≤30ms':>5} | {'R@10 lex':>8} {'R@10 vec':>8} | leaks"
         )
+        print(head)
+        print("-" * len(head))
+        for label, r in f["search"].items():
+            ok = r[target] if target else r["hybrid_cpu_p95_target"]
+            cells = " | ".join(
+                f"{r[part][key + 'p50_ms']:>7.2f} /{r[part][key + 'p95_ms']:>7.2f}"
+                for part in ("lexical", "vector", "hybrid")
+            )
+            print(
+                f"{label:>8} {r['allowed_documents']:>6} | {cells} {ok:>5} | "
+                f"{r['lexical_recall_at_10']:>8.4f} {r['vector_recall_at_10']:>8.4f} | "
+                f"{r['leaks']}"
+                + ("" if r["sql_allowed_matches_reference"] else "  (SQL allowed set ≠ reference!)")
+            )
     if "minilm" in f:
         qe = f["minilm"]["query_embedding"]
         print(
             f"\nMiniLM query embedding (one query): p50 {qe['p50_ms']:.2f} ms / "
             f"p95 {qe['p95_ms']:.2f} ms (model load {f['minilm']['model_load_s']} s)"
         )
-    print("\n## Where the time goes (p50 / p95 ms)")
+    print("\n## Where the time goes (ms: wall p50 / p95, CPU p50 / p95)")
     for label, parts in f["breakdown"].items():
         print(f"  filter admitting {label}:")
         for name, v in parts.items():
-            print(f"    {name:<34} {v['p50_ms']:>8.2f} / {v['p95_ms']:>8.2f}")
+            print(
+                f"    {name:<40} {v['p50_ms']:>8.2f} / {v['p95_ms']:>8.2f}   "
+                f"{v['cpu_p50_ms']:>8.2f} / {v['cpu_p95_ms']:>8.2f}"
+            )
     print(
         f"\nindex file {f['index_size_bytes'] / 2**20:.1f} MiB; peak RSS "
         f"{f['rss_mb_after_ingest']} MB after ingest, {f['rss_mb_after_search']} MB after search "

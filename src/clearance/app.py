@@ -8,7 +8,8 @@ that searches without a user.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,17 +27,28 @@ from clearance.access.sync import AclSyncReport, sync_acls
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult
 from clearance.config import Settings, trace_key
-from clearance.errors import DirectoryError, EmbeddingError, NotFoundError
-from clearance.ingest.pipeline import FileResult, Ingestor, IngestReport
+from clearance.errors import (
+    DirectoryError,
+    EmbeddingError,
+    LoaderError,
+    MetadataError,
+    NotFoundError,
+)
+from clearance.ingest.metadata import parse_metadata
+from clearance.ingest.pipeline import FileResult, Ingestor, IngestReport, Job
 from clearance.llm.base import Provider
 from clearance.llm.registry import make_provider, make_rerank_provider
 from clearance.model import SearchHit
 from clearance.retrieval.embedding import Embedder, get_embedder
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store.sqlite import SQLiteStore
+from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter
 
-__all__ = ["Clearance", "SearchResult"]
+__all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
+
+#: The source system of notes (derived knowledge added with :meth:`Clearance.add_note`).
+NOTE_SOURCE = "note"
 
 _DIRECTORY_KEY = "directory"
 _EMBEDDING_KEY = "embedding_model"
@@ -86,8 +98,12 @@ class Clearance:
         return cls(settings, SQLiteStore(settings.db_path), **kwargs)
 
     def close(self) -> None:
-        for checker in (self._checkers or {}).values():
-            close = getattr(checker, "close", None)
+        """Close what this instance opened: checkers, the providers it built, the store."""
+        owned: list[object] = list((self._checkers or {}).values())
+        if self._orchestrator is not None and self._provider is None:
+            owned.extend(self._orchestrator.providers())
+        for resource in owned:
+            close = getattr(resource, "close", None)
             if callable(close):
                 close()
         self.store.close()
@@ -176,6 +192,75 @@ class Clearance:
 
     def remove(self, doc_id: str) -> bool:
         return self.store.delete(doc_id)
+
+    def add_note(
+        self,
+        text: str,
+        *,
+        origin: str,
+        origin_chain: Iterable[str] = (),
+        corpus: str,
+        acl: Iterable[str],
+        title: str | None = None,
+        doc_id: str | None = None,
+    ) -> str:
+        """Store derived knowledge (a meeting summary, a chat excerpt) as an inline-text
+        document and return its ``doc_id`` (``note:<uuid>`` unless given).
+
+        ``origin`` is where the text came from and ``origin_chain`` every origin it was
+        derived through: trust is their minimum, resolved when read — a ``consolidation``
+        of a chat export stays untrusted."""
+        result = self.add_note_result(
+            text,
+            origin=origin,
+            origin_chain=origin_chain,
+            corpus=corpus,
+            acl=acl,
+            title=title,
+            doc_id=doc_id,
+        )
+        assert result.doc_id is not None
+        return result.doc_id
+
+    def add_note_result(
+        self,
+        text: str,
+        *,
+        origin: str,
+        origin_chain: Iterable[str] = (),
+        corpus: str,
+        acl: Iterable[str],
+        title: str | None = None,
+        doc_id: str | None = None,
+    ) -> FileResult:
+        """:meth:`add_note`, returning the ingestion result (status, chunks, warnings).
+
+        When every document of ``corpus`` is a note, the notes *are* the corpus's ACL
+        state, so adding one records an ACL sync; a corpus that also holds documents from a
+        source system is kept fresh only by syncing from that system."""
+        if not isinstance(text, str) or not text.strip():
+            raise MetadataError("note: the text is empty")
+        raw: dict[str, Any] = {
+            "text": text,
+            "doc_id": doc_id if doc_id is not None else f"{NOTE_SOURCE}:{uuid.uuid4()}",
+            "source_system": NOTE_SOURCE,
+            "origin": origin,
+            "origin_chain": list(origin_chain),
+            "corpus": corpus,
+            "acl": list(acl),
+        }
+        if title is not None:
+            raw["title"] = title
+        meta = parse_metadata(raw, "note")
+        ingestor = Ingestor(self.settings, self.store, self.embedder)
+        job = Job(meta["doc_id"], None, meta, default_doc_id=meta["doc_id"])
+        result = ingestor.run([job]).results[0]
+        if result.status == "failed":
+            raise LoaderError(result.error or f"{meta['doc_id']}: the note was not stored")
+        documents = self.store.list_documents(meta["corpus"])
+        if documents and all(d.source_system == NOTE_SOURCE for d in documents):
+            self.store.record_acl_sync(meta["corpus"], self.clock())
+        return result
 
     # ------------------------------------------------------------------ directory and ACLs
 
@@ -303,9 +388,20 @@ class Clearance:
         if not self.settings.trace.enabled:
             return
         if self._traces is None:
-            self._traces = TraceWriter(self.store, self.trace_key)
+            self._traces = TraceWriter(
+                self.store,
+                self.trace_key,
+                retention_s=self.settings.trace.retention_s,
+                now=self.clock(),
+                allow_question_text=bool(self.settings.trace.question_text_corpora),
+            )
         record.user = self._traces.pseudonym(user_id)
         self._traces.write(record.to_dict())
+
+    def trace_log(self) -> TraceLog:
+        """The trace log for operators (list, show, purge, audit, stats); opening it applies
+        ``[trace] retention`` like the writer does."""
+        return TraceLog(self.store, retention_s=self.settings.trace.retention_s, now=self.clock())
 
     # ------------------------------------------------------------------ status
 

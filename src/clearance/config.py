@@ -14,6 +14,7 @@ The environment is read here and nowhere else.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust
 from clearance.errors import ConfigError
 from clearance.model import Sensitivity
 
@@ -36,6 +38,7 @@ __all__ = [
     "Settings",
     "StoreSettings",
     "TraceSettings",
+    "TrustSettings",
     "find_config",
     "load_settings",
     "parse_duration",
@@ -60,6 +63,8 @@ def parse_duration(value: object, key: str = "duration") -> float:
         raise ConfigError(
             f"{key}: expected a duration such as '15m', '24h' or '30s', got {value!r}"
         )
+    if not math.isfinite(seconds):
+        raise ConfigError(f"{key}: a duration must be a finite number, got {value!r}")
     if seconds < 0:
         raise ConfigError(f"{key}: a duration cannot be negative")
     return seconds
@@ -276,9 +281,31 @@ class AnswerSettings:
 
 @dataclass(frozen=True, slots=True)
 class TraceSettings:
+    """Privacy-preserving traces (DESIGN §8). ``retention_s = 0`` keeps records until purged
+    by hand. ``question_text_corpora``: the question text is recorded only when every corpus
+    an answer cited is listed here and no retrieved document is RESTRICTED."""
+
     enabled: bool = True
     retention_s: float = 30 * 86400.0
     hmac_key_env: str = "CLEARANCE_TRACE_KEY"
+    question_text_corpora: tuple[str, ...] = ()
+
+
+def _default_origins() -> dict[str, Trust]:
+    return dict(DEFAULT_ORIGIN_TRUST)
+
+
+@dataclass(frozen=True, slots=True)
+class TrustSettings:
+    """Origin → trust (DESIGN §4), applied at read time and never stored.
+
+    ``origins`` is the built-in mapping with ``[trust.origins]`` laid over it (keys
+    lower-case); an origin missing from it is untrusted. ``source_origins`` names the
+    origin of documents from a source system whose metadata gives none (keys lower-case);
+    a source system missing from it yields ``unknown``."""
+
+    origins: Mapping[str, Trust] = field(default_factory=_default_origins)
+    source_origins: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +322,7 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     trace: TraceSettings = field(default_factory=TraceSettings)
+    trust: TrustSettings = field(default_factory=TrustSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     scope: ScopeSettings = field(default_factory=ScopeSettings)
     facts: FactSettings = field(default_factory=FactSettings)
@@ -424,8 +452,11 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         enabled=t.get("enabled", bool, True),
         retention_s=t.duration("retention", 30 * 86400.0),
         hmac_key_env=t.get("hmac_key_env", str, "CLEARANCE_TRACE_KEY"),
+        question_text_corpora=_names(t, "question_text_corpora"),
     )
     t.done()
+
+    trust = _trust(top.table("trust"))
 
     t = top.table("rerank")
     rerank = RerankSettings(
@@ -492,12 +523,63 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         retrieval=retrieval,
         llm=llm,
         trace=trace,
+        trust=trust,
         rerank=rerank,
         scope=scope,
         facts=facts,
         answer=answer,
         source=source,
     )
+
+
+def _names(table: _Table, name: str) -> tuple[str, ...]:
+    """A list of non-empty names, stripped, without repeats."""
+    values = table.strings(name)
+    if any(not v.strip() for v in values):
+        raise ConfigError(f"{table.key(name)}: names must not be empty")
+    return tuple(dict.fromkeys(v.strip() for v in values))
+
+
+def _trust(table: _Table) -> TrustSettings:
+    """``[trust.origins]`` (origin → trusted / medium / untrusted, over the built-in
+    mapping) and ``[trust.source_origins]`` (source system → a known origin)."""
+    origins = _default_origins()
+    ot = table.table("origins")
+    seen: dict[str, str] = {}
+    for name in list(ot.data):
+        origin = name.strip().lower()
+        if not origin:
+            raise ConfigError(f"{ot.key(name)}: empty origin name")
+        if origin in seen:
+            raise ConfigError(f"{ot.key(name)}: the same origin as {ot.key(seen[origin])}")
+        seen[origin] = name
+        raw = ot.get(name, str, "")
+        try:
+            origins[origin] = Trust[raw.strip().upper()]
+        except KeyError:
+            raise ConfigError(
+                f"{ot.key(name)}: expected 'trusted', 'medium' or 'untrusted', got {raw!r}"
+            ) from None
+    ot.done()
+    st = table.table("source_origins")
+    source_origins: dict[str, str] = {}
+    for name in list(st.data):
+        system = name.strip().lower()
+        if not system:
+            raise ConfigError(f"{st.key(name)}: empty source system name")
+        if system in source_origins:
+            raise ConfigError(f"{st.key(name)}: source system {system!r} is given twice")
+        raw = st.get(name, str, "")
+        origin = raw.strip().lower()
+        if origin not in origins:
+            raise ConfigError(
+                f"{st.key(name)}: unknown origin {raw!r} (known: {', '.join(sorted(origins))}; "
+                "add it to [trust.origins] first)"
+            )
+        source_origins[system] = origin
+    st.done()
+    table.done()
+    return TrustSettings(origins=origins, source_origins=source_origins)
 
 
 def _alias_map(table: _Table) -> dict[str, tuple[str, ...]]:

@@ -29,7 +29,7 @@ from clearance.access.policy import (
 )
 from clearance.access.realtime import FakePermissionChecker, RealtimeOutcome, RealtimeResult
 from clearance.config import AssistantSettings, settings_from_dict
-from clearance.errors import AccessDenied, ClearanceError
+from clearance.errors import AccessDenied, ClearanceError, ConfigError
 from clearance.model import Chunk, Document, Sensitivity
 from clearance.store.sqlite import SQLiteStore
 
@@ -231,6 +231,29 @@ def test_a_rule_that_raises_on_its_inputs_denies_instead_of_raising() -> None:
 
     assert decision.allow is False
     assert decision.reasons == (Reason.RULE_ERROR,)
+
+
+@pytest.mark.parametrize(
+    ("sla", "age", "stale"),
+    [
+        (3600.0, 3600.0, False),
+        (3600.0, 3600.001, True),
+        (3600.0, -60.0, False),
+        (3600.0, -60.001, True),
+        (float("nan"), 0.0, True),  # not a number: fail closed
+        (float("inf"), 10 * 365 * 86400.0, False),  # no overflow
+        (1e30, 1.0, False),
+    ],
+)
+def test_freshness_boundaries(sla: float, age: float, stale: bool) -> None:
+    freshness = CorpusFreshness("ops", NOW - timedelta(seconds=age), sla)
+    assert freshness.stale(NOW) is stale
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), float("-inf")])
+def test_a_revocation_sla_must_be_a_finite_duration(value: float) -> None:
+    with pytest.raises(ConfigError, match=r"^corpora\.ops\.revocation_sla: "):
+        settings_from_dict({"corpora": {"ops": {"revocation_sla": value}}}, root=Path.cwd())
 
 
 # --------------------------------------------------------------------------- AccessControl

@@ -37,7 +37,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from clearance.access.directory import Directory
 from clearance.access.realtime import PermissionChecker, RealtimeOutcome
@@ -130,8 +130,10 @@ class CorpusFreshness:
         """Fail closed: never synced, or synced longer ago than the SLA (or in the future)."""
         if self.last_sync is None:
             return True
-        age = now - self.last_sync
-        return age > timedelta(seconds=self.sla_seconds) or age < timedelta(seconds=-60)
+        age = (now - self.last_sync).total_seconds()
+        # Compared as floats (no timedelta overflow), and negated so that an SLA that is not
+        # a number counts as stale.
+        return not (-60 <= age <= self.sla_seconds)
 
 
 Rule = Callable[[], tuple[Reason, str] | None]

@@ -36,6 +36,9 @@ __all__ = [
 
 _MARKER = re.compile(r"\[\s*(S\d{1,4})\s*\]", re.IGNORECASE)
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*S\d{1,4}\s*\])+")
+# A marker followed by more words closes a claim even without punctuation ("… 20:00 [S1]
+# Standard plan …"), so each claim is checked against the snippets it cites itself.
+_MARKER_THEN_WORDS = re.compile(r"(\[\s*S\d{1,4}\s*\])\s*(?=\w)", re.IGNORECASE)
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?。、！？])")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+(?:\.\d+)?")
 
@@ -100,10 +103,22 @@ class CheckedAnswer:
         return " ".join(f"{s.text} " + "".join(f"[{r}]" for r in s.refs) for s in self.sentences)
 
 
+def _claims(sentence: str) -> list[str]:
+    """``sentence`` cut after every citation marker that more words follow."""
+    parts: list[str] = []
+    start = 0
+    for match in _MARKER_THEN_WORDS.finditer(sentence):
+        parts.append(sentence[start : match.end(1)])
+        start = match.end()
+    parts.append(sentence[start:])
+    return parts
+
+
 def _split(answer: str) -> list[tuple[str, tuple[str, ...]]]:
     """Sentences with their markers; markers a splitter put at the start of the next
-    sentence ("… economy. [S1] Next …") are moved back to the sentence they close."""
-    pieces = split_sentences(answer)
+    sentence ("… economy. [S1] Next …") are moved back to the sentence they close, and a
+    marker followed by more words ends a sentence ("… economy [S1] Next …")."""
+    pieces = [claim for sentence in split_sentences(answer) for claim in _claims(sentence)]
     out: list[tuple[str, list[str]]] = []
     for piece in pieces:
         lead = _LEADING_MARKERS.match(piece)
@@ -176,12 +191,9 @@ def find_conflicts(
                 if not other_numbers or other_numbers == numbers:
                     continue
                 shared = len(terms & content_terms(other))
-                if (
-                    shared >= min_shared
-                    and shared / len(terms) >= min_overlap
-                    and other not in seen
-                ):
-                    seen.add(other)
+                flat = " ".join(other.split())
+                if shared >= min_shared and shared / len(terms) >= min_overlap and flat not in seen:
+                    seen.add(flat)
                     found.append((other, snippet.ref))
                     break
     return found

@@ -26,8 +26,9 @@ built from the question and authorised material only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from clearance.access.policy import AccessControl, Action, Principal
@@ -51,14 +52,16 @@ from clearance.answer.structured import (
     render_not_found,
     render_unrecognized,
 )
+from clearance.answer.trust import resolve_trust
 from clearance.config import AssistantSettings
 from clearance.errors import ConfigError, GuardError, ProviderError
 from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, Recheck, RecheckResult
+from clearance.model import Document
 from clearance.retrieval.link_exit import is_restricted, to_snippets
 from clearance.retrieval.rerank import rerank
 from clearance.store.base import SearchFilter
-from clearance.trace.record import TraceRecord
+from clearance.trace.record import TraceRecord, timestamp
 
 if TYPE_CHECKING:
     from clearance.app import Clearance
@@ -100,14 +103,19 @@ class Orchestrator:
         self.settings = app.settings
         self.guard = EgressGuard(provider)
         self.judge_guard = EgressGuard(judge) if judge is not None else None
+        self._providers = tuple(dict.fromkeys(p for p in (provider, judge) if p is not None))
         self.scope = ScopeGate(self.settings.scope)
         self.intent_parser = intent_parser or RuleIntentParser(self.settings.facts)
         self.faq = FaqMatcher(FaqRepository(app.store))
 
+    def providers(self) -> tuple[Provider, ...]:
+        """The providers behind the guards (for their owner to close)."""
+        return self._providers
+
     # ------------------------------------------------------------------ entry point
 
     def ask(self, question: str, user_id: str, assistant: str | None = None) -> AnswerResult:
-        trace = TraceRecord(assistant=assistant)
+        trace = TraceRecord(assistant=assistant, created_at=timestamp(self.app.clock()))
         request = _Request(question=question, user_id=user_id, trace=trace)
         trace.start("total")
         try:
@@ -117,6 +125,7 @@ class Orchestrator:
         trace.status = result.status.value
         trace.route = result.route.value
         trace.cited = sorted({c.doc_id for c in result.citations})
+        self._finish_trace(request)
         self.app.write_trace(user_id, trace)
         return AnswerResult(
             status=result.status,
@@ -126,6 +135,70 @@ class Orchestrator:
             trace_id=trace.trace_id,
             flags=result.flags,
         )
+
+    # ------------------------------------------------------------------ trace
+
+    def _finish_trace(self, request: _Request) -> None:
+        """Counts that need the final result: real-time drops per reason, cited documents
+        past review, and — only where the operator allowed it — the question text."""
+        trace = request.trace
+        for reason, n in sorted(Counter(trace.realtime_dropped.values()).items()):
+            trace.filter_counts[f"realtime_{reason}"] = n
+        if not trace.cited:
+            return
+        cited = [self.app.store.get_document(doc_id) for doc_id in trace.cited]
+        now = request.flt.now if request.flt is not None else self.app.clock()
+        trace.cited_past_review = sum(
+            1 for d in cited if d is not None and d.review_at is not None and d.review_at <= now
+        )
+        if self._may_record_question(request, cited):
+            trace.question_text = request.masked
+
+    def _may_record_question(self, request: _Request, cited: Sequence[Document | None]) -> bool:
+        """Only when every cited document's corpus is in ``[trace] question_text_corpora``,
+        and nothing RESTRICTED was retrieved, cited or dropped at the link exit."""
+        allowed = set(self.settings.trace.question_text_corpora)
+        if not allowed or not cited or not request.masked:
+            return False
+        if request.trace.filter_counts.get("link_exit_restricted", 0):
+            return False
+        for document in cited:
+            if document is None or document.corpus not in allowed:
+                return False
+            if is_restricted(document.sensitivity):
+                return False
+        for doc_id in request.trace.retrieved:
+            retrieved = self.app.store.get_document(doc_id)
+            if retrieved is None or is_restricted(retrieved.sensitivity):
+                return False
+        return True
+
+    def _independent_access(self) -> AccessControl:
+        """Decisions from stored data alone, without the search's filter (the egress guard's
+        re-check and the trace's ``denied_retrieved``)."""
+        return AccessControl(
+            self.settings, self.app.directory, self.app.store.last_acl_syncs(), clock=self.app.clock
+        )
+
+    def _count_denied(self, request: _Request, doc_ids: Iterable[str]) -> int:
+        """Retrieved documents the independent re-check denies (``denied_retrieved``): it
+        must always be 0, and ``clearance stats`` reports the rate."""
+        doc_ids = sorted(set(doc_ids))
+        if not doc_ids:
+            return 0
+        access = self._independent_access()
+        principal = access.principal(request.user_id)
+        denied = 0
+        for doc_id in doc_ids:
+            stored = self.app.store.get_document(doc_id)
+            if stored is None:
+                denied += 1
+                continue
+            if not access.decide(principal, Action.RETRIEVE, stored, request.assistant).allow:
+                denied += 1
+        return denied
+
+    # ------------------------------------------------------------------ stages
 
     def _run(self, request: _Request, assistant_name: str | None) -> AnswerResult:
         trace = request.trace
@@ -159,8 +232,18 @@ class Orchestrator:
 
         # 4 candidate filter
         trace.start("filter")
-        request.flt = access.search_filter(principal, request.assistant, self.app.store.corpora())
-        trace.filter_counts = {"corpora_serving": len(request.flt.corpora or {})}
+        known = self.app.store.corpora()
+        request.flt = access.search_filter(principal, request.assistant, known)
+        serving = request.flt.corpora or {}
+        considered = (
+            set(request.assistant.corpora)
+            if request.assistant is not None
+            else set(known) | set(self.settings.corpora)
+        )
+        trace.filter_counts = {
+            "corpora_serving": len(serving),
+            "corpora_stale": len(considered - set(serving)),
+        }
         trace.stop("filter")
 
         # 6 route (parsed before the FAQ, which must know whether the question has slots)
@@ -180,11 +263,16 @@ class Orchestrator:
             ceiling=ceiling,
         )
         trace.stop("faq")
-        if entry is not None:
+        # A vetted answer may be shared more widely than the documents it cites: only
+        # citations the caller may see are shown, so a title never leaks through the FAQ,
+        # and an entry left with no citation is not served (every answer carries lineage).
+        citations = (
+            tuple(c for c in entry.citations if self._may_view(request, c.doc_id))
+            if entry is not None
+            else ()
+        )
+        if entry is not None and citations:
             trace.reason = "faq"
-            # A vetted answer may be shared more widely than the documents it cites: only
-            # citations the caller may see are shown, so a title never leaks through the FAQ.
-            citations = tuple(c for c in entry.citations if self._may_view(request, c.doc_id))
             return AnswerResult(Status.ANSWERED, entry.answer, Route.FAQ, citations)
 
         if intent.kind in ("metric", "multi"):
@@ -260,6 +348,7 @@ class Orchestrator:
         results = [self._tool(request, part) for part in intent.parts]
         trace.stop("tool")
         trace.retrieved = sorted({d.doc_id for r in results for _, d in r.facts})
+        trace.denied_retrieved = self._count_denied(request, trace.retrieved)
         if not any(r.status == "found" for r in results):
             trace.fabrication_guard_triggered = True
         if intent.kind == "multi":
@@ -269,11 +358,13 @@ class Orchestrator:
             )
             if all(r.status == "unrecognized_param" for r in results):
                 status = Status.UNRECOGNIZED_PARAM
-            return AnswerResult(status, text, Route.MULTI, tuple(citations))
+            return AnswerResult(status, text, Route.MULTI, self._retrust(citations, results))
         result = results[0]
         if result.status == "found":
             text, citations = render_found(result)
-            return AnswerResult(Status.ANSWERED, text, Route.STRUCTURED, tuple(citations))
+            return AnswerResult(
+                Status.ANSWERED, text, Route.STRUCTURED, self._retrust(citations, results)
+            )
         if result.status == "unrecognized_param":
             trace.reason = "unrecognized_param"
             return AnswerResult(
@@ -282,14 +373,30 @@ class Orchestrator:
         trace.reason = "not_found"
         return AnswerResult(Status.NOT_FOUND, render_not_found(result.query), Route.STRUCTURED)
 
+    def _retrust(
+        self, citations: Sequence[Citation], results: Sequence[ToolResult]
+    ) -> tuple[Citation, ...]:
+        """Citation trust under the configured ``[trust.origins]``, from each cited
+        document's origin and chain (an unknown document is untrusted)."""
+        documents = {d.doc_id: d for r in results for _, d in r.facts}
+        mapping = self.settings.trust.origins
+        out = []
+        for c in citations:
+            document = documents.get(c.doc_id) or self.app.store.get_document(c.doc_id)
+            trust = (
+                resolve_trust(document.origin, document.origin_chain, mapping).label
+                if document is not None
+                else "untrusted"
+            )
+            out.append(replace(c, trust=trust))
+        return tuple(out)
+
     # ------------------------------------------------------------------ narrative
 
     def _recheck(self, request: _Request) -> Recheck:
         """An independent decision from stored data, without the search's filter."""
         assert request.principal is not None
-        access = AccessControl(
-            self.settings, self.app.directory, self.app.store.last_acl_syncs(), clock=self.app.clock
-        )
+        access = self._independent_access()
         principal = access.principal(request.user_id)
         assistant = request.assistant
 
@@ -321,6 +428,7 @@ class Orchestrator:
         trace.stop("retrieve")
         trace.retrieved = sorted({h.document.doc_id for h in found.hits})
         trace.realtime_dropped = {d: r.reason for d, r in found.realtime_dropped.items()}
+        trace.denied_retrieved = self._count_denied(request, trace.retrieved)
         if not found.hits:
             trace.reason = "no_authorized_source"
             return no_source
@@ -355,17 +463,22 @@ class Orchestrator:
                 return judge_guard.complete(req, authorized, recheck).text
 
             try:
-                hits = rerank(hits, judge)
+                hits = rerank(hits, judge, self.settings.trust.origins)
             except GuardError:
                 trace.guard_fired = True
                 hits = found.hits
         trace.stop("rerank")
 
-        # 10 link exit, 11 prompt assembly (only material that actually bears on the question)
-        snippets = relevant_snippets(request.masked, to_snippets(hits))
+        # 10 link exit, 11 prompt assembly (only material that actually bears on the question);
+        # trust comes from origin under [trust.origins], derived here and never stored
+        exits = to_snippets(hits, self.settings.trust.origins)
+        snippets = relevant_snippets(request.masked, exits)
         prompt = assemble_prompt(
             request.masked, snippets, self.settings.answer.context_budget_tokens
         )
+        trace.filter_counts["link_exit_restricted"] = len(hits) - len(exits)
+        trace.filter_counts["relevance_gate"] = len(exits) - len(snippets)
+        trace.filter_counts["prompt_budget"] = len(snippets) - len(prompt.snippets)
         if len(prompt.snippets) < self.settings.answer.min_snippets:
             trace.reason = "no_authorized_source"
             return no_source
@@ -414,8 +527,12 @@ class Orchestrator:
         refs = checked.cited_refs
         if conflicts:
             flags.append("conflict")
+            stated = {" ".join(s.text.split()) for s in checked.sentences}
             for sentence, ref in conflicts:
-                text += f" Another source says otherwise: {sentence} [{ref}]"
+                # Both sides must be shown and cited; one the answer already states with its
+                # citation is not repeated.
+                if " ".join(sentence.split()) not in stated:
+                    text += f" Another source says otherwise: {sentence} [{ref}]"
                 refs.append(ref)
         refs = list(dict.fromkeys(refs))
         documents = {
@@ -431,9 +548,12 @@ class Orchestrator:
         for d in outdated:
             flags.append(f"possibly_outdated:{d.doc_id}")
             text += f" (Note: “{d.title}” is past its review date and may be outdated.)"
+        # Two chunks of one document can share a locator: cite each place once.
         citations = tuple(
-            Citation(s.doc_id, s.title, s.locator, s.uri, s.trust)
-            for s in (by_ref[r] for r in refs)
+            dict.fromkeys(
+                Citation(s.doc_id, s.title, s.locator, s.uri, s.trust)
+                for s in (by_ref[r] for r in refs)
+            )
         )
         return AnswerResult(
             Status.ANSWERED, text.strip(), Route.NARRATIVE, citations, flags=tuple(flags)

@@ -19,8 +19,10 @@ from clearance.cli import (
     faq_cmds,
     ingest_cmds,
     init_cmd,
+    note_cmds,
     search_cmd,
     status_cmd,
+    trace_cmds,
 )
 from clearance.cli.context import AppContext, emit_json, err_console
 from clearance.errors import ClearanceError
@@ -52,6 +54,8 @@ for module in (
     access_cmds,
     faq_cmds,
     facts_cmds,
+    note_cmds,
+    trace_cmds,
 ):
     module.register(cli)
 

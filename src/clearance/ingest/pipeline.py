@@ -7,7 +7,9 @@ Guarantees:
 * an unchanged document (same content hash and same metadata) is not touched;
   a metadata-only change rewrites the rows but reuses the stored vectors;
 * a document with no ACL is stored visible to nobody, and reported;
-* RESTRICTED chunks get no vector unless ``[embedding] persist_restricted = true``.
+* RESTRICTED chunks get no vector unless ``[embedding] persist_restricted = true``;
+* a document's origin comes from its metadata, else from ``[trust.source_origins]`` for its
+  source system, else ``unknown`` — trust itself is never stored.
 """
 
 from __future__ import annotations
@@ -251,9 +253,14 @@ class Ingestor:
             raise LoaderError(f"{job.source}: empty document (no extractable text)")
         content_hash = _sha256(raw)
         acl: frozenset[str] = meta.get("acl", frozenset())
-        origin = meta.get("origin", "unknown")
+        source_system = meta.get("source_system", settings.ingest.default_source_system)
+        # Metadata names the origin; else [trust.source_origins] for the source system; else
+        # "unknown" (untrusted). Only the origin is stored: trust is derived when read.
+        origin = meta.get("origin") or settings.trust.source_origins.get(
+            source_system.strip().lower(), "unknown"
+        )
         fields: dict[str, Any] = {
-            "source_system": meta.get("source_system", settings.ingest.default_source_system),
+            "source_system": source_system,
             "corpus": meta.get("corpus", settings.ingest.default_corpus),
             "title": meta.get("title")
             or extracted.title

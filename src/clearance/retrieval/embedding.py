@@ -274,7 +274,7 @@ class MiniLMEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single str")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
+        if len(texts) == 0:
             return out
         self.load()
         try:
@@ -350,7 +350,7 @@ class HashingEmbedder:
                 # words weigh more than bigrams so shared words dominate the cosine
                 weight = 2.0 if token.startswith("w:") else 1.0
                 out[row, (h >> 1) % self.dim] += weight if h & 1 else -weight
-        if not len(texts):
+        if len(texts) == 0:
             return out
         zero = ~out.any(axis=1)
         out[zero, 0] = 1.0  # all hashed weight cancelled out: keep the row a unit vector

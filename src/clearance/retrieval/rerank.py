@@ -3,17 +3,20 @@
 Only the non-RESTRICTED candidates are shown to the judge; RESTRICTED candidates keep their
 fused positions, and when every candidate is RESTRICTED the judge is not called at all. A
 judge that fails, or answers anything but a permutation of the labels it was shown, leaves
-the fused order untouched. (RESTRICTED candidates only reach this stage through a
-``view``-level search; answers never retrieve them — this is defence in depth.)
+the fused order untouched; a :class:`~clearance.errors.GuardError` (the egress guard refused
+the judge's call) propagates so that the caller records it. (RESTRICTED candidates only reach
+this stage through a ``view``-level search; answers never retrieve them — this is defence in
+depth.)
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from clearance.errors import ClearanceError
+from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust
+from clearance.errors import ClearanceError, GuardError
 from clearance.llm.base import Snippet
 from clearance.model import SearchHit
 from clearance.retrieval.link_exit import is_restricted, to_snippets
@@ -45,8 +48,13 @@ def parse_ranking(answer: str, n: int) -> list[int] | None:
     return seen + [i for i in range(n) if i not in seen]
 
 
-def rerank(hits: Sequence[SearchHit], judge: Judge | None) -> list[SearchHit]:
-    """Reorder the non-RESTRICTED hits by the judge; RESTRICTED hits do not move."""
+def rerank(
+    hits: Sequence[SearchHit],
+    judge: Judge | None,
+    trust_map: Mapping[str, Trust] = DEFAULT_ORIGIN_TRUST,
+) -> list[SearchHit]:
+    """Reorder the non-RESTRICTED hits by the judge; RESTRICTED hits do not move.
+    ``trust_map`` (``[trust.origins]``) labels the judge's snippets by trust."""
     result = list(hits)
     slots = [
         i
@@ -56,11 +64,13 @@ def rerank(hits: Sequence[SearchHit], judge: Judge | None) -> list[SearchHit]:
     if judge is None or len(slots) < 2:
         return result
     candidates = [result[i] for i in slots]
-    snippets = to_snippets(candidates)
+    snippets = to_snippets(candidates, trust_map)
     if len(snippets) != len(candidates):  # the link exit disagreed: keep fused order
         return result
     try:
         order = parse_ranking(judge(snippets), len(candidates))
+    except GuardError:
+        raise  # the egress guard refused the call: not a judge failure; the caller records it
     except ClearanceError as exc:
         log.info("rerank judge failed (%s); keeping fused order", exc.code)
         return result

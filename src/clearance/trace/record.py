@@ -5,6 +5,11 @@ a prompt or an answer. :func:`validate_record` rejects any record carrying a tex
 (or any field it does not know), so a careless caller cannot write text into the log.
 The user is pseudonymous: an HMAC of the user id under a key from the configuration or
 the environment, which is never logged.
+
+``question_text`` is the one text field, and only an operator can turn it on
+(``[trace] question_text_corpora``): a writer opened without that permission rejects it.
+Records older than ``[trace] retention`` are purged when the first writer of a process
+opens the index. Reading, auditing and statistics live in :mod:`clearance.trace.log`.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ import hashlib
 import hmac
 import json
 import secrets
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clearance.errors import StoreError
@@ -26,7 +32,11 @@ __all__ = [
     "ALLOWED_FIELDS",
     "TraceRecord",
     "TraceWriter",
+    "apply_retention",
+    "ensure_table",
     "pseudonymise",
+    "purge_before",
+    "timestamp",
     "validate_record",
 ]
 
@@ -49,6 +59,8 @@ ALLOWED_FIELDS: frozenset[str] = frozenset(
         "guard_fired",
         "latency_ms",
         "provider_errors",
+        "denied_retrieved",  # retrieved documents the egress re-check denies: must stay 0
+        "cited_past_review",  # cited documents past their review date
         "answer_id",
         "question_text",  # only when an operator enabled it for every corpus involved
     }
@@ -59,10 +71,17 @@ def pseudonymise(user_id: str, key: bytes) -> str:
     return hmac.new(key, user_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 
+def timestamp(moment: datetime) -> str:
+    """The one timestamp format of traces (UTC, microseconds), so strings sort as times."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
 @dataclass(slots=True)
 class TraceRecord:
     trace_id: str = field(default_factory=lambda: secrets.token_hex(8))
-    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    created_at: str = field(default_factory=lambda: timestamp(datetime.now(UTC)))
     user: str = ""
     assistant: str | None = None
     route: str = "none"
@@ -76,6 +95,9 @@ class TraceRecord:
     guard_fired: bool = False
     latency_ms: dict[str, float] = field(default_factory=dict)
     provider_errors: list[str] = field(default_factory=list)
+    denied_retrieved: int = 0
+    cited_past_review: int = 0
+    question_text: str | None = None  # set only under [trace] question_text_corpora
     _started: dict[str, float] = field(default_factory=dict)
 
     def start(self, stage: str) -> None:
@@ -103,33 +125,138 @@ class TraceRecord:
             "guard_fired": self.guard_fired,
             "latency_ms": self.latency_ms,
             "provider_errors": self.provider_errors,
+            "denied_retrieved": self.denied_retrieved,
+            "cited_past_review": self.cited_past_review,
+            **({} if self.question_text is None else {"question_text": self.question_text}),
         }
 
 
+def _is(*kinds: type) -> Callable[[object], bool]:
+    def check(value: object) -> bool:
+        return isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+
+    return check
+
+
+def _list_of_str(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _map_of(*kinds: type) -> Callable[[object], bool]:
+    item = _is(*kinds)
+
+    def check(value: object) -> bool:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and item(v) for k, v in value.items()
+        )
+
+    return check
+
+
+#: The shape of every allowed field, so no text can ride inside, say, a count.
+_SHAPES: Mapping[str, Callable[[object], bool]] = {
+    "trace_id": _is(str),
+    "created_at": _is(str),
+    "user": _is(str),
+    "assistant": _is(str, type(None)),
+    "route": _is(str),
+    "status": _is(str),
+    "reason": _is(str, type(None)),
+    "retrieved": _list_of_str,
+    "cited": _list_of_str,
+    "filter_counts": _map_of(int),
+    "realtime_dropped": _map_of(str),
+    "fabrication_guard_triggered": _is(bool),
+    "guard_fired": _is(bool),
+    "latency_ms": _map_of(int, float),
+    "provider_errors": _list_of_str,
+    "denied_retrieved": _is(int),
+    "cited_past_review": _is(int),
+    "answer_id": _is(str, type(None)),
+    "question_text": _is(str),
+}
+
+
 def validate_record(record: Mapping[str, Any]) -> None:
-    """Raise :class:`StoreError` for any unknown field (text fields are unknown)."""
+    """Raise :class:`StoreError` for any unknown field (text fields are unknown) and for a
+    known field of the wrong shape (so no text can ride inside, say, a count)."""
     unknown = sorted(set(record) - ALLOWED_FIELDS)
     if unknown:
         raise StoreError(f"trace record rejected: field {unknown[0]!r} may not be traced")
+    for name, value in record.items():
+        if not _SHAPES[name](value):
+            raise StoreError(f"trace record rejected: field {name!r} has the wrong shape")
+
+
+def ensure_table(store: SQLiteStore) -> None:
+    with store.transaction() as db:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS traces (trace_id TEXT PRIMARY KEY, "
+            "created_at TEXT NOT NULL, record TEXT NOT NULL)"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS traces_created ON traces (created_at)")
+
+
+def purge_before(store: SQLiteStore, cutoff: datetime) -> int:
+    """Delete every record created before ``cutoff``; returns how many went."""
+    ensure_table(store)
+    with store.transaction() as db:
+        cursor = db.execute("DELETE FROM traces WHERE created_at < ?", (timestamp(cutoff),))
+        return int(cursor.rowcount)
+
+
+_retention_lock = threading.Lock()
+_retention_applied: set[str] = set()
+
+
+def apply_retention(store: SQLiteStore, retention_s: float, now: datetime) -> int | None:
+    """Purge records older than ``retention_s`` — at most once per process and index file
+    (``None`` when it already ran, or when ``retention_s`` is 0: keep everything)."""
+    if retention_s <= 0:
+        return None
+    where = str(store.path.resolve()) if str(store.path) != ":memory:" else f"memory:{id(store)}"
+    with _retention_lock:
+        if where in _retention_applied:
+            return None
+        _retention_applied.add(where)
+    return purge_before(store, now - timedelta(seconds=retention_s))
 
 
 class TraceWriter:
-    """Writes validated records into the index file's ``traces`` table."""
+    """Writes validated records into the index file's ``traces`` table.
 
-    def __init__(self, store: SQLiteStore, key: bytes | None) -> None:
+    Opening the first writer of a process on an index applies the retention period
+    (``retention_s``; 0 keeps everything). ``allow_question_text`` is what the operator
+    configured: without it a record carrying ``question_text`` is rejected too."""
+
+    def __init__(
+        self,
+        store: SQLiteStore,
+        key: bytes | None,
+        *,
+        retention_s: float = 0.0,
+        now: datetime | None = None,
+        allow_question_text: bool = False,
+    ) -> None:
         self.store = store
         self.key = key or secrets.token_bytes(32)  # no key: pseudonyms are per-process
-        with store.transaction() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS traces (trace_id TEXT PRIMARY KEY, "
-                "created_at TEXT NOT NULL, record TEXT NOT NULL)"
-            )
+        self.allow_question_text = allow_question_text
+        ensure_table(store)
+        apply_retention(store, retention_s, now or datetime.now(UTC))
+
+    def __repr__(self) -> str:  # never show the key
+        return f"TraceWriter({self.store.path})"
 
     def pseudonym(self, user_id: str) -> str:
         return pseudonymise(user_id, self.key)
 
     def write(self, record: Mapping[str, Any]) -> None:
         validate_record(record)
+        if "question_text" in record and not self.allow_question_text:
+            raise StoreError(
+                "trace record rejected: field 'question_text' is not enabled "
+                "([trace] question_text_corpora)"
+            )
         with self.store.transaction() as db:
             db.execute(
                 "INSERT INTO traces (trace_id, created_at, record) VALUES (?, ?, ?)",

@@ -1,4 +1,13 @@
-"""Profile of the allowed-set SQL behind every filtered search (prints, never asserts).
+"""Profile of where ``bench_store.py``'s filtered searches spend time (prints, never asserts).
+
+Three sections, each comparing what the store does now with a candidate fix, on the same
+database, filters and queries as ``bench_store.py`` (``src/`` is not modified):
+
+1. the allowed-set SQL (below);
+2. the FTS5 OR-query: store-style ranking vs ``ORDER BY rank``, before and after merging the
+   index segments (``'optimize'``);
+3. the exact vector scan: 100k × 384 float32 matrix-vector products with OpenBLAS's default
+   threads vs one thread (each in a fresh interpreter, since the thread count is fixed at load).
 
 ``bench_store.py`` shows the permission predicate compiled by ``SQLiteStore._allowed`` taking
 most of a lexical query's time when the filter is *selective*. The predicate is::
@@ -25,14 +34,16 @@ the SQL the store builds.
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/profile_allowed_sql.py [--chunks N] [--queries N]
+    .venv/bin/python benchmarks/profile_store.py [--chunks N] [--queries N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -140,6 +151,71 @@ def main() -> None:
             plans = plans or row_plans
         print(f"\nplan, current: {plans[0]}\nplan, indexed: {plans[1]}")
         db.close()
+        fts_profile(path, matches)
+    blas_profile(corpus.n_chunks)
+
+
+_MATVEC = """
+import statistics, time, numpy as np
+m = np.random.default_rng(1).standard_normal(({n}, 384), dtype=np.float32)
+q = np.random.default_rng(2).standard_normal((100, 384), dtype=np.float32)
+for i in range(5):
+    m @ q[i]
+t = []
+for i in range(100):
+    s = time.perf_counter(); m @ q[i]; t.append((time.perf_counter() - s) * 1000)
+t.sort()
+print(f"{{statistics.median(t):.2f}} / {{t[94]:.2f}}")
+"""
+
+
+def blas_profile(n: int) -> None:
+    """Exact scan cost with OpenBLAS's default thread count vs one thread."""
+    print(f"\nexact scan, {n} × 384 float32 matrix @ query (p50 / p95 ms, 100 queries):")
+    for label, threads in (("OpenBLAS default threads", None), ("OPENBLAS_NUM_THREADS=1", "1")):
+        env = dict(os.environ)
+        env.pop("OPENBLAS_NUM_THREADS", None)
+        if threads:
+            env["OPENBLAS_NUM_THREADS"] = threads
+        out = subprocess.run(
+            [sys.executable, "-c", _MATVEC.format(n=n)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        print(f"  {label:<28} {out.stdout.strip() or out.stderr.strip()[-200:]}")
+
+
+def fts_profile(path: Path, matches: Sequence[str | None]) -> None:
+    """The unfiltered FTS5 part: store-style ranking vs ``ORDER BY rank``, before and after
+    merging the index segments that 10,000 one-document transactions leave behind."""
+    store_like = (
+        "SELECT c.chunk_id, bm25(chunks_fts) AS score FROM chunks_fts "
+        "JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+        "ORDER BY score, c.id LIMIT 50"
+    )
+    by_rank = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT 50"
+    count = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
+    db = sqlite3.connect(str(path))
+    print("\nFTS5 OR-query, no permission filter (p50/p95 ms):")
+    for stage in ("as ingested", "after 'optimize'"):
+        if stage != "as ingested":
+            start = time.perf_counter()
+            db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+            db.commit()
+            print(f"  'optimize' took {time.perf_counter() - start:.1f} s")
+        segments = db.execute("SELECT count(*) FROM chunks_fts_data").fetchone()[0]
+        rows = {
+            "bm25 + join chunks, top 50 (store)": store_like,
+            "ORDER BY rank, top 50": by_rank,
+            "count(*) of matches": count,
+        }
+        print(f"  {stage} ({segments} rows in chunks_fts_data):")
+        for name, sql in rows.items():
+            p50, p95 = times(lambda m, sql=sql: db.execute(sql, (m,)).fetchall(), matches)
+            print(f"    {name:<36} {p50:7.2f} / {p95:7.2f}")
+    db.close()
 
 
 if __name__ == "__main__":

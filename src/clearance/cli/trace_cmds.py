@@ -1,0 +1,198 @@
+"""``clearance trace list|show|purge``, ``clearance audit`` and ``clearance stats``.
+
+Operator commands over the trace log (DESIGN §8). Records hold ids, pseudonymous users,
+counts, reason codes and timings — never question, chunk, fact or answer text (unless an
+operator enabled question text for some corpora). Traces are for administrators only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.config import parse_duration
+from clearance.errors import NotFoundError
+from clearance.trace.log import parse_since
+from clearance.trace.record import timestamp
+
+__all__ = ["register"]
+
+_SINCE_HELP = "Only records from then on: a duration back from now ('7d', '12h') or ISO 8601."
+
+
+def _fmt_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def _rate(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("trace")
+    def trace() -> None:
+        """The request log: one privacy-preserving record per question (administrators only)."""
+
+    @trace.command("list")
+    @click.option("--since", help=_SINCE_HELP)
+    @click.option(
+        "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most N."
+    )
+    @json_option
+    @pass_app
+    def list_(app_ctx: AppContext, since: str | None, limit: int, as_json: bool) -> None:
+        """Recent trace records, newest first.
+
+        JSON: {"count", "traces": [record, …]} with the fields of 'trace show'.
+        """
+        with app_ctx.open() as app:
+            start = None if since is None else parse_since(since, app.clock())
+            records = app.trace_log().entries(since=start, limit=limit)
+        if as_json:
+            emit_json({"count": len(records), "traces": records})
+            return
+        if not records:
+            console.print("no trace records")
+            return
+        table = Table(show_header=True)
+        for column in ("trace id", "time", "user", "assistant", "route", "status", "reason", "ms"):
+            table.add_column(column)
+        for r in records:
+            table.add_row(
+                r["trace_id"],
+                r["created_at"][:19],
+                r["user"][:12],
+                escape(r.get("assistant") or "-"),
+                r.get("route", ""),
+                r.get("status", ""),
+                escape(r.get("reason") or ""),
+                _fmt_ms(r.get("latency_ms", {}).get("total")),
+            )
+        console.print(table)
+
+    @trace.command("show")
+    @click.argument("trace_id")
+    @json_option
+    @pass_app
+    def show(app_ctx: AppContext, trace_id: str, as_json: bool) -> None:
+        """One trace record.
+
+        JSON: {"trace_id", "created_at", "user" (pseudonymous), "assistant", "route",
+        "status", "reason", "retrieved", "cited", "filter_counts", "realtime_dropped",
+        "fabrication_guard_triggered", "guard_fired", "latency_ms", "provider_errors",
+        "denied_retrieved", "cited_past_review"[, "question_text"]}.
+        """
+        with app_ctx.open() as app:
+            record = app.trace_log().get(trace_id)
+        if record is None:
+            raise NotFoundError(f"no trace {trace_id!r}")
+        if as_json:
+            emit_json(record)
+            return
+        for key in sorted(record):
+            console.print(f"[bold]{key}[/bold]: {escape(str(record[key]))}")
+
+    @trace.command("purge")
+    @click.option(
+        "--older-than",
+        "older_than",
+        required=True,
+        help="Delete records older than this duration, e.g. '30d'.",
+    )
+    @json_option
+    @pass_app
+    def purge(app_ctx: AppContext, older_than: str, as_json: bool) -> None:
+        """Delete old trace records now ([trace] retention also does it automatically).
+
+        JSON: {"purged", "older_than_seconds", "cutoff"}.
+        """
+        seconds = parse_duration(older_than, "--older-than")
+        with app_ctx.open() as app:
+            purged, cutoff = app.trace_log().purge(seconds, app.clock())
+        data = {"purged": purged, "older_than_seconds": seconds, "cutoff": timestamp(cutoff)}
+        if as_json:
+            emit_json(data)
+            return
+        console.print(f"purged {purged} trace record(s) older than {timestamp(cutoff)}")
+
+    @cli.command("audit")
+    @click.option("--doc", "doc_id", required=True, help="The document to audit.")
+    @json_option
+    @pass_app
+    def audit(app_ctx: AppContext, doc_id: str, as_json: bool) -> None:
+        """Who saw this? Every request that retrieved or cited DOC: trace id, pseudonymous
+        user and time (also after the document was removed).
+
+        JSON: {"doc_id", "count", "events": [{"trace_id", "created_at", "user",
+        "assistant", "status", "retrieved", "cited"}]}.
+        """
+        with app_ctx.open() as app:
+            events = app.trace_log().audit(doc_id)
+        if as_json:
+            emit_json({"doc_id": doc_id, "count": len(events), "events": events})
+            return
+        if not events:
+            console.print(f"no request retrieved or cited {escape(doc_id)}")
+            return
+        table = Table(show_header=True)
+        for column in ("time", "user", "trace id", "assistant", "status", "how"):
+            table.add_column(column)
+        for e in events:
+            how = "cited" if e["cited"] else "retrieved"
+            table.add_row(
+                e["created_at"][:19],
+                e["user"],
+                e["trace_id"],
+                escape(e["assistant"] or "-"),
+                e["status"] or "",
+                how,
+            )
+        console.print(table)
+
+    @cli.command("stats")
+    @click.option("--since", help=_SINCE_HELP)
+    @json_option
+    @pass_app
+    def stats(app_ctx: AppContext, since: str | None, as_json: bool) -> None:
+        """Outcomes per assistant, denied-source and stale-source rates, citations, latency.
+
+        JSON: {"since", "requests", "assistants": {name: {"requests", "answered", "refused",
+        "not_found", "degraded", "citations"}}, "by_status", "denied_source_requests",
+        "denied_source_rate", "stale_source_requests", "stale_source_ratio", "citations":
+        {"total", "per_answered", "by_doc"}, "latency_ms": {"p50", "p95"}, "guard_fired",
+        "fabrication_guard_triggered", "provider_error_requests"}. The denied-source rate
+        must be 0.
+        """
+        with app_ctx.open() as app:
+            start = None if since is None else parse_since(since, app.clock())
+            data: dict[str, Any] = app.trace_log().stats(since=start)
+        if as_json:
+            emit_json(data)
+            return
+        console.print(f"{data['requests']} request(s)" + (f" since {since}" if since else ""))
+        table = Table(show_header=True)
+        for column in ("assistant", "requests", "answered", "refused", "not found", "degraded"):
+            table.add_column(column)
+        for name, counts in data["assistants"].items():
+            table.add_row(
+                escape(name),
+                *(
+                    str(counts[k])
+                    for k in ("requests", "answered", "refused", "not_found", "degraded")
+                ),
+            )
+        console.print(table)
+        denied = data["denied_source_rate"]
+        style = "red" if denied else "green"
+        console.print(f"denied-source rate: [{style}]{_rate(denied)}[/{style}] (must be 0)")
+        console.print(f"stale-source ratio: {_rate(data['stale_source_ratio'])}")
+        console.print(
+            f"citations: {data['citations']['total']} "
+            f"({data['citations']['per_answered']:.2f} per answer)"
+        )
+        latency = data["latency_ms"]
+        console.print(f"latency: p50 {_fmt_ms(latency['p50'])}, p95 {_fmt_ms(latency['p95'])}")

@@ -1,0 +1,286 @@
+"""The checks on a model's narrative answer (clearance.answer.narrative, DESIGN §5 and
+invariant 7): citation markers, uncited sentences, numbers verified against the snippets a
+sentence cites, conflicting sources, and the relevance gate before the prompt."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clearance.answer.narrative import (
+    CheckedAnswer,
+    Sentence,
+    check_answer,
+    content_terms,
+    find_conflicts,
+    numbers_in,
+    relevant_snippets,
+)
+from clearance.llm.base import Snippet
+from clearance.model import Sensitivity
+
+
+def snip(ref: str, text: str, *, doc_id: str | None = None, title: str = "Source") -> Snippet:
+    return Snippet(
+        ref=ref,
+        chunk_id=f"{doc_id or ref}#0",
+        doc_id=doc_id or f"doc:{ref}",
+        title=title,
+        locator="section=1",
+        uri=f"https://example.test/{ref}",
+        text=text,
+        sensitivity=Sensitivity.INTERNAL,
+        corpus="ops",
+        origin="human",
+        trust="trusted",
+    )
+
+
+OFFICE = snip("S1", "The Tokyo office opens at 8:30 on weekdays. It has 1,320 square metres.")
+VISITORS = snip("S2", "Visitors sign in at the front desk and receive a badge.")
+PARKING = snip("S3", "Parking costs 25 dollars a day; the fee is 6.50 for an hour.")
+SNIPPETS = (OFFICE, VISITORS, PARKING)
+
+
+def kept(checked: CheckedAnswer) -> list[tuple[str, tuple[str, ...]]]:
+    return [(s.text, s.refs) for s in checked.sentences]
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("1,320", {"1320"}),
+        ("1320", {"1320"}),
+        ("１，３２０", {"1320"}),
+        ("1,320.0 and 6.50", {"1320", "6.5"}),
+        ("FY2025 grew -3.5%", {"2025", "3.5"}),
+        ("costs 5 [S12] [S3]", {"5"}),
+        ("no digits here", set()),
+    ],
+)
+def test_numbers_compare_by_value(text: str, values: set[str]) -> None:
+    assert numbers_in(text) == {Decimal(v).normalize() for v in values}
+
+
+@pytest.mark.parametrize("written", ["1320", "1,320", "１，３２０", "1,320.00", "１３２０"])
+def test_a_number_written_another_way_is_still_supported(written: str) -> None:
+    checked = check_answer(f"The office has {written} square metres. [S1]", SNIPPETS)
+    assert checked.removed_for_numbers == 0
+    assert kept(checked) == [(f"The office has {written} square metres.", ("S1",))]
+
+
+@pytest.mark.parametrize("written", ["1,321", "13,200", "132", "1.32"])
+def test_a_number_absent_from_the_cited_snippet_removes_the_sentence(written: str) -> None:
+    checked = check_answer(f"The office has {written} square metres. [S1]", SNIPPETS)
+    assert checked.sentences == ()
+    assert checked.removed_for_numbers == 1
+
+
+def test_a_number_must_be_in_a_snippet_that_sentence_cites() -> None:
+    """25 is in S3, but the sentence cites S1: the number is refused."""
+    checked = check_answer("Parking costs 25 dollars a day. [S1]", SNIPPETS)
+    assert checked.sentences == () and checked.removed_for_numbers == 1
+    ok = check_answer("Parking costs 25 dollars a day, 6.5 an hour. [S3]", SNIPPETS)
+    assert kept(ok) == [("Parking costs 25 dollars a day, 6.5 an hour.", ("S3",))]
+
+
+def test_leaving_out_punctuation_does_not_borrow_numbers_from_the_next_claim() -> None:
+    """A marker followed by more words ends the claim: "costs 25 [S1] … [S3]" is two
+    claims, and 25 must be in S1 — not in the S3 of the claim that follows."""
+    checked = check_answer(
+        "Parking costs 25 dollars [S1] Visitors sign in at the desk [S2]", SNIPPETS
+    )
+    assert kept(checked) == [("Visitors sign in at the desk", ("S2",))]
+    assert checked.removed_for_numbers == 1
+    honest = check_answer(
+        "Parking costs 25 dollars [S3] Visitors sign in at the desk [S2]", SNIPPETS
+    )
+    assert kept(honest) == [
+        ("Parking costs 25 dollars", ("S3",)),
+        ("Visitors sign in at the desk", ("S2",)),
+    ]
+
+
+def test_only_the_fabricated_sentence_goes() -> None:
+    answer = (
+        "The Tokyo office opens at 8:30 on weekdays. [S1] "
+        "Support is open 24/7 and costs 9,999 USD. [S1] "
+        "Visitors sign in at the front desk. [S2]"
+    )
+    checked = check_answer(answer, SNIPPETS)
+    assert kept(checked) == [
+        ("The Tokyo office opens at 8:30 on weekdays.", ("S1",)),
+        ("Visitors sign in at the front desk.", ("S2",)),
+    ]
+    assert checked.removed_for_numbers == 1
+    assert "9,999" not in checked.render()
+
+
+# --------------------------------------------------------------------------- markers
+
+
+def test_markers_a_splitter_put_on_the_next_sentence_are_moved_back() -> None:
+    answer = "The Tokyo office opens at 8:30. [S1] Visitors sign in at the front desk. [S2]"
+    checked = check_answer(answer, SNIPPETS)
+    assert kept(checked) == [
+        ("The Tokyo office opens at 8:30.", ("S1",)),
+        ("Visitors sign in at the front desk.", ("S2",)),
+    ]
+    assert checked.added_citations == 0
+    assert checked.render() == (
+        "The Tokyo office opens at 8:30. [S1] Visitors sign in at the front desk. [S2]"
+    )
+
+
+def test_several_markers_and_marker_only_pieces_attach_to_the_sentence_they_close() -> None:
+    checked = check_answer("Visitors get a badge at the desk. [S2][S1] [S3]", SNIPPETS)
+    assert kept(checked) == [("Visitors get a badge at the desk.", ("S2", "S1", "S3"))]
+    assert checked.cited_refs == ["S2", "S1", "S3"]
+
+
+def test_an_uncited_sentence_gets_the_snippet_it_overlaps_most() -> None:
+    checked = check_answer("Visitors receive a badge at the front desk.", SNIPPETS)
+    assert kept(checked) == [("Visitors receive a badge at the front desk.", ("S2",))]
+    assert checked.added_citations == 1
+
+
+def test_an_uncited_sentence_that_overlaps_nothing_is_dropped() -> None:
+    checked = check_answer("Bananas are yellow. [S7]", SNIPPETS)
+    assert checked.sentences == ()
+    assert checked.removed_uncited == 1
+
+
+@pytest.mark.parametrize(
+    ("marker", "refs"),
+    [("[s2]", ("S2",)), ("[ S2 ]", ("S2",)), ("[S9]", ("S2",)), ("[S2][S9]", ("S2",))],
+)
+def test_marker_spelling_and_markers_naming_no_snippet(marker: str, refs: tuple[str, ...]) -> None:
+    """Case and spaces do not matter; a marker naming no snippet in the prompt is removed
+    (the sentence then gets its best-overlap snippet)."""
+    checked = check_answer(f"Visitors receive a badge. {marker}", SNIPPETS)
+    assert kept(checked) == [("Visitors receive a badge.", refs)]
+
+
+def test_an_empty_answer_keeps_nothing() -> None:
+    assert check_answer("", SNIPPETS).sentences == ()
+    assert check_answer("   [S1] ", SNIPPETS).sentences == ()
+
+
+_PIECES = st.sampled_from(
+    [
+        "The Tokyo office opens at 8:30 on weekdays.",
+        "It has 1,320 square metres.",
+        "It has 1,999 square metres.",
+        "Parking costs 25 dollars a day.",
+        "Visitors sign in at the front desk.",
+        "Bananas are yellow.",
+        "The fee is 6.5 for an hour.",
+        "[S1]",
+        "[S2]",
+        "[S3]",
+        "[S4]",
+        "[s3]",
+        " ",
+        "\n",
+        "7",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map(" ".join))
+def test_kept_sentences_only_cite_prompt_snippets_that_hold_their_numbers(answer: str) -> None:
+    by_ref = {s.ref: s for s in SNIPPETS}
+    checked = check_answer(answer, SNIPPETS)
+    for sentence in checked.sentences:
+        assert sentence.refs and set(sentence.refs) <= set(by_ref)
+        supported = set().union(*(numbers_in(by_ref[r].text) for r in sentence.refs))
+        assert numbers_in(sentence.text) <= supported
+        assert "[" not in sentence.text
+
+
+# --------------------------------------------------------------------------- conflicts
+
+PUBLIC = snip(
+    "S1",
+    "Standard plan customers can reach support Monday to Friday, 9:00–17:00 local time.",
+    doc_id="public:faq",
+)
+INTERNAL = snip(
+    "S2",
+    "Coverage: Standard plan customers are served Monday to Friday, 8:00–20:00 local time.",
+    doc_id="ops:policy",
+)
+SAME_DOC = snip(
+    "S3",
+    "Standard plan customers can reach support Monday to Friday, 8:00–20:00 local time.",
+    doc_id="public:faq",
+)
+AGREES = snip(
+    "S4",
+    "Standard plan customers can reach support Monday to Friday, 9:00–17:00 local time.",
+    doc_id="ops:other",
+)
+UNRELATED = snip("S5", "The canteen serves lunch from 11:30 to 14:00.", doc_id="ops:canteen")
+
+
+def answer_citing(snippet: Snippet) -> CheckedAnswer:
+    return CheckedAnswer((Sentence(snippet.text, (snippet.ref,)),), 0, 0, 0)
+
+
+def test_another_document_stating_other_numbers_is_a_conflict() -> None:
+    found = find_conflicts(answer_citing(PUBLIC), [PUBLIC, INTERNAL, UNRELATED])
+    assert found == [(INTERNAL.text, "S2")]
+
+
+def test_no_conflict_with_the_same_document_agreement_or_unrelated_text() -> None:
+    assert find_conflicts(answer_citing(PUBLIC), [PUBLIC, SAME_DOC]) == []
+    assert find_conflicts(answer_citing(PUBLIC), [PUBLIC, AGREES]) == []
+    assert find_conflicts(answer_citing(PUBLIC), [PUBLIC, UNRELATED]) == []
+
+
+def test_sentences_without_numbers_raise_no_conflict() -> None:
+    words = snip("S1", "Standard plan customers can reach support by e-mail.", doc_id="a")
+    other = snip("S2", "Standard plan customers can reach support by e-mail 5 days.", doc_id="b")
+    assert find_conflicts(answer_citing(words), [words, other]) == []
+
+
+def test_each_conflicting_sentence_is_reported_once() -> None:
+    checked = CheckedAnswer(
+        (Sentence(PUBLIC.text, ("S1",)), Sentence(PUBLIC.text + " Really.", ("S1",))), 0, 0, 0
+    )
+    assert find_conflicts(checked, [PUBLIC, INTERNAL]) == [(INTERNAL.text, "S2")]
+
+
+# --------------------------------------------------------------------------- relevance gate
+
+
+def test_content_terms_drop_numbers_and_stem_plurals() -> None:
+    assert content_terms("How many flights in FY2025 for 3 offices?") == {
+        "many",
+        "flight",
+        "office",
+    }
+    assert content_terms("What is the class?") == {"class"}
+
+
+def test_relevant_snippets_need_enough_of_the_question() -> None:
+    portal = snip("S1", "Enter the portal address and sign in.", title="VPN guide")
+    vpn_only = snip("S2", "The VPN disconnects after 12 hours.", title="Network notes")
+    titled = snip("S3", "Sign in with Okta.", title="VPN Portal")
+    other = snip("S4", "Lunch is at noon.", title="Canteen")
+    question = "What is the VPN portal address?"  # vpn, portal, address: 2 needed
+    assert relevant_snippets(question, [portal, vpn_only, titled, other]) == [portal, titled]
+    assert relevant_snippets(question, [vpn_only], min_coverage=0.3) == [vpn_only]
+    assert relevant_snippets(question, [titled], min_coverage=1.0) == []
+
+
+def test_a_question_without_content_terms_has_no_relevant_snippets() -> None:
+    assert relevant_snippets("What is it?", SNIPPETS) == []
+    assert relevant_snippets("2025?", SNIPPETS) == []
