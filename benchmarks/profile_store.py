@@ -1,36 +1,30 @@
 """Profile of where ``bench_store.py``'s filtered searches spend time (prints, never asserts).
 
-Three sections, each comparing what the store does now with a candidate fix, on the same
-database, filters and queries as ``bench_store.py`` (``src/`` is not modified):
+Three sections, each comparing two ways of doing one step, on the same database, filters and
+queries as ``bench_store.py`` (``src/`` is not modified; alternatives are SQL rewrites or
+separate interpreters):
 
-1. the allowed-set SQL (below);
-2. the FTS5 OR-query: store-style ranking vs ``ORDER BY rank``, before and after merging the
-   index segments (``'optimize'``);
+1. the ACL test inside the allowed-set SQL of ``SQLiteStore._allowed``, in two forms —
+   correlated ``EXISTS``, which SQLite runs as a scan of every document probing ``doc_acl``
+   once per principal (re-reading the ``json_each`` list each time), so narrow filters cost
+   O(documents × principals)::
+
+       EXISTS (SELECT 1 FROM doc_acl a WHERE a.doc_key = d.key
+               AND a.principal IN (SELECT value FROM json_each(?)))
+
+   and index-driven ``IN``, which reads only the caller's ACL rows through the
+   ``doc_acl_principal (principal, doc_key)`` index and looks documents up by key::
+
+       d.key IN (SELECT a.doc_key FROM doc_acl a
+                 WHERE a.principal IN (SELECT value FROM json_each(?)))
+
+   Whichever form the store currently builds is rewritten into the other; for each filter the
+   script prints whether both return the same set, p50/p95 of the allowed-set query alone and of
+   the full ``lexical_search`` SQL with each form as its ``allowed`` CTE, and both query plans;
+2. the FTS5 OR-query without any permission filter: store-style ranking vs ``ORDER BY rank``,
+   before and after merging the index segments (``'optimize'``);
 3. the exact vector scan: 100k × 384 float32 matrix-vector products with OpenBLAS's default
    threads vs one thread (each in a fresh interpreter, since the thread count is fixed at load).
-
-``bench_store.py`` shows the permission predicate compiled by ``SQLiteStore._allowed`` taking
-most of a lexical query's time when the filter is *selective*. The predicate is::
-
-    ... AND EXISTS (SELECT 1 FROM doc_acl a WHERE a.doc_key = d.key
-                    AND a.principal IN (SELECT value FROM json_each(?)))
-
-SQLite evaluates it by scanning every document and, per document, probing ``doc_acl`` once per
-principal until one matches: O(documents × principals) primary-key probes. A filter that admits
-few documents probes all ~43 principals of every document; one whose first sorted principal
-matches (``group:all``) stops after a couple of probes — so narrow filters are the slow ones.
-
-This script compares it, on the same database and filters as ``bench_store.py``, with an
-index-driven form that reads only the ACL rows of the caller's principals through the existing
-``doc_acl_principal (principal, doc_key)`` index and looks the documents up by key::
-
-    ... AND d.key IN (SELECT a.doc_key FROM doc_acl a
-                      WHERE a.principal IN (SELECT value FROM json_each(?)))
-
-For each filter it prints the query plan of both forms, whether they return the same set, and
-p50/p95 latency of (a) the allowed-set query alone and (b) the full ``lexical_search`` SQL with
-each form as its ``allowed`` CTE. ``src/`` is not modified: the alternative is a string rewrite of
-the SQL the store builds.
 
 Run from the repository root::
 
@@ -57,12 +51,12 @@ from clearance.retrieval.analysis import fts_query
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 
-CURRENT = (
-    " AND EXISTS (SELECT 1 FROM doc_acl a WHERE a.doc_key = d.key"
+EXISTS = (
+    "EXISTS (SELECT 1 FROM doc_acl a WHERE a.doc_key = d.key"
     " AND a.principal IN (SELECT value FROM json_each(?)))"
 )
 INDEXED = (
-    " AND d.key IN (SELECT a.doc_key FROM doc_acl a"
+    "d.key IN (SELECT a.doc_key FROM doc_acl a"
     " WHERE a.principal IN (SELECT value FROM json_each(?)))"
 )
 LEXICAL = (
@@ -93,10 +87,13 @@ def compare(
     db: sqlite3.Connection, selector: str, queries: Sequence[str], matches: Sequence[str | None]
 ) -> tuple[tuple[Any, ...], list[str]] | None:
     flt = SearchFilter(principals=principal_set(selector))
-    current, params = SQLiteStore._allowed(flt)
-    if CURRENT not in current:
+    store_sql, params = SQLiteStore._allowed(flt)
+    if EXISTS in store_sql:
+        current, indexed = store_sql, store_sql.replace(EXISTS, INDEXED)
+    elif INDEXED in store_sql:
+        current, indexed = store_sql.replace(INDEXED, EXISTS), store_sql
+    else:
         return None
-    indexed = current.replace(CURRENT, INDEXED)
     same = set(db.execute(current, params).fetchall()) == set(
         db.execute(indexed, params).fetchall()
     )
@@ -132,14 +129,18 @@ def main() -> None:
             f"{'allowed':>8} | {'allowed-set SQL p50/p95 ms':>30} | "
             f"{'lexical_search k=50 p50/p95 ms':>32} | same set"
         )
-        print(f"\n{'':>8}   {'current (EXISTS) → indexed (IN)':>30}")
+        form = (
+            "IN" if INDEXED in SQLiteStore._allowed(SearchFilter(frozenset({"x"})))[0] else "EXISTS"
+        )
+        print(f"\nthe store currently builds the {form} form")
+        print(f"\n{'':>8}   {'EXISTS → IN':>30}")
         print(header)
         print("-" * len(header))
         plans: list[str] = []
         for label, selector in SELECTIVITIES:
             row = compare(db, selector, queries, matches)
             if row is None:
-                print("SQLiteStore._allowed no longer has the EXISTS form; nothing to compare")
+                print("SQLiteStore._allowed has neither known ACL form; nothing to compare")
                 return
             (cur_allowed, idx_allowed, cur_lex, idx_lex, same), row_plans = row
             print(
@@ -149,7 +150,7 @@ def main() -> None:
                 f"{same}"
             )
             plans = plans or row_plans
-        print(f"\nplan, current: {plans[0]}\nplan, indexed: {plans[1]}")
+        print(f"\nplan, EXISTS: {plans[0]}\nplan, IN:     {plans[1]}")
         db.close()
         fts_profile(path, matches)
     blas_profile(corpus.n_chunks)

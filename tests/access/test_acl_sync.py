@@ -7,10 +7,7 @@ the stored vectors.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,11 +19,11 @@ import pytest
 
 from clearance.access.policy import Action
 from clearance.app import Clearance
-from clearance.cli.main import main
 from clearance.config import load_settings
 from clearance.errors import DirectoryError
 from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.sqlite import SQLiteStore
+from clitools import cli
 
 CONFIG = """
 [store]
@@ -172,23 +169,6 @@ def content(store: SQLiteStore) -> dict[str, Any]:
             "vectors": {text: vec.tobytes() for text, vec in sorted(vectors.items())},
         }
     return out
-
-
-def cli(*args: str | Path) -> tuple[int, str, str]:
-    """Run the real ``clearance`` command in-process; restores the logging it configures."""
-    logger = logging.getLogger("clearance")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    pypdf_level = logging.getLogger("pypdf").level
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main([str(a) for a in args])
-    finally:
-        logger.handlers[:] = saved[0]
-        logger.setLevel(saved[1])
-        logger.propagate = saved[2]
-        logging.getLogger("pypdf").setLevel(pypdf_level)
-    return rc, out.getvalue(), err.getvalue()
 
 
 # --------------------------------------------------------------------------- the fixture itself

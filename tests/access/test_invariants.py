@@ -11,10 +11,7 @@ server on loopback.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import logging
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -35,11 +32,11 @@ from clearance.access.realtime import (
     RealtimeResult,
 )
 from clearance.app import Clearance
-from clearance.cli.main import main
 from clearance.config import Settings, load_settings
 from clearance.model import Document, Sensitivity
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
+from clitools import cli, lexical_only
 
 from .loopback import LoopbackServer
 
@@ -48,32 +45,6 @@ DIRECTORY: dict[str, Any] = json.loads((ACME / "directory.json").read_text(encod
 ORACLE: dict[str, Any] = json.loads((ACME / "personas.json").read_text(encoding="utf-8"))
 CANARIES = sorted(c for canaries in ORACLE["canaries"].values() for c in canaries)
 USERS = [*sorted(u["id"] for u in DIRECTORY["users"]), "mallory"]  # mallory: not in the directory
-
-
-def lexical_only(toml: str) -> str:
-    """The demo configuration with ``[embedding] provider = "none"`` (no model, fast)."""
-    text, n = re.subn(
-        r'(?m)^(\[embedding\]\n(?:[^\[\n].*\n|\n)*?provider\s*=\s*)"[^"]*"', r'\1"none"', toml
-    )
-    assert n == 1, "examples/acme/clearance.toml: no [embedding] provider to override"
-    return text
-
-
-def cli(*args: str | Path) -> tuple[int, str, str]:
-    """Run the real ``clearance`` command in-process; restores the logging it configures."""
-    logger = logging.getLogger("clearance")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    pypdf_level = logging.getLogger("pypdf").level
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main([str(a) for a in args])
-    finally:
-        logger.handlers[:] = saved[0]
-        logger.setLevel(saved[1])
-        logger.propagate = saved[2]
-        logging.getLogger("pypdf").setLevel(pypdf_level)
-    return rc, out.getvalue(), err.getvalue()
 
 
 class Clock:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,19 +25,11 @@ from clearance.access.policy import Action
 from clearance.app import Clearance
 from clearance.config import Settings, load_settings
 from clearance.model import Document, Sensitivity
+from clitools import lexical_only
 
 ACME = Path(__file__).resolve().parents[2] / "examples" / "acme"
 DIRECTORY: dict[str, Any] = json.loads((ACME / "directory.json").read_text(encoding="utf-8"))
 USERS = sorted(u["id"] for u in DIRECTORY["users"])
-
-
-def lexical_only(toml: str) -> str:
-    """The demo configuration with ``[embedding] provider = "none"`` (no model, fast)."""
-    text, n = re.subn(
-        r'(?m)^(\[embedding\]\n(?:[^\[\n].*\n|\n)*?provider\s*=\s*)"[^"]*"', r'\1"none"', toml
-    )
-    assert n == 1, "examples/acme/clearance.toml: no [embedding] provider to override"
-    return text
 
 
 # --------------------------------------------------------------------------- the oracle

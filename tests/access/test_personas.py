@@ -11,10 +11,7 @@ SCIM directory.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import logging
-import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,41 +22,15 @@ import pytest
 
 from clearance.access.policy import Action
 from clearance.app import Clearance
-from clearance.cli.main import main
 from clearance.config import load_settings
 from clearance.model import Sensitivity
+from clitools import cli, lexical_only
 
 ACME = Path(__file__).resolve().parents[2] / "examples" / "acme"
 ORACLE: dict[str, Any] = json.loads((ACME / "personas.json").read_text(encoding="utf-8"))
 PERSONAS: dict[str, dict[str, Any]] = ORACLE["personas"]
 CANARIES: dict[str, list[str]] = ORACLE["canaries"]
 NAMES = sorted(PERSONAS)
-
-
-def cli(*args: str | Path) -> tuple[int, str, str]:
-    """Run the real ``clearance`` command in-process; restores the logging it configures."""
-    logger = logging.getLogger("clearance")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    pypdf_level = logging.getLogger("pypdf").level
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main([str(a) for a in args])
-    finally:
-        logger.handlers[:] = saved[0]
-        logger.setLevel(saved[1])
-        logger.propagate = saved[2]
-        logging.getLogger("pypdf").setLevel(pypdf_level)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def lexical_only(toml: str) -> str:
-    """The demo configuration with ``[embedding] provider = "none"`` (no model, fast)."""
-    text, n = re.subn(
-        r'(?m)^(\[embedding\]\n(?:[^\[\n].*\n|\n)*?provider\s*=\s*)"[^"]*"', r'\1"none"', toml
-    )
-    assert n == 1, "examples/acme/clearance.toml: no [embedding] provider to override"
-    return text
 
 
 @dataclass

@@ -15,9 +15,7 @@ unique strings planted in every RESTRICTED document and customer record.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +27,11 @@ import pytest
 from clearance.answer.intent import IntentParser
 from clearance.answer.orchestrator import Orchestrator
 from clearance.app import Clearance
-from clearance.cli.main import main
 from clearance.config import load_settings
 from clearance.llm.base import Provider
 from clearance.llm.extractive import split_sentences
 from clearance.model import Chunk, Document, Fact
+from clitools import cli
 
 ACME = Path(__file__).resolve().parents[2] / "examples" / "acme"
 ORACLE: dict[str, Any] = json.loads((ACME / "personas.json").read_text(encoding="utf-8"))
@@ -68,23 +66,6 @@ def forbidden_canaries(persona: str) -> dict[str, list[str]]:
 
 
 # --------------------------------------------------------------------------- the CLI
-
-
-def cli(*args: str | Path) -> tuple[int, str, str]:
-    """Run the real ``clearance`` command in-process; restores the logging it configures."""
-    logger = logging.getLogger("clearance")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    pypdf_level = logging.getLogger("pypdf").level
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main([str(a) for a in args])
-    finally:
-        logger.handlers[:] = saved[0]
-        logger.setLevel(saved[1])
-        logger.propagate = saved[2]
-        logging.getLogger("pypdf").setLevel(pypdf_level)
-    return rc, out.getvalue(), err.getvalue()
 
 
 @contextlib.contextmanager

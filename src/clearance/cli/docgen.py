@@ -35,7 +35,11 @@ def render() -> str:
     parts = [_INTRO]
     for path, command in _walk(cli, ["clearance"]):
         ctx = click.Context(
-            command, info_name=" ".join(path), terminal_width=88, max_content_width=88
+            command,
+            info_name=" ".join(path),
+            terminal_width=88,
+            max_content_width=88,
+            help_option_names=["-h", "--help"],  # as the real group sets for every command
         )
         parts.append(f"## `{' '.join(path)}`\n\n```text\n{command.get_help(ctx)}\n```\n")
     return "\n".join(parts)

@@ -27,7 +27,7 @@ from clearance.cli import (
 from clearance.cli.context import AppContext, emit_json, err_console
 from clearance.errors import ClearanceError
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "main", "run"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,8 +74,9 @@ def _configure_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command and return its exit code; no process-wide side effects, so it can be
+    called in-process (tests, embedding). The console script is :func:`run`."""
     args = sys.argv[1:] if argv is None else argv
-    _configure_logging()
     try:
         rc = cli.main(args=args, prog_name="clearance", standalone_mode=False)
     except ClearanceError as exc:
@@ -94,5 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     return rc if isinstance(rc, int) else 0
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The ``clearance`` console script: configure logging for a terminal, then exit."""
+    _configure_logging()
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()
