@@ -30,7 +30,10 @@ from clearance.errors import ConfigError
 
 from .loopback import LoopbackServer, Reply, closed_port_url
 
-TIMEOUT_S = 0.2
+TIMEOUT_S = 0.2  # for the tests that provoke a timeout
+REPLY_TIMEOUT_S = (
+    5.0  # for every other test: a loaded CI machine must not turn replies into timeouts
+)
 HANG_S = 1.5  # longer than the client timeout, bounded, and cut short at server shutdown
 
 ALLOWED = RealtimeOutcome.ALLOWED
@@ -46,6 +49,12 @@ def server() -> Iterator[LoopbackServer]:
 
 @pytest.fixture
 def checker(server: LoopbackServer) -> Iterator[HttpPermissionChecker]:
+    with HttpPermissionChecker(server.url, timeout_s=REPLY_TIMEOUT_S) as chk:
+        yield chk
+
+
+@pytest.fixture
+def impatient_checker(server: LoopbackServer) -> Iterator[HttpPermissionChecker]:
     with HttpPermissionChecker(server.url, timeout_s=TIMEOUT_S) as chk:
         yield chk
 
@@ -109,11 +118,11 @@ def test_non_200_drops_every_doc_with_status_reason(
 
 
 def test_hang_past_timeout_drops_quickly(
-    server: LoopbackServer, checker: HttpPermissionChecker
+    server: LoopbackServer, impatient_checker: HttpPermissionChecker
 ) -> None:
     server.hang(HANG_S)
     started = time.monotonic()
-    results = checker.check("alice", ["wiki:1"])
+    results = impatient_checker.check("alice", ["wiki:1"])
     elapsed = time.monotonic() - started
 
     assert outcomes(results) == {"wiki:1": (ERROR, "timeout")}
@@ -121,13 +130,13 @@ def test_hang_past_timeout_drops_quickly(
 
 
 def test_trickled_reply_past_the_deadline_is_a_timeout(
-    server: LoopbackServer, checker: HttpPermissionChecker
+    server: LoopbackServer, impatient_checker: HttpPermissionChecker
 ) -> None:
     # Every single read is faster than the per-read timeout; only the whole-exchange deadline
     # notices that the answer took longer than timeout_s. Without it this would be "allowed".
     server.trickle(chunk_delay_s=TIMEOUT_S / 4, padding=40)
     started = time.monotonic()
-    results = checker.check("alice", ["wiki:1"])
+    results = impatient_checker.check("alice", ["wiki:1"])
     elapsed = time.monotonic() - started
 
     assert outcomes(results) == {"wiki:1": (ERROR, "timeout")}
@@ -303,7 +312,10 @@ def test_cache_hit_avoids_a_second_request(
 
 def test_only_uncached_ids_are_sent_in_one_call(server: LoopbackServer) -> None:
     with CachedPermissionChecker(
-        HttpPermissionChecker(server.url, timeout_s=TIMEOUT_S), ttl_s=30, sla_s=60, clock=_Clock()
+        HttpPermissionChecker(server.url, timeout_s=REPLY_TIMEOUT_S),
+        ttl_s=30,
+        sla_s=60,
+        clock=_Clock(),
     ) as cached:
         cached.check("alice", ["wiki:1"])
         results = cached.check("alice", ["wiki:2", "wiki:1", "wiki:3"])
@@ -600,7 +612,7 @@ def test_invariant_5_failed_realtime_check_serves_nothing(server: LoopbackServer
 
     # Control: a healthy source system is served, so "drop everything" cannot pass as safe.
     server.allow_all()
-    with HttpPermissionChecker(server.url, timeout_s=TIMEOUT_S) as healthy:
+    with HttpPermissionChecker(server.url, timeout_s=REPLY_TIMEOUT_S) as healthy:
         assert filter_allowed(healthy, "alice", ["a", "b"])[0] == ["a", "b"]
 
     assert _invariant_5_violations(server, real) == []
