@@ -31,6 +31,12 @@ def register(cli: click.Group) -> None:
         style = "green" if result.status.value == "answered" else "yellow"
         console.print(f"[{style}]{result.status.value}[/{style}] [dim]({result.route.value})[/dim]")
         console.print(escape(result.answer))
+        for flag in result.flags:
+            if flag == "conflict":
+                console.print("[yellow]note:[/yellow] readable sources disagree; both are cited")
+            elif flag.startswith("possibly_outdated:"):
+                doc_id = flag.removeprefix("possibly_outdated:")
+                console.print(f"[yellow]note:[/yellow] {escape(doc_id)} is past its review date")
         for i, c in enumerate(result.citations, start=1):
             trust = "" if c.trust == "trusted" else f"  [yellow]{c.trust}[/yellow]"
             console.print(
