@@ -95,6 +95,23 @@ class TestMiniLM:
         reversed_rows = embedder.embed(texts[::-1])[::-1]
         np.testing.assert_allclose(reversed_rows, together, atol=1e-5)
 
+    def test_batches_respect_text_and_token_caps(self) -> None:
+        embedder = MiniLMEmbedder(batch_size=4, max_batch_tokens=100)
+        lengths = [50, 10, 10, 300, 10, 10, 10, 30, 40]
+        batches = embedder._batches(lengths)
+        assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+        for batch in batches:
+            widths = [lengths[i] for i in batch]
+            assert len(batch) <= 4
+            assert widths == sorted(widths)
+            assert len(batch) == 1 or max(widths) * len(batch) <= 100
+        assert [3] in batches  # an over-long text still runs, alone
+        assert embedder._batches([]) == []
+
+    def test_token_cap_does_not_change_vectors(self, minilm: MiniLMEmbedder) -> None:
+        capped = MiniLMEmbedder(threads=2, max_batch_tokens=64).embed(SENTENCES)
+        np.testing.assert_allclose(capped, minilm.embed(SENTENCES), atol=1e-5)
+
     def test_similar_sentences_are_closer_than_unrelated(self, minilm: MiniLMEmbedder) -> None:
         aspirin, infarction, stocks, plants = minilm.embed(SENTENCES[:4])
         assert _cos(aspirin, infarction) > 0.5
@@ -171,6 +188,8 @@ class TestMiniLM:
             MiniLMEmbedder(max_tokens=4096)
         with pytest.raises(EmbeddingError, match="batch_size"):
             MiniLMEmbedder(batch_size=0)
+        with pytest.raises(EmbeddingError, match="max_batch_tokens"):
+            MiniLMEmbedder(max_batch_tokens=0)
 
 
 # --------------------------------------------------------------------------- factory

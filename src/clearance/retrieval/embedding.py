@@ -129,10 +129,16 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2, int8 ONNX, 384 dimensions, run with onnxruntime on the CPU.
 
     Nothing is loaded until the first :meth:`embed` (or :meth:`load`). Texts are tokenised
-    without padding, truncated to ``max_tokens``, sorted by length and run in batches of
-    ``batch_size`` padded to the longest text of the batch; token vectors are mean-pooled
-    over the attention mask and L2-normalised, and the rows come back in input order.
-    A text's vector does not depend on the batch it was embedded in (to float noise).
+    without padding, truncated to ``max_tokens``, sorted by length and run in batches of at
+    most ``batch_size`` texts and ``max_batch_tokens`` padded tokens, each padded to its
+    longest text; token vectors are mean-pooled over the attention mask and L2-normalised,
+    and the rows come back in input order. A text's vector does not depend on the batch it
+    was embedded in (to float noise).
+
+    The token cap matters for long texts: on 2 cores, 256-token texts run at ~21/s with
+    batches of 4-16 but ~17/s with 32, and a batch of 32 x 256 tokens grows onnxruntime's
+    arena to ~1.8 GB RSS against ~0.4 GB at 1,024 tokens (``benchmarks/RESULTS.md``).
+    Short texts still go 32 at a time.
 
     ``tokenizer_path`` and ``model_path`` replace the bundled files (tests use this to
     present a tampered copy); whatever the path, the file must match the pinned SHA-256.
@@ -147,6 +153,7 @@ class MiniLMEmbedder:
         batch_size: int = 32,
         max_tokens: int = 256,
         threads: int | None = None,
+        max_batch_tokens: int = 1024,
         tokenizer_path: Path | None = None,
         model_path: Path | None = None,
     ) -> None:
@@ -157,10 +164,13 @@ class MiniLMEmbedder:
                 f"embedding.max_tokens: must be between 2 and {_MINILM_POSITIONS} for MiniLM, "
                 f"got {max_tokens}"
             )
+        if max_batch_tokens <= 0:
+            raise EmbeddingError(f"max_batch_tokens: must be positive, got {max_batch_tokens}")
         if threads is not None and threads <= 0:
             raise EmbeddingError(f"embedding threads: must be positive, got {threads}")
         self.batch_size = batch_size
         self.max_tokens = max_tokens
+        self.max_batch_tokens = max_batch_tokens
         self.threads = threads or _core_count()
         self._tokenizer_path = tokenizer_path
         self._model_path = model_path
@@ -281,11 +291,27 @@ class MiniLMEmbedder:
             encodings = self._tokenizer.encode_batch(list(texts))
         except Exception as exc:
             raise EmbeddingError(f"MiniLM tokenizer failed: {exc}") from exc
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for batch in self._batches([len(e.ids) for e in encodings]):
             out[batch] = self._run([encodings[i] for i in batch])
         return out
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices sorted by token count, cut into batches of at most ``batch_size`` texts
+        and at most ``max_batch_tokens`` padded tokens (one over-long text still runs)."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            # ascending lengths: the newcomer sets the batch's padded width
+            if current and (
+                len(current) >= self.batch_size
+                or lengths[i] * (len(current) + 1) > self.max_batch_tokens
+            ):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
 
     def _run(self, encodings: Sequence[Any]) -> Vectors:
         width = max(len(e.ids) for e in encodings)
