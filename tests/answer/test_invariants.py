@@ -18,10 +18,14 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 import clearance.answer.orchestrator as orchestrator_module
 import clearance.llm.guard as guard_module
+import clearance.store.memory as memory_module
+import clearance.store.sqlite as sqlite_module
 from clearance.access.policy import AccessControl
 from clearance.answer.faq import FaqEntry, FaqRepository
 from clearance.answer.narrative import CheckedAnswer, Sentence, numbers_in
@@ -36,6 +40,7 @@ from clearance.llm.openai import OpenAICompatibleProvider
 from clearance.model import SearchHit, Sensitivity
 from clearance.retrieval.link_exit import is_restricted
 from clearance.store.base import SearchFilter
+from clearance.store.memory import BM25, ContentIndex
 from clearance.trace.record import TraceRecord
 from llm.chat_server import ChatServer
 
@@ -666,19 +671,60 @@ def test_invariant_8_refusal_identical_whether_hidden_source_exists_or_not(
     assert len(differences) == len(cases), differences
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known gap (reported): FTS5 bm25 statistics are global over the index, including "
-        "documents the caller cannot read, so a hidden document can reorder the caller's own "
-        "results and change the [S<n>] labels of an answer that is not a refusal"
-    ),
+DEFAULT_BM25 = BM25()
+
+
+def global_bm25_statistics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BM25 whose statistics (N, average length, document frequencies) count every chunk in
+    the index, readable or not, while still returning only allowed chunks (reverse proofs
+    only): the filter holds, but a hidden document moves the caller's scores."""
+    real = memory_module.bm25_top_k
+
+    def global_statistics(
+        index: ContentIndex,
+        term_ids: Sequence[int],
+        mask: npt.NDArray[np.bool_],
+        k: int,
+        params: BM25 = DEFAULT_BM25,
+    ) -> list[tuple[int, float]]:
+        everything = np.ones(len(index), dtype=np.bool_)
+        ranked = real(index, term_ids, everything, len(index), params)
+        return [(p, score) for p, score in ranked if mask[p]][: max(k, 0)]
+
+    monkeypatch.setattr(memory_module, "bm25_top_k", global_statistics)
+    monkeypatch.setattr(sqlite_module, "bm25_top_k", global_statistics)
+
+
+# alice may read none of the hidden documents, and the question also matches documents she
+# may read: she gets an answer, not a refusal, and its ranking is what a hidden document
+# could move.
+HIDDEN_STATISTICS_CASE = (
+    "alice",
+    "Summarise the minutes of the Board of Directors of 27 March 2025",
 )
+
+
 def test_invariant_8_answers_do_not_depend_on_hidden_documents(
-    acme: AcmeIndex, acme_without_hidden: AcmeIndex
+    acme: AcmeIndex, acme_without_hidden: AcmeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    question = "Summarise the minutes of the Board of Directors of 27 March 2025"
-    assert refusal_differences(acme, acme_without_hidden, [("alice", question)]) == []
+    """BM25 statistics are computed over the caller's allowed chunks only, so a document
+    they cannot read changes neither which of their chunks rank first nor the [S<n>]
+    labels of an answer built from them."""
+    persona, question = HIDDEN_STATISTICS_CASE
+    assert not set(HIDDEN) & readable(persona)
+    answered = acme.app.ask(question, persona)
+    assert answered.status is Status.ANSWERED, answered.to_dict()
+    assert refusal_differences(acme, acme_without_hidden, [HIDDEN_STATISTICS_CASE]) == []
+
+    # Reverse proof: statistics over the whole index. The filter still holds (alice gets
+    # only what she may read), yet the hidden documents' terms change the idf and length
+    # normalisation of her chunks, so her sources are numbered differently: caught by the
+    # same check.
+    global_bm25_statistics(monkeypatch)
+    leaky = acme.app.ask(question, persona)
+    assert leaky.status is Status.ANSWERED
+    assert {c.doc_id for c in leaky.citations} <= readable(persona)
+    assert refusal_differences(acme, acme_without_hidden, [HIDDEN_STATISTICS_CASE]) != []
 
 
 # --------------------------------------------------------------------------- invariant 11

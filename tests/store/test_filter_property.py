@@ -4,14 +4,23 @@ For random documents and random filters, the store must return exactly what a br
 search over the *allowed* chunks returns: the top-k of the allowed set, never a filtered
 top-k of everything. ``SearchFilter.admits`` is the reference semantics.
 
-The reverse proof at the end runs the same check against a deliberately leaky search that
-over-fetches and drops, and shows the check rejects it.
+Lexical search has two independent oracles: a second store holding only the admitted
+documents and chunks (a filtered search must equal its admit-all search bit for bit: a
+document the caller cannot read cannot move their results), and a plain-Python BM25 over
+the admitted chunks. Vector search is checked against a numpy brute force.
+
+The reverse proofs at the end run the same checks against deliberately wrong searches (one
+over-fetches and drops, one ranks inside the filter but with statistics over every chunk)
+and show the checks reject them.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import tempfile
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,8 +32,11 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from clearance.model import Chunk, Document, Sensitivity
+from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.retrieval.embedding import HashingEmbedder
+from clearance.store import sqlite as sqlite_module
 from clearance.store.base import SearchFilter, Vector
+from clearance.store.memory import BoolArray, ContentIndex, bm25_top_k
 from clearance.store.sqlite import SQLiteStore
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -170,14 +182,54 @@ def admitted(corpus: Corpus, flt: SearchFilter) -> set[str]:
     return {c.chunk_id for d, c in corpus.chunks() if flt.admits(d, c)}
 
 
+def admitted_only(corpus: Corpus, flt: SearchFilter) -> Corpus:
+    """The admitted documents with only their admitted chunks, in the same order."""
+    return Corpus(
+        [(d, [c for c in chunks if flt.admits(d, c)]) for d, chunks in corpus.docs if flt.admits(d)]
+    )
+
+
 def expected_lexical(
-    store: SQLiteStore, corpus: Corpus, query: str, flt: SearchFilter, k: int
+    corpus: Corpus, query: str, flt: SearchFilter, k: int
 ) -> list[tuple[str, float]]:
-    """Brute force: rank everything (bm25 uses global statistics, so the scores are those
-    of the filtered query), keep the admitted chunks, take the first k."""
-    everything = store.lexical_search(query, ADMIT_ALL, 10_000)
-    allowed = admitted(corpus, flt)
-    return [(cid, score) for cid, score in everything if cid in allowed][:k]
+    """Non-interference oracle: what a store holding *only* what the filter admits (same
+    insertion order) returns to an admit-everything search. A filtered search must equal it
+    bit for bit, so nothing the caller may not read can move their results."""
+    with SQLiteStore(":memory:") as alone:
+        for doc, chunks in admitted_only(corpus, flt).docs:
+            alone.upsert(doc, chunks)
+        return alone.lexical_search(query, ADMIT_ALL, k)
+
+
+K1, B = 1.2, 0.75  # Okapi BM25, as the store documents them
+
+
+def reference_bm25(corpus: Corpus, query: str, flt: SearchFilter) -> dict[str, float]:
+    """Independent BM25 in plain Python over the admitted chunks alone: N, the average
+    length and every document frequency count admitted chunks only. Every chunk holding at
+    least one query term gets a (positive) score."""
+    rows = [
+        (c.chunk_id, Counter(document_terms(f"{d.title}\n{c.text}")))
+        for d, c in corpus.chunks()
+        if flt.admits(d, c)
+    ]
+    if not rows:
+        return {}
+    n = len(rows)
+    length = {cid: sum(tf.values()) for cid, tf in rows}
+    average = sum(length.values()) / n or 1.0
+    scores: dict[str, float] = {}
+    for term in search_terms(query):
+        df = sum(1 for _, tf in rows if term in tf)
+        if df == 0:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for cid, tf in rows:
+            if term in tf:
+                f = tf[term]
+                norm = K1 * (1 - B + B * length[cid] / average)
+                scores[cid] = scores.get(cid, 0.0) + idf * f * (K1 + 1) / (f + norm)
+    return scores
 
 
 TOLERANCE = 1e-5  # float32 dot products of different texts may differ only in rounding
@@ -193,12 +245,45 @@ def expected_vector(corpus: Corpus, query: Vector, flt: SearchFilter) -> dict[st
     return {c.chunk_id: float(s) for c, s in zip(rows, scores, strict=True)}
 
 
-def check_lexical(
+SCORE_GAP = 1e-9  # reference and store add the same terms in different float orders
+
+
+def check_non_interference(
     search: Search, store: SQLiteStore, corpus: Corpus, query: str, flt: SearchFilter, k: int
 ) -> list[tuple[str, float]]:
     got = search(store, query, flt, k)
-    assert got == expected_lexical(store, corpus, query, flt, k)
+    assert got == expected_lexical(corpus, query, flt, k)
     return got
+
+
+def check_bm25_reference(
+    search: Search, store: SQLiteStore, corpus: Corpus, query: str, flt: SearchFilter, k: int
+) -> list[tuple[str, float]]:
+    """The top-k of the admitted chunks by the plain-Python BM25: only admitted matching
+    chunks, each with its reference score, a clearly better one never after a worse one,
+    and nothing clearly better left out."""
+    got = search(store, query, flt, k)
+    expected = reference_bm25(corpus, query, flt)
+    ids = [cid for cid, _ in got]
+
+    assert len(ids) == min(k, len(expected))
+    assert len(set(ids)) == len(ids)
+    for cid, score in got:
+        assert cid in expected
+        assert score == pytest.approx(expected[cid], rel=1e-9, abs=1e-12)
+    for first, then in itertools.pairwise(ids):
+        assert expected[first] >= expected[then] - SCORE_GAP
+    if got:
+        floor = expected[ids[-1]]
+        assert all(s <= floor + SCORE_GAP for cid, s in expected.items() if cid not in ids)
+    return got
+
+
+def check_lexical(
+    search: Search, store: SQLiteStore, corpus: Corpus, query: str, flt: SearchFilter, k: int
+) -> list[tuple[str, float]]:
+    check_bm25_reference(search, store, corpus, query, flt, k)
+    return check_non_interference(search, store, corpus, query, flt, k)
 
 
 def check_vector(
@@ -231,6 +316,13 @@ def check_vector(
     return got
 
 
+def mask_admits(store: SQLiteStore, flt: SearchFilter) -> set[str]:
+    """Chunk ids the store's own permission mask admits (its current in-memory copies)."""
+    content, access = store._indexes(vectors=False)
+    mask = access.chunk_mask(flt, content)
+    return {cid for cid, ok in zip(content.chunk_ids, mask.tolist(), strict=True) if ok}
+
+
 def store_lexical(
     store: SQLiteStore, query: str, flt: SearchFilter, k: int
 ) -> list[tuple[str, float]]:
@@ -257,20 +349,25 @@ def test_search_returns_the_top_k_of_the_allowed_set(data: st.DataObject) -> Non
     with tempfile.TemporaryDirectory() as tmp, SQLiteStore(Path(tmp) / "index.db") as store:
         fill(store, corpus)
 
-        # (a) the SQL filter agrees with the reference semantics, document by document
+        # (a) the SQL filter agrees with the reference semantics, document by document,
+        # and so does the in-memory mask both retrievers rank inside, chunk by chunk
         allowed = store.allowed_doc_ids(flt)
         assert allowed == {d.doc_id for d, _ in corpus.docs if flt.admits(d)}
-        # (b) lexical: exactly the brute-force top-k of the admitted chunks, in order
+        assert mask_admits(store, flt) == admitted(corpus, flt)
+        # (b) lexical: the admitted-only store's answer, and the plain-Python BM25 top-k
         lexical = check_lexical(store_lexical, store, corpus, query, flt, k)
         # (c) vector: the same against a numpy brute force
         vector = check_vector(store_vector, store, corpus, query, flt, k)
+        # (d) one request ranking both in one mask returns what the two searches return
+        both = store.retrieve(query, EMBEDDER.embed([query])[0], flt, k)
+        assert (both.lexical, both.vector) == (lexical, vector)
     # how much the examples exercised (pytest --hypothesis-show-statistics)
     event(f"allowed documents: {min(len(allowed), 3)}{'+' if len(allowed) >= 3 else ''}")
     event(f"lexical hits: {min(len(lexical), 2)}{'+' if len(lexical) >= 2 else ''}")
     event(f"vector hits: {min(len(vector), 2)}{'+' if len(vector) >= 2 else ''}")
 
 
-# --------------------------------------------------------------------------- reverse proof
+# --------------------------------------------------------------------------- reverse proofs
 
 
 def leaky(search: Search, over_fetch: int = 2) -> Search:
@@ -287,10 +384,31 @@ def leaky(search: Search, over_fetch: int = 2) -> Search:
     return run
 
 
-def constructed_corpus() -> Corpus:
-    """Six forbidden documents that rank above the two the user may read."""
+def global_statistics(
+    store: SQLiteStore, query: str, flt: SearchFilter, k: int
+) -> list[tuple[str, float]]:
+    """The subtler forbidden shape: rank inside the filter, but with BM25 statistics (N,
+    average length, document frequencies) over every chunk, the hidden ones included."""
+
+    def statistics_over_everything(
+        index: ContentIndex, term_ids: Sequence[int], mask: BoolArray, k: int
+    ) -> list[tuple[int, float]]:
+        ranked = bm25_top_k(index, term_ids, np.ones_like(mask), len(index))
+        return [(p, s) for p, s in ranked if mask[p]][:k]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite_module, "bm25_top_k", statistics_over_everything)
+        return store.lexical_search(query, flt, k)
+
+
+def constructed_corpus(*allowed_texts: str) -> Corpus:
+    """Six forbidden documents, then the documents the user may read (by default two
+    that the forbidden ones outrank)."""
+    allowed_texts = allowed_texts or ("revenue forecast milano report",) * 2
+    # forbidden chunks say "revenue" more often, so they rank first on both retrievers
+    texts = ["revenue revenue revenue"] * 6 + list(allowed_texts)
     docs = []
-    for n in range(8):
+    for n, text in enumerate(texts):
         allowed = n >= 6
         doc = Document(
             doc_id=f"src:{n}",
@@ -311,8 +429,6 @@ def constructed_corpus() -> Corpus:
             origin_chain=(),
             content_hash=f"h{n}",
         )
-        # forbidden chunks say "revenue" more often, so they rank first on both retrievers
-        text = "revenue forecast milano report" if allowed else "revenue revenue revenue"
         chunk = Chunk(f"src:{n}#0", doc.doc_id, 0, text, "section=1", doc.sensitivity, "human")
         docs.append((doc, [chunk]))
     return Corpus(docs)
@@ -320,6 +436,7 @@ def constructed_corpus() -> Corpus:
 
 ANN = SearchFilter(principals=frozenset({"user:ann", "everyone"}), now=NOW)
 ANN_MAY_READ = ["src:6#0", "src:7#0"]
+LEXICAL_ORACLES = (check_non_interference, check_bm25_reference)
 
 
 def test_reverse_proof_lexical_over_fetch_and_drop_fails_the_property(tmp_path: Path) -> None:
@@ -329,10 +446,31 @@ def test_reverse_proof_lexical_over_fetch_and_drop_fails_the_property(tmp_path: 
 
         check_lexical(store_lexical, store, corpus, "revenue", ANN, 2)  # the real store passes
         assert [c for c, _ in store.lexical_search("revenue", ANN, 2)] == ANN_MAY_READ
-        with pytest.raises(AssertionError):
-            check_lexical(leaky(store_lexical), store, corpus, "revenue", ANN, 2)
+        for check in LEXICAL_ORACLES:  # each oracle on its own rejects the leak
+            with pytest.raises(AssertionError):
+                check(leaky(store_lexical), store, corpus, "revenue", ANN, 2)
         # what the leak looks like: the user may read two matches and is shown none
         assert leaky(store_lexical)(store, "revenue", ANN, 2) == []
+
+
+def test_reverse_proof_global_bm25_statistics_fail_non_interference(tmp_path: Path) -> None:
+    """Ranking inside the filter is not enough: with statistics over every chunk, six
+    hidden documents saying "revenue" make it a common word, and the caller's "margin"
+    chunk jumps above their "revenue" chunk. The results reveal the hidden documents."""
+    corpus = constructed_corpus("revenue forecast", "margin forecast")
+    query = "revenue margin"
+    with SQLiteStore(tmp_path / "index.db") as store:
+        fill(store, corpus)
+
+        check_lexical(store_lexical, store, corpus, query, ANN, 2)  # the real store passes
+        got = store.lexical_search(query, ANN, 2)
+        assert [c for c, _ in got] == ANN_MAY_READ  # an exact tie, in insertion order
+        assert got[0][1] == got[1][1]
+        for check in LEXICAL_ORACLES:  # each oracle on its own rejects the variant
+            with pytest.raises(AssertionError):
+                check(global_statistics, store, corpus, query, ANN, 2)
+        # the variant returns the right chunks, so only the ranking gives it away
+        assert [c for c, _ in global_statistics(store, query, ANN, 2)] == ANN_MAY_READ[::-1]
 
 
 def test_reverse_proof_vector_over_fetch_and_drop_fails_the_property(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
-"""The embedded store on a real SQLite file: round-trips, purges, atomic replace, reopening."""
+"""The embedded store on a real SQLite file: round-trips, purges, atomic replace, reopening,
+and lexical analysis end to end (stemming, Japanese, Italian accents)."""
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Sensitivity
 from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter, Store
-from clearance.store.sqlite import SQLiteStore
+from clearance.store.sqlite import Retrieved, SQLiteStore
 
 JST = timezone(timedelta(hours=9))
 EVERYONE = frozenset({"everyone"})
@@ -79,13 +82,35 @@ def everyone_filter(**changes: object) -> SearchFilter:
     return dataclasses.replace(flt, **changes)  # type: ignore[arg-type]
 
 
+@contextmanager
+def connect(path: Path) -> Iterator[sqlite3.Connection]:
+    """A second, independent connection to the file (autocommit), closed afterwards."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        yield db
+
+
 def table_counts(path: Path) -> dict[str, int]:
     """Row counts read through a second, independent connection to the file."""
-    with sqlite3.connect(path) as db:
+    with connect(path) as db:
         return {
             t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-            for t in ("documents", "doc_acl", "chunks", "chunks_fts", "vectors")
+            for t in ("documents", "doc_acl", "chunks", "chunk_terms", "vectors")
         }
+
+
+def term_dictionary(path: Path) -> dict[str, int]:
+    with connect(path) as db:
+        return dict(db.execute("SELECT term, id FROM terms").fetchall())
+
+
+def unindexed(path: Path) -> list[tuple[str, int]]:
+    """Chunks without a term row, and term rows without a chunk: both must never exist."""
+    with connect(path) as db:
+        return db.execute(
+            "SELECT 'chunk', id FROM chunks WHERE id NOT IN (SELECT chunk FROM chunk_terms) "
+            "UNION ALL "
+            "SELECT 'chunk_terms', chunk FROM chunk_terms WHERE chunk NOT IN (SELECT id FROM chunks)"
+        ).fetchall()
 
 
 TEXTS = ["Revenue grew in the third quarter.", "Costs fell in Tokyo.", "東京の売上高"]
@@ -163,7 +188,7 @@ def test_hits_returns_chunks_with_documents_in_the_order_asked(store: SQLiteStor
     assert store.hits([]) == []
 
 
-def test_delete_purges_chunks_fts_rows_acl_and_vectors(store: SQLiteStore) -> None:
+def test_delete_purges_chunks_term_rows_acl_and_vectors(store: SQLiteStore) -> None:
     keep, gone = make_doc("files:keep"), make_doc("files:gone")
     store.upsert(keep, make_chunks(keep, ["kept text"]), vectors(["kept text"]))
     store.upsert(gone, make_chunks(gone, TEXTS), vectors(TEXTS))
@@ -171,9 +196,11 @@ def test_delete_purges_chunks_fts_rows_acl_and_vectors(store: SQLiteStore) -> No
         "documents": 2,
         "doc_acl": 4,
         "chunks": 4,
-        "chunks_fts": 4,
+        "chunk_terms": 4,
         "vectors": 4,
     }
+    dictionary = term_dictionary(store.path)
+    assert {"revenu", "tokyo", "東京", "売上"} <= set(dictionary)
 
     assert store.delete("files:gone") is True
 
@@ -181,9 +208,11 @@ def test_delete_purges_chunks_fts_rows_acl_and_vectors(store: SQLiteStore) -> No
         "documents": 1,
         "doc_acl": 2,
         "chunks": 1,
-        "chunks_fts": 1,
+        "chunk_terms": 1,
         "vectors": 1,
     }
+    assert unindexed(store.path) == []
+    assert term_dictionary(store.path) == dictionary  # term ids are never reused
     assert store.get_document("files:gone") is None
     assert store.get_chunks("files:gone") == []
     assert store.lexical_search("revenue Tokyo", everyone_filter(), 10) == []
@@ -204,7 +233,7 @@ def test_upsert_replaces_the_previous_version_completely(store: SQLiteStore) -> 
         "documents": 1,
         "doc_acl": 1,
         "chunks": 1,
-        "chunks_fts": 1,
+        "chunk_terms": 1,
         "vectors": 0,
     }
     assert store.lexical_search("revenue", everyone_filter(), 5) == []
@@ -220,9 +249,10 @@ def assert_first_version_intact(store: SQLiteStore, doc: Document, chunks: list[
         "documents": 1,
         "doc_acl": 2,
         "chunks": 3,
-        "chunks_fts": 3,
+        "chunk_terms": 3,
         "vectors": 3,
     }
+    assert unindexed(store.path) == []
 
 
 def test_a_failed_replace_leaves_the_old_version_intact(store: SQLiteStore) -> None:
@@ -292,7 +322,7 @@ def test_set_acl_changes_only_the_acl(store: SQLiteStore) -> None:
     doc = make_doc(acl=frozenset({"user:bob"}))
     chunks = make_chunks(doc, TEXTS)
     store.upsert(doc, chunks, vectors(TEXTS))
-    with sqlite3.connect(store.path) as db:
+    with connect(store.path) as db:
         before = db.execute("SELECT ingested_at FROM documents").fetchone()[0]
         vecs_before = db.execute("SELECT chunk, vec FROM vectors ORDER BY chunk").fetchall()
     bob = everyone_filter(principals=frozenset({"user:bob"}))
@@ -305,7 +335,7 @@ def test_set_acl_changes_only_the_acl(store: SQLiteStore) -> None:
     got = store.get_document(doc.doc_id)
     assert got == dataclasses.replace(doc, acl=frozenset({"user:carol", "group:x"}))
     assert store.get_chunks(doc.doc_id) == chunks
-    with sqlite3.connect(store.path) as db:
+    with connect(store.path) as db:
         assert db.execute("SELECT ingested_at FROM documents").fetchone()[0] == before
         assert db.execute("SELECT chunk, vec FROM vectors ORDER BY chunk").fetchall() == vecs_before
     assert store.lexical_search("revenue", bob, 5) == []
@@ -388,7 +418,7 @@ def test_reopening_the_file_keeps_everything(tmp_path: Path) -> None:
         assert again.get_document(doc.doc_id) == doc
         assert again.get_chunks(doc.doc_id) == chunks
         assert again.get_meta("k") == [1, "two"]
-        assert again.get_meta("schema_version") == 1
+        assert again.get_meta("schema_version") == 2
         assert again.last_acl_syncs() == {"wiki": at}
         assert again.lexical_search("tokyo", everyone_filter(), 5) == lexical
         assert again.vector_search(vectors(["Costs fell"])[0], everyone_filter(), 5) == vector
@@ -398,10 +428,10 @@ def test_reopening_the_file_keeps_everything(tmp_path: Path) -> None:
 def test_an_index_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "index.db"
     SQLiteStore(path).close()
-    with sqlite3.connect(path) as db:
+    with connect(path) as db:
         db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
 
-    with pytest.raises(StoreError, match=r"index schema 99 is not supported \(expected 1\)"):
+    with pytest.raises(StoreError, match=r"index schema 99 is not supported \(expected 2\)"):
         SQLiteStore(path)
 
 
@@ -502,3 +532,125 @@ def test_vector_ties_at_the_cut_keep_the_earliest_chunks(store: SQLiteStore) -> 
     got = [c for c, _ in store.vector_search(basis[0], everyone_filter(), 5)]
 
     assert got == ["files:s0#0", "files:s1#0", "files:s2#0", "files:w00#0", "files:w01#0"]
+
+
+def test_retrieve_returns_what_the_separate_searches_return(store: SQLiteStore) -> None:
+    finance, hidden = make_doc("files:finance"), make_doc("files:hidden", acl=EVERYONE)
+    other = make_doc("files:other", title="Tokyo office")
+    store.upsert(finance, make_chunks(finance, TEXTS), vectors(TEXTS))
+    store.upsert(hidden, make_chunks(hidden, ["Revenue in Tokyo"]), vectors(["Revenue in Tokyo"]))
+    store.upsert(other, make_chunks(other, ["Revenue", "no vector"]), [*vectors(["x"]), None])
+    bob = everyone_filter(principals=frozenset({"user:bob"}))
+
+    for query, k in (("revenue Tokyo", 3), ("quarter costs 東京", 10), ("the of", 4)):
+        vector = vectors([query])[0]
+        got = store.retrieve(query, vector, bob, k)
+        assert got == Retrieved(
+            store.lexical_search(query, bob, k), store.vector_search(vector, bob, k)
+        )
+        assert len(got.vector) == min(k, 4)  # every visible chunk with a vector qualifies
+        assert not {c for c, _ in [*got.lexical, *got.vector]} & {"files:hidden#0"}
+        assert store.retrieve(query, None, bob, k) == Retrieved(got.lexical, [])
+    assert len(store.retrieve("revenue Tokyo", None, bob, 10).lexical) == 4
+    assert store.retrieve("the of", None, bob, 5) == Retrieved([], [])  # only stopwords
+    vector = vectors(["revenue"])[0]
+    assert store.retrieve("revenue", vector, bob, 0) == Retrieved([], [])
+    nobody = everyone_filter(principals=frozenset())
+    assert store.retrieve("revenue", vector, nobody, 5) == Retrieved([], [])
+    with pytest.raises(StoreError, match="query vector has 3 dimensions"):
+        store.retrieve("revenue", np.ones(3, dtype=np.float32), bob, 5)
+
+
+ANALYSED = {
+    "files:en": ("Planning", "The forecasts were revised twice."),
+    "files:ja": ("東京支社", "東京の売上高は増加した。"),
+    "files:it": ("Milano", "La città è più attiva e la società cresce."),
+    "files:none": ("Misc", "Nothing relevant here."),
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("forecasting", {"files:en#0"}),  # English stems on both sides
+        ("FORECAST revisions", {"files:en#0"}),
+        ("ｆｏｒｅｃａｓｔｓ", {"files:en#0"}),  # full-width letters, NFKC
+        ("売上高", {"files:ja#0"}),  # Japanese by character bigrams
+        ("東京", {"files:ja#0"}),
+        ("京", {"files:ja#0"}),  # a one-character query falls back to the unigram
+        ("京都", set()),  # "Kyoto" shares a character, not a bigram
+        ("citta", {"files:it#0"}),  # accent-free query, accented text
+        ("città", {"files:it#0"}),
+        ("CITTÀ società", {"files:it#0"}),
+        ("milano", {"files:it#0"}),  # the title is indexed with every chunk
+    ],
+)
+def test_lexical_search_analyses_english_japanese_and_italian(
+    store: SQLiteStore, query: str, expected: set[str]
+) -> None:
+    for doc_id, (title, text) in ANALYSED.items():
+        doc = make_doc(doc_id, title=title)
+        store.upsert(doc, make_chunks(doc, [text]))
+
+    hits = store.lexical_search(query, everyone_filter(), 10)
+
+    assert {c for c, _ in hits} == expected
+    assert all(score > 0 for _, score in hits)
+
+
+def test_a_rolled_back_upsert_leaves_no_term_rows_and_resets_the_vocabulary(
+    store: SQLiteStore,
+) -> None:
+    """The writer caches the term dictionary. A write that fails after adding terms takes
+    them back, and SQLite hands their ids to the next new terms: a writer still holding the
+    rolled-back ids would file "zebra" under the id of "quokka"."""
+    doc = make_doc()
+    store.upsert(doc, make_chunks(doc, TEXTS))
+    dictionary = term_dictionary(store.path)
+    with connect(store.path) as db:
+        db.execute(
+            "CREATE TRIGGER fail_term_rows BEFORE INSERT ON chunk_terms "
+            "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+        )
+    zebra = make_doc("files:zebra")
+
+    with pytest.raises(StoreError, match="disk on fire"):
+        store.upsert(zebra, make_chunks(zebra, ["zebra crossings"]))
+
+    assert term_dictionary(store.path) == dictionary  # the new terms went with the write
+    assert unindexed(store.path) == []
+    assert store.get_document("files:zebra") is None
+    with connect(store.path) as db:
+        db.execute("DROP TRIGGER fail_term_rows")
+    quokka = make_doc("files:quokka")
+    store.upsert(quokka, make_chunks(quokka, ["quokka sightings"]))
+    store.upsert(zebra, make_chunks(zebra, ["zebra crossings"]))
+
+    assert [c for c, _ in store.lexical_search("zebra", everyone_filter(), 5)] == ["files:zebra#0"]
+    assert [c for c, _ in store.lexical_search("quokka", everyone_filter(), 5)] == [
+        "files:quokka#0"
+    ]
+    assert [c for c, _ in store.lexical_search("crossing", everyone_filter(), 5)] == [
+        "files:zebra#0"
+    ]
+    assert unindexed(store.path) == []
+    assert set(term_dictionary(store.path)) == set(dictionary) | {
+        "zebra",
+        "cross",
+        "quokka",
+        "sight",
+    }
+
+
+def test_identical_vectors_are_an_exact_tie_ranked_in_insertion_order(store: SQLiteStore) -> None:
+    positions = np.arange(24)
+    same = np.sin(positions + 1.0).astype(np.float32)
+    query = np.cos(3.0 * positions).astype(np.float32)
+    for n in range(5):
+        doc = make_doc(f"files:{n}")
+        store.upsert(doc, make_chunks(doc, ["same text"]), [same])
+
+    got = store.vector_search(query, everyone_filter(), 5)
+
+    assert len({score for _, score in got}) == 1
+    assert [c for c, _ in got] == [f"files:{n}#0" for n in range(5)]

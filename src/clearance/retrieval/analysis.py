@@ -1,18 +1,29 @@
 """Text analysis shared by indexing and querying, so both see the same terms.
 
-Latin-script text is split into words (NFKC, casefolded; FTS5's porter stemmer runs on top).
-CJK text has no spaces, so every run of Han, Hiragana, Katakana or Hangul characters is
-indexed as its unigrams **and** bigrams: a Japanese or Chinese query matches documents by
-overlapping character pairs, which is the standard CJK approach when no dictionary
-tokenizer is available and keeps recall for one-character words.
+Latin-script text is split into words (NFKC, casefolded). CJK text has no spaces, so every
+run of Han, Hiragana, Katakana or Hangul characters is indexed as its unigrams **and**
+bigrams: a Japanese or Chinese query matches documents by overlapping character pairs, which
+is the standard CJK approach when no dictionary tokenizer is available and keeps recall for
+one-character words.
+
+Two layers:
+
+* :func:`index_terms` / :func:`query_terms` give the *surface* terms (what the extractive
+  answerer compares between a question and a sentence);
+* :func:`document_terms` / :func:`search_terms` give the *index* terms the lexical index
+  stores and matches: surface terms with diacritics folded ("società" = "societa") and
+  stemmed by the Snowball English stemmer (PyStemmer), CJK terms untouched.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 
-__all__ = ["fts_query", "index_terms", "query_terms"]
+import Stemmer
+
+__all__ = ["document_terms", "index_terms", "query_terms", "search_terms"]
 
 _CJK = (
     "\u3040-\u30ff"  # Hiragana, Katakana
@@ -20,8 +31,16 @@ _CJK = (
     "\uac00-\ud7af"  # Hangul syllables
     "\u31f0-\u31ff\u3005\u3006\u30fc"  # Katakana ext, 々, 〆, ー
 )
+# Combining marks are not word characters to `re`, yet they belong inside words: a Hindi
+# vowel sign, an Arabic or Hebrew point, the dot of a case-folded Turkish "İ".
+_MARKS = (
+    "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670"
+    "\u0900-\u0dff\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff"
+    "\u20d0-\u20ff\ufe20-\ufe2f"
+)
+_WORD = rf"[^\W_{_CJK}](?:[^\W_{_CJK}]|[{_MARKS}])*"
 # Latin-script words exclude CJK characters, so "6時間" splits into "6" and a CJK run.
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*", re.UNICODE)
+_TOKEN = re.compile(rf"[{_CJK}]+|{_WORD}(?:['’]{_WORD})*", re.UNICODE)
 _IS_CJK = re.compile(rf"^[{_CJK}]+$")
 
 # Only dropped from queries (documents keep them), to keep OR-queries selective.
@@ -124,9 +143,47 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 ``MATCH`` expression OR-ing the quoted query terms; ``None`` if no terms."""
-    terms = query_terms(text)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+# A Stemmer object keeps state between calls and must not be shared between threads.
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    stemmer: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+# The accents of Latin, Greek and Cyrillic letters; vowel signs of other scripts stay.
+_ACCENTS = re.compile("[\u0300-\u036f]")
+
+
+def _fold(term: str) -> str:
+    """Drop accents from a term ("città" → "citta", "Ελλάδα" → "ελλαδα"). Never applied to
+    CJK terms: NFD would split the voicing mark off "が" and turn it into "か"."""
+    if term.isascii():
+        return term
+    decomposed = unicodedata.normalize("NFD", term)
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
+
+
+def _index_forms(terms: list[str]) -> list[str]:
+    latin = [i for i, t in enumerate(terms) if not _IS_CJK.match(t)]
+    if not latin:
+        return terms
+    stemmed = _stemmer().stemWords([_fold(terms[i]) for i in latin])
+    out = list(terms)
+    for i, stem in zip(latin, stemmed, strict=True):
+        out[i] = stem
+    return out
+
+
+def document_terms(text: str) -> list[str]:
+    """Every index term of a document, in order, repeats kept (term frequency counts)."""
+    return _index_forms(_terms(text))
+
+
+def search_terms(text: str) -> list[str]:
+    """Distinct index terms of a query, stopwords removed before and after stemming."""
+    # Checked again after stemming: "what's" and "it's" stem to stopwords.
+    return [t for t in dict.fromkeys(_index_forms(query_terms(text))) if t not in _STOPWORDS]

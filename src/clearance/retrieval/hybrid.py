@@ -1,7 +1,8 @@
 """Hybrid retrieval: lexical and vector search inside one filter, fused with RRF.
 
-Both retrievers receive the same :class:`~clearance.store.base.SearchFilter`; fusion only
-ever sees chunks that were already inside the allowed set.
+Both retrievers rank inside the same permission mask, computed once per request from the
+:class:`~clearance.store.base.SearchFilter`; fusion only ever sees chunks that were already
+inside the allowed set.
 """
 
 from __future__ import annotations
@@ -28,10 +29,8 @@ class HybridSearcher:
         if k <= 0 or not query.strip():
             return []
         pool = max(self.candidates, k)
-        lexical = self.store.lexical_search(query, flt, pool)
-        vector: list[tuple[str, float]] = []
-        if self.embedder is not None:
-            vector = self.store.vector_search(self.embedder.embed([query])[0], flt, pool)
+        embedded = None if self.embedder is None else self.embedder.embed([query])[0]
+        lexical, vector = self.store.retrieve(query, embedded, flt, pool)
         lex_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
         vec_rank = {cid: i for i, (cid, _) in enumerate(vector, start=1)}
         fused = reciprocal_rank_fusion(

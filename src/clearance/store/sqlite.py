@@ -1,14 +1,20 @@
 """The embedded default store: one SQLite file holds everything.
 
-Documents, ACL rows, chunks, an FTS5 full-text index over analysed terms
-(:mod:`clearance.retrieval.analysis`), float32 vectors, metadata and sync state live in one
-file opened in WAL mode. Vector search is exact (numpy) over an in-memory matrix that is
-reloaded when the file's write generation changes.
+Documents, ACL rows, chunks, a full-text index (a term dictionary and each chunk's term
+frequencies, from :mod:`clearance.retrieval.analysis`), float32 vectors, metadata and sync
+state live in one file opened in WAL mode.
 
-The permission filter is compiled into SQL (``_allowed``): the lexical query joins the FTS
-match against the allowed documents *inside* the query, and the vector search masks the
-matrix with the same allowed set before ranking. Both therefore return the top-k of the
-allowed set, never a filtered top-k of everything.
+Search runs over in-memory copies (:mod:`clearance.store.memory`): an inverted index for
+BM25, the vector matrix, and the per-document access data. Triggers on the tables bump two
+write generations in the file, ``content_generation`` (chunks, terms, vectors) and
+``access_generation`` (documents, ACL rows); every search reads both and rebuilds a stale
+copy first, so a change committed by any writer, in any process, is seen by the next search.
+
+The permission filter becomes one boolean mask over the chunks, computed once per request;
+BM25 (with statistics over the allowed chunks only) and the exact vector product both rank
+*inside* it. Both return the top-k of the allowed set, never a filtered top-k of everything.
+The same filter compiled to SQL (``_allowed``) selects facts and serves as the reference
+the tests compare the mask with.
 """
 
 from __future__ import annotations
@@ -17,22 +23,25 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.retrieval.analysis import fts_query, index_terms
+from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.store.base import SearchFilter, StoreStats, Vector
+from clearance.store.memory import AccessIndex, ContentIndex, VectorRows, bm25_top_k, top_k
 
-__all__ = ["SQLiteStore"]
+__all__ = ["Retrieved", "SQLiteStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -81,8 +90,17 @@ CREATE TABLE IF NOT EXISTS chunks (
     origin TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_key);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
-    terms, tokenize = 'porter unicode61 remove_diacritics 2'
+-- the full-text index: a term dictionary (ids are never reused) and, per chunk, its length
+-- in terms and its distinct term ids with their frequencies (little-endian int32 arrays)
+CREATE TABLE IF NOT EXISTS terms (
+    id INTEGER PRIMARY KEY,
+    term TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS chunk_terms (
+    chunk INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
+    length INTEGER NOT NULL,
+    term_ids BLOB NOT NULL,
+    tfs BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS vectors (
     chunk INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
@@ -109,7 +127,23 @@ CREATE TABLE IF NOT EXISTS facts (
 CREATE INDEX IF NOT EXISTS facts_lookup ON facts (metric, entity, period);
 CREATE INDEX IF NOT EXISTS facts_doc ON facts (doc_key);
 -- end facts
+INSERT OR IGNORE INTO meta VALUES ('content_generation', '0'), ('access_generation', '0');
 """
+
+# Generation triggers: whoever writes (this class, another process, an operator's SQL shell),
+# the in-memory copies of a reader are rebuilt before its next search. Cascaded deletes fire
+# them too.
+_GENERATIONS = {
+    "content_generation": ("chunks", "chunk_terms", "vectors"),
+    "access_generation": ("documents", "doc_acl"),
+}
+_TRIGGERS = "\n".join(
+    f"CREATE TRIGGER IF NOT EXISTS {table}_{event.lower()}_bumps_{key} AFTER {event} ON {table} "
+    f"BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{key}'; END;"
+    for key, tables in _GENERATIONS.items()
+    for table in tables
+    for event in ("INSERT", "UPDATE", "DELETE")
+)
 
 _DOC_COLUMNS = (
     "doc_id, source_system, corpus, title, uri, owner, sensitivity, created_at, updated_at, "
@@ -126,19 +160,18 @@ def _dt(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-class _VectorIndex:
-    """An in-memory copy of all vectors for exact search under a mask."""
+class Retrieved(NamedTuple):
+    """Both retrievers' ``(chunk_id, score)`` lists for one request, ranked in one mask."""
 
-    def __init__(self, generation: int, rows: list[tuple[int, int, int, bytes]], dim: int) -> None:
-        self.generation = generation
-        self.dim = dim
-        n = len(rows)
-        self.chunk_keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
-        self.doc_keys = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
-        self.sensitivity = np.fromiter((r[2] for r in rows), dtype=np.int8, count=n)
-        self.matrix = np.empty((n, dim), dtype=np.float32)
-        for i, r in enumerate(rows):
-            self.matrix[i] = np.frombuffer(r[3], dtype=np.float32)
+    lexical: list[tuple[str, float]]
+    vector: list[tuple[str, float]]
+
+
+def _pack(terms: Iterable[str], vocabulary: Mapping[str, int]) -> tuple[int, bytes, bytes]:
+    counts = Counter(vocabulary[t] for t in terms)
+    ids = np.fromiter(sorted(counts), dtype="<i4", count=len(counts))
+    tfs = np.fromiter((counts[i] for i in ids.tolist()), dtype="<i4", count=len(counts))
+    return int(tfs.sum()), ids.tobytes(), tfs.tobytes()
 
 
 class SQLiteStore:
@@ -153,20 +186,38 @@ class SQLiteStore:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.executescript(_SCHEMA)
-            found = self._meta_raw("schema_version")
-            if found is None:
-                self._db.execute(
-                    "INSERT INTO meta VALUES ('schema_version', ?)", (json.dumps(SCHEMA_VERSION),)
-                )
-            elif json.loads(found) != SCHEMA_VERSION:
+            found = self._schema_version()
+            if found not in (None, 1, SCHEMA_VERSION):
+                # Checked before anything is created: an index written by a newer release
+                # is left exactly as it is.
+                self._db.close()
                 raise StoreError(
                     f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
                 )
+            self._db.executescript(_SCHEMA)
+            self._db.executescript(_TRIGGERS)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open index {self.path}: {exc}") from exc
         self._lock = threading.RLock()
-        self._vectors: _VectorIndex | None = None
+        self._content: ContentIndex | None = None
+        self._access: AccessIndex | None = None
+        self._vocabulary: dict[str, int] | None = None  # the writer's copy of `terms`
+        if found is None:
+            self._db.execute(
+                "INSERT INTO meta VALUES ('schema_version', ?)", (json.dumps(SCHEMA_VERSION),)
+            )
+        elif found == 1:
+            self._migrate_from_1()
+
+    def _schema_version(self) -> Any:
+        """The stored schema version, or ``None`` for a new (empty) file."""
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if exists is None:
+            return None
+        raw = self._meta_raw("schema_version")
+        return None if raw is None else json.loads(raw)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -179,12 +230,27 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _migrate_from_1(self) -> None:
+        """Schema 1 kept an FTS5 table; schema 2 keeps term frequencies. Re-analyse every
+        chunk's stored text once, in one transaction, and drop the FTS5 table."""
+        with self.transaction() as db:
+            rows = db.execute(
+                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.key = c.doc_key"
+            ).fetchall()
+            self._write_terms(db, [(key, f"{title}\n{text}") for key, title, text in rows])
+            db.execute("DROP TABLE IF EXISTS chunks_fts")
+            db.execute("DELETE FROM meta WHERE key = 'generation'")
+            db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                (json.dumps(SCHEMA_VERSION),),
+            )
+
     @contextmanager
-    def transaction(self, *, content: bool = False) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; everything inside commits together or not at all.
 
-        ``content=True`` marks a change to chunks or vectors: it bumps the write generation
-        so in-memory vector indexes (in this and other processes) reload."""
+        Writers need not tell readers what they changed: triggers bump the write
+        generations, and readers rebuild their in-memory copies from them."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -192,17 +258,29 @@ class SQLiteStore:
                 raise StoreError(f"cannot write to {self.path}: {exc}") from exc
             try:
                 yield self._db
-                if content:
-                    self._db.execute(
-                        "INSERT INTO meta VALUES ('generation', '1') ON CONFLICT (key) "
-                        "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-                    )
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 self._db.execute("ROLLBACK")
+                # Copies built inside the transaction saw writes that never happened, and the
+                # rollback also rewinds the generations they are labelled with.
+                self._content = self._access = None
+                self._vocabulary = None  # it may hold ids the rollback took back
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"write to {self.path} failed: {exc}") from exc
                 raise
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read of several tables (WAL: one snapshot until the end)."""
+        with self._lock:
+            if self._db.in_transaction:
+                yield self._db
+                return
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            finally:
+                self._db.execute("COMMIT")
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
@@ -228,9 +306,38 @@ class SQLiteStore:
                 (key, json.dumps(value)),
             )
 
-    def _generation(self) -> int:
-        raw = self._meta_raw("generation")
-        return 0 if raw is None else int(raw)
+    def _generations(self) -> tuple[int, int]:
+        found = dict(
+            self._db.execute(
+                "SELECT key, CAST(value AS INTEGER) FROM meta "
+                "WHERE key IN ('content_generation', 'access_generation')"
+            ).fetchall()
+        )
+        return int(found["content_generation"]), int(found["access_generation"])
+
+    def _term_ids_for_write(self, db: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
+        """The writer's vocabulary, extended with ``terms``; call inside a transaction."""
+        vocabulary = self._vocabulary
+        if vocabulary is None:
+            vocabulary = dict(db.execute("SELECT term, id FROM terms").fetchall())
+        else:  # another connection may have added terms: ids only grow, so fetch the tail
+            known = max(vocabulary.values(), default=0)
+            vocabulary.update(db.execute("SELECT term, id FROM terms WHERE id > ?", (known,)))
+        self._vocabulary = vocabulary
+        for term in terms:
+            if term not in vocabulary:
+                cur = db.execute("INSERT INTO terms (term) VALUES (?)", (term,))
+                vocabulary[term] = int(cur.lastrowid or 0)
+        return vocabulary
+
+    def _write_terms(self, db: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> None:
+        """Index ``(chunk key, text)`` pairs: the chunk's length, term ids and frequencies."""
+        analysed = [(key, document_terms(text)) for key, text in texts]
+        vocabulary = self._term_ids_for_write(db, {t for _, terms in analysed for t in terms})
+        db.executemany(
+            "INSERT INTO chunk_terms (chunk, length, term_ids, tfs) VALUES (?, ?, ?, ?)",
+            [(key, *_pack(terms, vocabulary)) for key, terms in analysed],
+        )
 
     # ------------------------------------------------------------------ writes
 
@@ -259,7 +366,7 @@ class SQLiteStore:
         dims = {np.asarray(v).size for v in vectors or () if v is not None}
         if len(dims) > 1:
             raise StoreError(f"{document.doc_id}: vectors of different dimensions {sorted(dims)}")
-        with self.transaction(content=True) as db:
+        with self.transaction() as db:
             self._delete_in(db, document.doc_id)
             row = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
             if dims and row is not None and row[0] // 4 not in dims:
@@ -299,6 +406,7 @@ class SQLiteStore:
                 "INSERT INTO doc_acl (doc_key, principal) VALUES (?, ?)",
                 [(doc_key, p) for p in sorted(document.acl)],
             )
+            keys: list[tuple[int, str]] = []
             for i, chunk in enumerate(chunks):
                 cur = db.execute(
                     "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
@@ -313,16 +421,14 @@ class SQLiteStore:
                         chunk.origin,
                     ),
                 )
-                key = cur.lastrowid
-                db.execute(
-                    "INSERT INTO chunks_fts (rowid, terms) VALUES (?, ?)",
-                    (key, index_terms(f"{document.title}\n{chunk.text}")),
-                )
+                key = int(cur.lastrowid or 0)
+                keys.append((key, f"{document.title}\n{chunk.text}"))
                 if vectors is not None and vectors[i] is not None:
                     vec = np.ascontiguousarray(vectors[i], dtype=np.float32)
                     db.execute(
                         "INSERT INTO vectors (chunk, vec) VALUES (?, ?)", (key, vec.tobytes())
                     )
+            self._write_terms(db, keys)
             # --- facts: replaced with the document (the old ones went by ON DELETE CASCADE)
             db.executemany(
                 "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, raw, "
@@ -349,15 +455,11 @@ class SQLiteStore:
         row = db.execute("SELECT key FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         if row is None:
             return False
-        db.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_key = ?)",
-            (row[0],),
-        )
         db.execute("DELETE FROM documents WHERE key = ?", (row[0],))
         return True
 
     def delete(self, doc_id: str) -> bool:
-        with self.transaction(content=True) as db:
+        with self.transaction() as db:
             return self._delete_in(db, doc_id)
 
     def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
@@ -566,85 +668,111 @@ class SQLiteStore:
         ).fetchall()
         return {str(r[0]) for r in rows}
 
-    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        match = fts_query(query)
-        if match is None or k <= 0 or not flt.principals:
-            return []
-        allowed, params = self._allowed(flt)
-        sql = (
-            f"WITH allowed AS MATERIALIZED ({allowed}) "
-            "SELECT c.chunk_id, bm25(chunks_fts) AS score FROM chunks_fts "
-            "JOIN chunks c ON c.id = chunks_fts.rowid "
-            "JOIN allowed a ON a.doc_key = c.doc_key "
-            "WHERE chunks_fts MATCH ? AND c.sensitivity <= a.ceiling "
-            "ORDER BY score, c.id LIMIT ?"
-        )
-        try:
-            rows = self._db.execute(sql, [*params, match, k]).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"lexical search failed: {exc}") from exc
-        return [(str(cid), -float(score)) for cid, score in rows]
+    def _indexes(self, *, vectors: bool) -> tuple[ContentIndex, AccessIndex]:
+        """The current in-memory copies, rebuilt first where the file moved on."""
+        with self._snapshot() as db:
+            content_generation, access_generation = self._generations()
+            content = self._content
+            if content is None or content.generation != content_generation:
+                # A chunk without terms (only a writer bypassing `upsert` can make one) is
+                # still a chunk: it keeps its place, so vectors line up, and matches no term.
+                rows = db.execute(
+                    "SELECT c.id, c.doc_key, c.sensitivity, c.chunk_id, coalesce(t.length, 0), "
+                    "coalesce(t.term_ids, x''), coalesce(t.tfs, x'') FROM chunks c "
+                    "LEFT JOIN chunk_terms t ON t.chunk = c.id ORDER BY c.id"
+                ).fetchall()
+                content = self._content = ContentIndex(content_generation, rows)
+            if vectors and content.vectors is None:
+                content.vectors = self._load_vectors(db, content)
+            access = self._access
+            if access is None or access.generation != access_generation:
+                documents = db.execute(
+                    "SELECT key, doc_id, corpus, sensitivity, expires_at, ai_allowed FROM documents"
+                ).fetchall()
+                acl = db.execute("SELECT principal, doc_key FROM doc_acl").fetchall()
+                access = self._access = AccessIndex(access_generation, documents, acl)
+            return content, access
 
-    def _vector_index(self) -> _VectorIndex | None:
-        generation = self._generation()
+    @staticmethod
+    def _load_vectors(db: sqlite3.Connection, content: ContentIndex) -> VectorRows:
+        rows = db.execute("SELECT chunk, vec FROM vectors ORDER BY chunk").fetchall()
+        if not rows:
+            return VectorRows(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        dim = len(rows[0][1]) // 4
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        # Read in the same snapshot as `content`, so every vector's chunk is there; a row
+        # that still fails to line up with its chunk is left out rather than misattributed.
+        positions = np.minimum(np.searchsorted(content.keys, keys), max(len(content) - 1, 0))
+        aligned = content.keys[positions] == keys if len(content) else np.zeros_like(keys, bool)
+        matrix = matrix.reshape(len(rows), dim)
+        if not aligned.all():
+            positions, matrix = positions[aligned], matrix[aligned]
+        return VectorRows(positions, matrix)
+
+    def _lexical(
+        self, content: ContentIndex, terms: list[str], mask: npt.NDArray[np.bool_], k: int
+    ) -> list[tuple[str, float]]:
+        if not terms:
+            return []
         with self._lock:
-            if self._vectors is not None and self._vectors.generation == generation:
-                return self._vectors
-            rows = self._db.execute(
-                "SELECT c.id, c.doc_key, c.sensitivity, v.vec FROM vectors v "
-                "JOIN chunks c ON c.id = v.chunk ORDER BY c.id"
-            ).fetchall()
-            if not rows:
-                self._vectors = None
-                return None
-            dim = len(rows[0][3]) // 4
-            self._vectors = _VectorIndex(generation, rows, dim)
-            return self._vectors
+            found = dict(
+                self._db.execute(
+                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+                    (json.dumps(terms),),
+                ).fetchall()
+            )
+        ids = [found[t] for t in terms if t in found]
+        return [(content.chunk_ids[p], s) for p, s in bm25_top_k(content, ids, mask, k)]
 
-    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        if k <= 0 or not flt.principals:
-            return []
-        index = self._vector_index()
-        if index is None:
+    @staticmethod
+    def _vector(
+        content: ContentIndex, vector: Vector, mask: npt.NDArray[np.bool_], k: int
+    ) -> list[tuple[str, float]]:
+        rows = content.vectors
+        if rows is None or rows.positions.size == 0:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != index.dim:
-            raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {index.dim}")
-        allowed, params = self._allowed(flt)
-        rows = self._db.execute(allowed, params).fetchall()
-        if not rows:
+        if query.shape[0] != rows.dim:
+            raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {rows.dim}")
+        # The permission mask picks the candidate rows; ranking happens after masking.
+        candidates = np.flatnonzero(mask[rows.positions])
+        if candidates.size == 0:
             return []
-        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        size = int(max(keys.max(), index.doc_keys.max())) + 1
-        ceiling = np.full(size, -1, dtype=np.int8)
-        ceiling[keys] = np.fromiter((r[1] for r in rows), dtype=np.int8, count=len(rows))
-        # The permission mask: a chunk is a candidate only if its document is allowed and the
-        # chunk itself is within that document's ceiling. Ranking happens after masking.
-        mask = index.sensitivity <= ceiling[index.doc_keys]
-        positions = np.flatnonzero(mask)
-        if positions.size == 0:
-            return []
-        if positions.size * 3 < mask.size:
-            scores = index.matrix[positions] @ query
+        # einsum, not `@`: BLAS sums rows in a different order depending on where they fall
+        # in its blocks, so identical vectors could score one ulp apart and break the
+        # insertion-order tie; einsum computes every row alike, on one thread, as fast here.
+        scores = np.zeros(rows.positions.size, dtype=np.float32)
+        if candidates.size * 3 < rows.positions.size:
+            scores[candidates] = np.einsum("ij,j->i", rows.matrix[candidates], query)
         else:
-            scores = (index.matrix @ query)[positions]
-        take = min(k, positions.size)
-        # Everything scoring at least the k-th best score, ties included, then best first
-        # with ties in insertion order: argpartition alone would pick among chunks tied at
-        # the cut arbitrarily.
-        kth = np.partition(-scores, take - 1)[take - 1]
-        top = np.flatnonzero(-scores <= kth)
-        order = top[np.lexsort((positions[top], -scores[top]))][:take]
-        chunk_keys = index.chunk_keys[positions[order]]
-        names = dict(
-            self._db.execute(
-                "SELECT id, chunk_id FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(chunk_keys.tolist()),),
-            ).fetchall()
+            scores = np.einsum("ij,j->i", rows.matrix, query)
+        best = top_k(scores.astype(np.float64), candidates, k)
+        return [(content.chunk_ids[rows.positions[r]], float(scores[r])) for r in best]
+
+    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
+        """Lexical and (given a query vector) vector top-k of the allowed set, with the
+        permission mask computed once for both."""
+        terms = search_terms(query)
+        if k <= 0 or not flt.principals or (not terms and vector is None):
+            return Retrieved([], [])
+        content, access = self._indexes(vectors=vector is not None)
+        mask = access.chunk_mask(flt, content)
+        return Retrieved(
+            self._lexical(content, terms, mask, k),
+            [] if vector is None else self._vector(content, vector, mask, k),
         )
-        return [
-            (str(names[int(c)]), float(s)) for c, s in zip(chunk_keys, scores[order], strict=True)
-        ]
+
+    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
+        """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""
+        return self.retrieve(query, None, flt, k).lexical
+
+    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
+        """Exact cosine top-k of the allowed chunks that have a vector."""
+        if k <= 0 or not flt.principals:
+            return []
+        content, access = self._indexes(vectors=True)
+        return self._vector(content, vector, access.chunk_mask(flt, content), k)
 
     # ------------------------------------------------------------------ facts
 
