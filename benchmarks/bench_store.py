@@ -17,13 +17,19 @@ Corpus (seeded, regenerated identically on every run)
   ``benchmarks/principal_set.py``).
 * Vectors of the 100k index are **random unit vectors** (dim 384, seeded), not model output:
   embedding 100k chunks with MiniLM takes ~1 h on 2 cores. Real MiniLM throughput is measured on
-  a subsample (``--embed-chunks``, default 2,000) ingested into a separate store.
+  a subsample (``--embed-chunks``, default 2,000 or a tenth of ``--chunks`` if smaller) ingested
+  into a separate store.
 
 Measured
 --------
 * ingest throughput (chunks/s of ``SQLiteStore.upsert``, one transaction per document, text
   generation excluded): lexical only (``vectors=None``); with precomputed random vectors; and
   MiniLM embed + upsert on the subsample (embedding per document, as the ingest pipeline does);
+* index (re)builds, filter admitting 100 %: the first lexical search after opening the store
+  (builds the in-memory ``ContentIndex`` and ``AccessIndex``), then the first vector search
+  (loads the vector matrix); the same after a content write (one document re-upserted); after
+  an ACL-only write (one ``set_acl``), which must rebuild the ``AccessIndex`` alone: its
+  rebuild is timed on its own, then the first ``retrieve`` after another such write;
 * per selectivity (0.1 / 1 / 10 / 100 % of documents), over ``--queries`` queries of 2–4 words
   (each word's frequency rank drawn log-uniformly from 100 to 30,000, i.e. content words from
   common to rare): latency p50/p95 of
@@ -33,12 +39,23 @@ Measured
   - hybrid  — ``HybridSearcher(store, embedder).search(q, flt, 10)`` where the embedder returns a
     precomputed vector (query embedding time excluded; measured separately for MiniLM);
 
-* recall@10 of the filtered searches against exact answers over the allowed set: lexical against
-  an *unfiltered* FTS5 bm25 ranking of all matches (own read-only connection, no permission SQL)
-  filtered afterwards by ``SearchFilter.admits``; vector against numpy brute force over the
-  allowed rows. Also counted: results outside the allowed set ("leaks", must be 0);
-* where the time goes: allowed-set SQL, FTS5 match + bm25 ordering, full matrix product, ``hits``;
-* vector index load time (first vector query after a write), index file size, peak RSS.
+* recall@10 of the filtered searches against exact answers over the allowed set (the
+  ``SearchFilter.admits`` reference semantics), computed without the store's search code:
+
+  - lexical — brute-force BM25 (k1 1.2, b 0.75, idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``)
+    with N, the average length and every df taken over the *admitted* chunks only, from the
+    ``chunk_terms`` table read on its own read-only connection: each query term is found by a
+    full scan of every chunk's term ids (no inverted index), ties by chunk key ascending;
+  - vector — numpy brute force in float64 over the allowed rows of the benchmark's own matrix;
+
+  also counted: results outside the allowed set ("leaks", must be 0), the largest difference
+  between a store BM25 score and the brute-force one, and whether the store's permission mask
+  and SQL allowed set equal the reference;
+* where the time goes, each step of ``SQLiteStore.retrieve`` timed on its own through the
+  store's internals (read-only): query analysis, the ``_indexes()`` cache check (generations
+  read), ``AccessIndex.chunk_mask``, the term-id lookup, ``bm25_top_k``, the vector product
+  (``_vector``), ``hits``, and the whole ``retrieve``;
+* index file size, peak RSS.
 
 Targets: hybrid p95 ≤ 30 ms (query embedding excluded); lexical-only ingest ≥ 500 chunks/s.
 
@@ -61,7 +78,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -81,10 +99,11 @@ from rich.progress import (
 )
 
 from clearance.model import Chunk, Document, Sensitivity
-from clearance.retrieval.analysis import fts_query
+from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.retrieval.embedding import MiniLMEmbedder
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store.base import SearchFilter
+from clearance.store.memory import bm25_top_k
 from clearance.store.sqlite import SQLiteStore
 
 CHUNKS_PER_DOC = 10
@@ -95,6 +114,7 @@ QUERY_RANK_MIN = 100
 PAD_GROUPS = 40
 TARGET_HYBRID_P95_MS = 30.0
 TARGET_LEXICAL_INGEST = 500.0
+BM25_K1, BM25_B = 1.2, 0.75
 SELECTIVITIES: tuple[tuple[str, str], ...] = (
     ("0.1%", "group:t0"),
     ("1%", "group:h0"),
@@ -251,6 +271,13 @@ def random_unit_vectors(n: int, seed: int) -> Vector:
     return matrix
 
 
+def query_vectors(n: int, seed: int) -> Vector:
+    rng = np.random.default_rng((seed, 3 * 10**9))
+    qvecs = rng.standard_normal((n, DIM), dtype=np.float32)
+    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    return qvecs
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -377,19 +404,6 @@ def ingest(
     }
 
 
-def exact_lexical(ro: sqlite3.Connection, query: str) -> list[str]:
-    """Every FTS5 match ranked by bm25 (then chunk key, as the store does) — no filter at all."""
-    match = fts_query(query)
-    if match is None:
-        return []
-    rows = ro.execute(
-        "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-        "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts), c.id",
-        (match,),
-    ).fetchall()
-    return [str(r[0]) for r in rows]
-
-
 def recall(found: Sequence[str], truth: Sequence[str]) -> float:
     if not truth:
         return 1.0 if not found else 0.0
@@ -407,7 +421,9 @@ def time_each(
 
     CPU time (all threads of this process) is reported next to wall time because the shared
     2-core machine is often busy with other work: it approximates the wall time on an idle
-    machine for the single-threaded SQLite parts (BLAS may add a second thread)."""
+    machine for the single-threaded parts. Not for the vector product: OpenBLAS runs it on
+    two threads, and when the other core is busy the first thread spins until the second gets
+    it, so that wait counts as CPU time too."""
     times: list[Timing] = []
     outs: list[Any] = []
     gc.collect()
@@ -419,22 +435,246 @@ def time_each(
     return times, outs
 
 
+BoolArray = npt.NDArray[np.bool_]
+Postings = list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+
+
+class LexicalOracle:
+    """Exact BM25 over an admitted set, by brute force, without the store's search code.
+
+    Reads ``chunks`` and ``chunk_terms`` on its own read-only connection into flat arrays
+    (every chunk's term ids and frequencies, concatenated in chunk-key order). A query term's
+    matches come from a full scan of those arrays, not from an inverted index; a chunk's
+    length is the sum of its term frequencies. Scores follow the BM25 definition with N, the
+    average length and every df taken over the admitted chunks only."""
+
+    def __init__(self, path: Path) -> None:
+        ro = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = ro.execute(
+                "SELECT c.id, c.chunk_id, c.sensitivity, t.length, t.term_ids, t.tfs "
+                "FROM chunks c JOIN chunk_terms t ON t.chunk = c.id ORDER BY c.id"
+            ).fetchall()
+            self.vocabulary: dict[str, int] = dict(ro.execute("SELECT term, id FROM terms"))
+        finally:
+            ro.close()
+        n = len(rows)
+        self.keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        self.chunk_ids: list[str] = [str(r[1]) for r in rows]
+        self.docs = np.fromiter((doc_of(c) for c in self.chunk_ids), dtype=np.int64, count=n)
+        self.sensitivity = np.fromiter((r[2] for r in rows), dtype=np.int64, count=n)
+        counts = np.fromiter((len(r[4]) // 4 for r in rows), dtype=np.int64, count=n)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)])
+        self.rows = np.repeat(np.arange(n, dtype=np.int64), counts)
+        self.terms = np.frombuffer(b"".join(r[4] for r in rows), dtype="<i4")
+        self.tfs = np.frombuffer(b"".join(r[5] for r in rows), dtype="<i4").astype(np.float64)
+        self.lengths = np.bincount(self.rows, weights=self.tfs, minlength=n)
+        stored = np.fromiter((r[3] for r in rows), dtype=np.float64, count=n)
+        self.length_mismatches = int(np.count_nonzero(self.lengths != stored))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def postings(self, query: str) -> Postings:
+        """``(rows, term frequencies)`` of each distinct query term, by a full scan."""
+        out: Postings = []
+        for term in dict.fromkeys(search_terms(query)):
+            term_id = self.vocabulary.get(term)
+            if term_id is not None:
+                hit = np.flatnonzero(self.terms == term_id)
+                out.append((self.rows[hit], self.tfs[hit]))
+        return out
+
+    def admitted(self, flt: SearchFilter, documents: BoolArray, corpus: str) -> BoolArray:
+        """The chunks the reference semantics admit: their document is admitted
+        (``documents``, from ``SearchFilter.admits``) and they are within its ceiling."""
+        ceiling = flt.ceiling_for(corpus)
+        if ceiling is None:
+            return np.zeros(len(self), dtype=np.bool_)
+        admitted: BoolArray = documents[self.docs] & (self.sensitivity <= int(ceiling))
+        return admitted
+
+    def top(self, postings: Postings, admitted: BoolArray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best admitted chunks, best first, ties by chunk key ascending."""
+        n_admitted = int(np.count_nonzero(admitted))
+        if n_admitted == 0 or not postings:
+            return []
+        average = float(self.lengths[admitted].mean()) or 1.0
+        scores = np.zeros(len(self), dtype=np.float64)
+        matched = np.zeros(len(self), dtype=np.bool_)
+        for rows, tf in postings:
+            inside = admitted[rows]
+            rows, tf = rows[inside], tf[inside]
+            df = rows.size
+            if df == 0:
+                continue
+            idf = math.log(1.0 + (n_admitted - df + 0.5) / (df + 0.5))
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self.lengths[rows] / average)
+            scores[rows] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+            matched[rows] = True
+        found = np.flatnonzero(matched)
+        best = found[np.lexsort((self.keys[found], -scores[found]))][:k]
+        return [(self.chunk_ids[r], float(scores[r])) for r in best]
+
+    def text_check(self, corpus: Corpus, sample: int) -> tuple[int, int]:
+        """How many of ``sample`` chunks (spread evenly) hold exactly the terms that
+        ``document_terms`` gives for their document title and text (what ``upsert`` indexes)."""
+        inverse = {i: t for t, i in self.vocabulary.items()}
+        picks = sorted(set(np.linspace(0, len(self) - 1, sample).astype(int).tolist()))
+        same = 0
+        for r in picks:
+            document, chunks = corpus.doc(int(self.docs[r]))
+            text = chunks[int(self.chunk_ids[r].rsplit("#", 1)[1])].text
+            expected = Counter(document_terms(f"{document.title}\n{text}"))
+            lo, hi = int(self.offsets[r]), int(self.offsets[r + 1])
+            stored = {
+                inverse[int(t)]: int(f)
+                for t, f in zip(self.terms[lo:hi], self.tfs[lo:hi], strict=True)
+            }
+            same += dict(expected) == stored
+        return same, len(picks)
+
+
+def union(rows: Iterable[npt.NDArray[Any]]) -> npt.NDArray[np.int64]:
+    """The distinct rows of several posting lists, ascending."""
+    return np.unique(np.concatenate([np.empty(0, dtype=np.int64), *rows]).astype(np.int64))
+
+
+STEP_COUNT = 8
+
+
+def steps(
+    store: SQLiteStore,
+    flt: SearchFilter,
+    queries: Sequence[str],
+    qvecs: Vector,
+    advance: Callable[[], None],
+) -> dict[str, dict[str, float]]:
+    """Where a request's time goes: each step of ``SQLiteStore.retrieve`` (k=50) on its own,
+    through the store's internals (read-only, indexes already built), then ``hits`` for the
+    10 best lexical chunks and the whole ``retrieve``. The term-id lookup mirrors the SQL of
+    ``SQLiteStore._lexical``. ``STEP_COUNT × len(queries)`` calls of ``advance``."""
+    content, access = store._indexes(vectors=True)
+    mask = access.chunk_mask(flt, content)
+    qidx = range(len(queries))
+    terms = [search_terms(q) for q in queries]
+    lookup = "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))"
+
+    def term_ids(query_terms: list[str]) -> list[int]:
+        if not query_terms:
+            return []
+        with store.reading() as db:
+            found = dict(db.execute(lookup, (json.dumps(query_terms),)).fetchall())
+        return [found[t] for t in query_terms if t in found]
+
+    ids = [term_ids(t) for t in terms]
+    parts: dict[str, list[Timing]] = {}
+    parts["query analysis (search_terms)"], _ = time_each(search_terms, queries, advance)
+    parts["_indexes() cache check (generations)"], _ = time_each(
+        lambda _i: store._indexes(vectors=True), qidx, advance
+    )
+    parts["AccessIndex.chunk_mask"], _ = time_each(
+        lambda _i: access.chunk_mask(flt, content), qidx, advance
+    )
+    parts["term-id lookup (SQL)"], _ = time_each(term_ids, terms, advance)
+    parts["bm25_top_k k=50"], lexical = time_each(
+        lambda i: bm25_top_k(content, ids[i], mask, 50), qidx, advance
+    )
+    parts["vector product + top-50 (_vector)"], _ = time_each(
+        lambda i: SQLiteStore._vector(content, qvecs[i], mask, 50), qidx, advance
+    )
+    parts["hits, 10 chunks"], _ = time_each(
+        lambda top: store.hits([content.chunk_ids[p] for p, _ in top[:10]]), lexical, advance
+    )
+    parts["retrieve k=50 (whole request)"], _ = time_each(
+        lambda i: store.retrieve(queries[i], qvecs[i], flt, 50), qidx, advance
+    )
+    return {k: lat(v) for k, v in parts.items()}
+
+
+def rebuilds(
+    store: SQLiteStore, corpus: Corpus, matrix: Vector, query: str, qvec: Vector
+) -> dict[str, Any]:
+    """In-memory index (re)builds as the next search sees them, filter admitting 100 %.
+    ``store`` must be freshly opened (nothing cached). Re-upserts document 0."""
+    everyone = SearchFilter(principals=principal_set("group:all"))
+
+    def lexical() -> object:
+        return store.lexical_search(query, everyone, 10)
+
+    def vector() -> object:
+        return store.vector_search(qvec, everyone, 10)
+
+    def both() -> object:
+        return store.retrieve(query, qvec, everyone, 10)
+
+    gc.collect()
+    rss_open = current_rss_mb()
+    open_lexical = timed_ms(lexical)
+    rss_content = current_rss_mb()
+    built = store._content
+    arrays_mb = 0.0
+    if built is not None:
+        arrays: tuple[npt.NDArray[Any], ...] = (built.keys, built.doc_keys, built.sensitivity)
+        arrays += (built.lengths, built.postings, built.frequencies, built.offsets)
+        arrays_mb = sum(a.nbytes for a in arrays) / 2**20
+    open_vector = timed_ms(vector)
+    rss_vectors = current_rss_mb()
+    warm = statistics.median(timed_ms(both) for _ in range(5))
+    # A content write: document 0 again, same text and vectors (new chunk rows).
+    document, chunks = corpus.doc(0)
+    store.upsert(document, chunks, list(matrix[:CHUNKS_PER_DOC]))
+    write_lexical = timed_ms(lexical)
+    write_vector = timed_ms(vector)
+    # An ACL-only write (the same ACL again): the AccessIndex alone must be rebuilt.
+    content, access = store._content, store._access
+    store.set_acl(Corpus.doc_id(0), Corpus.acl(0))
+    acl_rebuild = timed_ms(lambda: store._indexes(vectors=True))
+    content_kept = store._content is content and content is not None
+    vectors_kept = content_kept and content is not None and content.vectors is not None
+    access_rebuilt = store._access is not access
+    store.set_acl(Corpus.doc_id(0), Corpus.acl(0))
+    acl_retrieve = timed_ms(both)
+    return {
+        "open_first_lexical_ms": round(open_lexical, 1),
+        "open_first_vector_ms": round(open_vector, 1),
+        "content_index_rss_mb": round(rss_content - rss_open, 1),
+        "content_index_arrays_mb": round(arrays_mb, 1),
+        "vectors_rss_mb": round(rss_vectors - rss_content, 1),
+        "matrix_mb": round(corpus.n_chunks * DIM * 4 / 2**20, 1),
+        "warm_retrieve_ms": round(warm, 2),
+        "content_write_first_lexical_ms": round(write_lexical, 1),
+        "content_write_first_vector_ms": round(write_vector, 1),
+        "acl_write_access_rebuild_ms": round(acl_rebuild, 2),
+        "acl_write_first_retrieve_ms": round(acl_retrieve, 2),
+        "acl_write_content_index_kept": content_kept,
+        "acl_write_vectors_kept": vectors_kept,
+        "acl_write_access_index_rebuilt": access_rebuilt,
+    }
+
+
 @dataclass
 class Bench:
     corpus: Corpus
     store: SQLiteStore
-    ro: sqlite3.Connection
+    oracle: LexicalOracle
+    postings: list[Postings]
     matrix: Vector
     queries: list[str]
     qvecs: Vector
-    truth_lex: list[list[str]]
 
     def selectivity(self, selector: str, advance: Callable[[], None]) -> dict[str, Any]:
-        corpus, store, queries, qvecs = self.corpus, self.store, self.queries, self.qvecs
+        corpus, store, oracle = self.corpus, self.store, self.oracle
+        queries, qvecs = self.queries, self.qvecs
         flt = SearchFilter(principals=principal_set(selector))
         documents = [corpus.document(d) for d in range(corpus.n_docs)]
         allowed = np.array([flt.admits(doc) for doc in documents])  # reference semantics
         ref_allowed = {documents[d].doc_id for d in np.flatnonzero(allowed)}
+        admitted = oracle.admitted(flt, allowed, documents[0].corpus)
+        content, access = store._indexes(vectors=False)
+        mask_ok = content.chunk_ids == oracle.chunk_ids and bool(
+            np.array_equal(access.chunk_mask(flt, content), admitted)
+        )
         rows = np.flatnonzero(np.repeat(allowed, CHUNKS_PER_DOC))
         exact_top = exact_vector_top(self.matrix, rows, qvecs, 10)
         embedder = PrecomputedEmbedder(dict(zip(queries, qvecs, strict=True)))
@@ -450,22 +690,25 @@ class Bench:
         # recall@10 against exact answers over the allowed set (reference semantics)
         lex_recall: list[float] = []
         vec_recall: list[float] = []
+        score_diff = 0.0
         for i, q in enumerate(queries):
-            got = [cid for cid, _ in store.lexical_search(q, flt, 10)]
-            truth = [c for c in self.truth_lex[i] if allowed[doc_of(c)]][:10]
-            lex_recall.append(recall(got, truth))
-            leaks += sum(1 for c in got if not allowed[doc_of(c)])
+            got = store.lexical_search(q, flt, 10)
+            truth = oracle.top(self.postings[i], admitted, 10)
+            lex_recall.append(recall([c for c, _ in got], [c for c, _ in truth]))
+            exact = dict(truth)
+            score_diff = max([score_diff, *(abs(s - exact[c]) for c, s in got if c in exact)])
+            leaks += sum(1 for c, _ in got if not allowed[doc_of(c)])
             advance()
         for i in qidx:
-            got = [cid for cid, _ in store.vector_search(qvecs[i], flt, 10)]
-            truth = [chunk_id(int(r)) for r in exact_top[i]]
-            vec_recall.append(recall(got, truth))
-            leaks += sum(1 for c in got if not allowed[doc_of(c)])
+            found = [cid for cid, _ in store.vector_search(qvecs[i], flt, 10)]
+            vec_recall.append(recall(found, [chunk_id(int(r)) for r in exact_top[i]]))
+            leaks += sum(1 for c in found if not allowed[doc_of(c)])
             advance()
         return {
             "allowed_documents": int(allowed.sum()),
             "allowed_fraction": round(float(allowed.mean()), 5),
             "sql_allowed_matches_reference": store.allowed_doc_ids(flt) == ref_allowed,
+            "mask_matches_reference": mask_ok,
             "lexical": lat(lex_ms),
             "vector": lat(vec_ms),
             "hybrid": lat(hyb_ms),
@@ -475,67 +718,11 @@ class Bench:
             ),
             "lexical_recall_at_10": round(statistics.mean(lex_recall), 4),
             "lexical_recall_min": round(min(lex_recall), 4),
+            "lexical_score_max_abs_diff": score_diff,
             "vector_recall_at_10": round(statistics.mean(vec_recall), 4),
             "vector_recall_min": round(min(vec_recall), 4),
             "leaks": leaks,
         }
-
-    def breakdown(self, selector: str, advance: Callable[[], None]) -> dict[str, Any]:
-        """Where a query spends its time, step by step (the vector steps mirror
-        ``SQLiteStore.vector_search``; the lexical ones ``SQLiteStore.lexical_search``)."""
-        store, ro, qvecs = self.store, self.ro, self.qvecs
-        flt = SearchFilter(principals=principal_set(selector))
-        allowed_sql, params = SQLiteStore._allowed(flt)
-        index = store._vector_index()
-        if index is None:
-            return {}
-        qidx = range(len(self.queries))
-        matches = [fts_query(q) for q in self.queries]
-        unfiltered = (
-            "SELECT c.chunk_id, bm25(chunks_fts) AS score FROM chunks_fts "
-            "JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
-            "ORDER BY score, c.id LIMIT 50"
-        )
-        allowed_rows = ro.execute(allowed_sql, params).fetchall()
-
-        def mask(_: object) -> npt.NDArray[np.intp]:
-            keys = np.fromiter((r[0] for r in allowed_rows), dtype=np.int64)
-            size = int(max(keys.max(), index.doc_keys.max())) + 1
-            ceiling = np.full(size, -1, dtype=np.int8)
-            ceiling[keys] = np.fromiter((r[1] for r in allowed_rows), dtype=np.int8)
-            return np.flatnonzero(index.sensitivity <= ceiling[index.doc_keys])
-
-        positions = mask(None)
-
-        def score(i: int) -> npt.NDArray[np.float32]:
-            if positions.size * 3 < index.chunk_keys.size:
-                return index.matrix[positions] @ qvecs[i]
-            return (index.matrix @ qvecs[i])[positions]
-
-        top_keys = [index.chunk_keys[positions[np.argsort(-score(i))[:50]]].tolist() for i in qidx]
-        names_sql = "SELECT id, chunk_id FROM chunks WHERE id IN (SELECT value FROM json_each(?))"
-        parts: dict[str, list[Timing]] = {}
-        parts["lexical_search_k50"], lex = time_each(
-            partial(store.lexical_search, flt=flt, k=50), self.queries, advance
-        )
-        parts["  fts_match_bm25_top50_no_filter"], _ = time_each(
-            lambda m: ro.execute(unfiltered, (m,)).fetchall(), matches, advance
-        )
-        parts["  allowed_set_sql (lexical and vector)"], _ = time_each(
-            lambda _i: ro.execute(allowed_sql, params).fetchall(), qidx, advance
-        )
-        parts["vector_search_k50"], _ = time_each(
-            lambda i: store.vector_search(qvecs[i], flt, 50), qidx, advance
-        )
-        parts["  mask_build_numpy"], _ = time_each(mask, qidx, advance)
-        parts["  matrix_product"], _ = time_each(score, qidx, advance)
-        parts["  chunk_names_sql"], _ = time_each(
-            lambda keys: ro.execute(names_sql, (json.dumps(keys),)).fetchall(), top_keys, advance
-        )
-        parts["hits_10"], _ = time_each(
-            lambda hits: store.hits([c for c, _ in hits[:10]]), lex, advance
-        )
-        return {k: lat(v) for k, v in parts.items()}
 
 
 def exact_vector_top(
@@ -573,6 +760,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "python": platform.python_version(),
             "sqlite": sqlite3.sqlite_version,
             "numpy": np.__version__,
+            "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
             "loadavg_start": [round(x, 2) for x in os.getloadavg()],
         },
     }
@@ -603,45 +791,44 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     figures["ingest"] = {"lexical_only": lexical, "with_precomputed_vectors": with_vectors}
     figures["rss_mb_after_ingest"] = round(peak_rss_mb(), 1)
 
-    store = SQLiteStore(path)
-    ro = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     queries = corpus.queries(args.queries)
-    qrng = np.random.default_rng((args.seed, 3 * 10**9))
-    qvecs = qrng.standard_normal((len(queries), DIM), dtype=np.float32)
-    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    qvecs = query_vectors(len(queries), args.seed)
 
-    # Vector index load (first vector query after the writes), measured once.
-    rss_before = current_rss_mb()
-    everyone = SearchFilter(principals=principal_set("group:all"))
-    load_ms = timed_ms(lambda: store.vector_search(qvecs[0], everyone, 10))
-    rss_delta = current_rss_mb() - rss_before
-    # Any write transaction bumps the store's generation, which drops the in-memory matrix:
-    # measure the first vector query after an ACL-only change of one document (same ACL).
-    store.set_acl(Corpus.doc_id(0), Corpus.acl(0))
-    reload_ms = timed_ms(lambda: store.vector_search(qvecs[0], everyone, 10))
-    figures["vector_index"] = {
-        "load_ms": round(load_ms, 1),
-        "reload_after_set_acl_ms": round(reload_ms, 1),
-        "rss_delta_mb": round(rss_delta, 1),
-        "matrix_mb": round(corpus.n_chunks * DIM * 4 / 2**20, 1),
-    }
+    # 3. in-memory index (re)builds, on a freshly opened store (writes before the oracle reads).
+    console.print("index (re)builds: first searches after open, a content and an ACL write")
+    store = SQLiteStore(path)
+    figures["rebuilds"] = rebuilds(store, corpus, matrix, queries[0], qvecs[0])
 
+    # 4. the brute-force lexical oracle, read from the file on its own connection.
+    console.print("loading chunk_terms for the brute-force BM25 oracle")
+    oracle = LexicalOracle(path)
+    same, checked = oracle.text_check(corpus, 100)
+    content, _ = store._indexes(vectors=False)
+    postings: list[Postings] = []
+    agree = 0
     with progress() as bar:
-        task = bar.add_task("exact lexical rankings", total=len(queries))
-        truth_lex: list[list[str]] = []
+        task = bar.add_task("brute-force term postings", total=len(queries))
         for q in queries:
-            truth_lex.append(exact_lexical(ro, q))
+            postings.append(oracle.postings(q))
+            ids = [oracle.vocabulary[t] for t in search_terms(q) if t in oracle.vocabulary]
+            from_store = union(content.posting(i)[0] for i in ids)
+            agree += bool(np.array_equal(from_store, union(r for r, _ in postings[-1])))
             bar.advance(task)
-    matches = [len(t) for t in truth_lex]
+    matches = [union(r for r, _ in p).size for p in postings]
     figures["queries"] = {
         "count": len(queries),
         "words": "2-4, frequency rank log-uniform in [100, 30000]",
-        "fts_matches_per_query_p50": int(statistics.median(matches)),
-        "fts_matches_per_query_p95": int(pct(matches, 0.95)),
+        "matching_chunks_per_query_p50": int(statistics.median(matches)),
+        "matching_chunks_per_query_p95": int(pct(matches, 0.95)),
+        "store_postings_equal_brute_force": f"{agree}/{len(queries)}",
         "examples": queries[:3],
     }
+    figures["index_check"] = {
+        "chunk_terms_equal_document_terms_of_text": f"{same}/{checked}",
+        "stored_length_mismatches": oracle.length_mismatches,
+    }
 
-    bench = Bench(corpus, store, ro, matrix, queries, qvecs, truth_lex)
+    bench = Bench(corpus, store, oracle, postings, matrix, queries, qvecs)
     with progress() as bar:
         task = bar.add_task("filtered search", total=len(SELECTIVITIES) * len(queries) * 5)
         advance = partial(bar.advance, task)
@@ -649,17 +836,18 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             label: bench.selectivity(selector, advance) for label, selector in SELECTIVITIES
         }
     with progress() as bar:
-        task = bar.add_task("time breakdown", total=2 * len(queries) * 8)
+        task = bar.add_task("time breakdown", total=2 * len(queries) * STEP_COUNT)
         advance = partial(bar.advance, task)
         figures["breakdown"] = {
-            label: bench.breakdown(selector, advance)
-            for label, selector in (SELECTIVITIES[0], SELECTIVITIES[-1])
+            label: steps(
+                store, SearchFilter(principals=principal_set(sel)), queries, qvecs, advance
+            )
+            for label, sel in (SELECTIVITIES[0], SELECTIVITIES[-1])
         }
     figures["rss_mb_after_search"] = round(peak_rss_mb(), 1)
     figures["index_size_bytes"] = db_size(path)
-    ro.close()
     store.close()
-    del bench, matrix
+    del bench, matrix, oracle, postings, content
 
     if args.embed_chunks > 0:
         figures["minilm"] = minilm(corpus, workdir, args.embed_chunks, queries)
@@ -693,6 +881,10 @@ def minilm(corpus: Corpus, workdir: Path, n_chunks: int, queries: Sequence[str])
 # --------------------------------------------------------------------------- report
 
 
+def yes(flag: bool) -> str:
+    return "yes" if flag else "NO"
+
+
 def report(f: dict[str, Any]) -> None:
     ing = f["ingest"]
     lex = ing["lexical_only"]
@@ -702,7 +894,7 @@ def report(f: dict[str, Any]) -> None:
     m = f["machine"]
     print(
         f"machine: {m['affinity']} cores, Python {m['python']}, SQLite {m['sqlite']}, "
-        f"numpy {m['numpy']}"
+        f"numpy {m['numpy']} (OPENBLAS_NUM_THREADS {m.get('openblas_num_threads', '?')})"
     )
     c = f["corpus"]
     print(
@@ -711,8 +903,20 @@ def report(f: dict[str, Any]) -> None:
     )
     q = f["queries"]
     print(
-        f"queries: {q['count']}, FTS matches per query (unfiltered) p50 {q['fts_matches_per_query_p50']}"
-        f" / p95 {q['fts_matches_per_query_p95']}; e.g. {q['examples']}"
+        f"queries: {q['count']}, chunks matching ≥ 1 query term (no filter) p50 "
+        f"{q['matching_chunks_per_query_p50']} / p95 {q['matching_chunks_per_query_p95']}; "
+        f"e.g. {q['examples']}"
+    )
+    ic = f["index_check"]
+    print(
+        f"index check: store postings = brute-force scan for {q['store_postings_equal_brute_force']}"
+        f" queries; chunk_terms = document_terms(title + text) for "
+        f"{ic['chunk_terms_equal_document_terms_of_text']} sampled chunks; stored lengths ≠ "
+        f"sum of tfs: {ic['stored_length_mismatches']}"
+    )
+    print(
+        f"load average: {m['loadavg_start']} at start, {m.get('loadavg_end')} at the end "
+        "(other processes share the cores)"
     )
     print("\n## Ingest")
     print(
@@ -731,15 +935,36 @@ def report(f: dict[str, Any]) -> None:
             f"({mm['chunks']} chunks: embed {mm['embed_seconds']} s, upsert {mm['upsert_seconds']} s; "
             f"{mm['tokens_per_chunk_mean']} tokens/chunk)"
         )
-    vi = f["vector_index"]
+    rb = f["rebuilds"]
+    print("\n## In-memory index (re)builds, filter admitting 100 % (wall ms of one call)")
+    rows = (
+        (
+            "after open",
+            "first lexical search (ContentIndex + AccessIndex)",
+            "open_first_lexical_ms",
+        ),
+        ("", "then first vector search (vector matrix load)", "open_first_vector_ms"),
+        ("after content write", "first lexical search", "content_write_first_lexical_ms"),
+        ("", "then first vector search", "content_write_first_vector_ms"),
+        (
+            "after ACL-only write",
+            "AccessIndex rebuild alone (_indexes)",
+            "acl_write_access_rebuild_ms",
+        ),
+        ("", "first retrieve after another set_acl", "acl_write_first_retrieve_ms"),
+        ("warm", "retrieve k=10, for comparison", "warm_retrieve_ms"),
+    )
+    for when, what, name in rows:
+        print(f"{when:<21}{what:<52}{rb[name]:>9.2f}")
     print(
-        f"load average: {m['loadavg_start']} at start, {m.get('loadavg_end')} at the end "
-        "(other processes share the 2 cores)"
+        f"after the ACL-only write: ContentIndex kept {yes(rb['acl_write_content_index_kept'])}, "
+        f"vectors kept {yes(rb['acl_write_vectors_kept'])}, AccessIndex rebuilt "
+        f"{yes(rb['acl_write_access_index_rebuilt'])}"
     )
     print(
-        f"vector index load (first vector query): {vi['load_ms']:.0f} ms; again after a "
-        f"one-document set_acl: {vi['reload_after_set_acl_ms']:.0f} ms; "
-        f"+{vi['rss_delta_mb']} MB RSS (matrix {vi['matrix_mb']} MB)"
+        f"memory: ContentIndex arrays {rb['content_index_arrays_mb']} MB (+"
+        f"{rb['content_index_rss_mb']} MB RSS at the first search), vector matrix "
+        f"{rb['matrix_mb']} MB (+{rb['vectors_rss_mb']} MB RSS at its load)"
     )
     for kind, key, target in (("wall", "", "hybrid_p95_target"), ("CPU", "cpu_", None)):
         print(f"\n## Filtered search, {kind} time (ms; hybrid excludes query embedding)")
@@ -760,7 +985,15 @@ def report(f: dict[str, Any]) -> None:
                 f"{r['lexical_recall_at_10']:>8.4f} {r['vector_recall_at_10']:>8.4f} | "
                 f"{r['leaks']}"
                 + ("" if r["sql_allowed_matches_reference"] else "  (SQL allowed set ≠ reference!)")
+                + ("" if r["mask_matches_reference"] else "  (permission mask ≠ reference!)")
             )
+    s = f["search"].values()
+    print(
+        f"\nrecall@10 minimum over the queries: lexical "
+        f"{min(r['lexical_recall_min'] for r in s):.4f}, vector "
+        f"{min(r['vector_recall_min'] for r in s):.4f}; largest |store BM25 − brute force| "
+        f"{max(r['lexical_score_max_abs_diff'] for r in s):.3g}"
+    )
     if "minilm" in f:
         qe = f["minilm"]["query_embedding"]
         print(
@@ -772,14 +1005,14 @@ def report(f: dict[str, Any]) -> None:
         print(f"  filter admitting {label}:")
         for name, v in parts.items():
             print(
-                f"    {name:<40} {v['p50_ms']:>8.2f} / {v['p95_ms']:>8.2f}   "
-                f"{v['cpu_p50_ms']:>8.2f} / {v['cpu_p95_ms']:>8.2f}"
+                f"    {name:<36} {v['p50_ms']:>8.3f} / {v['p95_ms']:>8.3f}   "
+                f"{v['cpu_p50_ms']:>8.3f} / {v['cpu_p95_ms']:>8.3f}"
             )
     print(
         f"\nindex file {f['index_size_bytes'] / 2**20:.1f} MiB; peak RSS "
         f"{f['rss_mb_after_ingest']} MB after ingest, {f['rss_mb_after_search']} MB after search "
-        f"(includes the benchmark's own {vi['matrix_mb']} MB copy of the vectors), "
-        f"{f['peak_rss_mb']} MB at the end"
+        f"(includes the benchmark's own {rb['matrix_mb']} MB copy of the vectors and its "
+        f"brute-force arrays), {f['peak_rss_mb']} MB at the end"
     )
 
 
@@ -788,11 +1021,15 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000, help="corpus size (default 100000)")
     parser.add_argument("--queries", type=int, default=200, help="queries per selectivity")
     parser.add_argument(
-        "--embed-chunks", type=int, default=2000, help="MiniLM subsample (0: skip MiniLM)"
+        "--embed-chunks",
+        type=int,
+        help="MiniLM subsample (default 2000 or a tenth of --chunks if smaller; 0: skip MiniLM)",
     )
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--out", type=Path, help="write the figures as JSON to this file")
     args = parser.parse_args()
+    if args.embed_chunks is None:
+        args.embed_chunks = min(2000, args.chunks // 10)
     with tempfile.TemporaryDirectory(prefix="clearance-bench-store-") as tmp:
         figures = run(args, Path(tmp))
     report(figures)
