@@ -103,7 +103,7 @@ def test_empty_config_gives_the_documented_defaults(tmp_path: Path) -> None:
     assert s.assistants == {}
     assert s.embedding == EmbeddingSettings("minilm", 32, 256, False)
     assert s.ingest == IngestSettings(800, 120, "default", "files")
-    assert s.retrieval == RetrievalSettings(k=5, rrf_k=60, candidates=50)
+    assert s.retrieval == RetrievalSettings(k=5, rrf_k=60, candidates=50, cjk_vector_weight=0.0)
     assert s.llm == LLMSettings("extractive", "", "", "", 30.0, 2)
     assert s.trace == TraceSettings(True, 30 * 86400.0, "CLEARANCE_TRACE_KEY")
 
@@ -443,3 +443,18 @@ def test_the_documentation_check_has_teeth() -> None:
     found = set(undocumented(Settings, documented, "")) - baseline
 
     assert found == {"retrieval.rrf_k", "corpora.public.realtime.cache_ttl_s", "assistants"}
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5, "high", True])
+def test_a_cjk_vector_weight_outside_zero_to_one_is_refused(tmp_path: Path, weight: object) -> None:
+    value = f'"{weight}"' if isinstance(weight, str) else str(weight).lower()
+    path = tmp_path / "clearance.toml"
+    path.write_text(f"[retrieval]\ncjk_vector_weight = {value}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"retrieval\.cjk_vector_weight"):
+        load_settings(path)
+
+
+def test_a_cjk_vector_weight_may_be_an_integer(tmp_path: Path) -> None:
+    path = tmp_path / "clearance.toml"
+    path.write_text("[retrieval]\ncjk_vector_weight = 1\n", encoding="utf-8")
+    assert load_settings(path).retrieval.cjk_vector_weight == 1.0

@@ -304,6 +304,7 @@ class Clearance:
             self.embedder,
             self.settings.retrieval.candidates,
             self.settings.retrieval.rrf_k,
+            self.settings.retrieval.cjk_vector_weight,
         )
         dropped: dict[str, RealtimeResult] = {}
         hits: list[SearchHit] = []

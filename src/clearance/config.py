@@ -202,6 +202,8 @@ class RetrievalSettings:
     k: int = 5
     rrf_k: int = 60
     candidates: int = 50  # per retriever, before fusion
+    # RRF weight of the vector list for queries mostly in CJK script (see docs/search.md)
+    cjk_vector_weight: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,8 +434,15 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
 
     t = top.table("retrieval")
     retrieval = RetrievalSettings(
-        k=t.positive("k", 5), rrf_k=t.positive("rrf_k", 60), candidates=t.positive("candidates", 50)
+        k=t.positive("k", 5),
+        rrf_k=t.positive("rrf_k", 60),
+        candidates=t.positive("candidates", 50),
+        cjk_vector_weight=t.get("cjk_vector_weight", float, 0.0),
     )
+    if not 0.0 <= retrieval.cjk_vector_weight <= 1.0:
+        raise ConfigError(
+            f"retrieval.cjk_vector_weight: must be between 0 and 1, got {retrieval.cjk_vector_weight}"
+        )
     t.done()
 
     t = top.table("llm")

@@ -96,3 +96,27 @@ def test_rrf_is_deterministic_and_sorted(lists: list[list[str]]) -> None:
     assert [i for i, _ in first] == [i for i, _ in again]
     assert {i for i, _ in first} == {i for lst in lists for i in lst}
     assert [s for _, s in first] == sorted((s for _, s in first), reverse=True)
+
+
+def test_weights_scale_each_list_and_zero_removes_one() -> None:
+    fused = dict(reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60, weights=[1.0, 0.5]))
+    assert fused == {
+        "a": pytest.approx(1 / 61),
+        "b": pytest.approx(1 / 62 + 0.5 / 61),
+        "c": pytest.approx(0.5 / 62),
+    }
+    only_first = reciprocal_rank_fusion([["a", "b"], ["c", "b"]], k=60, weights=[1.0, 0.0])
+    assert only_first == reciprocal_rank_fusion([["a", "b"]], k=60)
+    # the best single rank of a zero-weight list does not break ties either
+    assert [i for i, _ in only_first] == ["a", "b"]
+
+
+def test_unit_weights_change_nothing() -> None:
+    lists = [["a", "b", "c"], ["c", "d"]]
+    assert reciprocal_rank_fusion(lists, weights=[1.0, 1.0]) == reciprocal_rank_fusion(lists)
+
+
+@pytest.mark.parametrize("weights", [[1.0], [1.0, -0.5], [1.0, float("inf")], [1.0, float("nan")]])
+def test_bad_weights_are_refused(weights: list[float]) -> None:
+    with pytest.raises(ValueError, match="weights"):
+        reciprocal_rank_fusion([["a"], ["b"]], weights=weights)

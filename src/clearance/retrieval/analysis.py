@@ -23,7 +23,7 @@ import unicodedata
 
 import Stemmer
 
-__all__ = ["document_terms", "index_terms", "query_terms", "search_terms"]
+__all__ = ["cjk_share", "document_terms", "index_terms", "query_terms", "search_terms"]
 
 _CJK = (
     "\u3040-\u30ff"  # Hiragana, Katakana
@@ -127,6 +127,14 @@ def _terms(text: str, *, for_query: bool = False) -> list[str]:
         else:
             out.append(token.replace("’", "'"))
     return out
+
+
+def cjk_share(text: str) -> float:
+    """The share of CJK characters among the letters and digits of ``text`` (0 if none)."""
+    letters = [ch for ch in _normalise(text) if ch.isalnum()]
+    if not letters:
+        return 0.0
+    return sum(1 for ch in letters if _IS_CJK.match(ch)) / len(letters)
 
 
 def index_terms(text: str) -> str:

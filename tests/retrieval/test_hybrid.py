@@ -1,0 +1,135 @@
+"""Hybrid search: one permission mask for both retrievers, and the vector list's weight
+for queries in CJK script (the default embedder is English-only)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clearance.model import Chunk, Document, Sensitivity
+from clearance.retrieval.analysis import cjk_share
+from clearance.retrieval.embedding import HashingEmbedder, Vectors
+from clearance.retrieval.hybrid import HybridSearcher
+from clearance.store.base import SearchFilter
+from clearance.store.sqlite import SQLiteStore
+
+EVERYONE = SearchFilter(principals=frozenset({"everyone"}))
+
+
+class CountingEmbedder:
+    """The hashing fake, counting the texts it was asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=32)
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.calls: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls.extend(texts)
+        return self.inner.embed(texts)
+
+
+def document(doc_id: str) -> Document:
+    return Document(
+        doc_id=doc_id,
+        source_system="files",
+        corpus="c",
+        title="",
+        uri=f"file:{doc_id}",
+        owner=None,
+        acl=frozenset({"everyone"}),
+        sensitivity=Sensitivity.INTERNAL,
+        created_at=None,
+        updated_at=None,
+        review_at=None,
+        expires_at=None,
+        ai_allowed=True,
+        personal_data=False,
+        origin="files",
+        origin_chain=(),
+        content_hash=doc_id,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    db = SQLiteStore(tmp_path / "index.db")
+    texts = {
+        "files:ja-sales": "東京の売上高は前年より増えた",
+        "files:ja-hr": "人事の規程と休暇の申請",
+        "files:en-sales": "Tokyo revenue grew over the prior year",
+        "files:en-hr": "Leave requests and HR rules",
+    }
+    embedder = HashingEmbedder(dim=32)
+    for doc_id, text in texts.items():
+        doc = document(doc_id)
+        chunk = Chunk(f"{doc_id}#0", doc_id, 0, text, "lines=1-1", doc.sensitivity, "files")
+        db.upsert(doc, [chunk], list(embedder.embed([text])))
+    with db:
+        yield db
+
+
+@pytest.mark.parametrize(
+    ("text", "share"),
+    [
+        ("東京の売上高", 1.0),
+        ("Tokyo revenue", 0.0),
+        ("FY2024の売上", 3 / 9),
+        ("売上 FY24", 2 / 6),
+        ("？！ …", 0.0),
+        ("", 0.0),
+        ("한국어", 1.0),
+    ],
+)
+def test_cjk_share_counts_letters_and_digits(text: str, share: float) -> None:
+    assert cjk_share(text) == pytest.approx(share)
+
+
+def test_a_cjk_query_at_weight_zero_is_lexical_only_and_never_embedded(store: SQLiteStore) -> None:
+    embedder = CountingEmbedder()
+    searcher = HybridSearcher(store, embedder, cjk_vector_weight=0.0)
+
+    hits = searcher.search("東京の売上高", EVERYONE, 4)
+
+    assert embedder.calls == []
+    assert hits[0].chunk.chunk_id == "files:ja-sales#0"
+    assert all(h.vector_rank is None for h in hits)
+    lexical = store.lexical_search("東京の売上高", EVERYONE, 4)
+    assert [h.chunk.chunk_id for h in hits] == [c for c, _ in lexical]
+
+
+def test_a_latin_query_keeps_the_vector_list_whatever_the_cjk_weight(store: SQLiteStore) -> None:
+    embedder = CountingEmbedder()
+    searcher = HybridSearcher(store, embedder, cjk_vector_weight=0.0)
+
+    hits = searcher.search("revenue Tokyo", EVERYONE, 4)
+
+    assert embedder.calls == ["revenue Tokyo"]
+    assert any(h.vector_rank is not None for h in hits)
+
+
+def test_weight_one_fuses_a_cjk_query_like_any_other(store: SQLiteStore) -> None:
+    embedder = CountingEmbedder()
+    weighted = HybridSearcher(store, embedder, cjk_vector_weight=1.0).search(
+        "東京の売上", EVERYONE, 4
+    )
+    vector = store.vector_search(embedder.inner.embed(["東京の売上"])[0], EVERYONE, 50)
+    lexical = store.lexical_search("東京の売上", EVERYONE, 50)
+
+    assert embedder.calls == ["東京の売上"]
+    ranks = {h.chunk.chunk_id: (h.lexical_rank, h.vector_rank) for h in weighted}
+    for cid, (lex, vec) in ranks.items():
+        assert lex == next((i for i, (c, _) in enumerate(lexical, 1) if c == cid), None)
+        assert vec == next((i for i, (c, _) in enumerate(vector, 1) if c == cid), None)
+    assert any(vec is not None for _, vec in ranks.values())
+
+
+def test_both_retrievers_see_one_mask(store: SQLiteStore) -> None:
+    only = SearchFilter(principals=frozenset({"everyone"}), doc_ids=frozenset({"files:en-hr"}))
+    embedder = CountingEmbedder()
+    hits = HybridSearcher(store, embedder).search("revenue Tokyo leave", only, 4)
+    assert [h.document.doc_id for h in hits] == ["files:en-hr"]
+    assert np.isfinite([h.score for h in hits]).all()
