@@ -62,7 +62,7 @@ def content_index(
                 pack([tfs[i] for i in ids]),
             )
         )
-    return ContentIndex(generation, rows)
+    return ContentIndex.build(generation, 0, rows)
 
 
 def document(key: int, **fields: object) -> Document:
@@ -282,21 +282,27 @@ def test_chunks_of_documents_beyond_the_snapshot_are_not_admitted() -> None:
 # --------------------------------------------------------------------------- top_k
 
 
-def test_top_k_breaks_ties_by_position_also_across_the_cut() -> None:
+def test_top_k_breaks_ties_by_the_tie_key_also_across_the_cut() -> None:
     scores = np.array([1.0, 3.0, 2.0, 3.0, 3.0, 0.5, 3.0])
     everything = np.arange(scores.size, dtype=np.int64)
 
-    assert top_k(scores, everything, 1).tolist() == [1]
-    assert top_k(scores, everything, 2).tolist() == [1, 3]
-    assert top_k(scores, everything, 3).tolist() == [1, 3, 4]
-    assert top_k(scores, everything, 5).tolist() == [1, 3, 4, 6, 2]
-    assert top_k(scores, everything, 99).tolist() == [1, 3, 4, 6, 2, 0, 5]
-    # only candidates are ranked; ties among them still come in position order
+    assert top_k(scores, everything, everything, 1).tolist() == [1]
+    assert top_k(scores, everything, everything, 2).tolist() == [1, 3]
+    assert top_k(scores, everything, everything, 3).tolist() == [1, 3, 4]
+    assert top_k(scores, everything, everything, 5).tolist() == [1, 3, 4, 6, 2]
+    assert top_k(scores, everything, everything, 99).tolist() == [1, 3, 4, 6, 2, 0, 5]
+    # only candidates are ranked; ties among them still come in tie-key order
     some = np.array([0, 4, 5, 6], dtype=np.int64)
-    assert top_k(scores, some, 2).tolist() == [4, 6]
-    assert top_k(scores, some, 3).tolist() == [4, 6, 0]
-    assert top_k(scores, some, 0).tolist() == []
-    assert top_k(scores, np.empty(0, dtype=np.int64), 3).tolist() == []
+    assert top_k(scores, some, some, 2).tolist() == [4, 6]
+    assert top_k(scores, some, some, 3).tolist() == [4, 6, 0]
+    assert top_k(scores, some, some, 0).tolist() == []
+    # the tie key, not the position, orders equal scores (positions of a patched index
+    # are not in chunk-key order)
+    keys = np.array([70, 10, 60, 40, 30, 50, 20], dtype=np.int64)
+    assert top_k(scores, everything, keys, 4).tolist() == [1, 6, 4, 3]
+    assert top_k(scores, everything, keys, 2).tolist() == [1, 6]
+    empty = np.empty(0, dtype=np.int64)
+    assert top_k(scores, empty, empty, 3).tolist() == []
 
 
 # --------------------------------------------------------------------------- BM25

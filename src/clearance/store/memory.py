@@ -35,6 +35,8 @@ __all__ = ["BM25", "AccessIndex", "ContentIndex", "bm25_top_k", "top_k"]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
+PositionArray = npt.NDArray[np.int32]
+TfArray = npt.NDArray[np.float32]
 
 _NO_ACCESS = np.int8(-1)  # a ceiling below every sensitivity level
 
@@ -47,52 +49,139 @@ class BM25:
     b: float = 0.75
 
 
+Row = tuple[int, int, int, str, int, bytes, bytes]
+"""``(chunk key, doc key, sensitivity, chunk id, length, term ids, tfs)``; term ids and
+frequencies packed little-endian int32, one entry per distinct term."""
+
+
+def _inverted(rows: Sequence[Row], first: int) -> tuple[IntArray, PositionArray, TfArray]:
+    """CSR by term id of ``rows`` at positions ``first, first + 1, …``: ``(offsets,
+    positions, frequencies)``, each posting list in position order."""
+    term_ids = np.frombuffer(b"".join(r[5] for r in rows), dtype="<i4")
+    tfs = np.frombuffer(b"".join(r[6] for r in rows), dtype="<i4")
+    per_row = np.fromiter((len(r[5]) // 4 for r in rows), dtype=np.int64, count=len(rows))
+    owner = np.repeat(np.arange(first, first + len(rows), dtype=np.int32), per_row)
+    order = np.argsort(term_ids, kind="stable")  # stable: each list stays in position order
+    offsets = np.zeros(int(term_ids.max()) + 2 if term_ids.size else 1, dtype=np.int64)
+    np.cumsum(np.bincount(term_ids, minlength=offsets.size - 1), out=offsets[1:])
+    return offsets, owner[order], tfs[order].astype(np.float32)
+
+
+def _padded(offsets: IntArray, size: int) -> IntArray:
+    if offsets.size >= size:
+        return offsets
+    return np.concatenate([offsets, np.full(size - offsets.size, offsets[-1], dtype=np.int64)])
+
+
 class ContentIndex:
-    """Chunks in key order with their BM25 postings; vectors are attached separately."""
+    """Chunks with their BM25 postings and, once loaded, their vectors.
+
+    Built in chunk-key order by :meth:`build`. :meth:`changed` applies the chunks a write
+    touched without rebuilding: their old positions become dead (``live`` is false) and
+    their current rows are appended, so positions are no longer in key order; rankings
+    break ties by chunk key, never by position. Every score is computed from integers and
+    per-chunk values (term frequencies, integer lengths, counts), so a copy that was
+    changed many times ranks exactly like one built afresh.
+    """
 
     def __init__(
         self,
         generation: int,
-        rows: Sequence[tuple[int, int, int, str, int, bytes, bytes]],
+        log_seq: int,
+        rows: Sequence[Row],
+        *,
+        base: ContentIndex | None = None,
+        dead: IntArray | None = None,
+        vectors: VectorRows | None = None,
     ) -> None:
-        """``rows``: ``(chunk key, doc key, sensitivity, chunk id, length, term ids, tfs)``
-        ordered by chunk key; term ids and frequencies are packed little-endian int32."""
-        n = len(rows)
         self.generation = generation
-        self.keys: IntArray = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
-        self.doc_keys: IntArray = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
-        self.sensitivity = np.fromiter((r[2] for r in rows), dtype=np.int8, count=n)
-        self.chunk_ids: list[str] = [r[3] for r in rows]
-        self.lengths = np.fromiter((r[4] for r in rows), dtype=np.float64, count=n)
-        term_ids = np.frombuffer(b"".join(r[5] for r in rows), dtype="<i4")
-        tfs = np.frombuffer(b"".join(r[6] for r in rows), dtype="<i4")
-        per_chunk = np.fromiter((len(r[5]) // 4 for r in rows), dtype=np.int64, count=n)
-        owner = np.repeat(np.arange(n, dtype=np.int32), per_chunk)
-        # Inverted index (CSR by term id): a stable sort keeps each posting list in chunk
-        # order, which is also the tie order of the ranking.
-        order = np.argsort(term_ids, kind="stable")
-        self.postings = owner[order]
-        self.frequencies = tfs[order].astype(np.float64)
-        size = int(term_ids.max()) + 2 if term_ids.size else 1
-        self.offsets = np.zeros(size, dtype=np.int64)
-        np.cumsum(np.bincount(term_ids, minlength=size - 1), out=self.offsets[1:])
-        self.vectors: VectorRows | None = None
+        self.log_seq = log_seq  # the change-log entry this copy includes up to
+        n = len(rows)
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        doc_keys = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
+        sensitivity = np.fromiter((r[2] for r in rows), dtype=np.int8, count=n)
+        lengths = np.fromiter((r[4] for r in rows), dtype=np.int64, count=n)
+        first = 0 if base is None else len(base)
+        offsets, postings, frequencies = _inverted(rows, first)
+        if base is None:
+            self.keys, self.doc_keys, self.sensitivity = keys, doc_keys, sensitivity
+            self.lengths = lengths
+            self.chunk_ids: list[str] = [r[3] for r in rows]
+            self.live: BoolArray = np.ones(n, dtype=np.bool_)
+            self.offsets, self.postings, self.frequencies = offsets, postings, frequencies
+        else:
+            self.keys = np.concatenate([base.keys, keys])
+            self.doc_keys = np.concatenate([base.doc_keys, doc_keys])
+            self.sensitivity = np.concatenate([base.sensitivity, sensitivity])
+            self.lengths = np.concatenate([base.lengths, lengths])
+            self.chunk_ids = [*base.chunk_ids, *(r[3] for r in rows)]
+            self.live = np.concatenate([base.live, np.ones(n, dtype=np.bool_)])
+            if dead is not None:
+                self.live[dead] = False
+            # Merge the appended postings at the end of each term's list: they come after
+            # every older position, so each list stays in position order.
+            size = max(base.offsets.size, offsets.size)
+            old, new = _padded(base.offsets, size), _padded(offsets, size)
+            terms = np.repeat(np.arange(size - 1), np.diff(new))
+            at = old[terms + 1]
+            self.postings = np.insert(base.postings, at, postings)
+            self.frequencies = np.insert(base.frequencies, at, frequencies)
+            self.offsets = old + new
+        self.vectors = vectors
+
+    @classmethod
+    def build(cls, generation: int, log_seq: int, rows: Sequence[Row]) -> ContentIndex:
+        """A fresh copy of ``rows`` (ordered by chunk key)."""
+        return cls(generation, log_seq, rows)
+
+    def changed(
+        self,
+        generation: int,
+        log_seq: int,
+        touched: IntArray,
+        rows: Sequence[Row],
+        vectors: Sequence[tuple[int, bytes]] | None,
+    ) -> ContentIndex:
+        """This copy with the chunks whose keys are in ``touched`` replaced by ``rows``
+        (their current state; a touched chunk missing from ``rows`` is gone). ``vectors``
+        holds the touched chunks' current vectors, needed if this copy has vectors."""
+        dead = np.flatnonzero(np.isin(self.keys, touched) & self.live)
+        result = ContentIndex(generation, log_seq, rows, base=self, dead=dead)
+        if self.vectors is not None and vectors is not None:
+            result.vectors = self.vectors.extended(result, vectors)
+        return result
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def posting(self, term_id: int) -> tuple[npt.NDArray[np.int32], FloatArray]:
-        """The chunks (positions, ascending) holding a term, with its frequency in each. A
-        term this copy has never seen (added after it was built) has none."""
+    @property
+    def dead(self) -> int:
+        return int(self.live.size - np.count_nonzero(self.live))
+
+    def positions_of(self, keys: IntArray) -> IntArray:
+        """The live position of each chunk key, or -1 for a key this copy does not hold."""
+        live = np.flatnonzero(self.live)
+        order = np.argsort(self.keys[live], kind="stable")
+        sorted_keys = self.keys[live][order]
+        at = np.minimum(np.searchsorted(sorted_keys, keys), max(sorted_keys.size - 1, 0))
+        found = sorted_keys[at] == keys if sorted_keys.size else np.zeros(keys.size, np.bool_)
+        positions: IntArray = np.where(found, live[order][at], -1).astype(np.int64)
+        return positions
+
+    def posting(self, term_id: int) -> tuple[PositionArray, TfArray]:
+        """The positions holding a term (ascending; dead ones included, the search mask
+        removes them), with its frequency at each. A term this copy has never seen
+        (added after it was built) has none."""
         if term_id < 0 or term_id + 1 >= self.offsets.size:
-            return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64)
+            return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
         lo, hi = self.offsets[term_id], self.offsets[term_id + 1]
         return self.postings[lo:hi], self.frequencies[lo:hi]
 
 
 @dataclass(frozen=True, slots=True)
 class VectorRows:
-    """The vectors of the chunks that have one: ``positions`` index :class:`ContentIndex`."""
+    """The vectors of the chunks that have one: row ``i`` of ``matrix`` belongs to position
+    ``positions[i]`` of a :class:`ContentIndex` (a dead position's row stays, masked)."""
 
     positions: IntArray
     matrix: npt.NDArray[np.float32]
@@ -100,6 +189,39 @@ class VectorRows:
     @property
     def dim(self) -> int:
         return int(self.matrix.shape[1])
+
+    @classmethod
+    def load(cls, content: ContentIndex, rows: Sequence[tuple[int, bytes]]) -> VectorRows:
+        """``(chunk key, float32 bytes)`` rows; a row whose chunk ``content`` does not hold
+        is left out rather than attributed to another chunk."""
+        if not rows:
+            return cls(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        dim = len(rows[0][1]) // 4
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        matrix = matrix.reshape(len(rows), dim)
+        positions = content.positions_of(keys)
+        found = positions >= 0
+        if not found.all():
+            positions, matrix = positions[found], matrix[found]
+        return cls(positions, matrix)
+
+    def extended(
+        self, content: ContentIndex, rows: Sequence[tuple[int, bytes]]
+    ) -> VectorRows | None:
+        """These rows plus ``rows`` placed at their chunks' (new) positions in ``content``;
+        ``None`` (load afresh) if the new rows have another width."""
+        added = VectorRows.load(content, rows)
+        if added.positions.size == 0:
+            return self
+        if self.positions.size == 0:
+            return added
+        if added.dim != self.dim:
+            return None
+        return VectorRows(
+            np.concatenate([self.positions, added.positions]),
+            np.concatenate([self.matrix, added.matrix]),
+        )
 
 
 class AccessIndex:
@@ -186,20 +308,23 @@ class AccessIndex:
         known = content.doc_keys < self.size
         doc_ceiling = np.full(len(content), _NO_ACCESS, dtype=np.int8)
         doc_ceiling[known] = ceilings[content.doc_keys[known]]
-        mask: BoolArray = content.sensitivity <= doc_ceiling
+        mask: BoolArray = (content.sensitivity <= doc_ceiling) & content.live
         return mask
 
 
-def top_k(scores: npt.NDArray[np.floating[Any]], candidates: IntArray, k: int) -> IntArray:
-    """The ``k`` best of ``candidates`` (positions, ascending) by ``scores[candidates]``,
-    best first; equal scores in position order, also across the cut at ``k``."""
+def top_k(
+    scores: npt.NDArray[np.floating[Any]], candidates: IntArray, ties: IntArray, k: int
+) -> IntArray:
+    """The ``k`` best of ``candidates`` by ``scores[candidates]``, best first; equal scores
+    in ascending ``ties`` order (``ties[i]`` belongs to ``candidates[i]``), also across the
+    cut at ``k``."""
     take = min(k, candidates.size)
     if take <= 0:
         return np.empty(0, dtype=np.int64)
     values = scores[candidates]
     kth = np.partition(-values, take - 1)[take - 1]
     keep = np.flatnonzero(-values <= kth)
-    order = keep[np.lexsort((candidates[keep], -values[keep]))][:take]
+    order = keep[np.lexsort((ties[keep], -values[keep]))][:take]
     result: IntArray = candidates[order].astype(np.int64)
     return result
 
@@ -217,13 +342,14 @@ def bm25_top_k(
     allowed = int(np.count_nonzero(mask))
     if allowed == 0:
         return []
-    average = float(index.lengths[mask].mean()) or 1.0
-    positions: list[npt.NDArray[np.int32]] = []
+    # Integer lengths sum exactly in any order: the average does not depend on positions.
+    average = int(index.lengths[mask].sum()) / allowed or 1.0
+    positions: list[PositionArray] = []
     weights: list[FloatArray] = []
     for term_id in dict.fromkeys(term_ids):
         chunks, tf = index.posting(term_id)
         inside = mask[chunks]
-        chunks, tf = chunks[inside], tf[inside]
+        chunks, tf = chunks[inside], tf[inside].astype(np.float64)
         df = chunks.size
         if df == 0:
             continue
@@ -237,5 +363,6 @@ def bm25_top_k(
     scores: FloatArray = np.bincount(
         matched, weights=np.concatenate(weights), minlength=len(index)
     ).astype(np.float64, copy=False)
-    best = top_k(scores, np.unique(matched).astype(np.int64), k)
+    candidates = np.unique(matched).astype(np.int64)
+    best = top_k(scores, candidates, index.keys[candidates], k)
     return [(int(p), float(scores[p])) for p in best]

@@ -96,6 +96,11 @@ CREATE TABLE IF NOT EXISTS terms (
     id INTEGER PRIMARY KEY,
     term TEXT NOT NULL UNIQUE
 );
+-- chunks touched by each write (filled by triggers): readers patch their in-memory copies
+CREATE TABLE IF NOT EXISTS chunk_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    chunk INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS chunk_terms (
     chunk INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
     length INTEGER NOT NULL,
@@ -131,19 +136,33 @@ INSERT OR IGNORE INTO meta VALUES ('content_generation', '0'), ('access_generati
 """
 
 # Generation triggers: whoever writes (this class, another process, an operator's SQL shell),
-# the in-memory copies of a reader are rebuilt before its next search. Cascaded deletes fire
-# them too.
+# the in-memory copies of a reader are brought up to date before its next search. Cascaded
+# deletes fire them too. Content triggers also log the chunk they touched, so a reader can
+# apply just those chunks instead of rebuilding everything.
 _GENERATIONS = {
-    "content_generation": ("chunks", "chunk_terms", "vectors"),
-    "access_generation": ("documents", "doc_acl"),
+    "content_generation": {"chunks": "id", "chunk_terms": "chunk", "vectors": "chunk"},
+    "access_generation": {"documents": "", "doc_acl": ""},
 }
-_TRIGGERS = "\n".join(
-    f"CREATE TRIGGER IF NOT EXISTS {table}_{event.lower()}_bumps_{key} AFTER {event} ON {table} "
-    f"BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{key}'; END;"
+_ROWS = {"INSERT": ("NEW",), "UPDATE": ("OLD", "NEW"), "DELETE": ("OLD",)}
+_TRIGGERS = {
+    f"{table}_{event.lower()}_bumps_{key}": (
+        f"CREATE TRIGGER {table}_{event.lower()}_bumps_{key} AFTER {event} ON {table} "
+        f"BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{key}'; "
+        + "".join(
+            f"INSERT INTO chunk_log (chunk) VALUES ({row}.{column}); " for row in _ROWS[event]
+        )
+        * bool(column)
+        + "END"
+    )
     for key, tables in _GENERATIONS.items()
-    for table in tables
-    for event in ("INSERT", "UPDATE", "DELETE")
-)
+    for table, column in tables.items()
+    for event in _ROWS
+}
+# How many change-log entries writers keep. A reader further behind rebuilds its copy.
+_LOG_KEPT = 300_000
+# Beyond these shares of touched or dead chunks, a full rebuild is cheaper than patching.
+_PATCH_TOUCHED = 0.2
+_PATCH_DEAD = 0.25
 
 _DOC_COLUMNS = (
     "doc_id, source_system, corpus, title, uri, owner, sensitivity, created_at, updated_at, "
@@ -195,7 +214,7 @@ class SQLiteStore:
                     f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
                 )
             self._db.executescript(_SCHEMA)
-            self._db.executescript(_TRIGGERS)
+            self._install_triggers()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open index {self.path}: {exc}") from exc
         self._lock = threading.RLock()
@@ -208,6 +227,27 @@ class SQLiteStore:
             )
         elif found == 1:
             self._migrate_from_1()
+
+    def _install_triggers(self) -> None:
+        """Create the generation triggers, or replace any whose definition differs (an index
+        written by an earlier release). One transaction: no writer ever runs without them."""
+        found = dict(
+            self._db.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+            ).fetchall()
+        )
+        stale = [name for name, sql in _TRIGGERS.items() if found.get(name) != sql]
+        if not stale:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for name in stale:
+                self._db.execute(f"DROP TRIGGER IF EXISTS {name}")
+                self._db.execute(_TRIGGERS[name])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def _schema_version(self) -> Any:
         """The stored schema version, or ``None`` for a new (empty) file."""
@@ -429,6 +469,7 @@ class SQLiteStore:
                         "INSERT INTO vectors (chunk, vec) VALUES (?, ?)", (key, vec.tobytes())
                     )
             self._write_terms(db, keys)
+            self._prune_log(db)
             # --- facts: replaced with the document (the old ones went by ON DELETE CASCADE)
             db.executemany(
                 "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, raw, "
@@ -451,6 +492,13 @@ class SQLiteStore:
             # --- end facts
 
     @staticmethod
+    def _prune_log(db: sqlite3.Connection) -> None:
+        """Keep the last ``_LOG_KEPT`` change-log entries (a reader further behind rebuilds)."""
+        db.execute(
+            "DELETE FROM chunk_log WHERE seq <= (SELECT max(seq) FROM chunk_log) - ?", (_LOG_KEPT,)
+        )
+
+    @staticmethod
     def _delete_in(db: sqlite3.Connection, doc_id: str) -> bool:
         row = db.execute("SELECT key FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         if row is None:
@@ -460,7 +508,9 @@ class SQLiteStore:
 
     def delete(self, doc_id: str) -> bool:
         with self.transaction() as db:
-            return self._delete_in(db, doc_id)
+            deleted = self._delete_in(db, doc_id)
+            self._prune_log(db)
+            return deleted
 
     def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
         with self.transaction() as db:
@@ -669,21 +719,16 @@ class SQLiteStore:
         return {str(r[0]) for r in rows}
 
     def _indexes(self, *, vectors: bool) -> tuple[ContentIndex, AccessIndex]:
-        """The current in-memory copies, rebuilt first where the file moved on."""
+        """The current in-memory copies, brought up to date first where the file moved on."""
         with self._snapshot() as db:
             content_generation, access_generation = self._generations()
             content = self._content
             if content is None or content.generation != content_generation:
-                # A chunk without terms (only a writer bypassing `upsert` can make one) is
-                # still a chunk: it keeps its place, so vectors line up, and matches no term.
-                rows = db.execute(
-                    "SELECT c.id, c.doc_key, c.sensitivity, c.chunk_id, coalesce(t.length, 0), "
-                    "coalesce(t.term_ids, x''), coalesce(t.tfs, x'') FROM chunks c "
-                    "LEFT JOIN chunk_terms t ON t.chunk = c.id ORDER BY c.id"
-                ).fetchall()
-                content = self._content = ContentIndex(content_generation, rows)
+                content = self._content = self._current_content(db, content, content_generation)
             if vectors and content.vectors is None:
-                content.vectors = self._load_vectors(db, content)
+                content.vectors = VectorRows.load(
+                    content, db.execute("SELECT chunk, vec FROM vectors").fetchall()
+                )
             access = self._access
             if access is None or access.generation != access_generation:
                 documents = db.execute(
@@ -693,22 +738,48 @@ class SQLiteStore:
                 access = self._access = AccessIndex(access_generation, documents, acl)
             return content, access
 
-    @staticmethod
-    def _load_vectors(db: sqlite3.Connection, content: ContentIndex) -> VectorRows:
-        rows = db.execute("SELECT chunk, vec FROM vectors ORDER BY chunk").fetchall()
-        if not rows:
-            return VectorRows(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
-        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        dim = len(rows[0][1]) // 4
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        # Read in the same snapshot as `content`, so every vector's chunk is there; a row
-        # that still fails to line up with its chunk is left out rather than misattributed.
-        positions = np.minimum(np.searchsorted(content.keys, keys), max(len(content) - 1, 0))
-        aligned = content.keys[positions] == keys if len(content) else np.zeros_like(keys, bool)
-        matrix = matrix.reshape(len(rows), dim)
-        if not aligned.all():
-            positions, matrix = positions[aligned], matrix[aligned]
-        return VectorRows(positions, matrix)
+    # A chunk without terms (only a writer bypassing `upsert` can make one) is still a chunk:
+    # it keeps its place, so its vector lines up, and it matches no term.
+    _CONTENT_ROWS = (
+        "SELECT c.id, c.doc_key, c.sensitivity, c.chunk_id, coalesce(t.length, 0), "
+        "coalesce(t.term_ids, x''), coalesce(t.tfs, x'') FROM chunks c "
+        "LEFT JOIN chunk_terms t ON t.chunk = c.id"
+    )
+
+    def _current_content(
+        self, db: sqlite3.Connection, old: ContentIndex | None, generation: int
+    ) -> ContentIndex:
+        """``old`` patched with the chunks the change log names since it was made, or a
+        fresh copy when there is no ``old``, the log no longer reaches back to it, or so
+        much changed that rebuilding is cheaper."""
+        last = int(db.execute("SELECT coalesce(max(seq), 0) FROM chunk_log").fetchone()[0])
+        touched: list[int] = []
+        if old is not None and last > old.log_seq:
+            entries = db.execute(
+                "SELECT seq, chunk FROM chunk_log WHERE seq > ? ORDER BY seq", (old.log_seq,)
+            ).fetchall()
+            if entries and entries[0][0] == old.log_seq + 1:  # nothing pruned in between
+                touched = sorted({int(chunk) for _, chunk in entries})
+        limit = _PATCH_TOUCHED * max(len(old or ()), 1000)
+        if old is None or not touched or len(touched) > limit:
+            rows = db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id").fetchall()
+            return ContentIndex.build(generation, last, rows)
+        ids = json.dumps(touched)
+        rows = db.execute(
+            f"{self._CONTENT_ROWS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id",
+            (ids,),
+        ).fetchall()
+        vectors = None
+        if old.vectors is not None:
+            vectors = db.execute(
+                "SELECT chunk, vec FROM vectors WHERE chunk IN (SELECT value FROM json_each(?))",
+                (ids,),
+            ).fetchall()
+        patched = old.changed(generation, last, np.asarray(touched, np.int64), rows, vectors)
+        if patched.dead > _PATCH_DEAD * len(patched):
+            rows = db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id").fetchall()
+            return ContentIndex.build(generation, last, rows)
+        return patched
 
     def _lexical(
         self, content: ContentIndex, terms: list[str], mask: npt.NDArray[np.bool_], k: int
@@ -747,7 +818,7 @@ class SQLiteStore:
             scores[candidates] = np.einsum("ij,j->i", rows.matrix[candidates], query)
         else:
             scores = np.einsum("ij,j->i", rows.matrix, query)
-        best = top_k(scores.astype(np.float64), candidates, k)
+        best = top_k(scores, candidates, content.keys[rows.positions[candidates]], k)
         return [(content.chunk_ids[rows.positions[r]], float(scores[r])) for r in best]
 
     def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
