@@ -36,6 +36,7 @@ from clearance.errors import (
 )
 from clearance.ingest.metadata import parse_metadata
 from clearance.ingest.pipeline import FileResult, Ingestor, IngestReport, Job
+from clearance.lifecycle import Closing
 from clearance.llm.base import Provider
 from clearance.llm.registry import make_provider, make_rerank_provider
 from clearance.model import SearchHit
@@ -66,7 +67,7 @@ class SearchResult:
     refused: str | None = None  # "account_disabled" / "unknown_user" when nothing was searched
 
 
-class Clearance:
+class Clearance(Closing):
     """Open with :meth:`open`; close with :meth:`close` or use as a context manager."""
 
     def __init__(
@@ -107,12 +108,6 @@ class Clearance:
             if callable(close):
                 close()
         self.store.close()
-
-    def __enter__(self) -> Clearance:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ components
 

@@ -44,13 +44,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
 import httpx
 
 from clearance.config import CorpusSettings
 from clearance.errors import ConfigError
+from clearance.lifecycle import Closing
 
 __all__ = [
     "CachedPermissionChecker",
@@ -152,7 +152,7 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-class HttpPermissionChecker:
+class HttpPermissionChecker(Closing):
     """Asks a source system over HTTP, in one POST per call, with a hard deadline.
 
     ``timeout_s`` is applied twice: as httpx's per-phase timeout (connect, write, each read, pool)
@@ -263,17 +263,6 @@ class HttpPermissionChecker:
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
 
 # --------------------------------------------------------------------------- cache
 
@@ -284,7 +273,7 @@ class _Entry:
     result: RealtimeResult
 
 
-class CachedPermissionChecker:
+class CachedPermissionChecker(Closing):
     """A short-TTL, bounded LRU cache of real-time answers in front of any checker.
 
     Why: a page of results often names the same documents again within seconds; asking the source
@@ -388,17 +377,6 @@ class CachedPermissionChecker:
         close = getattr(self._inner, "close", None)
         if callable(close):
             close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 # --------------------------------------------------------------------------- fake

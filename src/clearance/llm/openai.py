@@ -33,12 +33,12 @@ import math
 import ssl
 import time
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
 from clearance.errors import ConfigError, ProviderError
+from clearance.lifecycle import Closing
 from clearance.llm.base import ChatRequest, ChatResponse
 from clearance.secrets import Secret
 
@@ -71,7 +71,7 @@ def _retry_after(value: str | None) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
-class OpenAICompatibleProvider:
+class OpenAICompatibleProvider(Closing):
     """A strict chat-completions client; see the module docstring for the guarantees.
 
     ``base_url`` is the API root including its version, e.g. ``http://127.0.0.1:11434/v1``.
@@ -252,14 +252,3 @@ class OpenAICompatibleProvider:
         """Close the HTTP client if this provider created it."""
         if self._owns_client:
             self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clearance.errors import StoreError
+from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.store.base import SearchFilter, StoreStats, Vector
@@ -193,7 +194,7 @@ def _pack(terms: Iterable[str], vocabulary: Mapping[str, int]) -> tuple[int, byt
     return int(tfs.sum()), ids.tobytes(), tfs.tobytes()
 
 
-class SQLiteStore:
+class SQLiteStore(Closing):
     """The embedded :class:`~clearance.store.base.Store` implementation."""
 
     def __init__(self, path: Path | str) -> None:
@@ -263,12 +264,6 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._db.close()
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _migrate_from_1(self) -> None:
         """Schema 1 kept an FTS5 table; schema 2 keeps term frequencies. Re-analyse every
