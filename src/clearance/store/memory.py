@@ -21,7 +21,7 @@ give: a document they cannot read cannot move their results.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,20 +191,41 @@ class VectorRows:
         return int(self.matrix.shape[1])
 
     @classmethod
-    def load(cls, content: ContentIndex, rows: Sequence[tuple[int, bytes]]) -> VectorRows:
-        """``(chunk key, float32 bytes)`` rows; a row whose chunk ``content`` does not hold
-        is left out rather than attributed to another chunk."""
-        if not rows:
+    def load(
+        cls,
+        content: ContentIndex,
+        rows: Iterable[tuple[int, bytes]],
+        count: int | None = None,
+    ) -> VectorRows:
+        """``(chunk key, float32 bytes)`` rows, streamed into one preallocated matrix
+        (``count``: how many rows at most, when ``rows`` is a cursor). A row whose chunk
+        ``content`` does not hold, or of another width than the first, is left out rather
+        than attributed to another chunk."""
+        if count is None:
+            rows = list(rows)
+            count = len(rows)
+        keys = np.full(count, -1, dtype=np.int64)
+        matrix: npt.NDArray[np.float32] | None = None
+        filled = 0
+        for key, blob in rows:
+            if filled == count:
+                break
+            if matrix is None:
+                matrix = np.empty((count, len(blob) // 4), dtype=np.float32)
+            if len(blob) != 4 * matrix.shape[1]:
+                continue
+            keys[filled] = key
+            matrix[filled] = np.frombuffer(blob, dtype=np.float32)
+            filled += 1
+        if matrix is None or filled == 0:
             return cls(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
-        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        dim = len(rows[0][1]) // 4
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), dim)
-        positions = content.positions_of(keys)
-        found = positions >= 0
-        if not found.all():
-            positions, matrix = positions[found], matrix[found]
-        return cls(positions, matrix)
+        positions = content.positions_of(keys[:filled])
+        if filled < count:
+            matrix = matrix[:filled]
+        found = np.flatnonzero(positions >= 0)
+        if found.size == filled:
+            return cls(positions, matrix)
+        return cls(positions[found], matrix[found])
 
     def extended(
         self, content: ContentIndex, rows: Sequence[tuple[int, bytes]]

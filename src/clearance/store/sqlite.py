@@ -721,9 +721,9 @@ class SQLiteStore(Closing):
             if content is None or content.generation != content_generation:
                 content = self._content = self._current_content(db, content, content_generation)
             if vectors and content.vectors is None:
-                content.vectors = VectorRows.load(
-                    content, db.execute("SELECT chunk, vec FROM vectors").fetchall()
-                )
+                (count,) = db.execute("SELECT count(*) FROM vectors").fetchone()
+                cursor = db.execute("SELECT chunk, vec FROM vectors")
+                content.vectors = VectorRows.load(content, cursor, int(count))
             access = self._access
             if access is None or access.generation != access_generation:
                 documents = db.execute(
