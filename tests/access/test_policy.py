@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import factories
 from clearance.access.directory import Directory
 from clearance.access.policy import (
     AccessControl,
@@ -30,7 +31,7 @@ from clearance.access.policy import (
 from clearance.access.realtime import FakePermissionChecker, RealtimeOutcome, RealtimeResult
 from clearance.config import AssistantSettings, settings_from_dict
 from clearance.errors import AccessDenied, ClearanceError, ConfigError
-from clearance.model import Chunk, Document, Sensitivity
+from clearance.model import Document, Sensitivity
 from clearance.store.sqlite import SQLiteStore
 
 DATA = Path(__file__).parent / "data" / "policy_cases.json"
@@ -67,23 +68,15 @@ def principal_of(case: Mapping[str, Any]) -> Principal:
 
 def document_of(case: Mapping[str, Any]) -> Document:
     d = case["document"]
-    return Document(
-        doc_id=DOC_ID,
-        source_system="wiki",
+    return factories.document(
+        DOC_ID,
         corpus=d["corpus"],
         title="case",
         uri="https://wiki.example/case",
-        owner=None,
         acl=frozenset(d["acl"]),
         sensitivity=Sensitivity.parse(d["sensitivity"]),
-        created_at=None,
-        updated_at=None,
-        review_at=None,
         expires_at=None if d["expires_at"] is None else datetime.fromisoformat(d["expires_at"]),
         ai_allowed=d["ai_allowed"],
-        personal_data=False,
-        origin="human",
-        origin_chain=(),
         content_hash="h",
     )
 
@@ -343,7 +336,7 @@ def test_search_filter_agrees_in_the_store(case: dict[str, Any]) -> None:
     flt = access.search_filter(
         principal_of(case), assistant, [document.corpus], action=Action(case["action"])
     )
-    chunk = Chunk(f"{DOC_ID}#0", DOC_ID, 0, "text", "section=1", document.sensitivity, "human")
+    chunk = factories.chunk(document, "text")
 
     allow, _ = expected(case)
     assert flt.admits(document, chunk) is allow

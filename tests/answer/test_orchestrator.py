@@ -26,9 +26,10 @@ from clearance.llm.base import ChatRequest, ChatResponse, Snippet
 from clearance.llm.guard import EgressGuard
 from clearance.llm.mock import MockProvider
 from clearance.llm.openai import OpenAICompatibleProvider
-from clearance.model import Chunk, Document, SearchHit, Sensitivity
+from clearance.model import Document, SearchHit, Sensitivity
 from clearance.retrieval.rerank import rerank
 from clearance.trace.record import TraceRecord
+from factories import chunk, document
 from llm.chat_server import ChatServer
 
 from .conftest import AcmeIndex, cli
@@ -400,32 +401,17 @@ def test_a_blocked_judge_call_keeps_the_fused_order_and_is_traced(
 # --------------------------------------------------------------------------- rerank (strategy B)
 
 
-def document(n: int, sensitivity: Any) -> Document:
-    return Document(
-        doc_id=f"test:{n}",
-        source_system="test",
+def hit(n: int, sensitivity: Any = Sensitivity.INTERNAL, doc_sensitivity: Any = None) -> SearchHit:
+    doc = document(
+        f"test:{n}",
         corpus="ops",
         title=f"Document {n}",
         uri=f"https://example.test/{n}",
-        owner=None,
-        acl=frozenset({"everyone"}),
-        sensitivity=sensitivity,
-        created_at=None,
-        updated_at=None,
-        review_at=None,
-        expires_at=None,
-        ai_allowed=True,
-        personal_data=False,
-        origin="human",
-        origin_chain=(),
+        sensitivity=sensitivity if doc_sensitivity is None else doc_sensitivity,
         content_hash=f"hash-{n}",
     )
-
-
-def hit(n: int, sensitivity: Any = Sensitivity.INTERNAL, doc_sensitivity: Any = None) -> SearchHit:
-    doc = document(n, sensitivity if doc_sensitivity is None else doc_sensitivity)
-    chunk = Chunk(f"test:{n}#0", doc.doc_id, 0, f"text of hit {n}", "page=1", sensitivity, "human")
-    return SearchHit(chunk, doc, score=1.0 / n)
+    piece = chunk(doc, f"text of hit {n}", locator="page=1", sensitivity=sensitivity)
+    return SearchHit(piece, doc, score=1.0 / n)
 
 
 class RecordingJudge:

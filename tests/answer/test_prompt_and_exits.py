@@ -23,8 +23,9 @@ from clearance.errors import GuardError, StoreError
 from clearance.llm.base import ChatMessage, ChatRequest, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, RecheckResult, check_request
 from clearance.llm.mock import MockProvider
-from clearance.model import Chunk, Document, SearchHit, Sensitivity
+from clearance.model import Chunk, SearchHit, Sensitivity
 from clearance.retrieval.link_exit import is_restricted, to_snippets
+from factories import document
 
 # --------------------------------------------------------------------------- link exit
 
@@ -33,27 +34,17 @@ _UNSET: Any = object()
 
 
 def hit(n: int, chunk_label: Any = Sensitivity.INTERNAL, doc_label: Any = _UNSET) -> SearchHit:
-    document = Document(
-        doc_id=f"test:{n}",
-        source_system="test",
+    doc = document(
+        f"test:{n}",
         corpus="ops",
         title=f"Document {n}",
         uri=f"https://example.test/{n}",
-        owner=None,
-        acl=frozenset({"everyone"}),
         sensitivity=Sensitivity.INTERNAL if doc_label is _UNSET else doc_label,
-        created_at=None,
-        updated_at=None,
-        review_at=None,
-        expires_at=None,
-        ai_allowed=True,
-        personal_data=False,
-        origin="human",
-        origin_chain=(),
         content_hash=f"hash-{n}",
     )
-    chunk = Chunk(f"test:{n}#0", document.doc_id, 0, f"text {n}", "page=1", chunk_label, "human")
-    return SearchHit(chunk, document, score=1.0 / n)
+    # a raw Chunk: its label may be None on purpose, which factories.chunk reads as "inherit"
+    chunk = Chunk(f"test:{n}#0", doc.doc_id, 0, f"text {n}", "page=1", chunk_label, "human")
+    return SearchHit(chunk, doc, score=1.0 / n)
 
 
 @pytest.mark.parametrize(

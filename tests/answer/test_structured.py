@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import clearance.answer.structured as structured_module
+import factories
 from clearance.answer.intent import MetricQuery, parse_intent
 from clearance.answer.result import Citation
 from clearance.answer.structured import (
@@ -27,7 +28,7 @@ from clearance.answer.structured import (
     run_multi,
 )
 from clearance.config import settings_from_dict
-from clearance.model import Chunk, Document, Fact, Sensitivity
+from clearance.model import Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 
@@ -50,28 +51,10 @@ READER = SearchFilter(frozenset({"group:staff"}), now=NOW)
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-def document(doc_id: str, title: str, **kw: Any) -> Document:
-    values: dict[str, Any] = {
-        "doc_id": doc_id,
-        "source_system": "files",
-        "corpus": "public",
-        "title": title,
-        "uri": f"https://example.test/{title}",
-        "owner": None,
-        "acl": frozenset({"group:staff"}),
-        "sensitivity": Sensitivity.INTERNAL,
-        "created_at": None,
-        "updated_at": None,
-        "review_at": None,
-        "expires_at": None,
-        "ai_allowed": True,
-        "personal_data": False,
-        "origin": "human",
-        "origin_chain": (),
-        "content_hash": f"h-{doc_id}",
-    }
-    values.update(kw)
-    return Document(**values)
+def document(doc_id: str, title: str, **fields: Any) -> Document:
+    """Readable by ``group:staff``, in corpus ``public``, unless ``fields`` say otherwise."""
+    fields = {"corpus": "public", "acl": frozenset({"group:staff"}), **fields}
+    return factories.document(doc_id, title=title, uri=f"https://example.test/{title}", **fields)
 
 
 def fact(doc_id: str, value: float, locator: str, **kw: str) -> Fact:
@@ -87,8 +70,7 @@ def fact(doc_id: str, value: float, locator: str, **kw: str) -> Fact:
 
 
 def put(store: SQLiteStore, doc: Document, *facts: Fact) -> None:
-    chunk = Chunk(f"{doc.doc_id}#0", doc.doc_id, 0, "x", "page=1", doc.sensitivity, "human")
-    store.upsert(doc, [chunk], facts=list(facts))
+    store.upsert(doc, [factories.chunk(doc, "x", locator="page=1")], facts=list(facts))
 
 
 DECK = "slide=2,table=1,row=Revenue,col=FY2024"

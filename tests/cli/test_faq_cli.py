@@ -17,8 +17,8 @@ from clearance.cli import faq_cmds
 from clearance.cli import main as main_module
 from clearance.cli.context import AppContext
 from clearance.config import load_settings
-from clearance.model import Document, Sensitivity
 from clearance.store.sqlite import SQLiteStore
+from factories import document
 
 Run = Callable[..., tuple[int, str, str]]
 
@@ -80,22 +80,10 @@ def index_document(config: Path, doc_id: str, title: str, uri: str) -> None:
     settings = load_settings(config)
     with SQLiteStore(settings.db_path) as store:
         store.upsert(
-            Document(
-                doc_id=doc_id,
-                source_system="wiki",
-                corpus="default",
+            document(
+                doc_id,
                 title=title,
                 uri=uri,
-                owner=None,
-                acl=frozenset({"everyone"}),
-                sensitivity=Sensitivity.INTERNAL,
-                created_at=None,
-                updated_at=None,
-                review_at=None,
-                expires_at=None,
-                ai_allowed=True,
-                personal_data=False,
-                origin="human",
                 origin_chain=("human",),
                 content_hash="x",
             ),

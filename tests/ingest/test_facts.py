@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from pptx import Presentation
 from pptx.util import Inches
 
+import factories
 from clearance.cli import facts_cmds
 from clearance.cli.context import AppContext
 from clearance.config import FactSettings, Settings, settings_from_dict
@@ -471,32 +472,14 @@ def test_format_number_examples() -> None:
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
 
-def document(doc_id: str, **kw: Any) -> Document:
-    values: dict[str, Any] = {
-        "doc_id": doc_id,
-        "source_system": "src",
-        "corpus": "public",
-        "title": f"title of {doc_id}",
-        "uri": f"https://example.test/{doc_id}",
-        "owner": None,
-        "acl": frozenset({"everyone"}),
-        "sensitivity": Sensitivity.INTERNAL,
-        "created_at": None,
-        "updated_at": None,
-        "review_at": None,
-        "expires_at": None,
-        "ai_allowed": True,
-        "personal_data": False,
-        "origin": "human",
-        "origin_chain": (),
-        "content_hash": f"h-{doc_id}",
-    }
-    values.update(kw)
-    return Document(**values)
+def document(doc_id: str, **fields: Any) -> Document:
+    """In corpus ``public`` and titled after its id, unless ``fields`` say otherwise."""
+    fields = {"corpus": "public", "title": f"title of {doc_id}", **fields}
+    return factories.document(doc_id, **fields)
 
 
 def chunk(doc: Document) -> Chunk:
-    return Chunk(f"{doc.doc_id}#0", doc.doc_id, 0, "text", "page=1", doc.sensitivity, "human")
+    return factories.chunk(doc, "text", locator="page=1")
 
 
 def fact(doc_id: str, value: float = 1.0, **kw: str) -> Fact:

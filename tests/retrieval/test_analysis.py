@@ -10,43 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearance.model import Chunk, Document, Sensitivity
+from clearance.model import Sensitivity
 from clearance.retrieval.analysis import document_terms, index_terms, query_terms, search_terms
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
+from factories import chunks, document
 
 EVERYONE = SearchFilter(frozenset({"everyone"}))
 
 
-def document(doc_id: str, title: str = "") -> Document:
-    return Document(
-        doc_id=doc_id,
-        source_system="s",
-        corpus="c",
-        title=title,
-        uri="",
-        owner=None,
-        acl=frozenset({"everyone"}),
-        sensitivity=Sensitivity.PUBLIC,
-        created_at=None,
-        updated_at=None,
-        review_at=None,
-        expires_at=None,
-        ai_allowed=True,
-        personal_data=False,
-        origin="human",
-        origin_chain=(),
-        content_hash=f"h-{doc_id}",
-    )
-
-
 def add(store: SQLiteStore, doc_id: str, *texts: str) -> None:
-    doc = document(doc_id)
-    chunks = [
-        Chunk(f"{doc_id}#{i}", doc_id, i, text, f"lines={i + 1}", doc.sensitivity, "human")
-        for i, text in enumerate(texts)
-    ]
-    store.upsert(doc, chunks)
+    doc = document(doc_id, corpus="c", uri="", sensitivity=Sensitivity.PUBLIC)
+    store.upsert(doc, chunks(doc, texts, locator="lines={n}"))
 
 
 def found(store: SQLiteStore, query: str, k: int = 10) -> list[str]:

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clearance.model import Chunk, Document, Sensitivity
 from clearance.retrieval.analysis import cjk_share
 from clearance.retrieval.embedding import HashingEmbedder, Vectors
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
+from factories import chunk, document
 
 EVERYONE = SearchFilter(principals=frozenset({"everyone"}))
 
@@ -32,28 +32,6 @@ class CountingEmbedder:
         return self.inner.embed(texts)
 
 
-def document(doc_id: str) -> Document:
-    return Document(
-        doc_id=doc_id,
-        source_system="files",
-        corpus="c",
-        title="",
-        uri=f"file:{doc_id}",
-        owner=None,
-        acl=frozenset({"everyone"}),
-        sensitivity=Sensitivity.INTERNAL,
-        created_at=None,
-        updated_at=None,
-        review_at=None,
-        expires_at=None,
-        ai_allowed=True,
-        personal_data=False,
-        origin="files",
-        origin_chain=(),
-        content_hash=doc_id,
-    )
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     db = SQLiteStore(tmp_path / "index.db")
@@ -65,9 +43,10 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     }
     embedder = HashingEmbedder(dim=32)
     for doc_id, text in texts.items():
-        doc = document(doc_id)
-        chunk = Chunk(f"{doc_id}#0", doc_id, 0, text, "lines=1-1", doc.sensitivity, "files")
-        db.upsert(doc, [chunk], list(embedder.embed([text])))
+        doc = document(
+            doc_id, corpus="c", uri=f"file:{doc_id}", origin="files", content_hash=doc_id
+        )
+        db.upsert(doc, [chunk(doc, text, locator="lines=1-1")], list(embedder.embed([text])))
     with db:
         yield db
 

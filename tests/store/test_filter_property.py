@@ -31,6 +31,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+import factories
 from clearance.model import Chunk, Document, Sensitivity
 from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.retrieval.embedding import HashingEmbedder
@@ -84,34 +85,24 @@ def documents(draw: st.DrawFn) -> Corpus:
         if draw(st.integers(0, 5)) < 5:
             acl = draw(st.frozensets(st.sampled_from(PRINCIPALS), min_size=1, max_size=3))
         sensitivity = draw(st.sampled_from(LEVELS))
-        doc = Document(
-            doc_id=doc_id,
-            source_system="src",
+        doc = factories.document(
+            doc_id,
             corpus=draw(st.sampled_from(CORPORA)),
             title=draw(st.sampled_from(("", "report", "tokyo forecast"))),
             uri=f"https://example.test/{n}",
-            owner=None,
             acl=acl,
             sensitivity=sensitivity,
-            created_at=None,
-            updated_at=None,
-            review_at=None,
             expires_at=draw(st.sampled_from(EXPIRIES)),
             ai_allowed=draw(st.sampled_from([True, True, True, False])),
-            personal_data=False,
-            origin="human",
-            origin_chain=(),
             content_hash=f"h{n}",
         )
         chunks = [
-            Chunk(
-                chunk_id=f"{doc_id}#{i}",
-                doc_id=doc_id,
+            factories.chunk(
+                doc,
+                draw(texts),
                 ordinal=i,
-                text=draw(texts),
                 locator=f"section={i}",
                 sensitivity=draw(st.sampled_from([s for s in LEVELS if s >= sensitivity])),
-                origin="human",
             )
             for i in range(draw(st.integers(1, 3)))
         ]
@@ -410,26 +401,14 @@ def constructed_corpus(*allowed_texts: str) -> Corpus:
     docs = []
     for n, text in enumerate(texts):
         allowed = n >= 6
-        doc = Document(
-            doc_id=f"src:{n}",
-            source_system="src",
+        doc = factories.document(
+            f"src:{n}",
             corpus="ops",
-            title="",
             uri="",
-            owner=None,
             acl=frozenset({"user:ann"} if allowed else {"group:legal"}),
-            sensitivity=Sensitivity.INTERNAL,
-            created_at=None,
-            updated_at=None,
-            review_at=None,
-            expires_at=None,
-            ai_allowed=True,
-            personal_data=False,
-            origin="human",
-            origin_chain=(),
             content_hash=f"h{n}",
         )
-        chunk = Chunk(f"src:{n}#0", doc.doc_id, 0, text, "section=1", doc.sensitivity, "human")
+        chunk = factories.chunk(doc, text)
         docs.append((doc, [chunk]))
     return Corpus(docs)
 

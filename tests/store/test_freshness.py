@@ -20,12 +20,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clearance.model import Chunk, Document, Sensitivity
+from clearance.model import Document, Sensitivity
 from clearance.retrieval.analysis import document_terms
 from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter
 from clearance.store.memory import AccessIndex, ContentIndex
 from clearance.store.sqlite import SQLiteStore
+from factories import chunk, chunks, document
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(dim=16)
@@ -45,34 +46,14 @@ TRIGGERS = {
 
 
 def make_doc(doc_id: str, acl: frozenset[str]) -> Document:
-    return Document(
-        doc_id=doc_id,
-        source_system="wiki",
-        corpus="wiki",
-        title="",
-        uri=f"https://example.test/{doc_id}",
-        owner=None,
-        acl=acl,
-        sensitivity=Sensitivity.PUBLIC,
-        created_at=None,
-        updated_at=None,
-        review_at=None,
-        expires_at=None,
-        ai_allowed=True,
-        personal_data=False,
-        origin="human",
-        origin_chain=(),
-        content_hash=doc_id,
+    return document(
+        doc_id, corpus="wiki", acl=acl, sensitivity=Sensitivity.PUBLIC, content_hash=doc_id
     )
 
 
 def put(store: SQLiteStore, doc_id: str, acl: frozenset[str], *texts: str) -> None:
     doc = make_doc(doc_id, acl)
-    chunks = [
-        Chunk(f"{doc_id}#{i}", doc_id, i, text, f"section={i}", doc.sensitivity, "human")
-        for i, text in enumerate(texts)
-    ]
-    store.upsert(doc, chunks, list(EMBEDDER.embed(list(texts))))
+    store.upsert(doc, chunks(doc, texts, locator="section={i}"), list(EMBEDDER.embed(list(texts))))
 
 
 @pytest.fixture
@@ -358,7 +339,7 @@ def test_an_upsert_rebuilds_both_copies(index: SQLiteStore) -> None:
     content, access = warm(index)
 
     doc = dataclasses.replace(make_doc("wiki:ann", frozenset({"user:ann"})), title="Renamed")
-    index.upsert(doc, [Chunk("wiki:ann#0", "wiki:ann", 0, "Revenue", "s", doc.sensitivity, "h")])
+    index.upsert(doc, [chunk(doc, "Revenue", locator="s", origin="h")])
     assert visible(index, "lexical") == BEFORE
 
     assert index._content is not content

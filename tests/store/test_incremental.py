@@ -31,7 +31,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from clearance.model import Chunk, Document, Sensitivity
+import factories
+from clearance.model import Document, Sensitivity
 from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store import memory as memory_module
 from clearance.store import sqlite as sqlite_module
@@ -73,23 +74,13 @@ def document(
     sensitivity: Sensitivity = Sensitivity.PUBLIC,
     title: str = "",
 ) -> Document:
-    return Document(
-        doc_id=doc_id,
+    return factories.document(
+        doc_id,
         source_system="wiki",
         corpus="wiki",
         title=title,
-        uri=f"https://example.test/{doc_id}",
-        owner=None,
         acl=acl,
         sensitivity=sensitivity,
-        created_at=None,
-        updated_at=None,
-        review_at=None,
-        expires_at=None,
-        ai_allowed=True,
-        personal_data=False,
-        origin="human",
-        origin_chain=(),
         content_hash=doc_id,
     )
 
@@ -103,10 +94,7 @@ def put(
     vectors: bool = True,
 ) -> None:
     doc = document(doc_id, acl)
-    chunks = [
-        Chunk(f"{doc_id}#{i}", doc_id, i, text, f"section={i}", doc.sensitivity, "human")
-        for i, text in enumerate(texts)
-    ]
+    chunks = factories.chunks(doc, texts, locator="section={i}")
     store.upsert(doc, chunks, list(EMBEDDER.embed(list(texts))) if vectors else None)
 
 
@@ -207,7 +195,7 @@ def upsert(store: SQLiteStore, op: Upsert) -> None:
     doc_id = f"doc:{op.doc}"
     doc = document(doc_id, op.acl, op.sensitivity, op.title)
     chunks = [
-        Chunk(f"{doc_id}#{i}", doc_id, i, text, f"section={i}", level, "human")
+        factories.chunk(doc, text, ordinal=i, locator=f"section={i}", sensitivity=level)
         for i, (text, level, _) in enumerate(op.chunks)
     ]
     vectors = [

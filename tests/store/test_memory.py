@@ -13,12 +13,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+import factories
 from clearance.model import Chunk, Document, Sensitivity
 from clearance.store.base import SearchFilter
 from clearance.store.memory import AccessIndex, ContentIndex, bm25_top_k, top_k
@@ -65,28 +67,12 @@ def content_index(
     return ContentIndex.build(generation, 0, rows)
 
 
-def document(key: int, **fields: object) -> Document:
-    values: dict[str, object] = {
-        "doc_id": f"d{key}",
-        "source_system": "src",
-        "corpus": "ops",
-        "title": "",
-        "uri": "",
-        "owner": None,
-        "acl": frozenset({"everyone"}),
-        "sensitivity": Sensitivity.PUBLIC,
-        "created_at": None,
-        "updated_at": None,
-        "review_at": None,
-        "expires_at": None,
-        "ai_allowed": True,
-        "personal_data": False,
-        "origin": "human",
-        "origin_chain": (),
-        "content_hash": f"h{key}",
-    }
-    values.update(fields)
-    return Document(**values)  # type: ignore[arg-type]
+def document(key: int, **fields: Any) -> Document:
+    """Document ``d<key>``: PUBLIC, in corpus ``ops``, unless ``fields`` say otherwise."""
+    fields = {"corpus": "ops", "sensitivity": Sensitivity.PUBLIC, **fields}
+    return factories.document(
+        f"d{key}", source_system="src", uri="", content_hash=f"h{key}", **fields
+    )
 
 
 def access_index(documents: Mapping[int, Document], generation: int = 0) -> AccessIndex:

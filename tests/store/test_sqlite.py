@@ -18,6 +18,7 @@ from clearance.model import Chunk, Document, Sensitivity
 from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter, Store
 from clearance.store.sqlite import Retrieved, SQLiteStore
+from factories import chunks as make_chunks
 
 JST = timezone(timedelta(hours=9))
 EVERYONE = frozenset({"everyone"})
@@ -49,24 +50,6 @@ def make_doc(doc_id: str = "files:a.md", **changes: object) -> Document:
         extra={"meta_hash": "m1", "nested": {"n": [1, 2]}},
     )
     return dataclasses.replace(doc, **changes)  # type: ignore[arg-type]
-
-
-def make_chunks(doc: Document, texts: list[str], **changes: object) -> list[Chunk]:
-    return [
-        dataclasses.replace(
-            Chunk(
-                chunk_id=f"{doc.doc_id}#{i}",
-                doc_id=doc.doc_id,
-                ordinal=i,
-                text=text,
-                locator=f"section={i + 1}",
-                sensitivity=doc.sensitivity,
-                origin=doc.origin,
-            ),
-            **changes,  # type: ignore[arg-type]
-        )
-        for i, text in enumerate(texts)
-    ]
 
 
 def vectors(texts: list[str]) -> list[np.ndarray]:
