@@ -28,7 +28,8 @@ Measured
 * index (re)builds, filter admitting 100 %: the first lexical search after opening the store
   (builds the in-memory ``ContentIndex`` and ``AccessIndex``), then the first vector search
   (loads the vector matrix); the same after a content write (one document re-upserted: the
-  copies are patched with its 10 chunks, matrix included, not rebuilt); after
+  copies are patched with its 10 chunks, matrix included, not rebuilt; median and maximum of
+  five such writes); after
   an ACL-only write (one ``set_acl``), which must rebuild the ``AccessIndex`` alone: its
   rebuild is timed on its own, then the first ``retrieve`` after another such write;
 * per selectivity (0.1 / 1 / 10 / 100 % of documents), over ``--queries`` queries of 2–4 words
@@ -108,6 +109,7 @@ from clearance.store.memory import bm25_top_k
 from clearance.store.sqlite import SQLiteStore
 
 CHUNKS_PER_DOC = 10
+PATCH_WRITES = 5  # content writes timed one by one after the first searches
 WORDS_PER_CHUNK = (110, 140)
 VOCAB_SIZE = 30_000
 DIM = 384
@@ -622,12 +624,20 @@ def rebuilds(
     open_vector = timed_ms(vector)
     rss_vectors = current_rss_mb()
     warm = statistics.median(timed_ms(both) for _ in range(5))
-    # A content write: document 0 again, same text and vectors (new chunk rows). The next
-    # search patches the copies (10 chunks dead, 10 appended) instead of rebuilding them.
-    document, chunks = corpus.doc(0)
-    store.upsert(document, chunks, list(matrix[:CHUNKS_PER_DOC]))
-    write_lexical = timed_ms(lexical)
-    write_vector = timed_ms(vector)
+    # Content writes: documents 0..4 again, same text and vectors (new chunk rows). After
+    # each, the next search patches the copies (10 chunks dead, 10 appended, matrix
+    # included) instead of rebuilding them. One call is noisy (fresh pages for the copied
+    # arrays), so five writes give a median and a maximum.
+    patch_lexical: list[float] = []
+    patch_vector: list[float] = []
+    for d in range(PATCH_WRITES):
+        document, chunks = corpus.doc(d)
+        rows = slice(d * CHUNKS_PER_DOC, (d + 1) * CHUNKS_PER_DOC)
+        store.upsert(document, chunks, list(matrix[rows]))
+        patch_lexical.append(timed_ms(lexical))
+        patch_vector.append(timed_ms(vector))
+    write_lexical = statistics.median(patch_lexical)
+    write_vector = statistics.median(patch_vector)
     # An ACL-only write (the same ACL again): the AccessIndex alone must be rebuilt.
     content, access = store._content, store._access
     store.set_acl(Corpus.doc_id(0), Corpus.acl(0))
@@ -646,6 +656,7 @@ def rebuilds(
         "matrix_mb": round(corpus.n_chunks * DIM * 4 / 2**20, 1),
         "warm_retrieve_ms": round(warm, 2),
         "content_write_first_lexical_ms": round(write_lexical, 1),
+        "content_write_first_lexical_max_ms": round(max(patch_lexical), 1),
         "content_write_first_vector_ms": round(write_vector, 1),
         "acl_write_access_rebuild_ms": round(acl_rebuild, 2),
         "acl_write_first_retrieve_ms": round(acl_retrieve, 2),
@@ -951,8 +962,13 @@ def report(f: dict[str, Any]) -> None:
             "open_first_lexical_ms",
         ),
         ("", "then first vector search (vector matrix load)", "open_first_vector_ms"),
-        ("after content write", "first lexical search (patch)", "content_write_first_lexical_ms"),
-        ("", "then first vector search", "content_write_first_vector_ms"),
+        (
+            "after content write",
+            f"first lexical search (patch), median of {PATCH_WRITES}",
+            "content_write_first_lexical_ms",
+        ),
+        ("", f"  the slowest of the {PATCH_WRITES}", "content_write_first_lexical_max_ms"),
+        ("", "then first vector search, median", "content_write_first_vector_ms"),
         (
             "after ACL-only write",
             "AccessIndex rebuild alone (_indexes)",

@@ -62,3 +62,50 @@ def test_positions_of_dead_chunks_are_not_found() -> None:
 
     assert loaded.positions.tolist() == [1]
     assert loaded.matrix.tolist() == [[2]]
+
+
+# --------------------------------------------------------------------------- growing in place
+
+
+def test_extending_the_latest_copy_appends_into_its_headroom_without_touching_it() -> None:
+    index = content([10, 20])
+    first = VectorRows.load(index, [(10, blob(1)), (20, blob(2))])
+    grown = index.changed(2, 1, np.asarray([30]), [(30, 1, 1, "doc#30", 0, b"", b"")], None)
+
+    second = first.extended(grown, [(30, blob(3))])
+
+    assert second is not None
+    assert np.shares_memory(first.matrix, second.matrix)  # no copy of the matrix
+    assert first.matrix.tolist() == [[1], [2]]  # the older copy still sees its own rows
+    assert second.matrix.tolist() == [[1], [2], [3]]
+    assert second.positions.tolist() == [0, 1, 2]
+
+
+def test_extending_an_older_copy_again_never_overwrites_the_newer_one() -> None:
+    index = content([10, 20])
+    first = VectorRows.load(index, [(10, blob(1)), (20, blob(2))])
+    grown = index.changed(2, 1, np.asarray([30]), [(30, 1, 1, "doc#30", 0, b"", b"")], None)
+    newer = first.extended(grown, [(30, blob(3))])
+    assert newer is not None
+
+    other = first.extended(grown, [(30, blob(9))])  # the same older copy, extended again
+
+    assert other is not None
+    assert not np.shares_memory(newer.matrix, other.matrix)
+    assert newer.matrix.tolist() == [[1], [2], [3]]
+    assert other.matrix.tolist() == [[1], [2], [9]]
+
+
+def test_growing_past_the_headroom_moves_to_a_larger_buffer() -> None:
+    keys = list(range(1, 3001))
+    index = content(keys)
+    loaded = VectorRows.load(index, [(k, blob(float(k))) for k in keys[:1]])
+    capacity = loaded._buffer.array.shape[0] if loaded._buffer is not None else 0
+    rest = [(k, blob(float(k))) for k in keys[1:]]
+
+    grown = loaded.extended(index, rest)
+
+    assert capacity < len(keys)
+    assert grown is not None and grown.matrix.shape == (len(keys), 1)
+    assert grown.matrix[:, 0].tolist() == [float(k) for k in keys]
+    assert loaded.matrix.tolist() == [[1.0]]

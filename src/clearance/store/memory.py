@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -178,13 +178,32 @@ class ContentIndex:
         return self.postings[lo:hi], self.frequencies[lo:hi]
 
 
+class _Rows:
+    """A float32 matrix with room to grow: the first ``used`` rows are taken. Appending
+    writes below them, so views of the first rows (older copies still in use by a search)
+    never see a change."""
+
+    __slots__ = ("array", "used")
+
+    def __init__(self, array: npt.NDArray[np.float32], used: int) -> None:
+        self.array = array
+        self.used = used
+
+
+def _room(rows: int) -> int:
+    """Capacity for ``rows`` rows plus headroom, so that patches append without copying."""
+    return rows + max(1024, rows // 10)
+
+
 @dataclass(frozen=True, slots=True)
 class VectorRows:
     """The vectors of the chunks that have one: row ``i`` of ``matrix`` belongs to position
-    ``positions[i]`` of a :class:`ContentIndex` (a dead position's row stays, masked)."""
+    ``positions[i]`` of a :class:`ContentIndex` (a dead position's row stays, masked).
+    ``matrix`` may be a view of the first rows of a growable buffer."""
 
     positions: IntArray
     matrix: npt.NDArray[np.float32]
+    _buffer: _Rows | None = field(default=None, compare=False, repr=False)
 
     @property
     def dim(self) -> int:
@@ -205,33 +224,32 @@ class VectorRows:
             rows = list(rows)
             count = len(rows)
         keys = np.full(count, -1, dtype=np.int64)
-        matrix: npt.NDArray[np.float32] | None = None
+        array: npt.NDArray[np.float32] | None = None
         filled = 0
         for key, blob in rows:
             if filled == count:
                 break
-            if matrix is None:
-                matrix = np.empty((count, len(blob) // 4), dtype=np.float32)
-            if len(blob) != 4 * matrix.shape[1]:
+            if array is None:
+                array = np.empty((_room(count), len(blob) // 4), dtype=np.float32)
+            if len(blob) != 4 * array.shape[1]:
                 continue
             keys[filled] = key
-            matrix[filled] = np.frombuffer(blob, dtype=np.float32)
+            array[filled] = np.frombuffer(blob, dtype=np.float32)
             filled += 1
-        if matrix is None or filled == 0:
+        if array is None or filled == 0:
             return cls(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
         positions = content.positions_of(keys[:filled])
-        if filled < count:
-            matrix = matrix[:filled]
         found = np.flatnonzero(positions >= 0)
         if found.size == filled:
-            return cls(positions, matrix)
-        return cls(positions[found], matrix[found])
+            return cls(positions, array[:filled], _Rows(array, filled))
+        return cls(positions[found], array[found])
 
     def extended(
         self, content: ContentIndex, rows: Sequence[tuple[int, bytes]]
     ) -> VectorRows | None:
         """These rows plus ``rows`` placed at their chunks' (new) positions in ``content``;
-        ``None`` (load afresh) if the new rows have another width."""
+        ``None`` (load afresh) if the new rows have another width. The new rows go into the
+        buffer's headroom when this copy is the buffer's latest; otherwise into a new one."""
         added = VectorRows.load(content, rows)
         if added.positions.size == 0:
             return self
@@ -239,9 +257,16 @@ class VectorRows:
             return added
         if added.dim != self.dim:
             return None
+        n, total = self.positions.size, self.positions.size + added.positions.size
+        buffer = self._buffer
+        if buffer is None or buffer.used != n or total > buffer.array.shape[0]:
+            array = np.empty((_room(total), self.dim), dtype=np.float32)
+            array[:n] = self.matrix
+            buffer = _Rows(array, n)
+        buffer.array[n:total] = added.matrix
+        buffer.used = total
         return VectorRows(
-            np.concatenate([self.positions, added.positions]),
-            np.concatenate([self.matrix, added.matrix]),
+            np.concatenate([self.positions, added.positions]), buffer.array[:total], buffer
         )
 
 
