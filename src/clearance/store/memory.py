@@ -54,17 +54,47 @@ Row = tuple[int, int, int, str, int, bytes, bytes]
 frequencies packed little-endian int32, one entry per distinct term."""
 
 
-def _inverted(rows: Sequence[Row], first: int) -> tuple[IntArray, PositionArray, TfArray]:
-    """CSR by term id of ``rows`` at positions ``first, first + 1, …``: ``(offsets,
-    positions, frequencies)``, each posting list in position order."""
-    term_ids = np.frombuffer(b"".join(r[5] for r in rows), dtype="<i4")
-    tfs = np.frombuffer(b"".join(r[6] for r in rows), dtype="<i4")
-    per_row = np.fromiter((len(r[5]) // 4 for r in rows), dtype=np.int64, count=len(rows))
-    owner = np.repeat(np.arange(first, first + len(rows), dtype=np.int32), per_row)
-    order = np.argsort(term_ids, kind="stable")  # stable: each list stays in position order
-    offsets = np.zeros(int(term_ids.max()) + 2 if term_ids.size else 1, dtype=np.int64)
-    np.cumsum(np.bincount(term_ids, minlength=offsets.size - 1), out=offsets[1:])
-    return offsets, owner[order], tfs[order].astype(np.float32)
+class _Columns:
+    """``Row`` values read in one pass, column by column, without keeping the rows: the
+    term data of a 100k-chunk index is appended to two byte buffers as it streams in."""
+
+    def __init__(self, rows: Iterable[Row]) -> None:
+        keys: list[int] = []
+        doc_keys: list[int] = []
+        sensitivity: list[int] = []
+        self.chunk_ids: list[str] = []
+        lengths: list[int] = []
+        widths: list[int] = []
+        term_ids, tfs = bytearray(), bytearray()
+        for key, doc_key, level, chunk_id, length, ids, freqs in rows:
+            keys.append(key)
+            doc_keys.append(doc_key)
+            sensitivity.append(level)
+            self.chunk_ids.append(chunk_id)
+            lengths.append(length)
+            widths.append(len(ids) // 4)
+            term_ids += ids
+            tfs += freqs
+        self.keys = np.asarray(keys, dtype=np.int64)
+        self.doc_keys = np.asarray(doc_keys, dtype=np.int64)
+        self.sensitivity = np.asarray(sensitivity, dtype=np.int8)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.widths = np.asarray(widths, dtype=np.int64)
+        self.term_ids = np.frombuffer(term_ids, dtype="<i4")
+        self.tfs = np.frombuffer(tfs, dtype="<i4")
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    def inverted(self, first: int) -> tuple[IntArray, PositionArray, TfArray]:
+        """CSR by term id of these rows at positions ``first, first + 1, …``: ``(offsets,
+        positions, frequencies)``, each posting list in position order."""
+        term_ids = self.term_ids
+        owner = np.repeat(np.arange(first, first + len(self), dtype=np.int32), self.widths)
+        order = np.argsort(term_ids, kind="stable")  # stable: lists stay in position order
+        offsets = np.zeros(int(term_ids.max()) + 2 if term_ids.size else 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_ids, minlength=offsets.size - 1), out=offsets[1:])
+        return offsets, owner[order], self.tfs[order].astype(np.float32)
 
 
 def _padded(offsets: IntArray, size: int) -> IntArray:
@@ -88,7 +118,7 @@ class ContentIndex:
         self,
         generation: int,
         log_seq: int,
-        rows: Sequence[Row],
+        rows: Iterable[Row],
         *,
         base: ContentIndex | None = None,
         dead: IntArray | None = None,
@@ -96,25 +126,21 @@ class ContentIndex:
     ) -> None:
         self.generation = generation
         self.log_seq = log_seq  # the change-log entry this copy includes up to
-        n = len(rows)
-        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
-        doc_keys = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
-        sensitivity = np.fromiter((r[2] for r in rows), dtype=np.int8, count=n)
-        lengths = np.fromiter((r[4] for r in rows), dtype=np.int64, count=n)
-        first = 0 if base is None else len(base)
-        offsets, postings, frequencies = _inverted(rows, first)
+        columns = _Columns(rows)
+        n = len(columns)
+        offsets, postings, frequencies = columns.inverted(0 if base is None else len(base))
         if base is None:
-            self.keys, self.doc_keys, self.sensitivity = keys, doc_keys, sensitivity
-            self.lengths = lengths
-            self.chunk_ids: list[str] = [r[3] for r in rows]
+            self.keys, self.doc_keys = columns.keys, columns.doc_keys
+            self.sensitivity, self.lengths = columns.sensitivity, columns.lengths
+            self.chunk_ids: list[str] = columns.chunk_ids
             self.live: BoolArray = np.ones(n, dtype=np.bool_)
             self.offsets, self.postings, self.frequencies = offsets, postings, frequencies
         else:
-            self.keys = np.concatenate([base.keys, keys])
-            self.doc_keys = np.concatenate([base.doc_keys, doc_keys])
-            self.sensitivity = np.concatenate([base.sensitivity, sensitivity])
-            self.lengths = np.concatenate([base.lengths, lengths])
-            self.chunk_ids = [*base.chunk_ids, *(r[3] for r in rows)]
+            self.keys = np.concatenate([base.keys, columns.keys])
+            self.doc_keys = np.concatenate([base.doc_keys, columns.doc_keys])
+            self.sensitivity = np.concatenate([base.sensitivity, columns.sensitivity])
+            self.lengths = np.concatenate([base.lengths, columns.lengths])
+            self.chunk_ids = [*base.chunk_ids, *columns.chunk_ids]
             self.live = np.concatenate([base.live, np.ones(n, dtype=np.bool_)])
             if dead is not None:
                 self.live[dead] = False
@@ -130,8 +156,8 @@ class ContentIndex:
         self.vectors = vectors
 
     @classmethod
-    def build(cls, generation: int, log_seq: int, rows: Sequence[Row]) -> ContentIndex:
-        """A fresh copy of ``rows`` (ordered by chunk key)."""
+    def build(cls, generation: int, log_seq: int, rows: Iterable[Row]) -> ContentIndex:
+        """A fresh copy of ``rows`` (ordered by chunk key; a cursor streams)."""
         return cls(generation, log_seq, rows)
 
     def changed(

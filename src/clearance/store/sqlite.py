@@ -757,8 +757,9 @@ class SQLiteStore(Closing):
                 touched = sorted({int(chunk) for _, chunk in entries})
         limit = _PATCH_TOUCHED * max(len(old or ()), 1000)
         if old is None or not touched or len(touched) > limit:
-            rows = db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id").fetchall()
-            return ContentIndex.build(generation, last, rows)
+            return ContentIndex.build(
+                generation, last, db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id")
+            )
         ids = json.dumps(touched)
         rows = db.execute(
             f"{self._CONTENT_ROWS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id",
@@ -772,8 +773,9 @@ class SQLiteStore(Closing):
             ).fetchall()
         patched = old.changed(generation, last, np.asarray(touched, np.int64), rows, vectors)
         if patched.dead > _PATCH_DEAD * len(patched):
-            rows = db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id").fetchall()
-            return ContentIndex.build(generation, last, rows)
+            return ContentIndex.build(
+                generation, last, db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id")
+            )
         return patched
 
     def _lexical(
