@@ -186,8 +186,8 @@ def test_the_next_search_sees_a_change_committed_by_another_connection(
 def drop_generation_triggers(path: Path) -> None:
     with raw(path) as db:
         found = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        assert found == TRIGGERS  # so the reverse proof drops exactly these
-        for name in sorted(found):
+        assert found >= TRIGGERS  # so the reverse proof drops exactly these
+        for name in sorted(TRIGGERS):
             db.execute(f"DROP TRIGGER {name}")
 
 
@@ -266,8 +266,9 @@ def test_a_chunk_without_term_rows_keeps_its_own_vector(index: SQLiteStore) -> N
 
 
 def test_an_orphaned_vector_is_never_served_as_another_chunks(index: SQLiteStore) -> None:
-    """A connection without foreign keys (the sqlite3 default) deletes ann's chunk and
-    leaves its vector behind. That vector belongs to no chunk and must score none."""
+    """A connection without foreign keys (the sqlite3 default) deletes ann's chunk (a
+    trigger removes its vector all the same) and inserts a vector for a chunk that does not
+    exist. That vector belongs to no chunk and must score none."""
     anns = EMBEDDER.embed(["Revenue margin in Milano"])[0]
     everyone = SearchFilter(principals=frozenset({"user:bo", "user:ann", "everyone"}), now=NOW)
     ((top, score),) = index.vector_search(anns, everyone, 1)
@@ -275,7 +276,8 @@ def test_an_orphaned_vector_is_never_served_as_another_chunks(index: SQLiteStore
     assert score == pytest.approx(1.0)
     with closing(sqlite3.connect(index.path, isolation_level=None)) as db:
         db.execute("DELETE FROM chunks WHERE chunk_id = 'wiki:ann#0'")
-        assert db.execute("SELECT COUNT(*) FROM vectors").fetchone() == (3,)  # orphaned
+        assert db.execute("SELECT COUNT(*) FROM vectors").fetchone() == (2,)  # removed too
+        db.execute("INSERT INTO vectors (chunk, vec) VALUES (999, ?)", (anns.tobytes(),))
 
     got = dict(index.vector_search(anns, everyone, 10))
 

@@ -439,9 +439,27 @@ def test_reverse_proof_the_check_rejects_a_wrong_patch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     monkeypatch.setattr(ContentIndex, "changed", WRONG_PATCHES[name])
+    without_safety_net(monkeypatch)
 
     with pytest.raises(AssertionError):
         run(tmp_path / "index.db", SCENARIO)
+
+
+def without_safety_net(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch off the count/sum check that rebuilds a patched copy holding other chunks
+    than the file, so a wrong patch is served as it is (reverse proofs only)."""
+    monkeypatch.setattr(SQLiteStore, "_holds_the_same_chunks", staticmethod(lambda db, c: True))
+
+
+@pytest.mark.parametrize("name", ["forgets the old positions", "drops without appending"])
+def test_the_safety_net_rebuilds_a_patch_that_holds_other_chunks_than_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Defence in depth: even a wrong patch (a bug, or a write the log cannot see) is never
+    served, because the patched copy's live chunks are checked against the table."""
+    monkeypatch.setattr(ContentIndex, "changed", WRONG_PATCHES[name])
+
+    run(tmp_path / "index.db", SCENARIO)  # ranks like a fresh store after every step
 
 
 def test_reverse_proof_a_patch_that_forgets_old_positions_leaks_and_duplicates(
@@ -454,6 +472,7 @@ def test_reverse_proof_a_patch_that_forgets_old_positions_leaks_and_duplicates(
     put(store, "doc:b", ["margin report"])
     assert_ranks_like_a_fresh_store(store)  # builds, with the vectors loaded
     monkeypatch.setattr(ContentIndex, "changed", forgets_the_old_positions)
+    without_safety_net(monkeypatch)
 
     with raw(store.path) as db:
         db.execute("UPDATE chunks SET sensitivity = 3 WHERE chunk_id = 'doc:a#0'")

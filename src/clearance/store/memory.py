@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from clearance.model import Sensitivity
 from clearance.store.base import SearchFilter
 
 __all__ = ["BM25", "AccessIndex", "ContentIndex", "bm25_top_k", "top_k"]
@@ -39,6 +40,8 @@ PositionArray = npt.NDArray[np.int32]
 TfArray = npt.NDArray[np.float32]
 
 _NO_ACCESS = np.int8(-1)  # a ceiling below every sensitivity level
+_LEVELS = frozenset(int(level) for level in Sensitivity)
+_UNKNOWN_LEVEL = int(np.iinfo(np.int8).max)  # above every ceiling
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +72,12 @@ class _Columns:
         for key, doc_key, level, chunk_id, length, ids, freqs in rows:
             keys.append(key)
             doc_keys.append(doc_key)
-            sensitivity.append(level)
+            # Only a writer bypassing `upsert` can store an unknown level: never admitted.
+            sensitivity.append(level if level in _LEVELS else _UNKNOWN_LEVEL)
             self.chunk_ids.append(chunk_id)
-            lengths.append(length)
+            lengths.append(max(int(length), 0))
+            if len(ids) % 4 or len(ids) != len(freqs):  # malformed: matches no term
+                ids = freqs = b""
             widths.append(len(ids) // 4)
             term_ids += ids
             tfs += freqs
@@ -89,12 +95,15 @@ class _Columns:
     def inverted(self, first: int) -> tuple[IntArray, PositionArray, TfArray]:
         """CSR by term id of these rows at positions ``first, first + 1, …``: ``(offsets,
         positions, frequencies)``, each posting list in position order."""
-        term_ids = self.term_ids
+        term_ids, tfs = self.term_ids, self.tfs
         owner = np.repeat(np.arange(first, first + len(self), dtype=np.int32), self.widths)
+        if term_ids.size and term_ids.min() < 0:  # malformed entries match nothing
+            valid = term_ids >= 0
+            term_ids, tfs, owner = term_ids[valid], tfs[valid], owner[valid]
         order = np.argsort(term_ids, kind="stable")  # stable: lists stay in position order
         offsets = np.zeros(int(term_ids.max()) + 2 if term_ids.size else 1, dtype=np.int64)
         np.cumsum(np.bincount(term_ids, minlength=offsets.size - 1), out=offsets[1:])
-        return offsets, owner[order], self.tfs[order].astype(np.float32)
+        return offsets, owner[order], tfs[order].astype(np.float32)
 
 
 def _padded(offsets: IntArray, size: int) -> IntArray:
@@ -187,6 +196,8 @@ class ContentIndex:
     def positions_of(self, keys: IntArray) -> IntArray:
         """The live position of each chunk key, or -1 for a key this copy does not hold."""
         live = np.flatnonzero(self.live)
+        if live.size == 0:
+            return np.full(keys.size, -1, dtype=np.int64)
         order = np.argsort(self.keys[live], kind="stable")
         sorted_keys = self.keys[live][order]
         at = np.minimum(np.searchsorted(sorted_keys, keys), max(sorted_keys.size - 1, 0))
@@ -308,6 +319,9 @@ class AccessIndex:
         """``documents``: ``(key, doc_id, corpus, sensitivity, expires_at, ai_allowed)``;
         ``acl``: ``(principal, doc key)``."""
         self.generation = generation
+        # Keys below 0 are legal in SQLite but only a writer bypassing the store makes them;
+        # such a document is never admitted (and must not index from the end).
+        documents = [d for d in documents if d[0] >= 0]
         size = max((d[0] for d in documents), default=0) + 1
         self.size = size
         self.sensitivity = np.full(size, np.iinfo(np.int8).max, dtype=np.int8)
@@ -319,7 +333,7 @@ class AccessIndex:
         self.keys_by_doc_id: dict[str, int] = {}
         for key, doc_id, corpus, sensitivity, expires_at, ai_allowed in documents:
             self.exists[key] = True
-            self.sensitivity[key] = sensitivity
+            self.sensitivity[key] = sensitivity if sensitivity in _LEVELS else _UNKNOWN_LEVEL
             if expires_at is not None:
                 self.expires[key] = expires_at
             self.ai_allowed[key] = bool(ai_allowed)
@@ -329,7 +343,7 @@ class AccessIndex:
         for principal, key in acl:
             # An ACL row of a missing document (a writer with foreign keys off deleted it)
             # grants nothing.
-            if key < size and self.exists[key]:
+            if 0 <= key < size and self.exists[key]:
                 grouped.setdefault(principal, []).append(key)
         self.readers: dict[str, IntArray] = {
             p: np.asarray(keys, dtype=np.int64) for p, keys in grouped.items()
@@ -377,7 +391,7 @@ class AccessIndex:
         if not flt.principals or len(content) == 0:
             return np.zeros(len(content), dtype=np.bool_)
         ceilings = self.ceilings(flt)
-        known = content.doc_keys < self.size
+        known = (content.doc_keys >= 0) & (content.doc_keys < self.size)
         doc_ceiling = np.full(len(content), _NO_ACCESS, dtype=np.int8)
         doc_ceiling[known] = ceilings[content.doc_keys[known]]
         mask: BoolArray = (content.sensitivity <= doc_ceiling) & content.live

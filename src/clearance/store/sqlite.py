@@ -19,16 +19,17 @@ the tests compare the mask with.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -159,6 +160,35 @@ _TRIGGERS = {
     for table, column in tables.items()
     for event in _ROWS
 }
+_TRIGGERS.update(
+    {
+        # A REPLACE conflict deletes the old row without firing its delete trigger (unless
+        # recursive_triggers is on in the writer's connection): log it beforehand.
+        "chunks_replace_logs_old_row": (
+            "CREATE TRIGGER chunks_replace_logs_old_row BEFORE INSERT ON chunks "
+            "BEGIN INSERT INTO chunk_log (chunk) SELECT id FROM chunks "
+            "WHERE chunk_id = NEW.chunk_id OR id = NEW.id; END"
+        ),
+        "chunks_update_replace_logs_old_row": (
+            "CREATE TRIGGER chunks_update_replace_logs_old_row BEFORE UPDATE ON chunks "
+            "BEGIN INSERT INTO chunk_log (chunk) SELECT id FROM chunks "
+            "WHERE (chunk_id = NEW.chunk_id OR id = NEW.id) AND id != OLD.id; END"
+        ),
+        # A writer with foreign keys off (the sqlite3 shell's default) would leave a deleted
+        # document's rows behind, and a later document reusing its key would inherit them.
+        "documents_delete_removes_children": (
+            "CREATE TRIGGER documents_delete_removes_children AFTER DELETE ON documents "
+            "BEGIN DELETE FROM doc_acl WHERE doc_key = OLD.key; "
+            "DELETE FROM chunks WHERE doc_key = OLD.key; "
+            "DELETE FROM facts WHERE doc_key = OLD.key; END"
+        ),
+        "chunks_delete_removes_children": (
+            "CREATE TRIGGER chunks_delete_removes_children AFTER DELETE ON chunks "
+            "BEGIN DELETE FROM chunk_terms WHERE chunk = OLD.id; "
+            "DELETE FROM vectors WHERE chunk = OLD.id; END"
+        ),
+    }
+)
 # How many change-log entries writers keep. A reader further behind rebuilds its copy.
 _LOG_KEPT = 300_000
 # Beyond these shares of touched or dead chunks, a full rebuild is cheaper than patching.
@@ -194,6 +224,24 @@ def _pack(terms: Iterable[str], vocabulary: Mapping[str, int]) -> tuple[int, byt
     return int(tfs.sum()), ids.tobytes(), tfs.tobytes()
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _consistent(
+    method: Callable[Concatenate[SQLiteStore, _P], _R],
+) -> Callable[Concatenate[SQLiteStore, _P], _R]:
+    """Run a read under the store's lock, in one read snapshot: the connection is shared,
+    and without the lock a read could see another thread's uncommitted write."""
+
+    @functools.wraps(method)
+    def read(self: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._snapshot():
+            return method(self, *args, **kwargs)
+
+    return read
+
+
 class SQLiteStore(Closing):
     """The embedded :class:`~clearance.store.base.Store` implementation."""
 
@@ -202,32 +250,39 @@ class SQLiteStore(Closing):
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            found = self._schema_version()
-            if found not in (None, 1, SCHEMA_VERSION):
-                # Checked before anything is created: an index written by a newer release
-                # is left exactly as it is.
-                self._db.close()
-                raise StoreError(
-                    f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
-                )
-            self._db.executescript(_SCHEMA)
-            self._install_triggers()
-        except sqlite3.Error as exc:
+            db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open index {self.path}: {exc}") from exc
+        self._db = db
         self._lock = threading.RLock()
         self._content: ContentIndex | None = None
         self._access: AccessIndex | None = None
         self._vocabulary: dict[str, int] | None = None  # the writer's copy of `terms`
-        if found is None:
-            self._db.execute(
-                "INSERT INTO meta VALUES ('schema_version', ?)", (json.dumps(SCHEMA_VERSION),)
+        try:
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            found = self._schema_version()
+            if found not in (None, 1, SCHEMA_VERSION):
+                # Checked before anything is created: an index written by a newer release
+                # is left exactly as it is.
+                raise StoreError(
+                    f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
+                )
+            db.executescript(_SCHEMA)
+            self._install_triggers()
+            # Another process may be opening the same file: both steps are idempotent.
+            db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                (json.dumps(SCHEMA_VERSION),),
             )
-        elif found == 1:
-            self._migrate_from_1()
+            if found == 1:
+                self._migrate_from_1()
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"cannot open index {self.path}: {exc}") from exc
+            raise
 
     def _install_triggers(self) -> None:
         """Create the generation triggers, or replace any whose definition differs (an index
@@ -269,6 +324,8 @@ class SQLiteStore(Closing):
         """Schema 1 kept an FTS5 table; schema 2 keeps term frequencies. Re-analyse every
         chunk's stored text once, in one transaction, and drop the FTS5 table."""
         with self.transaction() as db:
+            if self._meta_raw("schema_version") != "1":
+                return  # another process migrated it while this one waited for the lock
             rows = db.execute(
                 "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.key = c.doc_key"
             ).fetchall()
@@ -295,11 +352,13 @@ class SQLiteStore(Closing):
                 yield self._db
                 self._db.execute("COMMIT")
             except BaseException as exc:
-                self._db.execute("ROLLBACK")
                 # Copies built inside the transaction saw writes that never happened, and the
-                # rollback also rewinds the generations they are labelled with.
+                # rollback also rewinds the generations they are labelled with. Reset first:
+                # SQLite may already have rolled back by itself (I/O error, RAISE(ROLLBACK)).
                 self._content = self._access = None
                 self._vocabulary = None  # it may hold ids the rollback took back
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"write to {self.path} failed: {exc}") from exc
                 raise
@@ -330,6 +389,7 @@ class SQLiteStore(Closing):
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    @_consistent
     def get_meta(self, key: str) -> Any:
         raw = self._meta_raw(key)
         return None if raw is None else json.loads(raw)
@@ -398,6 +458,9 @@ class SQLiteStore(Closing):
         # --- end facts
         # One index holds one vector space: a row of another width would break every later
         # vector search, so it is refused here, naming the document.
+        for i, vector in enumerate(vectors or ()):
+            if vector is not None and not np.isfinite(np.asarray(vector, dtype=np.float32)).all():
+                raise StoreError(f"{document.doc_id}: the vector of chunk {i} is not finite")
         dims = {np.asarray(v).size for v in vectors or () if v is not None}
         if len(dims) > 1:
             raise StoreError(f"{document.doc_id}: vectors of different dimensions {sorted(dims)}")
@@ -549,6 +612,7 @@ class SQLiteStore(Closing):
         with self.transaction() as db:
             self._record_sync_in(db, corpus, at)
 
+    @_consistent
     def last_acl_syncs(self) -> dict[str, datetime]:
         rows = self._db.execute("SELECT corpus, last_acl_sync FROM corpus_sync").fetchall()
         return {str(c): datetime.fromtimestamp(t, UTC) for c, t in rows}
@@ -597,15 +661,18 @@ class SQLiteStore(Closing):
         acls = self._acls([r[0] for r in rows])
         return [self._document(r[1:], acls[r[0]]) for r in rows]
 
+    @_consistent
     def get_document(self, doc_id: str) -> Document | None:
         docs = self._documents_where("WHERE doc_id = ?", (doc_id,))
         return docs[0] if docs else None
 
+    @_consistent
     def list_documents(self, corpus: str | None = None) -> list[Document]:
         if corpus is None:
             return self._documents_where("ORDER BY doc_id", ())
         return self._documents_where("WHERE corpus = ? ORDER BY doc_id", (corpus,))
 
+    @_consistent
     def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
         """A document's stored vectors keyed by chunk text, to reuse when only metadata changed."""
         rows = self._db.execute(
@@ -615,12 +682,14 @@ class SQLiteStore(Closing):
         ).fetchall()
         return {str(t): np.frombuffer(b, dtype=np.float32).copy() for t, b in rows}
 
+    @_consistent
     def corpora(self) -> list[str]:
         """Every corpus that holds at least one document."""
         return [
             str(r[0]) for r in self._db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
         ]
 
+    @_consistent
     def content_hash(self, doc_id: str) -> str | None:
         row = self._db.execute(
             "SELECT content_hash FROM documents WHERE doc_id = ?", (doc_id,)
@@ -644,12 +713,14 @@ class SQLiteStore(Closing):
         "FROM chunks c JOIN documents d ON d.key = c.doc_key"
     )
 
+    @_consistent
     def get_chunks(self, doc_id: str) -> list[Chunk]:
         rows = self._db.execute(
             f"{self._CHUNK_SELECT} WHERE d.doc_id = ? ORDER BY c.ordinal", (doc_id,)
         ).fetchall()
         return [self._chunk(r) for r in rows]
 
+    @_consistent
     def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
         rows = self._db.execute(
             f"{self._CHUNK_SELECT} WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
@@ -705,6 +776,7 @@ class SQLiteStore(Closing):
             params.append(json.dumps(sorted(flt.exclude_doc_ids)))
         return sql, params
 
+    @_consistent
     def allowed_doc_ids(self, flt: SearchFilter) -> set[str]:
         """Every document id the filter admits (for tests, counts and operators)."""
         sql, params = self._allowed(flt)
@@ -741,6 +813,15 @@ class SQLiteStore(Closing):
         "LEFT JOIN chunk_terms t ON t.chunk = c.id"
     )
 
+    @staticmethod
+    def _holds_the_same_chunks(db: sqlite3.Connection, content: ContentIndex) -> bool:
+        """A write the log missed (it cannot see every way a row can go) would leave a
+        chunk alive in a patched copy that is gone from the file: compare the count and
+        the sum of the live chunk keys with the table's."""
+        count, total = db.execute("SELECT count(*), coalesce(sum(id), 0) FROM chunks").fetchone()
+        live = content.keys[content.live]
+        return (int(count), int(total)) == (live.size, int(live.sum()))
+
     def _current_content(
         self, db: sqlite3.Connection, old: ContentIndex | None, generation: int
     ) -> ContentIndex:
@@ -772,7 +853,9 @@ class SQLiteStore(Closing):
                 (ids,),
             ).fetchall()
         patched = old.changed(generation, last, np.asarray(touched, np.int64), rows, vectors)
-        if patched.dead > _PATCH_DEAD * len(patched):
+        if patched.dead > _PATCH_DEAD * len(patched) or not self._holds_the_same_chunks(
+            db, patched
+        ):
             return ContentIndex.build(
                 generation, last, db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id")
             )
@@ -815,6 +898,8 @@ class SQLiteStore(Closing):
             scores[candidates] = np.einsum("ij,j->i", rows.matrix[candidates], query)
         else:
             scores = np.einsum("ij,j->i", rows.matrix, query)
+        # A non-finite vector (only a writer bypassing `upsert` can store one) ranks nowhere.
+        candidates = candidates[np.isfinite(scores[candidates])]
         best = top_k(scores, candidates, content.keys[rows.positions[candidates]], k)
         return [(content.chunk_ids[rows.positions[r]], float(scores[r])) for r in best]
 
@@ -863,6 +948,7 @@ class SQLiteStore(Closing):
             raw=row[8],
         )
 
+    @_consistent
     def query_facts(
         self,
         flt: SearchFilter,
@@ -909,6 +995,7 @@ class SQLiteStore(Closing):
         }
         return [(self._fact(r), docs[str(r[0])]) for r in rows if str(r[0]) in docs]
 
+    @_consistent
     def list_facts(self, doc_id: str | None = None) -> list[Fact]:
         """Every stored fact (or one document's), unfiltered: for operators only."""
         if doc_id is None:
@@ -923,6 +1010,7 @@ class SQLiteStore(Closing):
 
     # ------------------------------------------------------------------ status
 
+    @_consistent
     def stats(self) -> StoreStats:
         db = self._db
         by_corpus = dict(db.execute("SELECT corpus, COUNT(*) FROM documents GROUP BY corpus"))
