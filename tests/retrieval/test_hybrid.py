@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clearance.model import Chunk, Document
 from clearance.retrieval.analysis import cjk_share
 from clearance.retrieval.embedding import HashingEmbedder, Vectors
 from clearance.retrieval.hybrid import HybridSearcher
@@ -112,3 +113,24 @@ def test_both_retrievers_see_one_mask(store: SQLiteStore) -> None:
     hits = HybridSearcher(store, embedder).search("revenue Tokyo leave", only, 4)
     assert [h.document.doc_id for h in hits] == ["files:en-hr"]
     assert np.isfinite([h.score for h in hits]).all()
+
+
+def test_a_permission_revoked_between_ranking_and_reading_is_honoured(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranking ran under the old ACL; the chunks are read after a revocation committed:
+    the revoked document is not shown. Reverse proof: without the re-check it would be."""
+    real_hits = store.hits
+
+    def revoke_then_read(chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
+        store.set_acl("files:en-sales", frozenset({"user:someone-else"}))
+        return real_hits(chunk_ids)
+
+    monkeypatch.setattr(store, "hits", revoke_then_read)
+    hits = HybridSearcher(store, None).search("revenue Tokyo", EVERYONE, 4)
+    assert "files:en-sales" not in {h.document.doc_id for h in hits}
+
+    store.set_acl("files:en-sales", frozenset({"everyone"}))
+    monkeypatch.setattr(SearchFilter, "admits", lambda self, d, c=None: True)
+    leaky = HybridSearcher(store, None).search("revenue Tokyo", EVERYONE, 4)
+    assert "files:en-sales" in {h.document.doc_id for h in leaky}

@@ -46,7 +46,10 @@ class HybridSearcher:
         fused = reciprocal_rank_fusion(
             [[c for c, _ in lexical], [c for c, _ in vector]], k=self.rrf_k, weights=[1.0, weight]
         )[:k]
-        rows = self.store.hits([cid for cid, _ in fused])
+        # The chunks and documents are read again here; a permission change committed since
+        # the ranking is honoured by checking each against the filter once more (a hit may
+        # then be missing, never shown under a permission that no longer holds).
+        rows = [(c, d) for c, d in self.store.hits([cid for cid, _ in fused]) if flt.admits(d, c)]
         scores = dict(fused)
         return [
             SearchHit(
