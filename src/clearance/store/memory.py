@@ -97,8 +97,8 @@ class _Columns:
         positions, frequencies)``, each posting list in position order."""
         term_ids, tfs = self.term_ids, self.tfs
         owner = np.repeat(np.arange(first, first + len(self), dtype=np.int32), self.widths)
-        if term_ids.size and term_ids.min() < 0:  # malformed entries match nothing
-            valid = term_ids >= 0
+        if term_ids.size and term_ids.min() < 0:  # a malformed row matches nothing
+            valid = ~np.isin(owner, owner[term_ids < 0])
             term_ids, tfs, owner = term_ids[valid], tfs[valid], owner[valid]
         order = np.argsort(term_ids, kind="stable")  # stable: lists stay in position order
         offsets = np.zeros(int(term_ids.max()) + 2 if term_ids.size else 1, dtype=np.int64)

@@ -762,7 +762,7 @@ class SQLiteStore(Closing):
         sql += (
             " WHERE d.key IN (SELECT a.doc_key FROM doc_acl a"
             " WHERE a.principal IN (SELECT value FROM json_each(?)))"
-            f" AND d.sensitivity <= {ceiling}"
+            f" AND d.sensitivity BETWEEN 0 AND {ceiling} AND d.key >= 0"
             " AND (d.expires_at IS NULL OR d.expires_at > ?)"
         )
         params += [json.dumps(sorted(flt.principals)), *ceiling_params, flt.now.timestamp()]
