@@ -224,6 +224,23 @@ def _pack(terms: Iterable[str], vocabulary: Mapping[str, int]) -> tuple[int, byt
     return int(tfs.sum()), ids.tobytes(), tfs.tobytes()
 
 
+def _switch_to_wal(db: sqlite3.Connection, patience_s: float = 10.0) -> None:
+    """WAL mode, waiting for a connection that is switching the same new file at the same
+    moment: SQLite may refuse the switch at once ("database is locked") instead of waiting
+    as its busy timeout would for other statements."""
+    deadline = time.monotonic() + patience_s
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -260,7 +277,7 @@ class SQLiteStore(Closing):
         self._vocabulary: dict[str, int] | None = None  # the writer's copy of `terms`
         try:
             db.execute("PRAGMA foreign_keys = ON")
-            db.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(db)
             db.execute("PRAGMA synchronous = NORMAL")
             found = self._schema_version()
             if found not in (None, 1, SCHEMA_VERSION):
