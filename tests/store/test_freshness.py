@@ -23,6 +23,7 @@ import pytest
 from clearance.model import Document, Sensitivity
 from clearance.retrieval.analysis import document_terms
 from clearance.retrieval.embedding import HashingEmbedder
+from clearance.store import sqlite as sqlite_module
 from clearance.store.base import SearchFilter
 from clearance.store.memory import AccessIndex, ContentIndex
 from clearance.store.sqlite import SQLiteStore
@@ -186,7 +187,8 @@ def test_the_next_search_sees_a_change_committed_by_another_connection(
 def drop_generation_triggers(path: Path) -> None:
     with raw(path) as db:
         found = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        assert found >= TRIGGERS  # so the reverse proof drops exactly these
+        assert found == set(sqlite_module._TRIGGERS)  # every trigger the store installs
+        assert found >= TRIGGERS  # and the reverse proof drops exactly the generation ones
         for name in sorted(TRIGGERS):
             db.execute(f"DROP TRIGGER {name}")
 
