@@ -11,23 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from clearance.model import Document, Sensitivity
-from clearance.retrieval.analysis import document_terms
 from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store import sqlite as sqlite_module
 from clearance.store.base import SearchFilter
 from clearance.store.memory import AccessIndex, ContentIndex
 from clearance.store.sqlite import SQLiteStore
 from factories import chunk, chunks, document
+from store.rawsql import index_by_hand, raw
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(dim=16)
@@ -66,14 +64,6 @@ def index(store: SQLiteStore) -> SQLiteStore:
     return store
 
 
-@contextmanager
-def raw(path: Path) -> Iterator[sqlite3.Connection]:
-    """Another writer: a plain autocommit connection that enforces foreign keys."""
-    with closing(sqlite3.connect(path, isolation_level=None)) as db:
-        db.execute("PRAGMA foreign_keys = ON")
-        yield db
-
-
 def insert_chunk(db: sqlite3.Connection, doc_id: str, chunk_id: str, text: str) -> None:
     """Index a chunk by hand, as the store would: row, term frequencies and vector."""
     key, title, sensitivity = db.execute(
@@ -85,26 +75,7 @@ def insert_chunk(db: sqlite3.Connection, doc_id: str, chunk_id: str, text: str) 
         "VALUES (?, ?, 99, ?, 'section=99', ?, 'human')",
         (chunk_id, key, text, sensitivity),
     )
-    chunk = cur.lastrowid
-    counts = Counter(document_terms(f"{title}\n{text}"))
-    ids = {}
-    for term in counts:
-        db.execute("INSERT OR IGNORE INTO terms (term) VALUES (?)", (term,))
-        ids[term] = db.execute("SELECT id FROM terms WHERE term = ?", (term,)).fetchone()[0]
-    order = sorted(counts, key=ids.__getitem__)
-    db.execute(
-        "INSERT INTO chunk_terms (chunk, length, term_ids, tfs) VALUES (?, ?, ?, ?)",
-        (
-            chunk,
-            sum(counts.values()),
-            np.array([ids[t] for t in order], dtype="<i4").tobytes(),
-            np.array([counts[t] for t in order], dtype="<i4").tobytes(),
-        ),
-    )
-    db.execute(
-        "INSERT INTO vectors (chunk, vec) VALUES (?, ?)",
-        (chunk, EMBEDDER.embed([text])[0].astype(np.float32).tobytes()),
-    )
+    index_by_hand(db, int(cur.lastrowid or 0), text, EMBEDDER.embed([text])[0], title)
     db.execute("COMMIT")
 
 

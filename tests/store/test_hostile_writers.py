@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from clearance.store.base import SearchFilter
 from clearance.store.memory import AccessIndex, ContentIndex, top_k
 from clearance.store.sqlite import SQLiteStore
 from factories import chunks, document
+from store.rawsql import index_by_hand, raw
 
 from .test_migration import FINANCE, write_schema_1
 
@@ -85,40 +85,13 @@ def put(
     store.upsert(doc, chunks(doc, texts), list(EMBEDDER.embed(list(texts))), facts=facts)
 
 
-@contextmanager
-def raw(path: Path, *, foreign_keys: bool) -> Iterator[sqlite3.Connection]:
-    """Another writer: a plain autocommit ``sqlite3`` connection, as a shell would open it
-    (``foreign_keys=False`` is the sqlite3 default)."""
-    with closing(sqlite3.connect(path, isolation_level=None)) as db:
-        db.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
-        yield db
-
-
 def blob(values: Sequence[int]) -> bytes:
     return np.asarray(values, dtype="<i4").tobytes()
 
 
 def index_chunk(db: sqlite3.Connection, key: int, text: str) -> None:
     """Term rows and a vector for chunk ``key``, as the store writes them (replacing any)."""
-    counts = Counter(document_terms(f"\n{text}"))
-    ids: dict[str, int] = {}
-    for term in counts:
-        db.execute("INSERT OR IGNORE INTO terms (term) VALUES (?)", (term,))
-        ids[term] = db.execute("SELECT id FROM terms WHERE term = ?", (term,)).fetchone()[0]
-    order = sorted(counts, key=ids.__getitem__)
-    db.execute(
-        "INSERT OR REPLACE INTO chunk_terms (chunk, length, term_ids, tfs) VALUES (?, ?, ?, ?)",
-        (
-            key,
-            sum(counts.values()),
-            blob([ids[t] for t in order]),
-            blob([counts[t] for t in order]),
-        ),
-    )
-    db.execute(
-        "INSERT OR REPLACE INTO vectors (chunk, vec) VALUES (?, ?)",
-        (key, EMBEDDER.embed([text])[0].astype(np.float32).tobytes()),
-    )
+    index_by_hand(db, key, text, EMBEDDER.embed([text])[0])
 
 
 def chunk_key(db: sqlite3.Connection, chunk_id: str) -> int:

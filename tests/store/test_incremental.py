@@ -20,7 +20,7 @@ import sqlite3
 import tempfile
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from clearance.store import sqlite as sqlite_module
 from clearance.store.base import SearchFilter
 from clearance.store.memory import ContentIndex
 from clearance.store.sqlite import SQLiteStore
+from store.rawsql import raw
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(dim=16)
@@ -96,14 +97,6 @@ def put(
     doc = document(doc_id, acl)
     chunks = factories.chunks(doc, texts, locator="section={i}")
     store.upsert(doc, chunks, list(EMBEDDER.embed(list(texts))) if vectors else None)
-
-
-@contextmanager
-def raw(path: Path) -> Iterator[sqlite3.Connection]:
-    """Another writer: a plain autocommit connection that enforces foreign keys."""
-    with closing(sqlite3.connect(path, isolation_level=None)) as db:
-        db.execute("PRAGMA foreign_keys = ON")
-        yield db
 
 
 def chunk_keys(path: Path) -> list[int]:

@@ -853,11 +853,14 @@ class SQLiteStore(Closing):
             ).fetchall()
             if entries and entries[0][0] == old.log_seq + 1:  # nothing pruned in between
                 touched = sorted({int(chunk) for _, chunk in entries})
+
+        def rebuilt() -> ContentIndex:
+            rows = db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id")
+            return ContentIndex.build(generation, last, rows)
+
         limit = _PATCH_TOUCHED * max(len(old or ()), 1000)
         if old is None or not touched or len(touched) > limit:
-            return ContentIndex.build(
-                generation, last, db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id")
-            )
+            return rebuilt()
         ids = json.dumps(touched)
         rows = db.execute(
             f"{self._CONTENT_ROWS} WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id",
@@ -870,12 +873,9 @@ class SQLiteStore(Closing):
                 (ids,),
             ).fetchall()
         patched = old.changed(generation, last, np.asarray(touched, np.int64), rows, vectors)
-        if patched.dead > _PATCH_DEAD * len(patched) or not self._holds_the_same_chunks(
-            db, patched
-        ):
-            return ContentIndex.build(
-                generation, last, db.execute(f"{self._CONTENT_ROWS} ORDER BY c.id")
-            )
+        too_dead = patched.dead > _PATCH_DEAD * len(patched)
+        if too_dead or not self._holds_the_same_chunks(db, patched):
+            return rebuilt()
         return patched
 
     def _lexical(
