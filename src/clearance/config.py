@@ -143,6 +143,9 @@ class _Table:
 class StoreSettings:
     backend: str = "sqlite"
     path: Path = Path("data/clearance.db")
+    # How long a writer waits for another writer's lock before failing. Readers never wait
+    # for writers (WAL), so this only bounds writer-vs-writer contention.
+    busy_timeout_s: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,10 +194,22 @@ class EmbeddingSettings:
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings:
+    """How files become documents, and the limits that keep hostile or careless input from
+    widening access or exhausting the machine (docs/metadata.md, "Limits")."""
+
     chunk_size: int = 800  # characters
     chunk_overlap: int = 120  # characters
     default_corpus: str = "default"
     default_source_system: str = "files"
+    # Folders files may be read from. Empty: the folders named on the command line, and a
+    # manifest's own folder. Absolute after loading (relative to the config file).
+    roots: tuple[Path, ...] = ()
+    follow_symlinks: bool = False  # even then, only links that stay inside a root
+    allow_unconfigured_corpora: bool = False
+    max_file_mb: float = 100.0  # size on disk of one file
+    max_uncompressed_mb: float = 256.0  # an OOXML (zip) file's members, added up
+    max_rows: int = 100_000  # rows of one CSV or XLSX file
+    file_time_budget_s: float = 300.0  # extraction time of one file
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +290,7 @@ class FactSettings:
 
 @dataclass(frozen=True, slots=True)
 class AnswerSettings:
+    max_question_chars: int = 2000  # longer questions are refused before any work
     context_budget_tokens: int = 700
     min_snippets: int = 1
     no_source_message: str = "I have no approved source I can use to answer that."
@@ -348,7 +364,11 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     backend = t.get("backend", str, "sqlite")
     if backend != "sqlite":
         raise ConfigError(f"store.backend: unsupported backend {backend!r} (supported: sqlite)")
-    store = StoreSettings(backend=backend, path=Path(t.get("path", str, "data/clearance.db")))
+    store = StoreSettings(
+        backend=backend,
+        path=Path(t.get("path", str, "data/clearance.db")),
+        busy_timeout_s=t.duration("busy_timeout", 60.0),
+    )
     t.done()
 
     t = top.table("sensitivity")
@@ -427,7 +447,16 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         chunk_overlap=t.get("chunk_overlap", int, 120),
         default_corpus=t.get("default_corpus", str, "default"),
         default_source_system=t.get("default_source_system", str, "files"),
+        roots=tuple((root / r).resolve() for r in _names(t, "roots")),
+        follow_symlinks=t.get("follow_symlinks", bool, False),
+        allow_unconfigured_corpora=t.get("allow_unconfigured_corpora", bool, False),
+        max_file_mb=_positive_float(t, "max_file_mb", 100.0),
+        max_uncompressed_mb=_positive_float(t, "max_uncompressed_mb", 256.0),
+        max_rows=t.positive("max_rows", 100_000),
+        file_time_budget_s=t.duration("file_time_budget", 300.0),
     )
+    if ingest.file_time_budget_s <= 0:
+        raise ConfigError("ingest.file_time_budget: must be longer than 0s")
     if not 0 <= ingest.chunk_overlap < ingest.chunk_size:
         raise ConfigError("ingest.chunk_overlap: must be >= 0 and smaller than chunk_size")
     t.done()
@@ -513,6 +542,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     t = top.table("answer")
     defaults = AnswerSettings()
     answer = AnswerSettings(
+        max_question_chars=t.positive("max_question_chars", defaults.max_question_chars),
         context_budget_tokens=t.positive("context_budget_tokens", defaults.context_budget_tokens),
         min_snippets=t.positive("min_snippets", defaults.min_snippets),
         no_source_message=t.get("no_source_message", str, defaults.no_source_message),
@@ -539,6 +569,13 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         answer=answer,
         source=source,
     )
+
+
+def _positive_float(table: _Table, name: str, default: float) -> float:
+    value = table.get(name, float, default)
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{table.key(name)}: must be a positive number, got {value}")
+    return value
 
 
 def _names(table: _Table, name: str) -> tuple[str, ...]:

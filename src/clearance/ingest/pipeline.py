@@ -82,6 +82,13 @@ class FileResult:
 @dataclass(slots=True)
 class IngestReport:
     results: list[FileResult] = field(default_factory=list)
+    #: Run-level warnings, not about one file (e.g. a classifier pattern that matched nothing).
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def chunks_written(self) -> int:
+        """Chunks stored by this run: unchanged documents are not counted."""
+        return sum(r.chunks for r in self.results if r.status in ("added", "updated", "metadata"))
 
     @property
     def counts(self) -> dict[str, int]:
@@ -95,8 +102,9 @@ class IngestReport:
         return {
             "ok": not self.failed,
             "counts": self.counts,
-            "chunks": sum(r.chunks for r in self.results),
+            "chunks": self.chunks_written,
             "results": [r.to_dict() for r in self.results],
+            "warnings": list(self.warnings),
         }
 
 
@@ -229,7 +237,7 @@ class Ingestor:
                 raw = job.path.read_bytes()
             except OSError as exc:
                 raise LoaderError(f"{job.source}: cannot read: {exc.strerror}") from exc
-            extracted = extract(job.path, max_chars=max_chars)
+            extracted = extract(job.path, max_chars=max_chars, limits=self.settings.ingest)
         else:
             raw = meta["text"].encode("utf-8")
             extracted = extract_text(meta["text"], max_chars=max_chars)

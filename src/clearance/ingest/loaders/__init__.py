@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
 
+from clearance.config import IngestSettings
 from clearance.errors import LoaderError
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
@@ -108,7 +109,7 @@ def _loader(fmt: str) -> Loader:
     raise AssertionError(f"no loader for format {fmt!r}")  # SUPPORTED and this must agree
 
 
-def extract(path: Path, *, max_chars: int) -> Extracted:
+def extract(path: Path, *, max_chars: int, limits: IngestSettings | None = None) -> Extracted:
     """Read one file into sections.
 
     ``max_chars`` bounds the blocks that loaders pack themselves (spreadsheet rows, text
