@@ -147,7 +147,7 @@ def test_ingest_json_has_stable_keys(run: Run, project: Path) -> None:
     rc, data = run.json("ingest", str(project / "docs"))
 
     assert rc == 0
-    assert list(data) == ["ok", "counts", "chunks", "results"]
+    assert list(data) == ["ok", "counts", "chunks", "results", "warnings"]
     assert data["ok"] is True
     assert data["counts"] == {"added": 2}
     assert data["chunks"] == 3
