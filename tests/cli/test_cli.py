@@ -6,85 +6,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from clearance import __version__
-from clearance.cli.main import main
-
-CONFIG = """\
-[embedding]
-provider = "none"
-
-[store]
-path = "data/index.db"
-"""
-
-
-class Run:
-    """Runs ``main(argv)`` and captures exit code, stdout and stderr."""
-
-    def __init__(self, capsys: pytest.CaptureFixture[str], config: Path) -> None:
-        self.capsys = capsys
-        self.config = config
-
-    def __call__(self, *args: str, config: bool = True) -> tuple[int, str, str]:
-        self.capsys.readouterr()  # drop anything printed before
-        argv = (["--config", str(self.config)] if config else []) + list(args)
-        rc = main(argv)
-        out, err = self.capsys.readouterr()
-        return rc, out, err
-
-    def json(self, *args: str) -> tuple[int, Any]:
-        rc, out, _ = self(*args, "--json")
-        return rc, json.loads(out)
-
-
-def assert_one_line_error(err: str, text: str) -> None:
-    assert err.startswith("error: ")
-    assert text in err
-    assert err.count("\n") == 1, err
-    assert "Traceback" not in err
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project directory with a lexical-only config, documents and a directory file."""
-    (tmp_path / "clearance.toml").write_text(CONFIG, encoding="utf-8")
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
-    (docs / "travel.md").write_text(
-        "# Travel policy\n\nBook trains in Tokyo.\n\n## Limits\n\nHotels up to 200 EUR.\n",
-        encoding="utf-8",
-    )
-    (docs / "menu.txt").write_text("Cafeteria menu: ramen on Fridays.\n", encoding="utf-8")
-    (tmp_path / "directory.json").write_text(
-        json.dumps(
-            {
-                "users": [{"id": "ann", "active": True, "attributes": {}}],
-                "groups": [{"id": "staff", "members": ["user:ann"]}],
-            }
-        ),
-        encoding="utf-8",
-    )
-    return tmp_path
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str], project: Path) -> Run:
-    return Run(capsys, project / "clearance.toml")
-
-
-@pytest.fixture
-def ingested(run: Run, project: Path) -> Run:
-    rc, _, _ = run("ingest", str(project / "docs"), "--json")
-    assert rc == 0
-    rc, _, _ = run("directory", "sync", str(project / "directory.json"))
-    assert rc == 0
-    return run
-
+from clitools import Run, assert_one_line_error
 
 # --------------------------------------------------------------------------- init
 
@@ -140,7 +66,7 @@ def test_ingest_prints_a_summary(run: Run, project: Path) -> None:
     assert (rc, err) == (0, "")
     assert "ingest summary" in out
     assert "added" in out
-    assert "3 chunks in this run" in out
+    assert "3 chunks written in this run" in out
 
 
 def test_ingest_json_has_stable_keys(run: Run, project: Path) -> None:
@@ -317,8 +243,8 @@ def test_search_refusals(ingested: Run) -> None:
     assert (data["refused"], data["results"]) == ("unknown_user", [])
 
     rc, out, err = ingested("search", "ramen", "--user", "ann", "--assistant", "nope")
-    assert rc == 2
-    assert_one_line_error(err, "unknown assistant 'nope'")
+    assert (rc, out) == (3, "")
+    assert_one_line_error(err, "unknown assistant 'nope' (configured: none)")
 
 
 def test_status(ingested: Run, project: Path) -> None:
@@ -401,7 +327,8 @@ def test_a_bad_directory_file_is_one_line_with_exit_2(run: Run, project: Path) -
     rc, _, err = run("directory", "sync", str(project / "directory.json"))
 
     assert rc == 2
-    assert_one_line_error(err, "directory.json: not valid JSON")
+    assert_one_line_error(err, "not valid JSON")
+    assert err.startswith("error: directory.json: ")
 
 
 def test_usage_errors_and_version(run: Run) -> None:

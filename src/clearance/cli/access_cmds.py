@@ -5,9 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import (
+    ASSISTANT_HELP,
+    AppContext,
+    console,
+    emit_json,
+    json_option,
+    pass_app,
+    require_assistant,
+)
+from clearance.cli.safe import safe
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -37,7 +45,7 @@ def register(cli: click.Group) -> None:
             emit_json(data)
         else:
             console.print(
-                f"directory v{data['version']} ({data['mode']}): {data['users']} users "
+                f"directory v{safe(data['version'])} ({data['mode']}): {data['users']} users "
                 f"({data['active_users']} active), {data['groups']} groups"
             )
 
@@ -59,18 +67,19 @@ def register(cli: click.Group) -> None:
             emit_json(report.to_dict())
             return
         console.print(
-            f"{corpus} ({report.mode}): {report.changed} changed, {report.unchanged} unchanged, "
-            f"{len(report.revoked)} revoked, {len(report.unknown)} unknown; synced {report.synced_at}"
+            f"{safe(corpus)} ({report.mode}): {report.changed} changed, {report.unchanged} unchanged, "
+            f"{len(report.revoked)} revoked, {len(report.unknown)} unknown; "
+            f"synced {safe(report.synced_at)}"
         )
         for doc_id in report.revoked:
-            console.print(f"  revoked (not in snapshot): {escape(doc_id)}")
+            console.print(f"  revoked (not in snapshot): {safe(doc_id)}")
         for doc_id in report.unknown:
-            console.print(f"  [yellow]unknown document[/yellow]: {escape(doc_id)}")
+            console.print(f"  [yellow]unknown document[/yellow]: {safe(doc_id)}")
 
     @cli.command("explain")
     @click.option("--user", "user_id", required=True)
     @click.option("--doc", "doc_id", required=True)
-    @click.option("--assistant", help="Evaluate as seen through this assistant.")
+    @click.option("--assistant", help="Evaluate as seen through this assistant. " + ASSISTANT_HELP)
     @json_option
     @pass_app
     def explain(
@@ -78,6 +87,7 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Why may (or may not) USER see DOC? Prints the decision and every reason."""
         with app_ctx.open() as app:
+            require_assistant(app.settings, assistant)
             data = app.explain(user_id, doc_id, assistant=assistant)
         if as_json:
             emit_json(data)
@@ -85,16 +95,16 @@ def register(cli: click.Group) -> None:
         p, d = data["principal"], data["document"]
         state = "unknown" if not p["known"] else ("active" if p["active"] else "DISABLED")
         console.print(
-            f"user {escape(user_id)} ({state}); principals: {escape(', '.join(p['principals']) or '-')}"
+            f"user {safe(user_id)} ({state}); principals: {safe(', '.join(p['principals']) or '-')}"
         )
         console.print(
-            f"document {escape(doc_id)}: corpus {d['corpus']}, {d['sensitivity']}, "
-            f"acl {escape(', '.join(d['acl']) or '(none: nobody)')}"
+            f"document {safe(doc_id)}: corpus {safe(d['corpus'])}, {safe(d['sensitivity'])}, "
+            f"acl {safe(', '.join(d['acl']) or '(none: nobody)')}"
         )
         for principal, path in data["matched_via"].items():
-            console.print(f"  matched {escape(principal)} via {escape(' → '.join(path))}")
+            console.print(f"  matched {safe(principal)} via {safe(' → '.join(path))}")
         for action, decision in data["decisions"].items():
             verdict = "[green]ALLOW[/green]" if decision["allow"] else "[red]DENY[/red]"
-            console.print(f"{action}: {verdict}")
+            console.print(f"{safe(action)}: {verdict}")
             for reason, detail in zip(decision["reasons"], decision["details"], strict=False):
-                console.print(f"  - {reason}: {escape(detail)}")
+                console.print(f"  - {safe(reason)}: {safe(detail)}")

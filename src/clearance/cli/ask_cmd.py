@@ -3,43 +3,70 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.answer.result import Status
+from clearance.cli.context import (
+    ASSISTANT_HELP,
+    AppContext,
+    console,
+    emit_json,
+    json_option,
+    pass_app,
+    print_error,
+    unknown_assistant_message,
+)
+from clearance.cli.safe import safe
+from clearance.errors import NotFoundError
 
 
 def register(cli: click.Group) -> None:
     @cli.command("ask")
     @click.argument("question")
     @click.option("--user", "user_id", required=True, help="Ask as this user.")
-    @click.option("--assistant", help="The assistant (workspace) to ask.")
+    @click.option("--assistant", help="The assistant (workspace) to ask. " + ASSISTANT_HELP)
     @json_option
     @pass_app
+    @click.pass_context
     def ask(
-        app_ctx: AppContext, question: str, user_id: str, assistant: str | None, as_json: bool
+        ctx: click.Context,
+        app_ctx: AppContext,
+        question: str,
+        user_id: str,
+        assistant: str | None,
+        as_json: bool,
     ) -> None:
         """Answer QUESTION from what USER may read right now, citing every source.
 
         JSON: {"status", "answer", "citations": [{"doc_id", "title", "locator", "uri",
-        "trust"}], "route", "trace_id", "flags"}.
+        "trust"}], "route", "trace_id", "flags"}. Status "unknown_assistant" exits 3.
         """
         with app_ctx.open() as app:
             result = app.ask(question, user_id, assistant=assistant)
+            settings = app.settings
+        if result.status is Status.UNKNOWN_ASSISTANT:
+            # The refusal is answered (and traced) in order, after identity and scope; the
+            # operator still needs a failing exit code and to learn which names exist.
+            message = unknown_assistant_message(settings, str(assistant))
+            if not as_json:
+                raise NotFoundError(message)
+            emit_json(result.to_dict())
+            print_error(message)
+            ctx.exit(NotFoundError.exit_code)
         if as_json:
             emit_json(result.to_dict())
             return
         style = "green" if result.status.value == "answered" else "yellow"
         console.print(f"[{style}]{result.status.value}[/{style}] [dim]({result.route.value})[/dim]")
-        console.print(escape(result.answer))
+        console.print(safe(result.answer, multiline=True))
         for flag in result.flags:
             if flag == "conflict":
                 console.print("[yellow]note:[/yellow] readable sources disagree; both are cited")
             elif flag.startswith("possibly_outdated:"):
                 doc_id = flag.removeprefix("possibly_outdated:")
-                console.print(f"[yellow]note:[/yellow] {escape(doc_id)} is past its review date")
+                console.print(f"[yellow]note:[/yellow] {safe(doc_id)} is past its review date")
         for i, c in enumerate(result.citations, start=1):
-            trust = "" if c.trust == "trusted" else f"  [yellow]{c.trust}[/yellow]"
+            trust = "" if c.trust == "trusted" else f"  [yellow]{safe(c.trust)}[/yellow]"
             console.print(
-                f"  [{i}] {escape(c.title)} · [cyan]{escape(c.locator)}[/cyan]  "
-                f"[dim]{escape(c.doc_id)}[/dim]{trust}"
+                f"  [{i}] {safe(c.title)} · [cyan]{safe(c.locator)}[/cyan]  "
+                f"[dim]{safe(c.doc_id)}[/dim]{trust}"
             )

@@ -11,15 +11,26 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from clearance.app import Clearance
+from clearance.cli.safe import make_console, safe
 from clearance.config import Settings, load_settings
+from clearance.errors import NotFoundError
 
-__all__ = ["AppContext", "console", "emit_json", "pass_app"]
+__all__ = [
+    "AppContext",
+    "console",
+    "emit_json",
+    "err_console",
+    "json_option",
+    "pass_app",
+    "print_error",
+    "require_assistant",
+]
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Human output. Data goes through :func:`clearance.cli.safe.safe` before it is printed.
+console = make_console()
+err_console = make_console(stderr=True)
 
 
 @dataclass
@@ -46,5 +57,33 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
+def print_error(message: str) -> None:
+    """The one-line error on stderr: ``error: MESSAGE``, with the message made safe (it
+    may quote a file name or an id, and must not break onto a second line)."""
+    err_console.print(f"[red]error:[/red] {safe(message)}")
+
+
 def json_option(func: Any) -> Any:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(func)
+
+
+def require_assistant(settings: Settings, name: str | None) -> None:
+    """``--assistant NAME`` must name a configured assistant: else exit 3 (not found).
+
+    Omitting ``--assistant`` is not an error: see :data:`ASSISTANT_HELP`.
+    """
+    if name is None or name in settings.assistants:
+        return
+    raise NotFoundError(unknown_assistant_message(settings, name))
+
+
+def unknown_assistant_message(settings: Settings, name: str) -> str:
+    configured = ", ".join(sorted(settings.assistants)) or "none"
+    return f"unknown assistant {name!r} (configured: {configured})"
+
+
+#: What omitting ``--assistant`` means, shared by every command that takes it.
+ASSISTANT_HELP = (
+    "Without it, no assistant narrows anything: every corpus, each under its own "
+    "max_sensitivity; the user's permissions apply either way. An unknown name exits 3."
+)

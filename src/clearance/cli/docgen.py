@@ -20,6 +20,20 @@ Configuration lookup (a public contract): `--config FILE`, else
 `$CLEARANCE_HOME/clearance.toml`, else `./clearance.toml`. Every command prints JSON with
 `--json`; errors are one line on stderr (with `--json` also `{"error", "message"}` on stdout)
 and exit 1 (operational), 2 (bad configuration or input) or 3 (not found).
+
+Human output prints data (titles, ids, file names, text) as its literal text: control and
+invisible formatting characters are shown as escapes such as `\\x1b` or `\\u202e`, and
+nothing in a document is read as rich markup or an emoji code. `--json` carries the exact
+data.
+
+`--assistant NAME` (`search`, `ask`, `explain`) narrows a request to the corpora and the
+sensitivity ceiling of one `[assistants.NAME]` table. Omitting it narrows nothing: every
+corpus is in scope, each under its own `max_sensitivity`, and the user's permissions
+(directory, ACLs, freshness, expiry, RESTRICTED never retrieved) apply exactly as with an
+assistant. A name that is not configured exits 3 (`ask --json` still prints its result, with
+status `unknown_assistant`). No setting makes `--assistant` mandatory: a deployment that
+must confine every request to an assistant has to enforce that in whatever calls
+Clearance.
 """
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 from clearance.model import Document
 
@@ -50,7 +50,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_app
     def list_docs(app_ctx: AppContext, corpus: str | None, as_json: bool) -> None:
-        """One line per document."""
+        """One row per document. Ids are never shortened: a long one wraps within its column."""
         with app_ctx.open() as app:
             documents = app.store.list_documents(corpus)
         if as_json:
@@ -58,9 +58,13 @@ def register(cli: click.Group) -> None:
             return
         table = Table(show_header=True)
         for column in ("doc_id", "corpus", "sensitivity", "format", "title"):
-            table.add_column(column)
+            # 'fold' breaks a long id across lines instead of cutting it off with "…":
+            # explain, remove and docs show need the whole id.
+            table.add_column(column, overflow="fold", no_wrap=False)
         for d in documents:
-            table.add_row(escape(d.doc_id), d.corpus, d.sensitivity.name, d.format, escape(d.title))
+            table.add_row(
+                safe(d.doc_id), safe(d.corpus), d.sensitivity.name, safe(d.format), safe(d.title)
+            )
         console.print(table)
         console.print(f"{len(documents)} documents")
 
@@ -87,9 +91,9 @@ def register(cli: click.Group) -> None:
             return
         for key, value in data.items():
             if key != "chunks":
-                console.print(f"[bold]{key}[/bold]: {escape(str(value))}")
+                console.print(f"[bold]{key}[/bold]: {safe(value)}")
         console.print(f"[bold]chunks[/bold]: {len(chunks)}")
         for c in chunks:
-            console.print(f"  {escape(c.chunk_id)}  [cyan]{escape(c.locator)}[/cyan]")
+            console.print(f"  {safe(c.chunk_id)}  [cyan]{safe(c.locator)}[/cyan]")
             if show_chunks:
-                console.print("    " + escape(c.text.replace("\n", "\n    ")))
+                console.print("    " + safe(c.text, multiline=True).replace("\n", "\n    "))

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 from clearance.ingest.facts import format_number
 from clearance.model import Fact
@@ -61,13 +61,13 @@ def register(cli: click.Group) -> None:
         for f in found:
             value = format_number(f.value) + (f" {f.unit}" if f.unit else "")
             table.add_row(
-                escape(f.doc_id),
-                escape(f.entity),
-                escape(f.period),
-                escape(f.metric),
-                escape(f.channel),
-                escape(value),
-                escape(f.locator),
+                safe(f.doc_id),
+                safe(f.entity),
+                safe(f.period),
+                safe(f.metric),
+                safe(f.channel),
+                safe(value),
+                safe(f.locator),
             )
         console.print(table)
         docs = len({f.doc_id for f in found})

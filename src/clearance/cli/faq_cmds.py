@@ -11,12 +11,12 @@ from datetime import datetime
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from clearance.answer.faq import FaqEntry, FaqRepository, parse_datetime
 from clearance.answer.result import Citation
 from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
+from clearance.cli.safe import safe
 from clearance.errors import MetadataError, NotFoundError
 from clearance.model import Sensitivity, parse_principal
 from clearance.store.sqlite import SQLiteStore
@@ -125,7 +125,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json(entry.to_dict() | {"replaced": replaced})
             return
-        console.print(f"{'replaced' if replaced else 'added'} faq entry {escape(entry.id)}")
+        console.print(f"{'replaced' if replaced else 'added'} faq entry {safe(entry.id)}")
         if not entry.acl:
             err_console.print("[yellow]warning:[/yellow] no --acl given: nobody will be served")
         if entry.sensitivity is Sensitivity.RESTRICTED:
@@ -151,11 +151,11 @@ def register(cli: click.Group) -> None:
                 "always" if e.valid_from is None and e.valid_until is None else f"{start} → {end}"
             )
             table.add_row(
-                escape(e.id),
+                safe(e.id),
                 e.sensitivity.name,
-                escape(", ".join(sorted(e.acl)) or "(nobody)"),
-                window,
-                escape(e.question),
+                safe(", ".join(sorted(e.acl)) or "(nobody)"),
+                safe(window),
+                safe(e.question),
             )
         console.print(table)
         console.print(f"{len(entries)} faq entries")
@@ -172,8 +172,7 @@ def register(cli: click.Group) -> None:
             emit_json(report.to_dict())
             return
         console.print(
-            f"imported {escape(str(file))}: {len(report.added)} added, "
-            f"{len(report.replaced)} replaced"
+            f"imported {safe(file)}: {len(report.added)} added, {len(report.replaced)} replaced"
         )
 
     @faq.command("remove")
@@ -189,4 +188,4 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json({"removed": entry_id})
         else:
-            console.print(f"removed faq entry {escape(entry_id)}")
+            console.print(f"removed faq entry {safe(entry_id)}")

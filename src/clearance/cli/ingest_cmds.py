@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.safe import safe, terminal_safe
 from clearance.errors import NotFoundError
 from clearance.ingest.pipeline import FileResult
 
@@ -34,7 +34,8 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Ingest files and folders (and a manifest) into the index.
 
-        Exits 1 if any file failed; the others are still ingested.
+        Prints a line per failed or skipped file and per warning, with the reason, then a
+        summary. Exits 1 if any file failed; the others are still ingested.
         """
         if not paths and manifest is None:
             raise click.UsageError("give at least one PATH or --manifest")
@@ -48,7 +49,8 @@ def register(cli: click.Group) -> None:
                     BarColumn(),
                     MofNCompleteColumn(),
                     TimeElapsedColumn(),
-                    TextColumn("{task.description}"),
+                    # Descriptions are file names: plain text, never markup or emoji codes.
+                    TextColumn("{task.description}", markup=False),
                     console=console,
                     transient=True,
                 ) as progress:
@@ -58,16 +60,17 @@ def register(cli: click.Group) -> None:
                         progress.update(task, total=n)
 
                     def done(result: FileResult) -> None:
-                        progress.update(task, advance=1, description=escape(result.source))
-                        if result.status == "failed":
+                        progress.update(task, advance=1, description=terminal_safe(result.source))
+                        source = safe(result.source)
+                        if result.status in ("failed", "skipped"):
+                            style = "red" if result.status == "failed" else "yellow"
+                            reason = f": {safe(result.error)}" if result.error else ""
                             progress.console.print(
-                                f"[red]failed[/red] {escape(result.source)}: {escape(result.error or '')}",
-                                markup=True,
-                                highlight=False,
+                                f"[{style}]{result.status}[/{style}] {source}{reason}"
                             )
                         for warning in result.warnings:
                             progress.console.print(
-                                f"[yellow]warning[/yellow] {escape(result.source)}: {escape(warning)}"
+                                f"[yellow]warning[/yellow] {source}: {safe(warning)}"
                             )
 
                     report = app.ingest(
@@ -77,13 +80,15 @@ def register(cli: click.Group) -> None:
                         on_plan=planned,
                         on_result=done,
                     )
+                for warning in report.warnings:  # about the run, not one file
+                    console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
                 counts = report.counts
                 table = Table(title="ingest summary", show_header=True)
                 for status in counts:
                     table.add_column(status, justify="right")
                 table.add_row(*(str(n) for n in counts.values()))
                 console.print(table)
-                console.print(f"{sum(r.chunks for r in report.results)} chunks in this run")
+                console.print(f"{report.chunks_written} chunks written in this run")
         if report.failed:
             ctx.exit(1)
 
@@ -99,4 +104,4 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json({"removed": doc_id})
         else:
-            console.print(f"removed {doc_id}")
+            console.print(f"removed {safe(doc_id)}")

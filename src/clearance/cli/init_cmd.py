@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from clearance.cli.context import console, emit_json, json_option
+from clearance.cli.safe import safe
 from clearance.config import CONFIG_NAME
 from clearance.errors import ConfigError
 
@@ -33,5 +34,5 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json({"config": str(config), "data": str(target / "data")})
         else:
-            console.print(f"wrote {config}")
-            console.print(f"created {target / 'data'}/")
+            console.print(f"wrote {safe(config)}")
+            console.print(f"created {safe(target / 'data')}/")

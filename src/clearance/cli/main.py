@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from clearance import __version__
 from clearance.cli import (
@@ -24,7 +23,8 @@ from clearance.cli import (
     status_cmd,
     trace_cmds,
 )
-from clearance.cli.context import AppContext, emit_json, err_console
+from clearance.cli.context import AppContext, emit_json, err_console, print_error
+from clearance.cli.safe import terminal_safe
 from clearance.errors import ClearanceError
 
 __all__ = ["cli", "main", "run"]
@@ -60,14 +60,22 @@ for module in (
     module.register(cli)
 
 
+class _SafeFormatter(logging.Formatter):
+    """Log lines quote file names and ids too: nothing in them may act on the terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record), multiline=True)
+
+
 def _configure_logging() -> None:
-    """Clearance's own warnings go to stderr; third-party chatter (pypdf's complaints about
-    a corrupt file, which the loader already reports as one clear error) stays quiet."""
+    """Clearance's own warnings go to stderr, made terminal-safe; third-party chatter
+    (pypdf's complaints about a corrupt file, which the loader already reports as one clear
+    error) stays quiet."""
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     logger = logging.getLogger("clearance")
     if not logger.handlers:
         handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_SafeFormatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.WARNING)
         logger.propagate = False
@@ -82,13 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     except ClearanceError as exc:
         if "--json" in args:
             emit_json(exc.to_dict())
-        err_console.print(f"[red]error:[/red] {escape(exc.message)}")
+        print_error(exc.message)
         return exc.exit_code
     except click.exceptions.Abort:
         err_console.print("aborted")
         return 130
     except click.ClickException as exc:
-        err_console.print(f"[red]error:[/red] {escape(exc.format_message())}")
+        print_error(exc.format_message())
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)

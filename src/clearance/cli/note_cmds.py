@@ -8,10 +8,10 @@ it is read (the minimum over the chain), so a summary of a chat export stays unt
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 
 from clearance.answer.trust import resolve_trust
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.safe import safe
 
 __all__ = ["register"]
 
@@ -98,8 +98,8 @@ def register(cli: click.Group) -> None:
             return
         style = "green" if trust == "trusted" else "yellow"
         console.print(
-            f"{result.status} [bold]{escape(str(result.doc_id))}[/bold] "
-            f"({result.chunks} chunk(s)) trust [{style}]{trust}[/{style}]"
+            f"{safe(result.status)} [bold]{safe(result.doc_id)}[/bold] "
+            f"({result.chunks} chunk(s)) trust [{style}]{safe(trust)}[/{style}]"
         )
         for warning in result.warnings:
-            console.print(f"  [yellow]warning:[/yellow] {escape(warning)}")
+            console.print(f"  [yellow]warning:[/yellow] {safe(warning)}")

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import (
+    ASSISTANT_HELP,
+    AppContext,
+    console,
+    emit_json,
+    json_option,
+    pass_app,
+    require_assistant,
+)
+from clearance.cli.safe import safe
 
 
 def register(cli: click.Group) -> None:
     @cli.command("search")
     @click.argument("query")
     @click.option("--user", "user_id", required=True, help="Search as this user.")
-    @click.option("--assistant", help="Restrict to one assistant's corpora and ceiling.")
+    @click.option(
+        "--assistant",
+        help="Restrict to one assistant's corpora and ceiling. " + ASSISTANT_HELP,
+    )
     @click.option("-k", "k", type=click.IntRange(1, 1000), help="Number of results.")
     @json_option
     @pass_app
@@ -26,6 +37,7 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Search as a user: results come only from documents that user may read now."""
         with app_ctx.open() as app:
+            require_assistant(app.settings, assistant)
             result = app.search(user_id, query, assistant=assistant, k=k)
         rows = [
             {
@@ -47,12 +59,12 @@ def register(cli: click.Group) -> None:
             emit_json({"user": user_id, "query": query, "refused": result.refused, "results": rows})
             return
         if not rows:
-            console.print("no results" + (f" ({result.refused})" if result.refused else ""))
+            console.print("no results" + (f" ({safe(result.refused)})" if result.refused else ""))
             return
         for row in rows:
             console.print(
-                f"[bold]{row['rank']}.[/bold] {escape(str(row['title']))}  "
-                f"[dim]{escape(str(row['doc_id']))}[/dim]  [cyan]{escape(str(row['locator']))}[/cyan]"
+                f"[bold]{row['rank']}.[/bold] {safe(row['title'])}  "
+                f"[dim]{safe(row['doc_id'])}[/dim]  [cyan]{safe(row['locator'])}[/cyan]"
             )
             snippet = " ".join(str(row["text"]).split())
-            console.print("   " + escape(snippet[:200] + ("…" if len(snippet) > 200 else "")))
+            console.print("   " + safe(snippet[:200] + ("…" if len(snippet) > 200 else "")))

@@ -6,6 +6,7 @@ import click
 from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.safe import safe
 
 
 def _duration(seconds: float) -> str:
@@ -44,15 +45,15 @@ def register(cli: click.Group) -> None:
             emit_json(data)
             return
         console.print(
-            f"index {path}: {stats.documents} documents, {stats.chunks} chunks, "
+            f"index {safe(path)}: {stats.documents} documents, {stats.chunks} chunks, "
             f"{stats.vectors} vectors, {stats.size_bytes / 1e6:.1f} MB"
         )
         console.print(
             "by sensitivity: "
-            + (", ".join(f"{k} {v}" for k, v in sorted(stats.by_sensitivity.items())) or "-")
+            + safe(", ".join(f"{k} {v}" for k, v in sorted(stats.by_sensitivity.items())) or "-")
         )
         console.print(
-            f"directory v{directory.version}: {len(directory.users)} users, "
+            f"directory v{safe(directory.version)}: {len(directory.users)} users, "
             f"{len(directory.groups)} groups"
         )
         table = Table(show_header=True)
@@ -60,9 +61,9 @@ def register(cli: click.Group) -> None:
             table.add_column(column)
         for c in corpora:
             table.add_row(
-                str(c["corpus"]),
-                str(c["documents"]),
-                str(c["last_acl_sync"] or "never"),
+                safe(c["corpus"]),
+                safe(c["documents"]),
+                safe(c["last_acl_sync"] or "never"),
                 _duration(float(c["revocation_sla_seconds"])),
                 "[red]FAILING CLOSED[/red]" if c["failing_closed"] else "[green]yes[/green]",
             )

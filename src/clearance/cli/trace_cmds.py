@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.safe import safe
 from clearance.config import parse_duration
 from clearance.errors import NotFoundError
 from clearance.trace.log import parse_since
@@ -60,16 +60,16 @@ def register(cli: click.Group) -> None:
             return
         table = Table(show_header=True)
         for column in ("trace id", "time", "user", "assistant", "route", "status", "reason", "ms"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")  # 'trace show' needs the whole id
         for r in records:
             table.add_row(
-                r["trace_id"],
-                r["created_at"][:19],
-                r["user"][:12],
-                escape(r.get("assistant") or "-"),
-                r.get("route", ""),
-                r.get("status", ""),
-                escape(r.get("reason") or ""),
+                safe(r["trace_id"]),
+                safe(r["created_at"][:19]),
+                safe(r["user"][:12]),
+                safe(r.get("assistant") or "-"),
+                safe(r.get("route", "")),
+                safe(r.get("status", "")),
+                safe(r.get("reason") or ""),
                 _fmt_ms(r.get("latency_ms", {}).get("total")),
             )
         console.print(table)
@@ -94,7 +94,7 @@ def register(cli: click.Group) -> None:
             emit_json(record)
             return
         for key in sorted(record):
-            console.print(f"[bold]{key}[/bold]: {escape(str(record[key]))}")
+            console.print(f"[bold]{key}[/bold]: {safe(record[key])}")
 
     @trace.command("purge")
     @click.option(
@@ -136,19 +136,19 @@ def register(cli: click.Group) -> None:
             emit_json({"doc_id": doc_id, "count": len(events), "events": events})
             return
         if not events:
-            console.print(f"no request retrieved or cited {escape(doc_id)}")
+            console.print(f"no request retrieved or cited {safe(doc_id)}")
             return
         table = Table(show_header=True)
         for column in ("time", "user", "trace id", "assistant", "status", "how"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")  # 'trace show' needs the whole id
         for e in events:
             how = "cited" if e["cited"] else "retrieved"
             table.add_row(
-                e["created_at"][:19],
-                e["user"],
-                e["trace_id"],
-                escape(e["assistant"] or "-"),
-                e["status"] or "",
+                safe(e["created_at"][:19]),
+                safe(e["user"]),
+                safe(e["trace_id"]),
+                safe(e["assistant"] or "-"),
+                safe(e["status"] or ""),
                 how,
             )
         console.print(table)
@@ -173,13 +173,13 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json(data)
             return
-        console.print(f"{data['requests']} request(s)" + (f" since {since}" if since else ""))
+        console.print(f"{data['requests']} request(s)" + (f" since {safe(since)}" if since else ""))
         table = Table(show_header=True)
         for column in ("assistant", "requests", "answered", "refused", "not found", "degraded"):
             table.add_column(column)
         for name, counts in data["assistants"].items():
             table.add_row(
-                escape(name),
+                safe(name),
                 *(
                     str(counts[k])
                     for k in ("requests", "answered", "refused", "not_found", "degraded")

@@ -1,0 +1,161 @@
+"""Operator papercuts found by a new user on their own corpus, each pinned by the real CLI
+(in-process, real SQLite file)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearance.ingest.pipeline import Ingestor, IngestReport
+from clitools import Run, assert_one_line_error
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSISTANTS = '\n[corpora.default]\n\n[assistants.general]\ncorpora = ["default"]\n'
+
+# --------------------------------------------------------------------------- --assistant
+
+
+@pytest.fixture
+def with_assistant(ingested: Run, project: Path) -> Run:
+    config = project / "clearance.toml"
+    config.write_text(config.read_text(encoding="utf-8") + ASSISTANTS, encoding="utf-8")
+    return ingested
+
+
+COMMANDS = {
+    "ask": ("ask", "Where are hotels booked?", "--user", "ann"),
+    "search": ("search", "hotels", "--user", "ann"),
+    "explain": ("explain", "--user", "ann", "--doc", "files:travel.md"),
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_an_unknown_assistant_is_not_found_exit_3(with_assistant: Run, command: str) -> None:
+    rc, out, err = with_assistant(*COMMANDS[command], "--assistant", "nope")
+
+    assert (rc, out) == (3, "")
+    assert_one_line_error(err, "unknown assistant 'nope' (configured: general)")
+
+    rc, out, err = with_assistant(*COMMANDS[command], "--assistant", "general")
+    assert (rc, err) == (0, "")
+
+
+def test_ask_json_keeps_its_status_and_exits_3(with_assistant: Run) -> None:
+    rc, out, err = with_assistant(*COMMANDS["ask"], "--assistant", "nope", "--json")
+
+    assert rc == 3
+    data = json.loads(out)
+    assert (data["status"], data["answer"]) == ("unknown_assistant", "There is no such assistant.")
+    assert_one_line_error(err, "unknown assistant 'nope'")
+
+
+@pytest.mark.parametrize("command", ["search", "explain"])
+def test_search_and_explain_json_report_not_found(with_assistant: Run, command: str) -> None:
+    rc, data = with_assistant.json(*COMMANDS[command], "--assistant", "nope")
+
+    assert rc == 3
+    assert data == {
+        "error": "not_found",
+        "message": "unknown assistant 'nope' (configured: general)",
+    }
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_help_says_what_omitting_assistant_means(run: Run, command: str) -> None:
+    rc, out, _ = run(command, "--help")
+
+    assert rc == 0
+    text = " ".join(out.split())
+    assert "Without it, no assistant narrows anything: every corpus" in text
+    assert "An unknown name exits 3." in text
+
+
+# --------------------------------------------------------------------------- docs list
+
+
+def _first_column(table: str) -> str:
+    """The first column of a rich table's body, its wrapped pieces joined back together."""
+    body = table.split("╇", 1)[1]
+    cells = [line.split("│")[1].strip() for line in body.splitlines() if line.startswith("│")]
+    return "".join(cells)
+
+
+def test_docs_list_wraps_long_ids_and_never_shortens_them(run: Run, project: Path) -> None:
+    long_id = "wiki:" + "-".join(f"space{i}/page{i}" for i in range(12))
+    docs = project / "docs"
+    for name in ("travel.md", "menu.txt"):
+        (docs / name).unlink()
+    (docs / "page.md").write_text("A page.\n", encoding="utf-8")
+    (docs / "page.md.meta.json").write_text(json.dumps({"doc_id": long_id}), encoding="utf-8")
+    assert run("ingest", str(docs), "--json")[0] == 0
+
+    rc, out, _ = run("docs", "list")
+
+    assert rc == 0
+    assert "…" not in out
+    assert _first_column(out) == long_id
+
+
+# --------------------------------------------------------------------------- ingest output
+
+
+def test_ingest_names_every_skipped_file_and_why(run: Run, project: Path) -> None:
+    (project / "docs" / "notes.xyz").write_text("not a supported format", encoding="utf-8")
+
+    rc, out, _ = run("ingest", str(project / "docs"))
+
+    assert rc == 0
+    assert "skipped notes.xyz: unsupported file type\n" in out
+
+
+def test_ingest_prints_run_level_warnings(
+    run: Run, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_run = Ingestor.run
+
+    def run_with_a_warning(self: Ingestor, *args: Any, **kwargs: Any) -> IngestReport:
+        report = real_run(self, *args, **kwargs)
+        report.warnings.append("classifier pattern 'budget' matched nothing")
+        return report
+
+    monkeypatch.setattr(Ingestor, "run", run_with_a_warning)
+
+    rc, out, _ = run("ingest", str(project / "docs"))
+
+    assert rc == 0
+    assert "warning: classifier pattern 'budget' matched nothing\n" in out
+
+
+def test_the_chunk_count_is_of_chunks_written(run: Run, project: Path) -> None:
+    rc, out, _ = run("ingest", str(project / "docs"))
+    assert (rc, out.splitlines()[-1]) == (0, "3 chunks written in this run")
+
+    rc, out, _ = run("ingest", str(project / "docs"))  # nothing changed
+    assert (rc, out.splitlines()[-1]) == (0, "0 chunks written in this run")
+
+
+# --------------------------------------------------------------------------- install
+
+
+def test_readme_says_how_to_reach_the_command_and_keeps_two_setup_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = re.search(r"```sh\n(.*?)```", readme, re.S)
+    assert first_block is not None
+    commands = [line.split("#")[0].strip() for line in first_block[1].splitlines()]
+    assert commands == ["python3 tasks.py demo", "python3 tasks.py test"]
+
+    using = readme.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    assert ". .venv/bin/activate" in using
+    assert ".venv/bin/clearance" in using
+
+
+def test_pyproject_licence_is_an_spdx_string_for_a_backend_that_reads_it() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+    assert project["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in project["build-system"]["requires"]
