@@ -7,7 +7,6 @@ that searches without a user.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from clearance.access.directory import Directory, parse_directory
+from clearance.access.directory import Directory, parse_directory, unknown_principal_warning
 from clearance.access.policy import AccessControl, Action, Decision, Principal, Reason
 from clearance.access.realtime import (
     PermissionChecker,
@@ -259,14 +258,24 @@ class Clearance(Closing):
 
     # ------------------------------------------------------------------ directory and ACLs
 
-    def sync_directory(self, path: Path, *, delta: bool = False) -> Directory:
+    def sync_directory(
+        self, path: Path, *, delta: bool = False, allow_empty: bool = False
+    ) -> Directory:
+        """Apply a directory file (a snapshot, or a delta with ``delta=True``).
+
+        A snapshot without any user would disable every account at once, which is far more
+        often a failed export than an intent: it is refused unless ``allow_empty``.
+        """
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise DirectoryError(f"{path}: cannot read: {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise DirectoryError(f"{path.name}: not valid JSON: {exc.msg}") from None
-        doc = parse_directory(data, source=path.name)
+        doc = parse_directory(text, source=path.name)
+        if not delta and not doc.users and not allow_empty:
+            raise DirectoryError(
+                f"{path.name}: the snapshot has no users, so applying it would disable every "
+                "account; nothing was changed (use --allow-empty to apply it anyway)"
+            )
         current = self.directory
         updated = current.apply_delta(doc) if delta else current.replace(doc)
         self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
@@ -274,7 +283,9 @@ class Clearance(Closing):
         return updated
 
     def sync_acls(self, path: Path, corpus: str, *, delta: bool = False) -> AclSyncReport:
-        return sync_acls(self.store, path, corpus, delta=delta, now=self.clock())
+        return sync_acls(
+            self.store, path, corpus, delta=delta, now=self.clock(), directory=self.directory
+        )
 
     # ------------------------------------------------------------------ retrieval
 
@@ -338,6 +349,7 @@ class Clearance(Closing):
             action.value: access.decide(principal, action, document, assistant_settings)
             for action in (Action.RETRIEVE, Action.VIEW)
         }
+        unknown = self.directory.unknown_principals(document.acl)
         paths = {
             p: self.directory.why(user_id, p.removeprefix("group:"))
             for p in sorted(document.acl & principal.principals)
@@ -356,11 +368,13 @@ class Clearance(Closing):
                 "corpus": document.corpus,
                 "sensitivity": document.sensitivity.name,
                 "acl": sorted(document.acl),
+                "unknown_principals": unknown,
                 "ai_allowed": document.ai_allowed,
                 "expires_at": document.expires_at.isoformat() if document.expires_at else None,
             },
             "matched_via": {p: path for p, path in paths.items() if path},
             "decisions": {a: d.to_dict() for a, d in decisions.items()},
+            "warnings": [unknown_principal_warning(p) for p in unknown],
         }
 
     # ------------------------------------------------------------------ answers

@@ -4,13 +4,15 @@ Everything here is an immutable value. Identity rules:
 
 * ``doc_id`` is ``source_system:native_id`` and stable across re-ingests;
 * ``chunk_id`` is ``doc_id#ordinal`` and only stable for one content version;
-* a principal is one of the strings ``user:<id>``, ``group:<id>`` or ``everyone``.
+* a principal is one of the strings ``user:<id>``, ``group:<id>`` or ``everyone``, with
+  ``<id>`` following the grammar of :func:`principal_id_problem` (docs/access.md).
 """
 
 from __future__ import annotations
 
 import enum
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,19 +27,81 @@ __all__ = [
     "Section",
     "Sensitivity",
     "parse_principal",
+    "principal_id_problem",
 ]
 
 EVERYONE = "everyone"
-_PRINCIPAL = re.compile(r"^(?:user|group):[^\s:][^\s]*$")
+
+# The longest id a principal may carry (an e-mail address is at most 254 characters).
+_ID_MAX = 256
+# Ids made only of these characters need no closer look (the common case, by far).
+_PLAIN_ID = re.compile(rf"[A-Za-z0-9._@+\-]{{1,{_ID_MAX}}}")
+# ':' separates the kind from the id; ',' and ';' separate list items; '*' and '?' are
+# wildcards. In an id each would mean that somebody expected it to be split or expanded.
+_ID_PUNCTUATION = frozenset(":,;*?")
+_INVISIBLE = {
+    "Cc": "control characters",
+    "Cf": "invisible format characters",
+    "Cs": "surrogates",
+    "Co": "private-use characters",
+    "Cn": "unassigned characters",
+}
+
+
+def _shown(value: str) -> str:
+    """``repr`` of ``value``, cut short so an error message stays one readable line."""
+    return repr(value) if len(value) <= 80 else repr(value[:80]) + "…"
+
+
+def principal_id_problem(ident: str) -> str | None:
+    """Why ``ident`` cannot be the ``<id>`` of ``user:<id>`` / ``group:<id>``, or ``None``.
+
+    The grammar (docs/access.md): 1 to 256 characters, in Unicode NFC,
+    each of them printable and none of them whitespace, a control, format (zero-width, bidi)
+    or separator character, nor one of ``: , ; * ?``. ACLs are compared with the directory
+    character by character, so an id outside this grammar could only ever match by accident
+    — or, far more likely, silently match nobody. The directory's own user and group ids
+    follow the same grammar.
+    """
+    if _PLAIN_ID.fullmatch(ident):
+        return None
+    if not ident:
+        return "must not be empty"
+    if len(ident) > _ID_MAX:
+        return f"{_shown(ident)} is longer than {_ID_MAX} characters"
+    for char in ident:
+        if char.isspace():
+            return f"{_shown(ident)} must not contain whitespace"
+        if char in _ID_PUNCTUATION:
+            return f"{_shown(ident)} must not contain {char!r}"
+        if not char.isprintable():
+            what = _INVISIBLE.get(unicodedata.category(char), "unprintable characters")
+            return f"{_shown(ident)} must not contain {what} (U+{ord(char):04X})"
+    if not unicodedata.is_normalized("NFC", ident):
+        return f"{_shown(ident)} must be in Unicode NFC form"
+    return None
 
 
 def parse_principal(value: object) -> str:
-    """Validate one principal string; raise ``ValueError`` naming it otherwise."""
+    """Validate one principal string; raise ``ValueError`` naming it otherwise.
+
+    ``everyone``, or ``user:`` / ``group:`` followed by an id that
+    :func:`principal_id_problem` accepts. Nothing is trimmed or normalised: a principal that
+    is not already exact is an error, never a guess.
+    """
     if not isinstance(value, str):
         raise ValueError(f"principal must be a string, got {type(value).__name__}")
-    if value == EVERYONE or _PRINCIPAL.match(value):
+    if value == EVERYONE:
         return value
-    raise ValueError(f"bad principal {value!r}: use 'user:<id>', 'group:<id>' or 'everyone'")
+    kind, sep, ident = value.partition(":")
+    if not sep or kind not in ("user", "group"):
+        raise ValueError(
+            f"bad principal {_shown(value)}: use 'user:<id>', 'group:<id>' or 'everyone'"
+        )
+    problem = principal_id_problem(ident)
+    if problem is not None:
+        raise ValueError(f"bad principal {_shown(value)}: id {problem}")
+    return value
 
 
 class Sensitivity(enum.IntEnum):

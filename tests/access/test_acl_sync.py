@@ -205,6 +205,8 @@ def test_snapshot_replaces_named_acls_and_revokes_omitted_documents(env: Env) ->
         "unchanged": 1,
         "revoked": ["wiki:minutes"],
         "unknown": [],
+        "unknown_principals": [],
+        "warnings": [],
         "synced_at": None,
     }
     acls = env.acls()
@@ -426,7 +428,8 @@ def test_cli_bad_file_exits_2_writes_nothing_and_reports_json(env: Env) -> None:
     assert rc == 2
     assert json.loads(out) == {
         "error": "directory_error",
-        "message": "bad.jsonl:2: bad principal 'eng': use 'user:<id>', 'group:<id>' or 'everyone'",
+        "message": "bad.jsonl:2: acl[0]: bad principal 'eng': use 'user:<id>', 'group:<id>' "
+        "or 'everyone'",
     }
     assert "error:" in err
     assert env.acls() == acls
@@ -497,6 +500,8 @@ def test_cli_acl_sync_reports_and_records_the_sync_time(env: Env) -> None:
         "unchanged": 1,
         "revoked": ["wiki:minutes"],
         "unknown": ["wiki:ghost"],
+        "unknown_principals": [],
+        "warnings": [],
     }
     synced = env.store.last_acl_syncs()
     assert started - timedelta(seconds=1) <= synced["wiki"] <= finished

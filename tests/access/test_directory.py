@@ -622,7 +622,7 @@ OK_USER = {"id": "ok", "active": True}
         (_users({"id": "a:b", "active": True}), "users[0].id: id 'a:b' must not contain ':'"),
         (
             _users({"id": "a\x00", "active": True}),
-            "users[0].id: id 'a\\x00' must not contain control characters",
+            "users[0].id: id 'a\\x00' must not contain control characters (U+0000)",
         ),
         (_users({"id": 5, "active": True}), "users[0].id: expected a string, got number"),
         (
@@ -678,7 +678,8 @@ OK_USER = {"id": "ok", "active": True}
         (None, "$: expected an object, got null"),
         (
             "{nope",
-            "$: invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes",
+            "$: not valid JSON: Expecting property name enclosed in double quotes: line 1 column "
+            "2 (char 1)",
         ),
     ],
 )

@@ -29,7 +29,14 @@ Guarantees
   instance, so they can never outlive the data they were computed from.
 * Malformed input raises :class:`~clearance.errors.DirectoryError` whose message names the
   ``source`` and the JSON path of the problem, e.g. ``dir.json: users[3].active: expected a
-  boolean, got string``. Nothing is half-applied: parsing finishes before any state changes.
+  boolean, got string``. JSON text is read strictly (:func:`clearance.jsonio.loads`): a key
+  repeated in one object is an error naming the line and the object (``dir.json:4: users[1]:
+  key 'active' appears twice in one object``), never "last wins", and nesting too deep for the
+  parser is an error, not a ``RecursionError``. Nothing is half-applied: parsing finishes
+  before any state changes.
+* User and group ids, and the ids in member principals, follow the one principal id grammar
+  (:func:`clearance.model.principal_id_problem`), so every id the directory holds can be
+  named in an ACL and every principal an ACL may name has the shape of a directory id.
 
 Accepted input shapes (detected automatically by :func:`parse_directory`)
 ------------------------------------------------------------------------
@@ -55,13 +62,14 @@ import bisect
 import json
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NoReturn
 
+from clearance import jsonio
 from clearance.errors import DirectoryError
-from clearance.model import EVERYONE, parse_principal
+from clearance.model import EVERYONE, parse_principal, principal_id_problem
 
 __all__ = [
     "Directory",
@@ -69,6 +77,7 @@ __all__ = [
     "Group",
     "User",
     "parse_directory",
+    "unknown_principal_warning",
 ]
 
 SCIM_LIST_RESPONSE = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
@@ -81,45 +90,32 @@ SCIM_ENTERPRISE_USER = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:Us
 _USER_PREFIX = "user:"
 _GROUP_PREFIX = "group:"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ID_OK = re.compile(r"[^\s:]+")
-_MEMBER_OK = re.compile(r"(?:user|group):[^\s:]+")
-_SCIM_RESOURCE_PATH = re.compile(r"^/(Users|Groups)/([^/]+)$")
+_SCIM_RESOURCE_PATH = re.compile(r"/(Users|Groups)/([^/]+)")
 _SCIM_REF = re.compile(r"/(Users|Groups)/([^/?#]+)/?$")
 
 
-def _id_problem(value: str) -> str | None:
-    """Why ``value`` is not a valid user/group id, or ``None`` if it is.
-
-    Ids are embedded in principal strings (``user:<id>``) and compared byte-for-byte with ACLs,
-    so they must be non-empty, printable, free of whitespace and free of ``:`` (which would make
-    ``user:a:b`` ambiguous).
-    """
-    if _ID_OK.fullmatch(value) and value.isprintable():
-        return None  # fast path; the checks below only build the message
-    if not value:
-        return "must not be empty"
-    if any(ch.isspace() for ch in value):
-        return f"{value!r} must not contain whitespace"
-    if ":" in value:
-        return f"{value!r} must not contain ':'"
-    if not value.isprintable():
-        return f"{value!r} must not contain control characters"
-    return None
-
-
 def _member_problem(value: str) -> str | None:
-    """Why ``value`` is not a valid group member principal, or ``None`` if it is."""
-    if _MEMBER_OK.fullmatch(value) and value.isprintable():
-        return None  # fast path (also satisfies parse_principal); the rest builds the message
+    """Why ``value`` is not a valid group member principal, or ``None`` if it is.
+
+    User and group ids, here and everywhere in the directory, follow the one principal id
+    grammar (:func:`clearance.model.principal_id_problem`): an id the directory accepted could
+    otherwise never be named in an ACL, or the reverse.
+    """
+    kind, sep, ident = value.partition(":")
+    if sep and kind in ("user", "group"):
+        problem = principal_id_problem(ident)
+        return None if problem is None else f"bad member {_shown(value)}: id {problem}"
     try:
         parse_principal(value)
     except ValueError as exc:
         return str(exc)
-    if value == EVERYONE:
-        return "'everyone' cannot be a group member; members are 'user:<id>' or 'group:<id>'"
-    _, _, ident = value.partition(":")
-    problem = _id_problem(ident)
-    return None if problem is None else f"bad member {value!r}: id {problem}"
+    # The only principal without a kind prefix is EVERYONE.
+    return "'everyone' cannot be a group member; members are 'user:<id>' or 'group:<id>'"
+
+
+def _shown(value: str) -> str:
+    """``repr`` of ``value``, cut short so an error message stays one readable line."""
+    return repr(value) if len(value) <= 80 else repr(value[:80]) + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +132,7 @@ class User:
     attributes: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or _id_problem(self.id) is not None:
+        if not isinstance(self.id, str) or principal_id_problem(self.id) is not None:
             raise DirectoryError(f"bad user id: {self.id!r}")
         if not isinstance(self.active, bool):
             raise DirectoryError(f"user {self.id}: active must be a boolean")
@@ -162,7 +158,7 @@ class Group:
     members: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or _id_problem(self.id) is not None:
+        if not isinstance(self.id, str) or principal_id_problem(self.id) is not None:
             raise DirectoryError(f"bad group id: {self.id!r}")
         members = frozenset(self.members)
         for member in members:
@@ -265,6 +261,22 @@ class _Parser:
     def fail(self, path: str, message: str) -> NoReturn:
         raise DirectoryError(f"{self.source}: {path}: {message}")
 
+    def decode(self, raw: str | bytes) -> Any:
+        """Strict JSON (:func:`clearance.jsonio.loads`); a repeated key is reported with the
+        line of its second occurrence and the path of its object, because "last wins" would
+        silently pick one of two values the operator wrote."""
+        try:
+            return jsonio.loads(raw)
+        except jsonio.JSONInputError as exc:
+            message = str(exc)
+            text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+            for line, path, key in _repeated_keys(text):
+                if f"key {key!r} appears twice" in message:
+                    raise DirectoryError(
+                        f"{self.source}:{line}: {path}: key {key!r} appears twice in one object"
+                    ) from None
+            self.fail("$", message)
+
     def expect(self, value: object, path: str, kind: str) -> Any:
         """Return ``value`` if it has JSON type ``kind``, else fail naming the path."""
         if not isinstance(value, _JSON_TYPES[kind]):
@@ -274,7 +286,7 @@ class _Parser:
 
     def ident(self, value: object, path: str) -> str:
         text: str = self.expect(value, path, "string")
-        problem = _id_problem(text)
+        problem = principal_id_problem(text)
         if problem is not None:
             if text.startswith("bulkId:"):
                 self.fail(path, f"bulkId references ({text!r}) are not supported; use real ids")
@@ -600,7 +612,7 @@ class _Parser:
             kind: _Kind = "user" if op_path == "/Users" else "group"
             self.scim_resource(op.get("data"), _key(path, "data"), kind=kind)
             return
-        match = _SCIM_RESOURCE_PATH.match(op_path)
+        match = _SCIM_RESOURCE_PATH.fullmatch(op_path)
         if match is None:
             self.fail(op_path_path, f"expected /Users/<id> or /Groups/<id>, got {op_path!r}")
         kind = "user" if match.group(1) == "Users" else "group"
@@ -642,6 +654,65 @@ class _Parser:
         return op.get("value"), _key(op_path, "value")
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+@dataclass(slots=True)
+class _Open:
+    """One open object (``keys`` is a set) or array (``keys`` is ``None``) while scanning."""
+
+    keys: set[str] | None
+    at: str | int = 0  # the current key or index
+    want_key: bool = True
+
+
+def _repeated_keys(text: str) -> Iterator[tuple[int, str, str]]:
+    """``(line, JSON path of the object, key)`` for each key repeated within one object, in
+    the order of the repeats.
+
+    Only used to locate an error :func:`clearance.jsonio.loads` has already found, so it is a
+    scan, not a parser: it needs no recursion (the text may be nested too deeply for one) and
+    it stops quietly at text it cannot follow.
+    """
+    stack: list[_Open] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            match = _JSON_STRING.match(text, i)
+            if match is None:
+                return
+            top = stack[-1] if stack else None
+            if top is not None and top.keys is not None and top.want_key:
+                try:
+                    key = json.loads(match.group())
+                except ValueError:
+                    return
+                if key in top.keys:
+                    path = "$"
+                    for frame in stack[:-1]:
+                        step = frame.at
+                        path = _key(path, step) if isinstance(step, str) else _index(path, step)
+                    yield text.count("\n", 0, i) + 1, path, key
+                top.keys.add(key)
+                top.at, top.want_key = key, False
+            i = match.end()
+            continue
+        if char in "{[":
+            stack.append(_Open(set() if char == "{" else None))
+        elif char in "}]":
+            if not stack:
+                return
+            stack.pop()
+        elif char == "," and stack:
+            top = stack[-1]
+            if top.keys is None:
+                top.at = int(top.at) + 1
+            else:
+                top.want_key = True
+        i += 1
+
+
 def parse_directory(data: object, *, source: str) -> DirectoryDoc:
     """Parse one directory sync document (Clearance JSON or SCIM 2.0) without applying it.
 
@@ -654,12 +725,7 @@ def parse_directory(data: object, *, source: str) -> DirectoryDoc:
     """
     parser = _Parser(source)
     if isinstance(data, str | bytes | bytearray):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            parser.fail("$", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
-        except UnicodeDecodeError as exc:
-            parser.fail("$", f"invalid JSON: {exc}")
+        data = parser.decode(data if isinstance(data, str) else bytes(data))
     obj: Mapping[str, Any] = parser.expect(data, "$", "object")
     for key in obj:
         if not isinstance(key, str):
@@ -879,6 +945,27 @@ class Directory:
                     queue.append(principal)
         return None  # pragma: no cover - unreachable: target is in the principal set
 
+    def unknown_principals(self, principals: Iterable[str]) -> list[str]:
+        """The ``user:``/``group:`` principals among ``principals`` that name no user or group
+        of this directory, sorted, each once.
+
+        Such a principal is legal in an ACL — it matches nobody until the directory learns the
+        id — but it is usually a typo (``group:employes``) or a directory sync that has not
+        happened yet, so ingest, ``acl sync`` and ``explain`` report it (worded by
+        :func:`unknown_principal_warning`). ``everyone`` and disabled users are never unknown.
+        """
+        unknown: set[str] = set()
+        for principal in principals:
+            if principal.startswith(_USER_PREFIX):
+                known = principal[len(_USER_PREFIX) :] in self._users
+            elif principal.startswith(_GROUP_PREFIX):
+                known = principal[len(_GROUP_PREFIX) :] in self._groups
+            else:
+                continue
+            if not known:
+                unknown.add(principal)
+        return sorted(unknown)
+
     # -- serialisation ------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -909,6 +996,12 @@ class Directory:
         if doc.delta:
             raise DirectoryError(f"{source}: is a delta, not a directory snapshot")
         return cls(doc.users, doc.groups, doc.version or 0)
+
+
+def unknown_principal_warning(principal: str) -> str:
+    """The one wording of "this ACL names somebody the directory does not know", shared by
+    ingest, ``acl sync`` and ``explain``: ``group:employes is not in the directory``."""
+    return f"{principal} is not in the directory"
 
 
 def _patched_index(

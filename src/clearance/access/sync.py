@@ -4,15 +4,21 @@ A *snapshot* states the complete ACLs of one corpus: a document of that corpus m
 it is left visible to nobody until it reappears. A *delta* only changes the documents it
 names. Either way content and vectors are untouched, the whole file applies in one
 transaction or not at all, and only a successful sync records the corpus's sync time.
+
+Every principal must follow the principal grammar (:func:`clearance.model.parse_principal`);
+one malformed principal fails the whole file. A well-formed principal the directory does not
+know is applied — it matches nobody until the directory learns it — and reported
+(``group:employes is not in the directory``).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from clearance import jsonio
+from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.errors import DirectoryError
 from clearance.model import parse_principal
 from clearance.store.sqlite import SQLiteStore
@@ -29,6 +35,13 @@ class AclSyncReport:
     revoked: list[str] = field(default_factory=list)  # snapshot omissions → visible to nobody
     unknown: list[str] = field(default_factory=list)  # named but not in the index
     synced_at: str = ""
+    # principals the file names that the directory does not know (they match nobody)
+    unknown_principals: list[str] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per thing the operator should look at; the sync itself succeeded."""
+        return [unknown_principal_warning(p) for p in self.unknown_principals]
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -38,25 +51,33 @@ class AclSyncReport:
             "unchanged": self.unchanged,
             "revoked": self.revoked,
             "unknown": self.unknown,
+            "unknown_principals": self.unknown_principals,
+            "warnings": self.warnings,
             "synced_at": self.synced_at,
         }
 
 
 def parse_acl_file(path: Path) -> dict[str, frozenset[str]]:
-    """Read and validate the whole file first; any bad line fails the sync before writing."""
+    """Read and validate the whole file first; any bad line fails the sync before writing.
+
+    Every error is one :class:`DirectoryError` naming ``file:line`` and the key (``acl[2]``).
+    Lines are JSON read strictly (:func:`clearance.jsonio.loads`): a repeated key or nesting
+    too deep is an error, not "last wins" or a traceback. Lines end at ``\\n`` only, so line
+    numbers are the ones an editor shows even when a string holds U+2028 or a form feed.
+    """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DirectoryError(f"{path}: cannot read: {exc}") from None
     acls: dict[str, frozenset[str]] = {}
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path.name}:{number}"
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DirectoryError(f"{where}: not valid JSON: {exc.msg}") from None
+            raw = jsonio.loads(line)
+        except jsonio.JSONInputError as exc:
+            raise DirectoryError(f"{where}: {exc}") from None
         if not isinstance(raw, dict):
             raise DirectoryError(f"{where}: expected an object with 'doc_id' and 'acl'")
         extra = set(raw) - {"doc_id", "acl"}
@@ -67,19 +88,32 @@ def parse_acl_file(path: Path) -> dict[str, frozenset[str]]:
             raise DirectoryError(f"{where}: 'doc_id' must be a non-empty string")
         if not isinstance(acl, list):
             raise DirectoryError(f"{where}: 'acl' must be a list of principals")
-        try:
-            principals = frozenset(parse_principal(p) for p in acl)
-        except ValueError as exc:
-            raise DirectoryError(f"{where}: {exc}") from None
+        principals: set[str] = set()
+        for i, principal in enumerate(acl):
+            try:
+                principals.add(parse_principal(principal))
+            except ValueError as exc:
+                raise DirectoryError(f"{where}: acl[{i}]: {exc}") from None
         if doc_id in acls:
             raise DirectoryError(f"{where}: {doc_id!r} appears twice")
-        acls[doc_id] = principals
+        acls[doc_id] = frozenset(principals)
     return acls
 
 
 def sync_acls(
-    store: SQLiteStore, path: Path, corpus: str, *, delta: bool, now: datetime
+    store: SQLiteStore,
+    path: Path,
+    corpus: str,
+    *,
+    delta: bool,
+    now: datetime,
+    directory: Directory | None = None,
 ) -> AclSyncReport:
+    """Apply ``path`` to ``corpus`` in one transaction (see the module docstring).
+
+    With ``directory``, the report lists the principals the file names that it does not
+    know: they are applied (they match nobody until the directory learns them) and reported.
+    """
     acls = parse_acl_file(path)
     documents = {d.doc_id: d for d in store.list_documents()}
     for doc_id in acls:
@@ -95,6 +129,7 @@ def sync_acls(
         revoked = sorted(d for d in in_corpus - set(acls) if documents[d].acl)
         updates.update({d: frozenset() for d in revoked})
     store.set_acls(updates, synced=(corpus, now))
+    named = {p for acl in acls.values() for p in acl}
     return AclSyncReport(
         corpus=corpus,
         mode="delta" if delta else "snapshot",
@@ -103,4 +138,5 @@ def sync_acls(
         revoked=revoked,
         unknown=sorted(d for d in acls if d not in documents),
         synced_at=now.isoformat(),
+        unknown_principals=[] if directory is None else directory.unknown_principals(named),
     )

@@ -11,6 +11,7 @@ from clearance.cli.context import (
     AppContext,
     console,
     emit_json,
+    err_console,
     json_option,
     pass_app,
     require_assistant,
@@ -28,26 +29,37 @@ def register(cli: click.Group) -> None:
     @directory.command("sync")
     @click.argument("file", type=_FILE)
     @click.option("--delta", is_flag=True, help="Apply changes only (default: full snapshot).")
+    @click.option(
+        "--allow-empty",
+        is_flag=True,
+        help="Apply a snapshot with no users (it disables every account); refused without.",
+    )
     @json_option
     @pass_app
-    def directory_sync(app_ctx: AppContext, file: Path, delta: bool, as_json: bool) -> None:
+    def directory_sync(
+        app_ctx: AppContext, file: Path, delta: bool, allow_empty: bool, as_json: bool
+    ) -> None:
         """Load a directory file: Clearance JSON or SCIM 2.0 (ListResponse / BulkRequest)."""
         with app_ctx.open() as app:
-            result = app.sync_directory(file, delta=delta)
+            result = app.sync_directory(file, delta=delta, allow_empty=allow_empty)
+        active = sum(1 for u in result.users.values() if u.active)
+        warnings = [] if active else ["no active users: every account gets nothing"]
         data = {
             "mode": "delta" if delta else "snapshot",
             "version": result.version,
             "users": len(result.users),
-            "active_users": sum(1 for u in result.users.values() if u.active),
+            "active_users": active,
             "groups": len(result.groups),
+            "warnings": warnings,
         }
         if as_json:
             emit_json(data)
-        else:
-            console.print(
-                f"directory v{safe(data['version'])} ({data['mode']}): {data['users']} users "
-                f"({data['active_users']} active), {data['groups']} groups"
-            )
+            return
+        console.print(
+            f"directory v{safe(data['version'])} ({data['mode']}): {data['users']} users "
+            f"({data['active_users']} active), {data['groups']} groups"
+        )
+        _warn(warnings)
 
     @cli.group("acl")
     def acl() -> None:
@@ -75,6 +87,7 @@ def register(cli: click.Group) -> None:
             console.print(f"  revoked (not in snapshot): {safe(doc_id)}")
         for doc_id in report.unknown:
             console.print(f"  [yellow]unknown document[/yellow]: {safe(doc_id)}")
+        _warn(report.warnings)
 
     @cli.command("explain")
     @click.option("--user", "user_id", required=True)
@@ -108,3 +121,10 @@ def register(cli: click.Group) -> None:
             console.print(f"{safe(action)}: {verdict}")
             for reason, detail in zip(decision["reasons"], decision["details"], strict=False):
                 console.print(f"  - {safe(reason)}: {safe(detail)}")
+        _warn(data["warnings"])
+
+
+def _warn(warnings: list[str]) -> None:
+    """Warnings go to stderr, one line each, after the result they qualify."""
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
