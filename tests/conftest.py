@@ -37,8 +37,15 @@ def merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_settings(root: Path, data: Mapping[str, Any] | None = None) -> Settings:
-    """Settings rooted in ``root`` with embeddings off (lexical only) unless ``data`` says so."""
-    base: dict[str, Any] = {"embedding": {"provider": "none"}}
+    """Settings rooted in ``root`` with embeddings off (lexical only) unless ``data`` says so.
+
+    Tests name corpora freely, so unconfigured corpora are allowed here; the tests of that
+    rule (tests/ingest/test_fail_safe_corpora.py) turn it off. A near miss of a configured
+    corpus ("HR" for "hr") is refused either way."""
+    base: dict[str, Any] = {
+        "embedding": {"provider": "none"},
+        "ingest": {"allow_unconfigured_corpora": True},
+    }
     return settings_from_dict(merge(base, data or {}), root=root)
 
 

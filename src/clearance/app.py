@@ -165,23 +165,54 @@ class Clearance(Closing):
         on_plan: Callable[[int], None] | None = None,
         on_result: Callable[[FileResult], None] | None = None,
     ) -> IngestReport:
-        """Ingest files; every corpus that received documents records an ACL sync, since
-        the metadata just read is the source's current ACL for those documents."""
+        """Ingest files and manifest lines (see :class:`Ingestor`).
+
+        The metadata just read is the source's current ACL for the documents it covers, so
+        a run that covered **every** document of a corpus is a complete permission sync of
+        that corpus and advances its sync time. A partial run (some of the corpus's
+        documents not covered, or a file that failed) advances nothing: it must never make
+        a corpus past its revocation SLA serve documents whose ACLs were not re-read."""
         ingestor = Ingestor(self.settings, self.store, self.embedder)
         jobs = ingestor.plan(paths, manifest, corpus)
         if on_plan is not None:
             on_plan(len(jobs))
         report = ingestor.run(jobs, on_result)
-        now = self.clock()
-        written = {
-            doc.corpus
+        covered = {
+            r.doc_id
             for r in report.results
-            if r.status in ("added", "updated", "metadata", "unchanged") and r.doc_id
-            for doc in [self.store.get_document(r.doc_id)]
+            if r.doc_id and r.status in ("added", "updated", "metadata", "unchanged")
+        }
+        touched = {
+            doc.corpus
+            for doc_id in covered
+            for doc in [self.store.get_document(doc_id)]
             if doc is not None
         }
-        for name in sorted(written):
-            self.store.record_acl_sync(name, now)
+        default_corpus = self.settings.ingest.default_corpus
+        # A failed job whose corpus is unknown (its metadata did not parse) may belong to any
+        # corpus: none is complete then.
+        failed_corpora = {
+            job.metadata.get("corpus", default_corpus) if job.metadata else None
+            for job, result in zip(jobs, report.results, strict=True)
+            if result.status == "failed"
+        }
+        now = self.clock()
+        for name in sorted(touched):
+            stored = {d.doc_id for d in self.store.list_documents(name)}
+            missing = stored - covered
+            if None in failed_corpora or name in failed_corpora:
+                report.warnings.append(
+                    f"corpus {name!r}: permission sync time not advanced, because a file "
+                    "failed in this run (fix it and ingest again, or run 'clearance acl sync')"
+                )
+            elif missing:
+                report.warnings.append(
+                    f"corpus {name!r}: permission sync time not advanced, because this run "
+                    f"covered {len(stored) - len(missing)} of its {len(stored)} documents "
+                    "(ingest its whole folder or manifest, or run 'clearance acl sync')"
+                )
+            else:
+                self.store.record_acl_sync(name, now)
         return report
 
     def remove(self, doc_id: str) -> bool:

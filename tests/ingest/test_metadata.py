@@ -4,6 +4,7 @@ the key and the file."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ def test_nearer_folder_overrides_farther(tmp_path: Path) -> None:
     write_json(tmp_path / "a" / "_meta.json", {"owner": "middle", "title": "A"})
     write_json(tmp_path / "a" / "b" / "_meta.json", {"owner": "near"})
 
-    meta = folder_metadata(tmp_path / "a" / "b")
+    meta = folder_metadata(tmp_path / "a" / "b", tmp_path)
 
     assert meta == {
         "corpus": "ops",
@@ -55,18 +56,18 @@ def test_nearer_folder_overrides_farther(tmp_path: Path) -> None:
         "title": "A",
         "acl": frozenset({"everyone"}),
     }
-    assert folder_metadata(tmp_path / "a")["owner"] == "middle"
-    assert folder_metadata(tmp_path)["owner"] == "root"
+    assert folder_metadata(tmp_path / "a", tmp_path)["owner"] == "middle"
+    assert folder_metadata(tmp_path, tmp_path)["owner"] == "root"
 
 
 def test_folder_cache_is_filled_and_used(tmp_path: Path) -> None:
     write_json(tmp_path / "_meta.json", {"owner": "root"})
     cache: dict[Path, dict[str, Any]] = {}
 
-    assert folder_metadata(tmp_path / "x", cache)["owner"] == "root"
+    assert folder_metadata(tmp_path / "x", tmp_path, cache)["owner"] == "root"
     assert cache[tmp_path.resolve()] == {"owner": "root"}
     cache[tmp_path.resolve()] = {"owner": "cached"}
-    assert folder_metadata(tmp_path / "x", cache)["owner"] == "cached"
+    assert folder_metadata(tmp_path / "x", tmp_path, cache)["owner"] == "cached"
 
 
 def test_sidecar_is_read_next_to_the_file(tmp_path: Path) -> None:
@@ -238,7 +239,7 @@ def test_folder_files_refuse_per_document_keys(tmp_path: Path, key: str) -> None
     meta = write_json(tmp_path / "_meta.json", {key: value})
 
     with pytest.raises(MetadataError, match=f"key '{key}' is not allowed here") as info:
-        folder_metadata(tmp_path)
+        folder_metadata(tmp_path, tmp_path)
     assert str(meta) in info.value.message
 
 
@@ -260,7 +261,7 @@ def test_a_sidecar_may_set_the_doc_id(tmp_path: Path) -> None:
 def test_invalid_json_in_a_folder_file_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "_meta.json").write_text("{acl: everyone}", encoding="utf-8")
     with pytest.raises(MetadataError, match=r"_meta\.json: not valid JSON"):
-        folder_metadata(tmp_path)
+        folder_metadata(tmp_path, tmp_path)
 
 
 # --------------------------------------------------------------------------- manifests
@@ -296,15 +297,19 @@ def test_manifest_entries_resolve_paths_against_the_manifest(tmp_path: Path) -> 
         ([{"path": "a.md", "text": "x", "doc_id": "x:1"}], r":1: give exactly one of 'path'"),
         ([{"text": "no id"}], r"m\.jsonl:1: an inline 'text' document needs a 'doc_id'"),
         ([{"deleted": True}], r"m\.jsonl:1: a deleted entry needs a 'doc_id' or 'path'"),
-        (
-            [{"path": "a.md"}, {"path": "b.md"}, {"path": "a.md", "title": "again"}],
-            r"m\.jsonl:3: 'a\.md' already appears on line 1",
-        ),
-        (
-            [{"text": "one", "doc_id": "x:1"}, {"doc_id": "x:1", "deleted": True}],
-            r"m\.jsonl:2: 'x:1' already appears on line 1",
-        ),
         ([{"path": "a.md"}, "{not json"], r"m\.jsonl:2: not valid JSON"),
+        (
+            ['{"path": "a.md", "acl": ["user:bob"], "acl": ["everyone"]}'],
+            r"m\.jsonl:1: key 'acl' appears twice",
+        ),
+        (
+            ['{"path": "a.md", "title": ' + "[" * 5000 + "]" * 5000 + "}"],
+            r"m\.jsonl:1: not valid JSON: nested too deeply",
+        ),
+        (
+            [{"path": "a.md", "review_at": "9999-12-31T23:59:59-14:00"}],
+            r"m\.jsonl:1: key 'review_at': date out of range",
+        ),
         ([{"path": "a.md", "colour": "red"}], r"m\.jsonl:1: unknown key 'colour'"),
         ([{"path": "a.md", "updated_at": "31/12/2024"}], r"m\.jsonl:1: key 'updated_at': not"),
         (['["path", "a.md"]'], r"m\.jsonl:1: expected a JSON object"),
@@ -313,9 +318,29 @@ def test_manifest_entries_resolve_paths_against_the_manifest(tmp_path: Path) -> 
 def test_bad_manifest_lines_name_file_and_line(
     tmp_path: Path, lines: list[object], message: str
 ) -> None:
-    manifest = write_manifest(tmp_path / "m.jsonl", *lines)
-    with pytest.raises(MetadataError, match=message):
-        list(read_manifest(manifest))
+    """A bad line is reported as that line's error; the lines around it still parse."""
+    manifest = write_manifest(tmp_path / "m.jsonl", *lines, {"path": "good.md"})
+
+    entries = list(read_manifest(manifest))
+
+    bad = [e for e in entries if e.error is not None]
+    assert len(bad) == 1
+    assert re.search(message, bad[0].error or "")
+    assert "\n" not in (bad[0].error or "")
+    assert entries[-1].error is None
+    assert entries[-1].metadata["path"] == "good.md"
+
+
+def test_manifest_paths_are_normalised(tmp_path: Path) -> None:
+    manifest = write_manifest(
+        tmp_path / "m.jsonl", {"path": "./docs/../docs/one.md"}, {"path": "../outside.md"}
+    )
+
+    first, second = read_manifest(manifest)
+
+    assert (first.path, first.metadata["path"]) == (tmp_path / "docs" / "one.md", "docs/one.md")
+    assert second.path == tmp_path.parent / "outside.md"
+    assert second.metadata["path"] == str(tmp_path.parent / "outside.md")
 
 
 def test_an_unreadable_manifest_is_a_metadata_error(tmp_path: Path) -> None:

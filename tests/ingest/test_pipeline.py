@@ -148,7 +148,19 @@ def test_a_file_passed_directly_is_named_by_its_file_name_and_source_system(
     assert statuses(report) == {"plain.txt": "added"}
     doc = store.get_document("share:plain.txt")
     assert doc is not None and doc.source_system == "share"
-    assert doc.acl == frozenset({"everyone"})  # the folder's _meta.json still applies
+    # docs/_meta.json lies above the ingested file's folder: it does not apply
+    assert doc.acl == frozenset()
+
+
+def test_a_configured_root_lets_its_meta_json_apply_to_files_below_it(
+    docs: Path, settings_factory: Any, store: SQLiteStore
+) -> None:
+    app = Clearance(settings_factory({"ingest": {"roots": [str(docs)]}}), store, embedder=None)
+
+    app.ingest([docs / "notes" / "plain.txt"])
+
+    doc = store.get_document("files:plain.txt")
+    assert doc is not None and doc.acl == frozenset({"everyone"})
 
 
 def test_corpus_option_applies_only_where_metadata_names_none(

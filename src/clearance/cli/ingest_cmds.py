@@ -35,7 +35,8 @@ def register(cli: click.Group) -> None:
         """Ingest files and folders (and a manifest) into the index.
 
         Prints a line per failed or skipped file and per warning, with the reason, then a
-        summary. Exits 1 if any file failed; the others are still ingested.
+        summary. A failed file never stops the others. Exits 2 if any metadata, manifest
+        line or path was refused (bad input), else 1 if any file could not be read or stored.
         """
         if not paths and manifest is None:
             raise click.UsageError("give at least one PATH or --manifest")
@@ -90,7 +91,7 @@ def register(cli: click.Group) -> None:
                 console.print(table)
                 console.print(f"{report.chunks_written} chunks written in this run")
         if report.failed:
-            ctx.exit(1)
+            ctx.exit(report.exit_code)
 
     @cli.command("remove")
     @click.argument("doc_id")

@@ -3,25 +3,29 @@
 Three sources, in increasing precedence:
 
 1. ``_meta.json`` in a folder applies to every file below it (nearer folders override
-   farther ones, like folder permissions);
+   farther ones, like folder permissions) — but only folders at or below the root being
+   ingested contribute: a ``_meta.json`` above it (``/tmp/_meta.json``) is never read;
 2. ``<file>.meta.json`` next to a file;
 3. one line of a JSONL manifest passed with ``--manifest``.
 
 All three use the same keys (:data:`KEYS`). ``path``/``text`` only make sense in a manifest,
 and ``doc_id``/``deleted`` never in a folder file (they would apply to many documents).
 An unknown key is an error naming the key and the file: a misspelt ``acl`` must never
-silently leave a document with another audience.
+silently leave a document with another audience; so is a key given twice in one object
+(``{"acl": [...], "acl": [...]}``), which JSON would otherwise resolve as "last wins".
+A bad manifest line fails that line only: the other lines are still ingested.
 """
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from clearance import jsonio
 from clearance.errors import MetadataError
 from clearance.model import Sensitivity, parse_principal
 
@@ -76,9 +80,11 @@ def _parse_date(value: object, where: str) -> datetime:
         raise MetadataError(f"{where}: expected an ISO 8601 string, got {value!r}")
     try:
         parsed = datetime.fromisoformat(value)
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
     except ValueError:
         raise MetadataError(f"{where}: not an ISO 8601 date: {value!r}") from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-14:00 is past the last representable instant
+        raise MetadataError(f"{where}: date out of range: {value!r}") from None
 
 
 def parse_metadata(raw: object, source: str, forbidden: frozenset[str] = frozenset()) -> Metadata:
@@ -125,18 +131,25 @@ def parse_metadata(raw: object, source: str, forbidden: frozenset[str] = frozens
 
 def _read_json(path: Path) -> object:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonio.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise MetadataError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise MetadataError(f"{path}: not valid JSON: {exc}") from None
+    except jsonio.JSONInputError as exc:
+        raise MetadataError(f"{path}: {exc}") from None
 
 
-def folder_metadata(directory: Path, cache: dict[Path, Metadata] | None = None) -> Metadata:
-    """The merged ``_meta.json`` of ``directory`` and all its ancestors, nearest winning."""
-    directory = directory.resolve()
+def folder_metadata(
+    directory: Path, root: Path, cache: dict[Path, Metadata] | None = None
+) -> Metadata:
+    """The merged ``_meta.json`` of ``directory`` and its ancestors up to and including
+    ``root``, nearest winning. A folder above ``root`` never contributes; a ``directory``
+    outside ``root`` gets nothing (callers refuse such files before asking)."""
+    directory, root = directory.resolve(), root.resolve()
+    if not directory.is_relative_to(root):
+        return {}
+    chain = [directory, *(p for p in directory.parents if p.is_relative_to(root))]
     merged: Metadata = {}
-    for folder in reversed([directory, *directory.parents]):
+    for folder in reversed(chain):
         if cache is not None and folder in cache:
             layer = cache[folder]
         else:
@@ -165,40 +178,59 @@ def sidecar_metadata(path: Path) -> Metadata:
 
 @dataclass(frozen=True, slots=True)
 class ManifestEntry:
-    """One manifest line: a file (``path`` resolved against the manifest) or inline text."""
+    """One manifest line: a file, inline text, or a deletion — or the line's error.
+
+    ``path`` is the file's path joined to the manifest's folder and normalised
+    lexically (``./docs/../docs/one.md`` → ``docs/one.md``); ``metadata["path"]`` is the
+    same, relative to the manifest's folder when it lies inside it. Whether the file may be
+    read (inside a root, not through a symlink) is the ingest planner's decision."""
 
     line: int
     path: Path | None
     metadata: Metadata
+    error: str | None = None
+
+
+def normalise_manifest_path(manifest: Path, written: str) -> tuple[Path, str]:
+    """``written`` (as on a manifest line) → (absolute normalised path, display path)."""
+    base = Path(os.path.abspath(manifest.parent))
+    full = Path(os.path.normpath(base / written))
+    display = full.relative_to(base).as_posix() if full.is_relative_to(base) else str(full)
+    return full, display
 
 
 def read_manifest(manifest: Path) -> Iterator[ManifestEntry]:
-    """Parse a JSONL manifest; a bad line raises naming the file and line number."""
+    """Parse a JSONL manifest. A bad line yields an entry carrying its error (naming the
+    file, line and key) and parsing goes on; only an unreadable manifest raises."""
     try:
         lines = manifest.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise MetadataError(f"{manifest}: cannot read: {exc}") from None
-    seen: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        source = f"{manifest}:{number}"
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MetadataError(f"{source}: not valid JSON: {exc}") from None
-        meta = parse_metadata(raw, source)
-        has_path, has_text = "path" in meta, "text" in meta
-        if not meta.get("deleted"):
-            if has_path == has_text:
-                raise MetadataError(f"{source}: give exactly one of 'path' or 'text'")
-            if has_text and "doc_id" not in meta:
-                raise MetadataError(f"{source}: an inline 'text' document needs a 'doc_id'")
-        elif not has_path and "doc_id" not in meta:
-            raise MetadataError(f"{source}: a deleted entry needs a 'doc_id' or 'path'")
-        key = meta.get("doc_id") or meta.get("path") or ""
-        if key in seen:
-            raise MetadataError(f"{source}: {key!r} already appears on line {seen[key]}")
-        seen[key] = number
-        path = (manifest.parent / meta["path"]) if has_path else None
-        yield ManifestEntry(line=number, path=path, metadata=meta)
+            yield _manifest_line(manifest, number, line)
+        except MetadataError as exc:
+            yield ManifestEntry(line=number, path=None, metadata={}, error=exc.message)
+
+
+def _manifest_line(manifest: Path, number: int, line: str) -> ManifestEntry:
+    source = f"{manifest}:{number}"
+    try:
+        raw = jsonio.loads(line)
+    except jsonio.JSONInputError as exc:
+        raise MetadataError(f"{source}: {exc}") from None
+    meta = parse_metadata(raw, source)
+    has_path, has_text = "path" in meta, "text" in meta
+    if not meta.get("deleted"):
+        if has_path == has_text:
+            raise MetadataError(f"{source}: give exactly one of 'path' or 'text'")
+        if has_text and "doc_id" not in meta:
+            raise MetadataError(f"{source}: an inline 'text' document needs a 'doc_id'")
+    elif not has_path and "doc_id" not in meta:
+        raise MetadataError(f"{source}: a deleted entry needs a 'doc_id' or 'path'")
+    path = None
+    if has_path:
+        path, meta["path"] = normalise_manifest_path(manifest, meta["path"])
+    return ManifestEntry(line=number, path=path, metadata=meta)

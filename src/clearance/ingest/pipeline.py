@@ -14,10 +14,12 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any, Literal
 from clearance.config import Settings
 from clearance.errors import ClearanceError, LoaderError, MetadataError
 from clearance.ingest.chunking import chunk_sections
-from clearance.ingest.classify import classify
+from clearance.ingest.classify import Classifier
 from clearance.ingest.facts import extract_facts, vocab_fingerprint
 from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
 from clearance.ingest.metadata import (
@@ -57,6 +59,12 @@ class Job:
     metadata: Metadata
     default_doc_id: str | None = None
     error: str | None = None  # set when planning already knows this job fails
+    root: Path | None = None  # the folder the file must stay inside when it is read
+    label: str | None = None  # the path the classifier's filename patterns see
+
+    @property
+    def doc_id(self) -> str | None:
+        return self.metadata.get("doc_id") or self.default_doc_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +75,7 @@ class FileResult:
     chunks: int = 0
     error: str | None = None
     warnings: tuple[str, ...] = ()
+    code: str | None = None  # the error's code (``metadata_error``: the operator's input)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +106,14 @@ class IngestReport:
     @property
     def failed(self) -> list[FileResult]:
         return [r for r in self.results if r.status == "failed"]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when nothing failed; 2 when some input (metadata, manifest, paths) was bad;
+        else 1 (a file could not be read or stored)."""
+        if not self.failed:
+            return 0
+        return 2 if any(r.code == "metadata_error" for r in self.failed) else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,50 +154,178 @@ class Ingestor:
         self.store = store
         self.embedder = embedder
         self._folder_cache: dict[Path, Metadata] = {}
+        self.classifier = Classifier(settings.sensitivity)
 
     # ------------------------------------------------------------------ planning
 
     def plan(
         self, paths: Sequence[Path], manifest: Path | None = None, corpus: str | None = None
     ) -> list[Job]:
-        """Expand paths and manifest lines into jobs. Metadata errors become failed jobs."""
+        """Expand paths and manifest lines into jobs. Every refusal — a bad metadata file or
+        line, a file outside the roots, a symlink, an unconfigured corpus, a duplicate —
+        becomes a failed or skipped job naming the reason; the other jobs are unaffected.
+        A ``corpus`` that is not configured raises: it would apply to every file."""
+        if corpus is not None:
+            problem = self.corpus_problem(corpus)
+            if problem is not None:
+                raise MetadataError(f"--corpus: {problem}")
         jobs: list[Job] = []
-        for root in paths:
-            if root.is_dir():
-                files = sorted(
-                    p
-                    for p in root.rglob("*")
-                    if p.is_file()
-                    and not _is_metadata_file(p)
-                    and not any(part.startswith(".") for part in p.relative_to(root).parts)
-                )
-                for file in files:
-                    rel = file.relative_to(root).as_posix()
-                    if file.suffix.lower() not in SUPPORTED:
-                        jobs.append(Job(rel, file, {}, error="skipped: unsupported file type"))
-                        continue
-                    jobs.append(self._file_job(file, rel, {}, corpus))
-            elif root.is_file():
-                jobs.append(self._file_job(root, root.name, {}, corpus))
-            else:
-                jobs.append(Job(str(root), None, {}, error="no such file or directory"))
+        skip = {Path(os.path.realpath(manifest))} if manifest is not None else set()
+        for given in paths:
+            jobs.extend(self._plan_path(given, corpus, skip))
         if manifest is not None:
-            entries = list(read_manifest(manifest))
-            # A file both found by a folder walk and listed in the manifest is ingested once,
-            # with the manifest's metadata (the highest precedence).
-            listed = {e.path.resolve() for e in entries if e.path is not None}
-            jobs = [j for j in jobs if j.path is None or j.path.resolve() not in listed]
-            for entry in entries:
-                source = f"{manifest.name}:{entry.line}"
-                if entry.path is not None:
-                    rel = entry.metadata["path"]
-                    jobs.append(self._file_job(entry.path, rel, entry.metadata, corpus, source))
-                else:
-                    meta = dict(entry.metadata)
-                    if corpus and "corpus" not in meta:
-                        meta["corpus"] = corpus
-                    jobs.append(Job(source, None, meta))
+            jobs = self._plan_manifest(manifest, corpus, jobs)
+        return _refuse_duplicates(jobs)
+
+    def _roots_for(self, folder: Path) -> tuple[Path, ...] | None:
+        """The roots that confine files found under ``folder`` (a real path): the
+        configured roots containing it, else the folder itself; ``None`` when roots are
+        configured and none contains it."""
+        configured = self.settings.ingest.roots
+        if not configured:
+            return (folder,)
+        inside = tuple(r for r in configured if folder.is_relative_to(Path(os.path.realpath(r))))
+        return inside or None
+
+    def _plan_path(self, given: Path, corpus: str | None, skip: set[Path]) -> list[Job]:
+        """One command-line path: a folder walked (without following links), or a file.
+        The operator named ``given`` itself, so a link *there* is resolved; nothing found
+        inside it is read through a link unless ``[ingest] follow_symlinks``."""
+        if not given.exists():
+            return [Job(str(given), None, {}, error="no such file or directory")]
+        real = Path(os.path.realpath(given))
+        folder = real if real.is_dir() else real.parent
+        roots = self._roots_for(folder)
+        if roots is None:
+            return [
+                Job(str(given), None, {}, error=f"outside the configured [ingest] roots: {real}")
+            ]
+        if real.is_file():
+            return [self._file_job(real, real.name, {}, corpus, root=roots[0], label=real.name)]
+        jobs: list[Job] = []
+        for rel, file, refusal in _walk(real):
+            if file in skip or _is_metadata_file(file):
+                continue
+            label = f"{real.name}/{rel}"
+            if refusal is not None:
+                jobs.append(Job(rel, None, {}, error=f"skipped: {refusal}"))
+                continue
+            if file.is_symlink():
+                target, problem = self._follow(file, roots)
+                if problem is not None:
+                    jobs.append(Job(rel, None, {}, error=f"skipped: {problem}"))
+                    continue
+                assert target is not None
+                file = target
+            if file.suffix.lower() not in SUPPORTED:
+                jobs.append(Job(rel, None, {}, error="skipped: unsupported file type"))
+                continue
+            jobs.append(self._file_job(file, rel, {}, corpus, root=roots[0], label=label))
         return jobs
+
+    def _follow(self, link: Path, roots: Sequence[Path]) -> tuple[Path | None, str | None]:
+        """A file symlink → (its target, None) if it may be read, else (None, why not)."""
+        if not self.settings.ingest.follow_symlinks:
+            return None, (
+                "symbolic link, not followed (set [ingest] follow_symlinks = true "
+                "to follow links inside the ingested root)"
+            )
+        target = Path(os.path.realpath(link))
+        if not any(target.is_relative_to(r) for r in roots):
+            return None, "symbolic link to a file outside the ingested root, not followed"
+        return target, None
+
+    def _plan_manifest(self, manifest: Path, corpus: str | None, walked: list[Job]) -> list[Job]:
+        """Manifest lines as jobs. A file both found by a folder walk and listed in the
+        manifest is ingested once, with the manifest's metadata (the highest precedence)."""
+        configured = self.settings.ingest.roots
+        roots = configured or (Path(os.path.abspath(manifest.parent)),)
+        entries = list(read_manifest(manifest))
+        listed = {Path(os.path.realpath(e.path)) for e in entries if e.path is not None}
+        jobs = [j for j in walked if j.path is None or j.path not in listed]
+        for entry in entries:
+            source = f"{manifest.name}:{entry.line}"
+            if entry.error is not None:
+                jobs.append(Job(source, None, {}, error=entry.error))
+            elif entry.path is not None:
+                rel = entry.metadata["path"]
+                real, root, problem = self._confine(entry.path, roots)
+                if problem is not None:
+                    jobs.append(Job(source, None, {}, error=f"{manifest}:{entry.line}: {problem}"))
+                    continue
+                assert real is not None and root is not None
+                jobs.append(
+                    self._file_job(real, rel, entry.metadata, corpus, source, root=root, label=rel)
+                )
+            else:
+                meta = dict(entry.metadata)
+                if corpus and "corpus" not in meta:
+                    meta["corpus"] = corpus
+                jobs.append(self._checked(Job(source, None, meta)))
+        return jobs
+
+    def _confine(
+        self, path: Path, roots: Sequence[Path]
+    ) -> tuple[Path | None, Path | None, str | None]:
+        """A manifest path (absolute, normalised) → (real path, its root, None) when it may
+        be read, else (None, None, why not). It must lie inside a root both as written and
+        once links are resolved; without ``follow_symlinks`` no part of it below the root
+        may be a link."""
+        real = Path(os.path.realpath(path))
+        for root in roots:
+            root_real = Path(os.path.realpath(root))
+            if not real.is_relative_to(root_real):
+                continue
+            if not self.settings.ingest.follow_symlinks and (
+                not path.is_relative_to(root)
+                or path.relative_to(root) != real.relative_to(root_real)
+            ):
+                return (
+                    None,
+                    None,
+                    (
+                        f"{path} goes through a symbolic link; not followed "
+                        "(set [ingest] follow_symlinks = true for links inside the root)"
+                    ),
+                )
+            return real, root_real, None
+        where = (
+            "the configured [ingest] roots"
+            if self.settings.ingest.roots
+            else "the manifest's folder"
+        )
+        return None, None, f"{path} is outside {where}; refused"
+
+    def corpus_problem(self, name: str) -> str | None:
+        """Why documents may not be put into corpus ``name``, or ``None``. Names are
+        compared exactly; a near miss of a configured corpus is named."""
+        settings = self.settings
+        if name in settings.corpora or name == settings.ingest.default_corpus:
+            return None
+        folded = name.strip().casefold()
+        near = [c for c in settings.corpora if c.strip().casefold() == folded]
+        if near:
+            return (
+                f"corpus {name!r} is not configured; did you mean {near[0]!r}? "
+                "(corpus names are compared exactly)"
+            )
+        if settings.ingest.allow_unconfigured_corpora:
+            return None
+        known = ", ".join(repr(c) for c in sorted(settings.corpora)) or "none"
+        return (
+            f"corpus {name!r} is not configured (configured: {known}); add [corpora.{name}] "
+            "or set [ingest] allow_unconfigured_corpora = true"
+        )
+
+    def _checked(self, job: Job) -> Job:
+        """``job`` failed if its corpus may not receive documents."""
+        if job.error is not None:
+            return job
+        name = job.metadata.get("corpus", self.settings.ingest.default_corpus)
+        problem = self.corpus_problem(name)
+        if problem is None:
+            return job
+        return dataclasses.replace(job, error=f"{job.source}: {problem}")
 
     def _file_job(
         self,
@@ -189,18 +334,24 @@ class Ingestor:
         line_meta: Metadata,
         corpus: str | None,
         source: str | None = None,
+        *,
+        root: Path,
+        label: str,
     ) -> Job:
         try:
             meta: Metadata = {}
             if corpus:
                 meta["corpus"] = corpus
-            meta.update(folder_metadata(path.parent, self._folder_cache))
+            meta.update(folder_metadata(path.parent, root, self._folder_cache))
             meta.update(sidecar_metadata(path))
             meta.update(line_meta)
         except MetadataError as exc:
             return Job(source or rel, path, {}, error=exc.message)
         system = meta.get("source_system", self.settings.ingest.default_source_system)
-        return Job(source or rel, path, meta, default_doc_id=f"{system}:{rel}")
+        job = Job(
+            source or rel, path, meta, default_doc_id=f"{system}:{rel}", root=root, label=label
+        )
+        return self._checked(job)
 
     # ------------------------------------------------------------------ running
 
@@ -212,16 +363,18 @@ class Ingestor:
             try:
                 result = self._run_one(job)
             except ClearanceError as exc:
-                result = FileResult(job.source, "failed", error=exc.message)
+                result = FileResult(job.source, "failed", error=exc.message, code=exc.code)
             report.results.append(result)
             if on_result is not None:
                 on_result(result)
+        report.warnings.extend(self.classifier.unmatched())
         return report
 
     def _run_one(self, job: Job) -> FileResult:
         if job.error is not None:
-            status: Status = "skipped" if job.error.startswith("skipped:") else "failed"
-            return FileResult(job.source, status, error=job.error.removeprefix("skipped: "))
+            if job.error.startswith("skipped:"):
+                return FileResult(job.source, "skipped", error=job.error.removeprefix("skipped: "))
+            raise MetadataError(job.error)
         meta = job.metadata
         doc_id = meta.get("doc_id") or job.default_doc_id
         if doc_id is None:
@@ -233,6 +386,7 @@ class Ingestor:
 
         max_chars = self.settings.ingest.chunk_size
         if job.path is not None:
+            self._recheck(job)
             try:
                 raw = job.path.read_bytes()
             except OSError as exc:
@@ -243,15 +397,25 @@ class Ingestor:
             extracted = extract_text(meta["text"], max_chars=max_chars)
         return self._store(job, doc_id, meta, raw, extracted)
 
+    def _recheck(self, job: Job) -> None:
+        """The file is still where planning allowed it: a link swapped in since then (or
+        a folder above it replaced by one) must not lead outside its root."""
+        assert job.path is not None
+        if job.root is None:
+            return
+        real = Path(os.path.realpath(job.path))
+        moved = real != job.path and not self.settings.ingest.follow_symlinks
+        if moved or not real.is_relative_to(job.root):
+            raise MetadataError(f"{job.source}: became a symbolic link after planning; refused")
+
     def _store(
         self, job: Job, doc_id: str, meta: Metadata, raw: bytes, extracted: Extracted
     ) -> FileResult:
         settings = self.settings
         full_text = "\n".join(s.text for s in extracted.sections)
-        sensitivity = classify(
-            settings.sensitivity,
+        sensitivity = self.classifier.classify(
             label=meta.get("sensitivity"),
-            filename=job.path.name if job.path is not None else None,
+            path=job.label or (job.path.name if job.path is not None else None),
             text=full_text,
         )
         pieces = chunk_sections(
@@ -359,6 +523,50 @@ class Ingestor:
             (known.get(c.text) if c.text in known else fresh.get(c.text)) if k else None
             for c, k in zip(chunks, keep, strict=True)
         ]
+
+
+def _walk(folder: Path) -> Iterator[tuple[str, Path, str | None]]:
+    """Files below ``folder`` as (relative path, path, refusal), sorted, hidden entries
+    left out. Links to folders are reported, never entered."""
+    found: list[tuple[str, Path, str | None]] = []
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        base = Path(current)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in list(dirs):
+            if (base / name).is_symlink():
+                dirs.remove(name)
+                rel = (base / name).relative_to(folder).as_posix()
+                found.append((rel, base / name, "symbolic link to a folder, not followed"))
+        for name in files:
+            if not name.startswith("."):
+                path = base / name
+                found.append((path.relative_to(folder).as_posix(), path, None))
+    yield from sorted(found, key=lambda item: item[0])
+
+
+def _refuse_duplicates(jobs: list[Job]) -> list[Job]:
+    """Two jobs that would write the same document, or read the same file, are ambiguous —
+    which ACL is meant? — so both fail, naming each other, and neither is written."""
+    by_key: dict[tuple[str, str], list[int]] = {}
+    for i, job in enumerate(jobs):
+        if job.error is not None:
+            continue
+        if job.doc_id is not None:
+            by_key.setdefault(("doc_id", job.doc_id), []).append(i)
+        if job.path is not None:
+            by_key.setdefault(("file", str(job.path)), []).append(i)
+    out = list(jobs)
+    for (kind, key), indices in by_key.items():
+        if len(indices) < 2:
+            continue
+        for i in indices:
+            others = ", ".join(jobs[j].source for j in indices if j != i)
+            what = f"doc_id {key!r}" if kind == "doc_id" else f"the same file ({key})"
+            if out[i].error is None:
+                out[i] = dataclasses.replace(
+                    out[i], error=f"{jobs[i].source}: {what} also comes from {others}; refused"
+                )
+    return out
 
 
 def now_utc() -> datetime:
