@@ -172,7 +172,7 @@ class Clearance(Closing):
         that corpus and advances its sync time. A partial run (some of the corpus's
         documents not covered, or a file that failed) advances nothing: it must never make
         a corpus past its revocation SLA serve documents whose ACLs were not re-read."""
-        ingestor = Ingestor(self.settings, self.store, self.embedder)
+        ingestor = Ingestor(self.settings, self.store, self.embedder, self.directory)
         jobs = ingestor.plan(paths, manifest, corpus)
         if on_plan is not None:
             on_plan(len(jobs))

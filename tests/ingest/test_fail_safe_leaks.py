@@ -17,7 +17,7 @@ import fnmatch
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ import pytest
 
 from clearance import jsonio
 from clearance.app import Clearance
-from clearance.config import Settings
 from clearance.ingest import classify, metadata, pipeline
 from clearance.ingest.pipeline import IngestReport
 from clearance.model import Sensitivity
@@ -642,5 +641,36 @@ def test_helpers_see_real_documents(app_for: Callable[..., Clearance], tmp_path:
     assert "Alpha text." in all_text(app.store)
 
 
-def _unused(settings: Settings) -> Iterator[None]:  # pragma: no cover - keeps imports honest
-    yield None
+# --------------------------------------------------------------------------- 14 unknown principals
+
+
+def check_unknown_principals_reported(app: Clearance, tmp_path: Path) -> None:
+    write_directory(app)
+    docs = tmp_path / "typo"
+    write_json(docs / "_meta.json", {"acl": ["group:employes", "user:maria", "everyone"]})
+    write(docs / "a.md", "Alpha.")
+    report = app.ingest([docs])
+    assert report.results[0].warnings == ("group:employes is not in the directory",)
+
+
+def test_14_ingest_reports_principals_the_directory_does_not_know(
+    app_for: Callable[..., Clearance], tmp_path: Path
+) -> None:
+    check_unknown_principals_reported(app_for(), tmp_path)
+
+
+def test_14_reverse_proof_silence_about_unknown_principals_is_caught(
+    app_for: Callable[..., Clearance], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clearance.access.directory import Directory
+
+    monkeypatch.setattr(Directory, "unknown_principals", lambda self, principals: [])
+    reverse_proof(lambda: check_unknown_principals_reported(app_for(), tmp_path))
+
+
+def test_14_before_any_directory_sync_nothing_is_reported(
+    app_for: Callable[..., Clearance], tmp_path: Path
+) -> None:
+    write_json(tmp_path / "d" / "_meta.json", {"acl": ["group:employes"]})
+    write(tmp_path / "d" / "a.md", "Alpha.")
+    assert app_for().ingest([tmp_path / "d"]).results[0].warnings == ()

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.config import Settings
 from clearance.errors import ClearanceError, LoaderError, MetadataError
 from clearance.ingest.chunking import chunk_sections
@@ -149,10 +150,19 @@ def _fingerprint(values: dict[str, Any]) -> str:
 class Ingestor:
     """Plans and runs ingestion into a store, with an optional embedder."""
 
-    def __init__(self, settings: Settings, store: SQLiteStore, embedder: Embedder | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: SQLiteStore,
+        embedder: Embedder | None,
+        directory: Directory | None = None,
+    ) -> None:
+        """``directory``: when given (and not empty), ACL principals it does not know are
+        reported per document — they match nobody, and are usually a typo."""
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.directory = directory if directory is not None and directory.users else None
         self._folder_cache: dict[Path, Metadata] = {}
         self.classifier = Classifier(settings.sensitivity)
 
@@ -489,6 +499,10 @@ class Ingestor:
         facts, fact_warnings = self._facts(doc_id, document.title, extracted.sections)
         self.store.upsert(document, chunks, vectors, facts=facts)
         warnings: tuple[str, ...] = () if acl else ("no ACL: the document is visible to nobody",)
+        if self.directory is not None:
+            warnings += tuple(
+                unknown_principal_warning(p) for p in self.directory.unknown_principals(acl)
+            )
         warnings += fact_warnings
         if existing is None:
             status: Status = "added"
