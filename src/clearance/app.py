@@ -23,6 +23,7 @@ from clearance.access.realtime import (
     filter_allowed,
 )
 from clearance.access.sync import AclSyncReport, sync_acls
+from clearance.answer.bounds import check_question
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult
 from clearance.config import Settings, trace_key
@@ -326,7 +327,11 @@ class Clearance(Closing):
     def search(
         self, user_id: str, query: str, *, assistant: str | None = None, k: int | None = None
     ) -> SearchResult:
-        """Hybrid search for one user: only inside what that user may retrieve right now."""
+        """Hybrid search for one user: only inside what that user may retrieve right now.
+
+        A query longer than ``[answer] max_question_chars`` raises
+        :class:`~clearance.errors.QuestionError`; one with no letter or digit finds nothing."""
+        check_question(query, self.settings.answer.max_question_chars, what="query")
         access = self.access()
         principal = access.principal(user_id)
         assistant_settings = access.assistant(assistant)
@@ -422,7 +427,12 @@ class Clearance(Closing):
         return self._orchestrator
 
     def ask(self, question: str, user_id: str, *, assistant: str | None = None) -> AnswerResult:
-        """Answer a question for one user (DESIGN §1); see :class:`AnswerResult`."""
+        """Answer a question for one user (DESIGN §1); see :class:`AnswerResult`.
+
+        A question longer than ``[answer] max_question_chars`` raises
+        :class:`~clearance.errors.QuestionError` before anything else runs (not even the
+        providers are built)."""
+        check_question(question, self.settings.answer.max_question_chars)
         return self.orchestrator().ask(question, user_id, assistant)
 
     def write_trace(self, user_id: str, record: TraceRecord) -> None:

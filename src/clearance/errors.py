@@ -5,6 +5,7 @@
     ClearanceError                  base; carries an exit code for the CLI
      ├── ConfigError                a bad or missing setting (names the key)
      ├── MetadataError              a bad metadata file or manifest line (names key and file)
+     ├── QuestionError              a question or query refused before any work (too long)
      ├── LoaderError                one file could not be read (corrupt, encrypted, empty, unsupported)
      ├── StoreError                 the index could not be opened, read or written
      ├── EmbeddingError             the embedding model is missing, corrupt or failed
@@ -46,6 +47,14 @@ class ConfigError(ClearanceError):
 class MetadataError(ClearanceError):
     exit_code = 2
     code = "metadata_error"
+
+
+class QuestionError(ClearanceError):
+    """The caller's input is refused before the request path starts; the message says why
+    and never quotes the question."""
+
+    exit_code = 2
+    code = "bad_question"
 
 
 class LoaderError(ClearanceError):

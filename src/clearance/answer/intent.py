@@ -8,7 +8,10 @@ English and Japanese alike, after NFKC + casefold):
   and channel it names is collected in order of appearance;
 * when it names more than one value of a slot ("Japan and US", "日本と米国",
   "FY2023 vs FY2024", "between FY2024 and FY2025") it is **multi**: its parts are the
-  cartesian product of the slots, in question order (metric, entity, period, channel);
+  cartesian product of the slots, in question order (metric, entity, period, channel).
+  That product grows with the fourth power of the question's length, so it is cut at
+  ``MAX_PARTS + 1`` parts: one more than the orchestrator answers, which is enough for it
+  to ask for fewer figures (``clarify``) without building the rest;
 * a slot the question does not name is ``None`` (the orchestrator then asks to clarify);
 * period-looking tokens no period form recognises (``FY20245``, ``Q5 2024``) are listed in
   ``unrecognized``;
@@ -28,9 +31,20 @@ from typing import Literal, Protocol, runtime_checkable
 from clearance.config import FactSettings
 from clearance.ingest.facts import Vocabulary
 
-__all__ = ["Intent", "IntentParser", "MetricQuery", "RuleIntentParser", "parse_intent"]
+__all__ = [
+    "MAX_PARTS",
+    "Intent",
+    "IntentParser",
+    "MetricQuery",
+    "RuleIntentParser",
+    "parse_intent",
+]
 
 IntentKind = Literal["metric", "multi", "narrative"]
+
+#: The most figures one question may ask for; a question asking for more is answered with
+#: a request to ask for fewer (one SQL look-up and one answer line each).
+MAX_PARTS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +91,10 @@ class RuleIntentParser:
         slots_present = bool(metrics or entities or periods or unrecognized)
         if not metrics:
             return Intent("narrative", (), slots_present, unrecognized)
-        parts = tuple(
-            MetricQuery(metric, entity, period, channel)
-            for metric, entity, period, channel in itertools.product(
-                _options(metrics), _options(entities), _options(periods), _options(channels)
-            )
+        product = itertools.product(
+            _options(metrics), _options(entities), _options(periods), _options(channels)
         )
+        parts = tuple(MetricQuery(*slots) for slots in itertools.islice(product, MAX_PARTS + 1))
         kind: IntentKind = "multi" if len(parts) > 1 else "metric"
         return Intent(kind, parts, slots_present, unrecognized)
 

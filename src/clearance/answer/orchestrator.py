@@ -19,6 +19,10 @@ sequences them, records the trace and turns refusals into fixed texts.
  14   trace                :mod:`clearance.trace.record`
 ====  ===================  ===========================================================
 
+Before stage 1, the question's length is checked against ``[answer] max_question_chars``
+(:mod:`clearance.answer.bounds`): a longer one raises
+:class:`~clearance.errors.QuestionError` and no stage runs, so none writes a trace.
+
 Refusals never depend on documents the caller cannot read: every text below is fixed or
 built from the question and authorised material only.
 """
@@ -33,8 +37,15 @@ from typing import TYPE_CHECKING
 
 from clearance.access.policy import AccessControl, Action, Principal
 from clearance.access.realtime import filter_allowed
+from clearance.answer.bounds import check_question
 from clearance.answer.faq import FaqMatcher, FaqRepository
-from clearance.answer.intent import Intent, IntentParser, MetricQuery, RuleIntentParser
+from clearance.answer.intent import (
+    MAX_PARTS,
+    Intent,
+    IntentParser,
+    MetricQuery,
+    RuleIntentParser,
+)
 from clearance.answer.narrative import (
     CheckedAnswer,
     check_answer,
@@ -55,6 +66,7 @@ from clearance.answer.structured import (
 from clearance.answer.trust import resolve_trust
 from clearance.config import AssistantSettings
 from clearance.errors import ConfigError, GuardError, ProviderError
+from clearance.ingest.facts import Vocabulary
 from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, Recheck, RecheckResult
 from clearance.model import Document
@@ -74,6 +86,10 @@ NO_ACCESS = "This account has no access."
 UNKNOWN_ASSISTANT = "There is no such assistant."
 OUT_OF_SCOPE = "I can only answer questions about our own organisation, not about {entities}."
 CLARIFY = "Please say which {missing} you mean."
+TOO_MANY_PARTS = (
+    "That asks for more than {limit} figures at once; please ask about fewer metrics, "
+    "entities, periods or channels."
+)
 
 
 @dataclass
@@ -105,7 +121,9 @@ class Orchestrator:
         self.judge_guard = EgressGuard(judge) if judge is not None else None
         self._providers = tuple(dict.fromkeys(p for p in (provider, judge) if p is not None))
         self.scope = ScopeGate(self.settings.scope)
-        self.intent_parser = intent_parser or RuleIntentParser(self.settings.facts)
+        # Compiled once: the structured tool runs once per part of a multi question.
+        self.vocab = Vocabulary(self.settings.facts)
+        self.intent_parser = intent_parser or RuleIntentParser(self.vocab)
         self.faq = FaqMatcher(FaqRepository(app.store))
 
     def providers(self) -> tuple[Provider, ...]:
@@ -115,6 +133,9 @@ class Orchestrator:
     # ------------------------------------------------------------------ entry point
 
     def ask(self, question: str, user_id: str, assistant: str | None = None) -> AnswerResult:
+        """Answer one question (see the module docstring); a question past
+        ``[answer] max_question_chars`` raises :class:`~clearance.errors.QuestionError`."""
+        check_question(question, self.settings.answer.max_question_chars)
         trace = TraceRecord(assistant=assistant, created_at=timestamp(self.app.clock()))
         request = _Request(question=question, user_id=user_id, trace=trace)
         trace.start("total")
@@ -305,7 +326,7 @@ class Orchestrator:
             entity=part.entity,
             period=part.period,
             channel=part.channel,
-            vocab=self.settings.facts,
+            vocab=self.vocab,
             authority=authority,
         )
         if result.status != "found":
@@ -338,6 +359,10 @@ class Orchestrator:
                 )
             )
             return AnswerResult(Status.UNRECOGNIZED_PARAM, text, Route.STRUCTURED)
+        if len(intent.parts) > MAX_PARTS:
+            # Bounded whatever the parser: each part is a look-up and a line of the answer.
+            trace.reason = "too_many_parts"
+            return _refusal(Status.CLARIFY, TOO_MANY_PARTS.format(limit=MAX_PARTS), Route.MULTI)
         missing = _missing_slots(intent.parts)
         if missing:
             trace.reason = "clarify"

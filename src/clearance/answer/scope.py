@@ -219,56 +219,149 @@ class ScopeGate:
         """Match the raw question and mask what matched (see the module docstring)."""
         if not self._aliases:
             return ScopeResult((), question)
-        masked = question
-        found: list[tuple[int, int, tuple[str, ...]]] = []
-        # Masking can bring two separated pieces of an alias together ("東大阪京" with
-        # aliases 大阪 and 東京): repeat until the masked text matches nothing. Each round
-        # blanks at least one visible character, so this terminates.
-        while True:
-            rounds = self._matches(masked)
-            if not rounds:
-                break
-            found.extend(rounds)
-            chars = list(masked)
-            for start, end, _ in rounds:
-                chars[start:end] = " " * (end - start)
-            masked = "".join(chars)
+        found = self._fixpoint(_stream(question))
         found.sort(key=lambda f: (f[0], f[1]))
         entities = tuple(dict.fromkeys(name for _, _, names in found for name in names))
-        return ScopeResult(entities, masked, _merge_spans((s, e) for s, e, _ in found))
+        spans = _merge_spans((s, e) for s, e, _ in found)
+        # Masked through the merged spans: a later round's span can enclose every earlier
+        # one, and blanking each of them in turn would be quadratic again.
+        pieces: list[str] = []
+        done = 0
+        for start, end in spans:
+            pieces += (question[done:start], " " * (end - start))
+            done = end
+        pieces.append(question[done:])
+        return ScopeResult(entities, "".join(pieces), spans)
 
-    def _matches(self, text: str) -> list[tuple[int, int, tuple[str, ...]]]:
-        """Non-overlapping matches in ``text`` as original spans: of overlapping candidates
-        the longest alias wins, ties going to the leftmost."""
-        stream = _stream(text)
-        candidates: list[tuple[int, int, _Alias]] = []
-        for alias in self._aliases:
-            pos = stream.chars.find(alias.chars)
-            while pos != -1:
-                end = pos + len(alias.chars)
-                if _on_boundaries(stream, pos, end, alias):
-                    candidates.append((pos, end, alias))
-                pos = stream.chars.find(alias.chars, pos + 1)
-        candidates.sort(key=lambda c: (c[0] - c[1], c[0]))
-        taken = [False] * len(stream.chars)
-        out: list[tuple[int, int, tuple[str, ...]]] = []
-        for start, end, alias in candidates:
-            if any(taken[start:end]):
-                continue
-            taken[start:end] = [True] * (end - start)
-            first, last = stream.unit[start], stream.unit[end - 1]
-            out.append((stream.bounds[first][0], stream.bounds[last][1], alias.entities))
+    def _fixpoint(self, stream: _Stream) -> list[tuple[int, int, tuple[str, ...]]]:
+        """Every span masked, as original ``[start, end)`` with the entities matched.
+
+        Masking can bring two separated pieces of an alias together ("東大阪京" with
+        aliases 大阪 and 東京), so matching repeats in rounds until a round matches
+        nothing. Masked characters are whitespace, which the comparison form drops, so
+        masking a span is deleting its units' characters from the stream (a linked list
+        here) and leaves a *junction* where the neighbours now meet. Every occurrence that
+        is new in a round crosses or touches a junction of the previous round (any other
+        one was already a candidate, and lost to an overlapping winner), so after the
+        first round only windows of ``longest alias`` characters on each side of a
+        junction are searched: linear in the question, where re-reading the whole
+        question every round was quadratic (one round per match in "g g g … lobex lobex").
+
+        Rounds are otherwise exactly what :meth:`_select` does with a whole text: among
+        overlapping candidates the longest wins, ties going to the leftmost."""
+        chars, unit, bounds = stream.chars, stream.unit, stream.bounds
+        n = len(chars)
+        prev = list(range(-1, n - 1))
+        nxt = list(range(1, n + 1))
+        head = 0  # the first live position (n when none is left)
+        reach = max(len(a.chars) for a in self._aliases)
+        windows: list[list[int]] = [list(range(n))]
+        found: list[tuple[int, int, tuple[str, ...]]] = []
+        while True:
+            chosen = self._select(self._candidates(stream, windows, prev, nxt))
+            if not chosen:
+                return found
+            # Each winner masks its units whole: merge the winners' unit ranges, then
+            # delete each range's characters, left to right (so a recorded left neighbour
+            # is never deleted afterwards).
+            ranges: list[list[int]] = []
+            for covered, alias in chosen:
+                first, last = unit[covered[0]], unit[covered[-1]]
+                found.append((bounds[first][0], bounds[last][1], alias.entities))
+                ranges.append([first, last, covered[0]])
+            ranges.sort()
+            merged: list[list[int]] = []
+            for rng in ranges:
+                if merged and rng[0] <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], rng[1])
+                else:
+                    merged.append(rng)
+            lefts: dict[int, None] = {}
+            for first, last, anchor in merged:
+                lo = hi = anchor
+                while prev[lo] != -1 and unit[prev[lo]] >= first:
+                    lo = prev[lo]
+                while nxt[hi] != n and unit[nxt[hi]] <= last:
+                    hi = nxt[hi]
+                left, right = prev[lo], nxt[hi]
+                if left == -1:
+                    head = right
+                else:
+                    nxt[left] = right
+                if right != n:
+                    prev[right] = left
+                lefts[left] = None
+            windows = []
+            for left in lefts:
+                back: list[int] = []
+                p = left
+                while p != -1 and len(back) < reach:
+                    back.append(p)
+                    p = prev[p]
+                back.reverse()
+                p = head if left == -1 else nxt[left]
+                while p != n and len(back) < 2 * reach:
+                    back.append(p)
+                    p = nxt[p]
+                windows.append(back)
+
+    def _candidates(
+        self,
+        stream: _Stream,
+        windows: Sequence[Sequence[int]],
+        prev: Sequence[int],
+        nxt: Sequence[int],
+    ) -> list[tuple[list[int], _Alias]]:
+        """Every occurrence of an alias on its word boundaries inside the windows (runs of
+        consecutive live stream positions), each once, as (positions, alias)."""
+        seen: dict[tuple[int, int], tuple[list[int], _Alias]] = {}
+        for window in windows:
+            text = "".join(stream.chars[p] for p in window)
+            for alias in self._aliases:
+                size = len(alias.chars)
+                pos = text.find(alias.chars)
+                while pos != -1:
+                    covered = list(window[pos : pos + size])
+                    key = (covered[0], size)
+                    if key not in seen and _on_boundaries(stream, covered, alias, prev, nxt):
+                        seen[key] = (covered, alias)
+                    pos = text.find(alias.chars, pos + 1)
+        return list(seen.values())
+
+    @staticmethod
+    def _select(
+        candidates: list[tuple[list[int], _Alias]],
+    ) -> list[tuple[list[int], _Alias]]:
+        """Non-overlapping candidates: the longest alias first, ties to the leftmost."""
+        candidates.sort(key=lambda c: (-len(c[0]), c[0][0]))
+        taken: set[int] = set()
+        out: list[tuple[list[int], _Alias]] = []
+        for covered, alias in candidates:
+            if taken.isdisjoint(covered):
+                taken.update(covered)
+                out.append((covered, alias))
         return out
 
 
-def _on_boundaries(stream: _Stream, start: int, end: int, alias: _Alias) -> bool:
-    if alias.left_boundary and start > 0:
-        gap = stream.unit[start] - stream.unit[start - 1] > 1
-        if not gap and _spaced_word_char(stream.chars[start - 1]):
+def _on_boundaries(
+    stream: _Stream,
+    covered: Sequence[int],
+    alias: _Alias,
+    prev: Sequence[int],
+    nxt: Sequence[int],
+) -> bool:
+    """Whether an occurrence at the live positions ``covered`` sits on word boundaries.
+    Positions of the neighbours come from the live list; whether something invisible (or
+    masked) separates them comes from their units, which masking never renumbers."""
+    start, end = covered[0], covered[-1]
+    before, after = prev[start], nxt[end]
+    if alias.left_boundary and before != -1:
+        gap = stream.unit[start] - stream.unit[before] > 1
+        if not gap and _spaced_word_char(stream.chars[before]):
             return False
-    if alias.right_boundary and end < len(stream.chars):
-        gap = stream.unit[end] - stream.unit[end - 1] > 1
-        if not gap and _spaced_word_char(stream.chars[end]):
+    if alias.right_boundary and after != len(stream.chars):
+        gap = stream.unit[after] - stream.unit[end] > 1
+        if not gap and _spaced_word_char(stream.chars[after]):
             return False
     return True
 

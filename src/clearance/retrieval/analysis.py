@@ -13,6 +13,11 @@ Two layers:
 * :func:`document_terms` / :func:`search_terms` give the *index* terms the lexical index
   stores and matches: surface terms with diacritics folded ("società" = "societa") and
   stemmed by the Snowball English stemmer (PyStemmer), CJK terms untouched.
+
+:func:`searchable` says whether a query has anything to search for (a letter or a digit).
+A query of emoji, invisible characters, punctuation or whitespace has not, and searching it
+would only return the vector index's nearest neighbours of noise: retrieval answers it with
+nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ import unicodedata
 
 import Stemmer
 
-__all__ = ["cjk_share", "document_terms", "index_terms", "query_terms", "search_terms"]
+__all__ = [
+    "cjk_share",
+    "document_terms",
+    "index_terms",
+    "query_terms",
+    "search_terms",
+    "searchable",
+]
 
 _CJK = (
     "\u3040-\u30ff"  # Hiragana, Katakana
@@ -127,6 +139,14 @@ def _terms(text: str, *, for_query: bool = False) -> list[str]:
         else:
             out.append(token.replace("’", "'"))
     return out
+
+
+def searchable(text: str) -> bool:
+    """True when ``text`` has something to search for: a letter or digit (CJK included)
+    once normalised. Emoji, invisible characters, punctuation (CJK punctuation such as
+    "・" too) and whitespace are not. Stopwords count ("IT", "who"): they carry meaning
+    for the vector search even where the lexical index drops them."""
+    return any(ch.isalnum() for ch in _normalise(text))
 
 
 def cjk_share(text: str) -> float:

@@ -8,6 +8,12 @@ A query written mostly in CJK script gives the vector list ``cjk_vector_weight``
 default embedder is English-only, and fusing its near-random ranking of a Japanese query
 with the bigram lexical ranking was measured to lower MRR@10 from 0.72 to 0.66
 (benchmarks/RESULTS.md). At weight 0 the vector search is skipped for such queries.
+
+A query with nothing to search for (:func:`~clearance.retrieval.analysis.searchable`: only
+emoji, invisible characters, punctuation or whitespace) finds nothing, and its embedding is
+never computed: the embedder turns any string into a vector, whose nearest neighbours would
+be arbitrary hits. Every search and every answer's retrieval passes through here, so this is
+the one place the rule lives.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clearance.model import SearchHit
-from clearance.retrieval.analysis import cjk_share
+from clearance.retrieval.analysis import cjk_share, searchable
 from clearance.retrieval.embedding import Embedder
 from clearance.retrieval.fusion import reciprocal_rank_fusion
 from clearance.store.base import SearchFilter
@@ -33,7 +39,7 @@ class HybridSearcher:
     cjk_vector_weight: float = 1.0
 
     def search(self, query: str, flt: SearchFilter, k: int) -> list[SearchHit]:
-        if k <= 0 or not query.strip():
+        if k <= 0 or not searchable(query):
             return []
         pool = max(self.candidates, k)
         weight = self.vector_weight(query)
