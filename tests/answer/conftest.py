@@ -96,7 +96,8 @@ def demo_config(llm: Mapping[str, Any] | None = None) -> str:
 
 def filtered_manifest(dest: Path, leave_out: Iterable[str]) -> Path:
     """A copy of the demo manifest without the lines for ``leave_out`` (manifest paths);
-    the other paths are made absolute so the copy can live anywhere."""
+    the other paths are made absolute so the copy can live anywhere inside the index's
+    configured ``[ingest] roots`` (see :func:`build_index`)."""
     skip = set(leave_out)
     lines: list[str] = []
     found: set[str] = set()
@@ -177,7 +178,10 @@ class AcmeIndex:
 def build_index(root: Path, manifest: Path) -> AcmeIndex:
     root.mkdir(parents=True, exist_ok=True)
     config = root / "clearance.toml"
-    config.write_text(demo_config(), encoding="utf-8")
+    # A manifest copied elsewhere names the demo's files by absolute path: they are inside
+    # the configured root, so ingestion may read them.
+    roots = f"\n[ingest]\nroots = [{json.dumps(str(ACME))}]\n"
+    config.write_text(demo_config() + roots, encoding="utf-8")
     rc, _, err = cli("--config", config, "directory", "sync", ACME / "directory.json", "--json")
     assert rc == 0, err
     rc, out, err = cli("--config", config, "ingest", "--manifest", manifest, "--json")
