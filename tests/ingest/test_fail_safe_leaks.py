@@ -339,7 +339,6 @@ def test_4_manifest_paths_outside_the_manifest_folder_are_refused(
 
     for line in ("manifest.jsonl:1", "manifest.jsonl:2"):
         assert "is outside the manifest's folder; refused" in errors(report)[line]
-        assert f"{escaping}:{line[-1]}" in errors(report)[line]
     assert report.exit_code == 2
 
 
@@ -523,11 +522,10 @@ def test_6_an_unconfigured_corpus_is_refused_and_a_near_miss_named(
     report = check_near_miss_refused(app_for(STRICT_HR), tmp_path)
 
     assert errors(report)["m.jsonl:1"] == (
-        "m.jsonl:1: corpus 'HR' is not configured; did you mean 'hr'? "
-        "(corpus names are compared exactly)"
+        "corpus 'HR' is not configured; did you mean 'hr'? (corpus names are compared exactly)"
     )
     assert errors(report)["m.jsonl:2"].startswith(
-        "m.jsonl:2: corpus 'finance' is not configured (configured: 'hr'); add "
+        "corpus 'finance' is not configured (configured: 'hr'); add "
         "[corpora.finance] or set [ingest] allow_unconfigured_corpora = true"
     )
     assert report.exit_code == 2
@@ -581,7 +579,7 @@ def test_7_duplicate_paths_and_doc_ids_are_refused_together(
     report = check_duplicates_refused(app_for(), tmp_path)
 
     assert errors(report)["m.jsonl:2"] == (
-        "m.jsonl:2: doc_id 'files:docs/one.md' also comes from m.jsonl:1; refused"
+        "doc_id 'files:docs/one.md' also comes from m.jsonl:1; refused"
     )
     assert "also comes from m.jsonl:3" in errors(report)["m.jsonl:4"]
 

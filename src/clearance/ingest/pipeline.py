@@ -261,7 +261,7 @@ class Ingestor:
                 rel = entry.metadata["path"]
                 real, root, problem = self._confine(entry.path, roots)
                 if problem is not None:
-                    jobs.append(Job(source, None, {}, error=f"{manifest}:{entry.line}: {problem}"))
+                    jobs.append(Job(source, None, {}, error=problem))
                     continue
                 assert real is not None and root is not None
                 jobs.append(
@@ -335,7 +335,7 @@ class Ingestor:
         problem = self.corpus_problem(name)
         if problem is None:
             return job
-        return dataclasses.replace(job, error=f"{job.source}: {problem}")
+        return dataclasses.replace(job, error=problem)
 
     def _file_job(
         self,
@@ -578,7 +578,7 @@ def _refuse_duplicates(jobs: list[Job]) -> list[Job]:
             what = f"doc_id {key!r}" if kind == "doc_id" else f"the same file ({key})"
             if out[i].error is None:
                 out[i] = dataclasses.replace(
-                    out[i], error=f"{jobs[i].source}: {what} also comes from {others}; refused"
+                    out[i], error=f"{what} also comes from {others}; refused"
                 )
     return out
 
