@@ -28,6 +28,7 @@ from clearance.errors import ConfigError
 from clearance.model import Sensitivity
 
 __all__ = [
+    "AccessSettings",
     "AssistantSettings",
     "CorpusSettings",
     "EmbeddingSettings",
@@ -185,6 +186,15 @@ class AssistantSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AccessSettings:
+    """Deployment-wide access rules beyond per-document ACLs."""
+
+    # true: every search, ask and explain must name an assistant; without one it is refused
+    # as an unknown assistant (no request may read across every corpus at once)
+    require_assistant: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class EmbeddingSettings:
     provider: str = "minilm"  # "minilm" | "none"
     batch_size: int = 32
@@ -335,6 +345,7 @@ class Settings:
     sensitivity: SensitivitySettings = field(default_factory=SensitivitySettings)
     corpora: Mapping[str, CorpusSettings] = field(default_factory=dict)
     assistants: Mapping[str, AssistantSettings] = field(default_factory=dict)
+    access: AccessSettings = field(default_factory=AccessSettings)
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
@@ -428,6 +439,12 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         )
         a.done()
     at.done()
+
+    t = top.table("access")
+    access = AccessSettings(require_assistant=t.get("require_assistant", bool, False))
+    if access.require_assistant and not assistants:
+        raise ConfigError("access.require_assistant: no [assistants.NAME] is configured")
+    t.done()
 
     t = top.table("embedding")
     provider = t.get("provider", str, "minilm")
@@ -557,6 +574,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         sensitivity=sens,
         corpora=corpora,
         assistants=assistants,
+        access=access,
         embedding=embedding,
         ingest=ingest,
         retrieval=retrieval,

@@ -45,6 +45,43 @@ def test_an_unknown_assistant_is_not_found_exit_3(with_assistant: Run, command: 
     assert (rc, err) == (0, "")
 
 
+REQUIRED = "\n[access]\nrequire_assistant = true\n"
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_deployment_can_require_an_assistant(
+    with_assistant: Run, project: Path, command: str
+) -> None:
+    rc, _, _ = with_assistant(*COMMANDS[command])
+    assert rc == 0  # optional by default
+    config = project / "clearance.toml"
+    config.write_text(config.read_text(encoding="utf-8") + REQUIRED, encoding="utf-8")
+
+    rc, out, err = with_assistant(*COMMANDS[command])
+
+    assert (rc, out) == (3, "")
+    assert_one_line_error(
+        err, "--assistant is required here ([access] require_assistant; configured: general)"
+    )
+    rc, out, err = with_assistant(*COMMANDS[command], "--assistant", "general")
+    assert (rc, err) == (0, "")
+
+
+def test_the_python_api_refuses_a_missing_assistant_too(with_assistant: Run, project: Path) -> None:
+    """The CLI check is not the only wall: the library refuses the same request."""
+    from clearance.app import Clearance
+    from clearance.config import load_settings
+    from clearance.errors import ConfigError
+
+    config = project / "clearance.toml"
+    config.write_text(config.read_text(encoding="utf-8") + REQUIRED, encoding="utf-8")
+    with Clearance.open(load_settings(config), embedder=None) as app:
+        assert app.ask("Where are hotels booked?", "ann").status.value == "unknown_assistant"
+        with pytest.raises(ConfigError, match="an assistant is required"):
+            app.search("ann", "hotels")
+        assert app.search("ann", "hotels", assistant="general").hits
+
+
 def test_ask_json_keeps_its_status_and_exits_3(with_assistant: Run) -> None:
     rc, out, err = with_assistant(*COMMANDS["ask"], "--assistant", "nope", "--json")
 
@@ -72,7 +109,7 @@ def test_help_says_what_omitting_assistant_means(run: Run, command: str) -> None
     assert rc == 0
     text = " ".join(out.split())
     assert "Without it, no assistant narrows anything: every corpus" in text
-    assert "An unknown name exits 3." in text
+    assert "An unknown name exits 3, and so does omitting it where [access] require_assistant" in text
 
 
 # --------------------------------------------------------------------------- docs list

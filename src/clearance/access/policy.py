@@ -278,7 +278,15 @@ class AccessControl:
         return Principal.resolve(self.directory, user_id)
 
     def assistant(self, name: str | None) -> AssistantSettings | None:
+        """The named assistant; ``None`` (no assistant: every corpus, each under its own
+        ceiling) unless ``[access] require_assistant``, when naming none is refused like
+        naming an unknown one."""
         if name is None:
+            if self.settings.access.require_assistant:
+                known = ", ".join(sorted(self.settings.assistants))
+                raise ConfigError(
+                    f"an assistant is required ([access] require_assistant; configured: {known})"
+                )
             return None
         found = self.settings.assistants.get(name)
         if found is None:

@@ -46,7 +46,7 @@ def register(cli: click.Group) -> None:
         if result.status is Status.UNKNOWN_ASSISTANT:
             # The refusal is answered (and traced) in order, after identity and scope; the
             # operator still needs a failing exit code and to learn which names exist.
-            message = unknown_assistant_message(settings, str(assistant))
+            message = unknown_assistant_message(settings, assistant)
             if not as_json:
                 raise NotFoundError(message)
             emit_json(result.to_dict())

@@ -72,18 +72,21 @@ def require_assistant(settings: Settings, name: str | None) -> None:
 
     Omitting ``--assistant`` is not an error: see :data:`ASSISTANT_HELP`.
     """
-    if name is None or name in settings.assistants:
+    if name in settings.assistants or (name is None and not settings.access.require_assistant):
         return
     raise NotFoundError(unknown_assistant_message(settings, name))
 
 
-def unknown_assistant_message(settings: Settings, name: str) -> str:
+def unknown_assistant_message(settings: Settings, name: str | None) -> str:
     configured = ", ".join(sorted(settings.assistants)) or "none"
+    if name is None:
+        return f"--assistant is required here ([access] require_assistant; configured: {configured})"
     return f"unknown assistant {name!r} (configured: {configured})"
 
 
 #: What omitting ``--assistant`` means, shared by every command that takes it.
 ASSISTANT_HELP = (
     "Without it, no assistant narrows anything: every corpus, each under its own "
-    "max_sensitivity; the user's permissions apply either way. An unknown name exits 3."
+    "max_sensitivity; the user's permissions apply either way. An unknown name exits 3, "
+    "and so does omitting it where [access] require_assistant = true."
 )

@@ -31,9 +31,9 @@ sensitivity ceiling of one `[assistants.NAME]` table. Omitting it narrows nothin
 corpus is in scope, each under its own `max_sensitivity`, and the user's permissions
 (directory, ACLs, freshness, expiry, RESTRICTED never retrieved) apply exactly as with an
 assistant. A name that is not configured exits 3 (`ask --json` still prints its result, with
-status `unknown_assistant`). No setting makes `--assistant` mandatory: a deployment that
-must confine every request to an assistant has to enforce that in whatever calls
-Clearance.
+status `unknown_assistant`). A deployment that must confine every request to an assistant
+sets `[access] require_assistant = true`: omitting `--assistant` then exits 3 too (and the
+Python API refuses it the same way).
 """
 
 
