@@ -96,7 +96,8 @@ class Clearance(Closing):
     @classmethod
     def open(cls, settings: Settings, **kwargs: Any) -> Clearance:
         kwargs.setdefault("trace_key", trace_key(settings))
-        return cls(settings, SQLiteStore(settings.db_path), **kwargs)
+        store = SQLiteStore(settings.db_path, busy_timeout_s=settings.store.busy_timeout_s)
+        return cls(settings, store, **kwargs)
 
     def close(self) -> None:
         """Close what this instance opened: checkers, the providers it built, the store."""

@@ -1280,16 +1280,14 @@ def test_a_schema_1_file_opened_twice_at_once_is_migrated_once(
         ]
 
 
-def migrates_without_rechecking(self: SQLiteStore) -> None:
-    """`_migrate_from_1` as it was: trusts the version read before it took the lock."""
+def prepares_without_rechecking(self: SQLiteStore) -> None:
+    """`_prepare` trusting the version read before it took the lock (schema 1 here) instead
+    of reading it again once it holds the lock."""
     with self.transaction() as db:
-        rows = db.execute(
-            "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.key = c.doc_key"
-        ).fetchall()
-        self._write_terms(db, [(key, f"{title}\n{text}") for key, title, text in rows])
-        db.execute("DROP TABLE IF EXISTS chunks_fts")
-        db.execute("DELETE FROM meta WHERE key = 'generation'")
-        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        for statement in sqlite_module._SCHEMA_STATEMENTS:
+            db.execute(statement)
+        self._install_triggers(db)
+        self._migrate_from_1(db)
 
 
 def test_reverse_proof_a_migration_that_does_not_recheck_fails_the_second_open(
@@ -1297,7 +1295,7 @@ def test_reverse_proof_a_migration_that_does_not_recheck_fails_the_second_open(
 ) -> None:
     path = tmp_path / "index.db"
     schema_1_in_wal(path)
-    monkeypatch.setattr(SQLiteStore, "_migrate_from_1", migrates_without_rechecking)
+    monkeypatch.setattr(SQLiteStore, "_prepare", prepares_without_rechecking)
 
     versions, outcomes = open_twice_at_once(path, monkeypatch)
 

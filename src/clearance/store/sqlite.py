@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -136,6 +137,16 @@ CREATE INDEX IF NOT EXISTS facts_doc ON facts (doc_key);
 -- end facts
 INSERT OR IGNORE INTO meta VALUES ('content_generation', '0'), ('access_generation', '0');
 """
+# Run one by one inside the opening transaction (executescript would commit first).
+_SCHEMA_STATEMENTS = [
+    statement
+    for statement in _SCHEMA.split(";\n")
+    if any(line.strip() and not line.lstrip().startswith("--") for line in statement.splitlines())
+]
+# The tables and indexes of a current file: opening one that lacks any writes them again.
+_SCHEMA_OBJECTS = re.findall(r"CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)", _SCHEMA)
+# How long a writer waits for another writer by default: ``[store] busy_timeout``.
+DEFAULT_BUSY_TIMEOUT_S = 60.0
 
 # Generation triggers: whoever writes (this class, another process, an operator's SQL shell),
 # the in-memory copies of a reader are brought up to date before its next search. Cascaded
@@ -217,14 +228,64 @@ class Retrieved(NamedTuple):
     vector: list[tuple[str, float]]
 
 
-def _pack(terms: Iterable[str], vocabulary: Mapping[str, int]) -> tuple[int, bytes, bytes]:
-    counts = Counter(vocabulary[t] for t in terms)
-    ids = np.fromiter(sorted(counts), dtype="<i4", count=len(counts))
-    tfs = np.fromiter((counts[i] for i in ids.tolist()), dtype="<i4", count=len(counts))
-    return int(tfs.sum()), ids.tobytes(), tfs.tobytes()
+class _Analysed(NamedTuple):
+    """Texts analysed for the term index, before any transaction (analysis is most of the
+    cost of indexing; only term ids need the write lock). Text ``i`` has ``lengths[i]``
+    terms; its distinct ones are ``distinct[terms[j]]`` with frequency ``tfs[j]`` for ``j``
+    in ``bounds[i]:bounds[i + 1]``."""
+
+    distinct: list[str]
+    lengths: list[int]
+    bounds: npt.NDArray[np.int64]
+    terms: npt.NDArray[np.int64]
+    tfs: npt.NDArray[np.int32]
+
+    def rows(self, ids: npt.NDArray[np.int64]) -> list[tuple[int, bytes, bytes]]:
+        """``(length, term_ids, tfs)`` per text, given the id of each distinct term: ids
+        ascending, both as little-endian int32 arrays."""
+        term_ids = ids[self.terms]
+        text = np.repeat(np.arange(len(self.lengths), dtype=np.int64), np.diff(self.bounds))
+        # Each text's pairs stay in its place, ordered by id (ids fit in 32 bits: they
+        # are stored as int32). One sort of one key: several times faster than lexsort.
+        order = np.argsort((text << 32) | term_ids, kind="stable")
+        packed_ids = term_ids[order].astype("<i4")
+        tfs = self.tfs[order]
+        edges = self.bounds.tolist()
+        return [
+            (length, packed_ids[a:b].tobytes(), tfs[a:b].tobytes())
+            for length, a, b in zip(self.lengths, edges[:-1], edges[1:], strict=True)
+        ]
 
 
-def _switch_to_wal(db: sqlite3.Connection, patience_s: float = 10.0) -> None:
+def _analyse(texts: Iterable[str]) -> _Analysed:
+    """Each text's index terms and their frequencies; needs neither the file nor a lock."""
+    index: dict[str, int] = {}
+    lengths: list[int] = []
+    bounds = [0]
+    terms: list[int] = []
+    tfs: list[int] = []
+    for text in texts:
+        found = document_terms(text)
+        lengths.append(len(found))
+        for term, tf in Counter(found).items():
+            terms.append(index.setdefault(term, len(index)))
+            tfs.append(tf)
+        bounds.append(len(terms))
+    return _Analysed(
+        list(index),
+        lengths,
+        np.asarray(bounds, dtype=np.int64),
+        np.asarray(terms, dtype=np.int64),
+        np.asarray(tfs, dtype="<i4"),
+    )
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite gave up waiting for another connection's lock (SQLITE_BUSY)."""
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+
+
+def _switch_to_wal(db: sqlite3.Connection, patience_s: float) -> None:
     """WAL mode, waiting for a connection that is switching the same new file at the same
     moment: SQLite may refuse the switch at once ("database is locked") instead of waiting
     as its busy timeout would for other statements."""
@@ -260,14 +321,22 @@ def _consistent(
 
 
 class SQLiteStore(Closing):
-    """The embedded :class:`~clearance.store.base.Store` implementation."""
+    """The embedded :class:`~clearance.store.base.Store` implementation.
 
-    def __init__(self, path: Path | str) -> None:
+    Readers never wait for a writer: opening an index that is already current only reads
+    it, and every read runs in a WAL snapshot. A writer waits up to ``busy_timeout_s`` (the
+    ``[store] busy_timeout`` setting) for another writer's lock, then fails with a
+    :class:`StoreError` saying the index is busy."""
+
+    def __init__(self, path: Path | str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(
+                str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open index {self.path}: {exc}") from exc
         self._db = db
@@ -277,50 +346,76 @@ class SQLiteStore(Closing):
         self._vocabulary: dict[str, int] | None = None  # the writer's copy of `terms`
         try:
             db.execute("PRAGMA foreign_keys = ON")
-            _switch_to_wal(db)
+            _switch_to_wal(db, busy_timeout_s)  # a no-op, and no lock, once the file is WAL
             db.execute("PRAGMA synchronous = NORMAL")
+            with self._snapshot():
+                current = self._is_current()
+            if not current:
+                self._prepare()
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.Error):
+                if _is_busy(exc):
+                    raise self._busy() from exc
+                raise StoreError(f"cannot open index {self.path}: {exc}") from exc
+            raise
+
+    def _is_current(self) -> bool:
+        """Whether the file holds this release's schema, complete, with every trigger as
+        this release defines it: then opening it writes nothing (and takes no lock).
+
+        Raises for a schema this release does not know, before anything is written: an
+        index written by a newer release is left exactly as it is."""
+        found = self._schema_version()
+        if found not in (None, 1, SCHEMA_VERSION):
+            raise StoreError(
+                f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
+            )
+        if found != SCHEMA_VERSION:
+            return False
+        objects = dict(self._db.execute("SELECT name, sql FROM sqlite_master").fetchall())
+        generations = self._db.execute(
+            "SELECT count(*) FROM meta WHERE key IN ('content_generation', 'access_generation')"
+        ).fetchone()[0]
+        return (
+            all(name in objects for name in _SCHEMA_OBJECTS)
+            and all(objects.get(name) == sql for name, sql in _TRIGGERS.items())
+            and generations == 2
+        )
+
+    def _prepare(self) -> None:
+        """Create what is missing, replace stale triggers and migrate an older schema, in
+        one write transaction: no writer ever runs without the triggers, and a file is
+        never left half-migrated. Every step is idempotent, and the file is checked again
+        once the lock is held: another process may have prepared it meanwhile."""
+        with self.transaction() as db:
             found = self._schema_version()
             if found not in (None, 1, SCHEMA_VERSION):
-                # Checked before anything is created: an index written by a newer release
-                # is left exactly as it is.
                 raise StoreError(
-                    f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
+                    f"{self.path}: index schema {found} is not supported "
+                    f"(expected {SCHEMA_VERSION})"
                 )
-            db.executescript(_SCHEMA)
-            self._install_triggers()
-            # Another process may be opening the same file: both steps are idempotent.
+            for statement in _SCHEMA_STATEMENTS:
+                db.execute(statement)
+            self._install_triggers(db)
             db.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                 (json.dumps(SCHEMA_VERSION),),
             )
             if found == 1:
-                self._migrate_from_1()
-        except BaseException as exc:
-            db.close()
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"cannot open index {self.path}: {exc}") from exc
-            raise
+                self._migrate_from_1(db)
 
-    def _install_triggers(self) -> None:
+    @staticmethod
+    def _install_triggers(db: sqlite3.Connection) -> None:
         """Create the generation triggers, or replace any whose definition differs (an index
-        written by an earlier release). One transaction: no writer ever runs without them."""
+        written by an earlier release); call inside the opening transaction."""
         found = dict(
-            self._db.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
-            ).fetchall()
+            db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
         )
-        stale = [name for name, sql in _TRIGGERS.items() if found.get(name) != sql]
-        if not stale:
-            return
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            for name in stale:
-                self._db.execute(f"DROP TRIGGER IF EXISTS {name}")
-                self._db.execute(_TRIGGERS[name])
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        for name, sql in _TRIGGERS.items():
+            if found.get(name) != sql:
+                db.execute(f"DROP TRIGGER IF EXISTS {name}")
+                db.execute(sql)
 
     def _schema_version(self) -> Any:
         """The stored schema version, or ``None`` for a new (empty) file."""
@@ -332,27 +427,30 @@ class SQLiteStore(Closing):
         raw = self._meta_raw("schema_version")
         return None if raw is None else json.loads(raw)
 
+    def _busy(self) -> StoreError:
+        return StoreError(
+            f"the index {self.path} is busy: another writer held it for longer than "
+            f"[store] busy_timeout ({self.busy_timeout_s:g} s)"
+        )
+
     # ------------------------------------------------------------------ plumbing
 
     def close(self) -> None:
         self._db.close()
 
-    def _migrate_from_1(self) -> None:
+    def _migrate_from_1(self, db: sqlite3.Connection) -> None:
         """Schema 1 kept an FTS5 table; schema 2 keeps term frequencies. Re-analyse every
-        chunk's stored text once, in one transaction, and drop the FTS5 table."""
-        with self.transaction() as db:
-            if self._meta_raw("schema_version") != "1":
-                return  # another process migrated it while this one waited for the lock
-            rows = db.execute(
-                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.key = c.doc_key"
-            ).fetchall()
-            self._write_terms(db, [(key, f"{title}\n{text}") for key, title, text in rows])
-            db.execute("DROP TABLE IF EXISTS chunks_fts")
-            db.execute("DELETE FROM meta WHERE key = 'generation'")
-            db.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                (json.dumps(SCHEMA_VERSION),),
-            )
+        chunk's stored text once, inside the opening transaction, and drop the FTS5 table."""
+        rows = db.execute(
+            "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.key = c.doc_key"
+        ).fetchall()
+        analysed = _analyse(f"{title}\n{text}" for _, title, text in rows)
+        self._write_terms(db, [key for key, _, _ in rows], analysed)
+        db.execute("DROP TABLE IF EXISTS chunks_fts")
+        db.execute("DELETE FROM meta WHERE key = 'generation'")
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (json.dumps(SCHEMA_VERSION),)
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -362,8 +460,10 @@ class SQLiteStore(Closing):
         generations, and readers rebuild their in-memory copies from them."""
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout
             except sqlite3.Error as exc:
+                if _is_busy(exc):
+                    raise self._busy() from exc
                 raise StoreError(f"cannot write to {self.path}: {exc}") from exc
             try:
                 yield self._db
@@ -427,28 +527,37 @@ class SQLiteStore(Closing):
         )
         return int(found["content_generation"]), int(found["access_generation"])
 
-    def _term_ids_for_write(self, db: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
-        """The writer's vocabulary, extended with ``terms``; call inside a transaction."""
+    def _load_vocabulary(self, db: sqlite3.Connection) -> dict[str, int]:
+        """The writer's copy of the term dictionary, brought up to date: another connection
+        may have added terms, and ids only grow, so only the tail is fetched."""
         vocabulary = self._vocabulary
         if vocabulary is None:
             vocabulary = dict(db.execute("SELECT term, id FROM terms").fetchall())
-        else:  # another connection may have added terms: ids only grow, so fetch the tail
+        else:
             known = max(vocabulary.values(), default=0)
             vocabulary.update(db.execute("SELECT term, id FROM terms WHERE id > ?", (known,)))
         self._vocabulary = vocabulary
-        for term in terms:
-            if term not in vocabulary:
-                cur = db.execute("INSERT INTO terms (term) VALUES (?)", (term,))
-                vocabulary[term] = int(cur.lastrowid or 0)
         return vocabulary
 
-    def _write_terms(self, db: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> None:
-        """Index ``(chunk key, text)`` pairs: the chunk's length, term ids and frequencies."""
-        analysed = [(key, document_terms(text)) for key, text in texts]
-        vocabulary = self._term_ids_for_write(db, {t for _, terms in analysed for t in terms})
+    def _write_terms(self, db: sqlite3.Connection, keys: Sequence[int], texts: _Analysed) -> None:
+        """Index analysed texts under their chunk keys, adding new terms to the dictionary;
+        call inside a transaction."""
+        vocabulary = self._load_vocabulary(db)
+        new = [term for term in texts.distinct if term not in vocabulary]
+        if new:
+            db.executemany("INSERT INTO terms (term) VALUES (?)", [(term,) for term in new])
+            vocabulary.update(
+                db.execute(
+                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+                    (json.dumps(new),),
+                )
+            )
+        ids = np.fromiter(
+            (vocabulary[term] for term in texts.distinct), np.int64, len(texts.distinct)
+        )
         db.executemany(
             "INSERT INTO chunk_terms (chunk, length, term_ids, tfs) VALUES (?, ?, ?, ?)",
-            [(key, *_pack(terms, vocabulary)) for key, terms in analysed],
+            [(key, *row) for key, row in zip(keys, texts.rows(ids), strict=True)],
         )
 
     # ------------------------------------------------------------------ writes
@@ -481,6 +590,39 @@ class SQLiteStore(Closing):
         dims = {np.asarray(v).size for v in vectors or () if v is not None}
         if len(dims) > 1:
             raise StoreError(f"{document.doc_id}: vectors of different dimensions {sorted(dims)}")
+        # Everything that needs no lock is done before the transaction: analysing the text
+        # (most of the cost), packing vectors, building rows. Inside it only rows are
+        # written, so a large document holds the write lock for as short a time as its
+        # rows allow, and still commits all or nothing.
+        analysed = _analyse(f"{document.title}\n{chunk.text}" for chunk in chunks)
+        blobs = [
+            None if v is None else np.ascontiguousarray(v, dtype=np.float32).tobytes()
+            for v in (vectors if vectors is not None else [None] * len(chunks))
+        ]
+        document_row = (
+            document.doc_id,
+            document.source_system,
+            document.corpus,
+            document.title,
+            document.uri,
+            document.owner,
+            int(document.sensitivity),
+            _epoch(document.created_at),
+            _epoch(document.updated_at),
+            _epoch(document.review_at),
+            _epoch(document.expires_at),
+            int(document.ai_allowed),
+            int(document.personal_data),
+            document.origin,
+            json.dumps(list(document.origin_chain)),
+            document.content_hash,
+            document.version,
+            document.path,
+            document.format,
+            json.dumps(dict(document.extra), sort_keys=True),
+        )
+        with self._snapshot() as db:
+            self._load_vocabulary(db)  # inside the transaction, only the tail is fetched
         with self.transaction() as db:
             self._delete_in(db, document.doc_id)
             row = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
@@ -492,58 +634,38 @@ class SQLiteStore(Closing):
             cur = db.execute(
                 f"INSERT INTO documents ({_DOC_COLUMNS}, ingested_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    document.doc_id,
-                    document.source_system,
-                    document.corpus,
-                    document.title,
-                    document.uri,
-                    document.owner,
-                    int(document.sensitivity),
-                    _epoch(document.created_at),
-                    _epoch(document.updated_at),
-                    _epoch(document.review_at),
-                    _epoch(document.expires_at),
-                    int(document.ai_allowed),
-                    int(document.personal_data),
-                    document.origin,
-                    json.dumps(list(document.origin_chain)),
-                    document.content_hash,
-                    document.version,
-                    document.path,
-                    document.format,
-                    json.dumps(dict(document.extra), sort_keys=True),
-                    time.time(),
-                ),
+                (*document_row, time.time()),
             )
             doc_key = cur.lastrowid
             db.executemany(
                 "INSERT INTO doc_acl (doc_key, principal) VALUES (?, ?)",
                 [(doc_key, p) for p in sorted(document.acl)],
             )
-            keys: list[tuple[int, str]] = []
-            for i, chunk in enumerate(chunks):
-                cur = db.execute(
-                    "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
-                    "origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            db.executemany(
+                "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
+                "origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
                     (
-                        chunk.chunk_id,
+                        c.chunk_id,
                         doc_key,
-                        chunk.ordinal,
-                        chunk.text,
-                        chunk.locator,
-                        int(chunk.sensitivity),
-                        chunk.origin,
-                    ),
-                )
-                key = int(cur.lastrowid or 0)
-                keys.append((key, f"{document.title}\n{chunk.text}"))
-                if vectors is not None and vectors[i] is not None:
-                    vec = np.ascontiguousarray(vectors[i], dtype=np.float32)
-                    db.execute(
-                        "INSERT INTO vectors (chunk, vec) VALUES (?, ?)", (key, vec.tobytes())
+                        c.ordinal,
+                        c.text,
+                        c.locator,
+                        int(c.sensitivity),
+                        c.origin,
                     )
-            self._write_terms(db, keys)
+                    for c in chunks
+                ],
+            )
+            key_of = dict(
+                db.execute("SELECT chunk_id, id FROM chunks WHERE doc_key = ?", (doc_key,))
+            )
+            keys = [int(key_of[c.chunk_id]) for c in chunks]
+            db.executemany(
+                "INSERT INTO vectors (chunk, vec) VALUES (?, ?)",
+                [(key, blob) for key, blob in zip(keys, blobs, strict=True) if blob is not None],
+            )
+            self._write_terms(db, keys, analysed)
             self._prune_log(db)
             # --- facts: replaced with the document (the old ones went by ON DELETE CASCADE)
             db.executemany(
