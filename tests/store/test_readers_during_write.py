@@ -310,3 +310,40 @@ def test_the_app_opens_the_store_with_the_configured_busy_timeout(
 
     with Clearance.open(settings) as app:
         assert app.store.busy_timeout_s == 2.5
+
+
+def open_trace_log(path: Path) -> None:
+    from clearance.trace.log import TraceLog
+
+    with SQLiteStore(path, busy_timeout_s=SHORT) as store:
+        TraceLog(store)
+
+
+def test_opening_the_trace_log_of_an_index_that_has_it_needs_no_lock(tmp_path: Path) -> None:
+    """``ask`` opens the trace writer; on an index whose traces table exists that is a read."""
+    path = tmp_path / "index.db"
+    make_index(path)
+    open_trace_log(path)  # creates the table once
+
+    with lock_held(path):
+        open_trace_log(path)
+
+
+def test_reverse_proof_creating_the_trace_table_on_every_open_fails_under_a_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clearance.trace import record
+
+    path = tmp_path / "index.db"
+    make_index(path)
+    open_trace_log(path)
+    real = record.ensure_table
+
+    def always_writes(store: SQLiteStore) -> None:
+        with store.transaction() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS traces_probe (x)")
+        real(store)
+
+    monkeypatch.setattr("clearance.trace.log.ensure_table", always_writes)
+    with lock_held(path), pytest.raises(StoreError, match="busy"):
+        open_trace_log(path)

@@ -189,6 +189,14 @@ def validate_record(record: Mapping[str, Any]) -> None:
 
 
 def ensure_table(store: SQLiteStore) -> None:
+    """Create the traces table once. An index that has it is only read here: opening a trace
+    writer or log must not wait for another process's long write."""
+    with store.reading() as db:
+        found = db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('traces', 'traces_created')"
+        ).fetchone()[0]
+    if found == 2:
+        return
     with store.transaction() as db:
         db.execute(
             "CREATE TABLE IF NOT EXISTS traces (trace_id TEXT PRIMARY KEY, "
