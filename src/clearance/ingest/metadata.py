@@ -203,7 +203,7 @@ def read_manifest(manifest: Path) -> Iterator[ManifestEntry]:
     """Parse a JSONL manifest. A bad line yields an entry carrying its error (naming the
     file, line and key) and parsing goes on; only an unreadable manifest raises."""
     try:
-        lines = manifest.read_text(encoding="utf-8").splitlines()
+        lines = manifest.read_text(encoding="utf-8").split("\n")  # not at U+2028, \x0c …
     except (OSError, UnicodeDecodeError) as exc:
         raise MetadataError(f"{manifest}: cannot read: {exc}") from None
     for number, line in enumerate(lines, start=1):
