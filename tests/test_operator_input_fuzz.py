@@ -1166,9 +1166,8 @@ def test_the_contract_catches_a_leaky_json_reader(
         check(tmp_path, data)
 
 
-# ============================================================================ known defects
-# Found by the fuzzing above and pinned here, strictly: each turns into a failure the day it
-# is fixed, so the mark comes off and the case joins the fuzz.
+# ============================================================================ found by fuzzing
+# Defects the fuzzing above found, each fixed and pinned here with the input that showed it.
 
 SURROGATE_RECORDS = {
     "manifest-title": {**MANIFEST_GOOD_1, "doc_id": "wiki:bad", "title": "\ud800"},
@@ -1177,23 +1176,12 @@ SURROGATE_RECORDS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="a lone surrogate escape (\\ud800) passes the strict reader and crashes the "
-    "store: UnicodeEncodeError traceback from clearance ingest",
-)
 @pytest.mark.parametrize("kind", sorted(SURROGATE_RECORDS))
 def test_a_lone_surrogate_is_refused_like_any_bad_record(tmp_path: Path, kind: str) -> None:
     bad = Bad(json.dumps(SURROGATE_RECORDS[kind]).encode(), kind)
     assert_manifest_line_refused(new_project(tmp_path, seeded=False), bad, as_json=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="acl sync --json applies the sync, then crashes printing a lone surrogate doc_id",
-)
 def test_acl_sync_json_prints_whatever_it_accepted(tmp_path: Path) -> None:
     project = seeded_project(tmp_path)
     path = project.write("wiki.jsonl", b'{"doc_id": "wiki:\\ud800", "acl": ["user:ann"]}\n')
@@ -1203,43 +1191,21 @@ def test_acl_sync_json_prints_whatever_it_accepted(tmp_path: Path) -> None:
     assert r.rc in (0, 2), r
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a manifest is decoded as a whole: one undecodable line refuses every line, "
-    "and the error names a byte position, not the line",
-)
 def test_bytes_that_are_not_utf8_fail_only_their_manifest_line(tmp_path: Path) -> None:
     bad = Bad(b'{"doc_id": "wiki:bad", "corpus": "wiki", "text": "x\xff"}', "not UTF-8")
     assert_manifest_line_refused(new_project(tmp_path, seeded=False), bad, as_json=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="an ACL file is decoded as a whole: the error names a byte position, not the line",
-)
 def test_bytes_that_are_not_utf8_are_reported_at_their_acl_line(tmp_path: Path) -> None:
     bad = Bad(b'{"doc_id": "wiki:two", "acl": ["user:\xff"]}', "not UTF-8")
     assert_acl_file_refused(seeded_project(tmp_path), bad, delta=False, as_json=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="an ACL line naming a document of another corpus is refused without its line",
-)
 def test_a_document_of_another_corpus_is_reported_at_its_acl_line(tmp_path: Path) -> None:
     bad = Bad(b'{"doc_id": "hr:pay", "acl": ["everyone"]}', "another corpus")
     assert_acl_file_refused(seeded_project(tmp_path), bad, delta=False, as_json=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a corpus refused by the planner names the document, not the sidecar or "
-    "_meta.json it came from",
-)
 @pytest.mark.parametrize("sidecar", [True, False], ids=["sidecar", "folder-meta"])
 def test_an_unconfigured_corpus_names_the_metadata_file(tmp_path: Path, sidecar: bool) -> None:
     bad = Bad(b'{"corpus": "Wiki"}', "unconfigured corpus")

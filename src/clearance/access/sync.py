@@ -65,15 +65,23 @@ def parse_acl_file(path: Path) -> dict[str, frozenset[str]]:
     too deep is an error, not "last wins" or a traceback. Lines end at ``\\n`` only, so line
     numbers are the ones an editor shows even when a string holds U+2028 or a form feed.
     """
+    return {doc_id: acl for doc_id, (acl, _) in _parse_acl_lines(path).items()}
+
+
+def _parse_acl_lines(path: Path) -> dict[str, tuple[frozenset[str], int]]:
+    """doc_id → (ACL, line number) for every line of ``path``; see :func:`parse_acl_file`."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DirectoryError(f"{path}: cannot read: {exc}") from None
-    acls: dict[str, frozenset[str]] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DirectoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    acls: dict[str, tuple[frozenset[str], int]] = {}
+    for number, line, undecodable in jsonio.lines(data):
+        where = f"{path.name}:{number}"
+        if undecodable is not None:
+            raise DirectoryError(f"{where}: {undecodable}")
+        assert line is not None
         if not line.strip():
             continue
-        where = f"{path.name}:{number}"
         try:
             raw = jsonio.loads(line)
         except jsonio.JSONInputError as exc:
@@ -96,7 +104,7 @@ def parse_acl_file(path: Path) -> dict[str, frozenset[str]]:
                 raise DirectoryError(f"{where}: acl[{i}]: {exc}") from None
         if doc_id in acls:
             raise DirectoryError(f"{where}: {doc_id!r} appears twice")
-        acls[doc_id] = frozenset(principals)
+        acls[doc_id] = (frozenset(principals), number)
     return acls
 
 
@@ -114,13 +122,15 @@ def sync_acls(
     With ``directory``, the report lists the principals the file names that it does not
     know: they are applied (they match nobody until the directory learns them) and reported.
     """
-    acls = parse_acl_file(path)
+    lines = _parse_acl_lines(path)
+    acls = {doc_id: acl for doc_id, (acl, _) in lines.items()}
     documents = {d.doc_id: d for d in store.list_documents()}
-    for doc_id in acls:
+    for doc_id, (_, number) in lines.items():
         doc = documents.get(doc_id)
         if doc is not None and doc.corpus != corpus:
             raise DirectoryError(
-                f"{path.name}: {doc_id!r} belongs to corpus {doc.corpus!r}, not {corpus!r}"
+                f"{path.name}:{number}: doc_id {doc_id!r} belongs to corpus {doc.corpus!r}, "
+                f"not {corpus!r}"
             )
     in_corpus = {d for d, doc in documents.items() if doc.corpus == corpus}
     updates = {d: a for d, a in acls.items() if d in documents and documents[d].acl != a}

@@ -80,7 +80,9 @@ def require_assistant(settings: Settings, name: str | None) -> None:
 def unknown_assistant_message(settings: Settings, name: str | None) -> str:
     configured = ", ".join(sorted(settings.assistants)) or "none"
     if name is None:
-        return f"--assistant is required here ([access] require_assistant; configured: {configured})"
+        return (
+            f"--assistant is required here ([access] require_assistant; configured: {configured})"
+        )
     return f"unknown assistant {name!r} (configured: {configured})"
 
 

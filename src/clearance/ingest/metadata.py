@@ -203,10 +203,15 @@ def read_manifest(manifest: Path) -> Iterator[ManifestEntry]:
     """Parse a JSONL manifest. A bad line yields an entry carrying its error (naming the
     file, line and key) and parsing goes on; only an unreadable manifest raises."""
     try:
-        lines = manifest.read_text(encoding="utf-8").split("\n")  # not at U+2028, \x0c …
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MetadataError(f"{manifest}: cannot read: {exc}") from None
-    for number, line in enumerate(lines, start=1):
+        data = manifest.read_bytes()
+    except OSError as exc:
+        raise MetadataError(f"{manifest}: cannot read: {exc.strerror or exc}") from None
+    for number, line, undecodable in jsonio.lines(data):
+        if undecodable is not None:
+            error = f"{manifest}:{number}: {undecodable}"
+            yield ManifestEntry(line=number, path=None, metadata={}, error=error)
+            continue
+        assert line is not None
         if not line.strip():
             continue
         try:

@@ -39,6 +39,7 @@ from clearance.ingest.metadata import (
     folder_metadata,
     read_manifest,
     sidecar_metadata,
+    sidecar_path,
 )
 from clearance.model import Chunk, Document, Fact, Section, Sensitivity
 from clearance.retrieval.embedding import Embedder
@@ -327,15 +328,18 @@ class Ingestor:
             "or set [ingest] allow_unconfigured_corpora = true"
         )
 
-    def _checked(self, job: Job) -> Job:
-        """``job`` failed if its corpus may not receive documents."""
+    def _checked(self, job: Job, named_in: str | None = None) -> Job:
+        """``job`` failed if its corpus may not receive documents; ``named_in`` is the
+        metadata file that set the corpus, so the operator knows what to fix."""
         if job.error is not None:
             return job
         name = job.metadata.get("corpus", self.settings.ingest.default_corpus)
         problem = self.corpus_problem(name)
         if problem is None:
             return job
-        return dataclasses.replace(job, error=problem)
+        return dataclasses.replace(
+            job, error=f"{named_in}: {problem}" if named_in is not None else problem
+        )
 
     def _file_job(
         self,
@@ -353,7 +357,8 @@ class Ingestor:
             if corpus:
                 meta["corpus"] = corpus
             meta.update(folder_metadata(path.parent, root, self._folder_cache))
-            meta.update(sidecar_metadata(path))
+            sidecar = sidecar_metadata(path)
+            meta.update(sidecar)
             meta.update(line_meta)
         except MetadataError as exc:
             return Job(source or rel, path, {}, error=exc.message)
@@ -361,7 +366,24 @@ class Ingestor:
         job = Job(
             source or rel, path, meta, default_doc_id=f"{system}:{rel}", root=root, label=label
         )
-        return self._checked(job)
+        if "corpus" in line_meta:
+            named_in = None  # the manifest line: the job's source already names it
+        elif "corpus" in sidecar:
+            named_in = str(sidecar_path(path))
+        else:
+            named_in = self._folder_file_setting(path.parent, root, "corpus")
+        return self._checked(job, named_in)
+
+    def _folder_file_setting(self, folder: Path, root: Path, key: str) -> str | None:
+        """The ``_meta.json`` nearest to ``folder`` (up to ``root``) that sets ``key``;
+        the layers were read (and cached) by :func:`folder_metadata` already."""
+        folder, root = folder.resolve(), root.resolve()
+        for current in [folder, *folder.parents]:
+            if not current.is_relative_to(root):
+                break
+            if key in self._folder_cache.get(current, {}):
+                return str(current / FOLDER_META)
+        return None
 
     # ------------------------------------------------------------------ running
 
