@@ -109,7 +109,9 @@ def test_help_says_what_omitting_assistant_means(run: Run, command: str) -> None
     assert rc == 0
     text = " ".join(out.split())
     assert "Without it, no assistant narrows anything: every corpus" in text
-    assert "An unknown name exits 3, and so does omitting it where [access] require_assistant" in text
+    assert (
+        "An unknown name exits 3, and so does omitting it where [access] require_assistant" in text
+    )
 
 
 # --------------------------------------------------------------------------- docs list
