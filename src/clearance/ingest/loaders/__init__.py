@@ -11,24 +11,34 @@
   ``LoaderError`` saying so (a password-protected Office file is an OLE container, told
   apart by its signature), any other unparsable file one saying it is corrupt or unreadable;
 * every section carries a locator built with :func:`~clearance.ingest.locator.format_locator`
-  (the per-format shapes are documented in each loader module).
+  (the per-format shapes are documented in each loader module);
+* the limits of ``[ingest]`` hold (:mod:`clearance.ingest.limits`): a file too large on disk,
+  a DOCX/PPTX/XLSX whose parts inflate past ``max_uncompressed_mb``, a table with more than
+  ``max_rows`` rows and a file that takes longer than ``file_time_budget`` are each refused
+  with a one-line ``LoaderError`` naming the setting — never kept as a silent prefix;
+* no text is dropped silently: what a parser cannot structure is kept as plain text, or the
+  file is refused with a message.
 
 The format modules are imported lazily, so reading a Markdown file never imports
-python-pptx. The helpers below (:class:`Outline`, :func:`pack_rows`, …) are shared by the
+python-pptx. The helpers below (:class:`Outline`, :class:`SheetPacker`, …) are shared by the
 format modules; they are not part of the pipeline's API.
 """
 
 from __future__ import annotations
 
-import codecs
+import dataclasses
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
+from typing import BinaryIO
 
 from clearance.config import IngestSettings
 from clearance.errors import LoaderError
+from clearance.ingest.limits import FileBudget, Progress, check_package, check_size
+from clearance.ingest.loaders.encoding import decode
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 
@@ -60,7 +70,9 @@ _FORMAT_LABEL = {
     "csv": "CSV",
 }
 
-Loader = Callable[[Path, int], tuple[str | None, list[Section]]]
+Loader = Callable[[BinaryIO, int, FileBudget], tuple[str | None, list[Section]]]
+"""``load(handle, max_chars, budget)``: the open file, the block size for packed rows and
+lines, and the file's budget (its name for messages, ``tick`` per unit of work)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +121,24 @@ def _loader(fmt: str) -> Loader:
     raise AssertionError(f"no loader for format {fmt!r}")  # SUPPORTED and this must agree
 
 
-def extract(path: Path, *, max_chars: int, limits: IngestSettings | None = None) -> Extracted:
+def extract(
+    path: Path,
+    *,
+    max_chars: int,
+    limits: IngestSettings | None = None,
+    on_progress: Progress | None = None,
+) -> Extracted:
     """Read one file into sections.
 
     ``max_chars`` bounds the blocks that loaders pack themselves (spreadsheet rows, text
-    lines); pass the chunk size so such blocks are usually one chunk each. Raises
-    :class:`LoaderError` for an unsupported suffix, an unreadable, corrupt, encrypted or
-    empty file; never returns a result without at least one non-blank section.
+    lines); pass the chunk size so such blocks are usually one chunk each. ``limits`` are
+    the ``[ingest]`` settings whose limits apply (``None``: the defaults). ``on_progress``,
+    if given, is called about once a second during a long extraction with where it is
+    (``"page 1200/5000"``, ``"row 40000"``); it must not raise.
+
+    Raises :class:`LoaderError` for an unsupported suffix, an unreadable, corrupt,
+    encrypted or empty file and a file over a limit; never returns a result without at
+    least one non-blank section.
     """
     if max_chars <= 0:
         raise ValueError(f"max_chars must be positive, got {max_chars}")
@@ -127,18 +150,29 @@ def extract(path: Path, *, max_chars: int, limits: IngestSettings | None = None)
             f"{path.name}: unsupported file type '{shown}' "
             f"(supported: {', '.join(sorted(SUPPORTED))})"
         )
+    settings = limits if limits is not None else IngestSettings()
+    budget = FileBudget(path.name, settings, on_progress)
     empty = LoaderError(f"{path.name}: empty document (no extractable text)")
     try:
-        if path.stat().st_size == 0:
-            raise empty
-        if fmt in _OOXML:
-            _refuse_ole(path, fmt)
-        title, sections = _loader(fmt)(path, max_chars)
+        # One handle for the checks and the parsing library: the file checked is the file read.
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                raise empty
+            check_size(path.name, size, settings)
+            if fmt in _OOXML:
+                _refuse_ole(handle, path.name, fmt)
+                check_package(handle, budget, streamed=_STREAMED_XML.get(fmt, frozenset()))
+            title, sections = _loader(fmt)(handle, max_chars, budget)
     except LoaderError:
         raise
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise LoaderError(f"{path.name}: cannot read file: {reason}") from exc
+    except (MemoryError, RecursionError) as exc:
+        raise LoaderError(
+            f"{path.name}: too large or too deeply nested to read ({type(exc).__name__})"
+        ) from exc
     except Exception as exc:
         # Parsing libraries raise whatever their internals hit on malformed input
         # (KeyError, struct.error, zlib.error, lxml errors, …): translate them all here,
@@ -156,18 +190,20 @@ def extract(path: Path, *, max_chars: int, limits: IngestSettings | None = None)
 
 
 _OOXML = frozenset({"docx", "pptx", "xlsx"})
+_STREAMED_XML = {"xlsx": frozenset({"worksheet"})}  # openpyxl's read-only mode streams sheets
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-def _refuse_ole(path: Path, fmt: str) -> None:
+def _refuse_ole(handle: BinaryIO, name: str, fmt: str) -> None:
     """Office writes a password-protected .docx/.pptx/.xlsx as an OLE compound file, not a
     zip; say so instead of "corrupt", so the owner knows what to fix."""
-    with path.open("rb") as handle:
-        if handle.read(len(_OLE_MAGIC)) == _OLE_MAGIC:
-            raise LoaderError(
-                f"{path.name}: encrypted (password-protected) or legacy binary Office file, "
-                f"not a {_FORMAT_LABEL[fmt]} package; save it unprotected as .{fmt}"
-            )
+    magic = handle.read(len(_OLE_MAGIC))
+    handle.seek(0)
+    if magic == _OLE_MAGIC:
+        raise LoaderError(
+            f"{name}: encrypted (password-protected) or legacy binary Office file, "
+            f"not a {_FORMAT_LABEL[fmt]} package; save it unprotected as .{fmt}"
+        )
 
 
 def extract_text(text: str, *, max_chars: int, name: str = "inline text") -> Extracted:
@@ -204,24 +240,10 @@ def clean_block(text: str) -> str:
     return "\n".join(line for line in lines if line.strip()).strip()
 
 
-def read_text(path: Path, label: str) -> str:
-    """Decode a text file: UTF-8 (a BOM is dropped) or UTF-16 with a BOM.
-
-    Anything else is a :class:`LoaderError` saying where the first bad byte is, because
-    guessing a legacy code page silently corrupts numbers and names.
-    """
-    data = path.read_bytes()
-    encoding = "utf-8-sig"
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        encoding = "utf-16"
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        name = "UTF-16" if encoding == "utf-16" else "UTF-8"
-        raise LoaderError(
-            f"{path.name}: not valid {name} {label} (undecodable byte at offset {exc.start}); "
-            "re-save the file as UTF-8"
-        ) from exc
+def read_text(handle: BinaryIO, name: str, label: str) -> str:
+    """The whole text of a file (:mod:`~clearance.ingest.loaders.encoding` says which
+    encodings are accepted), every line ending turned into ``\\n``."""
+    text = decode(handle.read(), name, label)
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -275,27 +297,6 @@ def line_text(cells: Sequence[str]) -> str:
 def pad(cells: Sequence[str], width: int) -> tuple[str, ...]:
     """The row as a tuple of exactly ``width`` cells (cut or padded with ``""``)."""
     return tuple(cells[:width]) + ("",) * (width - len(cells))
-
-
-def pack_rows(header_line: str, lines: Sequence[str], max_chars: int) -> list[range]:
-    """Group row lines into blocks whose text ``header_line + "\\n" + rows`` fits ``max_chars``.
-
-    Returns index ranges into ``lines``. A row is never split: a row that does not fit even
-    alone becomes a block of its own. With no rows there are no blocks.
-    """
-    blocks: list[range] = []
-    start = 0
-    length = len(header_line)
-    for i, line in enumerate(lines):
-        add = 1 + len(line)
-        if i > start and length + add > max_chars:
-            blocks.append(range(start, i))
-            start = i
-            length = len(header_line)
-        length += add
-    if start < len(lines):
-        blocks.append(range(start, len(lines)))
-    return blocks
 
 
 class Outline:
@@ -389,31 +390,78 @@ Row = tuple[int, tuple[str, ...]]
 """A spreadsheet row: its 1-based number in the file and its rendered cells."""
 
 
-def sheet_sections(
-    rows: Sequence[Row], max_chars: int, locate: Callable[[Sequence[Row]], str]
-) -> list[Section]:
-    """Pack the rows of one sheet (XLSX) or file (CSV) into atomic sections.
+class SheetPacker:
+    """Packs the rows of one sheet (XLSX) or file (CSV) into atomic sections as they come.
 
-    ``rows`` are the non-empty rows in order; the first is the header. Each block's text is
-    the header line followed by its rows, one ``"cell | cell | …"`` line each, and fits
-    ``max_chars`` unless a single row does not (:func:`pack_rows`). ``Section.table`` is
+    The first row :meth:`add` gets is the header; the others should be non-empty rows in
+    order. Each block's text is the header line followed by its rows, one
+    ``"cell | cell | …"`` line each, and fits ``max_chars`` unless a single row does not (a
+    row is never split: it is then a block of its own). ``Section.table`` is
     ``(header, *rows of the block)``, every row padded to the widest row of the sheet.
     ``locate`` gets the rows a block covers, the header included only in the first block
-    (where it is the block's first row), and returns the block's locator.
+    (where it is the block's first row), and returns the block's locator. A sheet of only a
+    header is one block of the header alone.
+
+    Only the block being filled is held besides the finished sections, so a file can be
+    streamed through; rows are padded in :meth:`finish`, since the widest row may come last.
     """
-    if not rows:
-        return []
-    header = rows[0]
-    data = rows[1:]
-    width = max(len(cells) for _, cells in rows)
-    header_line = line_text(header[1])
-    lines = [line_text(cells) for _, cells in data]
-    blocks = pack_rows(header_line, lines, max_chars) or [range(0)]
-    sections: list[Section] = []
-    for index, block in enumerate(blocks):
-        members = [data[i] for i in block]
-        text = "\n".join([header_line, *(lines[i] for i in block)])
-        table = (pad(header[1], width), *(pad(cells, width) for _, cells in members))
-        covered = [header, *members] if index == 0 else members
-        sections.append(Section(text, locate(covered), atomic=True, table=table))
-    return sections
+
+    def __init__(self, max_chars: int, locate: Callable[[Sequence[Row]], str]) -> None:
+        self._max_chars = max_chars
+        self._locate = locate
+        self._header: Row | None = None
+        self._header_line = ""
+        self._block: list[Row] = []
+        self._lines: list[str] = []
+        self._length = 0
+        self._width = 0
+        self._sections: list[Section] = []
+
+    def add(self, row: Row) -> None:
+        """Add the next row (the first one is the header)."""
+        self._width = max(self._width, len(row[1]))
+        if self._header is None:
+            self._header = row
+            self._header_line = line_text(row[1])
+            self._length = len(self._header_line)
+            return
+        line = line_text(row[1])
+        add = 1 + len(line)
+        if self._block and self._length + add > self._max_chars:
+            self._emit(self._header)
+        self._block.append(row)
+        self._lines.append(line)
+        self._length += add
+
+    def _emit(self, header: Row) -> None:
+        block = self._block
+        text = "\n".join([self._header_line, *self._lines])
+        covered = block if self._sections else [header, *block]
+        table = (header[1], *(cells for _, cells in block))
+        self._sections.append(Section(text, self._locate(covered), atomic=True, table=table))
+        self._block, self._lines = [], []
+        self._length = len(self._header_line)
+
+    def finish(self) -> list[Section]:
+        """All blocks of the sheet, tables padded; none if no row was added."""
+        if self._header is None:
+            return []
+        if self._block or not self._sections:
+            self._emit(self._header)
+        width = self._width
+        for i, section in enumerate(self._sections):
+            table = section.table or ()
+            if any(len(row) != width for row in table):
+                padded = tuple(pad(row, width) for row in table)
+                self._sections[i] = dataclasses.replace(section, table=padded)
+        return self._sections
+
+
+def sheet_sections(
+    rows: Iterable[Row], max_chars: int, locate: Callable[[Sequence[Row]], str]
+) -> list[Section]:
+    """The sections :class:`SheetPacker` makes of ``rows`` (header first)."""
+    packer = SheetPacker(max_chars, locate)
+    for row in rows:
+        packer.add(row)
+    return packer.finish()

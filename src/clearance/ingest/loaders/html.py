@@ -1,4 +1,5 @@
-"""HTML (``.html``, ``.htm``), parsed with beautifulsoup4's ``html.parser``.
+"""HTML (``.html``, ``.htm``), read as a stream of tags with the standard library's
+:class:`html.parser.HTMLParser`.
 
 Locators are those of Markdown (:mod:`clearance.ingest.loaders.markdown`):
 ``section=<heading path>`` built from ``<h1>``–``<h6>`` (``section=(top)`` before the first
@@ -9,17 +10,29 @@ cell spanning ``n`` columns is repeated ``n`` times so the row lines up with its
 Title: ``<title>``, else the first ``<h1>``. Script, style, template and ``<head>`` content,
 comments and ruby annotations (``<rt>``, ``<rp>``) are ignored. The file's encoding is
 detected by Beautiful Soup (BOM, ``<meta charset>``, then UTF-8 / Windows-1252).
+
+Elements nest as Beautiful Soup's ``html.parser`` tree would nest them (an end tag closes
+the innermost open element of its name and everything opened inside it; an end tag with no
+open element is ignored; void elements such as ``<br>`` close at once; elements still open at
+the end close there), and the text read is the text a walk of that tree reads. But no tree is
+built: memory holds the open elements and the text of the element being read, not the
+document, which as a Beautiful Soup tree takes 20–150 times the file's size. Nesting depth
+is not limited either.
 """
 
 from __future__ import annotations
 
 import re
 import warnings
-from pathlib import Path
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import BinaryIO
 
-from bs4 import BeautifulSoup, Tag, UnusualUsageWarning
-from bs4.element import CData, NavigableString
+from bs4 import BeautifulSoup, UnusualUsageWarning
+from bs4.dammit import UnicodeDammit
 
+from clearance.errors import LoaderError
+from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import Outline, collapse
 from clearance.model import Section
 
@@ -36,6 +49,16 @@ _BLOCK = frozenset(
 )  # fmt: skip
 _MAX_COLSPAN = 50
 _INLINE_SPACE = re.compile(r"\s+")
+# Elements that never have content (Beautiful Soup's list), and those whose strings are not
+# text (Beautiful Soup's string containers: their strings are left out of get_text()).
+_VOID = frozenset(
+    {
+        "area", "base", "basefont", "bgsound", "br", "col", "command", "embed", "frame", "hr",
+        "image", "img", "input", "isindex", "keygen", "link", "menuitem", "meta", "nextid",
+        "param", "source", "spacer", "track", "wbr",
+    }
+)  # fmt: skip
+_NOT_TEXT = frozenset({"rt", "rp", "style", "script", "template"})
 
 
 def parse(markup: str | bytes) -> BeautifulSoup:
@@ -58,83 +81,208 @@ def html_text(markup: str) -> str:
     return soup.get_text("\n")
 
 
-def _cell_text(cell: Tag) -> str:
-    return collapse(cell.get_text(" "))
+@dataclass(eq=False)
+class _Element:
+    """An open element and what closing it does (``kind``, see :meth:`_Reader._open`)."""
+
+    name: str
+    kind: str = "inline"
+    parts: list[str] = field(default_factory=list)  # text of a heading, pre, cell or title
+    rows: list[list[list[str]]] = field(default_factory=list)  # a table: rows of cell slots
+    slot: list[str] | None = None  # a cell: where its text goes in its row
+    span: int = 1  # a cell's colspan
 
 
-def _table_rows(table: Tag) -> list[list[str]]:
-    """The rows of ``table`` itself (not of tables nested in its cells), spans expanded."""
-    rows: list[list[str]] = []
-    for tr in table.find_all("tr"):
-        if tr.find_parent("table") is not table:
-            continue
-        row: list[str] = []
-        for cell in tr.find_all(["td", "th"], recursive=False):
-            span = str(cell.get("colspan") or "1").strip()
-            count = int(span) if span.isdigit() else 1
-            row.extend([_cell_text(cell)] * max(1, min(count, _MAX_COLSPAN)))
-        rows.append(row)
-    return rows
+class _Reader(HTMLParser):
+    """Feeds headings, text and tables to an :class:`Outline` as the tags stream past."""
 
-
-class _Walker:
-    """Walks the tree in document order, feeding headings, text and tables to an Outline."""
-
-    def __init__(self, outline: Outline) -> None:
+    def __init__(self, outline: Outline, budget: FileBudget) -> None:
+        super().__init__(convert_charrefs=True)
         self.outline = outline
+        self.budget = budget
+        self.elements = 0
+        self.stack: list[_Element] = []
+        self.mode: _Element | None = None  # the ignored element, heading, table or pre read
+        self.cells: list[_Element] = []  # open cells of the table being read
+        self.title: _Element | None = None
+        self.title_text: str | None = None
+        self.not_text = 0  # open elements whose strings are not text
+        self.pending: list[str] = []  # the string being read, until the next tag
         self.buffer: list[str] = []
         self.first_h1: str | None = None
 
-    def lines(self) -> list[str]:
-        """Take the buffered text as stripped, non-blank lines."""
-        text = "".join(self.buffer)
-        self.buffer = []
-        return [line.strip() for line in text.split("\n") if line.strip()]
+    # ------------------------------------------------------------------ text
 
     def flush(self) -> None:
-        lines = self.lines()
+        """Hand the buffered text to the outline as stripped, non-blank lines."""
+        text = "".join(self.buffer)
+        self.buffer = []
+        lines = [line.strip() for line in text.split("\n") if line.strip()]
         if lines:
             self.outline.text("\n".join(lines))
 
-    def walk(self, node: Tag) -> None:
-        for child in node.children:
-            if isinstance(child, Tag):
-                self.element(child)
-            elif type(child) in (NavigableString, CData):  # not comments, doctypes, scripts
-                self.buffer.append(_INLINE_SPACE.sub(" ", str(child)))
+    def _string(self, *, cdata: bool = False) -> None:
+        """The string read since the last tag is complete: give it to who reads it.
 
-    def element(self, tag: Tag) -> None:
-        name = tag.name.lower()
-        if name in _IGNORED:
+        Inside a script, style, template or ruby annotation a string is not text, except
+        CDATA, which Beautiful Soup keeps as CDATA wherever it is.
+        """
+        if not self.pending:
             return
+        string = "".join(self.pending)
+        self.pending = []
+        if self.not_text and not cdata:
+            return
+        if self.title is not None:
+            self.title.parts.append(string)
+        mode = self.mode
+        if mode is None:
+            self.buffer.append(_INLINE_SPACE.sub(" ", string))
+        elif mode.kind in ("heading", "pre"):
+            mode.parts.append(string)
+        elif mode.kind == "table":
+            for cell in self.cells:
+                cell.parts.append(string)
+
+    def handle_data(self, data: str) -> None:
+        self.pending.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self._string()  # a comment ends a string, and is not text
+
+    def handle_decl(self, decl: str) -> None:
+        self._string()
+
+    def handle_pi(self, data: str) -> None:
+        self._string()
+
+    def unknown_decl(self, data: str) -> None:
+        self._string()
+        if data.upper().startswith("CDATA["):
+            self.pending.append(data[len("CDATA[") :])
+            self._string(cdata=True)
+
+    # ------------------------------------------------------------------ tags
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._open(tag, attrs)
+        if tag in _VOID:
+            self._close_to(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._open(tag, attrs)
+        self._close_to(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        self._close_to(tag)
+
+    def _open(self, name: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._string()
+        self.elements += 1
+        self.budget.tick("element", self.elements)
+        element = _Element(name)
+        if name in _NOT_TEXT:
+            self.not_text += 1
+        if name == "title" and self.title is None and self.title_text is None:
+            self.title = element
+        mode = self.mode
+        if mode is None:
+            self._open_in_flow(element)
+        elif mode.kind == "table":
+            self._open_in_table(element, mode, attrs)
+        self.stack.append(element)
+
+    def _open_in_flow(self, element: _Element) -> None:
+        name = element.name
         heading = _HEADING.match(name)
-        if heading:
+        if name in _IGNORED:
+            element.kind = "ignored"
+        elif heading:
             self.flush()
-            text = collapse(tag.get_text(" "))
-            self.outline.heading(int(heading.group(1)), text)
-            if heading.group(1) == "1" and self.first_h1 is None and text:
-                self.first_h1 = text
+            element.kind = "heading"
         elif name == "table":
             self.flush()
-            self.outline.table(_table_rows(table=tag))
+            element.kind = "table"
         elif name == "pre":
-            self.buffer.append("\n" + tag.get_text() + "\n")
+            element.kind = "pre"
         elif name in _BLOCK:
             self.buffer.append("\n")
-            self.walk(tag)
+            element.kind = "block"
+        if element.kind in ("ignored", "heading", "table", "pre"):
+            self.mode = element
+
+    def _open_in_table(
+        self, element: _Element, table: _Element, attrs: list[tuple[str, str | None]]
+    ) -> None:
+        """A row is a ``<tr>`` whose nearest table is ``table``; a cell is a ``<td>`` or
+        ``<th>`` directly inside such a row. Tables nested in cells are text of the cell."""
+        name = element.name
+        if name == "tr":
+            nearest = next(e for e in reversed(self.stack) if e.name == "table")
+            if nearest is table:
+                element.kind = "row"
+                table.rows.append([])
+        elif name in ("td", "th") and self.stack[-1].kind == "row":
+            span = next((value for key, value in attrs if key == "colspan"), None) or "1"
+            span = span.strip()
+            element.kind = "cell"
+            element.span = max(1, min(int(span) if span.isdigit() else 1, _MAX_COLSPAN))
+            element.slot = []
+            table.rows[-1].append(element.slot)  # its place, filled when it closes
+            self.cells.append(element)
+
+    def _close_to(self, name: str) -> None:
+        """Close the innermost open ``name`` and everything opened inside it, if any."""
+        self._string()
+        for depth in range(len(self.stack) - 1, -1, -1):
+            if self.stack[depth].name == name:
+                while len(self.stack) > depth:
+                    self._close(self.stack.pop())
+                return
+
+    def _close(self, element: _Element) -> None:
+        if element.name in _NOT_TEXT:
+            self.not_text -= 1
+        if element is self.title:
+            self.title_text = collapse(" ".join(element.parts))
+            self.title = None
+        kind = element.kind
+        if kind == "block":
             self.buffer.append("\n")
-        else:
-            self.walk(tag)
+        elif kind == "cell":
+            self.cells.remove(element)
+            assert element.slot is not None
+            element.slot.extend([collapse(" ".join(element.parts))] * element.span)
+        elif element is self.mode:
+            self.mode = None
+            if kind == "heading":
+                text = collapse(" ".join(element.parts))
+                self.outline.heading(int(element.name[1]), text)
+                if element.name == "h1" and self.first_h1 is None and text:
+                    self.first_h1 = text
+            elif kind == "table":
+                self.outline.table([[c for slot in row for c in slot] for row in element.rows])
+            elif kind == "pre":
+                self.buffer.append("\n" + "".join(element.parts) + "\n")
+
+    def finish(self) -> None:
+        """The end of the document closes every element still open."""
+        self.close()
+        self._string()
+        while self.stack:
+            self._close(self.stack.pop())
+        self.flush()
 
 
-def load(path: Path, max_chars: int) -> tuple[str | None, list[Section]]:
+def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     """Title and sections of an HTML file (``max_chars`` is unused: sections are chunked
     later, at sentence boundaries)."""
     del max_chars
-    soup = parse(path.read_bytes())
-    walker = _Walker(Outline())
-    walker.walk(soup)
-    walker.flush()
-    title_tag = soup.title
-    title = collapse(title_tag.get_text(" ")) if title_tag is not None else ""
-    return title or walker.first_h1, walker.outline.finish()
+    markup = UnicodeDammit(handle.read(), is_html=True).unicode_markup
+    if markup is None:
+        raise LoaderError(f"{budget.name}: cannot tell the encoding of this HTML file")
+    reader = _Reader(Outline(), budget)
+    reader.feed(markup)
+    del markup
+    reader.finish()
+    return reader.title_text or reader.first_h1, reader.outline.finish()

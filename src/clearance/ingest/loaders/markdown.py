@@ -10,20 +10,55 @@ Locators:
 
 Title: the text of the first level-1 heading, if any. Inline markup is dropped (an image
 keeps its alt text); raw HTML blocks keep only their text.
+
+Long files are parsed in segments of about 1 MB (markdown-it's tokens take ~25× the text),
+cut only where CommonMark closes every open block: before a line at column 0 that starts
+with a letter or is an ATX heading, right after a blank line, outside fenced code and raw HTML
+blocks (``<script>``, ``<pre>``, comments …). A segment finding no such line is cut anyway
+after 16 MB, at a line after a blank line. Link reference definitions apply to the segment
+they are in and those after it; a reference used before its segment keeps its brackets.
+
+Nothing is dropped for being nested too deeply. markdown-it stops parsing inside a list item
+or block quote nested deeper than its ``maxNesting`` (20 levels: ten nested lists) and skips
+its lines — and, inside a list, every line after them to the end of the document. Those
+lines are parsed again as a document of their own, so their text is kept (as code or
+paragraphs: their outer markers are gone) and headings after them still open sections. Lines
+that come back just as deep (e.g. ``> > > … >`` on one line) are kept as plain text, their
+container markers stripped; after 64 such re-reads the rest of the range is plain text.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import Outline, collapse, read_text
 from clearance.ingest.loaders.html import html_text
 from clearance.model import Section
 
 __all__ = ["load"]
+
+_SEGMENT_CHARS = 1_000_000
+_HARD_SEGMENT_CHARS = 16_000_000
+_BLOCK_START = re.compile(r"#{1,6}(?:[ \t]|$)|[^\W\d_]")  # ATX heading, or a letter
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE_END = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*$")
+_RAW_HTML = (  # CommonMark's HTML blocks 1-5, which run until an end marker, not a blank line
+    (re.compile(r" {0,3}<(?:script|pre|style|textarea)(?:[ \t>]|$)", re.I),
+     re.compile(r"</(?:script|pre|style|textarea)>", re.I)),
+    (re.compile(r" {0,3}<!--"), re.compile(r"-->")),
+    (re.compile(r" {0,3}<\?"), re.compile(r"\?>")),
+    (re.compile(r" {0,3}<![A-Za-z]"), re.compile(r">")),
+    (re.compile(r" {0,3}<!\[CDATA\["), re.compile(r"\]\]>")),
+)  # fmt: skip
+_CONTAINERS = frozenset({"list_item_open", "blockquote_open"})  # rules that parse nested blocks
+_MAX_REREADS = 64
+_MARKERS = re.compile(r"^(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|[0-9]{1,9}[.)](?=[ \t]|$)))*[ \t]*")
 
 
 def _inline_text(token: Token) -> str:
@@ -37,54 +72,140 @@ def _inline_text(token: Token) -> str:
     return "".join(parts)
 
 
-def load(path: Path, max_chars: int) -> tuple[str | None, list[Section]]:
+def _plain(lines: list[str]) -> str:
+    """Lines as plain text, each without its leading list and quote markers."""
+    return "\n".join(_MARKERS.sub("", line, count=1) for line in lines)
+
+
+def _segments(lines: list[str]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` line ranges that parse as they would in the whole document (see the
+    module docstring for where they are cut)."""
+    start = size = 0
+    fence: tuple[str, int] | None = None  # the open fence's character and length
+    raw_end: re.Pattern[str] | None = None  # the end marker of an open raw HTML block
+    after_blank = False
+    for i, line in enumerate(lines):
+        if after_blank and i > start:
+            closed = fence is None and raw_end is None
+            if (closed and size >= _SEGMENT_CHARS and _BLOCK_START.match(line)) or (
+                size >= _HARD_SEGMENT_CHARS
+            ):
+                yield start, i
+                start, size = i, 0
+        size += len(line) + 1
+        after_blank = not line.strip()
+        if raw_end is not None:
+            if raw_end.search(line):
+                raw_end = None
+        elif fence is not None:
+            end = _FENCE_END.match(line)
+            if end and end.group(1)[0] == fence[0] and len(end.group(1)) >= fence[1]:
+                fence = None
+        elif (opening := _FENCE.match(line)) and not (
+            opening.group(1)[0] == "`" and "`" in opening.group(2)
+        ):
+            fence = (opening.group(1)[0], len(opening.group(1)))
+        else:
+            for begin, finish in _RAW_HTML:
+                if (match := begin.match(line)) and not finish.search(line, match.end()):
+                    raw_end = finish
+                    break
+    yield start, len(lines)
+
+
+class _Reader:
+    """Feeds the tokens of a Markdown source to an :class:`Outline`, re-reading what
+    markdown-it did not parse (see the module docstring)."""
+
+    def __init__(self, lines: list[str], budget: FileBudget) -> None:
+        self.lines = lines
+        self.budget = budget
+        self.outline = Outline()
+        self.title: str | None = None
+        self.rereads = 0
+        self.env: dict[str, Any] = {}  # link reference definitions, shared by the segments
+        self.md = MarkdownIt("commonmark").enable("table")
+        self.deepest = int(self.md.options["maxNesting"]) - 1  # a container here is not parsed
+
+    def read(self, start: int, end: int) -> None:
+        """Parse ``lines[start:end]`` as one document and feed it to the outline."""
+        tokens = self.md.parse("\n".join(self.lines[start:end]), self.env)
+        heading_level: int | None = None
+        markers: list[str] = []  # one per open list: "-" for bullets, "." / ")" for ordered
+        marker: str | None = None  # the marker the next paragraph of a list item starts with
+        rows: list[list[str]] | None = None  # the table being read
+        skipping: int | None = None  # level of an unparsed container, until its close
+        for token in tokens:
+            kind = token.type
+            if skipping is not None:
+                if token.nesting == -1 and token.level == skipping:
+                    skipping = None
+                continue
+            if token.map is not None:
+                self.budget.tick("line", start + token.map[0] + 1)
+            if kind in _CONTAINERS and token.level >= self.deepest and token.map is not None:
+                self._reread(start + token.map[0], start + token.map[1], start, end)
+                skipping = token.level
+            elif kind == "heading_open":
+                heading_level = int(token.tag[1:])
+            elif kind == "heading_close":
+                heading_level = None
+            elif kind in ("bullet_list_open", "ordered_list_open"):
+                markers.append("-" if kind == "bullet_list_open" else token.markup or ".")
+            elif kind in ("bullet_list_close", "ordered_list_close"):
+                markers.pop()
+            elif kind == "list_item_open":
+                kind_marker = markers[-1] if markers else "-"
+                marker = "- " if kind_marker == "-" else f"{token.info or '1'}{kind_marker} "
+            elif kind == "list_item_close":
+                marker = None
+            elif kind == "table_open":
+                rows = []
+            elif kind == "table_close":
+                if rows is not None:
+                    self.outline.table(rows)
+                rows = None
+            elif kind == "tr_open" and rows is not None:
+                rows.append([])
+            elif kind == "inline":
+                text = _inline_text(token)
+                if rows is not None:
+                    if rows:
+                        rows[-1].append(text)
+                elif heading_level is not None:
+                    self.outline.heading(heading_level, text)
+                    if heading_level == 1 and self.title is None:
+                        self.title = collapse(text) or None
+                else:
+                    self.outline.text(f"{marker}{text}" if marker else text)
+                    marker = None
+            elif kind in ("fence", "code_block"):
+                self.outline.text(token.content)
+            elif kind == "html_block":
+                self.outline.text(html_text(token.content))
+
+    def _reread(self, first: int, last: int, start: int, end: int) -> None:
+        """Read ``lines[first:last]``, which markdown-it skipped, as a document of their own.
+
+        Re-reading the very range being read would skip the same lines again: then its first
+        line is kept as plain text and the rest re-read, so every re-read makes progress.
+        """
+        self.rereads += 1
+        if self.rereads > _MAX_REREADS:
+            self.outline.text(_plain(self.lines[first:last]))
+        elif (first, last) == (start, end):
+            self.outline.text(_plain(self.lines[first : first + 1]))
+            if first + 1 < last:
+                self.read(first + 1, last)
+        else:
+            self.read(first, last)
+
+
+def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     """Title and sections of a Markdown file (``max_chars`` is unused: sections are chunked
     later, at sentence boundaries)."""
     del max_chars
-    tokens = MarkdownIt("commonmark").enable("table").parse(read_text(path, "text"))
-    outline = Outline()
-    title: str | None = None
-    heading_level: int | None = None
-    markers: list[str] = []  # one per open list: "-" for bullets, "." / ")" for ordered
-    marker: str | None = None  # the marker the next paragraph of a list item starts with
-    rows: list[list[str]] | None = None  # the table being read
-    for token in tokens:
-        kind = token.type
-        if kind == "heading_open":
-            heading_level = int(token.tag[1:])
-        elif kind == "heading_close":
-            heading_level = None
-        elif kind in ("bullet_list_open", "ordered_list_open"):
-            markers.append("-" if kind == "bullet_list_open" else token.markup or ".")
-        elif kind in ("bullet_list_close", "ordered_list_close"):
-            markers.pop()
-        elif kind == "list_item_open":
-            kind_marker = markers[-1] if markers else "-"
-            marker = "- " if kind_marker == "-" else f"{token.info or '1'}{kind_marker} "
-        elif kind == "list_item_close":
-            marker = None
-        elif kind == "table_open":
-            rows = []
-        elif kind == "table_close":
-            if rows is not None:
-                outline.table(rows)
-            rows = None
-        elif kind == "tr_open" and rows is not None:
-            rows.append([])
-        elif kind == "inline":
-            text = _inline_text(token)
-            if rows is not None:
-                if rows:
-                    rows[-1].append(text)
-            elif heading_level is not None:
-                outline.heading(heading_level, text)
-                if heading_level == 1 and title is None:
-                    title = collapse(text) or None
-            else:
-                outline.text(f"{marker}{text}" if marker else text)
-                marker = None
-        elif kind in ("fence", "code_block"):
-            outline.text(token.content)
-        elif kind == "html_block":
-            outline.text(html_text(token.content))
-    return title, outline.finish()
+    reader = _Reader(read_text(handle, budget.name, "text").split("\n"), budget)
+    for start, end in _segments(reader.lines):
+        reader.read(start, end)
+    return reader.title, reader.outline.finish()

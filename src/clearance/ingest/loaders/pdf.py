@@ -12,14 +12,14 @@ extractable text (a scan without OCR → empty document).
 
 from __future__ import annotations
 
-import io
 import warnings
-from pathlib import Path
+from typing import BinaryIO
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadWarning
 
 from clearance.errors import LoaderError
+from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import clean_block
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
@@ -27,20 +27,22 @@ from clearance.model import Section
 __all__ = ["load"]
 
 
-def load(path: Path, max_chars: int) -> tuple[str | None, list[Section]]:
+def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     """Title and per-page sections (``max_chars`` is unused: pages are chunked later)."""
     del max_chars
     with warnings.catch_warnings():
         # pypdf reports recoverable oddities of real-world files (bad xref offsets, …) as
         # PdfReadWarning and carries on; they say nothing about the text we get.
         warnings.simplefilter("ignore", PdfReadWarning)
-        reader = PdfReader(io.BytesIO(path.read_bytes()))
+        reader = PdfReader(handle)  # reads objects from the file as pages need them
         if reader.is_encrypted:
             raise LoaderError(
-                f"{path.name}: encrypted PDF (password-protected); decrypt it before ingesting"
+                f"{budget.name}: encrypted PDF (password-protected); decrypt it before ingesting"
             )
         sections: list[Section] = []
+        total = len(reader.pages)
         for number, page in enumerate(reader.pages, start=1):
+            budget.tick("page", number, total)
             text = clean_block(page.extract_text())
             if text:
                 sections.append(Section(text, format_locator(("page", number))))

@@ -20,7 +20,7 @@ Title: the first slide's title. Charts, pictures and media are not read.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
+from typing import BinaryIO
 
 from pptx import Presentation
 from pptx.shapes.autoshape import Shape
@@ -30,6 +30,7 @@ from pptx.shapes.group import GroupShape
 from pptx.slide import Slide
 from pptx.table import Table
 
+from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import clean_block, collapse, line_text
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
@@ -114,15 +115,16 @@ def _slide_sections(slide: Slide, number: int) -> tuple[str, list[Section]]:
     return title, sections
 
 
-def load(path: Path, max_chars: int) -> tuple[str | None, list[Section]]:
+def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     """Title and sections of a PPTX file (``max_chars`` is unused: slide text is chunked
     later and table cells are atomic)."""
     del max_chars
-    with path.open("rb") as handle:  # ours, so it is closed even if python-pptx fails
-        deck = Presentation(handle)
+    deck = Presentation(handle)
     title: str | None = None
     sections: list[Section] = []
+    total = len(deck.slides)
     for number, slide in enumerate(deck.slides, start=1):
+        budget.tick("slide", number, total)
         slide_title, slide_sections = _slide_sections(slide, number)
         if number == 1:
             title = slide_title or None

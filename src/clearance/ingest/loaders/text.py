@@ -1,4 +1,5 @@
-"""Plain text (``.txt``, ``.text``): UTF-8 (BOM allowed) or UTF-16 with a BOM.
+"""Plain text (``.txt``, ``.text``): UTF-8 (BOM allowed) or UTF-16
+(:mod:`~clearance.ingest.loaders.encoding`).
 
 Lines are packed into blocks of at most ``max_chars`` characters, preferably ending at a
 blank line: whole paragraphs (runs of non-blank lines) are packed first; a paragraph that is
@@ -10,8 +11,9 @@ There is no title.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import BinaryIO
 
+from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import read_text
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
@@ -53,9 +55,9 @@ def _units(lines: list[str], max_chars: int) -> list[tuple[int, int]]:
     return units
 
 
-def load(path: Path, max_chars: int) -> tuple[str | None, list[Section]]:
+def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     """No title; sections as described in the module docstring."""
-    return None, text_sections(read_text(path, "text"), max_chars)
+    return None, text_sections(read_text(handle, budget.name, "text"), max_chars)
 
 
 def text_sections(text: str, max_chars: int) -> list[Section]:

@@ -12,18 +12,22 @@ Values are the cached results of formulas (a workbook saved by a program that do
 compute formulas has none: those cells read empty). Integers are rendered without ``.0``,
 floats with Excel's 15 significant digits, dates as ISO 8601. Title: the workbook's
 ``title`` property, if set.
+
+Rows are streamed from the sheet (openpyxl's read-only mode) and only their rendered text is
+kept. A workbook with more than ``[ingest] max_rows`` data rows (non-empty rows after each
+sheet's header, all sheets together) is refused, not cut.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, BinaryIO
 
 import openpyxl
 from openpyxl.utils import get_column_letter
 
+from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import Row, render_cell, sheet_sections
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
@@ -42,19 +46,24 @@ _HARMLESS_WARNINGS = (
 )
 
 
-def _sheet_rows(values: Sequence[Sequence[Any]]) -> tuple[int, list[Row]]:
+def _sheet_rows(
+    values: Iterable[Sequence[Any]], budget: FileBudget, unit: str
+) -> tuple[int, list[Row]]:
     """The first used column (1-based) and the non-empty rows, cells from that column on."""
     rendered: list[tuple[int, list[str]]] = []
     first_col: int | None = None
     last_col = 0
     for number, row in enumerate(values, start=1):
+        budget.tick(unit, number)
         cells = [render_cell(value) for value in row]
         used = [i for i, cell in enumerate(cells) if cell]
         if not used:
             continue
+        if rendered:  # the first non-empty row is the sheet's header
+            budget.count_row()
         first_col = used[0] if first_col is None else min(first_col, used[0])
         last_col = max(last_col, used[-1] + 1)
-        rendered.append((number, cells))
+        rendered.append((number, cells[: used[-1] + 1]))
     if first_col is None:
         return 1, []
     return first_col + 1, [
@@ -76,28 +85,27 @@ def _range_locator(sheet: str, first_col: int) -> Callable[[Sequence[Row]], str]
     return locate
 
 
-def _read(workbook: Any, max_chars: int) -> tuple[str | None, list[Section]]:
+def _read(workbook: Any, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     sections: list[Section] = []
     for sheet in workbook.worksheets:
         # The stored dimension is often wrong (e.g. "A1" from some writers); without it,
         # read-only mode streams every row that is actually there.
         sheet.reset_dimensions()
-        first_col, rows = _sheet_rows(list(sheet.iter_rows(values_only=True)))
+        unit = f"sheet {sheet.title}, row"
+        first_col, rows = _sheet_rows(sheet.iter_rows(values_only=True), budget, unit)
         locate = _range_locator(str(sheet.title), first_col)
         sections.extend(sheet_sections(rows, max_chars, locate))
     title = workbook.properties.title
     return (title if isinstance(title, str) else None), sections
 
 
-def load(path: Path, max_chars: int) -> tuple[str | None, list[Section]]:
+def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     """Title and per-sheet blocks of an XLSX file, as described in the module docstring."""
     with warnings.catch_warnings():
         for message in _HARMLESS_WARNINGS:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
-        # Our own handle, so the file is closed even when openpyxl fails half-way.
-        with path.open("rb") as handle:
-            workbook = openpyxl.load_workbook(handle, read_only=True, data_only=True)
-            try:
-                return _read(workbook, max_chars)
-            finally:
-                workbook.close()
+        workbook = openpyxl.load_workbook(handle, read_only=True, data_only=True)
+        try:
+            return _read(workbook, max_chars, budget)
+        finally:
+            workbook.close()
