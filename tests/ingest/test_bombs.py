@@ -295,7 +295,7 @@ def test_a_file_larger_than_max_file_mb_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_text("word " * 1000)  # 5,000 bytes
     message = assert_refused_by_size(path, IngestSettings(max_file_mb=0.004))
-    assert message == "big.txt: 0.0 MB on disk, more than 0.004 MB (raise [ingest] max_file_mb)"
+    assert message == "big.txt: 5000 bytes on disk, more than 0.004 MB (raise [ingest] max_file_mb)"
     assert extract(path, max_chars=800, limits=IngestSettings(max_file_mb=0.005)).sections
 
 

@@ -123,8 +123,11 @@ class FileBudget:
 def check_size(name: str, size: int, settings: IngestSettings) -> None:
     """Refuse a file larger on disk than ``max_file_mb``."""
     if size > settings.max_file_mb * MB:
+        shown = f"{size / MB:.1f} MB"
+        if round(size / MB, 1) <= settings.max_file_mb:  # "100.0 MB, more than 100 MB"
+            shown = f"{size} bytes"
         raise LoaderError(
-            f"{name}: {size / MB:.1f} MB on disk, more than {_setting(settings.max_file_mb)} MB "
+            f"{name}: {shown} on disk, more than {_setting(settings.max_file_mb)} MB "
             "(raise [ingest] max_file_mb)"
         )
 
