@@ -166,6 +166,7 @@ class Clearance(Closing):
         corpus: str | None = None,
         on_plan: Callable[[int], None] | None = None,
         on_result: Callable[[FileResult], None] | None = None,
+        on_progress: Callable[[str, str], None] | None = None,
     ) -> IngestReport:
         """Ingest files and manifest lines (see :class:`Ingestor`).
 
@@ -178,7 +179,7 @@ class Clearance(Closing):
         jobs = ingestor.plan(paths, manifest, corpus)
         if on_plan is not None:
             on_plan(len(jobs))
-        report = ingestor.run(jobs, on_result)
+        report = ingestor.run(jobs, on_result, on_progress)
         covered = {
             r.doc_id
             for r in report.results

@@ -74,12 +74,16 @@ def register(cli: click.Group) -> None:
                                 f"[yellow]warning[/yellow] {source}: {safe(warning)}"
                             )
 
+                    def working(source: str, where: str) -> None:
+                        progress.update(task, description=terminal_safe(f"{source}: {where}"))
+
                     report = app.ingest(
                         list(paths),
                         manifest=manifest,
                         corpus=corpus,
                         on_plan=planned,
                         on_result=done,
+                        on_progress=working,
                     )
                 for warning in report.warnings:  # about the run, not one file
                     console.print(f"[yellow]warning:[/yellow] {safe(warning)}")

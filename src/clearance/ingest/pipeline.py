@@ -15,9 +15,11 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +48,10 @@ from clearance.retrieval.embedding import Embedder
 from clearance.store.sqlite import SQLiteStore
 
 __all__ = ["FileResult", "IngestReport", "Ingestor", "Job"]
+
+#: Chunks embedded per call, so a long document reports progress between calls.
+_EMBED_STEP = 256
+_PROGRESS_INTERVAL_S = 1.0
 
 Status = Literal[
     "added", "updated", "metadata", "unchanged", "deleted", "absent", "skipped", "failed"
@@ -166,6 +172,7 @@ class Ingestor:
         self.directory = directory if directory is not None and directory.users else None
         self._folder_cache: dict[Path, Metadata] = {}
         self.classifier = Classifier(settings.sensitivity)
+        self._progress: Callable[[str], None] | None = None  # the current job's reporter
 
     # ------------------------------------------------------------------ planning
 
@@ -388,10 +395,19 @@ class Ingestor:
     # ------------------------------------------------------------------ running
 
     def run(
-        self, jobs: Iterable[Job], on_result: Callable[[FileResult], None] | None = None
+        self,
+        jobs: Iterable[Job],
+        on_result: Callable[[FileResult], None] | None = None,
+        on_progress: Callable[[str, str], None] | None = None,
     ) -> IngestReport:
+        """Run ``jobs`` one by one. ``on_result`` gets each file's result as it is done;
+        ``on_progress(source, where)`` is told, about once a second, how far a long file has
+        got (``"page 1200/5000"``, ``"embedding 3000/20000 chunks"``)."""
         report = IngestReport()
         for job in jobs:
+            self._progress = None
+            if on_progress is not None:
+                self._progress = functools.partial(on_progress, job.source)
             try:
                 result = self._run_one(job)
             except ClearanceError as exc:
@@ -423,7 +439,12 @@ class Ingestor:
                 raw = job.path.read_bytes()
             except OSError as exc:
                 raise LoaderError(f"{job.source}: cannot read: {exc.strerror}") from exc
-            extracted = extract(job.path, max_chars=max_chars, limits=self.settings.ingest)
+            extracted = extract(
+                job.path,
+                max_chars=max_chars,
+                limits=self.settings.ingest,
+                on_progress=self._progress,
+            )
         else:
             raw = meta["text"].encode("utf-8")
             extracted = extract_text(meta["text"], max_chars=max_chars)
@@ -553,8 +574,19 @@ class Ingestor:
             for c in chunks
         ]
         known = self.store.vectors_by_text(doc_id) if reuse else {}
-        todo = [c.text for c, k in zip(chunks, keep, strict=True) if k and c.text not in known]
-        fresh = dict(zip(todo, self.embedder.embed(todo), strict=True)) if todo else {}
+        todo = list(
+            dict.fromkeys(
+                c.text for c, k in zip(chunks, keep, strict=True) if k and c.text not in known
+            )
+        )
+        fresh: dict[str, Any] = {}
+        last = time.monotonic()
+        for start in range(0, len(todo), _EMBED_STEP):
+            batch = todo[start : start + _EMBED_STEP]
+            fresh.update(zip(batch, self.embedder.embed(batch), strict=True))
+            if self._progress is not None and time.monotonic() - last >= _PROGRESS_INTERVAL_S:
+                self._progress(f"embedding {start + len(batch)}/{len(todo)} chunks")
+                last = time.monotonic()
         return [
             (known.get(c.text) if c.text in known else fresh.get(c.text)) if k else None
             for c, k in zip(chunks, keep, strict=True)
