@@ -389,3 +389,62 @@ def test_reverse_proof_a_loader_that_never_checks_runs_past_its_budget(
         assert_stopped_by_the_budget(
             _pdf(tmp_path / "long.pdf", 5), IngestSettings(file_time_budget_s=3)
         )
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def check_pipeline_refuses_before_reading(tmp_path: Path, read: list[int]) -> None:
+    from clearance.app import Clearance
+    from clearance.store.sqlite import SQLiteStore
+    from conftest import make_settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    with (docs / "huge.txt").open("wb") as handle:  # sparse: 3 MB on paper, nothing on disk
+        handle.truncate(3 * limits.MB)
+    settings = make_settings(tmp_path, {"ingest": {"max_file_mb": 1}})
+    with SQLiteStore(tmp_path / "index.db") as store:
+        report = Clearance(settings, store, embedder=None).ingest([docs])
+    assert [r.status for r in report.results] == ["failed"]
+    assert "more than 1 MB (raise [ingest] max_file_mb)" in (report.results[0].error or "")
+    assert sum(read) == 0  # not one byte of the file was read
+
+
+def test_the_pipeline_refuses_a_large_file_before_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[int] = []
+    real = Path.open
+
+    def counting_open(self: Path, *args: object, **kwargs: object) -> object:
+        handle = real(self, *args, **kwargs)  # type: ignore[call-overload]
+        if self.name == "huge.txt":
+            original = handle.read
+
+            def read_counted(*a: object) -> bytes:
+                data: bytes = original(*a)
+                read.append(len(data))
+                return data
+
+            handle.read = read_counted
+        return handle
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    check_pipeline_refuses_before_reading(tmp_path, read)
+
+
+def test_reverse_proof_reading_the_whole_file_first_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clearance.ingest import pipeline
+
+    def read_whole(self: pipeline.Ingestor, job: pipeline.Job) -> str:
+        assert job.path is not None
+        read.append(len(job.path.read_bytes()))
+        return "0" * 64
+
+    read: list[int] = []
+    monkeypatch.setattr(pipeline.Ingestor, "_file_hash", read_whole)
+    with pytest.raises(AssertionError):
+        check_pipeline_refuses_before_reading(tmp_path, read)

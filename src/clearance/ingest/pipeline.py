@@ -33,6 +33,7 @@ from clearance.errors import ClearanceError, LoaderError, MetadataError
 from clearance.ingest.chunking import chunk_sections
 from clearance.ingest.classify import Classifier
 from clearance.ingest.facts import extract_facts, vocab_fingerprint
+from clearance.ingest.limits import check_size
 from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
 from clearance.ingest.metadata import (
     FOLDER_META,
@@ -435,10 +436,7 @@ class Ingestor:
         max_chars = self.settings.ingest.chunk_size
         if job.path is not None:
             self._recheck(job)
-            try:
-                raw = job.path.read_bytes()
-            except OSError as exc:
-                raise LoaderError(f"{job.source}: cannot read: {exc.strerror}") from exc
+            content_hash = self._file_hash(job)
             extracted = extract(
                 job.path,
                 max_chars=max_chars,
@@ -446,9 +444,23 @@ class Ingestor:
                 on_progress=self._progress,
             )
         else:
-            raw = meta["text"].encode("utf-8")
+            content_hash = _sha256(meta["text"].encode("utf-8"))
             extracted = extract_text(meta["text"], max_chars=max_chars)
-        return self._store(job, doc_id, meta, raw, extracted)
+        return self._store(job, doc_id, meta, content_hash, extracted)
+
+    def _file_hash(self, job: Job) -> str:
+        """SHA-256 of the file, read in blocks after its size passed ``max_file_mb``: a
+        huge file is refused before it is read, and never held in memory whole."""
+        assert job.path is not None
+        digest = hashlib.sha256()
+        try:
+            with job.path.open("rb") as handle:
+                check_size(job.path.name, os.fstat(handle.fileno()).st_size, self.settings.ingest)
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+        except OSError as exc:
+            raise LoaderError(f"{job.source}: cannot read: {exc.strerror or exc}") from exc
+        return digest.hexdigest()
 
     def _recheck(self, job: Job) -> None:
         """The file is still where planning allowed it: a link swapped in since then (or
@@ -462,7 +474,7 @@ class Ingestor:
             raise MetadataError(f"{job.source}: became a symbolic link after planning; refused")
 
     def _store(
-        self, job: Job, doc_id: str, meta: Metadata, raw: bytes, extracted: Extracted
+        self, job: Job, doc_id: str, meta: Metadata, content_hash: str, extracted: Extracted
     ) -> FileResult:
         settings = self.settings
         full_text = "\n".join(s.text for s in extracted.sections)
@@ -476,7 +488,6 @@ class Ingestor:
         )
         if not pieces:
             raise LoaderError(f"{job.source}: empty document (no extractable text)")
-        content_hash = _sha256(raw)
         acl: frozenset[str] = meta.get("acl", frozenset())
         source_system = meta.get("source_system", settings.ingest.default_source_system)
         # Metadata names the origin; else [trust.source_origins] for the source system; else
