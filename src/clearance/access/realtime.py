@@ -36,7 +36,6 @@ Wire format of :class:`HttpPermissionChecker`::
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import math
 import threading
@@ -48,6 +47,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from clearance import jsonio
 from clearance.config import CorpusSettings
 from clearance.errors import ConfigError
 from clearance.lifecycle import Closing
@@ -140,16 +140,6 @@ def _log_drops(user_id: str, results: Mapping[str, RealtimeResult]) -> None:
 
 
 # --------------------------------------------------------------------------- HTTP
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object with a repeated key is ambiguous (``{"d": true, "d": false}``): reject it."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
 
 
 class HttpPermissionChecker(Closing):
@@ -248,8 +238,8 @@ class HttpPermissionChecker(Closing):
         if time.monotonic() > deadline:
             return REASON_TIMEOUT
         try:
-            payload = json.loads(bytes(body), object_pairs_hook=_reject_duplicate_keys)
-        except (ValueError, RecursionError):
+            payload = jsonio.loads(bytes(body))
+        except jsonio.JSONInputError:
             return REASON_MALFORMED_REPLY
         if not isinstance(payload, dict):
             return REASON_MALFORMED_REPLY
