@@ -36,6 +36,7 @@ __all__ = [
     "LLMSettings",
     "RetrievalSettings",
     "SensitivitySettings",
+    "ServerSettings",
     "Settings",
     "StoreSettings",
     "TraceSettings",
@@ -308,6 +309,16 @@ class AnswerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """``clearance serve``: where the HTTP API listens and what it accepts. The default
+    address is loopback only; put TLS and any public address on a reverse proxy."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_body_bytes: int = 1024 * 1024  # larger request bodies are refused with 413
+
+
+@dataclass(frozen=True, slots=True)
 class TraceSettings:
     """Privacy-preserving traces (DESIGN §8). ``retention_s = 0`` keeps records until purged
     by hand. ``question_text_corpora``: the question text is recorded only when every corpus
@@ -356,6 +367,7 @@ class Settings:
     scope: ScopeSettings = field(default_factory=ScopeSettings)
     facts: FactSettings = field(default_factory=FactSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
     source: Path | None = None
 
     @property
@@ -567,6 +579,18 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     )
     t.done()
 
+    t = top.table("server")
+    server_defaults = ServerSettings()
+    port = t.get("port", int, server_defaults.port)
+    if not 0 < port < 65536:
+        raise ConfigError(f"{t.key('port')}: must be between 1 and 65535, got {port}")
+    server = ServerSettings(
+        host=t.get("host", str, server_defaults.host),
+        port=port,
+        max_body_bytes=t.positive("max_body_bytes", server_defaults.max_body_bytes),
+    )
+    t.done()
+
     top.done()
     return Settings(
         root=root,
@@ -585,6 +609,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         scope=scope,
         facts=facts,
         answer=answer,
+        server=server,
         source=source,
     )
 
