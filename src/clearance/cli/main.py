@@ -21,6 +21,7 @@ from clearance.cli import (
     note_cmds,
     search_cmd,
     status_cmd,
+    token_cmds,
     trace_cmds,
 )
 from clearance.cli.context import AppContext, emit_json, err_console, print_error
@@ -56,6 +57,7 @@ for module in (
     facts_cmds,
     note_cmds,
     trace_cmds,
+    token_cmds,
 ):
     module.register(cli)
 

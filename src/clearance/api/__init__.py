@@ -1,0 +1,1 @@
+"""The HTTP service: API tokens, authentication and the FastAPI application."""

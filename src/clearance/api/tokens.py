@@ -1,0 +1,178 @@
+"""API tokens: bearer credentials for the HTTP API, stored hashed in the index file.
+
+A token reads ``clr_<id>_<secret>``: ``id`` (12 hex digits) finds the row, ``secret`` (32
+random bytes from :mod:`secrets`) is what proves possession. Only the SHA-256 of the secret
+is stored — the secret has 256 bits of entropy, so a slow password hash would add nothing —
+and a presented secret is compared with :func:`hmac.compare_digest` against that hash.
+The token itself is shown once, when it is created, and never again.
+
+Every check reads the table, so a revocation or an expiry takes effect on the next request.
+A token names a user; it grants nothing by itself. Whether that user is active, and what it
+may read, is resolved from the directory on every request, whatever the credential says.
+
+The table (``api_tokens``) is created on first write; readers only look for it, so a server
+answering requests never takes the index's write lock for authentication.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from clearance.errors import NotFoundError
+from clearance.store.sqlite import SQLiteStore
+
+__all__ = ["PREFIX", "ApiToken", "TokenStore", "parse_token"]
+
+#: Every token starts with this, so a leaked one is recognisable (and scannable) as ours.
+PREFIX = "clr_"
+_TOKEN = re.compile(r"^clr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS api_tokens (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
+    "admin INTEGER NOT NULL, secret_sha256 TEXT NOT NULL, created_at TEXT NOT NULL, "
+    "expires_at TEXT, revoked_at TEXT)"
+)
+_COLUMNS = "id, user_id, admin, secret_sha256, created_at, expires_at, revoked_at"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiToken:
+    """One token's record; never holds the secret (nor its hash, outside this module)."""
+
+    id: str
+    user_id: str
+    admin: bool
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def valid(self, now: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user": self.user_id,
+            "admin": self.admin,
+            "created": self.created_at.isoformat(),
+            "expires": None if self.expires_at is None else self.expires_at.isoformat(),
+            "revoked": None if self.revoked_at is None else self.revoked_at.isoformat(),
+        }
+
+
+def parse_token(presented: str) -> tuple[str, str] | None:
+    """``(id, secret)`` of a well-formed token, else ``None`` (nothing is looked up)."""
+    match = _TOKEN.match(presented)
+    return None if match is None else (match.group(1), match.group(2))
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("ascii")).hexdigest()
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def _from_iso(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+class TokenStore:
+    """Create, list, revoke and verify API tokens in one index file."""
+
+    def __init__(
+        self, store: SQLiteStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    ) -> None:
+        self.store = store
+        self.clock = clock
+
+    def _exists(self) -> bool:
+        with self.store.reading() as db:
+            found = db.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'api_tokens'"
+            ).fetchone()[0]
+        return bool(found)
+
+    def _ensure(self) -> None:
+        if not self._exists():
+            with self.store.transaction() as db:
+                db.execute(_SCHEMA)
+
+    @staticmethod
+    def _row(row: tuple[Any, ...]) -> ApiToken:
+        created = _from_iso(row[4])
+        assert created is not None
+        return ApiToken(
+            id=row[0],
+            user_id=row[1],
+            admin=bool(row[2]),
+            created_at=created,
+            expires_at=_from_iso(row[5]),
+            revoked_at=_from_iso(row[6]),
+        )
+
+    def create(
+        self, user_id: str, *, admin: bool = False, expires_in_s: float | None = None
+    ) -> tuple[str, ApiToken]:
+        """A new token for ``user_id``: ``(the token, its record)``. The token is not
+        stored and cannot be recovered: show it to the operator once."""
+        if not user_id.strip():
+            raise ValueError("a token needs a user id")
+        now = self.clock()
+        token_id = secrets.token_hex(6)
+        secret = secrets.token_urlsafe(32)
+        expires = None if expires_in_s is None else now + timedelta(seconds=expires_in_s)
+        record = ApiToken(token_id, user_id, admin, now, expires, None)
+        self._ensure()
+        with self.store.transaction() as db:
+            db.execute(
+                f"INSERT INTO api_tokens ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (token_id, user_id, int(admin), _digest(secret), _iso(now), _iso(expires)),
+            )
+        return f"{PREFIX}{token_id}_{secret}", record
+
+    def list(self) -> list[ApiToken]:
+        if not self._exists():
+            return []
+        with self.store.reading() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM api_tokens ORDER BY created_at, id")
+            return [self._row(tuple(r)) for r in rows.fetchall()]
+
+    def revoke(self, token_id: str) -> ApiToken:
+        """Revoke a token (from the next request on); revoking twice keeps the first time."""
+        if self._exists():
+            with self.store.transaction() as db:
+                db.execute(
+                    "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                    (_iso(self.clock()), token_id),
+                )
+                row = db.execute(
+                    f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", (token_id,)
+                ).fetchone()
+            if row is not None:
+                return self._row(tuple(row))
+        raise NotFoundError(f"no API token with id {token_id!r}")
+
+    def verify(self, presented: str) -> ApiToken | None:
+        """The record of a presented token that is well formed, known, matching, unrevoked
+        and unexpired right now; ``None`` otherwise (the caller cannot tell which)."""
+        parsed = parse_token(presented)
+        if parsed is None or not self._exists():
+            return None
+        token_id, secret = parsed
+        with self.store.reading() as db:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", (token_id,)
+            ).fetchone()
+        if row is None or not hmac.compare_digest(_digest(secret), str(row[3])):
+            return None
+        record = self._row(tuple(row))
+        return record if record.valid(self.clock()) else None

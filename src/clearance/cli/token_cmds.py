@@ -1,0 +1,101 @@
+"""``clearance token create|list|revoke``: API tokens for the HTTP API (docs/server.md).
+
+A token is printed once, when created; the index keeps only a hash of its secret.
+"""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from clearance.api.tokens import TokenStore
+from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
+from clearance.cli.safe import safe
+from clearance.config import parse_duration
+
+__all__ = ["register"]
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("token")
+    def token() -> None:
+        """API tokens for 'clearance serve': create, list, revoke (administrators only)."""
+
+    @token.command("create")
+    @click.option("--user", "user_id", required=True, help="The user the token signs in as.")
+    @click.option("--expires", help="Lifetime, such as '30d' or '12h'. Default: no expiry.")
+    @click.option("--admin", is_flag=True, help="May call the administrator routes.")
+    @json_option
+    @pass_app
+    def create(
+        app_ctx: AppContext, user_id: str, expires: str | None, admin: bool, as_json: bool
+    ) -> None:
+        """Create a token for USER and print it once (only its hash is kept).
+
+        JSON: {"token", "id", "user", "admin", "created", "expires", "revoked"}.
+        """
+        lifetime = None if expires is None else parse_duration(expires, "--expires")
+        if lifetime == 0:
+            raise click.BadParameter("must be longer than 0", param_hint="--expires")
+        with app_ctx.open() as app:
+            known = user_id in app.directory.users
+            secret, record = TokenStore(app.store, clock=app.clock).create(
+                user_id, admin=admin, expires_in_s=lifetime
+            )
+        if not known:
+            err_console.print(
+                f"[yellow]warning:[/yellow] user {safe(user_id)!s} is not in the directory: "
+                "requests with this token are refused until it is synced"
+            )
+        if as_json:
+            emit_json({"token": secret, **record.to_dict()})
+            return
+        console.print(
+            f"token {safe(record.id)} for {safe(user_id)}" + (" (admin)" if admin else "")
+        )
+        console.print("store it now; it is not shown again:")
+        console.print(secret, markup=False, highlight=False)
+
+    @token.command("list")
+    @json_option
+    @pass_app
+    def list_(app_ctx: AppContext, as_json: bool) -> None:
+        """Every token: id, user, admin, created, expires, revoked (never the secret).
+
+        JSON: {"tokens": [{"id", "user", "admin", "created", "expires", "revoked"}, …]}.
+        """
+        with app_ctx.open() as app:
+            records = TokenStore(app.store, clock=app.clock).list()
+        if as_json:
+            emit_json({"tokens": [r.to_dict() for r in records]})
+            return
+        if not records:
+            console.print("no API tokens")
+            return
+        table = Table(show_header=True)
+        for column in ("id", "user", "admin", "created", "expires", "revoked"):
+            table.add_column(column)
+        for r in records:
+            row = r.to_dict()
+            table.add_row(
+                safe(row["id"]),
+                safe(row["user"]),
+                "yes" if r.admin else "",
+                safe(row["created"]),
+                safe(row["expires"] or "never"),
+                safe(row["revoked"] or ""),
+            )
+        console.print(table)
+
+    @token.command("revoke")
+    @click.argument("token_id")
+    @json_option
+    @pass_app
+    def revoke(app_ctx: AppContext, token_id: str, as_json: bool) -> None:
+        """Revoke token TOKEN_ID: refused from the next request on. Unknown ids exit 3."""
+        with app_ctx.open() as app:
+            record = TokenStore(app.store, clock=app.clock).revoke(token_id)
+        if as_json:
+            emit_json(record.to_dict())
+            return
+        console.print(f"revoked token {safe(record.id)} of {safe(record.user_id)}")
