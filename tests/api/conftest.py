@@ -5,10 +5,19 @@ module, plus a real uvicorn server on a free loopback port."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import uvicorn
 
+from clearance.api.app import create_app
+from clearance.config import load_settings
 from clitools import cli
 
 CONFIG = """\
@@ -65,3 +74,59 @@ def make_project(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_project(tmp_path_factory.mktemp("project"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def create_token(config: Path, user: str, *extra: str) -> dict[str, str]:
+    """``clearance token create`` run for real: its JSON (``token``, ``id`` …)."""
+    rc, out, err = cli("--config", config, "token", "create", "--user", user, *extra, "--json")
+    assert rc == 0, err
+    created: dict[str, str] = json.loads(out)
+    return created
+
+
+@dataclass
+class Live:
+    """A real uvicorn server on loopback over the module's project, and its tokens."""
+
+    url: str
+    config: Path
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def auth(self, user: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[user]}"}
+
+
+@contextmanager
+def serving(config: Path) -> Iterator[str]:
+    """Runs the app under uvicorn in a thread on a free port; yields its base URL."""
+    app = create_app(load_settings(config))
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+@pytest.fixture(scope="module")
+def live(project: Path) -> Iterator[Live]:
+    with serving(project) as url:
+        server = Live(url, project)
+        for user, extra in (("ann", ()), ("bob", ()), ("root", ("--admin",))):
+            server.tokens[user] = create_token(project, user, *extra)["token"]
+        yield server

@@ -1,0 +1,398 @@
+"""The HTTP API: one hot :class:`~clearance.app.Clearance` behind authenticated routes.
+
+Every route that returns data goes through the same engine calls as the CLI — ``search``,
+``ask``, the access control's ``decide`` — with the user an :class:`Authenticator` vouched
+for, so the CLI's guarantees hold unchanged: same authorisation, same egress guard, same
+refusal texts, same traces. Engine calls block, so the routes are plain (sync) functions,
+which FastAPI runs in its threadpool.
+
+Every error is ``{"error": code, "message": text}`` (see :mod:`clearance.api.errors`),
+including validation errors, unknown routes and oversize bodies.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from clearance.access.policy import Action
+from clearance.api.auth import ApiTokenAuthenticator, Authenticator, Identity
+from clearance.api.errors import (
+    DOCUMENT_NOT_FOUND,
+    Forbidden,
+    PayloadTooLarge,
+    Unauthenticated,
+    error_body,
+    status_of,
+)
+from clearance.api.tokens import TokenStore
+from clearance.app import Clearance
+from clearance.config import Settings
+from clearance.errors import ClearanceError, ConfigError, NotFoundError
+from clearance.model import Sensitivity
+
+__all__ = ["API_VERSION", "create_app"]
+
+#: The API's version in the OpenAPI schema: the ``/v1`` contract, not the package version.
+API_VERSION = "1"
+
+#: Characters of a document preview: enough to recognise it, not a copy of it.
+PREVIEW_CHARS = 500
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+# --------------------------------------------------------------------------- request bodies
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    assistant: str | None = None
+    k: int | None = Field(default=None, ge=1, le=1000)
+
+
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    assistant: str | None = None
+
+
+# --------------------------------------------------------------------------- body limit
+
+
+class BodyLimit:
+    """Refuses request bodies over ``limit`` bytes with 413, counting what actually arrives
+    (a chunked body has no Content-Length to trust). The body is buffered — it is at most
+    ``limit`` bytes — and replayed to the app."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._refuse(send)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending its body
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.limit:
+                await self._refuse(send)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send) -> None:
+        error = PayloadTooLarge(f"the request body is larger than {self.limit} bytes")
+        response = JSONResponse(
+            error.to_dict(), status_code=error.status, headers={"Connection": "close"}
+        )
+        await response({"type": "http"}, _no_receive, send)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """The first problem, naming where it is and never quoting the input."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    if first.get("type") == "json_invalid":
+        return "the request body is not valid JSON"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def _search_rows(result: Any) -> list[dict[str, Any]]:
+    """The rows of ``clearance search --json``, field for field."""
+    return [
+        {
+            "rank": i,
+            "doc_id": h.document.doc_id,
+            "title": h.document.title,
+            "locator": h.chunk.locator,
+            "uri": h.document.uri,
+            "corpus": h.document.corpus,
+            "sensitivity": h.chunk.sensitivity.name,
+            "score": round(h.score, 6),
+            "lexical_rank": h.lexical_rank,
+            "vector_rank": h.vector_rank,
+            "text": h.chunk.text,
+        }
+        for i, h in enumerate(result.hits, start=1)
+    ]
+
+
+def _identify(request: Request) -> Identity:
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    peer = request.client.host if request.client else None
+    for authenticator in request.app.state.authenticators:
+        identity = authenticator.authenticate(headers, peer)
+        if identity is not None:
+            return identity  # type: ignore[no-any-return]
+    raise Unauthenticated("a valid API token is required (Authorization: Bearer …)")
+
+
+def _administrator(request: Request, identity: Annotated[Identity, Depends(_identify)]) -> Identity:
+    """An administrator credential of a user the directory says is active."""
+    principal = request.app.state.engine.principal(identity.user_id)
+    if not (identity.admin and principal.active):
+        raise Forbidden("this route is for administrators")
+    return identity
+
+
+Caller = Annotated[Identity, Depends(_identify)]
+Admin = Annotated[Identity, Depends(_administrator)]
+
+
+def create_app(
+    settings: Settings,
+    *,
+    clearance: Clearance | None = None,
+    authenticators: Sequence[Authenticator] | None = None,
+) -> FastAPI:
+    """The API over ``clearance`` (opened from ``settings``, and closed on shutdown, when
+    not given). ``authenticators`` default to API tokens from the same index."""
+    owned = clearance is None
+    engine = Clearance.open(settings) if clearance is None else clearance
+    auth: Sequence[Authenticator] = (
+        authenticators
+        if authenticators is not None
+        else [ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))]
+    )
+    orchestrator_lock = threading.Lock()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owned:
+                engine.close()
+
+    app = FastAPI(
+        title="Clearance",
+        version=API_VERSION,
+        description="Answers only from what the caller may read, with every source cited.",
+        lifespan=lifespan,
+    )
+    app.state.engine = engine
+    app.state.authenticators = list(auth)
+
+    # ------------------------------------------------------------------ errors
+
+    def respond(exc: ClearanceError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
+        return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
+
+    @app.exception_handler(ClearanceError)
+    async def clearance_error(_: Request, exc: ClearanceError) -> JSONResponse:
+        return respond(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(error_body("invalid_request", _validation_message(exc)), 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            return JSONResponse(error_body("not_found", "not found"), 404)
+        if exc.status_code == 405:
+            return JSONResponse(error_body("method_not_allowed", "method not allowed"), 405)
+        return JSONResponse(error_body("http_error", str(exc.detail)), exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(error_body("internal_error", "internal error"), 500)
+
+    # ------------------------------------------------------------------ probes
+
+    @app.get("/healthz", tags=["probes"])
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers. Carries no data."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["probes"])
+    def readyz() -> JSONResponse:
+        """Readiness: the index opens, a directory is loaded, and which corpora serve."""
+        try:
+            engine.store.stats()
+            directory = engine.directory
+            corpora = engine.corpus_status()
+        except ClearanceError:
+            return JSONResponse({"ready": False, "index": False}, 503)
+        loaded = bool(directory.users)
+        body = {
+            "ready": loaded,
+            "index": True,
+            "directory_loaded": loaded,
+            "corpora": [
+                {
+                    "corpus": c["corpus"],
+                    "serving": not c["failing_closed"],
+                    "last_acl_sync": c["last_acl_sync"],
+                    "revocation_sla_seconds": c["revocation_sla_seconds"],
+                }
+                for c in corpora
+            ],
+        }
+        return JSONResponse(body, 200 if loaded else 503)
+
+    # ------------------------------------------------------------------ the caller
+
+    def assistants_for(user_id: str) -> list[dict[str, Any]]:
+        if not engine.principal(user_id).active:
+            return []
+        return [
+            {
+                "name": a.name,
+                "description": a.description,
+                "corpora": list(a.corpora),
+                "max_sensitivity": a.max_sensitivity.name,
+            }
+            for a in sorted(engine.settings.assistants.values(), key=lambda a: a.name)
+        ]
+
+    @app.get("/v1/me", tags=["caller"])
+    def me(identity: Caller) -> dict[str, Any]:
+        """Who the server thinks you are: user, whether active, groups, assistants."""
+        principal = engine.principal(identity.user_id)
+        return {
+            "user": identity.user_id,
+            "known": principal.known,
+            "active": principal.active,
+            "admin": identity.admin and principal.active,
+            "principals": sorted(principal.principals),
+            "groups": sorted(
+                p.removeprefix("group:") for p in principal.principals if p.startswith("group:")
+            ),
+            "assistants": [a["name"] for a in assistants_for(identity.user_id)],
+        }
+
+    @app.get("/v1/assistants", tags=["caller"])
+    def assistants(identity: Caller) -> dict[str, Any]:
+        """The assistants the caller may use (none for a disabled or unknown account)."""
+        return {"assistants": assistants_for(identity.user_id)}
+
+    # ------------------------------------------------------------------ retrieval and answers
+
+    @app.post("/v1/search", tags=["answers"])
+    def search(body: SearchRequest, identity: Caller) -> dict[str, Any]:
+        """Hybrid search inside what the caller may retrieve: ``clearance search --json``."""
+        try:
+            result = engine.search(identity.user_id, body.query, assistant=body.assistant, k=body.k)
+        except ConfigError as exc:  # an unknown or missing assistant
+            raise NotFoundError(exc.message) from None
+        return {
+            "user": identity.user_id,
+            "query": body.query,
+            "refused": result.refused,
+            "results": _search_rows(result),
+        }
+
+    @app.post("/v1/ask", tags=["answers"])
+    def ask(body: AskRequest, identity: Caller) -> dict[str, Any]:
+        """A cited answer or a refusal: exactly ``clearance ask --json``."""
+        with orchestrator_lock:  # built once, on first use, by one thread
+            engine.orchestrator()
+        return engine.ask(body.question, identity.user_id, assistant=body.assistant).to_dict()
+
+    @app.get("/v1/documents/{doc_id:path}", tags=["answers"])
+    def document(doc_id: str, identity: Caller, assistant: str | None = None) -> dict[str, Any]:
+        """Metadata and a short preview, authorised exactly like retrieval. A document that
+        does not exist and one the caller may not read get the same 404, byte for byte."""
+        access = engine.access()
+        try:
+            assistant_settings = access.assistant(assistant)
+        except ConfigError as exc:
+            raise NotFoundError(exc.message) from None
+        found = engine.store.get_document(doc_id)
+        if found is None:
+            raise DOCUMENT_NOT_FOUND
+        principal = access.principal(identity.user_id)
+        decision = access.decide(principal, Action.RETRIEVE, found, assistant_settings)
+        if not decision.allow:
+            raise DOCUMENT_NOT_FOUND
+        # A chunk may be more sensitive than its document: preview only what was authorised.
+        chunks = [
+            c
+            for c in engine.store.get_chunks(doc_id)
+            if c.sensitivity <= found.sensitivity and c.sensitivity < Sensitivity.RESTRICTED
+        ]
+        text = " ".join(" ".join(c.text.split()) for c in chunks[:3])
+        return {
+            "doc_id": found.doc_id,
+            "title": found.title,
+            "uri": found.uri,
+            "corpus": found.corpus,
+            "sensitivity": found.sensitivity.name,
+            "updated_at": found.updated_at.isoformat() if found.updated_at else None,
+            "preview": text[:PREVIEW_CHARS],
+            "preview_truncated": len(text) > PREVIEW_CHARS,
+        }
+
+    # ------------------------------------------------------------------ administrators
+
+    @app.get("/v1/status", tags=["admin"])
+    def status(identity: Admin) -> dict[str, Any]:
+        """What ``clearance status --json`` shows: counts, directory, corpus freshness."""
+        stats = engine.store.stats()
+        directory = engine.directory
+        return {
+            "index": str(engine.store.path),
+            "documents": stats.documents,
+            "chunks": stats.chunks,
+            "vectors": stats.vectors,
+            "size_bytes": stats.size_bytes,
+            "by_sensitivity": dict(stats.by_sensitivity),
+            "directory": {
+                "version": directory.version,
+                "users": len(directory.users),
+                "groups": len(directory.groups),
+            },
+            "corpora": engine.corpus_status(),
+        }
+
+    app.add_middleware(BodyLimit, limit=settings.server.max_body_bytes)
+    return app

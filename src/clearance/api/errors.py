@@ -1,0 +1,82 @@
+"""HTTP errors: every error the API returns is ``{"error": code, "message": text}``.
+
+The codes and texts here are fixed, so a body never depends on what the caller may not
+see: an absent document and an unreadable one get the same bytes (:data:`DOCUMENT_NOT_FOUND`).
+Engine errors (:class:`~clearance.errors.ClearanceError`) carry their code; this module
+adds the HTTP status each maps to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clearance.errors import (
+    ClearanceError,
+    ConfigError,
+    NotFoundError,
+    ProviderError,
+    QuestionError,
+    StoreError,
+)
+
+__all__ = [
+    "DOCUMENT_NOT_FOUND",
+    "Forbidden",
+    "HttpError",
+    "InvalidRequest",
+    "PayloadTooLarge",
+    "Unauthenticated",
+    "error_body",
+    "status_of",
+]
+
+
+class HttpError(ClearanceError):
+    """An error raised by the HTTP layer itself; ``status`` is its HTTP status."""
+
+    status = 500
+    code = "internal_error"
+
+
+class Unauthenticated(HttpError):
+    status = 401
+    code = "unauthenticated"
+
+
+class Forbidden(HttpError):
+    status = 403
+    code = "forbidden"
+
+
+class PayloadTooLarge(HttpError):
+    status = 413
+    code = "payload_too_large"
+
+
+class InvalidRequest(HttpError):
+    status = 422
+    code = "invalid_request"
+
+
+#: The one answer for a document that does not exist *or* that the caller may not read.
+DOCUMENT_NOT_FOUND = NotFoundError("no such document")
+
+_STATUS: tuple[tuple[type[ClearanceError], int], ...] = (
+    (HttpError, 0),  # its own status
+    (NotFoundError, 404),
+    (QuestionError, 422),
+    (ConfigError, 422),
+    (ProviderError, 503),
+    (StoreError, 503),
+)
+
+
+def status_of(exc: ClearanceError) -> int:
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return exc.status if isinstance(exc, HttpError) else status
+    return 500
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": code, "message": message}
