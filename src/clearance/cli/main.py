@@ -20,6 +20,7 @@ from clearance.cli import (
     init_cmd,
     note_cmds,
     search_cmd,
+    serve_cmd,
     status_cmd,
     token_cmds,
     trace_cmds,
@@ -58,6 +59,7 @@ for module in (
     note_cmds,
     trace_cmds,
     token_cmds,
+    serve_cmd,
 ):
     module.register(cli)
 
