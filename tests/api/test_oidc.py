@@ -24,6 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt import PyJWK
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+from jwt.warnings import InsecureKeyLengthWarning
 
 from clearance.api.oidc import (
     AuthError,
@@ -462,6 +463,15 @@ def test_keys_that_do_not_fit_the_pinned_algorithms_are_ignored(server: JwksServ
     rejected(verifier, mint(), "unknown_key")
     rejected(verifier, mint(RSA_OTHER, kid="enc"), "unknown_key")
     rejected(verifier, mint(EC_KEY, "ES256", "ec-1"), "algorithm_not_allowed")
+
+
+def test_a_token_signed_with_a_weak_rsa_key_is_refused(server: JwksServer) -> None:
+    weak = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    server.serve({"keys": [rsa_jwk(weak, "weak")]})
+    verifier = verifier_for(server.url)
+    with pytest.warns(InsecureKeyLengthWarning):  # PyJWT only warns when signing
+        token = mint(weak, kid="weak")
+    rejected(verifier, token, "bad_key")
 
 
 def test_a_kid_published_twice_is_not_trusted(server: JwksServer) -> None:

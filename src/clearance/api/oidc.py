@@ -323,20 +323,27 @@ class JwksCache:
     def key_for(self, kid: str | None, alg: str) -> PyJWK | None:
         """The key for ``kid`` and ``alg``, refreshing the set at most once per interval.
 
-        A token without a ``kid`` is matched only when exactly one key fits ``alg``."""
+        A token without a ``kid`` is matched only when exactly one key fits ``alg``. A known
+        key is found without taking the lock, so a slow fetch never holds up tokens signed
+        with keys already cached (the key set is replaced whole, never edited in place)."""
+        if not self._stale():
+            key = self._lookup(self._keys, kid, alg)
+            if key is not None:
+                return key
         with self._lock:
             if self._stale():
                 self._refresh()
-            key = self._lookup(kid, alg)
+            key = self._lookup(self._keys, kid, alg)
             if key is None and self._may_refetch():
                 self._refresh()
-                key = self._lookup(kid, alg)
+                key = self._lookup(self._keys, kid, alg)
             return key
 
-    def _lookup(self, kid: str | None, alg: str) -> PyJWK | None:
+    @staticmethod
+    def _lookup(keys: Mapping[tuple[str, str], PyJWK], kid: str | None, alg: str) -> PyJWK | None:
         if kid is not None:
-            return self._keys.get((kid, alg))
-        fitting = [key for (_, a), key in self._keys.items() if a == alg]
+            return keys.get((kid, alg))
+        fitting = [key for (_, a), key in keys.items() if a == alg]
         return fitting[0] if len(fitting) == 1 else None
 
     def _may_refetch(self) -> bool:
