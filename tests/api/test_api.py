@@ -263,10 +263,15 @@ def test_unknown_routes_and_methods_use_the_one_error_shape(client: httpx.Client
     assert_error(client.get("/v1/ask"), 405, "method_not_allowed")
 
 
-def test_malformed_json_is_422_with_the_one_error_shape(live: Live, client: httpx.Client) -> None:
+@pytest.mark.parametrize(
+    "body", [b'{"question": "x",', b"\x80", b""], ids=["truncated", "not-utf8", "empty"]
+)
+def test_malformed_json_is_422_with_the_one_error_shape(
+    live: Live, client: httpx.Client, body: bytes
+) -> None:
     headers = {**live.auth("ann"), "Content-Type": "application/json"}
 
-    response = client.post("/v1/ask", content=b'{"question": "x",', headers=headers)
+    response = client.post("/v1/ask", content=body, headers=headers)
 
     assert_error(response, 422, "invalid_request")
 

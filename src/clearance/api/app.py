@@ -167,10 +167,11 @@ def _search_rows(result: Any) -> list[dict[str, Any]]:
 def _identify(request: Request) -> Identity:
     headers = {k.lower(): v for k, v in request.headers.items()}
     peer = request.client.host if request.client else None
-    for authenticator in request.app.state.authenticators:
+    authenticators: list[Authenticator] = request.app.state.authenticators
+    for authenticator in authenticators:
         identity = authenticator.authenticate(headers, peer)
         if identity is not None:
-            return identity  # type: ignore[no-any-return]
+            return identity
     raise Unauthenticated("a valid API token is required (Authorization: Bearer …)")
 
 
@@ -216,6 +217,8 @@ def create_app(
         version=API_VERSION,
         description="Answers only from what the caller may read, with every source cited.",
         lifespan=lifespan,
+        docs_url=None,  # the schema browsers load scripts from a CDN: serve the schema only
+        redoc_url=None,
     )
     app.state.engine = engine
     app.state.authenticators = list(auth)
@@ -238,6 +241,10 @@ def create_app(
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 404:
             return JSONResponse(error_body("not_found", "not found"), 404)
+        if exc.status_code == 400:  # FastAPI's answer to a body it cannot decode
+            return JSONResponse(
+                error_body("invalid_request", "the request body is not valid JSON"), 422
+            )
         if exc.status_code == 405:
             return JSONResponse(error_body("method_not_allowed", "method not allowed"), 405)
         return JSONResponse(error_body("http_error", str(exc.detail)), exc.status_code)
