@@ -340,6 +340,14 @@ def test_a_2_mib_chunked_body_without_content_length_is_413(
     assert_error(response, 413, "payload_too_large")
 
 
+def test_search_with_an_unknown_assistant_is_404(live: Live, client: httpx.Client) -> None:
+    body = {"query": "Hotels", "assistant": "nope"}
+
+    response = client.post("/v1/search", json=body, headers=live.auth("ann"))
+
+    assert_error(response, 404, "not_found")
+
+
 # --------------------------------------------------------------------------- OpenAPI
 
 OPENAPI = Path(__file__).with_name("openapi.json")

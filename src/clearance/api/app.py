@@ -72,6 +72,75 @@ class AskRequest(BaseModel):
     assistant: str | None = None
 
 
+# --------------------------------------------------------------------------- response bodies
+# They pin the JSON of `clearance ask --json` and `clearance search --json` in the OpenAPI
+# schema; tests check the API's JSON equals the CLI's, so a new field fails loudly.
+
+
+class CitationBody(BaseModel):
+    doc_id: str
+    title: str
+    locator: str
+    uri: str
+    trust: str
+
+
+class AnswerBody(BaseModel):
+    """``AnswerResult.to_dict()``: the contract of ``clearance ask --json``."""
+
+    status: str
+    answer: str
+    citations: list[CitationBody]
+    route: str
+    trace_id: str
+    flags: list[str]
+
+
+class SearchRow(BaseModel):
+    rank: int
+    doc_id: str
+    title: str
+    locator: str
+    uri: str
+    corpus: str
+    sensitivity: str
+    score: float
+    lexical_rank: int | None
+    vector_rank: int | None
+    text: str
+
+
+class SearchBody(BaseModel):
+    """The contract of ``clearance search --json``."""
+
+    user: str
+    query: str
+    refused: str | None
+    results: list[SearchRow]
+
+
+class ErrorBody(BaseModel):
+    """The one error shape of every non-2xx response."""
+
+    error: str
+    message: str
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the errors a route may answer, all of the one shape."""
+    texts = {
+        401: "No valid credential (with WWW-Authenticate: Bearer)",
+        403: "Not an administrator",
+        404: "Not found (an unreadable document is not found too)",
+        413: "Body over [server] max_body_bytes",
+        422: "Invalid input: invalid_request or bad_question",
+    }
+    return {s: {"model": ErrorBody, "description": texts[s]} for s in statuses}
+
+
+_BODY = _errors(401, 404, 413, 422)
+
+
 # --------------------------------------------------------------------------- body limit
 
 
@@ -301,7 +370,7 @@ def create_app(
             for a in sorted(engine.settings.assistants.values(), key=lambda a: a.name)
         ]
 
-    @app.get("/v1/me", tags=["caller"])
+    @app.get("/v1/me", tags=["caller"], responses=_errors(401))
     def me(identity: Caller) -> dict[str, Any]:
         """Who the server thinks you are: user, whether active, groups, assistants."""
         principal = engine.principal(identity.user_id)
@@ -317,14 +386,14 @@ def create_app(
             "assistants": [a["name"] for a in assistants_for(identity.user_id)],
         }
 
-    @app.get("/v1/assistants", tags=["caller"])
+    @app.get("/v1/assistants", tags=["caller"], responses=_errors(401))
     def assistants(identity: Caller) -> dict[str, Any]:
         """The assistants the caller may use (none for a disabled or unknown account)."""
         return {"assistants": assistants_for(identity.user_id)}
 
     # ------------------------------------------------------------------ retrieval and answers
 
-    @app.post("/v1/search", tags=["answers"])
+    @app.post("/v1/search", tags=["answers"], responses=_BODY, response_model=SearchBody)
     def search(body: SearchRequest, identity: Caller) -> dict[str, Any]:
         """Hybrid search inside what the caller may retrieve: ``clearance search --json``."""
         try:
@@ -338,14 +407,16 @@ def create_app(
             "results": _search_rows(result),
         }
 
-    @app.post("/v1/ask", tags=["answers"])
+    @app.post(
+        "/v1/ask", tags=["answers"], responses=_errors(401, 413, 422), response_model=AnswerBody
+    )
     def ask(body: AskRequest, identity: Caller) -> dict[str, Any]:
         """A cited answer or a refusal: exactly ``clearance ask --json``."""
         with orchestrator_lock:  # built once, on first use, by one thread
             engine.orchestrator()
         return engine.ask(body.question, identity.user_id, assistant=body.assistant).to_dict()
 
-    @app.get("/v1/documents/{doc_id:path}", tags=["answers"])
+    @app.get("/v1/documents/{doc_id:path}", tags=["answers"], responses=_errors(401, 404, 422))
     def document(doc_id: str, identity: Caller, assistant: str | None = None) -> dict[str, Any]:
         """Metadata and a short preview, authorised exactly like retrieval. A document that
         does not exist and one the caller may not read get the same 404, byte for byte."""
@@ -381,7 +452,7 @@ def create_app(
 
     # ------------------------------------------------------------------ administrators
 
-    @app.get("/v1/status", tags=["admin"])
+    @app.get("/v1/status", tags=["admin"], responses=_errors(401, 403))
     def status(identity: Admin) -> dict[str, Any]:
         """What ``clearance status --json`` shows: counts, directory, corpus freshness."""
         stats = engine.store.stats()
