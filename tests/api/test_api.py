@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import pytest
 from api.conftest import Live, create_token
 from clearance.access.policy import AccessControl, Decision, Reason
 from clearance.api.tokens import TokenStore
+from clearance.app import Clearance
+from clearance.errors import StoreError
 from clearance.store.sqlite import SQLiteStore
 from clitools import cli
 
@@ -346,6 +349,52 @@ def test_search_with_an_unknown_assistant_is_404(live: Live, client: httpx.Clien
     response = client.post("/v1/search", json=body, headers=live.auth("ann"))
 
     assert_error(response, 404, "not_found")
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_engine_failures_keep_the_one_error_shape(
+    live: Live, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def store_down(*args: object, **kwargs: object) -> None:
+        raise StoreError("cannot read the index")
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(Clearance, "search", store_down)
+    assert_error(
+        client.post("/v1/search", json={"query": "x"}, headers=live.auth("ann")),
+        503,
+        "store_error",
+    )
+    monkeypatch.setattr(Clearance, "search", crash)
+    response = client.post("/v1/search", json={"query": "x"}, headers=live.auth("ann"))
+    assert_error(response, 500, "internal_error")
+    assert "secret" not in response.text
+
+
+def test_concurrent_callers_each_get_their_own_answer(live: Live) -> None:
+    def run(user: str) -> list[list[str]]:
+        with httpx.Client(base_url=live.url, timeout=30) as c:
+            return [
+                [
+                    r["doc_id"]
+                    for r in c.post(
+                        "/v1/search", json={"query": "allowance Hotels"}, headers=live.auth(user)
+                    ).json()["results"]
+                ]
+                for _ in range(10)
+            ]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, ["ann", "root"] * 4))
+
+    for user, rounds in zip(["ann", "root"] * 4, results, strict=True):
+        for ids in rounds:
+            assert ("files:salaries.md" in ids) is (user == "root")
+            assert "files:travel.md" in ids
 
 
 # --------------------------------------------------------------------------- OpenAPI
