@@ -4,6 +4,7 @@
 
     ClearanceError                  base; carries an exit code for the CLI
      ├── ConfigError                a bad or missing setting (names the key)
+     ├── AuthError                  a credential was refused (HTTP 401); ``reason`` says why
      ├── MetadataError              a bad metadata file or manifest line (names key and file)
      ├── QuestionError              a question or query refused before any work (too long)
      ├── LoaderError                one file could not be read (corrupt, encrypted, empty, unsupported)
@@ -42,6 +43,20 @@ class ClearanceError(Exception):
 class ConfigError(ClearanceError):
     exit_code = 2
     code = "config_error"
+
+
+class AuthError(ClearanceError):
+    """A credential was refused. ``reason`` is a short stable code (``expired``,
+    ``wrong_audience`` …) fit for logs and metrics; the message never quotes the credential.
+    Every refusal reaches HTTP as the same 401, so a caller cannot tell one from another."""
+
+    exit_code = 2
+    code = "unauthenticated"
+    status = 401
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class MetadataError(ClearanceError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from clearance.errors import (
+    AuthError,
     ClearanceError,
     ConfigError,
     NotFoundError,
@@ -63,6 +64,7 @@ DOCUMENT_NOT_FOUND = NotFoundError("no such document")
 
 _STATUS: tuple[tuple[type[ClearanceError], int], ...] = (
     (HttpError, 0),  # its own status
+    (AuthError, 401),
     (NotFoundError, 404),
     (QuestionError, 422),
     (ConfigError, 422),

@@ -36,7 +36,7 @@ import jwt
 from jwt import PyJWK
 
 from clearance import jsonio
-from clearance.errors import ClearanceError, ConfigError
+from clearance.errors import AuthError, ConfigError
 from clearance.model import principal_id_problem
 
 __all__ = [
@@ -65,19 +65,6 @@ _KEY_FOR_ALGORITHM: Mapping[str, tuple[str, str | None]] = {
 }
 _MAX_JWKS_BYTES = 1 << 20  # a JWKS is a few kilobytes; a huge reply is refused, not buffered
 _NO_KID = ""  # the key slot of a JWK without a "kid"
-
-
-class AuthError(ClearanceError):
-    """A credential was refused. ``reason`` is a short stable code (``expired``,
-    ``wrong_audience`` …) fit for logs and metrics; the message never quotes the token."""
-
-    exit_code = 2
-    code = "unauthenticated"
-    status = 401
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 # --------------------------------------------------------------------------- settings
