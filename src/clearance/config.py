@@ -14,6 +14,8 @@ The environment is read here and nowhere else.
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import math
 import os
 import re
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust
+from clearance.api.oidc import OidcSettings, parse_oidc_settings
 from clearance.errors import ConfigError
 from clearance.model import Sensitivity
 
@@ -316,6 +319,15 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8080
     max_body_bytes: int = 1024 * 1024  # larger request bodies are refused with 413
+    # Sign-in beside API tokens (docs/server.md). Both are off by default.
+    oidc: OidcSettings | None = None  # [server.oidc]: JWT bearer tokens checked against a JWKS
+    # The user id in ``user_header`` is believed only from these peers (addresses or
+    # networks); empty turns trusted-header sign-in off.
+    trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    user_header: str = "X-Forwarded-User"
+    # OIDC and proxy users are administrators when the directory puts them (transitively)
+    # in one of these groups; never because a token says so. API tokens have --admin.
+    admin_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,6 +600,10 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         host=t.get("host", str, server_defaults.host),
         port=port,
         max_body_bytes=t.positive("max_body_bytes", server_defaults.max_body_bytes),
+        oidc=_oidc(t.table("oidc"), root) if "oidc" in t.data else None,
+        trusted_proxies=_networks(t, "trusted_proxies"),
+        user_header=_header_name(t, "user_header", server_defaults.user_header),
+        admin_groups=_names(t, "admin_groups"),
     )
     t.done()
 
@@ -618,6 +634,37 @@ def _positive_float(table: _Table, name: str, default: float) -> float:
     value = table.get(name, float, default)
     if not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{table.key(name)}: must be a positive number, got {value}")
+    return value
+
+
+def _oidc(table: _Table, root: Path) -> OidcSettings:
+    """``[server.oidc]``; a relative JWKS file path is relative to the config file."""
+    oidc = parse_oidc_settings(table.data, table.path)
+    if oidc.jwks_is_url or Path(oidc.jwks).is_absolute():
+        return oidc
+    return dataclasses.replace(oidc, jwks=str(root / oidc.jwks))
+
+
+def _networks(
+    table: _Table, name: str
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Addresses (``10.0.0.5``) and networks (``10.0.0.0/8``) as networks."""
+    networks = []
+    for value in table.strings(name):
+        try:
+            networks.append(ipaddress.ip_network(value.strip(), strict=True))
+        except ValueError as exc:
+            raise ConfigError(f"{table.key(name)}: {exc}") from None
+    return tuple(networks)
+
+
+_HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+
+
+def _header_name(table: _Table, name: str, default: str) -> str:
+    value = table.get(name, str, default)
+    if not _HEADER_NAME.fullmatch(value) or value.lower() in ("authorization", "cookie", "host"):
+        raise ConfigError(f"{table.key(name)}: {value!r} is not a usable header name")
     return value
 
 

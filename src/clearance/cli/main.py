@@ -18,6 +18,7 @@ from clearance.cli import (
     faq_cmds,
     ingest_cmds,
     init_cmd,
+    mcp_cmd,
     note_cmds,
     search_cmd,
     serve_cmd,
@@ -60,6 +61,7 @@ for module in (
     trace_cmds,
     token_cmds,
     serve_cmd,
+    mcp_cmd,
 ):
     module.register(cli)
 

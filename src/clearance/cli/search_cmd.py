@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from clearance.app import SearchResult
 from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
@@ -14,6 +17,30 @@ from clearance.cli.context import (
     require_assistant,
 )
 from clearance.cli.safe import safe
+
+__all__ = ["register", "search_json"]
+
+
+def search_json(user_id: str, query: str, result: SearchResult) -> dict[str, Any]:
+    """The JSON of ``clearance search --json``: the one place its shape is built (the MCP
+    ``search`` tool returns it too)."""
+    rows = [
+        {
+            "rank": i,
+            "doc_id": h.document.doc_id,
+            "title": h.document.title,
+            "locator": h.chunk.locator,
+            "uri": h.document.uri,
+            "corpus": h.document.corpus,
+            "sensitivity": h.chunk.sensitivity.name,
+            "score": round(h.score, 6),
+            "lexical_rank": h.lexical_rank,
+            "vector_rank": h.vector_rank,
+            "text": h.chunk.text,
+        }
+        for i, h in enumerate(result.hits, start=1)
+    ]
+    return {"user": user_id, "query": query, "refused": result.refused, "results": rows}
 
 
 def register(cli: click.Group) -> None:
@@ -39,24 +66,10 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             require_assistant(app.settings, assistant)
             result = app.search(user_id, query, assistant=assistant, k=k)
-        rows = [
-            {
-                "rank": i,
-                "doc_id": h.document.doc_id,
-                "title": h.document.title,
-                "locator": h.chunk.locator,
-                "uri": h.document.uri,
-                "corpus": h.document.corpus,
-                "sensitivity": h.chunk.sensitivity.name,
-                "score": round(h.score, 6),
-                "lexical_rank": h.lexical_rank,
-                "vector_rank": h.vector_rank,
-                "text": h.chunk.text,
-            }
-            for i, h in enumerate(result.hits, start=1)
-        ]
+        data = search_json(user_id, query, result)
+        rows = data["results"]
         if as_json:
-            emit_json({"user": user_id, "query": query, "refused": result.refused, "results": rows})
+            emit_json(data)
             return
         if not rows:
             console.print("no results" + (f" ({safe(result.refused)})" if result.refused else ""))

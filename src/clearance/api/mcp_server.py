@@ -1,0 +1,206 @@
+"""The MCP server: ``search`` and ``ask`` as tools for other assistants.
+
+Who is asking is bound to the server, never to a tool call: over stdio it is the user the
+operator started the server for (``clearance mcp --user U``); over streamable HTTP it is
+the user an :class:`~clearance.api.auth.Authenticator` vouched for on that request. The
+tools' input schemas forbid every argument they do not name (``additionalProperties:
+false``), so a ``user`` argument is refused, and nothing a caller sends reaches the
+identity anyway.
+
+Results are exactly ``clearance search --json`` and ``clearance ask --json``, built by the
+same functions. Refusals are the API's: a disabled account gets ``account_disabled``, an
+over-long question is a tool error carrying the ``bad_question`` message, an unknown
+assistant is refused like the CLI refuses it, and an unexpected failure is the fixed
+``internal error`` — never a traceback or an exception's text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clearance.answer.result import Status
+from clearance.app import Clearance
+from clearance.cli.context import require_assistant, unknown_assistant_message
+from clearance.cli.search_cmd import search_json
+from clearance.errors import ClearanceError, NotFoundError
+
+__all__ = ["SERVER_NAME", "UserOf", "create_server", "fixed_user"]
+
+SERVER_NAME = "clearance"
+
+log = logging.getLogger(__name__)
+
+#: How a tool call learns who is asking, from the request context and never its arguments.
+UserOf = Callable[[ServerRequestContext[Any, Any]], str]
+
+
+def fixed_user(user_id: str) -> UserOf:
+    """The identity of a stdio server: the one user it was started for."""
+    return lambda _ctx: user_id
+
+
+# --------------------------------------------------------------------------- tool inputs
+
+
+class SearchArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="What to search for.")
+    k: int | None = Field(default=None, ge=1, le=1000, description="Number of results.")
+
+
+class AskArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="The question, in natural language.")
+
+
+_ASSISTANT = Field(
+    default=None,
+    description="Narrow to one assistant's corpora and sensitivity ceiling. "
+    "An unknown name is refused.",
+)
+
+
+class SearchArgsWithAssistant(SearchArgs):
+    assistant: str | None = _ASSISTANT
+
+
+class AskArgsWithAssistant(AskArgs):
+    assistant: str | None = _ASSISTANT
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _text(text: str, *, error: bool) -> types.CallToolResult:
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    return types.CallToolResult(content=content, is_error=error)
+
+
+def _ok(data: dict[str, Any]) -> types.CallToolResult:
+    result = _text(json.dumps(data, ensure_ascii=False), error=False)
+    result.structured_content = data
+    return result
+
+
+def _refused(error: ClearanceError) -> types.CallToolResult:
+    """A tool error: the same ``{"error", "message"}`` the API and ``--json`` give."""
+    return _text(json.dumps(error.to_dict(), ensure_ascii=False), error=True)
+
+
+def _invalid(exc: ValidationError) -> types.CallToolResult:
+    """Which argument is wrong, never quoting the value the caller sent."""
+    errors = exc.errors()
+    if errors:
+        where = ".".join(str(p) for p in errors[0]["loc"]) or "arguments"
+        message = f"{where}: {errors[0]['msg']}"
+    else:
+        message = "invalid arguments"
+    return _text(json.dumps({"error": "invalid_request", "message": message}), error=True)
+
+
+_INTERNAL = json.dumps({"error": "internal_error", "message": "internal error"})
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def create_server(
+    engine: Clearance, user_of: UserOf, *, assistant: str | None = None
+) -> Server[Any]:
+    """An MCP server over ``engine`` for the user ``user_of`` names on each call.
+
+    With ``assistant`` the server is bound to that assistant and the tools take no
+    ``assistant`` argument (another one could widen it); without, a tool may name one, which
+    only narrows. An unknown ``assistant`` here raises :class:`NotFoundError`."""
+    require_assistant(engine.settings, assistant)
+    narrowable = assistant is None
+    search_model: type[SearchArgs] = SearchArgsWithAssistant if narrowable else SearchArgs
+    ask_model: type[AskArgs] = AskArgsWithAssistant if narrowable else AskArgs
+    orchestrator_lock = threading.Lock()
+
+    tools = [
+        types.Tool(
+            name="search",
+            description=(
+                "Search the documents the signed-in user may read now. Results are the JSON "
+                "of `clearance search --json`; nothing outside the user's permissions."
+            ),
+            input_schema=search_model.model_json_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        types.Tool(
+            name="ask",
+            description=(
+                "Answer a question from what the signed-in user may read, citing every "
+                "source, or refuse. The JSON of `clearance ask --json`."
+            ),
+            input_schema=ask_model.model_json_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+    ]
+
+    def chosen(args: BaseModel) -> str | None:
+        return getattr(args, "assistant", None) if narrowable else assistant
+
+    def search(user_id: str, args: SearchArgs) -> types.CallToolResult:
+        name = chosen(args)
+        require_assistant(engine.settings, name)
+        result = engine.search(user_id, args.query, assistant=name, k=args.k)
+        return _ok(search_json(user_id, args.query, result))
+
+    def ask(user_id: str, args: AskArgs) -> types.CallToolResult:
+        name = chosen(args)
+        with orchestrator_lock:  # built once, on first use, by one thread
+            engine.orchestrator()
+        result = engine.ask(args.question, user_id, assistant=name)
+        if result.status is Status.UNKNOWN_ASSISTANT:  # answered and traced, then refused
+            return _refused(NotFoundError(unknown_assistant_message(engine.settings, name)))
+        return _ok(result.to_dict())
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = params.arguments or {}
+        try:
+            user_id = user_of(ctx)
+            if params.name == "search":
+                s_args = search_model.model_validate(arguments)
+                return await anyio.to_thread.run_sync(search, user_id, s_args)
+            if params.name == "ask":
+                a_args = ask_model.model_validate(arguments)
+                return await anyio.to_thread.run_sync(ask, user_id, a_args)
+            return _refused(NotFoundError(f"unknown tool {params.name!r} (search, ask)"))
+        except ValidationError as exc:
+            return _invalid(exc)
+        except ClearanceError as exc:
+            return _refused(exc)
+        except Exception:
+            # The operator's log gets the traceback; the caller gets the fixed text only.
+            log.exception("MCP tool %r failed", params.name)
+            return _text(_INTERNAL, error=True)
+
+    return Server(
+        SERVER_NAME,
+        instructions=(
+            "Clearance answers only from what the signed-in user may read. The user is fixed "
+            "by the server; tools cannot act for anyone else."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
