@@ -37,6 +37,7 @@ __all__ = [
     "EmbeddingSettings",
     "IngestSettings",
     "LLMSettings",
+    "Rate",
     "RetrievalSettings",
     "SensitivitySettings",
     "ServerSettings",
@@ -47,6 +48,7 @@ __all__ = [
     "find_config",
     "load_settings",
     "parse_duration",
+    "parse_rate",
 ]
 
 CONFIG_NAME = "clearance.toml"
@@ -73,6 +75,19 @@ def parse_duration(value: object, key: str = "duration") -> float:
     if seconds < 0:
         raise ConfigError(f"{key}: a duration cannot be negative")
     return seconds
+
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(s|m|h)\s*$")
+
+
+def parse_rate(value: object, key: str = "rate") -> Rate | None:
+    """``"60/m"`` → ``Rate(60, 60.0)`` (``/s``, ``/m``, ``/h``); ``"off"`` → ``None``."""
+    if value == "off":
+        return None
+    m = _RATE.match(value) if isinstance(value, str) else None
+    if m is None or int(m.group(1)) <= 0:
+        raise ConfigError(f"{key}: expected a rate such as '60/m' (or 'off'), got {value!r}")
+    return Rate(int(m.group(1)), float(_UNIT_SECONDS[m.group(2)]))
 
 
 # --------------------------------------------------------------------------- typed readers
@@ -312,6 +327,15 @@ class AnswerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Rate:
+    """At most ``count`` requests per ``per_s`` seconds: a bucket of ``count`` tokens,
+    refilled evenly over ``per_s``."""
+
+    count: int
+    per_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class ServerSettings:
     """``clearance serve``: where the HTTP API listens and what it accepts. The default
     address is loopback only; put TLS and any public address on a reverse proxy."""
@@ -328,6 +352,9 @@ class ServerSettings:
     # OIDC and proxy users are administrators when the directory puts them (transitively)
     # in one of these groups; never because a token says so. API tokens have --admin.
     admin_groups: tuple[str, ...] = ()
+    # An ask running longer answers 503 with [answer] degraded_message (nothing streamed).
+    request_timeout_s: float = 30.0
+    rate_limit: Rate | None = Rate(60, 60.0)  # per signed-in user; None ("off") = unlimited
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,6 +623,15 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     port = t.get("port", int, server_defaults.port)
     if not 0 < port < 65536:
         raise ConfigError(f"{t.key('port')}: must be between 1 and 65535, got {port}")
+    request_timeout_s = t.duration("request_timeout", server_defaults.request_timeout_s)
+    if request_timeout_s <= 0:
+        raise ConfigError(f"{t.key('request_timeout')}: must be longer than 0")
+    t.seen.add("rate_limit")
+    rate_limit = (
+        parse_rate(t.data["rate_limit"], t.key("rate_limit"))
+        if "rate_limit" in t.data
+        else server_defaults.rate_limit
+    )
     server = ServerSettings(
         host=t.get("host", str, server_defaults.host),
         port=port,
@@ -604,6 +640,8 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         trusted_proxies=_networks(t, "trusted_proxies"),
         user_header=_header_name(t, "user_header", server_defaults.user_header),
         admin_groups=_names(t, "admin_groups"),
+        request_timeout_s=request_timeout_s,
+        rate_limit=rate_limit,
     )
     t.done()
 

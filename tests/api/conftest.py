@@ -32,6 +32,9 @@ description = "Everything in docs/"
 
 [assistants.general]
 corpora = ["default"]
+
+[server]
+rate_limit = "off"  # fuzzing sends hundreds of requests as one user; tests/api/test_limits.py
 """
 
 DIRECTORY = {

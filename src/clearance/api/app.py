@@ -33,6 +33,7 @@ from clearance.api.errors import (
     error_body,
     status_of,
 )
+from clearance.api.limits import RateLimited, RateLimiter
 from clearance.api.tokens import TokenStore
 from clearance.app import Clearance
 from clearance.config import Settings
@@ -134,6 +135,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "Not found (an unreadable document is not found too)",
         413: "Body over [server] max_body_bytes",
         422: "Invalid input: invalid_request or bad_question",
+        429: "Over [server] rate_limit for this user (with Retry-After, in seconds)",
     }
     return {s: {"model": ErrorBody, "description": texts[s]} for s in statuses}
 
@@ -240,6 +242,9 @@ def _identify(request: Request) -> Identity:
     for authenticator in authenticators:
         identity = authenticator.authenticate(headers, peer)
         if identity is not None:
+            limiter: RateLimiter | None = request.app.state.rate_limiter
+            if limiter is not None:
+                limiter.admit(identity.user_id, peer)  # per user; 429 with Retry-After
             return identity
     raise Unauthenticated("a valid API token is required (Authorization: Bearer …)")
 
@@ -291,11 +296,15 @@ def create_app(
     )
     app.state.engine = engine
     app.state.authenticators = list(auth)
+    rate = settings.server.rate_limit
+    app.state.rate_limiter = RateLimiter(rate) if rate is not None else None
 
     # ------------------------------------------------------------------ errors
 
     def respond(exc: ClearanceError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
+        if isinstance(exc, RateLimited):
+            headers = {"Retry-After": str(exc.retry_after)}
         return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
 
     @app.exception_handler(ClearanceError)

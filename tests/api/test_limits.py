@@ -1,0 +1,236 @@
+"""Per-user rate limits (``[server] rate_limit``) on a real uvicorn server on loopback.
+
+The invariant: one user's requests never spend another user's allowance — the limiter is
+keyed by the signed-in user, not by the address, which behind a proxy (or here, on
+loopback) every caller shares. Its reverse proof runs the same assertion against a server
+whose limiter is keyed by the peer address, and must see it fail.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from api.conftest import create_token, free_port
+from clearance.api.app import create_app
+from clearance.api.limits import RateLimited, RateLimiter
+from clearance.config import Rate, load_settings, settings_from_dict
+from clearance.errors import ConfigError
+
+# --------------------------------------------------------------------------- helpers
+
+
+def limited_config(project: Path, rate: str) -> Path:
+    """The module project's configuration with ``[server] rate_limit = rate``."""
+    text = project.read_text(encoding="utf-8")
+    assert 'rate_limit = "off"' in text, "conftest's CONFIG no longer turns the limit off"
+    config = project.parent / f"limited-{rate.replace('/', '-')}.toml"
+    config.write_text(text.replace('rate_limit = "off"', f'rate_limit = "{rate}"'), "utf-8")
+    return config
+
+
+@contextmanager
+def serving_app(app: FastAPI) -> Iterator[str]:
+    """``app`` under uvicorn in a thread on a free loopback port; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def spend_then_ask_as_another(url: str, tokens: dict[str, str]) -> tuple[list[int], int]:
+    """ann sends four requests under a 3/m limit; then root, from the same address, one."""
+    with httpx.Client(base_url=url, timeout=30) as client:
+        ann = [client.get("/v1/me", headers=bearer(tokens["ann"])).status_code for _ in range(4)]
+        root = client.get("/v1/me", headers=bearer(tokens["root"])).status_code
+    return ann, root
+
+
+@pytest.fixture(scope="module")
+def tokens(project: Path) -> dict[str, str]:
+    return {user: create_token(project, user)["token"] for user in ("ann", "root")}
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def test_the_fourth_request_in_a_minute_is_429_with_retry_after(
+    project: Path, tokens: dict[str, str]
+) -> None:
+    config = limited_config(project, "3/m")
+    with (
+        serving_app(create_app(load_settings(config))) as url,
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
+        ok = [client.get("/v1/me", headers=bearer(tokens["ann"])) for _ in range(3)]
+        refused = client.post(
+            "/v1/ask", json={"question": "Hotels limits"}, headers=bearer(tokens["ann"])
+        )
+        probes = [client.get(p).status_code for p in ("/healthz", "/readyz") * 5]
+
+    assert [r.status_code for r in ok] == [200, 200, 200]
+    assert refused.status_code == 429
+    assert refused.headers["content-type"] == "application/json"
+    body = refused.json()
+    assert set(body) == {"error", "message"} and body["error"] == "rate_limited"
+    retry_after = refused.headers["retry-after"]
+    assert retry_after.isdigit() and 1 <= int(retry_after) <= 20  # one request per 20 s
+    assert probes == [200] * 10  # the probes are never limited
+
+
+def test_one_users_requests_never_spend_another_users_allowance(
+    project: Path, tokens: dict[str, str]
+) -> None:
+    config = limited_config(project, "3/m")
+    with serving_app(create_app(load_settings(config))) as url:
+        ann, root = spend_then_ask_as_another(url, tokens)
+
+    assert ann == [200, 200, 200, 429]
+    assert root == 200  # same address, another user: a fresh allowance
+
+
+def test_reverse_proof_a_limiter_keyed_by_address_is_caught(
+    project: Path, tokens: dict[str, str]
+) -> None:
+    app = create_app(load_settings(project))
+    # A deliberately wrong limiter: keyed by the peer address, as a naive one would be.
+    app.state.rate_limiter = RateLimiter(Rate(3, 60.0), key=lambda user, peer: peer or "")
+    with serving_app(app) as url:
+        ann, root = spend_then_ask_as_another(url, tokens)
+
+    assert ann == [200, 200, 200, 429]
+    with pytest.raises(AssertionError):
+        assert root == 200  # the assertion of the invariant test rejects this limiter
+
+
+def test_an_unauthenticated_request_is_401_and_spends_no_allowance(
+    project: Path, tokens: dict[str, str]
+) -> None:
+    config = limited_config(project, "1/m")
+    with (
+        serving_app(create_app(load_settings(config))) as url,
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
+        anonymous = [client.get("/v1/me").status_code for _ in range(3)]
+        ann = client.get("/v1/me", headers=bearer(tokens["ann"])).status_code
+
+    assert anonymous == [401, 401, 401]
+    assert ann == 200
+
+
+# --------------------------------------------------------------------------- the bucket
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_bucket_refills_evenly_and_retry_after_is_when_one_request_fits() -> None:
+    clock = Clock()
+    limiter = RateLimiter(Rate(3, 60.0), clock=clock)
+    for _ in range(3):
+        limiter.check("ann")
+    with pytest.raises(RateLimited) as refused:
+        limiter.check("ann")
+    assert refused.value.retry_after == 20
+    clock.now += 19.5
+    with pytest.raises(RateLimited) as refused:
+        limiter.check("ann")
+    assert refused.value.retry_after == 1  # never 0: a whole number of seconds, rounded up
+    clock.now += 0.5
+    limiter.check("ann")  # one request regained after 20 s
+    with pytest.raises(RateLimited):
+        limiter.check("ann")
+    clock.now += 3600
+    for _ in range(3):  # a long pause refills to the bucket's size, not beyond
+        limiter.check("ann")
+    with pytest.raises(RateLimited):
+        limiter.check("ann")
+
+
+def test_concurrent_requests_of_one_user_are_admitted_exactly_up_to_the_limit() -> None:
+    limiter = RateLimiter(Rate(50, 3600.0))
+    admitted: list[bool] = []
+    lock = threading.Lock()
+
+    def hammer() -> None:
+        for _ in range(20):
+            try:
+                limiter.check("ann")
+                ok = True
+            except RateLimited:
+                ok = False
+            with lock:
+                admitted.append(ok)
+
+    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert len(admitted) == 160 and sum(admitted) == 50
+
+
+def test_full_buckets_are_forgotten() -> None:
+    clock = Clock()
+    limiter = RateLimiter(Rate(1, 1.0), clock=clock)
+    for i in range(5000):
+        limiter.check(f"user{i}")
+        clock.now += 0.001
+    clock.now += 10
+    limiter._sweep(clock.now)
+
+    assert limiter._buckets == {}
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_server_limits_default_to_60_a_minute_and_a_30_second_deadline() -> None:
+    server = settings_from_dict({}).server
+
+    assert server.rate_limit == Rate(60, 60.0)
+    assert server.request_timeout_s == 30.0
+
+
+def test_server_limits_parse_and_refuse_bad_values() -> None:
+    server = settings_from_dict({"server": {"rate_limit": "5/s", "request_timeout": "2m"}}).server
+    assert (server.rate_limit, server.request_timeout_s) == (Rate(5, 1.0), 120.0)
+    assert settings_from_dict({"server": {"rate_limit": "off"}}).server.rate_limit is None
+    assert settings_from_dict({"server": {"rate_limit": " 100 / h "}}).server.rate_limit == Rate(
+        100, 3600.0
+    )
+    for bad in ("0/m", "60", "60/d", "-1/m", "", 60, "1.5/m"):
+        with pytest.raises(ConfigError, match=r"server\.rate_limit"):
+            settings_from_dict({"server": {"rate_limit": bad}})
+    for bad_timeout in ("0", 0, "soon"):
+        with pytest.raises(ConfigError, match=r"server\.request_timeout"):
+            settings_from_dict({"server": {"request_timeout": bad_timeout}})
