@@ -1,6 +1,7 @@
 """``clearance mcp``: search and ask as MCP tools, driven by the SDK's own client.
 
-The project is the API tests' (conftest): ann (staff) may read travel.md, not salaries.md
+Over stdio the identity is ``--user``; over streamable HTTP it is the bearer token of each
+request, checked like the API's (401 without one). The project is the API tests' (conftest): ann (staff) may read travel.md, not salaries.md
 (hr only); bob is disabled. The identity is bound to the server — ``--user`` on stdio —
 and no tool argument can change it: the schemas refuse extra arguments, and a leaky
 variant that honours a ``user`` argument fails the same assertion (the reverse proof).
@@ -10,17 +11,27 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
+import httpx2
 import mcp_types as types
 import pytest
+import uvicorn
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server, ServerRequestContext
 
-from clearance.api.mcp_server import create_server, fixed_user
+from api.conftest import create_token, free_port
+from clearance.api.auth import ApiTokenAuthenticator
+from clearance.api.mcp_server import MCP_PATH, create_http_app, create_server, fixed_user
+from clearance.api.tokens import TokenStore
 from clearance.app import Clearance
 from clearance.cli.search_cmd import search_json
 from clearance.config import load_settings
@@ -251,3 +262,98 @@ def test_an_engine_failure_is_the_fixed_internal_error(
     talk(create_server(engine, fixed_user("ann")), body)
     assert results["search"].is_error
     assert payload(results["search"]) == {"error": "internal_error", "message": "internal error"}
+
+
+# --------------------------------------------------------------------------- streamable HTTP
+
+
+@contextmanager
+def serving_mcp(engine: Clearance) -> Iterator[str]:
+    """The MCP HTTP app under a real uvicorn on a free loopback port; yields its URL."""
+    tokens = ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))
+    app = create_http_app(engine, [tokens])
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}{MCP_PATH}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+def test_http_server_takes_the_identity_from_the_bearer_token(
+    project: Path, engine: Clearance
+) -> None:
+    ann = create_token(project, "ann")["token"]
+    bob = create_token(project, "bob")["token"]
+    results: dict[str, types.CallToolResult] = {}
+
+    def as_(token: str, prefix: str, url: str) -> None:
+        async def main() -> None:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with (
+                httpx2.AsyncClient(headers=headers) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                results[f"{prefix}search"] = await client.call_tool("search", {"query": QUERY})
+                results[f"{prefix}as_root"] = await client.call_tool(
+                    "search", {"query": QUERY, "user": "root"}
+                )
+                results[f"{prefix}ask"] = await client.call_tool(
+                    "ask", {"question": "Hotels limits"}
+                )
+
+        anyio.run(main)
+
+    with serving_mcp(engine) as url:
+        # No token, or a wrong one: 401 in the API's error shape, before any MCP work.
+        for headers in ({}, {"Authorization": "Bearer clr_nope_nope"}):
+            response = httpx.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Accept": "application/json, text/event-stream", **headers},
+            )
+            assert response.status_code == 401
+            assert response.headers["WWW-Authenticate"] == "Bearer"
+            assert response.json()["error"] == "unauthenticated"
+        # Behind a proxy the Host is the public name: a valid token is all it takes.
+        response = httpx.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {ann}",
+                "Host": "clearance.example.com",
+            },
+        )
+        assert response.status_code == 200
+        assert [t["name"] for t in response.json()["result"]["tools"]] == ["search", "ask"]
+        as_(ann, "ann_", url)
+        as_(bob, "bob_", url)
+
+    search, ask = payload(results["ann_search"]), payload(results["ann_ask"])
+    assert search["user"] == "ann"
+    assert_only_ann_may_read(search, ask)
+    assert ask["status"] == "answered"
+    assert results["ann_as_root"].is_error
+    assert payload(results["ann_as_root"])["error"] == "invalid_request"
+    # A disabled account's valid token still gets account_disabled and no data.
+    assert payload(results["bob_search"])["refused"] == "account_disabled"
+    assert payload(results["bob_ask"])["status"] == "account_disabled"
+
+
+def test_http_mode_takes_no_user(project: Path) -> None:
+    rc, _, err = cli("--config", project, "mcp", "--http", "--user", "root")
+    assert rc == 2
+    assert "--user is for stdio" in err
+    rc, _, err = cli("--config", project, "mcp")
+    assert rc == 2
+    assert "--user is required" in err

@@ -19,23 +19,43 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clearance.answer.result import Status
+from clearance.api.auth import Authenticator, Identity
+from clearance.api.errors import Unauthenticated
 from clearance.app import Clearance
 from clearance.cli.context import require_assistant, unknown_assistant_message
 from clearance.cli.search_cmd import search_json
-from clearance.errors import ClearanceError, NotFoundError
+from clearance.errors import AuthError, ClearanceError, NotFoundError
 
-__all__ = ["SERVER_NAME", "UserOf", "create_server", "fixed_user"]
+__all__ = [
+    "MCP_PATH",
+    "SERVER_NAME",
+    "UserOf",
+    "create_http_app",
+    "create_server",
+    "fixed_user",
+]
 
 SERVER_NAME = "clearance"
+
+#: Where the streamable HTTP endpoint answers.
+MCP_PATH = "/mcp"
+
+#: Where :class:`BearerGate` leaves the caller's identity (``request.state``) for the tools.
+_IDENTITY = "clearance_identity"
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +66,16 @@ UserOf = Callable[[ServerRequestContext[Any, Any]], str]
 def fixed_user(user_id: str) -> UserOf:
     """The identity of a stdio server: the one user it was started for."""
     return lambda _ctx: user_id
+
+
+def request_user(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The identity of a streamable HTTP call: the user :class:`BearerGate` authenticated
+    on this very HTTP request (never one from an earlier request or a session)."""
+    request = ctx.request
+    identity = getattr(request.state, _IDENTITY, None) if isinstance(request, Request) else None
+    if not isinstance(identity, Identity):
+        raise Unauthenticated("a valid API token is required (Authorization: Bearer …)")
+    return identity.user_id
 
 
 # --------------------------------------------------------------------------- tool inputs
@@ -204,3 +234,68 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+# --------------------------------------------------------------------------- streamable HTTP
+
+
+class BearerGate:
+    """Every HTTP request must carry a credential one of ``authenticators`` accepts — the
+    API's authentication — else 401 in the API's error shape, before the MCP app sees it.
+    The identity is put on the request for :func:`request_user`; a client-sent value
+    cannot get there, since the scope's state is set here and nowhere else."""
+
+    def __init__(self, app: ASGIApp, authenticators: Sequence[Authenticator]) -> None:
+        self.app = app
+        self.authenticators = list(authenticators)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        client = scope.get("client")
+        peer = client[0] if client else None
+        identity = None
+        error: ClearanceError = Unauthenticated(
+            "a valid API token is required (Authorization: Bearer …)"
+        )
+        try:
+            for authenticator in self.authenticators:
+                identity = await anyio.to_thread.run_sync(authenticator.authenticate, headers, peer)
+                if identity is not None:
+                    break
+        except AuthError as exc:  # a refused credential: the API's 401, whatever the reason
+            error = exc
+        if identity is None:
+            response = JSONResponse(
+                error.to_dict(), status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
+            await response(scope, receive, send)
+            return
+        state = dict(scope.get("state") or {})
+        state[_IDENTITY] = identity
+        await self.app({**scope, "state": state}, receive, send)
+
+
+def create_http_app(
+    engine: Clearance,
+    authenticators: Sequence[Authenticator],
+    *,
+    assistant: str | None = None,
+) -> Starlette:
+    """The MCP tools over streamable HTTP at :data:`MCP_PATH`, each request authenticated
+    like the API's. Stateless: no MCP session outlives its HTTP request, so no request can
+    act under another request's identity.
+
+    The SDK's Host/Origin check (against DNS rebinding) is off, as for the API: it would
+    refuse a reverse proxy's ``Host``, and a rebinding page holds no bearer token."""
+    server = create_server(engine, request_user, assistant=assistant)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    app.add_middleware(BearerGate, authenticators=authenticators)
+    return app

@@ -1,38 +1,88 @@
-"""``clearance mcp --user U``: ``search`` and ``ask`` as MCP tools for other assistants."""
+"""``clearance mcp``: ``search`` and ``ask`` as MCP tools for other assistants, over stdio
+(``--user U``) or streamable HTTP (``--http``, bearer tokens like the API)."""
 
 from __future__ import annotations
 
 import click
 
-from clearance.cli.context import ASSISTANT_HELP, AppContext, pass_app
+from clearance.cli.context import ASSISTANT_HELP, AppContext, err_console, pass_app
+from clearance.cli.safe import safe
+from clearance.errors import ConfigError
 
 __all__ = ["register"]
 
 
 def register(cli: click.Group) -> None:
     @cli.command("mcp")
-    @click.option("--user", "user_id", required=True, help="Every tool call asks as this user.")
+    @click.option("--user", "user_id", help="stdio: every tool call asks as this user.")
     @click.option(
         "--assistant",
         help="Bind the server to one assistant; tools then cannot name another. " + ASSISTANT_HELP,
     )
+    @click.option(
+        "--http",
+        "http",
+        is_flag=True,
+        help="Serve streamable HTTP at /mcp instead of stdio; callers sign in with API tokens.",
+    )
+    @click.option("--host", help="--http: address to listen on. Default: [server] host.")
+    @click.option(
+        "--port",
+        type=click.IntRange(1, 65535),
+        help="--http: port. Default: [server] port (8080).",
+    )
     @pass_app
-    def mcp(app_ctx: AppContext, user_id: str, assistant: str | None) -> None:
-        """Serve the Model Context Protocol over stdio until the client disconnects.
+    def mcp(
+        app_ctx: AppContext,
+        user_id: str | None,
+        assistant: str | None,
+        http: bool,
+        host: str | None,
+        port: int | None,
+    ) -> None:
+        """Serve search and ask as MCP tools, over stdio or streamable HTTP.
+
+        Over stdio (--user U) until the client disconnects; over streamable HTTP at /mcp
+        (--http, callers sign in with API tokens) until interrupted.
 
         Tools: search(query, k) and ask(question), plus assistant when --assistant is not
-        given (it only narrows). The user is fixed here: no tool argument can change it.
-        Results are the JSON of 'clearance search --json' and 'clearance ask --json'.
+        given (it only narrows). Who is asking is fixed by the server — --user, or the
+        bearer token of each HTTP request — and no tool argument can change it. Results
+        are the JSON of 'clearance search --json' and 'clearance ask --json'.
         """
-        import anyio  # only this command needs the MCP runtime
-        from mcp.server.stdio import stdio_server
+        if http and user_id is not None:
+            raise ConfigError("--user is for stdio: over --http each request's token says who")
+        if not http and user_id is None:
+            raise ConfigError("--user is required (or --http, where tokens say who is asking)")
+        if not http and (host or port):
+            raise ConfigError("--host and --port go with --http")
 
-        from clearance.api.mcp_server import create_server, fixed_user
+        import anyio  # only this command needs the MCP runtime
+
+        from clearance.api.mcp_server import create_http_app, create_server, fixed_user
 
         with app_ctx.open() as engine:
+            if http:
+                import uvicorn
+
+                from clearance.api.auth import ApiTokenAuthenticator
+                from clearance.api.tokens import TokenStore
+
+                settings = engine.settings
+                host = host or settings.server.host
+                port = port or settings.server.port
+                tokens = ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))
+                app = create_http_app(engine, [tokens], assistant=assistant)
+                err_console.print(f"serving MCP on http://{safe(host)}:{port}/mcp")
+                uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
+                return
+
+            assert user_id is not None
             server = create_server(engine, fixed_user(user_id), assistant=assistant)
 
             async def serve() -> None:
+                from mcp.server.stdio import stdio_server
+
                 async with stdio_server() as (read_stream, write_stream):
                     options = server.create_initialization_options()
                     await server.run(read_stream, write_stream, options)
