@@ -22,7 +22,7 @@ from clearance.access.realtime import (
     checker_for_corpus,
     filter_allowed,
 )
-from clearance.access.sync import AclSyncReport, sync_acls
+from clearance.access.sync import AclSyncReport, sync_acl_data, sync_acls
 from clearance.answer.bounds import check_question
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult
@@ -164,6 +164,7 @@ class Clearance(Closing):
         *,
         manifest: Path | None = None,
         corpus: str | None = None,
+        manifest_data: tuple[str, bytes] | None = None,
         on_plan: Callable[[int], None] | None = None,
         on_result: Callable[[FileResult], None] | None = None,
         on_progress: Callable[[str, str], None] | None = None,
@@ -174,9 +175,13 @@ class Clearance(Closing):
         a run that covered **every** document of a corpus is a complete permission sync of
         that corpus and advances its sync time. A partial run (some of the corpus's
         documents not covered, or a file that failed) advances nothing: it must never make
-        a corpus past its revocation SLA serve documents whose ACLs were not re-read."""
+        a corpus past its revocation SLA serve documents whose ACLs were not re-read.
+
+        ``manifest_data`` is ``(name, JSONL)`` of a manifest that has no file (an HTTP body):
+        it may name files inside the configured ``[ingest] roots`` only (see
+        :meth:`Ingestor.plan`)."""
         ingestor = Ingestor(self.settings, self.store, self.embedder, self.directory)
-        jobs = ingestor.plan(paths, manifest, corpus)
+        jobs = ingestor.plan(paths, manifest, corpus, manifest_data=manifest_data)
         if on_plan is not None:
             on_plan(len(jobs))
         report = ingestor.run(jobs, on_result, on_progress)
@@ -304,11 +309,19 @@ class Clearance(Closing):
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise DirectoryError(f"{path}: cannot read: {exc}") from None
-        doc = parse_directory(text, source=path.name)
+        return self.sync_directory_data(text, path.name, delta=delta, allow_empty=allow_empty)
+
+    def sync_directory_data(
+        self, data: str | bytes, source: str, *, delta: bool = False, allow_empty: bool = False
+    ) -> Directory:
+        """:meth:`sync_directory` of a document already read; ``source`` names it in errors
+        (a file name, ``request body``)."""
+        doc = parse_directory(data, source=source)
         if not delta and not doc.users and not allow_empty:
             raise DirectoryError(
-                f"{path.name}: the snapshot has no users, so applying it would disable every "
-                "account; nothing was changed (use --allow-empty to apply it anyway)"
+                f"{source}: the snapshot has no users, so applying it would disable every "
+                "account; nothing was changed (use --allow-empty, or allow_empty=true over "
+                "HTTP, to apply it anyway)"
             )
         current = self.directory
         updated = current.apply_delta(doc) if delta else current.replace(doc)
@@ -319,6 +332,21 @@ class Clearance(Closing):
     def sync_acls(self, path: Path, corpus: str, *, delta: bool = False) -> AclSyncReport:
         return sync_acls(
             self.store, path, corpus, delta=delta, now=self.clock(), directory=self.directory
+        )
+
+    def sync_acl_data(
+        self, data: bytes, source: str, corpus: str, *, delta: bool = False
+    ) -> AclSyncReport:
+        """:meth:`sync_acls` of JSONL (or a JSON array) already read; ``source`` names it in
+        errors (``request body:3``)."""
+        return sync_acl_data(
+            self.store,
+            data,
+            source,
+            corpus,
+            delta=delta,
+            now=self.clock(),
+            directory=self.directory,
         )
 
     # ------------------------------------------------------------------ retrieval

@@ -23,7 +23,7 @@ from clearance.errors import DirectoryError
 from clearance.model import parse_principal
 from clearance.store.sqlite import SQLiteStore
 
-__all__ = ["AclSyncReport", "parse_acl_file", "sync_acls"]
+__all__ = ["AclSyncReport", "parse_acl_data", "parse_acl_file", "sync_acl_data", "sync_acls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,47 +65,69 @@ def parse_acl_file(path: Path) -> dict[str, frozenset[str]]:
     too deep is an error, not "last wins" or a traceback. Lines end at ``\\n`` only, so line
     numbers are the ones an editor shows even when a string holds U+2028 or a form feed.
     """
-    return {doc_id: acl for doc_id, (acl, _) in _parse_acl_lines(path).items()}
+    return {doc_id: acl for doc_id, (acl, _) in parse_acl_data(_read(path), path.name).items()}
 
 
-def _parse_acl_lines(path: Path) -> dict[str, tuple[frozenset[str], int]]:
-    """doc_id → (ACL, line number) for every line of ``path``; see :func:`parse_acl_file`."""
+def _read(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise DirectoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    acls: dict[str, tuple[frozenset[str], int]] = {}
-    for number, line, undecodable in jsonio.lines(data):
-        where = f"{path.name}:{number}"
-        if undecodable is not None:
-            raise DirectoryError(f"{where}: {undecodable}")
-        assert line is not None
-        if not line.strip():
-            continue
+
+
+def parse_acl_data(data: bytes, source: str) -> dict[str, tuple[frozenset[str], str]]:
+    """doc_id → (ACL, where it was given) for JSONL ``data`` (as in an ACL file) or one JSON
+    array of the same objects; ``source`` names the input in every error (``source:3``
+    for a line, ``source[2]`` for an array item). See :func:`parse_acl_file`."""
+    unmarked = data.removeprefix(b"\xef\xbb\xbf")
+    if unmarked.lstrip().startswith(b"["):
         try:
-            raw = jsonio.loads(line)
+            items = jsonio.loads(unmarked)
         except jsonio.JSONInputError as exc:
-            raise DirectoryError(f"{where}: {exc}") from None
-        if not isinstance(raw, dict):
-            raise DirectoryError(f"{where}: expected an object with 'doc_id' and 'acl'")
-        extra = set(raw) - {"doc_id", "acl"}
-        if extra:
-            raise DirectoryError(f"{where}: unknown key {sorted(extra)[0]!r}")
-        doc_id, acl = raw.get("doc_id"), raw.get("acl")
-        if not isinstance(doc_id, str) or not doc_id:
-            raise DirectoryError(f"{where}: 'doc_id' must be a non-empty string")
-        if not isinstance(acl, list):
-            raise DirectoryError(f"{where}: 'acl' must be a list of principals")
-        principals: set[str] = set()
-        for i, principal in enumerate(acl):
+            raise DirectoryError(f"{source}: {exc}") from None
+        if not isinstance(items, list):
+            raise DirectoryError(f"{source}: expected a JSON array of objects or JSONL")
+        records = [(f"{source}[{i}]", raw) for i, raw in enumerate(items)]
+    else:
+        records = []
+        for number, line, undecodable in jsonio.lines(data):
+            where = f"{source}:{number}"
+            if undecodable is not None:
+                raise DirectoryError(f"{where}: {undecodable}")
+            assert line is not None
+            if not line.strip():
+                continue
             try:
-                principals.add(parse_principal(principal))
-            except ValueError as exc:
-                raise DirectoryError(f"{where}: acl[{i}]: {exc}") from None
+                records.append((where, jsonio.loads(line)))
+            except jsonio.JSONInputError as exc:
+                raise DirectoryError(f"{where}: {exc}") from None
+    acls: dict[str, tuple[frozenset[str], str]] = {}
+    for where, raw in records:
+        doc_id, acl = _acl_record(raw, where)
         if doc_id in acls:
             raise DirectoryError(f"{where}: {doc_id!r} appears twice")
-        acls[doc_id] = (frozenset(principals), number)
+        acls[doc_id] = (acl, where)
     return acls
+
+
+def _acl_record(raw: object, where: str) -> tuple[str, frozenset[str]]:
+    if not isinstance(raw, dict):
+        raise DirectoryError(f"{where}: expected an object with 'doc_id' and 'acl'")
+    extra = set(raw) - {"doc_id", "acl"}
+    if extra:
+        raise DirectoryError(f"{where}: unknown key {sorted(extra)[0]!r}")
+    doc_id, acl = raw.get("doc_id"), raw.get("acl")
+    if not isinstance(doc_id, str) or not doc_id:
+        raise DirectoryError(f"{where}: 'doc_id' must be a non-empty string")
+    if not isinstance(acl, list):
+        raise DirectoryError(f"{where}: 'acl' must be a list of principals")
+    principals: set[str] = set()
+    for i, principal in enumerate(acl):
+        try:
+            principals.add(parse_principal(principal))
+        except ValueError as exc:
+            raise DirectoryError(f"{where}: acl[{i}]: {exc}") from None
+    return doc_id, frozenset(principals)
 
 
 def sync_acls(
@@ -122,15 +144,31 @@ def sync_acls(
     With ``directory``, the report lists the principals the file names that it does not
     know: they are applied (they match nobody until the directory learns them) and reported.
     """
-    lines = _parse_acl_lines(path)
+    return sync_acl_data(
+        store, _read(path), path.name, corpus, delta=delta, now=now, directory=directory
+    )
+
+
+def sync_acl_data(
+    store: SQLiteStore,
+    data: bytes,
+    source: str,
+    corpus: str,
+    *,
+    delta: bool,
+    now: datetime,
+    directory: Directory | None = None,
+) -> AclSyncReport:
+    """:func:`sync_acls` of ``data`` already read (see :func:`parse_acl_data`); ``source``
+    names it in errors, e.g. ``request body:3``."""
+    lines = parse_acl_data(data, source)
     acls = {doc_id: acl for doc_id, (acl, _) in lines.items()}
     documents = {d.doc_id: d for d in store.list_documents()}
-    for doc_id, (_, number) in lines.items():
+    for doc_id, (_, where) in lines.items():
         doc = documents.get(doc_id)
         if doc is not None and doc.corpus != corpus:
             raise DirectoryError(
-                f"{path.name}:{number}: doc_id {doc_id!r} belongs to corpus {doc.corpus!r}, "
-                f"not {corpus!r}"
+                f"{where}: doc_id {doc_id!r} belongs to corpus {doc.corpus!r}, not {corpus!r}"
             )
     in_corpus = {d for d, doc in documents.items() if doc.corpus == corpus}
     updates = {d: a for d, a in acls.items() if d in documents and documents[d].acl != a}

@@ -481,5 +481,9 @@ def create_app(
             "corpora": engine.corpus_status(),
         }
 
+    from clearance.api.admin import admin_router  # imported here: it builds on this module
+
+    app.include_router(admin_router(_administrator))
+
     app.add_middleware(BodyLimit, limit=settings.server.max_body_bytes)
     return app

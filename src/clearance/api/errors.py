@@ -14,6 +14,8 @@ from clearance.errors import (
     AuthError,
     ClearanceError,
     ConfigError,
+    DirectoryError,
+    MetadataError,
     NotFoundError,
     ProviderError,
     QuestionError,
@@ -68,6 +70,8 @@ _STATUS: tuple[tuple[type[ClearanceError], int], ...] = (
     (NotFoundError, 404),
     (QuestionError, 422),
     (ConfigError, 422),
+    (MetadataError, 422),  # an operator's input (manifest, metadata) is invalid
+    (DirectoryError, 422),  # a directory or ACL document is invalid
     (ProviderError, 503),
     (StoreError, 503),
 )

@@ -35,6 +35,7 @@ __all__ = [
     "ManifestEntry",
     "Metadata",
     "folder_metadata",
+    "parse_manifest",
     "parse_metadata",
     "read_manifest",
     "sidecar_path",
@@ -193,7 +194,10 @@ class ManifestEntry:
 
 def normalise_manifest_path(manifest: Path, written: str) -> tuple[Path, str]:
     """``written`` (as on a manifest line) → (absolute normalised path, display path)."""
-    base = Path(os.path.abspath(manifest.parent))
+    return _normalise(Path(os.path.abspath(manifest.parent)), written)
+
+
+def _normalise(base: Path, written: str) -> tuple[Path, str]:
     full = Path(os.path.normpath(base / written))
     display = full.relative_to(base).as_posix() if full.is_relative_to(base) else str(full)
     return full, display
@@ -206,21 +210,29 @@ def read_manifest(manifest: Path) -> Iterator[ManifestEntry]:
         data = manifest.read_bytes()
     except OSError as exc:
         raise MetadataError(f"{manifest}: cannot read: {exc.strerror or exc}") from None
+    return parse_manifest(data, source=str(manifest), base=manifest.parent)
+
+
+def parse_manifest(data: bytes, *, source: str, base: Path) -> Iterator[ManifestEntry]:
+    """:func:`read_manifest` of manifest text that has no file of its own (an HTTP body):
+    ``source`` names it in errors (``request body:3``) and relative paths are joined to
+    ``base`` instead of the manifest's folder."""
+    base = Path(os.path.abspath(base))
     for number, line, undecodable in jsonio.lines(data):
         if undecodable is not None:
-            error = f"{manifest}:{number}: {undecodable}"
+            error = f"{source}:{number}: {undecodable}"
             yield ManifestEntry(line=number, path=None, metadata={}, error=error)
             continue
         assert line is not None
         if not line.strip():
             continue
         try:
-            yield _manifest_line(manifest, number, line)
+            yield _manifest_line(source, base, number, line)
         except MetadataError as exc:
             yield ManifestEntry(line=number, path=None, metadata={}, error=exc.message)
 
 
-def _manifest_line(manifest: Path, number: int, line: str) -> ManifestEntry:
+def _manifest_line(manifest: str, base: Path, number: int, line: str) -> ManifestEntry:
     source = f"{manifest}:{number}"
     try:
         raw = jsonio.loads(line)
@@ -237,5 +249,5 @@ def _manifest_line(manifest: Path, number: int, line: str) -> ManifestEntry:
         raise MetadataError(f"{source}: a deleted entry needs a 'doc_id' or 'path'")
     path = None
     if has_path:
-        path, meta["path"] = normalise_manifest_path(manifest, meta["path"])
+        path, meta["path"] = _normalise(base, meta["path"])
     return ManifestEntry(line=number, path=path, metadata=meta)

@@ -38,8 +38,10 @@ from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
 from clearance.ingest.metadata import (
     FOLDER_META,
     SIDECAR_SUFFIX,
+    ManifestEntry,
     Metadata,
     folder_metadata,
+    parse_manifest,
     read_manifest,
     sidecar_metadata,
     sidecar_path,
@@ -178,12 +180,28 @@ class Ingestor:
     # ------------------------------------------------------------------ planning
 
     def plan(
-        self, paths: Sequence[Path], manifest: Path | None = None, corpus: str | None = None
+        self,
+        paths: Sequence[Path],
+        manifest: Path | None = None,
+        corpus: str | None = None,
+        *,
+        manifest_data: tuple[str, bytes] | None = None,
     ) -> list[Job]:
         """Expand paths and manifest lines into jobs. Every refusal — a bad metadata file or
         line, a file outside the roots, a symlink, an unconfigured corpus, a duplicate —
         becomes a failed or skipped job naming the reason; the other jobs are unaffected.
-        A ``corpus`` that is not configured raises: it would apply to every file."""
+        A ``corpus`` that is not configured raises: it would apply to every file.
+
+        ``manifest_data`` is ``(name, JSONL)`` of a manifest without a file (an HTTP body):
+        having no folder of its own, it may only name files inside the configured
+        ``[ingest] roots`` (relative paths start at the first root), and without roots it is
+        refused as a whole."""
+        if manifest_data is not None and not self.settings.ingest.roots:
+            raise MetadataError(
+                f"{manifest_data[0]}: a manifest without a file of its own may only name files "
+                "inside the configured [ingest] roots, and none are configured; set "
+                "[ingest] roots in the configuration"
+            )
         if corpus is not None:
             problem = self.corpus_problem(corpus)
             if problem is not None:
@@ -194,6 +212,11 @@ class Ingestor:
             jobs.extend(self._plan_path(given, corpus, skip))
         if manifest is not None:
             jobs = self._plan_manifest(manifest, corpus, jobs)
+        if manifest_data is not None:
+            name, data = manifest_data
+            roots = self.settings.ingest.roots
+            entries = list(parse_manifest(data, source=name, base=roots[0]))
+            jobs = self._plan_entries(entries, name, roots, corpus, jobs)
         return _refuse_duplicates(jobs)
 
     def _roots_for(self, folder: Path) -> tuple[Path, ...] | None:
@@ -259,11 +282,24 @@ class Ingestor:
         manifest is ingested once, with the manifest's metadata (the highest precedence)."""
         configured = self.settings.ingest.roots
         roots = configured or (Path(os.path.abspath(manifest.parent)),)
-        entries = list(read_manifest(manifest))
+        return self._plan_entries(
+            list(read_manifest(manifest)), manifest.name, roots, corpus, walked
+        )
+
+    def _plan_entries(
+        self,
+        entries: list[ManifestEntry],
+        name: str,
+        roots: Sequence[Path],
+        corpus: str | None,
+        walked: list[Job],
+    ) -> list[Job]:
+        """Manifest ``entries`` (of the manifest called ``name``) as jobs confined to
+        ``roots``; see :meth:`_plan_manifest`."""
         listed = {Path(os.path.realpath(e.path)) for e in entries if e.path is not None}
         jobs = [j for j in walked if j.path is None or j.path not in listed]
         for entry in entries:
-            source = f"{manifest.name}:{entry.line}"
+            source = f"{name}:{entry.line}"
             if entry.error is not None:
                 jobs.append(Job(source, None, {}, error=entry.error))
             elif entry.path is not None:

@@ -1,0 +1,159 @@
+"""The administrator routes: directory and ACL sync, ingestion, traces, audit and stats.
+
+Each route is the HTTP door to an operator command and answers exactly that command's
+``--json`` output; the tests compare them. The whole router sits behind one dependency (the
+app's administrator check), so a route added here cannot forget it: an anonymous caller
+gets 401 and a signed-in non-administrator 403 before any body is read.
+
+Bodies are the documents the CLI reads from files. They have no file name, so errors name
+``request body`` instead (``request body:3: key 'acl' appears twice in one object``), and
+an invalid one is a 422 with nothing applied. A manifest has no folder of its own either:
+it may only name files inside the configured ``[ingest] roots``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from clearance.api.app import ErrorBody
+from clearance.api.auth import Identity
+from clearance.app import Clearance
+from clearance.trace.log import parse_since
+
+__all__ = ["BODY_SOURCE", "admin_router"]
+
+#: How errors name the request body (a file name on the command line).
+BODY_SOURCE = "request body"
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "No valid credential"},
+    403: {"model": ErrorBody, "description": "Not an administrator"},
+    413: {"model": ErrorBody, "description": "Body over [server] max_body_bytes"},
+    422: {"model": ErrorBody, "description": "Invalid input, naming where; nothing applied"},
+}
+
+
+def _raw_body(description: str, *media: str) -> dict[str, Any]:
+    """The OpenAPI entry of a body read as raw bytes (it is parsed by the engine)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "description": description,
+            "content": {m: {"schema": {"type": "string"}} for m in media},
+        }
+    }
+
+
+def _since(engine: Clearance, since: str | None) -> Any:
+    return None if since is None else parse_since(since, engine.clock(), "since")
+
+
+def _engine(request: Request) -> Clearance:
+    engine: Clearance = request.app.state.engine
+    return engine
+
+
+Engine = Annotated[Clearance, Depends(_engine)]
+
+
+def admin_router(administrator: Callable[..., Identity]) -> APIRouter:
+    """The administrator routes, every one behind ``administrator`` (a FastAPI dependency
+    that raises 401/403 for anyone else)."""
+    router = APIRouter(
+        prefix="/v1", tags=["admin"], dependencies=[Depends(administrator)], responses=_ERRORS
+    )
+
+    @router.post(
+        "/directory/sync",
+        openapi_extra=_raw_body(
+            "A directory document: Clearance JSON or SCIM 2.0", "application/json"
+        ),
+    )
+    async def directory_sync(
+        request: Request, engine: Engine, delta: bool = False, allow_empty: bool = False
+    ) -> dict[str, Any]:
+        """Apply a directory snapshot (or a delta with ``?delta=true``):
+        ``clearance directory sync --json``. A snapshot with no users is refused unless
+        ``?allow_empty=true``."""
+        data = await request.body()
+        result = await run_in_threadpool(
+            engine.sync_directory_data, data, BODY_SOURCE, delta=delta, allow_empty=allow_empty
+        )
+        active = sum(1 for u in result.users.values() if u.active)
+        return {
+            "mode": "delta" if delta else "snapshot",
+            "version": result.version,
+            "users": len(result.users),
+            "active_users": active,
+            "groups": len(result.groups),
+            "warnings": [] if active else ["no active users: every account gets nothing"],
+        }
+
+    @router.post(
+        "/acl/sync",
+        openapi_extra=_raw_body(
+            'JSONL of {"doc_id", "acl"} lines, or a JSON array of them',
+            "application/x-ndjson",
+            "application/json",
+        ),
+    )
+    async def acl_sync(
+        request: Request,
+        engine: Engine,
+        corpus: Annotated[str, Query(min_length=1)],
+        delta: bool = False,
+    ) -> dict[str, object]:
+        """Apply document ACLs to one corpus in one transaction, or nothing:
+        ``clearance acl sync --json``."""
+        data = await request.body()
+        report = await run_in_threadpool(
+            engine.sync_acl_data, data, BODY_SOURCE, corpus, delta=delta
+        )
+        return report.to_dict()
+
+    @router.post(
+        "/ingest",
+        openapi_extra=_raw_body(
+            "A JSONL manifest; paths inside the configured [ingest] roots (relative to the first)",
+            "application/x-ndjson",
+        ),
+    )
+    async def ingest(request: Request, engine: Engine, corpus: str | None = None) -> dict[str, Any]:
+        """Ingest a manifest: ``clearance ingest --manifest … --json``. A refused line (bad
+        metadata, a path outside the roots) fails alone; the others are ingested. Without
+        ``[ingest] roots`` the whole manifest is refused with 422."""
+        data = await request.body()
+        report = await run_in_threadpool(
+            lambda: engine.ingest([], corpus=corpus, manifest_data=(BODY_SOURCE, data))
+        )
+        return report.to_dict()
+
+    @router.get("/traces")
+    def traces(
+        engine: Engine,
+        since: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
+    ) -> dict[str, Any]:
+        """Recent trace records, newest first, pseudonymous and without text:
+        ``clearance trace list --json``."""
+        records = engine.trace_log().entries(since=_since(engine, since), limit=limit)
+        return {"count": len(records), "traces": records}
+
+    @router.get("/audit")
+    def audit(engine: Engine, doc: Annotated[str, Query(min_length=1)]) -> dict[str, Any]:
+        """Every request that retrieved or cited ``doc``: ``clearance audit --json``."""
+        events = engine.trace_log().audit(doc)
+        return {"doc_id": doc, "count": len(events), "events": events}
+
+    @router.get("/stats")
+    def stats(engine: Engine, since: str | None = None) -> dict[str, Any]:
+        """Outcomes per assistant, denied- and stale-source rates, citations, latency:
+        ``clearance stats --json``."""
+        data: dict[str, Any] = engine.trace_log().stats(since=_since(engine, since))
+        return data
+
+    return router
