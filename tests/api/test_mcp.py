@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from clearance.api.mcp_server import MCP_PATH, create_http_app, create_server, f
 from clearance.api.tokens import TokenStore
 from clearance.app import Clearance
 from clearance.cli.search_cmd import search_json
-from clearance.config import load_settings
+from clearance.config import Rate, load_settings
 from clitools import cli
 
 #: Words of both documents: a search for them as an hr member finds salaries.md too.
@@ -357,3 +358,24 @@ def test_http_mode_takes_no_user(project: Path) -> None:
     rc, _, err = cli("--config", project, "mcp")
     assert rc == 2
     assert "--user is required" in err
+
+
+def test_http_server_applies_the_api_rate_limit_and_body_limit(project: Path) -> None:
+    settings = load_settings(project)
+    server = replace(settings.server, rate_limit=Rate(2, 60.0), max_body_bytes=4096)
+    engine = Clearance.open(replace(settings, server=server))
+    token = create_token(project, "ann")["token"]
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    try:
+        with serving_mcp(engine) as url:
+            big = {**listing, "params": {"_meta": {"pad": "x" * 5000}}}
+            too_big = httpx.post(url, json=big, headers=headers)
+            statuses = [httpx.post(url, json=listing, headers=headers) for _ in range(3)]
+    finally:
+        engine.close()
+    assert too_big.status_code == 413
+    assert too_big.json()["error"] == "payload_too_large"
+    assert [r.status_code for r in statuses] == [200, 200, 429]
+    assert statuses[2].json()["error"] == "rate_limited"
+    assert int(statuses[2].headers["Retry-After"]) >= 1

@@ -33,8 +33,10 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clearance.answer.result import Status
+from clearance.api.app import BodyLimit
 from clearance.api.auth import Authenticator, Identity
 from clearance.api.errors import Unauthenticated
+from clearance.api.limits import RateLimited, RateLimiter
 from clearance.app import Clearance
 from clearance.cli.context import require_assistant, unknown_assistant_message
 from clearance.cli.search_cmd import search_json
@@ -245,9 +247,15 @@ class BearerGate:
     The identity is put on the request for :func:`request_user`; a client-sent value
     cannot get there, since the scope's state is set here and nowhere else."""
 
-    def __init__(self, app: ASGIApp, authenticators: Sequence[Authenticator]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticators: Sequence[Authenticator],
+        limiter: RateLimiter | None = None,
+    ) -> None:
         self.app = app
         self.authenticators = list(authenticators)
+        self.limiter = limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -273,6 +281,13 @@ class BearerGate:
             )
             await response(scope, receive, send)
             return
+        if self.limiter is not None:
+            try:
+                self.limiter.admit(identity.user_id, peer)  # per user, as on the API
+            except RateLimited as exc:
+                headers = {"Retry-After": str(exc.retry_after)}
+                await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
+                return
         state = dict(scope.get("state") or {})
         state[_IDENTITY] = identity
         await self.app({**scope, "state": state}, receive, send)
@@ -286,7 +301,8 @@ def create_http_app(
 ) -> Starlette:
     """The MCP tools over streamable HTTP at :data:`MCP_PATH`, each request authenticated
     like the API's. Stateless: no MCP session outlives its HTTP request, so no request can
-    act under another request's identity.
+    act under another request's identity. ``[server] rate_limit`` and ``max_body_bytes``
+    apply as on the API (429 with ``Retry-After``, 413), in the API's error shape.
 
     The SDK's Host/Origin check (against DNS rebinding) is off, as for the API: it would
     refuse a reverse proxy's ``Host``, and a rebinding page holds no bearer token."""
@@ -297,5 +313,9 @@ def create_http_app(
         json_response=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    app.add_middleware(BearerGate, authenticators=authenticators)
+    rate = engine.settings.server.rate_limit
+    limiter = RateLimiter(rate) if rate is not None else None
+    app.add_middleware(BearerGate, authenticators=authenticators, limiter=limiter)
+    # Outermost, as on the API: an oversize body is 413 before anything reads it.
+    app.add_middleware(BodyLimit, limit=engine.settings.server.max_body_bytes)
     return app
