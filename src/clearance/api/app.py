@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clearance.access.policy import Action
-from clearance.api.auth import ApiTokenAuthenticator, Authenticator, Identity
+from clearance.api.auth import Authenticator, Identity, default_authenticators
 from clearance.api.errors import (
     DOCUMENT_NOT_FOUND,
     Forbidden,
@@ -34,7 +34,6 @@ from clearance.api.errors import (
     status_of,
 )
 from clearance.api.limits import RateLimited, RateLimiter
-from clearance.api.tokens import TokenStore
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.errors import ClearanceError, ConfigError, NotFoundError
@@ -268,13 +267,14 @@ def create_app(
     authenticators: Sequence[Authenticator] | None = None,
 ) -> FastAPI:
     """The API over ``clearance`` (opened from ``settings``, and closed on shutdown, when
-    not given). ``authenticators`` default to API tokens from the same index."""
+    not given). ``authenticators`` default to API tokens from the same index, then OIDC
+    and trusted-header sign-in as ``[server]`` configures them."""
     owned = clearance is None
     engine = Clearance.open(settings) if clearance is None else clearance
     auth: Sequence[Authenticator] = (
         authenticators
         if authenticators is not None
-        else [ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))]
+        else default_authenticators(settings.server, engine)
     )
     orchestrator_lock = threading.Lock()
 

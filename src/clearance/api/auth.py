@@ -1,30 +1,60 @@
-"""Who is calling: the :class:`Authenticator` seam and the API-token authenticator.
+"""Who is calling: the :class:`Authenticator` seam and the three ways to sign in.
 
 An authenticator turns a request's credentials into an :class:`Identity` (a user id and
 whether the credential grants the administrator routes) or ``None``. The app asks each
 configured authenticator in turn; the first identity wins, and no identity is a 401.
-OIDC bearer tokens and trusted proxy headers plug in as further authenticators.
+
+* :class:`ApiTokenAuthenticator` — ``Authorization: Bearer clr_…`` (always on).
+* :class:`OidcAuthenticator` — any other bearer credential, as a JWT from the identity
+  provider (``[server.oidc]``).
+* :class:`TrustedHeaderAuthenticator` — the user id in ``[server] user_header``, believed only
+  when the TCP peer is one of ``[server] trusted_proxies`` (off while that list is empty).
 
 An identity is only a claim about *who*; what that user may read, and whether the account
-is active at all, is resolved from the synced directory on every request.
+is active at all, is resolved from the synced directory on every request. Administrator
+rights come from the API token's ``--admin`` flag, or — for OIDC and proxy identities — from
+the directory (:class:`DirectoryAdmins`), never from anything the caller sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ipaddress
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from clearance.api.tokens import TokenStore
+from clearance.api.oidc import JwtVerifier
+from clearance.api.tokens import PREFIX, TokenStore
+from clearance.errors import AuthError
+from clearance.model import principal_id_problem
 
-__all__ = ["ApiTokenAuthenticator", "Authenticator", "Identity", "bearer_token"]
+if TYPE_CHECKING:
+    from clearance.access.policy import Principal
+    from clearance.app import Clearance
+    from clearance.config import ServerSettings
+
+__all__ = [
+    "ApiTokenAuthenticator",
+    "Authenticator",
+    "DirectoryAdmins",
+    "Identity",
+    "OidcAuthenticator",
+    "TrustedHeaderAuthenticator",
+    "bearer_token",
+    "default_authenticators",
+]
+
+log = logging.getLogger(__name__)
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True, slots=True)
 class Identity:
     user_id: str
     admin: bool
-    method: str  # "api_token", later "oidc", "proxy"
+    method: str  # "api_token", "oidc" or "proxy"
 
 
 class Authenticator(Protocol):
@@ -55,3 +85,93 @@ class ApiTokenAuthenticator:
         if record is None:
             return None
         return Identity(record.user_id, record.admin, "api_token")
+
+
+class DirectoryAdmins:
+    """Whether a user is an administrator when the credential cannot say so (OIDC, proxy):
+    an active directory user who is — directly or through nested groups — a member of one of
+    ``[server] admin_groups``. With no admin groups configured, nobody is."""
+
+    def __init__(self, principal: Callable[[str], Principal], groups: Iterable[str]) -> None:
+        self._principal = principal
+        self._admin_principals = frozenset(f"group:{g}" for g in groups)
+
+    def __call__(self, user_id: str) -> bool:
+        if not self._admin_principals:
+            return False
+        found = self._principal(user_id)
+        return found.active and not self._admin_principals.isdisjoint(found.principals)
+
+
+class OidcAuthenticator:
+    """A bearer credential that is not an API token, verified as a JWT of the configured
+    identity provider. The token names the user and nothing more: groups and administrator
+    rights come from the directory, whatever claims it carries. A refused token is no
+    identity (so the same 401 as any bad credential); why it was refused is logged as a
+    short reason, never the token."""
+
+    def __init__(self, verifier: JwtVerifier, is_admin: Callable[[str], bool]) -> None:
+        self.verifier = verifier
+        self.is_admin = is_admin
+
+    def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
+        credential = bearer_token(headers)
+        if credential is None or credential.startswith(PREFIX):
+            return None  # no bearer credential, or an API token (whose authenticator said no)
+        try:
+            user_id = self.verifier.verify(credential)
+        except AuthError as exc:
+            log.info("bearer token refused: %s", exc.reason)
+            return None
+        return Identity(user_id, self.is_admin(user_id), "oidc")
+
+
+class TrustedHeaderAuthenticator:
+    """The user id an authenticating reverse proxy put in ``header`` — believed only when the
+    TCP peer is one of ``proxies``. From any other peer the header is ignored, so a client
+    that reaches the server directly cannot name itself. The proxy must *set* the header
+    (replacing any the client sent), as nginx's ``proxy_set_header`` does."""
+
+    def __init__(
+        self, proxies: Sequence[Network], header: str, is_admin: Callable[[str], bool]
+    ) -> None:
+        self.proxies = tuple(proxies)
+        self.header = header.lower()
+        self.is_admin = is_admin
+
+    def trusted(self, peer: str | None) -> bool:
+        """Whether ``peer`` (the TCP peer address) is one of the proxies."""
+        if peer is None:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return any(address in network for network in self.proxies)
+
+    def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
+        if not self.trusted(peer):
+            return None
+        user_id = headers.get(self.header)
+        if user_id is None:
+            return None
+        if principal_id_problem(user_id) is not None:
+            log.info("%s from a trusted proxy is not a valid user id; refused", self.header)
+            return None
+        return Identity(user_id, self.is_admin(user_id), "proxy")
+
+
+def default_authenticators(server: ServerSettings, engine: Clearance) -> list[Authenticator]:
+    """API tokens from ``engine``'s index, then OIDC and trusted-header sign-in when
+    configured. One JWKS cache per call, that is per app."""
+    admins = DirectoryAdmins(engine.principal, server.admin_groups)
+    found: list[Authenticator] = [
+        ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))
+    ]
+    if server.oidc is not None:
+        found.append(OidcAuthenticator(JwtVerifier(server.oidc), admins))
+    if server.trusted_proxies:
+        found.append(TrustedHeaderAuthenticator(server.trusted_proxies, server.user_header, admins))
+    return found

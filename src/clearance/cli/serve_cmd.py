@@ -29,4 +29,11 @@ def register(cli: click.Group) -> None:
         port = port or settings.server.port
         app = create_app(settings)
         console.print(f"serving the Clearance API on http://{safe(host)}:{port}")
-        uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            server_header=False,
+            proxy_headers=False,  # the peer is the TCP peer: trusted_proxies rely on it
+        )
