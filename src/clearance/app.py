@@ -7,6 +7,7 @@ that searches without a user.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,7 +45,7 @@ from clearance.retrieval.embedding import Embedder, get_embedder
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store.sqlite import SQLiteStore
 from clearance.trace.log import TraceLog
-from clearance.trace.record import TraceRecord, TraceWriter
+from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
 
 __all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
 
@@ -84,6 +85,12 @@ class Clearance(Closing):
         self.settings = settings
         self._provider = provider
         self.trace_key = trace_key
+        # Without a configured key, pseudonyms are per-process — but one key for the process,
+        # so traces and the access log name a user alike.
+        self._pseudonym_key = trace_key or secrets.token_bytes(32)
+        #: Called with every answer's trace record (ids, codes, timings; no text), even when
+        #: ``[trace] enabled`` is off: the seam service metrics observe stage timings through.
+        self.trace_listeners: list[Callable[[TraceRecord], None]] = []
         self._orchestrator: Orchestrator | None = None
         self._traces: TraceWriter | None = None
         self.store = store
@@ -465,18 +472,24 @@ class Clearance(Closing):
         check_question(question, self.settings.answer.max_question_chars)
         return self.orchestrator().ask(question, user_id, assistant)
 
+    def pseudonym(self, user_id: str) -> str:
+        """The user's pseudonym in this process's traces (a keyed hash; never the id)."""
+        return pseudonymise(user_id, self._pseudonym_key)
+
     def write_trace(self, user_id: str, record: TraceRecord) -> None:
+        record.user = self.pseudonym(user_id)
+        for listener in self.trace_listeners:
+            listener(record)
         if not self.settings.trace.enabled:
             return
         if self._traces is None:
             self._traces = TraceWriter(
                 self.store,
-                self.trace_key,
+                self._pseudonym_key,
                 retention_s=self.settings.trace.retention_s,
                 now=self.clock(),
                 allow_question_text=bool(self.settings.trace.question_text_corpora),
             )
-        record.user = self._traces.pseudonym(user_id)
         self._traces.write(record.to_dict())
 
     def trace_log(self) -> TraceLog:

@@ -355,6 +355,8 @@ class ServerSettings:
     # An ask running longer answers 503 with [answer] degraded_message (nothing streamed).
     request_timeout_s: float = 30.0
     rate_limit: Rate | None = Rate(60, 60.0)  # per signed-in user; None ("off") = unlimited
+    # GET /metrics for anyone when true; by default for administrators only.
+    metrics_public: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -642,6 +644,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         admin_groups=_names(t, "admin_groups"),
         request_timeout_s=request_timeout_s,
         rate_limit=rate_limit,
+        metrics_public=t.get("metrics_public", bool, server_defaults.metrics_public),
     )
     t.done()
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clearance.access.policy import Action
+from clearance.api import metrics
 from clearance.api.auth import Authenticator, Identity, default_authenticators
 from clearance.api.errors import (
     DOCUMENT_NOT_FOUND,
@@ -244,6 +245,7 @@ def _identify(request: Request) -> Identity:
             limiter: RateLimiter | None = request.app.state.rate_limiter
             if limiter is not None:
                 limiter.admit(identity.user_id, peer)  # per user; 429 with Retry-After
+            request.state.user_id = identity.user_id  # for the access log's pseudonym
             return identity
     raise Unauthenticated("a valid API token is required (Authorization: Bearer …)")
 
@@ -486,4 +488,5 @@ def create_app(
     app.include_router(admin_router(_administrator))
 
     app.add_middleware(BodyLimit, limit=settings.server.max_body_bytes)
+    metrics.install(app, engine, public=settings.server.metrics_public, admin=_administrator)
     return app

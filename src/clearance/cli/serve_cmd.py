@@ -23,6 +23,7 @@ def register(cli: click.Group) -> None:
         import uvicorn  # only this command needs the server
 
         from clearance.api.app import create_app
+        from clearance.api.metrics import serve_log_config
 
         settings = app_ctx.settings()
         host = host or settings.server.host
@@ -36,4 +37,6 @@ def register(cli: click.Group) -> None:
             log_level="info",
             server_header=False,
             proxy_headers=False,  # the peer is the TCP peer: trusted_proxies rely on it
+            access_log=False,  # it prints client addresses and full paths: ours replaces it
+            log_config=serve_log_config(uvicorn.config.LOGGING_CONFIG),
         )
