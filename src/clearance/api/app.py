@@ -19,11 +19,12 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clearance.access.policy import Action
+from clearance.answer.result import AnswerResult
 from clearance.api import metrics
 from clearance.api.auth import Authenticator, Identity, default_authenticators
 from clearance.api.errors import (
@@ -35,6 +36,7 @@ from clearance.api.errors import (
     status_of,
 )
 from clearance.api.limits import RateLimited, RateLimiter
+from clearance.api.streaming import Asker
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.errors import ClearanceError, ConfigError, NotFoundError
@@ -136,6 +138,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         413: "Body over [server] max_body_bytes",
         422: "Invalid input: invalid_request or bad_question",
         429: "Over [server] rate_limit for this user (with Retry-After, in seconds)",
+        503: "degraded: the model failed or [server] request_timeout passed (fixed text)",
     }
     return {s: {"model": ErrorBody, "description": texts[s]} for s in statuses}
 
@@ -418,14 +421,31 @@ def create_app(
             "results": _search_rows(result),
         }
 
-    @app.post(
-        "/v1/ask", tags=["answers"], responses=_errors(401, 413, 422), response_model=AnswerBody
-    )
-    def ask(body: AskRequest, identity: Caller) -> dict[str, Any]:
-        """A cited answer or a refusal: exactly ``clearance ask --json``."""
+    def answer(question: str, user_id: str, assistant: str | None) -> AnswerResult:
         with orchestrator_lock:  # built once, on first use, by one thread
             engine.orchestrator()
-        return engine.ask(body.question, identity.user_id, assistant=body.assistant).to_dict()
+        return engine.ask(question, user_id, assistant=assistant)
+
+    asker = Asker(
+        answer,
+        timeout_s=settings.server.request_timeout_s,
+        degraded_message=settings.answer.degraded_message,
+    )
+
+    @app.post(
+        "/v1/ask",
+        tags=["answers"],
+        responses={
+            **_errors(401, 413, 422, 429, 503),
+            200: {"content": {"text/event-stream": {}}},
+        },
+        response_model=AnswerBody,
+    )
+    async def ask(body: AskRequest, identity: Caller, request: Request) -> Response:
+        """A cited answer or a refusal: exactly ``clearance ask --json``; with
+        ``Accept: text/event-stream``, its checked sentences and then that JSON as
+        server-sent events (:mod:`clearance.api.streaming`)."""
+        return await asker.respond(request, body.question, identity.user_id, body.assistant)
 
     @app.get("/v1/documents/{doc_id:path}", tags=["answers"], responses=_errors(401, 404, 422))
     def document(doc_id: str, identity: Caller, assistant: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,166 @@
+"""``POST /v1/ask`` under a deadline, as JSON or as server-sent events.
+
+Why the stream is built this way: an answer may only be shown after it has passed every check
+of the orchestrator (citations enforced, every number verified, conflicts and review dates
+noted — DESIGN §5). Model tokens have passed none of them, so they are never streamed. The
+whole, checked answer is computed first by the same ``Clearance.ask`` as the JSON route; the
+stream then carries that answer's sentences, one event each, and a final event with exactly
+the JSON body of the non-streaming route. A client that shows the sentences as they arrive
+shows only checked text, and the final event is the single source of truth.
+
+Events (``Accept: text/event-stream``), each ``data`` one line of JSON:
+
+``event: sentence``
+    ``{"index": i, "text": "…"}`` — for an answered question only, in order. Each text is a
+    consecutive piece of the final answer with its citation markers (``[S1]``) and trailing
+    space: their concatenation is the ``answer`` of the final event, character for character.
+``event: answer``
+    ``{"status", "answer", "citations", "route", "trace_id", "flags"}``, the body of the
+    JSON route. A refusal sends this event only.
+``event: error``
+    ``{"error", "message"}``, the one error shape, with the same HTTP status as the JSON
+    route would have. Sent alone: nothing partial precedes it.
+
+The deadline (``[server] request_timeout``): an ask that has not finished in time is answered
+503 with the fixed ``[answer] degraded_message``, as is a model provider that fails. The ask
+itself is not killed (a thread cannot be); it is abandoned and finishes in the background,
+bounded by ``[llm] timeout_s``, and writes its trace as every ask does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from clearance.answer.result import AnswerResult, Status
+from clearance.api.errors import error_body, status_of
+from clearance.errors import ClearanceError, ProviderError
+
+__all__ = ["EVENT_STREAM", "Asker", "sentence_pieces", "wants_stream"]
+
+EVENT_STREAM = "text/event-stream"
+
+#: The error code of every 503 that carries ``[answer] degraded_message``.
+DEGRADED = "degraded"
+
+AskFn = Callable[[str, str, str | None], AnswerResult]
+
+# A sentence ends at . ! ? (with closing quotes or brackets) before a space, or at 。！？;
+# the citation markers that follow belong to it. A marker run followed by more words ends a
+# sentence too ("… economy [S1] Next …"), as the orchestrator's checks read it.
+_END = re.compile(
+    r"""
+    (?: [.!?][)"'”’」』]* (?=\s|$) | [。！？][)"'”’」』）]* )
+    (?: \s* \[S\d{1,4}\] )*
+    | (?: \[S\d{1,4}\] )+ (?=\s)
+    """,
+    re.VERBOSE,
+)
+
+
+def sentence_pieces(text: str) -> list[str]:
+    """``text`` cut after each sentence and its citation markers, whitespace kept with the
+    piece it follows, so that ``"".join(sentence_pieces(t)) == t`` always holds."""
+    pieces: list[str] = []
+    start = 0
+    for match in _END.finditer(text):
+        end = match.end()
+        while end < len(text) and text[end].isspace():
+            end += 1
+        if text[start:end].strip():
+            pieces.append(text[start:end])
+            start = end
+    if start < len(text):
+        if pieces and not text[start:].strip():
+            pieces[-1] += text[start:]
+        else:
+            pieces.append(text[start:])
+    return pieces
+
+
+def wants_stream(request: Request) -> bool:
+    """Whether ``Accept`` names ``text/event-stream`` (with a non-zero quality)."""
+    for item in request.headers.get("accept", "").split(","):
+        media, *params = (p.strip() for p in item.split(";"))
+        if media.lower() != EVENT_STREAM:
+            continue
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
+
+
+def event(name: str, data: dict[str, Any]) -> bytes:
+    """One server-sent event; JSON escapes newlines, so ``data`` is always one line."""
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+class Asker:
+    """Runs asks under the deadline and answers them as JSON or as an event stream."""
+
+    def __init__(self, ask: AskFn, *, timeout_s: float, degraded_message: str) -> None:
+        self._ask = ask
+        self.timeout_s = timeout_s
+        self.degraded_message = degraded_message
+
+    async def respond(
+        self, request: Request, question: str, user_id: str, assistant: str | None
+    ) -> Response:
+        stream = wants_stream(request)
+        try:
+            result = await self.run(question, user_id, assistant)
+        except ClearanceError as exc:
+            return self._error(exc, stream)
+        if result.status is Status.DEGRADED:  # the orchestrator caught a provider failure
+            return self._error(ProviderError(self.degraded_message), stream)
+        body = result.to_dict()
+        if not stream:
+            return JSONResponse(body)
+        pieces = sentence_pieces(result.answer) if result.status is Status.ANSWERED else []
+        return _event_stream(
+            [event("sentence", {"index": i, "text": t}) for i, t in enumerate(pieces)]
+            + [event("answer", body)]
+        )
+
+    async def run(self, question: str, user_id: str, assistant: str | None) -> AnswerResult:
+        """``ask`` in a worker thread; past the deadline, :class:`ProviderError` (the ask is
+        abandoned, not stopped: it finishes, and writes its trace, in the background)."""
+        with anyio.move_on_after(self.timeout_s):
+            return await anyio.to_thread.run_sync(
+                self._ask, question, user_id, assistant, abandon_on_cancel=True
+            )
+        raise ProviderError(f"the answer took longer than {self.timeout_s:g} s")
+
+    def _error(self, exc: ClearanceError, stream: bool) -> Response:
+        if isinstance(exc, ProviderError):  # the fixed text: never the provider's details
+            status, body = 503, error_body(DEGRADED, self.degraded_message)
+        else:
+            status, body = status_of(exc), exc.to_dict()
+        if not stream:
+            return JSONResponse(body, status)
+        return _event_stream([event("error", body)], status)
+
+
+def _event_stream(events: Iterable[bytes], status: int = 200) -> StreamingResponse:
+    async def send() -> AsyncIterator[bytes]:
+        for item in events:
+            yield item
+
+    return StreamingResponse(
+        send(),
+        status_code=status,
+        media_type=EVENT_STREAM,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
