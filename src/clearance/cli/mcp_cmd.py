@@ -65,16 +65,25 @@ def register(cli: click.Group) -> None:
             if http:
                 import uvicorn
 
-                from clearance.api.auth import ApiTokenAuthenticator
-                from clearance.api.tokens import TokenStore
+                from clearance.api.auth import default_authenticators
 
                 settings = engine.settings
                 host = host or settings.server.host
                 port = port or settings.server.port
-                tokens = ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))
-                app = create_http_app(engine, [tokens], assistant=assistant)
+                # The API's sign-in modes: API tokens, and OIDC / trusted proxy when configured.
+                authenticators = default_authenticators(settings.server, engine)
+                app = create_http_app(engine, authenticators, assistant=assistant)
                 err_console.print(f"serving MCP on http://{safe(host)}:{port}/mcp")
-                uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
+                # proxy_headers=False: the peer address must be the TCP peer, or any local
+                # client could pose as a trusted proxy by sending X-Forwarded-For.
+                uvicorn.run(
+                    app,
+                    host=host,
+                    port=port,
+                    log_level="info",
+                    server_header=False,
+                    proxy_headers=False,
+                )
                 return
 
             assert user_id is not None
