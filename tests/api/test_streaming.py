@@ -111,6 +111,8 @@ def wait_for_trace(config: Path, before: int, timeout_s: float = 20) -> dict[str
         ("東京。[S1]大阪！次", ["東京。[S1]", "大阪！", "次"]),
         ("(Note: “T” is past its date.) Next.", ["(Note: “T” is past its date.) ", "Next."]),
         ("one line\nno stop", ["one line\nno stop"]),
+        ("See e.g. Dr. No. [S1] Next.", ["See e.g. Dr. No. [S1] ", "Next."]),
+        ("- a: 1 [S1]\n- b: 2 [S2]", ["- a: 1 [S1]\n", "- b: 2 [S2]"]),
         ("", []),
     ],
 )

@@ -42,6 +42,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from clearance.answer.result import AnswerResult, Status
 from clearance.api.errors import error_body, status_of
 from clearance.errors import ClearanceError, ProviderError
+from clearance.llm.extractive import split_sentences
 
 __all__ = ["EVENT_STREAM", "Asker", "sentence_pieces", "wants_stream"]
 
@@ -52,31 +53,32 @@ DEGRADED = "degraded"
 
 AskFn = Callable[[str, str, str | None], AnswerResult]
 
-# A sentence ends at . ! ? (with closing quotes or brackets) before a space, or at 。！？;
-# the citation markers that follow belong to it. A marker run followed by more words ends a
-# sentence too ("… economy [S1] Next …"), as the orchestrator's checks read it.
-_END = re.compile(
-    r"""
-    (?: [.!?][)"'”’」』]* (?=\s|$) | [。！？][)"'”’」』）]* )
-    (?: \s* \[S\d{1,4}\] )*
-    | (?: \[S\d{1,4}\] )+ (?=\s)
-    """,
-    re.VERBOSE,
-)
+# Citation markers (and the space around them) after a sentence belong to it; a marker run
+# followed by more words ends a sentence ("… economy [S1] Next …"), as the orchestrator's
+# checks read it.
+_TRAILING_MARKERS = re.compile(r"(?:\s*\[S\d{1,4}\])*\s*")
+_MARKERS_THEN_WORDS = re.compile(r"(?:\[S\d{1,4}\])+(?=\s+\w)")
 
 
 def sentence_pieces(text: str) -> list[str]:
-    """``text`` cut after each sentence and its citation markers, whitespace kept with the
-    piece it follows, so that ``"".join(sentence_pieces(t)) == t`` always holds."""
+    """``text`` cut after each sentence (as :func:`~clearance.llm.extractive.split_sentences`
+    finds them: abbreviations and decimals kept, CJK and line breaks handled) with the
+    citation markers and whitespace that follow it, so ``"".join(sentence_pieces(t)) == t``
+    always holds."""
+    cuts: set[int] = set()
+    position = 0
+    for sentence in split_sentences(text):
+        position = text.index(sentence, position) + len(sentence)
+        cuts.add(position)
+    cuts.update(m.end() for m in _MARKERS_THEN_WORDS.finditer(text))
     pieces: list[str] = []
     start = 0
-    for match in _END.finditer(text):
-        end = match.end()
-        while end < len(text) and text[end].isspace():
-            end += 1
-        if text[start:end].strip():
-            pieces.append(text[start:end])
-            start = end
+    for cut in sorted(cuts):
+        end = _TRAILING_MARKERS.match(text, cut)
+        stop = end.end() if end else cut
+        if stop > start and text[start:stop].strip():
+            pieces.append(text[start:stop])
+            start = stop
     if start < len(text):
         if pieces and not text[start:].strip():
             pieces[-1] += text[start:]
