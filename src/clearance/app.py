@@ -67,6 +67,27 @@ class SearchResult:
     realtime_dropped: dict[str, RealtimeResult] = field(default_factory=dict)
     refused: str | None = None  # "account_disabled" / "unknown_user" when nothing was searched
 
+    def to_dict(self, query: str) -> dict[str, Any]:
+        """The JSON of a search — the one place its shape is built: ``clearance search
+        --json``, ``POST /v1/search`` and the MCP ``search`` tool all return it."""
+        rows = [
+            {
+                "rank": i,
+                "doc_id": h.document.doc_id,
+                "title": h.document.title,
+                "locator": h.chunk.locator,
+                "uri": h.document.uri,
+                "corpus": h.document.corpus,
+                "sensitivity": h.chunk.sensitivity.name,
+                "score": round(h.score, 6),
+                "lexical_rank": h.lexical_rank,
+                "vector_rank": h.vector_rank,
+                "text": h.chunk.text,
+            }
+            for i, h in enumerate(self.hits, start=1)
+        ]
+        return {"user": self.user_id, "query": query, "refused": self.refused, "results": rows}
+
 
 class Clearance(Closing):
     """Open with :meth:`open`; close with :meth:`close` or use as a context manager."""

@@ -218,26 +218,6 @@ def _validation_message(exc: RequestValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}"
 
 
-def _search_rows(result: Any) -> list[dict[str, Any]]:
-    """The rows of ``clearance search --json``, field for field."""
-    return [
-        {
-            "rank": i,
-            "doc_id": h.document.doc_id,
-            "title": h.document.title,
-            "locator": h.chunk.locator,
-            "uri": h.document.uri,
-            "corpus": h.document.corpus,
-            "sensitivity": h.chunk.sensitivity.name,
-            "score": round(h.score, 6),
-            "lexical_rank": h.lexical_rank,
-            "vector_rank": h.vector_rank,
-            "text": h.chunk.text,
-        }
-        for i, h in enumerate(result.hits, start=1)
-    ]
-
-
 def _identify(request: Request) -> Identity:
     headers = {k.lower(): v for k, v in request.headers.items()}
     peer = request.client.host if request.client else None
@@ -250,7 +230,7 @@ def _identify(request: Request) -> Identity:
                 limiter.admit(identity.user_id, peer)  # per user; 429 with Retry-After
             request.state.user_id = identity.user_id  # for the access log's pseudonym
             return identity
-    raise Unauthenticated("a valid API token is required (Authorization: Bearer …)")
+    raise Unauthenticated("sign-in required: a valid bearer token (Authorization: Bearer …)")
 
 
 def _administrator(request: Request, identity: Annotated[Identity, Depends(_identify)]) -> Identity:
@@ -414,12 +394,7 @@ def create_app(
             result = engine.search(identity.user_id, body.query, assistant=body.assistant, k=body.k)
         except ConfigError as exc:  # an unknown or missing assistant
             raise NotFoundError(exc.message) from None
-        return {
-            "user": identity.user_id,
-            "query": body.query,
-            "refused": result.refused,
-            "results": _search_rows(result),
-        }
+        return result.to_dict(body.query)
 
     def answer(question: str, user_id: str, assistant: str | None) -> AnswerResult:
         with orchestrator_lock:  # built once, on first use, by one thread

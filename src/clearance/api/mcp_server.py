@@ -76,7 +76,7 @@ def request_user(ctx: ServerRequestContext[Any, Any]) -> str:
     request = ctx.request
     identity = getattr(request.state, _IDENTITY, None) if isinstance(request, Request) else None
     if not isinstance(identity, Identity):
-        raise Unauthenticated("a valid API token is required (Authorization: Bearer …)")
+        raise Unauthenticated("sign-in required: a valid bearer token (Authorization: Bearer …)")
     return identity.user_id
 
 
@@ -266,7 +266,7 @@ class BearerGate:
         peer = client[0] if client else None
         identity = None
         error: ClearanceError = Unauthenticated(
-            "a valid API token is required (Authorization: Bearer …)"
+            "sign-in required: a valid bearer token (Authorization: Bearer …)"
         )
         try:
             for authenticator in self.authenticators:

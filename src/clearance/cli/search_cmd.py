@@ -22,25 +22,9 @@ __all__ = ["register", "search_json"]
 
 
 def search_json(user_id: str, query: str, result: SearchResult) -> dict[str, Any]:
-    """The JSON of ``clearance search --json``: the one place its shape is built (the MCP
-    ``search`` tool returns it too)."""
-    rows = [
-        {
-            "rank": i,
-            "doc_id": h.document.doc_id,
-            "title": h.document.title,
-            "locator": h.chunk.locator,
-            "uri": h.document.uri,
-            "corpus": h.document.corpus,
-            "sensitivity": h.chunk.sensitivity.name,
-            "score": round(h.score, 6),
-            "lexical_rank": h.lexical_rank,
-            "vector_rank": h.vector_rank,
-            "text": h.chunk.text,
-        }
-        for i, h in enumerate(result.hits, start=1)
-    ]
-    return {"user": user_id, "query": query, "refused": result.refused, "results": rows}
+    """The JSON of ``clearance search --json`` (:meth:`SearchResult.to_dict`)."""
+    assert user_id == result.user_id
+    return result.to_dict(query)
 
 
 def register(cli: click.Group) -> None:
