@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, 
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -268,6 +269,10 @@ def create_app(
         try:
             yield
         finally:
+            # Asks abandoned at their deadline still run: let them finish and write their
+            # traces (bounded by the provider's own timeout) before the index is closed.
+            grace = settings.llm.timeout_s * (settings.llm.max_retries + 1) + 5.0
+            await anyio.to_thread.run_sync(asker.wait_idle, grace)
             if owned:
                 engine.close()
 

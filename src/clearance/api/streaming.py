@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -116,6 +117,25 @@ class Asker:
         self._ask = ask
         self.timeout_s = timeout_s
         self.degraded_message = degraded_message
+        self._running = 0
+        self._idle = threading.Condition()
+
+    def _tracked(self, question: str, user_id: str, assistant: str | None) -> AnswerResult:
+        """``ask``, counted while it runs — abandoned asks included — so shutdown can wait
+        for them to write their traces before the index is closed."""
+        with self._idle:
+            self._running += 1
+        try:
+            return self._ask(question, user_id, assistant)
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Block until no ask is running (``True``) or ``timeout_s`` passed (``False``)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._running == 0, timeout=timeout_s)
 
     async def respond(
         self, request: Request, question: str, user_id: str, assistant: str | None
@@ -141,7 +161,7 @@ class Asker:
         abandoned, not stopped: it finishes, and writes its trace, in the background)."""
         with anyio.move_on_after(self.timeout_s):
             return await anyio.to_thread.run_sync(
-                self._ask, question, user_id, assistant, abandon_on_cancel=True
+                self._tracked, question, user_id, assistant, abandon_on_cancel=True
             )
         raise ProviderError(f"the answer took longer than {self.timeout_s:g} s")
 
