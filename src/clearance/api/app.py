@@ -436,10 +436,13 @@ def create_app(
             assistant_settings = access.assistant(assistant)
         except ConfigError as exc:
             raise NotFoundError(exc.message) from None
+        # The same work whether the document exists or not, as far as it can be: who the
+        # caller is is resolved first (a real-time check of an existing document still costs
+        # a round trip an absent one does not; docs/server.md says so).
+        principal = access.principal(identity.user_id)
         found = engine.store.get_document(doc_id)
         if found is None:
             raise DOCUMENT_NOT_FOUND
-        principal = access.principal(identity.user_id)
         decision = access.decide(principal, Action.RETRIEVE, found, assistant_settings)
         if not decision.allow:
             raise DOCUMENT_NOT_FOUND
