@@ -70,6 +70,15 @@ def demo() -> int:
     ):
         print(f"\n### {user} asks: {question}", flush=True)
         clearance("ask", question, "--user", user, env=env)
+    print(
+        "\n### the same index over HTTP (docs/server.md):\n"
+        f"export CLEARANCE_HOME={DEMO_HOME}\n"
+        f"{BIN / 'clearance'} token create --user alice   # prints a token once\n"
+        f"{BIN / 'clearance'} serve                       # http://127.0.0.1:8080\n"
+        "curl -s -X POST http://127.0.0.1:8080/v1/ask -H 'Authorization: Bearer TOKEN' "
+        "-H 'content-type: application/json' -d '{\"question\": \"What is the travel policy?\"}'",
+        flush=True,
+    )
     return 0
 
 
