@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -106,12 +107,20 @@ class Live:
 
 
 @contextmanager
-def serving(config: Path) -> Iterator[str]:
-    """Runs the app under uvicorn in a thread on a free port; yields its base URL."""
-    app = create_app(load_settings(config))
+def serving_app(app: Any, path: str = "") -> Iterator[str]:
+    """``app`` under uvicorn in a thread on a free loopback port; yields its base URL (plus
+    ``path``). The peer is the TCP connection's, as ``clearance serve`` takes it
+    (``proxy_headers=False``)."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            proxy_headers=False,
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -120,10 +129,17 @@ def serving(config: Path) -> Iterator[str]:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         server.should_exit = True
         thread.join(15)
+
+
+@contextmanager
+def serving(config: Path) -> Iterator[str]:
+    """The app of ``config`` under uvicorn on loopback; yields its base URL."""
+    with serving_app(create_app(load_settings(config))) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

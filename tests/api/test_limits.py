@@ -9,17 +9,12 @@ whose limiter is keyed by the peer address, and must see it fail.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
-from api.conftest import create_token, free_port
+from api.conftest import create_token, serving_app
 from clearance.api.app import create_app
 from clearance.api.limits import RateLimited, RateLimiter
 from clearance.config import Rate, load_settings, settings_from_dict
@@ -35,26 +30,6 @@ def limited_config(project: Path, rate: str) -> Path:
     config = project.parent / f"limited-{rate.replace('/', '-')}.toml"
     config.write_text(text.replace('rate_limit = "off"', f'rate_limit = "{rate}"'), "utf-8")
     return config
-
-
-@contextmanager
-def serving_app(app: FastAPI) -> Iterator[str]:
-    """``app`` under uvicorn in a thread on a free loopback port; yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
 
 
 def bearer(token: str) -> dict[str, str]:

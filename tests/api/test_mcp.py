@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -24,12 +22,11 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server, ServerRequestContext
 
-from api.conftest import create_token, free_port
+from api.conftest import create_token, serving_app
 from clearance.api.auth import ApiTokenAuthenticator
 from clearance.api.mcp_server import MCP_PATH, create_http_app, create_server, fixed_user
 from clearance.api.tokens import TokenStore
@@ -273,21 +270,8 @@ def serving_mcp(engine: Clearance) -> Iterator[str]:
     """The MCP HTTP app under a real uvicorn on a free loopback port; yields its URL."""
     tokens = ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))
     app = create_http_app(engine, [tokens])
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}{MCP_PATH}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
+    with serving_app(app, MCP_PATH) as url:
+        yield url
 
 
 def test_http_server_takes_the_identity_from_the_bearer_token(

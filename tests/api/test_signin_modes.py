@@ -16,19 +16,16 @@ import ipaddress
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
-from api.conftest import DIRECTORY, create_token, free_port, make_project
+from api.conftest import DIRECTORY, create_token, free_port, make_project, serving
 from api.test_oidc import (
     AUDIENCE,
     ISSUER,
@@ -40,10 +37,9 @@ from api.test_oidc import (
     mint,
     rsa_jwk,
 )
-from clearance.api.app import create_app
 from clearance.api.auth import TrustedHeaderAuthenticator
 from clearance.api.errors import status_of
-from clearance.config import load_settings, settings_from_dict
+from clearance.config import settings_from_dict
 from clearance.errors import AuthError, ConfigError
 from clitools import cli
 
@@ -77,35 +73,6 @@ def configure(root: Path, server_toml: str) -> Path:
     rc, _, err = cli("--config", config, "directory", "sync", directory)
     assert rc == 0, err
     return config
-
-
-@contextmanager
-def serving(config: Path) -> Iterator[str]:
-    """The app under uvicorn on loopback, with the peer taken from the TCP connection as
-    ``clearance serve`` takes it (``proxy_headers=False``)."""
-    app = create_app(load_settings(config))
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-            proxy_headers=False,
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
 
 
 def assert_unauthenticated(response: httpx.Response) -> None:
