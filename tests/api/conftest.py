@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 
@@ -133,6 +135,22 @@ def serving_app(app: Any, path: str = "") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(15)
+
+
+def wait_until_serving(url: str, process: subprocess.Popen[Any]) -> None:
+    """Wait for a ``clearance serve`` subprocess to answer ``/healthz`` (at most 30 s)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            raise AssertionError(f"clearance serve exited: {output!r}")
+        assert time.monotonic() < deadline, "clearance serve did not start"
+        time.sleep(0.1)
 
 
 @contextmanager

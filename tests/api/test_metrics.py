@@ -12,7 +12,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.conftest import Live, create_token, free_port, make_project, serving
+from api.conftest import Live, create_token, free_port, make_project, serving, wait_until_serving
 from clearance.api import metrics as metrics_module
 from clearance.api.metrics import ACCESS_LOGGER, UNMATCHED, serve_log_config
 from clearance.app import Clearance
@@ -243,16 +242,7 @@ def test_clearance_serve_writes_our_access_log_instead_of_uvicorns(project: Path
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, "clearance serve exited"
-            assert time.monotonic() < deadline, "clearance serve did not start"
-            time.sleep(0.1)
+        wait_until_serving(url, process)
         me = httpx.get(
             f"{url}/v1/me?x={QUESTION_WORD}",
             headers={"Authorization": f"Bearer {token}"},

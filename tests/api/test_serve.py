@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from api.conftest import create_token, free_port
+from api.conftest import create_token, free_port, wait_until_serving
 from clearance.config import ServerSettings, settings_from_dict
 from clearance.errors import ConfigError
 
@@ -47,16 +46,7 @@ def test_clearance_serve_answers_on_the_given_port(project: Path) -> None:
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            assert time.monotonic() < deadline, "clearance serve did not start"
-            time.sleep(0.1)
+        wait_until_serving(url, process)
         me = httpx.get(f"{url}/v1/me", headers={"Authorization": f"Bearer {token}"}, timeout=5)
         assert me.json()["user"] == "ann"
         assert "server" not in me.headers

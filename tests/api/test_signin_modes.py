@@ -25,7 +25,14 @@ from typing import Any
 import httpx
 import pytest
 
-from api.conftest import DIRECTORY, create_token, free_port, make_project, serving
+from api.conftest import (
+    DIRECTORY,
+    create_token,
+    free_port,
+    make_project,
+    serving,
+    wait_until_serving,
+)
 from api.test_oidc import (
     AUDIENCE,
     ISSUER,
@@ -347,16 +354,7 @@ def test_clearance_serve_takes_the_peer_from_the_connection(tmp_path: Path) -> N
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            assert time.monotonic() < deadline, "clearance serve did not start"
-            time.sleep(0.1)
+        wait_until_serving(url, process)
         spoofed = {**as_user("ann"), "X-Forwarded-For": PROXY}
         assert_unauthenticated(httpx.get(f"{url}/v1/me", headers=spoofed, timeout=5))
         transport = httpx.HTTPTransport(local_address=PROXY)

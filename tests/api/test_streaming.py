@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.conftest import Live, create_token, free_port, serving
+from api.conftest import Live, create_token, free_port, serving, wait_until_serving
 from clearance.api.streaming import sentence_pieces
 from clearance.app import Clearance
 from clearance.config import AnswerSettings, load_settings
@@ -309,16 +309,7 @@ def test_a_client_leaving_mid_stream_is_no_crash_and_the_ask_is_traced(
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, "clearance serve exited"
-            assert time.monotonic() < deadline, "clearance serve did not start"
-            time.sleep(0.1)
+        wait_until_serving(url, process)
         headers = {**SSE, "Authorization": f"Bearer {token}"}
         with (
             httpx.Client(base_url=url, timeout=30) as client,
