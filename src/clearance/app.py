@@ -520,6 +520,26 @@ class Clearance(Closing):
 
     # ------------------------------------------------------------------ status
 
+    def status(self) -> dict[str, Any]:
+        """Counts, index size, directory and per-corpus freshness: the JSON of ``clearance
+        status --json`` and ``GET /v1/status``, built here only."""
+        stats = self.store.stats()
+        directory = self.directory
+        return {
+            "index": str(self.store.path),
+            "documents": stats.documents,
+            "chunks": stats.chunks,
+            "vectors": stats.vectors,
+            "size_bytes": stats.size_bytes,
+            "by_sensitivity": dict(stats.by_sensitivity),
+            "directory": {
+                "version": directory.version,
+                "users": len(directory.users),
+                "groups": len(directory.groups),
+            },
+            "corpora": self.corpus_status(),
+        }
+
     def corpus_status(self) -> list[dict[str, Any]]:
         now = self.clock()
         access = self.access()

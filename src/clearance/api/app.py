@@ -469,22 +469,7 @@ def create_app(
     @app.get("/v1/status", tags=["admin"], responses=_errors(401, 403))
     def status(identity: Admin) -> dict[str, Any]:
         """What ``clearance status --json`` shows: counts, directory, corpus freshness."""
-        stats = engine.store.stats()
-        directory = engine.directory
-        return {
-            "index": str(engine.store.path),
-            "documents": stats.documents,
-            "chunks": stats.chunks,
-            "vectors": stats.vectors,
-            "size_bytes": stats.size_bytes,
-            "by_sensitivity": dict(stats.by_sensitivity),
-            "directory": {
-                "version": directory.version,
-                "users": len(directory.users),
-                "groups": len(directory.groups),
-            },
-            "corpora": engine.corpus_status(),
-        }
+        return engine.status()
 
     from clearance.api.admin import admin_router  # imported here: it builds on this module
 

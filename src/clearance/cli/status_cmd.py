@@ -23,43 +23,27 @@ def register(cli: click.Group) -> None:
     def status(app_ctx: AppContext, as_json: bool) -> None:
         """Counts per corpus and sensitivity, index size, and which corpora fail closed."""
         with app_ctx.open() as app:
-            stats = app.store.stats()
-            corpora = app.corpus_status()
-            directory = app.directory
-            path = str(app.store.path)
-        data = {
-            "index": path,
-            "documents": stats.documents,
-            "chunks": stats.chunks,
-            "vectors": stats.vectors,
-            "size_bytes": stats.size_bytes,
-            "by_sensitivity": dict(stats.by_sensitivity),
-            "directory": {
-                "version": directory.version,
-                "users": len(directory.users),
-                "groups": len(directory.groups),
-            },
-            "corpora": corpora,
-        }
+            data = app.status()
         if as_json:
             emit_json(data)
             return
+        directory = data["directory"]
         console.print(
-            f"index {safe(path)}: {stats.documents} documents, {stats.chunks} chunks, "
-            f"{stats.vectors} vectors, {stats.size_bytes / 1e6:.1f} MB"
+            f"index {safe(data['index'])}: {data['documents']} documents, {data['chunks']} "
+            f"chunks, {data['vectors']} vectors, {data['size_bytes'] / 1e6:.1f} MB"
+        )
+        by_sensitivity = sorted(data["by_sensitivity"].items())
+        console.print(
+            "by sensitivity: " + safe(", ".join(f"{k} {v}" for k, v in by_sensitivity) or "-")
         )
         console.print(
-            "by sensitivity: "
-            + safe(", ".join(f"{k} {v}" for k, v in sorted(stats.by_sensitivity.items())) or "-")
-        )
-        console.print(
-            f"directory v{safe(directory.version)}: {len(directory.users)} users, "
-            f"{len(directory.groups)} groups"
+            f"directory v{safe(directory['version'])}: {directory['users']} users, "
+            f"{directory['groups']} groups"
         )
         table = Table(show_header=True)
         for column in ("corpus", "documents", "last ACL sync", "SLA", "serving"):
             table.add_column(column)
-        for c in corpora:
+        for c in data["corpora"]:
             table.add_row(
                 safe(c["corpus"]),
                 safe(c["documents"]),
