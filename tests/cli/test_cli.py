@@ -327,7 +327,7 @@ def test_a_bad_directory_file_is_one_line_with_exit_2(run: Run, project: Path) -
     rc, _, err = run("directory", "sync", str(project / "directory.json"))
 
     assert rc == 2
-    assert_one_line_error(err, "not valid JSON")
+    assert_one_line_error(err, "directory.json: $: not valid JSON")
     assert err.startswith("error: directory.json: ")
 
 
