@@ -131,13 +131,16 @@ class Section:
     """One unit a loader yields: text plus the locator that points back into the file.
 
     ``atomic`` sections (a table row, a slide title) are never split by the chunker.
-    ``table`` holds the cells of a table section for fact extraction, if any.
+    ``table`` holds the cells of a table section for fact extraction, if any, and
+    ``titles`` the titles above it that are neither cells nor in the locator, innermost
+    first (a chart's title, then its slide's title).
     """
 
     text: str
     locator: str
     atomic: bool = False
     table: tuple[tuple[str, ...], ...] | None = None
+    titles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,11 +33,15 @@ from clearance.cli import facts_cmds
 from clearance.cli.context import AppContext
 from clearance.config import FactSettings, Settings, settings_from_dict
 from clearance.errors import StoreError
+from clearance.ingest import facts as facts_module
 from clearance.ingest import pipeline as pipeline_module
 from clearance.ingest.facts import (
+    Match,
     Vocabulary,
+    _longest,
     extract_facts,
     format_number,
+    normalize,
     parse_number,
     vocab_fingerprint,
 )
@@ -248,7 +252,8 @@ def test_csv_long_format_with_metric_and_unit_columns(tmp_path: Path) -> None:
             ["region", "metric", "unit", "FY2023", "FY2024"],
             ["Japan", "Revenue", "USD m", "412.5", "448.2"],
             ["US", "Headcount", "people", "1870", "1955"],
-            ["EU", "Net sales", "百万円", "12%", "-"],  # "-" is no number
+            ["EU", "Net sales", "百万円", "1,702*", "-"],  # "-" is no number
+            ["EU", "Net sales", "百万円", "12%", "9"],  # "%" contradicts 百万円: no fact
         ],
     )
     facts = facts_of(path)
@@ -257,10 +262,11 @@ def test_csv_long_format_with_metric_and_unit_columns(tmp_path: Path) -> None:
         ("North Co", "FY2024", "revenue", "total", 448.2, "USD m"),
         ("South Co", "FY2023", "headcount", "total", 1870.0, "people"),
         ("South Co", "FY2024", "headcount", "total", 1955.0, "people"),
-        ("East Co", "FY2023", "revenue", "total", 12.0, "JPY m"),
+        ("East Co", "FY2023", "revenue", "total", 1702.0, "JPY m"),
+        ("East Co", "FY2024", "revenue", "total", 9.0, "JPY m"),
     }
     assert next(f for f in facts if f.value == 448.2).locator == (
-        "rows=2-4,row=Japan / Revenue / USD m,col=FY2024"
+        "rows=2-5,row=Japan / Revenue / USD m,col=FY2024"
     )
 
 
@@ -366,6 +372,59 @@ def test_vocabulary_matching_rules() -> None:
     assert v.malformed_periods("FY20245 or Q5 2024 but FY2024") == ["FY20245", "Q5 2024"]
     longest = Vocabulary(vocab({"entities": {"Group": ["ACME"], "ACME Japan": ["ACME Japan"]}}))
     assert longest.values("entity", "ACME Japan results") == ["ACME Japan"]
+    assert v.values("entity", "Revenue (US$m)") == []  # letters before "$" are a currency
+    assert v.values("entity", "US revenue") == ["South Co"]
+
+
+def test_a_label_is_read_for_every_kind_and_the_longer_overlap_wins() -> None:
+    v = Vocabulary(vocab({"units": {"USD m": ["USD m"], "Q": ["Q1 2025 basis"]}}))
+    reading = v.read("Revenue Japan (USD m) Q1 2025 basis")
+    assert reading.values["metric"] == ("revenue",)
+    assert reading.values["entity"] == ("North Co",)
+    assert reading.values["unit"] == ("USD m", "Q")
+    assert reading.values["period"] == ()  # inside the longer unit match
+    assert reading.residue().split() == ["(", ")"]
+
+
+# The quadratic versions the vocabulary used before: the faster ones must agree with them.
+
+
+def reference_longest(matches: Sequence[Match]) -> list[Match]:
+    chosen: list[Match] = []
+    for m in sorted(set(matches), key=lambda m: (-(m.end - m.start), m.start, m.canonical)):
+        if all(m.end <= c.start or m.start >= c.end for c in chosen):
+            chosen.append(m)
+    return sorted(chosen, key=lambda m: (m.start, m.end))
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 8), st.sampled_from("abc"))))
+def test_longest_agrees_with_the_quadratic_reference(spans: list[tuple[int, int, str]]) -> None:
+    matches = [Match(c, start, start + length) for start, length, c in spans]
+    assert _longest(matches) == reference_longest(matches)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["FY2024", "FY20245", "Q5 2024", "Q3 2025", "2025年度", "x", "Q1", " "]),
+        max_size=30,
+    )
+)
+def test_malformed_periods_agrees_with_the_quadratic_reference(words: list[str]) -> None:
+    v = Vocabulary(VOCAB)
+    text = " ".join(words)
+    norm = normalize(text)
+    recognised = v.find_periods(norm)
+    spaced, back = facts_module._spaced(norm)
+    spans: list[tuple[int, int]] = []
+    for pattern in facts_module._PERIODISH:
+        for m in pattern.finditer(spaced):
+            start, end = back[m.start()], back[m.end() - 1] + 1
+            if any(r.start <= start and end <= r.end for r in recognised):
+                continue
+            if any(start < e and s < end for s, e in spans):
+                continue
+            spans.append((start, end))
+    assert v.malformed_periods(text) == [norm[s:e].strip() for s, e in sorted(spans)]
 
 
 def test_vocab_fingerprint_changes_with_the_vocabulary() -> None:
@@ -395,6 +454,12 @@ def test_vocab_fingerprint_changes_with_the_vocabulary() -> None:
         ("+6.1%", 6.1, "%"),
         ("0.02", 0.02, ""),
         ("95.0", 95.0, ""),
+        ("(12.5)", -12.5, ""),
+        ("1,702*", 1702.0, ""),
+        ("1,702¹", 1702.0, ""),  # not 17,021: the superscript goes before NFKC
+        ("1,702 [a]", 1702.0, ""),
+        ("(12.5)†", -12.5, ""),
+        ("12% (b)", 12.0, "%"),
     ],
 )
 def test_parse_number(text: str, value: float, unit: str) -> None:
@@ -405,11 +470,26 @@ def test_parse_number(text: str, value: float, unit: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "footnote"),
+    [("1,702*", "*"), ("1,702 **", "**"), ("1,702¹²", "¹²"), ("448.2 [a]", "[a]"), ("9", "")],
+)
+def test_parse_number_keeps_the_footnote_marker(text: str, footnote: str) -> None:
+    parsed = parse_number(text)
+    assert parsed is not None
+    assert parsed.footnote == footnote
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "",
         "-",
+        "—",
+        "–",
         "n/a",
+        "N/A",
+        "*",
+        "1,702 note 3",
         "FY2024",
         "Q3 2025",
         "2026-07",

@@ -678,7 +678,8 @@ def test_pptx_slides_tables_notes_and_groups(tmp_path: Path) -> None:
     ]
     cell = extracted.sections[1]
     assert cell.atomic
-    assert cell.table == (("", "FY2023"), ("Japan", "100"))
+    assert cell.table == (("Region", "FY2023"), ("Japan", "100"))
+    assert cell.titles == ("Revenue by region",)
     assert not extracted.sections[0].atomic
     assert not extracted.sections[4].atomic
 

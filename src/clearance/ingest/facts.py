@@ -19,27 +19,49 @@ Matching rules (:class:`Vocabulary`):
   acronym and matches only in capitals, so the pronoun "us" is not the entity "US";
 * overlapping matches of one kind resolve to the longest (``ACME Japan`` over ``Japan``;
   ``2025年度第3四半期`` is ``Q3 2025``, not ``FY2025``). Period patterns are also tried with
-  a space between CJK and Latin text, so ``\\b`` in a pattern works in ``FY2024の``.
+  a space between CJK and Latin text, so ``\\b`` in a pattern works in ``FY2024の``;
+* a table label is read for every kind at once (:meth:`Vocabulary.read`), and where
+  matches of two kinds overlap the longer wins: with the unit ``US$ m`` configured,
+  ``Revenue (US$m)`` names no entity ``US``. Letters right before a currency symbol are
+  never an alias on their own either (``US$``, ``HK$``).
 
 Extraction rules (:func:`extract_facts`): for a numeric cell, the contexts are tried
 nearest first — the cell's own unit text, the row label, the column header, the other
-label cells of the row (long format: ``Region | Fiscal year | Revenue``), the locator's
-heading path (innermost first) or sheet name, the slide title, then the document title.
-For each slot, the nearest context that matches anything decides; if it names two
-different values the slot is ambiguous and the cell is skipped. Metric, entity and period
-must all resolve; the channel defaults to ``default_channel`` and the unit to
-``metric_units[metric]`` (else ``""``). A cell that fails for any reason is skipped, never
-the document.
+label cells of the row (long format: ``Region | Fiscal year | Revenue``), the table's
+top-left cell (``Japan`` above metric rows and period columns, or ``Revenue (USD m)``
+above entity rows), the section's titles (a chart's title, the slide title), the
+locator's heading path (innermost first) or sheet name, then the document title. For
+each slot, the nearest context that matches anything decides; if it names two different
+values the slot is ambiguous and the cell is skipped. Metric, entity and period must all
+resolve; the channel defaults to ``default_channel`` and the unit to
+``metric_units[metric]`` (else ``""``).
+
+Never a guess:
+
+* unit-looking text that no configured unit accounts for — a currency symbol or code, a
+  scale word, ``%`` — in the cell's own text, in a table label's parentheses
+  (``Revenue (EUR k)``) or in a title up to the one that named the metric, means the value
+  may be in another currency or scale: the cell is skipped rather than given the
+  metric's default unit;
+* footnote markers are not part of the number (``1,702*`` and ``1,702¹`` are 1702; the
+  cell as written stays in :attr:`Fact.raw`) nor of a label (``Revenue¹``);
+* ``—``, ``-``, ``n/a`` and empty cells are no number, so they are no fact (never 0);
+  ``(12.5)`` is −12.5.
+
+A cell that fails for any reason is skipped, never the document. A table that names a
+metric but whose values were skipped (no entity or period, two of one, an unknown unit)
+is reported through ``warn``, one line per table and reason with its locator.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
@@ -51,6 +73,8 @@ from clearance.model import Fact, Section
 __all__ = [
     "Match",
     "ParsedNumber",
+    "ReadKind",
+    "Reading",
     "SlotKind",
     "Vocabulary",
     "extract_facts",
@@ -65,6 +89,7 @@ log = logging.getLogger(__name__)
 SlotKind = Literal["metric", "entity", "channel", "unit"]
 
 _SPACE = re.compile(r"\s+")
+_CURRENCY = "$¥€£₩₹"
 _LATIN = "0-9A-Za-z\u00c0-\u024f"
 _LATIN_CHAR = re.compile(f"[{_LATIN}]")
 _ACRONYM = re.compile(r"^[A-Z]{2,4}$")
@@ -130,6 +155,28 @@ class Match:
     end: int
 
 
+ReadKind = Literal["metric", "entity", "channel", "unit", "period"]
+_SLOT_KINDS: tuple[SlotKind, ...] = ("metric", "entity", "channel", "unit")
+_READ_KINDS: tuple[ReadKind, ...] = (*_SLOT_KINDS, "period")
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What :meth:`Vocabulary.read` found in one text: the normalised text, the distinct
+    canonical values per kind (in order of appearance) and the spans they cover."""
+
+    text: str
+    values: Mapping[ReadKind, tuple[str, ...]]
+    spans: tuple[tuple[int, int], ...]
+
+    def residue(self) -> str:
+        """The text with every recognised span blanked out."""
+        chars = list(self.text)
+        for start, end in self.spans:
+            chars[start:end] = " " * (end - start)
+        return "".join(chars)
+
+
 @dataclass(frozen=True, slots=True)
 class _Alias:
     canonical: str
@@ -143,15 +190,41 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
     if _LATIN_CHAR.match(alias[0]):
         body = f"(?<![{_LATIN}])" + body
     if _LATIN_CHAR.match(alias[-1]):
-        body = body + f"(?![{_LATIN}])"
+        # a currency symbol right after letters makes them a currency ("US$", "HK$")
+        body = body + f"(?![{_LATIN}{re.escape(_CURRENCY)}])"
     return re.compile(body)
+
+
+class _Spans:
+    """Disjoint ``[start, end)`` spans kept sorted, so checking a new span for overlap is a
+    binary search instead of a scan of every span taken so far."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self._starts, start)
+        if i < len(self._starts) and self._starts[i] < end:
+            return True
+        return i > 0 and self._ends[i - 1] > start
+
+    def add(self, start: int, end: int) -> None:
+        i = bisect.bisect_left(self._starts, start)
+        self._starts.insert(i, start)
+        self._ends.insert(i, end)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(zip(self._starts, self._ends, strict=True))
 
 
 def _longest(matches: Iterable[Match]) -> list[Match]:
     """Non-overlapping matches, longest first (then leftmost), returned in text order."""
+    taken = _Spans()
     chosen: list[Match] = []
     for m in sorted(set(matches), key=lambda m: (-(m.end - m.start), m.start, m.canonical)):
-        if all(m.end <= c.start or m.start >= c.end for c in chosen):
+        if not taken.overlaps(m.start, m.end):
+            taken.add(m.start, m.end)
             chosen.append(m)
     return sorted(chosen, key=lambda m: (m.start, m.end))
 
@@ -238,6 +311,35 @@ class Vocabulary:
             return _distinct(self.find_periods(text))
         return _distinct(self.find(kind, text))
 
+    def read(self, text: str) -> Reading:
+        """Every kind at once. Where matches of two kinds overlap, the longer one wins:
+        in ``Revenue (US$ m)`` with the unit ``US$ m`` configured, ``US`` is part of the
+        unit, not the entity. Matches of equal length both stand."""
+        norm = normalize(text)
+        found: list[tuple[Match, ReadKind]] = [
+            (m, kind) for kind in _SLOT_KINDS for m in self.find(kind, norm)
+        ]
+        found.extend((m, "period") for m in self.find_periods(norm))
+        found.sort(key=lambda item: (item[0].start, item[0].end))
+        dropped: set[int] = set()
+        for i, (m, kind) in enumerate(found):
+            for j in range(i + 1, len(found)):
+                other, other_kind = found[j]
+                if other.start >= m.end:
+                    break
+                if other_kind == kind:
+                    continue
+                if other.end - other.start > m.end - m.start:
+                    dropped.add(i)
+                elif m.end - m.start > other.end - other.start:
+                    dropped.add(j)
+        kept = [item for i, item in enumerate(found) if i not in dropped]
+        values: dict[ReadKind, tuple[str, ...]] = {
+            kind: tuple(dict.fromkeys(m.canonical for m, k in kept if k == kind))
+            for kind in _READ_KINDS
+        }
+        return Reading(norm, values, tuple((m.start, m.end) for m, _ in kept))
+
     def canonical_period(self, text: str) -> str | None:
         """The canonical period if ``text`` is exactly one period (``"2024年度"`` →
         ``"FY2024"``), else ``None``."""
@@ -252,18 +354,20 @@ class Vocabulary:
         norm = normalize(text)
         if not norm:
             return []
-        recognised = self.find_periods(norm)
+        recognised = self.find_periods(norm)  # disjoint, in text order
+        starts = [r.start for r in recognised]
         spaced, back = _spaced(norm)
-        spans: list[tuple[int, int]] = []
+        spans = _Spans()
         for pattern in _PERIODISH:
             for m in pattern.finditer(spaced):
                 start, end = back[m.start()], back[m.end() - 1] + 1
-                if any(r.start <= start and end <= r.end for r in recognised):
+                i = bisect.bisect_right(starts, start) - 1
+                if i >= 0 and end <= recognised[i].end:
+                    continue  # inside a recognised period
+                if spans.overlaps(start, end):
                     continue
-                if any(start < e and s < end for s, e in spans):
-                    continue
-                spans.append((start, end))
-        return [norm[s:e].strip() for s, e in sorted(spans)]
+                spans.add(start, end)
+        return [norm[s:e].strip() for s, e in spans]
 
     @property
     def has_metrics(self) -> bool:
@@ -295,7 +399,6 @@ def vocab_fingerprint(settings: FactSettings) -> str:
 
 # --------------------------------------------------------------------------- numbers
 
-_CURRENCY = "$¥€£₩₹"
 _NUMBER = re.compile(
     rf"""^
     (?P<lead>(?:[A-Z]{{3}}\s|[A-Z]{{1,3}}(?=[{_CURRENCY}]))?[{_CURRENCY}]?)\s*
@@ -310,12 +413,36 @@ _NUMBER = re.compile(
 )
 
 
+# Footnote markers after a number or a label: "1,702*", "Revenue¹", "448.2 [a]", "12 (b)".
+# Superscripts are taken off before NFKC, which would turn "1,702¹" into "1,7021".
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉ⁾⁽"
+_SUPERSCRIPT_TAIL = re.compile(f"[{_SUPERSCRIPTS}]+\\s*$")
+_MARK_TAIL = re.compile(r"(?:\s*(?:[*†‡§¶]+|\[[0-9A-Za-z]{1,2}\]|\([a-z]\)))+$")
+_LABEL_MARKS = re.compile(f"[{_SUPERSCRIPTS}*†‡§¶]")
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedNumber:
-    """A number read from a cell: its value and the text around it (``"USD"``, ``"%"``)."""
+    """A number read from a cell: its value, the text around it (``"USD"``, ``"%"``) and
+    the footnote marker that followed it, if any (``"*"`` for ``1,702*``)."""
 
     value: float
     unit_text: str
+    footnote: str = ""
+
+
+def _split_footnote(text: str) -> tuple[str, str]:
+    """``text`` without its trailing footnote markers, and the markers as written."""
+    body = text.rstrip()
+    marks = ""
+    m = _SUPERSCRIPT_TAIL.search(body)
+    if m is not None:
+        body, marks = body[: m.start()], m.group(0).strip()
+    norm = normalize(body)
+    m = _MARK_TAIL.search(norm)
+    if m is not None:
+        norm, marks = norm[: m.start()], normalize(m.group(0)) + marks
+    return norm, marks
 
 
 def parse_number(text: str) -> ParsedNumber | None:
@@ -323,11 +450,14 @@ def parse_number(text: str) -> ParsedNumber | None:
 
     Accepts thousands separators (``1,320``, ``1 320``), full-width digits (``１，３２０``),
     negatives as ``-3.5``, ``−3.5``, ``△45`` or ``(45)``, a leading currency code or symbol
-    (``USD 1,480``, ``$45``) and short trailing unit text (``12%``, ``14,000円``,
-    ``1,320 USD m``). Dates, ranges and codes (``2026-07``, ``Q3 2025``, ``FY2024``) are not
-    numbers: any digit outside the one number disqualifies the cell.
+    (``USD 1,480``, ``$45``), short trailing unit text (``12%``, ``14,000円``,
+    ``1,320 USD m``) and trailing footnote markers (``1,702*``, ``1,702¹``, ``1,702 [a]``:
+    the number is 1702, the marker is kept in :attr:`ParsedNumber.footnote`). Dates,
+    ranges and codes (``2026-07``, ``Q3 2025``, ``FY2024``) are not numbers: any digit
+    outside the one number disqualifies the cell. A dash, ``—`` or ``n/a`` is no number
+    (a missing value is never 0).
     """
-    norm = normalize(text)
+    norm, footnote = _split_footnote(text)
     m = _NUMBER.match(norm)
     if m is None:
         return None
@@ -343,7 +473,7 @@ def parse_number(text: str) -> ParsedNumber | None:
     if m.group("sign") in ("-", "−", "–", "△", "▲") or m.group("open"):
         value = -value
     unit = normalize(f"{m.group('lead')} {m.group('sym')} {m.group('tail')}")
-    return ParsedNumber(value + 0.0, unit)
+    return ParsedNumber(value + 0.0, unit, footnote)
 
 
 def format_number(value: float | Decimal) -> str:
@@ -360,6 +490,22 @@ def format_number(value: float | Decimal) -> str:
 
 # --------------------------------------------------------------------------- extraction
 
+# Unit-looking text: a currency symbol or code, a scale word, a percent sign. Left over in a
+# label after the vocabulary has read it, it is a unit the [facts] units do not know: the
+# value may be in another currency or scale, so the metric's default unit would be a guess.
+_CURRENCY_CODES = (
+    "USD|EUR|JPY|GBP|CNY|RMB|CHF|AUD|CAD|HKD|SGD|KRW|INR|SEK|NOK|DKK|BRL|MXN|TWD|NZD|ZAR"
+)
+_UNITISH = re.compile(
+    rf"[{_CURRENCY}%]|(?<![A-Za-z])(?:{_CURRENCY_CODES})(?![A-Za-z])"
+    r"|(?i:(?<![A-Za-z])(?:mn|mm|bn|thousands?|millions?|billions?)(?![A-Za-z]))"
+    r"|[千万億円元]|ドル|ユーロ"
+)
+_SCALE_LETTER = re.compile(r"(?i:(?<![A-Za-z])[km](?![A-Za-z]))")  # "(m)", "(EUR k)"
+_GROUP = re.compile(r"[(\[（［]([^()\[\]（）［］]*)[)\]）］]")
+_MAX_WARNINGS = 10
+_LOCATOR_CELL_KEYS = frozenset({"row", "col", "series", "category"})
+
 
 @dataclass(frozen=True, slots=True)
 class _Cell:
@@ -371,15 +517,19 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1].rstrip() + "…"
 
 
-def _slide_title(section: Section, row_label: str, column: str, value: str) -> str | None:
-    """The slide title of a PPTX cell section, from its text
-    ``"<slide title> — <row label>, <column label>: <value>"``."""
-    suffix = f"{row_label}, {column}: {value}"
-    text = section.text
-    if text.endswith(suffix):
-        head = text[: -len(suffix)]
-        if head.endswith(" — "):
-            return head[: -len(" — ")] or None
+def _label(text: str) -> str:
+    """A label without footnote markers (``Revenue¹`` → ``Revenue``), which would otherwise
+    glue digits to words under NFKC."""
+    return _LABEL_MARKS.sub(" ", text)
+
+
+def _unknown_unit(residue: str, whole: bool) -> str | None:
+    """Unit-looking text in what the vocabulary left of a label: in the whole of it when
+    ``whole`` (a cell's own text), else inside parentheses or brackets only."""
+    groups = [residue] if whole else [m.group(1) for m in _GROUP.finditer(residue)]
+    for group in groups:
+        if _UNITISH.search(group) or (not whole and _SCALE_LETTER.search(group)):
+            return normalize(group.replace("(", " ").replace(")", " "))
     return None
 
 
@@ -396,13 +546,35 @@ def _outer_contexts(parts: Sequence[tuple[str, str]], title: str) -> list[str]:
     return out
 
 
+def _table_place(parts: Sequence[tuple[str, str]], locator: str) -> str:
+    """Where a skipped value's table is, for a warning: the locator without the parts that
+    name one cell, so a table's skipped cells make one warning."""
+    kept = [(k, v) for k, v in parts if k not in _LOCATOR_CELL_KEYS]
+    return format_locator(*kept) if kept else locator
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    value: str | None
+    ambiguous: str | None = None  # the context that named two values
+    at: int | None = None  # index of the deciding context
+
+
 class _Extractor:
     def __init__(self, vocab: Vocabulary, doc_id: str, title: str) -> None:
         self.vocab = vocab
         self.settings = vocab.settings
         self.doc_id = doc_id
         self.title = title
-        self._named: dict[str, bool] = {}
+        self._readings: dict[str, Reading] = {}
+        self.skipped: dict[tuple[str, str], int] = {}
+
+    def _read(self, text: str) -> Reading:
+        reading = self._readings.get(text)
+        if reading is None:
+            reading = self.vocab.read(_label(text))
+            self._readings[text] = reading
+        return reading
 
     def _cell(self, text: str) -> _Cell:
         number = parse_number(text) if text.strip() else None
@@ -412,25 +584,20 @@ class _Extractor:
 
     def _names_slot(self, text: str) -> bool:
         """Whether ``text`` names a metric, entity, period or channel."""
-        known = self._named.get(text)
-        if known is None:
-            known = any(
-                self.vocab.values(kind, text) for kind in ("metric", "entity", "period", "channel")
-            )
-            self._named[text] = known
-        return known
+        values = self._read(text).values
+        return any(values[kind] for kind in ("metric", "entity", "period", "channel"))
 
-    def resolve(self, kind: SlotKind | Literal["period"], contexts: Sequence[str]) -> str | None:
+    def resolve(self, kind: ReadKind, contexts: Sequence[str]) -> _Resolved:
         """The nearest context that names anything decides; two names there: ambiguous."""
-        for context in contexts:
+        for i, context in enumerate(contexts):
             if not context:
                 continue
-            values = self.vocab.values(kind, context)
+            values = self._read(context).values[kind]
             if len(values) == 1:
-                return values[0]
+                return _Resolved(values[0], at=i)
             if values:
-                return None
-        return None
+                return _Resolved(None, ambiguous=context, at=i)
+        return _Resolved(None)
 
     def section_facts(self, section: Section) -> list[Fact]:
         table = section.table
@@ -441,7 +608,8 @@ class _Extractor:
         except ValueError:
             parts = []
         keys = {k for k, _ in parts}
-        outer = _outer_contexts(parts, self.title)
+        outer = [*section.titles, *_outer_contexts(parts, self.title)]
+        place = _table_place(parts, section.locator)
         header = table[0]
         facts: list[Fact] = []
         for row in table[1:]:
@@ -460,8 +628,11 @@ class _Extractor:
                 except Exception:  # a bad cell is skipped, never the document
                     log.warning("facts: skipped a cell of %s at %s", self.doc_id, section.locator)
                     continue
-                if fact is not None:
+                if isinstance(fact, Fact):
                     facts.append(fact)
+                elif fact is not None:
+                    key = (place, fact)
+                    self.skipped[key] = self.skipped.get(key, 0) + 1
         return facts
 
     def _fact(
@@ -474,12 +645,17 @@ class _Extractor:
         cells: Sequence[_Cell],
         leading: Sequence[str],
         col: int,
-    ) -> Fact | None:
+    ) -> Fact | str | None:
+        """The cell's fact; else why not, when a reader should hear of it (the table names
+        a metric but not what it is for, or is ambiguous); else ``None``."""
         cell = cells[col]
         number = cell.number
         assert number is not None
         row_label = cells[0].text if col != 0 and cells[0].number is None else ""
         column = header[col] if col < len(header) else ""
+        # The top-left cell, when column 0 holds row labels: it often names what the whole
+        # table is about ("Japan" above metric rows and period columns).
+        corner = header[0] if col != 0 and cells[0].number is None and header else ""
         others = [
             c.text
             for i, c in enumerate(cells)
@@ -498,52 +674,91 @@ class _Extractor:
             and not any(self._names_slot(o) for o in others)
         ):
             return None
-        slide_title = None
-        if "slide" in keys and row_label:
-            slide_title = _slide_title(section, row_label, column, cell.text)
-        contexts = [
-            number.unit_text,
-            row_label,
-            column,
-            *others,
-            *([slide_title] if slide_title else []),
-            *outer,
-        ]
+        local = [number.unit_text, row_label, column, *others, corner]
+        contexts = [*local, *outer]
         metric = self.resolve("metric", contexts)
+        if metric.value is None:
+            return f"two metrics named in '{_clip(metric.ambiguous)}'" if metric.ambiguous else None
         entity = self.resolve("entity", contexts)
         period = self.resolve("period", contexts)
-        if metric is None or entity is None or period is None:
-            return None
-        channel = self.resolve("channel", contexts) or self.settings.default_channel
+        for name, slot in (("entities", entity), ("periods", period)):
+            if slot.ambiguous is not None:
+                return f"two {name} named in '{_clip(slot.ambiguous)}'"
+        missing = [n for n, slot in (("entity", entity), ("period", period)) if slot.value is None]
+        if missing:
+            return f"no {' or '.join(missing)} named"
+        assert entity.value is not None and period.value is not None
+        unknown = self._unknown_unit(contexts, len(local), metric.at)
+        if unknown is not None:
+            return f"unit not recognised: '{_clip(unknown)}'"
+        channel = self.resolve("channel", contexts)
+        if channel.ambiguous is not None:
+            return f"two channels named in '{_clip(channel.ambiguous)}'"
         unit = self.resolve("unit", contexts)
-        if unit is None:
-            unit = self.settings.metric_units.get(metric, "")
+        if unit.ambiguous is not None:
+            return f"two units named in '{_clip(unit.ambiguous)}'"
         locator_parts: list[tuple[str, object]] = list(parts)
-        if "row" not in keys and leading:
+        if "row" not in keys and "series" not in keys and leading:
             locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
-        if "col" not in keys:
+        if "col" not in keys and "category" not in keys:
             locator_parts.append(("col", _clip(normalize(column)) if column.strip() else col + 1))
         return Fact(
-            entity=entity,
-            period=period,
-            metric=metric,
-            channel=channel,
+            entity=entity.value,
+            period=period.value,
+            metric=metric.value,
+            channel=channel.value or self.settings.default_channel,
             value=number.value,
-            unit=unit,
+            unit=unit.value or self.settings.metric_units.get(metric.value, ""),
             doc_id=self.doc_id,
             locator=format_locator(*locator_parts),
             raw=cell.text.strip(),
         )
 
+    def _unknown_unit(
+        self, contexts: Sequence[str], local: int, metric_at: int | None
+    ) -> str | None:
+        """Unit-looking text no configured unit accounts for, in the table's own labels
+        (the cell, its row and column labels, the corner) or in a title up to the one that
+        named the metric. The cell's own text counts whole (``1,480 EUR``); labels only
+        inside parentheses or brackets (``Revenue (EUR m)``)."""
+        last = max(local, (metric_at or 0) + 1)
+        for i, context in enumerate(contexts[:last]):
+            if not context.strip():
+                continue
+            unknown = _unknown_unit(self._read(context).residue(), whole=i == 0)
+            if unknown is not None:
+                return unknown
+        return None
+
+    def warnings(self) -> list[str]:
+        """One line per table and reason, in document order; at most ``_MAX_WARNINGS``."""
+        lines = [
+            f"facts: {n} value{'s' if n != 1 else ''} at {place} skipped: {reason}"
+            for (place, reason), n in self.skipped.items()
+        ]
+        if len(lines) > _MAX_WARNINGS:
+            rest = len(lines) - _MAX_WARNINGS + 1
+            lines = [*lines[: _MAX_WARNINGS - 1], f"facts: {rest} more tables with skipped values"]
+        return lines
+
 
 def extract_facts(
-    sections: Iterable[Section], *, doc_id: str, title: str, vocab: FactSettings | Vocabulary
+    sections: Iterable[Section],
+    *,
+    doc_id: str,
+    title: str,
+    vocab: FactSettings | Vocabulary,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Fact]:
     """Every fact in the table sections of one document, in document order.
 
     ``vocab`` is the ``[facts]`` settings (or an already compiled :class:`Vocabulary`).
     With no metrics configured there are no facts. Never raises for a bad cell or
-    section: those are skipped (and logged).
+    section: those are skipped (and logged). ``warn``, if given, hears of the tables
+    whose values were skipped although they name a metric — no entity or period, two of
+    something where one was expected, a unit the vocabulary does not know — one line per
+    table and reason, naming its locator: the operator learns which tables to fix or
+    which units to configure, and no value was guessed.
     """
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
     if not compiled.has_metrics:
@@ -555,4 +770,7 @@ def extract_facts(
             facts.extend(extractor.section_facts(section))
         except Exception:
             log.warning("facts: skipped a table of %s at %s", doc_id, section.locator)
+    if warn is not None:
+        for line in extractor.warnings():
+            warn(line)
     return facts

@@ -603,13 +603,23 @@ class Ingestor:
     def _facts(
         self, doc_id: str, title: str, sections: Sequence[Section]
     ) -> tuple[list[Fact], tuple[str, ...]]:
-        """Facts from the document's tables. Extraction skips bad cells itself; should it
-        fail outright, the document is still stored, without facts, and the result says so."""
+        """Facts from the document's tables, and a warning per table whose values were
+        skipped although it names a metric (no entity or period, an ambiguous label, an
+        unknown unit; the warning gives the table's locator). Extraction skips bad cells
+        itself; should it fail outright, the document is still stored, without facts, and
+        the result says so."""
+        warnings: list[str] = []
         try:
-            facts = extract_facts(sections, doc_id=doc_id, title=title, vocab=self.settings.facts)
+            facts = extract_facts(
+                sections,
+                doc_id=doc_id,
+                title=title,
+                vocab=self.settings.facts,
+                warn=warnings.append,
+            )
         except Exception as exc:
             return [], (f"facts not extracted ({type(exc).__name__}: {exc})",)
-        return facts, ()
+        return facts, tuple(warnings)
 
     def _vectors(
         self, doc_id: str, document: Document, chunks: list[Chunk], *, reuse: bool

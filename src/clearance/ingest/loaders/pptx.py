@@ -3,26 +3,45 @@
 Per slide ``N`` (1-based, in deck order):
 
 * one section with the slide's text, locator ``slide=N``: the title first, then every
-  other text frame in shape order, group shapes included (recursively); not atomic;
+  other text frame and every chart's title in shape order, group shapes included
+  (recursively); not atomic;
 * for every table (``T`` counting the slide's tables from 1, in shape order), one atomic
   section per non-empty cell of the data area — every row but the first (the column
   labels) and every column but the first (the row labels) — with locator
   ``slide=N,table=T,row=<row label>,col=<column label>``, text
   ``"<slide title> — <row label>, <column label>: <value>"`` (without ``"<slide title> — "``
-  when the slide has no title) and ``Section.table == (("", column label), (row label,
-  value))``. A table too small to have a data area (one row or one column) is added to the
-  slide's text instead, one line per row;
+  when the slide has no title), ``Section.table == ((<top-left cell>, column label),
+  (row label, value))`` and ``Section.titles == (<slide title>,)``. A table too small to
+  have a data area (one row or one column) is added to the slide's text instead, one line
+  per row;
+* for every native chart with categories (``C`` counting the slide's charts from 1, in
+  shape order; column, bar, line, area, pie, doughnut and radar charts), one atomic
+  section per data point, series by series, with locator
+  ``slide=N,chart=C,series=<series name>,category=<category label>`` (a nameless series
+  or category is named by its 1-based position), text ``"<slide title> — <chart title> —
+  <series name>, <category label>: <value>"`` (absent titles left out),
+  ``Section.table == (("", category label), (series name, value))`` and
+  ``Section.titles == (<chart title>, <slide title>)``. A multi-level category is its
+  labels joined with ``" / "``. Values are the chart's cached numbers, written with
+  thousands separators and at most 15 significant digits (Excel's display precision); a
+  series formatted as a percentage is written as one (``0.125`` → ``12.5%``). Points
+  without a value are left out: a gap in a chart is not a zero. Scatter and bubble
+  charts (numeric x values, no categories) contribute their title only;
 * the speaker notes, if any, locator ``slide=N,notes=1``; not atomic.
 
-Title: the first slide's title. Charts, pictures and media are not read.
+Title: the first slide's title. Pictures and media are not read.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import BinaryIO
 
 from pptx import Presentation
+from pptx.chart.chart import Chart
+from pptx.chart.plot import BubblePlot, XyPlot
 from pptx.shapes.autoshape import Shape
 from pptx.shapes.base import BaseShape
 from pptx.shapes.graphfrm import GraphicFrame
@@ -30,12 +49,15 @@ from pptx.shapes.group import GroupShape
 from pptx.slide import Slide
 from pptx.table import Table
 
+from clearance.ingest.facts import format_number
 from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import clean_block, collapse, line_text
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 
 __all__ = ["load"]
+
+_QUOTED = re.compile(r'"[^"]*"|\\.')
 
 
 def _walk(shapes: Iterator[BaseShape]) -> Iterator[BaseShape]:
@@ -59,7 +81,9 @@ def _table_rows(table: Table) -> list[list[str]]:
 def _table_sections(rows: list[list[str]], slide: int, number: int, title: str) -> list[Section]:
     """One atomic section per non-empty cell of the data area (see the module docstring)."""
     columns = rows[0]
+    corner = columns[0] if columns else ""
     prefix = f"{title} — " if title else ""
+    titles = (title,) if title else ()
     sections: list[Section] = []
     for row in rows[1:]:
         label = row[0] if row else ""
@@ -72,9 +96,59 @@ def _table_sections(rows: list[list[str]], slide: int, number: int, title: str) 
                 ("slide", slide), ("table", number), ("row", label), ("col", column)
             )
             text = f"{prefix}{label}, {column}: {value}"
-            sections.append(
-                Section(text, locator, atomic=True, table=(("", column), (label, value)))
-            )
+            table = ((corner, column), (label, value))
+            sections.append(Section(text, locator, atomic=True, table=table, titles=titles))
+    return sections
+
+
+def _chart_title(chart: Chart) -> str:
+    if not chart.has_title:  # reading chart_title would add an empty title element
+        return ""
+    title = chart.chart_title
+    return collapse(title.text_frame.text) if title.has_text_frame else ""
+
+
+def _percent_format(series: object) -> bool:
+    """Whether the series' cached values carry a percentage number format (quoted
+    literals in the format code do not count). python-pptx has no public accessor for
+    the cache's format code, so it is read from the series element."""
+    element = getattr(series, "_element", None)
+    codes = element.xpath("./c:val//c:formatCode/text()") if element is not None else []
+    return any("%" in _QUOTED.sub("", str(code)) for code in codes)
+
+
+def _chart_value(value: float, percent: bool) -> str:
+    """A cached chart number as text: 15 significant digits, thousands separators."""
+    number = Decimal(f"{value * 100 if percent else value:.15g}")
+    return format_number(number) + ("%" if percent else "")
+
+
+def _chart_sections(chart: Chart, slide: int, number: int, slide_title: str) -> list[Section]:
+    """One atomic section per data point of a category chart (see the module docstring)."""
+    chart_title = _chart_title(chart)
+    titles = tuple(t for t in (chart_title, slide_title) if t)
+    prefix = "".join(f"{t} — " for t in reversed(titles))
+    sections: list[Section] = []
+    for plot in chart.plots:
+        if isinstance(plot, XyPlot | BubblePlot):
+            continue
+        labels = [
+            collapse(" / ".join(x for x in flat if x)) for flat in plot.categories.flattened_labels
+        ]
+        for s_index, series in enumerate(plot.series, start=1):
+            name = collapse(series.name) or str(s_index)
+            percent = _percent_format(series)
+            for k, value in enumerate(series.values):
+                if value is None:
+                    continue
+                category = (labels[k] if k < len(labels) else "") or str(k + 1)
+                text_value = _chart_value(value, percent)
+                locator = format_locator(
+                    ("slide", slide), ("chart", number), ("series", name), ("category", category)
+                )
+                text = f"{prefix}{name}, {category}: {text_value}"
+                table = (("", category), (name, text_value))
+                sections.append(Section(text, locator, atomic=True, table=table, titles=titles))
     return sections
 
 
@@ -86,7 +160,7 @@ def _slide_sections(slide: Slide, number: int) -> tuple[str, list[Section]]:
         title = collapse(title_shape.text_frame.text)
     texts = [title] if title else []
     tables: list[Section] = []
-    table_count = 0
+    table_count = chart_count = 0
     for shape in _walk(iter(slide.shapes)):
         if title_shape is not None and shape.shape_id == title_shape.shape_id:
             continue
@@ -99,6 +173,12 @@ def _slide_sections(slide: Slide, number: int) -> tuple[str, list[Section]]:
                 texts.extend(line_text(row) for row in rows)
             else:
                 tables.extend(_table_sections(rows, number, table_count, title))
+        elif isinstance(shape, GraphicFrame) and shape.has_chart:
+            chart_count += 1
+            chart_title = _chart_title(shape.chart)
+            if chart_title:
+                texts.append(chart_title)
+            tables.extend(_chart_sections(shape.chart, number, chart_count, title))
         elif isinstance(shape, Shape) and shape.has_text_frame:
             text = _frame_text(shape)
             if text:
