@@ -204,8 +204,12 @@ def test_chart_values_as_text_percentages_gaps_and_scatter_charts(tmp_path: Path
         prs,
         "Margins",
         ["Japan", "US"],
-        {"Operating margin": [0.125, None], "Headcount": [1318.0, 1968.0]},
-        formats={"Operating margin": '0.0%;"(-)"0.0%'},
+        {
+            "Operating margin": [0.125, None],
+            "Headcount": [1318.0, 1968.0],
+            "Revenue": [24.0, 448.25],
+        },
+        formats={"Operating margin": '0.0%;"(-)"0.0%', "Revenue": "#,##0.0"},
     )
     slide = prs.slides.add_slide(prs.slide_layouts[5])
     slide.shapes.title.text = "Scatter"
@@ -221,6 +225,9 @@ def test_chart_values_as_text_percentages_gaps_and_scatter_charts(tmp_path: Path
          "Margins — Operating margin, Japan: 12.5%"),
         ("slide=1,chart=1,series=Headcount,category=Japan", "Margins — Headcount, Japan: 1,318"),
         ("slide=1,chart=1,series=Headcount,category=US", "Margins — Headcount, US: 1,968"),
+        # padded to the format's decimals, never rounded to them
+        ("slide=1,chart=1,series=Revenue,category=Japan", "Margins — Revenue, Japan: 24.0"),
+        ("slide=1,chart=1,series=Revenue,category=US", "Margins — Revenue, US: 448.25"),
         ("slide=2", "Scatter"),
     ]  # fmt: skip
 

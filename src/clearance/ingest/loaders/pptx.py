@@ -23,8 +23,10 @@ Per slide ``N`` (1-based, in deck order):
   ``Section.table == (("", category label), (series name, value))`` and
   ``Section.titles == (<chart title>, <slide title>)``. A multi-level category is its
   labels joined with ``" / "``. Values are the chart's cached numbers, written with
-  thousands separators and at most 15 significant digits (Excel's display precision); a
-  series formatted as a percentage is written as one (``0.125`` → ``12.5%``). Points
+  thousands separators and at most 15 significant digits (Excel's display precision),
+  padded to the decimals of the series' number format (``#,##0.0``: ``24.0``) but never
+  rounded to them; a series formatted as a percentage is written as one (``0.125`` →
+  ``12.5%``). Points
   without a value are left out: a gap in a chart is not a zero. Scatter and bubble
   charts (numeric x values, no categories) contribute their title only;
 * the speaker notes, if any, locator ``slide=N,notes=1``; not atomic.
@@ -58,6 +60,7 @@ from clearance.model import Section
 __all__ = ["load"]
 
 _QUOTED = re.compile(r'"[^"]*"|\\.')
+_DECIMALS = re.compile(r"[0#]\.([0#]+)")
 
 
 def _walk(shapes: Iterator[BaseShape]) -> Iterator[BaseShape]:
@@ -108,19 +111,30 @@ def _chart_title(chart: Chart) -> str:
     return collapse(title.text_frame.text) if title.has_text_frame else ""
 
 
-def _percent_format(series: object) -> bool:
-    """Whether the series' cached values carry a percentage number format (quoted
-    literals in the format code do not count). python-pptx has no public accessor for
-    the cache's format code, so it is read from the series element."""
+def _number_format(series: object) -> str:
+    """The format code of the series' cached values (``General`` if none), the part for
+    positive numbers, quoted literals and escapes taken out. python-pptx has no public
+    accessor for it, so it is read from the series element."""
     element = getattr(series, "_element", None)
     codes = element.xpath("./c:val//c:formatCode/text()") if element is not None else []
-    return any("%" in _QUOTED.sub("", str(code)) for code in codes)
+    code = str(codes[0]) if codes else "General"
+    return _QUOTED.sub("", code).split(";")[0]
 
 
-def _chart_value(value: float, percent: bool) -> str:
-    """A cached chart number as text: 15 significant digits, thousands separators."""
+def _chart_value(value: float, code: str) -> str:
+    """A cached chart number as text: at most 15 significant digits, thousands
+    separators, padded to the decimals of the format (``#,##0.0``: ``24.0``) but never cut
+    to them (the value stays exact); a percentage format multiplies by 100 and adds ``%``."""
+    percent = "%" in code
     number = Decimal(f"{value * 100 if percent else value:.15g}")
-    return format_number(number) + ("%" if percent else "")
+    decimals = _DECIMALS.search(code)
+    exponent = int(number.as_tuple().exponent)
+    if decimals is not None and exponent > -len(decimals.group(1)):
+        number = number.quantize(Decimal(1).scaleb(-len(decimals.group(1))))
+        text = f"{number:,f}"
+    else:
+        text = format_number(number)
+    return text + ("%" if percent else "")
 
 
 def _chart_sections(chart: Chart, slide: int, number: int, slide_title: str) -> list[Section]:
@@ -137,12 +151,12 @@ def _chart_sections(chart: Chart, slide: int, number: int, slide_title: str) -> 
         ]
         for s_index, series in enumerate(plot.series, start=1):
             name = collapse(series.name) or str(s_index)
-            percent = _percent_format(series)
+            code = _number_format(series)
             for k, value in enumerate(series.values):
                 if value is None:
                     continue
                 category = (labels[k] if k < len(labels) else "") or str(k + 1)
-                text_value = _chart_value(value, percent)
+                text_value = _chart_value(value, code)
                 locator = format_locator(
                     ("slide", slide), ("chart", number), ("series", name), ("category", category)
                 )
