@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust
 from clearance.api.oidc import OidcSettings, parse_oidc_settings
@@ -357,6 +358,17 @@ class ServerSettings:
     rate_limit: Rate | None = Rate(60, 60.0)  # per signed-in user; None ("off") = unlimited
     # GET /metrics for anyone when true; by default for administrators only.
     metrics_public: bool = False
+    # Browser origins allowed to call the API with a bearer token (CORS); none by default.
+    # The browser UI is served by the same origin and needs none.
+    cors_origins: tuple[str, ...] = ()
+    # The browser UI at "/" (sign-in, ask, previews, the administrator page).
+    ui: bool = True
+    # Where users reach the server, e.g. "https://clearance.example.internal" behind a TLS
+    # proxy: the OIDC redirect URI is built from it, and an https:// URL makes session
+    # cookies Secure. Unset: taken from each request (and cookies are Secure over https only).
+    public_url: str | None = None
+    # A browser session ends this long after sign-in (and never outlives its credential).
+    session_lifetime_s: float = 8 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -645,6 +657,10 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         request_timeout_s=request_timeout_s,
         rate_limit=rate_limit,
         metrics_public=t.get("metrics_public", bool, server_defaults.metrics_public),
+        cors_origins=_origins(t, "cors_origins"),
+        ui=t.get("ui", bool, server_defaults.ui),
+        public_url=_public_url(t, "public_url"),
+        session_lifetime_s=_session_lifetime(t),
     )
     t.done()
 
@@ -697,6 +713,46 @@ def _networks(
         except ValueError as exc:
             raise ConfigError(f"{table.key(name)}: {exc}") from None
     return tuple(networks)
+
+
+def _origins(table: _Table, name: str) -> tuple[str, ...]:
+    """Browser origins (``https://app.example.com``): scheme, host and optional port only."""
+    origins = []
+    for value in table.strings(name):
+        parts = urlsplit(value)
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+            or parts.query
+            or parts.fragment
+            or parts.username
+        ):
+            raise ConfigError(
+                f"{table.key(name)}: {value!r} is not an origin like 'https://app.example.com'"
+            )
+        origins.append(f"{parts.scheme}://{parts.netloc}")
+    return tuple(dict.fromkeys(origins))
+
+
+def _public_url(table: _Table, name: str) -> str | None:
+    if name not in table.data:
+        table.seen.add(name)
+        return None
+    value = table.get(name, str, "")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+        raise ConfigError(
+            f"{table.key(name)}: {value!r} is not a URL like 'https://clearance.example.com'"
+        )
+    return value.rstrip("/")
+
+
+def _session_lifetime(table: _Table) -> float:
+    lifetime = table.duration("session_lifetime", ServerSettings().session_lifetime_s)
+    if lifetime <= 0:
+        raise ConfigError(f"{table.key('session_lifetime')}: must be longer than 0")
+    return lifetime
 
 
 _HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")

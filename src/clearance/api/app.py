@@ -20,16 +20,15 @@ from typing import Annotated, Any
 import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from clearance.access.policy import Action
 from clearance.answer.result import AnswerResult
 from clearance.api import metrics
 from clearance.api.auth import Authenticator, Identity, default_authenticators
 from clearance.api.errors import (
-    DOCUMENT_NOT_FOUND,
     Forbidden,
     PayloadTooLarge,
     Unauthenticated,
@@ -38,18 +37,16 @@ from clearance.api.errors import (
 )
 from clearance.api.limits import RateLimited, RateLimiter
 from clearance.api.streaming import Asker
+from clearance.api.ui import SecurityHeaders, install_ui, not_found_page
+from clearance.api.views import assistants_for, preview
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.errors import ClearanceError, ConfigError, NotFoundError
-from clearance.model import Sensitivity
 
 __all__ = ["API_VERSION", "create_app"]
 
 #: The API's version in the OpenAPI schema: the ``/v1`` contract, not the package version.
 API_VERSION = "1"
-
-#: Characters of a document preview: enough to recognise it, not a copy of it.
-PREVIEW_CHARS = 500
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -306,9 +303,10 @@ def create_app(
         return JSONResponse(error_body("invalid_request", _validation_message(exc)), 422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
-            return JSONResponse(error_body("not_found", "not found"), 404)
+            page = await anyio.to_thread.run_sync(not_found_page, request)
+            return page or JSONResponse(error_body("not_found", "not found"), 404)
         if exc.status_code == 400:  # FastAPI's answer to a body it cannot decode
             return JSONResponse(
                 error_body("invalid_request", "the request body is not valid JSON"), 422
@@ -356,19 +354,6 @@ def create_app(
 
     # ------------------------------------------------------------------ the caller
 
-    def assistants_for(user_id: str) -> list[dict[str, Any]]:
-        if not engine.principal(user_id).active:
-            return []
-        return [
-            {
-                "name": a.name,
-                "description": a.description,
-                "corpora": list(a.corpora),
-                "max_sensitivity": a.max_sensitivity.name,
-            }
-            for a in sorted(engine.settings.assistants.values(), key=lambda a: a.name)
-        ]
-
     @app.get("/v1/me", tags=["caller"], responses=_errors(401))
     def me(identity: Caller) -> dict[str, Any]:
         """Who the server thinks you are: user, whether active, groups, assistants."""
@@ -382,13 +367,13 @@ def create_app(
             "groups": sorted(
                 p.removeprefix("group:") for p in principal.principals if p.startswith("group:")
             ),
-            "assistants": [a["name"] for a in assistants_for(identity.user_id)],
+            "assistants": [a["name"] for a in assistants_for(engine, identity.user_id)],
         }
 
     @app.get("/v1/assistants", tags=["caller"], responses=_errors(401))
     def assistants(identity: Caller) -> dict[str, Any]:
         """The assistants the caller may use (none for a disabled or unknown account)."""
-        return {"assistants": assistants_for(identity.user_id)}
+        return {"assistants": assistants_for(engine, identity.user_id)}
 
     # ------------------------------------------------------------------ retrieval and answers
 
@@ -431,38 +416,7 @@ def create_app(
     def document(doc_id: str, identity: Caller, assistant: str | None = None) -> dict[str, Any]:
         """Metadata and a short preview, authorised exactly like retrieval. A document that
         does not exist and one the caller may not read get the same 404, byte for byte."""
-        access = engine.access()
-        try:
-            assistant_settings = access.assistant(assistant)
-        except ConfigError as exc:
-            raise NotFoundError(exc.message) from None
-        # The same work whether the document exists or not, as far as it can be: who the
-        # caller is is resolved first (a real-time check of an existing document still costs
-        # a round trip an absent one does not; docs/server.md says so).
-        principal = access.principal(identity.user_id)
-        found = engine.store.get_document(doc_id)
-        if found is None:
-            raise DOCUMENT_NOT_FOUND
-        decision = access.decide(principal, Action.RETRIEVE, found, assistant_settings)
-        if not decision.allow:
-            raise DOCUMENT_NOT_FOUND
-        # A chunk may be more sensitive than its document: preview only what was authorised.
-        chunks = [
-            c
-            for c in engine.store.get_chunks(doc_id)
-            if c.sensitivity <= found.sensitivity and c.sensitivity < Sensitivity.RESTRICTED
-        ]
-        text = " ".join(" ".join(c.text.split()) for c in chunks[:3])
-        return {
-            "doc_id": found.doc_id,
-            "title": found.title,
-            "uri": found.uri,
-            "corpus": found.corpus,
-            "sensitivity": found.sensitivity.name,
-            "updated_at": found.updated_at.isoformat() if found.updated_at else None,
-            "preview": text[:PREVIEW_CHARS],
-            "preview_truncated": len(text) > PREVIEW_CHARS,
-        }
+        return preview(engine, identity.user_id, doc_id, assistant)
 
     # ------------------------------------------------------------------ administrators
 
@@ -475,6 +429,18 @@ def create_app(
 
     app.include_router(admin_router(_administrator))
 
+    if settings.server.ui:
+        install_ui(app, settings, engine, app.state.authenticators, asker)
+
+    if settings.server.cors_origins:  # bearer-token calls from these browser origins only
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.server.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "Accept"],
+            allow_credentials=False,
+        )
     app.add_middleware(BodyLimit, limit=settings.server.max_body_bytes)
+    app.add_middleware(SecurityHeaders)
     metrics.install(app, engine, public=settings.server.metrics_public, admin=_administrator)
     return app

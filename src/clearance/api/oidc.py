@@ -88,6 +88,15 @@ class OidcSettings:
     jwks_max_age_s: float = 3600.0
     jwks_timeout_s: float = 5.0
     max_token_bytes: int = 8192
+    # Browser sign-in (authorization-code flow with PKCE). The client id defaults to the
+    # audience when there is one; the endpoints, when unset, come from the issuer's
+    # ``/.well-known/openid-configuration``. A confidential client's secret is read from the
+    # environment variable named here, never from the file.
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    authorization_endpoint: str | None = None
+    token_endpoint: str | None = None
+    scopes: tuple[str, ...] = ("openid",)
 
     def __post_init__(self) -> None:
         p = "server.oidc"
@@ -122,6 +131,19 @@ class OidcSettings:
             raise ConfigError(f"{p}.jwks_timeout_s must be > 0")
         if self.max_token_bytes <= 0:
             raise ConfigError(f"{p}.max_token_bytes must be > 0")
+        for name in ("authorization_endpoint", "token_endpoint"):
+            endpoint = getattr(self, name)
+            if endpoint is not None:
+                _check_https(endpoint, f"{p}.{name}")
+        if "openid" not in self.scopes:
+            raise ConfigError(f"{p}.scopes must include 'openid'")
+
+    @property
+    def browser_client_id(self) -> str:
+        """The client id of the browser sign-in: ``client_id``, else the only audience."""
+        if self.client_id:
+            return self.client_id
+        return self.audiences[0]
 
     @property
     def audiences(self) -> tuple[str, ...]:
@@ -143,6 +165,13 @@ def _check_jwks_source(source: str, key: str) -> None:
         if "://" in source:
             raise ConfigError(f"{key} must be a file path or an https:// URL")
         return
+    _check_https(source, key)
+
+
+def _check_https(source: str, key: str) -> None:
+    """``source`` is an https:// URL, or http:// to a loopback host (tests, a local IdP)."""
+    if not _is_url(source):
+        raise ConfigError(f"{key} must be an https:// URL")
     parts = urlsplit(source)
     if not parts.hostname:
         raise ConfigError(f"{key} is a URL without a host")
@@ -179,6 +208,11 @@ def parse_oidc_settings(data: Mapping[str, Any], key_prefix: str = "server.oidc"
         "jwks_max_age_s",
         "jwks_timeout_s",
         "max_token_bytes",
+        "client_id",
+        "client_secret_env",
+        "authorization_endpoint",
+        "token_endpoint",
+        "scopes",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -226,6 +260,13 @@ def parse_oidc_settings(data: Mapping[str, Any], key_prefix: str = "server.oidc"
             jwks_max_age_s=number("jwks_max_age_s", 3600.0),
             jwks_timeout_s=number("jwks_timeout_s", 5.0),
             max_token_bytes=max_token,
+            client_id=text("client_id") if "client_id" in data else None,
+            client_secret_env=text("client_secret_env") if "client_secret_env" in data else None,
+            authorization_endpoint=(
+                text("authorization_endpoint") if "authorization_endpoint" in data else None
+            ),
+            token_endpoint=text("token_endpoint") if "token_endpoint" in data else None,
+            scopes=strings("scopes") if "scopes" in data else ("openid",),
         )
     except ConfigError as exc:
         if key_prefix == "server.oidc":
@@ -417,6 +458,11 @@ class JwtVerifier:
     def verify(self, token: str) -> str:
         """The user id the token proves (the ``user_claim`` value, checked against the
         principal grammar). Groups are never read from the token."""
+        return self.verify_claims(token)[0]
+
+    def verify_claims(self, token: str) -> tuple[str, Mapping[str, Any]]:
+        """``(user id, verified claims)``: for the browser sign-in, which also checks the
+        ``nonce`` it sent and ends the session no later than ``exp``."""
         s = self.settings
         if not isinstance(token, str) or not token:
             raise AuthError("malformed", "the token is empty")
@@ -458,7 +504,7 @@ class JwtVerifier:
                 if isinstance(exc, kind):
                     raise AuthError(reason, message) from exc
             raise AuthError("invalid", "the token is not valid") from exc
-        return self._user_id(claims)
+        return self._user_id(claims), claims
 
     def _user_id(self, claims: Mapping[str, Any]) -> str:
         name = self.settings.user_claim

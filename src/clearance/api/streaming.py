@@ -17,6 +17,10 @@ Events (``Accept: text/event-stream``), each ``data`` one line of JSON:
 ``event: answer``
     ``{"status", "answer", "citations", "route", "trace_id", "flags"}``, the body of the
     JSON route. A refusal sends this event only.
+``event: rendered``
+    ``{"html": "…"}`` — only on the browser UI's stream, after ``answer``: the same answer as
+    the UI renders it server-side (escaped by the template engine), so the page's script
+    never builds markup from data.
 ``event: error``
     ``{"error", "message"}``, the one error shape, with the same HTTP status as the JSON
     route would have. Sent alone: nothing partial precedes it.
@@ -45,7 +49,7 @@ from clearance.api.errors import error_body, status_of
 from clearance.errors import ClearanceError, ProviderError
 from clearance.llm.extractive import split_sentences
 
-__all__ = ["EVENT_STREAM", "Asker", "sentence_pieces", "wants_stream"]
+__all__ = ["EVENT_STREAM", "Asker", "event", "event_stream", "sentence_pieces", "wants_stream"]
 
 EVENT_STREAM = "text/event-stream"
 
@@ -138,8 +142,16 @@ class Asker:
             return self._idle.wait_for(lambda: self._running == 0, timeout=timeout_s)
 
     async def respond(
-        self, request: Request, question: str, user_id: str, assistant: str | None
+        self,
+        request: Request,
+        question: str,
+        user_id: str,
+        assistant: str | None,
+        *,
+        render: Callable[[AnswerResult], str] | None = None,
     ) -> Response:
+        """The answer as JSON, or — when the request accepts an event stream — as events;
+        ``render`` (the browser UI's) adds a ``rendered`` event after ``answer``."""
         stream = wants_stream(request)
         try:
             result = await self.run(question, user_id, assistant)
@@ -151,10 +163,11 @@ class Asker:
         if not stream:
             return JSONResponse(body)
         pieces = sentence_pieces(result.answer) if result.status is Status.ANSWERED else []
-        return _event_stream(
-            [event("sentence", {"index": i, "text": t}) for i, t in enumerate(pieces)]
-            + [event("answer", body)]
-        )
+        events = [event("sentence", {"index": i, "text": t}) for i, t in enumerate(pieces)]
+        events.append(event("answer", body))
+        if render is not None:
+            events.append(event("rendered", {"html": render(result)}))
+        return event_stream(events)
 
     async def run(self, question: str, user_id: str, assistant: str | None) -> AnswerResult:
         """``ask`` in a worker thread; past the deadline, :class:`ProviderError` (the ask is
@@ -165,17 +178,21 @@ class Asker:
             )
         raise ProviderError(f"the answer took longer than {self.timeout_s:g} s")
 
+    def failure(self, exc: ClearanceError) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and body of ``exc``: a provider failure or a passed deadline is
+        the fixed degraded text, never the provider's details."""
+        if isinstance(exc, ProviderError):
+            return 503, error_body(DEGRADED, self.degraded_message)
+        return status_of(exc), exc.to_dict()
+
     def _error(self, exc: ClearanceError, stream: bool) -> Response:
-        if isinstance(exc, ProviderError):  # the fixed text: never the provider's details
-            status, body = 503, error_body(DEGRADED, self.degraded_message)
-        else:
-            status, body = status_of(exc), exc.to_dict()
+        status, body = self.failure(exc)
         if not stream:
             return JSONResponse(body, status)
-        return _event_stream([event("error", body)], status)
+        return event_stream([event("error", body)], status)
 
 
-def _event_stream(events: Iterable[bytes], status: int = 200) -> StreamingResponse:
+def event_stream(events: Iterable[bytes], status: int = 200) -> StreamingResponse:
     async def send() -> AsyncIterator[bytes]:
         for item in events:
             yield item

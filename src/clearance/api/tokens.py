@@ -161,6 +161,20 @@ class TokenStore:
                 return self._row(tuple(row))
         raise NotFoundError(f"no API token with id {token_id!r}")
 
+    def current(self, token_id: str) -> ApiToken | None:
+        """The record of token ``token_id`` if it is unrevoked and unexpired right now: what
+        a browser session signed in with this token re-checks on every request."""
+        if not self._exists():
+            return None
+        with self.store.reading() as db:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", (token_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        record = self._row(tuple(row))
+        return record if record.valid(self.clock()) else None
+
     def verify(self, presented: str) -> ApiToken | None:
         """The record of a presented token that is well formed, known, matching, unrevoked
         and unexpired right now; ``None`` otherwise (the caller cannot tell which)."""
