@@ -94,7 +94,9 @@ class Provider(ScriptedServer[RecordedRequest]):
         with self._codes_lock:
             self._codes[code] = query
         target = f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query['state']})}"
-        return Reply(status=302, body=b"", content_type="text/plain", headers=(("Location", target),))
+        return Reply(
+            status=302, body=b"", content_type="text/plain", headers=(("Location", target),)
+        )
 
     def _token(self, request: RecordedRequest) -> Reply:
         form = {k: v[-1] for k, v in parse_qs(request.body.decode()).items()}

@@ -24,6 +24,7 @@ from clearance.api.app import create_app
 from clearance.api.oidc_login import BrowserLogin, Pending, code_challenge
 from clearance.api.tokens import TokenStore
 from clearance.config import load_settings
+from clearance.errors import ConfigError
 from clitools import cli
 from idp_server import Provider
 
@@ -217,7 +218,10 @@ def _forgeries(home: str) -> dict[str, tuple[dict[str, str], dict[str, str]]]:
         "no token": ({"question": question}, {}),
         "wrong token": ({"question": question, "csrf": good[:-2] + "xx"}, {}),
         "another origin": ({"question": question, "csrf": good}, {"Origin": "https://evil.test"}),
-        "cross-site fetch": ({"question": question, "csrf": good}, {"Sec-Fetch-Site": "cross-site"}),
+        "cross-site fetch": (
+            {"question": question, "csrf": good},
+            {"Sec-Fetch-Site": "cross-site"},
+        ),
     }
 
 
@@ -410,13 +414,15 @@ def test_the_admin_page_is_for_administrators(live: Live, browser: Browser) -> N
     root.close()
 
 
-def test_the_admin_page_shows_no_question_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_admin_page_shows_no_question_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = make_project(tmp_path)
     # Traces keep the question text for this corpus: the page must still not show it.
-    config.write_text(
-        CONFIG + '\n[trace]\nquestion_text_corpora = ["default"]\n', encoding="utf-8"
-    )
-    tokens = {u: create_token(config, u, *x)["token"] for u, x in (("ann", ()), ("root", ("--admin",)))}
+    config.write_text(CONFIG + '\n[trace]\nquestion_text_corpora = ["default"]\n', encoding="utf-8")
+    tokens = {
+        u: create_token(config, u, *x)["token"] for u, x in (("ann", ()), ("root", ("--admin",)))
+    }
     secret_words = "Where do I book trains for the zanzibar offsite?"
     with serving_app(create_app(load_settings(config))) as url:
         ann, root = Browser(url), Browser(url)
@@ -425,7 +431,7 @@ def test_the_admin_page_shows_no_question_text(tmp_path: Path, monkeypatch: pyte
         assert ann.ask(secret_words).status_code == 200
         page = root.get("/admin").text
         assert "zanzibar" not in page.lower()
-        assert '<code>ann</code>' not in page  # users are pseudonyms
+        assert "<code>ann</code>" not in page  # users are pseudonyms
         assert re.search(r"<td>answered</td>", page)
 
         # Reverse proof: a trace row that carried the question would show it.
@@ -470,7 +476,9 @@ def test_single_sign_on_with_pkce_signs_the_user_in(sso: tuple[Provider, str]) -
     b, reply = single_sign_on(url)
     assert reply.status_code == 303 and reply.headers["location"] == "/"
     home = b.get("/")
-    assert home.status_code == 200 and '<span class="user" data-testid="user">ann</span>' in home.text
+    assert (
+        home.status_code == 200 and '<span class="user" data-testid="user">ann</span>' in home.text
+    )
     assert idp.token_errors == []
     # The authorization request carried an S256 challenge, and the state and nonce are fresh.
     authorize = next(r for r in idp.requests if r.path.startswith("/authorize"))
@@ -500,7 +508,9 @@ def test_the_nonce_check_is_what_refuses_a_replayed_id_token(
     idp.misbehave = "nonce"
     real_finish = BrowserLogin.finish
 
-    def without_nonce_check(self: BrowserLogin, code: str, state: str, pending: Any, uri: str) -> Any:
+    def without_nonce_check(
+        self: BrowserLogin, code: str, state: str, pending: Any, uri: str
+    ) -> Any:
         real_verify = self.verifier.verify_claims
 
         def lenient(token: str) -> Any:
@@ -517,7 +527,7 @@ def test_the_nonce_check_is_what_refuses_a_replayed_id_token(
 
 
 def test_a_callback_without_the_browsers_state_is_refused(sso: tuple[Provider, str]) -> None:
-    idp, url = sso
+    _, url = sso
     victim, attacker = Browser(url), Browser(url)
     start = attacker.get("/signin/oidc")
     back = httpx.get(start.headers["location"], timeout=30)
@@ -548,3 +558,48 @@ def test_pending_sign_in_cookies_are_parsed_strictly() -> None:
     assert Pending.from_cookie("a.b.c.d") is None
     assert Pending.from_cookie("a..c") is None
     assert Pending.from_cookie("s.n.v") == Pending("s", "n", "v")
+
+
+# --------------------------------------------------------------------------- CORS
+
+
+def test_cors_is_off_by_default_and_opens_only_to_configured_origins(tmp_path: Path) -> None:
+    preflight = {
+        "Origin": "https://portal.example.test",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
+    config = make_project(tmp_path)
+    with serving_app(create_app(load_settings(config))) as url:
+        closed = httpx.options(f"{url}/v1/search", headers=preflight, timeout=30)
+        assert "access-control-allow-origin" not in closed.headers
+    config.write_text(
+        CONFIG.replace("[server]\n", '[server]\ncors_origins = ["https://portal.example.test"]\n'),
+        encoding="utf-8",
+    )
+    with serving_app(create_app(load_settings(config))) as url:
+        allowed = httpx.options(f"{url}/v1/search", headers=preflight, timeout=30)
+        assert allowed.headers["access-control-allow-origin"] == "https://portal.example.test"
+        assert "access-control-allow-credentials" not in allowed.headers  # bearer only
+        other = httpx.options(
+            f"{url}/v1/search", headers={**preflight, "Origin": "https://evil.test"}, timeout=30
+        )
+        assert other.headers.get("access-control-allow-origin") != "https://evil.test"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('cors_origins = ["portal.example.test"]', "server.cors_origins"),
+        ('cors_origins = ["https://portal.example.test/app"]', "server.cors_origins"),
+        ('public_url = "clearance.example.test"', "server.public_url"),
+        ('session_lifetime = "0s"', "server.session_lifetime"),
+    ],
+)
+def test_bad_ui_settings_are_refused_naming_the_key(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    config = tmp_path / "clearance.toml"
+    config.write_text(CONFIG.replace("[server]\n", f"[server]\n{line}\n"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_settings(config)

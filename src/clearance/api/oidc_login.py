@@ -179,11 +179,16 @@ class BrowserLogin:
     def _post(
         self, url: str, form: Mapping[str, str], auth: tuple[str, str] | None
     ) -> Mapping[str, Any]:
+        basic = httpx.BasicAuth(*auth) if auth is not None else None
         try:
             with self._client() as client:
-                return _json(
-                    client.post(url, data=form, auth=auth, headers={"Accept": "application/json"})
+                reply = client.post(
+                    url,
+                    data=form,
+                    auth=basic if basic is not None else httpx.USE_CLIENT_DEFAULT,
+                    headers={"Accept": "application/json"},
                 )
+                return _json(reply)
         except httpx.HTTPError as exc:
             raise AuthError(
                 "token_endpoint_failed", "the token endpoint cannot be reached"

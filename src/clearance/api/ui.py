@@ -32,7 +32,7 @@ import re
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -45,7 +45,12 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from clearance.answer.result import AnswerResult, Status
-from clearance.api.auth import Authenticator, DirectoryAdmins, TrustedHeaderAuthenticator
+from clearance.api.auth import (
+    Authenticator,
+    DirectoryAdmins,
+    OidcAuthenticator,
+    TrustedHeaderAuthenticator,
+)
 from clearance.api.errors import DOCUMENT_NOT_FOUND
 from clearance.api.limits import RateLimited, RateLimiter
 from clearance.api.oidc import JwtVerifier
@@ -75,7 +80,7 @@ CSP = (
 _SECURITY_HEADERS = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" would make Origin "null"
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),
 )
@@ -168,13 +173,9 @@ class Door:
         )
         self.login: BrowserLogin | None = None
         if server.oidc is not None:
+            # The bearer sign-in's verifier, so both share one JWKS cache.
             oidc_verifier = next(
-                (
-                    a.verifier
-                    for a in authenticators
-                    if isinstance(getattr(a, "verifier", None), JwtVerifier)
-                ),
-                None,
+                (a.verifier for a in authenticators if isinstance(a, OidcAuthenticator)), None
             )
             self.login = BrowserLogin(server.oidc, oidc_verifier or JwtVerifier(server.oidc))
         environment = Environment(
@@ -184,6 +185,8 @@ class Door:
             lstrip_blocks=True,
         )
         environment.filters["cited"] = _cited_html
+        environment.filters["when"] = _when
+        environment.filters["duration"] = _duration
         self.templates = Jinja2Templates(env=environment)
 
     # ------------------------------------------------------------------ cookies
@@ -332,6 +335,32 @@ def _cited_html(text: str) -> markupsafe.Markup:
             lambda m: f'<a class="marker" href="#S{m.group(1)}">[S{m.group(1)}]</a>', escaped
         )
     )
+
+
+def _when(value: str | None) -> str:
+    """An ISO timestamp as people read it, in UTC to the second."""
+    if not value:
+        return "never"
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(seconds: float | None) -> str:
+    """``5400`` → ``1 h 30 min``: an SLA as an operator configured it."""
+    if seconds is None:
+        return ""
+    total = round(float(seconds))
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if total >= size or (unit == "s" and not parts):
+            amount, total = divmod(total, size)
+            parts.append(f"{amount} {unit}")
+    return " ".join(parts)
 
 
 # --------------------------------------------------------------------------- routes

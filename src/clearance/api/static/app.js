@@ -49,6 +49,7 @@
     live.textContent = "Looking in the sources you may read…";
     section.appendChild(live);
     let started = false;
+    let sentences = 0;
     try {
       const reply = await fetch("/ask", {
         method: "POST",
@@ -81,8 +82,10 @@
               started = true;
             }
             live.appendChild(document.createTextNode(item.data.text));
+            sentences += 1;
           } else if (item.name === "rendered") {
             section.innerHTML = item.data.html; // server-rendered, escaped markup
+            section.dataset.streamedSentences = String(sentences);
           } else if (item.name === "error") {
             show(item.data.message);
             if (reply.status === 401) {
