@@ -509,6 +509,7 @@ def install_ui(
             # Without [access] require_assistant, asking with no assistant searches every
             # corpus, each under its own ceiling.
             "allow_none": not settings.access.require_assistant,
+            "max_question_chars": settings.answer.max_question_chars,
         }
 
     @router.get("/")
