@@ -603,3 +603,41 @@ def test_bad_ui_settings_are_refused_naming_the_key(
     config.write_text(CONFIG.replace("[server]\n", f"[server]\n{line}\n"), encoding="utf-8")
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_settings(config)
+
+
+# --------------------------------------------------------------------------- behind a proxy
+
+PROXY = "127.0.0.2"  # the trusted proxy; 127.0.0.1 is any other client
+
+
+def test_behind_a_trusted_proxy_the_ui_signs_in_from_its_header(tmp_path: Path) -> None:
+    config = make_project(tmp_path)
+    config.write_text(
+        CONFIG.replace("[server]\n", f'[server]\ntrusted_proxies = ["{PROXY}"]\n'),
+        encoding="utf-8",
+    )
+    user = {"X-Forwarded-User": "ann"}
+
+    def client(url: str, address: str) -> httpx.Client:
+        transport = httpx.HTTPTransport(local_address=address)
+        return httpx.Client(base_url=url, transport=transport, headers=user, timeout=30)
+
+    with (
+        serving_app(create_app(load_settings(config))) as url,
+        client(url, PROXY) as proxy,
+        client(url, PROXY) as cookieless,
+        client(url, "127.0.0.1") as direct,
+    ):
+        home = proxy.get("/")
+        assert home.status_code == 200 and 'data-testid="user">ann<' in home.text
+        # No session: the CSRF token is a double-submit cookie set with the page.
+        assert "clearance_csrf" in proxy.cookies and "clearance_session" not in proxy.cookies
+        token = csrf_of(home.text)
+        question = {"question": "Where do I book trains?", "csrf": token}
+        answer = proxy.post("/ask", data=question)
+        assert answer.status_code == 200 and "Tokyo" in answer.text
+        # The token without its cookie, as a cross-site form would send it: refused.
+        assert cookieless.post("/ask", data=question).status_code == 403
+
+        refused = direct.get("/")
+        assert refused.status_code == 303 and refused.headers["location"] == "/signin"

@@ -250,7 +250,9 @@ class Door:
             headers = {k.lower(): v for k, v in request.headers.items()}
             identity = self.proxy.authenticate(headers, peer)
             if identity is not None:
-                csrf = request.cookies.get(self.cookie(request, "clearance_csrf"), "")
+                # No session behind a proxy: the CSRF token is a double-submit cookie,
+                # set with the first page (``page``).
+                csrf = request.cookies.get(self.cookie(request, "clearance_csrf")) or _new_token()
                 return Visitor(identity.user_id, identity.admin, csrf, None, "proxy")
         return None
 
@@ -284,6 +286,13 @@ class Door:
             status_code=status_code,
         )
         response.headers["Cache-Control"] = "no-store"
+        csrf_cookie = self.cookie(request, "clearance_csrf")
+        if (
+            visitor is not None
+            and visitor.session_id is None
+            and csrf_cookie not in request.cookies
+        ):
+            self.set_cookie(response, request, "clearance_csrf", visitor.csrf, samesite="strict")
         return response
 
     def not_found(self, request: Request, visitor: Visitor | None) -> HTMLResponse:
