@@ -641,3 +641,23 @@ def test_behind_a_trusted_proxy_the_ui_signs_in_from_its_header(tmp_path: Path) 
 
         refused = direct.get("/")
         assert refused.status_code == 303 and refused.headers["location"] == "/signin"
+
+
+@pytest.mark.parametrize(
+    ("locator", "shown"),
+    [
+        (
+            "section=Report > 2. Results > Japan,table=1,row=Revenue (USD m),col=FY2024",
+            "Report › 2. Results › Japan · table 1 · row Revenue (USD m) · column FY2024",
+        ),
+        ("page=3", "page 3"),
+        (
+            "slide=2,chart=1,series=Revenue,category=FY2024",
+            "slide 2 · chart 1 · series Revenue · category FY2024",
+        ),
+        ("sheet=P&L,range=A1:D9", "sheet P&L · cells A1:D9"),
+        ("not a locator", "not a locator"),
+    ],
+)
+def test_citations_show_their_place_in_words(locator: str, shown: str) -> None:
+    assert ui_module.place(locator) == shown

@@ -62,8 +62,9 @@ from clearance.api.views import assistants_for, preview
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.errors import AuthError, ClearanceError, NotFoundError, QuestionError
+from clearance.ingest.locator import parse_locator
 
-__all__ = ["CSP", "SecurityHeaders", "install_ui", "not_found_page"]
+__all__ = ["CSP", "SecurityHeaders", "install_ui", "not_found_page", "place"]
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,7 @@ class Door:
         environment.filters["cited"] = _cited_html
         environment.filters["when"] = _when
         environment.filters["duration"] = _duration
+        environment.filters["place"] = place
         self.templates = Jinja2Templates(env=environment)
 
     # ------------------------------------------------------------------ cookies
@@ -344,6 +346,26 @@ def _cited_html(text: str) -> markupsafe.Markup:
             lambda m: f'<a class="marker" href="#S{m.group(1)}">[S{m.group(1)}]</a>', escaped
         )
     )
+
+
+_PLACE_WORDS = {"col": "column", "range": "cells"}
+
+
+def place(locator: str) -> str:
+    """A locator as a reader says it: ``section=Report > Japan,table=1,row=Revenue,col=FY2024``
+    → ``Report › Japan · table 1 · row Revenue · column FY2024`` (the raw locator stays in
+    the citation's JSON; this is only how the page shows it)."""
+    try:
+        parts = parse_locator(locator)
+    except ValueError:
+        return locator
+    words = []
+    for key, value in parts:
+        if key == "section":
+            words.append(value.replace(" > ", " › "))
+        else:
+            words.append(f"{_PLACE_WORDS.get(key, key)} {value}")
+    return " · ".join(words)
 
 
 def _when(value: str | None) -> str:
