@@ -39,6 +39,7 @@ __all__ = [
     "IngestSettings",
     "LLMSettings",
     "Rate",
+    "RelevanceSettings",
     "RetrievalSettings",
     "SensitivitySettings",
     "ServerSettings",
@@ -158,6 +159,32 @@ class _Table:
 
 
 # --------------------------------------------------------------------------- settings
+
+
+def _share(t: _Table, name: str, default: float) -> float:
+    value = t.get(name, float, default)
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{t.key(name)}: must be between 0 and 1, got {value}")
+    return value
+
+
+def _non_negative(t: _Table, name: str, default: float) -> float:
+    value = t.get(name, float, default)
+    if not 0.0 <= value < math.inf:
+        raise ConfigError(f"{t.key(name)}: must be a finite number of at least 0, got {value}")
+    return value
+
+
+def _relevance(t: _Table) -> RelevanceSettings:
+    d = RelevanceSettings()
+    out = RelevanceSettings(
+        min_coverage=_share(t, "min_coverage", d.min_coverage),
+        cosine_weight=_non_negative(t, "cosine_weight", d.cosine_weight),
+        min_score=_non_negative(t, "min_score", d.min_score),
+        min_coverage_with_cosine=_share(t, "min_coverage_with_cosine", d.min_coverage_with_cosine),
+    )
+    t.done()
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,10 +346,25 @@ class FactSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RelevanceSettings:
+    """The narrative path's relevance gate (:mod:`clearance.answer.relevance`). Without an
+    embedding cosine, a snippet bears on the question when it holds ``min_coverage`` of the
+    question's IDF mass; with one, when ``coverage + cosine_weight * cosine`` reaches
+    ``min_score`` and the coverage reaches ``min_coverage_with_cosine``. Calibrated by
+    benchmarks/relevance_calibration.py."""
+
+    min_coverage: float = 0.6
+    cosine_weight: float = 1.5
+    min_score: float = 1.3
+    min_coverage_with_cosine: float = 0.45
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerSettings:
     max_question_chars: int = 2000  # longer questions are refused before any work
     context_budget_tokens: int = 700
     min_snippets: int = 1
+    relevance: RelevanceSettings = field(default_factory=RelevanceSettings)
     no_source_message: str = "I have no approved source I can use to answer that."
     degraded_message: str = "The answer service is unavailable right now. Please try again later."
 
@@ -627,6 +669,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         max_question_chars=t.positive("max_question_chars", defaults.max_question_chars),
         context_budget_tokens=t.positive("context_budget_tokens", defaults.context_budget_tokens),
         min_snippets=t.positive("min_snippets", defaults.min_snippets),
+        relevance=_relevance(t.table("relevance")),
         no_source_message=t.get("no_source_message", str, defaults.no_source_message),
         degraded_message=t.get("degraded_message", str, defaults.degraded_message),
     )

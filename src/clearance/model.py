@@ -192,6 +192,8 @@ class SearchHit:
     score: float
     lexical_rank: int | None = None
     vector_rank: int | None = None
+    # The embedding cosine of question and chunk, where the vector list ranked the chunk.
+    cosine: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

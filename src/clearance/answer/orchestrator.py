@@ -46,13 +46,9 @@ from clearance.answer.intent import (
     MetricQuery,
     RuleIntentParser,
 )
-from clearance.answer.narrative import (
-    CheckedAnswer,
-    check_answer,
-    find_conflicts,
-    relevant_snippets,
-)
+from clearance.answer.narrative import CheckedAnswer, check_answer, find_conflicts
 from clearance.answer.prompt import assemble_prompt
+from clearance.answer.relevance import RelevanceGate
 from clearance.answer.result import AnswerResult, Citation, Route, Status
 from clearance.answer.scope import ScopeGate
 from clearance.answer.structured import (
@@ -69,7 +65,7 @@ from clearance.errors import ConfigError, GuardError, ProviderError
 from clearance.ingest.facts import Vocabulary
 from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, Recheck, RecheckResult
-from clearance.model import Document
+from clearance.model import Document, SearchHit
 from clearance.retrieval.link_exit import is_restricted, to_snippets
 from clearance.retrieval.rerank import rerank
 from clearance.store.base import SearchFilter
@@ -125,6 +121,7 @@ class Orchestrator:
         self.vocab = Vocabulary(self.settings.facts)
         self.intent_parser = intent_parser or RuleIntentParser(self.vocab)
         self.faq = FaqMatcher(FaqRepository(app.store))
+        self.relevance = RelevanceGate(self.settings.answer.relevance)
 
     def providers(self) -> tuple[Provider, ...]:
         """The providers behind the guards (for their owner to close)."""
@@ -497,7 +494,7 @@ class Orchestrator:
         # 10 link exit, 11 prompt assembly (only material that actually bears on the question);
         # trust comes from origin under [trust.origins], derived here and never stored
         exits = to_snippets(hits, self.settings.trust.origins)
-        snippets = relevant_snippets(request.masked, exits)
+        snippets = self._relevant(request, exits, hits)
         prompt = assemble_prompt(
             request.masked, snippets, self.settings.answer.context_budget_tokens
         )
@@ -540,6 +537,26 @@ class Orchestrator:
             trace.reason = "no_authorized_source"
             return no_source
         return self._render_narrative(checked, prompt.snippets, request)
+
+    def _relevant(
+        self, request: _Request, snippets: Sequence[Snippet], hits: Sequence[SearchHit]
+    ) -> list[Snippet]:
+        """The snippets the relevance gate judges to bear on the question, from statistics
+        over the caller's allowed chunks only (:mod:`clearance.answer.relevance`)."""
+        flt = request.flt
+        assert flt is not None
+        cosines = (
+            {h.chunk.chunk_id: h.cosine for h in hits if h.cosine is not None}
+            if self.app.embedder is not None
+            else None
+        )
+        judged = self.relevance.judge(
+            request.masked,
+            snippets,
+            lambda terms: self.app.store.term_statistics(terms, flt),
+            cosines,
+        )
+        return [j.snippet for j in judged if j.relevant]
 
     def _render_narrative(
         self, checked: CheckedAnswer, snippets: Sequence[Snippet], request: _Request

@@ -49,6 +49,7 @@ class HybridSearcher:
         lexical, vector = self.store.retrieve(query, embedded, flt, pool)
         lex_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
         vec_rank = {cid: i for i, (cid, _) in enumerate(vector, start=1)}
+        cosines = dict(vector)
         fused = reciprocal_rank_fusion(
             [[c for c, _ in lexical], [c for c, _ in vector]], k=self.rrf_k, weights=[1.0, weight]
         )[:k]
@@ -64,6 +65,7 @@ class HybridSearcher:
                 score=scores[chunk.chunk_id],
                 lexical_rank=lex_rank.get(chunk.chunk_id),
                 vector_rank=vec_rank.get(chunk.chunk_id),
+                cosine=cosines.get(chunk.chunk_id),
             )
             for chunk, document in rows
         ]

@@ -7,6 +7,7 @@ query (SQL predicate or vector mask) — never by over-fetching and dropping aft
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ import numpy.typing as npt
 
 from clearance.model import Chunk, Document, Fact, Sensitivity
 
-__all__ = ["CorpusSync", "SearchFilter", "Store", "StoreStats"]
+__all__ = ["CorpusSync", "SearchFilter", "Store", "StoreStats", "TermStatistics"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,21 @@ class StoreStats:
 Vector = npt.NDArray[np.float32]
 
 
+@dataclass(frozen=True, slots=True)
+class TermStatistics:
+    """Document frequencies over the chunks one filter allows (``chunks`` of them); a term
+    missing from ``df`` occurs in none."""
+
+    chunks: int
+    df: Mapping[str, int]
+
+    def idf(self, term: str) -> float:
+        """BM25's ``ln(1 + (N - df + 0.5) / (df + 0.5))``: largest for a term no allowed
+        chunk holds, never negative."""
+        df = self.df.get(term, 0)
+        return math.log(1.0 + (self.chunks - df + 0.5) / (df + 0.5))
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence and filtered search. Implementations must be safe to reopen."""
@@ -122,6 +138,11 @@ class Store(Protocol):
 
     def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
         """Chunks with their documents, in the order asked."""
+
+    def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
+        """How many allowed chunks there are and how many of them hold each index term:
+        the lexical search's own statistics, so a judgement built on them depends on
+        nothing the filter hides."""
 
     def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
         """Replace one document's ACL without touching its content or vectors."""

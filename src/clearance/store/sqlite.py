@@ -39,7 +39,7 @@ from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.retrieval.analysis import document_terms, search_terms
-from clearance.store.base import SearchFilter, StoreStats, Vector
+from clearance.store.base import SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.memory import AccessIndex, ContentIndex, VectorRows, bm25_top_k, top_k
 
 __all__ = ["Retrieved", "SQLiteStore"]
@@ -1054,6 +1054,29 @@ class SQLiteStore(Closing):
             self._lexical(content, terms, mask, k),
             [] if vector is None else self._vector(content, vector, mask, k),
         )
+
+    def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
+        """Allowed-chunk count and document frequencies, from the same mask as BM25."""
+        wanted = list(dict.fromkeys(terms))
+        if not flt.principals:
+            return TermStatistics(0, {})
+        content, access = self._indexes(vectors=False)
+        mask = access.chunk_mask(flt, content)
+        with self._lock:
+            found = dict(
+                self._db.execute(
+                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+                    (json.dumps(wanted),),
+                ).fetchall()
+            )
+        df: dict[str, int] = {}
+        for term in wanted:
+            if term in found:
+                chunks, _ = content.posting(found[term])
+                count = int(np.count_nonzero(mask[chunks]))
+                if count:
+                    df[term] = count
+        return TermStatistics(int(np.count_nonzero(mask)), df)
 
     def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""

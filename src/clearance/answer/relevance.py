@@ -1,0 +1,186 @@
+"""Does a retrieved snippet bear on the question? The narrative path's relevance judgement.
+
+Retrieval always returns *something*: the best of what the caller may read, however poor.
+Before a model sees it, each snippet is judged on two signals, both computed only from
+material the caller may read, so a hidden document can change neither:
+
+* **coverage** — the share of the question's IDF mass that the snippet's document holds
+  in the snippets retrieved from it (title, locator and text). The IDF is BM25's, from the lexical index's statistics over the caller's allowed
+  chunks (:meth:`~clearance.store.base.Store.term_statistics`): matching "phishing" weighs
+  far more than matching "documents", and a question term that no readable chunk holds
+  ("freeze", when the release checklist is hidden) counts fully against every snippet.
+  A CJK character pair that no readable chunk holds is judged as its two characters
+  instead: questions are not segmented into words, and most such pairs straddle a word
+  boundary ("处的", "址在") rather than name something.
+* **cosine** — the embedding similarity of question and chunk, where the hybrid search
+  computed one (:attr:`~clearance.model.SearchHit.cosine`) and the question is not mostly
+  CJK (the bundled model is English-only; on Japanese it ranks near chance).
+
+Without a cosine, a snippet is relevant when its coverage reaches ``min_coverage``. With
+one, the two signals are weighed together: ``coverage + cosine_weight * cosine`` must reach
+``min_score`` and the coverage ``min_coverage_with_cosine``. So a press release that shares
+"release" and "window" with a question about release freeze windows (coverage 0.52, cosine
+0.13) is dropped with the embedder although coverage alone is close. What neither signal
+sees is an answer in entirely other words (a customer record that answers a question about
+a litigation hold with "preserve all records"): that is refused. The defaults were
+calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` by
+``benchmarks/relevance_calibration.py``; the figures are in ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from clearance.config import RelevanceSettings
+from clearance.llm.base import Snippet
+from clearance.retrieval.analysis import cjk_share, document_terms, search_terms
+from clearance.store.base import TermStatistics
+
+__all__ = ["Judgement", "RelevanceGate", "question_weights"]
+
+#: ``terms -> statistics`` over the caller's allowed chunks.
+StatisticsFor = Callable[[Sequence[str]], TermStatistics]
+
+
+# The words that frame a question rather than name what it is about: they carry no
+# evidence that a snippet answers it ("What do our documents say about …", "…是什么？"),
+# or name the form an answer takes rather than its topic ("the escalation procedure").
+# Index forms (stemmed English); single CJK characters are the function characters of
+# Chinese questions, and any lone hiragana (Japanese particles and endings) is one too.
+_FRAME_WORDS = frozenset(
+    [
+        "about",
+        "also",
+        "any",
+        "anyth",
+        "can",
+        "could",
+        "did",
+        "document",
+        "doe",
+        "get",
+        "give",
+        "kind",
+        "know",
+        "let",
+        "list",
+        "mani",
+        "may",
+        "me",
+        "mean",
+        "much",
+        "must",
+        "my",
+        "need",
+        "pleas",
+        "procedur",
+        "process",
+        "say",
+        "shall",
+        "should",
+        "show",
+        "step",
+        "tell",
+        "us",
+        "want",
+        "would",
+    ]
+)
+_FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么")
+
+
+# A readable set smaller than this many chunks is weighed as if it had this many: in a set
+# of three chunks every word they share would otherwise weigh next to nothing, and one
+# unknown word of the question (an id, a typo) would outweigh all of them.
+_MIN_CHUNKS = 50
+
+
+def _is_cjk_pair(term: str) -> bool:
+    return len(term) == 2 and cjk_share(term) == 1.0
+
+
+def _frame(term: str) -> bool:
+    if len(term) == 1 and ("\u3040" <= term <= "\u309f" or term in _FRAME_CHARS):
+        return True
+    return term in _FRAME_WORDS
+
+
+def question_weights(question: str, statistics: StatisticsFor) -> dict[str, float]:
+    """The question's index terms with their IDF weights (see the module docstring for the
+    CJK back-off). Empty when the question has no term at all."""
+    terms = [t for t in search_terms(question) if not _frame(t)]
+    found = statistics([*terms, *(ch for t in terms if _is_cjk_pair(t) for ch in t)])
+    stats = TermStatistics(max(found.chunks, _MIN_CHUNKS), found.df)
+    weights: dict[str, float] = {}
+    for term in terms:
+        if _is_cjk_pair(term) and stats.df.get(term, 0) == 0:
+            for ch in term:
+                if not _frame(ch):
+                    weights.setdefault(ch, stats.idf(ch))
+        else:
+            weights[term] = stats.idf(term)
+    return weights
+
+
+def _held(snippet: Snippet) -> set[str]:
+    """The index terms a reader of the snippet sees: its title, locator and text."""
+    return set(document_terms(f"{snippet.title}\n{snippet.locator}\n{snippet.text}"))
+
+
+def _share(weights: Mapping[str, float], total: float, held: set[str]) -> float:
+    return sum(weights[t] for t in held) / total if total > 0.0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    snippet: Snippet
+    coverage: float  # of the snippet's document (see RelevanceGate.judge)
+    cosine: float | None
+    relevant: bool
+    snippet_holds_terms: bool
+
+
+class RelevanceGate:
+    """Judges snippets against one question under :class:`RelevanceSettings`."""
+
+    def __init__(self, settings: RelevanceSettings) -> None:
+        self.settings = settings
+
+    def judge(
+        self,
+        question: str,
+        snippets: Sequence[Snippet],
+        statistics: StatisticsFor,
+        cosines: Mapping[str, float] | None = None,
+    ) -> list[Judgement]:
+        """One judgement per snippet, in order. ``cosines`` maps chunk ids to the
+        question's embedding cosine (ignored for a mostly-CJK question).
+
+        Coverage is counted per document, over all of its snippets here: a question is
+        often answered across two sections of one document (the escalation rule in one,
+        the priority it applies to in another). A snippet that holds none of the
+        question's terms is never relevant, whatever its document's coverage."""
+        weights = question_weights(question, statistics)
+        total = sum(weights.values())
+        use_cosine = cosines is not None and cjk_share(question) <= 0.5
+        held = [_held(s) & weights.keys() for s in snippets]
+        by_document: dict[str, set[str]] = {}
+        for snippet, terms in zip(snippets, held, strict=True):
+            by_document.setdefault(snippet.doc_id, set()).update(terms)
+        out: list[Judgement] = []
+        for snippet, terms in zip(snippets, held, strict=True):
+            coverage = _share(weights, total, by_document[snippet.doc_id])
+            cosine = cosines.get(snippet.chunk_id) if use_cosine and cosines else None
+            relevant = bool(terms) and self.decide(coverage, cosine)
+            out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
+        return out
+
+    def decide(self, coverage: float, cosine: float | None) -> bool:
+        s = self.settings
+        if cosine is None:
+            return coverage >= s.min_coverage
+        return (
+            coverage >= s.min_coverage_with_cosine
+            and coverage + s.cosine_weight * cosine >= s.min_score
+        )

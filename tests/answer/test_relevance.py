@@ -1,0 +1,164 @@
+"""The narrative relevance gate (clearance.answer.relevance) on the demo corpus plus the
+notes of ``data/relevance_pairs.json`` (a phishing incident report, Chinese notes), in a
+lexical-only index of its own so the shared demo index stays as it is.
+
+The labelled pairs also hold the golden narrative questions: a relevant document is
+answered with a citation of it, an off-topic question or one whose answer the user may not
+read is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearance.answer.narrative import relevant_snippets
+from clearance.answer.relevance import RelevanceGate, question_weights
+from clearance.answer.result import Status
+from clearance.config import RelevanceSettings, settings_from_dict
+from clearance.errors import ConfigError
+from clearance.llm.base import Snippet
+from clearance.retrieval.link_exit import to_snippets
+from clearance.store.base import TermStatistics
+
+from .conftest import ACME, AcmeIndex, build_index, clean_env
+
+DATA: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "data" / "relevance_pairs.json").read_text(encoding="utf-8")
+)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AcmeIndex]:
+    with clean_env():
+        index = build_index(tmp_path_factory.mktemp("relevance"), ACME / "manifest.jsonl")
+        try:
+            for note in DATA["notes"]:
+                index.app.add_note(
+                    note["text"],
+                    origin="human",
+                    corpus=note["corpus"],
+                    acl=note["acl"],
+                    title=note["title"],
+                    doc_id=note["doc_id"],
+                )
+            yield index
+        finally:
+            index.app.close()
+
+
+Gate = Callable[[str, Sequence[Snippet], Callable[[Sequence[str]], TermStatistics]], set[str]]
+
+
+def _new_gate(question: str, snippets: Sequence[Snippet], stats: Any) -> set[str]:
+    judged = RelevanceGate(RelevanceSettings()).judge(question, snippets, stats)
+    return {j.snippet.doc_id for j in judged if j.relevant}
+
+
+def _term_overlap_gate(question: str, snippets: Sequence[Snippet], stats: Any) -> set[str]:
+    return {s.doc_id for s in relevant_snippets(question, snippets)}
+
+
+def _precision_recall(index: AcmeIndex, gate: Gate) -> tuple[float, float]:
+    app = index.app
+    access = app.access()
+    tp = fp = fn = 0
+    for q in DATA["questions"]:
+        flt = access.search_filter(access.principal(q["user"]), None, app.store.corpora())
+        snippets = to_snippets(app.search(q["user"], q["question"]).hits)
+        passed = gate(q["question"], snippets, lambda t, f=flt: app.store.term_statistics(t, f))
+        tp += len(passed & set(q["relevant"]))
+        fn += len(set(q["relevant"]) - passed)
+        fp += len(passed & set(q["irrelevant"]))
+    return tp / (tp + fp), tp / (tp + fn)
+
+
+def test_the_gate_beats_term_overlap_on_the_labelled_pairs(indexed: AcmeIndex) -> None:
+    """Lexical-only figures of benchmarks/RESULTS.md (0.97 / 0.89), held as floors; the
+    term-overlap gate it replaced is the reverse proof: it lets near misses through."""
+    precision, recall = _precision_recall(indexed, _new_gate)
+    assert precision >= 0.95 and recall >= 0.85, (precision, recall)
+    old_precision, _ = _precision_recall(indexed, _term_overlap_gate)
+    assert old_precision < 0.95, old_precision
+
+
+GOLDEN = [
+    (
+        "grace",
+        "What do our documents say about the phishing campaign entry point?",
+        "note:sec-ir-2026-1104",
+    ),
+    ("alice", "上海办事处的地址在哪里？", "note:zh-shanghai-office"),
+    ("alice", "差旅费用要在多少天内报销？", "note:zh-travel-expenses"),
+    ("alice", "東京本社の社員食堂の営業時間は？", "confluence:OPS-1201"),
+    ("alice", "What is the hotel limit per night in London?", "confluence:OPS-1001"),
+]
+
+
+@pytest.mark.parametrize(("user", "question", "doc_id"), GOLDEN)
+def test_relevant_narrative_questions_are_answered_with_their_source(
+    indexed: AcmeIndex, user: str, question: str, doc_id: str
+) -> None:
+    result = indexed.app.ask(question, user)
+    assert result.status is Status.ANSWERED, result.to_dict()
+    assert doc_id in {c.doc_id for c in result.citations}
+
+
+REFUSED = [
+    ("alice", "What is the weather forecast for Paris tomorrow?"),
+    ("alice", "今天北京的天气怎么样？"),
+    ("alice", "今日の東京の天気は？"),
+    ("dave", "What are the production release freeze windows?"),
+    ("jun", "What did the board approve for the FY2025 budget in the March 2025 minutes?"),
+]
+
+
+@pytest.mark.parametrize(("user", "question"), REFUSED)
+def test_irrelevant_narrative_questions_are_refused(
+    indexed: AcmeIndex, user: str, question: str
+) -> None:
+    result = indexed.app.ask(question, user)
+    assert result.status is Status.NO_AUTHORIZED_SOURCE, result.to_dict()
+    assert result.citations == ()
+
+
+def test_statistics_come_from_what_the_caller_may_read(indexed: AcmeIndex) -> None:
+    """The phishing report is readable by IT administrators only: alice's statistics do
+    not know its words, so nothing about it can move her judgement. Reverse proof: the
+    statistics of an unfiltered view do know them."""
+    app = indexed.app
+    access = app.access()
+    terms = ["phish", "campaign"]
+    alice = access.search_filter(access.principal("alice"), None, app.store.corpora())
+    grace = access.search_filter(access.principal("grace"), None, app.store.corpora())
+    assert app.store.term_statistics(terms, alice).df == {}
+    assert app.store.term_statistics(terms, grace).df.get("phish", 0) > 0
+
+
+def test_frame_words_and_unseen_cjk_pairs_carry_no_weight() -> None:
+    stats = TermStatistics(100, {"上海": 3, "地址": 2, "phish": 1})
+    question = "上海的地址在哪里？ What do our documents say about phishing?"
+    weights = question_weights(question, lambda terms: stats)
+    # "海的", "的地", "址在", "在哪", "哪里" are held by no chunk: judged as their characters,
+    # of which 海, 地 and 址 are not function characters.
+    assert set(weights) == {"上海", "地址", "海", "地", "址", "phish"}
+    assert weights["phish"] > weights["上海"]
+
+
+def test_relevance_settings_are_read_and_checked() -> None:
+    def relevance(table: dict[str, Any]) -> RelevanceSettings:
+        return settings_from_dict({"answer": {"relevance": table}}).answer.relevance
+
+    chosen = relevance({"min_coverage": 0.5, "cosine_weight": 2, "min_score": 1.1})
+    default = RelevanceSettings()
+    assert chosen == RelevanceSettings(0.5, 2.0, 1.1, default.min_coverage_with_cosine)
+    with pytest.raises(ConfigError, match="min_coverage"):
+        relevance({"min_coverage": 1.5})
+    with pytest.raises(ConfigError, match="min_score"):
+        relevance({"min_score": -1})
+    with pytest.raises(ConfigError, match="unknown setting"):
+        relevance({"min_cosine": 0.5})
