@@ -318,14 +318,102 @@ class PeriodForm:
     canonical: str
 
 
-DEFAULT_PERIOD_FORMS: tuple[PeriodForm, ...] = (
+# Built-in period forms (canonical: ``FY2024``, ``CY2024``, ``H1 2024``, ``Q3 2025``) in
+# English, Japanese and Chinese. Half years and quarters are of the fiscal year; a two-digit
+# year ``24`` is 2024. ``CY`` forms are calendar years; they become ``FY`` forms when the
+# fiscal year is the calendar year (:func:`builtin_period_forms`), so ``2024年`` then means
+# FY2024 but never does when the fiscal year starts in April. ``[[facts.periods]]`` adds to
+# these or, with ``replace_builtin_periods = true``, replaces them.
+_Y4 = r"(\d{4})"
+_Y2 = r"'?(\d{2})"
+_FYP = r"(?:FY\s*)?"  # an optional "FY" before a year ("H1 FY2024")
+_ZH_YEAR = r"(?:年度?|[财財](?:政)?年度?)"  # 年 / 年度 / 财年 / 財年 / 财政年度
+_QUARTER_WORDS = (("first|1st", 1), ("second|2nd", 2), ("third|3rd", 3), ("fourth|4th", 4))
+_CJK_NUMERALS = (("一", 1), ("二", 2), ("三", 3), ("四", 4))
+
+_BUILTIN_PERIOD_FORMS: tuple[PeriodForm, ...] = (
+    # fiscal years
     PeriodForm(r"\bFY\s*'?(\d{4})\b", "FY{1}"),
+    PeriodForm(r"\bFY\s*'?(\d{2})\b", "FY20{1}"),
     PeriodForm(r"(\d{4})\s*年度", "FY{1}"),
+    PeriodForm(r"(\d{4})\s*[财財](?:政)?年(?:度)?", "FY{1}"),
     PeriodForm(r"\bfiscal\s+(?:year\s+)?(\d{4})\b", "FY{1}"),
+    # calendar years
+    PeriodForm(r"\bCY\s*'?(\d{4})\b", "CY{1}"),
+    PeriodForm(r"\bCY\s*'?(\d{2})\b", "CY20{1}"),
+    PeriodForm(r"\bcalendar\s+(?:year\s+)?(\d{4})\b", "CY{1}"),
+    PeriodForm(r"(\d{4})\s*年(?!\s*(?:度|\d|[一二三四五六七八九十]+\s*月))", "CY{1}"),
+    # half years
+    PeriodForm(rf"\b{_Y4}\s*H([12])\b", "H{2} {1}"),
+    PeriodForm(rf"\bH([12])\s*{_FYP}'?{_Y4}\b", "H{1} {2}"),
+    PeriodForm(rf"\bH([12])\s*{_FYP}{_Y2}\b", "H{1} 20{2}"),
+    PeriodForm(rf"\b([12])H\s*{_FYP}'?{_Y4}\b", "H{1} {2}"),
+    PeriodForm(rf"\b([12])H\s*{_FYP}{_Y2}\b", "H{1} 20{2}"),
+    PeriodForm(rf"\bFY\s*'?{_Y4}\s*H([12])\b", "H{2} {1}"),
+    PeriodForm(rf"\bFY\s*{_Y2}\s*H([12])\b", "H{2} 20{1}"),
+    PeriodForm(rf"\bfirst\s+half\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b", "H1 {1}"),
+    PeriodForm(rf"\bsecond\s+half\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b", "H2 {1}"),
+    PeriodForm(rf"{_Y4}\s*年度?\s*上\s*半?\s*期", "H1 {1}"),
+    PeriodForm(rf"{_Y4}\s*年度?\s*下\s*半?\s*期", "H2 {1}"),
+    PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*上半年度?", "H1 {1}"),
+    PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*下半年度?", "H2 {1}"),
+    PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*H([12])\b", "H{2} {1}"),
+    # quarters
     PeriodForm(r"\bQ([1-4])\s*(?:FY)?\s*(\d{4})\b", "Q{1} {2}"),
+    PeriodForm(rf"\bQ([1-4])\s*{_FYP}{_Y2}\b", "Q{1} 20{2}"),
     PeriodForm(r"\b(\d{4})\s*Q([1-4])\b", "Q{2} {1}"),
+    PeriodForm(rf"\b([1-4])Q\s*{_FYP}'?{_Y4}\b", "Q{1} {2}"),
+    PeriodForm(rf"\b([1-4])Q\s*{_FYP}{_Y2}\b", "Q{1} 20{2}"),
+    PeriodForm(rf"\bFY\s*'?{_Y4}\s*Q([1-4])\b", "Q{2} {1}"),
+    PeriodForm(rf"\bFY\s*{_Y2}\s*Q([1-4])\b", "Q{2} 20{1}"),
     PeriodForm(r"(\d{4})\s*年度?\s*第\s*([1-4])\s*四半期", "Q{2} {1}"),
+    PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*第?\s*([1-4])\s*季度?", "Q{2} {1}"),
+    PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*Q([1-4])\b", "Q{2} {1}"),
+    *(
+        PeriodForm(
+            rf"\b(?:{words})\s+quarter\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b",
+            f"Q{n} {{1}}",
+        )
+        for words, n in _QUARTER_WORDS
+    ),
+    *(
+        PeriodForm(rf"{_Y4}\s*年度?\s*第\s*{kanji}\s*四半期", f"Q{n} {{1}}")
+        for kanji, n in _CJK_NUMERALS
+    ),
+    *(
+        PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*第?\s*{kanji}\s*季度?", f"Q{n} {{1}}")
+        for kanji, n in _CJK_NUMERALS
+    ),
 )
+
+
+_FISCAL_START = re.compile(r"^(\d{2})-(\d{2})$")
+
+
+def fiscal_year_start_month(value: str, key: str = "facts.fiscal_year_start") -> int:
+    """The month a fiscal year starts in, from ``"MM-01"``; anything else is a ConfigError
+    (fiscal years start on the first of a month, so halves and quarters are whole months)."""
+    m = _FISCAL_START.match(value)
+    if m is None or not 1 <= int(m.group(1)) <= 12 or m.group(2) != "01":
+        raise ConfigError(f'{key}: expected "MM-01" (e.g. "04-01"), got {value!r}')
+    return int(m.group(1))
+
+
+def builtin_period_forms(fiscal_year_start: str = "01-01") -> tuple[PeriodForm, ...]:
+    """The built-in period forms for a fiscal calendar: with a fiscal year that starts on
+    1 January, a calendar year *is* the fiscal year, so the ``CY`` forms map to ``FY``."""
+    if fiscal_year_start_month(fiscal_year_start) != 1:
+        return _BUILTIN_PERIOD_FORMS
+    return tuple(
+        PeriodForm(f.pattern, "FY" + f.canonical[2:]) if f.canonical.startswith("CY") else f
+        for f in _BUILTIN_PERIOD_FORMS
+    )
+
+
+DEFAULT_PERIOD_FORMS: tuple[PeriodForm, ...] = builtin_period_forms()
+
+#: ``[facts] default_period`` value meaning "the latest period with a readable fact".
+LATEST_PERIOD = "latest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +422,14 @@ class FactSettings:
 
     Every mapping is canonical name → aliases (matched after NFKC + casefold). Nothing
     about any one company lives in code: metrics, entities, channels and units come from
-    here; period forms have generic defaults (FY2024, 2024年度, Q3 2025) and can be replaced."""
+    here; period forms have built-in defaults (FY2024, 2024年度, H1 2024, 2024年上半年,
+    Q3 2025 …) that ``[[facts.periods]]`` extends or replaces.
+
+    The fiscal calendar (``fiscal_year_start``, ``fiscal_year_named_by``) decides what a
+    relative period in a question means ("last year", 去年, 前期) and which periods are
+    calendar years. ``default_entity`` and ``default_period`` (a canonical period or
+    ``"latest"``) fill a metric question that names neither; the answer states the
+    assumption. Empty means no default: such a question is asked to clarify."""
 
     metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     entities: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -343,6 +438,11 @@ class FactSettings:
     metric_units: Mapping[str, str] = field(default_factory=dict)
     default_channel: str = "total"
     periods: tuple[PeriodForm, ...] = DEFAULT_PERIOD_FORMS
+    replace_builtin_periods: bool = False
+    fiscal_year_start: str = "01-01"  # "MM-01": the first day of fiscal year
+    fiscal_year_named_by: str = "start"  # FY2025 starts in 2025 ("start") or ends in it ("end")
+    default_entity: str = ""
+    default_period: str = ""  # a period ("FY2025") or "latest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,6 +573,71 @@ class Settings:
     def corpus(self, name: str) -> CorpusSettings:
         """A configured corpus, or the safe defaults for one that is not configured."""
         return self.corpora.get(name) or CorpusSettings(name=name)
+
+
+def _period_forms(t: _Table) -> tuple[PeriodForm, ...]:
+    raw_periods = t.get("periods", list, [])
+    parsed: list[PeriodForm] = []
+    for i, item in enumerate(raw_periods):
+        pt = _Table(item, f"facts.periods[{i}]")
+        form = PeriodForm(pt.get("pattern", str, ""), pt.get("canonical", str, ""))
+        pt.done()
+        try:
+            re.compile(form.pattern)
+        except re.error as exc:
+            raise ConfigError(
+                f"facts.periods[{i}].pattern: bad regular expression: {exc}"
+            ) from None
+        if not form.pattern or not form.canonical:
+            raise ConfigError(f"facts.periods[{i}]: needs 'pattern' and 'canonical'")
+        parsed.append(form)
+    return tuple(parsed)
+
+
+def _facts(t: _Table) -> FactSettings:
+    fiscal_start = t.get("fiscal_year_start", str, "01-01")
+    fiscal_year_start_month(fiscal_start)
+    named_by = t.get("fiscal_year_named_by", str, "start")
+    if named_by not in ("start", "end"):
+        raise ConfigError(
+            f"facts.fiscal_year_named_by: expected 'start' or 'end', got {named_by!r}"
+        )
+    replace_builtin = t.get("replace_builtin_periods", bool, False)
+    configured = _period_forms(t)
+    if replace_builtin and not configured:
+        raise ConfigError(
+            "facts.replace_builtin_periods: true needs at least one [[facts.periods]]"
+        )
+    builtin = () if replace_builtin else builtin_period_forms(fiscal_start)
+    # Where two forms match overlapping text the longest match wins; an operator whose form
+    # reads a built-in's text differently sets replace_builtin_periods.
+    periods = configured + builtin
+    mu = t.table("metric_units")
+    metric_units = {name: mu.get(name, str, "") for name in list(mu.data)}
+    mu.done()
+    entities = _alias_map(t.table("entities"))
+    default_entity = t.get("default_entity", str, "").strip()
+    if default_entity and default_entity not in entities:
+        known = ", ".join(entities) or "none configured"
+        raise ConfigError(
+            f"facts.default_entity: {default_entity!r} is not in [facts.entities] (known: {known})"
+        )
+    facts = FactSettings(
+        metrics=_alias_map(t.table("metrics")),
+        entities=entities,
+        channels=_alias_map(t.table("channels")),
+        units=_alias_map(t.table("units")),
+        metric_units=metric_units,
+        default_channel=t.get("default_channel", str, "total"),
+        periods=periods,
+        replace_builtin_periods=replace_builtin,
+        fiscal_year_start=fiscal_start,
+        fiscal_year_named_by=named_by,
+        default_entity=default_entity,
+        default_period=t.get("default_period", str, "").strip(),
+    )
+    t.done()
+    return facts
 
 
 def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings:
@@ -630,38 +795,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     scope = ScopeSettings(entities=_alias_map(t.table("entities")))
     t.done()
 
-    t = top.table("facts")
-    periods = DEFAULT_PERIOD_FORMS
-    if "periods" in t.data:
-        raw_periods = t.get("periods", list, [])
-        parsed: list[PeriodForm] = []
-        for i, item in enumerate(raw_periods):
-            pt = _Table(item, f"facts.periods[{i}]")
-            form = PeriodForm(pt.get("pattern", str, ""), pt.get("canonical", str, ""))
-            pt.done()
-            try:
-                re.compile(form.pattern)
-            except re.error as exc:
-                raise ConfigError(
-                    f"facts.periods[{i}].pattern: bad regular expression: {exc}"
-                ) from None
-            if not form.pattern or not form.canonical:
-                raise ConfigError(f"facts.periods[{i}]: needs 'pattern' and 'canonical'")
-            parsed.append(form)
-        periods = tuple(parsed)
-    mu = t.table("metric_units")
-    metric_units = {name: mu.get(name, str, "") for name in list(mu.data)}
-    mu.done()
-    facts = FactSettings(
-        metrics=_alias_map(t.table("metrics")),
-        entities=_alias_map(t.table("entities")),
-        channels=_alias_map(t.table("channels")),
-        units=_alias_map(t.table("units")),
-        metric_units=metric_units,
-        default_channel=t.get("default_channel", str, "total"),
-        periods=periods,
-    )
-    t.done()
+    facts = _facts(top.table("facts"))
 
     t = top.table("answer")
     defaults = AnswerSettings()

@@ -1,0 +1,248 @@
+"""Periods: the built-in forms (EN/JA/ZH halves, quarters, fiscal and calendar years), the
+fiscal calendar, and relative periods resolved against an injected request date."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from clearance.answer.periods import FiscalCalendar, find_relative, question_language
+from clearance.config import FactSettings, builtin_period_forms, load_settings, settings_from_dict
+from clearance.errors import ConfigError
+from clearance.ingest.facts import Vocabulary
+
+APRIL = FiscalCalendar(start_month=4, named_by="start")
+OCTOBER_15 = date(2026, 10, 15)  # ACME's FY2026, second quarter done: Q3 2026, H2 2026
+
+
+def vocab(fiscal_year_start: str = "01-01") -> Vocabulary:
+    return Vocabulary(FactSettings(periods=builtin_period_forms(fiscal_year_start)))
+
+
+# --------------------------------------------------------------------------- absolute forms
+
+ABSOLUTE = [
+    # fiscal years
+    ("FY2024", "FY2024"),
+    ("FY24", "FY2024"),
+    ("FY'24", "FY2024"),
+    ("fiscal year 2024", "FY2024"),
+    ("2024年度", "FY2024"),
+    ("2024财年", "FY2024"),
+    ("2024財年", "FY2024"),
+    # half years
+    ("2024H1", "H1 2024"),
+    ("2024 H2", "H2 2024"),
+    ("H1 2024", "H1 2024"),
+    ("H2 FY2024", "H2 2024"),
+    ("1H24", "H1 2024"),
+    ("2H FY24", "H2 2024"),
+    ("FY2024 H1", "H1 2024"),
+    ("first half of 2024", "H1 2024"),
+    ("second half of FY2024", "H2 2024"),
+    ("2024年度上期", "H1 2024"),
+    ("2024年度下半期", "H2 2024"),
+    ("2024年上半年", "H1 2024"),
+    ("2024年下半年", "H2 2024"),
+    ("2024財年上半年", "H1 2024"),
+    # quarters
+    ("Q3 2025", "Q3 2025"),
+    ("2025 Q3", "Q3 2025"),
+    ("Q3 FY25", "Q3 2025"),
+    ("3Q25", "Q3 2025"),
+    ("FY2025 Q3", "Q3 2025"),
+    ("third quarter of 2025", "Q3 2025"),
+    ("2025年度第3四半期", "Q3 2025"),
+    ("2025年度第三四半期", "Q3 2025"),
+    ("2025年第三季度", "Q3 2025"),
+    ("2025年三季度", "Q3 2025"),
+    ("2025年Q3", "Q3 2025"),
+]
+
+
+@pytest.mark.parametrize(("text", "canonical"), ABSOLUTE, ids=[a for a, _ in ABSOLUTE])
+def test_builtin_period_forms(text: str, canonical: str) -> None:
+    assert vocab().values("period", f"revenue {text} の") == [canonical]
+    assert vocab().canonical_period(text) == canonical
+
+
+@pytest.mark.parametrize("text", ["CY2024", "calendar year 2024", "2024年"])
+def test_a_calendar_year_is_the_fiscal_year_only_when_the_fiscal_year_starts_in_january(
+    text: str,
+) -> None:
+    assert vocab("01-01").canonical_period(text) == "FY2024"
+    # With an April fiscal year a calendar year is another period: never substituted.
+    assert vocab("04-01").canonical_period(text) == "CY2024"
+
+
+def test_a_date_is_not_a_calendar_year() -> None:
+    assert vocab().values("period", "2024年3月期の売上高") == []
+
+
+def test_the_longest_period_wins() -> None:
+    assert vocab().values("period", "2024年度上期の売上高") == ["H1 2024"]
+    assert vocab().values("period", "2025年度第3四半期") == ["Q3 2025"]
+
+
+# --------------------------------------------------------------------------- config
+
+
+def write(tmp_path: Path, facts: str) -> Path:
+    path = tmp_path / "clearance.toml"
+    path.write_text("[facts]\n" + facts, encoding="utf-8")
+    return path
+
+
+def test_configured_period_forms_add_to_the_builtin_ones(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, '[[facts.periods]]\npattern = "Geschäftsjahr (\\\\d{4})"\ncanonical = "FY{1}"\n'
+    )
+    settings = load_settings(path, {})
+    compiled = Vocabulary(settings.facts)
+    assert compiled.values("period", "Geschäftsjahr 2024") == ["FY2024"]
+    assert compiled.values("period", "H1 2024") == ["H1 2024"]  # built-ins still there
+
+
+def test_replace_builtin_periods_keeps_only_the_configured_forms(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "replace_builtin_periods = true\n"
+        '[[facts.periods]]\npattern = "Geschäftsjahr (\\\\d{4})"\ncanonical = "FY{1}"\n',
+    )
+    compiled = Vocabulary(load_settings(path, {}).facts)
+    assert compiled.values("period", "Geschäftsjahr 2024") == ["FY2024"]
+    assert compiled.values("period", "H1 2024 FY2024") == []
+
+
+@pytest.mark.parametrize(
+    ("facts", "key"),
+    [
+        ('fiscal_year_start = "04-15"\n', "facts.fiscal_year_start"),
+        ('fiscal_year_start = "13-01"\n', "facts.fiscal_year_start"),
+        ('fiscal_year_start = "April"\n', "facts.fiscal_year_start"),
+        ('fiscal_year_named_by = "middle"\n', "facts.fiscal_year_named_by"),
+        ("replace_builtin_periods = true\n", "facts.replace_builtin_periods"),
+        ('default_entity = "Nowhere"\n', "facts.default_entity"),
+    ],
+)
+def test_bad_fiscal_settings_are_refused_naming_the_key(
+    tmp_path: Path, facts: str, key: str
+) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_settings(write(tmp_path, facts), {})
+
+
+def test_fiscal_settings_are_read(tmp_path: Path) -> None:
+    facts = settings_from_dict(
+        {
+            "facts": {
+                "entities": {"ACME Group": ["group"]},
+                "fiscal_year_start": "04-01",
+                "fiscal_year_named_by": "end",
+                "default_entity": "ACME Group",
+                "default_period": "latest",
+            }
+        }
+    ).facts
+    assert FiscalCalendar.from_settings(facts) == FiscalCalendar(4, "end")
+    assert (facts.default_entity, facts.default_period) == ("ACME Group", "latest")
+
+
+# --------------------------------------------------------------------------- the calendar
+
+
+def test_fiscal_calendar_april_named_by_start() -> None:
+    assert APRIL.fiscal_year(date(2026, 3, 31)) == 2025
+    assert APRIL.fiscal_year(date(2026, 4, 1)) == 2026
+    assert APRIL.quarter(OCTOBER_15) == (2026, 3)
+    assert APRIL.half(OCTOBER_15) == (2026, 2)
+    assert APRIL.span("FY2025") == (date(2025, 4, 1), date(2026, 3, 31))
+    assert APRIL.span("H2 2025") == (date(2025, 10, 1), date(2026, 3, 31))
+    assert APRIL.span("Q4 2025") == (date(2026, 1, 1), date(2026, 3, 31))
+    assert APRIL.span("CY2025") == (date(2025, 1, 1), date(2025, 12, 31))
+    assert APRIL.span("Budget 2025") is None
+
+
+def test_fiscal_calendar_named_by_end_and_calendar_years() -> None:
+    end = FiscalCalendar(7, "end")  # FY2026 = July 2025 to June 2026
+    assert end.fiscal_year(date(2025, 7, 1)) == 2026
+    assert end.span("FY2026") == (date(2025, 7, 1), date(2026, 6, 30))
+    assert FiscalCalendar().span("Q3 2025") == (date(2025, 7, 1), date(2025, 9, 30))
+    assert FiscalCalendar().fiscal_year(OCTOBER_15) == 2026
+
+
+# --------------------------------------------------------------------------- relative periods
+
+RELATIVE = [
+    # English
+    ("What was revenue last year?", "last year", "FY2025"),
+    ("revenue the year before last", "the year before last", "FY2024"),
+    ("revenue this fiscal year", "this fiscal year", "FY2026"),
+    ("budget for next year", "next year", "FY2027"),
+    ("revenue last quarter", "last quarter", "Q2 2026"),
+    ("revenue in Q3 last year", "Q3 last year", "Q3 2025"),
+    ("first half of last year", "first half of last year", "H1 2025"),
+    ("first half of FY2024", "first half of FY2024", "H1 2024"),
+    # Japanese
+    ("昨年の売上高", "昨年", "FY2025"),
+    ("前年の売上高", "前年", "FY2025"),  # Japanese: the previous year
+    ("前期の営業利益", "前期", "FY2025"),
+    ("今年度の売上高", "今年度", "FY2026"),
+    ("一昨年の売上高", "一昨年", "FY2024"),
+    ("上期の売上高", "上期", "H1 2026"),
+    ("昨年度の下期の売上高", "昨年度の下期", "H2 2025"),
+    ("前四半期の売上高", "前四半期", "Q2 2026"),
+    # Chinese, simplified and traditional
+    ("去年营收多少", "去年", "FY2025"),
+    ("前年营收多少", "前年", "FY2024"),  # Chinese: the year before last
+    ("今年營收多少", "今年", "FY2026"),
+    ("上半年营收", "上半年", "H1 2026"),
+    ("去年下半年營收", "去年下半年", "H2 2025"),
+    ("上季度营收", "上季度", "Q2 2026"),
+    ("去年第三季度营收", "去年第三季度", "Q3 2025"),
+]
+
+
+@pytest.mark.parametrize(("question", "text", "period"), RELATIVE, ids=[r[0] for r in RELATIVE])
+def test_relative_periods_resolve_against_the_request_date(
+    question: str, text: str, period: str
+) -> None:
+    found = find_relative(question, APRIL, OCTOBER_15)
+    assert [(m.text, m.period) for m in found] == [(text, period)]
+
+
+def test_the_request_date_decides_what_last_year_means() -> None:
+    """Reverse proof that the date is used: the same words, asked on other days."""
+    assert find_relative("last year", APRIL, date(2026, 3, 31))[0].period == "FY2024"
+    assert find_relative("last year", APRIL, date(2026, 4, 1))[0].period == "FY2025"
+    assert find_relative("last year", FiscalCalendar(), date(2026, 3, 31))[0].period == "FY2025"
+    assert find_relative("last quarter", APRIL, date(2026, 4, 1))[0].period == "Q4 2025"
+
+
+def test_zhangnian_is_ambiguous_without_a_language_hint() -> None:
+    """前年 is "last year" in Japanese and "the year before last" in Chinese: with only
+    kanji to go on, both readings are offered and nothing is guessed."""
+    (match,) = find_relative("前年売上高", APRIL, OCTOBER_15)
+    assert match.period == ""
+    assert match.alternatives == ("FY2025", "FY2024")
+
+
+def test_shangqi_is_not_a_period_in_chinese() -> None:
+    assert find_relative("上期营收多少", APRIL, OCTOBER_15) == []
+    assert [m.period for m in find_relative("上期の売上高", APRIL, OCTOBER_15)] == ["H1 2026"]
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("前年の売上高", "ja"),
+        ("前年营收多少", "zh"),
+        ("前年營收多少", "zh"),
+        ("revenue", "en"),
+        ("前年", None),
+    ],
+)
+def test_question_language(text: str, language: str | None) -> None:
+    assert question_language(text) == language
