@@ -11,7 +11,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -484,14 +484,22 @@ class Clearance(Closing):
             self._orchestrator = Orchestrator(self, provider=provider, judge=judge)
         return self._orchestrator
 
-    def ask(self, question: str, user_id: str, *, assistant: str | None = None) -> AnswerResult:
+    def ask(
+        self,
+        question: str,
+        user_id: str,
+        *,
+        assistant: str | None = None,
+        today: date | None = None,
+    ) -> AnswerResult:
         """Answer a question for one user (DESIGN §1); see :class:`AnswerResult`.
 
-        A question longer than ``[answer] max_question_chars`` raises
-        :class:`~clearance.errors.QuestionError` before anything else runs (not even the
-        providers are built)."""
+        ``today`` is the date relative periods ("last year", 去年) are read against; by
+        default the clock's date (UTC). A question longer than ``[answer]
+        max_question_chars`` raises :class:`~clearance.errors.QuestionError` before anything
+        else runs (not even the providers are built)."""
         check_question(question, self.settings.answer.max_question_chars)
-        return self.orchestrator().ask(question, user_id, assistant)
+        return self.orchestrator().ask(question, user_id, assistant, today=today)
 
     def pseudonym(self, user_id: str) -> str:
         """The user's pseudonym in this process's traces (a keyed hash; never the id)."""

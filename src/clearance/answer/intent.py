@@ -2,34 +2,53 @@
 
 Deterministic and rule-based — no model is asked. The ``[facts]`` vocabulary decides what
 a metric, an entity, a channel and a period are (:class:`~clearance.ingest.facts.Vocabulary`;
-English and Japanese alike, after NFKC + casefold):
+English, Japanese and Chinese alike, after NFKC + casefold); relative periods ("last year",
+去年, 前期) are resolved against the request date and the fiscal calendar
+(:mod:`clearance.answer.periods`) and kept in :attr:`Intent.resolved` so the answer can say
+what they were taken to mean.
 
-* a question that names a metric is a **metric** question; every metric, entity, period
-  and channel it names is collected in order of appearance;
-* when it names more than one value of a slot ("Japan and US", "日本と米国",
-  "FY2023 vs FY2024", "between FY2024 and FY2025") it is **multi**: its parts are the
-  cartesian product of the slots, in question order (metric, entity, period, channel).
-  That product grows with the fourth power of the question's length, so it is cut at
-  ``MAX_PARTS + 1`` parts: one more than the orchestrator answers, which is enough for it
-  to ask for fewer figures (``clarify``) without building the rest;
-* a slot the question does not name is ``None`` (the orchestrator then asks to clarify);
-* period-looking tokens no period form recognises (``FY20245``, ``Q5 2024``) are listed in
-  ``unrecognized``;
-* anything else is **narrative**. ``slots_present`` says whether any metric, entity or
-  period (recognised or not) appears, which keeps the FAQ short-circuit conservative.
+A question goes to the figures path only when it asks for a figure:
 
-:class:`IntentParser` is the seam: anything with ``parse(question) -> Intent`` can replace
-the default :class:`RuleIntentParser`.
+* it names a metric, and does not only ask *when / why / how* (``When will employees be
+  informed …`` is narrative even with ``employees`` as a metric alias);
+* what is left once its metric, entity, period, channel and unit, its figure words
+  ("how much", いくら, 多少) and its small words are taken out is at most a word or two —
+  or it names all three of metric, entity and period. Otherwise the question is about
+  something else that merely mentions a metric ("How many employees entered credentials in
+  the phishing test?"): it is **uncertain**, and the orchestrator tries the narrative path;
+* a question with a figure word ("how much", いくら, 多少) and an entity or period but no
+  metric ("Hong Kong last year, how much?") is a metric question whose metric is missing;
+* a question that asks for a figure *and* for an explanation ("How much …, and why …?",
+  "…はいくらで、なぜ…", "…多少，为什么…") is **composite**: the clause before the
+  explanation is parsed as a metric question and :attr:`Intent.narrative` holds the rest.
+
+For a metric question every metric, entity, period and channel it names is collected in
+order of appearance; when it names more than one value of a slot ("Japan and US",
+"日本と米国", "FY2023 vs FY2024") it is **multi**: its parts are the cartesian product of
+the slots, in question order (metric, entity, period, channel), cut at ``MAX_PARTS + 1``
+parts — one more than the orchestrator answers, enough for it to ask for fewer figures
+without building the rest. A slot the question does not name is ``None`` (the orchestrator
+then applies the configured defaults or asks to clarify). Period-looking tokens no period
+form recognises (``FY20245``, ``Q5 2024``) are listed in ``unrecognized``; a relative period
+with two readings (前年 in a question that is neither clearly Japanese nor Chinese) is listed
+in ``ambiguous`` and not guessed. ``slots_present`` says whether any metric, entity or period
+(recognised or not) appears, which keeps the FAQ short-circuit conservative.
+
+:class:`IntentParser` is the seam: anything with ``parse(question, today=…) -> Intent`` can
+replace the default :class:`RuleIntentParser`.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
+from datetime import date
 from typing import Literal, Protocol, runtime_checkable
 
+from clearance.answer.periods import FiscalCalendar, RelativeMatch, find_relative
 from clearance.config import FactSettings
-from clearance.ingest.facts import Vocabulary
+from clearance.ingest.facts import Match, Vocabulary, normalize
 
 __all__ = [
     "MAX_PARTS",
@@ -40,7 +59,7 @@ __all__ = [
     "parse_intent",
 ]
 
-IntentKind = Literal["metric", "multi", "narrative"]
+IntentKind = Literal["metric", "multi", "composite", "narrative"]
 
 #: The most figures one question may ask for; a question asking for more is answered with
 #: a request to ask for fewer (one SQL look-up and one answer line each).
@@ -60,45 +79,249 @@ class MetricQuery:
 
 @dataclass(frozen=True, slots=True)
 class Intent:
+    """What a question asks (see the module docstring). ``resolved`` holds the relative
+    periods used, each with the absolute period it was read as; ``ambiguous`` those with
+    more than one reading; ``uncertain`` marks a metric question that may be about
+    something else (try the narrative path first); ``narrative`` is the explanation a
+    composite question also asks for; ``unexplained`` says the question has words besides
+    its slots and figure words — perhaps an entity the vocabulary does not know (香港), so
+    no default entity or period may stand in for what it did not name."""
+
     kind: IntentKind
     parts: tuple[MetricQuery, ...]
     slots_present: bool
     unrecognized: tuple[str, ...] = ()
+    resolved: tuple[RelativeMatch, ...] = ()
+    ambiguous: tuple[RelativeMatch, ...] = ()
+    uncertain: bool = False
+    narrative: str = ""
+    unexplained: bool = False
 
 
 @runtime_checkable
 class IntentParser(Protocol):
-    def parse(self, question: str) -> Intent: ...
+    def parse(self, question: str, *, today: date | None = None) -> Intent: ...
 
 
 def _options(values: list[str]) -> list[str | None]:
     return list(values) if values else [None]
 
 
+# --------------------------------------------------------------------------- cue words
+
+_L = r"(?<![0-9A-Za-z])"
+_R = r"(?![0-9A-Za-z])"
+# Asking for a quantity. Strong enough to make "Hong Kong last year, how much?" a metric
+# question whose metric is missing.
+_QUANTITY = re.compile(
+    rf"{_L}(?:how\s+(?:much|many|big|large|high)|what\s+(?:was|were|is|are)\s+the\s+(?:figures?|numbers?|amount|total)|amount|figures?){_R}"
+    r"|いくら|どのくらい|どれくらい|どれだけ|何人|数値|金額"
+    r"|多少|幾多|几多|数字|數字|数值|數值|金额|金額",
+    re.IGNORECASE,
+)
+# Asking for an explanation, a date, a place or a procedure rather than a figure.
+_NARRATIVE = re.compile(
+    rf"{_L}(?:when|why|where|who|whom|how\s+(?!much|many|big|large|high)\w+|explain|reasons?|because){_R}"
+    r"|いつ|なぜ|何故|どうして|理由|要因|背景|どのように|どうやって|誰"
+    r"|什么时候|什麼時候|何时|何時|为什么|為什麼|为何|為何|原因|怎么|怎麼|如何|谁|誰",
+    re.IGNORECASE,
+)
+# Where a composite question's explanation starts: a clause boundary.
+_CLAUSE = re.compile(r"[,，、;；。？?!！]|\s(?:and|but)\s|并且|而且|以及|并|並|また")
+# Words that carry nothing once the slots are taken out.
+_SMALL_WORDS_TEXT = """a an the what whats what's was is are were be been being our my your their we us you i
+    me of for in on at to by from with do does did have has had how much many tell show give
+    please total figure figures number numbers value amount and or vs versus compare compared
+    between it its this that there about so far reported as per s year years fiscal period
+    whole full overall latest current"""
+_SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
+_LATIN_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:'[a-z]+)?")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u30a0-\u30ff]")
+# CJK characters that carry nothing in a metric question (particles, question words,
+# "we", "total" …); kana particles are dropped wholesale.
+_SMALL_CJK = frozenset(
+    "的是了吗嗎呢吧啊在和与與及有请請问問告诉訴给給我们們你您这這那个個总總共计計额額数數少几幾何教下"
+)
+_BARE_YEAR = re.compile(r"(?<![0-9A-Za-z'])(?:19|20)\d{2}(?![0-9A-Za-z])")
+# The most content words a question may have besides its slots and still be read as
+# asking for that figure.
+_MAX_RESIDUAL_WORDS = 1
+_MAX_RESIDUAL_CJK = 2
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, min(end, len(chars))):
+            chars[i] = " "
+    return "".join(chars)
+
+
+def _residual(text: str) -> tuple[int, int, int]:
+    """What text whose slots are blanked still says: ``(common words, capitalised words,
+    CJK characters)`` that carry meaning. A capitalised word may be a
+    name the vocabulary does not know ("ACME HK", as is a number); a lower-case word is what
+    the question is about besides the figure ("entered credentials")."""
+    rest = _QUANTITY.sub(" ", text)
+    common = names = 0
+    for m in _LATIN_WORD.finditer(rest):
+        word = m.group(0)
+        folded = word.casefold()
+        if folded in _SMALL_WORDS or folded.removesuffix("'s") in _SMALL_WORDS:
+            continue
+        if word[0].isupper() or word[0].isdigit():
+            names += 1
+        else:
+            common += 1
+    cjk = sum(1 for c in _CJK.findall(rest) if c not in _SMALL_CJK)
+    return common, names, cjk
+
+
 class RuleIntentParser:
-    """The default parser: vocabulary matching plus the rules of the module docstring."""
+    """The default parser: vocabulary matching plus the rules of the module docstring.
+    ``calendar`` is the fiscal calendar relative periods resolve in (the ``[facts]``
+    settings' one by default)."""
 
-    def __init__(self, vocab: FactSettings | Vocabulary) -> None:
+    def __init__(
+        self, vocab: FactSettings | Vocabulary, calendar: FiscalCalendar | None = None
+    ) -> None:
         self.vocab = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
+        self.calendar = calendar or FiscalCalendar.from_settings(self.vocab.settings)
 
-    def parse(self, question: str) -> Intent:
+    def parse(self, question: str, *, today: date | None = None) -> Intent:
+        """Parse one question; relative periods need ``today`` (without it they are not
+        read, and the question is treated as naming no period there)."""
+        text = normalize(question)
+        split = self._composite(text, today)
+        if split is not None:
+            return split
+        return self._parse(text, today)
+
+    def _composite(self, text: str, today: date | None) -> Intent | None:
+        """A figure clause, then — after the clause boundary nearest before the first
+        explanation word — an explanation clause; else ``None``."""
+        cue = _NARRATIVE.search(text)
+        if cue is None or not self.vocab.find("metric", text[: cue.start()]):
+            return None
+        boundaries = [b for b in _CLAUSE.finditer(text) if b.end() <= cue.start()]
+        if not boundaries:
+            return None
+        boundary = boundaries[-1]
+        head, tail = text[: boundary.start()], text[boundary.end() :]
+        figure = self._parse(head, today)
+        if figure.kind not in ("metric", "multi") or figure.uncertain:
+            return None
+        return Intent(
+            "composite",
+            figure.parts,
+            True,
+            figure.unrecognized,
+            figure.resolved,
+            figure.ambiguous,
+            narrative=tail.strip(),
+            unexplained=figure.unexplained,
+        )
+
+    def _periods(
+        self, text: str, today: date | None
+    ) -> tuple[list[str], list[RelativeMatch], list[RelativeMatch], list[tuple[int, int]]]:
+        """Periods in order (absolute and resolved relative, the longest where two overlap),
+        the relative ones used, the ambiguous ones, and the spans all of them cover."""
+        absolute: list[Match] = self.vocab.find_periods(text)
+        relative = find_relative(text, self.calendar, today) if today is not None else []
+        chosen: list[Match | RelativeMatch] = []
+        candidates: list[Match | RelativeMatch] = [*absolute, *relative, *self._bare_years(text)]
+        for m in sorted(candidates, key=lambda m: (-(m.end - m.start), m.start)):
+            if all(m.end <= c.start or m.start >= c.end for c in chosen):
+                chosen.append(m)
+        chosen.sort(key=lambda m: m.start)
+        periods: list[str] = []
+        used: list[RelativeMatch] = []
+        ambiguous: list[RelativeMatch] = []
+        for m in chosen:
+            if isinstance(m, RelativeMatch):
+                if m.alternatives:
+                    ambiguous.append(m)
+                    continue
+                used.append(m)
+                periods.append(m.period)
+            else:
+                periods.append(m.canonical)
+        spans = [(m.start, m.end) for m in chosen]
+        return list(dict.fromkeys(periods)), used, ambiguous, spans
+
+    def _bare_years(self, text: str) -> list[RelativeMatch]:
+        """``2025`` alone: the fiscal year when fiscal years are calendar years, else
+        ambiguous between the fiscal and the calendar year (never guessed)."""
+        out = []
+        for m in _BARE_YEAR.finditer(text):
+            year = m.group(0)
+            if self.calendar.start_month == 1:
+                out.append(RelativeMatch(year, f"FY{year}", m.start(), m.end()))
+            else:
+                readings = (f"FY{year}", f"CY{year}")
+                out.append(RelativeMatch(year, "", m.start(), m.end(), readings))
+        return out
+
+    def _parse(self, text: str, today: date | None) -> Intent:
         vocab = self.vocab
-        metrics = vocab.values("metric", question)
-        entities = vocab.values("entity", question)
-        periods = vocab.values("period", question)
-        channels = vocab.values("channel", question)
-        unrecognized = tuple(dict.fromkeys(vocab.malformed_periods(question)))
-        slots_present = bool(metrics or entities or periods or unrecognized)
+        found = {kind: vocab.find(kind, text) for kind in ("metric", "entity", "channel", "unit")}
+        metrics = list(dict.fromkeys(m.canonical for m in found["metric"]))
+        entities = list(dict.fromkeys(m.canonical for m in found["entity"]))
+        channels = list(dict.fromkeys(m.canonical for m in found["channel"]))
+        periods, resolved, ambiguous, period_spans = self._periods(text, today)
+        covered = [t for m in resolved for t in (m.text,)]
+        unrecognized = tuple(
+            dict.fromkeys(
+                tok for tok in vocab.malformed_periods(text) if not any(tok in c for c in covered)
+            )
+        )
+        slots_present = bool(metrics or entities or periods or unrecognized or ambiguous)
+        spans = [(m.start, m.end) for ms in found.values() for m in ms] + period_spans
+        spans += [(i, i + len(tok)) for tok in unrecognized if (i := text.find(tok)) >= 0]
+        common, names, cjk = _residual(_blank(text, spans))
+        small = common <= _MAX_RESIDUAL_WORDS and cjk <= _MAX_RESIDUAL_CJK
+        unexplained = bool(common or names or cjk)
+        asks_quantity = bool(_QUANTITY.search(text))
+        explains = bool(_NARRATIVE.search(text))
+        extra = (tuple(resolved), tuple(ambiguous))
         if not metrics:
-            return Intent("narrative", (), slots_present, unrecognized)
+            if asks_quantity and (entities or periods or ambiguous) and small and not explains:
+                parts = tuple(
+                    MetricQuery(None, *slots)
+                    for slots in itertools.islice(
+                        itertools.product(
+                            _options(entities), _options(periods), _options(channels)
+                        ),
+                        MAX_PARTS + 1,
+                    )
+                )
+                return Intent(
+                    "metric", parts[:1], True, unrecognized, *extra, unexplained=unexplained
+                )
+            return Intent("narrative", (), slots_present, unrecognized, *extra)
+        if explains and not asks_quantity:
+            return Intent("narrative", (), slots_present, unrecognized, *extra)
+        complete = bool(entities and (periods or unrecognized or ambiguous))
+        uncertain = not small and not complete
         product = itertools.product(
             _options(metrics), _options(entities), _options(periods), _options(channels)
         )
         parts = tuple(MetricQuery(*slots) for slots in itertools.islice(product, MAX_PARTS + 1))
         kind: IntentKind = "multi" if len(parts) > 1 else "metric"
-        return Intent(kind, parts, slots_present, unrecognized)
+        return Intent(
+            kind,
+            parts,
+            slots_present,
+            unrecognized,
+            *extra,
+            uncertain=uncertain,
+            unexplained=unexplained,
+        )
 
 
-def parse_intent(question: str, vocab: FactSettings | Vocabulary) -> Intent:
+def parse_intent(
+    question: str, vocab: FactSettings | Vocabulary, *, today: date | None = None
+) -> Intent:
     """Parse one question with the default rules (see the module docstring)."""
-    return RuleIntentParser(vocab).parse(question)
+    return RuleIntentParser(vocab).parse(question, today=today)

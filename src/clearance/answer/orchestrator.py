@@ -29,10 +29,12 @@ built from the question and authorised material only.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import date
 from typing import TYPE_CHECKING
 
 from clearance.access.policy import AccessControl, Action, Principal
@@ -47,9 +49,10 @@ from clearance.answer.intent import (
     RuleIntentParser,
 )
 from clearance.answer.narrative import CheckedAnswer, check_answer, find_conflicts
+from clearance.answer.periods import FiscalCalendar
 from clearance.answer.prompt import assemble_prompt
 from clearance.answer.relevance import RelevanceGate
-from clearance.answer.result import AnswerResult, Citation, Route, Status
+from clearance.answer.result import AnswerResult, Citation, ResolvedPeriod, Route, Status
 from clearance.answer.scope import ScopeGate
 from clearance.answer.structured import (
     ToolResult,
@@ -60,12 +63,12 @@ from clearance.answer.structured import (
     render_unrecognized,
 )
 from clearance.answer.trust import resolve_trust
-from clearance.config import AssistantSettings
+from clearance.config import LATEST_PERIOD, AssistantSettings
 from clearance.errors import ConfigError, GuardError, ProviderError
 from clearance.ingest.facts import Vocabulary
 from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, Recheck, RecheckResult
-from clearance.model import Document, SearchHit
+from clearance.model import Document, Fact, SearchHit, Sensitivity
 from clearance.retrieval.link_exit import is_restricted, to_snippets
 from clearance.retrieval.rerank import rerank
 from clearance.store.base import SearchFilter
@@ -82,6 +85,14 @@ NO_ACCESS = "This account has no access."
 UNKNOWN_ASSISTANT = "There is no such assistant."
 OUT_OF_SCOPE = "I can only answer questions about our own organisation, not about {entities}."
 CLARIFY = "Please say which {missing} you mean."
+CLARIFY_OPTIONS = " For example: {options}."
+MISSING_WORDS = {"metric": "figure"}
+NO_EXPLANATION = "I have no approved source I can use to answer the rest (“{part}”)."
+# The period of a part whose default "latest" period has no readable fact at all.
+ANY_PERIOD = "any period"
+CLARIFY_AMBIGUOUS = "“{text}” can mean {readings}; please say which period you mean."
+#: How many readable values a clarifying question offers at most.
+MAX_OPTIONS = 5
 TOO_MANY_PARTS = (
     "That asks for more than {limit} figures at once; please ask about fewer metrics, "
     "entities, periods or channels."
@@ -98,6 +109,7 @@ class _Request:
     access: AccessControl | None = None
     flt: SearchFilter | None = None
     masked: str = ""
+    today: date | None = None
 
 
 class Orchestrator:
@@ -119,9 +131,24 @@ class Orchestrator:
         self.scope = ScopeGate(self.settings.scope)
         # Compiled once: the structured tool runs once per part of a multi question.
         self.vocab = Vocabulary(self.settings.facts)
-        self.intent_parser = intent_parser or RuleIntentParser(self.vocab)
+        self.calendar = FiscalCalendar.from_settings(self.settings.facts)
+        self.intent_parser = intent_parser or RuleIntentParser(self.vocab, self.calendar)
+        self.default_period = self._default_period()
         self.faq = FaqMatcher(FaqRepository(app.store))
         self.relevance = RelevanceGate(self.settings.answer.relevance)
+
+    def _default_period(self) -> str:
+        """``[facts] default_period`` as a canonical period, ``"latest"`` or ``""``."""
+        configured = self.settings.facts.default_period
+        if not configured or configured == LATEST_PERIOD:
+            return configured
+        canonical = self.vocab.canonical_period(configured)
+        if canonical is None:
+            raise ConfigError(
+                f"facts.default_period: {configured!r} is neither 'latest' nor a period the "
+                "period forms recognise"
+            )
+        return canonical
 
     def providers(self) -> tuple[Provider, ...]:
         """The providers behind the guards (for their owner to close)."""
@@ -129,12 +156,24 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ entry point
 
-    def ask(self, question: str, user_id: str, assistant: str | None = None) -> AnswerResult:
+    def ask(
+        self,
+        question: str,
+        user_id: str,
+        assistant: str | None = None,
+        *,
+        today: date | None = None,
+    ) -> AnswerResult:
         """Answer one question (see the module docstring); a question past
-        ``[answer] max_question_chars`` raises :class:`~clearance.errors.QuestionError`."""
+        ``[answer] max_question_chars`` raises :class:`~clearance.errors.QuestionError`.
+        ``today`` is the date relative periods ("last year") are read against; by default
+        the app clock's date (UTC)."""
         check_question(question, self.settings.answer.max_question_chars)
-        trace = TraceRecord(assistant=assistant, created_at=timestamp(self.app.clock()))
-        request = _Request(question=question, user_id=user_id, trace=trace)
+        now = self.app.clock()
+        trace = TraceRecord(assistant=assistant, created_at=timestamp(now))
+        request = _Request(
+            question=question, user_id=user_id, trace=trace, today=today or now.date()
+        )
         trace.start("total")
         try:
             result = self._run(request, assistant)
@@ -145,14 +184,7 @@ class Orchestrator:
         trace.cited = sorted({c.doc_id for c in result.citations})
         self._finish_trace(request)
         self.app.write_trace(user_id, trace)
-        return AnswerResult(
-            status=result.status,
-            answer=result.answer,
-            route=result.route,
-            citations=result.citations,
-            trace_id=trace.trace_id,
-            flags=result.flags,
-        )
+        return replace(result, trace_id=trace.trace_id)
 
     # ------------------------------------------------------------------ trace
 
@@ -266,7 +298,7 @@ class Orchestrator:
 
         # 6 route (parsed before the FAQ, which must know whether the question has slots)
         trace.start("route")
-        intent = self.intent_parser.parse(request.masked)
+        intent = self.intent_parser.parse(request.masked, today=request.today)
         trace.stop("route")
 
         # 5 FAQ short-circuit
@@ -293,7 +325,13 @@ class Orchestrator:
             trace.reason = "faq"
             return AnswerResult(Status.ANSWERED, entry.answer, Route.FAQ, citations)
 
+        if intent.kind == "composite":
+            return self._composite(request, intent)
         if intent.kind in ("metric", "multi"):
+            if intent.uncertain:
+                # It names a metric but asks about something else as well: the documents
+                # are the better judge, and a figure nobody asked for is never offered.
+                return self._narrative(request)
             return self._structured(request, intent)
         return self._narrative(request)
 
@@ -328,9 +366,17 @@ class Orchestrator:
         )
         if result.status != "found":
             return result
-        # Stage 8 for facts too: documents in real-time corpora are confirmed or dropped.
+        kept = self._confirmed(request, result.facts)
+        if not kept:
+            return ToolResult("not_found", result.query, (), None)
+        return ToolResult("found", result.query, tuple(kept), None)
+
+    def _confirmed(
+        self, request: _Request, rows: Iterable[tuple[Fact, Document]]
+    ) -> list[tuple[Fact, Document]]:
+        """Stage 8 for facts too: documents in real-time corpora are confirmed or dropped."""
         kept = []
-        for fact, document in result.facts:
+        for fact, document in rows:
             checker = self.app.checkers.get(document.corpus)
             if checker is not None:
                 allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
@@ -338,12 +384,143 @@ class Orchestrator:
                     request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
                     continue
             kept.append((fact, document))
-        if not kept:
-            return ToolResult("not_found", result.query, (), None)
-        return ToolResult("found", result.query, tuple(kept), None)
+        return kept
+
+    def _readable_facts(
+        self,
+        request: _Request,
+        *,
+        metric: str | None = None,
+        entity: str | None = None,
+        period: str | None = None,
+        channel: str | None = None,
+    ) -> list[tuple[Fact, Document]]:
+        """Facts the caller may read right now, as the structured tool sees them: inside
+        the request's filter, never RESTRICTED, confirmed by real-time checks. The only
+        source of a default period and of the options a clarifying question offers."""
+        assert request.flt is not None
+        capped = dataclasses.replace(
+            request.flt,
+            max_sensitivity=min(request.flt.max_sensitivity, Sensitivity.CONFIDENTIAL),
+        )
+        rows = self.app.store.query_facts(
+            capped,
+            metric=metric,
+            entity=entity,
+            period=period,
+            channel=channel or self.settings.facts.default_channel,
+        )
+        rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
+        return self._confirmed(request, rows)
+
+    def _latest_period(self, request: _Request, part: MetricQuery) -> str | None:
+        """The latest period with a readable fact for the part's metric, entity and channel:
+        a fiscal (or calendar) year that has ended if there is one, else any period that
+        has ended, else any that has begun. Periods of unknown shape are not considered."""
+        assert request.today is not None
+        today = request.today
+        spans = []
+        for fact, _ in self._readable_facts(
+            request, metric=part.metric, entity=part.entity, channel=part.channel
+        ):
+            span = self.calendar.span(fact.period)
+            if span is not None and span[0] <= today:
+                spans.append((span, fact.period))
+        ended = [s for s in spans if s[0][1] < today]
+        years = [s for s in ended if s[1].startswith(("FY", "CY"))]
+        pool = years or ended or spans
+        if not pool:
+            return None
+        return max(pool, key=lambda s: (s[0][1], s[0][0], s[1]))[1]
+
+    def _with_defaults(
+        self, request: _Request, parts: Sequence[MetricQuery]
+    ) -> tuple[list[MetricQuery], list[str]]:
+        """The parts with ``[facts] default_entity`` / ``default_period`` filled in where the
+        question named neither, and the assumptions made (each said once). A latest
+        period nobody may read leaves the period ``None`` ("any period")."""
+        facts = self.settings.facts
+        filled: list[MetricQuery] = []
+        assumptions: list[str] = []
+
+        def assume(text: str) -> None:
+            if text not in assumptions:
+                assumptions.append(text)
+
+        for part in parts:
+            if part.entity is None and facts.default_entity and part.metric is not None:
+                part = replace(part, entity=facts.default_entity)
+                assume(f"entity: {facts.default_entity}")
+            if part.period is None and self.default_period and part.metric is not None:
+                if self.default_period == LATEST_PERIOD:
+                    if part.entity is not None:
+                        latest = self._latest_period(request, part)
+                        part = replace(part, period=latest or ANY_PERIOD)
+                        if latest is not None:
+                            assume(f"period: {latest} (the latest with a figure)")
+                else:
+                    part = replace(part, period=self.default_period)
+                    assume(f"period: {self.default_period}")
+            filled.append(part)
+        return filled, assumptions
+
+    def _options(self, request: _Request, part: MetricQuery, slot: str) -> tuple[str, ...]:
+        """Up to :data:`MAX_OPTIONS` values for a missing slot, taken only from facts the
+        caller may read that agree with the slots the question did name."""
+        slots = {"metric": part.metric, "entity": part.entity, "period": part.period}
+        slots[slot] = None
+        rows = self._readable_facts(request, channel=part.channel, **slots)
+        facts = self.settings.facts
+        if slot == "metric":
+            values = [m for m in facts.metrics if any(f.metric == m for f, _ in rows)]
+        elif slot == "entity":
+            values = [e for e in facts.entities if any(f.entity == e for f, _ in rows)]
+        else:
+            periods = {f.period for f, _ in rows}
+            dated = sorted(
+                (p for p in periods if self.calendar.span(p) is not None),
+                key=lambda p: self.calendar.span(p) or (date.min, date.min),
+                reverse=True,
+            )
+            values = dated + sorted(p for p in periods if self.calendar.span(p) is None)
+        return tuple(values[:MAX_OPTIONS])
+
+    def _clarify(
+        self,
+        request: _Request,
+        part: MetricQuery,
+        missing: Sequence[str],
+        resolved: tuple[ResolvedPeriod, ...],
+    ) -> AnswerResult:
+        request.trace.reason = "clarify"
+        options = self._options(request, part, missing[0])
+        words = [MISSING_WORDS.get(m, m) for m in missing]
+        text = CLARIFY.format(missing=" and ".join(words))
+        if options:
+            text += CLARIFY_OPTIONS.format(options=", ".join(o.replace("_", " ") for o in options))
+        return AnswerResult(
+            Status.CLARIFY,
+            _preamble(resolved, []) + text,
+            Route.STRUCTURED,
+            missing=tuple(missing),
+            options=options,
+            resolved_periods=resolved,
+        )
 
     def _structured(self, request: _Request, intent: Intent) -> AnswerResult:
         trace = request.trace
+        resolved = tuple(ResolvedPeriod(m.text, m.period) for m in intent.resolved)
+        if intent.ambiguous:
+            trace.reason = "clarify"
+            first = intent.ambiguous[0]
+            return AnswerResult(
+                Status.CLARIFY,
+                CLARIFY_AMBIGUOUS.format(text=first.text, readings=" or ".join(first.alternatives)),
+                Route.STRUCTURED,
+                missing=("period",),
+                options=first.alternatives[:MAX_OPTIONS],
+                resolved_periods=resolved,
+            )
         if intent.unrecognized:
             trace.reason = "unrecognized_param"
             trace.fabrication_guard_triggered = True
@@ -355,45 +532,113 @@ class Orchestrator:
                     ", ".join(intent.unrecognized),
                 )
             )
-            return AnswerResult(Status.UNRECOGNIZED_PARAM, text, Route.STRUCTURED)
+            return AnswerResult(
+                Status.UNRECOGNIZED_PARAM, text, Route.STRUCTURED, resolved_periods=resolved
+            )
         if len(intent.parts) > MAX_PARTS:
             # Bounded whatever the parser: each part is a look-up and a line of the answer.
             trace.reason = "too_many_parts"
             return _refusal(Status.CLARIFY, TOO_MANY_PARTS.format(limit=MAX_PARTS), Route.MULTI)
-        missing = _missing_slots(intent.parts)
+        parts, assumptions = (
+            (list(intent.parts), [])
+            if intent.unexplained
+            else self._with_defaults(request, intent.parts)
+        )
+        missing = _missing_slots(parts)
         if missing:
-            trace.reason = "clarify"
-            return _refusal(
-                Status.CLARIFY, CLARIFY.format(missing=" and ".join(missing)), Route.STRUCTURED
-            )
+            return self._clarify(request, parts[0], missing, resolved)
+        answer = self._figures(request, parts, _preamble(resolved, assumptions))
+        return replace(answer, assumptions=tuple(assumptions), resolved_periods=resolved)
+
+    def _figures(
+        self, request: _Request, parts: Sequence[MetricQuery], preamble: str
+    ) -> AnswerResult:
+        """Look every part up and render the answer from fact values alone."""
+        trace = request.trace
         trace.start("tool")
-        results = [self._tool(request, part) for part in intent.parts]
+        results = [
+            ToolResult("not_found", part)
+            if part.period == ANY_PERIOD
+            else self._tool(request, part)
+            for part in parts
+        ]
         trace.stop("tool")
         trace.retrieved = sorted({d.doc_id for r in results for _, d in r.facts})
         trace.denied_retrieved = self._count_denied(request, trace.retrieved)
         if not any(r.status == "found" for r in results):
             trace.fabrication_guard_triggered = True
-        if intent.kind == "multi":
+        if len(results) > 1:
             text, citations = render_multi(results)
             status = (
                 Status.ANSWERED if any(r.status == "found" for r in results) else Status.NOT_FOUND
             )
             if all(r.status == "unrecognized_param" for r in results):
                 status = Status.UNRECOGNIZED_PARAM
-            return AnswerResult(status, text, Route.MULTI, self._retrust(citations, results))
+            return AnswerResult(
+                status,
+                preamble + text,
+                Route.MULTI,
+                self._retrust(citations, results),
+            )
         result = results[0]
         if result.status == "found":
             text, citations = render_found(result)
             return AnswerResult(
-                Status.ANSWERED, text, Route.STRUCTURED, self._retrust(citations, results)
+                Status.ANSWERED,
+                preamble + text,
+                Route.STRUCTURED,
+                self._retrust(citations, results),
             )
         if result.status == "unrecognized_param":
             trace.reason = "unrecognized_param"
             return AnswerResult(
-                Status.UNRECOGNIZED_PARAM, render_unrecognized(result), Route.STRUCTURED
+                Status.UNRECOGNIZED_PARAM,
+                preamble + render_unrecognized(result),
+                Route.STRUCTURED,
             )
         trace.reason = "not_found"
-        return AnswerResult(Status.NOT_FOUND, render_not_found(result.query), Route.STRUCTURED)
+        return AnswerResult(
+            Status.NOT_FOUND,
+            preamble + render_not_found(result.query),
+            Route.STRUCTURED,
+        )
+
+    def _composite(self, request: _Request, intent: Intent) -> AnswerResult:
+        """A figure and an explanation: the figure from the structured path (its numbers
+        from facts only), the explanation from the narrative path (its numbers checked
+        against its cited snippets). Each part keeps its own guarantees; a part without a
+        source is named, and the other is still answered."""
+        trace = request.trace
+        figure = self._structured(request, intent)
+        figure_retrieved = set(trace.retrieved)
+        story = self._narrative(request)
+        trace.retrieved = sorted(figure_retrieved | set(trace.retrieved))
+        trace.denied_retrieved = self._count_denied(request, trace.retrieved)
+        blocks = [figure.answer]
+        flags = list(figure.flags)
+        if figure.status is not Status.ANSWERED:
+            flags.append("unanswered_part:figure")
+        if story.status is Status.ANSWERED:
+            blocks.append(story.answer)
+            flags.extend(f for f in story.flags if f not in flags)
+        else:
+            blocks.append(NO_EXPLANATION.format(part=intent.narrative))
+            flags.append("unanswered_part:narrative")
+        answered = Status.ANSWERED in (figure.status, story.status)
+        if answered:
+            partial = any(f.startswith("unanswered_part:") for f in flags)
+            trace.reason = "partial_answer" if partial else None
+        return AnswerResult(
+            Status.ANSWERED if answered else figure.status,
+            "\n\n".join(blocks),
+            Route.COMPOSITE,
+            tuple(dict.fromkeys((*figure.citations, *story.citations))),
+            flags=tuple(flags),
+            assumptions=figure.assumptions,
+            missing=figure.missing,
+            options=figure.options,
+            resolved_periods=figure.resolved_periods,
+        )
 
     def _retrust(
         self, citations: Sequence[Citation], results: Sequence[ToolResult]
@@ -602,9 +847,23 @@ class Orchestrator:
         )
 
 
+def _preamble(resolved: Sequence[ResolvedPeriod], assumptions: Sequence[str]) -> str:
+    """What the answer took the question to mean, before the answer itself:
+    ``(last year = FY2025) Assuming ACME Group and FY2025: ``."""
+    out = ""
+    if resolved:
+        out += "(" + "; ".join(f"{r.text} = {r.period}" for r in resolved) + ") "
+    if assumptions:
+        values = [a.split(": ", 1)[1].split(" (", 1)[0] for a in assumptions]
+        out += f"Assuming {' and '.join(values)}: "
+    return out
+
+
 def _missing_slots(parts: Sequence[MetricQuery]) -> list[str]:
     missing: list[str] = []
     for part in parts:
+        if part.metric is None and "metric" not in missing:
+            missing.append("metric")
         if part.entity is None and "entity" not in missing:
             missing.append("entity")
         if part.period is None and "period" not in missing:

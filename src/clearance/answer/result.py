@@ -1,7 +1,18 @@
 """The answer contract: a stable JSON shape every channel (CLI, API, HTTP) returns.
 
 ``{"status", "answer", "citations": [{"doc_id", "title", "locator", "uri", "trust"}],
-"route", "trace_id"}``. ``status`` and ``route`` values are a public contract.
+"route", "trace_id", "flags", "assumptions", "missing", "options", "resolved_periods":
+[{"text", "period"}]}``. ``status`` and ``route`` values are a public contract; fields are
+only ever added, and the lists are always present (empty when they do not apply).
+
+* ``assumptions`` — what a structured answer assumed because the question did not say it
+  (``[facts] default_entity`` / ``default_period``), each also stated in ``answer``;
+* ``missing`` — for ``clarify``: the slots the question lacks (``metric``, ``entity``,
+  ``period``), in that order;
+* ``options`` — for ``clarify``: at most five values to choose from, only ever taken from
+  facts the caller may read (or, for an ambiguous period, the readings themselves);
+* ``resolved_periods`` — each relative period of the question ("last year") with the
+  absolute period it was read as (``FY2025``), also stated in ``answer``.
 """
 
 from __future__ import annotations
@@ -10,7 +21,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AnswerResult", "Citation", "Route", "Status"]
+__all__ = ["AnswerResult", "Citation", "ResolvedPeriod", "Route", "Status"]
 
 
 class Status(enum.Enum):
@@ -30,6 +41,7 @@ class Route(enum.Enum):
     STRUCTURED = "structured"
     MULTI = "multi"
     NARRATIVE = "narrative"
+    COMPOSITE = "composite"  # a figure and an explanation, each on its own path
     NONE = "none"
 
 
@@ -52,6 +64,17 @@ class Citation:
 
 
 @dataclass(frozen=True, slots=True)
+class ResolvedPeriod:
+    """A relative period of the question (``text``) and the period it was read as."""
+
+    text: str
+    period: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"text": self.text, "period": self.period}
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerResult:
     status: Status
     answer: str
@@ -59,6 +82,10 @@ class AnswerResult:
     citations: tuple[Citation, ...] = ()
     trace_id: str = ""
     flags: tuple[str, ...] = field(default=())  # e.g. "possibly_outdated:<doc_id>", "conflict"
+    assumptions: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    resolved_periods: tuple[ResolvedPeriod, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,4 +95,8 @@ class AnswerResult:
             "route": self.route.value,
             "trace_id": self.trace_id,
             "flags": list(self.flags),
+            "assumptions": list(self.assumptions),
+            "missing": list(self.missing),
+            "options": list(self.options),
+            "resolved_periods": [p.to_dict() for p in self.resolved_periods],
         }

@@ -86,6 +86,11 @@ class CitationBody(BaseModel):
     trust: str
 
 
+class ResolvedPeriodBody(BaseModel):
+    text: str
+    period: str
+
+
 class AnswerBody(BaseModel):
     """``AnswerResult.to_dict()``: the contract of ``clearance ask --json``."""
 
@@ -95,6 +100,10 @@ class AnswerBody(BaseModel):
     route: str
     trace_id: str
     flags: list[str]
+    assumptions: list[str]
+    missing: list[str]
+    options: list[str]
+    resolved_periods: list[ResolvedPeriodBody]
 
 
 class SearchRow(BaseModel):

@@ -15,8 +15,8 @@ Events (``Accept: text/event-stream``), each ``data`` one line of JSON:
     consecutive piece of the final answer with its citation markers (``[S1]``) and trailing
     space: their concatenation is the ``answer`` of the final event, character for character.
 ``event: answer``
-    ``{"status", "answer", "citations", "route", "trace_id", "flags"}``, the body of the
-    JSON route. A refusal sends this event only.
+    ``{"status", "answer", "citations", "route", "trace_id", "flags", …}``, the body of
+    the JSON route (``AnswerResult.to_dict()``). A refusal sends this event only.
 ``event: rendered``
     ``{"html": "…"}`` — only on the browser UI's stream, after ``answer``: the same answer as
     the UI renders it server-side (escaped by the template engine), so the page's script

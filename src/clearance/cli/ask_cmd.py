@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import click
 
 from clearance.answer.result import Status
@@ -24,6 +26,12 @@ def register(cli: click.Group) -> None:
     @click.argument("question")
     @click.option("--user", "user_id", required=True, help="Ask as this user.")
     @click.option("--assistant", help="The assistant (workspace) to ask. " + ASSISTANT_HELP)
+    @click.option(
+        "--today",
+        type=click.DateTime(formats=["%Y-%m-%d"]),
+        help="Read relative periods (last year, 去年, 前期) as if asked on this date "
+        "(YYYY-MM-DD); default: today (UTC).",
+    )
     @json_option
     @pass_app
     @click.pass_context
@@ -33,15 +41,22 @@ def register(cli: click.Group) -> None:
         question: str,
         user_id: str,
         assistant: str | None,
+        today: datetime | None,
         as_json: bool,
     ) -> None:
         """Answer QUESTION from what USER may read right now, citing every source.
 
         JSON: {"status", "answer", "citations": [{"doc_id", "title", "locator", "uri",
-        "trust"}], "route", "trace_id", "flags"}. Status "unknown_assistant" exits 3.
+        "trust"}], "route", "trace_id", "flags", "assumptions", "missing", "options",
+        "resolved_periods": [{"text", "period"}]}. Status "unknown_assistant" exits 3.
         """
         with app_ctx.open() as app:
-            result = app.ask(question, user_id, assistant=assistant)
+            result = app.ask(
+                question,
+                user_id,
+                assistant=assistant,
+                today=today.date() if today is not None else None,
+            )
             settings = app.settings
         if result.status is Status.UNKNOWN_ASSISTANT:
             # The refusal is answered (and traced) in order, after identity and scope; the
@@ -58,6 +73,9 @@ def register(cli: click.Group) -> None:
         style = "green" if result.status.value == "answered" else "yellow"
         console.print(f"[{style}]{result.status.value}[/{style}] [dim]({result.route.value})[/dim]")
         console.print(safe(result.answer, multiline=True))
+        if result.options:
+            shown = ", ".join(o.replace("_", " ") for o in result.options)
+            console.print(f"[dim]options:[/dim] {safe(shown)}")
         for flag in result.flags:
             if flag == "conflict":
                 console.print("[yellow]note:[/yellow] readable sources disagree; both are cited")
