@@ -79,6 +79,8 @@ def demo() -> int:
         ("alice", "What class do I fly on a 5 hour flight?"),
         ("alice", "What was ACME Japan's revenue in FY2024?"),
         ("hiro", "ACME Japanの2024年度の売上高は？"),
+        ("alice", "集团去年营收多少？"),
+        ("alice", "Revenue?"),
         ("bob", "Compare operating profit of Japan and US in FY2025"),
         ("alice", "What did the board decide about the Globex lawsuit?"),
         ("grace", "What hours is support available for Standard plan customers Monday to Friday?"),
