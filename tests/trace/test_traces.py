@@ -318,7 +318,9 @@ def test_invariant_10_reverse_proof_a_trace_that_records_the_question(
     monkeypatch.setattr(app_module, "TraceWriter", NaiveWriter)
     real_ask = Orchestrator.ask
 
-    def leaky_ask(self: Orchestrator, question: str, user_id: str, assistant: Any = None) -> Any:
+    def leaky_ask(
+        self: Orchestrator, question: str, user_id: str, assistant: Any = None, **kwargs: Any
+    ) -> Any:
         real_finish = self._finish_trace
 
         def finish(request: Any) -> None:
@@ -327,7 +329,7 @@ def test_invariant_10_reverse_proof_a_trace_that_records_the_question(
 
         with monkeypatch.context() as m:
             m.setattr(self, "_finish_trace", finish)
-            return real_ask(self, question, user_id, assistant)
+            return real_ask(self, question, user_id, assistant, **kwargs)
 
     app = make_app(provider=MockProvider(quote_first_source))
     monkeypatch.setattr(Orchestrator, "ask", leaky_ask)
