@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 import clearance.answer.intent as intent_module
+from clearance.answer.intent import MetricQuery
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult, Route, Status
+from clearance.answer.structured import ToolResult
 from clearance.llm.mock import MockProvider
 
 from .conftest import PERSONAS, AcmeIndex
@@ -174,7 +176,14 @@ def test_a_composite_part_without_a_source_is_named_and_the_other_answered(
     assert "unanswered_part:narrative" in result.flags
 
     monkeypatch.undo()
-    missing_figure = ask(acme, COMPOSITE.replace("FY2025", "FY2019"), "alice")
+
+    def no_fact(self: Orchestrator, request: Any, part: MetricQuery) -> ToolResult:
+        return ToolResult("not_found", part)
+
+    monkeypatch.setattr(Orchestrator, "_tool", no_fact)
+    missing_figure = ask(acme, COMPOSITE, "alice")
     assert missing_figure.status is Status.ANSWERED
-    assert missing_figure.answer.startswith("No figure found for revenue of ACME Japan in FY2019.")
+    assert missing_figure.answer.startswith("No figure found for revenue of ACME Japan in FY2025.")
+    assert "486.9" not in missing_figure.answer.partition("\n\n")[0]
     assert "unanswered_part:figure" in missing_figure.flags
+    assert "unanswered_part:narrative" not in missing_figure.flags
