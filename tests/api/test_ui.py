@@ -423,14 +423,16 @@ def test_the_admin_page_shows_no_question_text(
     tokens = {
         u: create_token(config, u, *x)["token"] for u, x in (("ann", ()), ("root", ("--admin",)))
     }
-    secret_words = "Where do I book trains for the zanzibar offsite?"
+    # Answerable (so the trace keeps its text), and a phrase no page shows otherwise.
+    question = "Where do I book trains in Tokyo?"
     with serving_app(create_app(load_settings(config))) as url:
         ann, root = Browser(url), Browser(url)
         ann.sign_in(tokens["ann"])
         root.sign_in(tokens["root"])
-        assert ann.ask(secret_words).status_code == 200
+        answered = ann.ask(question)
+        assert answered.status_code == 200 and 'data-status="answered"' in answered.text
         page = root.get("/admin").text
-        assert "zanzibar" not in page.lower()
+        assert "book trains" not in page.lower()
         assert "<code>ann</code>" not in page  # users are pseudonyms
         assert re.search(r"<td>answered</td>", page)
 
@@ -441,7 +443,7 @@ def test_the_admin_page_shows_no_question_text(
             "_trace_row",
             lambda r: {**original(r), "assistant": str(r.get("question_text"))},
         )
-        assert "zanzibar" in root.get("/admin").text.lower()
+        assert "book trains" in root.get("/admin").text.lower()
         ann.close()
         root.close()
 
