@@ -32,6 +32,8 @@ from fpdf import FPDF
 from openpyxl import Workbook
 from openpyxl.styles import Font
 from pptx import Presentation as new_presentation
+from pptx.chart.data import CategoryChartData
+from pptx.enum.chart import XL_CHART_TYPE
 from pptx.presentation import Presentation
 from pptx.util import Inches
 from pptx.util import Pt as PptPt
@@ -77,6 +79,49 @@ BUDGET_FY2026: dict[str, dict[str, float]] = {
 }
 
 
+# FY2025 by quarter (Q1 FY2025 = April-June 2025): each year's four quarters add up to the
+# FY2025 column above; headcount is at the end of each quarter, Q4 being 31 March 2026.
+QUARTERS = ("Q1 FY2025", "Q2 FY2025", "Q3 FY2025", "Q4 FY2025")
+QUARTERLY: dict[str, dict[str, tuple[float, float, float, float]]] = {
+    "Japan": {
+        "Revenue": (114.8, 119.6, 121.3, 131.2),
+        "Operating profit": (13.9, 14.8, 15.2, 17.3),
+        "Headcount": (1318, 1331, 1347, 1362),
+    },
+    "US": {
+        "Revenue": (172.4, 180.1, 183.6, 195.7),
+        "Operating profit": (21.8, 23.1, 24.0, 26.1),
+        "Headcount": (1968, 1990, 2015, 2041),
+    },
+    "EU": {
+        "Revenue": (82.6, 85.9, 88.4, 95.4),
+        "Operating profit": (7.4, 8.0, 8.3, 9.4),
+        "Headcount": (915, 924, 937, 948),
+    },
+}
+# Joiners and leavers per quarter: headcount moves from FY2024's year end by their difference.
+MOVERS: dict[str, tuple[tuple[int, int], ...]] = {
+    "Japan": ((41, 28), (37, 24), (44, 28), (39, 24)),
+    "US": ((62, 49), (70, 48), (71, 46), (68, 42)),
+    "EU": ((33, 20), (29, 20), (34, 21), (30, 19)),
+}
+for _region, _metrics in QUARTERLY.items():
+    for _key in ("Revenue", "Operating profit"):
+        assert round(sum(_metrics[_key]), 1) == FIGURES[_region][_key][2], (_region, _key)
+    assert _metrics["Headcount"][3] == FIGURES[_region]["Headcount"][2], _region
+    _count = FIGURES[_region]["Headcount"][1]
+    for _quarter, (_joiners, _leavers) in enumerate(MOVERS[_region]):
+        _count += _joiners - _leavers
+        assert _count == _metrics["Headcount"][_quarter], (_region, _quarter)
+# Q1 FY2026 flash figures (April-June 2026). EU operating profit is not in the flash: the
+# Frankfurt entity closes with the half year, so its cell is "—", never 0.
+FLASH_Q1_FY2026: dict[str, dict[str, str]] = {
+    "Japan": {"Revenue": "124.6*", "Operating profit": "15.1", "Headcount": "1,371"},
+    "US": {"Revenue": "189.7", "Operating profit": "24.9", "Headcount": "2,052"},
+    "EU": {"Revenue": "90.8", "Operating profit": "—", "Headcount": "955"},
+}
+
+
 def fmt(metric: str, value: float) -> str:
     """Headcount as an integer with a thousands separator, money with one decimal."""
     if metric == "Headcount":
@@ -93,13 +138,16 @@ def stamp(text: str) -> datetime:
 
 
 def normalise_ooxml(data: bytes, when: datetime) -> bytes:
-    """Rewrite an OOXML zip: same entries, same order, fixed dates and core properties."""
+    """Rewrite an OOXML zip: same entries, same order, fixed dates and core properties.
+    Embedded packages (the workbook behind a native chart) are rewritten the same way."""
     iso = when.strftime("%Y-%m-%dT%H:%M:%SZ")
     src = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as dst:
         for info in src.infolist():
             body = src.read(info.filename)
+            if info.filename.endswith((".xlsx", ".docx", ".pptx")):
+                body = normalise_ooxml(body, when)
             if info.filename == "docProps/core.xml":
                 text = body.decode("utf-8")
                 for tag in ("dcterms:created", "dcterms:modified"):
@@ -991,6 +1039,88 @@ def pptx_board_pack() -> bytes:
     return pptx_bytes(prs, when)
 
 
+def pptx_chart(
+    prs: Presentation,
+    title: str,
+    categories: Sequence[str],
+    series: dict[str, Sequence[float]],
+    chart_title: str | None = None,
+) -> None:
+    """A title-only slide with one native clustered-column chart (series × categories)."""
+    slide = prs.slides.add_slide(prs.slide_layouts[5])
+    slide.shapes.title.text = title
+    data = CategoryChartData(number_format="#,##0.0")
+    data.categories = list(categories)
+    for name, values in series.items():
+        data.add_series(name, list(values))
+    frame = slide.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(0.5), Inches(1.6), Inches(9.0), Inches(5.2), data
+    )
+    chart = frame.chart
+    chart.has_legend = True
+    chart.legend.include_in_layout = False
+    if chart_title is not None:
+        chart.has_title = True
+        chart.chart_title.text_frame.text = chart_title
+    else:
+        chart.has_title = False
+
+
+def pptx_quarterly_results() -> bytes:
+    """FY2025 by quarter as native charts: the entity is in the slide title (Japan, US) or,
+    on the last chart slide, only in the chart's title; the series labels carry the unit as
+    "US$ m", which must not read as the entity US."""
+    when = stamp("2026-06-12T00:00:00")
+    prs = new_pptx("FY2025 quarterly results", "Corporate Planning", when)
+    pptx_title(
+        prs,
+        "FY2025 results by quarter",
+        "Corporate Planning - revenue and operating profit per region, Q1 to Q4 FY2025",
+    )
+
+    def series(region: str) -> dict[str, Sequence[float]]:
+        return {
+            "Revenue (US$ m)": QUARTERLY[region]["Revenue"],
+            "Operating profit (US$ m)": QUARTERLY[region]["Operating profit"],
+        }
+
+    pptx_chart(prs, "Quarterly results: Japan", QUARTERS, series("Japan"))
+    pptx_chart(prs, "Quarterly results: US", QUARTERS, series("US"))
+    pptx_chart(
+        prs, "Quarterly results (continued)", QUARTERS, series("EU"), chart_title="ACME Europe"
+    )
+    pptx_bullets(
+        prs,
+        "Reading the charts",
+        [
+            "Quarters follow the fiscal year: Q1 FY2025 is April to June 2025",
+            "The four quarters of each region add up to its FY2025 result",
+            "Q4 is the strongest quarter everywhere: year-end renewals of Fleetboard Enterprise",
+        ],
+    )
+    return pptx_bytes(prs, when)
+
+
+def pptx_q1_flash() -> bytes:
+    """One table, the period only in the slide title: metrics down, regions across."""
+    when = stamp("2026-07-24T00:00:00")
+    prs = new_pptx("Q1 FY2026 results flash", "Corporate Planning", when)
+    pptx_title(prs, "Results flash", "Corporate Planning - first look at the quarter, 24 July 2026")
+    regions = [region for region, _ in REGIONS]
+    rows = [["US$ m unless stated", *regions]]
+    for key, label, _ja, unit, _ju in METRICS:
+        name = f"{label} ({unit})" if key == "Headcount" else label
+        rows.append([name, *(FLASH_Q1_FY2026[region][key] for region in regions)])
+    pptx_table(
+        prs,
+        "Q1 FY2026 results by region",
+        rows,
+        "* Japan includes the first full quarter of the Osaka sales office. "
+        "— EU operating profit is reported with the half-year close of the Frankfurt entity.",
+    )
+    return pptx_bytes(prs, when)
+
+
 # --------------------------------------------------------------------------- XLSX
 
 
@@ -1104,6 +1234,40 @@ def xlsx_kpi_workbook() -> bytes:
             ["Headcount", "Employees on payroll on 31 March, excluding contractors and directors."],
         ],
         widths=(18, 100),
+    )
+    return xlsx_bytes(wb, when)
+
+
+def xlsx_headcount_by_quarter() -> bytes:
+    """One sheet per cost centre; only the top-left cell names the entity, the periods run
+    across and the measures down (sheet names are codes that name no region)."""
+    when = stamp("2026-04-20T00:00:00")
+    wb = new_xlsx("Headcount by quarter FY2025", "Priya Shah", when)
+    names = {
+        "Japan": ("JP01", "ACME Japan"),
+        "US": ("US01", "ACME US"),
+        "EU": ("EU01", "ACME Europe"),
+    }
+    for i, (region, _) in enumerate(REGIONS):
+        code, entity = names[region]
+        rows: list[list[object]] = [
+            [entity, *QUARTERS],
+            ["Headcount (people, end of quarter)", *QUARTERLY[region]["Headcount"]],
+            ["Joiners", *(j for j, _ in MOVERS[region])],
+            ["Leavers", *(leavers for _, leavers in MOVERS[region])],
+        ]
+        sheet(wb, code, rows, first=i == 0, widths=(36, 12, 12, 12, 12))
+    sheet(
+        wb,
+        "Notes",
+        [
+            ["Note"],
+            ["Headcount counts employees on payroll on the last day of the quarter."],
+            [
+                "Contractors and directors are not counted; the definition is that of the KPI workbook."
+            ],
+        ],
+        widths=(90,),
     )
     return xlsx_bytes(wb, when)
 
@@ -1382,6 +1546,9 @@ OUTPUTS: dict[str, Callable[[], bytes]] = {
     "ops/domestic-travel-rules-ja.docx": docx_domestic_travel_ja,
     "ops/annual-operating-report-fy2025.docx": docx_annual_report,
     "ops/regional-kpi-workbook-fy2025.xlsx": xlsx_kpi_workbook,
+    "ops/quarterly-results-fy2025.pptx": pptx_quarterly_results,
+    "ops/headcount-by-quarter-fy2025.xlsx": xlsx_headcount_by_quarter,
+    "ops/q1-fy2026-results-flash.pptx": pptx_q1_flash,
     "ops/manager-guide-performance-reviews.pdf": pdf_manager_guide,
     "dept/sales/partner-discount-schedule-2026.pdf": pdf_partner_discounts,
     "dept/sales/qbr-fy2026-q2.pptx": pptx_sales_qbr,

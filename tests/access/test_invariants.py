@@ -66,7 +66,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     settings = load_settings(config)
     with Clearance.open(settings) as app:
         assert app.ingest([], manifest=ACME / "manifest.jsonl").counts == {
-            "added": 70,
+            "added": 73,
             "absent": 1,
         }
         app.sync_directory(ACME / "directory.json")

@@ -96,7 +96,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     settings = load_settings(config)
     with Clearance.open(settings) as app:
         report = app.ingest([], manifest=ACME / "manifest.jsonl")
-        assert report.counts == {"added": 70, "absent": 1}
+        assert report.counts == {"added": 73, "absent": 1}
         app.sync_directory(ACME / "directory.json")
     return settings.db_path
 
@@ -294,7 +294,7 @@ def test_the_day_after_equals_a_full_resync(demo: Demo) -> None:
 
     # full re-sync: every document ingested again, then the directory as a full snapshot
     report = demo.app.ingest([], manifest=ACME / "manifest.jsonl")
-    assert report.counts == {"unchanged": 70, "absent": 1}
+    assert report.counts == {"unchanged": 73, "absent": 1}
     snapshot = demo.root / "snapshot.json"
     snapshot.write_text(json.dumps(demo.directory), encoding="utf-8")
     demo.app.sync_directory(snapshot)

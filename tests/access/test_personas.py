@@ -85,7 +85,7 @@ def acme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
             "--config", config, "ingest", "--manifest", ACME / "manifest.jsonl", "--json"
         )
         assert rc == 0, err
-        assert json.loads(out)["counts"] == {"added": 70, "absent": 1}
+        assert json.loads(out)["counts"] == {"added": 73, "absent": 1}
         app = Clearance.open(load_settings(config))
         try:
             yield Index(config, app)
@@ -161,7 +161,7 @@ def test_the_matrix_is_not_trivial(acme: Index) -> None:
         set(PERSONAS[n]["expected_docs_including_restricted"]) > set(PERSONAS[n]["expected_docs"])
         for n in NAMES
     )
-    assert len(acme.app.store.list_documents()) == 70
+    assert len(acme.app.store.list_documents()) == 73
 
 
 # --------------------------------------------------------------------------- the search path

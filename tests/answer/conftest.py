@@ -197,7 +197,7 @@ def acme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AcmeIndex]:
     with clean_env():
         index = build_index(tmp_path_factory.mktemp("acme"), ACME / "manifest.jsonl")
         try:
-            assert len(index.doc_ids()) == 70
+            assert len(index.doc_ids()) == 73
             yield index
         finally:
             index.app.close()
@@ -212,7 +212,7 @@ def acme_without_hidden(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ac
         index = build_index(root / "index", manifest)
         try:
             assert not set(HIDDEN) & set(index.doc_ids())
-            assert len(index.doc_ids()) == 70 - len(HIDDEN)
+            assert len(index.doc_ids()) == 73 - len(HIDDEN)
             yield index
         finally:
             index.app.close()

@@ -12,6 +12,7 @@ the metric's default; a deliberately broken variant shows each assertion can fai
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -29,9 +30,10 @@ from pptx.util import Inches
 from clearance.config import Settings
 from clearance.ingest import facts as facts_module
 from clearance.ingest.facts import ParsedNumber, parse_number
+from clearance.ingest.loaders import pptx as pptx_loader
 from clearance.ingest.locator import parse_locator
 from clearance.ingest.pipeline import FileResult, Ingestor
-from clearance.model import Chunk, Fact
+from clearance.model import Chunk, Fact, Section
 from clearance.store.sqlite import SQLiteStore
 
 SettingsFactory = Callable[..., Settings]
@@ -469,3 +471,25 @@ def test_an_ambiguous_table_gives_no_fact_and_a_warning_naming_its_locator(
         "facts: 2 values at slide=1,table=1 skipped: two entities named in 'Japan and US'",
         "facts: 1 value at slide=2,table=1 skipped: no entity named",
     )
+
+
+def test_reverse_proof_a_chart_point_stored_without_its_value_is_caught(
+    tmp_path: Path,
+    settings_factory: SettingsFactory,
+    store: SQLiteStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = pptx_loader._chart_sections
+
+    def without_values(*args: Any) -> list[Section]:
+        return [dataclasses.replace(s, text=s.text.rpartition(":")[0]) for s in real(*args)]
+
+    monkeypatch.setattr(pptx_loader, "_chart_sections", without_values)
+    prs = deck()
+    chart_slide(prs, "Quarterly results: Japan", ["Q1 FY2025"], {"Revenue": [114.8]})
+    path = folder(tmp_path) / "quarterly.pptx"
+    prs.save(str(path))
+    _, facts = ingest(settings_factory, store, path)
+    assert [f.value for f in facts] == [114.8]
+    with pytest.raises(AssertionError, match="no stored text"):
+        opened(store, facts[0])
