@@ -437,6 +437,23 @@ def test_a_unit_the_vocabulary_does_not_know_gives_no_fact_and_a_warning(
     )
 
 
+def test_a_long_format_unit_column_the_vocabulary_does_not_know_gives_no_fact(
+    tmp_path: Path, settings_factory: SettingsFactory, store: SQLiteStore
+) -> None:
+    path = folder(tmp_path) / "long.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(
+            [
+                ["Region", "Metric", "Unit", "FY2024"],
+                ["Japan", "Revenue", "USD m", "448.2"],
+                ["EU", "Revenue", "EUR m", "298.1"],
+            ]
+        )
+    result, facts = ingest(settings_factory, store, path)
+    assert {(f.entity, f.value, f.unit) for f in facts} == {("ACME Japan", 448.2, "USD m")}
+    assert result.warnings == ("facts: 1 value at rows=2-3 skipped: unit not recognised: 'EUR m'",)
+
+
 def assert_units_are_never_guessed(facts: Sequence[Fact]) -> None:
     """No fact from a cell or label that states a unit the vocabulary does not know."""
     stated = [f for f in facts if "EUR" in f.locator or "JPY" in f.raw]

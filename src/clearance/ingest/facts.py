@@ -688,7 +688,9 @@ class _Extractor:
         if missing:
             return f"no {' or '.join(missing)} named"
         assert entity.value is not None and period.value is not None
-        unknown = self._unknown_unit(contexts, len(local), metric.at)
+        # whole: the cell's own text and the other label cells (a long format's unit column)
+        whole = frozenset({0, *range(3, 3 + len(others))})
+        unknown = self._unknown_unit(contexts, len(local), whole, metric.at)
         if unknown is not None:
             return f"unit not recognised: '{_clip(unknown)}'"
         channel = self.resolve("channel", contexts)
@@ -715,17 +717,19 @@ class _Extractor:
         )
 
     def _unknown_unit(
-        self, contexts: Sequence[str], local: int, metric_at: int | None
+        self, contexts: Sequence[str], local: int, whole: frozenset[int], metric_at: int | None
     ) -> str | None:
         """Unit-looking text no configured unit accounts for, in the table's own labels
-        (the cell, its row and column labels, the corner) or in a title up to the one that
-        named the metric. The cell's own text counts whole (``1,480 EUR``); labels only
-        inside parentheses or brackets (``Revenue (EUR m)``)."""
+        (the cell, its row and column labels, the other label cells of its row, the
+        corner: the first ``local`` contexts) or in a title up to the one that named the
+        metric. The contexts at the indices ``whole`` count whole — the cell's own text
+        (``1,480 EUR``) and a long format's unit column (``EUR m``); the others only inside
+        parentheses or brackets (``Revenue (EUR m)``)."""
         last = max(local, (metric_at or 0) + 1)
         for i, context in enumerate(contexts[:last]):
             if not context.strip():
                 continue
-            unknown = _unknown_unit(self._read(context).residue(), whole=i == 0)
+            unknown = _unknown_unit(self._read(context).residue(), whole=i in whole)
             if unknown is not None:
                 return unknown
         return None
