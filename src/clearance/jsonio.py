@@ -69,7 +69,8 @@ def _refuse_surrogates(value: Any) -> None:
         elif isinstance(item, dict):
             for key, child in item.items():
                 if _SURROGATE.search(key):
-                    raise JSONInputError("a key holds an unpaired surrogate")
+                    inside = f"{where}: " if where else ""
+                    raise JSONInputError(f"{inside}a key holds an unpaired surrogate")
                 stack.append((child, f"{where}.{key}" if where else f"key {key!r}"))
         elif isinstance(item, list):
             stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
