@@ -44,6 +44,7 @@ __all__ = [
     "SensitivitySettings",
     "ServerSettings",
     "Settings",
+    "SourceSettings",
     "StoreSettings",
     "TraceSettings",
     "TrustSettings",
@@ -222,6 +223,26 @@ class CorpusSettings:
     realtime: RealtimeCheckSettings = field(default_factory=RealtimeCheckSettings)
     max_sensitivity: Sensitivity = Sensitivity.CONFIDENTIAL
     authority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSettings:
+    """One ``[sources.<name>]`` table: a connector that keeps one corpus in step with a
+    source system (docs/sources.md).
+
+    ``credentials`` maps a role the connector asks for (``token``, ``client_secret``) to the
+    *name* of an environment variable; values are read only when the connector is built, and
+    only as :class:`~clearance.secrets.Secret`. ``options`` belong to the connector's kind,
+    which validates them."""
+
+    name: str
+    kind: str = ""
+    corpus: str = ""
+    content_interval_s: float = 3600.0
+    permission_interval_s: float = 300.0
+    max_concurrency: int = 4
+    credentials: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,6 +584,7 @@ class Settings:
     facts: FactSettings = field(default_factory=FactSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    sources: Mapping[str, SourceSettings] = field(default_factory=dict)
     source: Path | None = None
 
     @property
@@ -712,6 +734,8 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         a.done()
     at.done()
 
+    sources = _sources(top.table("sources"), corpora)
+
     t = top.table("access")
     access = AccessSettings(require_assistant=t.get("require_assistant", bool, False))
     if access.require_assistant and not assistants:
@@ -860,8 +884,71 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         facts=facts,
         answer=answer,
         server=server,
+        sources=sources,
         source=source,
     )
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _sources(table: _Table, corpora: Mapping[str, CorpusSettings]) -> dict[str, SourceSettings]:
+    """``[sources.<name>]``. The corpus must be configured, and permissions must be synced
+    more often than the corpus's revocation SLA, or the corpus would go stale between two
+    healthy syncs."""
+    out: dict[str, SourceSettings] = {}
+    for name in list(table.data):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+            raise ConfigError(
+                f"{table.key(name)}: a source name is 1-64 letters, digits, '.', '_' or '-'"
+            )
+        t = table.table(name)
+        kind = t.get("kind", str, "")
+        if not kind:
+            raise ConfigError(f"{t.key('kind')}: required (e.g. 'filesystem')")
+        corpus = t.get("corpus", str, "")
+        if corpus not in corpora:
+            known = ", ".join(repr(c) for c in sorted(corpora)) or "none"
+            raise ConfigError(
+                f"{t.key('corpus')}: {corpus!r} is not a configured corpus (configured: {known})"
+            )
+        sla = corpora[corpus].revocation_sla_s
+        permission = t.duration("permission_interval", min(300.0, sla / 4))
+        content = t.duration("content_interval", 3600.0)
+        for key, value in (("permission_interval", permission), ("content_interval", content)):
+            if value <= 0:
+                raise ConfigError(f"{t.key(key)}: must be longer than 0")
+        if permission >= sla:
+            raise ConfigError(
+                f"{t.key('permission_interval')}: {permission:g}s is not shorter than corpus "
+                f"{corpus!r}'s revocation_sla of {sla:g}s, so it would go stale between syncs"
+            )
+        credentials = t.table("credentials")
+        roles: dict[str, str] = {}
+        for role in list(credentials.data):
+            variable = credentials.get(role, str, "")
+            if not _ENV_NAME.match(variable):
+                raise ConfigError(
+                    f"{credentials.key(role)}: expected the name of an environment variable "
+                    "(credentials are never written in the configuration)"
+                )
+            roles[role] = variable
+        credentials.done()
+        options = t.table("options")
+        options.seen.update(options.data)  # the connector's kind validates its own options
+        out[name] = SourceSettings(
+            name=name,
+            kind=kind,
+            corpus=corpus,
+            content_interval_s=content,
+            permission_interval_s=permission,
+            max_concurrency=t.positive("max_concurrency", 4),
+            credentials=roles,
+            options=dict(options.data),
+        )
+        t.done()
+    table.done()
+    return out
 
 
 def _positive_float(table: _Table, name: str, default: float) -> float:

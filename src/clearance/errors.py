@@ -14,7 +14,10 @@
      ├── AccessDenied               an ``ensure_…`` check failed; carries the Decision
      ├── PermissionCheckError       a real-time check failed (always treated as a deny)
      ├── ProviderError              an LLM provider failed (network, API, timeout)
-     └── GuardError                 the egress guard refused a prompt (``internal_guard``)
+     ├── GuardError                 the egress guard refused a prompt (``internal_guard``)
+     ├── NotFoundError              no such document, assistant, token … (exit 3)
+     ├── SourceError                a source system could not be read during a sync
+     └── OwnershipError             a document owned by a source was to be changed elsewhere
 
 Third-party exceptions are translated at the boundary (``raise LoaderError(...) from exc``)
 so callers only ever need to catch :class:`ClearanceError`.
@@ -112,3 +115,19 @@ class GuardError(ClearanceError):
 class NotFoundError(ClearanceError):
     exit_code = 3
     code = "not_found"
+
+
+class SourceError(ClearanceError):
+    """A source system could not be read (unreachable, refused credentials, retries
+    exhausted, a response that does not parse). The sync that met it changes nothing it had
+    not finished, and the source is reported failing until a sync succeeds."""
+
+    code = "source_error"
+
+
+class OwnershipError(ClearanceError):
+    """A document that came from a source was about to be changed by something else (a
+    folder ingest, ``acl sync``, ``remove``, another source). The message names the owner."""
+
+    exit_code = 2
+    code = "owned_by_source"

@@ -17,6 +17,7 @@ from clearance.errors import (
     DirectoryError,
     MetadataError,
     NotFoundError,
+    OwnershipError,
     ProviderError,
     QuestionError,
     StoreError,
@@ -72,6 +73,7 @@ _STATUS: tuple[tuple[type[ClearanceError], int], ...] = (
     (ConfigError, 422),
     (MetadataError, 422),  # an operator's input (manifest, metadata) is invalid
     (DirectoryError, 422),  # a directory or ACL document is invalid
+    (OwnershipError, 409),  # the document belongs to a source: change it there
     (ProviderError, 503),
     (StoreError, 503),
 )

@@ -1,0 +1,262 @@
+"""The ``Connector`` protocol: what a source system must tell Clearance, and what it gets back.
+
+A connector turns one source system (a folder, a SharePoint site, a Google shared drive, a
+Confluence space) into Clearance documents, principal strings and directory groups. It only
+*reads* the source; everything that writes the index is the sync engine's
+(:mod:`clearance.sources.sync`), so every connector gets the same guarantees for free.
+
+What a connector author implements
+----------------------------------
+Four reading methods and ``close`` (see :class:`Connector`):
+
+``content_changes(cursor)``
+    Pages of :class:`ItemRef` (an item that exists, with an opaque ``version`` that changes
+    whenever its content or its content-side metadata — title, sensitivity label, dates —
+    changes) and :class:`Tombstone` (an item that was deleted, or left the synced scope).
+    ``cursor`` is what the last completed listing returned (``None``: never synced, list
+    everything). A source with a change feed (Graph delta, Drive changes) returns only what
+    changed, with ``snapshot=False``; a source without one lists every item it holds with
+    ``snapshot=True``. A cursor the source no longer accepts (expired delta token) is the
+    connector's to detect: it then lists everything as a snapshot.
+``fetch(item)``
+    The :class:`SourceDocument` of one listed item: content (bytes, text or a local file)
+    with its media type, title, link, ACL and sensitivity hint. Called only for items whose
+    ``version`` differs from the stored one.
+``permission_changes(cursor)``
+    Pages of :class:`PermissionChange` — the current :class:`Access` of each item — with
+    the same cursor and ``snapshot`` rules as content. Never fetches content.
+``groups()``
+    A :class:`GroupSnapshot` of the groups the source defines itself (Entra groups, Google
+    Groups, Confluence groups) with their direct members, or ``None`` when its ACLs only name
+    groups the directory already syncs from the identity provider.
+
+Access is stated as the source has it, in the principal grammar of :mod:`clearance.model`
+(``user:<id>``, ``group:<id>``, ``everyone``). What cannot be stated that way is flagged, not
+approximated: anonymous links are ``Access.anyone_with_link``; anything else the connector
+cannot map safely (an unknown principal type, a sharing mode it does not understand, item
+permissions it could not read) is ``Access.nobody("why")``. When in doubt, a connector states
+*less* access than the source grants, never more.
+
+Connectors raise :class:`~clearance.errors.SourceError` when the source cannot be read
+(unreachable, refused credentials, retries exhausted). HTTP connectors build their client
+with :mod:`clearance.sources.http` (bounded retries on 429 and 5xx with ``Retry-After`` and
+jittered backoff, paging, a per-source concurrency limit) instead of writing their own.
+
+What the sync engine guarantees
+-------------------------------
+* **One owner per document.** A document a source wrote is changed only by that source: a
+  folder or manifest ingest, ``clearance acl sync`` or ``clearance remove`` that touches it is
+  refused with an error naming the source. Two sources listing the same ``doc_id`` are
+  refused the same way.
+* **Permission-only changes never re-fetch or re-embed content.** ``fetch`` is called only
+  when an item's ``version`` changed; a permission change rewrites ACL rows alone. When a
+  fetched item's text is unchanged, its stored vectors are reused.
+* **Deletions are tombstones.** A :class:`Tombstone`, or an item missing from a complete
+  snapshot listing, removes the document (chunks, vectors, facts) from the index.
+* **Permission syncs are all or nothing.** The changes of one permission sync are collected
+  first and applied in one transaction; a sync that fails midway changes nothing, keeps the
+  old cursor and does not advance the corpus's ACL-sync time. A complete permission sync
+  advances it — only when every document of the corpus is accounted for (every source
+  feeding the corpus has completed one, and documents from manual ingests were covered by
+  the corpus's previous sync).
+* **Content cursors resume.** Documents of a content sync are written one by one, each in
+  its own transaction; a delta listing's cursor is stored after each page, so a sync that
+  fails midway resumes after the last page it completed. A snapshot listing is resumed from
+  the start (deletions are only known once it is complete).
+* **Unrepresentable access fails closed.** An item with ``Access.nobody(reason)`` — or an
+  anonymous link in a corpus whose ``max_sensitivity`` is above PUBLIC — is stored visible to
+  nobody, and ``clearance source status`` and ``clearance explain`` give the reason.
+* **Unknown principals are kept and reported.** An ACL naming a user or group the directory
+  does not know is stored as written (it matches nobody) and reported by the sync, by
+  ``source status`` and by ``explain`` (``group:employes is not in the directory``).
+* **Credentials** come from environment variables named in ``[sources.<name>]``; a
+  connector receives them as :class:`~clearance.secrets.Secret` values, which never print,
+  log or serialise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from clearance.model import Sensitivity, parse_principal
+
+if TYPE_CHECKING:
+    from clearance.config import CorpusSettings, Settings, SourceSettings
+    from clearance.secrets import Secret
+
+__all__ = [
+    "Access",
+    "Connector",
+    "ConnectorFactory",
+    "ContentPage",
+    "GroupSnapshot",
+    "ItemRef",
+    "PermissionChange",
+    "PermissionPage",
+    "SourceContext",
+    "SourceDocument",
+    "Tombstone",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may read an item, as the source states it.
+
+    ``principals``: principal strings (validated on construction). ``anyone_with_link``: an
+    anonymous sharing link exists — the engine grants ``everyone`` only in a corpus whose
+    ``max_sensitivity`` is PUBLIC, and nobody elsewhere. ``unrepresentable``: why the item's
+    access cannot be stated safely; the item is then visible to nobody, whatever else is set.
+    """
+
+    principals: frozenset[str] = frozenset()
+    anyone_with_link: bool = False
+    unrepresentable: str | None = None
+
+    def __post_init__(self) -> None:
+        for principal in self.principals:
+            parse_principal(principal)
+
+    @classmethod
+    def of(cls, *principals: str) -> Access:
+        return cls(frozenset(principals))
+
+    @classmethod
+    def nobody(cls, reason: str) -> Access:
+        """Access that must not be approximated: the item is visible to nobody, for
+        ``reason`` (shown by ``source status`` and ``explain``)."""
+        return cls(frozenset(), unrepresentable=reason)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRef:
+    """One item that exists at the source, as a content listing names it.
+
+    ``doc_id`` is the stable Clearance id (``<system>:<native id>``). ``version`` is opaque
+    and must change whenever the content or content-side metadata changes (an ETag, a
+    revision id, a modification time with a size); the engine fetches the item only when it
+    differs from the stored one. ``ref`` is the connector's own handle for :meth:`fetch`."""
+
+    doc_id: str
+    version: str
+    ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """An item deleted at the source, or moved out of the synced scope."""
+
+    doc_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContentPage:
+    """One page of a content listing. ``cursor`` resumes after this page (delta listings);
+    the last page's cursor is where the next sync starts. ``snapshot``: the listing names
+    every item the source holds, so documents of this source it did not name are deleted
+    once its last page (``last=True``) has been processed."""
+
+    items: Sequence[ItemRef | Tombstone]
+    cursor: str | None
+    snapshot: bool
+    last: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionChange:
+    doc_id: str
+    access: Access
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionPage:
+    """One page of a permission listing (same ``cursor``/``snapshot``/``last`` rules as
+    :class:`ContentPage`). In a snapshot, a document of this source that no page names is
+    left visible to nobody until a later sync names it."""
+
+    items: Sequence[PermissionChange]
+    cursor: str | None
+    snapshot: bool
+    last: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDocument:
+    """What :meth:`Connector.fetch` returns: one item's content and metadata.
+
+    Exactly one of ``data`` (bytes, read by the loader for ``media_type``), ``text`` (plain
+    text) or ``path`` (a local file, read in place) carries the content. ``sensitivity`` is
+    the source's own label (classification may raise it, never lower it). ``metadata`` may
+    carry further keys of docs/metadata.md, typed as :func:`clearance.ingest.metadata.
+    parse_metadata` returns them (``expires_at``, ``review_at``, ``ai_allowed``,
+    ``personal_data``, ``origin_chain``)."""
+
+    doc_id: str
+    version: str
+    title: str
+    uri: str
+    access: Access
+    media_type: str = "text/plain"
+    data: bytes | None = None
+    text: str | None = None
+    path: Path | None = None
+    origin: str | None = None
+    sensitivity: Sensitivity | None = None
+    owner: str | None = None
+    created_at: datetime | None = None
+    modified_at: datetime | None = None
+    content_hash: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        given = sum(x is not None for x in (self.data, self.text, self.path))
+        if given != 1:
+            raise ValueError(f"{self.doc_id}: give exactly one of data, text or path")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """Every group the source defines, with its direct members (principal strings: a member
+    group is ``group:<id>``). Groups this source reported before and no longer lists are
+    removed from the directory."""
+
+    groups: Mapping[str, frozenset[str]]
+
+
+@runtime_checkable
+class Connector(Protocol):
+    """A source system, read incrementally. See the module docstring for the contract."""
+
+    def content_changes(self, cursor: str | None) -> Iterable[ContentPage]: ...
+
+    def fetch(self, item: ItemRef) -> SourceDocument: ...
+
+    def permission_changes(self, cursor: str | None) -> Iterable[PermissionPage]: ...
+
+    def groups(self) -> GroupSnapshot | None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SourceContext:
+    """What a connector factory gets besides its own ``[sources.<name>]`` table.
+
+    ``secret(role)`` returns the credential configured as ``credentials.<role>`` (the name
+    of an environment variable) as a :class:`~clearance.secrets.Secret`, read once, when
+    called; a role that is not configured, or a variable that is unset, is a
+    :class:`~clearance.errors.ConfigError` naming the key and the variable, never a value."""
+
+    settings: Settings
+    source: SourceSettings
+    corpus: CorpusSettings
+    secret: Callable[[str], Secret]
+
+
+#: ``factory(context) -> Connector``, registered per ``kind`` with
+#: :func:`clearance.sources.registry.register_connector`.
+ConnectorFactory = Callable[[SourceContext], Connector]
