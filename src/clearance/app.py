@@ -43,6 +43,7 @@ from clearance.llm.registry import make_provider, make_rerank_provider
 from clearance.model import SearchHit
 from clearance.retrieval.embedding import Embedder, get_embedder
 from clearance.retrieval.hybrid import HybridSearcher
+from clearance.sources.ownership import BLOCKED_KEY, check_owner, owner_of
 from clearance.store.sqlite import SQLiteStore
 from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
@@ -252,6 +253,9 @@ class Clearance(Closing):
         return report
 
     def remove(self, doc_id: str) -> bool:
+        """Purge a document; one a source owns is refused (it would come back with the
+        source's next sync): delete it at the source instead."""
+        check_owner(self.store.get_document(doc_id), None, f"remove {doc_id!r}")
         return self.store.delete(doc_id)
 
     def add_note(
@@ -444,6 +448,8 @@ class Clearance(Closing):
             for action in (Action.RETRIEVE, Action.VIEW)
         }
         unknown = self.directory.unknown_principals(document.acl)
+        # A source that could not state this document's access safely says why it is empty.
+        blocked = document.extra.get(BLOCKED_KEY)
         paths = {
             p: self.directory.why(user_id, p.removeprefix("group:"))
             for p in sorted(document.acl & principal.principals)
@@ -465,10 +471,13 @@ class Clearance(Closing):
                 "unknown_principals": unknown,
                 "ai_allowed": document.ai_allowed,
                 "expires_at": document.expires_at.isoformat() if document.expires_at else None,
+                "source": owner_of(document),
+                "visible_to_nobody_because": blocked,
             },
             "matched_via": {p: path for p, path in paths.items() if path},
             "decisions": {a: d.to_dict() for a, d in decisions.items()},
-            "warnings": [unknown_principal_warning(p) for p in unknown],
+            "warnings": [unknown_principal_warning(p) for p in unknown]
+            + ([f"visible to nobody: {blocked}"] if blocked else []),
         }
 
     # ------------------------------------------------------------------ answers

@@ -5,6 +5,10 @@ it is left visible to nobody until it reappears. A *delta* only changes the docu
 names. Either way content and vectors are untouched, the whole file applies in one
 transaction or not at all, and only a successful sync records the corpus's sync time.
 
+A document that came from a source (:mod:`clearance.sources`) changes only through that
+source: naming it here, or a snapshot of a corpus that holds one, is refused with an
+:class:`~clearance.errors.OwnershipError` naming the source, and nothing is applied.
+
 Every principal must follow the principal grammar (:func:`clearance.model.parse_principal`);
 one malformed principal fails the whole file. A well-formed principal the directory does not
 know is applied — it matches nobody until the directory learns it — and reported
@@ -21,6 +25,7 @@ from clearance import jsonio
 from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.errors import DirectoryError
 from clearance.model import parse_principal
+from clearance.sources.ownership import check_owner
 from clearance.store.sqlite import SQLiteStore
 
 __all__ = ["AclSyncReport", "parse_acl_data", "parse_acl_file", "sync_acl_data", "sync_acls"]
@@ -170,10 +175,17 @@ def sync_acl_data(
             raise DirectoryError(
                 f"{where}: doc_id {doc_id!r} belongs to corpus {doc.corpus!r}, not {corpus!r}"
             )
+        check_owner(doc, None, f"{where}: acl sync")
     in_corpus = {d for d, doc in documents.items() if doc.corpus == corpus}
     updates = {d: a for d, a in acls.items() if d in documents and documents[d].acl != a}
     revoked: list[str] = []
     if not delta:
+        # A snapshot would revoke every document it does not name, and those of a source
+        # are named by that source alone.
+        for doc_id in sorted(in_corpus):
+            check_owner(
+                documents[doc_id], None, f"{source}: acl sync snapshot of corpus {corpus!r}"
+            )
         revoked = sorted(d for d in in_corpus - set(acls) if documents[d].acl)
         updates.update({d: frozenset() for d in revoked})
     store.set_acls(updates, synced=(corpus, now))

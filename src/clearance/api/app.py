@@ -42,6 +42,7 @@ from clearance.api.views import assistants_for, preview
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.errors import ClearanceError, ConfigError, NotFoundError
+from clearance.sources.scheduler import BackgroundScheduler
 
 __all__ = ["API_VERSION", "create_app"]
 
@@ -272,9 +273,13 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Configured sources are kept in step while the server runs (docs/sources.md).
+        sources = BackgroundScheduler(engine).start() if settings.sources else None
         try:
             yield
         finally:
+            if sources is not None:
+                await anyio.to_thread.run_sync(sources.stop)
             # Asks abandoned at their deadline still run: let them finish and write their
             # traces (bounded by the provider's own timeout) before the index is closed.
             grace = settings.llm.timeout_s * (settings.llm.max_retries + 1) + 5.0

@@ -114,6 +114,8 @@ def register(cli: click.Group) -> None:
             f"document {safe(doc_id)}: corpus {safe(d['corpus'])}, {safe(d['sensitivity'])}, "
             f"acl {safe(', '.join(d['acl']) or '(none: nobody)')}"
         )
+        if d["source"]:
+            console.print(f"  from source {safe(d['source'])} (it alone changes this document)")
         for principal, path in data["matched_via"].items():
             console.print(f"  matched {safe(principal)} via {safe(' → '.join(path))}")
         for action, decision in data["decisions"].items():

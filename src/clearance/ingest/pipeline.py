@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.config import Settings
-from clearance.errors import ClearanceError, LoaderError, MetadataError
+from clearance.errors import ClearanceError, LoaderError, MetadataError, OwnershipError
 from clearance.ingest.chunking import chunk_sections
 from clearance.ingest.classify import Classifier
 from clearance.ingest.facts import extract_facts, vocab_fingerprint
@@ -48,6 +48,7 @@ from clearance.ingest.metadata import (
 )
 from clearance.model import Chunk, Document, Fact, Section, Sensitivity
 from clearance.retrieval.embedding import Embedder
+from clearance.sources.ownership import SOURCE_KEY, check_owner
 from clearance.store.sqlite import SQLiteStore
 
 __all__ = ["FileResult", "IngestReport", "Ingestor", "Job"]
@@ -72,6 +73,7 @@ class Job:
     error: str | None = None  # set when planning already knows this job fails
     root: Path | None = None  # the folder the file must stay inside when it is read
     label: str | None = None  # the path the classifier's filename patterns see
+    extra: Mapping[str, Any] | None = None  # kept in the document's extra (a source's notes)
 
     @property
     def doc_id(self) -> str | None:
@@ -124,7 +126,8 @@ class IngestReport:
         else 1 (a file could not be read or stored)."""
         if not self.failed:
             return 0
-        return 2 if any(r.code == "metadata_error" for r in self.failed) else 1
+        bad_input = (MetadataError.code, OwnershipError.code)
+        return 2 if any(r.code in bad_input for r in self.failed) else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,10 +169,15 @@ class Ingestor:
         store: SQLiteStore,
         embedder: Embedder | None,
         directory: Directory | None = None,
+        *,
+        source: str | None = None,
     ) -> None:
         """``directory``: when given (and not empty), ACL principals it does not know are
-        reported per document — they match nobody, and are usually a typo."""
+        reported per document — they match nobody, and are usually a typo. ``source``: the
+        source writing (a sync); ``None`` for a manual ingest, which may not touch a
+        document a source owns (:mod:`clearance.sources.ownership`)."""
         self.settings = settings
+        self.source = source
         self.store = store
         self.embedder = embedder
         self.directory = directory if directory is not None and directory.users else None
@@ -464,6 +472,8 @@ class Ingestor:
         doc_id = meta.get("doc_id") or job.default_doc_id
         if doc_id is None:
             raise MetadataError(f"{job.source}: no doc_id")
+        what = f"{'deletion' if meta.get('deleted') else 'ingest'} of {job.source}"
+        check_owner(self.store.get_document(doc_id), self.source, what)
         if meta.get("deleted"):
             return FileResult(
                 job.source, "deleted" if self.store.delete(doc_id) else "absent", doc_id
@@ -552,6 +562,7 @@ class Ingestor:
             "format": extracted.format,
             "chunking": [settings.ingest.chunk_size, settings.ingest.chunk_overlap],
             "facts_vocab": vocab_fingerprint(settings.facts),  # a new vocabulary re-extracts
+            "extra": dict(job.extra or {}),
         }
         meta_hash = _fingerprint(fields)
         existing = self.store.get_document(doc_id)
@@ -559,18 +570,22 @@ class Ingestor:
             existing is not None
             and existing.content_hash == content_hash
             and existing.extra.get("meta_hash") == meta_hash
+            and existing.acl == acl  # an ACL changed since (acl sync) is put back
         ):
             return FileResult(job.source, "unchanged", doc_id, chunks=len(pieces))
         content_changed = existing is None or existing.content_hash != content_hash
         version = 1 if existing is None else existing.version + int(content_changed)
         del fields["chunking"]
         del fields["facts_vocab"]
+        extra = fields.pop("extra")
+        if self.source is not None:
+            extra[SOURCE_KEY] = self.source
         document = Document(
             doc_id=doc_id,
             content_hash=content_hash,
             version=version,
             path=str(job.path) if job.path is not None else None,
-            extra={"meta_hash": meta_hash},
+            extra={**extra, "meta_hash": meta_hash},
             **fields,
         )
         chunks = [

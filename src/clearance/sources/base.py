@@ -189,7 +189,10 @@ class SourceDocument:
     """What :meth:`Connector.fetch` returns: one item's content and metadata.
 
     Exactly one of ``data`` (bytes, read by the loader for ``media_type``), ``text`` (plain
-    text) or ``path`` (a local file, read in place) carries the content. ``sensitivity`` is
+    text) or ``path`` (a local file, read in place) carries the content. ``file_name`` is the
+    item's name or path at the source, which ``[sensitivity] restricted_filename_patterns``
+    match (default: the title). ``content_hash`` is informative; the engine hashes the
+    content it reads itself. ``sensitivity`` is
     the source's own label (classification may raise it, never lower it). ``metadata`` may
     carry further keys of docs/metadata.md, typed as :func:`clearance.ingest.metadata.
     parse_metadata` returns them (``expires_at``, ``review_at``, ``ai_allowed``,
@@ -210,6 +213,7 @@ class SourceDocument:
     created_at: datetime | None = None
     modified_at: datetime | None = None
     content_hash: str | None = None
+    file_name: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

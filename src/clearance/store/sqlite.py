@@ -726,15 +726,27 @@ class SQLiteStore(Closing):
         return True
 
     def set_acls(
-        self, acls: Mapping[str, frozenset[str]], *, synced: tuple[str, datetime] | None = None
+        self,
+        acls: Mapping[str, frozenset[str]],
+        *,
+        synced: tuple[str, datetime] | None = None,
+        extra: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> list[str]:
         """Replace many ACLs in one transaction, optionally recording ``(corpus, time)`` as
-        that corpus's successful ACL sync in the same transaction. Returns unknown doc ids."""
+        that corpus's successful ACL sync in the same transaction. Returns unknown doc ids.
+
+        ``extra`` merges keys into documents' ``extra`` in the same transaction (a ``None``
+        value removes the key): what a sync notes beside an ACL, such as why it is empty."""
         missing: list[str] = []
         with self.transaction() as db:
             for doc_id, acl in acls.items():
                 if not self._set_acl_in(db, doc_id, acl):
                     missing.append(doc_id)
+            for doc_id, patch in (extra or {}).items():
+                db.execute(
+                    "UPDATE documents SET extra = json_patch(extra, ?) WHERE doc_id = ?",
+                    (json.dumps(dict(patch)), doc_id),
+                )
             if synced is not None:
                 self._record_sync_in(db, *synced)
         return missing

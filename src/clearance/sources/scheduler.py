@@ -1,0 +1,145 @@
+"""The scheduler: every configured source synced on its own intervals, for as long as it runs.
+
+``clearance sync --watch`` runs it in the foreground; ``clearance serve`` runs the same one
+on a background thread when sources are configured. Each source has two clocks: permissions
+every ``permission_interval`` (shorter than its corpus's revocation SLA, which the
+configuration enforces) and content every ``content_interval``. A sync that fails is tried
+again at its next interval, and the source is reported failing until one succeeds; the
+corpus's ACL-sync time is not advanced meanwhile, so a source that stops answering makes its
+corpus fail closed once the SLA has passed — never serve permissions nobody re-read.
+
+The clock, and the wait between ticks, are injectable: tests drive :meth:`Scheduler.tick`
+with a clock they move themselves and never sleep.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from clearance.errors import ClearanceError
+from clearance.sources.service import sync_source
+from clearance.sources.sync import Kind, SyncReport
+
+if TYPE_CHECKING:
+    from clearance.app import Clearance
+
+__all__ = ["BackgroundScheduler", "Scheduler"]
+
+log = logging.getLogger("clearance.sources")
+
+#: The longest the loop sleeps, so a stop request or a clock change is noticed.
+_MAX_WAIT_S = 30.0
+
+
+class Scheduler:
+    """Decides which syncs are due and runs them, one at a time."""
+
+    def __init__(
+        self,
+        app: Clearance,
+        *,
+        sources: Sequence[str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        on_report: Callable[[SyncReport], None] | None = None,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.app = app
+        self.names = list(sources if sources is not None else sorted(app.settings.sources))
+        self.clock = clock or app.clock
+        self.on_report = on_report
+        self.on_progress = on_progress
+        self._next: dict[tuple[str, Kind], datetime] = {}
+
+    def _interval(self, name: str, kind: Kind) -> timedelta:
+        source = self.app.settings.sources[name]
+        seconds = source.content_interval_s if kind == "content" else source.permission_interval_s
+        return timedelta(seconds=seconds)
+
+    def due(self, now: datetime) -> list[tuple[str, Kind]]:
+        """The syncs whose time has come; every sync is due at the first tick."""
+        kinds: tuple[Kind, ...] = ("content", "permissions")
+        return [
+            (name, kind)
+            for name in self.names
+            for kind in kinds
+            if self._next.get((name, kind), now) <= now
+        ]
+
+    def tick(self) -> list[SyncReport]:
+        """Run every due sync (content before permissions, per source) and schedule the next."""
+        now = self.clock()
+        reports: list[SyncReport] = []
+        due = self.due(now)
+        for name in self.names:
+            kinds = [kind for n, kind in due if n == name]
+            if not kinds:
+                continue
+            for kind in kinds:
+                self._next[(name, kind)] = now + self._interval(name, kind)
+            reports.extend(self._sync(name, kinds, now))
+        for report in reports:
+            if self.on_report is not None:
+                self.on_report(report)
+        return reports
+
+    def _sync(self, name: str, kinds: list[Kind], now: datetime) -> list[SyncReport]:
+        try:
+            return sync_source(
+                self.app,
+                name,
+                content="content" in kinds,
+                permissions="permissions" in kinds,
+                on_progress=self.on_progress,
+            )
+        except ClearanceError as exc:  # the connector could not be built: recorded failing
+            log.warning("source %s: %s", name, exc.message)
+            return [
+                SyncReport(name, kind, started_at=now, finished_at=now, error=exc.message)
+                for kind in kinds
+            ]
+
+    def next_due(self) -> datetime | None:
+        return min(self._next.values(), default=None)
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick until ``stop`` is set, sleeping until the next sync is due in between."""
+        while not stop.is_set():
+            self.tick()
+            following = self.next_due()
+            wait = _MAX_WAIT_S if following is None else (following - self.clock()).total_seconds()
+            stop.wait(min(max(wait, 0.0), _MAX_WAIT_S))
+
+
+class BackgroundScheduler:
+    """:class:`Scheduler` on a daemon thread (``clearance serve``); :meth:`stop` ends it
+    after the sync in progress."""
+
+    def __init__(self, app: Clearance) -> None:
+        self._stop = threading.Event()
+        self.scheduler = Scheduler(app, on_report=_log_report)
+        self._thread = threading.Thread(target=self._run, name="clearance-sources", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.scheduler.run(self._stop)
+        except Exception:  # the server keeps serving; corpora fail closed past their SLA
+            log.exception("the source scheduler stopped")
+
+    def start(self) -> BackgroundScheduler:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+
+def _log_report(report: SyncReport) -> None:
+    if report.ok:
+        log.info("source %s: %s sync done %s", report.source, report.kind, dict(report.counts))
+    else:
+        log.warning("source %s: %s sync failed: %s", report.source, report.kind, report.error)

@@ -1,0 +1,142 @@
+"""Configured sources, run and reported: what ``clearance source …``, ``clearance sync`` and
+the scheduler call.
+
+Status is built here only (``clearance source status --json`` and the scheduler's log use
+it): per source, the last content and permission syncs, the lag against the corpus's
+revocation SLA, the last error, the documents it keeps visible to nobody and why, and the
+principals its ACLs name that the directory does not know. Nothing in it carries a
+credential: settings hold environment variable *names*, and status shows none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from clearance.access.directory import unknown_principal_warning
+from clearance.config import SourceSettings
+from clearance.errors import ClearanceError, NotFoundError
+from clearance.sources.ownership import BLOCKED_KEY, owner_of
+from clearance.sources.registry import build_connector
+from clearance.sources.state import StateTable
+from clearance.sources.sync import SourceSync, SyncReport
+
+if TYPE_CHECKING:
+    from clearance.app import Clearance
+
+__all__ = ["configured_source", "source_status", "sync_source"]
+
+#: How many documents visible to nobody status lists by name (all are counted).
+_SHOWN_BLOCKED = 20
+
+
+def configured_source(app: Clearance, name: str) -> SourceSettings:
+    """``[sources.<name>]``, or :class:`NotFoundError` listing the configured ones."""
+    source = app.settings.sources.get(name)
+    if source is None:
+        known = ", ".join(sorted(app.settings.sources)) or "none"
+        raise NotFoundError(f"no source {name!r} is configured (configured: {known})")
+    return source
+
+
+def sync_source(
+    app: Clearance,
+    name: str,
+    *,
+    content: bool = True,
+    permissions: bool = True,
+    on_progress: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[SyncReport]:
+    """Build the source's connector and run its syncs. A connector that cannot even be
+    built (a missing credential, a bad option) fails every requested sync, and the source
+    is recorded failing, like any other sync failure."""
+    source = configured_source(app, name)
+    try:
+        connector = build_connector(app.settings, source, env)
+    except ClearanceError as exc:
+        now = app.clock()
+        StateTable(app.store).failed(name, exc.message, now)
+        raise
+    try:
+        engine = SourceSync(app, source, connector, on_progress=on_progress)
+        return engine.run(content=content, permissions=permissions)
+    finally:
+        connector.close()
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def source_status(app: Clearance) -> list[dict[str, Any]]:
+    """One entry per configured source (and per source still owning documents after it
+    left the configuration), sorted by name."""
+    now = app.clock()
+    states = StateTable(app.store).all()
+    syncs = app.store.last_acl_syncs()
+    directory = app.directory
+    owned: dict[str, list[Any]] = {}
+    for document in app.store.list_documents():
+        owner = owner_of(document)
+        if owner is not None:
+            owned.setdefault(owner, []).append(document)
+    out = []
+    for name in sorted(set(app.settings.sources) | set(owned)):
+        source = app.settings.sources.get(name)
+        state = states.get(name)
+        documents = owned.get(name, [])
+        corpus_name = source.corpus if source else (documents[0].corpus if documents else "")
+        corpus = app.settings.corpus(corpus_name)
+        permission_synced = state.permission_synced_at if state else None
+        lag = None if permission_synced is None else (now - permission_synced).total_seconds()
+        corpus_synced = syncs.get(corpus_name)
+        failing_closed = (
+            corpus_synced is None or (now - corpus_synced).total_seconds() > corpus.revocation_sla_s
+        )
+        blocked = sorted(
+            (d.doc_id, str(d.extra[BLOCKED_KEY])) for d in documents if d.extra.get(BLOCKED_KEY)
+        )
+        unknown = directory.unknown_principals(p for d in documents for p in d.acl)
+        if source is None:
+            condition = "not_configured"
+        elif state is not None and state.failing:
+            condition = "failing"
+        elif permission_synced is None:
+            condition = "never_synced"
+        elif lag is not None and lag > corpus.revocation_sla_s:
+            condition = "behind"
+        else:
+            condition = "ok"
+        warnings = [unknown_principal_warning(p) for p in unknown]
+        if failing_closed and documents:
+            warnings.append(
+                f"corpus {corpus_name!r} is past its revocation SLA: it serves nobody until a "
+                "complete permission sync"
+            )
+        out.append(
+            {
+                "source": name,
+                "kind": source.kind if source else None,
+                "corpus": corpus_name,
+                "state": condition,
+                "documents": len(documents),
+                "last_content_sync": _iso(state.content_synced_at if state else None),
+                "last_permission_sync": _iso(permission_synced),
+                "lag_seconds": None if lag is None else round(lag, 3),
+                "revocation_sla_seconds": corpus.revocation_sla_s,
+                "corpus_failing_closed": failing_closed,
+                "content_interval_seconds": source.content_interval_s if source else None,
+                "permission_interval_seconds": source.permission_interval_s if source else None,
+                "last_error": state.last_error if state else None,
+                "failing_since": _iso(state.failing_since if state else None),
+                "visible_to_nobody": len(blocked),
+                "visible_to_nobody_examples": [
+                    {"doc_id": d, "reason": r} for d, r in blocked[:_SHOWN_BLOCKED]
+                ],
+                "unknown_principals": unknown,
+                "warnings": warnings,
+            }
+        )
+    return out

@@ -1,0 +1,139 @@
+"""Per-source sync state, kept in the index file next to the corpus sync times.
+
+One row per source name: the content and permission cursors to resume from, when each kind
+of sync last completed and was last attempted, the last error and since when the source has
+been failing, the groups it put into the directory, and the counts of its last syncs. The
+table (``source_state``) is created on first write; readers only look for it, so status
+pages never take the index's write lock.
+
+Error texts are stored as connectors and the engine word them — they name URLs without
+query strings and never carry a credential (:mod:`clearance.sources.http`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from clearance.store.sqlite import SQLiteStore
+
+__all__ = ["SourceState", "StateTable"]
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS source_state (name TEXT PRIMARY KEY, "
+    "content_cursor TEXT, permission_cursor TEXT, "
+    "content_synced_at REAL, permission_synced_at REAL, "
+    "content_attempted_at REAL, permission_attempted_at REAL, "
+    "last_error TEXT, failing_since REAL, groups TEXT NOT NULL DEFAULT '[]', "
+    "stats TEXT NOT NULL DEFAULT '{}')"
+)
+_COLUMNS = (
+    "name, content_cursor, permission_cursor, content_synced_at, permission_synced_at, "
+    "content_attempted_at, permission_attempted_at, last_error, failing_since, groups, stats"
+)
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    name: str
+    content_cursor: str | None = None
+    permission_cursor: str | None = None
+    content_synced_at: datetime | None = None
+    permission_synced_at: datetime | None = None
+    content_attempted_at: datetime | None = None
+    permission_attempted_at: datetime | None = None
+    last_error: str | None = None
+    failing_since: datetime | None = None
+    groups: tuple[str, ...] = ()
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_since is not None
+
+
+class StateTable:
+    """Reads and writes ``source_state`` rows of one index."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def _exists(self) -> bool:
+        with self.store.reading() as db:
+            row = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'source_state'"
+            ).fetchone()
+        return row is not None
+
+    def get(self, name: str) -> SourceState:
+        """The state of ``name`` (an empty one for a source that never synced)."""
+        return self.all().get(name, SourceState(name))
+
+    def all(self) -> dict[str, SourceState]:
+        if not self._exists():
+            return {}
+        with self.store.reading() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM source_state").fetchall()
+        return {
+            str(r[0]): SourceState(
+                name=r[0],
+                content_cursor=r[1],
+                permission_cursor=r[2],
+                content_synced_at=_dt(r[3]),
+                permission_synced_at=_dt(r[4]),
+                content_attempted_at=_dt(r[5]),
+                permission_attempted_at=_dt(r[6]),
+                last_error=r[7],
+                failing_since=_dt(r[8]),
+                groups=tuple(json.loads(r[9])),
+                stats=json.loads(r[10]),
+            )
+            for r in rows
+        }
+
+    def update(self, name: str, **values: Any) -> None:
+        """Set columns of ``name``'s row (created if missing). Datetimes, tuples and dicts
+        are stored as the table keeps them; ``stats`` merges into the stored counts."""
+        unknown = set(values) - set(_COLUMNS.split(", ")[1:])
+        if unknown:
+            raise ValueError(f"source_state has no column {sorted(unknown)[0]!r}")
+        row: dict[str, Any] = {}
+        for key, value in values.items():
+            if isinstance(value, datetime) or (value is None and key.endswith(("_at", "_since"))):
+                row[key] = _ts(value)
+            elif key == "groups":
+                row[key] = json.dumps(sorted(value))
+            elif key != "stats":
+                row[key] = value
+        with self.store.transaction() as db:
+            db.execute(_SCHEMA)
+            db.execute("INSERT OR IGNORE INTO source_state (name) VALUES (?)", (name,))
+            if "stats" in values:
+                found = db.execute("SELECT stats FROM source_state WHERE name = ?", (name,))
+                stats = json.loads(found.fetchone()[0])
+                stats.update(values["stats"])
+                row["stats"] = json.dumps(stats, sort_keys=True)
+            if row:
+                assignments = ", ".join(f"{key} = ?" for key in row)
+                db.execute(
+                    f"UPDATE source_state SET {assignments} WHERE name = ?", (*row.values(), name)
+                )
+
+    def failed(self, name: str, error: str, at: datetime) -> None:
+        """Record a failed sync: the error, and since when the source fails (kept from the
+        first failure until a sync succeeds)."""
+        current = self.get(name)
+        self.update(name, last_error=error, failing_since=current.failing_since or at)
+
+    def succeeded(self, name: str) -> None:
+        self.update(name, last_error=None, failing_since=None)

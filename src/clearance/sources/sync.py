@@ -1,0 +1,439 @@
+"""The sync engine: one source's changes → the index, with the guarantees of
+:mod:`clearance.sources.base`.
+
+A content sync lists changed items, fetches only those whose version differs from the
+stored one and writes each through the ingest pipeline (one transaction per document; the
+pipeline reuses stored vectors when the text is unchanged). A permission sync collects the
+source's groups and every permission change first, then applies the ACLs in one
+transaction — together with the corpus's ACL-sync time, when this sync completes the corpus.
+Anything that fails is recorded in the source's state (``failing``) and reported; it never
+widens an ACL and never advances a clock it did not earn.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from clearance.access.directory import unknown_principal_warning
+from clearance.config import CorpusSettings, SourceSettings
+from clearance.errors import ClearanceError, LoaderError, SourceError
+from clearance.ingest.metadata import Metadata
+from clearance.ingest.pipeline import FileResult, Ingestor, Job
+from clearance.model import EVERYONE, Document, Sensitivity
+from clearance.sources.base import (
+    Access,
+    Connector,
+    ItemRef,
+    PermissionChange,
+    SourceDocument,
+    Tombstone,
+)
+from clearance.sources.ownership import BLOCKED_KEY, VERSION_KEY, owner_of
+from clearance.sources.state import StateTable
+
+if TYPE_CHECKING:
+    from clearance.app import Clearance
+
+__all__ = ["MEDIA_SUFFIXES", "SourceSync", "SyncReport", "resolve_access"]
+
+#: Media types a connector may hand over as bytes, and the loader each one goes to.
+MEDIA_SUFFIXES: Mapping[str, str] = {
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/html": ".html",
+    "text/csv": ".csv",
+    "application/pdf": ".pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+}
+# Metadata keys a connector may pass through SourceDocument.metadata.
+_PASSED_KEYS = ("expires_at", "review_at", "ai_allowed", "personal_data", "origin_chain")
+_PROGRESS_INTERVAL_S = 1.0
+NOT_LISTED = "not in the source's latest permission listing"
+
+Kind = Literal["content", "permissions"]
+
+
+def resolve_access(access: Access, corpus: CorpusSettings) -> tuple[frozenset[str], str | None]:
+    """``(ACL, why it is empty)`` for ``access`` in ``corpus``. Unrepresentable access and
+    an anonymous link in a corpus above PUBLIC give the empty ACL — visible to nobody —
+    with the reason; nothing is ever widened to approximate the source."""
+    if access.unrepresentable is not None:
+        return frozenset(), access.unrepresentable
+    if access.anyone_with_link:
+        if corpus.max_sensitivity > Sensitivity.PUBLIC:
+            return frozenset(), (
+                f"shared with anyone who has the link, which corpus {corpus.name!r} "
+                f"(max_sensitivity {corpus.max_sensitivity.name}) does not allow"
+            )
+        return access.principals | {EVERYONE}, None
+    return access.principals, None
+
+
+@dataclass(slots=True)
+class SyncReport:
+    """What one sync of one source did. ``ok`` is false when it stopped on an error."""
+
+    source: str
+    kind: Kind
+    started_at: datetime
+    finished_at: datetime | None = None
+    counts: Counter[str] = field(default_factory=Counter)
+    error: str | None = None
+    item_errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    unknown_principals: list[str] = field(default_factory=list)
+    cursor_advanced: bool = False
+    corpus_sync_advanced: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "ok": self.ok,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "counts": dict(sorted(self.counts.items())),
+            "error": self.error,
+            "item_errors": list(self.item_errors),
+            "warnings": list(self.warnings),
+            "unknown_principals": list(self.unknown_principals),
+            "cursor_advanced": self.cursor_advanced,
+            "corpus_sync_advanced": self.corpus_sync_advanced,
+        }
+
+
+def _describe(exc: BaseException) -> str:
+    """A failure's one-line text: ours as worded, anything else with its type (a connector
+    bug must mark the source failing, not stop the scheduler)."""
+    if isinstance(exc, ClearanceError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+class SourceSync:
+    """Syncs one configured source into ``app``'s index."""
+
+    def __init__(
+        self,
+        app: Clearance,
+        source: SourceSettings,
+        connector: Connector,
+        *,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.app = app
+        self.source = source
+        self.name = source.name
+        self.connector = connector
+        self.corpus = app.settings.corpus(source.corpus)
+        self.states = StateTable(app.store)
+        self._on_progress = on_progress
+        self._last_progress = 0.0
+
+    # ------------------------------------------------------------------ helpers
+
+    def _progress(self, kind: Kind, counts: Counter[str], *, force: bool = False) -> None:
+        if self._on_progress is None:
+            return
+        now = time.monotonic()
+        if force or now - self._last_progress >= _PROGRESS_INTERVAL_S:
+            self._last_progress = now
+            shown = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()) if n)
+            self._on_progress(f"{self.name} {kind}: {shown or 'listing'}")
+
+    def owned(self) -> dict[str, Document]:
+        """Every document this source owns, whatever its corpus."""
+        return {d.doc_id: d for d in self.app.store.list_documents() if owner_of(d) == self.name}
+
+    @contextmanager
+    def _run(self, kind: Kind) -> Iterator[SyncReport]:
+        """A report for one sync; a failure ends the sync, is recorded in the source's state
+        (the source is failing until a sync succeeds) and is returned, not raised."""
+        now = self.app.clock()
+        report = SyncReport(self.name, kind, started_at=now)
+        self.states.update(self.name, **{f"{kind.removesuffix('s')}_attempted_at": now})
+        try:
+            yield report
+        except Exception as exc:
+            report.error = _describe(exc)
+        report.finished_at = self.app.clock()
+        if report.error is None:
+            self.states.succeeded(self.name)
+        else:
+            self.states.failed(self.name, f"{kind} sync: {report.error}", report.finished_at)
+        self.states.update(self.name, stats={kind: report.to_dict()["counts"]})
+        self._progress(kind, report.counts, force=True)
+
+    # ------------------------------------------------------------------ content
+
+    def content(self) -> SyncReport:
+        """List changes since the stored cursor; fetch and write changed items; delete
+        tombstoned ones (and, after a complete snapshot, every unlisted one)."""
+        with self._run("content") as report:
+            self._content(report)
+        return report
+
+    def _content(self, report: SyncReport) -> None:
+        state = self.states.get(self.name)
+        owned = self.owned()
+        ingestor = Ingestor(
+            self.app.settings,
+            self.app.store,
+            self.app.embedder,
+            self.app.directory,
+            source=self.name,
+        )
+        seen: set[str] = set()
+        resumable = True  # every item so far is done: the cursor may move past it
+        completed = snapshot = False
+        cursor: str | None = None
+        for page in self.connector.content_changes(state.content_cursor):
+            snapshot = page.snapshot
+            for item in page.items:
+                if isinstance(item, Tombstone):
+                    self._delete(item.doc_id, owned, report)
+                    continue
+                seen.add(item.doc_id)
+                resumable = self._item(item, owned, ingestor, report) and resumable
+                self._progress("content", report.counts)
+            cursor = page.cursor
+            if page.last:
+                completed = True
+                break
+            if not snapshot and resumable:
+                self.states.update(self.name, content_cursor=cursor)
+                report.cursor_advanced = True
+        if not completed:
+            raise SourceError(f"source {self.name!r}: the content listing ended early")
+        if snapshot:
+            for doc_id in sorted(set(owned) - seen):
+                self._delete(doc_id, owned, report)
+        if resumable:
+            self.states.update(self.name, content_cursor=cursor, content_synced_at=self.app.clock())
+            report.cursor_advanced = True
+        else:
+            report.warnings.append(
+                "some items could not be fetched: the next sync lists them again"
+            )
+
+    def _delete(self, doc_id: str, owned: dict[str, Document], report: SyncReport) -> None:
+        """Remove a document this source owns; a tombstone for anything else (never
+        indexed, or another owner's) changes nothing."""
+        if doc_id in owned and self.app.store.delete(doc_id):
+            del owned[doc_id]
+            report.counts["deleted"] += 1
+
+    def _item(
+        self, item: ItemRef, owned: dict[str, Document], ingestor: Ingestor, report: SyncReport
+    ) -> bool:
+        """Fetch and write one listed item if its version changed. False when the source
+        could not deliver it (the cursor must not move past it)."""
+        report.counts["listed"] += 1
+        stored = owned.get(item.doc_id)
+        if (
+            stored is not None
+            and stored.extra.get(VERSION_KEY) == item.version
+            and stored.corpus == self.corpus.name
+        ):
+            report.counts["unchanged"] += 1
+            return True
+        try:
+            document = self.connector.fetch(item)
+        except SourceError as exc:
+            report.counts["failed"] += 1
+            report.item_errors.append(f"{item.doc_id}: {exc.message}")
+            return False
+        report.counts["fetched"] += 1
+        result = self._write(document, ingestor)
+        report.counts[result.status] += 1
+        if result.status == "failed":
+            report.item_errors.append(f"{item.doc_id}: {result.error}")
+        report.warnings.extend(f"{item.doc_id}: {w}" for w in result.warnings)
+        return True
+
+    def _write(self, document: SourceDocument, ingestor: Ingestor) -> FileResult:
+        """One fetched document through the ingest pipeline (its loaders, classifier,
+        chunker, vector reuse and ownership check)."""
+        acl, blocked = resolve_access(document.access, self.corpus)
+        system, colon, native = document.doc_id.partition(":")
+        if not colon or not system or not native:
+            return FileResult(
+                document.doc_id,
+                "failed",
+                error="the connector gave a doc_id that is not 'source_system:native_id'",
+            )
+        meta: Metadata = {
+            "doc_id": document.doc_id,
+            "title": document.title or native,
+            "uri": document.uri,
+            "source_system": system,
+            "corpus": self.corpus.name,
+            "acl": acl,
+        }
+        for key, value in (
+            ("owner", document.owner),
+            ("sensitivity", document.sensitivity),
+            ("created_at", document.created_at),
+            ("updated_at", document.modified_at),
+            ("origin", document.origin),
+        ):
+            if value is not None:
+                meta[key] = value
+        meta.update({k: document.metadata[k] for k in _PASSED_KEYS if k in document.metadata})
+        extra: dict[str, Any] = {VERSION_KEY: document.version}
+        if blocked is not None:
+            extra[BLOCKED_KEY] = blocked
+        label = document.file_name or document.title
+        if document.text is not None:
+            job = Job(document.doc_id, None, {**meta, "text": document.text}, extra=extra)
+            return ingestor.run([job]).results[0]
+        if document.path is not None:
+            job = Job(
+                document.doc_id,
+                document.path,
+                meta,
+                root=document.path.parent,
+                label=label,
+                extra=extra,
+            )
+            return ingestor.run([job]).results[0]
+        suffix = MEDIA_SUFFIXES.get(document.media_type.partition(";")[0].strip().lower())
+        if suffix is None:
+            error = LoaderError(f"unsupported media type {document.media_type!r}")
+            return FileResult(document.doc_id, "skipped", document.doc_id, error=error.message)
+        assert document.data is not None
+        with tempfile.TemporaryDirectory(prefix="clearance-source-") as folder:
+            path = Path(folder) / f"content{suffix}"
+            path.write_bytes(document.data)
+            job = Job(document.doc_id, path, meta, root=Path(folder), label=label, extra=extra)
+            return ingestor.run([job]).results[0]
+
+    # ------------------------------------------------------------------ permissions
+
+    def permissions(self) -> SyncReport:
+        """Sync groups, then collect every permission change and apply them in one
+        transaction; advance the corpus's ACL-sync time when the corpus is complete."""
+        with self._run("permissions") as report:
+            self._groups(report)
+            self._permissions(report)
+        return report
+
+    def _groups(self, report: SyncReport) -> None:
+        snapshot = self.connector.groups()
+        if snapshot is None:
+            return
+        previous = set(self.states.get(self.name).groups)
+        gone = sorted(previous - set(snapshot.groups))
+        doc = {
+            "groups": [
+                {"id": gid, "members": sorted(members)}
+                for gid, members in sorted(snapshot.groups.items())
+            ],
+            "removed_groups": gone,
+        }
+        self.app.sync_directory_data(json.dumps(doc), f"source {self.name} groups", delta=True)
+        self.states.update(self.name, groups=tuple(snapshot.groups))
+        report.counts["groups"] = len(snapshot.groups)
+        report.counts["groups_removed"] = len(gone)
+
+    def _permissions(self, report: SyncReport) -> None:
+        state = self.states.get(self.name)
+        owned = self.owned()
+        changes: dict[str, PermissionChange] = {}
+        completed = snapshot = False
+        cursor: str | None = None
+        for page in self.connector.permission_changes(state.permission_cursor):
+            snapshot = page.snapshot
+            for change in page.items:
+                changes[change.doc_id] = change
+                report.counts["listed"] += 1
+            self._progress("permissions", report.counts)
+            cursor = page.cursor
+            if page.last:
+                completed = True
+                break
+        if not completed:
+            raise SourceError(f"source {self.name!r}: the permission listing ended early")
+        wanted: dict[str, tuple[frozenset[str], str | None]] = {}
+        for doc_id, change in changes.items():
+            if doc_id in owned:
+                wanted[doc_id] = resolve_access(change.access, self.corpus)
+            else:
+                report.counts["not_in_index"] += 1
+        if snapshot:
+            for doc_id in set(owned) - set(changes):
+                wanted[doc_id] = (frozenset(), NOT_LISTED)
+        acls: dict[str, frozenset[str]] = {}
+        notes: dict[str, dict[str, Any]] = {}
+        for doc_id, (acl, blocked) in wanted.items():
+            stored = owned[doc_id]
+            if stored.acl != acl or stored.extra.get(BLOCKED_KEY) != blocked:
+                acls[doc_id] = acl
+                notes[doc_id] = {BLOCKED_KEY: blocked}
+                report.counts["changed"] += 1
+                report.counts["revoked"] += int(bool(stored.acl - acl))
+        now = self.app.clock()
+        advance = self._corpus_sync_time(now)
+        synced = None if advance is None else (self.corpus.name, advance)
+        self.app.store.set_acls(acls, synced=synced, extra=notes)
+        self.states.update(self.name, permission_cursor=cursor, permission_synced_at=now)
+        report.cursor_advanced = True
+        report.corpus_sync_advanced = synced is not None
+        report.counts["blocked"] = sum(1 for _, blocked in wanted.values() if blocked)
+        named = {p for d in owned.values() for p in (acls.get(d.doc_id, d.acl))}
+        report.unknown_principals = self.app.directory.unknown_principals(named)
+        report.warnings.extend(unknown_principal_warning(p) for p in report.unknown_principals)
+        if synced is None:
+            report.warnings.append(
+                f"corpus {self.corpus.name!r}: ACL-sync time not advanced: other documents "
+                "of the corpus (another source's, or ingested by hand) are not yet synced"
+            )
+
+    def _corpus_sync_time(self, now: datetime) -> datetime | None:
+        """The corpus's new ACL-sync time once this sync completes, or ``None`` to leave it.
+
+        The corpus is as fresh as its least fresh part: every other source owning documents
+        of it must have completed a permission sync, and documents ingested by hand were
+        last synced at the corpus's current time. Never moves the time backwards."""
+        corpus = self.corpus.name
+        current = self.app.store.last_acl_syncs().get(corpus)
+        owners = {owner_of(d) for d in self.app.store.list_documents(corpus)} - {self.name}
+        times = [now]
+        if None in owners:
+            if current is None:
+                return None
+            times.append(current)
+        states = self.states.all()
+        for owner in sorted(o for o in owners if o is not None):
+            synced = states[owner].permission_synced_at if owner in states else None
+            if synced is None:
+                return None
+            times.append(synced)
+        new = min(times)
+        return new if current is None or new >= current else None
+
+    # ------------------------------------------------------------------ both
+
+    def run(self, *, content: bool = True, permissions: bool = True) -> list[SyncReport]:
+        """Content first (new documents then get their permissions in the same run)."""
+        reports: list[SyncReport] = []
+        if content:
+            reports.append(self.content())
+        if permissions:
+            reports.append(self.permissions())
+        return reports
