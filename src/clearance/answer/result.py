@@ -74,6 +74,25 @@ class ResolvedPeriod:
         return {"text": self.text, "period": self.period}
 
 
+def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"answer result: {key!r} must be a list of strings")
+    return tuple(value)
+
+
+def _records(data: dict[str, Any], key: str, fields: tuple[str, ...]) -> list[dict[str, str]]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ValueError(f"answer result: {key!r} must be a list")
+    out: list[dict[str, str]] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or not all(isinstance(item.get(f), str) for f in fields):
+            raise ValueError(f"answer result: {key}[{i}] needs the strings {', '.join(fields)}")
+        out.append(item)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerResult:
     status: Status
@@ -100,3 +119,35 @@ class AnswerResult:
             "options": list(self.options),
             "resolved_periods": [p.to_dict() for p in self.resolved_periods],
         }
+
+    @classmethod
+    def from_dict(cls, data: object) -> AnswerResult:
+        """The inverse of :meth:`to_dict`, for results read back from JSON (``clearance ask
+        --json``, a saved evaluation run). Fields added later are optional; a wrong type or
+        an unknown status or route raises :class:`ValueError` naming the field."""
+        if not isinstance(data, dict):
+            raise ValueError("answer result: expected a JSON object")
+        try:
+            status, route = Status(data.get("status")), Route(data.get("route"))
+        except ValueError as exc:
+            raise ValueError(f"answer result: {exc}") from None
+        for key in ("answer", "trace_id"):
+            if not isinstance(data.get(key, ""), str):
+                raise ValueError(f"answer result: {key!r} must be a string")
+        citations = _records(data, "citations", ("doc_id", "title", "locator", "uri"))
+        periods = _records(data, "resolved_periods", ("text", "period"))
+        return cls(
+            status=status,
+            answer=data.get("answer", ""),
+            route=route,
+            citations=tuple(
+                Citation(c["doc_id"], c["title"], c["locator"], c["uri"], c.get("trust", "trusted"))
+                for c in citations
+            ),
+            trace_id=data.get("trace_id", ""),
+            flags=_strings(data, "flags"),
+            assumptions=_strings(data, "assumptions"),
+            missing=_strings(data, "missing"),
+            options=_strings(data, "options"),
+            resolved_periods=tuple(ResolvedPeriod(p["text"], p["period"]) for p in periods),
+        )
