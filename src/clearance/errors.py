@@ -124,6 +124,12 @@ class SourceError(ClearanceError):
 
     code = "source_error"
 
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        #: The HTTP status the source answered with, when that is why (a connector tells
+        #: an expired cursor, 410, from other refusals by it); ``None`` otherwise.
+        self.status = status
+
 
 class OwnershipError(ClearanceError):
     """A document that came from a source was about to be changed by something else (a

@@ -169,7 +169,8 @@ class SourceClient:
                 what = failure if response is None else f"HTTP {response.status_code}"
                 raise SourceError(
                     f"source {self.source!r}: {method} {_shown_url(url)} failed "
-                    f"({what}) after {attempt + 1} attempts"
+                    f"({what}) after {attempt + 1} attempts",
+                    status=None if response is None else response.status_code,
                 )
             self._sleep(self._wait(attempt, response, method, url))
             self._count("retries")
@@ -204,7 +205,8 @@ class SourceClient:
             hint = ": not found"
         return SourceError(
             f"source {self.source!r}: {method} {_shown_url(response.request.url)}: "
-            f"HTTP {status}{hint}"
+            f"HTTP {status}{hint}",
+            status=status,
         )
 
     def get_json(self, url: str, **kwargs: Any) -> Any:
