@@ -29,7 +29,10 @@ _FACTORIES: dict[str, ConnectorFactory] = {}
 _LOCK = threading.Lock()
 # Built-in kinds and the module that registers each, imported on first use (a connector's
 # dependencies are only loaded when a source of its kind is configured).
-_BUILTIN = {"filesystem": "clearance.sources.filesystem"}
+_BUILTIN = {
+    "filesystem": "clearance.sources.filesystem",
+    "graph": "clearance.sources.graph",
+}
 
 
 def register_connector(kind: str, factory: ConnectorFactory) -> None:

@@ -1,0 +1,493 @@
+"""The Microsoft Graph connector against a fake Graph on loopback, through the sync engine
+into a real index: delta paging, permissions with inheritance and sharing links, Entra group
+members, throttling, expired delta tokens and interrupted syncs.
+
+Each invariant is shown with a reverse proof: a deliberately broken connector that the same
+assertion catches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearance.app import Clearance
+from clearance.errors import ConfigError, SourceError
+from clearance.secrets import Secret
+from clearance.sources.base import Access
+from clearance.sources.graph import GraphConnector, graph_connector, parse_options
+from clearance.sources.service import source_status, sync_source
+from clearance.sources.sync import SourceSync, SyncReport
+from clearance.store.sqlite import SQLiteStore
+from conftest import make_settings
+from graph_server import CLIENT_ID, CLIENT_SECRET, DRIVE, TENANT, FakeGraph
+from loopback_server import closed_url
+
+from .conftest import Clock
+
+ALICE, BOB, CAROL = "alice@contoso.example", "bob@contoso.example", "carol@contoso.example"
+
+
+def user(object_id: str) -> dict[str, Any]:
+    return {"roles": ["read"], "grantedToV2": {"user": {"id": object_id, "displayName": "x"}}}
+
+
+def group(object_id: str) -> dict[str, Any]:
+    return {"roles": ["write"], "grantedToV2": {"group": {"id": object_id, "displayName": "x"}}}
+
+
+def link(scope: str | None, *people: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"roles": ["read"], "link": {"type": "view", "webUrl": "https://s/l"}}
+    if scope is not None:
+        out["link"]["scope"] = scope
+    if people:
+        out["grantedToIdentitiesV2"] = [{"user": {"id": p}} for p in people]
+    return out
+
+
+@dataclass
+class Tenant:
+    graph: FakeGraph
+    app: Clearance
+    clock: Clock
+    waits: list[float] = field(default_factory=list)
+    reports: list[SyncReport] = field(default_factory=list)
+
+    def connector(self) -> GraphConnector:
+        source = self.app.settings.sources["sp"]
+        options = parse_options("sp", source.options)
+        return graph_connector("sp", options, Secret(CLIENT_SECRET), sleep=self.waits.append)
+
+    def sync(self, *, content: bool = True, permissions: bool = True) -> list[SyncReport]:
+        connector = self.connector()
+        try:
+            engine = SourceSync(self.app, self.app.settings.sources["sp"], connector)
+            reports = engine.run(content=content, permissions=permissions)
+        finally:
+            connector.close()
+        self.reports.extend(reports)
+        return reports
+
+    def synced(self, **kwargs: bool) -> None:
+        reports = self.sync(**kwargs)
+        assert all(r.ok for r in reports), [r.error for r in reports]
+
+    def found(self, who: str, word: str) -> set[str]:
+        hits = self.app.search(who, word).hits
+        return {h.document.doc_id for h in hits if word.lower() in h.chunk.text.lower()}
+
+
+def doc(item_id: str) -> str:
+    return f"graph:{DRIVE}/{item_id}"
+
+
+def make_tenant(tmp_path: Path, *, sensitivity: str = "CONFIDENTIAL") -> Iterator[Tenant]:
+    with FakeGraph() as graph:
+        settings = make_settings(
+            tmp_path,
+            {
+                "corpora": {"docs": {"revocation_sla": "1h", "max_sensitivity": sensitivity}},
+                "sources": {
+                    "sp": {
+                        "kind": "graph",
+                        "corpus": "docs",
+                        "credentials": {"client_secret": "GRAPH_CLIENT_SECRET"},
+                        "options": {
+                            "tenant_id": TENANT,
+                            "client_id": CLIENT_ID,
+                            "drive_id": DRIVE,
+                            "graph_url": graph.graph_url,
+                            "login_url": graph.login_url,
+                            "user_id": "upn",
+                            "organization_principal": "group:all-staff",
+                        },
+                    }
+                },
+            },
+        )
+        clock = Clock()
+        app = Clearance(settings, SQLiteStore(tmp_path / "index.db"), embedder=None, clock=clock)
+        directory = {
+            "users": [{"id": u, "active": True, "attributes": {}} for u in (ALICE, BOB, CAROL)],
+            "groups": [{"id": "all-staff", "members": [f"user:{u}" for u in (ALICE, BOB, CAROL)]}],
+        }
+        app.sync_directory_data(json.dumps(directory), "directory.json")
+        for object_id, upn in (("u-alice", ALICE), ("u-bob", BOB), ("u-carol", CAROL)):
+            graph.add_user(object_id, upn)
+        try:
+            yield Tenant(graph, app, clock)
+        finally:
+            app.close()
+
+
+@pytest.fixture
+def tenant(tmp_path: Path) -> Iterator[Tenant]:
+    yield from make_tenant(tmp_path)
+
+
+# --------------------------------------------------------------------------- the first sync
+
+
+def test_a_drive_is_read_page_by_page_through_throttling_and_errors(tenant: Tenant) -> None:
+    graph = tenant.graph
+    graph.groups["g-finance"] = {"u-alice", "g-controllers"}
+    graph.groups["g-controllers"] = {"u-bob"}
+    graph.share("root", group("g-finance"))
+    for n in range(5):
+        graph.add_file(f"f{n}", f"Ledger entry {n}: travel refund.")
+    graph.fault("/root/delta", 429, retry_after="7")
+    graph.fault("/permissions", 503, after=2)
+    graph.fault("/transitiveMembers", 502)
+
+    tenant.synced()
+
+    expected = {doc(f"f{n}") for n in range(5)}
+    assert tenant.found(ALICE, "ledger") == expected
+    assert tenant.found(BOB, "ledger") == expected  # through the nested group
+    assert tenant.found(CAROL, "ledger") == set()
+    assert 7.0 in tenant.waits  # Retry-After honoured
+    assert graph.calls("/root/delta") > 3  # several pages (page size 2)
+    assert graph.downloads and all("authorization" not in r.headers for r in graph.downloads)
+    assert not graph.responder_errors
+
+
+def test_an_expired_token_is_renewed_and_credentials_never_show(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant.graph.share("root", user("u-alice"))
+    tenant.graph.add_file("memo", "Salary bands memo.")
+    tenant.synced()
+    tenant.graph.revoke_tokens()  # Graph answers 401: the connector asks for a new token
+    tenant.graph.edit("memo", "Salary bands memo, revised.")
+    tenant.synced()
+    assert tenant.graph.issued == 2
+    assert tenant.found(ALICE, "revised") == {doc("memo")}
+
+    monkeypatch.setattr("graph_server.CLIENT_SECRET", "rotated")  # the app secret is refused
+    (report,) = tenant.sync(content=False)
+    assert report.error is not None and "credentials refused" in report.error
+    shown = json.dumps([r.to_dict() for r in tenant.reports]) + json.dumps(
+        source_status(tenant.app)
+    )
+    assert CLIENT_SECRET not in shown and "token-1" not in shown and "token-2" not in shown
+
+
+def test_a_next_link_outside_graph_url_is_not_followed_with_the_token(tenant: Tenant) -> None:
+    tenant.graph.respond_with(
+        lambda r: (
+            tenant.graph._route(r)  # the token request is answered as usual
+            if "oauth2" in r.path
+            else tenant.graph._page([], "", {}, **{"@odata.nextLink": closed_url("/steal")})
+        ),
+        times=2,
+    )
+    (report,) = tenant.sync(permissions=False)
+    assert report.error is not None and "outside graph_url" in report.error
+
+
+def test_the_graph_kind_is_built_from_configuration(tenant: Tenant) -> None:
+    tenant.graph.share("root", user("u-alice"))
+    tenant.graph.add_file("memo", "Cafeteria menu.")
+    env = {"GRAPH_CLIENT_SECRET": CLIENT_SECRET}
+    reports = sync_source(tenant.app, "sp", env=env)
+    assert all(r.ok for r in reports)
+    assert tenant.found(ALICE, "cafeteria") == {doc("memo")}
+    with pytest.raises(ConfigError, match="GRAPH_CLIENT_SECRET"):
+        sync_source(tenant.app, "sp", env={})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"client_id": "a", "drive_id": "d"}, "tenant_id: required"),
+        ({"tenant_id": "t", "client_id": "a", "drive_id": "d", "user_id": "sid"}, "user_id"),
+        ({"tenant_id": "t", "client_id": "a", "drive_id": "d", "graph_url": "ftp://x"}, "http"),
+        (
+            {"tenant_id": "t", "client_id": "a", "drive_id": "d", "organization_principal": "x"},
+            "bad principal",
+        ),
+        ({"tenant_id": "t", "client_id": "a", "drive_id": "d", "drives": []}, "unknown setting"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_key(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_options("sp", options)
+    assert "sources.sp.options" in caught.value.message
+
+
+# --------------------------------------------------------------------------- deletions
+
+
+def deleted_file_is_still_found(tenant: Tenant) -> bool:
+    tenant.graph.share("root", user("u-alice"))
+    tenant.graph.add_file("menu", "Cafeteria menu: ramen on Fridays.")
+    tenant.graph.add_file("travel", "Book trains to Osaka.")
+    tenant.synced()
+    assert tenant.found(ALICE, "ramen") == {doc("menu")}
+    tenant.graph.delete("menu")
+    tenant.synced(permissions=False)  # the delta's tombstone alone must take it away
+    return bool(tenant.found(ALICE, "ramen"))
+
+
+def test_a_deleted_file_disappears_from_search(tenant: Tenant) -> None:
+    assert not deleted_file_is_still_found(tenant)
+    assert tenant.app.store.get_document(doc("menu")) is None
+    assert tenant.reports[-1].counts["deleted"] == 1
+
+
+def test_reverse_proof_a_connector_that_ignores_the_deleted_facet_is_caught(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = GraphConnector._entry
+    monkeypatch.setattr(
+        GraphConnector, "_entry", lambda self, raw: None if "deleted" in raw else entry(self, raw)
+    )
+    assert deleted_file_is_still_found(tenant)
+
+
+def test_an_expired_delta_token_starts_a_full_resync(tenant: Tenant) -> None:
+    tenant.graph.share("root", user("u-alice"))
+    tenant.graph.add_file("menu", "Cafeteria menu: ramen on Fridays.")
+    tenant.graph.add_file("travel", "Book trains to Osaka.")
+    tenant.synced()
+    tenant.graph.delete("menu")
+    tenant.graph.items.pop("menu")  # gone from the service's change log, too
+    tenant.graph.expired_before = tenant.graph.seq + 1
+    (report,) = tenant.sync(permissions=False)
+    assert report.ok and report.counts["deleted"] == 1  # the snapshot's absentee is removed
+    assert tenant.found(ALICE, "ramen") == set()
+    assert tenant.found(ALICE, "osaka") == {doc("travel")}
+    assert any("token=full" in r.path for r in tenant.graph.requests[-8:])
+
+
+# --------------------------------------------------------------------------- permissions
+
+
+def moved_file_keeps_access(tenant: Tenant) -> bool:
+    graph = tenant.graph
+    graph.share("root", link("organization"))
+    graph.add_folder("board")
+    graph.share("board", user("u-bob"), inherits=False)
+    graph.add_file("plan", "Merger plan draft.")
+    tenant.synced()
+    assert tenant.found(ALICE, "merger") == {doc("plan")}
+    graph.move("plan", "board")
+    tenant.synced(content=False)  # the permission sync alone must take the access away
+    assert tenant.found(BOB, "merger") == {doc("plan")}
+    return bool(tenant.found(ALICE, "merger"))
+
+
+def test_a_file_moved_into_a_restricted_folder_loses_its_inherited_access(
+    tenant: Tenant,
+) -> None:
+    assert not moved_file_keeps_access(tenant)
+
+
+def test_reverse_proof_a_connector_that_remembers_permissions_is_caught(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remembered: dict[str, Access | None] = {}
+    access = GraphConnector._access
+
+    def stale(self: GraphConnector, item_id: str) -> Access | None:
+        if item_id not in remembered:
+            remembered[item_id] = access(self, item_id)
+        return remembered[item_id]
+
+    monkeypatch.setattr(GraphConnector, "_access", stale)
+    assert moved_file_keeps_access(tenant)
+
+
+def removed_member_keeps_access(tenant: Tenant) -> bool:
+    tenant.graph.groups["g-board"] = {"u-alice", "u-bob"}
+    tenant.graph.share("root", group("g-board"))
+    tenant.graph.add_file("minutes", "Board minutes: dividend policy.")
+    tenant.synced()
+    assert tenant.found(ALICE, "dividend") == {doc("minutes")}
+    tenant.graph.remove_member("g-board", "u-alice")
+    tenant.synced(content=False)
+    assert tenant.found(BOB, "dividend") == {doc("minutes")}
+    return bool(tenant.found(ALICE, "dividend"))
+
+
+def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
+    tenant: Tenant,
+) -> None:
+    assert not removed_member_keeps_access(tenant)
+
+
+def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remembered: dict[str, frozenset[str]] = {}
+    members = GraphConnector._members
+    monkeypatch.setattr(
+        GraphConnector,
+        "_members",
+        lambda self, gid: remembered.setdefault(gid, members(self, gid)),
+    )
+    assert removed_member_keeps_access(tenant)
+
+
+def anonymous_file_is_found(tenant: Tenant) -> bool:
+    tenant.graph.add_file("deck", "Board deck: acquisition targets.")
+    tenant.graph.share("deck", link("anonymous"), inherits=False)
+    tenant.synced()
+    return bool(tenant.found(ALICE, "acquisition"))
+
+
+def test_an_anyone_with_link_file_in_a_confidential_corpus_is_visible_to_nobody(
+    tenant: Tenant,
+) -> None:
+    assert not anonymous_file_is_found(tenant)
+    (status,) = source_status(tenant.app)
+    (example,) = status["visible_to_nobody_examples"]
+    assert example["doc_id"] == doc("deck") and "anyone who has the link" in example["reason"]
+    warnings = tenant.app.explain(ALICE, doc("deck"))["warnings"]
+    assert any("anyone who has the link" in w for w in warnings)
+
+
+def test_reverse_proof_a_connector_that_maps_anonymous_links_to_everyone_is_caught(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link_of = GraphConnector._link
+
+    def widened(self: GraphConnector, ident: Any, raw: Any, permission: Any) -> set[str] | None:
+        found = link_of(self, ident, raw, permission)
+        return {"everyone"} if found is None else found
+
+    monkeypatch.setattr(GraphConnector, "_link", widened)
+    assert anonymous_file_is_found(tenant)
+
+
+def test_each_sharing_mode_maps_to_what_it_grants_and_no_more(tenant: Tenant) -> None:
+    graph = tenant.graph
+    graph.add_folder("shared", inherits=False)
+    cases: dict[str, list[dict[str, Any]]] = {
+        "org": [link("organization")],
+        "people": [link("users", "u-alice", "u-carol")],
+        "people-unscoped": [link(None, "u-bob")],
+        "existing": [link("existingAccess")],
+        "expired": [{**user("u-alice"), "expirationDateTime": "2001-01-01T00:00:00Z"}],
+        "invited": [{"roles": ["read"], "invitation": {"email": "x@example.org"}}],
+        "app": [{"roles": ["read"], "grantedToV2": {"application": {"id": "a1"}}}],
+        "site-group": [{"roles": ["read"], "grantedToV2": {"siteGroup": {"id": "3"}}}],
+        "odd-type": [{"roles": ["read"], "grantedToV2": {"robot": {"id": "r"}}}],
+        "odd-role": [{**user("u-alice"), "roles": ["superpower"]}],
+        "odd-scope": [link("galaxy")],
+        "claims": [
+            {
+                "roles": ["read"],
+                "grantedToV2": {"siteUser": {"loginName": f"i:0#.f|membership|{CAROL}"}},
+            }
+        ],
+    }
+    for name, permissions in cases.items():
+        graph.add_file(name, f"Case {name}.", parent="shared")
+        graph.share(name, *permissions)
+    tenant.synced()
+    acls = {d.doc_id.rpartition("/")[2]: d.acl for d in tenant.app.store.list_documents()}
+    assert acls == {
+        "org": {"group:all-staff"},
+        "people": {f"user:{ALICE}", f"user:{CAROL}"},
+        "people-unscoped": {f"user:{BOB}"},
+        "existing": set(),
+        "expired": set(),
+        "invited": set(),
+        "app": set(),
+        "site-group": set(),
+        "odd-type": set(),
+        "odd-role": set(),
+        "odd-scope": set(),
+        "claims": {f"user:{CAROL}"},
+    }
+    (status,) = source_status(tenant.app)
+    reasons = {
+        e["doc_id"].rpartition("/")[2]: e["reason"] for e in status["visible_to_nobody_examples"]
+    }
+    assert set(reasons) == {"site-group", "odd-type", "odd-role", "odd-scope"}
+    assert "site_groups" in reasons["site-group"] and "robot" in reasons["odd-type"]
+
+
+def test_unmapped_organisation_links_grant_nobody_and_site_groups_map() -> None:
+    options = parse_options(
+        "sp",
+        {
+            "tenant_id": TENANT,
+            "client_id": CLIENT_ID,
+            "drive_id": DRIVE,
+            "graph_url": closed_url("/v1.0"),
+            "site_groups": {"Contoso Members": "group:all-staff"},
+        },
+    )
+    connector = graph_connector("sp", options, Secret(CLIENT_SECRET))
+    try:
+        site = {"roles": ["read"], "grantedToV2": {"siteGroup": {"displayName": "Contoso Members"}}}
+        assert connector._map([link("organization"), user("u-1")]) == Access.of("user:u-1")
+        assert connector._map([site]) == Access.of("group:all-staff")
+    finally:
+        connector.close()
+
+
+# --------------------------------------------------------------------------- all or nothing
+
+
+def interrupted_sync(tenant: Tenant) -> tuple[SyncReport, bool]:
+    """The report of a permission sync during which the source stops answering, and
+    whether that sync changed any ACL or the corpus's ACL-sync time."""
+    graph = tenant.graph
+    for name in ("a", "b", "c", "d"):
+        graph.add_file(name, f"Quarterly memo {name}.")
+        graph.share(name, user("u-alice"))
+    tenant.synced()
+    before = {d.doc_id: d.acl for d in tenant.app.store.list_documents()}
+    clock_before = tenant.app.store.last_acl_syncs()["docs"]
+    for name in ("a", "b", "c", "d"):
+        graph.share(name, user("u-bob"))
+    tenant.clock.advance(60)
+    graph.fault("/permissions", 503, times=None, after=2)  # the source stops halfway
+    (report,) = tenant.sync(content=False)
+    after = {d.doc_id: d.acl for d in tenant.app.store.list_documents()}
+    return report, after != before or tenant.app.store.last_acl_syncs()["docs"] != clock_before
+
+
+def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
+    tenant: Tenant,
+) -> None:
+    report, changed = interrupted_sync(tenant)
+    assert not changed
+    assert not report.ok and "503" in (report.error or "")
+    (status,) = source_status(tenant.app)
+    assert status["state"] == "failing"
+
+
+def test_reverse_proof_a_connector_that_shrugs_off_unreadable_permissions_is_caught(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    access = GraphConnector._access
+
+    def shrugging(self: GraphConnector, item_id: str) -> Access | None:
+        try:
+            return access(self, item_id)
+        except SourceError:
+            return Access.nobody("could not read")
+
+    monkeypatch.setattr(GraphConnector, "_access", shrugging)
+    _, changed = interrupted_sync(tenant)
+    assert changed
+
+
+def test_a_permission_change_reads_no_content(tenant: Tenant) -> None:
+    tenant.graph.share("root", user("u-alice"))
+    tenant.graph.add_file("memo", "Parking rules.")
+    tenant.synced()
+    downloads = len(tenant.graph.downloads)
+    tenant.graph.share("root", user("u-bob"))
+    tenant.synced()
+    assert len(tenant.graph.downloads) == downloads
+    assert tenant.found(BOB, "parking") == {doc("memo")}
+    assert tenant.found(ALICE, "parking") == set()
