@@ -76,6 +76,7 @@ class FakeGraph(ScriptedServer[RecordedRequest]):
         self._tokens: set[str] = set()
         self.issued = 0
         self.downloads: list[RecordedRequest] = []
+        self.foreign_next_link: str | None = None  # a hostile or broken delta next link
         self._mutex = threading.Lock()
 
     # ------------------------------------------------------------------ urls
@@ -314,4 +315,6 @@ class FakeGraph(ScriptedServer[RecordedRequest]):
             chosen = [i for i in self.items.values() if i.seq > int(token)]
         chosen.sort(key=lambda i: (i.parent is not None, i.seq))
         values = [self._json(i, delta=True) for i in chosen]
+        if self.foreign_next_link is not None:
+            return json_reply({"value": values, "@odata.nextLink": self.foreign_next_link})
         return self._page(values, url, query, **{"@odata.deltaLink": f"{url}?token={self.seq}"})

@@ -25,7 +25,7 @@ from clearance.sources.sync import SourceSync, SyncReport
 from clearance.store.sqlite import SQLiteStore
 from conftest import make_settings
 from graph_server import CLIENT_ID, CLIENT_SECRET, DRIVE, TENANT, FakeGraph
-from loopback_server import closed_url
+from loopback_server import RecordedRequest, Reply, ScriptedServer, closed_url, json_reply
 
 from .conftest import Clock
 
@@ -176,17 +176,49 @@ def test_an_expired_token_is_renewed_and_credentials_never_show(
     assert CLIENT_SECRET not in shown and "token-1" not in shown and "token-2" not in shown
 
 
+def token_reaches_another_host(tenant: Tenant) -> tuple[bool, SyncReport]:
+    """Whether a delta next link pointing at another server makes the connector send it
+    the Graph token (and the sync's report)."""
+    seen: list[str] = []
+
+    def thief(request: RecordedRequest) -> Reply:
+        seen.append(request.headers.get("authorization", ""))
+        return json_reply({"value": [], "@odata.deltaLink": "x"})
+
+    with ScriptedServer(RecordedRequest, thief) as other:
+        tenant.graph.foreign_next_link = other.url_for("/v1.0/drives/x/root/delta?token=1")
+        (report,) = tenant.sync(permissions=False)
+    return any(seen), report
+
+
 def test_a_next_link_outside_graph_url_is_not_followed_with_the_token(tenant: Tenant) -> None:
-    tenant.graph.respond_with(
-        lambda r: (
-            tenant.graph._route(r)  # the token request is answered as usual
-            if "oauth2" in r.path
-            else tenant.graph._page([], "", {}, **{"@odata.nextLink": closed_url("/steal")})
-        ),
-        times=2,
-    )
-    (report,) = tenant.sync(permissions=False)
+    leaked, report = token_reaches_another_host(tenant)
+    assert not leaked
     assert report.error is not None and "outside graph_url" in report.error
+
+
+def test_reverse_proof_a_connector_that_follows_any_link_is_caught(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(GraphConnector, "_ours", lambda self, link: True)
+    leaked, _ = token_reaches_another_host(tenant)
+    assert leaked
+
+
+def test_reverse_proof_a_download_with_the_token_is_caught(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        GraphConnector,
+        "_download",
+        lambda self, raw, doc_id: (
+            self.client.request("GET", raw["@microsoft.graph.downloadUrl"]).content
+        ),
+    )
+    tenant.graph.share("root", user("u-alice"))
+    tenant.graph.add_file("memo", "Cafeteria menu.")
+    tenant.synced()
+    assert any("authorization" in r.headers for r in tenant.graph.downloads)
 
 
 def test_the_graph_kind_is_built_from_configuration(tenant: Tenant) -> None:

@@ -306,21 +306,30 @@ class GraphConnector:
             return None  # folders, the root, notebooks: not documents
         return ItemRef(self.doc_id(item_id), self._version(raw), item_id)
 
-    def _listing(self, cursor: str | None) -> Iterator[ContentPage]:
-        snapshot = cursor is None
-        for items, next_cursor, last in self._delta(cursor):
+    def _listing(self, link: str | None) -> Iterator[ContentPage]:
+        snapshot = link is None
+        for items, next_link, last in self._delta(link):
             entries = [e for e in map(self._entry, items) if e is not None]
-            yield ContentPage(entries, cursor=next_cursor, snapshot=snapshot, last=last)
+            cursor = f"{self.options.drive_id} {next_link}"
+            yield ContentPage(entries, cursor=cursor, snapshot=snapshot, last=last)
+
+    def _delta_link(self, cursor: str | None) -> str | None:
+        """The delta link a stored cursor holds (``"<drive id> <link>"``), or ``None`` when
+        it belongs to another drive or another Graph URL (the configuration changed): the
+        listing then starts from scratch rather than follow another drive's feed."""
+        if cursor is None:
+            return None
+        drive, _, link = cursor.partition(" ")
+        return link if drive == self.options.drive_id and self._ours(link) else None
 
     def content_changes(self, cursor: str | None) -> Iterator[ContentPage]:
         """The delta feed since ``cursor``; from scratch (a snapshot) without one, with one
         that is not this drive's, or when the service answers 410 (token expired)."""
-        if cursor is not None and not cursor.startswith(self._drive + "/"):
-            cursor = None
+        link = self._delta_link(cursor)
         try:
-            yield from self._listing(cursor)
+            yield from self._listing(link)
         except SourceError as exc:
-            if exc.status != 410 or cursor is None:
+            if exc.status != 410 or link is None:
                 raise
             yield from self._listing(None)
 
