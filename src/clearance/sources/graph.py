@@ -243,7 +243,12 @@ class GraphConnector:
     def _ours(self, link: str) -> bool:
         """Whether ``link`` points into the configured Graph API: only such links are
         followed with the token."""
-        return link.startswith(self._base + "/")
+        parts, base = urlsplit(link), urlsplit(self._base)
+        return (
+            (parts.scheme, parts.netloc) == (base.scheme, base.netloc)
+            and parts.path.startswith(base.path + "/")
+            and "/../" not in parts.path + "/"
+        )
 
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
         link = body.get("@odata.nextLink") if isinstance(body, dict) else None
