@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from clearance.llm.base import Snippet
-from clearance.llm.extractive import split_sentences
+from clearance.llm.extractive import is_line_unit, split_sentences
 from clearance.retrieval.analysis import query_terms
 
 __all__ = [
@@ -99,8 +99,20 @@ class CheckedAnswer:
     def cited_refs(self) -> list[str]:
         return list(dict.fromkeys(r for s in self.sentences for r in s.refs))
 
-    def render(self) -> str:
-        return " ".join(f"{s.text} " + "".join(f"[{r}]" for r in s.refs) for s in self.sentences)
+    def render(self, labels: Mapping[str, str] | None = None) -> str:
+        """The answer text: each sentence with its markers, list items and table lines on
+        lines of their own. ``labels`` renames snippet refs (``S3`` → ``S1``, the number of
+        the citation shown); refs that name one citation are marked once."""
+        parts: list[str] = []
+        previous_line = False
+        for i, sentence in enumerate(self.sentences):
+            line = is_line_unit(sentence.text)
+            if i:
+                parts.append("\n" if line or previous_line else " ")
+            marks = dict.fromkeys(labels.get(r, r) if labels else r for r in sentence.refs)
+            parts.append(f"{sentence.text} " + "".join(f"[{m}]" for m in marks))
+            previous_line = line
+        return "".join(parts)
 
 
 def _claims(sentence: str) -> list[str]:

@@ -806,12 +806,15 @@ class Orchestrator:
     def _render_narrative(
         self, checked: CheckedAnswer, snippets: Sequence[Snippet], request: _Request
     ) -> AnswerResult:
+        """The checked answer with the other side of any conflict and notes on outdated
+        sources. Its ``[S#]`` markers are renumbered to the citations as listed: ``[S1]``
+        is the first citation shown, whatever the snippet's place in the prompt."""
         assert request.flt is not None
         by_ref = {s.ref: s for s in snippets}
         conflicts = find_conflicts(checked, snippets)
-        text = checked.render()
-        flags: list[str] = []
         refs = checked.cited_refs
+        added: list[tuple[str, str]] = []
+        flags: list[str] = []
         if conflicts:
             flags.append("conflict")
             stated = {" ".join(s.text.split()) for s in checked.sentences}
@@ -819,9 +822,23 @@ class Orchestrator:
                 # Both sides must be shown and cited; one the answer already states with its
                 # citation is not repeated.
                 if " ".join(sentence.split()) not in stated:
-                    text += f" Another source says otherwise: {sentence} [{ref}]"
+                    added.append((sentence, ref))
                 refs.append(ref)
         refs = list(dict.fromkeys(refs))
+        # Two chunks of one document can share a locator: cite each place once.
+        numbers: dict[Citation, int] = {}
+        for ref in refs:
+            s = by_ref[ref]
+            numbers.setdefault(
+                Citation(s.doc_id, s.title, s.locator, s.uri, s.trust), len(numbers) + 1
+            )
+        labels = {
+            ref: f"S{numbers[Citation(s.doc_id, s.title, s.locator, s.uri, s.trust)]}"
+            for ref, s in ((r, by_ref[r]) for r in refs)
+        }
+        text = checked.render(labels)
+        for sentence, ref in added:
+            text += f" Another source says otherwise: {sentence} [{labels[ref]}]"
         documents = {
             d.doc_id: d
             for d in (self.app.store.get_document(by_ref[r].doc_id) for r in refs)
@@ -835,15 +852,8 @@ class Orchestrator:
         for d in outdated:
             flags.append(f"possibly_outdated:{d.doc_id}")
             text += f" (Note: “{d.title}” is past its review date and may be outdated.)"
-        # Two chunks of one document can share a locator: cite each place once.
-        citations = tuple(
-            dict.fromkeys(
-                Citation(s.doc_id, s.title, s.locator, s.uri, s.trust)
-                for s in (by_ref[r] for r in refs)
-            )
-        )
         return AnswerResult(
-            Status.ANSWERED, text.strip(), Route.NARRATIVE, citations, flags=tuple(flags)
+            Status.ANSWERED, text.strip(), Route.NARRATIVE, tuple(numbers), flags=tuple(flags)
         )
 
 

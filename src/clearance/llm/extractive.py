@@ -2,16 +2,25 @@
 
 Why: Clearance must work on a laptop with no model and no network, and an answer that can only
 quote its sources cannot invent anything. :class:`ExtractiveProvider` is deterministic and uses
-the same term analysis as retrieval (:func:`clearance.retrieval.analysis.query_terms`), so
-English words and CJK character bigrams both count.
+the same term analysis as retrieval (:mod:`clearance.retrieval.analysis`, stemmed, so "days"
+matches "Day"), so English words and CJK character bigrams both count.
 
 What is guaranteed:
 
-* **Verbatim.** Every sentence in an ``answer`` is a contiguous, unmodified substring of the text
-  of the snippet whose marker follows it: ``"<sentence> [S1] <sentence> [S3]"``.
-* **Relevant or nothing.** Only sentences sharing at least one term with the question are used;
+* **Verbatim.** Every quoted unit in an ``answer`` is a contiguous, unmodified substring of the
+  text of the snippet whose marker follows it: ``"<sentence> [S1] <sentence> [S3]"``. List
+  items and table rows are quoted one per line (``"<row> [S1]\\n<row> [S1]"``).
+* **Structure is not prose.** A heading (the line the ingest puts above a section's text, a
+  slide title, a short unpunctuated line opening a paragraph) is never quoted and never glued
+  to the sentence after it. A table block is quoted as its header line and the rows that
+  match the question, never as one run-on line.
+* **Enumerations are whole.** When a list item is worth quoting, every item of its list in
+  that snippet is quoted, in order, with the sentence that introduces it ("… closed on:").
+  When a table row is, the rows selected are those of the same category the question names
+  (every ``Tokyo / Osaka`` row for "Tokyo"), else those matching it best.
+* **Relevant or nothing.** Only units sharing at least one term with the question are chosen;
   when none does, the answer is ``""`` (the orchestrator then reports that it has no source).
-* **No borrowed citations.** A sentence that itself contains a citation marker such as ``[S2]``
+* **No borrowed citations.** A unit that itself contains a citation marker such as ``[S2]``
   is never quoted, so every marker in the output was put there by this provider.
 * **Deterministic.** The same request always gives the same output. A ``rerank`` is a stable
   ordering of *all* the snippet refs: ``"S2 > S1 > S3"``.
@@ -19,15 +28,18 @@ What is guaranteed:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
-from clearance.retrieval.analysis import query_terms
+from clearance.retrieval.analysis import document_terms, query_terms, search_terms
 
-__all__ = ["ExtractiveProvider", "Quote", "split_sentences"]
+__all__ = ["ExtractiveProvider", "Quote", "is_line_unit", "split_sentences"]
 
 # A Latin sentence ends at . ! ? (possibly repeated, possibly followed by closing quotes or
 # brackets) followed by whitespace; a CJK sentence ends at 。！？．, whitespace optional; a line
@@ -41,6 +53,11 @@ _NEWLINE = re.compile(
     r"[\r\n\u2028\u2029]\s*[\r\n\u2028\u2029]+"
     r"|[\r\n\u2028\u2029](?=\s*(?:[-*•・#|]|\d+[.)]\s))"
 )
+_LINE = re.compile(r"[^\r\n\u2028\u2029]+")
+# The cell separator of the table lines the loaders write ("date | country | office").
+_CELL = " | "
+_LIST_ITEM = re.compile(r"(?:[-*•・]|\d+[.)])\s")
+_TABLE_RULE = re.compile(r"^[\s|:\-–—]+$")
 # Words after which a period does not end a sentence (case matters: "no." may end one).
 _ABBREVIATIONS = frozenset(
     {"Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr", "No", "Nr", "Fig", "Vol"}
@@ -49,8 +66,14 @@ _ABBREVIATIONS = frozenset(
 _SINGLE_LETTERS = re.compile(r"(?:^|[\s(])(?:[A-Za-z]\.)+$")
 _LAST_WORD = re.compile(r"([A-Za-z]+)\.$")
 _MARKER = re.compile(r"\[\s*S\d+\s*\]", re.IGNORECASE)
+# A heading ends without punctuation and is short.
+_HEADING_END = re.compile(r"[.!?。！？:：;；,，、]$")
+_HEADING_MAX_CHARS = 60
+_HEADING_MAX_WORDS = 8
 
 MAX_SENTENCES = 3
+#: At most this many items of one list, or rows of one table block, are quoted.
+MAX_ENUMERATION = 25
 
 
 def _is_abbreviation(before: str) -> bool:
@@ -61,8 +84,46 @@ def _is_abbreviation(before: str) -> bool:
     return bool(m and m.group(1) in _ABBREVIATIONS)
 
 
-def _spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of every sentence in ``text``, whitespace-trimmed, non-empty."""
+def _lines(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every non-blank line of ``text``, whitespace-trimmed."""
+    out: list[tuple[int, int]] = []
+    for m in _LINE.finditer(text):
+        s, e = m.start(), m.end()
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+def _starts_block(line: str) -> bool:
+    """Whether a line starts the way a new paragraph does: unindented, with a capital (or
+    a letter of a script without case), not the lower-case or indented tail of a wrap."""
+    first = line[:1]
+    return first.isupper() or (first.isalpha() and not first.isascii() and not first.islower())
+
+
+def _list_ends(text: str) -> list[int]:
+    """Where a list item ends because an unindented paragraph follows it on the next line
+    ("- 31 December\nVisitors are …"): an indented or lower-case line continues it."""
+    raw = list(_LINE.finditer(text))
+    return [
+        line.end()
+        for line, after in itertools.pairwise(raw)
+        if _LIST_ITEM.match(line.group(0).lstrip())
+        and not text[line.end() : after.start()].strip()
+        and len(text[line.end() : after.start()].replace("\r\n", "\n")) == 1
+        and _starts_block(after.group(0))
+    ]
+
+
+def _spans(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """``(start, end)`` of every sentence in ``text``, whitespace-trimmed, non-empty. The
+    ``whole`` spans (headings) are units of their own, never cut inside, as are table
+    lines: "2. Class of travel" and "… | 1. Weihnachtstag" are not two sentences each."""
+    kept = [*whole, *((s, e) for s, e in _lines(text) if _CELL in text[s:e])]
     cuts: set[int] = set()
     for m in _LATIN_END.finditer(text):
         single_period = m.group(0).rstrip("\"'”’)]") == "."
@@ -74,6 +135,10 @@ def _spans(text: str) -> list[tuple[int, int]]:
     for m in _NEWLINE.finditer(text):
         cuts.add(m.start())
         cuts.add(m.end())
+    cuts.update(_list_ends(text))
+    for s, e in kept:
+        cuts.difference_update(range(s + 1, e))
+        cuts.update((s, e))
     spans: list[tuple[int, int]] = []
     start = 0
     for cut in [*sorted(cuts), len(text)]:
@@ -94,33 +159,194 @@ def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences; each is a verbatim substring of ``text``.
 
     Handles Latin punctuation (with common abbreviations such as ``e.g.``, ``Dr.``, ``U.S.`` and
-    decimals such as ``6.5`` kept intact), Japanese/Chinese ``。！？`` and line breaks.
+    decimals such as ``6.5`` kept intact), Japanese/Chinese ``。！？``, line breaks that show
+    structure (blank lines, list items, headings) and table lines (``cell | cell``).
     """
     return [text[s:e] for s, e in _spans(text)]
 
 
+def is_line_unit(text: str) -> bool:
+    """Whether ``text`` is a list item or a table line, which an answer shows on a line of
+    its own rather than run into the prose around it."""
+    return bool(_LIST_ITEM.match(text)) or _CELL in text
+
+
+def _flat(text: str) -> str:
+    """``text`` as a locator value is written: NFKC, commas and ``=`` as spaces, casefolded."""
+    text = unicodedata.normalize("NFKC", text).replace(",", " ").replace("=", " ")
+    return " ".join(text.split()).casefold()
+
+
+def _section_heading(locator: str) -> str | None:
+    """The innermost heading of a ``section=A > B`` locator part, if there is one."""
+    for part in locator.split(","):
+        key, _, value = part.partition("=")
+        if key == "section" and value and value != "(top)":
+            return value.rsplit(" > ", 1)[-1]
+    return None
+
+
+def _looks_like_heading(line: str, following: str | None) -> bool:
+    """A short line without closing punctuation that opens a paragraph, before text that
+    starts as a new block would (not a wrapped sentence's lower-case or numeric tail)."""
+    if len(line) > _HEADING_MAX_CHARS or len(line.split()) > _HEADING_MAX_WORDS:
+        return False
+    if _HEADING_END.search(line) or _LIST_ITEM.match(line) or _CELL in line:
+        return False
+    if not (line[0].isupper() or line[0].isdigit() or not line[0].isascii()):
+        return False
+    if following is None or _LIST_ITEM.match(following):
+        return True
+    first = following[0]
+    return not first.isdigit() and not first.islower() and (first.isupper() or not first.isascii())
+
+
+def _headings(snippet: Snippet, lines: Sequence[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The lines of ``snippet`` that are headings: the one the ingest put above a section's
+    text (it repeats the locator's innermost heading or the title) and short unpunctuated
+    lines opening a paragraph. A snippet of one line has no heading: it is all content."""
+    text = snippet.text
+    if len(lines) < 2:
+        return set()
+    named = {_flat(n) for n in (_section_heading(snippet.locator), snippet.title) if n}
+    out: set[tuple[int, int]] = set()
+    previous_end = -1
+    for i, (s, e) in enumerate(lines):
+        opens_paragraph = i == 0 or "\n\n" in text[previous_end:s].replace("\r", "")
+        previous_end = e
+        if not opens_paragraph:
+            continue
+        line = text[s:e]
+        following = text[lines[i + 1][0] : lines[i + 1][1]] if i + 1 < len(lines) else None
+        if _flat(line) in named or _looks_like_heading(line, following):
+            out.add((s, e))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One quotable piece of a snippet. ``group`` numbers the list or table block it belongs
+    to (``None`` for prose); ``header`` marks a table's header line; ``lead`` a sentence
+    ending in a colon right before a list or table; ``heading`` the heading it stands under."""
+
+    text: str
+    group: int | None = None
+    table: bool = False
+    header: bool = False
+    lead: int | None = None
+    heading: str = ""
+
+
+def _units(snippet: Snippet) -> list[_Unit]:
+    text = snippet.text
+    lines = _lines(text)
+    headings = _headings(snippet, lines)
+    table_lines = {(s, e) for s, e in lines if _CELL in text[s:e]}
+    units: list[_Unit] = []
+    group = -1
+    previous: str | None = None  # "item" | "row" | "prose"
+    heading = _section_heading(snippet.locator) or ""
+    for s, e in _spans(text, headings):
+        piece = text[s:e]
+        if (s, e) in headings:
+            previous, heading = None, piece
+            continue
+        if (s, e) in table_lines:
+            if _TABLE_RULE.match(piece):
+                continue
+            is_header = previous != "row"
+            if is_header:
+                group += 1
+            units.append(_Unit(piece, group, table=True, header=is_header, heading=heading))
+            previous = "row"
+        elif _LIST_ITEM.match(piece):
+            if previous != "item":
+                group += 1
+            units.append(_Unit(piece, group, heading=heading))
+            previous = "item"
+        else:
+            units.append(_Unit(piece, heading=heading))
+            previous = "prose"
+    # A one-line table (a row the ingest stored alone) is a row, not a header.
+    sizes = Counter(u.group for u in units if u.table)
+    units = [
+        _Unit(u.text, u.group, table=True, heading=u.heading)
+        if u.table and sizes[u.group] == 1
+        else u
+        for u in units
+    ]
+    # A sentence ending in a colon introduces the enumeration that follows it.
+    out: list[_Unit] = []
+    for i, unit in enumerate(units):
+        after = units[i + 1] if i + 1 < len(units) else None
+        if (
+            unit.group is None
+            and unit.text.rstrip().endswith((":", "："))
+            and after is not None
+            and after.group is not None
+        ):
+            unit = _Unit(unit.text, lead=after.group, heading=unit.heading)
+        out.append(unit)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Quote:
-    """One sentence chosen for an answer, and where it came from."""
+    """One unit chosen for an answer, and where it came from."""
 
     ref: str
     sentence: str
     score: int
+
+    @property
+    def line(self) -> bool:
+        """Shown on a line of its own (a list item or a table line)."""
+        return is_line_unit(self.sentence)
 
 
 def _overlap(question: set[str], text: str) -> int:
     return len(question.intersection(query_terms(text)))
 
 
-class ExtractiveProvider:
-    """Quotes the sentences that best match the question. No model; see the module docstring.
+def _score(question: set[str], unit: _Unit) -> int:
+    """The question terms ``unit`` holds, plus those of its heading when it holds any: a
+    list item under "Class of travel" answers a question about the class of travel."""
+    own = question.intersection(document_terms(unit.text))
+    if not own:
+        return 0
+    return len(own | question.intersection(document_terms(unit.heading)))
 
-    Selection for ``answer``: every sentence of every snippet is scored by the number of distinct
-    question terms it contains. Candidates are ranked by score, then by snippet order (the
-    retrieval rank), then by position in the snippet. The best one is always taken (if its score
-    is positive); up to ``max_sentences - 1`` more are added when they score at least half as
-    well as the best, so a weak sentence does not dilute a strong one. Identical sentences
-    (overlapping chunks repeat text) are quoted once, under the first snippet that has them.
+
+def _cells(row: str) -> list[str]:
+    return [" ".join(c.split()).casefold() for c in row.split(_CELL)]
+
+
+def _category_terms(rows: Sequence[str]) -> list[set[str]]:
+    """Per row, the terms of its cells in category columns: columns whose values repeat
+    (at most half as many distinct values as rows), such as an office or a country, as
+    opposed to a row's own name or date."""
+    cells = [_cells(row) for row in rows]
+    width = max((len(c) for c in cells), default=0)
+    categorical = {
+        i for i in range(width) if len({c[i] for c in cells if i < len(c)}) * 2 <= len(rows)
+    }
+    return [
+        {t for i, cell in enumerate(row) if i in categorical for t in document_terms(cell)}
+        for row in cells
+    ]
+
+
+class ExtractiveProvider:
+    """Quotes the units that best match the question. No model; see the module docstring.
+
+    Selection for ``answer``: every unit of every snippet (sentence, list item, table row) is
+    scored by the number of distinct question terms it contains. Candidates are ranked by
+    score, then by snippet order (the retrieval rank), then by position in the snippet. The
+    best one is always taken (if its score is positive); up to ``max_sentences - 1`` more are
+    added when they score at least half as well as the best, so a weak sentence does not
+    dilute a strong one. A list or a table block counts as one choice and is quoted whole
+    (see the module docstring). Identical units (overlapping chunks repeat text) are quoted
+    once, under the first snippet that has them.
     """
 
     name = "extractive"
@@ -134,39 +360,156 @@ class ExtractiveProvider:
         if request.purpose == "rerank":
             text = " > ".join(s.ref for s in self.rank(request.question, request.snippets))
         else:
-            text = " ".join(f"{q.sentence} [{q.ref}]" for q in self.quotes(request))
+            parts: list[str] = []
+            previous: Quote | None = None
+            for q in self.quotes(request):
+                if previous is not None:
+                    parts.append("\n" if q.line or previous.line else " ")
+                parts.append(f"{q.sentence} [{q.ref}]")
+                previous = q
+            text = "".join(parts)
         return ChatResponse(text=text, model=self.name)
 
     def quotes(self, request: ChatRequest) -> list[Quote]:
-        """The sentences an ``answer`` consists of, in output order (possibly none)."""
-        question = set(query_terms(request.question))
+        """The units an ``answer`` consists of, in output order (possibly none)."""
+        question = set(search_terms(request.question))
         if not question:
             return []
-        candidates: list[tuple[int, int, int, Quote]] = []
+        units = [_units(s) for s in request.snippets]
+        candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
-        for s_index, snippet in enumerate(request.snippets):
-            for p_index, sentence in enumerate(split_sentences(snippet.text)):
-                if _MARKER.search(sentence):
+        for s_index, snippet_units in enumerate(units):
+            for u_index, unit in enumerate(snippet_units):
+                if unit.header or _MARKER.search(unit.text):
                     continue
-                key = " ".join(sentence.split())
-                if key in seen:
+                flat = " ".join(unit.text.split())
+                if flat in seen:
                     continue
-                score = _overlap(question, sentence)
+                score = _score(question, unit)
                 if score > 0:
-                    seen.add(key)
-                    candidates.append(
-                        (-score, s_index, p_index, Quote(snippet.ref, sentence, score))
-                    )
+                    seen.add(flat)
+                    candidates.append((-score, s_index, u_index, score))
         if not candidates:
             return []
-        candidates.sort(key=lambda c: c[:3])
-        best = candidates[0][3].score
-        floor = max(1, math.ceil(best / 2))
-        chosen = [c[3] for c in candidates if c[3].score >= floor]
-        return chosen[: self.max_sentences]
+        candidates.sort()
+        floor = max(1, math.ceil(candidates[0][3] / 2))
+        scores = {(c[1], c[2]): c[3] for c in candidates}
+        tables = _tables(request.snippets, units)
+        table_of = {row: key for key, table in tables.items() for row in table.rows}
+        selected = _selected_rows(tables, units, question, scores)
+        chosen: list[Quote] = []
+        picked: set[tuple[object, ...]] = set()
+        quoted: set[tuple[int, int]] = set()
+        for _, s_index, u_index, score in candidates:
+            if score < floor or len(picked) >= self.max_sentences:
+                break
+            if (s_index, u_index) in quoted:
+                continue
+            unit = units[s_index][u_index]
+            key: tuple[object, ...]
+            members: list[tuple[int, int]]
+            if (s_index, u_index) in table_of:
+                key = table_of[(s_index, u_index)]
+                members = _table_members(tables[key], selected, units)
+            elif unit.group is not None or unit.lead is not None:
+                group = unit.group if unit.group is not None else unit.lead
+                key = (s_index, group)
+                members = [(s_index, i) for i in _list_members(units[s_index], group)]
+            else:
+                key, members = (s_index, u_index), [(s_index, u_index)]
+            if key in picked or not members:
+                continue
+            picked.add(key)
+            for m in members:
+                if m in quoted:
+                    continue
+                quoted.add(m)
+                ref = request.snippets[m[0]].ref
+                chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
+        return chosen
 
     @staticmethod
     def rank(question: str, snippets: Sequence[Snippet]) -> list[Snippet]:
         """Snippets by descending term overlap with ``question``; equal scores keep their order."""
         terms = set(query_terms(question))
         return sorted(snippets, key=lambda s: -_overlap(terms, s.text))
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """The rows of one table present in a request, over every snippet that holds some,
+    with the header line of each snippet's block (``None`` for rows stored alone)."""
+
+    rows: list[tuple[int, int]]
+    headers: list[tuple[int, int]]
+
+
+def _tables(
+    snippets: Sequence[Snippet], units: Sequence[Sequence[_Unit]]
+) -> dict[tuple[str, str, str], _Table]:
+    """Table rows grouped by table: same document, header line and heading."""
+    tables: dict[tuple[str, str, str], _Table] = {}
+    for s_index, snippet_units in enumerate(units):
+        header: tuple[int, int] | None = None
+        for u_index, unit in enumerate(snippet_units):
+            if unit.header:
+                header = (s_index, u_index)
+            elif unit.table:
+                head = " ".join(units[header[0]][header[1]].text.split()) if header else ""
+                key = (snippets[s_index].doc_id, head, unit.heading)
+                table = tables.setdefault(key, _Table([], []))
+                table.rows.append((s_index, u_index))
+                if header is not None and not table.headers:
+                    table.headers.append(header)
+    return tables
+
+
+def _selected_rows(
+    tables: Mapping[tuple[str, str, str], _Table],
+    units: Sequence[Sequence[_Unit]],
+    question: set[str],
+    scores: Mapping[tuple[int, int], int],
+) -> set[tuple[int, int]]:
+    """The table rows worth quoting, judged per table: the rows of the categories the
+    question names ("Frankfurt" names the office column: every Frankfurt row), else the
+    rows holding the most question terms that tell the table's rows apart ("London" among
+    the cities, not "limit", which every row holds), else the best-scoring rows."""
+    out: set[tuple[int, int]] = set()
+    for table in tables.values():
+        rows = [r for r in table.rows if not _MARKER.search(units[r[0]][r[1]].text)]
+        if not rows:
+            continue
+        texts = [units[s][u].text for s, u in rows]
+        named = [len(question & c) for c in _category_terms(texts)]
+        held = [question.intersection(document_terms(t)) for t in texts]
+        shared = set.intersection(*held)
+        telling = [len(h - shared) for h in held]
+        ranked = [scores.get(row, 0) for row in rows]
+        for counts in (named, telling, ranked):
+            best = max(counts)
+            if best > 0:
+                out.update(row for row, n in zip(rows, counts, strict=True) if n == best)
+                break
+    return out
+
+
+def _table_members(
+    table: _Table, selected: set[tuple[int, int]], units: Sequence[Sequence[_Unit]]
+) -> list[tuple[int, int]]:
+    """A table as quoted: the lead sentence and header line, then its selected rows in
+    snippet order (at most :data:`MAX_ENUMERATION`). Empty when no row is selected."""
+    rows = [r for r in table.rows if r in selected][:MAX_ENUMERATION]
+    if not rows:
+        return []
+    lead: list[tuple[int, int]] = []
+    for s, u in table.headers:
+        group = units[s][u].group
+        lead += [(s, i) for i, x in enumerate(units[s]) if x.lead is not None and x.lead == group]
+    return [*lead, *table.headers, *rows]
+
+
+def _list_members(units: Sequence[_Unit], group: int | None) -> list[int]:
+    """A list as quoted: the sentence that introduces it, then every item."""
+    lead = [i for i, u in enumerate(units) if u.lead is not None and u.lead == group]
+    items = [i for i, u in enumerate(units) if u.group == group and not _MARKER.search(u.text)]
+    return lead + items[:MAX_ENUMERATION]

@@ -1,0 +1,190 @@
+"""The extractive provider reads a snippet's structure: headings are not quoted or glued to
+the sentence after them, a table block is quoted as its header and matching rows one per
+line, and a list is quoted whole. Each check runs once more against a variant with the
+behaviour removed, to show the same assertion catches it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+import clearance.llm.extractive as extractive
+from clearance.llm.base import ChatRequest, Snippet
+from clearance.llm.extractive import ExtractiveProvider, is_line_unit
+from clearance.model import Sensitivity
+
+CLASS_OF_TRAVEL = (
+    "2. Class of travel\n"
+    "- Flights with a scheduled flight time under 6 hours: economy class.\n"
+    "- 6 to 10 hours: premium economy.\n"
+    "- Over 10 hours, or any flight for vice presidents and above: business class."
+)
+FLIGHTS = "Flights\nFlights under six hours are booked in economy class. Rail is second class."
+CALENDAR = (
+    "date | country | office | holiday\n"
+    "2026-01-01 | JP | Tokyo / Osaka | New Year's Day\n"
+    "2026-01-02 | JP | Tokyo / Osaka | Company year-end closure\n"
+    "2026-01-01 | DE | Frankfurt | Neujahr\n"
+    "2026-04-03 | DE | Frankfurt | Karfreitag (Good Friday)\n"
+    "2026-12-25 | DE | Frankfurt | 1. Weihnachtstag"
+)
+CLOSURE = (
+    "Office closures\n"
+    "The office is closed on the following days:\n"
+    "- 29 December\n"
+    "- 30 December\n"
+    "- 31 December\n"
+    "Visitors are not received on those days."
+)
+
+
+def snippet(ref: str, text: str, locator: str = "page=1", title: str = "Doc") -> Snippet:
+    return Snippet(
+        ref=ref,
+        chunk_id=f"chunk-{ref}",
+        doc_id=f"files:{title}",
+        title=title,
+        locator=locator,
+        uri=f"file:///docs/{ref}.md",
+        text=text,
+        sensitivity=Sensitivity.INTERNAL,
+        corpus="ops",
+        origin="human",
+        trust="trusted",
+    )
+
+
+def answer(question: str, *snippets: Snippet) -> str:
+    request = ChatRequest("answer", question, (), snippets)
+    return ExtractiveProvider().complete(request).text
+
+
+def quoted(text: str) -> list[tuple[str, str]]:
+    """``"a [S1]\\nb [S2]"`` → ``[("a", "S1"), ("b", "S2")]``."""
+    parts = re.split(r" \[(S\d+)\](?:\s|$)", text)
+    assert parts[-1] == "", text
+    return list(zip(parts[0:-1:2], parts[1:-1:2], strict=True))
+
+
+def without(monkeypatch: pytest.MonkeyPatch, name: str, replacement: Callable[..., object]) -> None:
+    monkeypatch.setattr(extractive, name, replacement)
+
+
+# --------------------------------------------------------------------------- headings
+
+
+def heading_checks(text: str) -> None:
+    sentences = [s for s, _ in quoted(text)]
+    assert "Class of travel" not in sentences and "2." not in sentences, text
+    assert all(not s.startswith("Flights Flights") for s in sentences), text
+    assert "Flights under six hours are booked in economy class." in sentences, text
+
+
+def test_headings_are_neither_quoted_nor_glued_to_a_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    travel = snippet("S1", CLASS_OF_TRAVEL, "section=Global Travel Policy > 2. Class of travel")
+    flights = snippet("S2", FLIGHTS, "page=4")  # a heading the locator does not name
+    question = "Which class of travel for flights under six hours?"
+    heading_checks(answer(question, travel, flights))
+    # Reverse proof: with no heading recognised, the old answers come back.
+    without(monkeypatch, "_headings", lambda snippet, lines: set())
+    with pytest.raises(AssertionError):
+        heading_checks(answer(question, travel, flights))
+
+
+def test_a_one_line_snippet_is_content_not_a_heading() -> None:
+    assert answer("parking rules", snippet("S1", "Parking rules apply")) == (
+        "Parking rules apply [S1]"
+    )
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def table_checks(text: str) -> None:
+    lines = text.split("\n")
+    assert lines[0] == "date | country | office | holiday [S1]", text
+    rows = [line.removesuffix(" [S1]") for line in lines[1:]]
+    assert rows == [
+        "2026-01-01 | DE | Frankfurt | Neujahr",
+        "2026-04-03 | DE | Frankfurt | Karfreitag (Good Friday)",
+        "2026-12-25 | DE | Frankfurt | 1. Weihnachtstag",
+    ], text
+
+
+def test_a_table_is_quoted_as_its_header_and_the_rows_of_the_named_category(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calendar = snippet("S1", CALENDAR, "rows=1-6", "Holiday calendar")
+    question = "Which holidays does the Frankfurt office observe?"
+    table_checks(answer(question, calendar))
+    # Reverse proof: read as prose, the block is one run-on "sentence".
+    monkeypatch.setattr(extractive, "_CELL", "\x00")
+    with pytest.raises(AssertionError):
+        table_checks(answer(question, calendar))
+
+
+def test_rows_stored_alone_are_chosen_by_the_terms_that_tell_them_apart() -> None:
+    heading = "section=Travel > 3. Hotel limits per night,table=1,row="
+    rows = [
+        snippet(f"S{i}", f"City: {city} | Limit: {limit}", heading + city, "Travel")
+        for i, (city, limit) in enumerate(
+            [("London", "GBP 230"), ("Paris", "EUR 210"), ("Frankfurt", "EUR 190")], start=1
+        )
+    ]
+    assert answer("What is the hotel limit per night in Paris?", *rows) == (
+        "City: Paris | Limit: EUR 210 [S2]"
+    )
+    every = answer("What are the hotel limits per night?", *rows)
+    assert [s for s, _ in quoted(every)] == [
+        "City: London | Limit: GBP 230",
+        "City: Paris | Limit: EUR 210",
+        "City: Frankfurt | Limit: EUR 190",
+    ]
+    assert every.count("\n") == 2  # one row per line
+
+
+# --------------------------------------------------------------------------- lists
+
+
+def list_checks(text: str) -> None:
+    sentences = [s for s, _ in quoted(text)]
+    assert sentences[:4] == [
+        "The office is closed on the following days:",
+        "- 29 December",
+        "- 30 December",
+        "- 31 December",
+    ], text
+    assert all(is_line_unit(s) for s in sentences[1:4])
+
+
+def test_an_enumeration_is_quoted_whole_with_the_sentence_that_introduces_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    closures = snippet("S1", CLOSURE, "section=Office > Office closures")
+    question = "Which days is the office closed in December?"
+    list_checks(answer(question, closures))
+    # Reverse proof: quoting only the best-matching items leaves the list incomplete.
+    without(monkeypatch, "_list_members", lambda units, group: [])
+    with pytest.raises(AssertionError):
+        list_checks(answer(question, closures))
+
+
+def test_every_quote_is_still_verbatim_from_the_snippet_it_cites() -> None:
+    snippets = (
+        snippet("S1", CLASS_OF_TRAVEL, "section=Global Travel Policy > 2. Class of travel"),
+        snippet("S2", CALENDAR, "rows=1-6", "Holiday calendar"),
+        snippet("S3", CLOSURE, "section=Office > Office closures"),
+        snippet("S4", FLIGHTS),
+    )
+    by_ref = {s.ref: s.text for s in snippets}
+    for question in (
+        "Which class of travel for flights?",
+        "Which days is the Tokyo office closed?",
+        "Which December days is the office closed?",
+    ):
+        for sentence, ref in quoted(answer(question, *snippets)):
+            assert sentence in by_ref[ref]
