@@ -156,7 +156,8 @@ def test_a_composite_question_gets_the_figure_and_the_explanation(acme: AcmeInde
     assert (result.status, result.route) == (Status.ANSWERED, Route.COMPOSITE)
     head, _, tail = result.answer.partition("\n\n")
     assert head == figure.answer  # the figure exactly as the structured path renders it
-    assert tail.strip() and "[S1]" in tail  # the explanation, cited
+    # The explanation, cited: its markers count on from the figure's citations.
+    assert tail.strip() and f"[S{len(figure.citations) + 1}]" in tail
     assert set(figure.citations) <= set(result.citations)
     assert len(result.citations) > len(figure.citations)
     assert not [f for f in result.flags if f.startswith("unanswered_part:")]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -618,8 +619,11 @@ class Orchestrator:
         flags = list(figure.flags)
         if figure.status is not Status.ANSWERED:
             flags.append("unanswered_part:figure")
+        citations = tuple(dict.fromkeys((*figure.citations, *story.citations)))
         if story.status is Status.ANSWERED:
-            blocks.append(story.answer)
+            # The explanation's markers count from its own first citation; here they
+            # follow the figure's.
+            blocks.append(_renumbered(story.answer, story.citations, citations))
             flags.extend(f for f in story.flags if f not in flags)
         else:
             blocks.append(NO_EXPLANATION.format(part=intent.narrative))
@@ -632,7 +636,7 @@ class Orchestrator:
             Status.ANSWERED if answered else figure.status,
             "\n\n".join(blocks),
             Route.COMPOSITE,
-            tuple(dict.fromkeys((*figure.citations, *story.citations))),
+            citations,
             flags=tuple(flags),
             assumptions=figure.assumptions,
             missing=figure.missing,
@@ -838,7 +842,8 @@ class Orchestrator:
         }
         text = checked.render(labels)
         for sentence, ref in added:
-            text += f" Another source says otherwise: {sentence} [{labels[ref]}]"
+            quoted = " ".join(_ANY_MARKER.sub(" ", sentence).split())
+            text += f" Another source says otherwise: {quoted} [{labels[ref]}]"
         documents = {
             d.doc_id: d
             for d in (self.app.store.get_document(by_ref[r].doc_id) for r in refs)
@@ -851,7 +856,8 @@ class Orchestrator:
         ]
         for d in outdated:
             flags.append(f"possibly_outdated:{d.doc_id}")
-            text += f" (Note: “{d.title}” is past its review date and may be outdated.)"
+            title = " ".join(_ANY_MARKER.sub(" ", d.title).split())
+            text += f" (Note: “{title}” is past its review date and may be outdated.)"
         return AnswerResult(
             Status.ANSWERED, text.strip(), Route.NARRATIVE, tuple(numbers), flags=tuple(flags)
         )
@@ -879,6 +885,22 @@ def _missing_slots(parts: Sequence[MetricQuery]) -> list[str]:
         if part.period is None and "period" not in missing:
             missing.append("period")
     return missing
+
+
+_CITATION_MARKER = re.compile(r"\[S(\d{1,4})\]")
+# Marker-like text inside quoted material would be read as a citation: it is dropped.
+_ANY_MARKER = re.compile(r"\[\s*S\d+\s*\]", re.IGNORECASE)
+
+
+def _renumbered(text: str, own: Sequence[Citation], listed: Sequence[Citation]) -> str:
+    """``text``'s ``[S#]`` markers, numbered against ``own``, renumbered to ``listed``."""
+    position = {c: i for i, c in enumerate(listed, start=1)}
+
+    def number(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        return f"[S{position[own[n - 1]]}]" if 1 <= n <= len(own) else ""
+
+    return _CITATION_MARKER.sub(number, text)
 
 
 def _refusal(status: Status, text: str, route: Route = Route.NONE) -> AnswerResult:
