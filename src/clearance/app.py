@@ -119,8 +119,7 @@ class Clearance(Closing):
         self._embedder = embedder
         self.clock = clock
         self._checkers = checkers
-        self._directory: Directory | None = None
-        self._directory_generation: object = None
+        self._directory: tuple[int, Directory] | None = None
 
     @classmethod
     def open(cls, settings: Settings, **kwargs: Any) -> Clearance:
@@ -171,10 +170,20 @@ class Clearance(Closing):
 
     @property
     def directory(self) -> Directory:
-        raw = self.store.get_meta(_DIRECTORY_KEY)
-        if self._directory is None or raw is None or raw.get("version") != self._directory.version:
-            self._directory = Directory.empty() if raw is None else Directory.from_json(raw)
-        return self._directory
+        """The synced directory as the index holds it now. Re-read only when the index's
+        directory generation moved (any writer, any process, bumps it), so the check before
+        every request reads one small row, not the whole directory. The cache is one
+        ``(generation, directory)`` pair, replaced whole: threads racing to refresh it can
+        never pair a newer generation with an older directory."""
+        cached = self._directory
+        changed = self.store.directory_if_changed(None if cached is None else cached[0])
+        if changed is None:
+            assert cached is not None
+            return cached[1]
+        generation, raw = changed
+        directory = Directory.empty() if raw is None else Directory.from_json(raw)
+        self._directory = (generation, directory)
+        return directory
 
     def access(self) -> AccessControl:
         return AccessControl(
@@ -358,7 +367,6 @@ class Clearance(Closing):
         current = self.directory
         updated = current.apply_delta(doc) if delta else current.replace(doc)
         self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
-        self._directory = updated
         return updated
 
     def sync_acls(self, path: Path, corpus: str, *, delta: bool = False) -> AclSyncReport:

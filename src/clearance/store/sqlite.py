@@ -135,7 +135,8 @@ CREATE TABLE IF NOT EXISTS facts (
 CREATE INDEX IF NOT EXISTS facts_lookup ON facts (metric, entity, period);
 CREATE INDEX IF NOT EXISTS facts_doc ON facts (doc_key);
 -- end facts
-INSERT OR IGNORE INTO meta VALUES ('content_generation', '0'), ('access_generation', '0');
+INSERT OR IGNORE INTO meta VALUES ('content_generation', '0'), ('access_generation', '0'),
+    ('directory_generation', '0');
 """
 # Run one by one inside the opening transaction (executescript would commit first).
 _SCHEMA_STATEMENTS = [
@@ -156,6 +157,8 @@ _GENERATIONS = {
     "content_generation": {"chunks": "id", "chunk_terms": "chunk", "vectors": "chunk"},
     "access_generation": {"documents": "", "doc_acl": ""},
 }
+#: The ``meta`` key of the synced directory (:attr:`clearance.app.Clearance.directory`).
+_DIRECTORY_META = "directory"
 _ROWS = {"INSERT": ("NEW",), "UPDATE": ("OLD", "NEW"), "DELETE": ("OLD",)}
 _TRIGGERS = {
     f"{table}_{event.lower()}_bumps_{key}": (
@@ -171,6 +174,19 @@ _TRIGGERS = {
     for table, column in tables.items()
     for event in _ROWS
 }
+_TRIGGERS.update(
+    {
+        # The directory is one large JSON value in `meta`: readers compare this counter (one
+        # small row) instead of reading and parsing that value before every request.
+        f"meta_{event.lower()}_bumps_directory_generation": (
+            f"CREATE TRIGGER meta_{event.lower()}_bumps_directory_generation AFTER {event} "
+            f"ON meta WHEN {' OR '.join(f'{row}.key = {_DIRECTORY_META!r}' for row in rows)} "
+            "BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+            "WHERE key = 'directory_generation'; END"
+        )
+        for event, rows in _ROWS.items()
+    }
+)
 _TRIGGERS.update(
     {
         # A REPLACE conflict deletes the old row without firing its delete trigger (unless
@@ -344,6 +360,7 @@ class SQLiteStore(Closing):
         self._content: ContentIndex | None = None
         self._access: AccessIndex | None = None
         self._vocabulary: dict[str, int] | None = None  # the writer's copy of `terms`
+        self._corpora: tuple[int, tuple[str, ...]] | None = None  # per access generation
         try:
             db.execute("PRAGMA foreign_keys = ON")
             _switch_to_wal(db, busy_timeout_s)  # a no-op, and no lock, once the file is WAL
@@ -375,12 +392,13 @@ class SQLiteStore(Closing):
             return False
         objects = dict(self._db.execute("SELECT name, sql FROM sqlite_master").fetchall())
         generations = self._db.execute(
-            "SELECT count(*) FROM meta WHERE key IN ('content_generation', 'access_generation')"
+            "SELECT count(*) FROM meta WHERE key IN "
+            "('content_generation', 'access_generation', 'directory_generation')"
         ).fetchone()[0]
         return (
             all(name in objects for name in _SCHEMA_OBJECTS)
             and all(objects.get(name) == sql for name, sql in _TRIGGERS.items())
-            and generations == 2
+            and generations == 3
         )
 
     def _prepare(self) -> None:
@@ -473,6 +491,7 @@ class SQLiteStore(Closing):
                 # rollback also rewinds the generations they are labelled with. Reset first:
                 # SQLite may already have rolled back by itself (I/O error, RAISE(ROLLBACK)).
                 self._content = self._access = None
+                self._corpora = None
                 self._vocabulary = None  # it may hold ids the rollback took back
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
@@ -517,6 +536,21 @@ class SQLiteStore(Closing):
                 "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, json.dumps(value)),
             )
+
+    @_consistent
+    def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
+        """``(generation, value)`` of the stored directory (value ``None`` when there is
+        none), or ``None`` when its generation is still ``generation``. A trigger bumps the
+        generation on every write of the directory, by any writer, so an unchanged
+        generation means an unchanged value; both are read in one snapshot."""
+        row = self._db.execute(
+            "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'directory_generation'"
+        ).fetchone()
+        current = int(row[0])
+        if current == generation:
+            return None
+        raw = self._meta_raw(_DIRECTORY_META)
+        return current, None if raw is None else json.loads(raw)
 
     def _generations(self) -> tuple[int, int]:
         found = dict(
@@ -835,10 +869,14 @@ class SQLiteStore(Closing):
 
     @_consistent
     def corpora(self) -> list[str]:
-        """Every corpus that holds at least one document."""
-        return [
-            str(r[0]) for r in self._db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
-        ]
+        """Every corpus that holds at least one document. Every search asks, and the answer
+        only changes with the documents table, so it is kept per access generation."""
+        _, generation = self._generations()
+        cached = self._corpora
+        if cached is None or cached[0] != generation:
+            rows = self._db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
+            cached = self._corpora = (generation, tuple(str(r[0]) for r in rows))
+        return list(cached[1])
 
     @_consistent
     def content_hash(self, doc_id: str) -> str | None:
