@@ -12,12 +12,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from api.conftest import Live, create_token
 from clearance.access.policy import AccessControl, Decision, Reason
+from clearance.api.app import SearchBody, SearchRow
 from clearance.api.tokens import TokenStore
 from clearance.app import Clearance
 from clearance.errors import StoreError
@@ -81,6 +83,23 @@ def test_search_equals_the_cli_search_json(live: Live, client: httpx.Client) -> 
     assert response.status_code == 200 and rc == 0
     assert response.json() == json.loads(out)
     assert [r["doc_id"] for r in response.json()["results"]] == ["files:travel.md"]
+    assert matches_search_schema(response.json())
+
+
+def matches_search_schema(body: dict[str, Any]) -> bool:
+    """Whether a search body has exactly the fields the OpenAPI schema promises: the route
+    returns its JSON without a second pydantic pass, so nothing else would notice a drift."""
+    rows_ok = all(set(row) == set(SearchRow.model_fields) for row in body["results"])
+    return set(body) == set(SearchBody.model_fields) and rows_ok and bool(body["results"])
+
+
+def test_reverse_proof_a_field_outside_the_schema_is_noticed(
+    live: Live, client: httpx.Client
+) -> None:
+    body = client.post("/v1/search", json={"query": "Hotels"}, headers=live.auth("ann")).json()
+    body["results"][0]["acl"] = ["group:staff"]
+
+    assert not matches_search_schema(body)
 
 
 def test_search_never_returns_what_the_caller_may_not_read(
