@@ -310,6 +310,8 @@ class VectorRows:
 class AccessIndex:
     """What the permission filter needs about every document, as arrays indexed by doc key."""
 
+    _slots: tuple[ContentIndex, IntArray] | None = None  # see _ceiling_slots
+
     def __init__(
         self,
         generation: int,
@@ -390,12 +392,25 @@ class AccessIndex:
         is never admitted."""
         if not flt.principals or len(content) == 0:
             return np.zeros(len(content), dtype=np.bool_)
-        ceilings = self.ceilings(flt)
-        known = (content.doc_keys >= 0) & (content.doc_keys < self.size)
-        doc_ceiling = np.full(len(content), _NO_ACCESS, dtype=np.int8)
-        doc_ceiling[known] = ceilings[content.doc_keys[known]]
+        # One extra slot past the last doc key holds "no access"; every chunk reads its
+        # document's ceiling, or that slot when the document is unknown.
+        ceilings = np.append(self.ceilings(flt), _NO_ACCESS)
+        doc_ceiling = ceilings.take(self._ceiling_slots(content))
         mask: BoolArray = (content.sensitivity <= doc_ceiling) & content.live
         return mask
+
+    def _ceiling_slots(self, content: ContentIndex) -> IntArray:
+        """Per chunk of ``content``, the slot of its document in :meth:`ceilings` (the extra
+        slot ``size`` for a doc key this snapshot does not know). It depends only on the
+        two snapshots, both immutable, so it is computed once per pair instead of per
+        request (a boolean-masked gather over every chunk cost ~1 ms at 100k chunks)."""
+        cached = self._slots
+        if cached is not None and cached[0] is content:
+            return cached[1]
+        keys = content.doc_keys
+        slots: IntArray = np.where((keys >= 0) & (keys < self.size), keys, self.size)
+        self._slots = (content, slots)
+        return slots
 
 
 def top_k(
