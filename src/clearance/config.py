@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import math
 import os
 import re
@@ -52,10 +53,15 @@ __all__ = [
     "load_settings",
     "parse_duration",
     "parse_rate",
+    "per_worker_rate",
+    "serve_worker_config",
 ]
 
 CONFIG_NAME = "clearance.toml"
 HOME_ENV = "CLEARANCE_HOME"
+#: Set by ``clearance serve --workers N`` for its worker processes (which start fresh and
+#: import the app by name): ``{"config": path, "workers": N}`` as JSON. Never set by hand.
+SERVE_WORKERS_ENV = "CLEARANCE_SERVE_WORKERS"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -1122,6 +1128,31 @@ def load_settings(explicit: Path | None = None, env: Mapping[str, str] | None = 
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     return _parse(data, path.resolve().parent, path.resolve())
+
+
+def serve_worker_config(env: Mapping[str, str] | None = None) -> tuple[Path, int]:
+    """``(configuration file, number of workers)`` that ``clearance serve --workers N`` left
+    in :data:`SERVE_WORKERS_ENV` for the worker processes it starts."""
+    environ = os.environ if env is None else env
+    raw = environ.get(SERVE_WORKERS_ENV)
+    if not raw:
+        raise ConfigError(f"{SERVE_WORKERS_ENV} is not set: start workers with 'clearance serve'")
+    found = json.loads(raw)
+    return Path(found["config"]), int(found["workers"])
+
+
+def per_worker_rate(rate: Rate, workers: int) -> Rate:
+    """The share of ``rate`` each of ``workers`` processes enforces with buckets of its own,
+    so that a user's requests over all of them never exceed ``rate``: ``count // workers``
+    tokens each, refilled at ``1 / workers`` of the configured pace. A rate of fewer
+    requests than workers cannot be shared out and is refused."""
+    share = rate.count // workers
+    if share < 1:
+        raise ConfigError(
+            f"[server] rate_limit allows {rate.count} requests per {rate.per_s:g} s, fewer than "
+            f"the {workers} workers it is shared between: raise it or use fewer workers"
+        )
+    return Rate(share, rate.per_s * share * workers / rate.count)
 
 
 def trace_key(settings: Settings, env: Mapping[str, str] | None = None) -> bytes | None:

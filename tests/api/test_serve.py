@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,9 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.conftest import create_token, free_port, wait_until_serving
-from clearance.config import ServerSettings, settings_from_dict
+from api.conftest import create_token, free_port, make_project, wait_until_serving
+from clearance.config import Rate, ServerSettings, per_worker_rate, settings_from_dict
 from clearance.errors import ConfigError
+from clitools import cli
 
 
 def test_server_settings_default_to_loopback_8080_and_1_mib() -> None:
@@ -55,3 +57,84 @@ def test_clearance_serve_answers_on_the_given_port(project: Path) -> None:
         process.wait(15)
         if process.stdout:
             process.stdout.close()
+
+
+def child_pids(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_serve_with_workers_applies_a_directory_sync_to_every_worker(tmp_path: Path) -> None:
+    """Two worker processes, each with its own in-memory copy: a directory sync by another
+    process (the CLI) disables the account for the very next request, whichever worker
+    takes it. Each request opens a new connection, so the kernel spreads them over both.
+    (tests/test_directory_freshness.py holds the reverse proof of the cache this relies on.)"""
+    config = make_project(tmp_path)
+    token = create_token(config, "ann")["token"]
+    port = free_port()
+    command = [sys.executable, "-m", "clearance.cli.main", "--config", str(config), "serve"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--workers", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def refusals() -> list[str | None]:
+        found = []
+        for _ in range(12):
+            with httpx.Client(base_url=url, timeout=10) as client:  # a new connection each
+                response = client.post(
+                    "/v1/search",
+                    json={"query": "Hotels"},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+            assert response.status_code == 200
+            found.append(response.json()["refused"])
+        return found
+
+    try:
+        wait_until_serving(url, process)
+        assert len(child_pids(process.pid)) >= 2
+        assert refusals() == [None] * 12
+
+        directory = json.loads((tmp_path / "directory.json").read_text())
+        directory["users"][0]["active"] = False  # ann
+        (tmp_path / "off.json").write_text(json.dumps(directory), encoding="utf-8")
+        rc, _, err = cli("--config", config, "directory", "sync", tmp_path / "off.json")
+        assert rc == 0, err
+
+        assert refusals() == ["account_disabled"] * 12
+    finally:
+        process.terminate()
+        process.wait(30)
+        if process.stdout:
+            process.stdout.close()
+
+
+def test_workers_share_the_rate_limit_without_exceeding_it() -> None:
+    """Each worker keeps its own buckets, so each enforces a share: over all workers a user
+    never gets more than the configured burst or pace. Reverse proof: the configured rate
+    in every worker (what a naive split would do) allows ``workers`` times too much."""
+
+    def within(share: Rate, rate: Rate, workers: int) -> bool:
+        burst_ok = share.count * workers <= rate.count
+        pace_ok = workers * share.count / share.per_s <= rate.count / rate.per_s * (1 + 1e-9)
+        return burst_ok and pace_ok
+
+    for rate in (Rate(60, 60.0), Rate(7, 1.0), Rate(3, 3600.0), Rate(1000, 0.5)):
+        for workers in (1, 2, 3):
+            if rate.count >= workers:
+                assert within(per_worker_rate(rate, workers), rate, workers)
+        assert not within(rate, rate, 2)
+    with pytest.raises(ConfigError, match="fewer than the 4 workers"):
+        per_worker_rate(Rate(3, 60.0), 4)
+
+
+def test_serve_refuses_a_rate_limit_it_cannot_share_between_workers(tmp_path: Path) -> None:
+    config = make_project(tmp_path)
+    text = config.read_text(encoding="utf-8").replace('rate_limit = "off"', 'rate_limit = "1/m"')
+    config.write_text(text, encoding="utf-8")
+
+    rc, _, err = cli("--config", config, "serve", "--port", str(free_port()), "--workers", "2")
+
+    assert rc != 0 and "fewer than the 2 workers" in err

@@ -1,13 +1,55 @@
-"""``clearance serve``: the HTTP API (docs/server.md) under uvicorn, one hot index."""
+"""``clearance serve``: the HTTP API (docs/server.md) under uvicorn, one hot index.
+
+With ``--workers N`` uvicorn starts N processes that share the listening socket. Each opens
+the index and holds its own in-memory copy (docs/server.md gives the memory per worker);
+everything a request is checked against — tokens, the directory, ACLs, sync times — is read
+from the index file, so a change made through one worker (or the CLI) applies to the next
+request on every worker. Python runs one thread of a process at a time, so a single process
+uses about one core whatever the load; workers are how the service uses more.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import TYPE_CHECKING
 
 import click
 
 from clearance.cli.context import AppContext, console, pass_app
 from clearance.cli.safe import safe
+from clearance.config import (
+    SERVE_WORKERS_ENV,
+    Settings,
+    find_config,
+    load_settings,
+    per_worker_rate,
+    serve_worker_config,
+)
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+__all__ = ["register", "worker_app"]
+
+
+def worker_settings(settings: Settings, workers: int) -> Settings:
+    """``settings`` as one of ``workers`` processes applies them: each enforces its share of
+    ``[server] rate_limit`` (buckets live in a process's memory)."""
+    rate = settings.server.rate_limit
+    if workers == 1 or rate is None:
+        return settings
+    server = dataclasses.replace(settings.server, rate_limit=per_worker_rate(rate, workers))
+    return dataclasses.replace(settings, server=server)
+
+
+def worker_app() -> FastAPI:
+    """The app of one ``--workers`` process: uvicorn imports this factory by name in each."""
+    from clearance.api.app import create_app
+
+    config, workers = serve_worker_config()
+    return create_app(worker_settings(load_settings(config), workers))
 
 
 def register(cli: click.Group) -> None:
@@ -16,8 +58,15 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--port", type=click.IntRange(1, 65535), help="Port. Default: [server] port (8080)."
     )
+    @click.option(
+        "--workers",
+        type=click.IntRange(1, 64),
+        default=1,
+        show_default=True,
+        help="Server processes; each holds its own copy of the index in memory.",
+    )
     @pass_app
-    def serve(app_ctx: AppContext, host: str | None, port: int | None) -> None:
+    def serve(app_ctx: AppContext, host: str | None, port: int | None, workers: int) -> None:
         """Serve the HTTP API until interrupted. Callers sign in with API tokens
         ('clearance token create'); put TLS on a reverse proxy in front of it."""
         import uvicorn  # only this command needs the server
@@ -26,17 +75,31 @@ def register(cli: click.Group) -> None:
         from clearance.api.metrics import serve_log_config
 
         settings = app_ctx.settings()
+        worker_settings(settings, workers)  # a rate limit that cannot be shared fails here
         host = host or settings.server.host
         port = port or settings.server.port
-        app = create_app(settings)
-        console.print(f"serving the Clearance API on http://{safe(host)}:{port}")
+        options = {
+            "host": host,
+            "port": port,
+            "log_level": "info",
+            "server_header": False,
+            "proxy_headers": False,  # the peer is the TCP peer: trusted_proxies rely on it
+            "access_log": False,  # it prints client addresses and full paths: ours replaces it
+            "log_config": serve_log_config(uvicorn.config.LOGGING_CONFIG),
+        }
+        if workers == 1:
+            app = create_app(settings)
+            console.print(f"serving the Clearance API on http://{safe(host)}:{port}")
+            uvicorn.run(app, **options)  # type: ignore[arg-type]
+            return
+        config = find_config(app_ctx.config).resolve()
+        os.environ[SERVE_WORKERS_ENV] = json.dumps({"config": str(config), "workers": workers})
+        console.print(
+            f"serving the Clearance API on http://{safe(host)}:{port} with {workers} workers"
+        )
         uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level="info",
-            server_header=False,
-            proxy_headers=False,  # the peer is the TCP peer: trusted_proxies rely on it
-            access_log=False,  # it prints client addresses and full paths: ours replaces it
-            log_config=serve_log_config(uvicorn.config.LOGGING_CONFIG),
+            "clearance.cli.serve_cmd:worker_app",
+            factory=True,
+            workers=workers,
+            **options,  # type: ignore[arg-type]
         )
