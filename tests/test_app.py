@@ -12,6 +12,7 @@ import pytest
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.retrieval.embedding import HashingEmbedder
+from clearance.store.memory import ContentIndex
 from clearance.store.sqlite import SQLiteStore
 
 DOCS = {
@@ -163,3 +164,23 @@ def test_minilm_end_to_end_finds_a_paraphrase(
     assert [h.document.doc_id for h in result.hits] == ["files:hotel.md"]
     assert result.hits[0].vector_rank == 1
     assert result.hits[0].lexical_rank is None
+
+
+@pytest.mark.parametrize("warmed", [True, False], ids=["warm", "reverse-proof-cold"])
+def test_warm_builds_the_search_copies_before_the_first_search(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch, warmed: bool
+) -> None:
+    """``clearance serve`` warms each process at start, so no request waits for the build."""
+    if warmed:
+        app.warm()
+    built: list[int] = []
+    original = ContentIndex.build
+
+    def counting(*args: Any, **kwargs: Any) -> ContentIndex:
+        built.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ContentIndex, "build", counting)
+
+    assert app.search("ann", "London revenue").hits
+    assert (built == []) is warmed

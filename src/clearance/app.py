@@ -185,6 +185,12 @@ class Clearance(Closing):
         self._directory = (generation, directory)
         return directory
 
+    def warm(self) -> None:
+        """Read the directory, load the embedding model and build the in-memory search
+        copies now, so that the first request after a start does not wait for them."""
+        _ = self.directory
+        self.store.warm(vectors=self.embedder is not None)
+
     def access(self) -> AccessControl:
         return AccessControl(
             self.settings,

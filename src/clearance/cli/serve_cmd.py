@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 from typing import TYPE_CHECKING
 
 import click
 
+from clearance.app import Clearance
 from clearance.cli.context import AppContext, console, pass_app
 from clearance.cli.safe import safe
 from clearance.config import (
@@ -27,11 +29,14 @@ from clearance.config import (
     per_worker_rate,
     serve_worker_config,
 )
+from clearance.errors import ClearanceError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
 __all__ = ["register", "worker_app"]
+
+log = logging.getLogger(__name__)
 
 
 def worker_settings(settings: Settings, workers: int) -> Settings:
@@ -44,12 +49,25 @@ def worker_settings(settings: Settings, workers: int) -> Settings:
     return dataclasses.replace(settings, server=server)
 
 
+def warmed(app: FastAPI) -> FastAPI:
+    """``app`` with its engine's in-memory index built before it takes a request. Each
+    worker holds its own copy, and a worker that built it on its first request would hold
+    that request, and every one queued behind it, for seconds. An index that cannot be
+    read is left to the requests (and ``/readyz``) to report."""
+    engine: Clearance = app.state.engine
+    try:
+        engine.warm()
+    except ClearanceError as exc:
+        log.warning("the index was not loaded at start: %s", exc.message)
+    return app
+
+
 def worker_app() -> FastAPI:
     """The app of one ``--workers`` process: uvicorn imports this factory by name in each."""
     from clearance.api.app import create_app
 
     config, workers = serve_worker_config()
-    return create_app(worker_settings(load_settings(config), workers))
+    return warmed(create_app(worker_settings(load_settings(config), workers)))
 
 
 def register(cli: click.Group) -> None:
@@ -88,7 +106,7 @@ def register(cli: click.Group) -> None:
             "log_config": serve_log_config(uvicorn.config.LOGGING_CONFIG),
         }
         if workers == 1:
-            app = create_app(settings)
+            app = warmed(create_app(settings))
             console.print(f"serving the Clearance API on http://{safe(host)}:{port}")
             uvicorn.run(app, **options)  # type: ignore[arg-type]
             return

@@ -1092,6 +1092,11 @@ class SQLiteStore(Closing):
         best = top_k(scores, candidates, content.keys[rows.positions[candidates]], k)
         return [(content.chunk_ids[rows.positions[r]], float(scores[r])) for r in best]
 
+    def warm(self, *, vectors: bool) -> None:
+        """Build the in-memory copies now (seconds at 100k chunks) rather than in the first
+        search; later writes are applied to them as usual."""
+        self._indexes(vectors=vectors)
+
     def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
         """Lexical and (given a query vector) vector top-k of the allowed set, with the
         permission mask computed once for both."""
