@@ -2,8 +2,8 @@
 
 Not a test: it prints figures (and PASS/MISS next to the targets) and never asserts.
 
-Setup (seeded, in a temporary directory)
-----------------------------------------
+Setup (seeded, in a temporary directory or ``--workdir``)
+---------------------------------------------------------
 * The synthetic corpus and lexical-only ingest of ``benchmarks/bench_store.py`` (imported, not
   copied): ``--chunks`` chunks (default 100,000), corpus ``bench``, every document ``d`` with
   the ACL ``group:t<d % 1000>``, ``group:h<d % 100>``, ``group:d<d % 10>``, ``group:all``.
@@ -16,22 +16,54 @@ Setup (seeded, in a temporary directory)
   are synced once (``clearance acl sync``, a snapshot) so the corpus is fresh.
 * One API token per user, created through :class:`clearance.api.tokens.TokenStore`.
 * ``clearance serve`` as a subprocess on a free loopback port; the benchmark waits for
-  ``/healthz``, then warms up (one search per user and one ask: the in-memory index and the
-  answer orchestrator are built then, and timed).
+  ``/healthz``, then warms up (six rounds of one search per user and one ask: the in-memory
+  index and the answer orchestrator are built then, in every worker; the first round is
+  timed).
 
 Run
 ---
-``--clients`` (default 50) asyncio tasks share one ``httpx.AsyncClient``; each loops for
-``--seconds`` (default 60): pick a user (round robin per client), a query from bench_store's
-query generator (2–4 content words of the corpus vocabulary), and ``POST /v1/search`` (3 in 4)
-or ``POST /v1/ask`` (1 in 4). Every response's latency, status and returned doc ids
-(search rows; ask citations) are kept. Meanwhile one background task, as ``ops``:
+Each run starts ``clearance serve`` on a fresh copy of the index (so every run sees the same
+state), warms it up, and offers load for ``--seconds`` (default 60) in one of these profiles
+(``--load``, repeatable; default ``closed``):
+
+* ``closed[:N]`` — N clients (default ``--clients``, 50), each sending its next request as
+  soon as the last returns: the requirement's "50 concurrent clients". This measures the
+  server at saturation; the latency is then mostly queueing.
+* ``think:N:MS`` — N clients that pause an exponentially distributed think time (mean MS ms)
+  between requests: about N / (MS/1000 + latency) requests per second offered.
+* ``rate:R`` — open loop: Poisson arrivals at R per second over ``--clients`` connections;
+  latency counts from the arrival, so time queued in the client is included.
+
+Requests: users round robin, a query from bench_store's query generator (2–4 content words of
+the corpus vocabulary), ``POST /v1/search`` (3 in 4) or ``POST /v1/ask`` (1 in 4). Every
+response's latency, status and returned doc ids (search rows; ask citations) are kept.
+Meanwhile one background task, as ``ops``:
 
 * at 1/3 of the run, ``POST /v1/directory/sync?delta=true``: group ``d0`` loses ``user:mix``;
 * at 2/3 of the run, ``POST /v1/acl/sync?corpus=bench&delta=true``: the first 200 documents
   of ``group:d0`` lose ``group:d0`` (so user ``d0`` loses them; ``all`` keeps them).
 
-Both changes only **revoke**, so the states are nested: S0 ⊇ S1 ⊇ S2 (what each user may
+The clients speak HTTP/1.1 over asyncio streams (:class:`Connection`), one keep-alive
+connection each: they share the server's cores, and httpx's client cost more CPU per request
+than the server itself. The CPU time of the server (all its processes) and of the clients is
+read before and after each run and reported per request: unlike latency, it hardly depends on
+what else the machine is running.
+
+Server configurations (all runs of one profile are printed side by side at the end):
+
+* ``--compare SRC``: first the same run against a server whose package comes from another
+  source tree (e.g. a checkout of an earlier commit: ``git worktree add /tmp/before <commit>``,
+  then ``--compare /tmp/before/src``) — before and after from one invocation, same machine,
+  same data;
+* this tree;
+* ``--workers N``: this tree again as ``clearance serve --workers N``.
+
+``--workdir DIR`` keeps the ingested index in DIR and reuses it in later invocations (the
+ingest takes minutes and the runs never modify that copy).
+
+Checks
+------
+Both syncs only **revoke**, so the states are nested: S0 ⊇ S1 ⊇ S2 (what each user may
 read). The offline check, for every 200 response: every returned doc id must be allowed by
 :func:`clearance.access.policy.authorize` (rules evaluated offline, on the benchmark's own copy
 of the directory and ACLs) in the state of the *last sync whose HTTP response had arrived
@@ -40,25 +72,29 @@ state before it — which, the changes being revocations, accepts exactly the do
 either side of the change. A request sent after a sync returned must not see what it revoked
 ("disabling takes effect on the next query"). Crossings of that rule are counted (target 0).
 
-Reported: throughput, p50/p95/p99 latency per route, errors (non-200 or transport errors,
-target 0), permission crossings (target 0), the syncs' own latency, and the server's RSS
-(``VmRSS`` after warm-up and at the end, peak ``VmHWM`` from ``/proc/<pid>/status``). Loopback
-only; the clients run on the same cores as the server (their CPU is in the figures).
+Reported per run: throughput, p50/p95/p99 latency per route, errors (non-200 or transport
+errors, target 0), permission crossings (target 0), the syncs' own latency, CPU per request,
+and the server's RSS (``VmRSS`` after warm-up and at the end, peak ``VmHWM``, from
+``/proc/<pid>/status``, summed over the worker processes). Loopback only.
 
 Target: ``/v1/search`` p95 ≤ 50 ms at 50 concurrent clients on 2 cores.
 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_service.py [--chunks N] [--seconds S] [--clients N]
+        [--load PROFILE ...] [--compare SRC] [--workers N] [--workdir DIR] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -89,6 +125,8 @@ TARGET_SEARCH_P95_MS = 50.0
 ASK_SHARE = 4  # one request in ASK_SHARE is an ask
 ACL_REVOKED_DOCS = 200
 REQUEST_TIMEOUT_S = 30.0
+WARM_ROUNDS = 6
+IDLE_RECONNECT_S = 4.0  # below uvicorn's keep-alive timeout (5 s)
 
 CONFIG = """\
 [embedding]
@@ -244,6 +282,106 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
 # --------------------------------------------------------------------------- load
 
 
+class Connection:
+    """One keep-alive HTTP/1.1 connection that sends fixed-shape POSTs and reads the reply.
+
+    The clients run on the same cores as the server, so they must cost little: httpx's
+    async client spent more CPU per request (5–9 ms) than the server did, which made the
+    benchmark measure itself. This speaks just enough HTTP for the server under test
+    (Content-Length or chunked bodies, reconnect after ``Connection: close``)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.used = 0.0  # when the connection last finished a request
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+        self.reader = self.writer = None
+
+    async def post(self, path: str, body: bytes, token: str) -> tuple[int, bytes]:
+        # uvicorn closes a connection idle for 5 s: one idle almost that long is replaced
+        # rather than raced against the server's close.
+        if self.writer is not None and time.monotonic() - self.used > IDLE_RECONNECT_S:
+            await self.close()
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        self.used = time.monotonic()
+        self.writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        headers = {
+            k.strip().lower(): v.strip()
+            for k, _, v in (line.partition(b":") for line in head.split(b"\r\n")[1:] if line)
+        }
+        if headers.get(b"transfer-encoding") == b"chunked":
+            parts = []
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                parts.append(await self.reader.readexactly(size + 2))
+                if size == 0:
+                    break
+            data = b"".join(p[:-2] for p in parts)
+        else:
+            data = await self.reader.readexactly(int(headers.get(b"content-length", b"0")))
+        if headers.get(b"connection") == b"close":
+            await self.close()
+        self.used = time.monotonic()
+        return status, data
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How the clients offer load.
+
+    * ``closed:N`` — N clients, each sending its next request as soon as the last returns.
+    * ``think:N:MS`` — N clients that wait an exponentially distributed think time (mean MS
+      milliseconds) between requests, as people at a search box do.
+    * ``rate:R`` — open loop: requests arrive at R per second (Poisson), whatever the server
+      does; each waits for one of ``--clients`` connections. Latency counts from the arrival,
+      so time queued in the client is included (no coordinated omission).
+    """
+
+    kind: str
+    clients: int
+    think_ms: float = 0.0
+    rate: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str, default_clients: int) -> Profile:
+        kind, _, rest = text.partition(":")
+        values = rest.split(":") if rest else []
+        try:
+            if kind == "closed" and len(values) <= 1:
+                return cls(kind, int(values[0]) if values else default_clients)
+            if kind == "think" and len(values) == 2:
+                return cls(kind, int(values[0]), think_ms=float(values[1]))
+            if kind == "rate" and len(values) == 1:
+                return cls(kind, default_clients, rate=float(values[0]))
+        except ValueError:
+            pass
+        raise argparse.ArgumentTypeError(
+            f"bad load profile {text!r}: closed[:N], think:N:MS or rate:R"
+        )
+
+    def __str__(self) -> str:
+        if self.kind == "think":
+            return f"{self.clients} clients, think {self.think_ms:g} ms"
+        if self.kind == "rate":
+            return f"open loop {self.rate:g} req/s"
+        return f"{self.clients} clients, no think time"
+
+
 @dataclass
 class Sample:
     route: str
@@ -263,40 +401,91 @@ class SyncEvent:
     body: str
 
 
-async def client_loop(
-    http: httpx.AsyncClient,
-    index: int,
-    tokens: dict[str, str],
-    queries: list[str],
-    stop_at: float,
-    samples: list[Sample],
-    errors: list[str],
-) -> None:
-    users = list(USERS)
-    n = index
-    while time.monotonic() < stop_at:
+class Load:
+    """The requests of one run: who asks what, and what came back."""
+
+    def __init__(self, tokens: dict[str, str], queries: list[str]) -> None:
+        self.tokens = tokens
+        self.queries = queries
+        self.samples: list[Sample] = []
+        self.errors: list[str] = []
+        self.count = 0
+
+    def next_request(self, client: int) -> tuple[str, str, bytes]:
+        """(route, user, body) of the next request: users round robin, 1 in ASK_SHARE an ask."""
+        n = self.count
+        self.count += 1
+        users = list(USERS)
         user = users[n % len(users)]
-        query = queries[(n * 7919 + index) % len(queries)]
-        route = "ask" if n % ASK_SHARE == index % ASK_SHARE else "search"
-        n += 1
+        query = self.queries[(n * 7919 + client) % len(self.queries)]
+        route = "ask" if n % ASK_SHARE == ASK_SHARE - 1 else "search"
         body = {"question": query} if route == "ask" else {"query": query}
-        headers = {"Authorization": f"Bearer {tokens[user]}"}
-        sent = time.monotonic()
+        return route, user, json.dumps(body).encode()
+
+    async def send(self, conn: Connection, client: int, arrived: float | None = None) -> None:
+        route, user, body = self.next_request(client)
+        sent = time.monotonic() if arrived is None else arrived
         try:
-            r = await http.post(f"/v1/{route}", json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            errors.append(f"{route} {type(exc).__name__}: {exc}")
-            samples.append(Sample(route, user, sent, (time.monotonic() - sent) * 1000, 0, ()))
-            continue
+            status, data = await asyncio.wait_for(
+                conn.post(f"/v1/{route}", body, self.tokens[user]), REQUEST_TIMEOUT_S
+            )
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as exc:
+            await conn.close()
+            self.errors.append(f"{route} {type(exc).__name__}: {exc}")
+            self.samples.append(Sample(route, user, sent, (time.monotonic() - sent) * 1000, 0, ()))
+            return
         ms = (time.monotonic() - sent) * 1000
         ids: tuple[str, ...] = ()
-        if r.status_code == 200:
-            data = r.json()
-            rows = data.get("results") if route == "search" else data.get("citations")
+        if status == 200:
+            reply = json.loads(data)
+            rows = reply.get("results") if route == "search" else reply.get("citations")
             ids = tuple(row["doc_id"] for row in rows or ())
         else:
-            errors.append(f"{route} {r.status_code}: {r.text[:200]}")
-        samples.append(Sample(route, user, sent, ms, r.status_code, ids))
+            self.errors.append(f"{route} {status}: {data[:200]!r}")
+        self.samples.append(Sample(route, user, sent, ms, status, ids))
+
+
+async def closed_loop(
+    load: Load, conn: Connection, client: int, stop_at: float, think_ms: float, seed: int
+) -> None:
+    rng = random.Random(seed * 1000 + client)
+    if think_ms:  # spread the first requests over one think time
+        await asyncio.sleep(rng.uniform(0, think_ms / 1000))
+    while time.monotonic() < stop_at:
+        await load.send(conn, client)
+        if think_ms:
+            await asyncio.sleep(rng.expovariate(1000 / think_ms))
+    await conn.close()
+
+
+async def open_loop(
+    load: Load, conns: list[Connection], rate: float, stop_at: float, seed: int
+) -> None:
+    rng = random.Random(seed)
+    idle: asyncio.Queue[Connection] = asyncio.Queue()
+    for conn in conns:
+        idle.put_nowait(conn)
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(arrived: float, client: int) -> None:
+        conn = await idle.get()
+        try:
+            await load.send(conn, client, arrived)
+        finally:
+            idle.put_nowait(conn)
+
+    arrival = time.monotonic()
+    n = 0
+    while arrival < stop_at:
+        await asyncio.sleep(max(0.0, arrival - time.monotonic()))
+        task = asyncio.create_task(one(arrival, n))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        n += 1
+        arrival += rng.expovariate(rate)
+    await asyncio.gather(*tasks)
+    for conn in conns:
+        await conn.close()
 
 
 async def syncs(
@@ -333,36 +522,216 @@ async def syncs(
 
 
 def revoked_docs(corpus: Corpus) -> list[int]:
-    return [d for d in range(0, corpus.n_docs, 10)][:ACL_REVOKED_DOCS]
+    return list(range(0, corpus.n_docs, 10))[:ACL_REVOKED_DOCS]
 
 
 def acl_revoked(corpus: Corpus, d: int) -> frozenset[str]:
     return corpus.acl(d) - {"group:d0"}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
 async def run_load(
-    url: str,
+    port: int,
+    server_pid: int,
     tokens: dict[str, str],
     queries: list[str],
+    profile: Profile,
     args: argparse.Namespace,
     corpus: Corpus,
-) -> tuple[list[Sample], list[str], list[SyncEvent], float]:
-    limits = httpx.Limits(max_connections=args.clients + 4, max_keepalive_connections=args.clients)
-    samples: list[Sample] = []
-    errors: list[str] = []
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=REQUEST_TIMEOUT_S) as http:
+) -> tuple[Load, list[SyncEvent], dict[str, float]]:
+    load = Load(tokens, queries)
+    conns = [Connection("127.0.0.1", port) for _ in range(profile.clients)]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+        server_cpu, client_cpu = cpu_seconds(server_pid), own_cpu_seconds()
         start = time.monotonic()
         stop_at = start + args.seconds
         sync_task = asyncio.create_task(syncs(http, tokens[ADMIN], args.seconds, start, corpus))
-        await asyncio.gather(
-            *(
-                client_loop(http, i, tokens, queries, stop_at, samples, errors)
-                for i in range(args.clients)
+        if profile.kind == "rate":
+            await open_loop(load, conns, profile.rate, stop_at, args.seed)
+        else:
+            await asyncio.gather(
+                *(
+                    closed_loop(load, conn, i, stop_at, profile.think_ms, args.seed)
+                    for i, conn in enumerate(conns)
+                )
             )
-        )
         events = await sync_task
         elapsed = time.monotonic() - start
-    return samples, errors, events, elapsed
+        cpu = {
+            "elapsed_s": elapsed,
+            "server_cpu_s": cpu_seconds(server_pid) - server_cpu,
+            "client_cpu_s": own_cpu_seconds() - client_cpu,
+        }
+    return load, events, cpu
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def start_server(
+    config: Path, src: Path | None, log: Path, workers: int
+) -> tuple[subprocess.Popen[bytes], int]:
+    """``clearance serve`` on a free loopback port; ``src`` puts another source tree first on
+    the path (the baseline of ``--compare``)."""
+    port = free_port()
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(src), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+    command = [sys.executable, "-m", "clearance.cli.main", "--config", str(config), "serve"]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=config.parent
+        )
+    return process, port
+
+
+def tree_rss(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM of a process plus its children (the workers of ``--workers``), MB."""
+    total: dict[str, float] = {}
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    with contextlib.suppress(OSError):
+        pids += [int(c) for c in children.read_text().split()]
+    for p in pids:
+        for key, value in proc_status(p).items():
+            total[key] = total.get(key, 0.0) + value
+    return total
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and its live children."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        pids += [int(c) for c in children.read_text().split()]
+    return sum(cpu_seconds(p) for p in pids)
+
+
+def warm_up(port: int, tokens: dict[str, str], queries: list[str]) -> dict[str, float]:
+    warm: dict[str, float] = {}
+    # A new connection per request, and several rounds: with --workers, each process builds
+    # its own in-memory index, and the kernel hands each new connection to one of them.
+    fresh = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120, limits=fresh) as http:
+        for round_ in range(WARM_ROUNDS):
+            for user in USERS:
+                t = time.perf_counter()
+                r = http.post(
+                    "/v1/search",
+                    json={"query": queries[round_]},
+                    headers={"Authorization": f"Bearer {tokens[user]}"},
+                )
+                if round_ == 0:
+                    warm[f"search {user}"] = round((time.perf_counter() - t) * 1000, 1)
+                if r.status_code != 200:
+                    raise SystemExit(f"warm-up search failed: {r.status_code} {r.text}")
+            t = time.perf_counter()
+            r = http.post(
+                "/v1/ask",
+                json={"question": queries[10 + round_]},
+                headers={"Authorization": f"Bearer {tokens['all']}"},
+            )
+            if round_ == 0:
+                warm["ask all"] = round((time.perf_counter() - t) * 1000, 1)
+            if r.status_code != 200:
+                raise SystemExit(f"warm-up ask failed: {r.status_code} {r.text}")
+    return warm
+
+
+def one_run(
+    name: str,
+    src: Path | None,
+    workers: int,
+    profile: Profile,
+    pristine: Path,
+    work: Path,
+    corpus: Corpus,
+    tokens: dict[str, str],
+    queries: list[str],
+    checker: Checker,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """One server (on a fresh copy of the index, so every run starts from the same state)
+    under one load profile, with the two syncs; figures and the permission check."""
+    shutil.copyfile(pristine, work / "index.db")
+    for suffix in ("-wal", "-shm"):
+        (work / f"index.db{suffix}").unlink(missing_ok=True)
+    log = work / "serve.log"
+    process, port = start_server(work / "clearance.toml", src, log, workers)
+    figures: dict[str, Any] = {"server": name, "load": str(profile)}
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", process, log)
+        figures["warmup_ms"] = warm_up(port, tokens, queries)
+        figures["rss_after_warmup_mb"] = tree_rss(process.pid)
+        figures["loadavg_start"] = round(os.getloadavg()[0], 2)
+        server_cpu = tree_cpu(process.pid)
+        load, events, cpu = asyncio.run(
+            run_load(port, process.pid, tokens, queries, profile, args, corpus)
+        )
+        cpu["server_cpu_s"] = tree_cpu(process.pid) - server_cpu
+        figures["rss_end_mb"] = tree_rss(process.pid)
+        figures["loadavg_end"] = round(os.getloadavg()[0], 2)
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+    samples, elapsed = load.samples, cpu["elapsed_s"]
+    figures["elapsed_s"] = round(elapsed, 2)
+    figures["requests"] = len(samples)
+    figures["throughput_rps"] = round(len(samples) / elapsed, 1)
+    figures["server_cpu_ms_per_request"] = round(
+        1000 * cpu["server_cpu_s"] / max(1, len(samples)), 2
+    )
+    figures["client_cpu_ms_per_request"] = round(
+        1000 * cpu["client_cpu_s"] / max(1, len(samples)), 2
+    )
+    routes: dict[str, Any] = {}
+    for route in ("search", "ask"):
+        rs = [s for s in samples if s.route == route]
+        ok = [s for s in rs if s.status == 200]
+        routes[route] = {
+            "requests": len(rs),
+            "rps": round(len(rs) / elapsed, 1),
+            "errors": len(rs) - len(ok),
+            **lat(ok),
+            "mean_doc_ids": round(sum(len(s.doc_ids) for s in ok) / max(1, len(ok)), 2),
+        }
+    figures["routes"] = routes
+    figures["errors"] = len(load.errors)
+    figures["error_examples"] = load.errors[:5]
+    t0_load = min((s.sent for s in samples), default=0.0)
+    figures["syncs"] = [
+        {
+            "name": e.name,
+            "at_s": round(e.sent - t0_load, 2),
+            "ms": round((e.done - e.sent) * 1000, 1),
+            "status": e.status,
+            "body": e.body if e.status != 200 else "",
+        }
+        for e in events
+    ]
+    figures["permissions"] = check(samples, events, checker)
+    figures["server_log_tracebacks"] = log.read_text(errors="replace").count("Traceback")
+    report_run(figures)
+    return figures
 
 
 # --------------------------------------------------------------------------- main
@@ -390,6 +759,24 @@ def setup(
     tokens = {u: tokens_store.create(u)[0] for u in USERS}
     tokens[ADMIN] = tokens_store.create(ADMIN, admin=True)[0]
     store.close()
+    return corpus, config, tokens, figures
+
+
+def reused_setup(
+    args: argparse.Namespace, work: Path
+) -> tuple[Corpus, Path, dict[str, str], dict[str, Any]]:
+    """:func:`setup` in ``work``, or what an earlier run with the same corpus left there
+    (``--workdir``): ingesting 100k chunks takes minutes, the runs do not change it."""
+    saved = work / "setup.json"
+    key = {"chunks": args.chunks, "seed": args.seed}
+    if saved.exists() and (work / "pristine.db").exists():
+        found = json.loads(saved.read_text())
+        if found["key"] == key:
+            corpus = Corpus.build(args.chunks, args.seed)
+            return corpus, work / "clearance.toml", found["tokens"], found["figures"]
+    corpus, config, tokens, figures = setup(args, work)
+    shutil.copyfile(work / "index.db", work / "pristine.db")
+    saved.write_text(json.dumps({"key": key, "tokens": tokens, "figures": figures}))
     return corpus, config, tokens, figures
 
 
@@ -433,15 +820,52 @@ def check(samples: list[Sample], events: list[SyncEvent], checker: Checker) -> d
     }
 
 
+def servers(args: argparse.Namespace) -> list[tuple[str, Path | None, int]]:
+    """(name, source tree, workers) of each server configuration to run, baseline first."""
+    found: list[tuple[str, Path | None, int]] = []
+    if args.compare is not None:
+        found.append((f"baseline ({args.compare_label})", args.compare, 1))
+    found.append(("this tree", None, 1))
+    if args.workers > 1:
+        found.append((f"this tree, --workers {args.workers}", None, args.workers))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000, help="corpus size (default 100000)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="load duration (default 60)")
-    parser.add_argument("--clients", type=int, default=50, help="concurrent clients (default 50)")
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="duration of each run (default 60)"
+    )
+    parser.add_argument(
+        "--clients", type=int, default=50, help="clients, or connections of rate:R (default 50)"
+    )
+    parser.add_argument(
+        "--load",
+        action="append",
+        metavar="PROFILE",
+        help="closed[:N] (default), think:N:MS or rate:R; repeat for several runs",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="SRC",
+        help="also run a server from this source tree (a checkout's src/), first, as baseline",
+    )
+    parser.add_argument("--compare-label", default="baseline", help="the baseline's name")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="also run 'serve --workers N' (default: not)"
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="set the index up here once and reuse it in later runs (default: a temporary one)",
+    )
     parser.add_argument("--queries", type=int, default=500, help="distinct queries")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--out", type=Path, help="write the figures as JSON to this file")
     args = parser.parse_args()
+    profiles = [Profile.parse(p, args.clients) for p in args.load or ["closed"]]
     figures: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -449,71 +873,18 @@ def main() -> None:
         "python": platform.python_version(),
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
     }
-    with tempfile.TemporaryDirectory(prefix="clearance-bench-service-") as tmp:
-        work = Path(tmp)
-        corpus, config, tokens, setup_figures = setup(args, work)
+    runs: list[dict[str, Any]] = []
+    with contextlib.ExitStack() as stack:
+        if args.workdir is None:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clearance-bench-")))
+        else:
+            work = args.workdir
+            work.mkdir(parents=True, exist_ok=True)
+        corpus, config, tokens, setup_figures = reused_setup(args, work)
         figures.update(setup_figures)
         figures["corpus"] = {"documents": corpus.n_docs, "chunks": corpus.n_docs * CHUNKS_PER_DOC}
         queries = corpus.queries(args.queries)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        log = work / "serve.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "clearance.cli.main",
-                    "--config",
-                    str(config),
-                    "serve",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            t0 = time.perf_counter()
-            wait_healthy(url, process, log)
-            figures["server_start_s"] = round(time.perf_counter() - t0, 2)
-            warm: dict[str, float] = {}
-            with httpx.Client(base_url=url, timeout=120) as http:
-                for user in USERS:
-                    t = time.perf_counter()
-                    r = http.post(
-                        "/v1/search",
-                        json={"query": queries[0]},
-                        headers={"Authorization": f"Bearer {tokens[user]}"},
-                    )
-                    warm[f"search {user}"] = round((time.perf_counter() - t) * 1000, 1)
-                    if r.status_code != 200:
-                        raise SystemExit(f"warm-up search failed: {r.status_code} {r.text}")
-                t = time.perf_counter()
-                r = http.post(
-                    "/v1/ask",
-                    json={"question": queries[1]},
-                    headers={"Authorization": f"Bearer {tokens['all']}"},
-                )
-                warm["ask all"] = round((time.perf_counter() - t) * 1000, 1)
-                if r.status_code != 200:
-                    raise SystemExit(f"warm-up ask failed: {r.status_code} {r.text}")
-            figures["warmup_ms"] = warm
-            figures["rss_after_warmup_mb"] = proc_status(process.pid)
-            samples, errors, events, elapsed = asyncio.run(
-                run_load(url, tokens, queries, args, corpus)
-            )
-            figures["rss_end_mb"] = proc_status(process.pid)
-        finally:
-            process.terminate()
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-        serve_log = log.read_text(errors="replace")
+        pristine = work / "pristine.db"
         # the states: S0 initial, S1 after the directory delta, S2 after the ACL delta as well
         s0 = initial_state()
         s1 = s0.copy()
@@ -522,38 +893,27 @@ def main() -> None:
         for d in revoked_docs(corpus):
             s2.acl_overrides[d] = acl_revoked(corpus, d)
         checker = Checker(corpus, config, [s0, s1, s2])
+        report_setup(figures)
+        for profile in profiles:
+            for name, src, workers in servers(args):
+                runs.append(
+                    one_run(
+                        name,
+                        src,
+                        workers,
+                        profile,
+                        pristine,
+                        work,
+                        corpus,
+                        tokens,
+                        queries,
+                        checker,
+                        args,
+                    )
+                )
     figures["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    t0_load = min((s.sent for s in samples), default=0.0)
-    figures["elapsed_s"] = round(elapsed, 2)
-    figures["requests"] = len(samples)
-    figures["throughput_rps"] = round(len(samples) / elapsed, 1)
-    routes: dict[str, Any] = {}
-    for route in ("search", "ask"):
-        rs = [s for s in samples if s.route == route]
-        ok = [s for s in rs if s.status == 200]
-        routes[route] = {
-            "requests": len(rs),
-            "rps": round(len(rs) / elapsed, 1),
-            "errors": len(rs) - len(ok),
-            **lat(ok),
-            "mean_doc_ids": round(sum(len(s.doc_ids) for s in ok) / max(1, len(ok)), 2),
-        }
-    figures["routes"] = routes
-    figures["errors"] = len(errors)
-    figures["error_examples"] = errors[:5]
-    figures["syncs"] = [
-        {
-            "name": e.name,
-            "at_s": round(e.sent - t0_load, 2),
-            "ms": round((e.done - e.sent) * 1000, 1),
-            "status": e.status,
-            "body": e.body if e.status != 200 else "",
-        }
-        for e in events
-    ]
-    figures["permissions"] = check(samples, events, checker)
-    figures["server_log_tracebacks"] = serve_log.count("Traceback")
-    report(figures)
+    figures["runs"] = runs
+    report_summary(runs)
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2) + "\n")
         print(f"\nfigures written to {args.out}")
@@ -563,22 +923,27 @@ def mark(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
-def report(f: dict[str, Any]) -> None:
+def report_setup(f: dict[str, Any]) -> None:
     print(f"\n# Service benchmark — {f['date']}")
     print(f"command: {f['command']}")
     print(
         f"machine: {f['cores']} cores, Python {f['python']}; load average {f['loadavg_start']} "
-        f"at start, {f['loadavg_end']} at the end (clients and server share the cores)"
+        "at start (clients and server share the cores)"
     )
     c = f["corpus"]
     print(
         f"corpus: {c['documents']} documents, {c['chunks']} chunks, lexical only; ingest "
         f"{f['ingest']['chunks_per_s']} chunks/s; ACL snapshot (CLI) {f['acl_snapshot_cli_s']} s"
     )
-    print(f"server start {f['server_start_s']} s; warm-up (ms): {f['warmup_ms']}")
+
+
+def report_run(f: dict[str, Any]) -> None:
+    print(f"\n## {f['server']} — {f['load']}")
+    print(f"warm-up (ms): {f['warmup_ms']}; load average {f['loadavg_start']} → {f['loadavg_end']}")
     print(
-        f"\n{f['requests']} requests in {f['elapsed_s']} s = {f['throughput_rps']} req/s; "
-        f"errors {f['errors']} [{mark(f['errors'] == 0)} = 0]"
+        f"{f['requests']} requests in {f['elapsed_s']} s = {f['throughput_rps']} req/s; "
+        f"errors {f['errors']} [{mark(f['errors'] == 0)} = 0]; CPU per request: server "
+        f"{f['server_cpu_ms_per_request']} ms, clients {f['client_cpu_ms_per_request']} ms"
     )
     head = (
         f"{'route':<11}{'requests':>9}{'req/s':>8}{'errors':>7}{'p50 ms':>9}{'p95 ms':>9}"
@@ -616,6 +981,25 @@ def report(f: dict[str, Any]) -> None:
         f"{e.get('VmHWM', float('nan')):.0f} MB; tracebacks in the server log: "
         f"{f['server_log_tracebacks']}"
     )
+
+
+def report_summary(runs: list[dict[str, Any]]) -> None:
+    """Every run on one line, the server configurations of each load profile together."""
+    print("\n## Side by side")
+    head = (
+        f"{'load':<28}{'server':<30}{'req/s':>7}{'err':>5}{'search p50/p95/p99 ms':>24}"
+        f"{'ask p95':>9}{'cpu/req':>9}{'cross':>6}{'RSS MB':>8}"
+    )
+    print(head)
+    print("-" * len(head))
+    for f in runs:
+        s, a = f["routes"]["search"], f["routes"]["ask"]
+        lats = f"{s['p50']:.0f} / {s['p95']:.0f} / {s['p99']:.0f}"
+        print(
+            f"{f['load']:<28}{f['server']:<30}{f['throughput_rps']:>7}{f['errors']:>5}"
+            f"{lats:>24}{a['p95']:>9.0f}{f['server_cpu_ms_per_request']:>9}"
+            f"{f['permissions']['crossings']:>6}{f['rss_end_mb'].get('VmRSS', float('nan')):>8.0f}"
+        )
 
 
 if __name__ == "__main__":
