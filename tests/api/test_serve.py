@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
 
 from api.conftest import create_token, free_port, make_project, wait_until_serving
+from clearance.cli.serve_cmd import no_delay
 from clearance.config import Rate, ServerSettings, per_worker_rate, settings_from_dict
 from clearance.errors import ConfigError
 from clitools import cli
@@ -138,3 +141,19 @@ def test_serve_refuses_a_rate_limit_it_cannot_share_between_workers(tmp_path: Pa
     rc, _, err = cli("--config", config, "serve", "--port", str(free_port()), "--workers", "2")
 
     assert rc != 0 and "fewer than the 2 workers" in err
+
+
+@pytest.mark.parametrize("off", [True, False], ids=["no_delay", "reverse-proof-uvicorn-socket"])
+def test_worker_connections_are_accepted_with_nagle_off(off: bool) -> None:
+    """The workers' shared socket is uvicorn's, which asyncio does not recognise as TCP, so
+    nothing would turn Nagle off on accepted connections (and responses written in two
+    parts would wait for the client's delayed ACK). ``no_delay`` sets it on the listening
+    socket, and accepted connections inherit it; uvicorn's socket as it comes does not."""
+    listener = uvicorn.Config(lambda: None, host="127.0.0.1", port=0).bind_socket()
+    if off:
+        no_delay(listener)
+    listener.listen()
+    with listener, socket.create_connection(listener.getsockname()):
+        accepted, _ = listener.accept()
+        with accepted:
+            assert bool(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)) is off
