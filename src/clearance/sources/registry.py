@@ -30,6 +30,7 @@ _LOCK = threading.Lock()
 # Built-in kinds and the module that registers each, imported on first use (a connector's
 # dependencies are only loaded when a source of its kind is configured).
 _BUILTIN = {
+    "confluence": "clearance.sources.confluence",
     "filesystem": "clearance.sources.filesystem",
     "graph": "clearance.sources.graph",
 }
