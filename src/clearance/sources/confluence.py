@@ -159,9 +159,8 @@ def _number(raw: Mapping[str, Any]) -> str:
 class ConfluenceConnector:
     """See the module docstring. Built by the ``confluence`` kind or :func:`confluence_connector`.
 
-    One instance serves one sync: the space, the page tree, restrictions and group members it
-    reads are remembered for that sync only, so a content fetch and the permission listing
-    agree, and the next sync reads everything afresh."""
+    One instance serves one run of syncs. The page tree, restrictions and group members read
+    by a content sync are shared by its fetches; a permission sync reads them all again."""
 
     def __init__(self, source: str, options: ConfluenceOptions, client: SourceClient) -> None:
         self.source = source
@@ -540,7 +539,17 @@ class ConfluenceConnector:
             return frozenset()  # the group was deleted: it has no members
         return frozenset(out)
 
+    def _forget(self) -> None:
+        """Drop what this instance read of the space (the space id aside): a permission
+        sync must state the access of *now*, not of when an earlier content sync of the
+        same run read it — the corpus's ACL-sync time is set when it completes."""
+        self._listing = None
+        self._view = None
+        self._restrictions = {}
+        self._members = {}
+
     def _read_permissions(self) -> list[PermissionChange]:
+        self._forget()
         listing = self._list()
         page_ids = list(listing.pages)
         self.client.map(self._restriction_or_none, page_ids)  # fill the cache concurrently
