@@ -44,18 +44,15 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import httpx
-
 from clearance.errors import ConfigError, SourceError
-from clearance.model import parse_principal
 from clearance.secrets import Secret
+from clearance.sources import rest
 from clearance.sources.base import (
     Access,
     Connector,
@@ -70,6 +67,18 @@ from clearance.sources.base import (
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.registry import register_connector
+from clearance.sources.rest import (
+    RenewingToken,
+    Unrepresentable,
+    bool_option,
+    principal,
+    principal_option,
+    principal_table,
+    string_option,
+    text,
+    timestamp,
+    url_option,
+)
 from clearance.sources.sync import MEDIA_SUFFIXES
 
 __all__ = ["ClientCredentials", "GraphConnector", "GraphOptions", "graph_connector"]
@@ -94,14 +103,8 @@ _OPTIONS = frozenset(
 # here might not, and is not guessed at.
 _READ_ROLES = frozenset({"read", "write", "owner", "sp.owner", "sp.member"})
 _PAGE = 200  # permission changes per page handed to the engine
-_TOKEN_MARGIN_S = 120.0  # renew a token this long before it expires
 _CLAIMS_PREFIX = "i:0#.f|membership|"  # a SharePoint login name that carries the UPN
-_SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
 _USER_SELECT = "id,userPrincipalName,mail"
-
-
-class _Unrepresentable(Exception):
-    """A permission that cannot be stated as principals: the item is visible to nobody."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +122,8 @@ class GraphOptions:
     sync_groups: bool = True
 
 
-class ClientCredentials(httpx.Auth):
-    """An app-only token from the Microsoft identity platform, fetched when first needed,
-    renewed shortly before it expires, and once more when Graph answers 401 (a token
-    revoked early). The token endpoint is called through its own :class:`SourceClient`, so
-    it gets the same retries and never appears in an error."""
+class ClientCredentials(RenewingToken):
+    """An app-only token from the Microsoft identity platform (client credentials)."""
 
     def __init__(
         self,
@@ -134,78 +134,24 @@ class ClientCredentials(httpx.Auth):
         scope: str,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._tokens = tokens
-        self._token_url = token_url
+        super().__init__(tokens, token_url, clock)
         self._client_id = client_id
         self._secret = secret
         self._scope = scope
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._token: Secret | None = None
-        self._expires = 0.0
 
-    def __repr__(self) -> str:
-        return "ClientCredentials(Secret('****'))"
-
-    def token(self, *, stale: Secret | None = None) -> Secret:
-        """The current token; a new one when it is about to expire, or is ``stale``."""
-        with self._lock:
-            if self._token is None or self._token is stale or self._clock() >= self._expires:
-                self._token, lifetime = self._request()
-                self._expires = self._clock() + max(0.0, lifetime - _TOKEN_MARGIN_S)
-            return self._token
-
-    def _request(self) -> tuple[Secret, float]:
-        response = self._tokens.request(
-            "POST",
-            self._token_url,
-            data={
-                "grant_type": "client_credentials",
-                "client_id": self._client_id,
-                "client_secret": self._secret.reveal(),
-                "scope": self._scope,
-            },
-        )
-        try:
-            body = response.json()
-            token = Secret(body["access_token"])
-            lifetime = float(body.get("expires_in", 3600))
-        except (ValueError, KeyError, TypeError):
-            raise SourceError(
-                f"source {self._tokens.source!r}: the token endpoint answered without an "
-                "access token"
-            ) from None
-        return token, lifetime
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        token = self.token()
-        request.headers["Authorization"] = f"Bearer {token.reveal()}"
-        response = yield request
-        if response.status_code == 401:
-            renewed = self.token(stale=token)
-            request.headers["Authorization"] = f"Bearer {renewed.reveal()}"
-            yield request
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    def grant(self) -> dict[str, str]:
+        return {
+            "grant_type": "client_credentials",
+            "client_id": self._client_id,
+            "client_secret": self._secret.reveal(),
+            "scope": self._scope,
+        }
 
 
 def _facet(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     """A facet of a Graph object (``file``, ``hashes`` …), or an empty one."""
     value = raw.get(name)
     return value if isinstance(value, dict) else {}
-
-
-def _when(value: Any) -> datetime | None:
-    text = _text(value)
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class GraphConnector:
@@ -302,7 +248,7 @@ class GraphConnector:
         return f"graph:{digest}"
 
     def _entry(self, raw: dict[str, Any]) -> ItemRef | Tombstone | None:
-        item_id = _text(raw.get("id"))
+        item_id = text(raw.get("id"))
         if item_id is None:
             raise self._error("delta: an item without an id")
         if "deleted" in raw:
@@ -342,8 +288,8 @@ class GraphConnector:
         raw = self.client.get_json(f"{self._drive}/items/{quote(item.ref, safe='')}")
         if not isinstance(raw, dict) or "file" not in raw or "deleted" in raw:
             raise self._error(f"{item.doc_id} is no longer a file")
-        name = _text(raw.get("name")) or item.ref
-        media_type = self._media_type(raw, name)
+        name = text(raw.get("name")) or item.ref
+        media_type = rest.media_type(text(_facet(raw, "file").get("mimeType")), name)
         access = self._access(item.ref)
         if access is None:
             raise self._error(f"{item.doc_id} is gone")
@@ -354,28 +300,19 @@ class GraphConnector:
             doc_id=item.doc_id,
             version=item.version,
             title=name,
-            uri=_text(raw.get("webUrl")) or "",
+            uri=text(raw.get("webUrl")) or "",
             access=access,
             media_type=media_type,
             data=data,
-            created_at=_when(raw.get("createdDateTime")),
-            modified_at=_when(raw.get("lastModifiedDateTime")),
+            created_at=timestamp(raw.get("createdDateTime")),
+            modified_at=timestamp(raw.get("lastModifiedDateTime")),
             file_name=name,
         )
-
-    @staticmethod
-    def _media_type(raw: Mapping[str, Any], name: str) -> str:
-        declared = (
-            (_text(_facet(raw, "file").get("mimeType")) or "").partition(";")[0].strip().lower()
-        )
-        if declared in MEDIA_SUFFIXES:
-            return declared
-        return _SUFFIX_MEDIA.get(PurePosixPath(name).suffix.lower(), declared or "unknown")
 
     def _download(self, raw: Mapping[str, Any], doc_id: str) -> bytes:
         """The content, from the pre-authenticated download URL — sent without the token,
         which that host must never see."""
-        url = _text(raw.get("@microsoft.graph.downloadUrl"))
+        url = text(raw.get("@microsoft.graph.downloadUrl"))
         if url is None or urlsplit(url).scheme not in ("https", "http"):
             raise self._error(f"{doc_id}: no download URL")
         return self.client.request("GET", url, auth=None).content
@@ -395,7 +332,7 @@ class GraphConnector:
             raise
         try:
             return self._map(permissions)
-        except _Unrepresentable as exc:
+        except Unrepresentable as exc:
             return Access.nobody(str(exc))
 
     def _map(self, permissions: Sequence[Mapping[str, Any]]) -> Access:
@@ -411,18 +348,18 @@ class GraphConnector:
 
     def _permission(self, permission: Mapping[str, Any]) -> set[str] | None:
         """The principals one permission lets read the item (``None``: anyone with the
-        link); raises :class:`_Unrepresentable` for what cannot be stated safely."""
+        link); raises :class:`Unrepresentable` for what cannot be stated safely."""
         ident = permission.get("id", "?")
         roles = permission.get("roles")
         if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
-            raise _Unrepresentable(f"permission {ident}: its roles cannot be read")
+            raise Unrepresentable(f"permission {ident}: its roles cannot be read")
         if not set(roles) & _READ_ROLES:
             if roles:
-                raise _Unrepresentable(
+                raise Unrepresentable(
                     f"permission {ident}: role {', '.join(sorted(roles))} is not understood"
                 )
             return set()
-        expires = _when(permission.get("expirationDateTime"))
+        expires = timestamp(permission.get("expirationDateTime"))
         if expires is not None and expires.year > 1 and expires <= datetime.now(UTC):
             return set()  # expired (year 1 is .NET's "never expires")
         link = permission.get("link")
@@ -432,12 +369,12 @@ class GraphConnector:
         if identity is None:
             if "invitation" in permission:
                 return set()  # not redeemed yet: nobody can use it until someone signs in
-            raise _Unrepresentable(f"permission {ident} names no one")
+            raise Unrepresentable(f"permission {ident} names no one")
         return self._identity(identity)
 
     def _link(self, ident: Any, link: Any, permission: Mapping[str, Any]) -> set[str] | None:
         if not isinstance(link, dict):
-            raise _Unrepresentable(f"permission {ident}: its sharing link cannot be read")
+            raise Unrepresentable(f"permission {ident}: its sharing link cannot be read")
         if link.get("type") == "createOnly":
             return set()  # an upload-only link lets nobody read
         scope = link.get("scope")
@@ -445,32 +382,32 @@ class GraphConnector:
         if scope == "anonymous":
             return None
         if scope == "organization":
-            principal = self.options.organization_principal
-            return {principal} if principal else set()
+            organization = self.options.organization_principal
+            return {organization} if organization else set()
         if scope == "existingAccess":
             return set()
         if scope == "users" or (scope is None and people):
             if people is None:
                 return set()
             if not isinstance(people, list):
-                raise _Unrepresentable(f"permission {ident}: its recipients cannot be read")
+                raise Unrepresentable(f"permission {ident}: its recipients cannot be read")
             out: set[str] = set()
             for person in people:
                 out |= self._identity(person)
             return out
-        raise _Unrepresentable(f"a sharing link of scope {scope!r} is not understood")
+        raise Unrepresentable(f"a sharing link of scope {scope!r} is not understood")
 
     def _identity(self, identity: Any) -> set[str]:
         """The principals of one (SharePoint) identity set."""
         if not isinstance(identity, dict):
-            raise _Unrepresentable("an identity that cannot be read")
+            raise Unrepresentable("an identity that cannot be read")
         group = identity.get("group")
-        if isinstance(group, dict) and _text(group.get("id")):
+        if isinstance(group, dict) and text(group.get("id")):
             gid = str(group["id"])
             self._entra_groups.add(gid)
-            return {self._principal(f"group:{gid}")}
+            return {principal(f"group:{gid}")}
         user = identity.get("user")
-        if isinstance(user, dict) and _text(user.get("id")):
+        if isinstance(user, dict) and text(user.get("id")):
             found = self._user(str(user["id"]))
             return set() if found is None else {found}
         site_group = identity.get("siteGroup")
@@ -478,44 +415,38 @@ class GraphConnector:
             return {self._site_group(site_group)}
         site_user = identity.get("siteUser")
         if isinstance(site_user, dict):
-            login = _text(site_user.get("loginName")) or ""
+            login = text(site_user.get("loginName")) or ""
             if login.lower().startswith(_CLAIMS_PREFIX):
                 found = self._user(login[len(_CLAIMS_PREFIX) :])
                 return set() if found is None else {found}
-            raise _Unrepresentable(
+            raise Unrepresentable(
                 f"SharePoint user {site_user.get('displayName') or login!r} has no Entra account"
             )
         if "application" in identity or "device" in identity:
             return set()  # an app or a device: no person reads through it
         kinds = ", ".join(sorted(k for k in identity if not k.startswith("@"))) or "none"
-        raise _Unrepresentable(f"a principal of type {kinds} cannot be mapped")
+        raise Unrepresentable(f"a principal of type {kinds} cannot be mapped")
 
     def _site_group(self, site_group: Mapping[str, Any]) -> str:
         table = self.options.site_groups or {}
         for key in (site_group.get("id"), site_group.get("displayName")):
             if isinstance(key, (str, int)) and str(key) in table:
                 return table[str(key)]
-        raise _Unrepresentable(
+        raise Unrepresentable(
             f"SharePoint group {site_group.get('displayName') or site_group.get('id')!r} is not "
             "mapped to a principal (options.site_groups)"
         )
 
-    def _principal(self, value: str) -> str:
-        try:
-            return parse_principal(value)
-        except ValueError as exc:
-            raise _Unrepresentable(str(exc)) from None
-
     def _user_principal(self, user: Mapping[str, Any]) -> str | None:
         key = {"id": "id", "upn": "userPrincipalName", "mail": "mail"}[self.options.user_id]
-        value = _text(user.get(key))
-        return None if value is None else self._principal(f"user:{value}")
+        value = text(user.get(key))
+        return None if value is None else principal(f"user:{value}")
 
     def _user(self, key: str) -> str | None:
         """``user:<id>`` for an Entra user (object id or UPN), by ``user_id``; ``None``
         for a user that no longer exists or lacks that attribute (grants nobody)."""
         if self.options.user_id == "id" and "@" not in key:
-            return self._principal(f"user:{key}")
+            return principal(f"user:{key}")
         with self._users_lock:
             if key in self._users:
                 return self._users[key]
@@ -584,31 +515,15 @@ class GraphConnector:
             if member.get("@odata.type") != "#microsoft.graph.user":
                 continue  # nested groups are flattened already; devices and apps read nothing
             try:
-                principal = self._user_principal(member)
-            except _Unrepresentable:
-                principal = None
-            if principal is not None:
-                out.add(principal)
+                found = self._user_principal(member)
+            except Unrepresentable:
+                found = None
+            if found is not None:
+                out.add(found)
         return frozenset(out)
 
 
 # ---------------------------------------------------------------------- building
-
-
-def _string(options: Mapping[str, Any], name: str, key: str, default: str | None = None) -> str:
-    value = options.get(name, default)
-    if not isinstance(value, str) or not value.strip():
-        what = "required" if default is None else "expected a non-empty string"
-        raise ConfigError(f"{key}.{name}: {what}")
-    return value
-
-
-def _url(options: Mapping[str, Any], name: str, key: str, default: str) -> str:
-    value = _string(options, name, key, default).rstrip("/")
-    parts = urlsplit(value)
-    if parts.scheme not in ("https", "http") or not parts.hostname or parts.query:
-        raise ConfigError(f"{key}.{name}: expected an http(s) URL without a query, got {value!r}")
-    return value
 
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> GraphOptions:
@@ -621,34 +536,18 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> GraphOptions:
     user_id = options.get("user_id", "id")
     if user_id not in USER_IDS:
         raise ConfigError(f"{key}.user_id: expected one of {', '.join(USER_IDS)}, got {user_id!r}")
-    organization = options.get("organization_principal")
-    if organization is not None:
-        if not isinstance(organization, str):
-            raise ConfigError(f"{key}.organization_principal: expected a principal")
-        try:
-            parse_principal(organization)
-        except ValueError as exc:
-            raise ConfigError(f"{key}.organization_principal: {exc}") from None
-    site_groups = options.get("site_groups", {})
-    if not isinstance(site_groups, dict):
-        raise ConfigError(f"{key}.site_groups: expected a table of group = principal")
-    for group, principal in site_groups.items():
-        try:
-            parse_principal(principal)
-        except ValueError as exc:
-            raise ConfigError(f"{key}.site_groups.{group}: {exc}") from None
-    sync_groups = options.get("sync_groups", True)
-    if not isinstance(sync_groups, bool):
-        raise ConfigError(f"{key}.sync_groups: expected true or false")
+    organization = principal_option(options, "organization_principal", key)
+    site_groups = principal_table(options, "site_groups", key)
+    sync_groups = bool_option(options, "sync_groups", key, True)
     return GraphOptions(
-        tenant_id=_string(options, "tenant_id", key),
-        client_id=_string(options, "client_id", key),
-        drive_id=_string(options, "drive_id", key),
-        graph_url=_url(options, "graph_url", key, DEFAULT_GRAPH_URL),
-        login_url=_url(options, "login_url", key, DEFAULT_LOGIN_URL),
+        tenant_id=string_option(options, "tenant_id", key),
+        client_id=string_option(options, "client_id", key),
+        drive_id=string_option(options, "drive_id", key),
+        graph_url=url_option(options, "graph_url", key, DEFAULT_GRAPH_URL),
+        login_url=url_option(options, "login_url", key, DEFAULT_LOGIN_URL),
         user_id=user_id,
         organization_principal=organization,
-        site_groups=dict(site_groups),
+        site_groups=site_groups,
         sync_groups=sync_groups,
     )
 

@@ -1,0 +1,196 @@
+"""What the REST connectors share: reading vendor JSON, validating options, renewing tokens.
+
+Each cloud connector reads loosely typed JSON (a field may be missing, ``null`` or of the
+wrong type), validates its ``[sources.<name>.options]`` the same way (errors name the key),
+and authenticates with an OAuth token that must be renewed before it expires and once more
+when the service refuses it early. Those pieces live here once, so a fix reaches every
+connector.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Generator, Mapping
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from clearance.errors import ConfigError, SourceError
+from clearance.model import parse_principal
+from clearance.secrets import Secret
+from clearance.sources.http import SourceClient
+from clearance.sources.sync import MEDIA_SUFFIXES
+
+__all__ = [
+    "RenewingToken",
+    "Unrepresentable",
+    "bool_option",
+    "media_type",
+    "principal",
+    "principal_option",
+    "principal_table",
+    "string_option",
+    "text",
+    "timestamp",
+    "url_option",
+]
+
+_TOKEN_MARGIN_S = 120.0  # renew a token this long before it expires
+_SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
+
+
+class Unrepresentable(Exception):
+    """A permission that cannot be stated as principals: the item is visible to nobody."""
+
+
+# ---------------------------------------------------------------------- vendor JSON
+
+
+def text(value: Any) -> str | None:
+    """``value`` when it is a non-empty string, else ``None``."""
+    return value if isinstance(value, str) and value else None
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp (``Z`` or an offset; naive ones are UTC), or ``None``."""
+    found = text(value)
+    if found is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(found.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def media_type(declared: str | None, name: str) -> str:
+    """The media type to load a file as: the declared one when Clearance reads it, else the
+    one its name's suffix implies, else the declared one (which the engine then skips)."""
+    found = (declared or "").partition(";")[0].strip().lower()
+    if found in MEDIA_SUFFIXES:
+        return found
+    return _SUFFIX_MEDIA.get(PurePosixPath(name).suffix.lower(), found or "unknown")
+
+
+def principal(value: str) -> str:
+    """``value`` as a principal, or :class:`Unrepresentable` when it is not one."""
+    try:
+        return parse_principal(value)
+    except ValueError as exc:
+        raise Unrepresentable(str(exc)) from None
+
+
+# ---------------------------------------------------------------------- options
+
+
+def string_option(
+    options: Mapping[str, Any], name: str, key: str, default: str | None = None
+) -> str:
+    value = options.get(name, default)
+    if not isinstance(value, str) or not value.strip():
+        what = "required" if default is None else "expected a non-empty string"
+        raise ConfigError(f"{key}.{name}: {what}")
+    return value
+
+
+def url_option(options: Mapping[str, Any], name: str, key: str, default: str) -> str:
+    value = string_option(options, name, key, default).rstrip("/")
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.hostname or parts.query:
+        raise ConfigError(f"{key}.{name}: expected an http(s) URL without a query, got {value!r}")
+    return value
+
+
+def bool_option(options: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
+    value = options.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}.{name}: expected true or false")
+    return value
+
+
+def principal_option(options: Mapping[str, Any], name: str, key: str) -> str | None:
+    value = options.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}.{name}: expected a principal")
+    try:
+        return parse_principal(value)
+    except ValueError as exc:
+        raise ConfigError(f"{key}.{name}: {exc}") from None
+
+
+def principal_table(options: Mapping[str, Any], name: str, key: str) -> dict[str, str]:
+    """A table of ``name = "principal"`` (SharePoint groups, Google domains, users)."""
+    table = options.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{key}.{name}: expected a table of name = principal")
+    for entry, value in table.items():
+        try:
+            parse_principal(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{key}.{name}.{entry}: {exc}") from None
+    return dict(table)
+
+
+# ---------------------------------------------------------------------- tokens
+
+
+class RenewingToken(httpx.Auth):
+    """An OAuth access token, fetched when first needed, renewed shortly before it expires,
+    and once more when the service answers 401 (a token revoked early).
+
+    Subclasses say what to post to the token endpoint (:meth:`grant`). The endpoint is
+    called through its own :class:`SourceClient`, so it gets the same retries and never
+    appears in an error; the token is held as a :class:`Secret`."""
+
+    def __init__(
+        self, tokens: SourceClient, token_url: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._tokens = tokens
+        self._token_url = token_url
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._token: Secret | None = None
+        self._expires = 0.0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(Secret('****'))"
+
+    def grant(self) -> dict[str, str]:
+        """The form posted to the token endpoint."""
+        raise NotImplementedError
+
+    def token(self, *, stale: Secret | None = None) -> Secret:
+        """The current token; a new one when it is about to expire, or is ``stale``."""
+        with self._lock:
+            if self._token is None or self._token is stale or self._clock() >= self._expires:
+                self._token, lifetime = self._request()
+                self._expires = self._clock() + max(0.0, lifetime - _TOKEN_MARGIN_S)
+            return self._token
+
+    def _request(self) -> tuple[Secret, float]:
+        response = self._tokens.request("POST", self._token_url, data=self.grant())
+        try:
+            body = response.json()
+            token = Secret(body["access_token"])
+            lifetime = float(body.get("expires_in", 3600))
+        except (ValueError, KeyError, TypeError):
+            raise SourceError(
+                f"source {self._tokens.source!r}: the token endpoint answered without an "
+                "access token"
+            ) from None
+        return token, lifetime
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self.token()
+        request.headers["Authorization"] = f"Bearer {token.reveal()}"
+        response = yield request
+        if response.status_code == 401:
+            renewed = self.token(stale=token)
+            request.headers["Authorization"] = f"Bearer {renewed.reveal()}"
+            yield request
