@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
-from loopback_server import RecordedRequest, Reply, ScriptedServer, json_reply
+from loopback_server import (
+    Fault,
+    RecordedRequest,
+    Reply,
+    ScriptedServer,
+    json_reply,
+    scripted_fault,
+)
 
 TENANT = "contoso"
 DRIVE = "b!drive1"
@@ -51,15 +58,6 @@ class Item:
     edits: int = 0
     deleted: bool = False
     seq: int = 0
-
-
-@dataclass
-class Fault:
-    path: str
-    reply: Reply
-    times: int | None  # None: for ever
-    after: int = 0  # let this many matching requests through first
-    seen: int = 0
 
 
 class FakeGraph(ScriptedServer[RecordedRequest]):
@@ -236,13 +234,9 @@ class FakeGraph(ScriptedServer[RecordedRequest]):
         parts = urlsplit(request.path)
         path = parts.path
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        for fault in self.faults:
-            if fault.path in path and fault.times != 0:
-                fault.seen += 1
-                if fault.seen > fault.after:
-                    if fault.times is not None:
-                        fault.times -= 1
-                    return fault.reply
+        scripted = scripted_fault(self.faults, path)
+        if scripted is not None:
+            return scripted
         if request.method == "POST" and path == f"/{TENANT}/oauth2/v2.0/token":
             return self._token(request)
         if path.startswith("/download/"):

@@ -85,6 +85,30 @@ class Reply:
     chunk_size: int = 1
 
 
+@dataclass
+class Fault:
+    """A scripted failure: requests whose path contains ``path`` get ``reply``, ``times``
+    times (``None``: for ever), after the first ``after`` of them went through."""
+
+    path: str
+    reply: Reply
+    times: int | None
+    after: int = 0
+    seen: int = 0
+
+
+def scripted_fault(faults: list[Fault], path: str) -> Reply | None:
+    """The reply of the first fault in ``faults`` that applies to ``path`` now, if any."""
+    for fault in faults:
+        if fault.path in path and fault.times != 0:
+            fault.seen += 1
+            if fault.seen > fault.after:
+                if fault.times is not None:
+                    fault.times -= 1
+                return fault.reply
+    return None
+
+
 RequestT = TypeVar("RequestT", bound=RecordedRequest)
 Responder = Callable[[RequestT], Reply]
 

@@ -70,10 +70,13 @@ from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
     Unrepresentable,
+    access_from,
     bool_option,
+    combine,
     principal,
     principal_option,
     principal_table,
+    snapshot_pages,
     string_option,
     text,
     timestamp,
@@ -102,7 +105,6 @@ _OPTIONS = frozenset(
 # Roles that let a person read the item. Every documented role does; one not documented
 # here might not, and is not guessed at.
 _READ_ROLES = frozenset({"read", "write", "owner", "sp.owner", "sp.member"})
-_PAGE = 200  # permission changes per page handed to the engine
 _CLAIMS_PREFIX = "i:0#.f|membership|"  # a SharePoint login name that carries the UPN
 _USER_SELECT = "id,userPrincipalName,mail"
 
@@ -322,29 +324,10 @@ class GraphConnector:
     def _access(self, item_id: str) -> Access | None:
         """The item's access from its permission list, or ``None`` when the item is gone."""
         url = f"{self._drive}/items/{quote(item_id, safe='')}/permissions"
-        try:
-            permissions = self._all(url, "permissions")
-        except SourceError as exc:
-            if exc.status == 404:
-                return None
-            if exc.status == 403:
-                return Access.nobody("its permissions cannot be read (HTTP 403)")
-            raise
-        try:
-            return self._map(permissions)
-        except Unrepresentable as exc:
-            return Access.nobody(str(exc))
+        return access_from(lambda: self._all(url, "permissions"), self._permission)
 
     def _map(self, permissions: Sequence[Mapping[str, Any]]) -> Access:
-        principals: set[str] = set()
-        anyone = False
-        for permission in permissions:
-            granted = self._permission(permission)
-            if granted is None:
-                anyone = True
-            else:
-                principals |= granted
-        return Access(frozenset(principals), anyone_with_link=anyone)
+        return combine(permissions, self._permission)
 
     def _permission(self, permission: Mapping[str, Any]) -> set[str] | None:
         """The principals one permission lets read the item (``None``: anyone with the
@@ -487,9 +470,7 @@ class GraphConnector:
         """Every file's access, re-read (a snapshot: see the module docstring)."""
         changes = self._snapshot if self._snapshot is not None else self._read_permissions()
         self._snapshot = None
-        for start in range(0, max(len(changes), 1), _PAGE):
-            last = start + _PAGE >= len(changes)
-            yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
+        yield from snapshot_pages(changes)
 
     def groups(self) -> GroupSnapshot | None:
         """The Entra groups the drive's permissions name, each with its transitive user

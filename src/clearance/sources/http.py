@@ -5,7 +5,9 @@ connections) and page their results. Each connector handling that on its own wou
 subtly wrong somewhere, so :class:`SourceClient` does it once:
 
 * **Bounded retries.** A 429, a 5xx or a transport error (timeout, refused or reset
-  connection) is retried up to ``max_retries`` times; every other status fails at once.
+  connection) is retried up to ``max_retries`` times, and so is a response the connector's
+  ``retryable`` recognises as throttling (Google answers some rate limits with 403); every
+  other status fails at once.
 * **Retry-After honoured.** A ``Retry-After`` (seconds or an HTTP date) is waited for, up to
   ``max_retry_after_s``; a source asking for longer fails the sync instead of stalling it.
   Without one, the wait is exponential backoff with full jitter (``backoff_s · 2ⁿ``, capped
@@ -110,8 +112,10 @@ class SourceClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = random.random,
+        retryable: Callable[[httpx.Response], bool] | None = None,
     ) -> None:
         self.source = source
+        self._retryable = retryable
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
@@ -163,7 +167,7 @@ class SourceClient:
                     ) from exc
             if response is not None and response.is_success:
                 return response
-            if response is not None and response.status_code not in _RETRIED_STATUSES:
+            if response is not None and not self._transient(response):
                 raise self._refused(method, response)
             if attempt >= self.max_retries:
                 what = failure if response is None else f"HTTP {response.status_code}"
@@ -175,6 +179,11 @@ class SourceClient:
             self._sleep(self._wait(attempt, response, method, url))
             self._count("retries")
             attempt += 1
+
+    def _transient(self, response: httpx.Response) -> bool:
+        if response.status_code in _RETRIED_STATUSES:
+            return True
+        return self._retryable is not None and self._retryable(response)
 
     def _count(self, name: str) -> None:
         with self._counter_lock:

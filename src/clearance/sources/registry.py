@@ -32,6 +32,7 @@ _LOCK = threading.Lock()
 _BUILTIN = {
     "confluence": "clearance.sources.confluence",
     "filesystem": "clearance.sources.filesystem",
+    "gdrive": "clearance.sources.gdrive",
     "graph": "clearance.sources.graph",
 }
 

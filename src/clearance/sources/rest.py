@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
@@ -22,23 +22,29 @@ import httpx
 from clearance.errors import ConfigError, SourceError
 from clearance.model import parse_principal
 from clearance.secrets import Secret
+from clearance.sources.base import Access, PermissionChange, PermissionPage
 from clearance.sources.http import SourceClient
 from clearance.sources.sync import MEDIA_SUFFIXES
 
 __all__ = [
+    "PermissionReader",
     "RenewingToken",
     "Unrepresentable",
+    "access_from",
     "bool_option",
+    "combine",
     "media_type",
     "principal",
     "principal_option",
     "principal_table",
+    "snapshot_pages",
     "string_option",
     "text",
     "timestamp",
     "url_option",
 ]
 
+_PAGE = 200  # permission changes per page handed to the engine
 _TOKEN_MARGIN_S = 120.0  # renew a token this long before it expires
 _SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
 
@@ -82,6 +88,55 @@ def principal(value: str) -> str:
         return parse_principal(value)
     except ValueError as exc:
         raise Unrepresentable(str(exc)) from None
+
+
+#: One permission of the source → the principals it grants (``None``: anyone with the link),
+#: raising :class:`Unrepresentable` for what cannot be stated safely.
+PermissionReader = Callable[[Mapping[str, Any]], "set[str] | None"]
+
+
+def combine(permissions: Sequence[Mapping[str, Any]], read: PermissionReader) -> Access:
+    """The access an item's permissions grant together; :class:`Unrepresentable` when any
+    one of them cannot be stated (the item must then be visible to nobody, not to the
+    others alone)."""
+    principals: set[str] = set()
+    anyone = False
+    for permission in permissions:
+        granted = read(permission)
+        if granted is None:
+            anyone = True
+        else:
+            principals |= granted
+    return Access(frozenset(principals), anyone_with_link=anyone)
+
+
+def access_from(
+    listing: Callable[[], Sequence[Mapping[str, Any]]], read: PermissionReader
+) -> Access | None:
+    """An item's access from its permission list (``listing()``): ``None`` when the item
+    is gone (404), visible to nobody when the source refuses to show the list (403) or a
+    permission cannot be stated. Any other failure is raised: a sync that cannot read a
+    permission list must fail rather than guess."""
+    try:
+        permissions = listing()
+    except SourceError as exc:
+        if exc.status == 404:
+            return None
+        if exc.status == 403:
+            return Access.nobody("its permissions cannot be read (HTTP 403)")
+        raise
+    try:
+        return combine(permissions, read)
+    except Unrepresentable as exc:
+        return Access.nobody(str(exc))
+
+
+def snapshot_pages(changes: Sequence[PermissionChange]) -> Iterator[PermissionPage]:
+    """Every item's access, read in full, as the pages of one permission snapshot (at
+    least one page, so an empty source still completes a sync)."""
+    for start in range(0, max(len(changes), 1), _PAGE):
+        last = start + _PAGE >= len(changes)
+        yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
 
 
 # ---------------------------------------------------------------------- options

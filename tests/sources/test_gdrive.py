@@ -1,0 +1,451 @@
+"""The Google Drive connector against a fake Drive and Directory on loopback, through the sync
+engine into a real index: the changes feed, inherited permissions, Google Groups, throttling,
+rejected page tokens and interrupted syncs.
+
+Each invariant is shown with a reverse proof: a deliberately broken connector that the same
+assertion catches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearance.app import Clearance
+from clearance.errors import ConfigError, SourceError
+from clearance.secrets import Secret
+from clearance.sources.base import Access, ItemRef, Tombstone
+from clearance.sources.gdrive import (
+    DriveConnector,
+    drive_connector,
+    parse_options,
+    parse_service_account,
+)
+from clearance.sources.service import source_status, sync_source
+from clearance.sources.sync import SourceSync, SyncReport
+from clearance.store.sqlite import SQLiteStore
+from conftest import make_settings
+from gdrive_server import DRIVE, GOOGLE_DOC, KEY_JSON, SUBJECT, FakeDrive
+
+from .conftest import Clock
+
+ALICE, BOB, CAROL = "alice@example.com", "bob@example.com", "carol@example.com"
+KEY = "sources.gd.credentials.service_account"
+
+
+def user(email: str, role: str = "reader") -> dict[str, Any]:
+    return {"type": "user", "role": role, "emailAddress": email}
+
+
+def group(email: str) -> dict[str, Any]:
+    return {"type": "group", "role": "writer", "emailAddress": email}
+
+
+def domain(name: str) -> dict[str, Any]:
+    return {"type": "domain", "role": "reader", "domain": name, "allowFileDiscovery": True}
+
+
+def anyone(discoverable: bool = False) -> dict[str, Any]:
+    return {"type": "anyone", "role": "reader", "allowFileDiscovery": discoverable}
+
+
+@dataclass
+class Workspace:
+    drive: FakeDrive
+    app: Clearance
+    clock: Clock
+    waits: list[float] = field(default_factory=list)
+    reports: list[SyncReport] = field(default_factory=list)
+
+    def connector(self) -> DriveConnector:
+        source = self.app.settings.sources["gd"]
+        options = parse_options("gd", source.options)
+        account = parse_service_account(Secret(KEY_JSON), KEY)
+        return drive_connector("gd", options, account, sleep=self.waits.append)
+
+    def sync(self, *, content: bool = True, permissions: bool = True) -> list[SyncReport]:
+        connector = self.connector()
+        try:
+            engine = SourceSync(self.app, self.app.settings.sources["gd"], connector)
+            reports = engine.run(content=content, permissions=permissions)
+        finally:
+            connector.close()
+        self.reports.extend(reports)
+        return reports
+
+    def synced(self, **kwargs: bool) -> None:
+        reports = self.sync(**kwargs)
+        assert all(r.ok for r in reports), [r.error for r in reports]
+
+    def found(self, who: str, word: str) -> set[str]:
+        hits = self.app.search(who, word).hits
+        return {h.document.doc_id for h in hits if word.lower() in h.chunk.text.lower()}
+
+
+def doc(file_id: str) -> str:
+    return f"gdrive:{DRIVE}/{file_id}"
+
+
+def make_workspace(tmp_path: Path) -> Iterator[Workspace]:
+    with FakeDrive() as drive:
+        settings = make_settings(
+            tmp_path,
+            {
+                "corpora": {"docs": {"revocation_sla": "1h", "max_sensitivity": "CONFIDENTIAL"}},
+                "sources": {
+                    "gd": {
+                        "kind": "gdrive",
+                        "corpus": "docs",
+                        "credentials": {"service_account": "GDRIVE_KEY"},
+                        "options": {
+                            "drive_id": DRIVE,
+                            "subject": SUBJECT,
+                            "drive_url": drive.drive_url,
+                            "directory_url": drive.directory_url,
+                            "token_url": drive.token_url,
+                            "domains": {"example.com": "group:all-staff"},
+                        },
+                    }
+                },
+            },
+        )
+        clock = Clock()
+        app = Clearance(settings, SQLiteStore(tmp_path / "index.db"), embedder=None, clock=clock)
+        directory = {
+            "users": [{"id": u, "active": True, "attributes": {}} for u in (ALICE, BOB, CAROL)],
+            "groups": [{"id": "all-staff", "members": [f"user:{u}" for u in (ALICE, BOB, CAROL)]}],
+        }
+        app.sync_directory_data(json.dumps(directory), "directory.json")
+        try:
+            yield Workspace(drive, app, clock)
+        finally:
+            app.close()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    yield from make_workspace(tmp_path)
+
+
+# --------------------------------------------------------------------------- the first sync
+
+
+def test_a_shared_drive_is_read_page_by_page_through_throttling_and_errors(
+    ws: Workspace,
+) -> None:
+    drive = ws.drive
+    drive.groups["finance@example.com"] = {ALICE, "controllers@example.com"}
+    drive.groups["controllers@example.com"] = {BOB}
+    drive.members = [group("finance@example.com")]
+    for n in range(5):
+        drive.add_file(f"f{n}", f"Ledger entry {n}: travel refund.")
+    drive.fault("/files", 429, retry_after="7")
+    drive.fault("/permissions", 403, after=2, reason="userRateLimitExceeded")
+    drive.fault("/members", 503)
+
+    ws.synced()
+
+    expected = {doc(f"f{n}") for n in range(5)}
+    assert ws.found(ALICE, "ledger") == expected
+    assert ws.found(BOB, "ledger") == expected  # through the nested group
+    assert ws.found(CAROL, "ledger") == set()
+    assert 7.0 in ws.waits  # Retry-After honoured
+    assert drive.calls("/drive/v3/files") > 3  # several pages (page size 2)
+    assert not drive.responder_errors
+
+
+def test_a_google_doc_is_exported_and_a_sharing_change_reads_no_content(ws: Workspace) -> None:
+    ws.drive.members = [user(ALICE, "organizer")]
+    ws.drive.add_file("memo", "Parking rules for the new garage.", mime=GOOGLE_DOC)
+    ws.synced()
+    assert ws.found(ALICE, "garage") == {doc("memo")}
+    exports = ws.drive.calls("/export")
+    ws.drive.share("memo", user(BOB))  # a change in the feed, content untouched
+    ws.synced()
+    assert ws.drive.calls("/export") == exports
+    assert ws.found(BOB, "garage") == {doc("memo")}
+
+
+def test_a_rejected_token_is_renewed_and_credentials_never_show(ws: Workspace) -> None:
+    ws.drive.members = [user(ALICE)]
+    ws.drive.add_file("memo", "Salary bands memo.")
+    ws.synced()
+    ws.drive.revoke_tokens()  # Drive answers 401: the connector asks for a new token
+    ws.drive.edit("memo", "Salary bands memo, revised.")
+    ws.synced()
+    assert ws.drive.issued == 2
+    assert ws.found(ALICE, "revised") == {doc("memo")}
+    shown = json.dumps([r.to_dict() for r in ws.reports]) + json.dumps(source_status(ws.app))
+    assert "PRIVATE KEY" not in shown and "ya29." not in shown
+    assert "PRIVATE KEY" not in repr(parse_service_account(Secret(KEY_JSON), KEY))
+
+
+def test_the_gdrive_kind_is_built_from_configuration(ws: Workspace) -> None:
+    ws.drive.members = [user(ALICE)]
+    ws.drive.add_file("memo", "Cafeteria menu.")
+    reports = sync_source(ws.app, "gd", env={"GDRIVE_KEY": KEY_JSON})
+    assert all(r.ok for r in reports)
+    assert ws.found(ALICE, "cafeteria") == {doc("memo")}
+    with pytest.raises(ConfigError, match="GDRIVE_KEY"):
+        sync_source(ws.app, "gd", env={})
+    with pytest.raises(ConfigError, match="not a service-account key") as caught:
+        sync_source(ws.app, "gd", env={"GDRIVE_KEY": '{"private_key": "hunter2"}'})
+    assert "hunter2" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"subject": SUBJECT}, "drive_id: required"),
+        ({"drive_id": "d"}, "subject: required"),
+        ({"drive_id": "d", "subject": "admin"}, "email address"),
+        ({"drive_id": "d", "subject": SUBJECT, "drive_url": "ftp://x"}, "http"),
+        ({"drive_id": "d", "subject": SUBJECT, "domains": {"example.com": "x"}}, "bad principal"),
+        ({"drive_id": "d", "subject": SUBJECT, "sync_groups": "yes"}, "true or false"),
+        ({"drive_id": "d", "subject": SUBJECT, "folders": []}, "unknown setting"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_key(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_options("gd", options)
+    assert "sources.gd.options" in caught.value.message
+
+
+# --------------------------------------------------------------------------- deletions
+
+
+def deleted_files_are_still_found(ws: Workspace) -> bool:
+    ws.drive.members = [user(ALICE)]
+    ws.drive.add_file("menu", "Cafeteria menu: ramen on Fridays.")
+    ws.drive.add_file("lunch", "Lunch menu: ramen on Mondays.")
+    ws.drive.add_file("travel", "Book trains to Osaka.")
+    ws.synced()
+    assert ws.found(ALICE, "ramen") == {doc("menu"), doc("lunch")}
+    ws.drive.trash("menu")
+    ws.drive.purge("lunch")
+    ws.synced(permissions=False)  # the feed's changes alone must take them away
+    return bool(ws.found(ALICE, "ramen"))
+
+
+def test_a_deleted_file_disappears_from_search(ws: Workspace) -> None:
+    assert not deleted_files_are_still_found(ws)
+    assert ws.app.store.get_document(doc("menu")) is None
+    assert ws.reports[-1].counts["deleted"] == 2
+    assert ws.found(ALICE, "osaka") == {doc("travel")}
+
+
+def test_reverse_proof_a_connector_that_ignores_trash_and_removals_is_caught(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    change = DriveConnector._change
+
+    def careless(self: DriveConnector, raw: Any) -> ItemRef | Tombstone | None:
+        found = change(self, raw)
+        return None if isinstance(found, Tombstone) else found
+
+    monkeypatch.setattr(DriveConnector, "_change", careless)
+    assert deleted_files_are_still_found(ws)
+
+
+def test_a_rejected_page_token_starts_a_full_listing(ws: Workspace) -> None:
+    ws.drive.members = [user(ALICE)]
+    ws.drive.add_file("menu", "Cafeteria menu: ramen on Fridays.")
+    ws.drive.add_file("travel", "Book trains to Osaka.")
+    ws.synced()
+    del ws.drive.files["menu"]  # gone, and the log that said so is gone too
+    ws.drive.expired_before = len(ws.drive.log) + 1
+    (report,) = ws.sync(permissions=False)
+    assert report.ok and report.counts["deleted"] == 1  # the snapshot's absentee is removed
+    assert ws.found(ALICE, "ramen") == set()
+    assert ws.found(ALICE, "osaka") == {doc("travel")}
+
+
+# --------------------------------------------------------------------------- permissions
+
+
+def moved_file_keeps_access(ws: Workspace) -> bool:
+    drive = ws.drive
+    drive.members = [user(BOB, "organizer")]
+    drive.add_folder("general")
+    drive.share("general", domain("example.com"))
+    drive.add_folder("board")
+    drive.add_file("plan", "Merger plan draft.", parent="general")
+    ws.synced()
+    assert ws.found(ALICE, "merger") == {doc("plan")}
+    drive.move("plan", "board")
+    ws.synced(content=False)  # the permission sync alone must take the access away
+    assert ws.found(BOB, "merger") == {doc("plan")}
+    return bool(ws.found(ALICE, "merger"))
+
+
+def test_a_file_moved_into_a_restricted_folder_loses_its_inherited_access(
+    ws: Workspace,
+) -> None:
+    assert not moved_file_keeps_access(ws)
+
+
+def test_reverse_proof_a_connector_that_remembers_permissions_is_caught(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remembered: dict[str, Access | None] = {}
+    access = DriveConnector._access
+
+    def stale(self: DriveConnector, file_id: str) -> Access | None:
+        if file_id not in remembered:
+            remembered[file_id] = access(self, file_id)
+        return remembered[file_id]
+
+    monkeypatch.setattr(DriveConnector, "_access", stale)
+    assert moved_file_keeps_access(ws)
+
+
+def removed_member_keeps_access(ws: Workspace) -> bool:
+    ws.drive.groups["board@example.com"] = {ALICE, BOB}
+    ws.drive.members = [group("board@example.com")]
+    ws.drive.add_file("minutes", "Board minutes: dividend policy.")
+    ws.synced()
+    assert ws.found(ALICE, "dividend") == {doc("minutes")}
+    ws.drive.groups["board@example.com"].discard(ALICE)
+    ws.synced(content=False)
+    assert ws.found(BOB, "dividend") == {doc("minutes")}
+    return bool(ws.found(ALICE, "dividend"))
+
+
+def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
+    ws: Workspace,
+) -> None:
+    assert not removed_member_keeps_access(ws)
+
+
+def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remembered: dict[str, frozenset[str]] = {}
+    members = DriveConnector._members
+    monkeypatch.setattr(
+        DriveConnector,
+        "_members",
+        lambda self, email: remembered.setdefault(email, members(self, email)),
+    )
+    assert removed_member_keeps_access(ws)
+
+
+def anyone_file_is_found(ws: Workspace) -> bool:
+    ws.drive.add_file("deck", "Board deck: acquisition targets.")
+    ws.drive.share("deck", anyone(discoverable=True))
+    ws.synced()
+    return bool(ws.found(ALICE, "acquisition"))
+
+
+def test_an_anyone_with_link_file_in_a_confidential_corpus_is_visible_to_nobody(
+    ws: Workspace,
+) -> None:
+    assert not anyone_file_is_found(ws)
+    (status,) = source_status(ws.app)
+    (example,) = status["visible_to_nobody_examples"]
+    assert example["doc_id"] == doc("deck") and "anyone who has the link" in example["reason"]
+    warnings = ws.app.explain(ALICE, doc("deck"))["warnings"]
+    assert any("anyone who has the link" in w for w in warnings)
+
+
+def test_reverse_proof_a_connector_that_maps_anyone_to_everyone_is_caught(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    permission = DriveConnector._permission
+
+    def widened(self: DriveConnector, raw: Any) -> set[str] | None:
+        found = permission(self, raw)
+        return {"everyone"} if found is None else found
+
+    monkeypatch.setattr(DriveConnector, "_permission", widened)
+    assert anyone_file_is_found(ws)
+
+
+def test_each_sharing_mode_maps_to_what_it_grants_and_no_more(ws: Workspace) -> None:
+    cases: dict[str, list[dict[str, Any]]] = {
+        "person": [user(ALICE.upper(), "commenter")],
+        "group": [group("Finance@example.com")],
+        "domain": [domain("example.com")],
+        "other-domain": [domain("partner.example")],
+        "deleted": [{**user(BOB), "deleted": True}],
+        "expired": [{**user(BOB), "expirationTime": "2001-01-01T00:00:00Z"}],
+        "odd-type": [{"type": "robot", "role": "reader"}],
+        "odd-role": [user(ALICE, "superpower")],
+        "no-address": [{"type": "user", "role": "reader"}],
+        "mixed": [user(CAROL), {"type": "robot", "role": "reader"}],
+    }
+    for name, permissions in cases.items():
+        ws.drive.add_file(name, f"Case {name}.")
+        ws.drive.share(name, *permissions)
+    ws.synced()
+    acls = {d.doc_id.rpartition("/")[2]: d.acl for d in ws.app.store.list_documents()}
+    assert acls == {
+        "person": {f"user:{ALICE}"},
+        "group": {"group:finance@example.com"},
+        "domain": {"group:all-staff"},
+        "other-domain": set(),
+        "deleted": set(),
+        "expired": set(),
+        "odd-type": set(),
+        "odd-role": set(),
+        "no-address": set(),
+        "mixed": set(),
+    }
+    (status,) = source_status(ws.app)
+    reasons = {
+        e["doc_id"].rpartition("/")[2]: e["reason"] for e in status["visible_to_nobody_examples"]
+    }
+    assert set(reasons) == {"odd-type", "odd-role", "no-address", "mixed"}
+    assert "robot" in reasons["odd-type"] and "superpower" in reasons["odd-role"]
+
+
+# --------------------------------------------------------------------------- all or nothing
+
+
+def interrupted_sync(ws: Workspace) -> tuple[SyncReport, bool]:
+    """The report of a permission sync during which the source stops answering, and
+    whether that sync changed any ACL or the corpus's ACL-sync time."""
+    drive = ws.drive
+    for name in ("a", "b", "c", "d"):
+        drive.add_file(name, f"Quarterly memo {name}.")
+        drive.share(name, user(ALICE))
+    ws.synced()
+    before = {d.doc_id: d.acl for d in ws.app.store.list_documents()}
+    clock_before = ws.app.store.last_acl_syncs()["docs"]
+    for name in ("a", "b", "c", "d"):
+        drive.share(name, user(BOB))
+    ws.clock.advance(60)
+    drive.fault("/permissions", 503, times=None, after=2)  # the source stops halfway
+    (report,) = ws.sync(content=False)
+    after = {d.doc_id: d.acl for d in ws.app.store.list_documents()}
+    return report, after != before or ws.app.store.last_acl_syncs()["docs"] != clock_before
+
+
+def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
+    ws: Workspace,
+) -> None:
+    report, changed = interrupted_sync(ws)
+    assert not changed
+    assert not report.ok and "503" in (report.error or "")
+    (status,) = source_status(ws.app)
+    assert status["state"] == "failing"
+
+
+def test_reverse_proof_a_connector_that_shrugs_off_unreadable_permissions_is_caught(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    access = DriveConnector._access
+
+    def shrugging(self: DriveConnector, file_id: str) -> Access | None:
+        try:
+            return access(self, file_id)
+        except SourceError:
+            return Access.nobody("could not read")
+
+    monkeypatch.setattr(DriveConnector, "_access", shrugging)
+    _, changed = interrupted_sync(ws)
+    assert changed
