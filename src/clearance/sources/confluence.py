@@ -42,7 +42,6 @@ import html
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
@@ -66,6 +65,7 @@ from clearance.sources.base import (
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.registry import register_connector
+from clearance.sources.rest import Unrepresentable, string_option, text, timestamp
 from clearance.sources.sync import MEDIA_SUFFIXES
 
 __all__ = ["ConfluenceConnector", "ConfluenceOptions", "confluence_connector", "parse_options"]
@@ -78,10 +78,6 @@ _V1_LIMIT = 200  # users and groups per page of a restriction or a group's membe
 _PAGE = 200  # permission changes per page handed to the engine
 _SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
 _ATTACHMENT = "att:"
-
-
-class _Unrepresentable(Exception):
-    """Access that cannot be stated as principals: the page is visible to nobody."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,21 +129,6 @@ class _SpaceView:
 class _Listing:
     pages: dict[str, _Page] = field(default_factory=dict)
     attachments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _when(value: Any) -> datetime | None:
-    text = _text(value)
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _number(raw: Mapping[str, Any]) -> str:
@@ -238,10 +219,10 @@ class ConfluenceConnector:
         webui = links.get("webui") if isinstance(links, dict) else None
         return _Page(
             id=str(page_id),
-            title=_text(raw.get("title")) or str(page_id),
+            title=text(raw.get("title")) or str(page_id),
             version=_number(raw),
             parent=str(parent) if isinstance(parent, (str, int)) and parent != "" else None,
-            parent_type=_text(raw.get("parentType")),
+            parent_type=text(raw.get("parentType")),
             webui=webui if isinstance(webui, str) else "",
         )
 
@@ -317,8 +298,8 @@ class ConfluenceConnector:
             access=self._access(page.id),
             media_type="text/html",
             data=document.encode(),
-            created_at=_when(raw.get("createdAt")),
-            modified_at=_when(_facet(raw, "version").get("createdAt")),
+            created_at=timestamp(raw.get("createdAt")),
+            modified_at=timestamp(_facet(raw, "version").get("createdAt")),
             file_name=page.title,
         )
 
@@ -327,8 +308,8 @@ class ConfluenceConnector:
         raw = next((a for a in listed if str(a.get("id")) == att_id), None)
         if raw is None:
             raise self._error(f"{item.doc_id} is gone")
-        title = _text(raw.get("title")) or att_id
-        declared = (_text(raw.get("mediaType")) or "").partition(";")[0].strip().lower()
+        title = text(raw.get("title")) or att_id
+        declared = (text(raw.get("mediaType")) or "").partition(";")[0].strip().lower()
         media_type = (
             declared
             if declared in MEDIA_SUFFIXES
@@ -347,7 +328,7 @@ class ConfluenceConnector:
             access=self._access(page_id),
             media_type=media_type,
             data=data,
-            created_at=_when(raw.get("createdAt")),
+            created_at=timestamp(raw.get("createdAt")),
             file_name=title,
         )
 
@@ -358,7 +339,7 @@ class ConfluenceConnector:
         """The attachment's bytes from its download link under ``base_url``. Confluence
         redirects to its media service; httpx drops the ``Authorization`` header on a
         redirect to another host, so the token stays with ``base_url``."""
-        link = _text(raw.get("downloadLink")) or _text(_facet(raw, "_links").get("download"))
+        link = text(raw.get("downloadLink")) or text(_facet(raw, "_links").get("download"))
         if link is None or not link.startswith("/") or link.startswith("//"):
             raise self._error(f"{doc_id}: no download link under base_url")
         url = f"{self._base}/wiki{link}"
@@ -423,7 +404,7 @@ class ConfluenceConnector:
             for kind in ("user", "group"):
                 results = _facet(restrictions, kind).get("results") or []
                 if not isinstance(results, list):
-                    raise _Unrepresentable(f"content {content_id}: its restrictions cannot be read")
+                    raise Unrepresentable(f"content {content_id}: its restrictions cannot be read")
                 for entry in results:
                     restricted = True
                     found.add(self._restricted(content_id, kind, entry))
@@ -434,16 +415,16 @@ class ConfluenceConnector:
     def _restricted(self, content_id: str, kind: str, entry: Any) -> str:
         """The principal of one entry of a read restriction."""
         if not isinstance(entry, dict):
-            raise _Unrepresentable(f"content {content_id}: a restriction entry cannot be read")
+            raise Unrepresentable(f"content {content_id}: a restriction entry cannot be read")
         if (
             kind == "user"
             and entry.get("type") in ("known", "user")
-            and _text(entry.get("accountId"))
+            and text(entry.get("accountId"))
         ):
             return self._principal(f"user:{entry['accountId']}")
-        if kind == "group" and entry.get("type") == "group" and _text(entry.get("id")):
+        if kind == "group" and entry.get("type") == "group" and text(entry.get("id")):
             return self._principal(f"group:{entry['id']}")
-        raise _Unrepresentable(
+        raise Unrepresentable(
             f"content {content_id}: a read restriction on a principal of type "
             f"{entry.get('type')!r} cannot be mapped"
         )
@@ -452,7 +433,7 @@ class ConfluenceConnector:
         try:
             return parse_principal(value)
         except ValueError as exc:
-            raise _Unrepresentable(str(exc)) from None
+            raise Unrepresentable(str(exc)) from None
 
     def _chain(self, page_id: str) -> list[str]:
         """The page and its ancestors, from the space's page tree."""
@@ -462,13 +443,13 @@ class ConfluenceConnector:
         while current is not None:
             page = pages.get(current)
             if page is None or current in chain:
-                raise _Unrepresentable(
+                raise Unrepresentable(
                     f"page {page_id}: ancestor {current} is not a page of space "
                     f"{self.options.space_key} (its restrictions cannot be followed)"
                 )
             chain.append(current)
             if page.parent is not None and page.parent_type not in (None, "page"):
-                raise _Unrepresentable(
+                raise Unrepresentable(
                     f"page {page_id}: its parent {page.parent} is a {page.parent_type}, "
                     "whose restrictions are not read"
                 )
@@ -499,7 +480,7 @@ class ConfluenceConnector:
                 users = self._users(level)
                 allowed = users if allowed is None else allowed & users
             return Access(frozenset(allowed or ()))
-        except _Unrepresentable as exc:
+        except Unrepresentable as exc:
             return Access.nobody(str(exc))
         except SourceError as exc:
             if exc.status in (403, 404):
@@ -527,7 +508,7 @@ class ConfluenceConnector:
         try:
             for body in self.client.pages(path, following, params=params):
                 for member in self._results(body, "group members"):
-                    account = _text(member.get("accountId"))
+                    account = text(member.get("accountId"))
                     if account and member.get("accountType", "atlassian") == "atlassian":
                         try:
                             out.add(parse_principal(f"user:{account}"))
@@ -564,7 +545,7 @@ class ConfluenceConnector:
     def _restriction_or_none(self, content_id: str) -> None:
         try:
             self._restriction(content_id)
-        except _Unrepresentable:
+        except Unrepresentable:
             pass  # stated again, as the page's reason, when its access is computed
         except SourceError as exc:
             if exc.status not in (403, 404):
@@ -599,13 +580,6 @@ def _facet(raw: Any, name: str) -> Mapping[str, Any]:
 # ---------------------------------------------------------------------- building
 
 
-def _string(options: Mapping[str, Any], name: str, key: str) -> str:
-    value = options.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}.{name}: required")
-    return value
-
-
 def parse_options(name: str, raw: Mapping[str, Any]) -> ConfluenceOptions:
     """Validate ``[sources.<name>.options]`` of a ``confluence`` source."""
     key = f"sources.{name}.options"
@@ -613,7 +587,7 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> ConfluenceOptions:
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
         raise ConfigError(f"unknown setting '{key}.{unknown[0]}'")
-    base_url = _string(options, "base_url", key).rstrip("/")
+    base_url = string_option(options, "base_url", key).rstrip("/")
     parts = urlsplit(base_url)
     if parts.scheme not in ("https", "http") or not parts.hostname or parts.query:
         raise ConfigError(
@@ -626,8 +600,8 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> ConfluenceOptions:
         raise ConfigError(f"{key}.attachments: expected true or false")
     return ConfluenceOptions(
         base_url=base_url,
-        email=_string(options, "email", key),
-        space_key=_string(options, "space_key", key),
+        email=string_option(options, "email", key),
+        space_key=string_option(options, "space_key", key),
         attachments=attachments,
     )
 
