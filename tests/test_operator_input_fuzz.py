@@ -183,6 +183,12 @@ NASTY = (
     "\x00\x01\x08\x1b\x7f\x85\xa0\xad\u200b\u200d\u202e\u2066\u2028\u2029\ufeff"
     "\ud800\udfff\ue000\U0001f600"
 )
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
 texts = st.text(st.characters() | st.sampled_from(NASTY), max_size=10)
 HUGE = [2**63, -(2**63) - 1, 2**64, 10**100, -(10**300)]
 scalars = (
@@ -509,7 +515,8 @@ class Record:
                 lambda k, v, a: Bad(
                     self.render(replaced(self.value, (*obj, k), v), a).encode(),
                     f"unknown key {json_path((*obj, k))}",
-                    ("unknown key",),
+                    # A key no UTF-8 file can hold is refused by the JSON reader first.
+                    ("unpaired surrogate",) if _has_surrogate(k) else ("unknown key",),
                 ),
                 UNKNOWN_KEYS.filter(lambda k: k not in at(self.value, obj)),
                 json_values,
@@ -1211,3 +1218,11 @@ def test_an_unconfigured_corpus_names_the_metadata_file(tmp_path: Path, sidecar:
     bad = Bad(b'{"corpus": "Wiki"}', "unconfigured corpus")
     project = new_project(tmp_path, seeded=False)
     assert_metadata_file_refused(project, bad, sidecar=sidecar, as_json=False)
+
+
+def test_a_directory_key_no_file_can_hold_is_refused_naming_it(tmp_path: Path) -> None:
+    """The case the fuzzer found: an unknown key that is also a lone surrogate is refused by
+    the JSON reader, which names it as such; nothing changes."""
+    data = b'{"users": [{"id": "ann", "active": true, "\\ud800": 1}], "groups": []}'
+    bad = Bad(data, "a lone surrogate as a key", ("unpaired surrogate",))
+    assert_directory_file_refused(seeded_project(tmp_path), bad, delta=False, as_json=False)
