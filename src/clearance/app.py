@@ -407,6 +407,20 @@ class Clearance(Closing):
 
         A query longer than ``[answer] max_question_chars`` raises
         :class:`~clearance.errors.QuestionError`; one with no letter or digit finds nothing."""
+        return self._search(user_id, query, assistant, k, Action.RETRIEVE)
+
+    def search_viewable(
+        self, user_id: str, query: str, *, assistant: str | None = None, k: int | None = None
+    ) -> SearchResult:
+        """Like :meth:`search`, inside what the user may *view*: RESTRICTED documents under
+        the assistant's ceiling and documents closed to AI use included. For naming
+        sources to their permitted readers only: these hits' text goes into no prompt and
+        no answer (DESIGN §3)."""
+        return self._search(user_id, query, assistant, k, Action.VIEW)
+
+    def _search(
+        self, user_id: str, query: str, assistant: str | None, k: int | None, action: Action
+    ) -> SearchResult:
         check_question(query, self.settings.answer.max_question_chars, what="query")
         access = self.access()
         principal = access.principal(user_id)
@@ -416,7 +430,9 @@ class Clearance(Closing):
         if not principal.active:
             return SearchResult(user_id, [], refused=Reason.ACCOUNT_DISABLED.value)
         k = k or self.settings.retrieval.k
-        flt = access.search_filter(principal, assistant_settings, self.store.corpora())
+        flt = access.search_filter(
+            principal, assistant_settings, self.store.corpora(), action=action
+        )
         searcher = HybridSearcher(
             self.store,
             self.embedder,

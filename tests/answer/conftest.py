@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from clearance.answer.intent import IntentParser
-from clearance.answer.orchestrator import Orchestrator
+from clearance.answer.orchestrator import RESTRICTED_FLAG, RESTRICTED_NAMED, Orchestrator
 from clearance.app import Clearance
 from clearance.config import load_settings
 from clearance.llm.base import Provider
@@ -57,6 +57,20 @@ HIDDEN: dict[str, str] = {
 def readable(persona: str) -> frozenset[str]:
     """What the oracle says ``persona`` may retrieve."""
     return frozenset(PERSONAS[persona]["expected_docs"])
+
+
+def nameable(persona: str) -> frozenset[str]:
+    """What the oracle says ``persona`` may be *named*: readable, plus RESTRICTED documents
+    in their ACL (title, link and locator only, never content)."""
+    return readable(persona) | frozenset(PERSONAS[persona]["expected_docs_including_restricted"])
+
+
+def citable(persona: str, answer: str, flags: Sequence[str]) -> frozenset[str]:
+    """What an answer to ``persona`` may cite: what they may retrieve and — only in an
+    answer that names RESTRICTED sources under the fixed text and says nothing else — what
+    they may be named. The content checks stay on :func:`readable`."""
+    named_only = RESTRICTED_FLAG in flags and answer.startswith(RESTRICTED_NAMED)
+    return nameable(persona) if named_only else readable(persona)
 
 
 def forbidden_canaries(persona: str) -> dict[str, list[str]]:

@@ -23,12 +23,12 @@ from .conftest import (
     PERSONA_NAMES,
     RESTRICTED_CANARIES,
     AcmeIndex,
+    citable,
     cli,
     demo_config,
     find_all,
     forbidden_canaries,
     parrot,
-    readable,
 )
 
 QUESTIONS = (
@@ -137,8 +137,9 @@ def test_every_cited_document_is_readable_by_the_persona(
     outside = [
         (r.persona, r.question, c["doc_id"])
         for r in done
-        for c in json.loads(r.out)["citations"]
-        if c["doc_id"] not in readable(r.persona)
+        for out in [json.loads(r.out)]
+        for c in out["citations"]
+        if c["doc_id"] not in citable(r.persona, out["answer"], out["flags"])
     ]
     assert outside == []
 

@@ -52,6 +52,7 @@ from .conftest import (
     RESTRICTED_CANARIES,
     RESTRICTED_CANARY_DOCS,
     AcmeIndex,
+    citable,
     find_all,
     forbidden_canaries,
     parrot,
@@ -355,8 +356,9 @@ def principal_leaks(index: AcmeIndex, exchanges: Iterable[Exchange]) -> list[str
                 f"{ex.where}: canary {m} of {d} in {channel}" for d, m in find_all(text, marks)
             ]
             found += [f"{ex.where}: text of {d} in {channel}" for d, _ in find_all(text, unique)]
+        named = citable(ex.persona, ex.result.answer, ex.result.flags)
         found += [
-            f"{ex.where}: cites {c.doc_id}" for c in ex.result.citations if c.doc_id not in allowed
+            f"{ex.where}: cites {c.doc_id}" for c in ex.result.citations if c.doc_id not in named
         ]
         found += [f"{ex.where}: sent {s.doc_id}" for s in ex.sent if s.doc_id not in allowed]
     return sorted(set(found))

@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from clearance.answer.narrative import relevant_snippets
+from clearance.answer.orchestrator import RESTRICTED_FLAG
 from clearance.answer.relevance import RelevanceGate, question_weights
 from clearance.answer.result import Status
 from clearance.config import RelevanceSettings, settings_from_dict
 from clearance.errors import ConfigError
 from clearance.llm.base import Snippet
-from clearance.retrieval.link_exit import to_snippets
+from clearance.retrieval.link_exit import is_restricted, to_snippets
 from clearance.store.base import TermStatistics
 
 from .conftest import ACME, AcmeIndex, build_index, clean_env
@@ -122,6 +123,10 @@ def test_irrelevant_narrative_questions_are_refused(
     indexed: AcmeIndex, user: str, question: str
 ) -> None:
     result = indexed.app.ask(question, user)
+    if RESTRICTED_FLAG in result.flags:
+        # jun may be named the RESTRICTED minutes; the readable near miss is still not used.
+        assert all(is_restricted(indexed.document(c.doc_id).sensitivity) for c in result.citations)
+        return
     assert result.status is Status.NO_AUTHORIZED_SOURCE, result.to_dict()
     assert result.citations == ()
 

@@ -33,7 +33,7 @@ import dataclasses
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING
@@ -63,7 +63,7 @@ from clearance.answer.structured import (
     render_not_found,
     render_unrecognized,
 )
-from clearance.answer.trust import resolve_trust
+from clearance.answer.trust import Trust, resolve_trust
 from clearance.config import LATEST_PERIOD, AssistantSettings
 from clearance.errors import ConfigError, GuardError, ProviderError
 from clearance.ingest.facts import Vocabulary
@@ -94,6 +94,14 @@ ANY_PERIOD = "any period"
 CLARIFY_AMBIGUOUS = "“{text}” can mean {readings}; please say which period you mean."
 #: How many readable values a clarifying question offers at most.
 MAX_OPTIONS = 5
+RESTRICTED_NAMED = (
+    "The sources that answer this are restricted: they can be named to you, but not quoted "
+    "or summarised. Open them to read what they say:"
+)
+#: The flag of an answer that only names RESTRICTED sources.
+RESTRICTED_FLAG = "restricted_sources"
+#: How many RESTRICTED documents such an answer names at most.
+MAX_NAMED = 3
 TOO_MANY_PARTS = (
     "That asks for more than {limit} figures at once; please ask about fewer metrics, "
     "entities, periods or channels."
@@ -702,7 +710,7 @@ class Orchestrator:
         trace.denied_retrieved = self._count_denied(request, trace.retrieved)
         if not found.hits:
             trace.reason = "no_authorized_source"
-            return no_source
+            return self._nothing_readable(request, no_source)
 
         authorized = AuthorizedSet(
             user_id=request.user_id,
@@ -752,7 +760,7 @@ class Orchestrator:
         trace.filter_counts["prompt_budget"] = len(snippets) - len(prompt.snippets)
         if len(prompt.snippets) < self.settings.answer.min_snippets:
             trace.reason = "no_authorized_source"
-            return no_source
+            return self._nothing_readable(request, no_source)
 
         # 12 egress guard + provider call
         trace.start("synthesise")
@@ -784,8 +792,60 @@ class Orchestrator:
             trace.fabrication_guard_triggered = True
         if not checked.sentences:
             trace.reason = "no_authorized_source"
-            return no_source
+            return self._nothing_readable(request, no_source)
         return self._render_narrative(checked, prompt.snippets, request)
+
+    def _nothing_readable(self, request: _Request, refusal: AnswerResult) -> AnswerResult:
+        """Nothing the caller may have read to them answers: if RESTRICTED documents the
+        caller may view do, they are named (DESIGN §3); otherwise ``refusal``, unchanged.
+        Whoever may not view those documents gets ``refusal`` whether they exist or not."""
+        named = self._restricted_sources(request)
+        if not named:
+            return refusal
+        request.trace.reason = "restricted_sources_named"
+        lines = "".join(f"\n- {c.title} [S{n}]" for n, c in enumerate(named, start=1))
+        return AnswerResult(
+            Status.ANSWERED,
+            RESTRICTED_NAMED + lines,
+            Route.NARRATIVE,
+            named,
+            flags=(RESTRICTED_FLAG,),
+        )
+
+    def _restricted_sources(self, request: _Request) -> tuple[Citation, ...]:
+        """Citations of the RESTRICTED documents the caller may view that bear on the
+        question, best first, one per document, at most :data:`MAX_NAMED`. Their text is
+        judged here by the relevance gate, as any snippet is, and goes nowhere else: no
+        prompt, no model call, no answer text."""
+        access, principal = request.access, request.principal
+        assert access is not None and principal is not None
+        found = self.app.search_viewable(
+            request.user_id,
+            request.masked,
+            assistant=request.assistant.name if request.assistant else None,
+        )
+        hits = [
+            h
+            for h in found.hits
+            if is_restricted(h.chunk.sensitivity) or is_restricted(h.document.sensitivity)
+        ]
+        if not hits:
+            return ()
+        viewable = access.search_filter(
+            principal, request.assistant, self.app.store.corpora(), action=Action.VIEW
+        )
+        probes = [_probe(i, h, self.settings.trust.origins) for i, h in enumerate(hits, 1)]
+        judged = self.relevance.judge(
+            request.masked,
+            probes,
+            lambda terms: self.app.store.term_statistics(terms, viewable),
+        )
+        named: dict[str, Citation] = {}
+        for j in judged:
+            s = j.snippet
+            if j.relevant and s.doc_id not in named and len(named) < MAX_NAMED:
+                named[s.doc_id] = Citation(s.doc_id, s.title, s.locator, s.uri, s.trust)
+        return tuple(named.values())
 
     def _relevant(
         self, request: _Request, snippets: Sequence[Snippet], hits: Sequence[SearchHit]
@@ -885,6 +945,25 @@ def _missing_slots(parts: Sequence[MetricQuery]) -> list[str]:
         if part.period is None and "period" not in missing:
             missing.append("period")
     return missing
+
+
+def _probe(n: int, hit: SearchHit, origins: Mapping[str, Trust]) -> Snippet:
+    """A RESTRICTED hit in the shape the relevance gate judges. Never a prompt snippet:
+    the link exit (:func:`~clearance.retrieval.link_exit.to_snippets`) would drop it, and
+    it is labelled ``R#`` so no ``[S#]`` marker can name it."""
+    return Snippet(
+        ref=f"R{n}",
+        chunk_id=hit.chunk.chunk_id,
+        doc_id=hit.document.doc_id,
+        title=hit.document.title,
+        locator=hit.chunk.locator,
+        uri=hit.document.uri,
+        text=hit.chunk.text,
+        sensitivity=hit.chunk.sensitivity,
+        corpus=hit.document.corpus,
+        origin=hit.chunk.origin,
+        trust=resolve_trust(hit.chunk.origin, hit.document.origin_chain, origins).label,
+    )
 
 
 _CITATION_MARKER = re.compile(r"\[S(\d{1,4})\]")
