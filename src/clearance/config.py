@@ -493,6 +493,9 @@ class AnswerSettings:
     min_snippets: int = 1
     relevance: RelevanceSettings = field(default_factory=RelevanceSettings)
     no_source_message: str = "I have no approved source I can use to answer that."
+    # Added to a refusal for nothing found while a corpus in the asker's assistant scope is
+    # failing closed (past its revocation SLA): a system state, not any document's.
+    unavailable_notice: str = "Some sources are temporarily unavailable."
     degraded_message: str = "The answer service is unavailable right now. Please try again later."
 
 
@@ -835,6 +838,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         min_snippets=t.positive("min_snippets", defaults.min_snippets),
         relevance=_relevance(t.table("relevance")),
         no_source_message=t.get("no_source_message", str, defaults.no_source_message),
+        unavailable_notice=t.get("unavailable_notice", str, defaults.unavailable_notice),
         degraded_message=t.get("degraded_message", str, defaults.degraded_message),
     )
     t.done()

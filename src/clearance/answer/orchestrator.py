@@ -98,6 +98,9 @@ RESTRICTED_NAMED = (
     "The sources that answer this are restricted: they can be named to you, but not quoted "
     "or summarised. Open them to read what they say:"
 )
+#: The flag of a refusal given while a corpus in the assistant's scope is failing closed.
+UNAVAILABLE_FLAG = "sources_unavailable"
+_NOTHING_FOUND = frozenset({Status.NO_AUTHORIZED_SOURCE, Status.NOT_FOUND})
 #: The flag of an answer that only names RESTRICTED sources.
 RESTRICTED_FLAG = "restricted_sources"
 #: How many RESTRICTED documents such an answer names at most.
@@ -118,6 +121,8 @@ class _Request:
     access: AccessControl | None = None
     flt: SearchFilter | None = None
     masked: str = ""
+    # A corpus in the assistant's scope is failing closed (past its revocation SLA).
+    unavailable: bool = False
     today: date | None = None
 
 
@@ -190,6 +195,14 @@ class Orchestrator:
             trace.stop("total")
         trace.status = result.status.value
         trace.route = result.route.value
+        if result.status in _NOTHING_FOUND and request.unavailable:
+            # A system state shown to everyone in this scope, whatever the question.
+            notice = self.settings.answer.unavailable_notice
+            result = replace(
+                result,
+                answer=f"{result.answer} {notice}",
+                flags=(*result.flags, UNAVAILABLE_FLAG),
+            )
         trace.cited = sorted({c.doc_id for c in result.citations})
         self._finish_trace(request)
         self.app.write_trace(user_id, trace)
@@ -303,6 +316,7 @@ class Orchestrator:
             "corpora_serving": len(serving),
             "corpora_stale": len(considered - set(serving)),
         }
+        request.unavailable = bool(considered - set(serving))
         trace.stop("filter")
 
         # 6 route (parsed before the FAQ, which must know whether the question has slots)
