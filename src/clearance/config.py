@@ -257,6 +257,9 @@ class AssistantSettings:
     corpora: tuple[str, ...]
     max_sensitivity: Sensitivity = Sensitivity.CONFIDENTIAL
     description: str = ""
+    # [scope.entities] this assistant may answer narrative questions about (the
+    # organisation's own battlecards on a competitor); figure questions stay refused
+    allow_entities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -739,6 +742,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
             corpora=names,
             max_sensitivity=a.sensitivity("max_sensitivity", Sensitivity.CONFIDENTIAL),
             description=a.get("description", str, ""),
+            allow_entities=a.strings("allow_entities"),
         )
         a.done()
     at.done()
@@ -827,6 +831,13 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     t = top.table("scope")
     scope = ScopeSettings(entities=_alias_map(t.table("entities")))
     t.done()
+    for assistant in assistants.values():
+        for entity in assistant.allow_entities:
+            if entity not in scope.entities:
+                raise ConfigError(
+                    f"assistants.{assistant.name}.allow_entities: {entity!r} is not an entity "
+                    "of [scope.entities]"
+                )
 
     facts = _facts(top.table("facts"))
 

@@ -290,10 +290,13 @@ class Orchestrator:
         request.masked = scope.masked
         trace.stop("scope")
         if scope.entities:
-            trace.reason = "out_of_scope_entity"
-            return _refusal(
-                Status.OUT_OF_SCOPE_ENTITY, OUT_OF_SCOPE.format(entities=", ".join(scope.entities))
-            )
+            if not self._allowed_narrative(request, access, assistant_name, scope.entities):
+                trace.reason = "out_of_scope_entity"
+                return _refusal(
+                    Status.OUT_OF_SCOPE_ENTITY,
+                    OUT_OF_SCOPE.format(entities=", ".join(scope.entities)),
+                )
+            request.masked = self._named_plainly(request.question, scope.spans)
 
         # 3 assistant
         try:
@@ -357,6 +360,44 @@ class Orchestrator:
                 return self._narrative(request)
             return self._structured(request, intent)
         return self._narrative(request)
+
+    def _allowed_narrative(
+        self,
+        request: _Request,
+        access: AccessControl,
+        assistant_name: str | None,
+        entities: Sequence[str],
+    ) -> bool:
+        """Whether a question naming ``entities`` may go on, unmasked: only when the
+        requested assistant allows every one of them (``allow_entities``) and the question
+        asks for no figure — not a metric, multi or composite question, nor one the parser
+        finds a metric in. The names were found by the gate, so every spelling it matches
+        (aliases, spaced, full-width) is treated alike."""
+        try:
+            assistant = access.assistant(assistant_name)
+        except ConfigError:
+            return False
+        if assistant is None or not set(entities) <= set(assistant.allow_entities):
+            return False
+        intent = self.intent_parser.parse(request.question, today=request.today)
+        asks_figure = (
+            intent.kind != "narrative"
+            or intent.uncertain
+            or any(part.metric is not None for part in intent.parts)
+        )
+        return not asks_figure
+
+    def _named_plainly(self, question: str, spans: Sequence[tuple[int, int]]) -> str:
+        """``question`` with each entity the gate matched written as its canonical name,
+        so a spaced or full-width spelling ("N i m b u s") finds what the name finds."""
+        out: list[str] = []
+        done = 0
+        for start, end in spans:
+            names = self.scope.check(question[start:end]).entities
+            out += (question[done:start], names[0] if names else question[start:end])
+            done = end
+        out.append(question[done:])
+        return "".join(out)
 
     def _may_view(self, request: _Request, doc_id: str) -> bool:
         assert request.access is not None and request.principal is not None
