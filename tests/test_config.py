@@ -164,6 +164,11 @@ def test_every_section_is_parsed() -> None:
     assert s.trace == TraceSettings(False, 7 * 86400.0, "OTHER_KEY")
 
 
+def test_inferred_sentences_are_dropped_unless_label_is_chosen() -> None:
+    assert parse({}).answer.inferred == "drop"
+    assert parse({"answer": {"inferred": "label"}}).answer.inferred == "label"
+
+
 def test_integer_is_accepted_where_a_float_is_expected_but_not_the_reverse() -> None:
     assert parse({"corpora": {"c": {"revocation_sla": 3600}}}).corpora["c"].revocation_sla_s == 3600
     with pytest.raises(ConfigError, match=r"^retrieval\.k: expected int, got float 2\.5"):
@@ -233,6 +238,11 @@ def test_integer_is_accepted_where_a_float_is_expected_but_not_the_reverse() -> 
         ({"store": {"backend": "postgres"}}, r"^store\.backend: unsupported backend 'postgres'"),
         ({"embedding": {"provider": "magic"}}, r"^embedding\.provider: unknown provider 'magic'"),
         ({"llm": {"timeout_s": "fast"}}, r"^llm\.timeout_s: expected a duration"),
+        (
+            {"answer": {"inferred": "show"}},
+            r'^answer\.inferred: must be "drop" or "label", got \'show\'',
+        ),
+        ({"answer": {"inferred": True}}, r"^answer\.inferred: expected str, got bool"),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_its_key(data: dict[str, Any], message: str) -> None:

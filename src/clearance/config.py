@@ -500,6 +500,13 @@ class AnswerSettings:
     # failing closed (past its revocation SLA): a system state, not any document's.
     unavailable_notice: str = "Some sources are temporarily unavailable."
     degraded_message: str = "The answer service is unavailable right now. Please try again later."
+    # Narrative sentences no snippet states (uncited, or marked by the model as inferred):
+    # "drop" them, or "label" them apart under INFERRED_LABEL after the sourced answer.
+    inferred: str = "drop"
+
+
+#: The values of ``[answer] inferred``.
+INFERRED_MODES = ("drop", "label")
 
 
 @dataclass(frozen=True, slots=True)
@@ -851,7 +858,12 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         no_source_message=t.get("no_source_message", str, defaults.no_source_message),
         unavailable_notice=t.get("unavailable_notice", str, defaults.unavailable_notice),
         degraded_message=t.get("degraded_message", str, defaults.degraded_message),
+        inferred=t.get("inferred", str, defaults.inferred),
     )
+    if answer.inferred not in INFERRED_MODES:
+        raise ConfigError(
+            f'{t.key("inferred")}: must be "drop" or "label", got {answer.inferred!r}'
+        )
     t.done()
 
     t = top.table("server")

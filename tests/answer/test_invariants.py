@@ -570,7 +570,7 @@ def test_invariant_7_narrative_numbers_appear_in_cited_snippets(
     def keep_everything(answer: str, snippets: Sequence[Snippet]) -> CheckedAnswer:
         refs = tuple(dict.fromkeys(r.upper() for r in re.findall(r"\[(S\d+)\]", answer)))
         text = re.sub(r"\s*\[S\d+\]", "", answer).strip()
-        return CheckedAnswer((Sentence(text, refs or ("S1",)),), 0, 0, 0)
+        return CheckedAnswer((Sentence(text, refs or ("S1",)),), 0)
 
     monkeypatch.setattr(orchestrator_module, "check_answer", keep_everything)
     leaky = acme.orchestrator(MockProvider(mixed)).ask(question, "alice")

@@ -132,7 +132,7 @@ def test_markers_a_splitter_put_on_the_next_sentence_are_moved_back() -> None:
         ("The Tokyo office opens at 8:30.", ("S1",)),
         ("Visitors sign in at the front desk.", ("S2",)),
     ]
-    assert checked.added_citations == 0
+    assert checked.inferred == ()
     assert checked.render() == (
         "The Tokyo office opens at 8:30. [S1] Visitors sign in at the front desk. [S2]"
     )
@@ -144,27 +144,64 @@ def test_several_markers_and_marker_only_pieces_attach_to_the_sentence_they_clos
     assert checked.cited_refs == ["S2", "S1", "S3"]
 
 
-def test_an_uncited_sentence_gets_the_snippet_it_overlaps_most() -> None:
+def test_an_uncited_sentence_is_an_inference_however_much_it_overlaps_a_snippet() -> None:
+    """Sharing words with a snippet is not stating what it says: without a valid marker
+    the sentence is kept apart, never given a citation it did not make."""
     checked = check_answer("Visitors receive a badge at the front desk.", SNIPPETS)
-    assert kept(checked) == [("Visitors receive a badge at the front desk.", ("S2",))]
-    assert checked.added_citations == 1
+    assert checked.sentences == ()
+    assert checked.inferred == (Sentence("Visitors receive a badge at the front desk.", ()),)
 
 
-def test_an_uncited_sentence_that_overlaps_nothing_is_dropped() -> None:
+def test_a_sentence_the_model_marks_inferred_is_an_inference_even_when_cited() -> None:
+    answer = (
+        "Visitors sign in at the front desk. [S2] "
+        "[inferred] So a visitor without a badge was never signed in. [S2] "
+        "Guests probably wait in the lobby."
+    )
+    checked = check_answer(answer, SNIPPETS)
+    assert kept(checked) == [("Visitors sign in at the front desk.", ("S2",))]
+    assert checked.inferred == (
+        Sentence("So a visitor without a badge was never signed in.", ("S2",)),
+        Sentence("Guests probably wait in the lobby.", ()),
+    )
+
+
+@pytest.mark.parametrize("marker", ["[inferred]", "[Inferred]", "[ INFERRED ]"])
+def test_the_inferred_marker_is_read_in_any_spelling_and_never_shown(marker: str) -> None:
+    checked = check_answer(f"{marker} The desk is busy in the morning. [S2]", SNIPPETS)
+    assert checked.inferred == (Sentence("The desk is busy in the morning.", ("S2",)),)
+    assert "inferred" not in checked.render().lower()
+
+
+def test_a_number_in_an_inference_must_be_in_a_snippet_it_cites() -> None:
+    """An inference is no licence to invent: 1,320 is in S1, so the cited inference may
+    carry it; an uncited one may carry no number at all, and 9,999 is in no snippet."""
+    answer = (
+        "[inferred] With 1,320 square metres the office is large. [S1] "
+        "[inferred] It could seat 9,999 people. [S1] "
+        "The office is probably 1,320 square metres."
+    )
+    checked = check_answer(answer, SNIPPETS)
+    assert checked.inferred == (Sentence("With 1,320 square metres the office is large.", ("S1",)),)
+    assert checked.removed_for_numbers == 2
+
+
+def test_an_uncited_sentence_that_overlaps_nothing_is_an_inference() -> None:
     checked = check_answer("Bananas are yellow. [S7]", SNIPPETS)
     assert checked.sentences == ()
-    assert checked.removed_uncited == 1
+    assert checked.inferred == (Sentence("Bananas are yellow.", ()),)
 
 
 @pytest.mark.parametrize(
-    ("marker", "refs"),
-    [("[s2]", ("S2",)), ("[ S2 ]", ("S2",)), ("[S9]", ("S2",)), ("[S2][S9]", ("S2",))],
+    ("marker", "refs"), [("[s2]", ("S2",)), ("[ S2 ]", ("S2",)), ("[S2][S9]", ("S2",))]
 )
 def test_marker_spelling_and_markers_naming_no_snippet(marker: str, refs: tuple[str, ...]) -> None:
-    """Case and spaces do not matter; a marker naming no snippet in the prompt is removed
-    (the sentence then gets its best-overlap snippet)."""
+    """Case and spaces do not matter; a marker naming no snippet in the prompt is removed,
+    and a sentence left with none is an inference."""
     checked = check_answer(f"Visitors receive a badge. {marker}", SNIPPETS)
     assert kept(checked) == [("Visitors receive a badge.", refs)]
+    only_unknown = check_answer("Visitors receive a badge. [S9]", SNIPPETS)
+    assert only_unknown.sentences == () and len(only_unknown.inferred) == 1
 
 
 def test_an_empty_answer_keeps_nothing() -> None:
@@ -186,6 +223,7 @@ _PIECES = st.sampled_from(
         "[S3]",
         "[S4]",
         "[s3]",
+        "[inferred]",
         " ",
         "\n",
         "7",
@@ -203,6 +241,10 @@ def test_kept_sentences_only_cite_prompt_snippets_that_hold_their_numbers(answer
         supported = set().union(*(numbers_in(by_ref[r].text) for r in sentence.refs))
         assert numbers_in(sentence.text) <= supported
         assert "[" not in sentence.text
+    for sentence in checked.inferred:
+        assert set(sentence.refs) <= set(by_ref)
+        supported = set().union(*(numbers_in(by_ref[r].text) for r in sentence.refs))
+        assert numbers_in(sentence.text) <= supported
 
 
 # --------------------------------------------------------------------------- conflicts
@@ -231,7 +273,7 @@ UNRELATED = snip("S5", "The canteen serves lunch from 11:30 to 14:00.", doc_id="
 
 
 def answer_citing(snippet: Snippet) -> CheckedAnswer:
-    return CheckedAnswer((Sentence(snippet.text, (snippet.ref,)),), 0, 0, 0)
+    return CheckedAnswer((Sentence(snippet.text, (snippet.ref,)),), 0)
 
 
 def test_another_document_stating_other_numbers_is_a_conflict() -> None:
@@ -253,7 +295,7 @@ def test_sentences_without_numbers_raise_no_conflict() -> None:
 
 def test_each_conflicting_sentence_is_reported_once() -> None:
     checked = CheckedAnswer(
-        (Sentence(PUBLIC.text, ("S1",)), Sentence(PUBLIC.text + " Really.", ("S1",))), 0, 0, 0
+        (Sentence(PUBLIC.text, ("S1",)), Sentence(PUBLIC.text + " Really.", ("S1",))), 0
     )
     assert find_conflicts(checked, [PUBLIC, INTERNAL]) == [(INTERNAL.text, "S2")]
 

@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from api.conftest import Live, create_token, free_port, serving, wait_until_serving
+from clearance.answer.orchestrator import INFERRED_LABEL
 from clearance.api.streaming import sentence_pieces
 from clearance.app import Clearance
 from clearance.config import AnswerSettings, load_settings
@@ -254,6 +255,53 @@ def test_reverse_proof_a_stream_of_raw_model_text_is_rejected() -> None:
 
     with pytest.raises(AssertionError):
         assert_only_checked_text_streamed([*raw, ("answer", final)], MODEL_TEXT)
+
+
+# A sentence the sources state, one the model marks as inferred, and an uncited one with
+# a number in no source.
+INFERRING = (
+    "Book trains in Tokyo. [S1] [inferred] Travellers probably prefer trains. [S1] "
+    "Hotels may cost 999 EUR a night."
+)
+
+
+def test_inferences_are_streamed_only_after_the_checked_sentences(
+    project: Path, chat: ChatServer
+) -> None:
+    """``[answer] inferred = "label"``: the labelled block comes from the same final answer
+    and arrives after every sourced sentence; the invented 999 is never sent."""
+    config = model_config(project, chat, "labelled.toml", "10s")
+    config.write_text(
+        config.read_text(encoding="utf-8") + '\n[answer]\ninferred = "label"\n', encoding="utf-8"
+    )
+    token = create_token(config, "ann")["token"]
+    chat.answer_with(INFERRING)
+    try:
+        with serving(config) as url, httpx.Client(base_url=url, timeout=30) as client:
+            events = events_of(sse(client, token, {"question": QUESTION}).text)
+    finally:
+        chat.answer_with(MODEL_TEXT)
+
+    assert_only_checked_text_streamed(events, INFERRING)
+    final = events[-1][1]
+    assert "inferred_shown:1" in final["flags"] and "999" not in final["answer"]
+    assert_inferences_streamed_last([data["text"] for _, data in events[:-1]])
+
+
+def assert_inferences_streamed_last(texts: list[str]) -> None:
+    at = next(i for i, text in enumerate(texts) if INFERRED_LABEL in text)
+    assert "Book trains in Tokyo. [S1]" in "".join(texts[:at])
+    assert "Travellers" not in "".join(texts[:at])
+    assert "".join(texts[at:]) == f"{INFERRED_LABEL}\n- Travellers probably prefer trains. [S1]"
+
+
+def test_reverse_proof_inferences_streamed_first_are_rejected() -> None:
+    block = f"{INFERRED_LABEL}\n- Travellers probably prefer trains. [S1]\n\n"
+    with pytest.raises(AssertionError):
+        assert_inferences_streamed_last(sentence_pieces(block + "Book trains in Tokyo. [S1]"))
+    unlabelled = "Travellers probably prefer trains. [S1] Book trains in Tokyo. [S1]\n\n"
+    with pytest.raises(AssertionError):
+        assert_inferences_streamed_last(sentence_pieces(unlabelled + block))
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -2,12 +2,16 @@
 
 The model's text is never trusted as is:
 
-* every sentence must cite a snippet that was in the prompt (``[S2]``); markers naming
-  anything else are removed, and a sentence without a valid marker gets the snippet it
-  overlaps most — or is dropped if it overlaps none;
-* **every number in a sentence must appear in a snippet that sentence cites**, else the
-  sentence is removed (``fabrication_guard_triggered``);
-* if nothing survives, the caller answers ``no_authorized_source``.
+* a sentence is **attributed** when it cites a snippet that was in the prompt (``[S2]``);
+  markers naming anything else are removed;
+* a sentence with no valid marker, or one the model marked ``[inferred]``, is an
+  **inference**: nothing ties it to what a snippet states. It is kept apart from the
+  attributed sentences, and the caller drops it or shows it under its own label
+  (``[answer] inferred``) — never as sourced fact;
+* **every number in a sentence, inferred or not, must appear in a snippet that sentence
+  cites**, else the sentence is removed (``fabrication_guard_triggered``); an inference
+  that cites nothing may carry no number at all;
+* if no attributed sentence survives, the caller answers ``no_authorized_source``.
 
 Numbers compare by value after NFKC: ``1,320`` = ``1320`` = ``１，３２０``; ``6.50`` = ``6.5``.
 """
@@ -25,6 +29,7 @@ from clearance.llm.extractive import is_line_unit, split_sentences
 from clearance.retrieval.analysis import query_terms
 
 __all__ = [
+    "INFERRED_MARKER",
     "CheckedAnswer",
     "Sentence",
     "check_answer",
@@ -32,9 +37,13 @@ __all__ = [
     "find_conflicts",
     "numbers_in",
     "relevant_snippets",
+    "render_sentences",
 ]
 
+#: What the model writes in a sentence it infers rather than reads in a snippet.
+INFERRED_MARKER = "[inferred]"
 _MARKER = re.compile(r"\[\s*(S\d{1,4})\s*\]", re.IGNORECASE)
+_INFERRED = re.compile(r"\[\s*inferred\s*\]", re.IGNORECASE)
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*S\d{1,4}\s*\])+")
 # A marker followed by more words closes a claim even without punctuation ("… 20:00 [S1]
 # Standard plan …"), so each claim is checked against the snippets it cites itself.
@@ -88,31 +97,37 @@ class Sentence:
     refs: tuple[str, ...]
 
 
+def render_sentences(sentences: Sequence[Sentence], labels: Mapping[str, str] | None = None) -> str:
+    """Each sentence with its markers, list items and table lines on lines of their own.
+    ``labels`` renames snippet refs (``S3`` → ``S1``, the number of the citation shown);
+    refs that name one citation are marked once."""
+    parts: list[str] = []
+    previous_line = False
+    for i, sentence in enumerate(sentences):
+        line = is_line_unit(sentence.text)
+        if i:
+            parts.append("\n" if line or previous_line else " ")
+        marks = dict.fromkeys(labels.get(r, r) if labels else r for r in sentence.refs)
+        parts.append(f"{sentence.text} " + "".join(f"[{m}]" for m in marks))
+        previous_line = line
+    return "".join(parts)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckedAnswer:
-    sentences: tuple[Sentence, ...]
+    sentences: tuple[Sentence, ...]  # attributed: each cites a prompt snippet
     removed_for_numbers: int
-    removed_uncited: int
-    added_citations: int
+    # Inferences whose numbers passed the check: refs are the valid ones they cite, if any.
+    inferred: tuple[Sentence, ...] = ()
 
     @property
     def cited_refs(self) -> list[str]:
         return list(dict.fromkeys(r for s in self.sentences for r in s.refs))
 
     def render(self, labels: Mapping[str, str] | None = None) -> str:
-        """The answer text: each sentence with its markers, list items and table lines on
-        lines of their own. ``labels`` renames snippet refs (``S3`` → ``S1``, the number of
-        the citation shown); refs that name one citation are marked once."""
-        parts: list[str] = []
-        previous_line = False
-        for i, sentence in enumerate(self.sentences):
-            line = is_line_unit(sentence.text)
-            if i:
-                parts.append("\n" if line or previous_line else " ")
-            marks = dict.fromkeys(labels.get(r, r) if labels else r for r in sentence.refs)
-            parts.append(f"{sentence.text} " + "".join(f"[{m}]" for m in marks))
-            previous_line = line
-        return "".join(parts)
+        """The attributed sentences (see :func:`render_sentences`); inferences are the
+        caller's to drop or label."""
+        return render_sentences(self.sentences, labels)
 
 
 def _claims(sentence: str) -> list[str]:
@@ -126,49 +141,46 @@ def _claims(sentence: str) -> list[str]:
     return parts
 
 
-def _split(answer: str) -> list[tuple[str, tuple[str, ...]]]:
-    """Sentences with their markers; markers a splitter put at the start of the next
-    sentence ("… economy. [S1] Next …") are moved back to the sentence they close, and a
-    marker followed by more words ends a sentence ("… economy [S1] Next …")."""
+def _split(answer: str) -> list[tuple[str, tuple[str, ...], bool]]:
+    """Sentences with their markers and whether the model marked them inferred; markers a
+    splitter put at the start of the next sentence ("… economy. [S1] Next …") are moved
+    back to the sentence they close, and a marker followed by more words ends a sentence
+    ("… economy [S1] Next …")."""
     pieces = [claim for sentence in split_sentences(answer) for claim in _claims(sentence)]
-    out: list[tuple[str, list[str]]] = []
+    out: list[tuple[str, list[str], bool]] = []
     for piece in pieces:
         lead = _LEADING_MARKERS.match(piece)
         if lead and out:
             out[-1][1].extend(m.upper() for m in _MARKER.findall(lead.group(0)))
             piece = piece[lead.end() :]
         refs = [m.upper() for m in _MARKER.findall(piece)]
-        text = _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(_MARKER.sub(" ", piece).split()))
+        inferred = bool(_INFERRED.search(piece))
+        plain = _INFERRED.sub(" ", _MARKER.sub(" ", piece))
+        text = _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(plain.split()))
         if text.strip(" .。"):
-            out.append((text, refs))
+            out.append((text, refs, inferred))
         elif refs and out:
             out[-1][1].extend(refs)
-    return [(t, tuple(dict.fromkeys(r))) for t, r in out]
+    return [(t, tuple(dict.fromkeys(r)), i) for t, r, i in out]
 
 
 def check_answer(answer: str, snippets: Sequence[Snippet]) -> CheckedAnswer:
+    """``answer`` split into attributed sentences and inferences (see the module
+    docstring); a sentence with a number none of its cited snippets holds is neither."""
     by_ref = {s.ref.upper(): s for s in snippets}
     kept: list[Sentence] = []
-    removed_numbers = removed_uncited = added = 0
-    for text, refs in _split(answer):
+    inferred: list[Sentence] = []
+    removed_numbers = 0
+    for text, refs, marked in _split(answer):
         valid = tuple(r for r in refs if r in by_ref)
-        if not valid:
-            terms = set(query_terms(text))
-            scored = [(len(terms & set(query_terms(s.text))), s.ref) for s in snippets]
-            best = max(scored, key=lambda x: x[0], default=(0, ""))
-            if best[0] == 0:
-                removed_uncited += 1
-                continue
-            valid = (best[1].upper(),)
-            added += 1
         supported: set[Decimal] = set()
         for ref in valid:
             supported |= numbers_in(by_ref[ref].text)
         if not numbers_in(text) <= supported:
             removed_numbers += 1
             continue
-        kept.append(Sentence(text, valid))
-    return CheckedAnswer(tuple(kept), removed_numbers, removed_uncited, added)
+        (inferred if marked or not valid else kept).append(Sentence(text, valid))
+    return CheckedAnswer(tuple(kept), removed_numbers, tuple(inferred))
 
 
 def find_conflicts(

@@ -49,7 +49,12 @@ from clearance.answer.intent import (
     MetricQuery,
     RuleIntentParser,
 )
-from clearance.answer.narrative import CheckedAnswer, check_answer, find_conflicts
+from clearance.answer.narrative import (
+    CheckedAnswer,
+    check_answer,
+    find_conflicts,
+    render_sentences,
+)
 from clearance.answer.periods import FiscalCalendar
 from clearance.answer.prompt import assemble_prompt
 from clearance.answer.relevance import RelevanceGate
@@ -105,6 +110,8 @@ _NOTHING_FOUND = frozenset({Status.NO_AUTHORIZED_SOURCE, Status.NOT_FOUND})
 RESTRICTED_FLAG = "restricted_sources"
 #: How many RESTRICTED documents such an answer names at most.
 MAX_NAMED = 3
+#: The heading of the block of inferences shown under ``[answer] inferred = "label"``.
+INFERRED_LABEL = "Inferred, not stated in the sources:"
 TOO_MANY_PARTS = (
     "That asks for more than {limit} figures at once; please ask about fewer metrics, "
     "entities, periods or channels."
@@ -926,8 +933,10 @@ class Orchestrator:
         self, checked: CheckedAnswer, snippets: Sequence[Snippet], request: _Request
     ) -> AnswerResult:
         """The checked answer with the other side of any conflict and notes on outdated
-        sources. Its ``[S#]`` markers are renumbered to the citations as listed: ``[S1]``
-        is the first citation shown, whatever the snippet's place in the prompt."""
+        sources, then — only under ``[answer] inferred = "label"`` — the inferences under
+        :data:`INFERRED_LABEL`; otherwise they are dropped, and a flag counts them. Its
+        ``[S#]`` markers are renumbered to the citations as listed: ``[S1]`` is the first
+        citation shown, whatever the snippet's place in the prompt."""
         assert request.flt is not None
         by_ref = {s.ref: s for s in snippets}
         conflicts = find_conflicts(checked, snippets)
@@ -943,6 +952,11 @@ class Orchestrator:
                 if " ".join(sentence.split()) not in stated:
                     added.append((sentence, ref))
                 refs.append(ref)
+        label_inferred = bool(checked.inferred) and self.settings.answer.inferred == "label"
+        if label_inferred:
+            refs.extend(r for s in checked.inferred for r in s.refs)
+        elif checked.inferred:
+            flags.append(f"inferred_dropped:{len(checked.inferred)}")
         refs = list(dict.fromkeys(refs))
         # Two chunks of one document can share a locator: cite each place once.
         numbers: dict[Citation, int] = {}
@@ -973,9 +987,23 @@ class Orchestrator:
             flags.append(f"possibly_outdated:{d.doc_id}")
             title = " ".join(_ANY_MARKER.sub(" ", d.title).split())
             text += f" (Note: “{title}” is past its review date and may be outdated.)"
+        if label_inferred:
+            # Last, after everything sourced: a stream shows it only after the checked text.
+            flags.append(f"inferred_shown:{len(checked.inferred)}")
+            text = f"{text.strip()}\n\n{_inferred_block(checked, labels)}"
         return AnswerResult(
             Status.ANSWERED, text.strip(), Route.NARRATIVE, tuple(numbers), flags=tuple(flags)
         )
+
+
+def _inferred_block(checked: CheckedAnswer, labels: Mapping[str, str]) -> str:
+    """:data:`INFERRED_LABEL` on a line of its own, then one list item per inference with
+    the markers of the sources it reasons from (its numbers were checked against them)."""
+    items = [
+        _LIST_LEAD.sub("", render_sentences([sentence], labels).rstrip())
+        for sentence in checked.inferred
+    ]
+    return INFERRED_LABEL + "".join(f"\n- {item}" for item in items)
 
 
 def _preamble(resolved: Sequence[ResolvedPeriod], assumptions: Sequence[str]) -> str:
@@ -1021,6 +1049,8 @@ def _probe(n: int, hit: SearchHit, origins: Mapping[str, Trust]) -> Snippet:
     )
 
 
+# A bullet the model put before an inference: the block supplies its own.
+_LIST_LEAD = re.compile(r"^(?:[-*•・]|\d+[.)])\s+")
 _CITATION_MARKER = re.compile(r"\[S(\d{1,4})\]")
 # Marker-like text inside quoted material would be read as a citation: it is dropped.
 _ANY_MARKER = re.compile(r"\[\s*S\d+\s*\]", re.IGNORECASE)
