@@ -85,12 +85,14 @@ def doc(item_id: str) -> str:
     return f"graph:{DRIVE}/{item_id}"
 
 
-def make_tenant(tmp_path: Path, *, sensitivity: str = "CONFIDENTIAL") -> Iterator[Tenant]:
+def make_tenant(
+    tmp_path: Path, *, sensitivity: str = "CONFIDENTIAL", sla: str = "1h"
+) -> Iterator[Tenant]:
     with FakeGraph() as graph:
         settings = make_settings(
             tmp_path,
             {
-                "corpora": {"docs": {"revocation_sla": "1h", "max_sensitivity": sensitivity}},
+                "corpora": {"docs": {"revocation_sla": sla, "max_sensitivity": sensitivity}},
                 "sources": {
                     "sp": {
                         "kind": "graph",
