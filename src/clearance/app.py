@@ -44,6 +44,7 @@ from clearance.model import SearchHit
 from clearance.retrieval.embedding import Embedder, get_embedder
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.sources.ownership import BLOCKED_KEY, check_owner, owner_of
+from clearance.sources.service import source_summary
 from clearance.store.sqlite import SQLiteStore
 from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
@@ -568,8 +569,8 @@ class Clearance(Closing):
     # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, Any]:
-        """Counts, index size, directory and per-corpus freshness: the JSON of ``clearance
-        status --json`` and ``GET /v1/status``, built here only."""
+        """Counts, index size, directory, per-corpus freshness and per-source sync health:
+        the JSON of ``clearance status --json`` and ``GET /v1/status``, built here only."""
         stats = self.store.stats()
         directory = self.directory
         return {
@@ -585,6 +586,7 @@ class Clearance(Closing):
                 "groups": len(directory.groups),
             },
             "corpora": self.corpus_status(),
+            "sources": source_summary(self),
         }
 
     def corpus_status(self) -> list[dict[str, Any]]:

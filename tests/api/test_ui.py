@@ -9,6 +9,7 @@ The same scenarios in a real browser are in ``tests/ui/test_browser.py``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -412,6 +413,37 @@ def test_the_admin_page_is_for_administrators(live: Live, browser: Browser) -> N
     assert 'id="directory-version"' in page.text
     ann.close()
     root.close()
+
+
+def test_the_admin_page_shows_each_source_and_its_last_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = make_project(tmp_path)
+    share = tmp_path / "share"
+    share.mkdir()
+    (share / "plan.md").write_text("Reorganisation plan.", encoding="utf-8")
+    (share / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
+    source = (
+        f'\n[sources.share]\nkind = "filesystem"\ncorpus = "default"\n'
+        f'credentials = {{ token = "SHARE_TOKEN" }}\n'
+        f"[sources.share.options]\npath = {json.dumps(str(share))}\n"
+    )
+    config.write_text(CONFIG + source, encoding="utf-8")
+    monkeypatch.setenv("SHARE_TOKEN", "tok-VERY-secret-value")
+    assert cli("--config", config, "source", "sync", "share")[0] == 0
+    share.rename(tmp_path / "unplugged")  # the source stops answering
+    assert cli("--config", config, "source", "sync", "share")[0] == 1
+    token = create_token(config, "root", "--admin")["token"]
+    with serving_app(create_app(load_settings(config))) as url:
+        root = Browser(url)
+        root.sign_in(token)
+        page = root.get("/admin").text
+        root.close()
+    row = re.search(r'<tr data-source="share">(.*?)</tr>', page, re.S)
+    assert row is not None, page
+    assert "filesystem" in row.group(1) and ">default<" in row.group(1)
+    assert ">failing<" in row.group(1) and "does not exist" in row.group(1)
+    assert "tok-VERY-secret-value" not in page and "SHARE_TOKEN" not in page
 
 
 def test_the_admin_page_shows_no_question_text(

@@ -264,7 +264,9 @@ def test_status(ingested: Run, project: Path) -> None:
         "by_sensitivity",
         "directory",
         "corpora",
+        "sources",
     ]
+    assert data["sources"] == []  # none configured
     assert data["index"] == str(project / "data" / "index.db")
     assert (data["documents"], data["chunks"], data["vectors"]) == (2, 3, 0)
     assert data["by_sensitivity"] == {"INTERNAL": 2}

@@ -91,3 +91,25 @@ def test_a_failing_source_exits_1_and_status_says_why(run: Run, tmp_path: Path) 
 def test_an_unknown_source_exits_3(run: Run) -> None:
     rc, _, err = run("source", "sync", "nope")
     assert rc == 3 and "no source 'nope' is configured (configured: share)" in err
+
+
+def test_the_general_status_shows_each_source_and_why_it_fails(run: Run, tmp_path: Path) -> None:
+    rc, status = run.json("status")
+    assert rc == 0 and status["sources"][0]["state"] == "never_synced"
+    assert run("source", "sync", "share")[0] == 0
+    (source,) = run.json("status")[1]["sources"]
+    assert source["kind"] == "filesystem" and source["corpus"] == "docs"
+    assert source["state"] == "ok" and not source["failing"] and source["last_error"] is None
+    assert source["last_content_sync"] and source["last_permission_sync"]
+    assert 0 <= source["lag_seconds"] < source["revocation_sla_seconds"] == 3600
+
+    (tmp_path / "share").rename(tmp_path / "gone")
+    assert run("source", "sync", "share")[0] == 1
+    (failing,) = run.json("status")[1]["sources"]
+    assert failing["failing"] and failing["state"] == "failing"
+    assert "does not exist" in failing["last_error"]
+    assert failing["last_permission_sync"] == source["last_permission_sync"]  # not advanced
+    rc, out, _ = run("status")
+    assert rc == 0 and "share" in out and "failing" in out and "does not exist" in out
+    shown = out + json.dumps(run.json("status")[1])
+    assert "tok-VERY-secret-value" not in shown and "SHARE_TOKEN" not in shown

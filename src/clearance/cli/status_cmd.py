@@ -1,6 +1,9 @@
-"""``clearance status``: index counts and, per corpus, ACL freshness against its SLA."""
+"""``clearance status``: index counts, per corpus ACL freshness against its SLA, and per
+source its last syncs, lag and last error."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 from rich.table import Table
@@ -21,7 +24,17 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_app
     def status(app_ctx: AppContext, as_json: bool) -> None:
-        """Counts per corpus and sensitivity, index size, and which corpora fail closed."""
+        """Counts per corpus and sensitivity, index size, which corpora fail closed, and
+        each configured source's last syncs, lag against its corpus's SLA and last error.
+
+        JSON: {"index", "documents", "chunks", "vectors", "size_bytes", "by_sensitivity",
+        "directory": {"version", "users", "groups"}, "corpora": [{"corpus", "configured",
+        "documents", "last_acl_sync", "revocation_sla_seconds", "failing_closed",
+        "realtime_check"}], "sources": [{"source", "kind", "corpus", "state", "failing",
+        "last_content_sync", "last_permission_sync", "lag_seconds", "revocation_sla_seconds",
+        "last_error"}]}. A source's state is ok, behind (permission lag past the SLA),
+        failing (its last sync failed) or never_synced; no credential is ever shown.
+        `clearance source status` adds documents visible to nobody and unknown principals."""
         with app_ctx.open() as app:
             data = app.status()
         if as_json:
@@ -52,3 +65,23 @@ def register(cli: click.Group) -> None:
                 "[red]FAILING CLOSED[/red]" if c["failing_closed"] else "[green]yes[/green]",
             )
         console.print(table)
+        for source in data["sources"]:
+            _print_source(source)
+
+
+def _print_source(s: dict[str, Any]) -> None:
+    """A configured source in three lines at most; ``clearance source status`` has the
+    details (documents visible to nobody, unknown principals)."""
+    style = {"ok": "green", "failing": "red", "behind": "red"}.get(s["state"], "yellow")
+    lag = "-" if s["lag_seconds"] is None else f"{s['lag_seconds']:g}s"
+    console.print(
+        f"source {safe(s['source'])} ({safe(s['kind'])} → corpus {safe(s['corpus'])}): "
+        f"[{style}]{safe(s['state'])}[/{style}]; permission lag {lag} of SLA "
+        f"{_duration(float(s['revocation_sla_seconds']))}"
+    )
+    console.print(
+        f"  last content sync {safe(s['last_content_sync'] or 'never')}, "
+        f"last permission sync {safe(s['last_permission_sync'] or 'never')}"
+    )
+    if s["last_error"]:
+        console.print(f"  [red]last error:[/red] {safe(s['last_error'])}")

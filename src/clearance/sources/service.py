@@ -19,13 +19,13 @@ from clearance.config import SourceSettings
 from clearance.errors import ClearanceError, NotFoundError
 from clearance.sources.ownership import BLOCKED_KEY, owner_of
 from clearance.sources.registry import build_connector
-from clearance.sources.state import StateTable
+from clearance.sources.state import SourceState, StateTable
 from clearance.sources.sync import SourceSync, SyncReport
 
 if TYPE_CHECKING:
     from clearance.app import Clearance
 
-__all__ = ["configured_source", "source_status", "sync_source"]
+__all__ = ["configured_source", "source_status", "source_summary", "sync_source"]
 
 #: How many documents visible to nobody status lists by name (all are counted).
 _SHOWN_BLOCKED = 20
@@ -70,6 +70,51 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
+def _condition(
+    source: SourceSettings | None, state: SourceState | None, lag: float | None, sla_s: float
+) -> str:
+    if source is None:
+        return "not_configured"
+    if state is not None and state.failing:
+        return "failing"
+    if lag is None:
+        return "never_synced"
+    return "behind" if lag > sla_s else "ok"
+
+
+def source_summary(app: Clearance) -> list[dict[str, Any]]:
+    """Per configured source, what the general status shows: kind, corpus, the last syncs,
+    the permission lag against the corpus's revocation SLA, and whether (and why) it is
+    failing. Read from the source state table and settings only — unlike
+    :func:`source_status`, it never lists the index's documents, so ``GET /v1/status``
+    stays cheap on a large index. Never a credential: settings hold variable names, and
+    none is shown."""
+    now = app.clock()
+    states = StateTable(app.store).all()
+    out = []
+    for name, source in sorted(app.settings.sources.items()):
+        state = states.get(name)
+        sla_s = app.settings.corpus(source.corpus).revocation_sla_s
+        synced = state.permission_synced_at if state else None
+        lag = None if synced is None else round((now - synced).total_seconds(), 3)
+        condition = _condition(source, state, lag, sla_s)
+        out.append(
+            {
+                "source": name,
+                "kind": source.kind,
+                "corpus": source.corpus,
+                "state": condition,
+                "failing": condition == "failing",
+                "last_content_sync": _iso(state.content_synced_at if state else None),
+                "last_permission_sync": _iso(synced),
+                "lag_seconds": lag,
+                "revocation_sla_seconds": sla_s,
+                "last_error": state.last_error if state else None,
+            }
+        )
+    return out
+
+
 def source_status(app: Clearance) -> list[dict[str, Any]]:
     """One entry per configured source (and per source still owning documents after it
     left the configuration), sorted by name."""
@@ -99,16 +144,7 @@ def source_status(app: Clearance) -> list[dict[str, Any]]:
             (d.doc_id, str(d.extra[BLOCKED_KEY])) for d in documents if d.extra.get(BLOCKED_KEY)
         )
         unknown = directory.unknown_principals(p for d in documents for p in d.acl)
-        if source is None:
-            condition = "not_configured"
-        elif state is not None and state.failing:
-            condition = "failing"
-        elif permission_synced is None:
-            condition = "never_synced"
-        elif lag is not None and lag > corpus.revocation_sla_s:
-            condition = "behind"
-        else:
-            condition = "ok"
+        condition = _condition(source, state, lag, corpus.revocation_sla_s)
         warnings = [unknown_principal_warning(p) for p in unknown]
         if failing_closed and documents:
             warnings.append(
