@@ -17,25 +17,31 @@ from typing import Any
 import pytest
 
 from clearance.app import Clearance
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import ConfigError
 from clearance.secrets import Secret
 from clearance.sources.base import Access, ContentPage
 from clearance.sources.confluence import ConfluenceConnector, confluence_connector, parse_options
 from clearance.sources.http import SourceClient
 from clearance.sources.service import source_status, sync_source
 from clearance.sources.sync import SourceSync, SyncReport
-from clearance.store.sqlite import SQLiteStore
 from confluence_server import EMAIL, SPACE_KEY, TOKEN, FakeConfluence
-from conftest import make_settings
 from loopback_server import RecordedRequest, Reply, ScriptedServer, json_reply
 
 from .conftest import Clock
+from .connector_sync import (
+    SyncedSource,
+    acl_state,
+    indexed_app,
+    remember_first_answers,
+    shrug_off_source_errors,
+)
 
 ALICE, BOB, CAROL = "acc-alice", "acc-bob", "acc-carol"
 
 
 @dataclass
-class Site:
+class Site(SyncedSource):
+    source = "wiki"
     wiki: FakeConfluence
     app: Clearance
     clock: Clock
@@ -46,24 +52,6 @@ class Site:
         options = parse_options("wiki", self.app.settings.sources["wiki"].options)
         return confluence_connector("wiki", options, Secret(TOKEN), sleep=self.waits.append)
 
-    def sync(self, *, content: bool = True, permissions: bool = True) -> list[SyncReport]:
-        connector = self.connector()
-        try:
-            engine = SourceSync(self.app, self.app.settings.sources["wiki"], connector)
-            reports = engine.run(content=content, permissions=permissions)
-        finally:
-            connector.close()
-        self.reports.extend(reports)
-        return reports
-
-    def synced(self, **kwargs: bool) -> None:
-        reports = self.sync(**kwargs)
-        assert all(r.ok for r in reports), [r.error for r in reports]
-
-    def found(self, who: str, word: str) -> set[str]:
-        hits = self.app.search(f"{who}", word).hits
-        return {h.document.doc_id for h in hits if word.lower() in h.chunk.text.lower()}
-
 
 def doc(native_id: str) -> str:
     return f"confluence:{SPACE_KEY}/{native_id}"
@@ -71,35 +59,17 @@ def doc(native_id: str) -> str:
 
 def make_site(tmp_path: Path, *, sensitivity: str = "CONFIDENTIAL") -> Iterator[Site]:
     with FakeConfluence() as wiki:
-        settings = make_settings(
-            tmp_path,
-            {
-                "corpora": {"docs": {"revocation_sla": "1h", "max_sensitivity": sensitivity}},
-                "sources": {
-                    "wiki": {
-                        "kind": "confluence",
-                        "corpus": "docs",
-                        "credentials": {"api_token": "CONFLUENCE_API_TOKEN"},
-                        "options": {
-                            "base_url": wiki.base_url,
-                            "email": EMAIL,
-                            "space_key": SPACE_KEY,
-                        },
-                    }
-                },
-            },
-        )
-        clock = Clock()
-        app = Clearance(settings, SQLiteStore(tmp_path / "index.db"), embedder=None, clock=clock)
-        directory = {
-            "users": [{"id": u, "active": True, "attributes": {}} for u in (ALICE, BOB, CAROL)]
+        config = {
+            "kind": "confluence",
+            "credentials": {"api_token": "CONFLUENCE_API_TOKEN"},
+            "options": {"base_url": wiki.base_url, "email": EMAIL, "space_key": SPACE_KEY},
         }
-        app.sync_directory_data(json.dumps(directory), "directory.json")
-        wiki.groups["g-eng"] = [ALICE, BOB]
-        try:
+        people = (ALICE, BOB, CAROL)
+        with indexed_app(
+            tmp_path, "wiki", config, people=people, staff_group=False, sensitivity=sensitivity
+        ) as (app, clock):
+            wiki.groups["g-eng"] = [ALICE, BOB]
             yield Site(wiki, app, clock)
-        finally:
-            app.close()
 
 
 @pytest.fixture
@@ -358,13 +328,7 @@ def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
 def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remembered: dict[str, frozenset[str]] = {}
-    members = ConfluenceConnector._read_members
-    monkeypatch.setattr(
-        ConfluenceConnector,
-        "_read_members",
-        lambda self, gid: remembered.setdefault(gid, members(self, gid)),
-    )
+    remember_first_answers(monkeypatch, ConfluenceConnector, "_read_members")
     assert removed_member_keeps_access(site)
 
 
@@ -470,15 +434,13 @@ def interrupted_sync(site: Site) -> tuple[SyncReport, bool]:
         wiki.add_page(name, f"<p>Quarterly memo {name}.</p>")
         wiki.restrict(name, users=(ALICE,))
     site.synced()
-    before = {d.doc_id: d.acl for d in site.app.store.list_documents()}
-    clock_before = site.app.store.last_acl_syncs()["docs"]
+    before = acl_state(site.app)
     for name in ("a", "b", "c", "d"):
         wiki.restrict(name, users=(BOB,))
     site.clock.advance(60)
     wiki.fault("/restriction/", 503, times=None, after=2)  # the source stops halfway
     (report,) = site.sync(content=False)
-    after = {d.doc_id: d.acl for d in site.app.store.list_documents()}
-    return report, after != before or site.app.store.last_acl_syncs()["docs"] != clock_before
+    return report, acl_state(site.app) != before
 
 
 def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
@@ -494,15 +456,7 @@ def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla
 def test_reverse_proof_a_connector_that_shrugs_off_unreadable_restrictions_is_caught(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    access = ConfluenceConnector._access
-
-    def shrugging(self: ConfluenceConnector, page_id: str) -> Access:
-        try:
-            return access(self, page_id)
-        except SourceError:
-            return Access.nobody("could not read")
-
-    monkeypatch.setattr(ConfluenceConnector, "_access", shrugging)
+    shrug_off_source_errors(monkeypatch, ConfluenceConnector, "_access")
     monkeypatch.setattr(ConfluenceConnector, "_restriction_or_none", lambda self, cid: None)
     _, changed = interrupted_sync(site)
     assert changed

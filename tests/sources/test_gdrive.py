@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from clearance.app import Clearance
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import ConfigError
 from clearance.secrets import Secret
-from clearance.sources.base import Access, ItemRef, Tombstone
+from clearance.sources.base import ItemRef, Tombstone
 from clearance.sources.gdrive import (
     DriveConnector,
     drive_connector,
@@ -26,12 +26,17 @@ from clearance.sources.gdrive import (
     parse_service_account,
 )
 from clearance.sources.service import source_status, sync_source
-from clearance.sources.sync import SourceSync, SyncReport
-from clearance.store.sqlite import SQLiteStore
-from conftest import make_settings
+from clearance.sources.sync import SyncReport
 from gdrive_server import DRIVE, GOOGLE_DOC, KEY_JSON, SUBJECT, FakeDrive
 
 from .conftest import Clock
+from .connector_sync import (
+    SyncedSource,
+    acl_state,
+    indexed_app,
+    remember_first_answers,
+    shrug_off_source_errors,
+)
 
 ALICE, BOB, CAROL = "alice@example.com", "bob@example.com", "carol@example.com"
 KEY = "sources.gd.credentials.service_account"
@@ -54,7 +59,8 @@ def anyone(discoverable: bool = False) -> dict[str, Any]:
 
 
 @dataclass
-class Workspace:
+class Workspace(SyncedSource):
+    source = "gd"
     drive: FakeDrive
     app: Clearance
     clock: Clock
@@ -62,28 +68,9 @@ class Workspace:
     reports: list[SyncReport] = field(default_factory=list)
 
     def connector(self) -> DriveConnector:
-        source = self.app.settings.sources["gd"]
-        options = parse_options("gd", source.options)
+        options = parse_options("gd", self.app.settings.sources["gd"].options)
         account = parse_service_account(Secret(KEY_JSON), KEY)
         return drive_connector("gd", options, account, sleep=self.waits.append)
-
-    def sync(self, *, content: bool = True, permissions: bool = True) -> list[SyncReport]:
-        connector = self.connector()
-        try:
-            engine = SourceSync(self.app, self.app.settings.sources["gd"], connector)
-            reports = engine.run(content=content, permissions=permissions)
-        finally:
-            connector.close()
-        self.reports.extend(reports)
-        return reports
-
-    def synced(self, **kwargs: bool) -> None:
-        reports = self.sync(**kwargs)
-        assert all(r.ok for r in reports), [r.error for r in reports]
-
-    def found(self, who: str, word: str) -> set[str]:
-        hits = self.app.search(who, word).hits
-        return {h.document.doc_id for h in hits if word.lower() in h.chunk.text.lower()}
 
 
 def doc(file_id: str) -> str:
@@ -92,38 +79,21 @@ def doc(file_id: str) -> str:
 
 def make_workspace(tmp_path: Path) -> Iterator[Workspace]:
     with FakeDrive() as drive:
-        settings = make_settings(
-            tmp_path,
-            {
-                "corpora": {"docs": {"revocation_sla": "1h", "max_sensitivity": "CONFIDENTIAL"}},
-                "sources": {
-                    "gd": {
-                        "kind": "gdrive",
-                        "corpus": "docs",
-                        "credentials": {"service_account": "GDRIVE_KEY"},
-                        "options": {
-                            "drive_id": DRIVE,
-                            "subject": SUBJECT,
-                            "drive_url": drive.drive_url,
-                            "directory_url": drive.directory_url,
-                            "token_url": drive.token_url,
-                            "domains": {"example.com": "group:all-staff"},
-                        },
-                    }
-                },
+        config = {
+            "kind": "gdrive",
+            "credentials": {"service_account": "GDRIVE_KEY"},
+            "options": {
+                "drive_id": DRIVE,
+                "subject": SUBJECT,
+                "drive_url": drive.drive_url,
+                "directory_url": drive.directory_url,
+                "token_url": drive.token_url,
+                "domains": {"example.com": "group:all-staff"},
             },
-        )
-        clock = Clock()
-        app = Clearance(settings, SQLiteStore(tmp_path / "index.db"), embedder=None, clock=clock)
-        directory = {
-            "users": [{"id": u, "active": True, "attributes": {}} for u in (ALICE, BOB, CAROL)],
-            "groups": [{"id": "all-staff", "members": [f"user:{u}" for u in (ALICE, BOB, CAROL)]}],
         }
-        app.sync_directory_data(json.dumps(directory), "directory.json")
-        try:
+        people = (ALICE, BOB, CAROL)
+        with indexed_app(tmp_path, "gd", config, people=people, staff_group=True) as (app, clock):
             yield Workspace(drive, app, clock)
-        finally:
-            app.close()
 
 
 @pytest.fixture
@@ -291,15 +261,7 @@ def test_a_file_moved_into_a_restricted_folder_loses_its_inherited_access(
 def test_reverse_proof_a_connector_that_remembers_permissions_is_caught(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remembered: dict[str, Access | None] = {}
-    access = DriveConnector._access
-
-    def stale(self: DriveConnector, file_id: str) -> Access | None:
-        if file_id not in remembered:
-            remembered[file_id] = access(self, file_id)
-        return remembered[file_id]
-
-    monkeypatch.setattr(DriveConnector, "_access", stale)
+    remember_first_answers(monkeypatch, DriveConnector, "_access")
     assert moved_file_keeps_access(ws)
 
 
@@ -324,13 +286,7 @@ def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
 def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remembered: dict[str, frozenset[str]] = {}
-    members = DriveConnector._members
-    monkeypatch.setattr(
-        DriveConnector,
-        "_members",
-        lambda self, email: remembered.setdefault(email, members(self, email)),
-    )
+    remember_first_answers(monkeypatch, DriveConnector, "_members")
     assert removed_member_keeps_access(ws)
 
 
@@ -414,15 +370,13 @@ def interrupted_sync(ws: Workspace) -> tuple[SyncReport, bool]:
         drive.add_file(name, f"Quarterly memo {name}.")
         drive.share(name, user(ALICE))
     ws.synced()
-    before = {d.doc_id: d.acl for d in ws.app.store.list_documents()}
-    clock_before = ws.app.store.last_acl_syncs()["docs"]
+    before = acl_state(ws.app)
     for name in ("a", "b", "c", "d"):
         drive.share(name, user(BOB))
     ws.clock.advance(60)
     drive.fault("/permissions", 503, times=None, after=2)  # the source stops halfway
     (report,) = ws.sync(content=False)
-    after = {d.doc_id: d.acl for d in ws.app.store.list_documents()}
-    return report, after != before or ws.app.store.last_acl_syncs()["docs"] != clock_before
+    return report, acl_state(ws.app) != before
 
 
 def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
@@ -438,14 +392,6 @@ def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla
 def test_reverse_proof_a_connector_that_shrugs_off_unreadable_permissions_is_caught(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    access = DriveConnector._access
-
-    def shrugging(self: DriveConnector, file_id: str) -> Access | None:
-        try:
-            return access(self, file_id)
-        except SourceError:
-            return Access.nobody("could not read")
-
-    monkeypatch.setattr(DriveConnector, "_access", shrugging)
+    shrug_off_source_errors(monkeypatch, DriveConnector, "_access")
     _, changed = interrupted_sync(ws)
     assert changed

@@ -16,18 +16,23 @@ from typing import Any
 import pytest
 
 from clearance.app import Clearance
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import ConfigError
 from clearance.secrets import Secret
 from clearance.sources.base import Access
 from clearance.sources.graph import GraphConnector, graph_connector, parse_options
 from clearance.sources.service import source_status, sync_source
-from clearance.sources.sync import SourceSync, SyncReport
-from clearance.store.sqlite import SQLiteStore
-from conftest import make_settings
+from clearance.sources.sync import SyncReport
 from graph_server import CLIENT_ID, CLIENT_SECRET, DRIVE, TENANT, FakeGraph
 from loopback_server import RecordedRequest, Reply, ScriptedServer, closed_url, json_reply
 
 from .conftest import Clock
+from .connector_sync import (
+    SyncedSource,
+    acl_state,
+    indexed_app,
+    remember_first_answers,
+    shrug_off_source_errors,
+)
 
 ALICE, BOB, CAROL = "alice@contoso.example", "bob@contoso.example", "carol@contoso.example"
 
@@ -50,7 +55,8 @@ def link(scope: str | None, *people: str) -> dict[str, Any]:
 
 
 @dataclass
-class Tenant:
+class Tenant(SyncedSource):
+    source = "sp"
     graph: FakeGraph
     app: Clearance
     clock: Clock
@@ -58,27 +64,8 @@ class Tenant:
     reports: list[SyncReport] = field(default_factory=list)
 
     def connector(self) -> GraphConnector:
-        source = self.app.settings.sources["sp"]
-        options = parse_options("sp", source.options)
+        options = parse_options("sp", self.app.settings.sources["sp"].options)
         return graph_connector("sp", options, Secret(CLIENT_SECRET), sleep=self.waits.append)
-
-    def sync(self, *, content: bool = True, permissions: bool = True) -> list[SyncReport]:
-        connector = self.connector()
-        try:
-            engine = SourceSync(self.app, self.app.settings.sources["sp"], connector)
-            reports = engine.run(content=content, permissions=permissions)
-        finally:
-            connector.close()
-        self.reports.extend(reports)
-        return reports
-
-    def synced(self, **kwargs: bool) -> None:
-        reports = self.sync(**kwargs)
-        assert all(r.ok for r in reports), [r.error for r in reports]
-
-    def found(self, who: str, word: str) -> set[str]:
-        hits = self.app.search(who, word).hits
-        return {h.document.doc_id for h in hits if word.lower() in h.chunk.text.lower()}
 
 
 def doc(item_id: str) -> str:
@@ -89,41 +76,32 @@ def make_tenant(
     tmp_path: Path, *, sensitivity: str = "CONFIDENTIAL", sla: str = "1h"
 ) -> Iterator[Tenant]:
     with FakeGraph() as graph:
-        settings = make_settings(
-            tmp_path,
-            {
-                "corpora": {"docs": {"revocation_sla": sla, "max_sensitivity": sensitivity}},
-                "sources": {
-                    "sp": {
-                        "kind": "graph",
-                        "corpus": "docs",
-                        "credentials": {"client_secret": "GRAPH_CLIENT_SECRET"},
-                        "options": {
-                            "tenant_id": TENANT,
-                            "client_id": CLIENT_ID,
-                            "drive_id": DRIVE,
-                            "graph_url": graph.graph_url,
-                            "login_url": graph.login_url,
-                            "user_id": "upn",
-                            "organization_principal": "group:all-staff",
-                        },
-                    }
-                },
+        config = {
+            "kind": "graph",
+            "credentials": {"client_secret": "GRAPH_CLIENT_SECRET"},
+            "options": {
+                "tenant_id": TENANT,
+                "client_id": CLIENT_ID,
+                "drive_id": DRIVE,
+                "graph_url": graph.graph_url,
+                "login_url": graph.login_url,
+                "user_id": "upn",
+                "organization_principal": "group:all-staff",
             },
-        )
-        clock = Clock()
-        app = Clearance(settings, SQLiteStore(tmp_path / "index.db"), embedder=None, clock=clock)
-        directory = {
-            "users": [{"id": u, "active": True, "attributes": {}} for u in (ALICE, BOB, CAROL)],
-            "groups": [{"id": "all-staff", "members": [f"user:{u}" for u in (ALICE, BOB, CAROL)]}],
         }
-        app.sync_directory_data(json.dumps(directory), "directory.json")
-        for object_id, upn in (("u-alice", ALICE), ("u-bob", BOB), ("u-carol", CAROL)):
-            graph.add_user(object_id, upn)
-        try:
+        people = (ALICE, BOB, CAROL)
+        with indexed_app(
+            tmp_path,
+            "sp",
+            config,
+            people=people,
+            staff_group=True,
+            sensitivity=sensitivity,
+            sla=sla,
+        ) as (app, clock):
+            for object_id, upn in (("u-alice", ALICE), ("u-bob", BOB), ("u-carol", CAROL)):
+                graph.add_user(object_id, upn)
             yield Tenant(graph, app, clock)
-        finally:
-            app.close()
 
 
 @pytest.fixture
@@ -324,15 +302,7 @@ def test_a_file_moved_into_a_restricted_folder_loses_its_inherited_access(
 def test_reverse_proof_a_connector_that_remembers_permissions_is_caught(
     tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remembered: dict[str, Access | None] = {}
-    access = GraphConnector._access
-
-    def stale(self: GraphConnector, item_id: str) -> Access | None:
-        if item_id not in remembered:
-            remembered[item_id] = access(self, item_id)
-        return remembered[item_id]
-
-    monkeypatch.setattr(GraphConnector, "_access", stale)
+    remember_first_answers(monkeypatch, GraphConnector, "_access")
     assert moved_file_keeps_access(tenant)
 
 
@@ -357,13 +327,7 @@ def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
 def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
     tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remembered: dict[str, frozenset[str]] = {}
-    members = GraphConnector._members
-    monkeypatch.setattr(
-        GraphConnector,
-        "_members",
-        lambda self, gid: remembered.setdefault(gid, members(self, gid)),
-    )
+    remember_first_answers(monkeypatch, GraphConnector, "_members")
     assert removed_member_keeps_access(tenant)
 
 
@@ -478,15 +442,13 @@ def interrupted_sync(tenant: Tenant) -> tuple[SyncReport, bool]:
         graph.add_file(name, f"Quarterly memo {name}.")
         graph.share(name, user("u-alice"))
     tenant.synced()
-    before = {d.doc_id: d.acl for d in tenant.app.store.list_documents()}
-    clock_before = tenant.app.store.last_acl_syncs()["docs"]
+    before = acl_state(tenant.app)
     for name in ("a", "b", "c", "d"):
         graph.share(name, user("u-bob"))
     tenant.clock.advance(60)
     graph.fault("/permissions", 503, times=None, after=2)  # the source stops halfway
     (report,) = tenant.sync(content=False)
-    after = {d.doc_id: d.acl for d in tenant.app.store.list_documents()}
-    return report, after != before or tenant.app.store.last_acl_syncs()["docs"] != clock_before
+    return report, acl_state(tenant.app) != before
 
 
 def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
@@ -502,15 +464,7 @@ def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla
 def test_reverse_proof_a_connector_that_shrugs_off_unreadable_permissions_is_caught(
     tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    access = GraphConnector._access
-
-    def shrugging(self: GraphConnector, item_id: str) -> Access | None:
-        try:
-            return access(self, item_id)
-        except SourceError:
-            return Access.nobody("could not read")
-
-    monkeypatch.setattr(GraphConnector, "_access", shrugging)
+    shrug_off_source_errors(monkeypatch, GraphConnector, "_access")
     _, changed = interrupted_sync(tenant)
     assert changed
 
