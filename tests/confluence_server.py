@@ -22,14 +22,19 @@ and script faults on matching paths (:meth:`fault`).
 from __future__ import annotations
 
 import base64
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
-from graph_server import Fault
-from loopback_server import RecordedRequest, Reply, ScriptedServer, json_reply
+from loopback_server import (
+    FakeService,
+    Fault,
+    RecordedRequest,
+    Reply,
+    ScriptedServer,
+    json_reply,
+)
 
 EMAIL = "sync@acme.example"
 TOKEN = "atlassian-api-token-value"
@@ -50,7 +55,7 @@ class Page:
     attachments: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)
 
 
-class FakeConfluence(ScriptedServer[RecordedRequest]):
+class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
     page_size = 2
 
     def __init__(self) -> None:
@@ -67,9 +72,6 @@ class FakeConfluence(ScriptedServer[RecordedRequest]):
     @property
     def base_url(self) -> str:
         return self.url_for("")
-
-    def calls(self, fragment: str) -> int:
-        return sum(fragment in r.path for r in self.requests)
 
     # ------------------------------------------------------------------ the space
 
@@ -107,18 +109,8 @@ class FakeConfluence(ScriptedServer[RecordedRequest]):
             }
         )
 
-    def fault(
-        self,
-        path: str,
-        status: int,
-        *,
-        times: int | None = 1,
-        after: int = 0,
-        retry_after: str | None = None,
-    ) -> None:
-        headers = (("Retry-After", retry_after),) if retry_after is not None else ()
-        body = json.dumps({"statusCode": status, "message": "scripted fault"}).encode()
-        self.faults.append(Fault(path, Reply(status, body, headers=headers), times, after))
+    def fault_body(self, status: int, reason: str) -> dict[str, Any]:
+        return {"statusCode": status, "message": reason}
 
     # ------------------------------------------------------------------ json shapes
 
@@ -171,21 +163,7 @@ class FakeConfluence(ScriptedServer[RecordedRequest]):
         out["_links"] = {"next": f"?start={start + limit}"} if start + limit < len(values) else {}
         return out
 
-    def _route(self, request: RecordedRequest) -> Reply:
-        with self._mutex:
-            return self._answer(request)
-
-    def _answer(self, request: RecordedRequest) -> Reply:
-        parts = urlsplit(request.path)
-        path = parts.path
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        for fault in self.faults:
-            if fault.path in path and fault.times != 0:
-                fault.seen += 1
-                if fault.seen > fault.after:
-                    if fault.times is not None:
-                        fault.times -= 1
-                    return fault.reply
+    def _answer(self, request: RecordedRequest, path: str, query: dict[str, str]) -> Reply:
         expected = base64.b64encode(f"{EMAIL}:{self.token}".encode()).decode()
         if request.headers.get("authorization") != f"Basic {expected}":
             return json_reply({"statusCode": 401, "message": "Unauthorized"}, status=401)

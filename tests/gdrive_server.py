@@ -31,7 +31,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
 import docx
 import jwt
@@ -39,12 +39,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from loopback_server import (
+    FakeService,
     Fault,
     RecordedRequest,
     Reply,
     ScriptedServer,
     json_reply,
-    scripted_fault,
 )
 
 DRIVE = "0AbcSharedDrive"
@@ -86,13 +86,17 @@ class File:
     trashed: bool = False
 
 
+def _error_body(status: int, reason: str) -> dict[str, Any]:
+    return {"error": {"code": status, "message": reason, "errors": [{"reason": reason}]}}
+
+
 def _error(status: int, reason: str) -> Reply:
-    body = {"error": {"code": status, "message": reason, "errors": [{"reason": reason}]}}
-    return json_reply(body, status=status)
+    return json_reply(_error_body(status, reason), status=status)
 
 
-class FakeDrive(ScriptedServer[RecordedRequest]):
+class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
     page_size = 2
+    fault_reason = "backendError"
 
     def __init__(self) -> None:
         super().__init__(RecordedRequest, self._route)
@@ -117,9 +121,6 @@ class FakeDrive(ScriptedServer[RecordedRequest]):
     @property
     def token_url(self) -> str:
         return self.url_for("/token")
-
-    def calls(self, fragment: str) -> int:
-        return sum(fragment in r.path for r in self.requests)
 
     # ------------------------------------------------------------------ the drive
 
@@ -166,20 +167,8 @@ class FakeDrive(ScriptedServer[RecordedRequest]):
     def revoke_tokens(self) -> None:
         self._tokens.clear()
 
-    def fault(
-        self,
-        path: str,
-        status: int,
-        *,
-        times: int | None = 1,
-        after: int = 0,
-        retry_after: str | None = None,
-        reason: str = "backendError",
-    ) -> None:
-        reply = _error(status, reason)
-        if retry_after is not None:
-            reply = Reply(status, reply.body, headers=(("Retry-After", retry_after),))
-        self.faults.append(Fault(path, reply, times, after))
+    def fault_body(self, status: int, reason: str) -> dict[str, Any]:
+        return _error_body(status, reason)
 
     # ------------------------------------------------------------------ json shapes
 
@@ -225,17 +214,7 @@ class FakeDrive(ScriptedServer[RecordedRequest]):
             body.update(last)
         return json_reply(body)
 
-    def _route(self, request: RecordedRequest) -> Reply:
-        with self._mutex:
-            return self._answer(request)
-
-    def _answer(self, request: RecordedRequest) -> Reply:
-        parts = urlsplit(request.path)
-        path = parts.path
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        scripted = scripted_fault(self.faults, path)
-        if scripted is not None:
-            return scripted
+    def _answer(self, request: RecordedRequest, path: str, query: dict[str, str]) -> Reply:
         if request.method == "POST" and path == "/token":
             return self._token(request)
         scopes = self._tokens.get(request.headers.get("authorization", "").removeprefix("Bearer "))

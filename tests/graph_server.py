@@ -27,15 +27,15 @@ import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode
 
 from loopback_server import (
+    FakeService,
     Fault,
     RecordedRequest,
     Reply,
     ScriptedServer,
     json_reply,
-    scripted_fault,
 )
 
 TENANT = "contoso"
@@ -60,7 +60,7 @@ class Item:
     seq: int = 0
 
 
-class FakeGraph(ScriptedServer[RecordedRequest]):
+class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
     page_size = 2
 
     def __init__(self) -> None:
@@ -86,10 +86,6 @@ class FakeGraph(ScriptedServer[RecordedRequest]):
     @property
     def login_url(self) -> str:
         return self.url_for("")
-
-    def calls(self, fragment: str) -> int:
-        """Requests whose path contains ``fragment``."""
-        return sum(fragment in r.path for r in self.requests)
 
     # ------------------------------------------------------------------ the drive
 
@@ -141,18 +137,8 @@ class FakeGraph(ScriptedServer[RecordedRequest]):
     def revoke_tokens(self) -> None:
         self._tokens.clear()
 
-    def fault(
-        self,
-        path: str,
-        status: int,
-        *,
-        times: int | None = 1,
-        after: int = 0,
-        retry_after: str | None = None,
-    ) -> None:
-        headers = (("Retry-After", retry_after),) if retry_after is not None else ()
-        body = json.dumps({"error": {"code": "scripted", "message": "scripted fault"}}).encode()
-        self.faults.append(Fault(path, Reply(status, body, headers=headers), times, after))
+    def fault_body(self, status: int, reason: str) -> dict[str, Any]:
+        return {"error": {"code": "scripted", "message": reason}}
 
     # ------------------------------------------------------------------ json shapes
 
@@ -226,17 +212,7 @@ class FakeGraph(ScriptedServer[RecordedRequest]):
             body.update(last)
         return json_reply(body)
 
-    def _route(self, request: RecordedRequest) -> Reply:
-        with self._mutex:
-            return self._answer(request)
-
-    def _answer(self, request: RecordedRequest) -> Reply:
-        parts = urlsplit(request.path)
-        path = parts.path
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        scripted = scripted_fault(self.faults, path)
-        if scripted is not None:
-            return scripted
+    def _answer(self, request: RecordedRequest, path: str, query: dict[str, str]) -> Reply:
         if request.method == "POST" and path == f"/{TENANT}/oauth2/v2.0/token":
             return self._token(request)
         if path.startswith("/download/"):

@@ -14,6 +14,8 @@ What lives here is everything that does not depend on the protocol spoken:
   between pieces of the body (a trickling server);
 * :class:`ScriptedServer` — lifecycle, request recording and scripted behaviours: a steady
   responder plus a queue of one-shot ones (``times=n``), switchable at any time;
+* :class:`FakeService` — a fake cloud service's request loop, with the failures a test tells
+  it to give on some paths, in its own error shape (``Retry-After``, after the first n);
 * :func:`closed_url` — a loopback URL on which nothing listens.
 
 A server subclasses :class:`ScriptedServer`, passes its request class and its default responder
@@ -32,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
+from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
     "HOST",
@@ -107,6 +110,49 @@ def scripted_fault(faults: list[Fault], path: str) -> Reply | None:
                     fault.times -= 1
                 return fault.reply
     return None
+
+
+class FakeService:
+    """A fake cloud service, mixed into a :class:`ScriptedServer` that responds with
+    :meth:`_route`: requests are answered one at a time (under ``_mutex``), a scripted fault
+    on the path first (``faults``, see :meth:`fault`), else by the service's :meth:`_answer`.
+    The service says how its errors look (:meth:`fault_body`), and which reason they give
+    unless a test names one."""
+
+    faults: list[Fault]
+    _mutex: threading.Lock
+    fault_reason: ClassVar[str] = "scripted fault"
+
+    def _route(self, request: RecordedRequest) -> Reply:
+        with self._mutex:
+            parts = urlsplit(request.path)
+            scripted = scripted_fault(self.faults, parts.path)
+            if scripted is not None:
+                return scripted
+            query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            return self._answer(request, parts.path, query)
+
+    def _answer(self, request: RecordedRequest, path: str, query: dict[str, str]) -> Reply:
+        raise NotImplementedError
+
+    def fault(
+        self,
+        path: str,
+        status: int,
+        *,
+        times: int | None = 1,
+        after: int = 0,
+        retry_after: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Answer ``status`` to requests whose path contains ``path`` (see :class:`Fault`),
+        with a ``Retry-After`` header if ``retry_after`` is given."""
+        headers = (("Retry-After", retry_after),) if retry_after is not None else ()
+        body = json.dumps(self.fault_body(status, reason or self.fault_reason)).encode()
+        self.faults.append(Fault(path, Reply(status, body, headers=headers), times, after))
+
+    def fault_body(self, status: int, reason: str) -> dict[str, Any]:
+        raise NotImplementedError
 
 
 RequestT = TypeVar("RequestT", bound=RecordedRequest)
@@ -248,6 +294,10 @@ class ScriptedServer(Generic[RequestT]):
         """A snapshot of every request received so far, oldest first."""
         with self._lock:
             return list(self._requests)
+
+    def calls(self, fragment: str) -> int:
+        """Requests so far whose path contains ``fragment``."""
+        return sum(fragment in r.path for r in self.requests)
 
     @property
     def request_count(self) -> int:
