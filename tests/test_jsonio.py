@@ -20,3 +20,13 @@ def test_an_unpaired_surrogate_is_refused_naming_where(text: str, where: str) ->
     with pytest.raises(jsonio.JSONInputError) as refused:
         jsonio.loads(text)
     assert str(refused.value).startswith(where)
+
+
+def test_a_nested_key_is_named_escaped_on_one_line() -> None:
+    """A key with a line-breaking character (NEL) is shown escaped, so the error stays one
+    line; the fuzzer found the raw form."""
+    with pytest.raises(jsonio.JSONInputError) as refused:
+        jsonio.loads('{"acl": {"\\u0085": {"\\ud800": null}}}')
+    message = str(refused.value)
+    assert message.startswith("key 'acl'['\\x85']: a key holds")
+    assert len(message.splitlines()) == 1

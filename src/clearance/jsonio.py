@@ -71,7 +71,7 @@ def _refuse_surrogates(value: Any) -> None:
                 if _SURROGATE.search(key):
                     inside = f"{where}: " if where else ""
                     raise JSONInputError(f"{inside}a key holds an unpaired surrogate")
-                stack.append((child, f"{where}.{key}" if where else f"key {key!r}"))
+                stack.append((child, f"{where}[{key!r}]" if where else f"key {key!r}"))
         elif isinstance(item, list):
             stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
 
