@@ -61,7 +61,7 @@ from clearance.api.tokens import TokenStore
 from clearance.api.views import assistants_for, preview
 from clearance.app import Clearance
 from clearance.config import Settings
-from clearance.errors import AuthError, ClearanceError, NotFoundError, QuestionError
+from clearance.errors import AuthError, ClearanceError, NotFoundError
 from clearance.ingest.locator import parse_locator
 
 __all__ = ["CSP", "SecurityHeaders", "install_ui", "not_found_page", "place"]
@@ -580,22 +580,8 @@ def install_ui(
                 assistant,
                 render=lambda result: door.render_answer(result, assistant),
             )
-        context = ask_context(visitor)
-        try:
-            result = await door.asker.run(question, visitor.user_id, assistant)
-        except QuestionError as exc:
-            return door.page(
-                request,
-                "ask.html",
-                visitor,
-                422,
-                question=question,
-                chosen=assistant,
-                problem=exc.message,
-                **context,
-            )
-        except ClearanceError as exc:
-            status, body = door.asker.failure(exc)
+
+        def answer_page(status: int = 200, **shown: Any) -> Response:
             return door.page(
                 request,
                 "ask.html",
@@ -603,29 +589,18 @@ def install_ui(
                 status,
                 question=question,
                 chosen=assistant,
-                problem=body["message"],
-                **context,
+                **shown,
+                **ask_context(visitor),
             )
+
+        try:
+            result = await door.asker.run(question, visitor.user_id, assistant)
+        except ClearanceError as exc:  # a bad question (422), the deadline or the model (503)
+            status, body = door.asker.failure(exc)
+            return answer_page(status, problem=body["message"])
         if result.status is Status.DEGRADED:
-            return door.page(
-                request,
-                "ask.html",
-                visitor,
-                503,
-                question=question,
-                chosen=assistant,
-                problem=settings.answer.degraded_message,
-                **context,
-            )
-        return door.page(
-            request,
-            "ask.html",
-            visitor,
-            question=question,
-            chosen=assistant,
-            answer=door.answer_context(result, assistant),
-            **context,
-        )
+            return answer_page(503, problem=settings.answer.degraded_message)
+        return answer_page(answer=door.answer_context(result, assistant))
 
     def _refuse(
         request: Request,
