@@ -17,7 +17,8 @@
      ├── GuardError                 the egress guard refused a prompt (``internal_guard``)
      ├── NotFoundError              no such document, assistant, token … (exit 3)
      ├── SourceError                a source system could not be read during a sync
-     └── OwnershipError             a document owned by a source was to be changed elsewhere
+     ├── OwnershipError             a document owned by a source was to be changed elsewhere
+     └── EvaluationError            a bad evaluation suite, dataset or baseline (names file and key)
 
 Third-party exceptions are translated at the boundary (``raise LoaderError(...) from exc``)
 so callers only ever need to catch :class:`ClearanceError`.
@@ -137,3 +138,10 @@ class OwnershipError(ClearanceError):
 
     exit_code = 2
     code = "owned_by_source"
+
+
+class EvaluationError(ClearanceError):
+    """``clearance eval`` was given a suite, dataset or baseline it cannot use."""
+
+    exit_code = 2
+    code = "evaluation_error"

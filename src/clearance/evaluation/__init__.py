@@ -5,6 +5,8 @@
 * :mod:`~clearance.evaluation.fabrication` — which numbers of an answer come from nowhere?
 * :mod:`~clearance.evaluation.scoring` — outcome classes, figure accuracy, and the four
   rates plus the fabricated-number count over a set of cases.
+* :mod:`~clearance.evaluation.beir` and :mod:`~clearance.evaluation.retrieval` — retrieval
+  quality (nDCG@10, Recall@100 per retriever) on a BEIR-format dataset, in a throwaway index.
 
 Every check is a pure function of an :class:`~clearance.answer.result.AnswerResult` (as the
 engine returns it, or read back with ``AnswerResult.from_dict``) and the stored documents,
