@@ -71,6 +71,9 @@ def gate(entities: dict[str, tuple[str, ...]]) -> ScopeGate:
         ("Ｇｌｏｂｅｘ", "Globex"),
         ("Ｇ ｌ ｏ ｂ ｅ ｘ の売上", "Globex"),
         ("G l o b e x", "Globex"),
+        ("Gl\u043ebex revenue", "Globex"),  # Cyrillic о
+        ("GL\u041eB\u0415X", "Globex"),  # Cyrillic О and Е, upper case
+        ("\u0399nitech results", "Initech"),  # Greek capital iota
         ("Glo\u200bbex pricing", "Globex"),
         ("Glo\nbex", "Globex"),
         ("グローベックスの売上は？", "Globex"),

@@ -9,6 +9,10 @@ Matching rules (each is a guarantee the tests freeze):
 
 * **Normalisation.** Text and aliases are compared after NFKC + casefold, so full-width
   forms (``Ｇｌｏｂｅｘ``), half-width katakana and case never hide an alias.
+* **Look-alike letters are folded.** Cyrillic and Greek letters that are drawn like a Latin
+  letter (``о`` U+043E, ``е``, ``а``, ``ο`` U+03BF, ``ν`` …) compare as that Latin letter, on
+  both sides: ``Glоbex`` with a Cyrillic ``о`` matches ``Globex``. The fold maps one letter
+  to one letter, so positions and masking are unchanged.
 * **Invisible separators are ignored.** Whitespace and invisible characters (zero-width
   space/joiners, BOM, soft hyphen, variation selectors and the other default-ignorable
   code points) are removed before comparison, *inside* aliases too: ``G l o b e x`` and
@@ -112,8 +116,22 @@ def _continues_unit(ch: str) -> bool:
     return bool(folded) and unicodedata.combining(folded[0]) != 0
 
 
+# Lower-case Cyrillic and Greek letters drawn like a Latin letter (after casefold), after
+# Unicode's confusables data (UTS #39) for the letters a Latin alias can be spelt with.
+_LOOK_ALIKES = str.maketrans(
+    {
+        "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o",
+        "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i",
+        "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ɡ": "g",
+        "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
+        "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j",
+    }
+)  # fmt: skip
+
+
 def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return folded.translate(_LOOK_ALIKES)
 
 
 @dataclass(frozen=True, slots=True)
