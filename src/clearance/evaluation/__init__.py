@@ -5,6 +5,10 @@
 * :mod:`~clearance.evaluation.fabrication` — which numbers of an answer come from nowhere?
 * :mod:`~clearance.evaluation.scoring` — outcome classes, figure accuracy, and the four
   rates plus the fabricated-number count over a set of cases.
+* :mod:`~clearance.evaluation.suite`, :mod:`~clearance.evaluation.runner`,
+  :mod:`~clearance.evaluation.rollout` and :mod:`~clearance.evaluation.html` — ``clearance
+  eval SUITE``: a suite read, asked through the engine, judged, summed up per rollout stage
+  with its gate, compared with a baseline, and written as an HTML report.
 * :mod:`~clearance.evaluation.beir` and :mod:`~clearance.evaluation.retrieval` — retrieval
   quality (nDCG@10, Recall@100 per retriever) on a BEIR-format dataset, in a throwaway index.
 
