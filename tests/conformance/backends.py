@@ -1,0 +1,110 @@
+"""The backends the conformance suite runs against, and :class:`Stores`, which opens their
+stores for a test.
+
+Adding a backend is one entry in :data:`BACKENDS`: a function that receives the pytest
+request (to reach a server through a session fixture, see ``conftest.py``) and returns a
+:class:`Backend`. Only backends that implement the whole :class:`~clearance.store.base.Store`
+protocol and the operations the application calls beside it (:data:`APPLICATION_SURFACE`)
+belong here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clearance.store.base import Store
+from clearance.store.sqlite import SQLiteStore
+
+#: What the application calls on a store besides the ``Store`` protocol (ingest, search,
+#: answers, ACL sync, status): every backend in the suite provides these too.
+APPLICATION_SURFACE = (
+    "retrieve",
+    "query_facts",
+    "list_facts",
+    "set_acls",
+    "record_acl_sync",
+    "last_acl_syncs",
+    "corpora",
+    "content_hash",
+    "vectors_by_text",
+)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How the suite makes stores of one kind.
+
+    ``create`` returns the location of a new, empty store (a file path, a DSN) given a
+    directory no other store uses; ``open`` opens a store at a location, again and again
+    (every handle sees the same data); ``drop`` removes what ``create`` made, once every
+    handle is closed."""
+
+    name: str
+    create: Callable[[Path], str]
+    open: Callable[[str], Store]
+    drop: Callable[[str], None] = lambda location: None
+
+
+def sqlite_backend(request: pytest.FixtureRequest) -> Backend:
+    """One SQLite file per store, under pytest's temporary directory."""
+    return Backend("sqlite", create=lambda directory: str(directory / "index.db"), open=SQLiteStore)
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {"sqlite": sqlite_backend}
+
+
+class Stores:
+    """Opens stores of one backend and closes (and drops) them all at the end."""
+
+    def __init__(self, backend: Backend, root: Path) -> None:
+        self.backend = backend
+        self.root = root
+        self._numbers = itertools.count()
+        self._opened: list[Store] = []
+        self._created: list[str] = []
+        self._location: dict[int, str] = {}
+
+    def new(self) -> Store:
+        """A new, empty store."""
+        directory = self.root / f"store-{next(self._numbers)}"
+        directory.mkdir(parents=True)
+        location = self.backend.create(directory)
+        self._created.append(location)
+        return self._open(location)
+
+    def reopen(self, store: Store) -> Store:
+        """Another handle on ``store``'s data (``store`` may be open or closed): what a
+        second process, or the same one after a restart, would open."""
+        return self._open(self._location[id(store)])
+
+    @contextmanager
+    def scratch(self) -> Iterator[Store]:
+        """A new store for one block (one hypothesis example), closed and dropped after it."""
+        store = self.new()
+        location = self._location[id(store)]
+        try:
+            yield store
+        finally:
+            store.close()
+            self._opened.remove(store)
+            self._created.remove(location)
+            self.backend.drop(location)
+
+    def _open(self, location: str) -> Store:
+        store = self.backend.open(location)
+        self._opened.append(store)
+        self._location[id(store)] = location
+        return store
+
+    def close(self) -> None:
+        for store in self._opened:
+            with suppress(Exception):  # a test may have closed it already
+                store.close()
+        for location in self._created:
+            self.backend.drop(location)

@@ -1,0 +1,154 @@
+"""Non-interference: a document the caller may not read cannot move the caller's results.
+
+Lexical statistics (the number of chunks, their average length, each term's document
+frequency) come from the caller's allowed chunks only, so a filtered search equals, bit
+for bit, the search of a store holding only what the filter admits; ``term_statistics``
+counts allowed chunks only. Adding hidden documents of every kind (another ACL, an empty
+ACL, above the ceiling, another corpus, expired, no AI use, excluded, hidden chunks in a
+readable document) changes no ranking and no score.
+
+The reverse proof: ranking inside the filter with statistics over every chunk returns the
+right chunks in the wrong order, and both checks catch it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import factories
+from clearance.model import Sensitivity
+from clearance.retrieval.analysis import search_terms
+from clearance.store.base import SearchFilter, Store
+from conformance.backends import Stores
+from conformance.leaks import global_statistics
+from conformance.world import (
+    EMBEDDER,
+    NOW,
+    World,
+    check_non_interference,
+    check_term_statistics,
+    embedded,
+    fill,
+    filters,
+    texts,
+    worlds,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_a_filtered_search_equals_the_search_of_the_admitted_chunks_alone(
+    stores: Stores, data: st.DataObject
+) -> None:
+    world = data.draw(worlds(), label="world")
+    flt = data.draw(filters(world), label="filter")
+    query = data.draw(texts, label="query")
+    k = data.draw(st.sampled_from([3, 1, 2, 6]), label="k")
+    with stores.scratch() as store, stores.scratch() as alone:
+        fill(store, world)
+        fill(alone, world.admitted_only(flt))
+        check_non_interference(store, alone, query, flt, k)
+        check_term_statistics(store, world, [*search_terms(query), "zzz"], flt)
+
+
+ANN = SearchFilter(
+    principals=frozenset({"user:ann"}),
+    corpora={"ops": Sensitivity.CONFIDENTIAL, "hr": Sensitivity.INTERNAL},
+    max_sensitivity=Sensitivity.CONFIDENTIAL,
+    exclude_doc_ids=frozenset({"hidden:excluded"}),
+    now=NOW,
+)
+READABLE = ["revenue forecast milano report", "margin forecast", "revenue tokyo margin"]
+
+
+def readable() -> World:
+    entries = []
+    for n, text in enumerate(READABLE):
+        doc = factories.document(f"ann:{n}", corpus="ops", acl={"user:ann"})
+        entries.append(embedded(doc, [factories.chunk(doc, text)]))
+    return World(entries)
+
+
+def hidden() -> World:
+    """Documents ANN may not read, one per rule, all saying "revenue" often: with
+    statistics over every chunk they would make it a common word."""
+    kinds = {
+        "hidden:acl": {"acl": {"group:legal"}},
+        "hidden:nobody": {"acl": set()},
+        "hidden:ceiling": {"sensitivity": Sensitivity.RESTRICTED},
+        "hidden:corpus-ceiling": {"corpus": "hr", "sensitivity": Sensitivity.CONFIDENTIAL},
+        "hidden:corpus": {"corpus": "finance"},
+        "hidden:expired": {"expires_at": NOW - timedelta(seconds=1)},
+        "hidden:no-ai": {"ai_allowed": False},
+        "hidden:excluded": {},
+    }
+    entries = []
+    for doc_id, fields in kinds.items():
+        fields = {"corpus": "ops", "acl": {"user:ann"}, **fields}
+        doc = factories.document(doc_id, **fields)  # type: ignore[arg-type]
+        entries.append(embedded(doc, [factories.chunk(doc, "revenue revenue revenue tokyo")]))
+    # a readable document whose only chunk is above ANN's ceiling
+    doc = factories.document("hidden:chunk", corpus="ops", acl={"user:ann"})
+    chunk = factories.chunk(doc, "revenue revenue margin", sensitivity=Sensitivity.RESTRICTED)
+    entries.append(embedded(doc, [chunk]))
+    return World(entries)
+
+
+QUERIES = ["revenue", "revenue margin", "tokyo forecast", "milano"]
+
+
+def results(store: Store, terms: list[str]) -> list[object]:
+    probe = EMBEDDER.embed(["revenue tokyo"])[0]
+    out: list[object] = [store.lexical_search(q, ANN, 3) for q in QUERIES]
+    out.append(store.vector_search(probe, ANN, 3))
+    out.append(store.term_statistics(terms, ANN))
+    return out
+
+
+def check_hidden_documents_change_nothing(store: Store) -> None:
+    fill(store, readable())
+    terms = ["revenu", "margin", "tokyo", "forecast"]
+    before = results(store, terms)
+    assert all(before[:4])  # every query finds something ANN may read
+    fill(store, hidden())
+    assert results(store, terms) == before
+
+
+def test_hidden_documents_change_no_ranking_score_or_statistic(store: Store) -> None:
+    check_hidden_documents_change_nothing(store)
+
+
+def test_term_statistics_count_allowed_chunks_only(store: Store) -> None:
+    world = World(readable().entries + hidden().entries)
+    fill(store, world)
+    check_term_statistics(store, world, ["revenu", "margin", "tokyo", "nowhere"], ANN)
+    stats = store.term_statistics(["revenu", "margin", "tokyo", "nowhere"], ANN)
+    assert (stats.chunks, dict(stats.df)) == (3, {"revenu": 2, "margin": 2, "tokyo": 1})
+    assert stats.idf("nowhere") > stats.idf("margin")
+
+
+def test_reverse_proof_global_statistics_fail_both_checks(stores: Stores) -> None:
+    """Six hidden documents saying "revenue" make it a common word under global
+    statistics, and the caller's "margin" chunk jumps above their "revenue" chunk."""
+    store = stores.new()
+    leaky = global_statistics(store)
+    with pytest.raises(AssertionError):
+        check_hidden_documents_change_nothing(leaky)  # type: ignore[arg-type]
+
+    world = World(readable().entries + hidden().entries)
+    alone = stores.new()
+    fill(alone, world.admitted_only(ANN))
+    check_non_interference(store, alone, "revenue margin", ANN, 3)  # the real store passes
+    with pytest.raises(AssertionError):
+        check_non_interference(leaky, alone, "revenue margin", ANN, 3)  # type: ignore[arg-type]
+    with pytest.raises(AssertionError):
+        check_term_statistics(leaky, world, ["revenu"], ANN)  # type: ignore[arg-type]
+    # the variant returns the chunks ANN may read, so only the ranking gives it away
+    got = {c for c, _ in leaky.lexical_search("revenue margin", ANN, 3)}
+    assert got == {c for c, _ in store.lexical_search("revenue margin", ANN, 3)}
