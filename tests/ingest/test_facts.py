@@ -1,11 +1,11 @@
-"""Facts from tables (clearance.ingest.facts), their storage and their permission filter.
+"""Facts from tables (clearance.ingest.facts): extraction, number parsing, and facts through
+ingestion and the CLI.
 
 Extraction is tested on real files written here with the libraries people use (python-pptx,
 openpyxl, python-docx, csv, Markdown), in the three layouts tables come in: metric rows ×
 period columns with the entity in the title; entity rows × period columns with the metric
-in the title; long format. Facts must be filtered exactly like chunks: a property test
-compares ``query_facts`` with a brute force over ``SearchFilter.admits``, and a leaky
-variant shows that comparison has teeth.
+in the title; long format. How every store keeps facts and filters them exactly like
+chunks is tested in tests/conformance/test_facts.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import docx
 import openpyxl
 import pytest
 from click.testing import CliRunner
-from hypothesis import event, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pptx import Presentation
 from pptx.util import Inches
@@ -32,7 +31,6 @@ import factories
 from clearance.cli import facts_cmds
 from clearance.cli.context import AppContext
 from clearance.config import FactSettings, Settings, settings_from_dict
-from clearance.errors import StoreError
 from clearance.ingest import facts as facts_module
 from clearance.ingest import pipeline as pipeline_module
 from clearance.ingest.facts import (
@@ -47,8 +45,7 @@ from clearance.ingest.facts import (
 )
 from clearance.ingest.loaders import extract
 from clearance.ingest.pipeline import Ingestor
-from clearance.model import Chunk, Document, Fact, Section, Sensitivity
-from clearance.store.base import SearchFilter
+from clearance.model import Chunk, Document, Fact, Section
 from clearance.store.sqlite import SQLiteStore
 
 SettingsFactory = Callable[..., Settings]
@@ -547,9 +544,7 @@ def test_format_number_examples() -> None:
         format_number(float("nan"))
 
 
-# --------------------------------------------------------------------------- the store
-
-NOW = datetime(2025, 6, 1, tzinfo=UTC)
+# --------------------------------------------------------------------------- ingestion
 
 
 def document(doc_id: str, **fields: Any) -> Document:
@@ -568,167 +563,6 @@ def fact(doc_id: str, value: float = 1.0, **kw: str) -> Fact:
     return Fact(
         value=value, unit="USD m", doc_id=doc_id, locator=f"row=r{value}", raw=str(value), **slots
     )
-
-
-def test_store_writes_replaces_and_deletes_facts_with_their_document(store: SQLiteStore) -> None:
-    doc = document("src:a")
-    store.upsert(doc, [chunk(doc)], facts=[fact("src:a", 1.0), fact("src:a", 2.0)])
-    assert [f.value for f in store.list_facts("src:a")] == [1.0, 2.0]
-    store.upsert(doc, [chunk(doc)], facts=[fact("src:a", 3.0)])  # re-ingest replaces
-    assert store.list_facts() == [fact("src:a", 3.0)]
-    store.upsert(doc, [chunk(doc)])  # no facts given: none kept
-    assert store.list_facts() == []
-    store.upsert(doc, [chunk(doc)], facts=[fact("src:a", 4.0)])
-    assert store.delete("src:a")
-    assert store.list_facts() == []
-    with pytest.raises(StoreError, match="does not belong"):
-        store.upsert(doc, [chunk(doc)], facts=[fact("src:other")])
-    assert store.get_document("src:a") is None  # nothing half-written
-
-
-def test_query_facts_filters_by_slot(store: SQLiteStore) -> None:
-    doc = document("src:a")
-    facts = [fact("src:a", 1.0), fact("src:a", 2.0, period="FY2025"), fact("src:a", 3.0)]
-    store.upsert(doc, [chunk(doc)], facts=facts)
-    flt = SearchFilter(frozenset({"everyone"}), now=NOW)
-    got = store.query_facts(flt, metric="revenue", period="FY2024", entity="North Co")
-    assert [(f.value, d.doc_id) for f, d in got] == [(1.0, "src:a"), (3.0, "src:a")]
-    assert store.query_facts(flt, channel="budget") == []
-    assert store.query_facts(SearchFilter(frozenset(), now=NOW)) == []
-
-
-# A small random world: documents with facts, and filters that vary every field.
-CORPORA = ("public", "ops", "hr")
-PRINCIPALS = ("everyone", "user:ann", "user:bo", "group:sales")
-SLOTS = {
-    "metric": ("revenue", "headcount"),
-    "entity": ("North Co", "South Co"),
-    "period": ("FY2024", "FY2025"),
-    "channel": ("total", "budget"),
-}
-
-
-@st.composite
-def worlds(draw: st.DrawFn) -> list[tuple[Document, list[Fact]]]:
-    out: list[tuple[Document, list[Fact]]] = []
-    for n in range(draw(st.integers(1, 6))):
-        doc_id = f"src:{n}"
-        acl = draw(st.frozensets(st.sampled_from(PRINCIPALS), max_size=2))
-        doc = document(
-            doc_id,
-            corpus=draw(st.sampled_from(CORPORA)),
-            acl=acl,
-            sensitivity=draw(st.sampled_from(list(Sensitivity))),
-            expires_at=draw(st.sampled_from([None, NOW - timedelta(days=1), NOW])),
-            ai_allowed=draw(st.booleans()),
-        )
-        facts = [
-            Fact(
-                value=float(i),
-                unit="",
-                doc_id=doc_id,
-                locator=f"row={i}",
-                **{k: draw(st.sampled_from(v)) for k, v in SLOTS.items()},
-            )
-            for i in range(draw(st.integers(0, 4)))
-        ]
-        out.append((doc, facts))
-    return out
-
-
-@st.composite
-def fact_filters(draw: st.DrawFn, world: list[tuple[Document, list[Fact]]]) -> SearchFilter:
-    ids = [d.doc_id for d, _ in world]
-    corpora = None
-    if draw(st.booleans()):
-        corpora = {
-            c: draw(st.sampled_from(list(Sensitivity)))
-            for c in draw(st.frozensets(st.sampled_from(CORPORA)))
-        }
-    principals = draw(st.frozensets(st.sampled_from(PRINCIPALS)))
-    if draw(st.booleans()):
-        principals |= draw(st.sampled_from([d.acl for d, _ in world]))
-    doc_ids = draw(st.none() | st.frozensets(st.sampled_from(ids)))
-    return SearchFilter(
-        principals=principals,
-        corpora=corpora,
-        max_sensitivity=draw(st.sampled_from(list(Sensitivity))),
-        doc_ids=doc_ids,
-        exclude_doc_ids=draw(st.frozensets(st.sampled_from(ids), max_size=1)),
-        now=NOW,
-        require_ai_allowed=draw(st.booleans()),
-    )
-
-
-Query = dict[str, str | None]
-
-
-def brute_force(
-    world: list[tuple[Document, list[Fact]]], flt: SearchFilter, query: Query
-) -> list[tuple[str, str, float]]:
-    return sorted(
-        (d.doc_id, f.locator, f.value)
-        for d, facts in world
-        if flt.admits(d)
-        for f in facts
-        if all(v is None or getattr(f, k) == v for k, v in query.items())
-    )
-
-
-def stored(store: SQLiteStore, flt: SearchFilter, query: Query) -> list[tuple[str, str, float]]:
-    rows = store.query_facts(flt, **query)
-    assert all(f.doc_id == d.doc_id for f, d in rows)
-    return sorted((d.doc_id, f.locator, f.value) for f, d in rows)
-
-
-def leaky_stored(
-    store: SQLiteStore, flt: SearchFilter, query: Query
-) -> list[tuple[str, str, float]]:
-    """The forbidden shape: every fact, filtered on its slots and its ACL afterwards,
-    forgetting the sensitivity ceiling, expiry and AI-use rules."""
-    out = []
-    for f in store.list_facts():
-        doc = store.get_document(f.doc_id)
-        assert doc is not None
-        if doc.acl & flt.principals and all(
-            v is None or getattr(f, k) == v for k, v in query.items()
-        ):
-            out.append((f.doc_id, f.locator, f.value))
-    return sorted(out)
-
-
-def queries() -> st.SearchStrategy[Query]:
-    return st.fixed_dictionaries({k: st.none() | st.sampled_from(v) for k, v in SLOTS.items()})
-
-
-@settings(max_examples=80, deadline=None)
-@given(data=st.data())
-def test_query_facts_equals_brute_force_over_admitted_documents(data: st.DataObject) -> None:
-    world = data.draw(worlds(), label="world")
-    flt = data.draw(fact_filters(world), label="filter")
-    query = data.draw(queries(), label="query")
-    with SQLiteStore(":memory:") as store:
-        for doc, facts in world:
-            store.upsert(doc, [chunk(doc)], facts=facts)
-        expected = brute_force(world, flt, query)
-        assert stored(store, flt, query) == expected
-        event(f"facts admitted: {min(len(expected), 3)}")
-
-
-def test_reverse_proof_a_filter_applied_afterwards_is_caught() -> None:
-    secret = document("src:secret", sensitivity=Sensitivity.RESTRICTED)
-    expired = document("src:old", expires_at=NOW - timedelta(days=1))
-    world = [(secret, [fact("src:secret", 1.0)]), (expired, [fact("src:old", 2.0)])]
-    flt = SearchFilter(frozenset({"everyone"}), max_sensitivity=Sensitivity.CONFIDENTIAL, now=NOW)
-    query: Query = {"metric": "revenue", "entity": None, "period": None, "channel": None}
-    with SQLiteStore(":memory:") as store:
-        for doc, facts in world:
-            store.upsert(doc, [chunk(doc)], facts=facts)
-        assert stored(store, flt, query) == brute_force(world, flt, query) == []
-        assert leaky_stored(store, flt, query) != brute_force(world, flt, query)
-
-
-# --------------------------------------------------------------------------- ingestion
 
 
 def _ingest(settings: Any, store: SQLiteStore, root: Path) -> list[Any]:
