@@ -42,6 +42,7 @@ from clearance.answer.relevance import RelevanceGate
 from clearance.app import Clearance
 from clearance.config import RelevanceSettings, load_settings
 from clearance.retrieval.link_exit import to_snippets
+from clearance.retrieval.synonyms import NO_SYNONYMS
 from clearance.store.base import SearchFilter, TermStatistics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,13 +194,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lexical-only", action="store_true", help="index without embeddings")
     parser.add_argument("--misses", action="store_true", help="list the pairs judged wrong")
+    parser.add_argument(
+        "--no-synonyms",
+        action="store_true",
+        help="judge without the demo corpus's [retrieval.synonyms]",
+    )
     args = parser.parse_args()
     data = json.loads(PAIRS.read_text(encoding="utf-8"))
     defaults = RelevanceSettings()
     with tempfile.TemporaryDirectory() as tmp:
         app = build(Path(tmp), args.lexical_only)
         try:
-            pairs = judge_pairs(app, data, RelevanceGate(defaults))
+            synonyms = NO_SYNONYMS if args.no_synonyms else app.synonyms
+            pairs = judge_pairs(app, data, RelevanceGate(defaults, synonyms))
         finally:
             app.close()
     n_rel = sum(p.relevant for p in pairs)

@@ -43,6 +43,7 @@ from clearance.llm.registry import make_provider, make_rerank_provider
 from clearance.model import SearchHit
 from clearance.retrieval.embedding import Embedder, get_embedder
 from clearance.retrieval.hybrid import HybridSearcher
+from clearance.retrieval.synonyms import Synonyms
 from clearance.sources.ownership import BLOCKED_KEY, check_owner, owner_of
 from clearance.sources.service import source_summary
 from clearance.store.sqlite import SQLiteStore
@@ -106,6 +107,7 @@ class Clearance(Closing):
         trace_key: bytes | None = None,
     ) -> None:
         self.settings = settings
+        self.synonyms = Synonyms(settings.retrieval.synonyms)
         self._provider = provider
         self.trace_key = trace_key
         # Without a configured key, pseudonyms are per-process — but one key for the process,
@@ -440,6 +442,7 @@ class Clearance(Closing):
             self.settings.retrieval.candidates,
             self.settings.retrieval.rrf_k,
             self.settings.retrieval.cjk_vector_weight,
+            self.synonyms,
         )
         dropped: dict[str, RealtimeResult] = {}
         hits: list[SearchHit] = []

@@ -31,6 +31,7 @@ from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust
 from clearance.api.oidc import OidcSettings, parse_oidc_settings
 from clearance.errors import ConfigError
 from clearance.model import Sensitivity
+from clearance.retrieval.analysis import search_terms
 
 __all__ = [
     "AccessSettings",
@@ -306,6 +307,8 @@ class RetrievalSettings:
     candidates: int = 50  # per retriever, before fusion
     # RRF weight of the vector list for queries mostly in CJK script (see docs/search.md)
     cjk_vector_weight: float = 0.0
+    # Groups of equivalent phrases, the configured one first (clearance.retrieval.synonyms)
+    synonyms: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -800,6 +803,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         rrf_k=t.positive("rrf_k", 60),
         candidates=t.positive("candidates", 50),
         cjk_vector_weight=t.get("cjk_vector_weight", float, 0.0),
+        synonyms=_synonyms(t.table("synonyms")),
     )
     if not 0.0 <= retrieval.cjk_vector_weight <= 1.0:
         raise ConfigError(
@@ -1122,6 +1126,21 @@ def _alias_map(table: _Table) -> dict[str, tuple[str, ...]]:
         out[name] = tuple(dict.fromkeys([name, *(a for a in aliases if a.strip())]))
     table.done()
     return out
+
+
+def _synonyms(table: _Table) -> tuple[tuple[str, ...], ...]:
+    """``phrase = ["equivalent", …]``: each phrase must hold a word that can be searched."""
+    groups = _alias_map(table)
+    for name, group in groups.items():
+        if len(group) < 2:
+            raise ConfigError(f"{table.key(name)}: name at least one equivalent phrase")
+        for phrase in group:
+            if not search_terms(phrase):
+                raise ConfigError(
+                    f"{table.key(name)}: {phrase!r} holds no word to search for "
+                    "(only stopwords, punctuation or spaces)"
+                )
+    return tuple(groups.values())
 
 
 def settings_from_dict(data: Mapping[str, Any], root: Path | None = None) -> Settings:

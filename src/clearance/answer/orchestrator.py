@@ -156,7 +156,7 @@ class Orchestrator:
         self.intent_parser = intent_parser or RuleIntentParser(self.vocab, self.calendar)
         self.default_period = self._default_period()
         self.faq = FaqMatcher(FaqRepository(app.store))
-        self.relevance = RelevanceGate(self.settings.answer.relevance)
+        self.relevance = RelevanceGate(self.settings.answer.relevance, app.synonyms)
 
     def _default_period(self) -> str:
         """``[facts] default_period`` as a canonical period, ``"latest"`` or ``""``."""

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
 from clearance.retrieval.analysis import cjk_share, document_terms, search_terms
+from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 
 __all__ = ["Judgement", "RelevanceGate", "question_weights"]
@@ -128,6 +129,19 @@ def _held(snippet: Snippet) -> set[str]:
     return set(document_terms(f"{snippet.title}\n{snippet.locator}\n{snippet.text}"))
 
 
+def _stated(held: set[str], used: Sequence[Used]) -> set[str]:
+    """``held`` with the terms of each question phrase whose equivalent it states in full:
+    a snippet saying "preserve all records" holds "litigation hold" when the organisation
+    says the two are one (``[retrieval.synonyms]``). A CJK phrase also lends its
+    characters, which the weights use for pairs no readable chunk holds."""
+    out = set(held)
+    for use in used:
+        if any(equivalent <= held for equivalent in use.equivalents):
+            out |= use.terms
+            out.update(ch for t in use.terms if _is_cjk_pair(t) for ch in t)
+    return out
+
+
 def _share(weights: Mapping[str, float], total: float, held: set[str]) -> float:
     return sum(weights[t] for t in held) / total if total > 0.0 else 0.0
 
@@ -144,8 +158,9 @@ class Judgement:
 class RelevanceGate:
     """Judges snippets against one question under :class:`RelevanceSettings`."""
 
-    def __init__(self, settings: RelevanceSettings) -> None:
+    def __init__(self, settings: RelevanceSettings, synonyms: Synonyms = NO_SYNONYMS) -> None:
         self.settings = settings
+        self.synonyms = synonyms
 
     def judge(
         self,
@@ -164,7 +179,8 @@ class RelevanceGate:
         weights = question_weights(question, statistics)
         total = sum(weights.values())
         use_cosine = cosines is not None and cjk_share(question) <= 0.5
-        held = [_held(s) & weights.keys() for s in snippets]
+        used = self.synonyms.used(question)
+        held = [_stated(_held(s), used) & weights.keys() for s in snippets]
         by_document: dict[str, set[str]] = {}
         for snippet, terms in zip(snippets, held, strict=True):
             by_document.setdefault(snippet.doc_id, set()).update(terms)

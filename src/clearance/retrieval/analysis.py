@@ -32,6 +32,7 @@ __all__ = [
     "cjk_share",
     "document_terms",
     "index_terms",
+    "phrase_keys",
     "query_terms",
     "search_terms",
     "searchable",
@@ -209,6 +210,18 @@ def _index_forms(terms: list[str]) -> list[str]:
 def document_terms(text: str) -> list[str]:
     """Every index term of a document, in order, repeats kept (term frequency counts)."""
     return _index_forms(_terms(text))
+
+
+def phrase_keys(text: str) -> list[str]:
+    """``text`` as a sequence to match phrases in: Latin-script words in their index form
+    (stemmed, accents folded), CJK runs as single characters, stopwords kept. A phrase
+    occurs in a text when its keys are a contiguous run of the text's keys, so "litigation
+    holds" contains "litigation hold" and "訴訟ホールドの通知" contains "訴訟ホールド"."""
+    pieces: list[str] = []
+    for match in _TOKEN.finditer(_normalise(text)):
+        token = match.group(0)
+        pieces.extend(token if _IS_CJK.match(token) else [token.replace("’", "'")])
+    return _index_forms(pieces)
 
 
 def search_terms(text: str) -> list[str]:

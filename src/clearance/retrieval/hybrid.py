@@ -24,6 +24,7 @@ from clearance.model import SearchHit
 from clearance.retrieval.analysis import cjk_share, searchable
 from clearance.retrieval.embedding import Embedder
 from clearance.retrieval.fusion import reciprocal_rank_fusion
+from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 
@@ -37,6 +38,7 @@ class HybridSearcher:
     candidates: int = 50
     rrf_k: int = 60
     cjk_vector_weight: float = 1.0
+    synonyms: Synonyms = NO_SYNONYMS
 
     def search(self, query: str, flt: SearchFilter, k: int) -> list[SearchHit]:
         if k <= 0 or not searchable(query):
@@ -46,7 +48,9 @@ class HybridSearcher:
         embedded = None
         if self.embedder is not None and weight > 0.0:
             embedded = self.embedder.embed([query])[0]
-        lexical, vector = self.store.retrieve(query, embedded, flt, pool)
+        # The lexical search also looks for the organisation's equivalents of the phrases
+        # the query holds; the vector search keeps the query as asked.
+        lexical, vector = self.store.retrieve(self.synonyms.expand(query), embedded, flt, pool)
         lex_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
         vec_rank = {cid: i for i, (cid, _) in enumerate(vector, start=1)}
         cosines = dict(vector)
