@@ -522,8 +522,9 @@ def docx_annual_report() -> bytes:
     )
     doc.add_heading("2. Results by region", 1)
     notes = {
-        "Japan": "Fleetboard Enterprise renewals at 96% and the Osaka sales office, opened on "
-        "1 October 2025, added USD 11.4 million of new bookings in its first six months.",
+        "Japan": "Japan continued to grow on Fleetboard Enterprise renewals at 96% and the Osaka "
+        "sales office, opened on 1 October 2025, which added USD 11.4 million of new bookings "
+        "in its first six months.",
         "US": "Warranty costs fell by USD 6.2 million after the Columbus repair centre began "
         "refurbishing returned Sentinel units instead of replacing them.",
         "EU": "The Frankfurt data region, opened on 14 April 2025, won 38 new customers who had "

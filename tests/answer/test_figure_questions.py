@@ -12,9 +12,11 @@ import pytest
 
 import clearance.answer.intent as intent_module
 from clearance.answer.intent import MetricQuery
+import clearance.answer.orchestrator as orchestrator_module
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult, Route, Status
 from clearance.answer.structured import ToolResult
+from clearance.ingest.locator import is_tabular
 from clearance.llm.mock import MockProvider
 
 from .conftest import PERSONAS, AcmeIndex
@@ -163,10 +165,66 @@ def test_a_composite_question_gets_the_figure_and_the_explanation(acme: AcmeInde
     assert not [f for f in result.flags if f.startswith("unanswered_part:")]
 
 
+REVERSED = "Why did Japan grow, and how much was Japan revenue in FY2025?"
+
+
+def _explanation_locators(result: AnswerResult, figure: AnswerResult) -> list[str]:
+    return [c.locator for c in result.citations if c not in figure.citations]
+
+
+def test_an_explanation_asked_first_is_answered_too(acme: AcmeIndex) -> None:
+    """"Why …, and how much …?": the figure from facts, the explanation from prose."""
+    figure = ask(acme, "How much was Japan revenue in FY2025?", "alice")
+    result = ask(acme, REVERSED, "alice")
+    assert (result.status, result.route) == (Status.ANSWERED, Route.COMPOSITE)
+    head, _, tail = result.answer.partition("\n\n")
+    assert head == figure.answer
+    assert "Osaka sales office" in tail  # the report's explanation, not a row of figures
+    assert not [f for f in result.flags if f.startswith("unanswered_part:")]
+
+
+@pytest.mark.parametrize("question", [COMPOSITE, REVERSED])
+def test_the_explanation_is_prose_not_the_figures_own_table_rows(
+    acme: AcmeIndex, question: str
+) -> None:
+    figure = ask(acme, "How much was Japan revenue in FY2025?", "alice")
+    located = _explanation_locators(ask(acme, question, "alice"), figure)
+    assert located and not [loc for loc in located if is_tabular(loc)]
+
+
+def _judged_locators(
+    acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch, question: str
+) -> list[str]:
+    """The locators of every snippet the explanation part put before the relevance gate."""
+    seen: list[str] = []
+    real = orchestrator_module.to_snippets
+
+    def spy(hits: Any, *args: Any) -> Any:
+        snippets = real(hits, *args)
+        seen.extend(s.locator for s in snippets)
+        return snippets
+
+    monkeypatch.setattr(orchestrator_module, "to_snippets", spy)
+    ask(acme, question, "alice")
+    return seen
+
+
+def test_table_rows_never_reach_the_explanation(
+    acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not [loc for loc in _judged_locators(acme, monkeypatch, COMPOSITE) if is_tabular(loc)]
+
+
+def test_the_prose_rule_has_teeth(acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reverse proof: when every chunk counts as prose, the figure's rows are considered."""
+    monkeypatch.setattr(orchestrator_module, "is_tabular", lambda locator: False)
+    assert [loc for loc in _judged_locators(acme, monkeypatch, COMPOSITE) if is_tabular(loc)]
+
+
 def test_a_composite_part_without_a_source_is_named_and_the_other_answered(
     acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_source(self: Orchestrator, request: Any) -> AnswerResult:
+    def no_source(self: Orchestrator, request: Any, **_: Any) -> AnswerResult:
         return AnswerResult(Status.NO_AUTHORIZED_SOURCE, "none", Route.NARRATIVE)
 
     monkeypatch.setattr(Orchestrator, "_narrative", no_source)

@@ -155,3 +155,49 @@ def test_no_vocabulary_means_narrative() -> None:
     intent = parse_intent("What was Japan's revenue in FY2024?", empty)
     assert intent.kind == "narrative"
     assert intent.slots_present  # the period still counts as a slot
+
+
+# --------------------------------------------------------------------------- composite
+
+COMPOSITES = [
+    # (question, narrative clause, what the narrative part searches for)
+    (
+        "How much was Japan revenue in FY2025, and why did Japan grow?",
+        "why did Japan grow?",
+        "why did Japan grow?",
+    ),
+    (
+        "Why did Japan grow, and how much was Japan revenue in FY2025?",
+        "Why did Japan grow",
+        "Why did Japan grow",
+    ),
+    # The figure clause names no slot: they come from the whole question.
+    (
+        "Why did Japan revenue grow in FY2025 and how much was it?",
+        "Why did Japan revenue grow in FY2025",
+        "Why did Japan revenue grow in FY2025",
+    ),
+    # The explanation names no entity: it searches with the figure clause's.
+    ("日本の2025年度の売上高はいくらで、なぜ伸びたのですか？", "なぜ伸びたのですか?", "なぜ伸びたのですか? 日本"),
+]
+
+
+@pytest.mark.parametrize(("question", "narrative", "query"), COMPOSITES)
+def test_a_figure_and_an_explanation_split_in_either_order(
+    question: str, narrative: str, query: str
+) -> None:
+    intent = RuleIntentParser(VOCAB).parse(question)
+    assert intent.kind == "composite"
+    assert intent.parts == (q("revenue", "ACME Japan", "FY2025"),)
+    assert (intent.narrative, intent.narrative_query) == (narrative, query)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Why did Japan revenue grow in FY2025?",  # no figure asked for
+        "When will employees be informed, and how were they chosen?",  # no figure clause
+    ],
+)
+def test_an_explanation_alone_is_not_composite(question: str) -> None:
+    assert RuleIntentParser(VOCAB).parse(question).kind != "composite"

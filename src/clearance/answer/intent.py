@@ -96,6 +96,9 @@ class Intent:
     uncertain: bool = False
     narrative: str = ""
     unexplained: bool = False
+    # What the explanation part searches for: ``narrative``, with the entities the figure
+    # clause names when the explanation names none ("…はいくらで、なぜ伸びたのですか").
+    narrative_query: str = ""
 
 
 @runtime_checkable
@@ -198,19 +201,42 @@ class RuleIntentParser:
         return self._parse(text, today)
 
     def _composite(self, text: str, today: date | None) -> Intent | None:
-        """A figure clause, then — after the clause boundary nearest before the first
-        explanation word — an explanation clause; else ``None``."""
+        """A figure clause and an explanation clause, in either order, split at a clause
+        boundary; else ``None``. Figure first: the boundary nearest before the first
+        explanation word ("How much …, and why …?"). Explanation first: the first boundary
+        after it that a figure word follows ("Why did Japan grow, and how much …?"); a figure
+        clause that names no slot of its own ("… and how much was it?") takes them from the
+        whole question."""
         cue = _NARRATIVE.search(text)
-        if cue is None or not self.vocab.find("metric", text[: cue.start()]):
+        if cue is None:
             return None
-        boundaries = [b for b in _CLAUSE.finditer(text) if b.end() <= cue.start()]
-        if not boundaries:
-            return None
-        boundary = boundaries[-1]
-        head, tail = text[: boundary.start()], text[boundary.end() :]
-        figure = self._parse(head, today)
+        boundaries = list(_CLAUSE.finditer(text))
+        before = [b for b in boundaries if b.end() <= cue.start()]
+        if before and self.vocab.find("metric", text[: cue.start()]):
+            boundary = before[-1]
+            figure_text, story = text[: boundary.start()], text[boundary.end() :]
+            fallback = None
+        else:
+            after = [
+                b
+                for b in boundaries
+                if b.start() >= cue.end() and _QUANTITY.search(text[b.end() :])
+            ]
+            if not after:
+                return None
+            boundary = after[0]
+            story, figure_text = text[: boundary.start()], text[boundary.end() :]
+            fallback = _blank(text, [cue.span()])
+        figure = self._parse(figure_text, today)
+        if fallback is not None and figure.kind not in ("metric", "multi"):
+            figure = self._parse(fallback, today)
         if figure.kind not in ("metric", "multi") or figure.uncertain:
             return None
+        story = story.strip()
+        named = [figure_text[m.start : m.end] for m in self.vocab.find("entity", figure_text)]
+        query = story
+        if named and not self.vocab.find("entity", story):
+            query = " ".join([story, *dict.fromkeys(named)])
         return Intent(
             "composite",
             figure.parts,
@@ -218,8 +244,9 @@ class RuleIntentParser:
             figure.unrecognized,
             figure.resolved,
             figure.ambiguous,
-            narrative=tail.strip(),
+            narrative=story,
             unexplained=figure.unexplained,
+            narrative_query=query,
         )
 
     def _periods(

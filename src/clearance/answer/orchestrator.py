@@ -71,7 +71,8 @@ from clearance.answer.structured import (
 from clearance.answer.trust import Trust, resolve_trust
 from clearance.config import LATEST_PERIOD, AssistantSettings
 from clearance.errors import ConfigError, GuardError, ProviderError
-from clearance.ingest.facts import Vocabulary
+from clearance.ingest.facts import Vocabulary, normalize
+from clearance.ingest.locator import is_tabular
 from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, Recheck, RecheckResult
 from clearance.model import Document, Fact, SearchHit, Sensitivity
@@ -157,6 +158,10 @@ class Orchestrator:
         self.default_period = self._default_period()
         self.faq = FaqMatcher(FaqRepository(app.store))
         self.relevance = RelevanceGate(self.settings.answer.relevance, app.synonyms)
+
+    def _periods_named(self, text: str) -> set[str]:
+        """The absolute periods ``text`` names, canonical ("FY2025", "Q2 FY2025")."""
+        return {m.canonical for m in self.vocab.find_periods(normalize(text))}
 
     def _default_period(self) -> str:
         """``[facts] default_period`` as a canonical period, ``"latest"`` or ``""``."""
@@ -682,7 +687,13 @@ class Orchestrator:
         trace = request.trace
         figure = self._structured(request, intent)
         figure_retrieved = set(trace.retrieved)
-        story = self._narrative(request)
+        # The explanation is searched for and judged on its own clause: the whole question's
+        # metric and period words would rank the figure's own table rows first, and a row
+        # of figures explains nothing (the figure itself is already answered from facts).
+        story = self._narrative(
+            replace(request, masked=intent.narrative_query or intent.narrative or request.masked),
+            prose_only=True,
+        )
         trace.retrieved = sorted(figure_retrieved | set(trace.retrieved))
         trace.denied_retrieved = self._count_denied(request, trace.retrieved)
         blocks = [figure.answer]
@@ -752,7 +763,10 @@ class Orchestrator:
 
         return recheck
 
-    def _narrative(self, request: _Request) -> AnswerResult:
+    def _narrative(self, request: _Request, *, prose_only: bool = False) -> AnswerResult:
+        """A cited answer from the snippets that bear on ``request.masked``; with
+        ``prose_only``, snippets cut from tables and charts are left out (see
+        :meth:`_composite`)."""
         trace = request.trace
         assert request.flt is not None
         no_source = _refusal(
@@ -761,11 +775,18 @@ class Orchestrator:
 
         # 7/8 retrieve inside the filter, with real-time checks
         trace.start("retrieve")
+        k = self.settings.retrieval.k
         found = self.app.search(
             request.user_id,
             request.masked,
             assistant=request.assistant.name if request.assistant else None,
+            # Prose only: look as deep as the retrievers do, so table rows ranked first do
+            # not crowd out the passages that remain.
+            k=self.settings.retrieval.candidates if prose_only else k,
         )
+        if prose_only:
+            prose = [h for h in found.hits if not is_tabular(h.chunk.locator)][:k]
+            found = replace(found, hits=prose)
         trace.stop("retrieve")
         trace.retrieved = sorted({h.document.doc_id for h in found.hits})
         trace.realtime_dropped = {d: r.reason for d, r in found.realtime_dropped.items()}
@@ -939,7 +960,7 @@ class Orchestrator:
         citation shown, whatever the snippet's place in the prompt."""
         assert request.flt is not None
         by_ref = {s.ref: s for s in snippets}
-        conflicts = find_conflicts(checked, snippets)
+        conflicts = find_conflicts(checked, snippets, periods=self._periods_named)
         refs = checked.cited_refs
         added: list[tuple[str, str]] = []
         flags: list[str] = []

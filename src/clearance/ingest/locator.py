@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_locator", "parse_locator"]
+__all__ = ["format_locator", "is_tabular", "parse_locator"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -34,3 +34,12 @@ def parse_locator(locator: str) -> list[tuple[str, str]]:
             raise ValueError(f"bad locator part {part!r} in {locator!r}")
         out.append((key, value))
     return out
+
+
+# The locator parts that place a chunk inside a table or chart rather than running text.
+_TABULAR = frozenset({"table", "chart", "row", "rows", "col", "range", "series", "category"})
+
+
+def is_tabular(locator: str) -> bool:
+    """Whether a chunk is cut from a table, sheet range or chart: rows of figures."""
+    return any(part.partition("=")[0] in _TABULAR for part in locator.split(","))
