@@ -4,6 +4,8 @@ sentence cites, conflicting sources, and the relevance gate before the prompt.""
 
 from __future__ import annotations
 
+import re
+
 from decimal import Decimal
 
 import pytest
@@ -298,6 +300,23 @@ def test_each_conflicting_sentence_is_reported_once() -> None:
         (Sentence(PUBLIC.text, ("S1",)), Sentence(PUBLIC.text + " Really.", ("S1",))), 0
     )
     assert find_conflicts(checked, [PUBLIC, INTERNAL]) == [(INTERNAL.text, "S2")]
+
+
+def _fiscal_years(text: str) -> set[str]:
+    return set(re.findall(r"FY\d{4}", text))
+
+
+def test_figures_of_different_periods_are_no_conflict() -> None:
+    """FY2024's revenue does not contradict FY2025's: rows of one table, two documents."""
+    fy2025 = snip("S1", "Results by region: Japan — Revenue (USD m), FY2025: 486.9", doc_id="a")
+    fy2024 = snip("S2", "Results by region: Japan — Revenue (USD m), FY2024: 448.2", doc_id="b")
+    other_fy2025 = snip("S3", "Results by region: Japan — Revenue (USD m), FY2025: 490.1", doc_id="c")
+    checked = answer_citing(fy2025)
+    assert find_conflicts(checked, [fy2025, fy2024, other_fy2025], periods=_fiscal_years) == [
+        (other_fy2025.text, "S3")  # the same period with another figure still is one
+    ]
+    # Reverse proof: without the periods, the other year is taken for a disagreement.
+    assert (fy2024.text, "S2") in find_conflicts(checked, [fy2025, fy2024])
 
 
 # --------------------------------------------------------------------------- relevance gate

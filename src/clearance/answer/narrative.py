@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -189,13 +189,16 @@ def find_conflicts(
     *,
     min_overlap: float = 0.6,
     min_shared: int = 3,
+    periods: Callable[[str], set[str]] | None = None,
 ) -> list[tuple[str, str]]:
     """Sentences of *other* documents in the prompt that state the same thing with other
     numbers: ``(sentence, ref)`` pairs, so both sides can be shown with citations.
 
     Two sentences "state the same thing" when at least ``min_overlap`` of the answer
     sentence's content terms, and at least ``min_shared`` of them, occur in the other
-    sentence; they "disagree" when both carry numbers and the sets differ."""
+    sentence, and — given ``periods``, which names the periods a sentence is about — they
+    are not about different periods (FY2024's revenue does not contradict FY2025's); they
+    "disagree" when both carry numbers and the sets differ."""
     by_ref = {s.ref: s for s in snippets}
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -207,6 +210,7 @@ def find_conflicts(
         if len(terms) < min_shared:
             continue
         cited_docs = {by_ref[r].doc_id for r in sentence.refs if r in by_ref}
+        own_periods = periods(sentence.text) if periods is not None else set()
         for snippet in snippets:
             if snippet.doc_id in cited_docs or snippet.ref in sentence.refs:
                 continue
@@ -214,6 +218,10 @@ def find_conflicts(
                 other_numbers = numbers_in(other)
                 if not other_numbers or other_numbers == numbers:
                     continue
+                if own_periods and periods is not None:
+                    other_periods = periods(other)
+                    if other_periods and other_periods != own_periods:
+                        continue
                 shared = len(terms & content_terms(other))
                 flat = " ".join(other.split())
                 if shared >= min_shared and shared / len(terms) >= min_overlap and flat not in seen:
