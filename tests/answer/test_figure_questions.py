@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import clearance.answer.intent as intent_module
-from clearance.answer.intent import MetricQuery
 import clearance.answer.orchestrator as orchestrator_module
+from clearance.answer.intent import MetricQuery
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult, Route, Status
 from clearance.answer.structured import ToolResult
@@ -173,7 +173,7 @@ def _explanation_locators(result: AnswerResult, figure: AnswerResult) -> list[st
 
 
 def test_an_explanation_asked_first_is_answered_too(acme: AcmeIndex) -> None:
-    """"Why …, and how much …?": the figure from facts, the explanation from prose."""
+    """ "Why …, and how much …?": the figure from facts, the explanation from prose."""
     figure = ask(acme, "How much was Japan revenue in FY2025?", "alice")
     result = ask(acme, REVERSED, "alice")
     assert (result.status, result.route) == (Status.ANSWERED, Route.COMPOSITE)
@@ -192,9 +192,7 @@ def test_the_explanation_is_prose_not_the_figures_own_table_rows(
     assert located and not [loc for loc in located if is_tabular(loc)]
 
 
-def _judged_locators(
-    acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch, question: str
-) -> list[str]:
+def _judged_locators(acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch, question: str) -> list[str]:
     """The locators of every snippet the explanation part put before the relevance gate."""
     seen: list[str] = []
     real = orchestrator_module.to_snippets

@@ -178,7 +178,11 @@ COMPOSITES = [
         "Why did Japan revenue grow in FY2025",
     ),
     # The explanation names no entity: it searches with the figure clause's.
-    ("日本の2025年度の売上高はいくらで、なぜ伸びたのですか？", "なぜ伸びたのですか?", "なぜ伸びたのですか? 日本"),
+    (
+        "日本の2025年度の売上高はいくらで、なぜ伸びたのですか？",
+        "なぜ伸びたのですか?",
+        "なぜ伸びたのですか? 日本",
+    ),
 ]
 
 

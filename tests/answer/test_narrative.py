@@ -5,7 +5,6 @@ sentence cites, conflicting sources, and the relevance gate before the prompt.""
 from __future__ import annotations
 
 import re
-
 from decimal import Decimal
 
 import pytest
@@ -310,7 +309,9 @@ def test_figures_of_different_periods_are_no_conflict() -> None:
     """FY2024's revenue does not contradict FY2025's: rows of one table, two documents."""
     fy2025 = snip("S1", "Results by region: Japan — Revenue (USD m), FY2025: 486.9", doc_id="a")
     fy2024 = snip("S2", "Results by region: Japan — Revenue (USD m), FY2024: 448.2", doc_id="b")
-    other_fy2025 = snip("S3", "Results by region: Japan — Revenue (USD m), FY2025: 490.1", doc_id="c")
+    other_fy2025 = snip(
+        "S3", "Results by region: Japan — Revenue (USD m), FY2025: 490.1", doc_id="c"
+    )
     checked = answer_citing(fy2025)
     assert find_conflicts(checked, [fy2025, fy2024, other_fy2025], periods=_fiscal_years) == [
         (other_fy2025.text, "S3")  # the same period with another figure still is one

@@ -122,7 +122,7 @@ def test_without_the_vocabulary_the_same_passage_is_judged_irrelevant() -> None:
 
 
 def test_a_partial_equivalent_does_not_count() -> None:
-    """"records" alone is not "preserve all records"."""
+    """ "records" alone is not "preserve all records"."""
     partial = replace(ANSWER, text=ANSWER.text.replace("preserve all ", ""))
     assert _relevant(RelevanceGate(RelevanceSettings(), LEGAL), partial) == set()
 
@@ -145,7 +145,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 def test_the_lexical_search_finds_a_passage_in_the_equivalent_words(store: SQLiteStore) -> None:
     hits = HybridSearcher(store, None, synonyms=LEGAL).search("litigation hold", EVERYONE, 5)
-    assert [h.document.doc_id for h in hits][0] == "files:crm"
+    assert hits and hits[0].document.doc_id == "files:crm"
 
 
 def test_without_the_vocabulary_the_search_misses_it(store: SQLiteStore) -> None:
