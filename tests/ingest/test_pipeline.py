@@ -220,6 +220,37 @@ def test_a_document_without_acl_is_stored_for_nobody_and_reported(
     assert doc is not None and doc.acl == frozenset()
 
 
+def test_the_run_says_once_how_to_fix_missing_acls_and_origins(
+    tmp_path: Path, make_app: Callable[..., Clearance]
+) -> None:
+    """A new user's first folder: every file warns, and the run ends with the fix."""
+    first = write(tmp_path / "open" / "a.md", "Vacation is 20 days.")
+    write(tmp_path / "open" / "b.md", "Sabbaticals come every three years.")
+    owned = write(tmp_path / "own" / "c.md", "Our own note.")
+    meta(owned, {"acl": ["everyone"], "origin": "human"})
+
+    report = make_app().ingest([first.parent, owned.parent])
+
+    assert sorted(statuses(report).values()) == ["added"] * 3
+    assert report.warnings == [
+        '2 document(s) have no ACL and are visible to nobody: name who may read them with "acl" '
+        "in a _meta.json beside them, a <file>.meta.json sidecar or the manifest "
+        "(docs/metadata.md)",
+        "2 document(s) from source system 'files' name no origin and count as untrusted "
+        "(marked so in citations, kept apart in prompts): if they are your organisation's "
+        'own, set "origin": "human" in their metadata or [trust.source_origins] files = '
+        '"human"',
+    ]
+
+
+def test_a_run_with_readers_and_origins_has_nothing_to_fix(
+    tmp_path: Path, make_app: Callable[..., Clearance]
+) -> None:
+    owned = write(tmp_path / "own" / "c.md", "Our own note.")
+    meta(owned, {"acl": ["everyone"], "origin": "human"})
+    assert make_app().ingest([owned.parent]).warnings == []
+
+
 # --------------------------------------------------------------------------- re-ingest
 
 

@@ -184,6 +184,10 @@ class Ingestor:
         self._folder_cache: dict[Path, Metadata] = {}
         self.classifier = Classifier(settings.sensitivity)
         self._progress: Callable[[str], None] | None = None  # the current job's reporter
+        # Documents this run stored without readers, and without an origin by source system:
+        # each file warns, and the run ends with one line on how to fix them all.
+        self._no_acl = 0
+        self._no_origin: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ planning
 
@@ -449,6 +453,7 @@ class Ingestor:
         ``on_progress(source, where)`` is told, about once a second, how far a long file has
         got (``"page 1200/5000"``, ``"embedding 3000/20000 chunks"``)."""
         report = IngestReport()
+        self._no_acl, self._no_origin = 0, Counter()
         for job in jobs:
             self._progress = None
             if on_progress is not None:
@@ -461,7 +466,26 @@ class Ingestor:
             if on_result is not None:
                 on_result(result)
         report.warnings.extend(self.classifier.unmatched())
+        report.warnings.extend(self._fixes())
         return report
+
+    def _fixes(self) -> list[str]:
+        """How to fix what many files of the run share, once (see docs/metadata.md)."""
+        out = []
+        if self._no_acl:
+            out.append(
+                f"{self._no_acl} document(s) have no ACL and are visible to nobody: name who "
+                'may read them with "acl" in a _meta.json beside them, a <file>.meta.json '
+                "sidecar or the manifest (docs/metadata.md)"
+            )
+        for system, n in sorted(self._no_origin.items()):
+            out.append(
+                f"{n} document(s) from source system {system!r} name no origin and count as "
+                "untrusted (marked so in citations, kept apart in prompts): if they are your "
+                'organisation\'s own, set "origin": "human" in their metadata or '
+                f'[trust.source_origins] {system} = "human"'
+            )
+        return out
 
     def _run_one(self, job: Job) -> FileResult:
         if job.error is not None:
@@ -604,6 +628,9 @@ class Ingestor:
         facts, fact_warnings = self._facts(doc_id, document.title, extracted.sections)
         self.store.upsert(document, chunks, vectors, facts=facts)
         warnings: tuple[str, ...] = () if acl else ("no ACL: the document is visible to nobody",)
+        self._no_acl += not acl
+        if origin == "unknown" and not meta.get("origin"):
+            self._no_origin[source_system] += 1
         if self.directory is not None:
             warnings += tuple(
                 unknown_principal_warning(p) for p in self.directory.unknown_principals(acl)
