@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,9 @@ def test_init_writes_config_and_data_dir_and_refuses_to_overwrite(
 
     assert (rc, err) == (0, "")
     assert f"wrote {target / 'clearance.toml'}" in out
+    # What a new user does next, starting with where the configuration is.
+    assert f"export CLEARANCE_HOME={shlex.quote(str(target.resolve()))}" in out
+    assert "clearance ingest FOLDER" in out
     assert (target / "data").is_dir()
     text = (target / "clearance.toml").read_text(encoding="utf-8")
     assert "[store]" in text and 'provider = "minilm"' in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from importlib import resources
 from pathlib import Path
 
@@ -36,3 +37,13 @@ def register(cli: click.Group) -> None:
         else:
             console.print(f"wrote {safe(config)}")
             console.print(f"created {safe(target / 'data')}/")
+            home = safe(shlex.quote(str(target.resolve())))
+            console.print(
+                "\nnext:\n"
+                f"  export CLEARANCE_HOME={home}\n"
+                "  clearance directory sync directory.json   # who exists: users and groups\n"
+                '  clearance ingest FOLDER                   # with a _meta.json naming its "acl"\n'
+                '  clearance ask "…" --user ID               # or: clearance serve\n'
+                "(README.md and docs/metadata.md say more)",
+                highlight=False,
+            )
