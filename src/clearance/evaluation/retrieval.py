@@ -50,6 +50,7 @@ from clearance.errors import EvaluationError
 from clearance.evaluation.beir import BeirDataset
 from clearance.ingest.pipeline import FileResult
 from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
+from clearance.llm.guard import AuthorizedSet, EgressGuard
 from clearance.llm.registry import make_provider, make_rerank_provider
 from clearance.model import SearchHit, Sensitivity
 from clearance.retrieval.rerank import rerank
@@ -143,7 +144,14 @@ def _judge(settings: Settings) -> Provider | None:
 
 
 def _reranked(hits: Sequence[SearchHit], question: str, provider: Provider, n: int) -> list[str]:
-    """Doc ids of ``hits`` with the first ``n`` reordered by the judge, as ``ask`` does."""
+    """Doc ids of ``hits`` with the first ``n`` reordered by the judge, as ``ask`` does:
+    through the egress guard, which lets only the hits' own chunks out."""
+    guard = EgressGuard(provider)
+    authorized = AuthorizedSet(
+        user_id=_USER,
+        chunks={h.chunk.chunk_id: h.document.doc_id for h in hits[:n]},
+        corpora=frozenset(h.document.corpus for h in hits[:n]),
+    )
 
     def judge(snippets: Sequence[Snippet]) -> str:
         prompt = assemble_prompt(question, snippets, budget=10**6)
@@ -153,7 +161,7 @@ def _reranked(hits: Sequence[SearchHit], question: str, provider: Provider, n: i
             messages=(ChatMessage("system", _RANK_SYSTEM), prompt.messages[1]),
             snippets=prompt.snippets,
         )
-        return provider.complete(request).text
+        return guard.complete(request, authorized, None).text
 
     head = rerank(hits[:n], judge)
     return [h.document.doc_id for h in [*head, *hits[n:]]]
