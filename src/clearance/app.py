@@ -521,7 +521,9 @@ class Clearance(Closing):
         if self._orchestrator is None:
             provider = self._provider or make_provider(self.settings.llm)
             if self.settings.rerank.provider == "":
-                judge: Provider | None = provider
+                # The answering model judges too; the extractive provider does not (its word
+                # counts would undo the fused order, see make_rerank_provider).
+                judge: Provider | None = None if provider.name == "extractive" else provider
             else:
                 judge = make_rerank_provider(self.settings.llm, self.settings.rerank)
             self._orchestrator = Orchestrator(self, provider=provider, judge=judge)

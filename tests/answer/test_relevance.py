@@ -167,3 +167,19 @@ def test_relevance_settings_are_read_and_checked() -> None:
         relevance({"min_score": -1})
     with pytest.raises(ConfigError, match="unknown setting"):
         relevance({"min_cosine": 0.5})
+
+
+@pytest.mark.parametrize(
+    ("question", "framing", "topical"),
+    [
+        ("How does the sabbatical work?", {"work"}, {"sabbat"}),
+        ("What happens on my first day?", {"happen"}, {"first", "day"}),
+        ("How does remote work affect pay?", set(), {"remot", "work", "affect", "pay"}),
+    ],
+)
+def test_words_that_frame_a_question_weigh_nothing(
+    question: str, framing: set[str], topical: set[str]
+) -> None:
+    weights = question_weights(question, lambda terms: TermStatistics(100, {}))
+    assert set(weights) == topical
+    assert not framing & set(weights)

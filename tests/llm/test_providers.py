@@ -288,6 +288,8 @@ def test_rerank_provider_selection() -> None:
     llm = LLMSettings(provider="mock")
     assert make_rerank_provider(llm, RerankSettings(provider="none")) is None
     assert isinstance(make_rerank_provider(llm, RerankSettings()), MockProvider)
+    # The extractive provider judges only when named: by default its word counts stay out.
+    assert make_rerank_provider(LLMSettings(), RerankSettings()) is None
     same = make_rerank_provider(LLMSettings(), RerankSettings(provider="extractive"))
     assert isinstance(same, ExtractiveProvider)
     with pytest.raises(ConfigError, match=r"^rerank\.provider: unknown provider 'nope'"):

@@ -29,6 +29,7 @@ calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +63,7 @@ _FRAME_WORDS = frozenset(
         "doe",
         "get",
         "give",
+        "happen",
         "kind",
         "know",
         "let",
@@ -107,9 +109,18 @@ def _frame(term: str) -> bool:
     return term in _FRAME_WORDS
 
 
+# "How does the sabbatical work?" asks how the sabbatical goes: its closing "work" frames
+# the question like "say" or "mean" do, where "remote work" names a topic.
+_HOW_DOES_IT_WORK = re.compile(
+    r"^(\s*how\s+(?:do|does|did|will|would|can|could|should)\s.+?)\s+work(?:s|ed)?\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+
+
 def question_weights(question: str, statistics: StatisticsFor) -> dict[str, float]:
     """The question's index terms with their IDF weights (see the module docstring for the
     CJK back-off). Empty when the question has no term at all."""
+    question = _HOW_DOES_IT_WORK.sub(r"\1", question)
     terms = [t for t in search_terms(question) if not _frame(t)]
     found = statistics([*terms, *(ch for t in terms if _is_cjk_pair(t) for ch in t)])
     stats = TermStatistics(max(found.chunks, _MIN_CHUNKS), found.df)

@@ -103,12 +103,17 @@ def make_rerank_provider(
     llm: LLMSettings, rerank: RerankSettings, *, env: Mapping[str, str] | None = None
 ) -> Provider | None:
     """The listwise judge: ``None`` when ``[rerank] provider = "none"`` (keep fused order),
-    the ``[llm]`` provider's kind when it is ``""``, else the named provider with the other
-    ``[llm]`` settings (URL, model, key, timeouts). Errors name ``rerank.provider``."""
+    the ``[llm]`` provider's kind when it is ``""`` — unless that is the extractive
+    provider, whose "judgement" counts the question's words in each snippet with no regard
+    for how rare they are and would undo the fused BM25 and vector order (``None`` then;
+    name it explicitly to have it anyway) — else the named provider with the other ``[llm]``
+    settings (URL, model, key, timeouts). Errors name ``rerank.provider``."""
     name = _normalise(rerank.provider)
     if name == "none":
         return None
     if not name:
+        if _normalise(llm.provider) == "extractive":
+            return None
         return make_provider(llm, env=env)
     try:
         return make_provider(dataclasses.replace(llm, provider=name), env=env)
