@@ -158,7 +158,7 @@ def test_1_every_pattern_that_matched_no_file_is_reported(
     )
     report = app.ingest([board_folder])
 
-    assert report.warnings == [
+    assert [w for w in report.warnings if w.startswith("[sensitivity]")] == [
         "[sensitivity] restricted_filename_patterns entry 'salaries-*.xlsx' matched no file "
         "in this run",
         "[sensitivity] restricted_keywords entry 'attorney-client privileged' matched no "
@@ -446,7 +446,7 @@ def test_5_a_partial_ingest_does_not_revive_a_stale_corpus(
 ) -> None:
     report = check_partial_ingest_keeps_the_corpus_stale(app_for, hr_folder, tmp_path)
 
-    assert report.warnings == [
+    assert [w for w in report.warnings if w.startswith("corpus ")] == [
         "corpus 'hr': permission sync time not advanced, because this run covered 1 of its "
         "3 documents (ingest its whole folder or manifest, or run 'clearance acl sync')"
     ]
