@@ -30,6 +30,7 @@ from pptx.util import Inches
 from clearance.config import Settings
 from clearance.ingest import facts as facts_module
 from clearance.ingest.facts import ParsedNumber, parse_number
+from clearance.ingest.loaders import extract
 from clearance.ingest.loaders import pptx as pptx_loader
 from clearance.ingest.locator import parse_locator
 from clearance.ingest.pipeline import FileResult, Ingestor
@@ -284,6 +285,53 @@ def test_xlsx_entity_in_a1_periods_across_metrics_down(
     for fact in facts:
         opened(store, fact)
     assert_missing_cells_make_no_fact(facts, missing=[("ACME Japan", "FY2025")])
+
+
+def test_a_title_row_above_the_table_names_its_entity_or_period(
+    tmp_path: Path, settings_factory: SettingsFactory, store: SQLiteStore
+) -> None:
+    """A report sheet's usual head: a title in A1, a blank row, then the header."""
+    path = write_xlsx(
+        folder(tmp_path) / "titled.xlsx",
+        {
+            "Japan": [
+                ["ACME Japan — key figures"],
+                [],
+                ["Measure", "FY2024", "FY2025"],
+                ["Revenue (US$m)", 448.2, 486.9],
+            ],
+            "Regions": [
+                ["Key figures FY2025"],
+                ["Unaudited"],
+                ["Region", "Revenue (US$m)"],
+                ["US", 731.8],
+            ],
+        },
+    )
+    result, facts = ingest(settings_factory, store, path)
+    assert rows(facts) == {
+        ("ACME Japan", "FY2024", "revenue", "total", 448.2, "USD m",
+         "sheet=Japan,range=A1:C4,row=Revenue (US$m),col=FY2024"),
+        ("ACME Japan", "FY2025", "revenue", "total", 486.9, "USD m",
+         "sheet=Japan,range=A1:C4,row=Revenue (US$m),col=FY2025"),
+        ("ACME US", "FY2025", "revenue", "total", 731.8, "USD m",
+         "sheet=Regions,range=A1:B4,row=US,col=Revenue (US$m)"),
+    }  # fmt: skip
+    assert result.warnings == ()
+    for fact in facts:
+        opened(store, fact)
+    chunks = store.get_chunks(facts[0].doc_id)
+    assert chunks[0].text.startswith("ACME Japan — key figures\nMeasure | FY2024 | FY2025")
+
+
+def test_one_cell_rows_all_the_way_down_are_a_one_column_table(tmp_path: Path) -> None:
+    """Reverse of the title rule: a column of names keeps its first row as the header."""
+    path = write_xlsx(
+        tmp_path / "names.xlsx", {"Names": [["Name"], ["Ann"], ["Bo"], ["Cy"], ["Di"]]}
+    )
+    [section] = extract(path, max_chars=800).sections
+    assert section.table == (("Name",), ("Ann",), ("Bo",), ("Cy",), ("Di",))
+    assert section.titles == ()
 
 
 def test_csv_metric_in_the_top_left_cell_entities_down(

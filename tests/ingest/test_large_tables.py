@@ -29,7 +29,14 @@ from clearance.config import IngestSettings
 from clearance.errors import LoaderError
 from clearance.ingest import limits
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import Row, SheetPacker, extract, line_text, pad
+from clearance.ingest.loaders import (
+    MAX_CAPTION_ROWS,
+    Row,
+    SheetPacker,
+    extract,
+    line_text,
+    pad,
+)
 from clearance.ingest.loaders import csv as csv_loader
 from clearance.ingest.loaders.encoding import decode
 from clearance.model import Section
@@ -147,10 +154,23 @@ def test_reverse_proof_reading_the_whole_file_first_is_caught(
 
 
 def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tuple[object, ...]]]:
-    """How sheets were packed before streaming: all rows first, then blocks."""
+    """How sheets were packed before streaming: all rows first, then blocks. Leading rows
+    of one cell each (at most MAX_CAPTION_ROWS, and not the whole sheet, nor followed by
+    another one-cell row) are captions above the header."""
+
+    def single(row: Row) -> bool:
+        return sum(1 for cell in row[1] if cell) == 1
+
+    n = 0
+    while n < min(len(rows), MAX_CAPTION_ROWS) and single(rows[n]):
+        n += 1
+    if n == len(rows) or (n == MAX_CAPTION_ROWS and single(rows[n])):
+        n = 0
+    captions, rows = list(rows[:n]), rows[n:]
     header, data = rows[0], rows[1:]
-    width = max(len(cells) for _, cells in rows)
-    header_line = line_text(header[1])
+    width = max(len(cells) for _, cells in [*captions, *rows])
+    titles = [next(cell for cell in cells if cell) for _, cells in captions]
+    header_line = "\n".join([*titles, line_text(header[1])])
     blocks: list[list[Row]] = []
     length = len(header_line)
     for row in data:
@@ -165,7 +185,7 @@ def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tupl
     out = []
     for index, block in enumerate(blocks or [[]]):
         text = "\n".join([header_line, *(line_text(cells) for _, cells in block)])
-        covered = [header, *block] if index == 0 else block
+        covered = [*captions, header, *block] if index == 0 else block
         locator = f"{covered[0][0]}-{covered[-1][0]}"
         table = (pad(header[1], width), *(pad(cells, width) for _, cells in block))
         out.append((text, locator, table))

@@ -387,6 +387,9 @@ class Outline:
 
 
 Row = tuple[int, tuple[str, ...]]
+
+#: The most one-cell rows above a sheet's header read as its title (see :class:`SheetPacker`).
+MAX_CAPTION_ROWS = 3
 """A spreadsheet row: its 1-based number in the file and its rendered cells."""
 
 
@@ -402,6 +405,12 @@ class SheetPacker:
     (where it is the block's first row), and returns the block's locator. A sheet of only a
     header is one block of the header alone.
 
+    A title above the table — up to :data:`MAX_CAPTION_ROWS` leading rows with one cell
+    each ("ACME Japan — key figures", then a blank row, then the header) — is not taken for
+    the header: each caption opens every block's text, is a title of each block's section
+    (so facts read the entity or period it names), and the first block's range covers it.
+    A sheet whose rows all have one cell is a one-column table as before.
+
     Only the block being filled is held besides the finished sections, so a file can be
     streamed through; rows are padded in :meth:`finish`, since the widest row may come last.
     """
@@ -411,6 +420,7 @@ class SheetPacker:
         self._locate = locate
         self._header: Row | None = None
         self._header_line = ""
+        self._captions: list[Row] = []  # one-cell rows above the header, while it is unknown
         self._block: list[Row] = []
         self._lines: list[str] = []
         self._length = 0
@@ -421,9 +431,14 @@ class SheetPacker:
         """Add the next row (the first one is the header)."""
         self._width = max(self._width, len(row[1]))
         if self._header is None:
-            self._header = row
-            self._header_line = line_text(row[1])
-            self._length = len(self._header_line)
+            if sum(1 for cell in row[1] if cell) == 1 and len(self._captions) < MAX_CAPTION_ROWS:
+                self._captions.append(row)
+                return
+            if len(self._captions) == MAX_CAPTION_ROWS and sum(1 for c in row[1] if c) == 1:
+                self._one_column()  # a column of single cells is a table, not titles
+                self.add(row)
+                return
+            self._start(row)
             return
         line = line_text(row[1])
         add = 1 + len(line)
@@ -433,17 +448,36 @@ class SheetPacker:
         self._lines.append(line)
         self._length += add
 
+    def _start(self, header: Row) -> None:
+        self._header = header
+        self._header_line = "\n".join([*self._titles(), line_text(header[1])])
+        self._length = len(self._header_line)
+
+    def _titles(self) -> list[str]:
+        return [next(cell for cell in cells if cell) for _, cells in self._captions]
+
+    def _one_column(self) -> None:
+        """The rows taken for captions were the head of a one-column table after all."""
+        rows, self._captions = self._captions, []
+        self._start(rows[0])
+        for row in rows[1:]:
+            self.add(row)
+
     def _emit(self, header: Row) -> None:
         block = self._block
         text = "\n".join([self._header_line, *self._lines])
-        covered = block if self._sections else [header, *block]
+        covered = block if self._sections else [*self._captions, header, *block]
         table = (header[1], *(cells for _, cells in block))
-        self._sections.append(Section(text, self._locate(covered), atomic=True, table=table))
+        titles = tuple(reversed(self._titles()))  # innermost first
+        section = Section(text, self._locate(covered), atomic=True, table=table, titles=titles)
+        self._sections.append(section)
         self._block, self._lines = [], []
         self._length = len(self._header_line)
 
     def finish(self) -> list[Section]:
         """All blocks of the sheet, tables padded; none if no row was added."""
+        if self._header is None and self._captions:
+            self._one_column()
         if self._header is None:
             return []
         if self._block or not self._sections:

@@ -3,7 +3,8 @@
 Per worksheet, in workbook order (chart sheets have no cells and are skipped), the non-empty
 rows are packed into atomic blocks of at most ``max_chars`` characters (a row is never split;
 a row too long on its own is a block of its own). Every block's text starts with the sheet's
-header row — its first non-empty row — as ``"header1 | header2 | …"``, then one
+title rows, if any (one-cell rows above the header, see :class:`SheetPacker`), and its
+header row — its first other non-empty row — as ``"header1 | header2 | …"``, then one
 ``"cell | cell | …"`` line per row. Locator: ``sheet=<name>,range=<A1:D9>``, the Excel range
 covering exactly the block's rows and the columns they use (the header row counts only in the
 first block, which it opens). ``Section.table`` is ``(header, *rows)`` as strings.
