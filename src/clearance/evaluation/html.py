@@ -98,7 +98,9 @@ def _svg(figure: Figure) -> str:
 
 
 def _rates(measures: Mapping[str, Any]) -> list[float]:
-    return [float((measures.get(k) or {}).get("rate") or 0.0) for k in _RATE_LABELS]
+    """The rates to draw; a rate with nothing to judge is NaN, so no bar is drawn for it."""
+    rates = [(measures.get(k) or {}).get("rate") for k in _RATE_LABELS]
+    return [float("nan") if r is None else float(r) for r in rates]
 
 
 def _stage_chart(stages: Sequence[Mapping[str, Any]]) -> str:
@@ -112,7 +114,13 @@ def _stage_chart(stages: Sequence[Mapping[str, Any]]) -> str:
     ax.set_xticks(list(positions), list(_RATE_LABELS.values()))
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("rate")
-    ax.legend(fontsize="small", ncols=min(5, len(stages)), loc="lower right")
+    ax.legend(
+        fontsize="small",
+        ncols=min(5, len(stages)),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.1),
+        frameon=False,
+    )
     return _svg(figure)
 
 
