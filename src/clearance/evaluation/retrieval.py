@@ -257,8 +257,27 @@ def _evaluate(
         raise EvaluationError(f"{dataset.name}: no document of the corpus could be indexed")
     per_doc = math.ceil(len(chunk_doc) / indexed)
     pool = max(settings.retrieval.candidates, DEPTH * per_doc)
-    embedder = app.embedder
     judge = _judge(settings)
+    try:
+        return _search_all(app, dataset, chunk_doc, pool, judge, on_queries, on_query)
+    finally:
+        close = getattr(judge, "close", None)
+        if callable(close):
+            close()
+
+
+def _search_all(
+    app: Clearance,
+    dataset: BeirDataset,
+    chunk_doc: dict[str, str],
+    pool: int,
+    judge: Provider | None,
+    on_queries: Callable[[int], None] | None,
+    on_query: Callable[[str], None] | None,
+) -> RetrievalReport:
+    settings = app.settings
+    embedder = app.embedder
+    indexed = len(set(chunk_doc.values()))
     access = app.access()
     flt = access.search_filter(
         access.principal(_USER), None, app.store.corpora(), action=Action.RETRIEVE
