@@ -91,3 +91,11 @@ def _write_directory(path: Path, users: Mapping[str, list[str]], active: bool = 
 def write_directory() -> Callable[..., Path]:
     """``write_directory(path, {user: [group, …]})`` writes a Clearance-JSON directory file."""
     return _write_directory
+
+
+# A real PostgreSQL server (tests/pg.py), started by the first test that asks for it.
+from pg import pg_database, stop_server  # noqa: E402, F401
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    stop_server()

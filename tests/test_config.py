@@ -235,7 +235,28 @@ def test_integer_is_accepted_where_a_float_is_expected_but_not_the_reverse() -> 
             r"^ingest\.chunk_overlap: must be >= 0 and smaller than chunk_size",
         ),
         ({"ingest": {"chunk_overlap": -1}}, r"^ingest\.chunk_overlap: must be >= 0"),
-        ({"store": {"backend": "postgres"}}, r"^store\.backend: unsupported backend 'postgres'"),
+        ({"store": {"backend": "mysql"}}, r"^store\.backend: unsupported backend 'mysql'"),
+        ({"store": {"backend": "postgres"}}, r"^store\.dsn: required with backend"),
+        (
+            {"store": {"backend": "postgres", "dsn": "host=db user=r password=x"}},
+            r"^store\.dsn: holds a password",
+        ),
+        (
+            {"store": {"backend": "postgres", "dsn": "postgresql://db/x", "writer_dsn": "x"}},
+            r"^store\.dsn: name the role",
+        ),
+        (
+            {"store": {"dsn": "postgresql://r:pw@db/x"}},
+            r"^store\.dsn: holds a password",
+        ),
+        (
+            {"store": {"backend": "postgres", "dsn": "user=r", "pool_size": 0}},
+            r"^store\.writer_dsn",
+        ),
+        (
+            {"store": {"dsn": "user=r", "writer_dsn": "user=w", "pool_size": 0}},
+            r"^store\.pool_size: expected a positive integer",
+        ),
         ({"embedding": {"provider": "magic"}}, r"^embedding\.provider: unknown provider 'magic'"),
         ({"llm": {"timeout_s": "fast"}}, r"^llm\.timeout_s: expected a duration"),
         (

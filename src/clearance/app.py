@@ -46,7 +46,7 @@ from clearance.retrieval.hybrid import HybridSearcher
 from clearance.retrieval.synonyms import Synonyms
 from clearance.sources.ownership import BLOCKED_KEY, check_owner, owner_of
 from clearance.sources.service import source_summary
-from clearance.store.sqlite import SQLiteStore
+from clearance.store.backends import AnyStore, open_store
 from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
 
@@ -98,7 +98,7 @@ class Clearance(Closing):
     def __init__(
         self,
         settings: Settings,
-        store: SQLiteStore,
+        store: AnyStore,
         *,
         embedder: Embedder | str | None = "auto",
         checkers: dict[str, PermissionChecker] | None = None,
@@ -127,7 +127,7 @@ class Clearance(Closing):
     @classmethod
     def open(cls, settings: Settings, **kwargs: Any) -> Clearance:
         kwargs.setdefault("trace_key", trace_key(settings))
-        store = SQLiteStore(settings.db_path, busy_timeout_s=settings.store.busy_timeout_s)
+        store = open_store(settings)
         return cls(settings, store, **kwargs)
 
     def close(self) -> None:
@@ -579,7 +579,7 @@ class Clearance(Closing):
         stats = self.store.stats()
         directory = self.directory
         return {
-            "index": str(self.store.path),
+            "index": self.store.location,
             "documents": stats.documents,
             "chunks": stats.chunks,
             "vectors": stats.vectors,

@@ -32,6 +32,7 @@ from clearance.api.oidc import OidcSettings, parse_oidc_settings
 from clearance.errors import ConfigError
 from clearance.model import Sensitivity
 from clearance.retrieval.analysis import search_terms
+from clearance.secrets import Secret
 
 __all__ = [
     "AccessSettings",
@@ -202,6 +203,19 @@ class StoreSettings:
     # How long a writer waits for another writer's lock before failing. Readers never wait
     # for writers (WAL), so this only bounds writer-vs-writer contention.
     busy_timeout_s: float = 60.0
+    # PostgreSQL (docs/postgres.md): the reading role's connection (searches, under row-level
+    # security) and the owning role's (schema, writes), each with its password in the
+    # environment variable named here, never in the file.
+    dsn: str = ""
+    writer_dsn: str = ""
+    password_env: str = "CLEARANCE_PG_PASSWORD"
+    writer_password_env: str = "CLEARANCE_PG_WRITER_PASSWORD"
+    pool_size: int = 4
+    # Vector search ranks the allowed chunks exactly below this many, else scans the HNSW
+    # index (with iterative scans: hnsw_ef_search candidates, at most hnsw_max_scan_tuples).
+    vector_exact_below: int = 20_000
+    hnsw_ef_search: int = 100
+    hnsw_max_scan_tuples: int = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -684,19 +698,92 @@ def _facts(t: _Table) -> FactSettings:
     return facts
 
 
-def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings:
-    top = _Table(dict(data), "")
+_DSN_PASSWORD = re.compile(r"(?:^|\s)password\s*=", re.IGNORECASE)
 
-    t = top.table("store")
+
+def _dsn(t: _Table, name: str, required: bool) -> str:
+    """A libpq connection string or URI; it must name a user and hold no password."""
+    value = t.get(name, str, "").strip()
+    if not value:
+        if required:
+            raise ConfigError(f'store.{name}: required with backend = "postgres"')
+        return value
+    if value.startswith(("postgresql://", "postgres://")):
+        parts = urlsplit(value)
+        has_password, user = parts.password is not None, parts.username
+        if "password=" in parts.query.lower():
+            has_password = True
+        if user is None and "user=" in parts.query.lower():
+            user = "?"
+    else:
+        has_password = bool(_DSN_PASSWORD.search(value))
+        user = "?" if re.search(r"(?:^|\s)user\s*=", value) else None
+    if has_password:
+        raise ConfigError(
+            f"store.{name}: holds a password; put it in the environment variable that "
+            f"store.{'writer_' if name == 'writer_dsn' else ''}password_env names instead"
+        )
+    if user is None:
+        raise ConfigError(f"store.{name}: name the role to connect as (postgresql://ROLE@HOST/DB)")
+    return value
+
+
+def _positive(t: _Table, name: str, default: int) -> int:
+    value = t.get(name, int, default)
+    if isinstance(value, bool) or value < 1:
+        raise ConfigError(f"store.{name}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _store(t: _Table) -> StoreSettings:
+    """``[store]``: the SQLite keys and the PostgreSQL keys are read whichever backend is
+    chosen (so switching is one line), the DSNs required only for ``postgres``."""
     backend = t.get("backend", str, "sqlite")
-    if backend != "sqlite":
-        raise ConfigError(f"store.backend: unsupported backend {backend!r} (supported: sqlite)")
+    if backend not in ("sqlite", "postgres"):
+        raise ConfigError(
+            f"store.backend: unsupported backend {backend!r} (supported: sqlite, postgres)"
+        )
+    d = StoreSettings()
+    postgres = backend == "postgres"
+    envs = {}
+    for name in ("password_env", "writer_password_env"):
+        envs[name] = t.get(name, str, getattr(d, name))
+        if not _ENV_NAME.match(envs[name]):
+            raise ConfigError(f"store.{name}: expected the name of an environment variable")
     store = StoreSettings(
         backend=backend,
         path=Path(t.get("path", str, "data/clearance.db")),
         busy_timeout_s=t.duration("busy_timeout", 60.0),
+        dsn=_dsn(t, "dsn", postgres),
+        writer_dsn=_dsn(t, "writer_dsn", postgres),
+        password_env=envs["password_env"],
+        writer_password_env=envs["writer_password_env"],
+        pool_size=_positive(t, "pool_size", d.pool_size),
+        vector_exact_below=_positive(t, "vector_exact_below", d.vector_exact_below),
+        hnsw_ef_search=_positive(t, "hnsw_ef_search", d.hnsw_ef_search),
+        hnsw_max_scan_tuples=_positive(t, "hnsw_max_scan_tuples", d.hnsw_max_scan_tuples),
     )
     t.done()
+    return store
+
+
+def store_passwords(
+    settings: Settings, env: Mapping[str, str] | None = None
+) -> tuple[Secret | None, Secret | None]:
+    """The reading and the writing role's PostgreSQL passwords, from the variables
+    ``[store] password_env`` and ``writer_password_env`` name (``None`` when unset: libpq
+    then uses its own means, such as a password file or peer authentication)."""
+    environ = os.environ if env is None else env
+    store = settings.store
+    reader = environ.get(store.password_env, "")
+    writer = environ.get(store.writer_password_env, "")
+    return (Secret(reader) if reader else None, Secret(writer) if writer else None)
+
+
+def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings:
+    top = _Table(dict(data), "")
+
+    store = _store(top.table("store"))
 
     t = top.table("sensitivity")
     patterns = t.strings("restricted_filename_patterns")

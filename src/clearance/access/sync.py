@@ -20,13 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clearance import jsonio
 from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.errors import DirectoryError
 from clearance.model import parse_principal
 from clearance.sources.ownership import check_owner
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = ["AclSyncReport", "parse_acl_data", "parse_acl_file", "sync_acl_data", "sync_acls"]
 
@@ -136,7 +139,7 @@ def _acl_record(raw: object, where: str) -> tuple[str, frozenset[str]]:
 
 
 def sync_acls(
-    store: SQLiteStore,
+    store: AnyStore,
     path: Path,
     corpus: str,
     *,
@@ -155,7 +158,7 @@ def sync_acls(
 
 
 def sync_acl_data(
-    store: SQLiteStore,
+    store: AnyStore,
     data: bytes,
     source: str,
     corpus: str,

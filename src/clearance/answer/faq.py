@@ -29,19 +29,21 @@ from __future__ import annotations
 import builtins
 import json
 import re
-import sqlite3
 import threading
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearance.answer.result import Citation
 from clearance.errors import MetadataError
 from clearance.model import Sensitivity, parse_principal
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
+    from clearance.store.base import SqlConnection
 
 __all__ = [
     "FAQ_KEYS",
@@ -334,9 +336,20 @@ class FaqMatcher:
         if not key:
             return None
         for entry in self._current().get(key, ()):
-            if self._admits(entry, principal_set, now, ceiling):
+            if self._admits(entry, principal_set, now, ceiling) and self._database_admits(
+                entry, principal_set, ceiling
+            ):
                 return entry
         return None
+
+    def _database_admits(
+        self, entry: FaqEntry, principal_set: frozenset[str], ceiling: Sensitivity
+    ) -> bool:
+        """A store with its own wall (PostgreSQL's row-level policy) must agree too."""
+        repository = self._repository
+        return repository is None or repository.store.database_admits_faq(
+            entry.id, principal_set, ceiling
+        )
 
     def _admits(
         self, entry: FaqEntry, principal_set: frozenset[str], now: datetime, ceiling: Sensitivity
@@ -388,20 +401,16 @@ def _from_iso(value: str | None) -> datetime | None:
 
 
 class FaqRepository:
-    """FAQ entries in the store's SQLite file (table ``faq_entries``, created on first use).
+    """FAQ entries in the store (table ``faq_entries``: in SQLite created on first use, in
+    PostgreSQL by the schema's migrations, under a row-level policy).
 
-    Writes go through :meth:`SQLiteStore.transaction`, so each call commits completely or
+    Writes go through the store's ``transaction()``, so each call commits completely or
     not at all. Times are stored as UTC ISO 8601 text, which round-trips exactly (a float
     epoch would not, and validity boundaries are compared to the microsecond)."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: AnyStore) -> None:
         self.store = store
-        with store.reading() as db:
-            found = db.execute(
-                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
-                "AND name IN ('faq_entries', 'faq_state')"
-            ).fetchone()[0]
-        if found != 2:
+        if not store.has_tables("faq_entries", "faq_state"):
             with store.transaction() as db:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -410,16 +419,16 @@ class FaqRepository:
     # ------------------------------------------------------------------ writes
 
     @staticmethod
-    def _bump(db: sqlite3.Connection) -> None:
+    def _bump(db: SqlConnection) -> None:
         """Count a change to the entries, inside the writing transaction (see
         :meth:`generation`)."""
         db.execute(
             "INSERT INTO faq_state VALUES ('version', 1) ON CONFLICT (key) "
-            "DO UPDATE SET value = value + 1"
+            "DO UPDATE SET value = faq_state.value + 1"
         )
 
     @staticmethod
-    def _write(db: sqlite3.Connection, entry: FaqEntry) -> None:
+    def _write(db: SqlConnection, entry: FaqEntry) -> None:
         data = entry.to_dict()
         db.execute(
             f"INSERT INTO faq_entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -442,7 +451,7 @@ class FaqRepository:
         )
 
     @staticmethod
-    def _exists(db: sqlite3.Connection, entry_id: str) -> bool:
+    def _exists(db: SqlConnection, entry_id: str) -> bool:
         row = db.execute("SELECT 1 FROM faq_entries WHERE id = ?", (entry_id,)).fetchone()
         return row is not None
 

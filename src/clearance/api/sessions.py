@@ -24,9 +24,11 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clearance.store.sqlite import SQLiteStore
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
+
 
 __all__ = ["Session", "SessionStore"]
 
@@ -56,17 +58,13 @@ class SessionStore:
     """Create, find and end browser sessions in one index file."""
 
     def __init__(
-        self, store: SQLiteStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self, store: AnyStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self.store = store
         self.clock = clock
 
     def _exists(self) -> bool:
-        with self.store.reading() as db:
-            found = db.execute(
-                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'ui_sessions'"
-            ).fetchone()[0]
-        return bool(found)
+        return self.store.has_tables("ui_sessions")
 
     def create(
         self, user_id: str, method: str, expires_at: datetime, *, token_id: str | None = None

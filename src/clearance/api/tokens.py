@@ -23,10 +23,12 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearance.errors import NotFoundError
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = ["PREFIX", "ApiToken", "TokenStore", "parse_token"]
 
@@ -89,17 +91,13 @@ class TokenStore:
     """Create, list, revoke and verify API tokens in one index file."""
 
     def __init__(
-        self, store: SQLiteStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self, store: AnyStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self.store = store
         self.clock = clock
 
     def _exists(self) -> bool:
-        with self.store.reading() as db:
-            found = db.execute(
-                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'api_tokens'"
-            ).fetchone()[0]
-        return bool(found)
+        return self.store.has_tables("api_tokens")
 
     def _ensure(self) -> None:
         if not self._exists():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
@@ -19,14 +20,16 @@ from clearance.cli.context import AppContext, console, emit_json, err_console, j
 from clearance.cli.safe import safe
 from clearance.errors import MetadataError, NotFoundError
 from clearance.model import Sensitivity, parse_principal
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = ["register"]
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-def _citation(store: SQLiteStore, spec: str) -> Citation:
+def _citation(store: AnyStore, spec: str) -> Citation:
     """``DOC_ID[#LOCATOR]`` → a citation whose title and link come from the indexed
     document, so a vetted answer can only cite something that is really in the index."""
     doc_id, _, locator = spec.partition("#")

@@ -13,6 +13,7 @@ from clearance import __version__
 from clearance.cli import (
     access_cmds,
     ask_cmd,
+    db_cmds,
     docs_cmds,
     eval_cmd,
     facts_cmds,
@@ -56,6 +57,7 @@ for module in (
     search_cmd,
     ask_cmd,
     status_cmd,
+    db_cmds,
     access_cmds,
     source_cmds,
     faq_cmds,

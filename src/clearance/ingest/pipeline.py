@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.config import Settings
@@ -49,7 +49,9 @@ from clearance.ingest.metadata import (
 from clearance.model import Chunk, Document, Fact, Section, Sensitivity
 from clearance.retrieval.embedding import Embedder
 from clearance.sources.ownership import SOURCE_KEY, check_owner
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = ["FileResult", "IngestReport", "Ingestor", "Job"]
 
@@ -166,7 +168,7 @@ class Ingestor:
     def __init__(
         self,
         settings: Settings,
-        store: SQLiteStore,
+        store: AnyStore,
         embedder: Embedder | None,
         directory: Directory | None = None,
         *,

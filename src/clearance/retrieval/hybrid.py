@@ -19,6 +19,7 @@ the one place the rule lives.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from clearance.model import SearchHit
 from clearance.retrieval.analysis import cjk_share, searchable
@@ -26,14 +27,16 @@ from clearance.retrieval.embedding import Embedder
 from clearance.retrieval.fusion import reciprocal_rank_fusion
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms
 from clearance.store.base import SearchFilter
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = ["HybridSearcher"]
 
 
 @dataclass(frozen=True, slots=True)
 class HybridSearcher:
-    store: SQLiteStore
+    store: AnyStore
     embedder: Embedder | None
     candidates: int = 50
     rrf_k: int = 60

@@ -40,7 +40,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from clearance.config import Settings
 from clearance.errors import ConfigError, SourceError
@@ -58,7 +58,9 @@ from clearance.sources.base import (
     SourceDocument,
 )
 from clearance.sources.registry import register_connector
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = ["FilesystemConnector", "PosixMapping"]
 
@@ -205,7 +207,7 @@ class FilesystemConnector:
         (symbolic links, unsupported types) are not documents and are left out."""
         real = self._check_root()
         # Planning reads settings and files only, never the index.
-        planner = Ingestor(self.settings, cast("SQLiteStore", None), None)
+        planner = Ingestor(self.settings, cast("AnyStore", None), None)
         jobs = planner.plan([real], corpus=self.corpus)
         found: list[Job] = []
         for job in jobs:

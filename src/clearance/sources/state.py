@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clearance.store.sqlite import SQLiteStore
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
+
 
 __all__ = ["SourceState", "StateTable"]
 
@@ -65,15 +67,11 @@ class SourceState:
 class StateTable:
     """Reads and writes ``source_state`` rows of one index."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: AnyStore) -> None:
         self.store = store
 
     def _exists(self) -> bool:
-        with self.store.reading() as db:
-            row = db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'source_state'"
-            ).fetchone()
-        return row is not None
+        return self.store.has_tables("source_state")
 
     def get(self, name: str) -> SourceState:
         """The state of ``name`` (an empty one for a source that never synced)."""
@@ -117,7 +115,9 @@ class StateTable:
                 row[key] = value
         with self.store.transaction() as db:
             db.execute(_SCHEMA)
-            db.execute("INSERT OR IGNORE INTO source_state (name) VALUES (?)", (name,))
+            db.execute(
+                "INSERT INTO source_state (name) VALUES (?) ON CONFLICT (name) DO NOTHING", (name,)
+            )
             if "stats" in values:
                 found = db.execute("SELECT stats FROM source_state WHERE name = ?", (name,))
                 stats = json.loads(found.fetchone()[0])

@@ -8,7 +8,7 @@ query (SQL predicate or vector mask) — never by over-fetching and dropping aft
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
@@ -18,7 +18,15 @@ import numpy.typing as npt
 
 from clearance.model import Chunk, Document, Fact, Sensitivity
 
-__all__ = ["CorpusSync", "SearchFilter", "Store", "StoreStats", "TermStatistics"]
+__all__ = [
+    "CorpusSync",
+    "SearchFilter",
+    "SqlConnection",
+    "SqlCursor",
+    "Store",
+    "StoreStats",
+    "TermStatistics",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,3 +162,24 @@ class Store(Protocol):
     def set_meta(self, key: str, value: Any) -> None: ...
 
     def close(self) -> None: ...
+
+
+class SqlCursor(Protocol):
+    """What the side-table modules use of a cursor (``sqlite3`` and psycopg both have it)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class SqlConnection(Protocol):
+    """What the side-table modules use of a connection: qmark-style statements."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> SqlCursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> SqlCursor: ...

@@ -41,6 +41,14 @@ from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.store.base import SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.memory import AccessIndex, ContentIndex, VectorRows, bm25_top_k, top_k
+from clearance.store.rows import (
+    DOC_COLUMNS,
+    check_upsert,
+    chunk_from_row,
+    document_from_row,
+    document_row,
+    fact_from_row,
+)
 
 __all__ = ["Retrieved", "SQLiteStore"]
 
@@ -222,19 +230,7 @@ _LOG_KEPT = 300_000
 _PATCH_TOUCHED = 0.2
 _PATCH_DEAD = 0.25
 
-_DOC_COLUMNS = (
-    "doc_id, source_system, corpus, title, uri, owner, sensitivity, created_at, updated_at, "
-    "review_at, expires_at, ai_allowed, personal_data, origin, origin_chain, content_hash, "
-    "version, path, format, extra"
-)
-
-
-def _epoch(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
-
-
-def _dt(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
+_DOC_COLUMNS = DOC_COLUMNS
 
 
 class Retrieved(NamedTuple):
@@ -343,6 +339,8 @@ class SQLiteStore(Closing):
     it, and every read runs in a WAL snapshot. A writer waits up to ``busy_timeout_s`` (the
     ``[store] busy_timeout`` setting) for another writer's lock, then fails with a
     :class:`StoreError` saying the index is busy."""
+
+    dialect = "sqlite"
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
@@ -521,6 +519,36 @@ class SQLiteStore(Closing):
         with self._lock:
             yield self._db
 
+    @property
+    def location(self) -> str:
+        """Where the index is, for people: the file's path."""
+        return str(self.path)
+
+    @property
+    def identity(self) -> str:
+        """Names this index uniquely within the process."""
+        return str(self.path.resolve()) if str(self.path) != ":memory:" else f"memory:{id(self)}"
+
+    def has_tables(self, *names: str) -> bool:
+        """Whether every named table or index exists (other modules create theirs on first
+        use, through :meth:`transaction`)."""
+        with self.reading() as db:
+            found = db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(set(names))),),
+            ).fetchone()[0]
+        return int(found) == len(set(names))
+
+    def set_corpus_slas(self, slas: Mapping[str, float]) -> None:
+        """Nothing to record: freshness is enforced by the application's filter alone here
+        (the PostgreSQL store also checks it in the database)."""
+
+    def database_admits_faq(
+        self, entry_id: str, principals: frozenset[str], ceiling: Sensitivity
+    ) -> bool:
+        """There is no second wall in one file: the application's check is the only one."""
+        return True
+
     def _meta_raw(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
@@ -604,26 +632,7 @@ class SQLiteStore(Closing):
         *,
         facts: Sequence[Fact] = (),
     ) -> None:
-        if vectors is not None and len(vectors) != len(chunks):
-            raise StoreError(f"{document.doc_id}: {len(chunks)} chunks but {len(vectors)} vectors")
-        for chunk in chunks:
-            if chunk.doc_id != document.doc_id:
-                raise StoreError(f"chunk {chunk.chunk_id} does not belong to {document.doc_id}")
-            if chunk.sensitivity < document.sensitivity:
-                raise StoreError(f"chunk {chunk.chunk_id} is less sensitive than its document")
-        # --- facts: each must belong to this document (see query_facts)
-        for fact in facts:
-            if fact.doc_id != document.doc_id:
-                raise StoreError(f"a fact at {fact.locator} does not belong to {document.doc_id}")
-        # --- end facts
-        # One index holds one vector space: a row of another width would break every later
-        # vector search, so it is refused here, naming the document.
-        for i, vector in enumerate(vectors or ()):
-            if vector is not None and not np.isfinite(np.asarray(vector, dtype=np.float32)).all():
-                raise StoreError(f"{document.doc_id}: the vector of chunk {i} is not finite")
-        dims = {np.asarray(v).size for v in vectors or () if v is not None}
-        if len(dims) > 1:
-            raise StoreError(f"{document.doc_id}: vectors of different dimensions {sorted(dims)}")
+        dims = check_upsert(document, chunks, vectors, facts)
         # Everything that needs no lock is done before the transaction: analysing the text
         # (most of the cost), packing vectors, building rows. Inside it only rows are
         # written, so a large document holds the write lock for as short a time as its
@@ -633,28 +642,7 @@ class SQLiteStore(Closing):
             None if v is None else np.ascontiguousarray(v, dtype=np.float32).tobytes()
             for v in (vectors if vectors is not None else [None] * len(chunks))
         ]
-        document_row = (
-            document.doc_id,
-            document.source_system,
-            document.corpus,
-            document.title,
-            document.uri,
-            document.owner,
-            int(document.sensitivity),
-            _epoch(document.created_at),
-            _epoch(document.updated_at),
-            _epoch(document.review_at),
-            _epoch(document.expires_at),
-            int(document.ai_allowed),
-            int(document.personal_data),
-            document.origin,
-            json.dumps(list(document.origin_chain)),
-            document.content_hash,
-            document.version,
-            document.path,
-            document.format,
-            json.dumps(dict(document.extra), sort_keys=True),
-        )
+        document_values = document_row(document)
         with self._snapshot() as db:
             self._load_vocabulary(db)  # inside the transaction, only the tail is fetched
         with self.transaction() as db:
@@ -668,7 +656,7 @@ class SQLiteStore(Closing):
             cur = db.execute(
                 f"INSERT INTO documents ({_DOC_COLUMNS}, ingested_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*document_row, time.time()),
+                (*document_values, time.time()),
             )
             doc_key = cur.lastrowid
             db.executemany(
@@ -805,29 +793,7 @@ class SQLiteStore(Closing):
     # ------------------------------------------------------------------ reads
 
     def _document(self, row: Sequence[Any], acl: frozenset[str]) -> Document:
-        return Document(
-            doc_id=row[0],
-            source_system=row[1],
-            corpus=row[2],
-            title=row[3],
-            uri=row[4],
-            owner=row[5],
-            acl=acl,
-            sensitivity=Sensitivity(row[6]),
-            created_at=_dt(row[7]),
-            updated_at=_dt(row[8]),
-            review_at=_dt(row[9]),
-            expires_at=_dt(row[10]),
-            ai_allowed=bool(row[11]),
-            personal_data=bool(row[12]),
-            origin=row[13],
-            origin_chain=tuple(json.loads(row[14])),
-            content_hash=row[15],
-            version=row[16],
-            path=row[17],
-            format=row[18],
-            extra=json.loads(row[19]),
-        )
+        return document_from_row(row, acl)
 
     def _acls(self, doc_keys: Sequence[int]) -> dict[int, frozenset[str]]:
         out: dict[int, set[str]] = {k: set() for k in doc_keys}
@@ -887,15 +853,7 @@ class SQLiteStore(Closing):
 
     @staticmethod
     def _chunk(row: Sequence[Any]) -> Chunk:
-        return Chunk(
-            chunk_id=row[0],
-            doc_id=row[1],
-            ordinal=row[2],
-            text=row[3],
-            locator=row[4],
-            sensitivity=Sensitivity(row[5]),
-            origin=row[6],
-        )
+        return chunk_from_row(row)
 
     _CHUNK_SELECT = (
         "SELECT c.chunk_id, d.doc_id, c.ordinal, c.text, c.locator, c.sensitivity, c.origin "
@@ -1153,17 +1111,7 @@ class SQLiteStore(Closing):
 
     @staticmethod
     def _fact(row: Sequence[Any]) -> Fact:
-        return Fact(
-            entity=row[1],
-            period=row[2],
-            metric=row[3],
-            channel=row[4],
-            value=float(row[5]),
-            unit=row[6],
-            doc_id=row[0],
-            locator=row[7],
-            raw=row[8],
-        )
+        return fact_from_row(row)
 
     @_consistent
     def query_facts(

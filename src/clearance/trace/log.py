@@ -22,12 +22,14 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearance.config import parse_duration
 from clearance.errors import ClearanceError, MetadataError
-from clearance.store.sqlite import SQLiteStore
 from clearance.trace.record import apply_retention, ensure_table, purge_before, timestamp
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = ["OUTCOMES", "TraceLog", "outcome", "parse_since", "percentile"]
 
@@ -84,11 +86,16 @@ class TraceLog:
     process and index, like the writer)."""
 
     def __init__(
-        self, store: SQLiteStore, *, retention_s: float = 0.0, now: datetime | None = None
+        self, store: AnyStore, *, retention_s: float = 0.0, now: datetime | None = None
     ) -> None:
         self.store = store
         ensure_table(store)
         apply_retention(store, retention_s, now or datetime.now(UTC))
+
+    @property
+    def _order(self) -> str:
+        """The column that orders records written in the same microsecond: insertion order."""
+        return "rowid" if self.store.dialect == "sqlite" else "seq"
 
     def _records(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         with self.store.reading() as db:
@@ -104,7 +111,7 @@ class TraceLog:
         if since is not None:
             sql += " WHERE created_at >= ?"
             params.append(timestamp(since))
-        sql += " ORDER BY created_at DESC, rowid DESC"
+        sql += f" ORDER BY created_at DESC, {self._order} DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
@@ -122,11 +129,18 @@ class TraceLog:
     def audit(self, doc_id: str) -> list[dict[str, Any]]:
         """Every request that retrieved or cited ``doc_id``: when, which pseudonymous user,
         which assistant, with what outcome — oldest first."""
+        if self.store.dialect == "sqlite":
+            named = (
+                "EXISTS (SELECT 1 FROM json_each(traces.record, '$.retrieved') WHERE value = ?) "
+                "OR EXISTS (SELECT 1 FROM json_each(traces.record, '$.cited') WHERE value = ?)"
+            )
+        else:
+            named = (
+                "jsonb_exists(record::jsonb -> 'retrieved', ?) "
+                "OR jsonb_exists(record::jsonb -> 'cited', ?)"
+            )
         records = self._records(
-            "SELECT record FROM traces WHERE "
-            "EXISTS (SELECT 1 FROM json_each(traces.record, '$.retrieved') WHERE value = ?) "
-            "OR EXISTS (SELECT 1 FROM json_each(traces.record, '$.cited') WHERE value = ?) "
-            "ORDER BY created_at, rowid",
+            f"SELECT record FROM traces WHERE {named} ORDER BY created_at, {self._order}",
             [doc_id, doc_id],
         )
         return [

@@ -23,10 +23,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearance.errors import StoreError
-from clearance.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
 
 __all__ = [
     "ALLOWED_FIELDS",
@@ -188,14 +190,10 @@ def validate_record(record: Mapping[str, Any]) -> None:
             raise StoreError(f"trace record rejected: field {name!r} has the wrong shape")
 
 
-def ensure_table(store: SQLiteStore) -> None:
+def ensure_table(store: AnyStore) -> None:
     """Create the traces table once. An index that has it is only read here: opening a trace
     writer or log must not wait for another process's long write."""
-    with store.reading() as db:
-        found = db.execute(
-            "SELECT count(*) FROM sqlite_master WHERE name IN ('traces', 'traces_created')"
-        ).fetchone()[0]
-    if found == 2:
+    if store.has_tables("traces", "traces_created"):
         return
     with store.transaction() as db:
         db.execute(
@@ -205,7 +203,7 @@ def ensure_table(store: SQLiteStore) -> None:
         db.execute("CREATE INDEX IF NOT EXISTS traces_created ON traces (created_at)")
 
 
-def purge_before(store: SQLiteStore, cutoff: datetime) -> int:
+def purge_before(store: AnyStore, cutoff: datetime) -> int:
     """Delete every record created before ``cutoff``; returns how many went."""
     ensure_table(store)
     with store.transaction() as db:
@@ -217,12 +215,12 @@ _retention_lock = threading.Lock()
 _retention_applied: set[str] = set()
 
 
-def apply_retention(store: SQLiteStore, retention_s: float, now: datetime) -> int | None:
+def apply_retention(store: AnyStore, retention_s: float, now: datetime) -> int | None:
     """Purge records older than ``retention_s`` — at most once per process and index file
     (``None`` when it already ran, or when ``retention_s`` is 0: keep everything)."""
     if retention_s <= 0:
         return None
-    where = str(store.path.resolve()) if str(store.path) != ":memory:" else f"memory:{id(store)}"
+    where = store.identity
     with _retention_lock:
         if where in _retention_applied:
             return None
@@ -239,7 +237,7 @@ class TraceWriter:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: AnyStore,
         key: bytes | None,
         *,
         retention_s: float = 0.0,
@@ -253,7 +251,7 @@ class TraceWriter:
         apply_retention(store, retention_s, now or datetime.now(UTC))
 
     def __repr__(self) -> str:  # never show the key
-        return f"TraceWriter({self.store.path})"
+        return f"TraceWriter({self.store.location})"
 
     def pseudonym(self, user_id: str) -> str:
         return pseudonymise(user_id, self.key)

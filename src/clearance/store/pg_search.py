@@ -1,0 +1,153 @@
+"""The PostgreSQL store's search SQL: the permission filter compiled into every query.
+
+:func:`allowed` is the application's filter (:class:`SearchFilter`, the same semantics as
+``SearchFilter.admits`` and the embedded store's mask) as a CTE of ``(key, ceiling)`` per
+admitted document. Each search joins or probes it *inside* the query that ranks, so
+results are the top-k of the allowed set. The row-level policies of the schema are a
+second, independent filter applied by the database on top of it.
+
+Lexical ranking is the embedded store's BM25 computed in SQL: ``N``, the average length
+and each term's document frequency come from the allowed chunks only, and every weight
+is computed in the same order with the same float64 operations as
+:func:`clearance.store.memory.bm25_top_k`, so both backends return the same scores.
+
+Vector ranking has two plans, chosen per request from the number of allowed chunks:
+
+* **exact** — the allowed chunks found through ``chunks_doc``, ranked by cosine distance
+  with no index: the true top-k, cheap when a caller may read little;
+* **HNSW** — the ``chunks_embedding_<dim>`` index scanned in distance order with
+  pgvector's iterative scan (``hnsw.iterative_scan = strict_order``): the scan goes on
+  past ``ef_search`` candidates until ``k`` rows pass the filter or ``max_scan_tuples``
+  were visited. The filter is a hashed probe per row, so visiting costs little.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clearance.store.base import SearchFilter
+from clearance.store.memory import BM25
+
+__all__ = ["allowed", "bm25_sql", "exact_vector_sql", "hnsw_vector_sql", "term_statistics_sql"]
+
+Params = dict[str, Any]
+_BM25 = BM25()
+
+
+def allowed(flt: SearchFilter) -> tuple[str, Params]:
+    """SQL yielding ``(key, ceiling)`` for every document the filter admits, with its
+    named parameters. The ACL test is driven from ``doc_acl (principal, doc_key)``."""
+    params: Params = {
+        "principals": sorted(flt.principals),
+        "now": flt.now.timestamp(),
+        "max_sensitivity": int(flt.max_sensitivity),
+    }
+    if flt.corpora is None:
+        sql = "SELECT d.key, %(max_sensitivity)s::integer AS ceiling FROM documents d"
+        ceiling = "%(max_sensitivity)s::integer"
+    else:
+        names = sorted(flt.corpora)
+        params["corpora"] = names
+        params["ceilings"] = [min(int(flt.corpora[c]), int(flt.max_sensitivity)) for c in names]
+        sql = (
+            "SELECT d.key, cj.ceiling FROM documents d JOIN "
+            "unnest(%(corpora)s::text[], %(ceilings)s::integer[]) AS cj (corpus, ceiling) "
+            "ON cj.corpus = d.corpus"
+        )
+        ceiling = "cj.ceiling"
+    sql += (
+        " WHERE d.key IN (SELECT a.doc_key FROM doc_acl a"
+        " WHERE a.principal = ANY (%(principals)s::text[]))"
+        f" AND d.sensitivity BETWEEN 0 AND {ceiling}"
+        " AND (d.expires_at IS NULL OR d.expires_at > %(now)s)"
+    )
+    if flt.require_ai_allowed:
+        sql += " AND d.ai_allowed"
+    if flt.doc_ids is not None:
+        sql += " AND d.doc_id = ANY (%(doc_ids)s::text[])"
+        params["doc_ids"] = sorted(flt.doc_ids)
+    if flt.exclude_doc_ids:
+        sql += " AND NOT (d.doc_id = ANY (%(exclude_doc_ids)s::text[]))"
+        params["exclude_doc_ids"] = sorted(flt.exclude_doc_ids)
+    return sql, params
+
+
+# N and the summed length of the allowed chunks, from one row per document and level.
+_STATS = (
+    "stats AS (SELECT coalesce(sum(l.chunks), 0)::bigint AS n, "
+    "coalesce(sum(l.length), 0)::bigint AS total FROM doc_levels l "
+    "JOIN allowed a ON a.key = l.doc_key AND l.sensitivity BETWEEN 0 AND a.ceiling)"
+)
+# The allowed chunks holding a query term, one row per (chunk, query term).
+_MATCHED = (
+    "matched AS MATERIALIZED (SELECT c.id, c.chunk_id, c.length, q.ord, u.tf "
+    "FROM chunks c JOIN allowed a ON a.key = c.doc_key AND c.sensitivity BETWEEN 0 AND a.ceiling "
+    "CROSS JOIN LATERAL unnest(c.terms, c.tfs) AS u (term, tf) "
+    "JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) ON q.term = u.term "
+    "WHERE c.terms && %(terms)s::text[])"
+)
+_DF = "df AS (SELECT ord, count(*)::bigint AS df FROM matched GROUP BY ord)"
+
+
+def term_statistics_sql(allowed_sql: str) -> str:
+    """``(n, term ordinal, df)`` rows: one per query term held by an allowed chunk, or a
+    single row with a null ordinal when none is."""
+    return (
+        f"WITH allowed AS MATERIALIZED ({allowed_sql}), {_STATS}, {_MATCHED}, {_DF} "
+        "SELECT s.n, df.ord, df.df FROM stats s LEFT JOIN df ON true"
+    )
+
+
+def bm25_sql(allowed_sql: str, params: BM25 = _BM25) -> str:
+    """``(chunk_id, score)`` of the best ``%(k)s`` allowed chunks, best first, ties by
+    chunk key. Per (chunk, term) the weight is
+    ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))`` in float64,
+    summed in query-term order: the operations of ``bm25_top_k``, in its order."""
+    k1, b = float(params.k1), float(params.b)
+    return (
+        f"WITH allowed AS MATERIALIZED ({allowed_sql}), {_STATS}, {_MATCHED}, {_DF}, "
+        "idf AS (SELECT df.ord, ln(1.0::float8 + (s.n - df.df + 0.5::float8) "
+        "/ (df.df + 0.5::float8)) AS idf FROM df CROSS JOIN stats s), "
+        "average AS (SELECT CASE WHEN s.n = 0 OR s.total = 0 THEN 1.0::float8 "
+        "ELSE s.total::float8 / s.n::float8 END AS avg FROM stats s) "
+        "SELECT m.chunk_id, sum(i.idf * m.tf::float8 * "
+        f"({k1!r}::float8 + 1.0::float8) / (m.tf::float8 + {k1!r}::float8 * "
+        f"(1.0::float8 - {b!r}::float8 + {b!r}::float8 * m.length::float8 / v.avg)) "
+        "ORDER BY m.ord) AS score "
+        "FROM matched m JOIN idf i ON i.ord = m.ord CROSS JOIN average v "
+        "GROUP BY m.id, m.chunk_id ORDER BY score DESC, m.id LIMIT %(k)s"
+    )
+
+
+def allowed_chunks_sql(allowed_sql: str) -> str:
+    """How many allowed chunks there are (the vector plan's selectivity)."""
+    return f"WITH allowed AS MATERIALIZED ({allowed_sql}), {_STATS} SELECT n FROM stats"
+
+
+def exact_vector_sql(allowed_sql: str) -> str:
+    """Every allowed chunk with a vector, ranked by cosine distance without the index
+    (the distance is computed on the column, not on the indexed cast)."""
+    return (
+        f"WITH allowed AS MATERIALIZED ({allowed_sql}) "
+        "SELECT c.chunk_id, 1.0::float8 - (c.embedding <=> %(vector)s::vector) AS score "
+        "FROM allowed a JOIN chunks c ON c.doc_key = a.key "
+        "AND c.sensitivity BETWEEN 0 AND a.ceiling "
+        "WHERE c.embedding IS NOT NULL "
+        "ORDER BY c.embedding <=> %(vector)s::vector, c.id LIMIT %(k)s"
+    )
+
+
+def hnsw_vector_sql(allowed_sql: str, dim: int) -> str:
+    """The HNSW index scanned in distance order, each visited row probed against the
+    allowed (document, level) pairs: a hashed subplan, built once per query. The probe
+    is written so the planner keeps it as a filter on the index scan instead of turning
+    it into a join that would need a sort."""
+    cast = f"vector({int(dim)})"
+    return (
+        f"WITH allowed AS MATERIALIZED ({allowed_sql}) "
+        f"SELECT c.chunk_id, 1.0::float8 - (c.embedding::{cast} <=> %(vector)s::{cast}) "
+        "AS score FROM chunks c "
+        "WHERE ((c.doc_key, c.sensitivity::integer) IN (SELECT a.key, l.level FROM allowed a "
+        "CROSS JOIN generate_series(0, a.ceiling) AS l (level))) IS TRUE "
+        f"ORDER BY c.embedding::{cast} <=> %(vector)s::{cast} LIMIT %(k)s"
+    )

@@ -1,0 +1,770 @@
+"""The PostgreSQL store: the same :class:`~clearance.store.base.Store` as the embedded one,
+for indexes too large for one process, and for several servers sharing one index.
+
+Two roles, two connection pools:
+
+* the **writer** owns the schema (``clearance db upgrade`` runs as it) and does every
+  write: ingest, ACL sync, traces, tokens, sessions; operators' reads go through it too;
+* the **reader** runs the request path's searches (chunks, facts, FAQ entries). It is not
+  the tables' owner and cannot bypass row-level security, so every search runs in a
+  read-only transaction that first sets the caller's principal set and sensitivity
+  ceiling (:meth:`PostgresStore._as_caller`); the policies of the schema then admit only
+  rows that the caller's ACL, ceiling and the corpus's freshness allow, whatever the
+  query's own filter says. Opening refuses a reader that could bypass them.
+
+Search runs in the database, with the filter inside each query (:mod:`.pg_search`). The
+schema is versioned (:mod:`.pg_schema`); a store opened on an older schema refuses to run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import ConnectionPool
+
+from clearance.errors import StoreError
+from clearance.lifecycle import Closing
+from clearance.model import Chunk, Document, Fact, Sensitivity
+from clearance.retrieval.analysis import document_terms, search_terms
+from clearance.store import pg_schema, pg_search
+from clearance.store.base import SearchFilter, StoreStats, TermStatistics, Vector
+from clearance.store.pg_connection import QmarkConnection
+from clearance.store.rows import (
+    DOC_COLUMNS,
+    check_upsert,
+    chunk_from_row,
+    document_from_row,
+    document_row,
+    fact_from_row,
+    merge_patch,
+)
+from clearance.store.sqlite import Retrieved
+
+__all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
+
+_DIRECTORY_META = "directory"
+
+
+class VectorPlan:
+    """When vector search uses the HNSW index and how far its iterative scan may go.
+
+    Below ``exact_below`` allowed chunks, or when the index would have to visit more
+    than ``max_scan_tuples`` rows to expect ``k`` allowed ones, the exact plan ranks
+    the allowed rows directly: it is then both cheaper and exact."""
+
+    def __init__(
+        self, *, exact_below: int = 20_000, ef_search: int = 100, max_scan_tuples: int = 50_000
+    ) -> None:
+        self.exact_below = exact_below
+        self.ef_search = ef_search
+        self.max_scan_tuples = max_scan_tuples
+
+    def exact(self, allowed: int, total: int, k: int) -> bool:
+        if allowed <= self.exact_below or allowed <= k:
+            return True
+        return k * total / allowed > self.max_scan_tuples / 2
+
+
+def _analysed(text: str) -> tuple[int, list[str], list[int]]:
+    """A text's length in index terms, its distinct terms (sorted) and their frequencies."""
+    found = document_terms(text)
+    counts = sorted(Counter(found).items())
+    return len(found), [t for t, _ in counts], [n for _, n in counts]
+
+
+def _safe_dsn(dsn: str) -> str:
+    """The DSN without its password, to name the database in messages."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<invalid DSN>"
+    parts.pop("password", None)
+    return make_conninfo("", **{k: v for k, v in parts.items() if v is not None})
+
+
+def _with_password(dsn: str, password: str | None) -> str:
+    return dsn if password is None else make_conninfo(dsn, password=password)
+
+
+def connect_writer(dsn: str, password: str | None) -> psycopg.Connection[Any]:
+    """One autocommit connection as the writing role (schema migrations)."""
+    return psycopg.connect(_with_password(dsn, password), autocommit=True)
+
+
+class PostgresStore(Closing):
+    """The PostgreSQL :class:`~clearance.store.base.Store`. ``dsn`` is the reading role's
+    connection, ``writer_dsn`` the owner's; passwords come separately (from the
+    environment, never from the settings file)."""
+
+    dialect = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        writer_dsn: str,
+        *,
+        password: str | None = None,
+        writer_password: str | None = None,
+        pool_size: int = 4,
+        vector_plan: VectorPlan | None = None,
+    ) -> None:
+        self.location = _safe_dsn(dsn)
+        self.vector_plan = vector_plan or VectorPlan()
+        self._dims: int | None = None
+        self._dims_lock = threading.Lock()
+        self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
+        try:
+            with self._writer.connection() as conn:
+                pg_schema.require_current(conn, self.location)
+            self._reader = self._pool(_with_password(dsn, password), pool_size, "reader")
+            try:
+                with self._reader.connection() as conn:
+                    self._refuse_privileged_reader(conn)
+            except BaseException:
+                self._reader.close()
+                raise
+        except BaseException:
+            self._writer.close()
+            raise
+
+    def _pool(self, conninfo: str, size: int, role: str) -> ConnectionPool[psycopg.Connection[Any]]:
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            conn.autocommit = True
+            # Statements stay unnamed: each plan is made for its parameter values, so a
+            # small ACL array or a selective filter gets its own plan.
+            conn.prepare_threshold = None
+            try:
+                register_vector(conn)
+            except psycopg.ProgrammingError as exc:
+                raise StoreError(
+                    f"{_safe_dsn(conninfo)}: the vector extension is missing: "
+                    "run `clearance db upgrade`"
+                ) from exc
+
+        pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max(1, size),
+            configure=configure,
+            open=False,
+            name=f"clearance-{role}",
+        )
+        try:
+            pool.open(wait=True, timeout=10.0)
+        except psycopg.Error as exc:
+            pool.close()
+            raise StoreError(
+                f"cannot connect to {_safe_dsn(conninfo)} as the {role}: {exc}"
+            ) from exc
+        except Exception as exc:  # the pool's timeout when no connection can be made
+            pool.close()
+            raise StoreError(
+                f"cannot connect to {_safe_dsn(conninfo)} as the {role}: {exc}"
+            ) from exc
+        return pool
+
+    @staticmethod
+    def _refuse_privileged_reader(conn: psycopg.Connection[Any]) -> None:
+        """The reading role must be subject to row-level security: not a superuser, not
+        BYPASSRLS, not the owner of the tables it reads."""
+        row = conn.execute(
+            "SELECT r.rolname, r.rolsuper, r.rolbypassrls, "
+            "pg_has_role(current_user, c.relowner, 'USAGE') "
+            "FROM pg_roles r, pg_class c WHERE r.rolname = current_user "
+            "AND c.oid = 'chunks'::regclass"
+        ).fetchone()
+        if row is None:
+            raise StoreError("the reading role cannot see the chunks table")
+        name, superuser, bypass, owner = row
+        if superuser or bypass or owner:
+            raise StoreError(
+                f"the reading role {name!r} can bypass row-level security "
+                f"({'superuser' if superuser else 'BYPASSRLS' if bypass else 'owns the tables'}): "
+                "connect [store] dsn as a role without it"
+            )
+
+    def close(self) -> None:
+        self._reader.close()
+        self._writer.close()
+
+    @property
+    def identity(self) -> str:
+        """Names this index uniquely within the process."""
+        return f"postgres:{self.location}"
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def transaction(self) -> Iterator[QmarkConnection]:
+        """One write transaction as the writer; everything inside commits together."""
+        with self._writer.connection() as conn:
+            try:
+                with conn.transaction():
+                    yield QmarkConnection(conn)
+            except psycopg.Error as exc:
+                raise StoreError(f"write to {self.location} failed: {exc}") from exc
+
+    @contextmanager
+    def reading(self) -> Iterator[QmarkConnection]:
+        """A connection for reads of tables other modules own (as the writer: those
+        tables hold no document content)."""
+        with self._writer.connection() as conn:
+            yield QmarkConnection(conn)
+
+    @contextmanager
+    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._writer.connection() as conn:
+            try:
+                with conn.transaction():
+                    yield conn
+            except psycopg.Error as exc:
+                raise StoreError(f"write to {self.location} failed: {exc}") from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[psycopg.Connection[Any]]:
+        """An operator's consistent read of several tables, as the writer."""
+        with self._writer.connection() as conn:
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield conn
+            except psycopg.Error as exc:
+                raise StoreError(f"read from {self.location} failed: {exc}") from exc
+
+    @contextmanager
+    def _as_caller(
+        self, principals: frozenset[str], ceiling: Sensitivity
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """A read-only snapshot as the reading role, with the caller's principal set and
+        ceiling set for this transaction only: what the row-level policies admit."""
+        with self._reader.connection() as conn:
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    conn.execute(
+                        "SELECT set_config('clearance.principals', %s, true), "
+                        "set_config('clearance.ceiling', %s, true)",
+                        (json.dumps(sorted(principals)), str(int(ceiling))),
+                    )
+                    yield conn
+            except psycopg.Error as exc:
+                raise StoreError(f"search in {self.location} failed: {exc}") from exc
+
+    def has_tables(self, *names: str) -> bool:
+        """Every table of this store comes from its migrations."""
+        return True
+
+    def get_meta(self, key: str) -> Any:
+        with self.reading() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, json.dumps(value)),
+            )
+
+    def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
+        """``(generation, value)`` of the stored directory, or ``None`` when its row's
+        generation (new on every write, by a trigger) is still ``generation``."""
+        with self.reading() as db:
+            row = db.execute(
+                "SELECT generation FROM meta WHERE key = ?", (_DIRECTORY_META,)
+            ).fetchone()
+            current = 0 if row is None else int(row[0])
+            if current == generation:
+                return None
+            found = db.execute(
+                "SELECT generation, value FROM meta WHERE key = ?", (_DIRECTORY_META,)
+            ).fetchone()
+        if found is None:
+            return 0, None
+        return int(found[0]), json.loads(found[1])
+
+    def set_corpus_slas(self, slas: Mapping[str, float]) -> None:
+        """Record each corpus's revocation SLA, for the row-level policies' freshness test."""
+        with self._writing() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO corpus_sla (corpus, sla_seconds) VALUES (%s, %s) "
+                "ON CONFLICT (corpus) DO UPDATE SET sla_seconds = excluded.sla_seconds "
+                "WHERE corpus_sla.sla_seconds IS DISTINCT FROM excluded.sla_seconds",
+                sorted(slas.items()),
+            )
+
+    # ------------------------------------------------------------------ writes
+
+    def _vector_dims(self, conn: psycopg.Connection[Any]) -> int | None:
+        if self._dims is None:
+            row = conn.execute(
+                "SELECT vector_dims(embedding) FROM chunks WHERE embedding IS NOT NULL LIMIT 1"
+            ).fetchone()
+            self._dims = None if row is None else int(row[0])
+        return self._dims
+
+    def _ensure_vector_index(self, conn: psycopg.Connection[Any], dim: int) -> None:
+        """The HNSW index over vectors of this width (its cast fixes the width)."""
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS chunks_embedding_{dim} ON chunks USING hnsw "
+            f"((embedding::vector({dim})) vector_cosine_ops)"
+        )
+
+    def upsert(
+        self,
+        document: Document,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Vector | None] | None = None,
+        *,
+        facts: Sequence[Fact] = (),
+    ) -> None:
+        dims = check_upsert(document, chunks, vectors, facts)
+        analysed = [_analysed(f"{document.title}\n{chunk.text}") for chunk in chunks]
+        embeddings = [
+            None if v is None else np.ascontiguousarray(v, dtype=np.float32).reshape(-1)
+            for v in (vectors if vectors is not None else [None] * len(chunks))
+        ]
+        levels: dict[int, list[int]] = {}
+        for chunk, (length, _, _) in zip(chunks, analysed, strict=True):
+            level = levels.setdefault(int(chunk.sensitivity), [0, 0])
+            level[0] += 1
+            level[1] += length
+        with self._writing() as conn:
+            # Two writers of one document queue here instead of failing on its unique id.
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (document.doc_id,)
+            )
+            self._delete_in(conn, document.doc_id)
+            if dims:
+                (dim,) = dims
+                with self._dims_lock:
+                    stored = self._vector_dims(conn)
+                    if stored is not None and stored != dim:
+                        raise StoreError(
+                            f"{document.doc_id}: {dim}-dimensional vectors, "
+                            f"the index holds {stored}-dimensional ones"
+                        )
+                    self._ensure_vector_index(conn, dim)
+            row = document_row(document)
+            found = conn.execute(
+                f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::integer::boolean, "
+                "%s::integer::boolean, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING key",
+                (*row, time.time()),
+            ).fetchone()
+            assert found is not None
+            doc_key = int(found[0])
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO doc_acl (doc_key, principal) VALUES (%s, %s)",
+                    [(doc_key, p) for p in sorted(document.acl)],
+                )
+                cur.executemany(
+                    "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
+                    "origin, length, terms, tfs, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [
+                        (
+                            c.chunk_id,
+                            doc_key,
+                            c.ordinal,
+                            c.text,
+                            c.locator,
+                            int(c.sensitivity),
+                            c.origin,
+                            length,
+                            terms,
+                            tfs,
+                            embedding,
+                        )
+                        for c, (length, terms, tfs), embedding in zip(
+                            chunks, analysed, embeddings, strict=True
+                        )
+                    ],
+                )
+                cur.executemany(
+                    "INSERT INTO doc_levels (doc_key, sensitivity, chunks, length) "
+                    "VALUES (%s, %s, %s, %s)",
+                    [(doc_key, level, n, total) for level, (n, total) in sorted(levels.items())],
+                )
+                cur.executemany(
+                    "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, "
+                    "raw, locator) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [
+                        (
+                            doc_key,
+                            f.entity,
+                            f.period,
+                            f.metric,
+                            f.channel,
+                            float(f.value),
+                            f.unit,
+                            f.raw,
+                            f.locator,
+                        )
+                        for f in facts
+                    ],
+                )
+
+    @staticmethod
+    def _delete_in(conn: psycopg.Connection[Any], doc_id: str) -> bool:
+        cursor = conn.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
+        return cursor.rowcount > 0
+
+    def delete(self, doc_id: str) -> bool:
+        with self._writing() as conn:
+            return self._delete_in(conn, doc_id)
+
+    def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
+        with self._writing() as conn:
+            return self._set_acl_in(conn, doc_id, acl)
+
+    @staticmethod
+    def _set_acl_in(conn: psycopg.Connection[Any], doc_id: str, acl: frozenset[str]) -> bool:
+        row = conn.execute(
+            "SELECT key FROM documents WHERE doc_id = %s FOR UPDATE", (doc_id,)
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute("DELETE FROM doc_acl WHERE doc_key = %s", (row[0],))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO doc_acl (doc_key, principal) VALUES (%s, %s)",
+                [(row[0], p) for p in sorted(acl)],
+            )
+        return True
+
+    def set_acls(
+        self,
+        acls: Mapping[str, frozenset[str]],
+        *,
+        synced: tuple[str, datetime] | None = None,
+        extra: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> list[str]:
+        """Replace many ACLs in one transaction (see :meth:`SQLiteStore.set_acls`)."""
+        missing: list[str] = []
+        with self._writing() as conn:
+            for doc_id, acl in acls.items():
+                if not self._set_acl_in(conn, doc_id, acl):
+                    missing.append(doc_id)
+            for doc_id, patch in (extra or {}).items():
+                row = conn.execute(
+                    "SELECT extra FROM documents WHERE doc_id = %s FOR UPDATE", (doc_id,)
+                ).fetchone()
+                if row is not None:
+                    merged = merge_patch(json.loads(row[0]), json.loads(json.dumps(dict(patch))))
+                    conn.execute(
+                        "UPDATE documents SET extra = %s WHERE doc_id = %s",
+                        (json.dumps(merged, separators=(",", ":")), doc_id),
+                    )
+            if synced is not None:
+                self._record_sync_in(conn, *synced)
+        return missing
+
+    @staticmethod
+    def _record_sync_in(conn: psycopg.Connection[Any], corpus: str, at: datetime) -> None:
+        conn.execute(
+            "INSERT INTO corpus_sync VALUES (%s, %s) ON CONFLICT (corpus) "
+            "DO UPDATE SET last_acl_sync = excluded.last_acl_sync",
+            (corpus, at.timestamp()),
+        )
+
+    def record_acl_sync(self, corpus: str, at: datetime) -> None:
+        with self._writing() as conn:
+            self._record_sync_in(conn, corpus, at)
+
+    def last_acl_syncs(self) -> dict[str, datetime]:
+        with self._read() as conn:
+            rows = conn.execute("SELECT corpus, last_acl_sync FROM corpus_sync").fetchall()
+        return {str(c): datetime.fromtimestamp(t, UTC) for c, t in rows}
+
+    # ------------------------------------------------------------------ reads
+
+    @staticmethod
+    def _documents_where(
+        conn: psycopg.Connection[Any], where: str, params: Sequence[Any]
+    ) -> list[Document]:
+        rows = conn.execute(
+            f"SELECT key, {DOC_COLUMNS}, ARRAY(SELECT principal FROM doc_acl a "
+            f"WHERE a.doc_key = documents.key) FROM documents {where}",
+            tuple(params),
+        ).fetchall()
+        return [document_from_row(r[1:-1], frozenset(r[-1])) for r in rows]
+
+    def get_document(self, doc_id: str) -> Document | None:
+        with self._read() as conn:
+            docs = self._documents_where(conn, "WHERE doc_id = %s", (doc_id,))
+        return docs[0] if docs else None
+
+    def list_documents(self, corpus: str | None = None) -> list[Document]:
+        with self._read() as conn:
+            if corpus is None:
+                return self._documents_where(conn, 'ORDER BY doc_id COLLATE "C"', ())
+            return self._documents_where(
+                conn, 'WHERE corpus = %s ORDER BY doc_id COLLATE "C"', (corpus,)
+            )
+
+    def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
+        """A document's stored vectors keyed by chunk text, to reuse when only metadata changed."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT c.text, c.embedding FROM chunks c JOIN documents d ON d.key = c.doc_key "
+                "WHERE d.doc_id = %s AND c.embedding IS NOT NULL ORDER BY c.id",
+                (doc_id,),
+            ).fetchall()
+        return {str(t): np.asarray(v.to_numpy(), dtype=np.float32) for t, v in rows}
+
+    def corpora(self) -> list[str]:
+        """Every corpus that holds at least one document."""
+        with self._read() as conn:
+            rows = conn.execute(
+                'SELECT DISTINCT corpus COLLATE "C" FROM documents ORDER BY 1'
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def content_hash(self, doc_id: str) -> str | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT content_hash FROM documents WHERE doc_id = %s", (doc_id,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    _CHUNK_SELECT = (
+        "SELECT c.chunk_id, d.doc_id, c.ordinal, c.text, c.locator, c.sensitivity, c.origin "
+        "FROM chunks c JOIN documents d ON d.key = c.doc_key"
+    )
+
+    def get_chunks(self, doc_id: str) -> list[Chunk]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"{self._CHUNK_SELECT} WHERE d.doc_id = %s ORDER BY c.ordinal", (doc_id,)
+            ).fetchall()
+        return [chunk_from_row(r) for r in rows]
+
+    def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
+        """Chunks with their documents, in the order asked (ids a search returned)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"{self._CHUNK_SELECT} WHERE c.chunk_id = ANY (%s::text[])", (list(chunk_ids),)
+            ).fetchall()
+            chunks = {r[0]: chunk_from_row(r) for r in rows}
+            docs = {
+                d.doc_id: d
+                for d in self._documents_where(
+                    conn,
+                    "WHERE doc_id = ANY (%s::text[])",
+                    (sorted({c.doc_id for c in chunks.values()}),),
+                )
+            }
+        return [(chunks[c], docs[chunks[c].doc_id]) for c in chunk_ids if c in chunks]
+
+    # ------------------------------------------------------------------ filtered search
+
+    def allowed_doc_ids(self, flt: SearchFilter) -> set[str]:
+        """Every document id the filter admits, as the application's filter computes it
+        (documents carry no row-level policy: this is the operators' view)."""
+        sql, params = pg_search.allowed(flt)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT doc_id FROM documents WHERE key IN (SELECT key FROM ({sql}) a)", params
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def warm(self, *, vectors: bool) -> None:
+        """Nothing to build: the indexes live in the database."""
+
+    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
+        """Lexical and (given a query vector) vector top-k of the allowed set, both in one
+        snapshot, as the reading role under the caller's settings."""
+        terms = search_terms(query)
+        if k <= 0 or not flt.principals or (not terms and vector is None):
+            return Retrieved([], [])
+        sql, params = pg_search.allowed(flt)
+        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+            lexical = self._lexical(conn, sql, params, terms, k)
+            found = [] if vector is None else self._vector(conn, sql, params, vector, k)
+        return Retrieved(lexical, found)
+
+    @staticmethod
+    def _lexical(
+        conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], terms: list[str], k: int
+    ) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        rows = conn.execute(pg_search.bm25_sql(sql), {**params, "terms": terms, "k": k}).fetchall()
+        return [(str(c), float(s)) for c, s in rows]
+
+    def _vector(
+        self,
+        conn: psycopg.Connection[Any],
+        sql: str,
+        params: dict[str, Any],
+        vector: Vector,
+        k: int,
+    ) -> list[tuple[str, float]]:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        dim = self._vector_dims(conn)
+        if dim is None:
+            return []
+        if query.shape[0] != dim:
+            raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {dim}")
+        args = {**params, "vector": query, "k": k}
+        allowed_row = conn.execute(pg_search.allowed_chunks_sql(sql), params).fetchone()
+        allowed = 0 if allowed_row is None else int(allowed_row[0])
+        if allowed == 0:
+            return []
+        total_row = conn.execute(
+            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'chunks'::regclass"
+        ).fetchone()
+        total = max(allowed, 0 if total_row is None else int(total_row[0]))
+        plan = self.vector_plan
+        if not plan.exact(allowed, total, k):
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(plan.ef_search), k)}")
+            conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
+            rows = conn.execute(pg_search.hnsw_vector_sql(sql, dim), args).fetchall()
+            # The scan stopped before k allowed rows: rank the allowed rows exactly.
+            if len(rows) >= min(k, allowed):
+                return [(str(c), float(s)) for c, s in rows]
+        rows = conn.execute(pg_search.exact_vector_sql(sql), args).fetchall()
+        return [(str(c), float(s)) for c, s in rows]
+
+    def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
+        """Allowed-chunk count and document frequencies, from the same SQL as BM25."""
+        wanted = list(dict.fromkeys(terms))
+        if not flt.principals:
+            return TermStatistics(0, {})
+        sql, params = pg_search.allowed(flt)
+        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+            rows = conn.execute(
+                pg_search.term_statistics_sql(sql), {**params, "terms": wanted}
+            ).fetchall()
+        n = int(rows[0][0]) if rows else 0
+        df = {wanted[int(o) - 1]: int(d) for _, o, d in rows if o is not None and d}
+        return TermStatistics(n, df)
+
+    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
+        """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""
+        return self.retrieve(query, None, flt, k).lexical
+
+    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
+        """Cosine top-k of the allowed chunks that have a vector."""
+        if k <= 0 or not flt.principals:
+            return []
+        sql, params = pg_search.allowed(flt)
+        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+            return self._vector(conn, sql, params, vector, k)
+
+    # ------------------------------------------------------------------ facts
+
+    _FACT_SELECT = (
+        "SELECT d.doc_id, f.entity, f.period, f.metric, f.channel, f.value, f.unit, f.locator, "
+        "f.raw FROM facts f JOIN documents d ON d.key = f.doc_key"
+    )
+
+    def query_facts(
+        self,
+        flt: SearchFilter,
+        *,
+        metric: str | None = None,
+        entity: str | None = None,
+        period: str | None = None,
+        channel: str | None = None,
+    ) -> list[tuple[Fact, Document]]:
+        """Facts matching every given slot, each with its document, filtered inside the
+        query by the same SQL as search and, as the reading role, by the row policies."""
+        if not flt.principals:
+            return []
+        sql, params = pg_search.allowed(flt)
+        where: list[str] = []
+        for column, value in (
+            ("metric", metric),
+            ("entity", entity),
+            ("period", period),
+            ("channel", channel),
+        ):
+            if value is not None:
+                where.append(f"f.{column} = %(slot_{column})s")
+                params[f"slot_{column}"] = value
+        query = (
+            f"WITH allowed AS MATERIALIZED ({sql}) {self._FACT_SELECT} "
+            "JOIN allowed a ON a.key = f.doc_key"
+        )
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        query += " ORDER BY f.id"
+        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+            rows = conn.execute(query, params).fetchall()
+        ids = sorted({str(r[0]) for r in rows})
+        with self._read() as conn:
+            docs = {
+                d.doc_id: d
+                for d in self._documents_where(conn, "WHERE doc_id = ANY (%s::text[])", (ids,))
+            }
+        return [(fact_from_row(r), docs[str(r[0])]) for r in rows if str(r[0]) in docs]
+
+    def list_facts(self, doc_id: str | None = None) -> list[Fact]:
+        """Every stored fact (or one document's), unfiltered: for operators only."""
+        with self._read() as conn:
+            if doc_id is None:
+                rows = conn.execute(
+                    f'{self._FACT_SELECT} ORDER BY d.doc_id COLLATE "C", f.id'
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    f"{self._FACT_SELECT} WHERE d.doc_id = %s ORDER BY f.id", (doc_id,)
+                ).fetchall()
+        return [fact_from_row(r) for r in rows]
+
+    def database_admits_faq(
+        self, entry_id: str, principals: frozenset[str], ceiling: Sensitivity
+    ) -> bool:
+        """Whether the row-level policy lets this caller read the FAQ entry: the
+        database's own check, after the application's."""
+        if not principals:
+            return False
+        with self._as_caller(principals, ceiling) as conn:
+            row = conn.execute("SELECT 1 FROM faq_entries WHERE id = %s", (entry_id,)).fetchone()
+        return row is not None
+
+    # ------------------------------------------------------------------ status
+
+    def stats(self) -> StoreStats:
+        with self._read() as conn:
+            by_corpus = dict(
+                conn.execute(
+                    'SELECT corpus COLLATE "C", count(*) FROM documents GROUP BY 1 ORDER BY 1'
+                ).fetchall()
+            )
+            by_sens = {
+                Sensitivity(s).name: int(n)
+                for s, n in conn.execute(
+                    "SELECT sensitivity, count(*) FROM documents GROUP BY 1"
+                ).fetchall()
+            }
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
+                "(SELECT count(*) FROM chunks WHERE embedding IS NOT NULL), "
+                "pg_database_size(current_database())"
+            ).fetchone()
+        assert row is not None
+        return StoreStats(
+            documents=int(row[0]),
+            chunks=int(row[1]),
+            vectors=int(row[2]),
+            by_corpus={str(c): int(n) for c, n in by_corpus.items()},
+            by_sensitivity=by_sens,
+            size_bytes=int(row[3]),
+        )

@@ -1,0 +1,387 @@
+"""The PostgreSQL store against a real server: it holds what the embedded store holds,
+ranks exactly as it does, and its row-level security is a wall of its own.
+
+Equivalence: the same documents written to both stores give the same documents back, the
+same BM25 scores (bit for bit: the SQL computes the same float64 operations in the same
+order), the same term statistics, the same facts and the same vector ranking.
+
+Row-level security (the reverse proofs): with the application's SQL filter replaced by
+one that admits every document, a search as the reading role still returns only what the
+caller's principals, ceiling and the corpus's freshness allow — and the same check does
+return the hidden rows once the policies are switched off, so it can fail.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+import factories
+from clearance.errors import StoreError
+from clearance.model import Chunk, Document, Fact, Sensitivity
+from clearance.retrieval.embedding import HashingEmbedder
+from clearance.store import pg_search
+from clearance.store.base import SearchFilter
+from clearance.store.postgres import PostgresStore, VectorPlan
+from clearance.store.sqlite import SQLiteStore
+from pg import PgDatabase, server
+
+NOW = datetime.now(UTC)
+EMBEDDER = HashingEmbedder(dim=16)
+WORDS = ("revenue", "margin", "tokyo", "milano", "forecast", "東京", "売上", "report", "plan")
+PRINCIPALS = ("everyone", "user:ann", "user:bo", "group:sales")
+CORPORA = ("public", "ops", "hr")
+
+
+@pytest.fixture
+def fresh_db() -> Iterator[PgDatabase]:
+    """A migrated database whose corpora count as freshly synced."""
+    found = server()
+    database = found.database(always_fresh=True)
+    try:
+        yield database
+    finally:
+        found.drop(database)
+
+
+@pytest.fixture
+def pg_store(fresh_db: PgDatabase) -> Iterator[PostgresStore]:
+    store = PostgresStore(fresh_db.reader_dsn, fresh_db.writer_dsn)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Any) -> Iterator[SQLiteStore]:
+    store = SQLiteStore(tmp_path / "clearance.db")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def corpus(seed: int, n: int = 40) -> list[tuple[Document, list[Chunk], list[Fact]]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        level = rng.choice([Sensitivity.PUBLIC, Sensitivity.INTERNAL, Sensitivity.CONFIDENTIAL])
+        doc = factories.document(
+            f"t:doc{i:03d}",
+            corpus=rng.choice(CORPORA),
+            title=rng.choice(["", "Quarterly report", "東京 plan"]),
+            acl=frozenset(rng.sample(PRINCIPALS, rng.randint(0, 2))),
+            sensitivity=level,
+            expires_at=rng.choice([None, None, NOW - timedelta(days=1)]),
+            ai_allowed=rng.random() > 0.1,
+            extra={"n": i},
+        )
+        texts = [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8)))
+            for _ in range(rng.randint(1, 4))
+        ]
+        chunks = [
+            factories.chunk(
+                doc, t, ordinal=j, sensitivity=max(level, rng.choice(list(Sensitivity)))
+            )
+            for j, t in enumerate(texts)
+        ]
+        facts = [Fact("ACME", "FY2024", "revenue", "total", float(i), "JPY", doc.doc_id, "row=1")]
+        out.append((doc, chunks, facts))
+    return out
+
+
+def fill(store: SQLiteStore | PostgresStore, docs: list[tuple[Document, list[Chunk], list[Fact]]]):
+    for doc, chunks, facts in docs:
+        vectors = [EMBEDDER.embed([c.text])[0] for c in chunks]
+        store.upsert(doc, chunks, vectors, facts=facts)
+
+
+def filters() -> list[SearchFilter]:
+    return [
+        SearchFilter(frozenset({"everyone"}), now=NOW),
+        SearchFilter(frozenset({"user:ann", "group:sales"}), now=NOW),
+        SearchFilter(
+            frozenset(PRINCIPALS),
+            corpora={"public": Sensitivity.CONFIDENTIAL, "ops": Sensitivity.PUBLIC},
+            now=NOW,
+        ),
+        SearchFilter(frozenset({"user:bo"}), max_sensitivity=Sensitivity.PUBLIC, now=NOW),
+        SearchFilter(
+            frozenset(PRINCIPALS),
+            exclude_doc_ids=frozenset({"t:doc001", "t:doc002"}),
+            require_ai_allowed=False,
+            now=NOW,
+        ),
+        SearchFilter(frozenset({"nobody"}), now=NOW),
+    ]
+
+
+def test_documents_round_trip_as_in_sqlite(
+    pg_store: PostgresStore, sqlite_store: SQLiteStore
+) -> None:
+    docs = corpus(1, 12)
+    for store in (pg_store, sqlite_store):
+        fill(store, docs)
+        store.set_acls(
+            {"t:doc003": frozenset({"user:zed"}), "t:missing": frozenset()},
+            synced=("ops", NOW),
+            extra={"t:doc004": {"reason": "x", "n": None}},
+        )
+        assert store.delete("t:doc005")
+        assert not store.delete("t:doc005")
+    assert pg_store.list_documents() == sqlite_store.list_documents()
+    assert pg_store.list_documents("hr") == sqlite_store.list_documents("hr")
+    for doc, _, _ in docs:
+        assert pg_store.get_document(doc.doc_id) == sqlite_store.get_document(doc.doc_id)
+        assert pg_store.get_chunks(doc.doc_id) == sqlite_store.get_chunks(doc.doc_id)
+        assert pg_store.list_facts(doc.doc_id) == sqlite_store.list_facts(doc.doc_id)
+    ids = [c.chunk_id for _, cs, _ in docs for c in cs][::-1]
+    assert pg_store.hits(ids) == sqlite_store.hits(ids)
+    assert pg_store.list_facts() == sqlite_store.list_facts()
+    assert pg_store.corpora() == sqlite_store.corpora()
+    assert pg_store.last_acl_syncs()["ops"] == sqlite_store.last_acl_syncs()["ops"]
+    a, b = pg_store.stats(), sqlite_store.stats()
+    assert (a.documents, a.chunks, a.vectors, dict(a.by_corpus), dict(a.by_sensitivity)) == (
+        b.documents,
+        b.chunks,
+        b.vectors,
+        dict(b.by_corpus),
+        dict(b.by_sensitivity),
+    )
+    text = docs[0][1][0].text
+    assert np.array_equal(
+        pg_store.vectors_by_text("t:doc000")[text], sqlite_store.vectors_by_text("t:doc000")[text]
+    )
+
+
+def test_meta_and_directory_generation(pg_store: PostgresStore) -> None:
+    assert pg_store.get_meta("x") is None
+    assert pg_store.directory_if_changed(None) == (0, None)
+    pg_store.set_meta("directory", {"users": []})
+    generation, value = pg_store.directory_if_changed(None) or (None, None)
+    assert value == {"users": []}
+    assert pg_store.directory_if_changed(generation) is None
+    pg_store.set_meta("directory", {"users": [1]})
+    changed = pg_store.directory_if_changed(generation)
+    assert changed is not None and changed[1] == {"users": [1]}
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_search_matches_sqlite_exactly(
+    pg_store: PostgresStore, sqlite_store: SQLiteStore, seed: int
+) -> None:
+    """Same data, same filter: the same lexical results with the same scores, the same
+    term statistics, facts and vector ranking."""
+    docs = corpus(seed)
+    fill(pg_store, docs)
+    fill(sqlite_store, docs)
+    for flt in filters():
+        assert pg_store.allowed_doc_ids(flt) == sqlite_store.allowed_doc_ids(flt)
+        for query in ("revenue tokyo", "東京の売上", "plan report margin", "absent"):
+            assert pg_store.lexical_search(query, flt, 7) == sqlite_store.lexical_search(
+                query, flt, 7
+            ), (query, flt)
+            terms = ["revenu", "tokyo", "東京", "売上", "absent"]
+            assert pg_store.term_statistics(terms, flt) == sqlite_store.term_statistics(terms, flt)
+        assert pg_store.query_facts(flt, metric="revenue") == sqlite_store.query_facts(
+            flt, metric="revenue"
+        )
+        query = EMBEDDER.embed(["tokyo revenue"])[0]
+        ours = pg_store.vector_search(query, flt, 10)
+        theirs = sqlite_store.vector_search(query, flt, 10)
+        assert [c for c, _ in ours] == [c for c, _ in theirs]
+        assert np.allclose([s for _, s in ours], [s for _, s in theirs], atol=1e-5)
+
+
+def test_hnsw_with_iterative_scan_returns_the_true_top_k_at_low_selectivity(
+    fresh_db: PgDatabase,
+) -> None:
+    """One allowed document among many: the index scan goes on until k rows pass the
+    filter, and the result is the exact top-k of the allowed rows."""
+    rng = np.random.default_rng(7)
+    plan = VectorPlan(exact_below=0, ef_search=40, max_scan_tuples=100_000)
+    store = PostgresStore(fresh_db.reader_dsn, fresh_db.writer_dsn, vector_plan=plan)
+    try:
+        vectors = rng.standard_normal((2000, 16)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        for d in range(200):
+            acl = frozenset({"user:ann"}) if d == 13 else frozenset({"user:bo"})
+            doc = factories.document(f"t:v{d:03d}", corpus="public", acl=acl)
+            chunks = factories.chunks(doc, [f"text {i}" for i in range(10)])
+            store.upsert(doc, chunks, list(vectors[d * 10 : (d + 1) * 10]))
+        fresh_db.admin("ANALYZE")
+        flt = SearchFilter(frozenset({"user:ann"}), now=NOW)
+        query = rng.standard_normal(16).astype(np.float32)
+        got = store.vector_search(query, flt, 5)
+        allowed = vectors[130:140]
+        cosine = allowed @ query / np.linalg.norm(query)
+        expected = [f"t:v013#{i}" for i in np.argsort(-cosine)[:5]]
+        assert [c for c, _ in got] == expected
+        # and that plan is the index scan with the permission probe as its filter
+        sql, params = pg_search.allowed(flt)
+        with store._as_caller(flt.principals, flt.max_sensitivity) as conn:
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            plan_text = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    "EXPLAIN " + pg_search.hnsw_vector_sql(sql, 16),
+                    {**params, "vector": query, "k": 5},
+                )
+            )
+            exact_text = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    "EXPLAIN " + pg_search.exact_vector_sql(sql),
+                    {**params, "vector": query, "k": 5},
+                )
+            )
+        assert "Index Scan using chunks_embedding_16" in plan_text, plan_text
+        assert "hashed SubPlan" in plan_text or "hashed" in plan_text.lower(), plan_text
+        assert "chunks_embedding_16" not in exact_text, exact_text
+    finally:
+        store.close()
+
+
+# ------------------------------------------------------------------ row-level security
+
+
+def _admit_everything(flt: SearchFilter) -> tuple[str, dict[str, Any]]:
+    """A broken application filter: every document, every chunk level."""
+    return "SELECT d.key, 3 AS ceiling FROM documents d", {}
+
+
+def _secret_world(store: PostgresStore) -> None:
+    """ann may read doc a (INTERNAL, fresh corpus); everything else is hidden from her
+    by ACL (b), by sensitivity (c), or by a stale corpus (d)."""
+    rows = [
+        ("t:a", "public", frozenset({"user:ann"}), Sensitivity.INTERNAL),
+        ("t:b", "public", frozenset({"user:bo"}), Sensitivity.INTERNAL),
+        ("t:c", "public", frozenset({"user:ann"}), Sensitivity.RESTRICTED),
+        ("t:d", "stale", frozenset({"user:ann"}), Sensitivity.INTERNAL),
+    ]
+    for doc_id, name, acl, level in rows:
+        doc = factories.document(doc_id, corpus=name, acl=acl, sensitivity=level)
+        chunk = factories.chunk(doc, "quarterly revenue tokyo")
+        fact = Fact("ACME", "FY2024", "revenue", "total", 1.0, "JPY", doc_id, "row=1")
+        store.upsert(doc, [chunk], [EMBEDDER.embed(["revenue"])[0]], facts=[fact])
+    store.record_acl_sync("public", datetime.now(UTC))
+    store.record_acl_sync("stale", datetime.now(UTC) - timedelta(days=30))
+
+
+def _leaks(store: PostgresStore) -> set[str]:
+    """Every document a search as ann returns, through each read path, beyond ``t:a``."""
+    flt = SearchFilter(frozenset({"user:ann", "everyone"}), now=NOW)
+    found = store.retrieve("revenue tokyo", EMBEDDER.embed(["revenue"])[0], flt, 10)
+    ids = {c.split("#")[0] for c, _ in found.lexical + found.vector}
+    ids |= {f.doc_id for f, _ in store.query_facts(flt, metric="revenue")}
+    stats = store.term_statistics(["revenu"], flt)
+    if stats.chunks > 1 or stats.df.get("revenu", 0) > 1:
+        ids.add("statistics")
+    return ids - {"t:a"}
+
+
+@pytest.fixture
+def rls_db() -> Iterator[PgDatabase]:
+    found = server()
+    database = found.database()
+    try:
+        yield database
+    finally:
+        found.drop(database)
+
+
+def test_row_level_security_holds_when_the_application_filter_admits_everything(
+    rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
+    try:
+        _secret_world(store)
+        assert _leaks(store) == set()  # the application's filter alone
+        monkeypatch.setattr(pg_search, "allowed", _admit_everything)
+        assert _leaks(store) == set()  # the database's wall alone
+        # Reverse proof: without the policies, the same broken filter leaks every row.
+        for table in ("chunks", "facts", "doc_levels"):
+            rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+        assert _leaks(store) == {"t:b", "t:c", "t:d", "statistics"}
+    finally:
+        store.close()
+
+
+def test_a_reader_without_settings_sees_nothing(rls_db: PgDatabase) -> None:
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
+    try:
+        _secret_world(store)
+    finally:
+        store.close()
+    with psycopg.connect(rls_db.reader_dsn) as conn:
+        for table in ("chunks", "facts", "doc_levels", "faq_entries"):
+            (count,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone() or (None,)
+            assert count == 0, table
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("DELETE FROM chunks")
+
+
+def test_the_faq_policy_is_checked_in_the_database(
+    rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clearance.answer.faq import FaqEntry, FaqMatcher, FaqRepository
+
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
+    try:
+        repository = FaqRepository(store)
+        entry = FaqEntry(
+            id="vpn",
+            question="What is the VPN?",
+            aliases=(),
+            answer="Use the corporate VPN.",
+            acl=frozenset({"group:it"}),
+            sensitivity=Sensitivity.INTERNAL,
+        )
+        repository.add(entry)
+        matcher = FaqMatcher(repository)
+
+        def ask(principals: set[str]) -> FaqEntry | None:
+            return matcher.match(
+                "what is the vpn",
+                frozenset(principals),
+                NOW,
+                out_of_scope=False,
+                has_slots=False,
+                ceiling=Sensitivity.CONFIDENTIAL,
+            )
+
+        assert ask({"group:it"}) == entry
+        assert ask({"user:ann"}) is None
+        # A broken application check: the database still refuses ann.
+        monkeypatch.setattr(FaqMatcher, "_acl_admits", staticmethod(lambda e, p: True))
+        assert ask({"user:ann"}) is None
+        rls_db.admin("ALTER TABLE faq_entries DISABLE ROW LEVEL SECURITY")
+        assert ask({"user:ann"}) == entry  # reverse proof: without the policy it leaks
+    finally:
+        store.close()
+
+
+def test_a_reader_that_can_bypass_the_policies_is_refused(rls_db: PgDatabase) -> None:
+    with pytest.raises(StoreError, match="can bypass row-level security"):
+        PostgresStore(rls_db.writer_dsn, rls_db.writer_dsn)
+    with pytest.raises(StoreError, match="superuser"):
+        PostgresStore(rls_db.admin_dsn, rls_db.writer_dsn)
+
+
+def test_an_old_schema_is_refused_until_upgraded() -> None:
+    found = server()
+    database = found.database(migrated=False)
+    try:
+        with pytest.raises(StoreError, match=r"run `clearance db upgrade`") as caught:
+            PostgresStore(database.reader_dsn, database.writer_dsn)
+        assert "\n" not in str(caught.value)
+    finally:
+        found.drop(database)
