@@ -98,7 +98,7 @@ def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDataba
         c["failing_closed"] for c in theirs["corpora"]
     ]
 
-    served = 0
+    served, seen = 0, []
     for user, question in QUESTIONS:
         search = [
             _run(c, "search", question, "--user", user, "-k", "5")
@@ -108,7 +108,19 @@ def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDataba
         asked = [_run(c, "ask", question, "--user", user) for c in (pg_config, sqlite_config)]
         assert _comparable(asked[0]) == _comparable(asked[1]), (user, question)
         served += bool(search[0]["results"])
+        seen += [r["doc_id"] for r in search[0]["results"]]
     assert served >= 5  # the comparison is not between two empty indexes
+
+    # the side tables: traces with their audit, API tokens
+    traces = [_run(c, "trace", "list", "--limit", "100") for c in (pg_config, sqlite_config)]
+    assert traces[0]["count"] == traces[1]["count"] == len(QUESTIONS)
+    audits = [_run(c, "audit", "--doc", seen[0]) for c in (pg_config, sqlite_config)]
+    assert audits[0]["count"] == audits[1]["count"] > 0
+    for config in (pg_config, sqlite_config):
+        token = _run(config, "token", "create", "--user", "alice")
+        _run(config, "token", "revoke", token["id"])
+        (listed,) = _run(config, "token", "list")["tokens"]
+        assert listed["id"] == token["id"] and listed["revoked"]
 
 
 def test_a_password_in_the_dsn_is_refused(tmp_path: Path) -> None:
