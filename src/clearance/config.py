@@ -211,8 +211,11 @@ class StoreSettings:
     password_env: str = "CLEARANCE_PG_PASSWORD"
     writer_password_env: str = "CLEARANCE_PG_WRITER_PASSWORD"
     pool_size: int = 4
-    # Vector search ranks the allowed chunks exactly below this many, else scans the HNSW
-    # index (with iterative scans: hnsw_ef_search candidates, at most hnsw_max_scan_tuples).
+    # "exact" ranks the allowed chunks exactly (the true top-k; hidden chunks change
+    # nothing). "hnsw" lets searches over more than vector_exact_below allowed chunks scan
+    # the HNSW index (iterative scans: hnsw_ef_search candidates, at most
+    # hnsw_max_scan_tuples rows), trading that guarantee for speed (docs/search.md).
+    vector_search: str = "exact"
     vector_exact_below: int = 20_000
     hnsw_ef_search: int = 100
     hnsw_max_scan_tuples: int = 50_000
@@ -735,6 +738,13 @@ def _positive(t: _Table, name: str, default: int) -> int:
     return value
 
 
+def _vector_search(t: _Table) -> str:
+    value = t.get("vector_search", str, "exact")
+    if value not in ("exact", "hnsw"):
+        raise ConfigError(f"store.vector_search: expected 'exact' or 'hnsw', got {value!r}")
+    return value
+
+
 def _store(t: _Table) -> StoreSettings:
     """``[store]``: the SQLite keys and the PostgreSQL keys are read whichever backend is
     chosen (so switching is one line), the DSNs required only for ``postgres``."""
@@ -759,6 +769,7 @@ def _store(t: _Table) -> StoreSettings:
         password_env=envs["password_env"],
         writer_password_env=envs["writer_password_env"],
         pool_size=_positive(t, "pool_size", d.pool_size),
+        vector_search=_vector_search(t),
         vector_exact_below=_positive(t, "vector_exact_below", d.vector_exact_below),
         hnsw_ef_search=_positive(t, "hnsw_ef_search", d.hnsw_ef_search),
         hnsw_max_scan_tuples=_positive(t, "hnsw_max_scan_tuples", d.hnsw_max_scan_tuples),

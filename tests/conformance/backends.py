@@ -56,7 +56,36 @@ def sqlite_backend(request: pytest.FixtureRequest) -> Backend:
     return Backend("sqlite", create=lambda directory: str(directory / "index.db"), open=SQLiteStore)
 
 
-BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {"sqlite": sqlite_backend}
+def postgres_backend(request: pytest.FixtureRequest) -> Backend:
+    """One database per store on the session's PostgreSQL server (tests/pg.py), migrated,
+    with the reading and the owning role. Its corpora count as freshly synced: the suite
+    tests the store's filter, and freshness is the row-level policies' own test
+    (tests/store/test_postgres.py)."""
+    from clearance.store.postgres import PostgresStore
+    from pg import PgDatabase, server
+
+    found = server()
+    databases: dict[str, PgDatabase] = {}
+
+    def create(directory: Path) -> str:
+        database = found.database(always_fresh=True)
+        databases[database.name] = database
+        return database.name
+
+    def open_store(name: str) -> Store:
+        database = databases[name]
+        return PostgresStore(database.reader_dsn, database.writer_dsn, pool_size=2)
+
+    def drop(name: str) -> None:
+        found.drop(databases.pop(name))
+
+    return Backend("postgres", create=create, open=open_store, drop=drop)
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
+    "sqlite": sqlite_backend,
+    "postgres": postgres_backend,
+}
 
 
 class Stores:

@@ -55,6 +55,7 @@ def open_store(settings: Settings) -> AnyStore:
         writer_password=None if writer_password is None else writer_password.reveal(),
         pool_size=store.pool_size,
         vector_plan=VectorPlan(
+            approximate=store.vector_search == "hnsw",
             exact_below=store.vector_exact_below,
             ef_search=store.hnsw_ef_search,
             max_scan_tuples=store.hnsw_max_scan_tuples,

@@ -11,7 +11,9 @@ and each term's document frequency come from the allowed chunks only, and every 
 is computed in the same order with the same float64 operations as
 :func:`clearance.store.memory.bm25_top_k`, so both backends return the same scores.
 
-Vector ranking has two plans, chosen per request from the number of allowed chunks:
+Vector scores are inner products with the query, as the embedded store computes them (for
+the unit vectors embedders write, the cosine). Ranking has two plans, chosen per request
+from the number of allowed chunks (the HNSW one only with ``vector_search = "hnsw"``):
 
 * **exact** — the allowed chunks found through ``chunks_doc``, ranked by cosine distance
   with no index: the true top-k, cheap when a caller may read little;
@@ -125,15 +127,15 @@ def allowed_chunks_sql(allowed_sql: str) -> str:
 
 
 def exact_vector_sql(allowed_sql: str) -> str:
-    """Every allowed chunk with a vector, ranked by cosine distance without the index
-    (the distance is computed on the column, not on the indexed cast)."""
+    """Every allowed chunk with a vector, ranked by inner product without the index (it
+    is computed on the column, not on the indexed cast); ties in insertion order."""
     return (
         f"WITH allowed AS MATERIALIZED ({allowed_sql}) "
-        "SELECT c.chunk_id, 1.0::float8 - (c.embedding <=> %(vector)s::vector) AS score "
+        "SELECT c.chunk_id, -(c.embedding <#> %(vector)s::vector) AS score "
         "FROM allowed a JOIN chunks c ON c.doc_key = a.key "
         "AND c.sensitivity BETWEEN 0 AND a.ceiling "
         "WHERE c.embedding IS NOT NULL "
-        "ORDER BY c.embedding <=> %(vector)s::vector, c.id LIMIT %(k)s"
+        "ORDER BY c.embedding <#> %(vector)s::vector, c.id LIMIT %(k)s"
     )
 
 
@@ -145,9 +147,10 @@ def hnsw_vector_sql(allowed_sql: str, dim: int) -> str:
     cast = f"vector({int(dim)})"
     return (
         f"WITH allowed AS MATERIALIZED ({allowed_sql}) "
-        f"SELECT c.chunk_id, 1.0::float8 - (c.embedding::{cast} <=> %(vector)s::{cast}) "
-        "AS score FROM chunks c "
-        "WHERE ((c.doc_key, c.sensitivity::integer) IN (SELECT a.key, l.level FROM allowed a "
+        f"SELECT c.chunk_id, -(c.embedding::{cast} <#> %(vector)s::{cast}) AS score "
+        "FROM chunks c "
+        f"WHERE vector_dims(c.embedding) = {int(dim)} "
+        "AND ((c.doc_key, c.sensitivity::integer) IN (SELECT a.key, l.level FROM allowed a "
         "CROSS JOIN generate_series(0, a.ceiling) AS l (level))) IS TRUE "
-        f"ORDER BY c.embedding::{cast} <=> %(vector)s::{cast} LIMIT %(k)s"
+        f"ORDER BY c.embedding::{cast} <#> %(vector)s::{cast} LIMIT %(k)s"
     )

@@ -19,7 +19,6 @@ schema is versioned (:mod:`.pg_schema`); a store opened on an older schema refus
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -57,21 +56,32 @@ _DIRECTORY_META = "directory"
 
 
 class VectorPlan:
-    """When vector search uses the HNSW index and how far its iterative scan may go.
+    """Whether vector search may use the HNSW index, when, and how far its iterative scan
+    may go.
 
-    Below ``exact_below`` allowed chunks, or when the index would have to visit more
-    than ``max_scan_tuples`` rows to expect ``k`` allowed ones, the exact plan ranks
-    the allowed rows directly: it is then both cheaper and exact."""
+    Without ``approximate`` every search ranks the allowed rows exactly: the true top-k,
+    and nothing the caller cannot read changes it. With it, the index serves large
+    allowed sets; its graph is built over every chunk, so which neighbours a scan finds
+    may depend on chunks the caller cannot read (docs/search.md). Below ``exact_below``
+    allowed chunks, or when the index would have to visit more than half of
+    ``max_scan_tuples`` rows to expect ``k`` allowed ones, the exact plan runs anyway: it
+    is then both cheaper and exact."""
 
     def __init__(
-        self, *, exact_below: int = 20_000, ef_search: int = 100, max_scan_tuples: int = 50_000
+        self,
+        *,
+        approximate: bool = False,
+        exact_below: int = 20_000,
+        ef_search: int = 100,
+        max_scan_tuples: int = 50_000,
     ) -> None:
+        self.approximate = approximate
         self.exact_below = exact_below
         self.ef_search = ef_search
         self.max_scan_tuples = max_scan_tuples
 
     def exact(self, allowed: int, total: int, k: int) -> bool:
-        if allowed <= self.exact_below or allowed <= k:
+        if not self.approximate or allowed <= self.exact_below or allowed <= k:
             return True
         return k * total / allowed > self.max_scan_tuples / 2
 
@@ -84,13 +94,13 @@ def _analysed(text: str) -> tuple[int, list[str], list[int]]:
 
 
 def _safe_dsn(dsn: str) -> str:
-    """The DSN without its password, to name the database in messages."""
+    """The database a DSN names (host, port, name; no role, no password), for messages."""
     try:
         parts = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "<invalid DSN>"
-    parts.pop("password", None)
-    return make_conninfo("", **{k: v for k, v in parts.items() if v is not None})
+    host, port = parts.get("host") or "localhost", parts.get("port") or 5432
+    return f"postgresql://{host}:{port}/{parts.get('dbname') or ''}"
 
 
 def _with_password(dsn: str, password: str | None) -> str:
@@ -121,8 +131,7 @@ class PostgresStore(Closing):
     ) -> None:
         self.location = _safe_dsn(dsn)
         self.vector_plan = vector_plan or VectorPlan()
-        self._dims: int | None = None
-        self._dims_lock = threading.Lock()
+        self._indexed: int | None = None  # the width whose HNSW index is known to exist
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
         try:
             with self._writer.connection() as conn:
@@ -307,20 +316,40 @@ class PostgresStore(Closing):
 
     # ------------------------------------------------------------------ writes
 
-    def _vector_dims(self, conn: psycopg.Connection[Any]) -> int | None:
-        if self._dims is None:
-            row = conn.execute(
-                "SELECT vector_dims(embedding) FROM chunks WHERE embedding IS NOT NULL LIMIT 1"
-            ).fetchone()
-            self._dims = None if row is None else int(row[0])
-        return self._dims
+    @staticmethod
+    def _vector_dims(conn: psycopg.Connection[Any]) -> int | None:
+        """The width of the stored vectors (one index holds one), read as the writer: the
+        reading role would scan past every row its policies hide to find one."""
+        row = conn.execute(
+            "SELECT vector_dims(embedding) FROM chunks WHERE embedding IS NOT NULL LIMIT 1"
+        ).fetchone()
+        return None if row is None else int(row[0])
 
     def _ensure_vector_index(self, conn: psycopg.Connection[Any], dim: int) -> None:
-        """The HNSW index over vectors of this width (its cast fixes the width)."""
-        conn.execute(
-            f"CREATE INDEX IF NOT EXISTS chunks_embedding_{dim} ON chunks USING hnsw "
-            f"((embedding::vector({dim})) vector_cosine_ops)"
-        )
+        """The HNSW index over vectors of this width (its cast fixes the width), made by
+        the first writer of such a vector. Looked up first: creating an index locks the
+        table against every other writer, even when the index exists already."""
+        if self._indexed == dim:
+            return
+        name = f"chunks_embedding_{dim}"
+        found = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                "AND tablename = 'chunks' AND indexname LIKE 'chunks\\_embedding\\_%%'"
+            )
+        }
+        if found != {name}:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('chunks_embedding', 0))")
+            # The caller found no vector of another width: their index (a model change)
+            # would refuse every new row.
+            for other in sorted(found - {name}):
+                conn.execute(f"DROP INDEX IF EXISTS {other}")
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
+                f"((embedding::vector({dim})) vector_ip_ops) WHERE vector_dims(embedding) = {dim}"
+            )
+        self._indexed = dim
 
     def upsert(
         self,
@@ -349,14 +378,13 @@ class PostgresStore(Closing):
             self._delete_in(conn, document.doc_id)
             if dims:
                 (dim,) = dims
-                with self._dims_lock:
-                    stored = self._vector_dims(conn)
-                    if stored is not None and stored != dim:
-                        raise StoreError(
-                            f"{document.doc_id}: {dim}-dimensional vectors, "
-                            f"the index holds {stored}-dimensional ones"
-                        )
-                    self._ensure_vector_index(conn, dim)
+                stored = self._vector_dims(conn)
+                if stored is not None and stored != dim:
+                    raise StoreError(
+                        f"{document.doc_id}: {dim}-dimensional vectors, "
+                        f"the index holds {stored}-dimensional ones"
+                    )
+                self._ensure_vector_index(conn, dim)
             row = document_row(document)
             found = conn.execute(
                 f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) VALUES "
@@ -615,7 +643,8 @@ class PostgresStore(Closing):
         k: int,
     ) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        dim = self._vector_dims(conn)
+        with self._writer.connection() as writer:
+            dim = self._vector_dims(writer)
         if dim is None:
             return []
         if query.shape[0] != dim:
