@@ -180,3 +180,19 @@ def test_compare_finds_each_kind_of_regression() -> None:
     ]
     # getting better is never a regression
     assert compare(good, bad) == []
+
+
+def test_the_cli_starts_without_the_evaluation_libraries() -> None:
+    """matplotlib and ir-measures load when ``clearance eval`` runs, not with every command
+    (``clearance serve`` workers start through the same module)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, clearance.cli.main; "
+        "print(sorted(m for m in ('matplotlib', 'ir_measures', 'yaml') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -22,13 +22,15 @@ from clearance.cli.context import (
     require_assistant,
 )
 from clearance.cli.safe import safe, terminal_safe
-from clearance.evaluation.beir import load_beir
-from clearance.evaluation.html import render_html
-from clearance.evaluation.retrieval import MEASURES, RetrievalReport, evaluate_retrieval
-from clearance.evaluation.rollout import SuiteReport, compare, load_baseline
-from clearance.evaluation.runner import CaseRun, run_suite
-from clearance.evaluation.suite import load_suite
-from clearance.ingest.pipeline import FileResult
+
+if TYPE_CHECKING:
+    from clearance.evaluation.retrieval import RetrievalReport
+    from clearance.evaluation.rollout import SuiteReport
+    from clearance.evaluation.runner import CaseRun
+    from clearance.ingest.pipeline import FileResult
+
+# The evaluation modules (matplotlib, ir-measures, the engine's scorers) are imported by the
+# command when it runs, not when the CLI starts: every other command would pay for them.
 
 __all__ = ["register"]
 
@@ -46,6 +48,9 @@ def _progress() -> Progress:
 
 
 def _retrieval(app_ctx: AppContext, dataset_path: Path, split: str, quiet: bool) -> RetrievalReport:
+    from clearance.evaluation.beir import load_beir
+    from clearance.evaluation.retrieval import evaluate_retrieval
+
     dataset = load_beir(dataset_path, split)
     settings = app_ctx.settings()
     if quiet:
@@ -76,6 +81,8 @@ def _retrieval(app_ctx: AppContext, dataset_path: Path, split: str, quiet: bool)
 
 
 def _print_retrieval(report: RetrievalReport) -> None:
+    from clearance.evaluation.retrieval import MEASURES
+
     table = Table(
         title=f"{safe(report.dataset)}: {report.queries} queries, "
         f"{report.indexed}/{report.documents} documents ({report.chunks} chunks), "
@@ -111,6 +118,10 @@ def _cell(measure: dict[str, Any]) -> str:
 def _suite(
     app_ctx: AppContext, suite_path: Path, assistant: str | None, quiet: bool
 ) -> SuiteReport:
+    from clearance.evaluation.rollout import SuiteReport
+    from clearance.evaluation.runner import run_suite
+    from clearance.evaluation.suite import load_suite
+
     suite = load_suite(suite_path)
     with app_ctx.open() as app:
         if assistant is not None:
@@ -271,6 +282,9 @@ def register(cli: click.Group) -> None:
             _print_retrieval(retrieval)
             return
         assert suite is not None
+        from clearance.evaluation.html import render_html
+        from clearance.evaluation.rollout import compare, load_baseline
+
         previous = load_baseline(baseline) if baseline is not None else None
         report = _suite(app_ctx, suite, assistant, quiet=as_json)
         data = report.to_dict()
