@@ -88,6 +88,17 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
 }
 
 
+#: The share of a property test's examples each backend runs: making a store on a database
+#: server costs about a hundred times a SQLite file, so the slowest properties run fewer
+#: examples there (every example still checks the whole property).
+EXAMPLE_SHARE = {"sqlite": 1.0, "postgres": 0.3}
+
+
+def examples(stores: Stores, n: int) -> int:
+    """``n`` hypothesis examples scaled to ``stores``' backend (at least 5)."""
+    return max(5, round(n * EXAMPLE_SHARE.get(stores.backend.name, 1.0)))
+
+
 class Stores:
     """Opens stores of one backend and closes (and drops) them all at the end."""
 

@@ -2,22 +2,9 @@
 or ``stores`` (more stores of one backend, second handles, reopening) runs once per entry
 of :data:`conformance.backends.BACKENDS`.
 
-A backend that needs a server starts it in a session fixture here and reaches it from its
-``BACKENDS`` entry through the request, e.g. for PostgreSQL::
-
-    @pytest.fixture(scope="session")
-    def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
-        yield server
-        server.cleanup()
-
-    # in backends.py
-    def postgres_backend(request: pytest.FixtureRequest) -> Backend:
-        server = request.getfixturevalue("postgres_server")
-        return Backend("postgres", create=<new database, its DSN>, open=PostgresStore,
-                       drop=<DROP DATABASE>)
-
-    BACKENDS = {"sqlite": sqlite_backend, "postgres": postgres_backend}
+A backend that needs a server reaches it from its ``BACKENDS`` entry: PostgreSQL's starts
+once per session (``tests/pg.py``) and each store is a database of its own, copied from a
+migrated template.
 """
 
 from __future__ import annotations

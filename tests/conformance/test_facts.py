@@ -8,14 +8,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import factories
 from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter, Store
-from conformance.backends import Stores
+from conformance.backends import Stores, examples
 from conformance.common import fact
 from conformance.leaks import Wrapper
 from conformance.world import Entry, World, check_facts, fill, filters, worlds
@@ -87,22 +87,20 @@ def test_query_facts_filters_by_slot_in_storage_order(store: Store) -> None:
 SLOTS = ({}, {"metric": "revenue"}, {"entity": "South Co", "period": "FY2025"}, {"channel": "x"})
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(data=st.data())
-def test_query_facts_equals_brute_force_over_admitted_documents(
-    stores: Stores, data: st.DataObject
-) -> None:
-    world = data.draw(worlds(min_size=1, max_size=6), label="world")
-    flt = data.draw(filters(world), label="filter")
-    slots = data.draw(st.sampled_from(SLOTS), label="slots")
-    with stores.scratch() as store:
-        fill(store, world)
-        check_facts(store, world, flt, **slots)
-    event(
-        f"facts admitted: {min(sum(len(e.facts) for e in world.entries if flt.admits(e.document)), 3)}"
-    )
+def test_query_facts_equals_brute_force_over_admitted_documents(stores: Stores) -> None:
+    @settings(max_examples=examples(stores, 40), deadline=None)
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        world = data.draw(worlds(min_size=1, max_size=6), label="world")
+        flt = data.draw(filters(world), label="filter")
+        slots = data.draw(st.sampled_from(SLOTS), label="slots")
+        with stores.scratch() as store:
+            fill(store, world)
+            check_facts(store, world, flt, **slots)
+        admitted = sum(len(e.facts) for e in world.entries if flt.admits(e.document))
+        event(f"facts admitted: {min(admitted, 3)}")
+
+    check()
 
 
 class FactsFilteredAfterwards(Wrapper):

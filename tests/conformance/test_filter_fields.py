@@ -13,14 +13,14 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import factories
 from clearance.model import Fact, Sensitivity
 from clearance.store.base import SearchFilter, Store
 from conformance import leaks
-from conformance.backends import Stores
+from conformance.backends import Stores, examples
 from conformance.world import (
     EVERY_CHUNK,
     NOW,
@@ -167,24 +167,25 @@ def test_a_principal_matches_exactly_not_by_prefix_or_case(store: Store) -> None
     assert len(store.lexical_search(EVERY_CHUNK, dataclasses.replace(ANN), 5)) == 1
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(data=st.data())
-def test_every_filtered_read_sees_exactly_the_admitted_set(
-    stores: Stores, data: st.DataObject
-) -> None:
-    world = data.draw(worlds(), label="world")
-    marked = World(
-        [
-            dataclasses.replace(
-                e,
-                chunks=[dataclasses.replace(c, text=f"{c.text} {EVERY_CHUNK}") for c in e.chunks],
-            )
-            for e in world.entries
-        ]
-    )
-    flt = data.draw(filters(marked), label="filter")
-    with stores.scratch() as store:
-        fill(store, marked)
-        check_visible_set(store, marked, flt)
+def test_every_filtered_read_sees_exactly_the_admitted_set(stores: Stores) -> None:
+    @settings(max_examples=examples(stores, 40), deadline=None)
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        world = data.draw(worlds(), label="world")
+        marked = World(
+            [
+                dataclasses.replace(
+                    e,
+                    chunks=[
+                        dataclasses.replace(c, text=f"{c.text} {EVERY_CHUNK}") for c in e.chunks
+                    ],
+                )
+                for e in world.entries
+            ]
+        )
+        flt = data.draw(filters(marked), label="filter")
+        with stores.scratch() as store:
+            fill(store, marked)
+            check_visible_set(store, marked, flt)
+
+    check()

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import factories
 from clearance.errors import StoreError
 from clearance.store.base import SearchFilter, Store
-from conformance.backends import Stores
+from conformance.backends import Stores, examples
 from conformance.common import (
     EVERYONE,
     TEXTS,
@@ -48,21 +48,22 @@ from factories import chunks as make_chunks
 # --------------------------------------------------------------------------- the property
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(data=st.data())
-def test_search_returns_the_top_k_of_the_allowed_set(stores: Stores, data: st.DataObject) -> None:
-    world = data.draw(worlds(), label="world")
-    flt = data.draw(filters(world), label="filter")
-    query = data.draw(texts, label="query")
-    k = data.draw(st.sampled_from([3, 1, 2, 6]), label="k")
-    with stores.scratch() as store:
-        fill(store, world)
-        lexical = check_lexical_top_k(store, world, query, flt, k)
-        found = check_vector_top_k(store, world, EMBEDDER.embed([query])[0], flt, k)
-    event(f"lexical hits: {min(len(lexical), 2)}{'+' if len(lexical) >= 2 else ''}")
-    event(f"vector hits: {min(len(found), 2)}{'+' if len(found) >= 2 else ''}")
+def test_search_returns_the_top_k_of_the_allowed_set(stores: Stores) -> None:
+    @settings(max_examples=examples(stores, 40), deadline=None)
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        world = data.draw(worlds(), label="world")
+        flt = data.draw(filters(world), label="filter")
+        query = data.draw(texts, label="query")
+        k = data.draw(st.sampled_from([3, 1, 2, 6]), label="k")
+        with stores.scratch() as store:
+            fill(store, world)
+            lexical = check_lexical_top_k(store, world, query, flt, k)
+            found = check_vector_top_k(store, world, EMBEDDER.embed([query])[0], flt, k)
+        event(f"lexical hits: {min(len(lexical), 2)}{'+' if len(lexical) >= 2 else ''}")
+        event(f"vector hits: {min(len(found), 2)}{'+' if len(found) >= 2 else ''}")
+
+    check()
 
 
 # --------------------------------------------------------------------------- low selectivity
