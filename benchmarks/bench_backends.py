@@ -26,8 +26,14 @@ Measured, per size, both backends in one run
 * **several processes** sharing the one PostgreSQL: hybrid queries (10 % selectivity) in a
   closed loop from 1, 2, 4 processes for ``--seconds`` each; queries per second;
 * at the largest size, with ``--levers``: ``EXPLAIN ANALYZE`` of the vector query on the
-  HNSW path, and the vector latency/recall at 10 % and 100 % under ``hnsw.ef_search``,
-  ``hnsw.max_scan_tuples``, the exact-plan threshold and parallel workers.
+  HNSW path and of the BM25 query, and the vector latency/recall at 10 % and 100 % for the
+  exact plan (with and without parallel workers) and for ``[store] vector_search = "hnsw"``
+  under several ``hnsw.ef_search`` and ``hnsw.max_scan_tuples``;
+* with ``--policy-lever`` (instead of everything above): PostgreSQL's lexical and vector
+  latency under the row policies as shipped and written with ``= ANY (ARRAY(...))``.
+
+The PostgreSQL store runs with its default ``vector_search = "exact"`` unless
+``--vector-search hnsw``.
 
 Targets (PostgreSQL): recall@10 ≥ 0.99 at every selectivity; hybrid p95 ≤ 50 ms at 1M chunks.
 
@@ -165,7 +171,7 @@ _BUILT_AFTER_LOAD = {
     "chunks_terms": "CREATE INDEX chunks_terms ON chunks USING gin (terms)",
     "chunks_embedding_384": (
         "CREATE INDEX chunks_embedding_384 ON chunks USING hnsw "
-        "((embedding::vector(384)) vector_cosine_ops)"
+        "((embedding::vector(384)) vector_ip_ops) WHERE vector_dims(embedding) = 384"
     ),
 }
 
@@ -193,7 +199,7 @@ def pg_ingest(
     store.close()
     out: dict[str, Any] = {
         "upsert_chunks": api_docs * CHUNKS_PER_DOC,
-        "upsert_chunks_per_s": round(api_docs * CHUNKS_PER_DOC / upsert_s, 1),
+        "upsert_chunks_per_s": round(api_docs * CHUNKS_PER_DOC / upsert_s, 1) if api_docs else None,
     }
     conn = psycopg.connect(server.dsn(OWNER, name), autocommit=True)
     register_vector(conn)
@@ -510,27 +516,20 @@ def levers(
     qvecs: Any,
     n: int,
 ) -> dict[str, Any]:
+    hnsw = partial(VectorPlan, approximate=True)
     plans: list[tuple[str, VectorPlan, dict[str, str]]] = [
-        ("default (ef 100, max_scan 50k)", VectorPlan(), {}),
-        ("ef_search 40", VectorPlan(ef_search=40), {}),
-        ("ef_search 200", VectorPlan(ef_search=200), {}),
-        ("ef_search 400", VectorPlan(ef_search=400), {}),
-        ("max_scan_tuples 20k", VectorPlan(max_scan_tuples=20_000), {}),
-        ("max_scan_tuples 200k", VectorPlan(max_scan_tuples=200_000), {}),
-        ("exact plan always", VectorPlan(exact_below=10**9), {}),
-        (
-            "exact plan, 2 parallel workers",
-            VectorPlan(exact_below=10**9),
-            {"max_parallel_workers_per_gather": "2"},
-        ),
-        (
-            "exact plan, no parallel workers",
-            VectorPlan(exact_below=10**9),
-            {"max_parallel_workers_per_gather": "0"},
-        ),
+        ("exact (default)", VectorPlan(), {}),
+        ("exact, 2 parallel workers", VectorPlan(), {"max_parallel_workers_per_gather": "2"}),
+        ("exact, no parallel workers", VectorPlan(), {"max_parallel_workers_per_gather": "0"}),
+        ("hnsw (ef 100, max_scan 50k)", hnsw(), {}),
+        ("hnsw, ef_search 40", hnsw(ef_search=40), {}),
+        ("hnsw, ef_search 200", hnsw(ef_search=200), {}),
+        ("hnsw, ef_search 400", hnsw(ef_search=400), {}),
+        ("hnsw, max_scan_tuples 20k", hnsw(max_scan_tuples=20_000), {}),
+        ("hnsw, max_scan_tuples 200k", hnsw(max_scan_tuples=200_000), {}),
     ]
     out: dict[str, Any] = {}
-    first = server.open(name)
+    first = server.open(name, hnsw())
     flt = SearchFilter(principals=principal_set("group:d0"), max_sensitivity=Sensitivity.RESTRICTED)
     out["explain_10pct"] = explain(first, flt, qvecs[0])
     for label, selector in SELECTIVITIES:
@@ -564,6 +563,54 @@ def levers(
             server.admin(f"ALTER ROLE {READER} RESET {setting}", name)
         out[label] = row
         console.print(f"{label}: {row}")
+    return out
+
+
+# Row-level policies of `chunks` and `doc_levels` as shipped, and with the readable
+# documents as an array (an InitPlan: `= ANY` can drive the (doc_key, sensitivity) index,
+# where `IN (subquery)` is a hashed filter evaluated on every row of the table).
+POLICY_FORMS = {
+    "IN (subquery) [shipped]": "doc_key IN (SELECT key FROM readable_documents)",
+    "= ANY (ARRAY(subquery))": "doc_key = ANY (ARRAY(SELECT key FROM readable_documents))",
+}
+
+
+def policy_lever(
+    server: Server, name: str, corpus: Corpus, vectors: Any, queries: list[str], qvecs: Any
+) -> dict[str, Any]:
+    """Lexical and vector latency per selectivity under each form of the row policies."""
+    out: dict[str, Any] = {}
+    for label, condition in POLICY_FORMS.items():
+        for table in ("chunks", "doc_levels"):
+            server.admin(
+                f"ALTER POLICY {table}_reader ON {table} USING "
+                f"(sensitivity BETWEEN 0 AND clearance_ceiling() AND {condition})",
+                name,
+            )
+        store = server.open(name)
+        row: dict[str, Any] = {}
+        for sel_label, selector in SELECTIVITIES:
+            flt = SearchFilter(
+                principals=principal_set(selector), max_sensitivity=Sensitivity.RESTRICTED
+            )
+            rows = allowed_rows(corpus, selector)
+            lexical_ms, vector_ms, rec = [], [], []
+            store.vector_search(qvecs[0], flt, POOL)
+            for i, q in enumerate(queries):
+                ms, _ = timed(partial(store.lexical_search, q, flt, POOL))
+                lexical_ms.append(ms)
+                ms, found = timed(partial(store.vector_search, qvecs[i], flt, POOL))
+                vector_ms.append(ms)
+                truth = exact_vector_top(corpus, vectors, rows, qvecs[i], K)
+                rec.append(len({c for c, _ in found[:K]} & set(truth)) / K)
+            row[sel_label] = {
+                "lexical_k50": lat(lexical_ms),
+                "vector_k50": lat(vector_ms),
+                "vector_recall_at_10": round(statistics.mean(rec), 4),
+            }
+            console.print(f"{label} {sel_label}: {row[sel_label]}")
+        store.close()
+        out[label] = row
     return out
 
 
@@ -608,7 +655,18 @@ def main() -> None:
     parser.add_argument("--api-docs", type=int, default=1_000)
     parser.add_argument("--processes", default="1,2,4")
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--vector-search",
+        choices=("exact", "hnsw"),
+        default="exact",
+        help="the PostgreSQL store's [store] vector_search in the main table",
+    )
     parser.add_argument("--levers", action="store_true")
+    parser.add_argument(
+        "--policy-lever",
+        action="store_true",
+        help="only the row-policy comparison, PostgreSQL only, at each --chunks (bulk loaded)",
+    )
     parser.add_argument("--lever-queries", type=int, default=50)
     parser.add_argument("--shared-buffers", default="2GB")
     parser.add_argument("--maintenance-work-mem", default="2GB")
@@ -649,6 +707,14 @@ def main() -> None:
             queries = corpus.queries(args.queries)
             qvecs = query_vectors(args.queries, args.seed)
             name = f"bench_{size}"
+            if args.policy_lever:
+                loaded = pg_ingest(server, name, corpus, vectors, 0, args.maintenance_work_mem)
+                results["sizes"][str(size)] = {
+                    "ingest": {"postgres": loaded},
+                    "policy_lever": policy_lever(server, name, corpus, vectors, queries, qvecs),
+                }
+                server.admin(f"DROP DATABASE {name} WITH (FORCE)")
+                continue
             res: dict[str, Any] = {"ingest": {}}
             res["ingest"]["postgres"] = pg_ingest(
                 server, name, corpus, vectors, args.api_docs, args.maintenance_work_mem
@@ -658,7 +724,11 @@ def main() -> None:
             res["ingest"]["sqlite"] = sqlite_ingest(path, corpus, vectors)
             res["ingest"]["sqlite"]["size_bytes"] = db_size(path)
             console.print(f"sqlite ingest: {res['ingest']['sqlite']}")
-            stores: dict[str, Any] = {"sqlite": SQLiteStore(path), "postgres": server.open(name)}
+            plan = VectorPlan(approximate=args.vector_search == "hnsw")
+            stores: dict[str, Any] = {
+                "sqlite": SQLiteStore(path),
+                "postgres": server.open(name, plan),
+            }
             res["queries"] = run_queries(corpus, vectors, stores, queries, qvecs)
             for store in stores.values():
                 store.close()
