@@ -511,3 +511,26 @@ def test_filename_patterns_classify_real_files(
 
 def _everyone() -> SearchFilter:
     return SearchFilter(principals=frozenset({"everyone"}), max_sensitivity=Sensitivity.RESTRICTED)
+
+
+@pytest.mark.parametrize(
+    ("corpus", "table"), [("x\ry", '[corpora."x\\ry"]'), ("legal", "[corpora.legal]")]
+)
+def test_an_unconfigured_corpus_is_refused_in_one_line_naming_the_table_to_add(
+    tmp_path: Path,
+    make_app: Callable[..., Clearance],
+    settings_factory: Any,
+    corpus: str,
+    table: str,
+) -> None:
+    entry = {"text": "A note.", "doc_id": "n:1", "acl": ["everyone"], "corpus": corpus}
+    manifest = write(tmp_path / "m.jsonl", json.dumps(entry) + "\n")
+    strict = settings_factory(
+        {"ingest": {"allow_unconfigured_corpora": False}, "corpora": {"hr": {}}}
+    )
+
+    [result] = make_app(app_settings=strict).ingest([], manifest=manifest).results
+
+    assert result.status == "failed" and result.error is not None
+    assert table in result.error
+    assert "\n" not in result.error and "\r" not in result.error

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -80,6 +81,10 @@ class Job:
     @property
     def doc_id(self) -> str | None:
         return self.metadata.get("doc_id") or self.default_doc_id
+
+
+# A TOML bare key: what ``[corpora.<name>]`` may hold unquoted.
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,8 +386,11 @@ class Ingestor:
         if settings.ingest.allow_unconfigured_corpora:
             return None
         known = ", ".join(repr(c) for c in sorted(settings.corpora)) or "none"
+        # The table to add, as TOML spells the key: bare when it can be, else a quoted
+        # string with escapes (a control character must not break the one-line message).
+        key = name if _BARE_KEY.fullmatch(name) else json.dumps(name)
         return (
-            f"corpus {name!r} is not configured (configured: {known}); add [corpora.{name}] "
+            f"corpus {name!r} is not configured (configured: {known}); add [corpora.{key}] "
             "or set [ingest] allow_unconfigured_corpora = true"
         )
 
