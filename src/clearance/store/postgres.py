@@ -46,6 +46,7 @@ from clearance.store.rows import (
     document_from_row,
     document_row,
     fact_from_row,
+    fact_row,
     merge_patch,
 )
 from clearance.store.sqlite import Retrieved
@@ -430,20 +431,7 @@ class PostgresStore(Closing):
                 cur.executemany(
                     "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, "
                     "raw, locator) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (
-                            doc_key,
-                            f.entity,
-                            f.period,
-                            f.metric,
-                            f.channel,
-                            float(f.value),
-                            f.unit,
-                            f.raw,
-                            f.locator,
-                        )
-                        for f in facts
-                    ],
+                    [fact_row(doc_key, f) for f in facts],
                 )
 
     @staticmethod

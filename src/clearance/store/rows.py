@@ -22,6 +22,7 @@ __all__ = [
     "document_row",
     "epoch",
     "fact_from_row",
+    "fact_row",
     "from_epoch",
     "merge_patch",
 ]
@@ -164,3 +165,19 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             merged[key] = merge_patch(merged.get(key), value)
     return merged
+
+
+def fact_row(doc_key: int | None, fact: Fact) -> tuple[Any, ...]:
+    """The ``facts`` columns after ``doc_key`` (entity, period, metric, channel, value,
+    unit, raw, locator), as both stores insert them."""
+    return (
+        doc_key,
+        fact.entity,
+        fact.period,
+        fact.metric,
+        fact.channel,
+        float(fact.value),
+        fact.unit,
+        fact.raw,
+        fact.locator,
+    )

@@ -48,6 +48,7 @@ from clearance.store.rows import (
     document_from_row,
     document_row,
     fact_from_row,
+    fact_row,
 )
 
 __all__ = ["Retrieved", "SQLiteStore"]
@@ -693,20 +694,7 @@ class SQLiteStore(Closing):
             db.executemany(
                 "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, raw, "
                 "locator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        doc_key,
-                        f.entity,
-                        f.period,
-                        f.metric,
-                        f.channel,
-                        float(f.value),
-                        f.unit,
-                        f.raw,
-                        f.locator,
-                    )
-                    for f in facts
-                ],
+                [fact_row(doc_key, f) for f in facts],
             )
             # --- end facts
 
