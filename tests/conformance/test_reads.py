@@ -25,6 +25,19 @@ def test_get_list_and_unknown_ids(store: Store) -> None:
     assert store.corpora() == ["hr", "wiki"]  # type: ignore[attr-defined]
 
 
+def test_corpora_are_listed_once_each_in_code_point_order(store: Store) -> None:
+    """Whatever the database's collation: names differing in case, accents and script, each
+    held by several documents, and a corpus whose last document went."""
+    names = ["wiki", "Wiki", "ärger", "arger", "b", "日本", "z-1", "z_1", "Z"]
+    for i, name in enumerate(names * 3):
+        doc = make_doc(f"files:{i:03d}", corpus=name)
+        store.upsert(doc, make_chunks(doc, ["text"]))
+    gone = make_doc("files:gone", corpus="emptied")
+    store.upsert(gone, make_chunks(gone, ["text"]))
+    store.delete(gone.doc_id)
+    assert store.corpora() == sorted(set(names))  # type: ignore[attr-defined]
+
+
 def test_list_documents_carries_every_documents_acl(store: Store) -> None:
     a = make_doc("files:a", acl=frozenset({"user:ann", "group:x"}))
     b = make_doc("files:b", acl=frozenset())

@@ -385,3 +385,83 @@ def test_an_old_schema_is_refused_until_upgraded() -> None:
         assert "\n" not in str(caught.value)
     finally:
         found.drop(database)
+
+
+def _chunk_scan(store: PostgresStore, flt: SearchFilter) -> dict[str, Any]:
+    """The executed plan node that reads ``chunks`` for a bare ``SELECT`` as the reader:
+    only the row policies narrow it."""
+    with store._as_caller(flt.principals, flt.max_sensitivity) as conn:
+        row = conn.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT chunk_id FROM chunks"
+        ).fetchone()
+    assert row is not None
+    plan = row[0][0]["Plan"]
+
+    def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    (scan,) = [n for n in nodes(plan) if n.get("Relation Name") == "chunks"]
+    return scan
+
+
+def test_the_row_policies_reach_the_admitted_chunks_through_the_index(
+    rls_db: PgDatabase,
+) -> None:
+    """A caller who may read one document among hundreds: the policy on ``chunks`` is an
+    index condition, so the statement reads that document's rows and not the table."""
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
+    try:
+        for d in range(400):
+            acl = frozenset({"user:ann"}) if d == 7 else frozenset({"user:bo"})
+            doc = factories.document(f"t:p{d:03d}", corpus="public", acl=acl)
+            store.upsert(doc, factories.chunks(doc, [f"text {i} of {d}" for i in range(5)]))
+        store.record_acl_sync("public", datetime.now(UTC))
+        rls_db.admin("ANALYZE")
+        flt = SearchFilter(frozenset({"user:ann"}), now=NOW)
+        scan = _chunk_scan(store, flt)
+        assert scan["Actual Rows"] == 5
+        assert scan["Node Type"] in {"Index Scan", "Bitmap Heap Scan", "Index Only Scan"}, scan
+        assert scan.get("Rows Removed by Filter", 0) == 0, scan
+        # Reverse proof: the release-1 form of the same policy admits the same rows by
+        # reading every row of the table.
+        rls_db.admin(
+            "ALTER POLICY chunks_reader ON chunks USING (sensitivity BETWEEN 0 AND "
+            "clearance_ceiling() AND doc_key IN (SELECT key FROM readable_documents))"
+        )
+        scan = _chunk_scan(store, flt)
+        assert scan["Actual Rows"] == 5
+        assert scan["Node Type"] == "Seq Scan" and scan["Rows Removed by Filter"] == 1995, scan
+    finally:
+        store.close()
+
+
+def test_only_the_hnsw_opt_in_keeps_an_hnsw_index(fresh_db: PgDatabase) -> None:
+    """The exact default never reads a graph, so its writers do not maintain one."""
+
+    def vector_indexes() -> list[str]:
+        rows = fresh_db.admin(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' "
+            "AND indexname LIKE 'chunks\\_embedding\\_%'"
+        )
+        return [str(r[0]) for r in rows]
+
+    doc = factories.document("t:one", corpus="public")
+    chunks = factories.chunks(doc, ["tokyo revenue"])
+    vector = [EMBEDDER.embed(["tokyo revenue"])[0]]
+    exact = PostgresStore(fresh_db.reader_dsn, fresh_db.writer_dsn)
+    try:
+        exact.upsert(doc, chunks, vector)
+        assert vector_indexes() == []
+    finally:
+        exact.close()
+    hnsw = PostgresStore(
+        fresh_db.reader_dsn, fresh_db.writer_dsn, vector_plan=VectorPlan(approximate=True)
+    )
+    try:
+        hnsw.upsert(doc, chunks, vector)
+        dim = len(vector[0])
+        assert vector_indexes() == [f"chunks_embedding_{dim}"]
+    finally:
+        hnsw.close()

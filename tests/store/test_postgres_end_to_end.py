@@ -79,13 +79,13 @@ def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDataba
     assert (status["backend"], status["version"], status["pending"]) == (
         "postgres",
         0,
-        ["0001_initial"],
+        ["0001_initial", "0002_policies_as_arrays"],
     )
     rc, _, err = cli("--config", pg_config, "status")
     assert rc != 0
     assert_one_line_error(err, "run `clearance db upgrade`")
     upgraded = _run(pg_config, "db", "upgrade")
-    assert upgraded["applied"] == ["0001_initial"] and upgraded["pending"] == []
+    assert upgraded["applied"] == ["0001_initial", "0002_policies_as_arrays"] and upgraded["pending"] == []
     assert _run(pg_config, "db", "upgrade")["applied"] == []  # a second run does nothing
 
     for config in (sqlite_config, pg_config):

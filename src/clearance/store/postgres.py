@@ -385,7 +385,10 @@ class PostgresStore(Closing):
                         f"{document.doc_id}: {dim}-dimensional vectors, "
                         f"the index holds {stored}-dimensional ones"
                     )
-                self._ensure_vector_index(conn, dim)
+                # Only the HNSW opt-in reads the graph; the exact default would pay for
+                # keeping it on every insert and never use it.
+                if self.vector_plan.approximate:
+                    self._ensure_vector_index(conn, dim)
             row = document_row(document)
             found = conn.execute(
                 f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) VALUES "
@@ -543,12 +546,18 @@ class PostgresStore(Closing):
         return {str(t): np.asarray(v.to_numpy(), dtype=np.float32) for t, v in rows}
 
     def corpora(self) -> list[str]:
-        """Every corpus that holds at least one document."""
+        """Every corpus that holds at least one document, in code point order. Asked on
+        every request: a skip scan of ``documents_corpus`` (one index probe per corpus)
+        instead of reading an entry per document."""
         with self._read() as conn:
             rows = conn.execute(
-                'SELECT DISTINCT corpus COLLATE "C" FROM documents ORDER BY 1'
+                "WITH RECURSIVE found (corpus) AS ("
+                "(SELECT corpus FROM documents ORDER BY corpus LIMIT 1) UNION ALL "
+                "SELECT (SELECT d.corpus FROM documents d WHERE d.corpus > f.corpus "
+                "ORDER BY d.corpus LIMIT 1) FROM found f WHERE f.corpus IS NOT NULL) "
+                "SELECT corpus FROM found WHERE corpus IS NOT NULL"
             ).fetchall()
-        return [str(r[0]) for r in rows]
+        return sorted(str(r[0]) for r in rows)
 
     def content_hash(self, doc_id: str) -> str | None:
         with self._read() as conn:
@@ -638,16 +647,19 @@ class PostgresStore(Closing):
         if query.shape[0] != dim:
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {dim}")
         args = {**params, "vector": query, "k": k}
-        allowed_row = conn.execute(pg_search.allowed_chunks_sql(sql), params).fetchone()
-        allowed = 0 if allowed_row is None else int(allowed_row[0])
-        if allowed == 0:
-            return []
-        total_row = conn.execute(
-            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'chunks'::regclass"
-        ).fetchone()
-        total = max(allowed, 0 if total_row is None else int(total_row[0]))
         plan = self.vector_plan
-        if not plan.exact(allowed, total, k):
+        # Only the HNSW opt-in chooses a plan by selectivity: the exact default does not
+        # pay two more statements per search to count what it will rank anyway.
+        if plan.approximate:
+            allowed_row = conn.execute(pg_search.allowed_chunks_sql(sql), params).fetchone()
+            allowed = 0 if allowed_row is None else int(allowed_row[0])
+            if allowed == 0:
+                return []
+            total_row = conn.execute(
+                "SELECT reltuples::bigint FROM pg_class WHERE oid = 'chunks'::regclass"
+            ).fetchone()
+            total = max(allowed, 0 if total_row is None else int(total_row[0]))
+        if plan.approximate and not plan.exact(allowed, total, k):
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(plan.ef_search), k)}")
             conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
