@@ -26,8 +26,6 @@ from clearance.model import SearchHit
 from .conftest import ACME, PERSONA_NAMES, AcmeIndex, cli
 
 SUITE = ACME / "eval.yaml"
-#: The one case the shipped suite knows the engine gets wrong today (see the suite).
-KNOWN_GAPS = {"public-very-long-question"}
 #: A document only the HR department may read: nobody asking below reads it.
 SECRET = "sharepoint:hr-comp-2026"
 
@@ -89,7 +87,7 @@ def test_every_stage_passes_its_gate_and_is_open(shipped: dict[str, Any]) -> Non
     assert shipped["pass"] is True
     assert all(s["pass"] and s["open"] for s in shipped["stages"]), shipped["stages"]
     failing = {r["id"] for r in shipped["results"] if r["problems"]}
-    assert failing == KNOWN_GAPS
+    assert failing == set()
     # the stale document is measured: cited, past its review date, within the threshold
     internal = next(s for s in shipped["stages"] if s["name"] == "internal")
     assert internal["measures"]["stale_source_ratio"]["stale"] >= 1

@@ -42,6 +42,7 @@ from clearance.access.policy import AccessControl, Action, Principal
 from clearance.access.realtime import filter_allowed
 from clearance.answer.bounds import check_question
 from clearance.answer.faq import FaqMatcher, FaqRepository
+from clearance.answer.focus import question_focus
 from clearance.answer.intent import (
     MAX_PARTS,
     Intent,
@@ -129,6 +130,9 @@ class _Request:
     access: AccessControl | None = None
     flt: SearchFilter | None = None
     masked: str = ""
+    # ``masked`` whole: a long question's context, which ``masked`` narrows to the part
+    # that asks (answer/focus.py) and a language model's prompt still carries.
+    whole: str = ""
     # A corpus in the assistant's scope is failing closed (past its revocation SLA).
     unavailable: bool = False
     today: date | None = None
@@ -236,13 +240,13 @@ class Orchestrator:
             1 for d in cited if d is not None and d.review_at is not None and d.review_at <= now
         )
         if self._may_record_question(request, cited):
-            trace.question_text = request.masked
+            trace.question_text = request.whole or request.masked
 
     def _may_record_question(self, request: _Request, cited: Sequence[Document | None]) -> bool:
         """Only when every cited document's corpus is in ``[trace] question_text_corpora``,
         and nothing RESTRICTED was retrieved, cited or dropped at the link exit."""
         allowed = set(self.settings.trace.question_text_corpora)
-        if not allowed or not cited or not request.masked:
+        if not allowed or not cited or not (request.whole or request.masked):
             return False
         if request.trace.filter_counts.get("link_exit_restricted", 0):
             return False
@@ -309,6 +313,8 @@ class Orchestrator:
                     OUT_OF_SCOPE.format(entities=", ".join(scope.entities)),
                 )
             request.masked = self._named_plainly(request.question, scope.spans)
+        request.whole = request.masked
+        request.masked = question_focus(request.masked)
 
         # 3 assistant
         try:
@@ -836,7 +842,7 @@ class Orchestrator:
         exits = to_snippets(hits, self.settings.trust.origins)
         snippets = self._relevant(request, exits, hits)
         prompt = assemble_prompt(
-            request.masked, snippets, self.settings.answer.context_budget_tokens
+            request.whole or request.masked, snippets, self.settings.answer.context_budget_tokens
         )
         trace.filter_counts["link_exit_restricted"] = len(hits) - len(exits)
         trace.filter_counts["relevance_gate"] = len(exits) - len(snippets)
@@ -854,6 +860,11 @@ class Orchestrator:
                     question=request.masked,
                     messages=prompt.messages,
                     snippets=prompt.snippets,
+                    equivalents=tuple(
+                        dict.fromkeys(
+                            t for u in self.app.synonyms.used(request.masked) for t in u.texts
+                        )
+                    ),
                 ),
                 authorized,
                 recheck,
