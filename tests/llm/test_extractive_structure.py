@@ -188,3 +188,23 @@ def test_every_quote_is_still_verbatim_from_the_snippet_it_cites() -> None:
     ):
         for sentence, ref in quoted(answer(question, *snippets)):
             assert sentence in by_ref[ref]
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+PRICE = (
+    "The Sentinel S4 has been available since 3 February 2025. The list price is USD 1,480 "
+    "per unit. Every unit carries a three-year hardware warranty."
+)
+
+
+def test_the_organisations_equivalents_are_matched_as_the_question_is() -> None:
+    """"What does it cost?" is answered by the sentence that states the price when the
+    organisation's vocabulary says cost and price are one; without it, only the sentence
+    sharing the question's own words is quoted."""
+    question = "How much does the Sentinel S4 cost?"
+    request = ChatRequest("answer", question, (), (snippet("S1", PRICE),), equivalents=("price",))
+    with_vocabulary = [s for s, _ in quoted(ExtractiveProvider().complete(request).text)]
+    assert "The list price is USD 1,480 per unit." in with_vocabulary
+    plain = [s for s, _ in quoted(answer(question, snippet("S1", PRICE)))]
+    assert plain == ["The Sentinel S4 has been available since 3 February 2025."]

@@ -60,6 +60,9 @@ class ChatRequest:
     snippets: tuple[Snippet, ...] = ()
     max_tokens: int = 512
     temperature: float = 0.0
+    # Phrases the organisation's vocabulary ([retrieval.synonyms]) holds equivalent to
+    # phrases of the question: a quoting provider matches them as it matches the question.
+    equivalents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

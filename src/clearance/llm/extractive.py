@@ -375,6 +375,9 @@ class ExtractiveProvider:
         question = set(search_terms(request.question))
         if not question:
             return []
+        question.update(t for phrase in request.equivalents for t in search_terms(phrase))
+        if not question:
+            return []
         units = [_units(s) for s in request.snippets]
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
