@@ -80,13 +80,16 @@ _STATS = (
     "coalesce(sum(l.length), 0)::bigint AS total FROM doc_levels l "
     "JOIN allowed a ON a.key = l.doc_key AND l.sensitivity BETWEEN 0 AND a.ceiling)"
 )
-# The allowed chunks holding a query term, one row per (chunk, query term).
+# The allowed chunks holding a query term, one row per (chunk, query term). A term's
+# frequency is read at its place in the chunk's term array: unnesting every term of every
+# matching chunk to join a handful of query terms took 2–4× as long (200k chunks of 60
+# terms: 2.6 s against 0.67 s for three common words, 25 against 13 ms for two rare ones).
 _MATCHED = (
-    "matched AS MATERIALIZED (SELECT c.id, c.chunk_id, c.length, q.ord, u.tf "
+    "matched AS MATERIALIZED (SELECT c.id, c.chunk_id, c.length, q.ord, c.tfs[p.pos] AS tf "
     "FROM chunks c JOIN allowed a ON a.key = c.doc_key AND c.sensitivity BETWEEN 0 AND a.ceiling "
-    "CROSS JOIN LATERAL unnest(c.terms, c.tfs) AS u (term, tf) "
-    "JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) ON q.term = u.term "
-    "WHERE c.terms && %(terms)s::text[])"
+    "CROSS JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) "
+    "CROSS JOIN LATERAL (SELECT array_position(c.terms, q.term) AS pos) p "
+    "WHERE c.terms && %(terms)s::text[] AND p.pos IS NOT NULL)"
 )
 _DF = "df AS (SELECT ord, count(*)::bigint AS df FROM matched GROUP BY ord)"
 
