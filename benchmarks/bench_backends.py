@@ -30,7 +30,13 @@ Measured, per size, both backends in one run
   exact plan (with and without parallel workers) and for ``[store] vector_search = "hnsw"``
   under several ``hnsw.ef_search`` and ``hnsw.max_scan_tuples``;
 * with ``--policy-lever`` (instead of everything above): PostgreSQL's lexical and vector
-  latency under the row policies as shipped and written with ``= ANY (ARRAY(...))``.
+  latency under the row policies as shipped (``= ANY (ARRAY(...))``) and as release 1 wrote
+  them (``IN (subquery)``);
+* with ``--attach HOST:PORT`` (instead of everything above): the PostgreSQL queries only,
+  with this checkout's code, against the ``bench_<chunks>`` database that another run of this
+  script (same ``--seed``) loaded on the server at HOST:PORT and is still holding, e.g.
+  while that run ingests its SQLite side. Vector recall is against numpy brute force;
+  lexical and hybrid recall need the SQLite side and are left to the loading run.
 
 The PostgreSQL store runs with its default ``vector_search = "exact"`` unless
 ``--vector-search hnsw``.
@@ -658,6 +664,35 @@ def report(size: int, res: dict[str, Any]) -> None:
         )
 
 
+def attach(args: argparse.Namespace) -> None:
+    """The PostgreSQL queries of the main table on a database another run loaded."""
+    host, _, port = args.attach.rpartition(":")
+    results: dict[str, Any] = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "argv": sys.argv},
+        "sizes": {},
+    }
+    for size in args.chunks or [1_000_000]:
+        corpus = Corpus.build(size, args.seed)
+        vectors = random_unit_vectors(corpus.n_chunks, args.seed)
+        queries = corpus.queries(args.queries)
+        qvecs = query_vectors(args.queries, args.seed)
+
+        def dsn(user: str, size: int = size) -> str:
+            return f"postgresql://{user}@/bench_{size}?host={host}&port={port}"
+
+        plan = VectorPlan(approximate=args.vector_search == "hnsw")
+        store = PostgresStore(dsn(READER), dsn(OWNER), pool_size=2, vector_plan=plan)
+        try:
+            results["sizes"][str(size)] = {
+                "queries": run_queries(corpus, vectors, {"postgres": store}, queries, qvecs)
+            }
+        finally:
+            store.close()
+        if args.out:
+            args.out.write_text(json.dumps(results, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunks", type=int, action="append")
@@ -683,7 +718,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--dir", type=Path, default=None, help="where the indexes go")
+    parser.add_argument(
+        "--attach",
+        metavar="HOST:PORT",
+        help="only the PostgreSQL queries, on the database another run loaded (see above)",
+    )
     args = parser.parse_args()
+    if args.attach:
+        attach(args)
+        return
     # Stopped with a signal, the server still goes down with the run (see `finally`).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     sizes = args.chunks or [100_000, 1_000_000]
