@@ -24,7 +24,10 @@ PLAIN = "How much does one Sentinel S4 gateway cost?"
     [
         # short questions, and single long sentences, are read whole
         (PLAIN, PLAIN),
-        ("We opened Osaka in 2025. What did it cost?", "We opened Osaka in 2025. What did it cost?"),
+        (
+            "We opened Osaka in 2025. What did it cost?",
+            "We opened Osaka in 2025. What did it cost?",
+        ),
         (" ".join(["word"] * (MIN_WORDS + 5)) + "?", " ".join(["word"] * (MIN_WORDS + 5)) + "?"),
         # the asking sentence of a long question, its lead-in dropped
         (PREAMBLE + PLAIN, PLAIN),
@@ -38,8 +41,10 @@ PLAIN = "How much does one Sentinel S4 gateway cost?"
         # no question mark anywhere: the last sentence
         (PREAMBLE + "Tell me the Sentinel S4 list price.", "Tell me the Sentinel S4 list price."),
         # a decimal point or a version number does not end a sentence
-        (PREAMBLE + "Is version 2.5 of the Fleetboard connector supported?",
-         "Is version 2.5 of the Fleetboard connector supported?"),
+        (
+            PREAMBLE + "Is version 2.5 of the Fleetboard connector supported?",
+            "Is version 2.5 of the Fleetboard connector supported?",
+        ),
         # Japanese
         (
             "来月のお客様向けワークショップの資料を準備しています。前回は古いスライドが使われて"
@@ -67,9 +72,7 @@ def test_a_padded_question_is_answered_as_the_plain_one_is(
     assert "USD 1,480" in asked.answer
     # Reverse proof: read whole, the preamble's words dilute the question and the
     # relevance gate refuses what the plain question is answered from.
-    monkeypatch.setattr(
-        "clearance.answer.orchestrator.question_focus", lambda question: question
-    )
+    monkeypatch.setattr("clearance.answer.orchestrator.question_focus", lambda question: question)
     assert focus_module.question_focus(padded) != padded
     whole = acme.app.ask(padded, "alice", assistant="public")
     assert whole.status is Status.NO_AUTHORIZED_SOURCE

@@ -199,7 +199,7 @@ PRICE = (
 
 
 def test_the_organisations_equivalents_are_matched_as_the_question_is() -> None:
-    """"What does it cost?" is answered by the sentence that states the price when the
+    """ "What does it cost?" is answered by the sentence that states the price when the
     organisation's vocabulary says cost and price are one; without it, only the sentence
     sharing the question's own words is quoted."""
     question = "How much does the Sentinel S4 cost?"

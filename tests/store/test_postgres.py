@@ -391,9 +391,7 @@ def _chunk_scan(store: PostgresStore, flt: SearchFilter) -> dict[str, Any]:
     """The executed plan node that reads ``chunks`` for a bare ``SELECT`` as the reader:
     only the row policies narrow it."""
     with store._as_caller(flt.principals, flt.max_sensitivity) as conn:
-        row = conn.execute(
-            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT chunk_id FROM chunks"
-        ).fetchone()
+        row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) SELECT chunk_id FROM chunks").fetchone()
     assert row is not None
     plan = row[0][0]["Plan"]
 

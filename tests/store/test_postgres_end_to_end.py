@@ -85,7 +85,10 @@ def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDataba
     assert rc != 0
     assert_one_line_error(err, "run `clearance db upgrade`")
     upgraded = _run(pg_config, "db", "upgrade")
-    assert upgraded["applied"] == ["0001_initial", "0002_policies_as_arrays"] and upgraded["pending"] == []
+    assert (
+        upgraded["applied"] == ["0001_initial", "0002_policies_as_arrays"]
+        and upgraded["pending"] == []
+    )
     assert _run(pg_config, "db", "upgrade")["applied"] == []  # a second run does nothing
 
     for config in (sqlite_config, pg_config):

@@ -36,15 +36,19 @@ MIN_TERMS = 3
 
 # A sentence ends at . ! ? followed by whitespace, or at a CJK full stop or mark (spaces
 # optional); a decimal point or "e.g." is not followed by whitespace and a capital.
-_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u3000-\u9fff\uac00-\ud7af])|(?<=[。！？])\s*")
+_END = re.compile(
+    r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u3000-\u9fff\uac00-\ud7af])|(?<=[。！？])\s*"
+)
 _ASKS = re.compile(r"[?？]\s*[\"'”’)\]」』]*\s*$")
 _LEAD_IN = re.compile(r"^[^:：?？]{1,40}[:：]\s+")
-# Words that frame any question; they do not make a focus searchable on their own.
+# Index terms that frame a question (search_terms already drops the commonest words such
+# as "what", "how", "does", "it"); they do not make a focus searchable on their own.
 _FRAME = frozenset(
-    "what which who whom whose when where why how much mani doe do did is are was were "
-    "be can could would should shall will may might must it its it' they them this that "
-    "these those there here so then pleas tell me us know one the a an of to for in on "
-    "and or".split()
+    [
+        *("whom", "whose", "much", "mani", "did", "were", "can", "could", "would", "should"),
+        *("shall", "may", "might", "must", "they", "them", "these", "those", "here", "so"),
+        *("then", "pleas", "tell", "me", "us", "know", "one", "plain", "exact", "actual"),
+    ]
 )
 
 
