@@ -45,6 +45,14 @@ PLAIN = "How much does one Sentinel S4 gateway cost?"
             PREAMBLE + "Is version 2.5 of the Fleetboard connector supported?",
             "Is version 2.5 of the Fleetboard connector supported?",
         ),
+        # Japanese, with spaces around a product name
+        (
+            "来月のお客様向けワークショップの資料を準備しています。前回は古いスライドが使われて"
+            "購買部門が混乱し、発注書を二度も出し直すことになりました。今回は正しい価格を"
+            "必ず伝えたいので、念のため確認させてください。 Fleetboard の担当者にも共有する予定です。"
+            "Sentinel S4 の価格はいくらですか？",
+            "Sentinel S4 の価格はいくらですか？",
+        ),
         # Japanese
         (
             "来月のお客様向けワークショップの資料を準備しています。前回は古いスライドが使われて"

@@ -8,8 +8,8 @@ when asked with its context. :func:`question_focus` keeps the sentence that asks
 
 Rules (deterministic, no model):
 
-* A question shorter than :data:`MIN_WORDS` words (:data:`MIN_CJK_CHARS` characters
-  for text without spaces) is read whole: short questions are their own focus, and a
+* A question shorter than :data:`MIN_WORDS` words and :data:`MIN_CJK_CHARS` CJK
+  characters is read whole: short questions are their own focus, and a
   two-sentence question ("We opened Osaka in 2025. What did it cost?") often needs both.
 * Otherwise the focus is the last sentence that ends with a question mark (``?``, ``？``),
   else the last sentence. A lead-in closed by a colon ("So, plainly: …") is dropped
@@ -39,6 +39,7 @@ MIN_TERMS = 3
 _END = re.compile(
     r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u3000-\u9fff\uac00-\ud7af])|(?<=[。！？])\s*"
 )
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _ASKS = re.compile(r"[?？]\s*[\"'”’)\]」』]*\s*$")
 _LEAD_IN = re.compile(r"^[^:：?？]{1,40}[:：]\s+")
 # Index terms that frame a question (search_terms already drops the commonest words such
@@ -57,10 +58,9 @@ def _sentences(text: str) -> list[str]:
 
 
 def _long(text: str) -> bool:
-    words = text.split()
-    if len(words) >= MIN_WORDS:
+    if len(text.split()) >= MIN_WORDS:
         return True
-    return len(words) <= 3 and len(text) >= MIN_CJK_CHARS
+    return sum(1 for ch in text if _CJK.match(ch)) >= MIN_CJK_CHARS
 
 
 def _terms(text: str) -> int:
