@@ -352,7 +352,9 @@ class LanceSystem(System):
             )
         if self.ivf_pq:
             started = time.perf_counter()
-            table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ")
+            from lancedb.index import IvfPq
+
+            table.create_index("vector", config=IvfPq(distance_type="cosine"))
             self.index_s = time.perf_counter() - started
         self.table = table
 
