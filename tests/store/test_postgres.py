@@ -463,3 +463,41 @@ def test_only_the_hnsw_opt_in_keeps_an_hnsw_index(fresh_db: PgDatabase) -> None:
         assert vector_indexes() == [f"chunks_embedding_{dim}"]
     finally:
         hnsw.close()
+
+
+def test_a_chunks_vector_stays_in_its_row(fresh_db: PgDatabase) -> None:
+    """Ranking reads every allowed row's vector: kept in the row (storage MAIN), not behind
+    the TOAST index, even when the chunk's text alone passes the 2 kB TOAST threshold."""
+    ((storage,),) = fresh_db.admin(
+        "SELECT attstorage FROM pg_attribute "
+        "WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'"
+    )
+    assert storage == "m"
+
+    def toasted_value_sizes() -> set[int]:
+        ((toast,),) = fresh_db.admin(
+            "SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'chunks'"
+        )
+        rows = fresh_db.admin(f"SELECT sum(length(chunk_data)) FROM {toast} GROUP BY chunk_id")
+        return {int(n) for (n,) in rows}
+
+    vector_bytes = 4 + 384 * 4  # what pgvector stores: dimensions, a reserved word, floats
+    # Text and terms each smaller than the vector, all three past the threshold: the
+    # toaster moves the largest value out first, as with the chunks of real documents.
+    words = np.random.default_rng(3).integers(0, 2**40, size=60)
+    text = " ".join(f"w{w:x}" for w in words)
+    vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    store = PostgresStore(fresh_db.reader_dsn, fresh_db.writer_dsn)
+    try:
+        doc = factories.document("t:long", corpus="public")
+        store.upsert(doc, factories.chunks(doc, [text]), [vector])
+        # the TOAST table holds the text and terms, and no value the size of the vector
+        assert toasted_value_sizes() and vector_bytes not in toasted_value_sizes()
+        # Reverse proof: with pgvector's own storage (EXTERNAL) the same row's vector is
+        # one of the values the TOAST table holds.
+        fresh_db.admin("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE EXTERNAL")
+        other = factories.document("t:long2", corpus="public")
+        store.upsert(other, factories.chunks(other, [text]), [vector])
+        assert vector_bytes in toasted_value_sizes()
+    finally:
+        store.close()
