@@ -36,7 +36,8 @@ Measured, per size, both backends in one run
   with this checkout's code, against the ``bench_<chunks>`` database that another run of this
   script (same ``--seed``) loaded on the server at HOST:PORT and is still holding, e.g.
   while that run ingests its SQLite side. Vector recall is against numpy brute force;
-  lexical and hybrid recall need the SQLite side and are left to the loading run.
+  lexical and hybrid recall need the SQLite side: ``--attach-sqlite PATH`` queries the
+  SQLite index that run built alongside, as the main table does.
 
 The PostgreSQL store runs with its default ``vector_search = "exact"`` unless
 ``--vector-search hnsw``.
@@ -682,13 +683,17 @@ def attach(args: argparse.Namespace) -> None:
             return f"postgresql://{user}@/bench_{size}?host={host}&port={port}"
 
         plan = VectorPlan(approximate=args.vector_search == "hnsw")
-        store = PostgresStore(dsn(READER), dsn(OWNER), pool_size=2, vector_plan=plan)
+        stores: dict[str, Any] = {}
+        if args.attach_sqlite:
+            stores["sqlite"] = SQLiteStore(args.attach_sqlite)
+        stores["postgres"] = PostgresStore(dsn(READER), dsn(OWNER), pool_size=2, vector_plan=plan)
         try:
             results["sizes"][str(size)] = {
-                "queries": run_queries(corpus, vectors, {"postgres": store}, queries, qvecs)
+                "queries": run_queries(corpus, vectors, stores, queries, qvecs)
             }
         finally:
-            store.close()
+            for store in stores.values():
+                store.close()
         if args.out:
             args.out.write_text(json.dumps(results, indent=2))
 
@@ -722,6 +727,12 @@ def main() -> None:
         "--attach",
         metavar="HOST:PORT",
         help="only the PostgreSQL queries, on the database another run loaded (see above)",
+    )
+    parser.add_argument(
+        "--attach-sqlite",
+        type=Path,
+        metavar="PATH",
+        help="with --attach: the SQLite index that run built too, queried side by side",
     )
     args = parser.parse_args()
     if args.attach:
