@@ -465,14 +465,14 @@ def test_only_the_hnsw_opt_in_keeps_an_hnsw_index(fresh_db: PgDatabase) -> None:
         hnsw.close()
 
 
-def test_a_chunks_vector_stays_in_its_row(fresh_db: PgDatabase) -> None:
-    """Ranking reads every allowed row's vector: kept in the row (storage MAIN), not behind
-    the TOAST index, even when the chunk's text alone passes the 2 kB TOAST threshold."""
-    ((storage,),) = fresh_db.admin(
-        "SELECT attstorage FROM pg_attribute "
-        "WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'"
+def test_a_chunks_row_stays_whole(fresh_db: PgDatabase) -> None:
+    """Ranking reads every allowed row's vector, BM25 its terms: both stay in the row, not
+    behind the TOAST index, for a chunk whose row passes PostgreSQL's 2 kB threshold."""
+    ((storage, options),) = fresh_db.admin(
+        "SELECT a.attstorage, c.reloptions FROM pg_attribute a JOIN pg_class c "
+        "ON c.oid = a.attrelid WHERE c.relname = 'chunks' AND a.attname = 'embedding'"
     )
-    assert storage == "m"
+    assert storage == "m" and "toast_tuple_target=8160" in options
 
     def toasted_value_sizes() -> set[int]:
         ((toast,),) = fresh_db.admin(
@@ -482,8 +482,8 @@ def test_a_chunks_vector_stays_in_its_row(fresh_db: PgDatabase) -> None:
         return {int(n) for (n,) in rows}
 
     vector_bytes = 4 + 384 * 4  # what pgvector stores: dimensions, a reserved word, floats
-    # Text and terms each smaller than the vector, all three past the threshold: the
-    # toaster moves the largest value out first, as with the chunks of real documents.
+    # Text and terms each smaller than the vector, all three past the threshold, as with
+    # the chunks of real documents.
     words = np.random.default_rng(3).integers(0, 2**40, size=60)
     text = " ".join(f"w{w:x}" for w in words)
     vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
@@ -491,10 +491,15 @@ def test_a_chunks_vector_stays_in_its_row(fresh_db: PgDatabase) -> None:
     try:
         doc = factories.document("t:long", corpus="public")
         store.upsert(doc, factories.chunks(doc, [text]), [vector])
-        # the TOAST table holds the text and terms, and no value the size of the vector
+        assert toasted_value_sizes() == set()
+        # A chunk larger than a page: its text and terms go out, its vector stays.
+        big = factories.document("t:big", corpus="public")
+        huge = " ".join(f"w{w:x}" for w in np.random.default_rng(4).integers(0, 2**40, 900))
+        store.upsert(big, factories.chunks(big, [huge]), [vector])
         assert toasted_value_sizes() and vector_bytes not in toasted_value_sizes()
-        # Reverse proof: with pgvector's own storage (EXTERNAL) the same row's vector is
-        # one of the values the TOAST table holds.
+        # Reverse proof: with PostgreSQL's and pgvector's own settings the same row as the
+        # first one has its vector moved out.
+        fresh_db.admin("ALTER TABLE chunks RESET (toast_tuple_target)")
         fresh_db.admin("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE EXTERNAL")
         other = factories.document("t:long2", corpus="public")
         store.upsert(other, factories.chunks(other, [text]), [vector])

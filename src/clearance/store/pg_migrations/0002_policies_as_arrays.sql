@@ -29,11 +29,12 @@ ALTER POLICY doc_levels_reader ON doc_levels USING (
 ALTER POLICY facts_reader ON facts USING (
     doc_key = ANY (ARRAY(SELECT key FROM readable_documents)));
 
--- pgvector stores a vector EXTERNAL: out of line in the TOAST table once a row passes
--- 2 kB, which a chunk's text and terms with a 384-dimensional vector (1.5 kB) always do.
--- Ranking then read every vector through the TOAST index, eight pages a row (10,000
--- allowed chunks: 89,000 buffer reads, 170 ms). MAIN keeps the vector in the row and
--- moves the text and terms out first; only a row that still does not fit moves its vector.
--- Rows written before this migration keep their out-of-line vectors until rewritten
--- (docs/postgres.md).
+-- A chunk's row in one piece. pgvector stores a vector EXTERNAL, and PostgreSQL moves
+-- values out of a row past 2 kB, which a chunk's text and terms with a 384-dimensional
+-- vector (1.5 kB) always pass: ranking then read every vector through the TOAST index,
+-- eight pages a row (10,000 allowed chunks: 89,000 buffer reads, 170 ms), and with the
+-- vector kept in, BM25 read every allowed chunk's terms the same way. Rows up to a page
+-- now stay whole; past that, text and terms go out first, the vector (MAIN) only last.
+-- Rows written before this migration keep their layout until rewritten (docs/postgres.md).
+ALTER TABLE chunks SET (toast_tuple_target = 8160);
 ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN;
