@@ -253,6 +253,17 @@ class PostgresStore(Closing):
                 raise StoreError(f"read from {self.location} failed: {exc}") from exc
 
     @contextmanager
+    def _searching(self, flt: SearchFilter) -> Iterator[psycopg.Connection[Any]]:
+        """:meth:`_as_caller` for the statements that join an allowed set to ``chunks``.
+        The planner sizes that set (a CTE) at ten rows and would loop over it, probing
+        ``chunks`` once per document with the row policies' key array re-sorted on every
+        probe: quadratic in the allowed documents (10 % of a million chunks: 3.7 s to rank
+        exactly, 0.54 s hashed). Hash joins scan the index once."""
+        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+            conn.execute("SET LOCAL enable_nestloop = off")
+            yield conn
+
+    @contextmanager
     def _as_caller(
         self, principals: frozenset[str], ceiling: Sensitivity
     ) -> Iterator[psycopg.Connection[Any]]:
@@ -617,7 +628,7 @@ class PostgresStore(Closing):
         if k <= 0 or not flt.principals or (not terms and vector is None):
             return Retrieved([], [])
         sql, params = pg_search.allowed(flt)
-        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+        with self._searching(flt) as conn:
             lexical = self._lexical(conn, sql, params, terms, k)
             found = [] if vector is None else self._vector(conn, sql, params, vector, k)
         return Retrieved(lexical, found)
@@ -676,7 +687,7 @@ class PostgresStore(Closing):
         if not flt.principals:
             return TermStatistics(0, {})
         sql, params = pg_search.allowed(flt)
-        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+        with self._searching(flt) as conn:
             rows = conn.execute(
                 pg_search.term_statistics_sql(sql), {**params, "terms": wanted}
             ).fetchall()
@@ -693,7 +704,7 @@ class PostgresStore(Closing):
         if k <= 0 or not flt.principals:
             return []
         sql, params = pg_search.allowed(flt)
-        with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
+        with self._searching(flt) as conn:
             return self._vector(conn, sql, params, vector, k)
 
     # ------------------------------------------------------------------ facts
