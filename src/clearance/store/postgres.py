@@ -658,27 +658,43 @@ class PostgresStore(Closing):
         if query.shape[0] != dim:
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {dim}")
         args = {**params, "vector": query, "k": k}
-        plan = self.vector_plan
-        # Only the HNSW opt-in chooses a plan by selectivity: the exact default does not
-        # pay two more statements per search to count what it will rank anyway.
-        if plan.approximate:
-            allowed_row = conn.execute(pg_search.allowed_chunks_sql(sql), params).fetchone()
-            allowed = 0 if allowed_row is None else int(allowed_row[0])
-            if allowed == 0:
-                return []
-            total_row = conn.execute(
-                "SELECT reltuples::bigint FROM pg_class WHERE oid = 'chunks'::regclass"
-            ).fetchone()
-            total = max(allowed, 0 if total_row is None else int(total_row[0]))
-        if plan.approximate and not plan.exact(allowed, total, k):
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(plan.ef_search), k)}")
-            conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
-            rows = conn.execute(pg_search.hnsw_vector_sql(sql, dim), args).fetchall()
-            # The scan stopped before k allowed rows: rank the allowed rows exactly.
-            if len(rows) >= min(k, allowed):
-                return [(str(c), float(s)) for c, s in rows]
+        if self.vector_plan.approximate:
+            found = self._hnsw(conn, sql, params, args, dim, k)
+            if found is not None:
+                return found
         rows = conn.execute(pg_search.exact_vector_sql(sql), args).fetchall()
+        return [(str(c), float(s)) for c, s in rows]
+
+    def _hnsw(
+        self,
+        conn: psycopg.Connection[Any],
+        sql: str,
+        params: dict[str, Any],
+        args: dict[str, Any],
+        dim: int,
+        k: int,
+    ) -> list[tuple[str, float]] | None:
+        """The HNSW opt-in: the top-k from the index when the allowed set is large enough
+        for its plan and the scan found k allowed rows; ``None`` to rank exactly. (Only
+        this plan counts the allowed set: the exact default ranks it anyway.)"""
+        plan = self.vector_plan
+        allowed_row = conn.execute(pg_search.allowed_chunks_sql(sql), params).fetchone()
+        allowed = 0 if allowed_row is None else int(allowed_row[0])
+        if allowed == 0:
+            return []
+        total_row = conn.execute(
+            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'chunks'::regclass"
+        ).fetchone()
+        total = max(allowed, 0 if total_row is None else int(total_row[0]))
+        if plan.exact(allowed, total, k):
+            return None
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(plan.ef_search), k)}")
+        conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
+        rows = conn.execute(pg_search.hnsw_vector_sql(sql, dim), args).fetchall()
+        # The scan stopped before k allowed rows: rank the allowed rows exactly.
+        if len(rows) < min(k, allowed):
+            return None
         return [(str(c), float(s)) for c, s in rows]
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
