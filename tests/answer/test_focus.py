@@ -38,6 +38,8 @@ PLAIN = "How much does one Sentinel S4 gateway cost?"
             PREAMBLE + "The gateway in question is the Sentinel S4. How much does it cost?",
             "The gateway in question is the Sentinel S4. How much does it cost?",
         ),
+        # two topic words are enough to search on
+        (PREAMBLE + "How many weeks is the sabbatical?", "How many weeks is the sabbatical?"),
         # no question mark anywhere: the last sentence
         (PREAMBLE + "Tell me the Sentinel S4 list price.", "Tell me the Sentinel S4 list price."),
         # a decimal point or a version number does not end a sentence

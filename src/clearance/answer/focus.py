@@ -32,7 +32,7 @@ __all__ = ["MIN_CJK_CHARS", "MIN_TERMS", "MIN_WORDS", "question_focus"]
 
 MIN_WORDS = 40
 MIN_CJK_CHARS = 120
-MIN_TERMS = 3
+MIN_TERMS = 2
 
 # A sentence ends at . ! ? followed by whitespace, or at a CJK full stop or mark (spaces
 # optional); a decimal point or "e.g." is not followed by whitespace and a capital.
