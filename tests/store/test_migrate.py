@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,12 +22,13 @@ from clearance.store import migrate as migration
 from clearance.store.base import SearchFilter
 from clearance.store.migrate import open_endpoint, parse_endpoint
 from clearance.store.sqlite import SQLiteStore
-from clitools import assert_one_line_error, cli, lexical_only
+from clitools import assert_one_line_error, cli
 from pg import PgDatabase, server
+
+from .acme_cli import ACME, comparable, home, run_json
 
 # The real copy, which the leaky variants below wrap.
 COPY = migration.copy_document
-ACME = Path(__file__).resolve().parents[2] / "examples" / "acme"
 DIM = 384
 QUESTIONS = [
     ("alice", "travel policy for flights"),
@@ -44,34 +44,6 @@ class Homes:
     postgres: Path
     index: Path
     database: PgDatabase
-
-
-def _home(root: Path, store: str) -> Path:
-    root.mkdir()
-    config = lexical_only((ACME / "clearance.toml").read_text(encoding="utf-8"))
-    config = config.replace('[store]\npath = "data/clearance.db"\n', store)
-    assert store in config
-    (root / "clearance.toml").write_text(config, encoding="utf-8")
-    return root / "clearance.toml"
-
-
-def _run(config: Path, *args: str) -> Any:
-    rc, out, err = cli("--config", config, *args, "--json")
-    assert rc == 0, err
-    return json.loads(out)
-
-
-def _comparable(data: Any) -> Any:
-    """Output without what differs per run (ids, times)."""
-    if isinstance(data, dict):
-        return {
-            k: _comparable(v)
-            for k, v in data.items()
-            if not re.search(r"(^|_)(id|ms|latency|timings?|created_at)$", k)
-        }
-    if isinstance(data, list):
-        return [_comparable(v) for v in data]
-    return data
 
 
 def _with_vectors(index: Path) -> None:
@@ -102,15 +74,15 @@ def homes(tmp_path: Path) -> Iterator[Homes]:
     found = server()
     database = found.database()
     try:
-        sqlite_config = _home(tmp_path / "sqlite", '[store]\npath = "data/clearance.db"\n')
-        pg_config = _home(
+        sqlite_config = home(tmp_path / "sqlite", '[store]\npath = "data/clearance.db"\n')
+        pg_config = home(
             tmp_path / "postgres",
             '[store]\nbackend = "postgres"\n'
             f'dsn = "{database.reader_dsn}"\nwriter_dsn = "{database.writer_dsn}"\n',
         )
-        _run(sqlite_config, "ingest", "--manifest", str(ACME / "manifest.jsonl"))
-        _run(sqlite_config, "directory", "sync", str(ACME / "directory.json"))
-        _run(
+        run_json(sqlite_config, "ingest", "--manifest", str(ACME / "manifest.jsonl"))
+        run_json(sqlite_config, "directory", "sync", str(ACME / "directory.json"))
+        run_json(
             sqlite_config,
             "faq",
             "add",
@@ -123,8 +95,8 @@ def homes(tmp_path: Path) -> Iterator[Homes]:
             "--acl",
             "group:all-staff",
         )
-        _run(sqlite_config, "token", "create", "--user", "alice")
-        _run(sqlite_config, "ask", "travel policy", "--user", "alice")
+        run_json(sqlite_config, "token", "create", "--user", "alice")
+        run_json(sqlite_config, "ask", "travel policy", "--user", "alice")
         index = tmp_path / "sqlite" / "data" / "clearance.db"
         _with_vectors(index)
         yield Homes(sqlite_config, pg_config, index, database)
@@ -148,10 +120,12 @@ def _migrate(homes: Homes, *extra: str) -> tuple[int, str, str]:
 def _same_answers(first: Path, second: Path) -> int:
     served = 0
     for user, question in QUESTIONS:
-        searched = [_run(c, "search", question, "--user", user, "-k", "5") for c in (first, second)]
-        assert _comparable(searched[0]) == _comparable(searched[1]), (user, question)
-        asked = [_run(c, "ask", question, "--user", user) for c in (first, second)]
-        assert _comparable(asked[0]) == _comparable(asked[1]), (user, question)
+        searched = [
+            run_json(c, "search", question, "--user", user, "-k", "5") for c in (first, second)
+        ]
+        assert comparable(searched[0]) == comparable(searched[1]), (user, question)
+        asked = [run_json(c, "ask", question, "--user", user) for c in (first, second)]
+        assert comparable(asked[0]) == comparable(asked[1]), (user, question)
         served += bool(searched[0]["results"])
     return served
 
@@ -172,8 +146,8 @@ def test_an_index_moved_to_postgres_and_back_answers_every_user_alike(
 
     # the side tables, as their commands list them
     for listing in (("trace", "list", "--limit", "100"), ("token", "list"), ("faq", "list")):
-        assert _comparable(_run(homes.sqlite, *listing)) == _comparable(
-            _run(homes.postgres, *listing)
+        assert comparable(run_json(homes.sqlite, *listing)) == comparable(
+            run_json(homes.postgres, *listing)
         ), listing
 
     # as two users, through the CLI, on both backends

@@ -4,19 +4,17 @@ the same on both backends."""
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from clitools import assert_one_line_error, cli, lexical_only
+from clitools import assert_one_line_error, cli
 from pg import PgDatabase, server
 
-ACME = Path(__file__).resolve().parents[2] / "examples" / "acme"
+from .acme_cli import ACME, comparable, home, run_json
+
 QUESTIONS = [
     ("alice", "travel policy for flights"),
     ("alice", "What class do I fly on a 5 hour flight?"),
@@ -40,42 +38,14 @@ def empty_db() -> Iterator[PgDatabase]:
         found.drop(database)
 
 
-def _home(root: Path, store: str) -> Path:
-    root.mkdir()
-    config = lexical_only((ACME / "clearance.toml").read_text(encoding="utf-8"))
-    config = config.replace('[store]\npath = "data/clearance.db"\n', store)
-    assert store in config
-    (root / "clearance.toml").write_text(config, encoding="utf-8")
-    return root / "clearance.toml"
-
-
-def _run(config: Path, *args: str) -> Any:
-    rc, out, err = cli("--config", config, *args, "--json")
-    assert rc == 0, err
-    return json.loads(out)
-
-
-def _comparable(answer: Any) -> Any:
-    """An answer without what differs per run (ids, times)."""
-    if isinstance(answer, dict):
-        return {
-            k: _comparable(v)
-            for k, v in answer.items()
-            if not re.search(r"(^|_)(id|ms|latency|timings?|created_at)$", k)
-        }
-    if isinstance(answer, list):
-        return [_comparable(v) for v in answer]
-    return answer
-
-
 def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDatabase) -> None:
-    sqlite_config = _home(tmp_path / "sqlite", '[store]\npath = "data/clearance.db"\n')
-    pg_config = _home(
+    sqlite_config = home(tmp_path / "sqlite", '[store]\npath = "data/clearance.db"\n')
+    pg_config = home(
         tmp_path / "postgres",
         '[store]\nbackend = "postgres"\n'
         f'dsn = "{empty_db.reader_dsn}"\nwriter_dsn = "{empty_db.writer_dsn}"\n',
     )
-    status = _run(pg_config, "db", "status")
+    status = run_json(pg_config, "db", "status")
     assert (status["backend"], status["version"], status["pending"]) == (
         "postgres",
         0,
@@ -84,17 +54,17 @@ def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDataba
     rc, _, err = cli("--config", pg_config, "status")
     assert rc != 0
     assert_one_line_error(err, "run `clearance db upgrade`")
-    upgraded = _run(pg_config, "db", "upgrade")
+    upgraded = run_json(pg_config, "db", "upgrade")
     assert (
         upgraded["applied"] == ["0001_initial", "0002_policies_as_arrays"]
         and upgraded["pending"] == []
     )
-    assert _run(pg_config, "db", "upgrade")["applied"] == []  # a second run does nothing
+    assert run_json(pg_config, "db", "upgrade")["applied"] == []  # a second run does nothing
 
     for config in (sqlite_config, pg_config):
-        _run(config, "ingest", "--manifest", str(ACME / "manifest.jsonl"))
-        _run(config, "directory", "sync", str(ACME / "directory.json"))
-    ours, theirs = _run(pg_config, "status"), _run(sqlite_config, "status")
+        run_json(config, "ingest", "--manifest", str(ACME / "manifest.jsonl"))
+        run_json(config, "directory", "sync", str(ACME / "directory.json"))
+    ours, theirs = run_json(pg_config, "status"), run_json(sqlite_config, "status")
     for key in ("documents", "chunks", "by_sensitivity"):
         assert ours[key] == theirs[key], key
     assert [c["failing_closed"] for c in ours["corpora"]] == [
@@ -104,30 +74,30 @@ def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDataba
     served, seen = 0, []
     for user, question in QUESTIONS:
         search = [
-            _run(c, "search", question, "--user", user, "-k", "5")
+            run_json(c, "search", question, "--user", user, "-k", "5")
             for c in (pg_config, sqlite_config)
         ]
-        assert _comparable(search[0]) == _comparable(search[1]), (user, question)
-        asked = [_run(c, "ask", question, "--user", user) for c in (pg_config, sqlite_config)]
-        assert _comparable(asked[0]) == _comparable(asked[1]), (user, question)
+        assert comparable(search[0]) == comparable(search[1]), (user, question)
+        asked = [run_json(c, "ask", question, "--user", user) for c in (pg_config, sqlite_config)]
+        assert comparable(asked[0]) == comparable(asked[1]), (user, question)
         served += bool(search[0]["results"])
         seen += [r["doc_id"] for r in search[0]["results"]]
     assert served >= 5  # the comparison is not between two empty indexes
 
     # the side tables: traces with their audit, API tokens
-    traces = [_run(c, "trace", "list", "--limit", "100") for c in (pg_config, sqlite_config)]
+    traces = [run_json(c, "trace", "list", "--limit", "100") for c in (pg_config, sqlite_config)]
     assert traces[0]["count"] == traces[1]["count"] == len(QUESTIONS)
-    audits = [_run(c, "audit", "--doc", seen[0]) for c in (pg_config, sqlite_config)]
+    audits = [run_json(c, "audit", "--doc", seen[0]) for c in (pg_config, sqlite_config)]
     assert audits[0]["count"] == audits[1]["count"] > 0
     for config in (pg_config, sqlite_config):
-        token = _run(config, "token", "create", "--user", "alice")
-        _run(config, "token", "revoke", token["id"])
-        (listed,) = _run(config, "token", "list")["tokens"]
+        token = run_json(config, "token", "create", "--user", "alice")
+        run_json(config, "token", "revoke", token["id"])
+        (listed,) = run_json(config, "token", "list")["tokens"]
         assert listed["id"] == token["id"] and listed["revoked"]
 
 
 def test_a_password_in_the_dsn_is_refused(tmp_path: Path) -> None:
-    config = _home(
+    config = home(
         tmp_path / "home",
         '[store]\nbackend = "postgres"\ndsn = "postgresql://reader:secret@db/clearance"\n'
         'writer_dsn = "postgresql://owner@db/clearance"\n',
