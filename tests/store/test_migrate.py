@@ -273,6 +273,22 @@ def test_an_interrupted_migration_is_refused_then_continued_with_append(
     assert f"migrated {report['documents']} documents" in out and "counts match" in out
 
 
+def test_a_postgres_endpoint_is_opened_as_store_settings_open_one(homes: Homes) -> None:
+    """The migration's target gets the vector plan of ``[store]`` too: with the HNSW
+    opt-in, its writers build the graph the readers will scan."""
+    settings = settings_from_dict({"store": {"vector_search": "hnsw", "hnsw_ef_search": 77}})
+    end = open_endpoint(
+        parse_endpoint(f"postgres:{homes.database.writer_dsn}", "--to"),
+        settings,
+        reader_dsn=homes.database.reader_dsn,
+        must_exist=True,
+    )
+    try:
+        assert end.vector_plan.approximate and end.vector_plan.ef_search == 77  # type: ignore[union-attr]
+    finally:
+        end.close()
+
+
 def test_bad_endpoints_are_one_line_errors(homes: Homes, tmp_path: Path) -> None:
     cases = [
         (("--from", "mysql:x", "--to", f"sqlite:{tmp_path / 'a.db'}"), "expected sqlite:PATH"),

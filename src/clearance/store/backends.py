@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AnyStore",
     "database_status",
+    "open_postgres",
     "open_store",
     "postgres_module",
     "upgrade_database",
@@ -44,13 +45,20 @@ def open_store(settings: Settings) -> AnyStore:
     store = settings.store
     if store.backend == "sqlite":
         return SQLiteStore(settings.db_path, busy_timeout_s=store.busy_timeout_s)
+    return open_postgres(settings, store.dsn, store.writer_dsn)
+
+
+def open_postgres(settings: Settings, reader_dsn: str, writer_dsn: str) -> PostgresStore:
+    """A PostgreSQL store at these two roles' DSNs, opened as ``[store]`` configures one:
+    this settings file's passwords, pool, vector plan and corpus SLAs."""
     postgres_module()
     from clearance.store.postgres import PostgresStore, VectorPlan
 
+    store = settings.store
     password, writer_password = store_passwords(settings)
     opened = PostgresStore(
-        store.dsn,
-        store.writer_dsn,
+        reader_dsn,
+        writer_dsn,
         password=None if password is None else password.reveal(),
         writer_password=None if writer_password is None else writer_password.reveal(),
         pool_size=store.pool_size,

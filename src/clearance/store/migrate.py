@@ -39,7 +39,7 @@ from clearance.access.directory import Directory
 from clearance.config import Settings
 from clearance.errors import ConfigError, StoreError
 from clearance.model import Document, Sensitivity
-from clearance.store.backends import AnyStore, postgres_module
+from clearance.store.backends import AnyStore, open_postgres, postgres_module
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 
@@ -205,9 +205,6 @@ def open_endpoint(
         if must_exist and not path.is_file():
             raise ConfigError(f"{endpoint}: no such index file")
         return SQLiteStore(path, busy_timeout_s=settings.store.busy_timeout_s)
-    from clearance.config import store_passwords
-    from clearance.store.postgres import PostgresStore, VectorPlan
-
     reader = reader_dsn or settings.store.dsn
     if not reader:
         raise ConfigError(
@@ -215,28 +212,7 @@ def open_endpoint(
             "(or [store] dsn in the settings)"
         )
     _check_dsn(reader, "--reader-dsn")
-    password, writer_password = store_passwords(settings)
-    store = settings.store
-    opened = PostgresStore(
-        reader,
-        endpoint.where,
-        password=None if password is None else password.reveal(),
-        writer_password=None if writer_password is None else writer_password.reveal(),
-        pool_size=store.pool_size,
-        vector_plan=VectorPlan(
-            exact_below=store.vector_exact_below,
-            ef_search=store.hnsw_ef_search,
-            max_scan_tuples=store.hnsw_max_scan_tuples,
-        ),
-    )
-    try:
-        opened.set_corpus_slas(
-            {name: corpus.revocation_sla_s for name, corpus in settings.corpora.items()}
-        )
-    except BaseException:
-        opened.close()
-        raise
-    return opened
+    return open_postgres(settings, reader, endpoint.where)
 
 
 # ---------------------------------------------------------------------------- counting
