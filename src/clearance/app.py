@@ -23,7 +23,7 @@ from clearance.access.realtime import (
     checker_for_corpus,
     filter_allowed,
 )
-from clearance.access.sync import AclSyncReport, sync_acl_data, sync_acls
+from clearance.access.sync import AclSyncReport, parse_read_at, sync_acl_data, sync_acls
 from clearance.answer.bounds import check_question
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult
@@ -378,24 +378,46 @@ class Clearance(Closing):
         self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
         return updated
 
-    def sync_acls(self, path: Path, corpus: str, *, delta: bool = False) -> AclSyncReport:
+    def sync_acls(
+        self, path: Path, corpus: str, *, delta: bool = False, read_at: str | None = None
+    ) -> AclSyncReport:
+        """Apply an ACL file; ``read_at`` (ISO 8601) is when the exporter began reading the
+        source, from which the revocation SLA counts (default: the file's modification
+        time)."""
+        now = self.clock()
+        moment = None if read_at is None else parse_read_at(read_at, now, "--read-at")
         return sync_acls(
-            self.store, path, corpus, delta=delta, now=self.clock(), directory=self.directory
+            self.store,
+            path,
+            corpus,
+            delta=delta,
+            now=now,
+            directory=self.directory,
+            read_at=moment,
         )
 
     def sync_acl_data(
-        self, data: bytes, source: str, corpus: str, *, delta: bool = False
+        self,
+        data: bytes,
+        source: str,
+        corpus: str,
+        *,
+        delta: bool = False,
+        read_at: str | None = None,
     ) -> AclSyncReport:
         """:meth:`sync_acls` of JSONL (or a JSON array) already read; ``source`` names it in
-        errors (``request body:3``)."""
+        errors (``request body:3``). Without ``read_at`` the data counts as read now."""
+        now = self.clock()
+        moment = None if read_at is None else parse_read_at(read_at, now)
         return sync_acl_data(
             self.store,
             data,
             source,
             corpus,
             delta=delta,
-            now=self.clock(),
+            now=now,
             directory=self.directory,
+            read_at=moment,
         )
 
     # ------------------------------------------------------------------ retrieval

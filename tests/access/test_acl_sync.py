@@ -8,6 +8,7 @@ the stored vectors.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -102,6 +103,8 @@ class Env:
         path = self.root / name
         text = "\n".join(item if isinstance(item, str) else json.dumps(item) for item in lines)
         path.write_text(text + "\n", encoding="utf-8")
+        # written "now" on the test's clock: an ACL file counts as read no later than that
+        os.utime(path, (self.clock.now.timestamp(), self.clock.now.timestamp()))
         return path
 
     def acls(self) -> dict[str, frozenset[str]]:

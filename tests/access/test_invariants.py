@@ -376,7 +376,9 @@ def test_invariant_4_stale_corpus_serves_nobody(demo: Demo) -> None:
     assert all(not app.search(u, q).hits for u in readers for q in queries[::3])
 
     # a successful ACL sync (same permissions) makes customers serve again, and only it
-    report = app.sync_acls(demo.acl_snapshot("customers"), "customers")
+    report = app.sync_acls(
+        demo.acl_snapshot("customers"), "customers", read_at=demo.clock.now.isoformat()
+    )
     assert report.changed == 0
     assert stale_leaks(app, readers, queries) == []
     assert corpora_hit(app, "frank", queries) == {"customers"}

@@ -5,6 +5,12 @@ it is left visible to nobody until it reappears. A *delta* only changes the docu
 names. Either way content and vectors are untouched, the whole file applies in one
 transaction or not at all, and only a successful sync records the corpus's sync time.
 
+The recorded time is when the ACLs were *read* at the source, not when they were applied: the
+revocation SLA counts from it, and a revocation made after the export read a document is
+not in the file. An exporter states it as ``read_at`` (``clearance acl sync --read-at``);
+without it, a file counts as read no later than its modification time, and a request body
+as read when it arrived. A ``read_at`` in the future, or without a time zone, is refused.
+
 A document that came from a source (:mod:`clearance.sources`) changes only through that
 source: naming it here, or a snapshot of a corpus that holds one, is refused with an
 :class:`~clearance.errors.OwnershipError` naming the source, and nothing is applied.
@@ -18,7 +24,7 @@ know is applied — it matches nobody until the directory learns it — and repo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +37,14 @@ from clearance.sources.ownership import check_owner
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
 
-__all__ = ["AclSyncReport", "parse_acl_data", "parse_acl_file", "sync_acl_data", "sync_acls"]
+__all__ = [
+    "AclSyncReport",
+    "parse_acl_data",
+    "parse_acl_file",
+    "parse_read_at",
+    "sync_acl_data",
+    "sync_acls",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +151,23 @@ def _acl_record(raw: object, where: str) -> tuple[str, frozenset[str]]:
     return doc_id, frozenset(principals)
 
 
+def parse_read_at(value: str, now: datetime, where: str = "read_at") -> datetime:
+    """An exporter's ``read_at``: ISO 8601 with a time zone, not after ``now``."""
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise DirectoryError(
+            f"{where}: {value!r} is not an ISO 8601 time (e.g. 2025-03-01T09:00:00Z)"
+        ) from None
+    if moment.tzinfo is None:
+        raise DirectoryError(f"{where}: {value!r} has no time zone (add Z or +HH:MM)")
+    if moment > now:
+        raise DirectoryError(
+            f"{where}: {value!r} is in the future: ACLs cannot be fresher than now"
+        )
+    return moment
+
+
 def sync_acls(
     store: AnyStore,
     path: Path,
@@ -146,14 +176,30 @@ def sync_acls(
     delta: bool,
     now: datetime,
     directory: Directory | None = None,
+    read_at: datetime | None = None,
 ) -> AclSyncReport:
     """Apply ``path`` to ``corpus`` in one transaction (see the module docstring).
 
     With ``directory``, the report lists the principals the file names that it does not
     know: they are applied (they match nobody until the directory learns them) and reported.
+    Without ``read_at``, the file counts as read at its modification time, or ``now`` if
+    that is earlier (a file written "in the future" by a skewed clock gains nothing).
     """
+    if read_at is None:
+        try:
+            written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        except OSError as exc:
+            raise DirectoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        read_at = min(now, written)
     return sync_acl_data(
-        store, _read(path), path.name, corpus, delta=delta, now=now, directory=directory
+        store,
+        _read(path),
+        path.name,
+        corpus,
+        delta=delta,
+        now=now,
+        directory=directory,
+        read_at=read_at,
     )
 
 
@@ -166,9 +212,12 @@ def sync_acl_data(
     delta: bool,
     now: datetime,
     directory: Directory | None = None,
+    read_at: datetime | None = None,
 ) -> AclSyncReport:
     """:func:`sync_acls` of ``data`` already read (see :func:`parse_acl_data`); ``source``
-    names it in errors, e.g. ``request body:3``."""
+    names it in errors, e.g. ``request body:3``. The corpus is stamped ``read_at``
+    (default ``now``), never later than ``now``."""
+    synced_at = now if read_at is None else min(now, read_at)
     lines = parse_acl_data(data, source)
     acls = {doc_id: acl for doc_id, (acl, _) in lines.items()}
     documents = {d.doc_id: d for d in store.list_documents()}
@@ -191,7 +240,7 @@ def sync_acl_data(
             )
         revoked = sorted(d for d in in_corpus - set(acls) if documents[d].acl)
         updates.update({d: frozenset() for d in revoked})
-    store.set_acls(updates, synced=(corpus, now))
+    store.set_acls(updates, synced=(corpus, synced_at))
     named = {p for acl in acls.values() for p in acl}
     return AclSyncReport(
         corpus=corpus,
@@ -200,6 +249,6 @@ def sync_acl_data(
         unchanged=len([d for d in acls if d in documents]) - len(set(acls) & set(updates)),
         revoked=revoked,
         unknown=sorted(d for d in acls if d not in documents),
-        synced_at=now.isoformat(),
+        synced_at=synced_at.isoformat(),
         unknown_principals=[] if directory is None else directory.unknown_principals(named),
     )

@@ -106,12 +106,14 @@ def admin_router(administrator: Callable[..., Identity]) -> APIRouter:
         engine: Engine,
         corpus: Annotated[str, Query(min_length=1)],
         delta: bool = False,
+        read_at: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     ) -> dict[str, object]:
         """Apply document ACLs to one corpus in one transaction, or nothing:
-        ``clearance acl sync --json``."""
+        ``clearance acl sync --json``. ``read_at`` (ISO 8601 with a time zone) is when the
+        export began reading the source; the revocation SLA counts from it (default: now)."""
         data = await request.body()
         report = await run_in_threadpool(
-            engine.sync_acl_data, data, BODY_SOURCE, corpus, delta=delta
+            engine.sync_acl_data, data, BODY_SOURCE, corpus, delta=delta, read_at=read_at
         )
         return report.to_dict()
 

@@ -69,12 +69,25 @@ def register(cli: click.Group) -> None:
     @click.argument("file", type=_FILE)
     @click.option("--corpus", required=True, help="The corpus this file describes.")
     @click.option("--delta", is_flag=True, help="Only the named documents change.")
+    @click.option(
+        "--read-at",
+        metavar="TIME",
+        help="When the export began reading the source (ISO 8601 with a time zone); the "
+        "revocation SLA counts from it. Default: the file's modification time.",
+    )
     @json_option
     @pass_app
-    def acl_sync(app_ctx: AppContext, file: Path, corpus: str, delta: bool, as_json: bool) -> None:
+    def acl_sync(
+        app_ctx: AppContext,
+        file: Path,
+        corpus: str,
+        delta: bool,
+        read_at: str | None,
+        as_json: bool,
+    ) -> None:
         """Apply a JSONL file of {"doc_id", "acl"} lines (snapshot or delta) to one corpus."""
         with app_ctx.open() as app:
-            report = app.sync_acls(file, corpus, delta=delta)
+            report = app.sync_acls(file, corpus, delta=delta, read_at=read_at)
         if as_json:
             emit_json(report.to_dict())
             return
