@@ -8,8 +8,14 @@ subtly wrong somewhere, so :class:`SourceClient` does it once:
   connection) is retried up to ``max_retries`` times, and so is a response the connector's
   ``retryable`` recognises as throttling (Google answers some rate limits with 403); every
   other status fails at once.
-* **Retry-After honoured.** A ``Retry-After`` (seconds or an HTTP date) is waited for, up to
-  ``max_retry_after_s``; a source asking for longer fails the sync instead of stalling it.
+* **Retry-After honoured, within the SLA.** A ``Retry-After`` (seconds or an HTTP date) is
+  waited for as long as the source's :class:`ThrottleBudget` allows: during a permission
+  sync, until the moment its result would already be past the corpus's revocation SLA
+  (waiting longer cannot produce a fresh corpus); during a content sync, at most one
+  permission interval, so content work never holds the next permission sync back by more.
+  A source asking for longer fails the sync at once, saying so. Every wait is counted in
+  the budget, and the sync report says how long the source held it back. Outside a sync
+  (no budget begun) the limit is ``max_retry_after_s``.
   Without one, the wait is exponential backoff with full jitter (``backoff_s · 2ⁿ``, capped
   at ``max_backoff_s``), so many workers do not retry in lockstep.
 * **Concurrency limit.** At most ``max_concurrency`` requests of one source are in flight at
@@ -41,7 +47,7 @@ import httpx
 from clearance.errors import SourceError
 from clearance.secrets import Secret
 
-__all__ = ["BearerAuth", "SourceClient", "retry_after_seconds"]
+__all__ = ["BearerAuth", "SourceClient", "ThrottleBudget", "retry_after_seconds", "throttle_budget"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -88,6 +94,70 @@ def _shown_url(url: httpx.URL | str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+class ThrottleBudget:
+    """How long one source's throttling may hold its syncs back, shared by every client of
+    that source in the process (content and permission work draw on the same quota at the
+    source, so they draw on the same budget here).
+
+    The sync engine calls :meth:`begin` when a sync starts: ``limit_s`` is the longest the
+    sync may still wait in all. Clients ask :meth:`allow` before each wait and
+    :meth:`record` it after; :meth:`end` returns what the sync waited."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._started = 0.0
+        self._limit_s: float | None = None
+        self._kind = ""
+        self.waits = 0
+        self.waited_s = 0.0
+        self.longest_s = 0.0
+
+    def begin(self, kind: str, limit_s: float) -> None:
+        with self._lock:
+            self._kind = kind
+            self._started = self._monotonic()
+            self._limit_s = max(0.0, limit_s)
+            self.waits, self.waited_s, self.longest_s = 0, 0.0, 0.0
+
+    def end(self) -> tuple[int, float, float]:
+        """``(waits, seconds waited, longest wait)`` of the sync that began last."""
+        with self._lock:
+            self._limit_s = None
+            return self.waits, self.waited_s, self.longest_s
+
+    def remaining(self) -> float | None:
+        """Seconds the running sync may still wait, or ``None`` outside a sync. Time spent
+        is what the clock says, or what was waited if more (a wait is at least its length)."""
+        with self._lock:
+            if self._limit_s is None:
+                return None
+            spent = max(self._monotonic() - self._started, self.waited_s)
+            return max(0.0, self._limit_s - spent)
+
+    def describe(self) -> str:
+        return f"the {self._kind} sync's throttling budget" if self._kind else "the budget"
+
+    def record(self, seconds: float) -> None:
+        with self._lock:
+            self.waits += 1
+            self.waited_s += seconds
+            self.longest_s = max(self.longest_s, seconds)
+
+
+_BUDGETS: dict[str, ThrottleBudget] = {}
+_BUDGETS_LOCK = threading.Lock()
+
+
+def throttle_budget(source: str) -> ThrottleBudget:
+    """The process-wide :class:`ThrottleBudget` of the source named ``source``."""
+    with _BUDGETS_LOCK:
+        budget = _BUDGETS.get(source)
+        if budget is None:
+            budget = _BUDGETS[source] = ThrottleBudget()
+        return budget
 
 
 class SourceClient:
@@ -193,15 +263,29 @@ class SourceClient:
         asked = (
             None if response is None else retry_after_seconds(response.headers.get("Retry-After"))
         )
+        budget = throttle_budget(self.source)
+        remaining = budget.remaining()
         if asked is not None:
-            if asked > self.max_retry_after_s:
+            limit = self.max_retry_after_s if remaining is None else remaining
+            if asked > limit:
+                within = (
+                    f"longer than {limit:g}s"
+                    if remaining is None
+                    else f"longer than the {limit:.0f}s left in {budget.describe()} "
+                    "(the revocation SLA)"
+                )
                 raise SourceError(
                     f"source {self.source!r}: {method} {_shown_url(url)}: the source asked to "
-                    f"wait {asked:g}s (Retry-After), longer than {self.max_retry_after_s:g}s"
+                    f"wait {asked:g}s (Retry-After), {within}"
                 )
+            budget.record(asked)
             return asked
         ceiling = min(self.max_backoff_s, self.backoff_s * (2.0**attempt))
-        return ceiling * self._random()
+        wait = ceiling * self._random()
+        if remaining is not None:
+            wait = min(wait, remaining)
+        budget.record(wait)
+        return wait
 
     def _refused(self, method: str, response: httpx.Response) -> SourceError:
         status = response.status_code

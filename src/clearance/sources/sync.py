@@ -37,6 +37,7 @@ from clearance.sources.base import (
     SourceDocument,
     Tombstone,
 )
+from clearance.sources.http import throttle_budget
 from clearance.sources.ownership import BLOCKED_KEY, VERSION_KEY, owner_of
 from clearance.sources.state import StateTable
 
@@ -167,10 +168,28 @@ class SourceSync:
         now = self.app.clock()
         report = SyncReport(self.name, kind, started_at=now)
         self.states.update(self.name, **{f"{kind.removesuffix('s')}_attempted_at": now})
+        # A permission sync's result is stamped with its start, so waiting for the source is
+        # worth it only while that stamp is inside the SLA; content work must not hold the
+        # next permission sync back by more than one interval.
+        limit = (
+            self.corpus.revocation_sla_s
+            if kind == "permissions"
+            else self.source.permission_interval_s
+        )
+        budget = throttle_budget(self.name)
+        budget.begin(kind, limit)
         try:
             yield report
         except Exception as exc:
             report.error = _describe(exc)
+        finally:
+            waits, waited, longest = budget.end()
+        if waits:
+            report.counts["throttled"] = waits
+            report.warnings.append(
+                f"the source throttled {waits} request(s): waited {waited:.0f}s in all "
+                f"(longest {longest:.0f}s)"
+            )
         report.finished_at = self.app.clock()
         if report.error is None:
             self.states.succeeded(self.name)
@@ -329,8 +348,13 @@ class SourceSync:
         """Sync groups, then collect every permission change and apply them in one
         transaction; advance the corpus's ACL-sync time when the corpus is complete."""
         with self._run("permissions") as report:
+            # The SLA counts from the moment reading begins: a revocation made at the
+            # source after an item was read is only seen by the next sync, so stamping the
+            # end of a slow sync would stretch the revocation window by the sync's length.
+            read_began = self.app.clock()
             self._groups(report)
-            self._permissions(report)
+            changes, cursor, snapshot = self._collect(report)
+            self._apply(report, changes, cursor, snapshot, read_began)
         return report
 
     def _groups(self, report: SyncReport) -> None:
@@ -351,9 +375,9 @@ class SourceSync:
         report.counts["groups"] = len(snapshot.groups)
         report.counts["groups_removed"] = len(gone)
 
-    def _permissions(self, report: SyncReport) -> None:
+    def _collect(self, report: SyncReport) -> tuple[dict[str, PermissionChange], str | None, bool]:
+        """Read the whole permission listing: ``(changes by doc_id, cursor, snapshot)``."""
         state = self.states.get(self.name)
-        owned = self.owned()
         changes: dict[str, PermissionChange] = {}
         completed = snapshot = False
         cursor: str | None = None
@@ -369,6 +393,19 @@ class SourceSync:
                 break
         if not completed:
             raise SourceError(f"source {self.name!r}: the permission listing ended early")
+        return changes, cursor, snapshot
+
+    def _apply(
+        self,
+        report: SyncReport,
+        changes: Mapping[str, PermissionChange],
+        cursor: str | None,
+        snapshot: bool,
+        read_began: datetime,
+    ) -> None:
+        """Write the collected ACLs in one transaction. The source and (when complete) the
+        corpus are stamped ``read_began``: what was read is at least that fresh, no fresher."""
+        owned = self.owned()
         wanted: dict[str, tuple[frozenset[str], str | None]] = {}
         for doc_id, change in changes.items():
             if doc_id in owned:
@@ -387,11 +424,10 @@ class SourceSync:
                 notes[doc_id] = {BLOCKED_KEY: blocked}
                 report.counts["changed"] += 1
                 report.counts["revoked"] += int(bool(stored.acl - acl))
-        now = self.app.clock()
-        advance = self._corpus_sync_time(now)
+        advance = self._corpus_sync_time(read_began)
         synced = None if advance is None else (self.corpus.name, advance)
         self.app.store.set_acls(acls, synced=synced, extra=notes)
-        self.states.update(self.name, permission_cursor=cursor, permission_synced_at=now)
+        self.states.update(self.name, permission_cursor=cursor, permission_synced_at=read_began)
         report.cursor_advanced = True
         report.corpus_sync_advanced = synced is not None
         report.counts["blocked"] = sum(1 for _, blocked in wanted.values() if blocked)
