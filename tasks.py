@@ -40,22 +40,29 @@ def ensure_venv() -> None:
         STAMP.write_text(wanted)
 
 
-def ensure_browser() -> None:
-    """The UI tests drive Debian's Chromium with its ChromeDriver (browser downloads do not
-    work offline): install both when missing and this process may use apt-get."""
-    if shutil.which("chromium") and shutil.which("chromedriver"):
+# Programs the tests use, from Debian's packages: the UI tests drive Chromium with its
+# ChromeDriver (browser downloads do not work offline), and the filesystem source's tests set
+# real POSIX ACLs with setfacl.
+SYSTEM_TOOLS = {"chromium": "chromium", "chromedriver": "chromium-driver", "setfacl": "acl"}
+
+
+def ensure_system_tools() -> None:
+    """Install the Debian packages of :data:`SYSTEM_TOOLS` whose programs are missing, when
+    this process may use apt-get."""
+    missing = sorted({pkg for tool, pkg in SYSTEM_TOOLS.items() if shutil.which(tool) is None})
+    if not missing:
         return
     apt = shutil.which("apt-get")
     if apt is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
         print(
-            "chromium and chromedriver are missing and cannot be installed here (needs root "
-            "and apt-get): the browser tests will be skipped, and fail under CI=true",
+            f"{', '.join(missing)} missing and cannot be installed here (needs root and "
+            "apt-get): the tests that need them will be skipped, and fail under CI=true",
             flush=True,
         )
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     run(apt, "update", "-qq", env=env)
-    run(apt, "install", "-y", "-qq", "chromium", "chromium-driver", env=env)
+    run(apt, "install", "-y", "-qq", *missing, env=env)
 
 
 def clearance(*args: str, env: dict[str, str]) -> None:
@@ -107,7 +114,7 @@ def demo() -> int:
 def test() -> int:
     """Lint, types and the whole test suite (browser tests included)."""
     ensure_venv()
-    ensure_browser()
+    ensure_system_tools()
     steps = [
         (BIN / "ruff", "check", "src", "tests", "benchmarks", "examples", "tasks.py"),
         (BIN / "ruff", "format", "--check", "src", "tests", "benchmarks", "examples", "tasks.py"),
