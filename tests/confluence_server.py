@@ -1,31 +1,52 @@
 """A fake Confluence Cloud on 127.0.0.1: the subset the ``confluence`` connector uses, no more.
 
-Every request must carry basic auth of :data:`EMAIL` and the current :attr:`FakeConfluence.token`
-(401 otherwise). v2 listings page with a ``cursor`` and a relative ``_links.next``; v1 lists
-page with ``start``/``limit`` (capped at 200, as Confluence caps them) and a ``_links.next``.
+Shapes follow Atlassian's published contracts (the Confluence Cloud REST v2 OpenAPI, the v1
+content restrictions API, the OAuth 2.0 (3LO) token endpoint), not the connector's reading of
+them. Every request must carry basic auth of :data:`EMAIL` and the current
+:attr:`FakeConfluence.token`, or — under ``/ex/confluence/{cloudId}`` — a bearer token the fake
+OAuth endpoint issued (401 otherwise). v2 listings page with a ``cursor`` and a relative
+``_links.next``; v1 lists page with ``start``/``limit`` (capped at :attr:`v1_cap`) and a
+``_links.next`` unless :attr:`v1_next_links` is off (a server that caps without saying so).
 
 * ``GET /wiki/api/v2/spaces?keys=`` — the space by key.
-* ``GET /wiki/api/v2/spaces/{id}/pages`` — its current pages (``parentId``, ``version.number``).
-* ``GET /wiki/api/v2/pages/{id}?body-format=storage`` — one page with its storage body.
-* ``GET /wiki/api/v2/pages/{id}/attachments`` — its attachments (``downloadLink``).
+* ``GET /wiki/api/v2/spaces/{id}/pages`` and ``…/blogposts`` — its current pages (``parentId``,
+  ``parentType``: ``page`` or ``folder``) and blog posts (no parent).
+* ``GET /wiki/api/v2/pages/{id}`` and ``/blogposts/{id}`` (``?body-format=storage``).
+* ``GET /wiki/api/v2/folders/{id}`` — a folder (``parentId``, ``parentType``).
+* ``GET /wiki/api/v2/pages/{id}/attachments``, ``/blogposts/{id}/attachments``.
+* ``GET /wiki/api/v2/pages/{id}/footer-comments``, ``/blogposts/{id}/footer-comments`` (root
+  comments), ``/footer-comments/{id}/children`` (replies) and ``/footer-comments/{id}`` (one
+  comment, with its body for ``body-format=storage``).
 * ``GET /wiki/download/attachments/{page}/{name}`` — an attachment's bytes, or a redirect to
-  :attr:`FakeConfluence.media_url` when set (Confluence Cloud sends downloads to its media host).
-* ``GET /wiki/api/v2/spaces/{id}/permissions`` — space permission assignments.
-* ``GET /wiki/rest/api/content/{id}/restriction/byOperation/read`` — read restrictions,
-  users and groups paged together.
+  :attr:`FakeConfluence.media_url` when set (Confluence Cloud sends downloads to its media host);
+  ``GET /wiki/rest/api/content/{page}/child/attachment/{id}/download`` — the same bytes.
+* ``GET /wiki/api/v2/spaces/{id}/permissions`` — space permission assignments, principals of type
+  ``user``, ``group``, ``role`` or ``access_class``.
+* ``GET /wiki/api/v2/spaces/{id}/role-assignments?role-id=`` — who holds a space role
+  (``principal.principalType`` ``USER``/``GROUP``/``ACCESS_CLASS``); 404 without RBAC.
+* ``GET /wiki/rest/api/content/{id}/restriction/byOperation/{operation}`` — one operation's
+  restrictions; ``restrictions.user`` and ``restrictions.group`` carry ``results`` only when
+  ``expand`` names them (else they are listed in ``_expandable``), paged together with
+  ``start``/``limit``; each list has ``size`` (this page) and ``totalSize`` (0: not computed).
 * ``GET /wiki/rest/api/group/{id}/membersByGroupId`` — a group's members.
+* ``POST /oauth/token`` (``grant_type=refresh_token``, JSON or form) — a new access token and a
+  new refresh token; the refresh token used is refused from then on (rotation), with
+  ``403 invalid_grant``. ``GET /oauth/token/accessible-resources`` — the sites the token reaches.
 
-Tests change the space between syncs (:meth:`add_page`, :meth:`restrict`, :meth:`delete` …)
-and script faults on matching paths (:meth:`fault`).
+Tests change the space between syncs (:meth:`add_page`, :meth:`restrict`, :meth:`delete` …),
+reshape restriction answers (:attr:`reshape`) and script faults on matching paths (:meth:`fault`).
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
+import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 from loopback_server import (
     FakeService,
@@ -40,7 +61,14 @@ EMAIL = "sync@acme.example"
 TOKEN = "atlassian-api-token-value"
 SPACE_KEY = "ENG"
 SPACE_ID = "98304"
+CLOUD_ID = "11111111-2222-3333-4444-555555555555"
+CLIENT_ID = "oauth-client-id"
+CLIENT_SECRET = "oauth-client-secret-value"
+FIRST_REFRESH_TOKEN = "refresh-token-0"
 V1_CAP = 200
+
+#: ``reshape[content_id](body) -> body``: what a restriction answer becomes before it is sent.
+Reshape = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 @dataclass
@@ -49,10 +77,27 @@ class Page:
     title: str
     body: str
     parent: str | None
+    kind: str = "page"  # or "blogpost"
+    parent_type: str | None = None
     version: int = 1
-    users: list[dict[str, Any]] = field(default_factory=list)  # read restriction
-    groups: list[dict[str, Any]] = field(default_factory=list)
     attachments: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)
+
+
+@dataclass
+class Folder:
+    id: str
+    title: str
+    parent: str | None
+    parent_type: str | None = None
+
+
+@dataclass
+class Comment:
+    id: str
+    container: str
+    body: str
+    parent: str | None = None  # the comment it answers
+    version: int = 1
 
 
 class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
@@ -62,11 +107,23 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
         super().__init__(RecordedRequest, self._route)
         self.token = TOKEN
         self.pages: dict[str, Page] = {}
+        self.folders: dict[str, Folder] = {}
+        self.comments: dict[str, Comment] = {}
+        # content id -> operation -> (user entries, group entries)
+        self.restrictions: dict[str, dict[str, tuple[list[Any], list[Any]]]] = {}
         self.space_permissions: list[dict[str, Any]] = []
+        self.role_assignments: list[dict[str, Any]] | None = []  # None: the tenant has no RBAC
         self.groups: dict[str, list[str]] = {}  # group id -> member account ids
+        self.reshape: dict[str, Reshape] = {}
+        self.v1_cap = V1_CAP
+        self.v1_next_links = True
         self.faults: list[Fault] = []
         self.media_url: str | None = None  # downloads redirect there, as to Atlassian's media host
         self.foreign_next_link: str | None = None  # a hostile or broken next link of pages
+        self.refresh_token: str | None = FIRST_REFRESH_TOKEN  # the one the token endpoint takes
+        self.used_refresh_tokens: list[str] = []
+        self.access_tokens: set[str] = set()
+        self._issued = itertools.count(1)
         self._mutex = threading.Lock()
 
     @property
@@ -75,8 +132,25 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
 
     # ------------------------------------------------------------------ the space
 
-    def add_page(self, page_id: str, body: str, parent: str | None = None) -> None:
-        self.pages[page_id] = Page(page_id, f"Page {page_id}", body, parent)
+    def add_page(
+        self, page_id: str, body: str, parent: str | None = None, *, parent_type: str = "page"
+    ) -> None:
+        kind = parent_type if parent is not None else None
+        self.pages[page_id] = Page(page_id, f"Page {page_id}", body, parent, parent_type=kind)
+
+    def add_blogpost(self, post_id: str, body: str) -> None:
+        self.pages[post_id] = Page(post_id, f"Post {post_id}", body, None, kind="blogpost")
+
+    def add_folder(
+        self, folder_id: str, parent: str | None = None, parent_type: str = "page"
+    ) -> None:
+        kind = parent_type if parent is not None else None
+        self.folders[folder_id] = Folder(folder_id, f"Folder {folder_id}", parent, kind)
+
+    def comment(
+        self, comment_id: str, container: str, body: str, parent: str | None = None
+    ) -> None:
+        self.comments[comment_id] = Comment(comment_id, container, body, parent)
 
     def edit(self, page_id: str, body: str) -> None:
         self.pages[page_id].body = body
@@ -89,13 +163,24 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
         self.pages[page_id].attachments[att_id] = (name, media, data)
 
     def restrict(
-        self, page_id: str, *, users: tuple[str, ...] = (), groups: tuple[str, ...] = ()
+        self,
+        content_id: str,
+        *,
+        users: tuple[str, ...] = (),
+        groups: tuple[str, ...] = (),
+        operation: str = "read",
     ) -> None:
-        """Set the page's read restriction (empty: none). A restriction change leaves the
-        page's version alone, as in Confluence."""
-        page = self.pages[page_id]
-        page.users = [{"type": "known", "accountId": a, "accountType": "atlassian"} for a in users]
-        page.groups = [{"type": "group", "name": f"name-{g}", "id": g} for g in groups]
+        """Set one operation's restriction of a page, blog post or folder (empty: none). A
+        restriction change leaves the content's version alone, as in Confluence."""
+        user_entries = [
+            {"type": "known", "accountId": a, "accountType": "atlassian"} for a in users
+        ]
+        group_entries = [{"type": "group", "name": f"name-{g}", "id": g} for g in groups]
+        self.restrictions.setdefault(content_id, {})[operation] = (user_entries, group_entries)
+
+    def restricted_users(self, content_id: str) -> list[Any]:
+        """The read restriction's user entries of ``content_id``, to edit in place."""
+        return self.restrictions.setdefault(content_id, {}).setdefault("read", ([], []))[0]
 
     def grant_space(self, kind: str, ident: str | None = None) -> None:
         principal: dict[str, Any] = {"type": kind}
@@ -106,6 +191,15 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
                 "id": str(len(self.space_permissions) + 1),
                 "principal": principal,
                 "operation": {"key": "read", "targetType": "space"},
+            }
+        )
+
+    def assign_role(self, role_id: str, principal_type: str, principal_id: str) -> None:
+        assert self.role_assignments is not None
+        self.role_assignments.append(
+            {
+                "principal": {"principalType": principal_type, "principalId": principal_id},
+                "roleId": role_id,
             }
         )
 
@@ -120,14 +214,31 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
             "status": "current",
             "title": page.title,
             "spaceId": SPACE_ID,
-            "parentId": page.parent,
-            "parentType": "page" if page.parent else None,
             "createdAt": "2025-01-01T00:00:00.000Z",
             "version": {"number": page.version, "createdAt": "2025-01-02T00:00:00.000Z"},
-            "_links": {"webui": f"/spaces/{SPACE_KEY}/pages/{page.id}"},
+            "_links": {"webui": f"/spaces/{SPACE_KEY}/{page.kind}s/{page.id}"},
         }
+        if page.kind == "page":
+            out["parentId"] = page.parent
+            out["parentType"] = page.parent_type
         if body:
             out["body"] = {"storage": {"representation": "storage", "value": page.body}}
+        return out
+
+    def _comment_json(self, comment: Comment, *, body: bool = False) -> dict[str, Any]:
+        container = self.pages[comment.container]
+        out: dict[str, Any] = {
+            "id": comment.id,
+            "status": "current",
+            "title": f"Re: {container.title}",
+            "version": {"number": comment.version, "createdAt": "2025-01-03T00:00:00.000Z"},
+            "_links": {"webui": f"/spaces/{SPACE_KEY}/pages/{container.id}?focusedCommentId="},
+        }
+        out["blogPostId" if container.kind == "blogpost" else "pageId"] = container.id
+        if comment.parent is not None:
+            out["parentCommentId"] = comment.parent
+        if body:
+            out["body"] = {"storage": {"representation": "storage", "value": comment.body}}
         return out
 
     def _attachment_json(self, page: Page, att_id: str) -> dict[str, Any]:
@@ -139,7 +250,7 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
             "mediaType": media,
             "fileSize": len(data),
             "fileId": f"file-{att_id}-{len(data)}",
-            "pageId": page.id,
+            "pageId" if page.kind == "page" else "blogPostId": page.id,
             "version": {"number": 1},
             "downloadLink": f"/download/attachments/{page.id}/{quote(name)}?version=1&api=v2",
             "_links": {"webui": f"/pages/viewpageattachments.action?pageId={page.id}"},
@@ -157,17 +268,98 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
 
     def _v1_slice(self, values: list[Any], query: dict[str, str]) -> dict[str, Any]:
         start = int(query.get("start", "0"))
-        limit = min(int(query.get("limit", "25")), V1_CAP)
+        limit = min(int(query.get("limit", "25")), self.v1_cap)
         chunk = values[start : start + limit]
-        out: dict[str, Any] = {"results": chunk, "start": start, "limit": limit, "size": len(chunk)}
-        out["_links"] = {"next": f"?start={start + limit}"} if start + limit < len(values) else {}
+        out: dict[str, Any] = {
+            "results": chunk,
+            "start": start,
+            "limit": limit,
+            "size": len(chunk),
+            "totalSize": 0,  # computed only on request, as the v1 arrays document
+        }
+        more = start + limit < len(values) and self.v1_next_links
+        out["_links"] = {"next": f"?start={start + limit}"} if more else {}
         return out
 
     def _answer(self, request: RecordedRequest, path: str, query: dict[str, str]) -> Reply:
+        if path.startswith("/oauth/token"):
+            return self._oauth(request, path)
+        prefix = f"/ex/confluence/{CLOUD_ID}"
+        if path.startswith("/ex/confluence/"):
+            bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if not path.startswith(prefix + "/") or bearer not in self.access_tokens:
+                return json_reply({"code": 401, "message": "Unauthorized"}, status=401)
+            return self._confluence(path.removeprefix(prefix), query)
         expected = base64.b64encode(f"{EMAIL}:{self.token}".encode()).decode()
         if request.headers.get("authorization") != f"Basic {expected}":
             return json_reply({"statusCode": 401, "message": "Unauthorized"}, status=401)
         return self._confluence(path, query)
+
+    def _oauth(self, request: RecordedRequest, path: str) -> Reply:
+        if path == "/oauth/token/accessible-resources":
+            bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if bearer not in self.access_tokens:
+                return json_reply({"code": 401, "message": "Unauthorized"}, status=401)
+            site = {
+                "id": CLOUD_ID,
+                "url": self.base_url,
+                "name": "acme",
+                "scopes": ["read:confluence-content.all"],
+                "avatarUrl": "",
+            }
+            other = {**site, "id": "99999999-0000-0000-0000-000000000000", "url": "https://x.y"}
+            return json_reply([other, site])
+        if request.method != "POST" or path != "/oauth/token":
+            return json_reply({"error": "not_found"}, status=404)
+        form = token_form(request.body)
+        if (form.get("client_id"), form.get("client_secret")) != (CLIENT_ID, CLIENT_SECRET):
+            return json_reply({"error": "access_denied"}, status=401)
+        given = form.get("refresh_token")
+        if form.get("grant_type") != "refresh_token" or given is None:
+            return json_reply({"error": "unsupported_grant_type"}, status=400)
+        if given != self.refresh_token:
+            return json_reply(
+                {
+                    "error": "invalid_grant",
+                    "error_description": "Unknown or invalid refresh token.",
+                },
+                status=403,
+            )
+        self.used_refresh_tokens.append(given)
+        n = next(self._issued)
+        self.refresh_token = f"refresh-token-{n}"
+        access = f"access-token-{n}"
+        self.access_tokens.add(access)
+        return json_reply(
+            {
+                "access_token": access,
+                "refresh_token": self.refresh_token,
+                "expires_in": 3600,
+                "scope": "read:confluence-content.all offline_access",
+                "token_type": "Bearer",
+            }
+        )
+
+    def _restriction(self, content_id: str, operation: str, query: dict[str, str]) -> Reply:
+        known = content_id in self.pages or content_id in self.folders
+        if not known:
+            return json_reply({"statusCode": 404, "message": "not found"}, status=404)
+        users, groups = self.restrictions.get(content_id, {}).get(operation, ([], []))
+        expand = set(query.get("expand", "").split(","))
+        restrictions: dict[str, Any] = {"_expandable": {}}
+        for kind, entries in (("user", users), ("group", groups)):
+            if f"restrictions.{kind}" in expand:
+                restrictions[kind] = self._v1_slice(entries, query)
+            else:
+                restrictions["_expandable"][kind] = ""
+        body: dict[str, Any] = {
+            "operation": operation,
+            "restrictions": restrictions,
+            "_expandable": {"content": f"/rest/api/content/{content_id}"},
+            "_links": {"base": f"{self.base_url}/wiki"},
+        }
+        reshape = self.reshape.get(content_id)
+        return json_reply(reshape(body) if reshape is not None else body)
 
     def _confluence(self, path: str, query: dict[str, str]) -> Reply:
         not_found = json_reply({"statusCode": 404, "message": "not found"}, status=404)
@@ -175,23 +367,69 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
         if path == "/wiki/api/v2/spaces":
             found = [{"id": SPACE_ID, "key": SPACE_KEY, "name": "Engineering"}]
             return self._v2_page(found if query.get("keys") == SPACE_KEY else [], path, query)
-        if path == f"{space}/pages":
+        if path in (f"{space}/pages", f"{space}/blogposts"):
             if self.foreign_next_link is not None:
                 return json_reply({"results": [], "_links": {"next": self.foreign_next_link}})
-            values = [self._page_json(p) for p in self.pages.values()]
+            kind = path.rsplit("/", 1)[1].removesuffix("s")
+            values = [self._page_json(p) for p in self.pages.values() if p.kind == kind]
             return self._v2_page(values, path, query)
         if path == f"{space}/permissions":
             return self._v2_page(self.space_permissions, path, query)
-        if path.startswith("/wiki/api/v2/pages/"):
-            page_id, _, tail = path.removeprefix("/wiki/api/v2/pages/").partition("/")
-            page = self.pages.get(page_id)
-            if page is None:
+        if path == f"{space}/role-assignments":
+            if self.role_assignments is None:
                 return not_found
-            if tail == "":
-                return json_reply(self._page_json(page, body=query.get("body-format") == "storage"))
-            if tail == "attachments":
-                values = [self._attachment_json(page, a) for a in page.attachments]
-                return self._v2_page(values, path, query)
+            role = query.get("role-id")
+            found = [a for a in self.role_assignments if role in (None, a["roleId"])]
+            return self._v2_page(found, path, query)
+        if path.startswith("/wiki/api/v2/folders/"):
+            folder = self.folders.get(path.removeprefix("/wiki/api/v2/folders/"))
+            if folder is None:
+                return not_found
+            return json_reply(
+                {
+                    "id": folder.id,
+                    "type": "folder",
+                    "status": "current",
+                    "title": folder.title,
+                    "parentId": folder.parent,
+                    "parentType": folder.parent_type,
+                    "spaceId": SPACE_ID,
+                    "version": {"number": 1},
+                }
+            )
+        if path.startswith("/wiki/api/v2/footer-comments/") and path.count("/") == 5:
+            comment = self.comments.get(path.rsplit("/", 1)[1])
+            if comment is None:
+                return not_found
+            return json_reply(
+                self._comment_json(comment, body=query.get("body-format") == "storage")
+            )
+        if path.startswith("/wiki/api/v2/footer-comments/") and path.endswith("/children"):
+            parent = path.split("/")[5]
+            if parent not in self.comments:
+                return not_found
+            values = [self._comment_json(c) for c in self.comments.values() if c.parent == parent]
+            return self._v2_page(values, path, query)
+        for kind in ("pages", "blogposts"):
+            if path.startswith(f"/wiki/api/v2/{kind}/"):
+                page_id, _, tail = path.removeprefix(f"/wiki/api/v2/{kind}/").partition("/")
+                page = self.pages.get(page_id)
+                if page is None or f"{page.kind}s" != kind:
+                    return not_found
+                if tail == "":
+                    storage = query.get("body-format") == "storage"
+                    return json_reply(self._page_json(page, body=storage))
+                if tail == "attachments":
+                    values = [self._attachment_json(page, a) for a in page.attachments]
+                    return self._v2_page(values, path, query)
+                if tail == "footer-comments":
+                    values = [
+                        self._comment_json(c)
+                        for c in self.comments.values()
+                        if c.container == page.id and c.parent is None
+                    ]
+                    return self._v2_page(values, path, query)
+                return not_found
         if path.startswith("/wiki/download/attachments/"):
             page_id, _, name = path.removeprefix("/wiki/download/attachments/").partition("/")
             page = self.pages.get(page_id)
@@ -202,17 +440,17 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
                 if quote(att_name) == name:
                     return Reply(body=data, content_type=media)
             return not_found
-        if path.startswith("/wiki/rest/api/content/") and path.endswith(
-            "/restriction/byOperation/read"
-        ):
-            page = self.pages.get(path.split("/")[5])
-            if page is None:
+        if path.startswith("/wiki/rest/api/content/") and "/child/attachment/" in path:
+            page_id, _, tail = path.removeprefix("/wiki/rest/api/content/").partition("/")
+            page = self.pages.get(page_id)
+            att_id = tail.removeprefix("child/attachment/").removesuffix("/download")
+            if page is None or att_id not in page.attachments or not tail.endswith("/download"):
                 return not_found
-            restrictions = {
-                "user": self._v1_slice(page.users, query),
-                "group": self._v1_slice(page.groups, query),
-            }
-            return json_reply({"operation": "read", "restrictions": restrictions})
+            _, media, data = page.attachments[att_id]
+            return Reply(body=data, content_type=media)
+        if path.startswith("/wiki/rest/api/content/") and "/restriction/byOperation/" in path:
+            parts = path.split("/")
+            return self._restriction(parts[5], parts[8], query)
         if path.startswith("/wiki/rest/api/group/") and path.endswith("/membersByGroupId"):
             group_id = path.split("/")[5]
             if group_id not in self.groups:
@@ -223,3 +461,12 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
             ]
             return json_reply(self._v1_slice(members, query))
         return not_found
+
+
+def token_form(body: bytes) -> dict[str, Any]:
+    """A token request's fields, JSON or form-encoded."""
+    try:
+        found = json.loads(body)
+    except ValueError:
+        return {k: v[0] for k, v in parse_qs(body.decode()).items()}
+    return found if isinstance(found, dict) else {}

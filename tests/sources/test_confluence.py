@@ -163,7 +163,7 @@ def test_a_download_redirected_to_the_media_host_goes_there_without_the_token(
 def test_reverse_proof_a_download_that_carries_the_token_along_is_caught(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def carried(self: ConfluenceConnector, raw: Any, doc_id: str) -> bytes:
+    def carried(self: ConfluenceConnector, raw: Any, doc_id: str, page_id: str) -> bytes:
         url = f"{self._base}/wiki{raw['downloadLink']}"
         response = self.client._client.get(url)  # the redirect, followed by hand
         return self.client.request("GET", response.headers["Location"]).content
@@ -367,7 +367,7 @@ def test_reverse_proof_a_connector_that_reads_only_the_first_page_is_caught(
 
 
 def anonymous_page_is_found(site: Site) -> bool:
-    site.wiki.grant_space("anonymous")
+    site.wiki.grant_space("access_class", "anonymous-users")
     site.wiki.add_page("deck", "<p>Board deck: acquisition targets.</p>")
     site.synced()
     return bool(site.found(ALICE, "acquisition"))
@@ -396,7 +396,7 @@ def test_reverse_proof_a_connector_that_maps_anonymous_access_to_everyone_is_cau
 
 
 def test_an_anonymous_space_still_admits_who_a_restriction_names(site: Site) -> None:
-    site.wiki.grant_space("anonymous")
+    site.wiki.grant_space("access_class", "anonymous-users")
     site.wiki.add_page("deck", "<p>Board deck: acquisition targets.</p>")
     site.wiki.restrict("deck", users=(BOB,))
     site.synced()
@@ -410,14 +410,14 @@ def test_an_unknown_principal_type_makes_the_page_visible_to_nobody_with_the_rea
     site.wiki.grant_space("group", "g-eng")
     site.wiki.add_page("open", "<p>Open roadmap.</p>")
     site.wiki.add_page("odd", "<p>Odd roadmap.</p>")
-    site.wiki.pages["odd"].users = [{"type": "robot", "accountId": "r2"}]
+    site.wiki.restricted_users("odd")[:] = [{"type": "robot", "accountId": "r2"}]
     site.synced()
     assert site.found(ALICE, "roadmap") == {doc("open")}
     (status,) = source_status(site.app)
     (example,) = status["visible_to_nobody_examples"]
     assert example["doc_id"] == doc("odd") and "'robot'" in example["reason"]
 
-    site.wiki.grant_space("role", "space-admins")  # a principal type the space cannot map
+    site.wiki.grant_space("access_class", "all-licensed-users")  # not statable as principals
     site.synced(content=False)
     assert site.found(ALICE, "roadmap") == set()
 

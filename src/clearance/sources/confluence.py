@@ -1,48 +1,71 @@
-"""The Confluence Cloud connector: one space's pages and attachments, kept in step.
+"""The Confluence Cloud connector: one space's pages, blog posts, comments and attachments.
 
-Content: every sync lists the pages of the space (``GET /wiki/api/v2/spaces/{id}/pages``,
-``_links.next`` cursor paging) and, per page, its attachments
-(``/wiki/api/v2/pages/{id}/attachments``). Confluence has no change feed for a space, so the
-listing is a snapshot: a page or attachment it no longer names (deleted, trashed, moved to
-another space) is removed from the index. An item's version is its ``version.number``, which
-every edit moves and a restriction change does not, so a permission change never re-reads
-content. A page's body is fetched in storage format (XHTML) and read by the HTML loader; an
-attachment is downloaded and read by the loader of its media type.
+Content: every sync lists the pages (``GET /wiki/api/v2/spaces/{id}/pages``) and blog posts
+(``…/blogposts``) of the space (``_links.next`` cursor paging) and, per page or blog post, its
+attachments (``/wiki/api/v2/{pages|blogposts}/{id}/attachments``) and footer comments
+(``…/footer-comments``, replies through ``/wiki/api/v2/footer-comments/{id}/children``).
+Confluence has no change feed for a space, so the listing is a snapshot: an item it no longer
+names (deleted, trashed, moved to another space) is removed from the index. An item's version
+is its ``version.number``, which every edit moves and a restriction change does not, so a
+permission change never re-reads content. Bodies are read in storage format (XHTML) by the HTML
+loader; an attachment is downloaded and read by the loader of its media type. A footer comment
+is a document of its own (its edits re-read it alone); inline comments are not indexed.
 
-Permissions are re-read in full by every permission sync. Who may read a page is:
+Permissions are re-read in full by every permission sync. Who may read a page or blog post is:
 
 * the space's **view** permission (``GET /wiki/api/v2/spaces/{id}/permissions``, operation
-  ``read`` on ``space``): users → ``user:<accountId>``, groups → ``group:<groupId>``; anonymous
-  access → ``Access.anyone_with_link`` (visible to nobody in a corpus above PUBLIC);
-* narrowed by the **read restrictions** of the page *and of every ancestor*
-  (``/wiki/rest/api/content/{id}/restriction/byOperation/read``, users and groups paged past
-  200): a reader must pass each restricted level. An intersection of groups cannot be stated
-  as principals, so a restricted page's access is spelled out as the users who pass every
-  level, groups expanded through their members (read in the same sync);
-* anything that cannot be mapped safely — a principal type other than user or group, a
-  parent that is not a page of the space, restrictions that cannot be read (403) — makes the
-  page visible to nobody, and ``source status`` says why.
+  ``read`` on ``space``): users → ``user:<accountId>``, groups → ``group:<groupId>``; a space
+  **role** → whoever holds it (``/wiki/api/v2/spaces/{id}/role-assignments?role-id=``, users
+  and groups); the access class ``anonymous-users`` → ``Access.anyone_with_link`` (visible to
+  nobody in a corpus above PUBLIC);
+* narrowed by the **read restrictions** of the content *and of every ancestor*, folders
+  included (``/wiki/rest/api/content/{id}/restriction/byOperation/read``, users and groups
+  paged with ``start``/``limit``): a reader must pass each restricted level. An intersection of
+  groups cannot be stated as principals, so a restricted page's access is spelled out as the
+  users who pass every level, groups expanded through their members (read in the same sync);
+* anything that cannot be mapped safely makes the content visible to nobody, and ``source
+  status`` says why: a principal type or access class other than those above, a parent that is
+  neither a page of the space nor a folder, restrictions that cannot be read (403), and a
+  restriction answer whose shape is not the documented one — lists missing (not expanded), an
+  entry count (``size``, ``totalSize``) that differs from the entries read, a next link that
+  leads nowhere, or another operation than ``read``.
 
-An attachment is readable by exactly who may read its page. :meth:`ConfluenceConnector.groups`
-syncs the members of every group the space permissions and restrictions name (Confluence
-groups do not nest).
+Attachments and comments are readable by exactly who may read their page or blog post.
+:meth:`ConfluenceConnector.groups` syncs the members of every group the space permissions,
+roles and restrictions name (Confluence groups do not nest).
 
-Credentials: an Atlassian API token, sent as HTTP basic auth with the account's e-mail; the
-token is read from the variable named by ``credentials.api_token``, held as a
-:class:`~clearance.secrets.Secret` and revealed only into the ``Authorization`` header of
-requests to ``base_url``. Next links are followed only inside ``base_url``'s REST API; an
-attachment download redirected to another host (Atlassian's media service) goes there
-without the header.
+Credentials, one of:
+
+* an Atlassian **API token**, sent as HTTP basic auth with the account's e-mail; read from the
+  variable named by ``credentials.api_token`` and sent only to ``base_url``;
+* **OAuth 2.0 (3LO)**: ``credentials.client_id``, ``client_secret`` and ``refresh_token`` name
+  the variables of the app's client and of a refresh token it was granted. Atlassian rotates
+  refresh tokens: each renewal returns a new one and refuses the old one from then on, so the
+  newest is kept in a file only its owner can read (``token_file``; never in the index, whose
+  readers must never see a credential) and used by the next sync. Requests go to
+  ``https://api.atlassian.com/ex/confluence/{cloudId}``, the cloud id configured or found
+  through ``accessible-resources`` by the site's URL.
+
+Tokens are held as :class:`~clearance.secrets.Secret` values, revealed only into the
+``Authorization`` header, never logged or stored in the index. Next links are followed only
+inside the API base's REST API; an attachment download redirected to another host
+(Atlassian's media service) goes there without the header.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
+import hashlib
 import html
+import json
+import os
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -65,19 +88,53 @@ from clearance.sources.base import (
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.registry import register_connector
-from clearance.sources.rest import Unrepresentable, string_option, text, timestamp
+from clearance.sources.rest import (
+    RenewingToken,
+    Unrepresentable,
+    bool_option,
+    string_option,
+    text,
+    timestamp,
+    url_option,
+)
 from clearance.sources.sync import MEDIA_SUFFIXES
 
-__all__ = ["ConfluenceConnector", "ConfluenceOptions", "confluence_connector", "parse_options"]
+__all__ = [
+    "ConfluenceConnector",
+    "ConfluenceOptions",
+    "RefreshTokenFile",
+    "RotatingRefreshToken",
+    "confluence_connector",
+    "confluence_oauth_connector",
+    "parse_options",
+]
 
-_OPTIONS = frozenset({"base_url", "email", "space_key", "attachments"})
+_OPTIONS = frozenset(
+    {
+        "base_url",
+        "email",
+        "space_key",
+        "attachments",
+        "blogposts",
+        "comments",
+        "cloud_id",
+        "auth_url",
+        "api_url",
+        "token_file",
+    }
+)
 _V2 = "/wiki/api/v2"
 _V1 = "/wiki/rest/api"
 _LIST_LIMIT = 250  # the largest page v2 listings accept
-_V1_LIMIT = 200  # users and groups per page of a restriction or a group's members
+_V1_LIMIT = 200  # users and groups asked per page of a restriction or a group's members
 _PAGE = 200  # permission changes per page handed to the engine
 _SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
 _ATTACHMENT = "att:"
+_COMMENT = "comment:"
+_BLOGPOST = "blogpost:"
+_AUTH_URL = "https://auth.atlassian.com"
+_API_URL = "https://api.atlassian.com"
+_ANONYMOUS = "anonymous-users"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +145,12 @@ class ConfluenceOptions:
     email: str
     space_key: str
     attachments: bool = True
+    blogposts: bool = True
+    comments: bool = True
+    cloud_id: str | None = None
+    auth_url: str = _AUTH_URL
+    api_url: str = _API_URL
+    token_file: str | None = None
 
 
 class TokenBasicAuth(httpx.Auth):
@@ -106,14 +169,133 @@ class TokenBasicAuth(httpx.Auth):
         return "TokenBasicAuth(Secret('****'))"
 
 
+class RefreshTokenFile:
+    """The newest refresh token of one source, in a file only its owner may read or write.
+
+    The file remembers a digest of the configured refresh token it descends from: when the
+    operator configures a new one (a new authorisation), the configured one wins again. Every
+    renewal holds an exclusive lock on the file's ``.lock`` neighbour, so two processes syncing
+    the same source never spend the same refresh token."""
+
+    def __init__(self, path: Path, configured: Secret) -> None:
+        self.path = path
+        self._configured = configured
+        self._seed = hashlib.sha256(configured.reveal().encode()).hexdigest()
+
+    def __repr__(self) -> str:
+        return f"RefreshTokenFile({str(self.path)!r})"
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(
+            self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600
+        )
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)  # closing releases the lock
+
+    def current(self) -> Secret:
+        """The refresh token to spend next."""
+        try:
+            kept = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return self._configured
+        if not isinstance(kept, dict) or kept.get("seed") != self._seed:
+            return self._configured
+        token = kept.get("refresh_token")
+        if not isinstance(token, str) or not token:
+            return self._configured
+        return Secret(token)
+
+    def replace(self, token: Secret) -> None:
+        """Keep ``token`` as the one to spend next (written whole, then renamed into place)."""
+        fresh = self.path.with_name(self.path.name + ".new")
+        data = json.dumps({"seed": self._seed, "refresh_token": token.reveal()})
+        descriptor = os.open(fresh, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(fresh, self.path)
+
+
+class RotatingRefreshToken(RenewingToken):
+    """OAuth 2.0 (3LO) access tokens from a refresh token Atlassian rotates: every renewal
+    spends the kept refresh token and keeps the new one the token endpoint returns, before its
+    access token is used."""
+
+    def __init__(
+        self,
+        tokens: SourceClient,
+        token_url: str,
+        client_id: Secret,
+        client_secret: Secret,
+        kept: RefreshTokenFile,
+        *,
+        variable: str = "the refresh token variable",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(tokens, token_url, clock)
+        self._client_id = client_id
+        self._client_secret = client_secret
+        self._kept = kept
+        self._variable = variable
+
+    def _request(self) -> tuple[Secret, float]:
+        source = self._tokens.source
+        with self._kept.locked():
+            spent = self._kept.current()
+            form = {
+                "grant_type": "refresh_token",
+                "client_id": self._client_id.reveal(),
+                "client_secret": self._client_secret.reveal(),
+                "refresh_token": spent.reveal(),
+            }
+            try:
+                response = self._tokens.request("POST", self._token_url, json=form)
+            except SourceError as exc:
+                if exc.status in (400, 401, 403):
+                    raise SourceError(
+                        f"source {source!r}: the token endpoint refused the refresh token "
+                        f"(HTTP {exc.status}): it was spent or revoked; authorise the app "
+                        f"again and set {self._variable}",
+                        status=exc.status,
+                    ) from None
+                raise
+            try:
+                body = response.json()
+                token = Secret(body["access_token"])
+                renewed = Secret(body["refresh_token"])
+                lifetime = float(body.get("expires_in", 3600))
+            except (ValueError, KeyError, TypeError):
+                raise SourceError(
+                    f"source {source!r}: the token endpoint answered without an access token "
+                    "and a new refresh token"
+                ) from None
+            try:
+                self._kept.replace(renewed)
+            except OSError as exc:
+                raise SourceError(
+                    f"source {source!r}: the new refresh token cannot be kept in "
+                    f"{self._kept.path} ({exc.strerror}); authorise the app again"
+                ) from None
+        return token, lifetime
+
+
 @dataclass(frozen=True, slots=True)
 class _Page:
+    """A page or a blog post (``kind``)."""
+
     id: str
     title: str
     version: str
     parent: str | None
     parent_type: str | None
     webui: str
+    kind: str = "page"
 
 
 @dataclass(slots=True)
@@ -129,6 +311,7 @@ class _SpaceView:
 class _Listing:
     pages: dict[str, _Page] = field(default_factory=dict)
     attachments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    comments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _number(raw: Mapping[str, Any]) -> str:
@@ -138,40 +321,71 @@ def _number(raw: Mapping[str, Any]) -> str:
 
 
 class ConfluenceConnector:
-    """See the module docstring. Built by the ``confluence`` kind or :func:`confluence_connector`.
+    """See the module docstring. Built by the ``confluence`` kind, :func:`confluence_connector`
+    or :func:`confluence_oauth_connector`.
 
     One instance serves one run of syncs. The page tree, restrictions and group members read
-    by a content sync are shared by its fetches; a permission sync reads them all again."""
+    by a content sync are shared by its fetches; a permission sync reads them all again.
+    ``api_base`` finds the REST API's base URL (default: ``base_url``), once; ``tokens`` is
+    the token endpoint's client, closed with the connector."""
 
-    def __init__(self, source: str, options: ConfluenceOptions, client: SourceClient) -> None:
+    def __init__(
+        self,
+        source: str,
+        options: ConfluenceOptions,
+        client: SourceClient,
+        api_base: Callable[[SourceClient], str] | None = None,
+        tokens: SourceClient | None = None,
+    ) -> None:
         self.source = source
+        self._tokens = tokens
         self.options = options
         self.client = client
-        self._base = options.base_url.rstrip("/")
+        self._site = options.base_url.rstrip("/")
+        self._find_api = api_base
+        self._api: str | None = None if api_base is not None else self._site
+        self._api_lock = threading.Lock()
         self._space_id: str | None = None
         self._listing: _Listing | None = None
         self._view: _SpaceView | None = None
         self._restrictions: dict[str, frozenset[str] | None] = {}
+        self._folders: dict[str, tuple[str | None, str | None]] = {}
         self._members: dict[str, frozenset[str]] = {}
         self._snapshot: list[PermissionChange] | None = None
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.client.close()
+        finally:
+            if self._tokens is not None:
+                self._tokens.close()
 
     # ------------------------------------------------------------------ plumbing
+
+    @property
+    def _base(self) -> str:
+        """The REST API's base URL: the site, or the OAuth gateway's for its cloud id."""
+        with self._api_lock:
+            if self._api is None:
+                assert self._find_api is not None
+                self._api = self._find_api(self.client).rstrip("/")
+            return self._api
 
     def _error(self, message: str) -> SourceError:
         return SourceError(f"source {self.source!r}: {message}")
 
     def _ours(self, link: str) -> str | None:
-        """``link`` made absolute when it points into ``base_url``'s v2 REST API (the only
-        links followed with the token), else ``None``."""
-        absolute = urljoin(self._base + "/", link)
-        parts, base = urlsplit(absolute), urlsplit(self._base)
+        """``link`` made absolute when it points into the API base's v2 REST API (the only
+        links followed with the credentials), else ``None``. Confluence's relative links start
+        at ``/wiki``, below the API base."""
+        base = self._base
+        relative = link.startswith("/wiki/") and not link.startswith("//")
+        absolute = base + link if relative else urljoin(base + "/", link)
+        parts, within = urlsplit(absolute), urlsplit(base)
         inside = (parts.scheme, parts.netloc) == (
-            base.scheme,
-            base.netloc,
-        ) and parts.path.startswith(base.path + _V2 + "/")
+            within.scheme,
+            within.netloc,
+        ) and parts.path.startswith(within.path + _V2 + "/")
         return absolute if inside and "/../" not in parts.path + "/" else None
 
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
@@ -210,11 +424,11 @@ class ConfluenceConnector:
 
     # ------------------------------------------------------------------ content
 
-    def _page(self, raw: Mapping[str, Any]) -> _Page:
+    def _page(self, raw: Mapping[str, Any], kind: str = "page") -> _Page:
         page_id = raw.get("id")
         if not isinstance(page_id, (str, int)):
-            raise self._error("pages: a page without an id")
-        parent = raw.get("parentId")
+            raise self._error(f"{kind}s: an item without an id")
+        parent = raw.get("parentId") if kind == "page" else None
         links = raw.get("_links")
         webui = links.get("webui") if isinstance(links, dict) else None
         return _Page(
@@ -224,26 +438,34 @@ class ConfluenceConnector:
             parent=str(parent) if isinstance(parent, (str, int)) and parent != "" else None,
             parent_type=text(raw.get("parentType")),
             webui=webui if isinstance(webui, str) else "",
+            kind=kind,
         )
 
     def _list(self) -> _Listing:
-        """The space's current pages (and their attachments), read once per instance."""
+        """The space's current pages and blog posts (with their attachments and comments),
+        read once per instance."""
         if self._listing is None:
-            raw = self._all(
-                f"{_V2}/spaces/{quote(self._space(), safe='')}/pages",
-                "pages",
-                {"limit": _LIST_LIMIT, "status": "current"},
-            )
-            pages = [self._page(r) for r in raw if r.get("status", "current") == "current"]
+            space = quote(self._space(), safe="")
+            params = {"limit": _LIST_LIMIT, "status": "current"}
+            kinds = ("page", "blogpost") if self.options.blogposts else ("page",)
+            pages: list[_Page] = []
+            for kind in kinds:
+                raw = self._all(f"{_V2}/spaces/{space}/{kind}s", f"{kind}s", params)
+                current = (r for r in raw if r.get("status", "current") == "current")
+                pages.extend(self._page(r, kind) for r in current)
             listing = _Listing({p.id: p for p in pages})
+            containers = list(listing.pages.values())
             if self.options.attachments:
-                found = self.client.map(self._attachments_of, list(listing.pages))
-                listing.attachments = dict(zip(listing.pages, found, strict=True))
+                found = self.client.map(self._attachments_of, containers)
+                listing.attachments = {p.id: f for p, f in zip(containers, found, strict=True)}
+            if self.options.comments:
+                found = self.client.map(self._comments_of, containers)
+                listing.comments = {p.id: f for p, f in zip(containers, found, strict=True)}
             self._listing = listing
         return self._listing
 
-    def _attachments_of(self, page_id: str) -> list[dict[str, Any]]:
-        path = f"{_V2}/pages/{quote(page_id, safe='')}/attachments"
+    def _attachments_of(self, page: _Page) -> list[dict[str, Any]]:
+        path = f"{_V2}/{page.kind}s/{quote(page.id, safe='')}/attachments"
         try:
             found = self._all(path, "attachments", {"limit": _LIST_LIMIT})
         except SourceError as exc:
@@ -252,18 +474,47 @@ class ConfluenceConnector:
             return []  # the page went away while the space was listed
         return [a for a in found if a.get("status", "current") == "current" and a.get("id")]
 
+    def _comments_of(self, page: _Page) -> list[dict[str, Any]]:
+        """The footer comments of a page or blog post, replies (at any depth) included."""
+        params = {"limit": _LIST_LIMIT}
+        path = f"{_V2}/{page.kind}s/{quote(page.id, safe='')}/footer-comments"
+        out: list[dict[str, Any]] = []
+        try:
+            pending = self._all(path, "footer comments", params)
+            seen: set[str] = set()
+            while pending:
+                raw = pending.pop()
+                comment_id = raw.get("id")
+                if not isinstance(comment_id, (str, int)) or str(comment_id) in seen:
+                    continue
+                seen.add(str(comment_id))
+                if raw.get("status", "current") == "current":
+                    out.append(raw)
+                children = f"{_V2}/footer-comments/{quote(str(comment_id), safe='')}/children"
+                pending.extend(self._all(children, "comment replies", params))
+        except SourceError as exc:
+            if exc.status != 404:
+                raise
+            return []  # the page (or a comment) went away while the space was listed
+        return sorted(out, key=lambda c: str(c["id"]))
+
     def _items(self, listing: _Listing) -> list[ItemRef | Tombstone]:
         items: list[ItemRef | Tombstone] = []
         for page in listing.pages.values():
-            items.append(ItemRef(self.doc_id(page.id), f"v{page.version}", page.id))
+            ref = page.id if page.kind == "page" else f"{_BLOGPOST}{page.id}"
+            items.append(ItemRef(self.doc_id(page.id), f"v{page.version}", ref))
             for raw in listing.attachments.get(page.id, []):
                 att = str(raw["id"])
                 version = f"v{_number(raw)}:{raw.get('fileId', '')}"
                 items.append(ItemRef(self.doc_id(att), version, f"{_ATTACHMENT}{page.id}/{att}"))
+            for raw in listing.comments.get(page.id, []):
+                comment = str(raw["id"])
+                ref = f"{_COMMENT}{page.id}/{comment}"
+                items.append(ItemRef(self.doc_id(comment), f"v{_number(raw)}", ref))
         return items
 
     def content_changes(self, cursor: str | None) -> Iterator[ContentPage]:
-        """Every page and attachment of the space, as one snapshot (no change feed)."""
+        """Every page, blog post, comment and attachment of the space, as one snapshot."""
         items = self._items(self._list())
         for start in range(0, max(len(items), 1), _PAGE):
             last = start + _PAGE >= len(items)
@@ -273,23 +524,24 @@ class ConfluenceConnector:
         if item.ref.startswith(_ATTACHMENT):
             page_id, _, att_id = item.ref.removeprefix(_ATTACHMENT).partition("/")
             return self._fetch_attachment(item, page_id, att_id)
-        return self._fetch_page(item)
+        if item.ref.startswith(_COMMENT):
+            page_id, _, comment_id = item.ref.removeprefix(_COMMENT).partition("/")
+            return self._fetch_comment(item, page_id, comment_id)
+        if item.ref.startswith(_BLOGPOST):
+            return self._fetch_page(item, item.ref.removeprefix(_BLOGPOST), "blogpost")
+        return self._fetch_page(item, item.ref, "page")
 
-    def _fetch_page(self, item: ItemRef) -> SourceDocument:
+    def _fetch_page(self, item: ItemRef, page_id: str, kind: str) -> SourceDocument:
         raw = self.client.get_json(
-            f"{self._base}{_V2}/pages/{quote(item.ref, safe='')}",
+            f"{self._base}{_V2}/{kind}s/{quote(page_id, safe='')}",
             params={"body-format": "storage"},
         )
         if not isinstance(raw, dict):
-            raise self._error(f"{item.doc_id}: the page cannot be read")
-        page = self._page(raw)
-        body = raw.get("body")
-        storage = body.get("storage") if isinstance(body, dict) else None
-        value = storage.get("value") if isinstance(storage, dict) else None
-        if not isinstance(value, str):
-            raise self._error(f"{item.doc_id}: the page has no storage-format body")
-        title = html.escape(page.title)
-        document = f"<html><head><title>{title}</title></head><body>{value}</body></html>"
+            raise self._error(f"{item.doc_id}: the {kind} cannot be read")
+        page = self._page(raw, kind)
+        value = _storage(raw)
+        if value is None:
+            raise self._error(f"{item.doc_id}: the {kind} has no storage-format body")
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,
@@ -297,10 +549,32 @@ class ConfluenceConnector:
             uri=self._web(page.webui),
             access=self._access(page.id),
             media_type="text/html",
-            data=document.encode(),
+            data=_html(page.title, value),
             created_at=timestamp(raw.get("createdAt")),
             modified_at=timestamp(_facet(raw, "version").get("createdAt")),
             file_name=page.title,
+        )
+
+    def _fetch_comment(self, item: ItemRef, page_id: str, comment_id: str) -> SourceDocument:
+        page = self._list().pages.get(page_id)
+        raw = self.client.get_json(
+            f"{self._base}{_V2}/footer-comments/{quote(comment_id, safe='')}",
+            params={"body-format": "storage"},
+        )
+        value = _storage(raw) if isinstance(raw, dict) else None
+        if page is None or value is None:
+            raise self._error(f"{item.doc_id}: the comment cannot be read")
+        title = f"Comment on {page.title}"
+        return SourceDocument(
+            doc_id=item.doc_id,
+            version=item.version,
+            title=title,
+            uri=self._web(page.webui),
+            access=self._access(page_id),
+            media_type="text/html",
+            data=_html(title, value),
+            modified_at=timestamp(_facet(raw, "version").get("createdAt")),
+            file_name=title,
         )
 
     def _fetch_attachment(self, item: ItemRef, page_id: str, att_id: str) -> SourceDocument:
@@ -317,7 +591,7 @@ class ConfluenceConnector:
         )
         data = b""
         if media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
-            data = self._download(raw, item.doc_id)
+            data = self._download(raw, item.doc_id, page_id)
         links = raw.get("_links")
         webui = links.get("webui") if isinstance(links, dict) else None
         return SourceDocument(
@@ -333,16 +607,21 @@ class ConfluenceConnector:
         )
 
     def _web(self, webui: str) -> str:
-        return f"{self._base}/wiki{webui}" if webui.startswith("/") else ""
+        return f"{self._site}/wiki{webui}" if webui.startswith("/") else ""
 
-    def _download(self, raw: Mapping[str, Any], doc_id: str) -> bytes:
-        """The attachment's bytes from its download link under ``base_url``. Confluence
-        redirects to its media service; httpx drops the ``Authorization`` header on a
-        redirect to another host, so the token stays with ``base_url``."""
-        link = text(raw.get("downloadLink")) or text(_facet(raw, "_links").get("download"))
-        if link is None or not link.startswith("/") or link.startswith("//"):
-            raise self._error(f"{doc_id}: no download link under base_url")
-        url = f"{self._base}/wiki{link}"
+    def _download(self, raw: Mapping[str, Any], doc_id: str, page_id: str) -> bytes:
+        """The attachment's bytes from under the API base. Confluence redirects to its media
+        service; httpx drops the ``Authorization`` header on a redirect to another host, so
+        the credentials stay with the API base. Through the OAuth gateway the documented v1
+        download is used; with an API token, the attachment's own download link."""
+        if self._base != self._site:
+            att = quote(str(raw.get("id")), safe="")
+            url = f"{self._base}{_V1}/content/{quote(page_id, safe='')}/child/attachment/{att}/download"
+        else:
+            link = text(raw.get("downloadLink")) or text(_facet(raw, "_links").get("download"))
+            if link is None or not link.startswith("/") or link.startswith("//"):
+                raise self._error(f"{doc_id}: no download link under base_url")
+            url = f"{self._base}/wiki{link}"
         return self.client.request("GET", url, follow_redirects=True).content
 
     # ------------------------------------------------------------------ permissions
@@ -358,59 +637,163 @@ class ConfluenceConnector:
                 if (operation.get("key"), operation.get("targetType")) != ("read", "space"):
                     continue
                 principal = _facet(raw, "principal")
-                kind, ident = principal.get("type"), principal.get("id")
-                if kind == "anonymous":
-                    view.anonymous = True
-                elif kind in ("user", "group") and isinstance(ident, str) and ident:
-                    try:
-                        principals.add(parse_principal(f"{kind}:{ident}"))
-                    except ValueError as exc:
-                        view.unrepresentable = f"space permission: {exc}"
-                else:
-                    view.unrepresentable = (
-                        f"space {self.options.space_key}: a view permission for a principal "
-                        f"of type {kind!r} cannot be mapped"
-                    )
+                try:
+                    granted, anonymous = self._grantee(principal.get("type"), principal.get("id"))
+                except Unrepresentable as exc:
+                    view.unrepresentable = view.unrepresentable or str(exc)
+                    continue
+                principals |= granted
+                view.anonymous = view.anonymous or anonymous
             view.principals = frozenset(principals)
             self._view = view
         return self._view
 
+    def _grantee(self, kind: Any, ident: Any) -> tuple[set[str], bool]:
+        """The principals (and whether anonymous access) one space view permission grants."""
+        space = self.options.space_key
+        if kind in ("user", "group") and isinstance(ident, str) and ident:
+            return {self._principal(f"{kind}:{ident}")}, False
+        if kind == "access_class" and isinstance(ident, str):
+            return self._access_class(ident)
+        if kind == "role" and isinstance(ident, str) and ident:
+            return self._role_holders(ident)
+        raise Unrepresentable(
+            f"space {space}: a view permission for a principal of type {kind!r} cannot be mapped"
+        )
+
+    def _access_class(self, ident: str) -> tuple[set[str], bool]:
+        if ident == _ANONYMOUS:
+            return set(), True
+        raise Unrepresentable(
+            f"space {self.options.space_key}: a view permission for the access class "
+            f"{ident!r} cannot be stated as principals"
+        )
+
+    def _role_holders(self, role_id: str) -> tuple[set[str], bool]:
+        """Who holds the space role ``role_id``: its users and groups, anonymous access for
+        the access class of anonymous users; anything else cannot be mapped."""
+        space = self.options.space_key
+        path = f"{_V2}/spaces/{quote(self._space(), safe='')}/role-assignments"
+        try:
+            found = self._all(path, "role assignments", {"role-id": role_id, "limit": _LIST_LIMIT})
+        except SourceError as exc:
+            if exc.status in (403, 404):
+                raise Unrepresentable(
+                    f"space {space}: the holders of role {role_id} cannot be read "
+                    f"(HTTP {exc.status})"
+                ) from None
+            raise
+        principals: set[str] = set()
+        anonymous = False
+        for assignment in found:
+            held = assignment.get("roleId")
+            if held != role_id:
+                if isinstance(held, str) and held:
+                    continue  # another role's holder
+                raise Unrepresentable(f"space {space}: a holder of role {role_id} names no role")
+            principal = _facet(assignment, "principal")
+            kind, ident = principal.get("principalType"), principal.get("principalId")
+            if kind in ("USER", "GROUP") and isinstance(ident, str) and ident:
+                principals.add(self._principal(f"{str(kind).lower()}:{ident}"))
+            elif kind == "ACCESS_CLASS" and isinstance(ident, str):
+                anonymous = self._access_class(ident)[1] or anonymous
+            else:
+                raise Unrepresentable(
+                    f"space {space}: role {role_id} is held by a principal of type {kind!r}, "
+                    "which cannot be mapped"
+                )
+        return principals, anonymous
+
     def _restriction(self, content_id: str) -> frozenset[str] | None:
         """The principals of the content's read restriction, ``None`` when unrestricted.
-        Users and groups are paged together (``start``/``limit``) until both run out."""
+        Users and groups are paged together (``start``/``limit``) until neither has more:
+        a next link, or a page as full as the server's own ``limit``. An answer that is not
+        the documented shape is :class:`Unrepresentable`."""
         if content_id in self._restrictions:
             return self._restrictions[content_id]
         path = (
             f"{self._base}{_V1}/content/{quote(content_id, safe='')}/restriction/byOperation/read"
         )
         params = {"expand": "restrictions.user,restrictions.group", "limit": _V1_LIMIT, "start": 0}
+        read: dict[str, set[str]] = {"user": set(), "group": set()}
+        totals: dict[str, int] = {}
+        more = {"user": True, "group": True}
+        start = 0
 
         def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
-            parts = [_facet(_facet(body, "restrictions"), k) for k in ("user", "group")]
-            sizes = [len(p.get("results") or []) for p in parts]
-            more = any(
-                s >= _V1_LIMIT or "next" in _facet(p, "_links")
-                for p, s in zip(parts, sizes, strict=True)
-            )
-            if not more or not any(sizes):
+            if not any(more.values()):
                 return None
-            start = int(parts[0].get("start") or parts[1].get("start") or 0)
-            return path, {**params, "start": start + max(sizes)}
+            return path, {**params, "start": start}
 
-        found: set[str] = set()
-        restricted = False
         for body in self.client.pages(path, following, params=params):
-            restrictions = _facet(body, "restrictions")
-            for kind in ("user", "group"):
-                results = _facet(restrictions, kind).get("results") or []
-                if not isinstance(results, list):
-                    raise Unrepresentable(f"content {content_id}: its restrictions cannot be read")
-                for entry in results:
-                    restricted = True
-                    found.add(self._restricted(content_id, kind, entry))
-        result = frozenset(found) if restricted else None
+            parts = self._restriction_parts(content_id, body)
+            steps: list[int] = []
+            for kind, part in parts.items():
+                if not more[kind]:
+                    continue  # this list ended on an earlier page
+                results = part["results"]
+                first = part.get("start")
+                if isinstance(first, int) and first != start and results:
+                    raise Unrepresentable(
+                        f"content {content_id}: its restriction answered from entry {first} "
+                        f"when asked from {start}"
+                    )
+                read[kind].update(self._restricted(content_id, kind, e) for e in results)
+                total = part.get("totalSize")
+                if isinstance(total, int) and total > 0:
+                    totals[kind] = total
+                limit = part.get("limit")
+                full = isinstance(limit, int) and 0 < limit <= len(results)
+                linked = "next" in _facet(part, "_links")
+                more[kind] = bool(results) and (
+                    linked or full or len(read[kind]) < totals.get(kind, 0)
+                )
+                if results and more[kind]:
+                    steps.append(len(results))
+                elif linked or len(read[kind]) < totals.get(kind, 0):
+                    raise Unrepresentable(
+                        f"content {content_id}: its read restriction's {kind} list says there "
+                        f"is more than the {len(read[kind])} entries it returned, and gives none"
+                    )
+            start += min(steps, default=0)
+        for kind, total in totals.items():
+            if total != len(read[kind]):
+                raise Unrepresentable(
+                    f"content {content_id}: its read restriction counts {total} {kind}s, "
+                    f"{len(read[kind])} were returned"
+                )
+        found = frozenset(read["user"]) | frozenset(read["group"])
+        result = found if found else None
         self._restrictions[content_id] = result
         return result
+
+    def _restriction_parts(self, content_id: str, body: Any) -> dict[str, Mapping[str, Any]]:
+        """The ``user`` and ``group`` lists of one restriction answer, checked against the
+        documented shape (any difference is :class:`Unrepresentable`)."""
+        if not isinstance(body, dict) or body.get("operation") != "read":
+            operation = body.get("operation") if isinstance(body, dict) else None
+            raise Unrepresentable(
+                f"content {content_id}: its restriction answer is for the operation "
+                f"{operation!r}, not read"
+            )
+        restrictions = body.get("restrictions")
+        parts: dict[str, Mapping[str, Any]] = {}
+        for kind in ("user", "group"):
+            part = restrictions.get(kind) if isinstance(restrictions, dict) else None
+            results = part.get("results") if isinstance(part, dict) else None
+            if not isinstance(part, dict) or not isinstance(results, list):
+                raise Unrepresentable(
+                    f"content {content_id}: its read restriction came without its {kind} list "
+                    "(not expanded); who it admits is unknown"
+                )
+            size = part.get("size")
+            if size is not None and size != len(results):
+                raise Unrepresentable(
+                    f"content {content_id}: its read restriction's {kind} list says {size} "
+                    f"entries and holds {len(results)}"
+                )
+            parts[kind] = part
+        return parts
 
     def _restricted(self, content_id: str, kind: str, entry: Any) -> str:
         """The principal of one entry of a read restriction."""
@@ -435,25 +818,52 @@ class ConfluenceConnector:
         except ValueError as exc:
             raise Unrepresentable(str(exc)) from None
 
+    def _folder(self, folder_id: str, page_id: str) -> tuple[str | None, str | None]:
+        """A folder's parent and its type (``GET /wiki/api/v2/folders/{id}``)."""
+        if folder_id not in self._folders:
+            try:
+                raw = self.client.get_json(f"{self._base}{_V2}/folders/{quote(folder_id, safe='')}")
+            except SourceError as exc:
+                if exc.status not in (403, 404):
+                    raise
+                raise Unrepresentable(
+                    f"page {page_id}: its ancestor folder {folder_id} cannot be read "
+                    f"(HTTP {exc.status})"
+                ) from None
+            parent = raw.get("parentId") if isinstance(raw, dict) else None
+            self._folders[folder_id] = (
+                str(parent) if isinstance(parent, (str, int)) and parent != "" else None,
+                text(raw.get("parentType")) if isinstance(raw, dict) else None,
+            )
+        return self._folders[folder_id]
+
     def _chain(self, page_id: str) -> list[str]:
-        """The page and its ancestors, from the space's page tree."""
+        """The page (or blog post) and its ancestors, pages and folders, from the space's
+        page tree and the folders it names."""
         pages = self._list().pages
         chain: list[str] = []
         current: str | None = page_id
+        kind: str | None = "page"
         while current is not None:
-            page = pages.get(current)
-            if page is None or current in chain:
-                raise Unrepresentable(
-                    f"page {page_id}: ancestor {current} is not a page of space "
-                    f"{self.options.space_key} (its restrictions cannot be followed)"
-                )
+            if current in chain:
+                raise Unrepresentable(f"page {page_id}: its ancestors form a loop at {current}")
             chain.append(current)
-            if page.parent is not None and page.parent_type not in (None, "page"):
+            if kind == "folder":
+                current, kind = self._folder(current, page_id)
+            else:
+                page = pages.get(current)
+                if page is None:
+                    raise Unrepresentable(
+                        f"page {page_id}: ancestor {current} is not a page of space "
+                        f"{self.options.space_key} (its restrictions cannot be followed)"
+                    )
+                current, kind = page.parent, page.parent_type
+            if current is not None and kind not in (None, "page", "folder"):
                 raise Unrepresentable(
-                    f"page {page_id}: its parent {page.parent} is a {page.parent_type}, "
+                    f"page {page_id}: its ancestor {current} is a {kind}, "
                     "whose restrictions are not read"
                 )
-            current = page.parent
+            kind = kind or "page"
         return chain
 
     def _users(self, principals: frozenset[str]) -> frozenset[str]:
@@ -500,7 +910,9 @@ class ConfluenceConnector:
 
         def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
             size = len(body.get("results") or []) if isinstance(body, dict) else 0
-            if size == 0 or (size < _V1_LIMIT and "next" not in _facet(body, "_links")):
+            limit = body.get("limit") if isinstance(body, dict) else None
+            full = size >= (limit if isinstance(limit, int) and limit > 0 else _V1_LIMIT)
+            if size == 0 or (not full and "next" not in _facet(body, "_links")):
                 return None
             return path, {**params, "start": int(body.get("start") or 0) + size}
 
@@ -527,6 +939,7 @@ class ConfluenceConnector:
         self._listing = None
         self._view = None
         self._restrictions = {}
+        self._folders = {}
         self._members = {}
 
     def _read_permissions(self) -> list[PermissionChange]:
@@ -540,6 +953,8 @@ class ConfluenceConnector:
             changes.append(PermissionChange(self.doc_id(page_id), access))
             for raw in listing.attachments.get(page_id, []):
                 changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
+            for raw in listing.comments.get(page_id, []):
+                changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
         return changes
 
     def _restriction_or_none(self, content_id: str) -> None:
@@ -552,7 +967,7 @@ class ConfluenceConnector:
                 raise
 
     def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
-        """Every page's and attachment's access, re-read (a snapshot)."""
+        """Every item's access, re-read (a snapshot)."""
         changes = self._snapshot if self._snapshot is not None else self._read_permissions()
         self._snapshot = None
         for start in range(0, max(len(changes), 1), _PAGE):
@@ -560,9 +975,9 @@ class ConfluenceConnector:
             yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
 
     def groups(self) -> GroupSnapshot:
-        """The Confluence groups the space permissions and restrictions name, with their
-        members. Reads the permissions to learn which those are; the permission listing of
-        the same sync then reuses what it read."""
+        """The Confluence groups the space permissions, roles and restrictions name, with
+        their members. Reads the permissions to learn which those are; the permission listing
+        of the same sync then reuses what it read."""
         self._snapshot = self._read_permissions()
         named = set(self._space_view().principals)
         for level in self._restrictions.values():
@@ -577,11 +992,22 @@ def _facet(raw: Any, name: str) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _storage(raw: Mapping[str, Any]) -> str | None:
+    value = _facet(_facet(raw, "body"), "storage").get("value")
+    return value if isinstance(value, str) else None
+
+
+def _html(title: str, body: str) -> bytes:
+    escaped = html.escape(title)
+    return f"<html><head><title>{escaped}</title></head><body>{body}</body></html>".encode()
+
+
 # ---------------------------------------------------------------------- building
 
 
-def parse_options(name: str, raw: Mapping[str, Any]) -> ConfluenceOptions:
-    """Validate ``[sources.<name>.options]`` of a ``confluence`` source."""
+def parse_options(name: str, raw: Mapping[str, Any], *, oauth: bool = False) -> ConfluenceOptions:
+    """Validate ``[sources.<name>.options]`` of a ``confluence`` source (``oauth``: the
+    source authenticates with OAuth 2.0, so no e-mail is needed)."""
     key = f"sources.{name}.options"
     options = dict(raw)
     unknown = sorted(set(options) - _OPTIONS)
@@ -595,14 +1021,23 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> ConfluenceOptions:
         )
     if parts.path.endswith("/wiki"):
         raise ConfigError(f"{key}.base_url: give the site URL without /wiki, got {base_url!r}")
-    attachments = options.get("attachments", True)
-    if not isinstance(attachments, bool):
-        raise ConfigError(f"{key}.attachments: expected true or false")
+    cloud_id = options.get("cloud_id")
+    if cloud_id is not None and (not isinstance(cloud_id, str) or not cloud_id.strip()):
+        raise ConfigError(f"{key}.cloud_id: expected the site's cloud id")
+    token_file = options.get("token_file")
+    if token_file is not None and (not isinstance(token_file, str) or not token_file.strip()):
+        raise ConfigError(f"{key}.token_file: expected a path")
     return ConfluenceOptions(
         base_url=base_url,
-        email=string_option(options, "email", key),
+        email="" if oauth and "email" not in options else string_option(options, "email", key),
         space_key=string_option(options, "space_key", key),
-        attachments=attachments,
+        attachments=bool_option(options, "attachments", key, True),
+        blogposts=bool_option(options, "blogposts", key, True),
+        comments=bool_option(options, "comments", key, True),
+        cloud_id=cloud_id,
+        auth_url=url_option(options, "auth_url", key, _AUTH_URL),
+        api_url=url_option(options, "api_url", key, _API_URL),
+        token_file=token_file,
     )
 
 
@@ -627,13 +1062,90 @@ def confluence_connector(
     return ConfluenceConnector(name, options, client)
 
 
+def confluence_oauth_connector(
+    name: str,
+    options: ConfluenceOptions,
+    *,
+    client_id: Secret,
+    client_secret: Secret,
+    refresh_token: Secret,
+    token_file: Path,
+    variable: str = "the refresh token variable",
+    max_concurrency: int = 4,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ConfluenceConnector:
+    """A connector for ``options`` through Atlassian's OAuth 2.0 (3LO) gateway, renewing its
+    access token with the newest refresh token kept in ``token_file`` (``refresh_token``, the
+    configured one, until a renewal replaced it). ``variable`` names the configured one's
+    environment variable in errors."""
+    tokens = SourceClient(
+        source=name, headers={"Accept": "application/json"}, max_concurrency=1, sleep=sleep
+    )
+    auth = RotatingRefreshToken(
+        tokens,
+        f"{options.auth_url}/oauth/token",
+        client_id,
+        client_secret,
+        RefreshTokenFile(token_file, refresh_token),
+        variable=variable,
+    )
+    client = SourceClient(
+        source=name,
+        auth=auth,
+        headers={"Accept": "application/json"},
+        max_concurrency=max_concurrency,
+        sleep=sleep,
+    )
+
+    def api_base(client: SourceClient) -> str:
+        cloud_id = options.cloud_id
+        if cloud_id is None:
+            found = client.get_json(f"{options.api_url}/oauth/token/accessible-resources")
+            sites = found if isinstance(found, list) else []
+            matches = [
+                s.get("id")
+                for s in sites
+                if isinstance(s, dict)
+                and isinstance(s.get("url"), str)
+                and s["url"].rstrip("/") == options.base_url
+            ]
+            if len(matches) != 1 or not isinstance(matches[0], str) or not matches[0]:
+                raise SourceError(
+                    f"source {name!r}: {options.base_url} is not among the sites the OAuth "
+                    "grant reaches (accessible-resources); set options.cloud_id or authorise "
+                    "the app for that site"
+                )
+            cloud_id = matches[0]
+        return f"{options.api_url}/ex/confluence/{quote(cloud_id, safe='')}"
+
+    return ConfluenceConnector(name, options, client, api_base, tokens)
+
+
 def _build(context: SourceContext) -> Connector:
     source = context.source
-    options = parse_options(source.name, source.options)
-    return confluence_connector(
+    oauth = "refresh_token" in source.credentials
+    options = parse_options(source.name, source.options, oauth=oauth)
+    if not oauth:
+        return confluence_connector(
+            source.name,
+            options,
+            context.secret("api_token"),
+            max_concurrency=source.max_concurrency,
+        )
+    settings = context.settings
+    if options.token_file is not None:
+        token_file = Path(options.token_file).expanduser()
+        token_file = token_file if token_file.is_absolute() else settings.root / token_file
+    else:
+        token_file = settings.db_path.parent / f"{source.name}.confluence-oauth.json"
+    return confluence_oauth_connector(
         source.name,
         options,
-        context.secret("api_token"),
+        client_id=context.secret("client_id"),
+        client_secret=context.secret("client_secret"),
+        refresh_token=context.secret("refresh_token"),
+        token_file=token_file,
+        variable=source.credentials["refresh_token"],
         max_concurrency=source.max_concurrency,
     )
 
