@@ -234,11 +234,12 @@ def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla
 class Streaming(SourceSync):
     """Broken on purpose: applies each permission page as it arrives."""
 
-    def _permissions(self, report: Any) -> None:
+    def _collect(self, report: Any) -> Any:
         owned = self.owned()
         for page in self.connector.permission_changes(None):
             acls = {c.doc_id: c.access.principals for c in page.items if c.doc_id in owned}
             self.app.store.set_acls(acls, synced=("docs", self.app.clock()))
+        return {}, None, False
 
 
 def test_reverse_proof_an_engine_that_applies_pages_as_they_come_is_caught(
