@@ -13,16 +13,30 @@ Access comes from one of two places (``[sources.<name>.options] acl``):
 ``"metadata"`` (default)
     The ``acl`` of the ``_meta.json``/sidecar metadata, as a folder ingest reads it. A file
     without one is visible to nobody, and ``source status`` says why.
-``"posix"``
-    The file's owner, group and mode bits, and the search (``x``) bits of every folder from
-    the root down to it. Owner → ``user_principal`` (``"user:{name}"``), group →
-    ``group_principal`` (``"group:{name}"``), others → ``other_principal`` (``"everyone"``),
-    with ``[…options.users]``/``[…options.groups]`` tables overriding single names. A folder
-    that not everyone may enter narrows what lies below it: moving a file into a restricted
-    folder takes its wider access away. A mode in which a class may read *less* than a
-    broader one (``0604``: the group may not read what everyone else may) cannot be stated
-    as an allow-list, so that file is visible to nobody. An ``acl`` in the metadata is then a
-    conflict, and the file is visible to nobody, too.
+``"posix"`` (Linux)
+    The file's POSIX access ACL, and the search (``x``) permission of every folder from the
+    root down to it, each read from the ``system.posix_acl_access`` extended attribute when
+    the file or folder has one (:func:`parse_posix_acl`), else from its mode bits — never
+    from the mode bits of an item with an extended ACL, whose group bits are the ACL's mask.
+    Owner and named users → ``user_principal`` (``"user:{name}"``), owning group and named
+    groups → ``group_principal`` (``"group:{name}"``), others → ``other_principal``
+    (``"everyone"``), with ``[…options.users]``/``[…options.groups]`` tables overriding
+    single names; the mask limits named users, named groups and the owning group, as the
+    kernel applies it. A folder that not everyone may enter narrows what lies below it:
+    moving a file into a restricted folder takes its wider access away. When a class POSIX
+    checks later may read what one it checks earlier may not (mode ``0604``: the group may
+    not read what everyone else may; an ACL in which others may read but ``user:bob`` may
+    not; a group that may read while a user, who may belong to it, may not), that cannot be
+    stated as an allow-list, so the file is visible to nobody. So is a file whose ACL cannot
+    be read or parsed. A folder's default ACL (``system.posix_acl_default``) is not read: it
+    only seeds the access ACL of files created in it later, and that access ACL is what is
+    read. An ``acl`` in the metadata is a conflict, and the file is visible to nobody, too.
+
+    Mounted network and FUSE filesystems (SMB/CIFS, NFS, sshfs, …) make up modes that need
+    not show the server's access, so a root on one — or with one mounted below it — fails
+    the sync with the filesystem type named (read from ``/proc/self/mountinfo``; where that
+    cannot be read, the sync fails too), unless ``posix_on_network_share = true`` says the
+    operator trusts those modes.
 
 A root that does not exist or cannot be read, or a folder below it that cannot be read,
 fails the sync (the source is then reported failing): it is never mistaken for a folder
@@ -31,14 +45,17 @@ whose files were all deleted.
 
 from __future__ import annotations
 
+import errno
 import grp
 import hashlib
 import json
 import os
 import pwd
+import re
 import stat
+import struct
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -62,12 +79,172 @@ from clearance.sources.registry import register_connector
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
 
-__all__ = ["FilesystemConnector", "PosixMapping"]
+__all__ = ["FilesystemConnector", "PosixAcl", "PosixMapping", "mounts_of", "parse_posix_acl"]
 
 _OPTIONS = frozenset(
-    {"path", "acl", "user_principal", "group_principal", "other_principal", "users", "groups"}
+    {
+        "path",
+        "acl",
+        "user_principal",
+        "group_principal",
+        "other_principal",
+        "users",
+        "groups",
+        "posix_on_network_share",
+    }
 )
 _PAGE = 500
+
+#: Where the mounts of this process are listed (Linux); the connector reads it on each sync.
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+#: Filesystems whose modes are the client's invention or do not show the server's access
+#: (besides these, every FUSE type: ``fuse``, ``fuseblk``, ``fuse.sshfs``, …).
+NETWORK_FILESYSTEMS = frozenset(
+    {
+        "9p",
+        "afs",
+        "ceph",
+        "cifs",
+        "coda",
+        "davfs",
+        "drvfs",
+        "glusterfs",
+        "gpfs",
+        "ncpfs",
+        "nfs",
+        "nfs4",
+        "prl_fs",
+        "smb3",
+        "smbfs",
+        "vboxsf",
+        "virtiofs",
+        "vmhgfs",
+    }
+)
+
+_ACL_XATTR = "system.posix_acl_access"
+_ACL_VERSION = 2
+_USER_OBJ, _USER, _GROUP_OBJ, _GROUP, _MASK, _OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+_R, _X = 4, 1
+
+
+@dataclass(frozen=True, slots=True)
+class PosixAcl:
+    """A POSIX access ACL: each entry's permissions as ``rwx`` bits (``r`` = 4, ``x`` = 1).
+
+    ``owner``, ``group`` and ``other`` are the owner's, the owning group's and everyone
+    else's entries; ``users`` and ``groups`` the named entries by uid and gid; ``mask`` the
+    mask entry, ``None`` when there is none (plain mode bits)."""
+
+    owner: int
+    group: int
+    other: int
+    users: Mapping[int, int] = field(default_factory=dict)
+    groups: Mapping[int, int] = field(default_factory=dict)
+    mask: int | None = None
+
+    @classmethod
+    def of_mode(cls, mode: int) -> PosixAcl:
+        """The ACL that mode bits alone amount to (valid only without an extended ACL)."""
+        return cls(owner=(mode >> 6) & 7, group=(mode >> 3) & 7, other=mode & 7)
+
+
+def parse_posix_acl(data: bytes) -> PosixAcl:
+    """The ``system.posix_acl_access`` extended attribute, as Linux stores it.
+
+    Little-endian: a u32 version (2), then 8-byte entries of u16 tag, u16 permissions and
+    u32 uid or gid (unused, ``0xffffffff``, for the owner, owning group, mask and other).
+    Tags: owner 0x01, named user 0x02, owning group 0x04, named group 0x08, mask 0x10,
+    other 0x20. Raises ``ValueError`` naming the first thing wrong: a length that is no
+    header and whole entries, another version, an unknown tag, permissions beyond ``rwx``,
+    a missing or repeated owner, owning group or other entry, a repeated mask, uid or gid,
+    or named entries without a mask."""
+    if len(data) < 4 or (len(data) - 4) % 8:
+        raise ValueError(f"{len(data)} bytes are not a header and whole entries")
+    (version,) = struct.unpack_from("<I", data)
+    if version != _ACL_VERSION:
+        raise ValueError(f"version {version}, expected {_ACL_VERSION}")
+    single: dict[int, int] = {}
+    named: dict[int, dict[int, int]] = {_USER: {}, _GROUP: {}}
+    names = {_USER_OBJ: "owner", _GROUP_OBJ: "owning group", _MASK: "mask", _OTHER: "other"}
+    for tag, perm, ident in struct.iter_unpack("<HHI", data[4:]):
+        if perm & ~7:
+            raise ValueError(f"permissions {perm:#x} in an entry with tag {tag:#x}")
+        if tag in named:
+            kind = "user" if tag == _USER else "group"
+            if ident in named[tag]:
+                raise ValueError(f"named {kind} {ident} appears twice")
+            named[tag][ident] = perm
+        elif tag in names:
+            if tag in single:
+                raise ValueError(f"{names[tag]} entry appears twice")
+            single[tag] = perm
+        else:
+            raise ValueError(f"unknown entry tag {tag:#x}")
+    for tag in (_USER_OBJ, _GROUP_OBJ, _OTHER):
+        if tag not in single:
+            raise ValueError(f"no {names[tag]} entry")
+    if (named[_USER] or named[_GROUP]) and _MASK not in single:
+        raise ValueError("named entries without a mask")
+    return PosixAcl(
+        owner=single[_USER_OBJ],
+        group=single[_GROUP_OBJ],
+        other=single[_OTHER],
+        users=named[_USER],
+        groups=named[_GROUP],
+        mask=single.get(_MASK),
+    )
+
+
+def _read_acl(path: Path) -> PosixAcl | None:
+    """The extended access ACL of ``path`` (following symbolic links, as ``stat`` does), or
+    ``None`` when it has none — no attribute, or a filesystem without ACLs — and its mode
+    bits are all there is. Raises ``OSError`` when it cannot be read, ``ValueError`` when
+    it cannot be parsed."""
+    getxattr = getattr(os, "getxattr", None)
+    if getxattr is None:
+        raise OSError(errno.ENOSYS, "POSIX ACLs can only be read on Linux")
+    try:
+        data = getxattr(path, _ACL_XATTR)
+    except OSError as exc:
+        if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            return None
+        raise
+    return parse_posix_acl(data)
+
+
+def mounts_of(root: Path, mountinfo: Path) -> list[tuple[str, str]]:
+    """``(mount point, filesystem type)`` of the mount holding ``root`` (an absolute, real
+    path) and of every mount below it, read from ``mountinfo`` in the format of
+    ``/proc/self/mountinfo``: the fifth field is the mount point (with space, tab, newline
+    and backslash as octal escapes), the field after the lone ``-`` the type; of mounts on
+    the same point the last, which hides the others, counts. Raises ``OSError`` when the
+    file cannot be read, ``ValueError`` for a line it cannot parse or when no mount holds
+    ``root``."""
+    mounts: dict[str, str] = {}
+    for number, line in enumerate(mountinfo.read_bytes().splitlines(), 1):
+        fields = line.split(b" ")
+        try:
+            separator = fields.index(b"-", 6)
+            point = os.fsdecode(_unescape(fields[4]))
+            mounts[point] = os.fsdecode(fields[separator + 1])
+        except (ValueError, IndexError):
+            raise ValueError(f"{mountinfo}: line {number} is not a mount") from None
+    holding = [p for p in mounts if root.is_relative_to(p)]
+    if not holding:
+        raise ValueError(f"{mountinfo}: no mount holds {root}")
+    top = max(holding, key=len)
+    below = [p for p in mounts if p != top and Path(p).is_relative_to(root)]
+    return [(p, mounts[p]) for p in [top, *sorted(below)]]
+
+
+def _unescape(field: bytes) -> bytes:
+    return re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field)
+
+
+def _is_network(fstype: str) -> bool:
+    return fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,23 +276,57 @@ class PosixMapping:
                 return table[key]
         return template.format(name=name, id=ident)
 
-    def readers(self, info: os.stat_result, bits: tuple[int, int, int]) -> Access:
-        """Who passes ``bits`` (read or search, for owner/group/other) on one file or folder."""
-        owner_bit, group_bit, other_bit = (bool(info.st_mode & b) for b in bits)
-        if (other_bit and not (group_bit and owner_bit)) or (group_bit and not owner_bit):
+    def readers(self, info: os.stat_result, acl: PosixAcl | None, bit: int) -> Access:
+        """Who passes ``bit`` (``r`` = 4 or ``x`` = 1) on one file or folder, by its access
+        ACL, or its mode bits when ``acl`` is ``None``.
+
+        POSIX tries the owner, then named users, then the owning and named groups (any that
+        matches and allows grants; one that matches and does not denies), then others, and
+        stops at the first class that matches. An allow-list can only add, so every class
+        tried later than one that is denied must be denied too: otherwise, visible to
+        nobody. A principal that two ids map to, allowed by one and denied by the other, is
+        visible to nobody as well."""
+        described = "its ACL"
+        if acl is None:
+            described, acl = f"mode {stat.filemode(info.st_mode)}", PosixAcl.of_mode(info.st_mode)
+        mask = 7 if acl.mask is None else acl.mask
+        owner = self.user(info.st_uid)
+        users = [(f"{owner} (the owner)", owner, bool(acl.owner & bit))]
+        users += [
+            (self.user(uid), self.user(uid), bool(perm & mask & bit))
+            for uid, perm in sorted(acl.users.items())
+            if uid != info.st_uid  # the owner's own entry decides for the owner
+        ]
+        by_gid = {info.st_gid: bool(acl.group & mask & bit)}
+        for gid, perm in acl.groups.items():
+            by_gid[gid] = by_gid.get(gid, False) or bool(perm & mask & bit)
+        groups = [(self.group(gid), self.group(gid), ok) for gid, ok in sorted(by_gid.items())]
+        other = bool(acl.other & bit)
+
+        verb = "read" if bit == _R else "enter"
+        denied_user = next((label for label, _, ok in users if not ok), None)
+        denied_group = next((label for label, _, ok in groups if not ok), None)
+        allowed_group = next((label for label, _, ok in groups if ok), None)
+        broader, narrower = None, None
+        if other and (denied_user or denied_group):
+            broader, narrower = "others", denied_user or denied_group
+        elif allowed_group and denied_user:
+            broader, narrower = allowed_group, denied_user
+        if broader is not None:
             return Access.nobody(
-                f"mode {stat.filemode(info.st_mode)} lets a broader class do what a narrower "
-                "one may not, which an allow-list cannot state"
+                f"{described} lets {broader} {verb} what {narrower} may not, which an "
+                "allow-list cannot state"
             )
-        principals: set[str] = set()
-        if owner_bit:
-            principals.add(self.user(info.st_uid))
-        if group_bit:
-            principals.add(self.group(info.st_gid))
-        if other_bit and self.other_principal:
-            principals.add(self.other_principal)
+        allowed = {p for _, p, ok in users + groups if ok}
+        clash = sorted(allowed & {p for _, p, ok in users + groups if not ok})
+        if clash:
+            return Access.nobody(
+                f"{described} lets one id mapped to {clash[0]} {verb} and not another"
+            )
+        if other and self.other_principal:
+            allowed.add(self.other_principal)
         try:
-            return Access(frozenset(principals))
+            return Access(frozenset(allowed))
         except ValueError as exc:
             return Access.nobody(f"owner or group maps to no valid principal: {exc}")
 
@@ -132,10 +343,6 @@ def _group_name(gid: int) -> str:
         return grp.getgrgid(gid).gr_name
     except KeyError:
         return str(gid)
-
-
-_READ = (stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH)
-_SEARCH = (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
 
 
 def _narrow(reachable: Access, folder: Access) -> Access:
@@ -165,12 +372,16 @@ class FilesystemConnector:
         *,
         source: str,
         posix: PosixMapping | None = None,
+        posix_on_network_share: bool = False,
+        mountinfo: Path | None = None,
     ) -> None:
         self.settings = settings
         self.root = root
         self.corpus = corpus
         self.source = source
         self.posix = posix
+        self.posix_on_network_share = posix_on_network_share
+        self.mountinfo = mountinfo  # None: MOUNTINFO
         self._jobs: dict[str, Job] = {}
 
     def close(self) -> None:
@@ -200,7 +411,34 @@ class FilesystemConnector:
 
         for _, dirs, _ in os.walk(real, onerror=unreadable):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if self.posix is not None and not self.posix_on_network_share:
+            self._check_mounts(real)
         return real
+
+    def _check_mounts(self, real: Path) -> None:
+        """Refuse POSIX permissions on a network or FUSE mount, or where mounts are unknown."""
+        mountinfo = self.mountinfo or MOUNTINFO
+        advice = (
+            "use acl = 'metadata', or set posix_on_network_share = true if its modes are trusted"
+        )
+        try:
+            mounts = mounts_of(real, mountinfo)
+        except OSError as exc:
+            raise SourceError(
+                f"source {self.source!r}: acl = 'posix' refused: the filesystem type of "
+                f"{self.root} cannot be told from {mountinfo}: {exc.strerror or exc}; {advice}"
+            ) from None
+        except ValueError as exc:
+            raise SourceError(
+                f"source {self.source!r}: acl = 'posix' refused: the filesystem type of "
+                f"{self.root} cannot be told: {exc}; {advice}"
+            ) from None
+        for point, fstype in mounts:
+            if _is_network(fstype):
+                raise SourceError(
+                    f"source {self.source!r}: acl = 'posix' refused: {point} is a {fstype} "
+                    f"mount, whose modes need not show the server's access; {advice}"
+                )
 
     def _plan(self) -> list[Job]:
         """Every document the folder holds now, as ingest would plan it; skipped entries
@@ -291,12 +529,13 @@ class FilesystemConnector:
 
     def _posix_access(self, path: Path) -> Access:
         try:
-            access = self.posix.readers(path.stat(), _READ) if self.posix else Access()
+            access = self._readers(path, _R, "")
             real_root = Path(os.path.realpath(self.root))
             folder = path.parent
             while folder.is_relative_to(real_root):
-                assert self.posix is not None
-                access = _narrow(access, self.posix.readers(folder.stat(), _SEARCH))
+                rel = folder.relative_to(real_root).as_posix()
+                where = "the root folder: " if rel == "." else f"folder {rel}: "
+                access = _narrow(access, self._readers(folder, _X, where))
                 if folder == real_root:
                     break
                 folder = folder.parent
@@ -304,8 +543,21 @@ class FilesystemConnector:
             return Access.nobody(f"permissions cannot be read: {exc.strerror or exc}")
         return access
 
+    def _readers(self, path: Path, bit: int, where: str) -> Access:
+        """Who passes ``bit`` on ``path``, from its access ACL or, without one, its mode."""
+        assert self.posix is not None
+        info = path.stat()
+        try:
+            acl = _read_acl(path)
+        except ValueError as exc:
+            return Access.nobody(f"{where}its POSIX ACL cannot be parsed: {exc}")
+        access = self.posix.readers(info, acl, bit)
+        if where and access.unrepresentable is not None:
+            return Access.nobody(where + access.unrepresentable)
+        return access
+
     def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
-        """Every file's access, re-read from metadata or modes (no content is read)."""
+        """Every file's access, re-read from metadata or ACLs (no content is read)."""
         jobs = self._plan()
         changes = [PermissionChange(j.doc_id, self._access(j)) for j in jobs if j.doc_id]
         for start in range(0, max(len(changes), 1), _PAGE):
@@ -317,7 +569,7 @@ class FilesystemConnector:
         return None  # POSIX groups map to directory groups synced from the identity provider
 
 
-def _options(context: SourceContext) -> tuple[Path, PosixMapping | None]:
+def _options(context: SourceContext) -> tuple[Path, PosixMapping | None, bool]:
     source = context.source
     key = f"sources.{source.name}.options"
     options = dict(source.options)
@@ -337,7 +589,10 @@ def _options(context: SourceContext) -> tuple[Path, PosixMapping | None]:
     if mode == "metadata":
         if posix_keys:
             raise ConfigError(f"{key}.{posix_keys[0]}: only used with acl = 'posix'")
-        return path, None
+        return path, None, False
+    trusted = options.get("posix_on_network_share", False)
+    if not isinstance(trusted, bool):
+        raise ConfigError(f"{key}.posix_on_network_share: expected true or false")
     mapping: dict[str, Any] = {}
     for name in ("user_principal", "group_principal", "other_principal"):
         if name in options:
@@ -356,7 +611,7 @@ def _options(context: SourceContext) -> tuple[Path, PosixMapping | None]:
             except ValueError as exc:
                 raise ConfigError(f"{key}.{name}.{ident}: {exc}") from None
         mapping[name] = dict(table)
-    return path, PosixMapping(**mapping)
+    return path, PosixMapping(**mapping), trusted
 
 
 def _check_template(value: str, key: str, *, allow_empty: bool) -> None:
@@ -371,9 +626,14 @@ def _check_template(value: str, key: str, *, allow_empty: bool) -> None:
 
 
 def _build(context: SourceContext) -> Connector:
-    path, posix = _options(context)
+    path, posix, trusted = _options(context)
     return FilesystemConnector(
-        context.settings, path, context.source.corpus, source=context.source.name, posix=posix
+        context.settings,
+        path,
+        context.source.corpus,
+        source=context.source.name,
+        posix=posix,
+        posix_on_network_share=trusted,
     )
 
 
