@@ -1,37 +1,60 @@
-"""The Google Drive connector: one shared drive, kept in step through the Drive v3 API.
+"""The Google Drive connector: one shared drive, or one user's My Drive, kept in step through
+the Drive v3 API.
 
 Content comes from the drive's changes feed. The first sync takes a start page token
 (``changes.getStartPageToken``) and then lists every file (``files.list``, a snapshot: what
 it does not list is deleted); later ones follow the stored token through ``changes.list``
 (``nextPageToken`` per page, ``newStartPageToken`` at the end) and see only what changed. A
-change that is ``removed``, a file that is ``trashed`` or has left the drive is a tombstone.
-A page token the service rejects (400, 404 or 410) is discarded, as the API asks, and the
-drive is listed again as a snapshot. Folders and shortcuts shape nothing but inheritance;
-Google Docs, Sheets and Slides are exported to docx, xlsx and pptx, other files downloaded
-(``alt=media``). A file's version is its checksum, modification time, size, name and type —
-not its ``version`` number, which every sharing change moves — so a permission change never
-re-reads content.
+change that is ``removed``, a file that is ``trashed`` or has left the synced drive is a
+tombstone; so is every descendant of a folder trashed or removed (Drive trashes them with it
+without a change of their own): they are listed through ``files.list`` (``'<folder>' in
+parents``, trashed included) and tombstoned with it. A page token the service rejects (400,
+404 or 410) is discarded, as the API asks, and the drive is listed again as a snapshot.
+Folders and shortcuts shape nothing but inheritance; Google Docs, Sheets and Slides are
+exported to docx, xlsx and pptx, other files downloaded (``alt=media``). A file's version is
+its checksum, modification time, size, name and type — not its ``version`` number, which
+every sharing change moves — so a permission change never re-reads content. A Google Doc
+Drive refuses to export for good (``exportSizeLimitExceeded``) is :class:`ItemUnavailable`:
+reported for that document, and the sync goes on past it.
 
 Permissions are re-read in full by every permission sync: the changes feed does not say
 when a file's *inherited* access changed (a folder shared, a file moved into a restricted
 folder), so each file's ``permissions.list`` — which lists inherited entries too — is read
 again, on up to ``max_concurrency`` requests at once. Each permission maps as follows:
 
-* ``user`` → ``user:<email>``, or what ``users`` maps the address to;
+* ``user`` → ``user:<email>``, or what ``users`` maps the address to (an owner, a pending
+  owner, a writer, commenter or reader alike);
 * ``group`` → ``group:<email>``; its members (users, and nested groups as members, followed
-  down) are read from the Admin SDK Directory API by :meth:`DriveConnector.groups`;
+  down) are read from the Admin SDK Directory API by :meth:`DriveConnector.groups`. A group
+  of another organisation, whose members the API refuses to list (403 ``forbidden`` or
+  ``domainCannotUseApis``, for an address outside the organisation's domains, while the
+  API answers for other groups), is left out of the directory — it matches nobody — and
+  named in :attr:`DriveConnector.warnings`; any other refusal fails the sync;
 * ``domain`` → what ``domains`` maps the domain to, else nobody;
 * ``anyone`` → ``Access.anyone_with_link`` whether or not it is discoverable
   (``allowFileDiscovery``): visible to nobody in a corpus above PUBLIC;
-* a permission of a deleted account, or one that has expired, grants nothing;
+* a permission of a deleted account, one that has expired, or one of the ``metadata`` view
+  (the folder's name, not its content) grants nothing;
 * anything else — an unknown type or role, a permission without its address, a permission
   list the service refuses to show (403) — makes the file visible to nobody, and
   ``source status`` says why.
 
-Credentials: a service account with domain-wide delegation. Its key (the JSON Google issues)
-is read from the environment variable named by ``credentials.service_account``; it signs a
-JWT (RS256) for ``token_url`` on behalf of ``subject``. Key and token are never printed,
-logged or traced, and the token is sent only to ``drive_url`` and ``directory_url``.
+Limited access: an item with ``inheritedPermissionsDisabled`` (or a folder above it that has
+it) is read only by the entries Drive says apply there — each permission's
+``permissionDetails`` rows: a row not ``inherited``, or inherited from a folder at or below
+the nearest limited one. Drive may still list the entries it no longer applies; they grant
+nothing. A permission whose rows cannot say (no ``permissionDetails`` on such an item) makes
+the file visible to nobody; an item whose ``inheritedPermissionsDisabled`` is missing is
+taken to be limited.
+
+Credentials: a service account with domain-wide delegation. Either its key (the JSON Google
+issues), read from the environment variable named by ``credentials.service_account``, signs
+a JWT (RS256) for ``token_url`` on behalf of ``subject``; or, keyless, the IAM Credentials
+API signs it (``projects/-/serviceAccounts/<impersonate>:signJwt``) for a token of the
+runtime's own account from the metadata server. Keys, signed JWTs and tokens are never
+printed, logged or traced; the delegated token is sent only to ``drive_url`` and
+``directory_url``, the runtime's token only to ``iam_url``. With ``my_drive``, Drive is read
+as that user and the Directory API as ``subject``.
 """
 
 from __future__ import annotations
@@ -40,7 +63,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -86,6 +109,8 @@ from clearance.sources.sync import MEDIA_SUFFIXES
 __all__ = [
     "DriveConnector",
     "DriveOptions",
+    "GoogleErrors",
+    "ItemUnavailable",
     "ServiceAccount",
     "drive_connector",
     "parse_options",
@@ -95,18 +120,25 @@ __all__ = [
 DEFAULT_DRIVE_URL = "https://www.googleapis.com/drive/v3"
 DEFAULT_DIRECTORY_URL = "https://admin.googleapis.com/admin/directory/v1"
 DEFAULT_TOKEN_URL = "https://oauth2.googleapis.com/token"
+DEFAULT_IAM_URL = "https://iamcredentials.googleapis.com/v1"
+DEFAULT_METADATA_URL = "http://metadata.google.internal/computeMetadata/v1"
 DRIVE_SCOPE = "https://www.googleapis.com/auth/drive.readonly"
 GROUPS_SCOPE = "https://www.googleapis.com/auth/admin.directory.group.member.readonly"
 _OPTIONS = frozenset(
     {
         "drive_id",
+        "my_drive",
         "subject",
         "drive_url",
         "directory_url",
         "token_url",
         "users",
         "domains",
+        "org_domains",
         "sync_groups",
+        "impersonate",
+        "iam_url",
+        "metadata_url",
     }
 )
 # Every documented role can read the file; one not documented here is not guessed at.
@@ -124,31 +156,63 @@ _EXPORTS = {
         "application/vnd.openxmlformats-officedocument.presentationml.presentation"
     ),
 }
-_FILE_FIELDS = (
-    "id,name,mimeType,md5Checksum,modifiedTime,createdTime,size,webViewLink,trashed,driveId"
-)
+_TREE_FIELDS = "id,mimeType,trashed,driveId,ownedByMe,parents,inheritedPermissionsDisabled"
+_FILE_FIELDS = f"{_TREE_FIELDS},name,md5Checksum,modifiedTime,createdTime,size,webViewLink"
 _PERMISSION_FIELDS = (
     "nextPageToken,permissions(id,type,role,emailAddress,domain,allowFileDiscovery,deleted,"
-    "expirationTime,permissionDetails)"
+    "expirationTime,pendingOwner,view,inheritedPermissionsDisabled,"
+    "permissionDetails(permissionType,role,inherited,inheritedFrom))"
 )
 _REJECTED_TOKEN = frozenset({400, 404, 410})  # a page token the feed no longer accepts
 _THROTTLED = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
+# Drive's answers for an export it will never give: the document must change first.
+_NEVER_EXPORTED = {"exportSizeLimitExceeded": "it is over Drive's export size limit (10 MB)"}
+# The Directory API's answers for a group it will not show this organisation.
+_NOT_OURS = frozenset({"forbidden", "domainCannotUseApis"})
 _JWT_LIFETIME_S = 3600
 _JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+_MAX_DEPTH = 100  # folders above an item followed at most (Drive allows far fewer)
+
+
+class ItemUnavailable(SourceError):
+    """One item the source refuses to deliver for good (a Google Doc over Drive's export size
+    limit): the sync reports it and moves on, where another :class:`SourceError` keeps the
+    cursor before the item so that the next sync tries it again."""
 
 
 @dataclass(frozen=True, slots=True)
 class DriveOptions:
-    """``[sources.<name>.options]`` of the ``gdrive`` kind, validated."""
+    """``[sources.<name>.options]`` of the ``gdrive`` kind, validated. Exactly one of
+    ``drive_id`` (a shared drive) and ``my_drive`` (a user's My Drive) is set."""
 
-    drive_id: str
+    drive_id: str | None
     subject: str
+    my_drive: str | None = None
     drive_url: str = DEFAULT_DRIVE_URL
     directory_url: str = DEFAULT_DIRECTORY_URL
     token_url: str = DEFAULT_TOKEN_URL
     users: Mapping[str, str] = field(default_factory=dict)
     domains: Mapping[str, str] = field(default_factory=dict)
+    org_domains: frozenset[str] = frozenset()
     sync_groups: bool = True
+    impersonate: str | None = None
+    iam_url: str = DEFAULT_IAM_URL
+    metadata_url: str = DEFAULT_METADATA_URL
+
+    @property
+    def space(self) -> str:
+        """What doc ids and cursors are scoped by: the drive, or the My Drive's user."""
+        return self.drive_id if self.drive_id is not None else f"users/{self.my_drive}"
+
+    @property
+    def drive_subject(self) -> str:
+        """Who Drive is read as."""
+        return self.my_drive or self.subject
+
+    @property
+    def organisation(self) -> frozenset[str]:
+        """The organisation's own domains: the subject's, and ``org_domains``."""
+        return self.org_domains | {self.subject.rpartition("@")[2].lower()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,21 +223,70 @@ class ServiceAccount:
     key_id: str | None
     key: RSAPrivateKey = field(repr=False)
 
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        headers = {"kid": self.key_id} if self.key_id else None
+        return jwt.encode(dict(claims), self.key, algorithm="RS256", headers=headers)
+
+
+class MetadataToken(RenewingToken):
+    """The runtime's own token, from the metadata server (``Metadata-Flavor: Google``)."""
+
+    def _request(self) -> tuple[Secret, float]:
+        response = self._tokens.request(
+            "GET", self._token_url, headers={"Metadata-Flavor": "Google"}
+        )
+        try:
+            body = response.json()
+            return Secret(body["access_token"]), float(body.get("expires_in", 3600))
+        except (ValueError, KeyError, TypeError):
+            raise SourceError(
+                f"source {self._tokens.source!r}: the metadata server answered without an "
+                "access token"
+            ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class IamSigner:
+    """Signs JWTs as ``account`` through the IAM Credentials API (``signJwt``), keyless:
+    ``client`` carries the runtime's own token."""
+
+    client: SourceClient
+    iam_url: str
+    account: str
+
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        name = quote(f"projects/-/serviceAccounts/{self.account}", safe="/@-")
+        response = self.client.request(
+            "POST", f"{self.iam_url}/{name}:signJwt", json={"payload": json.dumps(dict(claims))}
+        )
+        try:
+            signed = response.json()["signedJwt"]
+            if not isinstance(signed, str) or not signed:
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            raise SourceError(
+                f"source {self.client.source!r}: signJwt answered without a signed JWT"
+            ) from None
+        return signed
+
 
 class DelegatedToken(RenewingToken):
-    """A token for ``subject``, obtained with a JWT the service account signs (RS256)."""
+    """A token for ``subject``, obtained with a JWT signed as ``issuer`` (RS256) by ``sign``:
+    the service account's key, or :class:`IamSigner`."""
 
     def __init__(
         self,
         tokens: SourceClient,
         token_url: str,
-        account: ServiceAccount,
+        issuer: str,
+        sign: Callable[[Mapping[str, Any]], str],
         subject: str,
         scopes: Sequence[str],
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(tokens, token_url)
-        self._account = account
+        self._issuer = issuer
+        self._sign = sign
         self._subject = subject
         self._scopes = " ".join(scopes)
         self._wall_clock = wall_clock
@@ -181,27 +294,80 @@ class DelegatedToken(RenewingToken):
     def grant(self) -> dict[str, str]:
         now = int(self._wall_clock())
         claims = {
-            "iss": self._account.client_email,
+            "iss": self._issuer,
             "sub": self._subject,
             "scope": self._scopes,
             "aud": self._token_url,
             "iat": now,
             "exp": now + _JWT_LIFETIME_S,
         }
-        headers = {"kid": self._account.key_id} if self._account.key_id else None
-        assertion = jwt.encode(claims, self._account.key, algorithm="RS256", headers=headers)
-        return {"grant_type": _JWT_GRANT, "assertion": assertion}
+        return {"grant_type": _JWT_GRANT, "assertion": self._sign(claims)}
+
+
+class RoutedAuth(httpx.Auth):
+    """``directory`` for requests to ``directory_url``, ``drive`` for every other."""
+
+    def __init__(self, drive: httpx.Auth, directory: httpx.Auth, directory_url: str) -> None:
+        self._drive = drive
+        self._directory = directory
+        self._directory_url = directory_url.rstrip("/") + "/"
+
+    def __repr__(self) -> str:
+        return f"RoutedAuth({self._drive!r}, {self._directory!r})"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        routed = str(request.url).startswith(self._directory_url)
+        yield from (self._directory if routed else self._drive).auth_flow(request)
+
+
+def _reasons(response: httpx.Response) -> frozenset[str]:
+    """The ``reason`` of each error in Google's error body (none when it has no such body)."""
+    try:
+        errors = response.json()["error"]["errors"]
+        return frozenset(str(e["reason"]) for e in errors if isinstance(e, dict) and "reason" in e)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return frozenset()
 
 
 def throttled(response: httpx.Response) -> bool:
     """Whether a 403 is Google's rate limit (retried) rather than a refusal."""
-    if response.status_code != 403:
+    return response.status_code == 403 and bool(_reasons(response) & _THROTTLED)
+
+
+class GoogleErrors:
+    """The client's ``retryable``: Google's 403 rate limits are retried (:func:`throttled`).
+    Every other refusal's status and reasons are kept for the thread that received it, so
+    the connector can tell one item's lasting refusal from refused credentials:
+    :meth:`clear` before a request, :meth:`refusal` after it failed."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def __call__(self, response: httpx.Response) -> bool:
+        if throttled(response):
+            return True
+        self._local.last = (response.status_code, _reasons(response))
         return False
-    try:
-        errors = response.json()["error"]["errors"]
-        return any(e.get("reason") in _THROTTLED for e in errors)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return False
+
+    def clear(self) -> None:
+        self._local.last = None
+
+    def refusal(self, exc: SourceError) -> frozenset[str]:
+        """The reasons Google gave for the refusal ``exc`` reports (none when ``exc`` is not
+        the refusal last seen on this thread: retries exhausted, a transport error)."""
+        last = getattr(self._local, "last", None)
+        if last is None or exc.status != last[0]:
+            return frozenset()
+        return frozenset(last[1])
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """What the connector keeps of an item to follow inheritance: its parent and whether it
+    has inherited permissions disabled (``None``: Drive did not say)."""
+
+    parent: str | None
+    limited: bool | None
 
 
 class DriveConnector:
@@ -213,22 +379,28 @@ class DriveConnector:
         options: DriveOptions,
         client: SourceClient,
         *,
-        token_client: SourceClient | None = None,
+        token_clients: Sequence[SourceClient] = (),
+        errors: GoogleErrors | None = None,
     ) -> None:
         self.source = source
         self.options = options
         self.client = client
-        self._token_client = token_client
+        self._token_clients = tuple(token_clients)
+        self._errors = errors or GoogleErrors()
         self._files = f"{options.drive_url}/files"
-        self._scope = f"{options.drive_id}/{options.subject}"
+        self._scope = f"{options.space}/{options.drive_subject}"
         self._snapshot: list[PermissionChange] | None = None
         self._google_groups: set[str] = set()
         self._groups_lock = threading.Lock()
+        self._nodes: dict[str, _Node] = {}
+        self._nodes_lock = threading.Lock()
+        #: What the last :meth:`groups` could not read, one line per group.
+        self.warnings: list[str] = []
 
     def close(self) -> None:
         self.client.close()
-        if self._token_client is not None:
-            self._token_client.close()
+        for tokens in self._token_clients:
+            tokens.close()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -236,11 +408,16 @@ class DriveConnector:
         return SourceError(f"source {self.source!r}: {message}")
 
     def _drive_params(self) -> dict[str, str]:
+        if self.options.drive_id is None:
+            return {"supportsAllDrives": "true", "includeItemsFromAllDrives": "false"}
         return {
             "driveId": self.options.drive_id,
             "supportsAllDrives": "true",
             "includeItemsFromAllDrives": "true",
         }
+
+    def _corpus(self) -> dict[str, str]:
+        return {"corpora": "drive" if self.options.drive_id is not None else "user"}
 
     def _list(self, body: Any, key: str, what: str, *, optional: bool = False) -> list[Any]:
         values = body.get(key, [] if optional else None) if isinstance(body, dict) else None
@@ -259,7 +436,18 @@ class DriveConnector:
             yield self._list(body, key, url.rpartition("/")[2], **kw)
 
     def doc_id(self, file_id: str) -> str:
-        return f"gdrive:{self.options.drive_id}/{file_id}"
+        return f"gdrive:{self.options.space}/{file_id}"
+
+    def _remember(self, raw: Mapping[str, Any]) -> None:
+        """Keep an item's parent and limited-access flag, for inheritance."""
+        file_id = text(raw.get("id"))
+        if file_id is None:
+            return
+        parents = raw.get("parents")
+        parent = text(parents[0]) if isinstance(parents, list) and parents else None
+        limited = raw.get("inheritedPermissionsDisabled")
+        with self._nodes_lock:
+            self._nodes[file_id] = _Node(parent, limited if isinstance(limited, bool) else None)
 
     # ------------------------------------------------------------------ content
 
@@ -270,13 +458,20 @@ class DriveConnector:
         digest = hashlib.sha256("\x1f".join(str(raw.get(k, "")) for k in keys).encode())
         return f"gdrive:{digest.hexdigest()[:24]}"
 
+    def _in_scope(self, raw: Mapping[str, Any]) -> bool:
+        """In the shared drive; or, for a My Drive, owned by its user and in no shared drive."""
+        if self.options.drive_id is not None:
+            return raw.get("driveId") == self.options.drive_id
+        return raw.get("ownedByMe") is True and not raw.get("driveId")
+
     def _entry(self, raw: Mapping[str, Any]) -> ItemRef | Tombstone | None:
-        """A listed file as an item, a tombstone (trashed, or moved to another drive), or
+        """A listed file as an item, a tombstone (trashed, or out of the synced drive), or
         ``None`` for what is not a document (folders, shortcuts)."""
         file_id = text(raw.get("id"))
         if file_id is None:
             raise self._error("an item without an id")
-        if raw.get("trashed") is True or raw.get("driveId") != self.options.drive_id:
+        self._remember(raw)
+        if raw.get("trashed") is True or not self._in_scope(raw):
             return Tombstone(self.doc_id(file_id))
         if raw.get("mimeType") in (_FOLDER, _SHORTCUT):
             return None
@@ -293,10 +488,51 @@ class DriveConnector:
             return Tombstone(self.doc_id(file_id))
         return self._entry(raw)
 
+    def _fallen(self, change: Mapping[str, Any]) -> list[Tombstone]:
+        """Tombstones for what a folder trashed or removed took with it: its descendants,
+        which Drive trashes without a change of their own. A removed item may have been a
+        folder (the change no longer says), so its children are looked for too."""
+        file_id = text(change.get("fileId"))
+        raw = change.get("file")
+        if file_id is None or change.get("changeType", "file") != "file":
+            return []
+        if isinstance(raw, dict) and change.get("removed") is not True:
+            gone = raw.get("trashed") is True or not self._in_scope(raw)
+            if not gone or raw.get("mimeType") != _FOLDER:
+                return []
+        return [Tombstone(self.doc_id(d)) for d in self._descendants(file_id)]
+
+    def _descendants(self, folder: str) -> list[str]:
+        """Every item below ``folder``, trashed ones included."""
+        found: list[str] = []
+        pending, seen = [folder], {folder}
+        while pending:
+            parent = pending.pop()
+            quoted = parent.replace("\\", "\\\\").replace("'", "\\'")
+            params = {
+                **self._drive_params(),
+                **self._corpus(),
+                "q": f"'{quoted}' in parents",
+                "pageSize": "1000",
+                "fields": "nextPageToken,files(id,mimeType)",
+            }
+            for page in self._paged(self._files, "files", params):
+                for raw in page:
+                    child = text(raw.get("id"))
+                    if child is None or child in seen:
+                        continue
+                    seen.add(child)
+                    found.append(child)
+                    if raw.get("mimeType") == _FOLDER:
+                        pending.append(child)
+        return found
+
     def _start_token(self) -> str:
+        params = {"supportsAllDrives": "true"}
+        if self.options.drive_id is not None:
+            params["driveId"] = self.options.drive_id
         body = self.client.get_json(
-            f"{self.options.drive_url}/changes/startPageToken",
-            params={"driveId": self.options.drive_id, "supportsAllDrives": "true"},
+            f"{self.options.drive_url}/changes/startPageToken", params=params
         )
         token = text(body.get("startPageToken")) if isinstance(body, dict) else None
         if token is None:
@@ -304,10 +540,11 @@ class DriveConnector:
         return token
 
     def _all_files(self, fields: str) -> Iterator[list[dict[str, Any]]]:
+        query = "trashed = false" if self.options.drive_id else "'me' in owners and trashed = false"
         params = {
             **self._drive_params(),
-            "corpora": "drive",
-            "q": "trashed = false",
+            **self._corpus(),
+            "q": query,
             "pageSize": "1000",
             "fields": f"nextPageToken,files({fields})",
         }
@@ -335,6 +572,8 @@ class DriveConnector:
             "fields": f"nextPageToken,newStartPageToken,changes(changeType,fileId,removed,"
             f"file({_FILE_FIELDS}))",
         }
+        if self.options.drive_id is None:
+            params["restrictToMyDrive"] = "true"
 
         def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
             token = text(body.get("nextPageToken")) if isinstance(body, dict) else None
@@ -342,7 +581,11 @@ class DriveConnector:
 
         for body in self.client.pages(url, following, params={**params, "pageToken": token}):
             changes = self._list(body, "changes", "changes", optional=True)
-            entries = [e for e in map(self._change, changes) if e is not None]
+            entries: list[ItemRef | Tombstone] = []
+            for change in changes:
+                entry = self._change(change)
+                entries += [] if entry is None else [entry]
+                entries += self._fallen(change)
             resume = following(body)
             if resume is not None:
                 next_token = str(resume[1]["pageToken"])
@@ -399,9 +642,7 @@ class DriveConnector:
         media_type = exported or rest.media_type(declared, name)
         data = b""
         if exported is not None:
-            data = self.client.request(
-                "GET", f"{url}/export", params={"mimeType": exported}
-            ).content
+            data = self._export(url, exported, item)
         elif media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
             data = self.client.request(
                 "GET", url, params={"alt": "media", "supportsAllDrives": "true"}
@@ -419,15 +660,112 @@ class DriveConnector:
             file_name=name,
         )
 
+    def _export(self, url: str, media_type: str, item: ItemRef) -> bytes:
+        """A Google Doc exported; :class:`ItemUnavailable` when Drive will never export it
+        as it is."""
+        self._errors.clear()
+        try:
+            return self.client.request(
+                "GET", f"{url}/export", params={"mimeType": media_type}
+            ).content
+        except SourceError as exc:
+            lasting = sorted(set(_NEVER_EXPORTED) & self._errors.refusal(exc))
+            if exc.status != 403 or not lasting:
+                raise
+            raise ItemUnavailable(
+                f"source {self.source!r}: {item.doc_id}: Drive refuses to export it "
+                f"({lasting[0]}: {_NEVER_EXPORTED[lasting[0]]}); it is not in the index "
+                "until it changes",
+                status=exc.status,
+            ) from None
+
+    # ------------------------------------------------------------------ inheritance
+
+    def _node(self, file_id: str) -> _Node | None:
+        """What is known of ``file_id``, read from Drive when not yet listed (``None``: Drive
+        does not show it — the drive's root, or above what the subject sees)."""
+        with self._nodes_lock:
+            known = self._nodes.get(file_id)
+        if known is not None or file_id == self.options.drive_id:
+            return known
+        try:
+            raw = self.client.get_json(
+                f"{self._files}/{quote(file_id, safe='')}",
+                params={"fields": _TREE_FIELDS, "supportsAllDrives": "true"},
+            )
+        except SourceError as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
+        if not isinstance(raw, dict):
+            return None
+        self._remember({**raw, "id": file_id})
+        with self._nodes_lock:
+            return self._nodes.get(file_id)
+
+    def _limits(self, file_id: str) -> frozenset[str] | None:
+        """Where inherited entries of ``file_id`` may still come from: ``None`` when no item
+        from it up has inherited permissions disabled (every entry applies); else the folders
+        between it and the nearest limited item, that one included (none when ``file_id``
+        itself is limited). A flag Drive left out counts as set."""
+        node = self._node(file_id)
+        if node is None:
+            return None
+        if node.limited is not False:
+            return frozenset()
+        above: list[str] = []
+        parent = node.parent
+        while parent is not None and parent not in above and len(above) < _MAX_DEPTH:
+            folder = self._node(parent)
+            if folder is None:
+                return None
+            above.append(parent)
+            if folder.limited is not False:
+                return frozenset(above)
+            parent = folder.parent
+        return None
+
+    def _applies(
+        self, permission: Mapping[str, Any], limits: frozenset[str] | None
+    ) -> Mapping[str, Any] | None:
+        """The permission as it applies to the item — with the role of the rows that still
+        apply on a limited-access item — or ``None`` when it grants nothing there."""
+        if permission.get("view") == "metadata":
+            return None  # the folder's name is visible, not its content
+        if limits is None:
+            return permission
+        rows = permission.get("permissionDetails")
+        if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+            raise Unrepresentable(
+                f"permission {permission.get('id', '?')}: Drive did not say whether it is "
+                "inherited, on an item with inherited permissions disabled"
+            )
+        applying = [
+            r
+            for r in rows
+            if r.get("inherited") is False
+            or (r.get("inherited") is True and r.get("inheritedFrom") in limits)
+        ]
+        if not applying:
+            return None
+        roles = [r.get("role") or permission.get("role") for r in applying]
+        unknown = [r for r in roles if r not in _READ_ROLES]
+        return {**permission, "role": unknown[0] if unknown else roles[0]}
+
     # ------------------------------------------------------------------ permissions
 
     def _access(self, file_id: str) -> Access | None:
         """The file's access from its permission list, or ``None`` when the file is gone."""
         url = f"{self._files}/{quote(file_id, safe='')}/permissions"
         params = {"supportsAllDrives": "true", "pageSize": "100", "fields": _PERMISSION_FIELDS}
+        limits = self._limits(file_id)
+
+        def read(permission: Mapping[str, Any]) -> set[str] | None:
+            applying = self._applies(permission, limits)
+            return set() if applying is None else self._permission(applying)
+
         return access_from(
-            lambda: [p for page in self._paged(url, "permissions", params) for p in page],
-            self._permission,
+            lambda: [p for page in self._paged(url, "permissions", params) for p in page], read
         )
 
     def _permission(self, permission: Mapping[str, Any]) -> set[str] | None:
@@ -467,7 +805,7 @@ class DriveConnector:
         with self._groups_lock:
             self._google_groups = set()
         files: list[str] = []
-        for page in self._all_files("id,mimeType,trashed,driveId"):
+        for page in self._all_files(_TREE_FIELDS):
             files += [f.ref for f in self._entries(page) if isinstance(f, ItemRef)]
         accesses = self.client.map(self._access, files)
         return [
@@ -487,27 +825,54 @@ class DriveConnector:
     def groups(self) -> GroupSnapshot | None:
         """The Google Groups the drive's permissions name, and the groups nested in them,
         each with its direct members. Reads the permissions to learn which groups those
-        are; the permission listing of the same sync then reuses what it read."""
+        are; the permission listing of the same sync then reuses what it read. A group of
+        another organisation is left out (it matches nobody) and named in :attr:`warnings`
+        — only while the Directory API answers for some group: when it refuses every one,
+        the credentials are what it refuses, and the sync fails."""
+        self.warnings = []
         if not self.options.sync_groups:
             return None
         self._snapshot = self._read_permissions()
         found: dict[str, frozenset[str]] = {}
+        refused: list[str] = []
         pending = sorted(self._google_groups)
         while pending:
             members = self.client.map(self._members, pending)
-            found.update(zip(pending, members, strict=True))
-            nested = {m[len("group:") :] for ms in members for m in ms if m.startswith("group:")}
-            pending = sorted(nested - set(found))
+            for email, listed in zip(pending, members, strict=True):
+                if listed is None:
+                    refused.append(email)
+                else:
+                    found[email] = listed
+            nested = {
+                m[len("group:") :] for ms in members if ms for m in ms if m.startswith("group:")
+            }
+            pending = sorted(nested - set(found) - set(refused))
+        if refused and not found:
+            raise self._error(
+                "the Directory API refused every group's members (HTTP 403): the credentials "
+                f"are refused or lack the groups privilege (first: {refused[0]})"
+            )
+        self.warnings = [
+            f"group:{email}: the Directory API will not list its members (HTTP 403): a group "
+            "of another organisation; it grants nobody here"
+            for email in sorted(refused)
+        ]
         return GroupSnapshot(found)
 
-    def _members(self, email: str) -> frozenset[str]:
+    def _members(self, email: str) -> frozenset[str] | None:
+        """A group's direct members; ``None`` when the Directory API refuses a group outside
+        the organisation's domains as not its own."""
         url = f"{self.options.directory_url}/groups/{quote(email, safe='@')}/members"
+        self._errors.clear()
         try:
             pages = list(self._paged(url, "members", {"maxResults": "200"}, optional=True))
         except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return frozenset()  # deleted, or not a group of this organisation: no members
+            if exc.status == 404:
+                return frozenset()  # deleted, or unknown to the directory: no members
+            outside = email.rpartition("@")[2] not in self.options.organisation
+            if exc.status == 403 and outside and self._errors.refusal(exc) & _NOT_OURS:
+                return None
+            raise
         out: set[str] = set()
         for member in (m for page in pages for m in page):
             address = (text(member.get("email")) or "").lower()
@@ -526,6 +891,15 @@ class DriveConnector:
 # ---------------------------------------------------------------------- building
 
 
+def _email_option(options: Mapping[str, Any], name: str, key: str) -> str | None:
+    if name not in options:
+        return None
+    value = string_option(options, name, key)
+    if "@" not in value:
+        raise ConfigError(f"{key}.{name}: expected an email address")
+    return value.lower()
+
+
 def parse_options(name: str, raw: Mapping[str, Any]) -> DriveOptions:
     """Validate ``[sources.<name>.options]`` of a ``gdrive`` source."""
     key = f"sources.{name}.options"
@@ -536,17 +910,31 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> DriveOptions:
     subject = string_option(options, "subject", key)
     if "@" not in subject:
         raise ConfigError(f"{key}.subject: expected the email address of a user to act as")
+    my_drive = _email_option(options, "my_drive", key)
+    if my_drive is not None and "drive_id" in options:
+        raise ConfigError(f"{key}: set drive_id (a shared drive) or my_drive (a user's), not both")
+    drive_id = None if my_drive is not None else string_option(options, "drive_id", key)
+    org_domains = options.get("org_domains", [])
+    if not isinstance(org_domains, list) or not all(
+        isinstance(d, str) and d and "@" not in d for d in org_domains
+    ):
+        raise ConfigError(f"{key}.org_domains: expected a list of domain names")
     users = principal_table(options, "users", key)
     domains = principal_table(options, "domains", key)
     return DriveOptions(
-        drive_id=string_option(options, "drive_id", key),
+        drive_id=drive_id,
         subject=subject,
+        my_drive=my_drive,
         drive_url=url_option(options, "drive_url", key, DEFAULT_DRIVE_URL),
         directory_url=url_option(options, "directory_url", key, DEFAULT_DIRECTORY_URL),
         token_url=url_option(options, "token_url", key, DEFAULT_TOKEN_URL),
         users={k.lower(): v for k, v in users.items()},
         domains={k.lower(): v for k, v in domains.items()},
+        org_domains=frozenset(d.lower() for d in org_domains),
         sync_groups=bool_option(options, "sync_groups", key, True),
+        impersonate=_email_option(options, "impersonate", key),
+        iam_url=url_option(options, "iam_url", key, DEFAULT_IAM_URL),
+        metadata_url=url_option(options, "metadata_url", key, DEFAULT_METADATA_URL),
     )
 
 
@@ -573,32 +961,70 @@ def parse_service_account(secret: Secret, key: str) -> ServiceAccount:
 def drive_connector(
     name: str,
     options: DriveOptions,
-    account: ServiceAccount,
+    account: ServiceAccount | None,
     *,
     max_concurrency: int = 4,
     sleep: Callable[[float], None] = time.sleep,
 ) -> DriveConnector:
-    """A connector for ``options``, acting as ``options.subject`` through ``account``
-    (``sleep``: injectable for tests of throttling)."""
-    scopes = [DRIVE_SCOPE] + ([GROUPS_SCOPE] if options.sync_groups else [])
+    """A connector for ``options``, acting as ``options.subject`` (and ``options.my_drive``
+    for Drive) through ``account``'s key, or keyless through ``options.impersonate`` when
+    ``account`` is ``None`` (``sleep``: injectable for tests of throttling)."""
     tokens = SourceClient(source=name, max_concurrency=1, sleep=sleep)
-    auth = DelegatedToken(tokens, options.token_url, account, options.subject, scopes)
+    token_clients = [tokens]
+    if account is not None:
+        issuer, sign = account.client_email, account.sign
+    elif options.impersonate is not None:
+        ambient = SourceClient(source=name, max_concurrency=1, sleep=sleep)
+        iam = SourceClient(
+            source=name,
+            auth=MetadataToken(
+                ambient, f"{options.metadata_url}/instance/service-accounts/default/token"
+            ),
+            max_concurrency=1,
+            sleep=sleep,
+        )
+        token_clients += [ambient, iam]
+        issuer, sign = (
+            options.impersonate,
+            IamSigner(iam, options.iam_url, options.impersonate).sign,
+        )
+    else:
+        raise ConfigError(
+            f"source {name!r}: a service-account key or options.impersonate is needed"
+        )
+
+    def delegated(subject: str, scopes: Sequence[str]) -> DelegatedToken:
+        return DelegatedToken(tokens, options.token_url, issuer, sign, subject, scopes)
+
+    groups = [GROUPS_SCOPE] if options.sync_groups else []
+    auth: httpx.Auth
+    if options.drive_subject == options.subject:
+        auth = delegated(options.subject, [DRIVE_SCOPE, *groups])
+    else:
+        drive = delegated(options.drive_subject, [DRIVE_SCOPE])
+        auth = RoutedAuth(
+            drive, delegated(options.subject, groups or [DRIVE_SCOPE]), options.directory_url
+        )
+    errors = GoogleErrors()
     client = SourceClient(
         source=name,
         auth=auth,
         max_concurrency=max_concurrency,
         sleep=sleep,
-        retryable=throttled,
+        retryable=errors,
     )
-    return DriveConnector(name, options, client, token_client=tokens)
+    return DriveConnector(name, options, client, token_clients=token_clients, errors=errors)
 
 
 def _build(context: SourceContext) -> Connector:
     source = context.source
     options = parse_options(source.name, source.options)
-    account = parse_service_account(
-        context.secret("service_account"), f"sources.{source.name}.credentials.service_account"
-    )
+    account = None
+    if options.impersonate is None or "service_account" in source.credentials:
+        account = parse_service_account(
+            context.secret("service_account"),
+            f"sources.{source.name}.credentials.service_account",
+        )
     return drive_connector(source.name, options, account, max_concurrency=source.max_concurrency)
 
 
