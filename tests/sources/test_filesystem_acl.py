@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from clearance.errors import SourceError
+from clearance.errors import ConfigError, SourceError
 from clearance.sources import filesystem
 from clearance.sources.filesystem import (
     FilesystemConnector,
@@ -30,6 +30,7 @@ from clearance.sources.filesystem import (
     mounts_of,
     parse_posix_acl,
 )
+from clearance.sources.registry import build_connector
 from clearance.sources.service import source_status
 
 from .conftest import Share, make_share
@@ -297,19 +298,56 @@ def readers_of(share: Share, doc_id: str) -> Expected:
     return str(because)
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
-def test_each_sharing_shape_maps_to_exactly_its_readers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: Shape
-) -> None:
+def shape_is_mapped_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: Shape) -> bool:
+    """Build ``shape``, sync it, and tell whether the index lets exactly its readers read it
+    (or nobody, for the expected reason)."""
     for share in acl_share(tmp_path):
         rel = shape.make(share.root, monkeypatch)
         reports = share.sync()
         assert all(r.ok for r in reports), [r.error for r in reports]
         got = readers_of(share, f"files:{rel}")
         if isinstance(shape.expected, str):
-            assert isinstance(got, str) and shape.expected in got
-        else:
-            assert got == shape.expected
+            return isinstance(got, str) and shape.expected in got
+        return got == shape.expected
+    raise AssertionError("no share")
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_each_sharing_shape_maps_to_exactly_its_readers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: Shape
+) -> None:
+    assert shape_is_mapped_exactly(tmp_path, monkeypatch, shape)
+
+
+def unmasked(path: Path) -> PosixAcl | None:
+    """Broken on purpose: the ACL without its mask."""
+    acl = READ_ACL(path)
+    return None if acl is None else replace(acl, mask=None)
+
+
+READ_ACL = filesystem._read_acl
+BROKEN = [
+    ("mode bits", lambda path: None, "named user (0600 + u:bob:r)"),
+    ("mode bits", lambda path: None, "others may read, a named user may not (0644 + u:bob:-)"),
+    ("mode bits", lambda path: None, "folder ACL admitting a named group only (0700 + g:hr:rx)"),
+    ("no mask", unmasked, "mask narrowing a named user to nothing (u:bob:r, m::-)"),
+    ("no mask", unmasked, "mask narrowing the owning group (0640 + u:bob:-, m::-)"),
+]
+
+
+@pytest.mark.parametrize(
+    ("broken", "reader", "name"), BROKEN, ids=[f"{b}: {n}" for b, _, n in BROKEN]
+)
+def test_reverse_proof_the_table_catches_a_reader_of_mode_bits_or_without_the_mask(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    broken: str,
+    reader: Callable[[Path], PosixAcl | None],
+    name: str,
+) -> None:
+    (shape,) = [s for s in SHAPES if s.name == name]
+    monkeypatch.setattr(filesystem, "_read_acl", reader)
+    assert not shape_is_mapped_exactly(tmp_path, monkeypatch, shape)
 
 
 # --------------------------------------------------------------------------- the reported leak
@@ -354,22 +392,6 @@ def test_reverse_proof_a_connector_reading_the_mode_bits_is_caught(
             "carol's answer cites it",
             "bob does not find it",
         ]
-
-
-def test_reverse_proof_a_connector_ignoring_the_mask_is_caught(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = filesystem._read_acl
-
-    def unmasked(path: Path) -> PosixAcl | None:
-        acl = real(path)
-        return None if acl is None else replace(acl, mask=None)
-
-    for share in acl_share(tmp_path):
-        monkeypatch.setattr(filesystem, "_read_acl", unmasked)
-        assert mask_narrows_named_user(share.root, monkeypatch) == "doc.md"
-        share.sync()
-        assert readers_of(share, "files:doc.md") == frozenset({"user:alice", "user:bob"})
 
 
 # --------------------------------------------------------------------------- the parser
@@ -539,3 +561,18 @@ def test_reverse_proof_an_operator_trusting_the_share_widens_it(
     for share in make_share(tmp_path, options=options):
         assert widened_on_a_cifs_mount(share, monkeypatch)
         assert all(r.ok for r in share.reports)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"acl": "posix", "posix_on_network_share": "yes"}, "expected true or false"),
+        ({"posix_on_network_share": True}, "only used with acl = 'posix'"),
+    ],
+)
+def test_the_network_share_setting_is_a_posix_boolean(
+    tmp_path: Path, options: dict[str, Any], error: str
+) -> None:
+    for share in make_share(tmp_path, options=options):
+        with pytest.raises(ConfigError, match=f"options.posix_on_network_share: {error}"):
+            build_connector(share.app.settings, share.app.settings.sources["share"])

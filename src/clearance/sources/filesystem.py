@@ -282,10 +282,11 @@ class PosixMapping:
 
         POSIX tries the owner, then named users, then the owning and named groups (any that
         matches and allows grants; one that matches and does not denies), then others, and
-        stops at the first class that matches. An allow-list can only add, so every class
-        tried later than one that is denied must be denied too: otherwise, visible to
-        nobody. A principal that two ids map to, allowed by one and denied by the other, is
-        visible to nobody as well."""
+        stops at the first class that matches. An allow-list can only add: when a user entry
+        denies, no group may allow (the user may belong to it), and when a user or group
+        entry denies, others may not be allowed (they include everyone); otherwise the item
+        is visible to nobody. So it is when one principal, that two ids map to, is allowed
+        by one and denied by the other."""
         described = "its ACL"
         if acl is None:
             described, acl = f"mode {stat.filemode(info.st_mode)}", PosixAcl.of_mode(info.st_mode)
