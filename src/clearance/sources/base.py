@@ -30,6 +30,24 @@ Four reading methods and ``close`` (see :class:`Connector`):
     Groups, Confluence groups) with their direct members, or ``None`` when its ACLs only name
     groups the directory already syncs from the identity provider.
 
+Two optional capabilities let a source's change notifications reach the index in seconds
+instead of at the next full re-listing (docs/notifications.md):
+
+:class:`ItemPermissions` — ``permissions_of(doc_ids)``
+    The current :class:`Access` of just the named items, one :class:`PermissionChange` each
+    (an item whose permissions could not be read is ``Access.nobody(why)``; an item the source
+    no longer has may be left out). Raise :class:`~clearance.errors.SourceError` when the
+    source cannot be read at all. Without it, a notification runs a full permission sync.
+:class:`Notifiable` — ``notification(headers, query, body)``
+    Checks one HTTP notification the source sent to ``POST /v1/sources/<name>/notifications``
+    and returns a :class:`Notice`: what to answer the sender, and which items changed. It
+    authenticates the sender itself (a subscription's client state, a channel token, a
+    webhook secret — a credential read through ``SourceContext.secret``, compared in constant
+    time) and refuses anything unauthenticated or malformed with :meth:`Notice.refuse`,
+    which changes nothing. It must not call the source (the sender is waiting for the
+    answer, sometimes for a few seconds at most) and must be safe to call from several
+    threads at once.
+
 Access is stated as the source has it, in the principal grammar of :mod:`clearance.model`
 (``user:<id>``, ``group:<id>``, ``everyone``). What cannot be stated that way is flagged, not
 approximated: anonymous links are ``Access.anyone_with_link``; anything else the connector
@@ -69,6 +87,12 @@ What the sync engine guarantees
 * **Unknown principals are kept and reported.** An ACL naming a user or group the directory
   does not know is stored as written (it matches nobody) and reported by the sync, by
   ``source status`` and by ``explain`` (``group:employes is not in the directory``).
+* **Notified syncs only ever narrow what they cannot read.** A targeted sync re-reads the
+  named items' access and applies it in one transaction; when the source cannot answer, the
+  named items become visible to nobody (with the reason) until a sync reads them, rather
+  than keep an ACL the notification said had changed. A targeted sync never advances the
+  source's permission-sync time or the corpus's ACL-sync time (it says nothing about the
+  other items): the scheduled full permission sync remains what keeps a corpus serving.
 * **Credentials** come from environment variables named in ``[sources.<name>]``; a
   connector receives them as :class:`~clearance.secrets.Secret` values, which never print,
   log or serialise.
@@ -76,6 +100,7 @@ What the sync engine guarantees
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -94,7 +119,10 @@ __all__ = [
     "ConnectorFactory",
     "ContentPage",
     "GroupSnapshot",
+    "ItemPermissions",
     "ItemRef",
+    "Notice",
+    "Notifiable",
     "PermissionChange",
     "PermissionPage",
     "SourceContext",
@@ -244,6 +272,83 @@ class Connector(Protocol):
     def groups(self) -> GroupSnapshot | None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ItemPermissions(Protocol):
+    """Optional: the current access of named items, without listing the others."""
+
+    def permissions_of(self, doc_ids: Sequence[str]) -> Iterable[PermissionChange]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """What :meth:`Notifiable.notification` made of one HTTP notification.
+
+    ``status``, ``content_type`` and ``body`` are the answer to the sender. ``doc_ids`` are
+    the items whose permissions changed — ``None`` when the source said something changed
+    without saying what (a full permission sync then runs). ``content``: their content may
+    have changed too, so a content sync runs after the permission work. A refusal (status
+    400 or above) names no items: it changes nothing."""
+
+    status: int = 202
+    content_type: str = "text/plain"
+    body: str = ""
+    doc_ids: frozenset[str] | None = frozenset()
+    content: bool = False
+
+    def __post_init__(self) -> None:
+        if not 200 <= self.status <= 599:
+            raise ValueError(f"a notice's status must be an HTTP status, not {self.status}")
+        if self.refused and (self.doc_ids != frozenset() or self.content):
+            raise ValueError("a refused notice cannot name changes")
+
+    @property
+    def refused(self) -> bool:
+        return self.status >= 400
+
+    @property
+    def changes(self) -> bool:
+        """Whether the notice asks for any sync at all."""
+        return self.doc_ids is None or bool(self.doc_ids) or self.content
+
+    @classmethod
+    def changed(cls, doc_ids: Iterable[str], *, content: bool = False) -> Notice:
+        """These items' permissions (and, with ``content``, their content) changed."""
+        return cls(doc_ids=frozenset(doc_ids), content=content)
+
+    @classmethod
+    def unknown_changes(cls, *, content: bool = False) -> Notice:
+        """Something changed at the source, and the notification does not say what."""
+        return cls(doc_ids=None, content=content)
+
+    @classmethod
+    def reply(cls, body: str, *, content_type: str = "text/plain", status: int = 200) -> Notice:
+        """An answer that changes nothing (a subscription's validation handshake, a sync
+        message announcing a channel)."""
+        return cls(status=status, content_type=content_type, body=body)
+
+    @classmethod
+    def refuse(cls, status: int, message: str) -> Notice:
+        """401 (unauthenticated), 400 (malformed) or 503 (try again later): ``message`` is
+        one fixed line that says nothing about what was expected."""
+        if status < 400:
+            raise ValueError("a refusal has a 4xx or 5xx status")
+        code = {401: "unauthenticated", 503: "unavailable"}.get(status, "invalid_request")
+        body = json.dumps({"error": code, "message": message})
+        return cls(status=status, content_type="application/json", body=body)
+
+
+@runtime_checkable
+class Notifiable(Protocol):
+    """Optional: the source pushes change notifications (see the module docstring).
+
+    ``headers`` have lower-case names; ``query`` holds the first value of each parameter;
+    ``body`` is the raw request body (bounded by the server)."""
+
+    def notification(
+        self, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
+    ) -> Notice: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,14 @@ again at its next interval, and the source is reported failing until one succeed
 corpus's ACL-sync time is not advanced meanwhile, so a source that stops answering makes its
 corpus fail closed once the SLA has passed — never serve permissions nobody re-read.
 
+Change notifications (:mod:`clearance.sources.notifications`) bring a change in sooner:
+:meth:`Scheduler.notify` queues a source's accepted notice and wakes the loop at once; notices
+gather for ``debounce_s`` after the first into one targeted permission sync (or one full
+permission sync, when a notice did not say what changed), which runs before any scheduled
+sync of the tick and again between sources' scheduled syncs. A notice that says content
+changed too makes the source's content sync due after that permission work. The scheduled
+syncs run on their intervals regardless: notified work is never what keeps a corpus serving.
+
 The clock, and the wait between ticks, are injectable: tests drive :meth:`Scheduler.tick`
 with a clock they move themselves and never sleep.
 """
@@ -21,7 +29,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from clearance.errors import ClearanceError
-from clearance.sources.service import sync_source
+from clearance.sources.base import Notice
+from clearance.sources.notifications import DEBOUNCE_S, NoticeQueue, Pending
+from clearance.sources.service import notified_sync, sync_source
 from clearance.sources.sync import Kind, SyncReport
 
 if TYPE_CHECKING:
@@ -46,13 +56,29 @@ class Scheduler:
         clock: Callable[[], datetime] | None = None,
         on_report: Callable[[SyncReport], None] | None = None,
         on_progress: Callable[[str], None] | None = None,
+        debounce_s: float = DEBOUNCE_S,
     ) -> None:
         self.app = app
         self.names = list(sources if sources is not None else sorted(app.settings.sources))
         self.clock = clock or app.clock
         self.on_report = on_report
         self.on_progress = on_progress
+        self.notices = NoticeQueue(debounce_s)
         self._next: dict[tuple[str, Kind], datetime] = {}
+        self._wake = threading.Event()
+
+    def notify(self, name: str, notice: Notice) -> bool:
+        """Queue an accepted notice for source ``name`` and wake the loop; false when this
+        scheduler does not sync ``name``. Safe to call from any thread."""
+        if name not in self.names:
+            return False
+        self.notices.add(name, notice, self.clock())
+        self._wake.set()
+        return True
+
+    def wake(self) -> None:
+        """End the loop's current wait now."""
+        self._wake.set()
 
     def _interval(self, name: str, kind: Kind) -> timedelta:
         source = self.app.settings.sources[name]
@@ -70,9 +96,10 @@ class Scheduler:
         ]
 
     def tick(self) -> list[SyncReport]:
-        """Run every due sync (content before permissions, per source) and schedule the next."""
+        """Run notified work that is due, then every due sync (content before permissions,
+        per source, with notified work that came due in between), and schedule the next."""
+        reports = self._notified()
         now = self.clock()
-        reports: list[SyncReport] = []
         due = self.due(now)
         for name in self.names:
             kinds = [kind for n, kind in due if n == name]
@@ -80,11 +107,36 @@ class Scheduler:
                 continue
             for kind in kinds:
                 self._next[(name, kind)] = now + self._interval(name, kind)
-            reports.extend(self._sync(name, kinds, now))
+            done = self._sync(name, kinds, now)
+            self._report(done)
+            reports.extend(done)
+            reports.extend(self._notified())
+        return reports
+
+    def _notified(self) -> list[SyncReport]:
+        """Run the notified work whose gathering time has passed, and report it."""
+        now = self.clock()
+        reports: list[SyncReport] = []
+        for name, pending in self.notices.take_due(now):
+            reports.append(self._notified_sync(name, pending, now))
+            if pending.content:
+                self._next[(name, "content")] = now
+        self._report(reports)
+        return reports
+
+    def _notified_sync(self, name: str, pending: Pending, now: datetime) -> SyncReport:
+        doc_ids = None if pending.full else sorted(pending.doc_ids)
+        try:
+            return notified_sync(self.app, name, doc_ids, on_progress=self.on_progress)
+        except ClearanceError as exc:
+            log.warning("source %s: %s", name, exc.message)
+            kind: Kind = "permissions" if doc_ids is None else "notified"
+            return SyncReport(name, kind, started_at=now, finished_at=now, error=exc.message)
+
+    def _report(self, reports: list[SyncReport]) -> None:
         for report in reports:
             if self.on_report is not None:
                 self.on_report(report)
-        return reports
 
     def _sync(self, name: str, kinds: list[Kind], now: datetime) -> list[SyncReport]:
         try:
@@ -103,15 +155,22 @@ class Scheduler:
             ]
 
     def next_due(self) -> datetime | None:
-        return min(self._next.values(), default=None)
+        times = [*self._next.values()]
+        notified = self.notices.next_due()
+        if notified is not None:
+            times.append(notified)
+        return min(times, default=None)
 
     def run(self, stop: threading.Event) -> None:
-        """Tick until ``stop`` is set, sleeping until the next sync is due in between."""
+        """Tick until ``stop`` is set, sleeping until the next sync is due in between; a
+        notice (or :meth:`wake`) ends the sleep at once."""
         while not stop.is_set():
+            self._wake.clear()
             self.tick()
             following = self.next_due()
             wait = _MAX_WAIT_S if following is None else (following - self.clock()).total_seconds()
-            stop.wait(min(max(wait, 0.0), _MAX_WAIT_S))
+            if not stop.is_set():
+                self._wake.wait(min(max(wait, 0.0), _MAX_WAIT_S))
 
 
 class BackgroundScheduler:
@@ -135,6 +194,7 @@ class BackgroundScheduler:
 
     def stop(self, timeout_s: float = 60.0) -> None:
         self._stop.set()
+        self.scheduler.wake()
         self._thread.join(timeout_s)
 
 

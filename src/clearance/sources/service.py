@@ -10,7 +10,7 @@ credential: settings hold environment variable *names*, and status shows none of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,13 @@ from clearance.sources.sync import SourceSync, SyncReport
 if TYPE_CHECKING:
     from clearance.app import Clearance
 
-__all__ = ["configured_source", "source_status", "source_summary", "sync_source"]
+__all__ = [
+    "configured_source",
+    "notified_sync",
+    "source_status",
+    "source_summary",
+    "sync_source",
+]
 
 #: How many documents visible to nobody status lists by name (all are counted).
 _SHOWN_BLOCKED = 20
@@ -62,6 +68,30 @@ def sync_source(
     try:
         engine = SourceSync(app, source, connector, on_progress=on_progress)
         return engine.run(content=content, permissions=permissions)
+    finally:
+        connector.close()
+
+
+def notified_sync(
+    app: Clearance,
+    name: str,
+    doc_ids: Iterable[str] | None,
+    *,
+    on_progress: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SyncReport:
+    """The sync a notification asked for: a targeted permission sync of ``doc_ids``, or a
+    full permission sync when ``None`` (the source did not say what changed). A connector
+    that cannot be built fails it, as in :func:`sync_source`."""
+    source = configured_source(app, name)
+    try:
+        connector = build_connector(app.settings, source, env)
+    except ClearanceError as exc:
+        StateTable(app.store).failed(name, exc.message, app.clock())
+        raise
+    try:
+        engine = SourceSync(app, source, connector, on_progress=on_progress)
+        return engine.permissions() if doc_ids is None else engine.targeted(doc_ids)
     finally:
         connector.close()
 

@@ -6,8 +6,12 @@ stored one and writes each through the ingest pipeline (one transaction per docu
 pipeline reuses stored vectors when the text is unchanged). A permission sync collects the
 source's groups and every permission change first, then applies the ACLs in one
 transaction — together with the corpus's ACL-sync time, when this sync completes the corpus.
-Anything that fails is recorded in the source's state (``failing``) and reported; it never
-widens an ACL and never advances a clock it did not earn.
+A targeted ("notified") sync re-reads the access of named items only, through the
+connector's optional :class:`~clearance.sources.base.ItemPermissions`, and applies it in one
+transaction: it never advances the source's or the corpus's sync time, and when the source
+cannot answer, the named items become visible to nobody rather than keep an ACL the source
+said had changed. Anything that fails is recorded in the source's state (``failing``) and
+reported; it never widens an ACL and never advances a clock it did not earn.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +36,7 @@ from clearance.model import EVERYONE, Document, Sensitivity
 from clearance.sources.base import (
     Access,
     Connector,
+    ItemPermissions,
     ItemRef,
     PermissionChange,
     SourceDocument,
@@ -61,8 +66,10 @@ MEDIA_SUFFIXES: Mapping[str, str] = {
 _PASSED_KEYS = ("expires_at", "review_at", "ai_allowed", "personal_data", "origin_chain")
 _PROGRESS_INTERVAL_S = 1.0
 NOT_LISTED = "not in the source's latest permission listing"
+NOT_ANSWERED = "its permissions changed at the source, which did not say who may now read it"
 
-Kind = Literal["content", "permissions"]
+#: ``notified``: a targeted permission sync of the items a notification named.
+Kind = Literal["content", "permissions", "notified"]
 
 
 def resolve_access(access: Access, corpus: CorpusSettings) -> tuple[frozenset[str], str | None]:
@@ -167,14 +174,13 @@ class SourceSync:
         (the source is failing until a sync succeeds) and is returned, not raised."""
         now = self.app.clock()
         report = SyncReport(self.name, kind, started_at=now)
-        self.states.update(self.name, **{f"{kind.removesuffix('s')}_attempted_at": now})
+        if kind != "notified":  # a targeted sync attempts no complete sync
+            self.states.update(self.name, **{f"{kind.removesuffix('s')}_attempted_at": now})
         # A permission sync's result is stamped with its start, so waiting for the source is
         # worth it only while that stamp is inside the SLA; content work must not hold the
         # next permission sync back by more than one interval.
         limit = (
-            self.corpus.revocation_sla_s
-            if kind == "permissions"
-            else self.source.permission_interval_s
+            self.source.permission_interval_s if kind == "content" else self.corpus.revocation_sla_s
         )
         budget = throttle_budget(self.name)
         budget.begin(kind, limit)
@@ -192,7 +198,8 @@ class SourceSync:
             )
         report.finished_at = self.app.clock()
         if report.error is None:
-            self.states.succeeded(self.name)
+            if kind != "notified":  # a few items read is no sign the source is healthy again
+                self.states.succeeded(self.name)
         else:
             self.states.failed(self.name, f"{kind} sync: {report.error}", report.finished_at)
         self.states.update(self.name, stats={kind: report.to_dict()["counts"]})
@@ -462,6 +469,60 @@ class SourceSync:
             times.append(synced)
         new = min(times)
         return new if current is None or new >= current else None
+
+    # ------------------------------------------------------------------ notified
+
+    def targeted(self, doc_ids: Iterable[str]) -> SyncReport:
+        """Re-read the access of ``doc_ids`` only and apply it in one transaction, leaving
+        the source's and the corpus's sync times alone. A connector that cannot read single
+        items' permissions gets a full permission sync instead (a ``permissions`` report)."""
+        if not isinstance(self.connector, ItemPermissions):
+            return self.permissions()
+        with self._run("notified") as report:
+            self._targeted(report, self.connector, sorted(set(doc_ids)))
+        return report
+
+    def _targeted(self, report: SyncReport, reader: ItemPermissions, named: list[str]) -> None:
+        owned = self.owned()
+        wanted = [doc_id for doc_id in named if doc_id in owned]
+        report.counts["not_in_index"] = len(named) - len(wanted)
+        if not wanted:
+            return
+        changes: dict[str, PermissionChange] = {}
+        failure: Exception | None = None
+        try:
+            for change in reader.permissions_of(wanted):
+                if change.doc_id in owned and change.doc_id in wanted:
+                    changes[change.doc_id] = change
+                    report.counts["listed"] += 1
+        except Exception as exc:
+            # The notification said these items' access changed: keeping the old ACL could
+            # keep a revoked reader in until the next full sync, so they close instead.
+            failure = exc
+            reason = (
+                f"its permissions changed at the source and could not be read: {_describe(exc)}"
+            )
+            changes = {d: PermissionChange(d, Access.nobody(reason)) for d in wanted}
+        for doc_id in wanted:
+            changes.setdefault(doc_id, PermissionChange(doc_id, Access.nobody(NOT_ANSWERED)))
+        acls: dict[str, frozenset[str]] = {}
+        notes: dict[str, dict[str, Any]] = {}
+        for doc_id, change in changes.items():
+            acl, blocked = resolve_access(change.access, self.corpus)
+            stored = owned[doc_id]
+            report.counts["blocked"] += int(blocked is not None)
+            if stored.acl != acl or stored.extra.get(BLOCKED_KEY) != blocked:
+                acls[doc_id] = acl
+                notes[doc_id] = {BLOCKED_KEY: blocked}
+                report.counts["changed"] += 1
+                report.counts["revoked"] += int(bool(stored.acl - acl))
+        self.app.store.set_acls(acls, synced=None, extra=notes)
+        report.unknown_principals = self.app.directory.unknown_principals(
+            p for acl in acls.values() for p in acl
+        )
+        report.warnings.extend(unknown_principal_warning(p) for p in report.unknown_principals)
+        if failure is not None:
+            raise failure
 
     # ------------------------------------------------------------------ both
 
