@@ -43,6 +43,7 @@ from clearance.api.views import assistants_for, preview
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.errors import ClearanceError, ConfigError, NotFoundError
+from clearance.sources.notifications import NotificationReceiver
 from clearance.sources.scheduler import BackgroundScheduler
 
 __all__ = ["API_VERSION", "create_app"]
@@ -278,14 +279,20 @@ def create_app(
         else default_authenticators(settings.server, engine)
     )
     orchestrator_lock = threading.Lock()
+    notifications = NotificationReceiver(engine)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # Configured sources are kept in step while the server runs (docs/sources.md).
+        # Configured sources are kept in step while the server runs (docs/sources.md), and
+        # their change notifications go to the same scheduler (docs/notifications.md).
         sources = BackgroundScheduler(engine).start() if settings.sources else None
+        if sources is not None:
+            notifications.attach(sources.scheduler.notify)
         try:
             yield
         finally:
+            notifications.attach(None)
+            await anyio.to_thread.run_sync(notifications.close)
             if sources is not None:
                 await anyio.to_thread.run_sync(sources.stop)
             # Asks abandoned at their deadline still run: let them finish and write their
@@ -305,6 +312,7 @@ def create_app(
     )
     app.state.engine = engine
     app.state.authenticators = list(auth)
+    app.state.notifications = notifications
     rate = settings.server.rate_limit
     app.state.rate_limiter = RateLimiter(rate) if rate is not None else None
 
@@ -459,6 +467,10 @@ def create_app(
     from clearance.api.admin import admin_router  # imported here: it builds on this module
 
     app.include_router(admin_router(_administrator))
+
+    from clearance.api.notifications import notifications_router  # builds on this module too
+
+    app.include_router(notifications_router())
 
     if settings.server.ui:
         install_ui(app, settings, engine, app.state.authenticators, asker)
