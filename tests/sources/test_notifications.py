@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from clearance.sources.base import (
     ItemPermissions,
     Notice,
     Notifiable,
+    PermissionPage,
     SourceContext,
     SourceDocument,
 )
@@ -36,7 +37,7 @@ from clearance.sources.notifications import NoticeQueue, NotificationReceiver
 from clearance.sources.scheduler import Scheduler
 from clearance.sources.service import source_status
 from clearance.sources.state import StateTable
-from clearance.sources.sync import NOT_ANSWERED, SourceSync, SyncReport
+from clearance.sources.sync import NOT_ANSWERED, READ_AT_KEY, SourceSync, SyncReport
 from clearance.store.sqlite import SQLiteStore
 from conftest import make_settings
 
@@ -247,6 +248,50 @@ class IgnoresOwnership(SourceSync):
 
 def test_reverse_proof_a_targeted_sync_that_ignores_ownership_is_caught(drive: Drive) -> None:
     assert site_document_after_drive_names_it(drive, IgnoresOwnership) == {"user:bob"}
+
+
+class Overwrites(SourceSync):
+    """Leaky: a full permission sync blind to what a notified sync read after it began."""
+
+    def owned(self) -> dict[str, Any]:
+        return {
+            doc_id: replace(d, extra={k: v for k, v in d.extra.items() if k != READ_AT_KEY})
+            for doc_id, d in super().owned().items()
+        }
+
+
+def alice_reads_a_after_a_notice_during_a_full_sync(
+    drive: Drive, full: type[SourceSync] = SourceSync
+) -> bool:
+    """A full sync reads ``a`` (alice may read it), then — while it reads the rest — ``a``
+    is revoked and a notified sync applies that; then the full sync applies what it read."""
+    drive.sync()
+    listing = drive.drive.permission_changes
+
+    def slow_listing(cursor: str | None) -> Iterator[PermissionPage]:
+        (page,) = listing(cursor)  # read before the revocation
+        drive.clock.advance(30)
+        drive.drive.access["drive:a"] = Access.of("user:bob")
+        assert drive.targeted("drive:a").ok
+        drive.clock.advance(30)
+        yield page
+
+    drive.drive.permission_changes = slow_listing  # type: ignore[method-assign]
+    report = full(drive.app, drive.app.settings.sources["drive"], drive.drive).permissions()
+    assert report.ok and report.corpus_sync_advanced
+    return "drive:a" in drive.found("alice")
+
+
+def test_a_full_sync_never_undoes_a_notified_sync_that_read_after_it_began(
+    drive: Drive,
+) -> None:
+    assert not alice_reads_a_after_a_notice_during_a_full_sync(drive)
+
+
+def test_reverse_proof_a_full_sync_that_overwrites_fresher_reads_is_caught(
+    drive: Drive,
+) -> None:
+    assert alice_reads_a_after_a_notice_during_a_full_sync(drive, Overwrites)
 
 
 def test_a_connector_without_item_permissions_gets_a_full_permission_sync(

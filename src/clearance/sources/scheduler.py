@@ -66,6 +66,7 @@ class Scheduler:
         self.notices = NoticeQueue(debounce_s)
         self._next: dict[tuple[str, Kind], datetime] = {}
         self._wake = threading.Event()
+        self._notice = threading.Event()
 
     def notify(self, name: str, notice: Notice) -> bool:
         """Queue an accepted notice for source ``name`` and wake the loop; false when this
@@ -74,11 +75,13 @@ class Scheduler:
             return False
         self.notices.add(name, notice, self.clock())
         self._wake.set()
+        self._notice.set()
         return True
 
     def wake(self) -> None:
-        """End the loop's current wait now."""
+        """End the loops' current waits now."""
         self._wake.set()
+        self._notice.set()
 
     def _interval(self, name: str, kind: Kind) -> timedelta:
         source = self.app.settings.sources[name]
@@ -121,6 +124,7 @@ class Scheduler:
             reports.append(self._notified_sync(name, pending, now))
             if pending.content:
                 self._next[(name, "content")] = now
+                self._wake.set()
         self._report(reports)
         return reports
 
@@ -172,30 +176,51 @@ class Scheduler:
             if not stop.is_set():
                 self._wake.wait(min(max(wait, 0.0), _MAX_WAIT_S))
 
+    def run_notified(self, stop: threading.Event) -> None:
+        """Run notified work as it comes due until ``stop`` is set — beside :meth:`run`, so
+        that a notice need not wait for a long scheduled sync to end. (The engine applies one
+        source's syncs in turn, and a full sync never overwrites what a notified sync read
+        after it began.)"""
+        while not stop.is_set():
+            self._notice.clear()
+            self._notified()
+            following = self.notices.next_due()
+            wait = _MAX_WAIT_S if following is None else (following - self.clock()).total_seconds()
+            if not stop.is_set():
+                self._notice.wait(min(max(wait, 0.0), _MAX_WAIT_S))
+
 
 class BackgroundScheduler:
-    """:class:`Scheduler` on a daemon thread (``clearance serve``); :meth:`stop` ends it
-    after the sync in progress."""
+    """:class:`Scheduler` on daemon threads (``clearance serve``): one for the scheduled
+    syncs, one for notified work; :meth:`stop` ends them after the syncs in progress."""
 
     def __init__(self, app: Clearance) -> None:
         self._stop = threading.Event()
         self.scheduler = Scheduler(app, on_report=_log_report)
-        self._thread = threading.Thread(target=self._run, name="clearance-sources", daemon=True)
+        self._threads = [
+            threading.Thread(target=self._run, args=(run,), name=name, daemon=True)
+            for run, name in (
+                (self.scheduler.run, "clearance-sources"),
+                (self.scheduler.run_notified, "clearance-notifications"),
+            )
+        ]
 
-    def _run(self) -> None:
+    def _run(self, loop: Callable[[threading.Event], None]) -> None:
         try:
-            self.scheduler.run(self._stop)
+            loop(self._stop)
         except Exception:  # the server keeps serving; corpora fail closed past their SLA
             log.exception("the source scheduler stopped")
 
     def start(self) -> BackgroundScheduler:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def stop(self, timeout_s: float = 60.0) -> None:
         self._stop.set()
         self.scheduler.wake()
-        self._thread.join(timeout_s)
+        for thread in self._threads:
+            thread.join(timeout_s)
 
 
 def _log_report(report: SyncReport) -> None:

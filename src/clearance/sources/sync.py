@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -67,6 +68,11 @@ _PASSED_KEYS = ("expires_at", "review_at", "ai_allowed", "personal_data", "origi
 _PROGRESS_INTERVAL_S = 1.0
 NOT_LISTED = "not in the source's latest permission listing"
 NOT_ANSWERED = "its permissions changed at the source, which did not say who may now read it"
+#: ``extra`` key: when a targeted sync read the document's access (a POSIX timestamp). A
+#: permission sync that began reading before then leaves the fresher ACL in place.
+READ_AT_KEY = "source_read_at"
+_APPLY_LOCKS: dict[str, threading.Lock] = {}
+_APPLY_LOCKS_LOCK = threading.Lock()
 
 #: ``notified``: a targeted permission sync of the items a notification named.
 Kind = Literal["content", "permissions", "notified"]
@@ -123,6 +129,14 @@ class SyncReport:
             "cursor_advanced": self.cursor_advanced,
             "corpus_sync_advanced": self.corpus_sync_advanced,
         }
+
+
+def _apply_lock(source: str) -> threading.Lock:
+    """The lock one source's syncs hold while they write ACLs in this process, so that a
+    notified sync and a full permission sync running side by side apply in turn, each
+    seeing what the other wrote."""
+    with _APPLY_LOCKS_LOCK:
+        return _APPLY_LOCKS.setdefault(source, threading.Lock())
 
 
 def _describe(exc: BaseException) -> str:
@@ -182,14 +196,16 @@ class SourceSync:
         limit = (
             self.source.permission_interval_s if kind == "content" else self.corpus.revocation_sla_s
         )
-        budget = throttle_budget(self.name)
-        budget.begin(kind, limit)
+        # A targeted sync may run beside a full one: it leaves the source's budget to it.
+        budget = throttle_budget(self.name) if kind != "notified" else None
+        if budget is not None:
+            budget.begin(kind, limit)
         try:
             yield report
         except Exception as exc:
             report.error = _describe(exc)
         finally:
-            waits, waited, longest = budget.end()
+            waits, waited, longest = budget.end() if budget is not None else (0, 0.0, 0.0)
         if waits:
             report.counts["throttled"] = waits
             report.warnings.append(
@@ -361,7 +377,8 @@ class SourceSync:
             read_began = self.app.clock()
             self._groups(report)
             changes, cursor, snapshot = self._collect(report)
-            self._apply(report, changes, cursor, snapshot, read_began)
+            with _apply_lock(self.name):
+                self._apply(report, changes, cursor, snapshot, read_began)
         return report
 
     def _groups(self, report: SyncReport) -> None:
@@ -426,6 +443,9 @@ class SourceSync:
         notes: dict[str, dict[str, Any]] = {}
         for doc_id, (acl, blocked) in wanted.items():
             stored = owned[doc_id]
+            if stored.extra.get(READ_AT_KEY, 0.0) > read_began.timestamp():
+                report.counts["read_since"] += 1  # a notified sync read it after we began
+                continue
             if stored.acl != acl or stored.extra.get(BLOCKED_KEY) != blocked:
                 acls[doc_id] = acl
                 notes[doc_id] = {BLOCKED_KEY: blocked}
@@ -488,6 +508,7 @@ class SourceSync:
         report.counts["not_in_index"] = len(named) - len(wanted)
         if not wanted:
             return
+        read_began = self.app.clock()
         changes: dict[str, PermissionChange] = {}
         failure: Exception | None = None
         try:
@@ -507,16 +528,24 @@ class SourceSync:
             changes.setdefault(doc_id, PermissionChange(doc_id, Access.nobody(NOT_ANSWERED)))
         acls: dict[str, frozenset[str]] = {}
         notes: dict[str, dict[str, Any]] = {}
-        for doc_id, change in changes.items():
-            acl, blocked = resolve_access(change.access, self.corpus)
-            stored = owned[doc_id]
-            report.counts["blocked"] += int(blocked is not None)
-            if stored.acl != acl or stored.extra.get(BLOCKED_KEY) != blocked:
+        with _apply_lock(self.name):
+            synced = self.states.get(self.name).permission_synced_at
+            if synced is not None and synced > read_began:  # a full sync read them since
+                report.counts["read_since"] = len(changes)
+                changes = {}
+            owned = self.owned()
+            for doc_id, change in changes.items():
+                acl, blocked = resolve_access(change.access, self.corpus)
+                stored = owned.get(doc_id)
+                if stored is None:  # deleted meanwhile
+                    continue
+                report.counts["blocked"] += int(blocked is not None)
                 acls[doc_id] = acl
-                notes[doc_id] = {BLOCKED_KEY: blocked}
-                report.counts["changed"] += 1
-                report.counts["revoked"] += int(bool(stored.acl - acl))
-        self.app.store.set_acls(acls, synced=None, extra=notes)
+                notes[doc_id] = {BLOCKED_KEY: blocked, READ_AT_KEY: read_began.timestamp()}
+                if stored.acl != acl or stored.extra.get(BLOCKED_KEY) != blocked:
+                    report.counts["changed"] += 1
+                    report.counts["revoked"] += int(bool(stored.acl - acl))
+            self.app.store.set_acls(acls, synced=None, extra=notes)
         report.unknown_principals = self.app.directory.unknown_principals(
             p for acl in acls.values() for p in acl
         )
