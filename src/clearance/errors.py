@@ -132,6 +132,16 @@ class SourceError(ClearanceError):
         self.status = status
 
 
+class ItemUnavailable(SourceError):
+    """One item the source refuses to deliver for good (a Google Doc over Drive's export size
+    limit). The sync reports it per document, removes any text indexed from an earlier
+    version (never serves it stale) and moves on; it is tried again when its version
+    changes. Any other :class:`SourceError` keeps the cursor before the item instead, so
+    that the next sync tries it again."""
+
+    code = "item_unavailable"
+
+
 class OwnershipError(ClearanceError):
     """A document that came from a source was about to be changed by something else (a
     folder ingest, ``acl sync``, ``remove``, another source). The message names the owner."""

@@ -254,9 +254,12 @@ class SourceDocument:
 class GroupSnapshot:
     """Every group the source defines, with its direct members (principal strings: a member
     group is ``group:<id>``). Groups this source reported before and no longer lists are
-    removed from the directory."""
+    removed from the directory. ``warnings``: what the operator should know about groups the
+    source could not read (they are left out: they match nobody), one line each, shown in
+    the sync's report."""
 
     groups: Mapping[str, frozenset[str]]
+    warnings: Sequence[str] = ()
 
 
 @runtime_checkable

@@ -74,7 +74,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import ConfigError, ItemUnavailable, SourceError
 from clearance.secrets import Secret
 from clearance.sources import rest
 from clearance.sources.base import (
@@ -172,12 +172,6 @@ _NOT_OURS = frozenset({"forbidden", "domainCannotUseApis"})
 _JWT_LIFETIME_S = 3600
 _JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _MAX_DEPTH = 100  # folders above an item followed at most (Drive allows far fewer)
-
-
-class ItemUnavailable(SourceError):
-    """One item the source refuses to deliver for good (a Google Doc over Drive's export size
-    limit): the sync reports it and moves on, where another :class:`SourceError` keeps the
-    cursor before the item so that the next sync tries it again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -857,7 +851,7 @@ class DriveConnector:
             "of another organisation; it grants nobody here"
             for email in sorted(refused)
         ]
-        return GroupSnapshot(found)
+        return GroupSnapshot(found, warnings=tuple(self.warnings))
 
     def _members(self, email: str) -> frozenset[str] | None:
         """A group's direct members; ``None`` when the Directory API refuses a group outside

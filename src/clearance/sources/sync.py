@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from clearance.access.directory import unknown_principal_warning
 from clearance.config import CorpusSettings, SourceSettings
-from clearance.errors import ClearanceError, LoaderError, SourceError
+from clearance.errors import ClearanceError, ItemUnavailable, LoaderError, SourceError
 from clearance.ingest.metadata import Metadata
 from clearance.ingest.pipeline import FileResult, Ingestor, Job
 from clearance.model import EVERYONE, Document, Sensitivity
@@ -296,6 +296,13 @@ class SourceSync:
             return True
         try:
             document = self.connector.fetch(item)
+        except ItemUnavailable as exc:
+            # Refused for good: say so per document, drop any earlier text rather than keep
+            # it silently stale, and let the cursor move on (a new version is tried again).
+            report.counts["unavailable"] += 1
+            report.item_errors.append(f"{item.doc_id}: {exc.message}")
+            self._delete(item.doc_id, owned, report)
+            return True
         except SourceError as exc:
             report.counts["failed"] += 1
             report.item_errors.append(f"{item.doc_id}: {exc.message}")
@@ -396,6 +403,7 @@ class SourceSync:
         }
         self.app.sync_directory_data(json.dumps(doc), f"source {self.name} groups", delta=True)
         self.states.update(self.name, groups=tuple(snapshot.groups))
+        report.warnings.extend(snapshot.warnings)
         report.counts["groups"] = len(snapshot.groups)
         report.counts["groups_removed"] = len(gone)
 
