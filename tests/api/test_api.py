@@ -268,10 +268,12 @@ def test_an_unreadable_document_is_indistinguishable_from_an_absent_one(
 def test_reverse_proof_a_leaky_document_route_is_caught(
     live: Live, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same check must fail when the route skips authorisation (allows everything)."""
+    """The same check must fail when the route skips authorisation (allows everything):
+    the allowed set holds every id asked about and every decision allows."""
     monkeypatch.setattr(
         AccessControl, "decide", lambda *args, **kwargs: Decision(True, (Reason.ALLOWED,))
     )
+    monkeypatch.setattr(SQLiteStore, "allowed_doc_ids", lambda _, flt: set(flt.doc_ids or ()))
 
     with pytest.raises(AssertionError, match="unreadable document was served"):
         absent_and_unreadable_bodies(live, client)

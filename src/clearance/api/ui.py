@@ -628,6 +628,16 @@ def install_ui(
         visitor = door.visitor(request)
         if visitor is None:
             return signin_redirect()
+        if door.rate_limiter is not None:  # previews count like the API's, per user
+            try:
+                door.rate_limiter.admit(
+                    visitor.user_id, request.client.host if request.client else None
+                )
+            except RateLimited as exc:
+                return _refuse(
+                    request, False, 429, "rate_limited", _SLOW_DOWN_PAGES, visitor, exc.retry_after
+                )
+        request.state.user_id = visitor.user_id  # the access log's pseudonym
         try:
             found = preview(engine, visitor.user_id, doc_id, assistant)
         except NotFoundError as exc:
@@ -672,6 +682,7 @@ _SIGNIN_ERRORS = {
 _FORGED = "This request did not come from a Clearance page. Reload the page and try again."
 _SIGNED_OUT = "Your session has ended. Please sign in again."
 _SLOW_DOWN = "Too many questions in a short time. Please wait a moment and try again."
+_SLOW_DOWN_PAGES = "Too many pages in a short time. Please wait a moment and try again."
 _NOT_ADMIN = "This page is for administrators."
 
 

@@ -3,18 +3,22 @@ apart: a document's preview and the assistants a caller may use.
 
 A preview is a leak path: it is authorised exactly like retrieval, and a document that does
 not exist and one the caller may not read look the same through both doors
-(:data:`DOCUMENT_NOT_FOUND`).
+(:data:`DOCUMENT_NOT_FOUND`). They also cost the same work: the id is first looked up in the
+caller's allowed set — the search filter compiled from the access rules, one store query —
+and nothing about a document is read unless that set holds it. So the store runs the same
+statements for an absent document and a hidden one, and the access decision with its
+real-time check runs only for a document the caller's permissions admit.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from clearance.access.policy import Action
 from clearance.api.errors import DOCUMENT_NOT_FOUND
 from clearance.app import Clearance
 from clearance.errors import ConfigError, NotFoundError
-from clearance.model import Sensitivity
 
 __all__ = ["PREVIEW_CHARS", "assistants_for", "preview"]
 
@@ -31,21 +35,24 @@ def preview(engine: Clearance, user_id: str, doc_id: str, assistant: str | None)
         assistant_settings = access.assistant(assistant)
     except ConfigError as exc:
         raise NotFoundError(exc.message) from None
-    # The same work whether the document exists or not, as far as it can be: who the caller
-    # is is resolved first (a real-time check of an existing document still costs a round
-    # trip an absent one does not; docs/server.md says so).
+    # Rules 1-8 as retrieval compiles them decide before the document is read; the decision
+    # then confirms them and asks the source system (rule 9) about an admitted document only.
     principal = access.principal(user_id)
-    found = engine.store.get_document(doc_id)
-    if found is None:
+    allowed = access.search_filter(principal, assistant_settings, engine.store.corpora())
+    allowed = replace(allowed, doc_ids=frozenset({doc_id}))
+    if doc_id not in engine.store.allowed_doc_ids(allowed):
         raise DOCUMENT_NOT_FOUND
-    decision = access.decide(principal, Action.RETRIEVE, found, assistant_settings)
-    if not decision.allow:
+    found = engine.store.get_document(doc_id)
+    if (
+        found is None
+        or not access.decide(principal, Action.RETRIEVE, found, assistant_settings).allow
+    ):
         raise DOCUMENT_NOT_FOUND
     # A chunk may be more sensitive than its document: preview only what was authorised.
     chunks = [
         c
         for c in engine.store.get_chunks(doc_id)
-        if c.sensitivity <= found.sensitivity and c.sensitivity < Sensitivity.RESTRICTED
+        if c.sensitivity <= found.sensitivity and allowed.admits(found, c)
     ]
     text = " ".join(" ".join(c.text.split()) for c in chunks[:3])
     return {

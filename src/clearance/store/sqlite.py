@@ -913,7 +913,7 @@ class SQLiteStore(Closing):
 
     @_consistent
     def allowed_doc_ids(self, flt: SearchFilter) -> set[str]:
-        """Every document id the filter admits (for tests, counts and operators)."""
+        """Every document id the filter admits (for previews, tests, counts and operators)."""
         sql, params = self._allowed(flt)
         rows = self._db.execute(
             f"SELECT doc_id FROM documents WHERE key IN (SELECT doc_key FROM ({sql}))", params
