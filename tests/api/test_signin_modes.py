@@ -17,7 +17,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,8 @@ from api.test_oidc import (
     mint,
     rsa_jwk,
 )
+from clearance.api import app as app_module
+from clearance.api import ui as ui_module
 from clearance.api.auth import TrustedHeaderAuthenticator
 from clearance.api.errors import status_of
 from clearance.config import settings_from_dict
@@ -310,6 +312,32 @@ def test_a_header_value_outside_the_principal_grammar_is_refused(
     via_proxy: httpx.Client, value: str | bytes
 ) -> None:
     assert_unauthenticated(via_proxy.get("/v1/me", headers={"X-Forwarded-User": value}))
+
+
+def assert_a_repeated_header_is_refused(client: httpx.Client) -> None:
+    """The invariant: a request carrying the user header twice signs in as neither value."""
+    twice = [("X-Forwarded-User", "ann"), ("X-Forwarded-User", "root")]
+    assert_unauthenticated(client.get("/v1/me", headers=twice))
+    assert_unauthenticated(client.get("/v1/status", headers=twice))
+    page = client.get("/", headers=[*twice, ("Accept", "text/html")])
+    assert page.status_code == 303 and page.headers["location"] == "/signin", page.text
+
+
+def test_the_user_header_sent_twice_is_refused(via_proxy: httpx.Client) -> None:
+    assert_a_repeated_header_is_refused(via_proxy)
+
+
+def test_reverse_proof_headers_read_last_one_wins_sign_in_as_the_second(
+    via_proxy: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def last_wins(fields: Iterable[tuple[str, str]]) -> dict[str, str]:
+        return {name.lower(): value for name, value in fields}
+
+    monkeypatch.setattr(app_module, "request_headers", last_wins)
+    monkeypatch.setattr(ui_module, "request_headers", last_wins)
+
+    with pytest.raises(AssertionError):
+        assert_a_repeated_header_is_refused(via_proxy)
 
 
 def test_without_the_header_the_proxy_itself_is_nobody(via_proxy: httpx.Client) -> None:

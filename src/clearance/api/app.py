@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clearance.answer.result import AnswerResult
 from clearance.api import metrics
-from clearance.api.auth import Authenticator, Identity, default_authenticators
+from clearance.api.auth import Authenticator, Identity, default_authenticators, request_headers
 from clearance.api.errors import (
     Forbidden,
     PayloadTooLarge,
@@ -236,7 +236,7 @@ def _json_bytes(content: Any) -> bytes:
 
 
 def _identify(request: Request) -> Identity:
-    headers = {k.lower(): v for k, v in request.headers.items()}
+    headers = request_headers(request.headers.items())
     peer = request.client.host if request.client else None
     authenticators: list[Authenticator] = request.app.state.authenticators
     for authenticator in authenticators:

@@ -43,6 +43,7 @@ __all__ = [
     "TrustedHeaderAuthenticator",
     "bearer_token",
     "default_authenticators",
+    "request_headers",
 ]
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,18 @@ class Identity:
     user_id: str
     admin: bool
     method: str  # "api_token", "oidc" or "proxy"
+
+
+def request_headers(fields: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """A request's header fields by lower-case name, as authenticators take them. A name
+    sent more than once maps to its values joined with ``", "`` (how HTTP combines repeated
+    fields) and never to one of them: two ``X-Forwarded-User`` values are no user id, and
+    two ``Authorization`` values no bearer credential, so such a request is refused."""
+    found: dict[str, str] = {}
+    for name, value in fields:
+        key = name.lower()
+        found[key] = f"{found[key]}, {value}" if key in found else value
+    return found
 
 
 class Authenticator(Protocol):
@@ -130,7 +143,8 @@ class TrustedHeaderAuthenticator:
     """The user id an authenticating reverse proxy put in ``header`` — believed only when the
     TCP peer is one of ``proxies``. From any other peer the header is ignored, so a client
     that reaches the server directly cannot name itself. The proxy must *set* the header
-    (replacing any the client sent), as nginx's ``proxy_set_header`` does."""
+    (replacing any the client sent), as nginx's ``proxy_set_header`` does; a request that
+    carries it twice is refused (:func:`request_headers`), never read as either value."""
 
     def __init__(
         self, proxies: Sequence[Network], header: str, is_admin: Callable[[str], bool]

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clearance.answer.result import Status
 from clearance.api.app import BodyLimit
-from clearance.api.auth import Authenticator, Identity
+from clearance.api.auth import Authenticator, Identity, request_headers
 from clearance.api.errors import Unauthenticated
 from clearance.api.limits import RateLimited, RateLimiter
 from clearance.app import Clearance
@@ -261,7 +261,9 @@ class BearerGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = request_headers(
+            (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
+        )
         client = scope.get("client")
         peer = client[0] if client else None
         identity = None

@@ -50,6 +50,7 @@ from clearance.api.auth import (
     DirectoryAdmins,
     OidcAuthenticator,
     TrustedHeaderAuthenticator,
+    request_headers,
 )
 from clearance.api.errors import DOCUMENT_NOT_FOUND
 from clearance.api.limits import RateLimited, RateLimiter
@@ -249,7 +250,7 @@ class Door:
             return Visitor(session.user_id, admin, session.csrf, session_id, session.method)
         if self.proxy is not None:
             peer = request.client.host if request.client else None
-            headers = {k.lower(): v for k, v in request.headers.items()}
+            headers = request_headers(request.headers.items())
             identity = self.proxy.authenticate(headers, peer)
             if identity is not None:
                 # No session behind a proxy: the CSRF token is a double-submit cookie,
