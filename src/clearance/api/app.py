@@ -451,7 +451,9 @@ def create_app(
         server-sent events (:mod:`clearance.api.streaming`)."""
         return await asker.respond(request, body.question, identity.user_id, body.assistant)
 
-    @app.get("/v1/documents/{doc_id:path}", tags=["answers"], responses=_errors(401, 404, 422))
+    @app.get(
+        "/v1/documents/{doc_id:document_id}", tags=["answers"], responses=_errors(401, 404, 422)
+    )
     def document(doc_id: str, identity: Caller, assistant: str | None = None) -> dict[str, Any]:
         """Metadata and a short preview, authorised exactly like retrieval. A document that
         does not exist and one the caller may not read get the same 404, byte for byte."""

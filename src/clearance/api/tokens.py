@@ -34,7 +34,7 @@ __all__ = ["PREFIX", "ApiToken", "TokenStore", "parse_token"]
 
 #: Every token starts with this, so a leaked one is recognisable (and scannable) as ours.
 PREFIX = "clr_"
-_TOKEN = re.compile(r"^clr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+_TOKEN = re.compile(r"clr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS api_tokens (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
@@ -71,7 +71,7 @@ class ApiToken:
 
 def parse_token(presented: str) -> tuple[str, str] | None:
     """``(id, secret)`` of a well-formed token, else ``None`` (nothing is looked up)."""
-    match = _TOKEN.match(presented)
+    match = _TOKEN.fullmatch(presented)
     return None if match is None else (match.group(1), match.group(2))
 
 

@@ -624,7 +624,7 @@ def install_ui(
 
     # ------------------------------------------------------------------ previews
 
-    @router.get("/documents/{doc_id:path}")
+    @router.get("/documents/{doc_id:document_id}")
     def document(request: Request, doc_id: str, assistant: str | None = None) -> Response:
         visitor = door.visitor(request)
         if visitor is None:

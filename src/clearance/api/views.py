@@ -15,15 +15,35 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from starlette.convertors import Convertor, register_url_convertor
+
 from clearance.access.policy import Action
 from clearance.api.errors import DOCUMENT_NOT_FOUND
 from clearance.app import Clearance
 from clearance.errors import ConfigError, NotFoundError
 
-__all__ = ["PREVIEW_CHARS", "assistants_for", "preview"]
+__all__ = ["PREVIEW_CHARS", "DocumentId", "assistants_for", "preview"]
 
 #: Characters of a document preview: enough to recognise it, not a copy of it.
 PREVIEW_CHARS = 500
+
+
+class DocumentId(Convertor[str]):
+    """A document id in a route (``{doc_id:document_id}``): the rest of the path, exactly.
+    Starlette's ``path`` convertor leaves a final newline outside the id, since its route
+    pattern ends in ``$``, which also matches before a trailing newline: ``/documents/a%0a``
+    was served as ``a``. This one takes every character, newlines included."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("document_id", DocumentId())
 
 
 def preview(engine: Clearance, user_id: str, doc_id: str, assistant: str | None) -> dict[str, Any]:
