@@ -48,9 +48,15 @@ def register(cli: click.Group) -> None:
 
         JSON: {"status", "answer", "citations": [{"doc_id", "title", "locator", "uri",
         "trust"}], "route", "trace_id", "flags", "assumptions", "missing", "options",
-        "resolved_periods": [{"text", "period"}]}. Status "unknown_assistant" exits 3.
+        "resolved_periods": [{"text", "period"}]}. Status "unknown_assistant" exits 3, and
+        so does a USER the directory does not hold (a disabled one is answered
+        "account_disabled").
         """
         with app_ctx.open() as app:
+            if not app.principal(user_id).known:
+                # Over HTTP the identity comes from sign-in and the refusal is the disabled
+                # account's; an operator naming a user is told the name matched nobody.
+                raise NotFoundError(f"user {user_id!r} is not in the directory")
             result = app.ask(
                 question,
                 user_id,
