@@ -73,6 +73,22 @@ def no_delay(sock: socket.socket) -> socket.socket:
     return sock
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket on ``host:port``, bound before anything says the server is
+    serving: a port in use (or an address that is not this machine's) is a one-line error
+    with exit code 1. Nagle's algorithm is off (:func:`no_delay`)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ClearanceError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return no_delay(sock)
+
+
 def worker_app() -> FastAPI:
     """The app of one ``--workers`` process: uvicorn imports this factory by name in each."""
     from clearance.api.app import create_app
@@ -118,19 +134,24 @@ def register(cli: click.Group) -> None:
             "log_config": serve_log_config(uvicorn.config.LOGGING_CONFIG),
         }
         if workers == 1:
+            sock = listen(host, port)
             app = warmed(create_app(settings))
             console.print(f"serving the Clearance API on http://{safe(host)}:{port}")
-            uvicorn.run(app, **options)  # type: ignore[arg-type]
+            server = uvicorn.Server(uvicorn.Config(app, **options))  # type: ignore[arg-type]
+            server.run(sockets=[sock])
+            if not server.started:
+                raise ClearanceError("the server did not start (its log above says why)")
             return
         path = find_config(app_ctx.config).resolve()
         os.environ[SERVE_WORKERS_ENV] = json.dumps({"config": str(path), "workers": workers})
-        console.print(
-            f"serving the Clearance API on http://{safe(host)}:{port} with {workers} workers"
-        )
         config = uvicorn.Config(
             "clearance.cli.serve_cmd:worker_app",
             factory=True,
             workers=workers,
             **options,  # type: ignore[arg-type]
         )
-        Multiprocess(config, sockets=[no_delay(config.bind_socket())]).run()
+        sock = listen(host, port)
+        console.print(
+            f"serving the Clearance API on http://{safe(host)}:{port} with {workers} workers"
+        )
+        Multiprocess(config, sockets=[sock]).run()
