@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
 import os
 import re
 import threading
@@ -50,6 +51,8 @@ __all__ = [
     "registered_embedders",
     "reset_embedder_cache",
 ]
+
+log = logging.getLogger(__name__)
 
 Vectors = npt.NDArray[np.float32]
 
@@ -290,7 +293,9 @@ class MiniLMEmbedder:
         try:
             encodings = self._tokenizer.encode_batch(list(texts))
         except Exception as exc:
-            raise EmbeddingError(f"MiniLM tokenizer failed: {exc}") from exc
+            # The tokenizer's own text names its internals: it goes to the log only.
+            log.warning("MiniLM tokenizer failed: %s", exc)
+            raise EmbeddingError("the embedding model could not read the text") from exc
         for batch in self._batches([len(e.ids) for e in encodings]):
             out[batch] = self._run([encodings[i] for i in batch])
         return out
