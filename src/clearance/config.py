@@ -55,7 +55,6 @@ __all__ = [
     "load_settings",
     "parse_duration",
     "parse_rate",
-    "per_worker_rate",
     "serve_worker_config",
 ]
 
@@ -557,7 +556,16 @@ class ServerSettings:
     admin_groups: tuple[str, ...] = ()
     # An ask running longer answers 503 with [answer] degraded_message (nothing streamed).
     request_timeout_s: float = 30.0
-    rate_limit: Rate | None = Rate(60, 60.0)  # per signed-in user; None ("off") = unlimited
+    # Per signed-in user over the API, the UI and MCP together, shared by every process on
+    # the index; None ("off") = unlimited.
+    rate_limit: Rate | None = Rate(60, 60.0)
+    # Sign-in attempts (token form, OIDC start and callback) per client address.
+    signin_rate_limit: Rate | None = Rate(20, 60.0)
+    # A stream (MCP's GET /mcp, an answer as server-sent events) that sends nothing but
+    # keep-alives, or whose client reads nothing, for this long is ended.
+    stream_idle_timeout_s: float = 60.0
+    # Streams one user may hold open at once in one process; one more is refused with 429.
+    streams_per_user: int = 4
     # GET /metrics for anyone when true; by default for administrators only.
     metrics_public: bool = False
     # Browser origins allowed to call the API with a bearer token (CORS); none by default.
@@ -982,6 +990,15 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         if "rate_limit" in t.data
         else server_defaults.rate_limit
     )
+    t.seen.add("signin_rate_limit")
+    signin_rate_limit = (
+        parse_rate(t.data["signin_rate_limit"], t.key("signin_rate_limit"))
+        if "signin_rate_limit" in t.data
+        else server_defaults.signin_rate_limit
+    )
+    stream_idle_timeout_s = t.duration("stream_idle_timeout", server_defaults.stream_idle_timeout_s)
+    if stream_idle_timeout_s <= 0:
+        raise ConfigError(f"{t.key('stream_idle_timeout')}: must be longer than 0")
     server = ServerSettings(
         host=t.get("host", str, server_defaults.host),
         port=port,
@@ -992,6 +1009,9 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         admin_groups=_names(t, "admin_groups"),
         request_timeout_s=request_timeout_s,
         rate_limit=rate_limit,
+        signin_rate_limit=signin_rate_limit,
+        stream_idle_timeout_s=stream_idle_timeout_s,
+        streams_per_user=t.positive("streams_per_user", server_defaults.streams_per_user),
         metrics_public=t.get("metrics_public", bool, server_defaults.metrics_public),
         cors_origins=_origins(t, "cors_origins"),
         ui=t.get("ui", bool, server_defaults.ui),
@@ -1283,20 +1303,6 @@ def serve_worker_config(env: Mapping[str, str] | None = None) -> tuple[Path, int
         raise ConfigError(f"{SERVE_WORKERS_ENV} is not set: start workers with 'clearance serve'")
     found = json.loads(raw)
     return Path(found["config"]), int(found["workers"])
-
-
-def per_worker_rate(rate: Rate, workers: int) -> Rate:
-    """The share of ``rate`` each of ``workers`` processes enforces with buckets of its own,
-    so that a user's requests over all of them never exceed ``rate``: ``count // workers``
-    tokens each, refilled at ``1 / workers`` of the configured pace. A rate of fewer
-    requests than workers cannot be shared out and is refused."""
-    share = rate.count // workers
-    if share < 1:
-        raise ConfigError(
-            f"[server] rate_limit allows {rate.count} requests per {rate.per_s:g} s, fewer than "
-            f"the {workers} workers it is shared between: raise it or use fewer workers"
-        )
-    return Rate(share, rate.per_s * share * workers / rate.count)
 
 
 def trace_key(settings: Settings, env: Mapping[str, str] | None = None) -> bytes | None:

@@ -38,6 +38,7 @@ corpora = ["default"]
 
 [server]
 rate_limit = "off"  # fuzzing sends hundreds of requests as one user; tests/api/test_limits.py
+signin_rate_limit = 'off'  # tests sign in many times from loopback; test_shared_limits.py
 """
 
 DIRECTORY = {

@@ -8,7 +8,9 @@ whose limiter is keyed by the peer address, and must see it fail.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,9 +18,10 @@ import pytest
 
 from api.conftest import create_token, serving_app
 from clearance.api.app import create_app
-from clearance.api.limits import RateLimited, RateLimiter
+from clearance.api.limits import RateLimited, RateLimiter, SharedRateLimiter, client_address
 from clearance.config import Rate, load_settings, settings_from_dict
 from clearance.errors import ConfigError
+from clearance.store.sqlite import SQLiteStore
 
 # --------------------------------------------------------------------------- helpers
 
@@ -28,7 +31,8 @@ def limited_config(project: Path, rate: str) -> Path:
     text = project.read_text(encoding="utf-8")
     assert 'rate_limit = "off"' in text, "conftest's CONFIG no longer turns the limit off"
     config = project.parent / f"limited-{rate.replace('/', '-')}.toml"
-    config.write_text(text.replace('rate_limit = "off"', f'rate_limit = "{rate}"'), "utf-8")
+    limited = text.replace('\nrate_limit = "off"', f'\nrate_limit = "{rate}"')
+    config.write_text(limited, "utf-8")
     return config
 
 
@@ -42,6 +46,21 @@ def spend_then_ask_as_another(url: str, tokens: dict[str, str]) -> tuple[list[in
         ann = [client.get("/v1/me", headers=bearer(tokens["ann"])).status_code for _ in range(4)]
         root = client.get("/v1/me", headers=bearer(tokens["root"])).status_code
     return ann, root
+
+
+def reset_allowances(config: Path) -> None:
+    """Forget every allowance kept in the project's index: they outlive a server now."""
+    index = config.parent / "data" / "index.db"
+    with sqlite3.connect(index) as db:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'rate_limits'").fetchone():
+            db.execute("DELETE FROM rate_limits")
+
+
+@pytest.fixture(autouse=True)
+def fresh_allowances(project: Path) -> Iterator[None]:
+    reset_allowances(project)
+    yield
+    reset_allowances(project)
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +205,100 @@ def test_full_buckets_are_forgotten() -> None:
     assert limiter._buckets == {}
 
 
+def make_limiter(
+    kind: str, rate: Rate, clock: Clock, tmp_path: Path
+) -> RateLimiter | SharedRateLimiter:
+    if kind == "in-process":
+        return RateLimiter(rate, clock=clock)
+    return SharedRateLimiter(SQLiteStore(tmp_path / "index.db"), rate, clock=clock)
+
+
+def test_the_shared_bucket_admits_exactly_what_the_in_process_one_does(tmp_path: Path) -> None:
+    """The same random schedule of checks against both: the same admissions and the same
+    Retry-After, request for request (GCRA is the token bucket, not an approximation)."""
+    import random
+
+    draw = random.Random(7)
+    schedule = [(draw.choice(["ann", "bob"]), draw.expovariate(1 / 4.0)) for _ in range(400)]
+    outcomes: dict[str, list[int]] = {}
+    for kind in ("in-process", "shared"):
+        clock = Clock()
+        limiter = make_limiter(kind, Rate(5, 60.0), clock, tmp_path / kind)
+        seen: list[int] = []
+        for user, pause in schedule:
+            clock.now += pause
+            try:
+                limiter.check(user)
+                seen.append(0)
+            except RateLimited as exc:
+                seen.append(exc.retry_after)
+        outcomes[kind] = seen
+    assert outcomes["shared"] == outcomes["in-process"]
+    assert 0 < outcomes["shared"].count(0) < len(schedule)  # both admitted and refused
+
+
+def test_the_shared_bucket_refills_evenly_and_forgets_full_buckets(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SQLiteStore(tmp_path / "index.db")
+    limiter = SharedRateLimiter(store, Rate(3, 60.0), clock=clock)
+    for _ in range(3):
+        limiter.check("ann")
+    with pytest.raises(RateLimited) as refused:
+        limiter.check("ann")
+    assert refused.value.retry_after == 20
+    clock.now += 20
+    limiter.check("ann")
+    clock.now += 3600  # the next check sweeps rows whose bucket is full again
+    limiter.check("bob")
+    with store.reading() as db:
+        rows = db.execute("SELECT key FROM rate_limits").fetchall()
+    assert len(rows) == 1 and "bob" not in rows[0][0]  # only bob's, and hashed
+    store.close()
+
+
+def test_concurrent_processes_are_admitted_exactly_up_to_the_shared_limit(tmp_path: Path) -> None:
+    """Four processes hammer one user's allowance in one index: exactly the limit passes."""
+    import subprocess
+    import sys
+
+    index = tmp_path / "index.db"
+    SQLiteStore(index).close()
+    script = (
+        "import sys\n"
+        "from clearance.api.limits import RateLimited, SharedRateLimiter\n"
+        "from clearance.config import Rate\n"
+        "from clearance.store.sqlite import SQLiteStore\n"
+        "limiter = SharedRateLimiter(SQLiteStore(sys.argv[1]), Rate(50, 3600.0))\n"
+        "ok = 0\n"
+        "for _ in range(40):\n"
+        "    try:\n"
+        "        limiter.check('ann'); ok += 1\n"
+        "    except RateLimited:\n"
+        "        pass\n"
+        "print(ok)\n"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(index)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    admitted = [int(p.communicate(timeout=60)[0]) for p in processes]
+    assert sum(admitted) == 50
+
+
+def test_the_client_address_is_the_peer_unless_a_trusted_proxy_forwarded_it() -> None:
+    import ipaddress
+
+    proxies = [ipaddress.ip_network("10.0.0.0/8")]
+    forwarded = {"x-forwarded-for": "6.6.6.6, 203.0.113.9, 10.1.1.1"}
+    assert client_address(forwarded, "10.0.0.2", proxies) == "203.0.113.9"
+    assert client_address(forwarded, "198.51.100.4", proxies) == "198.51.100.4"  # not a proxy
+    assert client_address({}, "10.0.0.2", proxies) == "10.0.0.2"
+    assert client_address({"x-forwarded-for": "junk"}, "10.0.0.2", proxies) == "10.0.0.2"
+    assert client_address(forwarded, "10.0.0.2", []) == "10.0.0.2"  # no proxies configured
+
+
 # --------------------------------------------------------------------------- settings
 
 
@@ -209,3 +322,26 @@ def test_server_limits_parse_and_refuse_bad_values() -> None:
     for bad_timeout in ("0", 0, "soon"):
         with pytest.raises(ConfigError, match=r"server\.request_timeout"):
             settings_from_dict({"server": {"request_timeout": bad_timeout}})
+
+
+def test_sign_in_and_stream_bounds_default_and_refuse_bad_values() -> None:
+    server = settings_from_dict({}).server
+    assert server.signin_rate_limit == Rate(20, 60.0)
+    assert (server.stream_idle_timeout_s, server.streams_per_user) == (60.0, 4)
+    custom = settings_from_dict(
+        {"server": {"signin_rate_limit": "off", "stream_idle_timeout": "5m", "streams_per_user": 1}}
+    ).server
+    assert (custom.signin_rate_limit, custom.stream_idle_timeout_s, custom.streams_per_user) == (
+        None,
+        300.0,
+        1,
+    )
+    for key, bad in (
+        ("signin_rate_limit", "10"),
+        ("stream_idle_timeout", "0"),
+        ("stream_idle_timeout", "soon"),
+        ("streams_per_user", 0),
+        ("streams_per_user", "4"),
+    ):
+        with pytest.raises(ConfigError, match=rf"server\.{key}"):
+            settings_from_dict({"server": {key: bad}})

@@ -14,7 +14,7 @@ import uvicorn
 
 from api.conftest import create_token, free_port, make_project, wait_until_serving
 from clearance.cli.serve_cmd import no_delay
-from clearance.config import Rate, ServerSettings, per_worker_rate, settings_from_dict
+from clearance.config import ServerSettings, settings_from_dict
 from clearance.errors import ConfigError
 from clitools import cli
 
@@ -112,35 +112,6 @@ def test_serve_with_workers_applies_a_directory_sync_to_every_worker(tmp_path: P
         process.wait(30)
         if process.stdout:
             process.stdout.close()
-
-
-def test_workers_share_the_rate_limit_without_exceeding_it() -> None:
-    """Each worker keeps its own buckets, so each enforces a share: over all workers a user
-    never gets more than the configured burst or pace. Reverse proof: the configured rate
-    in every worker (what a naive split would do) allows ``workers`` times too much."""
-
-    def within(share: Rate, rate: Rate, workers: int) -> bool:
-        burst_ok = share.count * workers <= rate.count
-        pace_ok = workers * share.count / share.per_s <= rate.count / rate.per_s * (1 + 1e-9)
-        return burst_ok and pace_ok
-
-    for rate in (Rate(60, 60.0), Rate(7, 1.0), Rate(3, 3600.0), Rate(1000, 0.5)):
-        for workers in (1, 2, 3):
-            if rate.count >= workers:
-                assert within(per_worker_rate(rate, workers), rate, workers)
-        assert not within(rate, rate, 2)
-    with pytest.raises(ConfigError, match="fewer than the 4 workers"):
-        per_worker_rate(Rate(3, 60.0), 4)
-
-
-def test_serve_refuses_a_rate_limit_it_cannot_share_between_workers(tmp_path: Path) -> None:
-    config = make_project(tmp_path)
-    text = config.read_text(encoding="utf-8").replace('rate_limit = "off"', 'rate_limit = "1/m"')
-    config.write_text(text, encoding="utf-8")
-
-    rc, _, err = cli("--config", config, "serve", "--port", str(free_port()), "--workers", "2")
-
-    assert rc != 0 and "fewer than the 2 workers" in err
 
 
 @pytest.mark.parametrize("off", [True, False], ids=["no_delay", "reverse-proof-uvicorn-socket"])

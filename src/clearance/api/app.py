@@ -36,8 +36,9 @@ from clearance.api.errors import (
     error_body,
     status_of,
 )
-from clearance.api.limits import RateLimited, RateLimiter
+from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
 from clearance.api.streaming import Asker
+from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.api.ui import SecurityHeaders, install_ui, not_found_page
 from clearance.api.views import assistants_for, preview
 from clearance.app import Clearance
@@ -147,7 +148,8 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "Not found (an unreadable document is not found too)",
         413: "Body over [server] max_body_bytes",
         422: "Invalid input: invalid_request or bad_question",
-        429: "Over [server] rate_limit for this user (with Retry-After, in seconds)",
+        429: "Over [server] rate_limit for this user, or streams_per_user streams open "
+        "(with Retry-After, in seconds)",
         503: "degraded: the model failed or [server] request_timeout passed (fixed text)",
     }
     return {s: {"model": ErrorBody, "description": texts[s]} for s in statuses}
@@ -242,7 +244,7 @@ def _identify(request: Request) -> Identity:
     for authenticator in authenticators:
         identity = authenticator.authenticate(headers, peer)
         if identity is not None:
-            limiter: RateLimiter | None = request.app.state.rate_limiter
+            limiter: Limiter | None = request.app.state.rate_limiter
             if limiter is not None:
                 limiter.admit(identity.user_id, peer)  # per user; 429 with Retry-After
             request.state.user_id = identity.user_id  # for the access log's pseudonym
@@ -314,13 +316,18 @@ def create_app(
     app.state.authenticators = list(auth)
     app.state.notifications = notifications
     rate = settings.server.rate_limit
-    app.state.rate_limiter = RateLimiter(rate) if rate is not None else None
+    # One allowance per user over the API, the UI and MCP, kept in the index for every process.
+    app.state.rate_limiter = SharedRateLimiter(engine.store, rate) if rate is not None else None
+    app.state.streams = StreamGuard(
+        per_user=settings.server.streams_per_user,
+        idle_timeout_s=settings.server.stream_idle_timeout_s,
+    )
 
     # ------------------------------------------------------------------ errors
 
     def respond(exc: ClearanceError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
-        if isinstance(exc, RateLimited):
+        if isinstance(exc, RateLimited | TooManyStreams):
             headers = {"Retry-After": str(exc.retry_after)}
         return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
 
@@ -434,6 +441,7 @@ def create_app(
         answer,
         timeout_s=settings.server.request_timeout_s,
         degraded_message=settings.answer.degraded_message,
+        streams=app.state.streams,
     )
 
     @app.post(

@@ -14,19 +14,50 @@ What is guaranteed:
 * buckets are shared safely between the server's threads (one lock; the work under it is a
   few arithmetic operations), and buckets that have refilled completely are forgotten, so
   memory stays bounded by the users active within one period.
+
+:class:`RateLimiter` keeps its buckets in the process. The server uses
+:class:`SharedRateLimiter`, the same bucket kept in the index, so one allowance covers the
+API, the browser UI and MCP, in every ``clearance serve`` worker and in a ``clearance mcp``
+process on the same index:
+
+* each check is one small write transaction — an atomic upsert of the key's row, refused
+  or admitted by the database under that row's lock (SQLite: the file's write lock), so
+  two processes can never both take the last request;
+* the row holds one number, the bucket's *theoretical arrival time* (GCRA, which admits
+  exactly what the token bucket above admits); the key is stored as its SHA-256, and a row
+  whose time has passed is a full bucket, so such rows are deleted now and then;
+* the clock is the host's wall clock: processes on several hosts (PostgreSQL) must keep
+  their clocks in step, as they already must for token expiry.
+
+Sign-in attempts (``[server] signin_rate_limit``) are counted per client address
+(:func:`client_address`), in the same table under their own keys.
 """
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from clearance.api.errors import HttpError
 from clearance.config import Rate
 
-__all__ = ["RateLimited", "RateLimiter"]
+if TYPE_CHECKING:
+    from clearance.store.backends import AnyStore
+
+__all__ = [
+    "Limiter",
+    "RateLimited",
+    "RateLimiter",
+    "SharedRateLimiter",
+    "client_address",
+    "signin_key",
+    "user_key",
+]
 
 #: Buckets kept before full ones are swept.
 SWEEP_AT = 4096
@@ -87,3 +118,120 @@ class RateLimiter:
             for k, (t, u) in self._buckets.items()
             if t + (now - u) * self._refill_per_s < full
         }
+
+
+class Limiter(Protocol):
+    """What the doors ask of a limiter: one request taken for a key, or :class:`RateLimited`."""
+
+    def admit(self, user_id: str, peer: str | None) -> None: ...
+
+    def check(self, key: str) -> None: ...
+
+
+def user_key(user_id: str, peer: str | None = None) -> str:
+    """The key of a signed-in user's allowance: the same for every door and process."""
+    return f"user:{user_id}"
+
+
+def signin_key(address: str) -> str:
+    """The key of the sign-in attempts from one client address."""
+    return f"signin:{address}"
+
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS rate_limits (key TEXT PRIMARY KEY, tat REAL NOT NULL)"
+
+# GCRA in one statement: a new key is admitted (its bucket is full); a known one is admitted
+# while its arrival time is at most `tolerance` ahead of now, and then moves one interval on.
+# A refusal updates nothing and so returns no row.
+_TAKE = (
+    "INSERT INTO rate_limits (key, tat) VALUES (?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET "
+    "tat = (CASE WHEN rate_limits.tat > ? THEN rate_limits.tat ELSE ? END) + ? "
+    "WHERE rate_limits.tat - ? <= ? "
+    "RETURNING tat"
+)
+
+
+class SharedRateLimiter:
+    """The token bucket of :class:`RateLimiter`, kept in the index's ``rate_limits`` table
+    so that every process on the index shares it; see the module docstring."""
+
+    def __init__(
+        self,
+        store: AnyStore,
+        rate: Rate,
+        *,
+        clock: Callable[[], float] = time.time,
+        key: Callable[[str, str | None], str] = user_key,
+    ) -> None:
+        self.store = store
+        self.rate = rate
+        self.key = key
+        self._clock = clock
+        self._interval = rate.per_s / rate.count
+        # The last of `count` requests sent at one instant lands exactly on the tolerance;
+        # a rounding error in the sum of intervals must not refuse it.
+        self._tolerance = rate.per_s - self._interval + 1e-6
+        self._ready = False
+        self._swept_at = 0.0
+
+    def admit(self, user_id: str, peer: str | None) -> None:
+        """Take one request from the caller's bucket (keyed by ``key(user_id, peer)``), or
+        raise :class:`RateLimited`."""
+        self.check(self.key(user_id, peer))
+
+    def check(self, key: str) -> None:
+        """Take one request from ``key``'s bucket, or raise :class:`RateLimited`. Nothing is
+        raised inside the transaction: a refusal commits too (it wrote nothing)."""
+        self._ensure()
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        now = self._clock()
+        interval, tolerance = self._interval, self._tolerance
+        with self.store.transaction() as db:
+            if now - self._swept_at >= self.rate.per_s:
+                db.execute("DELETE FROM rate_limits WHERE tat < ?", (now,))
+                self._swept_at = now
+            taken = db.execute(
+                _TAKE, (digest, now + interval, now, now, interval, now, tolerance)
+            ).fetchall()
+            tat = None
+            if not taken:
+                row = db.execute("SELECT tat FROM rate_limits WHERE key = ?", (digest,)).fetchone()
+                tat = None if row is None else float(row[0])
+        if tat is not None:
+            raise RateLimited(max(1, math.ceil(tat - now - tolerance)))
+
+    def _ensure(self) -> None:
+        """Create the table once (the PostgreSQL schema has it from its migrations)."""
+        if not self._ready:
+            if not self.store.has_tables("rate_limits"):
+                with self.store.transaction() as db:
+                    db.execute(_SCHEMA)
+            self._ready = True
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def client_address(headers: Mapping[str, str], peer: str | None, proxies: Sequence[Network]) -> str:
+    """The client address a sign-in attempt counts against: the TCP peer, unless that peer is
+    one of ``[server] trusted_proxies`` — then the nearest ``X-Forwarded-For`` hop that is not
+    a trusted proxy. Hops a client wrote itself lie to the left of the first untrusted one and
+    are never read; a hop that is not an address stops the walk at the proxy before it."""
+    address = peer or ""
+    hops = [h.strip() for h in headers.get("x-forwarded-for", "").split(",") if h.strip()]
+    while _trusted(address, proxies) and hops:
+        hop = hops.pop()
+        try:
+            address = str(ipaddress.ip_address(hop))
+        except ValueError:
+            break
+    return address
+
+
+def _trusted(address: str, proxies: Sequence[Network]) -> bool:
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(parsed in network for network in proxies)

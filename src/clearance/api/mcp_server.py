@@ -36,7 +36,8 @@ from clearance.answer.result import Status
 from clearance.api.app import BodyLimit
 from clearance.api.auth import Authenticator, Identity, request_headers
 from clearance.api.errors import Unauthenticated
-from clearance.api.limits import RateLimited, RateLimiter
+from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
+from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.app import Clearance
 from clearance.cli.context import require_assistant, unknown_assistant_message
 from clearance.cli.search_cmd import search_json
@@ -49,6 +50,7 @@ __all__ = [
     "create_http_app",
     "create_server",
     "fixed_user",
+    "shared_limiter",
 ]
 
 SERVER_NAME = "clearance"
@@ -148,13 +150,19 @@ _INTERNAL = json.dumps({"error": "internal_error", "message": "internal error"})
 
 
 def create_server(
-    engine: Clearance, user_of: UserOf, *, assistant: str | None = None
+    engine: Clearance,
+    user_of: UserOf,
+    *,
+    assistant: str | None = None,
+    limiter: Limiter | None = None,
 ) -> Server[Any]:
     """An MCP server over ``engine`` for the user ``user_of`` names on each call.
 
     With ``assistant`` the server is bound to that assistant and the tools take no
     ``assistant`` argument (another one could widen it); without, a tool may name one, which
-    only narrows. An unknown ``assistant`` here raises :class:`NotFoundError`."""
+    only narrows. An unknown ``assistant`` here raises :class:`NotFoundError`. With
+    ``limiter`` (stdio, where no HTTP request is counted) every tool call takes one request
+    from the user's allowance, refused as the tool error ``rate_limited``."""
     require_assistant(engine.settings, assistant)
     narrowable = assistant is None
     search_model: type[SearchArgs] = SearchArgsWithAssistant if narrowable else SearchArgs
@@ -211,6 +219,8 @@ def create_server(
         arguments = params.arguments or {}
         try:
             user_id = user_of(ctx)
+            if limiter is not None:
+                await anyio.to_thread.run_sync(limiter.admit, user_id, None)
             if params.name == "search":
                 s_args = search_model.model_validate(arguments)
                 return await anyio.to_thread.run_sync(search, user_id, s_args)
@@ -245,17 +255,20 @@ class BearerGate:
     """Every HTTP request must carry a credential one of ``authenticators`` accepts — the
     API's authentication — else 401 in the API's error shape, before the MCP app sees it.
     The identity is put on the request for :func:`request_user`; a client-sent value
-    cannot get there, since the scope's state is set here and nowhere else."""
+    cannot get there, since the scope's state is set here and nowhere else. A ``GET`` (the
+    event stream) takes one of the user's stream slots and is ended when idle (``streams``)."""
 
     def __init__(
         self,
         app: ASGIApp,
         authenticators: Sequence[Authenticator],
-        limiter: RateLimiter | None = None,
+        limiter: Limiter | None = None,
+        streams: StreamGuard | None = None,
     ) -> None:
         self.app = app
         self.authenticators = list(authenticators)
         self.limiter = limiter
+        self.streams = streams
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -284,15 +297,30 @@ class BearerGate:
             await response(scope, receive, send)
             return
         if self.limiter is not None:
-            try:
-                self.limiter.admit(identity.user_id, peer)  # per user, as on the API
+            try:  # the API's allowance: one per user over every door and process
+                await anyio.to_thread.run_sync(self.limiter.admit, identity.user_id, peer)
             except RateLimited as exc:
                 headers = {"Retry-After": str(exc.retry_after)}
                 await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
                 return
         state = dict(scope.get("state") or {})
         state[_IDENTITY] = identity
-        await self.app({**scope, "state": state}, receive, send)
+        scope = {**scope, "state": state}
+        if self.streams is None or scope.get("method") != "GET":
+            await self.app(scope, receive, send)
+            return
+        try:
+            with self.streams.slot(identity.user_id):
+                await self.streams.run(self.app, scope, receive, send)
+        except TooManyStreams as exc:
+            headers = {"Retry-After": str(exc.retry_after)}
+            await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
+
+
+def shared_limiter(engine: Clearance) -> SharedRateLimiter | None:
+    """``[server] rate_limit`` as the API keeps it: in the index, per user."""
+    rate = engine.settings.server.rate_limit
+    return None if rate is None else SharedRateLimiter(engine.store, rate)
 
 
 def create_http_app(
@@ -304,7 +332,10 @@ def create_http_app(
     """The MCP tools over streamable HTTP at :data:`MCP_PATH`, each request authenticated
     like the API's. Stateless: no MCP session outlives its HTTP request, so no request can
     act under another request's identity. ``[server] rate_limit`` and ``max_body_bytes``
-    apply as on the API (429 with ``Retry-After``, 413), in the API's error shape.
+    apply as on the API (429 with ``Retry-After``, 413), in the API's error shape; the
+    allowance is the one the API's processes keep in the index. The ``GET`` event stream,
+    which carries nothing in stateless mode, is bounded by ``[server] streams_per_user``
+    and ``stream_idle_timeout`` (:mod:`clearance.api.streams`).
 
     The SDK's Host/Origin check (against DNS rebinding) is off, as for the API: it would
     refuse a reverse proxy's ``Host``, and a rebinding page holds no bearer token."""
@@ -315,9 +346,17 @@ def create_http_app(
         json_response=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    rate = engine.settings.server.rate_limit
-    limiter = RateLimiter(rate) if rate is not None else None
-    app.add_middleware(BearerGate, authenticators=authenticators, limiter=limiter)
+    server_settings = engine.settings.server
+    streams = StreamGuard(
+        per_user=server_settings.streams_per_user,
+        idle_timeout_s=server_settings.stream_idle_timeout_s,
+    )
+    app.add_middleware(
+        BearerGate,
+        authenticators=authenticators,
+        limiter=shared_limiter(engine),
+        streams=streams,
+    )
     # Outermost, as on the API: an oversize body is 413 before anything reads it.
     app.add_middleware(BodyLimit, limit=engine.settings.server.max_body_bytes)
     return app

@@ -25,6 +25,11 @@ Events (``Accept: text/event-stream``), each ``data`` one line of JSON:
     ``{"error", "message"}``, the one error shape, with the same HTTP status as the JSON
     route would have. Sent alone: nothing partial precedes it.
 
+A user holds at most ``[server] streams_per_user`` answer streams open at once (one more is
+429 ``too_many_streams``, as one ``error`` event), counted from before the ask runs until the
+last event is written, and a stream whose client reads nothing for ``[server]
+stream_idle_timeout`` is ended (:mod:`clearance.api.streams`).
+
 The deadline (``[server] request_timeout``): an ask that has not finished in time is answered
 503 with the fixed ``[answer] degraded_message``, as is a model provider that fails. The ask
 itself is not killed (a thread cannot be); it is abandoned and finishes in the background,
@@ -37,6 +42,7 @@ import json
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import ExitStack
 from typing import Any
 
 import anyio
@@ -46,6 +52,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from clearance.answer.result import AnswerResult, Status
 from clearance.api.errors import error_body, status_of
+from clearance.api.streams import Receive, Scope, Send, StreamGuard, TooManyStreams
 from clearance.errors import ClearanceError, ProviderError
 from clearance.llm.extractive import split_sentences
 
@@ -117,10 +124,18 @@ def event(name: str, data: dict[str, Any]) -> bytes:
 class Asker:
     """Runs asks under the deadline and answers them as JSON or as an event stream."""
 
-    def __init__(self, ask: AskFn, *, timeout_s: float, degraded_message: str) -> None:
+    def __init__(
+        self,
+        ask: AskFn,
+        *,
+        timeout_s: float,
+        degraded_message: str,
+        streams: StreamGuard | None = None,
+    ) -> None:
         self._ask = ask
         self.timeout_s = timeout_s
         self.degraded_message = degraded_message
+        self.streams = streams
         self._running = 0
         self._idle = threading.Condition()
 
@@ -151,8 +166,34 @@ class Asker:
         render: Callable[[AnswerResult], str] | None = None,
     ) -> Response:
         """The answer as JSON, or — when the request accepts an event stream — as events;
-        ``render`` (the browser UI's) adds a ``rendered`` event after ``answer``."""
+        ``render`` (the browser UI's) adds a ``rendered`` event after ``answer``. A stream
+        holds one of the user's stream slots from before the ask until its end."""
         stream = wants_stream(request)
+        if not stream or self.streams is None:
+            return await self._respond(request, question, user_id, assistant, stream, render)
+        slot = ExitStack()
+        try:
+            slot.enter_context(self.streams.slot(user_id))
+        except TooManyStreams as exc:
+            refused = self._error(exc, stream)
+            refused.headers["Retry-After"] = str(exc.retry_after)
+            return refused
+        try:
+            response = await self._respond(request, question, user_id, assistant, stream, render)
+        except BaseException:
+            slot.close()
+            raise
+        return _Bounded(response, self.streams, slot)
+
+    async def _respond(
+        self,
+        request: Request,
+        question: str,
+        user_id: str,
+        assistant: str | None,
+        stream: bool,
+        render: Callable[[AnswerResult], str] | None,
+    ) -> Response:
         try:
             result = await self.run(question, user_id, assistant)
         except ClearanceError as exc:
@@ -190,6 +231,24 @@ class Asker:
         if not stream:
             return JSONResponse(body, status)
         return event_stream([event("error", body)], status)
+
+
+class _Bounded(Response):
+    """``inner`` sent under the stream guard's idle timeout, giving its slot back at the end."""
+
+    def __init__(self, inner: Response, guard: StreamGuard, slot: ExitStack) -> None:
+        self.inner = inner
+        self.guard = guard
+        self.slot = slot
+        self.status_code = inner.status_code
+        self.background = None
+        self.raw_headers = inner.raw_headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with self.slot:
+            await self.guard.run(self.inner, scope, receive, send)
+        if self.background is not None:
+            await self.background()
 
 
 def event_stream(events: Iterable[bytes], status: int = 200) -> StreamingResponse:

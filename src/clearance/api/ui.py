@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import anyio.to_thread
 import markupsafe
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -53,7 +54,13 @@ from clearance.api.auth import (
     request_headers,
 )
 from clearance.api.errors import DOCUMENT_NOT_FOUND
-from clearance.api.limits import RateLimited, RateLimiter
+from clearance.api.limits import (
+    Limiter,
+    RateLimited,
+    SharedRateLimiter,
+    client_address,
+    signin_key,
+)
 from clearance.api.oidc import JwtVerifier
 from clearance.api.oidc_login import BrowserLogin, Pending
 from clearance.api.sessions import SessionStore
@@ -160,12 +167,16 @@ class Door:
         engine: Clearance,
         authenticators: Sequence[Authenticator],
         asker: Asker,
-        rate_limiter: RateLimiter | None,
+        rate_limiter: Limiter | None,
     ) -> None:
         self.settings = settings
         self.engine = engine
         self.asker = asker
         self.rate_limiter = rate_limiter
+        signin_rate = settings.server.signin_rate_limit
+        self.signin_limiter = (
+            None if signin_rate is None else SharedRateLimiter(engine.store, signin_rate)
+        )
         self.sessions = SessionStore(engine.store, clock=engine.clock)
         self.tokens = TokenStore(engine.store, clock=engine.clock)
         server = settings.server
@@ -453,8 +464,30 @@ def install_ui(
         door.set_cookie(response, request, "clearance_csrf", csrf, samesite="strict")
         return response
 
+    def too_many_signins(request: Request) -> Response | None:
+        """429 once this client address is over ``[server] signin_rate_limit`` (a page for
+        a browser, the one error shape for anything else), else ``None``."""
+        if door.signin_limiter is None:
+            return None
+        peer = request.client.host if request.client else None
+        headers = request_headers(request.headers.items())
+        address = client_address(headers, peer, settings.server.trusted_proxies)
+        try:
+            door.signin_limiter.check(signin_key(address))
+        except RateLimited as exc:
+            retry = {"Retry-After": str(exc.retry_after)}
+            if "text/html" not in request.headers.get("accept", ""):
+                return JSONResponse(exc.to_dict(), exc.status, headers=retry)
+            page = door.page(request, "error.html", None, exc.status, message=_SLOW_SIGNIN)
+            page.headers.update(retry)
+            return page
+        return None
+
     @router.post("/signin")
     async def signin(request: Request) -> Response:
+        refused = await anyio.to_thread.run_sync(too_many_signins, request)
+        if refused is not None:
+            return refused
         form = await _form(request)
         expected = request.cookies.get(door.cookie(request, "clearance_csrf"), "")
         if door.forged(request, form.get("csrf"), expected):
@@ -481,6 +514,9 @@ def install_ui(
     def signin_oidc(request: Request) -> Response:
         if door.login is None:
             return door.not_found(request, None)
+        refused = too_many_signins(request)
+        if refused is not None:
+            return refused
         try:
             url, pending = door.login.start(_callback(request))
         except AuthError:
@@ -500,6 +536,9 @@ def install_ui(
     ) -> Response:
         if door.login is None:
             return door.not_found(request, None)
+        refused = too_many_signins(request)
+        if refused is not None:
+            return refused
         pending = Pending.from_cookie(request.cookies.get(door.cookie(request, "clearance_oidc")))
         if error is not None:
             return _without_pending(request, RedirectResponse("/signin?error=provider", 303))
@@ -563,8 +602,10 @@ def install_ui(
             return _refuse(request, stream, 403, "forbidden", _FORGED, visitor)
         if door.rate_limiter is not None:
             try:
-                door.rate_limiter.admit(
-                    visitor.user_id, request.client.host if request.client else None
+                await anyio.to_thread.run_sync(
+                    door.rate_limiter.admit,
+                    visitor.user_id,
+                    request.client.host if request.client else None,
                 )
             except RateLimited as exc:
                 return _refuse(
@@ -684,6 +725,7 @@ _FORGED = "This request did not come from a Clearance page. Reload the page and 
 _SIGNED_OUT = "Your session has ended. Please sign in again."
 _SLOW_DOWN = "Too many questions in a short time. Please wait a moment and try again."
 _SLOW_DOWN_PAGES = "Too many pages in a short time. Please wait a moment and try again."
+_SLOW_SIGNIN = "Too many sign-in attempts from this address. Please wait a minute and try again."
 _NOT_ADMIN = "This page is for administrators."
 
 

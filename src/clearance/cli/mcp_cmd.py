@@ -59,7 +59,12 @@ def register(cli: click.Group) -> None:
 
         import anyio  # only this command needs the MCP runtime
 
-        from clearance.api.mcp_server import create_http_app, create_server, fixed_user
+        from clearance.api.mcp_server import (
+            create_http_app,
+            create_server,
+            fixed_user,
+            shared_limiter,
+        )
 
         with app_ctx.open() as engine:
             if http:
@@ -87,7 +92,10 @@ def register(cli: click.Group) -> None:
                 return
 
             assert user_id is not None
-            server = create_server(engine, fixed_user(user_id), assistant=assistant)
+            # Tool calls spend the user's one allowance, kept in the index with the API's.
+            server = create_server(
+                engine, fixed_user(user_id), assistant=assistant, limiter=shared_limiter(engine)
+            )
 
             async def serve() -> None:
                 from mcp.server.stdio import stdio_server

@@ -2,15 +2,14 @@
 
 With ``--workers N`` uvicorn starts N processes that share the listening socket. Each opens
 the index and holds its own in-memory copy (docs/server.md gives the memory per worker);
-everything a request is checked against — tokens, the directory, ACLs, sync times — is read
-from the index file, so a change made through one worker (or the CLI) applies to the next
-request on every worker. Python runs one thread of a process at a time, so a single process
+everything a request is checked against — tokens, the directory, ACLs, sync times, each
+user's ``[server] rate_limit`` allowance — is read from the index file, so a change made
+through one worker (or the CLI) applies to the next request on every worker. Python runs one thread of a process at a time, so a single process
 uses about one core whatever the load; workers are how the service uses more.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -24,10 +23,8 @@ from clearance.cli.context import AppContext, console, pass_app
 from clearance.cli.safe import safe
 from clearance.config import (
     SERVE_WORKERS_ENV,
-    Settings,
     find_config,
     load_settings,
-    per_worker_rate,
     serve_worker_config,
 )
 from clearance.errors import ClearanceError
@@ -38,16 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["register", "worker_app"]
 
 log = logging.getLogger(__name__)
-
-
-def worker_settings(settings: Settings, workers: int) -> Settings:
-    """``settings`` as one of ``workers`` processes applies them: each enforces its share of
-    ``[server] rate_limit`` (buckets live in a process's memory)."""
-    rate = settings.server.rate_limit
-    if workers == 1 or rate is None:
-        return settings
-    server = dataclasses.replace(settings.server, rate_limit=per_worker_rate(rate, workers))
-    return dataclasses.replace(settings, server=server)
 
 
 def warmed(app: FastAPI) -> FastAPI:
@@ -93,8 +80,8 @@ def worker_app() -> FastAPI:
     """The app of one ``--workers`` process: uvicorn imports this factory by name in each."""
     from clearance.api.app import create_app
 
-    config, workers = serve_worker_config()
-    return warmed(create_app(worker_settings(load_settings(config), workers)))
+    config, _ = serve_worker_config()
+    return warmed(create_app(load_settings(config)))
 
 
 def register(cli: click.Group) -> None:
@@ -121,7 +108,6 @@ def register(cli: click.Group) -> None:
         from clearance.api.metrics import serve_log_config
 
         settings = app_ctx.settings()
-        worker_settings(settings, workers)  # a rate limit that cannot be shared fails here
         host = host or settings.server.host
         port = port or settings.server.port
         options = {
