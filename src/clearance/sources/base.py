@@ -115,6 +115,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Access",
+    "ChangeFeed",
     "Connector",
     "ConnectorFactory",
     "ContentPage",
@@ -127,6 +128,8 @@ __all__ = [
     "PermissionPage",
     "SourceContext",
     "SourceDocument",
+    "Subscribing",
+    "Subscription",
     "Tombstone",
 ]
 
@@ -340,6 +343,48 @@ class Notice:
         code = {401: "unauthenticated", 503: "unavailable"}.get(status, "invalid_request")
         body = json.dumps({"error": code, "message": message})
         return cls(status=status, content_type="application/json", body=body)
+
+
+@runtime_checkable
+class ChangeFeed(Protocol):
+    """Optional: which items' access may have changed since ``cursor``, read from the
+    source's own change feed (Graph's delta with sharing changes, Drive's changes list).
+
+    It resolves a notification that does not name items (:meth:`Notice.unknown_changes`)
+    into a targeted sync of just those items instead of a full re-listing. ``cursor=None``
+    asks for a cursor at the feed's present end (and no items). The engine takes one at the
+    start of every full permission sync, so the feed covers everything after the last
+    complete read; a cursor the source no longer accepts raises
+    :class:`~clearance.errors.SourceError` with ``status=410``, and the engine falls back to
+    a full permission sync. An item the feed names as changed in any way (its sharing, its
+    parent's, a move) must be named: naming too many costs reads, too few keeps access."""
+
+    def changed_since(self, cursor: str | None) -> tuple[frozenset[str], str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A notification subscription at the source (a Graph subscription, a Drive channel):
+    ``id`` as the source names it, when it ends, and what the connector needs to renew or
+    stop it (``state``: JSON-serialisable, never a secret)."""
+
+    id: str
+    expires_at: datetime
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Subscribing(Protocol):
+    """Optional: the connector creates and renews its own notification subscription.
+
+    ``subscribe(url, current)`` makes sure the source sends notifications to ``url`` (the
+    public address of ``POST /v1/sources/<name>/notifications``) past the next renewal:
+    it renews ``current`` when the source allows, or creates a new subscription (and stops
+    ``current``). The scheduler calls it when a source with ``notification_url`` has no
+    subscription, or when the current one ends within a quarter of its lifetime. A failure
+    is reported and retried; the scheduled re-listing keeps the corpus fresh meanwhile."""
+
+    def subscribe(self, url: str, current: Subscription | None) -> Subscription: ...
 
 
 @runtime_checkable
