@@ -266,6 +266,9 @@ class SourceSettings:
     max_concurrency: int = 4
     credentials: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
+    # the public address of POST /v1/sources/<name>/notifications, for a connector that
+    # subscribes to the source's change notifications itself (docs/notifications.md)
+    notification_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1091,6 +1094,7 @@ def _sources(table: _Table, corpora: Mapping[str, CorpusSettings]) -> dict[str, 
         credentials.done()
         options = t.table("options")
         options.seen.update(options.data)  # the connector's kind validates its own options
+        notification_url = _notification_url(t, name)
         out[name] = SourceSettings(
             name=name,
             kind=kind,
@@ -1100,10 +1104,34 @@ def _sources(table: _Table, corpora: Mapping[str, CorpusSettings]) -> dict[str, 
             max_concurrency=t.positive("max_concurrency", 4),
             credentials=roles,
             options=dict(options.data),
+            notification_url=notification_url,
         )
         t.done()
     table.done()
     return out
+
+
+def _notification_url(table: _Table, name: str) -> str | None:
+    """``notification_url``: where the source must send notifications — HTTPS (a source
+    system will not deliver to plain HTTP), or HTTP on a loopback host for a local proxy —
+    ending in this source's own notification path."""
+    value = table.get("notification_url", str, "")
+    if not value:
+        return None
+    parts = urlsplit(value)
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise ConfigError(
+            f"{table.key('notification_url')}: expected an https:// URL (http only on "
+            f"localhost), got {value!r}"
+        )
+    path = f"/v1/sources/{name}/notifications"
+    if parts.query or parts.fragment or not parts.path.endswith(path):
+        raise ConfigError(
+            f"{table.key('notification_url')}: must end in {path} (this source's "
+            "notification endpoint), with no query"
+        )
+    return value
 
 
 def _positive_float(table: _Table, name: str, default: float) -> float:

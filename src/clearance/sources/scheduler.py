@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING
 from clearance.errors import ClearanceError
 from clearance.sources.base import Notice
 from clearance.sources.notifications import DEBOUNCE_S, NoticeQueue, Pending
-from clearance.sources.service import notified_sync, sync_source
+from clearance.sources.service import (
+    notified_sync,
+    renew_subscription,
+    subscription_due,
+    sync_source,
+)
 from clearance.sources.sync import Kind, SyncReport
 
 if TYPE_CHECKING:
@@ -43,6 +48,8 @@ log = logging.getLogger("clearance.sources")
 
 #: The longest the loop sleeps, so a stop request or a clock change is noticed.
 _MAX_WAIT_S = 30.0
+#: How long after a failed subscription attempt the next one is made.
+_SUBSCRIBE_RETRY = timedelta(minutes=5)
 
 
 class Scheduler:
@@ -65,6 +72,7 @@ class Scheduler:
         self.on_progress = on_progress
         self.notices = NoticeQueue(debounce_s)
         self._next: dict[tuple[str, Kind], datetime] = {}
+        self._subscribe_after: dict[str, datetime] = {}  # after a failed attempt
         self._wake = threading.Event()
         self._notice = threading.Event()
 
@@ -103,6 +111,7 @@ class Scheduler:
         per source, with notified work that came due in between), and schedule the next."""
         reports = self._notified()
         now = self.clock()
+        self._subscriptions(now)
         due = self.due(now)
         for name in self.names:
             kinds = [kind for n, kind in due if n == name]
@@ -115,6 +124,25 @@ class Scheduler:
             reports.extend(done)
             reports.extend(self._notified())
         return reports
+
+    def _subscriptions(self, now: datetime) -> None:
+        """Create or renew the notification subscriptions that are due. A failure is logged
+        and tried again after :data:`_SUBSCRIBE_RETRY`; the scheduled syncs go on meanwhile."""
+        for name in self.names:
+            if self._subscribe_after.get(name, now) > now:
+                continue
+            if not subscription_due(self.app, name, now):
+                continue
+            try:
+                made = renew_subscription(self.app, name)
+            except ClearanceError as exc:
+                log.warning("source %s: notification subscription: %s", name, exc.message)
+                self._subscribe_after[name] = now + _SUBSCRIBE_RETRY
+                continue
+            if made is None:  # the operator registers this source's webhook
+                self._subscribe_after[name] = now + timedelta(days=365)
+            else:
+                log.info("source %s: notifications until %s", name, made.expires_at.isoformat())
 
     def _notified(self) -> list[SyncReport]:
         """Run the notified work whose gathering time has passed, and report it."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from clearance.access.directory import unknown_principal_warning
 from clearance.config import SourceSettings
 from clearance.errors import ClearanceError, NotFoundError
+from clearance.sources.base import Subscribing, Subscription
 from clearance.sources.ownership import BLOCKED_KEY, owner_of
 from clearance.sources.registry import build_connector
 from clearance.sources.state import SourceState, StateTable
@@ -26,10 +27,14 @@ if TYPE_CHECKING:
     from clearance.app import Clearance
 
 __all__ = [
+    "SUBSCRIPTION_KEY",
     "configured_source",
     "notified_sync",
+    "renew_subscription",
     "source_status",
     "source_summary",
+    "stored_subscription",
+    "subscription_due",
     "sync_source",
 ]
 
@@ -80,8 +85,9 @@ def notified_sync(
     on_progress: Callable[[str], None] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SyncReport:
-    """The sync a notification asked for: a targeted permission sync of ``doc_ids``, or a
-    full permission sync when ``None`` (the source did not say what changed). A connector
+    """The sync a notification asked for: a targeted permission sync of ``doc_ids``; when
+    ``None`` (the source did not say what changed), a targeted sync of what the connector's
+    change feed names, or a full permission sync (:meth:`SourceSync.from_feed`). A connector
     that cannot be built fails it, as in :func:`sync_source`."""
     source = configured_source(app, name)
     try:
@@ -91,7 +97,7 @@ def notified_sync(
         raise
     try:
         engine = SourceSync(app, source, connector, on_progress=on_progress)
-        return engine.permissions() if doc_ids is None else engine.targeted(doc_ids)
+        return engine.from_feed() if doc_ids is None else engine.targeted(doc_ids)
     finally:
         connector.close()
 
@@ -206,3 +212,63 @@ def source_status(app: Clearance) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+#: Where in the source's state its notification subscription is kept.
+SUBSCRIPTION_KEY = "subscription"
+
+
+def stored_subscription(app: Clearance, name: str) -> tuple[Subscription, datetime] | None:
+    """The source's current subscription and when it was made, as kept in its state."""
+    raw = StateTable(app.store).get(name).stats.get(SUBSCRIPTION_KEY)
+    if not isinstance(raw, dict):
+        return None
+    try:
+        made = Subscription(
+            str(raw["id"]), datetime.fromisoformat(raw["expires_at"]), dict(raw["state"])
+        )
+        return made, datetime.fromisoformat(raw["created_at"])
+    except (KeyError, TypeError, ValueError):
+        return None  # unreadable: subscribe again
+
+
+def subscription_due(app: Clearance, name: str, now: datetime) -> bool:
+    """Whether source ``name`` should subscribe now: it has a ``notification_url`` and no
+    subscription, or its subscription has less than a quarter of its lifetime left."""
+    source = app.settings.sources.get(name)
+    if source is None or source.notification_url is None:
+        return False
+    stored = stored_subscription(app, name)
+    if stored is None:
+        return True
+    current, created = stored
+    return now >= current.expires_at - (current.expires_at - created) / 4
+
+
+def renew_subscription(
+    app: Clearance, name: str, env: Mapping[str, str] | None = None
+) -> Subscription | None:
+    """Create or renew source ``name``'s notification subscription and keep it in the
+    source's state; ``None`` when its connector does not subscribe itself (the operator
+    registers the webhook at the source). Raises what the connector raised: the current
+    subscription is kept, and the scheduled syncs keep the corpus fresh meanwhile."""
+    source = configured_source(app, name)
+    if source.notification_url is None:
+        return None
+    connector = build_connector(app.settings, source, env)
+    try:
+        if not isinstance(connector, Subscribing):
+            return None
+        stored = stored_subscription(app, name)
+        now = app.clock()
+        made = connector.subscribe(source.notification_url, None if stored is None else stored[0])
+    finally:
+        connector.close()
+    kept = {
+        "id": made.id,
+        "expires_at": made.expires_at.isoformat(),
+        "created_at": now.isoformat(),
+        "state": dict(made.state),
+    }
+    StateTable(app.store).update(name, stats={SUBSCRIPTION_KEY: kept})
+    return made

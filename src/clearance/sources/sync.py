@@ -36,6 +36,7 @@ from clearance.ingest.pipeline import FileResult, Ingestor, Job
 from clearance.model import EVERYONE, Document, Sensitivity
 from clearance.sources.base import (
     Access,
+    ChangeFeed,
     Connector,
     ItemPermissions,
     ItemRef,
@@ -71,6 +72,8 @@ NOT_ANSWERED = "its permissions changed at the source, which did not say who may
 #: ``extra`` key: when a targeted sync read the document's access (a POSIX timestamp). A
 #: permission sync that began reading before then leaves the fresher ACL in place.
 READ_AT_KEY = "source_read_at"
+#: Where in the source's state the change feed's position is kept (see ChangeFeed).
+FEED_KEY = "feed_cursor"
 _APPLY_LOCKS: dict[str, threading.Lock] = {}
 _APPLY_LOCKS_LOCK = threading.Lock()
 
@@ -382,10 +385,54 @@ class SourceSync:
             # source after an item was read is only seen by the next sync, so stamping the
             # end of a slow sync would stretch the revocation window by the sync's length.
             read_began = self.app.clock()
+            feed = self._feed_position(report)
             self._groups(report)
             changes, cursor, snapshot = self._collect(report)
             with _apply_lock(self.name):
                 self._apply(report, changes, cursor, snapshot, read_began)
+            if feed is not None:
+                # everything before this point was just read: a notice resolves from here
+                self.states.update(self.name, stats={FEED_KEY: feed})
+        return report
+
+    def _feed_position(self, report: SyncReport) -> str | None:
+        """The change feed's present end, taken before reading (``None``: no feed, or it
+        could not be read — notices then fall back to full permission syncs)."""
+        if not isinstance(self.connector, ChangeFeed):
+            return None
+        try:
+            _, cursor = self.connector.changed_since(None)
+        except SourceError as exc:
+            report.warnings.append(
+                f"change feed: {exc.message}; notices that name no items re-list everything"
+            )
+            return None
+        return cursor
+
+    def from_feed(self) -> SyncReport:
+        """A notice that named no items: re-read just the items the change feed names since
+        the position the last full permission sync (or notice) left, in a targeted sync. A
+        full permission sync instead when the connector has no feed or cannot read single
+        items, when no position is kept, or when the source no longer accepts it (410)."""
+        connector = self.connector
+        position = self.states.get(self.name).stats.get(FEED_KEY)
+        if (
+            not isinstance(connector, ChangeFeed)
+            or not isinstance(connector, ItemPermissions)
+            or not isinstance(position, str)
+        ):
+            return self.permissions()
+        try:
+            doc_ids, following = connector.changed_since(position)
+        except SourceError as exc:
+            if exc.status == 410:
+                return self.permissions()
+            with self._run("notified") as report:
+                raise exc
+            return report
+        report = self.targeted(doc_ids)
+        if report.ok:
+            self.states.update(self.name, stats={FEED_KEY: following})
         return report
 
     def _groups(self, report: SyncReport) -> None:
