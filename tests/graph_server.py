@@ -1,8 +1,16 @@
 """A fake Microsoft Graph on 127.0.0.1: the subset the ``graph`` connector uses, no more.
 
-* ``POST /{tenant}/oauth2/v2.0/token`` — client credentials; every Graph call must carry a
-  token it issued (401 otherwise; :meth:`FakeGraph.revoke_tokens` makes the issued ones
-  invalid, as a revoked token is).
+* ``POST /{tenant}/oauth2/v2.0/token`` — client credentials, the app proving itself with its
+  client secret or a client assertion (``client_assertion_type`` jwt-bearer): one signed with
+  a certificate registered on the app (:meth:`FakeGraph.register_certificate`; ``RS256`` or
+  ``PS256``, ``x5t#S256`` or ``x5t``; signature, ``aud`` = this endpoint, ``iss`` = ``sub``
+  = the client id, ``exp``/``nbf`` and an unused ``jti`` checked), or a federated token
+  matching a federated identity credential (:meth:`FakeGraph.federate`: its issuer's key,
+  subject and the audience ``api://AzureADTokenExchange``). Refusals are Entra's
+  ``invalid_client`` with an ``AADSTS`` code. A token is issued for one resource (the
+  ``scope``'s host) and is refused by the other; every call must carry a token it issued
+  (401 otherwise; :meth:`FakeGraph.revoke_tokens` makes the issued ones invalid, as a
+  revoked token is).
 * ``GET /v1.0/drives/{drive}/root/delta`` — enumeration without a token, changes since a
   token with one (deleted items as ``{"id", "deleted": {}}``), ``@odata.nextLink`` every
   :attr:`FakeGraph.page_size` items, ``@odata.deltaLink`` last; a token older than
@@ -13,7 +21,15 @@
 * ``GET /v1.0/drives/{drive}/items/{id}/permissions`` — the item's own permissions and, unless
   it breaks inheritance, every ancestor's (with ``inheritedFrom``), paged.
 * ``GET /v1.0/groups/{id}/transitiveMembers`` — users of the group and of groups nested in
-  it, and the nested groups themselves, paged; ``GET /v1.0/users/{id or upn}``.
+  it, and the nested groups themselves, paged; ``GET /v1.0/users/{id or upn}`` — with
+  ``accountEnabled``, both honouring ``$select``; a user that does not exist (never did, or
+  deleted) is ``404 Request_ResourceNotFound``.
+* SharePoint's REST API on the site :attr:`FakeGraph.site_url` (host ``localhost``, so its
+  token is for another resource than Graph's): ``GET /sites/finance/_api/web/sitegroups/
+  GetById(n)/users`` (``odata=nometadata``: ``value``, paged by ``odata.nextLink``), the
+  members as SharePoint has them — users by their claims login name, Entra groups as
+  ``c:0t.c|tenant|<id>``; an unknown group is 404. As SharePoint Online does, it refuses an
+  app-only token obtained with a client secret (401, "Unsupported app only token.").
 
 Tests change the drive between syncs (:meth:`add_file`, :meth:`move`, :meth:`share`,
 :meth:`remove_member`, :meth:`delete` …) and script faults on matching paths
@@ -22,12 +38,26 @@ Tests change the drive between syncs (:meth:`add_file`, :meth:`move`, :meth:`sha
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, quote, unquote, urlencode
+
+import jwt
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+)
 
 from loopback_server import (
     FakeService,
@@ -44,6 +74,66 @@ CLIENT_ID = "app-1"
 CLIENT_SECRET = "s3cret-client-value"
 USER = "#microsoft.graph.user"
 GROUP = "#microsoft.graph.group"
+SITE = "/sites/finance"
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+EXCHANGE_AUDIENCE = "api://AzureADTokenExchange"  # what a federated token must be issued for
+FEDERATED_ISSUER = "https://oidc.cluster.example"
+FEDERATED_SUBJECT = "system:serviceaccount:clearance:indexer"
+
+
+@cache
+def rsa_key(name: str) -> rsa.RSAPrivateKey:
+    """A 2048-bit RSA key per ``name`` (made once per test run)."""
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@cache
+def certificate(name: str, key: str | None = None) -> x509.Certificate:
+    """A self-signed certificate named ``name`` for the key named ``key`` (default: same),
+    the same one every time."""
+    private = rsa_key(key or name)
+    subject = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=365))
+        .sign(private, hashes.SHA256())
+    )
+
+
+def certificate_pem(name: str) -> bytes:
+    """A PEM holding the private key named ``name`` and its certificate, as an app
+    registration's certificate credential is usually kept."""
+    key = rsa_key(name).private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    return key + certificate(name).public_bytes(Encoding.PEM)
+
+
+def federated_token(*, subject: str = FEDERATED_SUBJECT, lifetime_s: int = 3600) -> str:
+    """A token the federated issuer (a cluster, say) would write to the token file."""
+    now = int(time.time())
+    claims = {
+        "iss": FEDERATED_ISSUER,
+        "sub": subject,
+        "aud": EXCHANGE_AUDIENCE,
+        "iat": now,
+        "nbf": now,
+        "exp": now + lifetime_s,
+    }
+    return jwt.encode(claims, rsa_key("cluster-issuer"), algorithm="RS256", headers={"kid": "k1"})
+
+
+def _thumbprints(cert: x509.Certificate) -> tuple[str, str]:
+    """``(x5t#S256, x5t)`` of ``cert``: base64url SHA-256 and SHA-1 of its DER encoding."""
+    der = cert.public_bytes(Encoding.DER)
+    return tuple(  # type: ignore[return-value]
+        base64.urlsafe_b64encode(hashlib.new(h, der).digest()).rstrip(b"=").decode()
+        for h in ("sha256", "sha1")
+    )
 
 
 @dataclass
@@ -66,12 +156,17 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
     def __init__(self) -> None:
         super().__init__(RecordedRequest, self._route)
         self.items: dict[str, Item] = {"root": Item("root", "root", None, folder=True)}
-        self.users: dict[str, dict[str, str]] = {}
+        self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, set[str]] = {}  # group id -> member user and group ids
+        self.site_groups: dict[int, list[str]] = {}  # SharePoint group -> login names
+        self.certificates: list[x509.Certificate] = []
+        self.federated: dict[str, tuple[str, rsa.RSAPublicKey]] = {}  # issuer -> subject, key
+        self.assertions: list[str] = []  # client assertions received, in order
+        self._jtis: set[str] = set()
         self.seq = 0
         self.expired_before = 0
         self.faults: list[Fault] = []
-        self._tokens: set[str] = set()
+        self._tokens: dict[str, tuple[str, str]] = {}  # token -> (resource, credential)
         self.issued = 0
         self.downloads: list[RecordedRequest] = []
         self.foreign_next_link: str | None = None  # a hostile or broken delta next link
@@ -86,6 +181,19 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
     @property
     def login_url(self) -> str:
         return self.url_for("")
+
+    @property
+    def token_url(self) -> str:
+        return self.url_for(f"/{TENANT}/oauth2/v2.0/token")
+
+    @property
+    def site_url(self) -> str:
+        return f"http://localhost:{self.port}{SITE}"
+
+    @property
+    def resources(self) -> dict[str, str]:
+        """The resources a token can be issued for, by the scope's host."""
+        return {self.url_for(""): "graph", f"http://localhost:{self.port}": "sharepoint"}
 
     # ------------------------------------------------------------------ the drive
 
@@ -129,7 +237,32 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
         item.inherits = inherits
 
     def add_user(self, user_id: str, upn: str, mail: str | None = None) -> None:
-        self.users[user_id] = {"id": user_id, "userPrincipalName": upn, "mail": mail or upn}
+        self.users[user_id] = {
+            "id": user_id,
+            "accountEnabled": True,
+            "userPrincipalName": upn,
+            "mail": mail or upn,
+        }
+
+    def disable_user(self, user_id: str) -> None:
+        self.users[user_id]["accountEnabled"] = False
+
+    def delete_user(self, user_id: str) -> None:
+        """Delete the user from Entra (soft-deleted users are not found at ``/users``)."""
+        del self.users[user_id]
+
+    def add_site_group(self, number: int, *members: str) -> None:
+        """SharePoint group ``number`` of the site, with ``members``: Entra user ids (shown
+        by their claims login name), Entra group ids, or login names as they are."""
+        self.site_groups[number] = list(members)
+
+    def register_certificate(self, cert: x509.Certificate) -> None:
+        self.certificates.append(cert)
+
+    def federate(self, subject: str = FEDERATED_SUBJECT) -> None:
+        """Trust tokens of the federated issuer for ``subject`` (a federated identity
+        credential on the app)."""
+        self.federated[FEDERATED_ISSUER] = (subject, rsa_key("cluster-issuer").public_key())
 
     def remove_member(self, group_id: str, member_id: str) -> None:
         self.groups[group_id].discard(member_id)
@@ -188,26 +321,54 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
             current = parent
         return out
 
-    def _members(self, group_id: str, seen: set[str]) -> list[dict[str, Any]]:
+    def _members(self, group_id: str, seen: set[str], select: str | None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for member in sorted(self.groups.get(group_id, ())):
             if member in self.groups and member not in seen:
                 seen.add(member)
-                out.append({"@odata.type": GROUP, "id": member, "displayName": member})
-                out.extend(self._members(member, seen))
+                out.append({"@odata.type": GROUP, "id": member})
+                out.extend(self._members(member, seen, select))
             elif member in self.users:
-                out.append({"@odata.type": USER, **self.users[member]})
+                out.append({"@odata.type": USER, **_selected(self.users[member], select)})
         return out
+
+    def _site_member(self, n: int, member: str) -> dict[str, Any]:
+        """A member of a SharePoint group as ``/_api/web/sitegroups/GetById(n)/users``
+        shows it."""
+        common = {"Id": 10 + n, "IsHiddenInUI": False, "IsSiteAdmin": False, "Expiration": ""}
+        user = self.users.get(member)
+        if user is not None:
+            upn = user["userPrincipalName"]
+            return {
+                **common,
+                "LoginName": f"i:0#.f|membership|{upn}",
+                "Title": upn,
+                "PrincipalType": 1,
+                "Email": user["mail"],
+                "UserPrincipalName": upn,
+                "UserId": {"NameId": user["id"], "NameIdIssuer": "urn:federation:microsoftonline"},
+            }
+        if member in self.groups:
+            login = f"c:0t.c|tenant|{member}"
+            return {**common, "LoginName": login, "Title": member, "PrincipalType": 4}
+        return {**common, "LoginName": member, "Title": member, "PrincipalType": 1}
 
     # ------------------------------------------------------------------ routing
 
-    def _page(self, values: list[Any], url: str, query: dict[str, str], **last: Any) -> Reply:
+    def _page(
+        self,
+        values: list[Any],
+        url: str,
+        query: dict[str, str],
+        next_key: str = "@odata.nextLink",
+        **last: Any,
+    ) -> Reply:
         skip = int(query.get("skip", "0"))
         page = values[skip : skip + self.page_size]
         body: dict[str, Any] = {"value": page}
         if skip + self.page_size < len(values):
             following = {**query, "skip": str(skip + self.page_size)}
-            body["@odata.nextLink"] = f"{url}?{urlencode(following)}"
+            body[next_key] = f"{url}?{urlencode(following)}"
         else:
             body.update(last)
         return json_reply(body)
@@ -222,23 +383,116 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
                 return Reply(404)
             return Reply(body=item.text.encode(), content_type="text/plain")
         auth = request.headers.get("authorization", "")
-        if auth.removeprefix("Bearer ") not in self._tokens:
+        resource, credential = self._tokens.get(auth.removeprefix("Bearer "), ("", ""))
+        if path.startswith(f"{SITE}/_api/"):
+            if resource != "sharepoint":
+                return json_reply({"error_description": "Invalid audience"}, status=401)
+            if credential == "secret":
+                return Reply(401, b"Unsupported app only token.", content_type="text/plain")
+            return self._sharepoint(path.removeprefix(SITE), query)
+        if resource != "graph":
             return json_reply({"error": {"code": "InvalidAuthenticationToken"}}, status=401)
         return self._graph(path.removeprefix("/v1.0"), query)
 
     def _token(self, request: RecordedRequest) -> Reply:
         form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
-        if (
-            form.get("client_id") != CLIENT_ID
-            or form.get("client_secret") != CLIENT_SECRET
-            or form.get("grant_type") != "client_credentials"
-            or form.get("scope") != f"{self.url_for('')}/.default"
-        ):
-            return json_reply({"error": "invalid_client"}, status=401)
+        if form.get("grant_type") != "client_credentials":
+            return _refusal(400, "unsupported_grant_type", "AADSTS70003: unsupported grant")
+        if form.get("client_id") != CLIENT_ID:
+            return _refusal(400, "unauthorized_client", "AADSTS700016: application not found")
+        scope = form.get("scope", "")
+        resource = self.resources.get(scope.removesuffix("/.default"))
+        if resource is None or not scope.endswith("/.default"):
+            return _refusal(400, "invalid_scope", "AADSTS1002012: invalid scope")
+        if "client_secret" in form:
+            if form["client_secret"] != CLIENT_SECRET:
+                return _refusal(401, "invalid_client", "AADSTS7000215: invalid client secret")
+            credential = "secret"
+        elif form.get("client_assertion_type") == ASSERTION_TYPE:
+            assertion = form.get("client_assertion", "")
+            self.assertions.append(assertion)
+            credential, problem = self._check_assertion(assertion)
+            if problem is not None:
+                return _refusal(401, "invalid_client", problem)
+        else:
+            return _refusal(401, "invalid_client", "AADSTS7000218: no client credential")
         self.issued += 1
         token = f"token-{self.issued}"
-        self._tokens.add(token)
+        self._tokens[token] = (resource, credential)
         return json_reply({"token_type": "Bearer", "expires_in": 3599, "access_token": token})
+
+    def _check_assertion(self, assertion: str) -> tuple[str, str | None]:
+        """``(credential kind, why it is refused or None)`` for a client assertion."""
+        try:
+            header = jwt.get_unverified_header(assertion)
+        except jwt.InvalidTokenError:
+            return "", "AADSTS50027: the client assertion is not a JWT"
+        algorithm = header.get("alg")
+        if algorithm not in ("RS256", "PS256"):
+            return "", "AADSTS5002730: unsupported signing algorithm"
+        if "x5t#S256" in header or "x5t" in header:
+            return "certificate", self._check_certificate_assertion(assertion, header)
+        return "federated", self._check_federated_token(assertion, algorithm)
+
+    def _check_certificate_assertion(self, assertion: str, header: dict[str, Any]) -> str | None:
+        wanted = (header.get("x5t#S256"), 0) if "x5t#S256" in header else (header["x5t"], 1)
+        found = [c for c in self.certificates if _thumbprints(c)[wanted[1]] == wanted[0]]
+        if not found:
+            return "AADSTS700027: the certificate is not registered on the application"
+        try:
+            claims = jwt.decode(
+                assertion,
+                found[0].public_key(),  # type: ignore[arg-type]
+                algorithms=[header["alg"]],
+                audience=self.token_url,
+                options={"require": ["aud", "exp", "nbf", "iss", "sub", "jti"]},
+            )
+        except jwt.ExpiredSignatureError:
+            return "AADSTS700024: the client assertion is not within its valid time range"
+        except jwt.InvalidAudienceError:
+            return "AADSTS700212: the client assertion's audience is not this endpoint"
+        except jwt.InvalidTokenError as exc:
+            return f"AADSTS700027: the client assertion failed signature validation ({exc})"
+        if claims["iss"] != CLIENT_ID or claims["sub"] != CLIENT_ID:
+            return "AADSTS700023: the client assertion's issuer or subject is not the client"
+        if claims["jti"] in self._jtis:
+            return "AADSTS700025: the client assertion was already used"
+        self._jtis.add(claims["jti"])
+        return None
+
+    def _check_federated_token(self, assertion: str, algorithm: str) -> str | None:
+        try:
+            issuer = jwt.decode(assertion, options={"verify_signature": False}).get("iss")
+            subject, key = self.federated[issuer]
+            claims = jwt.decode(
+                assertion,
+                key,
+                algorithms=[algorithm],
+                audience=EXCHANGE_AUDIENCE,
+                issuer=issuer,
+                options={"require": ["aud", "exp", "iss", "sub"]},
+            )
+        except (KeyError, TypeError):
+            return "AADSTS70021: no matching federated identity record found"
+        except jwt.ExpiredSignatureError:
+            return "AADSTS700024: the federated token has expired"
+        except jwt.InvalidTokenError as exc:
+            return f"AADSTS700213: the federated token is not valid ({exc})"
+        if claims["sub"] != subject:
+            return "AADSTS70021: no matching federated identity record found"
+        return None
+
+    def _sharepoint(self, path: str, query: dict[str, str]) -> Reply:
+        prefix, suffix = "/_api/web/sitegroups/GetById(", ")/users"
+        number = path.removeprefix(prefix).removesuffix(suffix)
+        if not (path.startswith(prefix) and path.endswith(suffix) and number.isdigit()):
+            return _sharepoint_error(404, "-1, Microsoft.SharePoint.Client.ResourceNotFound")
+        members = self.site_groups.get(int(number))
+        if members is None:
+            return _sharepoint_error(404, "-2146232832, Microsoft.SharePoint.SPException")
+        values = [self._site_member(n, m) for n, m in enumerate(members)]
+        url = f"{self.site_url}{path}"
+        return self._page(values, url, query, next_key="odata.nextLink")
 
     def _graph(self, path: str, query: dict[str, str]) -> Reply:
         drive = f"/drives/{quote(DRIVE, safe='')}"
@@ -260,13 +514,19 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
             group_id = path.split("/")[2]
             if group_id not in self.groups:
                 return not_found
-            return self._page(self._members(group_id, {group_id}), base + path, query)
+            members = self._members(group_id, {group_id}, query.get("$select"))
+            return self._page(members, base + path, query)
         if path.startswith("/users/"):
-            key = path.removeprefix("/users/")
+            key = unquote(path.removeprefix("/users/"))
             for user in self.users.values():
-                if key in (user["id"], user["userPrincipalName"]):
-                    return json_reply(user)
-            return not_found
+                if key == user["id"] or key.lower() == user["userPrincipalName"].lower():
+                    return json_reply(_selected(user, query.get("$select")))
+            message = (
+                f"Resource '{key}' does not exist or one of its queried reference-property "
+                "objects are not present."
+            )
+            body = {"error": {"code": "Request_ResourceNotFound", "message": message}}
+            return json_reply(body, status=404)
         return not_found
 
     def _delta(self, url: str, query: dict[str, str]) -> Reply:
@@ -288,3 +548,23 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
         if self.foreign_next_link is not None:
             return json_reply({"value": values, "@odata.nextLink": self.foreign_next_link})
         return self._page(values, url, query, **{"@odata.deltaLink": f"{url}?token={self.seq}"})
+
+
+def _selected(user: dict[str, Any], select: str | None) -> dict[str, Any]:
+    """``user`` with only the ``$select``-ed properties (and its id), as Graph answers."""
+    if select is None:
+        return dict(user)
+    wanted = set(select.split(",")) | {"id"}
+    return {k: v for k, v in user.items() if k in wanted}
+
+
+def _refusal(status: int, error: str, description: str) -> Reply:
+    """The token endpoint's refusal: an OAuth error with Entra's ``AADSTS`` code."""
+    code = int(description.split(":")[0].removeprefix("AADSTS"))
+    body = {"error": error, "error_description": description, "error_codes": [code]}
+    return json_reply(body, status=status)
+
+
+def _sharepoint_error(status: int, code: str) -> Reply:
+    body = {"odata.error": {"code": code, "message": {"lang": "en-US", "value": "Not found."}}}
+    return json_reply(body, status=status)

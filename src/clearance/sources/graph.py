@@ -16,13 +16,18 @@ folder), so each file's ``/permissions`` — which lists inherited entries too �
 again, on up to ``max_concurrency`` requests at once. Each permission maps as follows:
 
 * a user (``grantedToV2.user``) → ``user:<id>`` by ``user_id``: the Entra object id, the
-  ``upn`` or the ``mail`` (looked up once per sync); a user that no longer exists, or has
-  no such attribute, grants nobody;
+  ``upn`` or the ``mail``. Every user is looked up in Entra (``GET /users/{id}``, once per
+  user per sync, forgotten between syncs), whatever ``user_id`` is: a user that no longer
+  exists (404), whose account is disabled, or who lacks that attribute grants nobody; any
+  other failure of the lookup fails the sync, so a user is never granted unverified;
 * an Entra group (``grantedToV2.group``) → ``group:<object id>``; its transitive members
   (nested groups flattened) are synced into the directory by :meth:`GraphConnector.groups`;
-* a SharePoint group (``siteGroup``) → what ``site_groups`` maps its id or name to, else the
-  item is visible to nobody; a SharePoint user (``siteUser``) without an Entra user →
-  looked up by the UPN of its claims login name, else visible to nobody;
+* a SharePoint group (``siteGroup``) → what ``site_groups`` maps its id or name to; else,
+  with ``sync_site_groups``, ``group:sharepoint/<site host and path>/<group id>``, whose
+  members :meth:`GraphConnector.groups` reads from SharePoint each permission sync (a member
+  that cannot be resolved grants nothing); else the item is visible to nobody. A SharePoint
+  user (``siteUser``) without an Entra user → looked up by the UPN of its claims login name,
+  else visible to nobody;
 * a sharing link scoped to ``organization`` → ``organization_principal`` (e.g. the group of
   all employees), or nobody when unset; to ``users`` → the people it names
   (``grantedToIdentitiesV2``); ``anonymous`` → ``Access.anyone_with_link`` (visible to
@@ -33,22 +38,44 @@ again, on up to ``max_concurrency`` requests at once. Each permission maps as fo
   read (403) — makes the item visible to nobody, and ``source status`` says why.
 
 Credentials: a client-credentials token from the Microsoft identity platform
-(``{login_url}/{tenant_id}/oauth2/v2.0/token``), the client secret from the environment
-variable named by ``credentials.client_secret``. Secret and token are held as
-:class:`~clearance.secrets.Secret` and sent only in the token request and the
-``Authorization`` header; no link outside ``graph_url`` is ever followed with the token.
+(``{login_url}/{tenant_id}/oauth2/v2.0/token``), the app proving itself with exactly one of
+
+* a client secret, from the environment variable named by ``credentials.client_secret``;
+* a certificate: a client assertion (RFC 7523: ``PS256``, the certificate's ``x5t#S256``,
+  ``aud`` the token endpoint, ``iss`` = ``sub`` = the client id, a fresh ``jti``, valid ten
+  minutes) signed with its private key, from a PEM (private key and certificate) in the
+  environment variable named by ``credentials.certificate`` or the file
+  ``options.certificate_file``;
+* workload identity federation: the token in ``options.federated_token_file`` (as
+  ``AZURE_FEDERATED_TOKEN_FILE`` names it), sent as the client assertion and re-read at
+  every renewal, since the platform rotates it.
+
+Secrets, keys and tokens are held as :class:`~clearance.secrets.Secret` (or a key object
+that never prints) and sent only in the token request and the ``Authorization`` header; no
+error names them; no link outside ``graph_url`` (or ``site_url``) is ever followed with a
+token. SharePoint's own REST API (site group members) takes a token for the SharePoint
+resource, which it refuses when it was obtained with a client secret.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
+
+import jwt
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey, RSAPublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, load_pem_private_key
 
 from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
@@ -84,7 +111,18 @@ from clearance.sources.rest import (
 )
 from clearance.sources.sync import MEDIA_SUFFIXES
 
-__all__ = ["ClientCredentials", "GraphConnector", "GraphOptions", "graph_connector"]
+__all__ = [
+    "AssertionCredentials",
+    "ClientCertificate",
+    "ClientCredentials",
+    "FederatedTokenFile",
+    "GraphConnector",
+    "GraphOptions",
+    "graph_connector",
+    "parse_certificate",
+]
+
+T = TypeVar("T")
 
 DEFAULT_GRAPH_URL = "https://graph.microsoft.com/v1.0"
 DEFAULT_LOGIN_URL = "https://login.microsoftonline.com"
@@ -100,13 +138,23 @@ _OPTIONS = frozenset(
         "organization_principal",
         "site_groups",
         "sync_groups",
+        "site_url",
+        "sync_site_groups",
+        "certificate_file",
+        "federated_token_file",
     }
 )
 # Roles that let a person read the item. Every documented role does; one not documented
 # here might not, and is not guessed at.
 _READ_ROLES = frozenset({"read", "write", "owner", "sp.owner", "sp.member"})
 _CLAIMS_PREFIX = "i:0#.f|membership|"  # a SharePoint login name that carries the UPN
-_USER_SELECT = "id,userPrincipalName,mail"
+_USER_SELECT = "id,accountEnabled,userPrincipalName,mail"
+# SharePoint login names of Entra groups: a security group, a Microsoft 365 group's members.
+_GROUP_CLAIMS = ("c:0t.c|tenant|", "c:0o.c|federateddirectoryclaimprovider|")
+# SharePoint's claims for everyone in the organisation (with guests, and without).
+_EVERYONE_CLAIMS = ("c:0(.s|true", "c:0-.f|rolemanager|spo-grid-all-users/")
+_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+_ASSERTION_LIFETIME_S = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +170,55 @@ class GraphOptions:
     organization_principal: str | None = None
     site_groups: Mapping[str, str] | None = None
     sync_groups: bool = True
+    site_url: str | None = None
+    sync_site_groups: bool = False
+    certificate_file: str | None = None
+    federated_token_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCertificate:
+    """An app registration's certificate credential: the private key (never printed) and
+    the certificate's SHA-256 thumbprint, which tells Entra which certificate to check."""
+
+    thumbprint: str
+    key: RSAPrivateKey = field(repr=False)
+
+    def assertion(self, client_id: str, audience: str, now: float) -> str:
+        """A client assertion for the token endpoint ``audience`` (RFC 7523)."""
+        claims = {
+            "aud": audience,
+            "iss": client_id,
+            "sub": client_id,
+            "jti": str(uuid.uuid4()),
+            "nbf": int(now),
+            "iat": int(now),
+            "exp": int(now) + _ASSERTION_LIFETIME_S,
+        }
+        headers = {"typ": "JWT", "x5t#S256": self.thumbprint}
+        return jwt.encode(claims, self.key, algorithm="PS256", headers=headers)
+
+
+@dataclass(frozen=True, slots=True)
+class FederatedTokenFile:
+    """Workload identity federation: a token another issuer (a Kubernetes cluster, a CI
+    system) writes to ``path`` and rotates; read afresh for every renewal."""
+
+    path: Path
+    key: str  # the setting that names it, for errors
+
+    def read(self, source: str) -> str:
+        try:
+            token = self.path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            token = ""
+        if not token:
+            raise SourceError(f"source {source!r}: {self.key}: the federated token cannot be read")
+        return token
+
+
+#: How the app proves itself: a client secret, a certificate or a federated token.
+Credential = Secret | ClientCertificate | FederatedTokenFile
 
 
 class ClientCredentials(RenewingToken):
@@ -150,6 +247,67 @@ class ClientCredentials(RenewingToken):
         }
 
 
+class AssertionCredentials(RenewingToken):
+    """An app-only token for which the app proves itself with a client assertion: one it
+    signs with its certificate, or a federated token (``proof``)."""
+
+    def __init__(
+        self,
+        tokens: SourceClient,
+        token_url: str,
+        client_id: str,
+        proof: ClientCertificate | FederatedTokenFile,
+        scope: str,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(tokens, token_url, clock)
+        self._client_id = client_id
+        self._proof = proof
+        self._scope = scope
+        self._wall_clock = wall_clock
+
+    def grant(self) -> dict[str, str]:
+        if isinstance(self._proof, ClientCertificate):
+            assertion = self._proof.assertion(self._client_id, self._token_url, self._wall_clock())
+        else:
+            assertion = self._proof.read(self._tokens.source)
+        return {
+            "grant_type": "client_credentials",
+            "client_id": self._client_id,
+            "client_assertion_type": _ASSERTION_TYPE,
+            "client_assertion": assertion,
+            "scope": self._scope,
+        }
+
+
+class _PerSync:
+    """Answers computed at most once per key until :meth:`clear` (one lookup per user per
+    sync), however many threads ask at once; a failure is kept like an answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[str, Future[Any]] = {}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers = {}
+
+    def get(self, key: str, compute: Callable[[str], T]) -> T:
+        with self._lock:
+            answer = self._answers.get(key)
+            mine = answer is None
+            if answer is None:
+                answer = self._answers[key] = Future()
+        if mine:
+            try:
+                answer.set_result(compute(key))
+            except Exception as exc:
+                answer.set_exception(exc)
+        result: T = answer.result()
+        return result
+
+
 def _facet(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     """A facet of a Graph object (``file``, ``hashes`` …), or an empty one."""
     value = raw.get(name)
@@ -166,20 +324,26 @@ class GraphConnector:
         client: SourceClient,
         *,
         token_client: SourceClient | None = None,
+        sharepoint: SourceClient | None = None,
     ) -> None:
         self.source = source
         self.options = options
         self.client = client
+        self.sharepoint = sharepoint
         self._token_client = token_client
         self._base = options.graph_url.rstrip("/")
         self._drive = f"{self._base}/drives/{quote(options.drive_id, safe='')}"
-        self._users: dict[str, str | None] = {}
-        self._users_lock = threading.Lock()
+        self._site = (options.site_url or "").rstrip("/")
+        self._users = _PerSync()
         self._snapshot: list[PermissionChange] | None = None
+        self._groups_lock = threading.Lock()
         self._entra_groups: set[str] = set()
+        self._site_groups: set[str] = set()
 
     def close(self) -> None:
         self.client.close()
+        if self.sharepoint is not None:
+            self.sharepoint.close()
         if self._token_client is not None:
             self._token_client.close()
 
@@ -279,6 +443,7 @@ class GraphConnector:
         """The delta feed since ``cursor``; from scratch (a snapshot) without one, with one
         that is not this drive's, or when the service answers 410 (token expired)."""
         link = self._delta_link(cursor)
+        self._users.clear()
         try:
             yield from self._listing(link)
         except SourceError as exc:
@@ -386,9 +551,7 @@ class GraphConnector:
             raise Unrepresentable("an identity that cannot be read")
         group = identity.get("group")
         if isinstance(group, dict) and text(group.get("id")):
-            gid = str(group["id"])
-            self._entra_groups.add(gid)
-            return {principal(f"group:{gid}")}
+            return {self._entra_group(str(group["id"]))}
         user = identity.get("user")
         if isinstance(user, dict) and text(user.get("id")):
             found = self._user(str(user["id"]))
@@ -410,15 +573,35 @@ class GraphConnector:
         kinds = ", ".join(sorted(k for k in identity if not k.startswith("@"))) or "none"
         raise Unrepresentable(f"a principal of type {kinds} cannot be mapped")
 
+    def _entra_group(self, group_id: str) -> str:
+        """``group:<object id>``, remembered so that :meth:`groups` syncs its members."""
+        found = principal(f"group:{group_id}")
+        with self._groups_lock:
+            self._entra_groups.add(group_id)
+        return found
+
     def _site_group(self, site_group: Mapping[str, Any]) -> str:
+        """What ``site_groups`` maps a SharePoint group to; else, with ``sync_site_groups``,
+        the group whose members :meth:`groups` reads from SharePoint."""
         table = self.options.site_groups or {}
         for key in (site_group.get("id"), site_group.get("displayName")):
             if isinstance(key, (str, int)) and str(key) in table:
                 return table[str(key)]
+        number = site_group.get("id")
+        if self.options.sync_site_groups and isinstance(number, str) and number.isdigit():
+            with self._groups_lock:
+                self._site_groups.add(number)
+            return principal(f"group:{self._site_group_id(number)}")
         raise Unrepresentable(
             f"SharePoint group {site_group.get('displayName') or site_group.get('id')!r} is not "
-            "mapped to a principal (options.site_groups)"
+            "mapped to a principal (options.site_groups, or options.sync_site_groups)"
         )
+
+    def _site_group_id(self, number: str) -> str:
+        """The directory id of SharePoint group ``number`` of ``site_url``: unique across
+        sites (a group's number is unique only within its site)."""
+        parts = urlsplit(self._site)
+        return f"sharepoint/{parts.hostname}{parts.path}/{number}"
 
     def _user_principal(self, user: Mapping[str, Any]) -> str | None:
         key = {"id": "id", "upn": "userPrincipalName", "mail": "mail"}[self.options.user_id]
@@ -426,13 +609,15 @@ class GraphConnector:
         return None if value is None else principal(f"user:{value}")
 
     def _user(self, key: str) -> str | None:
-        """``user:<id>`` for an Entra user (object id or UPN), by ``user_id``; ``None``
-        for a user that no longer exists or lacks that attribute (grants nobody)."""
-        if self.options.user_id == "id" and "@" not in key:
-            return principal(f"user:{key}")
-        with self._users_lock:
-            if key in self._users:
-                return self._users[key]
+        """``user:<id>`` for an Entra user (object id or UPN), by ``user_id``; ``None`` for a
+        user that does not exist, is disabled or lacks that attribute (grants nobody). Asked
+        of Entra once per user per sync; a failed lookup other than 404 raises."""
+        answer = self._users.get(key, self._lookup)
+        if isinstance(answer, Unrepresentable):
+            raise Unrepresentable(str(answer))
+        return answer
+
+    def _lookup(self, key: str) -> str | Unrepresentable | None:
         try:
             raw = self.client.get_json(
                 f"{self._base}/users/{quote(key, safe='@')}", params={"$select": _USER_SELECT}
@@ -440,11 +625,18 @@ class GraphConnector:
         except SourceError as exc:
             if exc.status != 404:
                 raise
-            raw = {}
-        found = self._user_principal(raw) if isinstance(raw, dict) else None
-        with self._users_lock:
-            self._users[key] = found
-        return found
+            return None  # deleted (Request_ResourceNotFound): grants nobody
+        if not isinstance(raw, dict):
+            return Unrepresentable(f"Entra answered user {key!r} with something unreadable")
+        enabled = raw.get("accountEnabled")
+        if enabled is False:
+            return None  # disabled: nobody can sign in as this user
+        if enabled is not True:
+            return Unrepresentable(f"Entra did not say whether user {key!r} is enabled")
+        try:
+            return self._user_principal(raw)
+        except Unrepresentable as exc:
+            return exc
 
     def _files(self) -> list[str]:
         """Every file of the drive now, by a fresh enumeration (deleted ones left out)."""
@@ -457,7 +649,11 @@ class GraphConnector:
         return [item_id for item_id, alive in latest.items() if alive]
 
     def _read_permissions(self) -> list[PermissionChange]:
-        self._entra_groups = set()
+        """Every file's access, read afresh: users are looked up again, and the groups the
+        permissions name are collected again for :meth:`groups`."""
+        self._users.clear()
+        with self._groups_lock:
+            self._entra_groups, self._site_groups = set(), set()
         files = self._files()
         accesses = self.client.map(self._access, files)
         return [
@@ -473,15 +669,26 @@ class GraphConnector:
         yield from snapshot_pages(changes)
 
     def groups(self) -> GroupSnapshot | None:
-        """The Entra groups the drive's permissions name, each with its transitive user
-        members. Reads the permissions to learn which groups those are; the permission
-        listing of the same sync then reuses what it read."""
-        if not self.options.sync_groups:
+        """The groups the drive's permissions name, with their members: SharePoint groups
+        (with ``sync_site_groups``), read from SharePoint, and Entra groups (with
+        ``sync_groups``, also those that are members of a SharePoint group) with their
+        transitive user members. Reads the permissions to learn which groups those are; the
+        permission listing of the same sync then reuses what it read."""
+        if not self.options.sync_groups and not self.options.sync_site_groups:
             return None
         self._snapshot = self._read_permissions()
-        ids = sorted(self._entra_groups)
-        members = self.client.map(self._members, ids)
-        return GroupSnapshot(dict(zip(ids, members, strict=True)))
+        out: dict[str, frozenset[str]] = {}
+        warnings: list[str] = []
+        numbers = sorted(self._site_groups, key=int)
+        for number, (members, problems) in zip(
+            numbers, self.client.map(self._site_members, numbers), strict=True
+        ):
+            out[self._site_group_id(number)] = members
+            warnings.extend(problems)
+        if self.options.sync_groups:
+            ids = sorted(self._entra_groups)
+            out.update(zip(ids, self.client.map(self._members, ids), strict=True))
+        return GroupSnapshot(out, warnings)
 
     def _members(self, group_id: str) -> frozenset[str]:
         url = f"{self._base}/groups/{quote(group_id, safe='')}/transitiveMembers"
@@ -495,16 +702,91 @@ class GraphConnector:
         for member in objects:
             if member.get("@odata.type") != "#microsoft.graph.user":
                 continue  # nested groups are flattened already; devices and apps read nothing
+            enabled = member.get("accountEnabled")
             try:
-                found = self._user_principal(member)
+                if enabled is True:
+                    found = self._user_principal(member)
+                elif enabled is False:
+                    found = None  # disabled: grants nothing
+                else:  # not shown with the group: asked of Entra itself
+                    found = self._user(str(member.get("id")))
             except Unrepresentable:
                 found = None
             if found is not None:
                 out.add(found)
         return frozenset(out)
 
+    def _site_next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
+        link = body.get("odata.nextLink") if isinstance(body, dict) else None
+        if link is None:
+            return None
+        parts, site = urlsplit(str(link)), urlsplit(self._site)
+        if (parts.scheme, parts.netloc) != (site.scheme, site.netloc) or not (
+            parts.path.startswith(site.path + "/") and "/../" not in parts.path + "/"
+        ):
+            raise self._error("a next link points outside site_url; it is not followed")
+        return str(link), None
+
+    def _site_members(self, number: str) -> tuple[frozenset[str], list[str]]:
+        """The members of SharePoint group ``number`` (``/_api/web/sitegroups/GetById(n)/
+        users``) as principals, and a warning for each member that cannot be resolved (it
+        grants nothing). A group SharePoint no longer has has no members."""
+        assert self.sharepoint is not None  # sync_site_groups requires it (parse_options)
+        url = f"{self._site}/_api/web/sitegroups/GetById({number})/users"
+        try:
+            users: list[Any] = []
+            for body in self.sharepoint.pages(url, self._site_next):
+                users.extend(self._values(body, "SharePoint group members"))
+        except SourceError as exc:
+            if exc.status != 404:
+                raise
+            return frozenset(), []
+        out: set[str] = set()
+        problems: list[str] = []
+        for member in users:
+            try:
+                found = self._site_member(member)
+            except Unrepresentable as exc:
+                found, reason = None, str(exc)
+            else:
+                reason = "it cannot be mapped to a principal"
+            if found is None:
+                shown = member.get("Title") or member.get("LoginName") or member.get("Id")
+                problems.append(
+                    f"SharePoint group {number} of {self._site}: member {shown!r} grants "
+                    f"nothing ({reason})"
+                )
+            elif found:
+                out.add(found)
+        return frozenset(out), problems
+
+    def _site_member(self, member: Mapping[str, Any]) -> str | None:
+        """The principal of one SharePoint group member: an Entra user (looked up like any
+        user; ``""`` when deleted or disabled), an Entra group, or the organisation's
+        everyone claims as ``organization_principal``; ``None`` when none of those."""
+        login = text(member.get("LoginName")) or ""
+        lowered = login.lower()
+        if lowered.startswith(_CLAIMS_PREFIX):
+            return self._user(login[len(_CLAIMS_PREFIX) :]) or ""
+        for prefix in _GROUP_CLAIMS:
+            if lowered.startswith(prefix):
+                group_id = login[len(prefix) :]
+                return self._entra_group(group_id) if "_" not in group_id else None
+        if any(lowered.startswith(claim) for claim in _EVERYONE_CLAIMS):
+            return self.options.organization_principal
+        return None
+
 
 # ---------------------------------------------------------------------- building
+
+
+def _path_option(options: Mapping[str, Any], name: str, key: str) -> str | None:
+    value = options.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}.{name}: expected the path of a file")
+    return value
 
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> GraphOptions:
@@ -520,6 +802,16 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> GraphOptions:
     organization = principal_option(options, "organization_principal", key)
     site_groups = principal_table(options, "site_groups", key)
     sync_groups = bool_option(options, "sync_groups", key, True)
+    sync_site_groups = bool_option(options, "sync_site_groups", key, False)
+    site_url = None
+    if "site_url" in options:
+        site_url = url_option(options, "site_url", key, "")
+    if sync_site_groups and site_url is None:
+        raise ConfigError(f"{key}.sync_site_groups: needs {key}.site_url (the site's URL)")
+    certificate_file = _path_option(options, "certificate_file", key)
+    federated_token_file = _path_option(options, "federated_token_file", key)
+    if certificate_file is not None and federated_token_file is not None:
+        raise ConfigError(f"{key}.federated_token_file: give it or certificate_file, not both")
     return GraphOptions(
         tenant_id=string_option(options, "tenant_id", key),
         client_id=string_option(options, "client_id", key),
@@ -530,26 +822,113 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> GraphOptions:
         organization_principal=organization,
         site_groups=site_groups,
         sync_groups=sync_groups,
+        site_url=site_url,
+        sync_site_groups=sync_site_groups,
+        certificate_file=certificate_file,
+        federated_token_file=federated_token_file,
     )
+
+
+def parse_certificate(pem: bytes, key: str) -> ClientCertificate:
+    """The certificate credential in ``pem`` (an unencrypted RSA private key and its
+    certificate, in either order); a :class:`ConfigError` naming ``key`` (never quoting the
+    value) when it is not one."""
+    try:
+        private = load_pem_private_key(pem, password=None)
+        certificates = x509.load_pem_x509_certificates(pem)
+    except (ValueError, TypeError):
+        raise ConfigError(
+            f"{key}: expected a PEM with an unencrypted RSA private key and its certificate"
+        ) from None
+    if not isinstance(private, RSAPrivateKey):
+        raise ConfigError(f"{key}: the private key is not an RSA key")
+    numbers = private.public_key().public_numbers()
+    mine = [
+        c
+        for c in certificates
+        if isinstance(public := c.public_key(), RSAPublicKey) and public.public_numbers() == numbers
+    ]
+    if not mine:
+        raise ConfigError(f"{key}: no certificate in it belongs to its private key")
+    digest = hashlib.sha256(mine[0].public_bytes(Encoding.DER)).digest()
+    thumbprint = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    return ClientCertificate(thumbprint, private)
 
 
 def graph_connector(
     name: str,
     options: GraphOptions,
-    secret: Secret,
+    credential: Credential,
     *,
     max_concurrency: int = 4,
     sleep: Callable[[float], None] = time.sleep,
 ) -> GraphConnector:
-    """A connector for ``options``, authenticating with ``secret`` (``sleep``: injectable
-    for tests of throttling)."""
-    graph = urlsplit(options.graph_url)
-    scope = f"{graph.scheme}://{graph.netloc}/.default"
+    """A connector for ``options``, authenticating with ``credential`` (a client secret, a
+    certificate or a federated token file; ``sleep``: injectable for tests of throttling)."""
     token_url = f"{options.login_url}/{quote(options.tenant_id, safe='')}/oauth2/v2.0/token"
     tokens = SourceClient(source=name, max_concurrency=1, sleep=sleep)
-    auth = ClientCredentials(tokens, token_url, options.client_id, secret, scope)
+
+    def token_for(resource: str) -> RenewingToken:
+        parts = urlsplit(resource)
+        scope = f"{parts.scheme}://{parts.netloc}/.default"
+        if isinstance(credential, Secret):
+            return ClientCredentials(tokens, token_url, options.client_id, credential, scope)
+        return AssertionCredentials(tokens, token_url, options.client_id, credential, scope)
+
+    auth = token_for(options.graph_url)
     client = SourceClient(source=name, auth=auth, max_concurrency=max_concurrency, sleep=sleep)
-    return GraphConnector(name, options, client, token_client=tokens)
+    sharepoint = None
+    if options.sync_site_groups and options.site_url is not None:
+        sharepoint = SourceClient(
+            source=name,
+            auth=token_for(options.site_url),
+            headers={"Accept": "application/json;odata=nometadata"},
+            max_concurrency=max_concurrency,
+            sleep=sleep,
+        )
+    return GraphConnector(name, options, client, token_client=tokens, sharepoint=sharepoint)
+
+
+def credential_of(context: SourceContext, options: GraphOptions) -> Credential:
+    """The one credential ``[sources.<name>]`` configures; a :class:`ConfigError` naming the
+    keys when it configures none or several, or one SharePoint will not take."""
+    source = context.source
+    key = f"sources.{source.name}"
+    given = [f"credentials.{role}" for role in ("client_secret", "certificate")]
+    given = [g for g in given if g.removeprefix("credentials.") in source.credentials]
+    given += [
+        f"options.{name}"
+        for name in ("certificate_file", "federated_token_file")
+        if getattr(options, name) is not None
+    ]
+    if len(given) != 1:
+        raise ConfigError(
+            f"{key}: give exactly one of credentials.client_secret, credentials.certificate, "
+            f"options.certificate_file and options.federated_token_file"
+            + (f" (got {', '.join(given)})" if given else "")
+        )
+    (chosen,) = given
+    if chosen == "credentials.client_secret" and options.sync_site_groups:
+        raise ConfigError(
+            f"{key}.options.sync_site_groups: SharePoint refuses app-only tokens obtained with "
+            "a client secret; use a certificate or a federated token"
+        )
+    if chosen == "credentials.client_secret":
+        return context.secret("client_secret")
+    if chosen == "credentials.certificate":
+        pem = context.secret("certificate").reveal().encode()
+        return parse_certificate(pem, f"{key}.{chosen}")
+    if chosen == "options.certificate_file":
+        assert options.certificate_file is not None
+        try:
+            pem = Path(options.certificate_file).read_bytes()
+        except OSError as exc:
+            raise ConfigError(
+                f"{key}.{chosen}: cannot read it ({exc.strerror or type(exc).__name__})"
+            ) from None
+        return parse_certificate(pem, f"{key}.{chosen}")
+    assert options.federated_token_file is not None
+    return FederatedTokenFile(Path(options.federated_token_file), f"{key}.{chosen}")
 
 
 def _build(context: SourceContext) -> Connector:
@@ -558,7 +937,7 @@ def _build(context: SourceContext) -> Connector:
     return graph_connector(
         source.name,
         options,
-        context.secret("client_secret"),
+        credential_of(context, options),
         max_concurrency=source.max_concurrency,
     )
 
