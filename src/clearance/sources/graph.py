@@ -50,6 +50,20 @@ Credentials: a client-credentials token from the Microsoft identity platform
   ``AZURE_FEDERATED_TOKEN_FILE`` names it), sent as the client assertion and re-read at
   every renewal, since the platform rotates it.
 
+Change notifications (docs/notifications.md): :meth:`GraphConnector.subscribe` keeps one
+Graph subscription on the drive's root (``POST /subscriptions``, ``changeType`` ``updated``,
+the notification endpoint as both ``notificationUrl`` and ``lifecycleNotificationUrl``, the
+longest expiration Graph allows for a driveItem, and the ``notification_secret`` credential
+as ``clientState``), renewed in place (``PATCH /subscriptions/{id}``) or made again when Graph
+no longer has it. :meth:`GraphConnector.notification` answers Graph's validation handshake
+and takes a notification only when every entry carries that ``clientState`` (compared in
+constant time). A driveItem notification never says which items changed, so each accepted one
+is resolved through :meth:`GraphConnector.changed_since`: the drive's delta read with
+``Prefer: deltashowremovedasdeleted, deltatraversepermissiongaps, deltashowsharingchanges,
+hierarchicalsharing`` from its own cursor (separate from the content cursor), naming every
+file it lists and every file beneath a folder it lists; :meth:`GraphConnector.permissions_of`
+then re-reads just those items, mapped exactly as a full permission sync maps them.
+
 Secrets, keys and tokens are held as :class:`~clearance.secrets.Secret` (or a key object
 that never prints) and sent only in the token request and the ``Authorization`` header; no
 error names them; no link outside ``graph_url`` (or ``site_url``) is ever followed with a
@@ -60,14 +74,17 @@ resource, which it refuses when it was obtained with a client secret.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import hmac
+import json
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -86,10 +103,12 @@ from clearance.sources.base import (
     ContentPage,
     GroupSnapshot,
     ItemRef,
+    Notice,
     PermissionChange,
     PermissionPage,
     SourceContext,
     SourceDocument,
+    Subscription,
     Tombstone,
 )
 from clearance.sources.http import SourceClient
@@ -155,6 +174,19 @@ _GROUP_CLAIMS = ("c:0t.c|tenant|", "c:0o.c|federateddirectoryclaimprovider|")
 _EVERYONE_CLAIMS = ("c:0(.s|true", "c:0-.f|rolemanager|spo-grid-all-users/")
 _ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _ASSERTION_LIFETIME_S = 600
+# The delta's sharing changes: Graph requires the first two with the third; with the fourth
+# it reports the folder whose sharing changed, not every item that inherits from it.
+_SHARING_DELTA = {
+    "Prefer": "deltashowremovedasdeleted, deltatraversepermissiongaps, deltashowsharingchanges, "
+    "hierarchicalsharing"
+}
+_SHARED_CHANGED = "@microsoft.graph.sharedChanged"
+# The longest a driveItem subscription may last (Graph refuses longer), less a margin for
+# the difference between this clock and Graph's.
+_SUBSCRIPTION_LIFETIME = timedelta(minutes=42300) - timedelta(minutes=1)
+_CLIENT_STATE_CHARS = 128  # the longest clientState Graph keeps
+_MAX_HANDSHAKE_CHARS = 1024
+_LIFECYCLE_EVENTS = frozenset({"missed", "reauthorizationRequired", "subscriptionRemoved"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,11 +357,15 @@ class GraphConnector:
         *,
         token_client: SourceClient | None = None,
         sharepoint: SourceClient | None = None,
+        notification_secret: Secret | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.source = source
         self.options = options
         self.client = client
         self.sharepoint = sharepoint
+        self._notification_secret = notification_secret
+        self._now = now
         self._token_client = token_client
         self._base = options.graph_url.rstrip("/")
         self._drive = f"{self._base}/drives/{quote(options.drive_id, safe='')}"
@@ -776,6 +812,240 @@ class GraphConnector:
             return self.options.organization_principal
         return None
 
+    # ------------------------------------------------------------------ notifications
+
+    def permissions_of(self, doc_ids: Sequence[str]) -> Iterator[PermissionChange]:
+        """The current access of just these items, read and mapped as a full permission
+        sync reads them (every user looked up in Entra afresh). An item that is gone, or
+        belongs to another drive, is left out; one whose permissions cannot be read is
+        visible to nobody; a source that cannot be read raises :class:`SourceError`."""
+        prefix = self.doc_id("")
+        item_ids = [d.removeprefix(prefix) for d in doc_ids if d.startswith(prefix)]
+        item_ids = [i for i in item_ids if i and "/" not in i]
+        self._users.clear()
+        accesses = self.client.map(self._access, item_ids)
+        for item_id, access in zip(item_ids, accesses, strict=True):
+            if access is not None:
+                yield PermissionChange(self.doc_id(item_id), access)
+
+    def notification(
+        self, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
+    ) -> Notice:
+        """One request Graph sent to the notification endpoint, checked without calling
+        Graph (safe from any thread).
+
+        A ``validationToken`` is the handshake of a new subscription: echoed as text. Any
+        other request must be a change notification collection whose every entry carries
+        the ``notification_secret`` as ``clientState`` (else 401, changing nothing). Graph's
+        ``subscriptionId`` cannot be checked here (the subscriptions this source made are
+        kept by the scheduler, not by the connector that checks notifications): the
+        ``clientState`` is what authenticates. A driveItem notification does not name the
+        items that changed, nor whether content or sharing did, so an accepted one is
+        unknown changes of both; so are the lifecycle events ``missed`` (changes were not
+        delivered), ``reauthorizationRequired`` and ``subscriptionRemoved`` (changes may go
+        undelivered from now on: the scheduler renews, or re-creates, the subscription at
+        its renewal time, and the scheduled re-listing covers the gap meanwhile)."""
+        handshake = query.get("validationToken")
+        if handshake is not None:
+            if not 0 < len(handshake) <= _MAX_HANDSHAKE_CHARS or not handshake.isprintable():
+                return Notice.refuse(400, "the validation token is not valid")
+            return Notice.reply(handshake)
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return Notice.refuse(400, "the notification is not valid JSON")
+        entries = message.get("value") if isinstance(message, dict) else None
+        if not isinstance(entries, list) or not entries:
+            return Notice.refuse(400, "the notification has no 'value' list")
+        if not all(isinstance(e, dict) and self._authentic(e.get("clientState")) for e in entries):
+            return Notice.refuse(401, "the notification is not authenticated")
+        for entry in entries:
+            if text(entry.get("subscriptionId")) is None:
+                return Notice.refuse(400, "a notification names no subscription")
+            event = entry.get("lifecycleEvent")
+            if event is not None and event not in _LIFECYCLE_EVENTS:
+                return Notice.refuse(400, "a notification's lifecycle event is not understood")
+            if event is None and text(entry.get("changeType")) is None:
+                return Notice.refuse(400, "a notification names no change type")
+        return Notice.unknown_changes(content=True)
+
+    def _authentic(self, presented: Any) -> bool:
+        if self._notification_secret is None or not isinstance(presented, str) or not presented:
+            return False
+        expected = self._notification_secret.reveal().encode()
+        return hmac.compare_digest(presented.encode(), expected)
+
+    def _sharing_delta(self, url: str) -> Iterator[tuple[list[dict[str, Any]], str | None]]:
+        """``(items, deltaLink or None)`` per page of the delta with sharing changes."""
+        following: str | None = url
+        seen: set[str] = set()
+        while following is not None:
+            if following in seen:
+                raise self._error("the delta feed returned a page it had already returned")
+            seen.add(following)
+            body = self.client.get_json(following, headers=_SHARING_DELTA)
+            items = self._values(body, "delta")
+            step = self._next(body)
+            if step is not None:
+                following = step[0]
+                yield items, None
+                continue
+            delta = body.get("@odata.deltaLink")
+            if not isinstance(delta, str) or not self._ours(delta):
+                raise self._error("the delta feed ended without a usable @odata.deltaLink")
+            yield items, delta
+            following = None
+
+    def _feed(self, url: str) -> tuple[list[dict[str, Any]], str]:
+        items: list[dict[str, Any]] = []
+        link = ""
+        for page, delta in self._sharing_delta(url):
+            items.extend(page)
+            link = delta or link
+        return items, f"{self.options.drive_id} {link}"
+
+    def changed_since(self, cursor: str | None) -> tuple[frozenset[str], str]:
+        """The files whose access may have changed since ``cursor``, and the feed's new end
+        (``"<drive id> <deltaLink>"``, kept apart from the content cursor).
+
+        ``None`` asks for the present end (``token=latest``). Otherwise the delta with
+        sharing changes is followed from ``cursor``: every file it lists is named (shared,
+        moved, edited or deleted alike), and so is every file beneath a folder it lists — a
+        folder shared, unshared or moved changes what inherits from it, and Graph reports
+        the folder alone (nor does it mark folders ``sharedChanged`` reliably). The drive's
+        root is listed as the ancestor of any change, so its files are named only when it
+        is marked ``sharedChanged`` or is all the feed lists. A cursor Graph no longer
+        accepts, or one of another drive, raises :class:`SourceError` with ``status=410``."""
+        if cursor is None:
+            _, end = self._feed(f"{self._drive}/root/delta?token=latest")
+            return frozenset(), end
+        link = self._delta_link(cursor)
+        if link is None:
+            raise SourceError(
+                f"source {self.source!r}: the change feed's position is not this drive's",
+                status=410,
+            )
+        items, end = self._feed(link)
+        files: set[str] = set()
+        folders: set[str] = set()
+        roots: list[dict[str, Any]] = []
+        for raw in items:
+            item_id = text(raw.get("id"))
+            if item_id is None:
+                raise self._error("delta: an item without an id")
+            if "root" in raw:
+                roots.append(raw)
+            elif "folder" in raw or "package" in raw:
+                folders.add(item_id)
+            else:
+                files.add(item_id)  # a file, or a deleted item of either kind
+        for root in roots:
+            if _shared_changed(root) or len(roots) == len(items):
+                folders.add(str(root["id"]))
+        files |= self._descendants(folders)
+        return frozenset(self.doc_id(i) for i in files), end
+
+    def _descendants(self, folders: set[str]) -> set[str]:
+        """Every file beneath ``folders`` now (``/children``, level by level)."""
+        files: set[str] = set()
+        seen: set[str] = set()
+        level = sorted(folders)
+        while level:
+            seen.update(level)
+            found: set[str] = set()
+            for children in self.client.map(self._children, level):
+                for child in children:
+                    child_id = text(child.get("id"))
+                    if child_id is None:
+                        raise self._error("children: an item without an id")
+                    if "folder" in child or "package" in child:
+                        found.add(child_id)
+                    else:
+                        files.add(child_id)
+            level = sorted(found - seen)
+        return files
+
+    def _children(self, folder_id: str) -> list[dict[str, Any]]:
+        url = f"{self._drive}/items/{quote(folder_id, safe='')}/children"
+        try:
+            return self._all(url, "children", params={"$select": "id,file,folder,package"})
+        except SourceError as exc:
+            if exc.status != 404:
+                raise
+            return []  # deleted meanwhile: its files are named as deleted themselves
+
+    def subscribe(self, url: str, current: Subscription | None) -> Subscription:
+        """A subscription on the drive's root sending to ``url``, lasting as long as Graph
+        allows: ``current`` renewed in place, or a new one when there is none, Graph no
+        longer has it (404), or it watches another drive (then deleted). Its ``clientState``
+        is the ``notification_secret``, which the returned state never holds."""
+        resource = f"/drives/{self.options.drive_id}/root"
+        expires = self._now() + _SUBSCRIPTION_LIFETIME
+        stamp = expires.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        if current is not None and current.state.get("resource") == resource:
+            try:
+                raw = self._send(
+                    "PATCH", self._subscription_url(current.id), {"expirationDateTime": stamp}
+                )
+            except SourceError as exc:
+                if exc.status != 404:
+                    raise
+            else:
+                return self._subscription(raw, resource, expires)
+        secret = self._client_state()
+        body = {
+            "changeType": "updated",
+            "notificationUrl": url,
+            "lifecycleNotificationUrl": url,
+            "resource": resource,
+            "expirationDateTime": stamp,
+            "clientState": secret.reveal(),
+        }
+        made = self._subscription(
+            self._send("POST", f"{self._base}/subscriptions", body), resource, expires
+        )
+        if current is not None and current.state.get("resource") != resource:
+            self._unsubscribe(current.id)
+        return made
+
+    def _send(self, method: str, url: str, body: Mapping[str, Any]) -> Any:
+        """``method`` with a JSON ``body``; the answer's JSON, or ``None`` when it has none."""
+        response = self.client.request(method, url, json=body)
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
+    def _client_state(self) -> Secret:
+        secret = self._notification_secret
+        if secret is None:
+            raise self._error("subscribing needs credentials.notification_secret")
+        if not 0 < len(secret.reveal()) <= _CLIENT_STATE_CHARS:
+            raise self._error(
+                f"credentials.notification_secret must be 1 to {_CLIENT_STATE_CHARS} characters"
+            )
+        return secret
+
+    def _subscription_url(self, subscription_id: str) -> str:
+        return f"{self._base}/subscriptions/{quote(subscription_id, safe='')}"
+
+    def _subscription(self, raw: Any, resource: str, asked: datetime) -> Subscription:
+        if not isinstance(raw, dict) or text(raw.get("id")) is None:
+            raise self._error("Graph answered a subscription request without a subscription id")
+        expires = timestamp(raw.get("expirationDateTime")) or asked
+        return Subscription(str(raw["id"]), expires, {"resource": resource})
+
+    def _unsubscribe(self, subscription_id: str) -> None:
+        """Stop a subscription replaced by a new one; one Graph will not delete now ends at
+        its expiration (its notifications only cost a read of the change feed)."""
+        with contextlib.suppress(SourceError):
+            self.client.request("DELETE", self._subscription_url(subscription_id))
+
+
+def _shared_changed(raw: Mapping[str, Any]) -> bool:
+    value = raw.get(_SHARED_CHANGED)
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
 
 # ---------------------------------------------------------------------- building
 
@@ -862,9 +1132,11 @@ def graph_connector(
     *,
     max_concurrency: int = 4,
     sleep: Callable[[float], None] = time.sleep,
+    notification_secret: Secret | None = None,
 ) -> GraphConnector:
     """A connector for ``options``, authenticating with ``credential`` (a client secret, a
-    certificate or a federated token file; ``sleep``: injectable for tests of throttling)."""
+    certificate or a federated token file; ``sleep``: injectable for tests of throttling),
+    and checking notifications and subscribing with ``notification_secret``."""
     token_url = f"{options.login_url}/{quote(options.tenant_id, safe='')}/oauth2/v2.0/token"
     tokens = SourceClient(source=name, max_concurrency=1, sleep=sleep)
 
@@ -886,7 +1158,14 @@ def graph_connector(
             max_concurrency=max_concurrency,
             sleep=sleep,
         )
-    return GraphConnector(name, options, client, token_client=tokens, sharepoint=sharepoint)
+    return GraphConnector(
+        name,
+        options,
+        client,
+        token_client=tokens,
+        sharepoint=sharepoint,
+        notification_secret=notification_secret,
+    )
 
 
 def credential_of(context: SourceContext, options: GraphOptions) -> Credential:
@@ -934,11 +1213,15 @@ def credential_of(context: SourceContext, options: GraphOptions) -> Credential:
 def _build(context: SourceContext) -> Connector:
     source = context.source
     options = parse_options(source.name, source.options)
+    notification_secret = None
+    if "notification_secret" in source.credentials:
+        notification_secret = context.secret("notification_secret")
     return graph_connector(
         source.name,
         options,
         credential_of(context, options),
         max_concurrency=source.max_concurrency,
+        notification_secret=notification_secret,
     )
 
 
