@@ -16,6 +16,23 @@
   :attr:`FakeGraph.page_size` items, ``@odata.deltaLink`` last; a token older than
   :attr:`FakeGraph.expired_before` is answered ``410 Gone`` (``resyncRequired``). As on
   OneDrive for Business, delta items carry no ``cTag``.
+* ``GET /v1.0/drives/{drive}/root/delta`` with ``Prefer: deltashowsharingchanges`` (refused
+  with 400 without ``deltashowremovedasdeleted`` and ``deltatraversepermissiongaps``, which
+  Graph requires with it) also lists items whose own sharing changed (:meth:`share`), files
+  marked ``"@microsoft.graph.sharedChanged": "True"`` and folders not (as Graph is observed
+  to do); a folder's sharing change is reported on the folder alone, as with
+  ``hierarchicalsharing``. Changes since a token come with their ancestors up to the root,
+  as Graph lists them; ``token=latest`` answers no items and the present ``@odata.deltaLink``.
+* ``GET /v1.0/drives/{drive}/items/{id}/children`` — the folder's items, paged.
+* ``POST /v1.0/subscriptions`` — a subscription on ``/drives/{drive}/root`` (``changeType``
+  ``updated`` only, ``clientState`` of at most 128 characters, an expiration in the future
+  and at most 42300 minutes away), created only after the validation handshake: Graph POSTs
+  ``?validationToken=…`` to ``notificationUrl`` (and ``lifecycleNotificationUrl``) and wants
+  ``200`` ``text/plain`` with the token within 10 s, else answers 400; ``PATCH`` and
+  ``DELETE /v1.0/subscriptions/{id}`` renew (``expirationDateTime`` alone) and delete it, 404
+  for one it does not have (:meth:`drop_subscription`). Every change of the drive POSTs a
+  change notification to each subscription (``delivered`` records the answers);
+  :meth:`lifecycle` sends a lifecycle event.
 * ``GET /v1.0/drives/{drive}/items/{id}`` — the item with its ``@microsoft.graph.downloadUrl``
   (``/download/{id}``, pre-authenticated: it needs no token, and records whether one came).
 * ``GET /v1.0/drives/{drive}/items/{id}/permissions`` — the item's own permissions and, unless
@@ -43,12 +60,14 @@ import hashlib
 import json
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, quote, unquote, urlencode
 
+import httpx
 import jwt
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
@@ -65,6 +84,7 @@ from loopback_server import (
     RecordedRequest,
     Reply,
     ScriptedServer,
+    _Handler,
     json_reply,
 )
 
@@ -79,6 +99,9 @@ ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 EXCHANGE_AUDIENCE = "api://AzureADTokenExchange"  # what a federated token must be issued for
 FEDERATED_ISSUER = "https://oidc.cluster.example"
 FEDERATED_SUBJECT = "system:serviceaccount:clearance:indexer"
+RESOURCE = f"/drives/{DRIVE}/root"
+MAX_SUBSCRIPTION = timedelta(minutes=42300)  # the longest a driveItem subscription may last
+SHARING_PREFER = ("deltashowremovedasdeleted", "deltatraversepermissiongaps")
 
 
 @cache
@@ -136,6 +159,16 @@ def _thumbprints(cert: x509.Certificate) -> tuple[str, str]:
     )
 
 
+class _GraphHandler(_Handler):
+    """Graph renews subscriptions with PATCH and deletes them with DELETE."""
+
+    def do_PATCH(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+
 @dataclass
 class Item:
     id: str
@@ -148,6 +181,7 @@ class Item:
     edits: int = 0
     deleted: bool = False
     seq: int = 0
+    shared_seq: int = 0  # when its own sharing last changed
 
 
 class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
@@ -170,7 +204,16 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
         self.issued = 0
         self.downloads: list[RecordedRequest] = []
         self.foreign_next_link: str | None = None  # a hostile or broken delta next link
+        self.subscriptions: dict[str, dict[str, Any]] = {}
+        self.validations: list[tuple[str, int, str]] = []  # url, status, whether echoed
+        self.delivered: list[tuple[str, int]] = []  # subscription id, status answered
         self._mutex = threading.Lock()
+
+    def __enter__(self) -> Self:
+        super().__enter__()
+        assert self._httpd is not None
+        self._httpd.RequestHandlerClass = _GraphHandler
+        return self
 
     # ------------------------------------------------------------------ urls
 
@@ -200,6 +243,7 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
     def _touch(self, item: Item) -> None:
         self.seq += 1
         item.seq = self.seq
+        self._notify()
 
     def add_folder(self, item_id: str, parent: str = "root", *, inherits: bool = True) -> None:
         item = Item(item_id, item_id, parent, folder=True, inherits=inherits)
@@ -235,6 +279,9 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
             {"id": f"{item_id}-p{n}", **p} for n, p in enumerate(permissions, start=1)
         ]
         item.inherits = inherits
+        self.seq += 1
+        item.shared_seq = self.seq
+        self._notify()
 
     def add_user(self, user_id: str, upn: str, mail: str | None = None) -> None:
         self.users[user_id] = {
@@ -269,6 +316,60 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
 
     def revoke_tokens(self) -> None:
         self._tokens.clear()
+
+    def drop_subscription(self, subscription_id: str) -> None:
+        """Forget a subscription (expired, or removed by the service)."""
+        del self.subscriptions[subscription_id]
+
+    # ------------------------------------------------------------------ notifications
+
+    def _post(self, subscription: dict[str, Any], entry: dict[str, Any], url_key: str) -> int:
+        entry = {
+            "subscriptionId": subscription["id"],
+            "subscriptionExpirationDateTime": subscription["expirationDateTime"],
+            "clientState": subscription.get("clientState"),
+            "tenantId": "2a8ba9d4-0d86-4c3e-b4a3-8f9d2c6e1f10",
+            **entry,
+        }
+        try:
+            response = httpx.post(subscription[url_key], json={"value": [entry]}, timeout=10.0)
+        except httpx.HTTPError:
+            return 0
+        return response.status_code
+
+    def _notify(self) -> None:
+        """A change notification to every subscription, as Graph sends one for a change
+        anywhere beneath the subscribed root (it names no item)."""
+        for subscription in list(self.subscriptions.values()):
+            entry = {"changeType": "updated", "resource": subscription["resource"]}
+            status = self._post(subscription, entry, "notificationUrl")
+            self.delivered.append((subscription["id"], status))
+
+    def lifecycle(self, subscription_id: str, event: str) -> int:
+        """Send the lifecycle event ``event`` of a subscription; the status answered."""
+        subscription = self.subscriptions[subscription_id]
+        return self._post(subscription, {"lifecycleEvent": event}, "lifecycleNotificationUrl")
+
+    def _validate(self, url: str) -> bool:
+        """Graph's validation handshake with a notification endpoint."""
+        token = f"Validation: Testing client application reachability {uuid.uuid4()}"
+        try:
+            response = httpx.post(
+                url,
+                params={"validationToken": token},
+                headers={"Content-Type": "text/plain; charset=utf-8"},
+                timeout=10.0,
+            )
+        except httpx.HTTPError:
+            self.validations.append((url, 0, "unreachable"))
+            return False
+        echoed = (
+            response.status_code == 200
+            and response.headers.get("content-type", "").startswith("text/plain")
+            and response.text == token
+        )
+        self.validations.append((url, response.status_code, "echoed" if echoed else "wrong"))
+        return echoed
 
     def fault_body(self, status: int, reason: str) -> dict[str, Any]:
         return {"error": {"code": "scripted", "message": reason}}
@@ -392,7 +493,9 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
             return self._sharepoint(path.removeprefix(SITE), query)
         if resource != "graph":
             return json_reply({"error": {"code": "InvalidAuthenticationToken"}}, status=401)
-        return self._graph(path.removeprefix("/v1.0"), query)
+        if path.startswith("/v1.0/subscriptions"):
+            return self._subscriptions(request, path.removeprefix("/v1.0/subscriptions"))
+        return self._graph(path.removeprefix("/v1.0"), query, request)
 
     def _token(self, request: RecordedRequest) -> Reply:
         form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
@@ -494,12 +597,68 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
         url = f"{self.site_url}{path}"
         return self._page(values, url, query, next_key="odata.nextLink")
 
-    def _graph(self, path: str, query: dict[str, str]) -> Reply:
+    def _subscriptions(self, request: RecordedRequest, rest: str) -> Reply:
+        body = request.json
+        if request.method == "POST" and rest == "":
+            return self._subscribe(body if isinstance(body, dict) else {})
+        subscription = self.subscriptions.get(unquote(rest.removeprefix("/")))
+        if subscription is None or not rest.startswith("/"):
+            return _graph_error(404, "ResourceNotFound", "The object was not found.")
+        if request.method == "DELETE":
+            del self.subscriptions[subscription["id"]]
+            return Reply(204, b"")
+        if request.method == "PATCH":
+            if not isinstance(body, dict) or set(body) != {"expirationDateTime"}:
+                return _graph_error(400, "InvalidRequest", "Only the expiration is renewed.")
+            problem = _expiry_problem(body["expirationDateTime"])
+            if problem is not None:
+                return _graph_error(400, "InvalidRequest", problem)
+            subscription["expirationDateTime"] = body["expirationDateTime"]
+            return json_reply(subscription)
+        return _graph_error(405, "MethodNotAllowed", "Not allowed.")
+
+    def _subscribe(self, body: dict[str, Any]) -> Reply:
+        if body.get("changeType") != "updated":
+            return _graph_error(400, "InvalidRequest", "driveItem supports 'updated' only.")
+        if body.get("resource") != RESOURCE:
+            return _graph_error(400, "InvalidRequest", "The resource is not supported.")
+        state = body.get("clientState")
+        if state is not None and (not isinstance(state, str) or len(state) > 128):
+            return _graph_error(400, "InvalidRequest", "clientState is too long.")
+        problem = _expiry_problem(body.get("expirationDateTime"))
+        if problem is not None:
+            return _graph_error(400, "InvalidRequest", problem)
+        urls = [body.get("notificationUrl"), body.get("lifecycleNotificationUrl")]
+        if not isinstance(urls[0], str) or not all(self._validate(u) for u in urls if u):
+            return _graph_error(
+                400,
+                "ValidationError",
+                "Subscription validation request failed. Notification endpoint must respond "
+                "with 200 OK to validation request.",
+            )
+        made = {
+            "@odata.context": f"{self.graph_url}/$metadata#subscriptions/$entity",
+            "id": str(uuid.uuid4()),
+            "resource": RESOURCE,
+            "applicationId": CLIENT_ID,
+            "changeType": "updated",
+            "clientState": state,
+            "notificationUrl": urls[0],
+            "lifecycleNotificationUrl": urls[1],
+            "expirationDateTime": body["expirationDateTime"],
+            "creatorId": "8ee44408-0679-472c-bc2a-692812af3437",
+            "latestSupportedTlsVersion": "v1_2",
+        }
+        self.subscriptions[made["id"]] = made
+        return json_reply(made, status=201)
+
+    def _graph(self, path: str, query: dict[str, str], request: RecordedRequest) -> Reply:
         drive = f"/drives/{quote(DRIVE, safe='')}"
         base = self.graph_url
         not_found = json_reply({"error": {"code": "itemNotFound"}}, status=404)
         if path == f"{drive}/root/delta":
-            return self._delta(base + path, query)
+            prefer = {p.strip().lower() for p in request.headers.get("prefer", "").split(",") if p}
+            return self._delta(base + path, query, prefer)
         if path.startswith(f"{drive}/items/"):
             rest = path.removeprefix(f"{drive}/items/")
             item_id, _, tail = rest.partition("/")
@@ -510,6 +669,13 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
                 return json_reply(self._json(item, delta=False))
             if tail == "permissions":
                 return self._page(self._effective(item), base + path, query)
+            if tail == "children":
+                children = [
+                    self._json(i, delta=False)
+                    for i in self.items.values()
+                    if i.parent == item.id and not i.deleted
+                ]
+                return self._page(children, base + path, query)
         if path.startswith("/groups/") and path.endswith("/transitiveMembers"):
             group_id = path.split("/")[2]
             if group_id not in self.groups:
@@ -529,22 +695,39 @@ class FakeGraph(FakeService, ScriptedServer[RecordedRequest]):
             return json_reply(body, status=404)
         return not_found
 
-    def _delta(self, url: str, query: dict[str, str]) -> Reply:
+    def _delta(self, url: str, query: dict[str, str], prefer: set[str]) -> Reply:
         token = query.get("token")
+        sharing = "deltashowsharingchanges" in prefer
+        if sharing and not all(p in prefer for p in SHARING_PREFER):
+            return _graph_error(400, "invalidRequest", "deltashowsharingchanges needs the others.")
+        if token == "latest":
+            return json_reply({"value": [], "@odata.deltaLink": f"{url}?token={self.seq}"})
         if token is not None and token != "full" and int(token) < self.expired_before:
             return Reply(
                 410,
                 json.dumps({"error": {"code": "resyncRequired", "message": "resync"}}).encode(),
                 headers=(("Location", f"{url}"),),
             )
+        shared: set[str] = set()
         if token is None or token == "full":
             # an enumeration lists what exists, parents before children
             chosen = [i for i in self.items.values() if not i.deleted]
             query = {**query, "token": "full"}
         else:
-            chosen = [i for i in self.items.values() if i.seq > int(token)]
+            since = int(token)
+            shared = {i.id for i in self.items.values() if sharing and i.shared_seq > since}
+            changed = {i.id for i in self.items.values() if i.seq > since} | shared
+            for item_id in list(changed):  # with their ancestors, as Graph lists them
+                parent = self.items[item_id].parent
+                while parent is not None:
+                    changed.add(parent)
+                    parent = self.items[parent].parent
+            chosen = [self.items[i] for i in changed]
         chosen.sort(key=lambda i: (i.parent is not None, i.seq))
         values = [self._json(i, delta=True) for i in chosen]
+        for item, value in zip(chosen, values, strict=True):
+            if item.id in shared and not item.folder and not item.deleted:
+                value["@microsoft.graph.sharedChanged"] = "True"
         if self.foreign_next_link is not None:
             return json_reply({"value": values, "@odata.nextLink": self.foreign_next_link})
         return self._page(values, url, query, **{"@odata.deltaLink": f"{url}?token={self.seq}"})
@@ -556,6 +739,26 @@ def _selected(user: dict[str, Any], select: str | None) -> dict[str, Any]:
         return dict(user)
     wanted = set(select.split(",")) | {"id"}
     return {k: v for k, v in user.items() if k in wanted}
+
+
+def _graph_error(status: int, code: str, message: str) -> Reply:
+    return json_reply({"error": {"code": code, "message": message}}, status=status)
+
+
+def _expiry_problem(value: Any) -> str | None:
+    """Why Graph refuses ``value`` as a driveItem subscription's expiration, or ``None``."""
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return "expirationDateTime is not a date and time."
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    now = datetime.now(UTC)
+    if moment <= now:
+        return "Subscription expiration can only be in the future."
+    if moment > now + MAX_SUBSCRIPTION:
+        return "Subscription expiration exceeds the maximum allowed for driveItem."
+    return None
 
 
 def _refusal(status: int, error: str, description: str) -> Reply:
