@@ -415,3 +415,13 @@ def test_reverse_proof_a_subscription_state_holding_the_secret_is_caught(
     monkeypatch.setattr(GraphConnector, "_subscription", leaky)
     shared_drive(tenant)
     assert secret_shown(tenant, endpoint)
+
+
+def test_a_sharing_change_on_the_library_root_names_every_file(tenant: Tenant) -> None:
+    shared_drive(tenant)
+    tenant.graph.share("root", user("u-alice"))  # Bob loses the whole library
+    report = feed_sync(tenant)
+    assert report.ok and report.kind == "notified", report.error
+    assert report.counts["listed"] == 3
+    assert tenant.found(BOB, "kiwi") == set()
+    assert tenant.found(ALICE, "kiwi") == {doc("plan"), doc("budget"), doc("memo")}
