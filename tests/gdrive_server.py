@@ -17,6 +17,18 @@
   :attr:`FakeDrive.page_size` changes a page, ``nextPageToken`` then ``newStartPageToken``; a
   token older than :attr:`FakeDrive.expired_before` is refused (400 ``invalid``). Trashing a
   folder logs the folder alone: its descendants are trashed with it, silently, as on Drive.
+* ``POST /drive/v3/changes/watch`` — a changes channel (``pageToken`` as for ``changes``;
+  body ``{id, type: "web_hook", address, token, expiration}``): ``id`` unique, at most 64
+  characters; ``address`` HTTPS (400 ``push.webhookUrlNotHttps``); ``token`` at most 256
+  characters; ``expiration`` in epoch milliseconds, one hour when left out and at most a
+  week ahead, the longest Drive keeps a changes channel (longer is refused here). Answers
+  the ``api#channel`` with an opaque ``resourceId``. ``POST /drive/v3/channels/stop``
+  (``{id, resourceId}``; no ``supportsAllDrives``) ends one: 204, or 404 for a channel it
+  does not know. Each channel's messages are queued in :attr:`FakeDrive.outbox` as Drive
+  would POST them to ``address`` (``X-Goog-Channel-ID``, ``-Token``, ``-Expiration``,
+  ``X-Goog-Resource-ID``, ``-URI``, ``-State``, ``X-Goog-Message-Number``, no body): ``sync``
+  when it opens, ``change`` for every change logged in its drive while it lives.
+  :meth:`FakeDrive.restrict` changes the shared drive itself (a ``drive`` change).
 * ``GET /drive/v3/files`` — ``corpora=drive`` with ``driveId``, or ``corpora=user``; ``q``
   of ``trashed = false``, ``'<id>' in parents`` and ``'me' in owners`` joined by ``and``;
   paged. ``GET /drive/v3/files/{id}`` (metadata, or the bytes with ``alt=media``),
@@ -47,10 +59,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import threading
 import time
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -123,6 +137,41 @@ class File:
     @property
     def scope(self) -> str:
         return DRIVE if self.owner is None else self.owner
+
+
+@dataclass
+class Channel:
+    """A changes channel ``changes.watch`` opened, as Drive keeps it."""
+
+    id: str
+    resource_id: str
+    address: str
+    token: str | None
+    expiration_ms: int
+    scope: str  # the shared drive, or the My Drive's user
+    messages: int = 0
+    stopped: bool = False
+
+    @property
+    def uri(self) -> str:
+        return f"https://www.googleapis.com/drive/v3/changes?alt=json&driveId={self.scope}"
+
+    def live(self) -> bool:
+        return not self.stopped and time.time() * 1000 < self.expiration_ms
+
+
+@dataclass(frozen=True)
+class Message:
+    """One notification Drive POSTs to a channel's address (header names lower-case)."""
+
+    address: str
+    headers: dict[str, str]
+    body: bytes = b""
+
+
+#: The longest a changes channel lives, and how long one lives when the request says not.
+CHANNEL_MAX_MS = 7 * 24 * 3600 * 1000
+CHANNEL_DEFAULT_MS = 3600 * 1000
 
 
 def _error_body(status: int, reason: str, message: str | None = None) -> dict[str, Any]:
@@ -211,6 +260,10 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
         self._ambient: set[str] = set()  # metadata-server tokens
         self.sign_requests: list[dict[str, Any]] = []  # the claims signJwt was asked to sign
         self.issued = 0
+        self.channels: dict[str, Channel] = {}
+        self.outbox: list[Message] = []  # what Drive would have POSTed to channel addresses
+        self.restrictions: dict[str, bool] = {}  # the shared drive's own settings
+        self._resource_ids = itertools.count(1)
         self._mutex = threading.Lock()
 
     @property
@@ -236,7 +289,36 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
     # ------------------------------------------------------------------ the drive
 
     def _changed(self, file_id: str, scope: str | None = None) -> None:
-        self.log.append((file_id, scope or self.files[file_id].scope))
+        where = scope or self.files[file_id].scope
+        self.log.append((file_id, where))
+        for channel in list(self.channels.values()):
+            if channel.scope == where and channel.live():
+                self._notify(channel, "change")
+
+    def _notify(self, channel: Channel, state: str) -> None:
+        channel.messages += 1
+        headers = {
+            "x-goog-channel-id": channel.id,
+            "x-goog-channel-expiration": formatdate(channel.expiration_ms / 1000, usegmt=True),
+            "x-goog-resource-id": channel.resource_id,
+            "x-goog-resource-uri": channel.uri,
+            "x-goog-resource-state": state,
+            "x-goog-message-number": str(channel.messages),
+        }
+        if channel.token is not None:
+            headers["x-goog-channel-token"] = channel.token
+        self.outbox.append(Message(channel.address, headers))
+
+    def take_messages(self) -> list[Message]:
+        """The notifications queued since the last call, oldest first."""
+        taken, self.outbox = self.outbox, []
+        return taken
+
+    def restrict(self, **restrictions: bool) -> None:
+        """Change the shared drive's own restrictions (``domainUsersOnly`` …): the feed logs
+        a change of the drive, not of its files."""
+        self.restrictions.update(restrictions)
+        self._changed(DRIVE, DRIVE)
 
     def add_folder(self, file_id: str, parent: str = DRIVE, *, owner: str | None = None) -> None:
         parent = MY_ROOT if owner is not None and parent == DRIVE else parent
@@ -424,6 +506,8 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
         if granted is None:
             return _error(401, "authError", "Invalid Credentials")
         subject, scopes = granted
+        if path == "/drive/v3/channels/stop":  # channels.stop takes no supportsAllDrives
+            return self._stop(request)
         if path.startswith("/admin/directory/v1/groups/"):
             if GROUPS_SCOPE not in scopes.split():
                 return _error(403, "insufficientPermissions", "Insufficient Permission")
@@ -434,7 +518,7 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
             return _error(403, "insufficientPermissions", "Insufficient Permission")
         if query.get("supportsAllDrives") != "true" and not path.endswith("/export"):
             return _error(404, "notFound")  # files.export takes no supportsAllDrives
-        return self._drive(path.removeprefix("/drive/v3"), query, subject)
+        return self._drive(request, path.removeprefix("/drive/v3"), query, subject)
 
     def _token(self, request: RecordedRequest) -> Reply:
         form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
@@ -492,13 +576,17 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
         signed = jwt.encode(claims, _KEY, algorithm="RS256", headers={"kid": "kid-1"})
         return json_reply({"keyId": "kid-1", "signedJwt": signed})
 
-    def _drive(self, path: str, query: dict[str, str], subject: str) -> Reply:
+    def _drive(
+        self, request: RecordedRequest, path: str, query: dict[str, str], subject: str
+    ) -> Reply:
         scope = query.get("driveId") or subject
         if scope not in (DRIVE, subject) or (scope == DRIVE and subject != SUBJECT):
             return _error(404, "notFound", f"Shared drive not found: {scope}")
         if path == "/changes/startPageToken":
             body = {"kind": "drive#startPageToken", "startPageToken": str(len(self.log))}
             return self._fielded(body, query, {})
+        if path == "/changes/watch" and request.method == "POST":
+            return self._watch(request, query, scope)
         if path == "/changes":
             return self._changes(query, scope, subject)
         if path == "/files":
@@ -565,6 +653,16 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
         for file_id, where in page:
             if where != scope:
                 continue
+            if file_id == DRIVE:
+                changes.append(
+                    {
+                        "kind": "drive#change",
+                        "changeType": "drive",
+                        "driveId": DRIVE,
+                        "drive": {"kind": "drive#drive", "id": DRIVE, "name": "Shared"},
+                    }
+                )
+                continue
             item = self.files.get(file_id)
             change: dict[str, Any] = {"kind": "drive#change", "changeType": "file"}
             change.update(fileId=file_id, removed=item is None)
@@ -579,6 +677,59 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
         else:
             body["newStartPageToken"] = str(len(self.log))
         return self._fielded(body, query, {"changes": "file"})
+
+    def _watch(self, request: RecordedRequest, query: dict[str, str], scope: str) -> Reply:
+        token = query.get("pageToken", "")
+        if not token.isdigit() or int(token) < self.expired_before:
+            return _error(400, "invalid", "Invalid Value: pageToken")
+        body = request.json
+        if not isinstance(body, dict):
+            return _error(400, "parseError", "Parse Error")
+        channel_id, address, secret = body.get("id"), body.get("address"), body.get("token")
+        if not isinstance(channel_id, str) or not 0 < len(channel_id) <= 64:
+            return _error(400, "required", "Required: id")
+        if channel_id in self.channels:
+            return _error(400, "channelIdNotUnique", "Channel id not unique")
+        if body.get("type") not in ("web_hook", "webhook"):
+            return _error(400, "invalid", "Invalid value for: type")
+        if not isinstance(address, str) or not address.startswith("https://"):
+            return _error(
+                400, "push.webhookUrlNotHttps", f"WebHook callback must be HTTPS: {address}"
+            )
+        if secret is not None and (not isinstance(secret, str) or len(secret) > 256):
+            return _error(400, "invalid", "Invalid value for: token")
+        now_ms = int(time.time() * 1000)
+        expiration = body.get("expiration", now_ms + CHANNEL_DEFAULT_MS)
+        if isinstance(expiration, str) and expiration.isdigit():
+            expiration = int(expiration)
+        if not isinstance(expiration, int) or isinstance(expiration, bool):
+            return _error(400, "invalid", "Invalid value for: expiration")
+        if not now_ms < expiration <= now_ms + CHANNEL_MAX_MS:
+            return _error(400, "invalid", "Invalid expiration: at most a week ahead")
+        resource_id = f"o3hgv{next(self._resource_ids):06d}sdjfh"
+        channel = Channel(channel_id, resource_id, address, secret, expiration, scope)
+        self.channels[channel_id] = channel
+        self._notify(channel, "sync")
+        made = {
+            "kind": "api#channel",
+            "id": channel_id,
+            "resourceId": resource_id,
+            "resourceUri": channel.uri,
+            "expiration": str(expiration),
+        }
+        if secret is not None:
+            made["token"] = secret
+        return json_reply(made)
+
+    def _stop(self, request: RecordedRequest) -> Reply:
+        body = request.json
+        if request.method != "POST" or not isinstance(body, dict):
+            return _error(400, "parseError", "Parse Error")
+        channel = self.channels.get(str(body.get("id")))
+        if channel is None or channel.stopped or channel.resource_id != body.get("resourceId"):
+            return _error(404, "notFound", f"Channel '{body.get('id')}' not found")
+        channel.stopped = True
+        return Reply(status=204, body=b"")
 
     def _group(self, email: str, query: dict[str, str]) -> Reply:
         if email in self.external_groups:
