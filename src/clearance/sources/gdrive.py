@@ -47,6 +47,19 @@ nothing. A permission whose rows cannot say (no ``permissionDetails`` on such an
 the file visible to nobody; an item whose ``inheritedPermissionsDisabled`` is missing is
 taken to be limited.
 
+Change notifications: ``subscribe`` opens a ``changes.watch`` channel on the synced drive to
+the source's ``notification_url`` (a new UUID each time, for ``channel_hours``, a week at
+most — Drive renews no channel in place, so the one it replaces is stopped with
+``channels.stop``); its token is the ``credentials.notification_secret``, which never enters
+the subscription's state. ``notification`` takes a channel message only with that token
+(compared in constant time; 401 otherwise, 400 for a malformed message) and reads nothing
+from Drive: ``sync`` changes nothing, any other state says the drive changed. The change feed
+(``changed_since``) then names every file ``changes.list`` lists since the stored position —
+removed ones, and everything below a folder it lists, whose sharing reaches its descendants
+without a change of their own; a position Drive no longer accepts, and a change of the shared
+drive itself (members, restrictions), is a 410, and a full permission sync runs instead.
+``permissions_of`` reads those files as the permission listing does, their folders re-read.
+
 Credentials: a service account with domain-wide delegation. Either its key (the JSON Google
 issues), read from the environment variable named by ``credentials.service_account``, signs
 a JWT (RS256) for ``token_url`` on behalf of ``subject``; or, keyless, the IAM Credentials
@@ -60,9 +73,12 @@ as that user and the Directory API as ``subject``.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -83,10 +99,12 @@ from clearance.sources.base import (
     ContentPage,
     GroupSnapshot,
     ItemRef,
+    Notice,
     PermissionChange,
     PermissionPage,
     SourceContext,
     SourceDocument,
+    Subscription,
     Tombstone,
 )
 from clearance.sources.http import SourceClient
@@ -139,6 +157,7 @@ _OPTIONS = frozenset(
         "impersonate",
         "iam_url",
         "metadata_url",
+        "channel_hours",
     }
 )
 # Every documented role can read the file; one not documented here is not guessed at.
@@ -172,6 +191,16 @@ _NOT_OURS = frozenset({"forbidden", "domainCannotUseApis"})
 _JWT_LIFETIME_S = 3600
 _JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _MAX_DEPTH = 100  # folders above an item followed at most (Drive allows far fewer)
+#: The longest a changes channel may live (Drive's limit for the changes resource: a week).
+MAX_CHANNEL_HOURS = 7 * 24
+_MAX_CHANNEL_TOKEN = 256  # characters Drive carries in a channel's token
+_TOKEN_HEADER = "x-goog-channel-token"
+_STATE_HEADER = "x-goog-resource-state"
+_CHANNEL_HEADER = "x-goog-channel-id"
+_MESSAGE_HEADER = "x-goog-message-number"
+_STATE_WORD = frozenset("abcdefghijklmnopqrstuvwxyz_")
+
+log = logging.getLogger("clearance.sources")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +221,7 @@ class DriveOptions:
     impersonate: str | None = None
     iam_url: str = DEFAULT_IAM_URL
     metadata_url: str = DEFAULT_METADATA_URL
+    channel_hours: int = MAX_CHANNEL_HOURS
 
     @property
     def space(self) -> str:
@@ -375,12 +405,16 @@ class DriveConnector:
         *,
         token_clients: Sequence[SourceClient] = (),
         errors: GoogleErrors | None = None,
+        notification_secret: Secret | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.source = source
         self.options = options
         self.client = client
         self._token_clients = tuple(token_clients)
         self._errors = errors or GoogleErrors()
+        self._notification_secret = notification_secret
+        self._wall_clock = wall_clock
         self._files = f"{options.drive_url}/files"
         self._scope = f"{options.space}/{options.drive_subject}"
         self._snapshot: list[PermissionChange] | None = None
@@ -558,16 +592,24 @@ class DriveConnector:
     def _entries(self, raws: Sequence[Mapping[str, Any]]) -> list[ItemRef | Tombstone]:
         return [e for e in map(self._entry, raws) if e is not None]
 
-    def _changes(self, token: str) -> Iterator[ContentPage]:
-        url = f"{self.options.drive_url}/changes"
-        params = {
-            **self._drive_params(),
-            "pageSize": "1000",
-            "fields": f"nextPageToken,newStartPageToken,changes(changeType,fileId,removed,"
-            f"file({_FILE_FIELDS}))",
-        }
+    def _feed_params(self) -> dict[str, str]:
+        """What ``changes.list`` and ``changes.watch`` are both asked for: the synced drive."""
+        params = self._drive_params()
         if self.options.drive_id is None:
             params["restrictToMyDrive"] = "true"
+        return params
+
+    def _feed(self, token: str, file_fields: str) -> Iterator[tuple[list[Any], str, bool]]:
+        """The changes feed from ``token``, page by page: ``(changes, token, last)``, where
+        ``token`` resumes after the page (its ``nextPageToken``, or on the last page the
+        ``newStartPageToken``)."""
+        url = f"{self.options.drive_url}/changes"
+        params = {
+            **self._feed_params(),
+            "pageSize": "1000",
+            "fields": "nextPageToken,newStartPageToken,changes(changeType,fileId,removed,"
+            f"file({file_fields}))",
+        }
 
         def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
             token = text(body.get("nextPageToken")) if isinstance(body, dict) else None
@@ -575,22 +617,23 @@ class DriveConnector:
 
         for body in self.client.pages(url, following, params={**params, "pageToken": token}):
             changes = self._list(body, "changes", "changes", optional=True)
+            resume = following(body)
+            if resume is not None:
+                yield changes, str(resume[1]["pageToken"]), False
+                continue
+            new_start = text(body.get("newStartPageToken"))
+            if new_start is None:
+                raise self._error("the changes feed ended without a newStartPageToken")
+            yield changes, new_start, True
+
+    def _changes(self, token: str) -> Iterator[ContentPage]:
+        for changes, resume, last in self._feed(token, _FILE_FIELDS):
             entries: list[ItemRef | Tombstone] = []
             for change in changes:
                 entry = self._change(change)
                 entries += [] if entry is None else [entry]
                 entries += self._fallen(change)
-            resume = following(body)
-            if resume is not None:
-                next_token = str(resume[1]["pageToken"])
-                yield ContentPage(
-                    entries, f"{self._scope} {next_token}", snapshot=False, last=False
-                )
-                continue
-            new_start = text(body.get("newStartPageToken"))
-            if new_start is None:
-                raise self._error("the changes feed ended without a newStartPageToken")
-            yield ContentPage(entries, f"{self._scope} {new_start}", snapshot=False, last=True)
+            yield ContentPage(entries, f"{self._scope} {resume}", snapshot=False, last=last)
 
     def _token_of(self, cursor: str | None) -> str | None:
         """The page token a stored cursor holds (``"<drive>/<subject> <token>"``), or
@@ -814,6 +857,203 @@ class DriveConnector:
         self._snapshot = None
         yield from snapshot_pages(changes)
 
+    def permissions_of(self, doc_ids: Sequence[str]) -> list[PermissionChange]:
+        """The current access of just these files, each read as the permission listing
+        reads it (limited access and inheritance included, the folders above re-read). Left
+        out: an id not of this drive, and a file gone, trashed, out of the drive or not a
+        document. A file Drive refuses to show (403) is visible to nobody."""
+        prefix = self.doc_id("")
+        files = [d[len(prefix) :] for d in dict.fromkeys(doc_ids) if d.startswith(prefix)]
+        files = [f for f in files if f and "/" not in f]
+        with self._nodes_lock:
+            self._nodes.clear()  # a folder above may have moved or been limited since
+        accesses = self.client.map(self._current_access, files)
+        return [
+            PermissionChange(self.doc_id(file_id), access)
+            for file_id, access in zip(files, accesses, strict=True)
+            if access is not None
+        ]
+
+    def _current_access(self, file_id: str) -> Access | None:
+        """One file's access now, or ``None`` when it is no document of the drive."""
+        try:
+            raw = self.client.get_json(
+                f"{self._files}/{quote(file_id, safe='')}",
+                params={"fields": _TREE_FIELDS, "supportsAllDrives": "true"},
+            )
+        except SourceError as exc:
+            if exc.status == 404:
+                return None
+            if exc.status == 403:
+                return Access.nobody("Drive refused to show the file (HTTP 403)")
+            raise
+        if not isinstance(raw, dict):
+            raise self._error(f"{self.doc_id(file_id)}: files.get answered without a file")
+        if not isinstance(self._entry({**raw, "id": file_id}), ItemRef):
+            return None
+        return self._access(file_id)
+
+    # ------------------------------------------------------------------ notifications
+
+    def notification(
+        self, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
+    ) -> Notice:
+        """One message of the drive's changes channel. It is taken only with the channel
+        token ``subscribe`` gave Drive (``credentials.notification_secret``, compared in
+        constant time; without one every message is refused). ``sync`` opens a channel and
+        changes nothing; any other state says the drive changed without naming files, so
+        the change feed says which. Reads nothing from Drive."""
+        presented = headers.get(_TOKEN_HEADER, "")
+        if self._notification_secret is None or not presented:
+            return Notice.refuse(401, "the notification is not authenticated")
+        if len(presented) > _MAX_CHANNEL_TOKEN or not _printable(presented):
+            return Notice.refuse(400, "the channel token is malformed")
+        expected = self._notification_secret.reveal().encode()
+        if not hmac.compare_digest(presented.encode(), expected):
+            return Notice.refuse(401, "the notification is not authenticated")
+        state = headers.get(_STATE_HEADER, "")
+        if not state or len(state) > 32 or not set(state) <= _STATE_WORD:
+            return Notice.refuse(400, "the notification has no valid resource state")
+        if not headers.get(_CHANNEL_HEADER):
+            return Notice.refuse(400, "the notification names no channel")
+        if not headers.get(_MESSAGE_HEADER, "1").isdigit():
+            return Notice.refuse(400, "the notification's message number is not a number")
+        if state == "sync":
+            return Notice.reply("")
+        return Notice.unknown_changes()
+
+    def changed_since(self, cursor: str | None) -> tuple[frozenset[str], str]:
+        """The documents whose access may have changed since ``cursor``: every file the
+        changes feed names (removed ones too) and everything below a folder it names (a
+        folder's sharing, limits or place change its descendants' access without a change
+        of their own). ``None``: the feed's present end (``changes.getStartPageToken``).
+        A position Drive no longer accepts, or one taken for another drive, is a
+        :class:`SourceError` with status 410; so is a change of the shared drive itself
+        (its members or restrictions), which only a full permission sync can follow."""
+        if cursor is None:
+            return frozenset(), f"{self._scope} {self._start_token()}"
+        token = self._token_of(cursor)
+        if token is None:
+            raise SourceError(
+                f"source {self.source!r}: the change feed position was taken for another "
+                "drive or user",
+                status=410,
+            )
+        changes: list[Any] = []
+        end = token
+        try:
+            for page, resume, _ in self._feed(token, _TREE_FIELDS):
+                changes += page
+                end = resume
+        except SourceError as exc:
+            if exc.status not in _REJECTED_TOKEN:
+                raise
+            raise SourceError(
+                f"source {self.source!r}: Drive no longer accepts the change feed position "
+                f"(HTTP {exc.status})",
+                status=410,
+            ) from None
+        named: set[str] = set()
+        folders: set[str] = set()
+        for change in changes:
+            if change.get("changeType", "file") != "file":
+                raise SourceError(
+                    f"source {self.source!r}: the shared drive itself changed (its members "
+                    "or restrictions): every file's access is read again",
+                    status=410,
+                )
+            file_id = text(change.get("fileId"))
+            if file_id is None:
+                raise self._error("changes: a change without a fileId")
+            named.add(file_id)
+            raw = change.get("file")
+            gone = change.get("removed") is True or not isinstance(raw, dict)
+            if gone or raw.get("mimeType") == _FOLDER:
+                folders.add(file_id)  # a removed item may have been a folder
+        for below in self.client.map(self._descendants, sorted(folders)):
+            named.update(below)
+        return frozenset(self.doc_id(f) for f in named), f"{self._scope} {end}"
+
+    def subscribe(self, url: str, current: Subscription | None) -> Subscription:
+        """A new changes channel to ``url`` (``changes.watch`` from the feed's present end,
+        its token the notification secret, for ``channel_hours``), then ``current`` stopped
+        (``channels.stop``: Drive renews no channel in place). A channel that cannot be
+        stopped ends at its expiration, and is logged. ``state`` keeps the channel's
+        ``resource_id`` and the ``page_token`` it watches from, never the token."""
+        token = self._channel_token()
+        start = self._start_token()
+        requested = int((self._wall_clock() + self.options.channel_hours * 3600) * 1000)
+        channel_id = str(uuid.uuid4())
+        response = self.client.request(
+            "POST",
+            f"{self.options.drive_url}/changes/watch",
+            params={**self._feed_params(), "pageToken": start},
+            json={
+                "id": channel_id,
+                "type": "web_hook",
+                "address": url,
+                "token": token.reveal(),
+                "expiration": str(requested),
+            },
+        )
+        try:
+            made = response.json()
+        except ValueError:
+            made = None
+        resource = text(made.get("resourceId")) if isinstance(made, dict) else None
+        if resource is None or not isinstance(made, dict) or made.get("id") != channel_id:
+            raise self._error("changes.watch answered without the channel it opened")
+        granted = str(made.get("expiration", ""))
+        ends = int(granted) if granted.isdigit() else requested
+        if current is not None:
+            self._stop(current)
+        return Subscription(
+            channel_id,
+            datetime.fromtimestamp(ends / 1000, UTC),
+            state={"resource_id": resource, "page_token": start},
+        )
+
+    def _channel_token(self) -> Secret:
+        key = f"sources.{self.source}.credentials.notification_secret"
+        secret = self._notification_secret
+        if secret is None:
+            raise ConfigError(f"{key}: needed to subscribe (it authenticates Drive's messages)")
+        value = secret.reveal()
+        if not value or len(value) > _MAX_CHANNEL_TOKEN or not _printable(value):
+            raise ConfigError(
+                f"{key}: Drive carries 1 to {_MAX_CHANNEL_TOKEN} printable ASCII characters "
+                "as a channel token"
+            )
+        return secret
+
+    def _stop(self, channel: Subscription) -> None:
+        resource = channel.state.get("resource_id")
+        ends = channel.expires_at.isoformat()
+        if not isinstance(resource, str) or not resource:
+            log.warning(
+                "source %s: channel %s has no resource id to stop it by; it ends at %s",
+                self.source,
+                channel.id,
+                ends,
+            )
+            return
+        try:
+            self.client.request(
+                "POST",
+                f"{self.options.drive_url}/channels/stop",
+                json={"id": channel.id, "resourceId": resource},
+            )
+        except SourceError as exc:
+            if exc.status == 404:
+                return  # ended already
+            log.warning(
+                "source %s: channel %s could not be stopped (%s); it ends at %s",
+                self.source,
+                channel.id,
+                exc.message,
+                ends,
+            )
+
     # ------------------------------------------------------------------ groups
 
     def groups(self) -> GroupSnapshot | None:
@@ -885,6 +1125,10 @@ class DriveConnector:
 # ---------------------------------------------------------------------- building
 
 
+def _printable(value: str) -> bool:
+    return value.isascii() and value.isprintable()
+
+
 def _email_option(options: Mapping[str, Any], name: str, key: str) -> str | None:
     if name not in options:
         return None
@@ -892,6 +1136,16 @@ def _email_option(options: Mapping[str, Any], name: str, key: str) -> str | None
     if "@" not in value:
         raise ConfigError(f"{key}.{name}: expected an email address")
     return value.lower()
+
+
+def _channel_hours(options: Mapping[str, Any], key: str) -> int:
+    value = options.get("channel_hours", MAX_CHANNEL_HOURS)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CHANNEL_HOURS:
+        raise ConfigError(
+            f"{key}.channel_hours: expected a whole number of hours from 1 to "
+            f"{MAX_CHANNEL_HOURS} (the longest Drive keeps a changes channel)"
+        )
+    return value
 
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> DriveOptions:
@@ -929,6 +1183,7 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> DriveOptions:
         impersonate=_email_option(options, "impersonate", key),
         iam_url=url_option(options, "iam_url", key, DEFAULT_IAM_URL),
         metadata_url=url_option(options, "metadata_url", key, DEFAULT_METADATA_URL),
+        channel_hours=_channel_hours(options, key),
     )
 
 
@@ -959,10 +1214,13 @@ def drive_connector(
     *,
     max_concurrency: int = 4,
     sleep: Callable[[float], None] = time.sleep,
+    notification_secret: Secret | None = None,
+    wall_clock: Callable[[], float] = time.time,
 ) -> DriveConnector:
     """A connector for ``options``, acting as ``options.subject`` (and ``options.my_drive``
     for Drive) through ``account``'s key, or keyless through ``options.impersonate`` when
-    ``account`` is ``None`` (``sleep``: injectable for tests of throttling)."""
+    ``account`` is ``None``; ``notification_secret`` authenticates its changes channel
+    (``sleep`` and ``wall_clock``: injectable for tests)."""
     tokens = SourceClient(source=name, max_concurrency=1, sleep=sleep)
     token_clients = [tokens]
     if account is not None:
@@ -1007,7 +1265,15 @@ def drive_connector(
         sleep=sleep,
         retryable=errors,
     )
-    return DriveConnector(name, options, client, token_clients=token_clients, errors=errors)
+    return DriveConnector(
+        name,
+        options,
+        client,
+        token_clients=token_clients,
+        errors=errors,
+        notification_secret=notification_secret,
+        wall_clock=wall_clock,
+    )
 
 
 def _build(context: SourceContext) -> Connector:
@@ -1019,7 +1285,16 @@ def _build(context: SourceContext) -> Connector:
             context.secret("service_account"),
             f"sources.{source.name}.credentials.service_account",
         )
-    return drive_connector(source.name, options, account, max_concurrency=source.max_concurrency)
+    secret = None
+    if "notification_secret" in source.credentials:
+        secret = context.secret("notification_secret")
+    return drive_connector(
+        source.name,
+        options,
+        account,
+        max_concurrency=source.max_concurrency,
+        notification_secret=secret,
+    )
 
 
 register_connector("gdrive", _build)
