@@ -6,6 +6,7 @@ from datetime import datetime
 
 import click
 
+from clearance.answer.bounds import check_question
 from clearance.answer.result import Status
 from clearance.cli.context import (
     ASSISTANT_HELP,
@@ -53,6 +54,8 @@ def register(cli: click.Group) -> None:
         "account_disabled").
         """
         with app_ctx.open() as app:
+            # the question is refused first (exit 2), as the engine does before anything else
+            check_question(question, app.settings.answer.max_question_chars)
             if not app.principal(user_id).known:
                 # Over HTTP the identity comes from sign-in and the refusal is the disabled
                 # account's; an operator naming a user is told the name matched nobody.
