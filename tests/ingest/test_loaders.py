@@ -228,7 +228,7 @@ def test_markdown_of_only_headings_keeps_them(tmp_path: Path) -> None:
 def test_markdown_html_block_keeps_only_text(tmp_path: Path) -> None:
     text = "# T\n\n<div>Hello <b>there</b><script>alert(1)</script></div>\n"
     extracted = extract(_write(tmp_path / "h.md", text), max_chars=100)
-    assert _texts(extracted) == [("section=T", "T\nHello\nthere")]
+    assert _texts(extracted) == [("section=T", "T\nHello there")]  # inline tags are words
 
 
 def test_markdown_not_utf8(tmp_path: Path) -> None:

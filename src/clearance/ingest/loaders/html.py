@@ -7,7 +7,9 @@ heading), and one atomic section per table row, ``section=<path>,table=T,row=<fi
 with ``Section.table == (header_row, this_row)``; the header is the table's first row and a
 cell spanning ``n`` columns is repeated ``n`` times so the row lines up with its header.
 
-Title: ``<title>``, else the first ``<h1>``. Script, style, template and ``<head>`` content,
+Title: ``<title>``, else the first ``<h1>``; a page a site generator has not yet rendered is
+read as it would show (:mod:`clearance.ingest.loaders.markup`): its front matter's ``title``
+comes first, and neither front matter nor template tags are text. Script, style, template and ``<head>`` content,
 comments and ruby annotations (``<rt>``, ``<rp>``) are ignored. The file's encoding is
 detected by Beautiful Soup (BOM, ``<meta charset>``, then UTF-8 / Windows-1252).
 
@@ -34,6 +36,7 @@ from bs4.dammit import UnicodeDammit
 from clearance.errors import LoaderError
 from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import Outline, collapse
+from clearance.ingest.loaders.markup import front_matter, strip_templates
 from clearance.model import Section
 
 __all__ = ["html_text", "load"]
@@ -47,6 +50,10 @@ _BLOCK = frozenset(
         "main", "nav", "ol", "p", "section", "summary", "ul",
     }
 )  # fmt: skip
+# Elements that start a line of their own in an HTML fragment, besides the blocks.
+_FRAGMENT_BLOCK = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "table", "tr", "td", "th", "pre", "dd", "dt"}
+)
 _MAX_COLSPAN = 50
 _INLINE_SPACE = re.compile(r"\s+")
 # Elements that never have content (Beautiful Soup's list), and those whose strings are not
@@ -74,11 +81,17 @@ def parse(markup: str | bytes) -> BeautifulSoup:
 
 
 def html_text(markup: str) -> str:
-    """The visible text of an HTML fragment, one line per block (used for HTML in Markdown)."""
+    """The visible text of an HTML fragment, one line per block and inline elements in the
+    words of their line ("at least <b>8 weeks</b> before" is "at least 8 weeks before");
+    used for HTML in Markdown."""
     soup = parse(markup)
     for tag in soup.find_all(_IGNORED):
         tag.decompose()
-    return soup.get_text("\n")
+    for tag in soup.find_all([*_BLOCK, *_FRAGMENT_BLOCK]):
+        tag.insert_before("\n")
+        tag.insert_after("\n")
+    lines = (_INLINE_SPACE.sub(" ", line).strip() for line in soup.get_text("").split("\n"))
+    return "\n".join(line for line in lines if line)
 
 
 @dataclass(eq=False)
@@ -281,8 +294,10 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     markup = UnicodeDammit(handle.read(), is_html=True).unicode_markup
     if markup is None:
         raise LoaderError(f"{budget.name}: cannot tell the encoding of this HTML file")
+    fields, markup = front_matter(markup)
+    markup = strip_templates(markup, fields)
     reader = _Reader(Outline(), budget)
     reader.feed(markup)
     del markup
     reader.finish()
-    return reader.title_text or reader.first_h1, reader.outline.finish()
+    return fields.get("title") or reader.title_text or reader.first_h1, reader.outline.finish()

@@ -8,8 +8,10 @@ Locators:
   document's tables from 1), text ``"<header1>: <cell1> | <header2>: <cell2> …"`` and
   ``Section.table == (header_row, this_row)``.
 
-Title: the text of the first level-1 heading, if any. Inline markup is dropped (an image
-keeps its alt text); raw HTML blocks keep only their text.
+Title: the front matter's ``title``, else the text of the first level-1 heading, if any.
+Front matter (YAML or TOML) is metadata, never text, and template tags (``{% … %}``,
+``{{ … }}``) are not text either (:mod:`clearance.ingest.loaders.markup`). Inline markup is
+dropped (a link keeps its label, an image its alt text); raw HTML keeps only its text.
 
 Long files are parsed in segments of about 1 MB (markdown-it's tokens take ~25× the text),
 cut only where CommonMark closes every open block: before a line at column 0 that starts
@@ -39,6 +41,7 @@ from markdown_it.token import Token
 from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import Outline, collapse, read_text
 from clearance.ingest.loaders.html import html_text
+from clearance.ingest.loaders.markup import front_matter, plain_links, strip_templates
 from clearance.model import Section
 
 __all__ = ["load"]
@@ -182,7 +185,7 @@ class _Reader:
             elif kind in ("fence", "code_block"):
                 self.outline.text(token.content)
             elif kind == "html_block":
-                self.outline.text(html_text(token.content))
+                self.outline.text(plain_links(html_text(token.content)))
 
     def _reread(self, first: int, last: int, start: int, end: int) -> None:
         """Read ``lines[first:last]``, which markdown-it skipped, as a document of their own.
@@ -205,7 +208,8 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     """Title and sections of a Markdown file (``max_chars`` is unused: sections are chunked
     later, at sentence boundaries)."""
     del max_chars
-    reader = _Reader(read_text(handle, budget.name, "text").split("\n"), budget)
+    fields, text = front_matter(read_text(handle, budget.name, "text"))
+    reader = _Reader(strip_templates(text, fields).split("\n"), budget)
     for start, end in _segments(reader.lines):
         reader.read(start, end)
-    return reader.title, reader.outline.finish()
+    return fields.get("title") or reader.title, reader.outline.finish()

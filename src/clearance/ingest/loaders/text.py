@@ -6,7 +6,12 @@ blank line: whole paragraphs (runs of non-blank lines) are packed first; a parag
 longer than ``max_chars`` is packed line by line, and a single line longer than that is a
 block of its own (the chunker splits it later). Locator: ``lines=<first>-<last>``, 1-based
 physical line numbers (``\\r\\n``, ``\\r`` and ``\\n`` all end a line). Blocks are not atomic.
-There is no title.
+
+An e-mail export's header block (``From:``, ``To:``, ``Subject:`` … before the first blank
+line) is metadata, never text: ``Subject`` is the title, and the lines it took stay blank, so
+line numbers still count from the file's first line. Markdown link syntax
+(``[label](url)``) is read as its label (:mod:`clearance.ingest.loaders.markup`). Any other
+text file has no title.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import BinaryIO
 
 from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders import read_text
+from clearance.ingest.loaders.markup import mail_headers, plain_links
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 
@@ -56,8 +62,9 @@ def _units(lines: list[str], max_chars: int) -> list[tuple[int, int]]:
 
 
 def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
-    """No title; sections as described in the module docstring."""
-    return None, text_sections(read_text(handle, budget.name, "text"), max_chars)
+    """The title (an e-mail's subject) and sections described in the module docstring."""
+    headers, text = mail_headers(read_text(handle, budget.name, "text"))
+    return headers.get("subject") or None, text_sections(plain_links(text), max_chars)
 
 
 def text_sections(text: str, max_chars: int) -> list[Section]:

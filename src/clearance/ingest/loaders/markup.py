@@ -1,0 +1,157 @@
+"""What a site generator or a mail client writes around a page's text, read as what it is.
+
+Handbooks and wikis are kept as Markdown or HTML for a site generator (Jekyll, Hugo, Eleventy,
+MkDocs), and e-mails are exported with their headers; none of that is text a reader sees:
+
+* :func:`front_matter` — a YAML (``---`` … ``---``) or TOML (``+++`` … ``+++``) block opening
+  the file is the page's metadata: its fields are returned (``title`` becomes the document's
+  title) and the block is never indexed as text;
+* :func:`strip_templates` — template tags (``{% include … %}``, ``{% if … %}``, Hugo's
+  ``{{< note >}}``, ``{# … #}``) are removed and the text between them is kept; a comment
+  block (``{% comment %}`` … ``{% endcomment %}``) is removed whole; an output tag
+  (``{{ page.title }}``) becomes the front matter field it names, else nothing. Fenced code
+  (```` ``` ```` / ``~~~``) is left as written;
+* :func:`plain_links` — Markdown link syntax in plain text (``[label](url)``,
+  ``![alt](src)``, ``[label][ref]``) becomes its words;
+* :func:`mail_headers` — the header block of an e-mail export (``From:``, ``To:``,
+  ``Subject:`` …) is metadata: ``Subject`` is the title, and the block is not text.
+
+Every function keeps the text's line count (what it removes becomes blank lines or nothing
+inside a line), so line numbers in locators and progress still point into the file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+
+import yaml
+
+__all__ = ["front_matter", "mail_headers", "plain_links", "strip_templates"]
+
+_YAML_OPEN = re.compile(r"\A\ufeff?---[ \t]*\r?\n")
+_YAML_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+_TOML_OPEN = re.compile(r"\A\ufeff?\+\+\+[ \t]*\r?\n")
+_TOML_CLOSE = re.compile(r"^\+\+\+[ \t]*$", re.MULTILINE)
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
+_COMMENT_BLOCK = re.compile(r"\{%-?\s*comment\s*-?%\}.*?\{%-?\s*endcomment\s*-?%\}", re.DOTALL)
+_OUTPUT = re.compile(r"\{\{-?([^{}<%]*?)-?\}\}")
+_TAG = re.compile(r"\{%.*?%\}|\{\{[<%].*?[>%]\}\}|\{#.*?#\}", re.DOTALL)
+
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")
+_INLINE_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")
+_REFERENCE_LINK = re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]")
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
+
+_HEADER = re.compile(r"([A-Za-z][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)")
+_MAIL_FIELDS = frozenset({"from", "to", "cc", "bcc", "date", "sent", "subject", "reply-to"})
+
+
+def _blank(text: str) -> str:
+    """``text`` as the line breaks it holds, nothing else."""
+    return "\n" * text.count("\n")
+
+
+def front_matter(text: str) -> tuple[dict[str, str], str]:
+    """The front matter's fields (scalars as text, lists joined by ``", "``) and ``text``
+    with the block blanked out. Without front matter, ``({}, text)``. A block that does not
+    parse is still metadata, not text: it is blanked out and gives no fields."""
+    for opening, closing, parse in (
+        (_YAML_OPEN, _YAML_CLOSE, yaml.safe_load),
+        (_TOML_OPEN, _TOML_CLOSE, tomllib.loads),
+    ):
+        start = opening.match(text)
+        if start is None:
+            continue
+        end = closing.search(text, start.end())
+        if end is None:
+            return {}, text
+        body = text[start.end() : end.start()]
+        try:
+            data = parse(body)
+        except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError):
+            data = None
+        fields: dict[str, str] = {}
+        if isinstance(data, Mapping):
+            for key, value in data.items():
+                if isinstance(value, list | tuple):
+                    value = ", ".join(str(v) for v in value if not isinstance(v, Mapping))
+                if value is not None and not isinstance(value, Mapping):
+                    fields[str(key)] = str(value)
+        return fields, _blank(text[: end.end()]) + text[end.end() :]
+    return {}, text
+
+
+def _outside_fences(
+    text: str, change: re.Pattern[str], replace: Callable[[re.Match[str]], str]
+) -> str:
+    """``change.sub(replace, …)`` on the parts of ``text`` outside fenced code blocks."""
+    parts: list[str] = []
+    position = 0
+    fence: str | None = None
+    for m in _FENCE.finditer(text):
+        marker = m.group(1)
+        if fence is None:
+            parts.append(change.sub(replace, text[position : m.start()]))
+            position, fence = m.start(), marker
+        elif marker[0] == fence[0] and len(marker) >= len(fence):
+            line_end = text.find("\n", m.end())
+            line_end = len(text) if line_end < 0 else line_end
+            parts.append(text[position:line_end])
+            position, fence = line_end, None
+    tail = text[position:]
+    parts.append(tail if fence is not None else change.sub(replace, tail))
+    return "".join(parts)
+
+
+def strip_templates(text: str, fields: Mapping[str, str] | None = None) -> str:
+    """``text`` without template tags (see the module docstring)."""
+    known = {k.casefold(): v for k, v in (fields or {}).items()}
+
+    def output(m: re.Match[str]) -> str:
+        name = m.group(1).split("|", 1)[0].strip().rsplit(".", 1)[-1]
+        value = known.get(name.casefold())
+        return value if value is not None else _blank(m.group(0))
+
+    text = _outside_fences(text, _COMMENT_BLOCK, lambda m: _blank(m.group(0)))
+    text = _outside_fences(text, _TAG, lambda m: _blank(m.group(0)))
+    return _outside_fences(text, _OUTPUT, output)
+
+
+def plain_links(text: str) -> str:
+    """``text`` with Markdown link syntax as its words: a link's label, an image's alt text,
+    an autolink's address."""
+    text = _IMAGE.sub(r"\1", text)
+    text = _INLINE_LINK.sub(r"\1", text)
+    text = _REFERENCE_LINK.sub(r"\1", text)
+    return _AUTOLINK.sub(r"\1", text)
+
+
+def mail_headers(text: str) -> tuple[dict[str, str], str]:
+    """The header block opening an e-mail export (``Name: value`` lines and their folded
+    continuations up to the first blank line, holding ``From`` and at least one of ``To``,
+    ``Subject``, ``Date``) as fields, lower-case names, and ``text`` with it blanked out.
+    Anything else: ``({}, text)``."""
+    lines = text.split("\n")
+    fields: dict[str, str] = {}
+    last: str | None = None
+    end = 0
+    for i, line in enumerate(lines):
+        if not line.strip():
+            end = i
+            break
+        if line[:1] in " \t" and last is not None:
+            fields[last] += " " + line.strip()
+            continue
+        m = _HEADER.fullmatch(line.lstrip("\ufeff").rstrip("\r"))
+        if m is None:
+            return {}, text
+        last = m.group(1).casefold()
+        fields[last] = fields.get(last, "") + m.group(2).strip()
+    else:
+        return {}, text
+    if "from" not in fields or not fields.keys() & (_MAIL_FIELDS - {"from"}):
+        return {}, text
+    return fields, "\n" * end + "\n".join(lines[end:])

@@ -1,0 +1,140 @@
+"""What a site generator or a mail client writes around a page is not its text: front matter
+is the title and metadata, template tags and link syntax are gone (their words stay), an
+e-mail's header block is its subject and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clearance.ingest.loaders import extract
+from clearance.ingest.loaders.markup import front_matter, strip_templates
+
+HANDBOOK = """---
+title: "Parental leave"
+layout: handbook-page
+owner: people-ops
+last_reviewed: 2025-02-01
+tags: [leave, benefits]
+---
+{% include toc.html %}
+{% comment %}
+TODO(people-ops): confirm the 2026 figures with legal before publishing.
+{% endcomment %}
+
+# {{ page.title }}
+
+Every employee may take [16 weeks of paid parental leave](/handbook/leave/#paid), whatever
+their length of service. {% if site.region == "EU" %}Local law may add more.{% endif %}
+
+<div class="callout">Tell your manager at least <b>8 weeks</b> before the leave starts.</div>
+
+See [the benefits overview][benefits] for the rest.
+
+[benefits]: /handbook/benefits/
+
+```liquid
+{% raw %}{{ page.title }}{% endraw %}
+```
+"""
+
+HUGO = """+++
+title = "Expense claims"
+weight = 20
++++
+{{< note >}}
+Claims older than 90 days are refused.
+{{< /note >}}
+
+Submit a claim within 30 days of the expense. {{% notice tip %}}Photos of receipts are
+accepted.{{% /notice %}}
+"""
+
+JEKYLL_HTML = """---
+title: Office access
+---
+<html><body>
+{% include header.html %}
+<h1>{{ page.title }}</h1>
+<p>Badges are issued by reception on your first day.</p>
+</body></html>
+"""
+
+EMAIL = """From: IT Helpdesk <it-helpdesk@example.com>
+To: All employees <all@example.com>
+Date: Tue, 13 Oct 2026 09:30:00 +0900
+Subject: [Maintenance] Okta upgrade, Saturday 17 October
+Message-ID: <20261013093000.okta@example.com>
+
+Dear colleagues,
+
+We will upgrade the Okta tenant on Saturday 17 October from 22:00 to 24:00 JST.
+Read the [change record](https://change.example.com/CHG-20417) for details.
+"""
+
+
+def load(tmp_path: Path, name: str, text: str) -> tuple[str | None, list[str], list[str]]:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    extracted = extract(path, max_chars=1200)
+    return (
+        extracted.title,
+        [s.text for s in extracted.sections],
+        [s.locator for s in extracted.sections],
+    )
+
+
+def test_a_handbook_pages_front_matter_is_its_title_and_liquid_is_not_text(
+    tmp_path: Path,
+) -> None:
+    title, texts, _ = load(tmp_path, "parental-leave.md", HANDBOOK)
+    assert title == "Parental leave"
+    text = "\n".join(texts)
+    for markup in ("layout:", "people-ops", "last_reviewed", "{%", "{{ page", "](", "<div", "<b>"):
+        assert markup not in text.split("{% raw %}")[0], (markup, text)
+    assert "TODO" not in text  # a comment block is not shown on the page
+    assert "Every employee may take 16 weeks of paid parental leave, whatever" in text
+    assert "Local law may add more." in text  # the text a condition wraps is kept
+    assert "Tell your manager at least 8 weeks before the leave starts." in text
+    assert "See the benefits overview for the rest." in text
+    assert "{% raw %}{{ page.title }}{% endraw %}" in text  # fenced code is left as written
+
+
+def test_toml_front_matter_and_hugo_shortcodes(tmp_path: Path) -> None:
+    title, texts, _ = load(tmp_path, "expenses.md", HUGO)
+    assert title == "Expense claims"
+    text = "\n".join(texts)
+    assert "weight" not in text and "{{" not in text and "+++" not in text, text
+    assert "Claims older than 90 days are refused." in text
+    assert "Photos of receipts are\naccepted." in text or "Photos of receipts are" in text
+
+
+def test_an_unrendered_html_page_reads_as_it_would_show(tmp_path: Path) -> None:
+    title, texts, _ = load(tmp_path, "office.html", JEKYLL_HTML)
+    assert title == "Office access"
+    text = "\n".join(texts)
+    assert "{%" not in text and "{{" not in text and "title:" not in text, text
+    assert "Badges are issued by reception on your first day." in text
+
+
+def test_an_email_exports_headers_are_its_title_not_its_text(tmp_path: Path) -> None:
+    title, texts, locators = load(tmp_path, "okta.txt", EMAIL)
+    assert title == "[Maintenance] Okta upgrade, Saturday 17 October"
+    text = "\n".join(texts)
+    for header in ("From:", "To:", "Date:", "Subject:", "Message-ID:", "it-helpdesk@"):
+        assert header not in text, text
+    assert "Read the change record for details." in text
+    assert locators[0].startswith("lines=7-")  # line numbers still count from the file's top
+
+
+def test_a_text_file_without_mail_headers_keeps_every_line(tmp_path: Path) -> None:
+    notes = "Note: bring your badge.\nFrom the lobby, take the lift to floor 3.\n"
+    title, texts, _ = load(tmp_path, "notes.txt", notes)
+    assert title is None
+    assert texts == [notes.strip()]
+
+
+def test_front_matter_that_does_not_parse_is_still_not_text() -> None:
+    fields, text = front_matter("---\ntitle: [unclosed\n---\nBody text.\n")
+    assert fields == {}
+    assert text == "\n\n\nBody text.\n"
+    assert strip_templates("a {{ page.owner }} b", {"owner": "Ops"}) == "a Ops b"
