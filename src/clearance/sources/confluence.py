@@ -50,19 +50,51 @@ Tokens are held as :class:`~clearance.secrets.Secret` values, revealed only into
 ``Authorization`` header, never logged or stored in the index. Next links are followed only
 inside the API base's REST API; an attachment download redirected to another host
 (Atlassian's media service) goes there without the header.
+
+Change notifications
+--------------------
+Confluence Cloud pushes events to the webhooks of an Atlassian Connect app (the descriptor's
+``webhooks`` module; Cloud has no administrator-configured webhooks and no webhook REST
+endpoint for an API-token user). Each event's webhook URL is
+``/v1/sources/<name>/notifications?event=<event>`` below the app's ``baseUrl`` (Clearance's
+root), because a Cloud event body does not name its event. Every delivery carries
+``Authorization: JWT <token>``, signed with HS256 by the app's shared secret (handed to the
+app when it is installed, configured as ``credentials.notification_secret``).
+:meth:`ConfluenceConnector.notification` takes a delivery only when the signature matches
+(compared in constant time), the token has not expired and its ``qsh`` claim is the hash of
+this very request (``POST``, the source's notification path, the sorted query with the
+event): a token lifted from another request, another source or another event is refused.
+Without a secret every notification is refused.
+
+* ``content_permissions_updated``, ``page_moved``, ``page_trashed``, ``page_restored``,
+  ``page_removed`` and the ``blog_…`` equivalents change who may read the content, and so
+  its attachments, comments and every page below it: they are named from the hierarchy the
+  last listing in this process read (no source call while the sender waits). Content that
+  listing did not hold, or no listing yet, asks for a full permission sync instead.
+* ``space_permissions_updated`` for this space may change every item: a full permission sync.
+* Other page, blog post, comment and attachment events name what they carry and make the
+  content sync due; any other event changes nothing.
+
+:meth:`ConfluenceConnector.permissions_of` re-reads just the named items the way a full
+permission sync does (space permissions, the restrictions of the content and of every
+ancestor, folders included), listing the space's pages and blog posts but not every page's
+attachments and comments; an item no longer in the space is left out.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import fcntl
 import hashlib
+import hmac
 import html
 import json
 import os
+import re
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -80,6 +112,7 @@ from clearance.sources.base import (
     ContentPage,
     GroupSnapshot,
     ItemRef,
+    Notice,
     PermissionChange,
     PermissionPage,
     SourceContext,
@@ -135,6 +168,35 @@ _BLOGPOST = "blogpost:"
 _AUTH_URL = "https://auth.atlassian.com"
 _API_URL = "https://api.atlassian.com"
 _ANONYMOUS = "anonymous-users"
+_JWT_LEEWAY_S = 30.0  # clock skew tolerated on a notification token's exp and iat
+_CONTENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: Events after which the content's access, and that of everything below it, is re-read.
+_ACCESS_EVENTS = frozenset(
+    {
+        "content_permissions_updated",
+        "page_moved",
+        "page_trashed",
+        "page_restored",
+        "page_removed",
+        "blog_trashed",
+        "blog_restored",
+        "blog_removed",
+    }
+)
+#: Events whose content the content sync must read again.
+_CONTENT_EVENTS = frozenset(
+    {
+        *(f"page_{what}" for what in ("created", "updated", "moved", "trashed", "restored")),
+        "page_removed",
+        *(f"blog_{what}" for what in ("created", "updated", "trashed", "restored", "removed")),
+        *(f"comment_{what}" for what in ("created", "updated", "removed")),
+        *(
+            f"attachment_{what}"
+            for what in ("created", "updated", "trashed", "restored", "removed")
+        ),
+    }
+)
+_SPACE_EVENTS = frozenset({"space_permissions_updated"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +376,36 @@ class _Listing:
     comments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _Hierarchy:
+    """What one listing read of a space's tree: the pages and folders below each page or
+    folder, and the attachments and comments of each page or blog post."""
+
+    children: Mapping[str, tuple[str, ...]]
+    items: Mapping[str, tuple[str, ...]]
+    owner: Mapping[str, str]
+
+    def below(self, content_id: str) -> frozenset[str] | None:
+        """The content, everything below it and their attachments and comments; ``None``
+        when the listing did not hold it."""
+        if content_id not in self.children and content_id not in self.items:
+            return None
+        found: set[str] = set()
+        pending = [content_id]
+        while pending:
+            current = pending.pop()
+            if current in found:
+                continue
+            found.add(current)
+            found.update(self.items.get(current, ()))
+            pending.extend(self.children.get(current, ()))
+        return frozenset(found)
+
+
+_known_lock = threading.Lock()
+_known: dict[tuple[str, str, str], _Hierarchy] = {}
+
+
 def _number(raw: Mapping[str, Any]) -> str:
     version = raw.get("version")
     number = version.get("number") if isinstance(version, dict) else None
@@ -327,7 +419,9 @@ class ConfluenceConnector:
     One instance serves one run of syncs. The page tree, restrictions and group members read
     by a content sync are shared by its fetches; a permission sync reads them all again.
     ``api_base`` finds the REST API's base URL (default: ``base_url``), once; ``tokens`` is
-    the token endpoint's client, closed with the connector."""
+    the token endpoint's client, closed with the connector. ``notification_secret`` is the
+    Connect app's shared secret that signs notifications (none: every one is refused);
+    ``clock`` tells their tokens' expiry."""
 
     def __init__(
         self,
@@ -336,8 +430,13 @@ class ConfluenceConnector:
         client: SourceClient,
         api_base: Callable[[SourceClient], str] | None = None,
         tokens: SourceClient | None = None,
+        *,
+        notification_secret: Secret | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.source = source
+        self._notification_secret = notification_secret
+        self._clock = clock
         self._tokens = tokens
         self.options = options
         self.client = client
@@ -346,6 +445,7 @@ class ConfluenceConnector:
         self._api: str | None = None if api_base is not None else self._site
         self._api_lock = threading.Lock()
         self._space_id: str | None = None
+        self._pages: dict[str, _Page] | None = None
         self._listing: _Listing | None = None
         self._view: _SpaceView | None = None
         self._restrictions: dict[str, frozenset[str] | None] = {}
@@ -441,10 +541,9 @@ class ConfluenceConnector:
             kind=kind,
         )
 
-    def _list(self) -> _Listing:
-        """The space's current pages and blog posts (with their attachments and comments),
-        read once per instance."""
-        if self._listing is None:
+    def _containers(self) -> dict[str, _Page]:
+        """The space's current pages and blog posts, read once per instance."""
+        if self._pages is None:
             space = quote(self._space(), safe="")
             params = {"limit": _LIST_LIMIT, "status": "current"}
             kinds = ("page", "blogpost") if self.options.blogposts else ("page",)
@@ -453,7 +552,14 @@ class ConfluenceConnector:
                 raw = self._all(f"{_V2}/spaces/{space}/{kind}s", f"{kind}s", params)
                 current = (r for r in raw if r.get("status", "current") == "current")
                 pages.extend(self._page(r, kind) for r in current)
-            listing = _Listing({p.id: p for p in pages})
+            self._pages = {p.id: p for p in pages}
+        return self._pages
+
+    def _list(self) -> _Listing:
+        """The space's current pages and blog posts with their attachments and comments,
+        read once per instance."""
+        if self._listing is None:
+            listing = _Listing(dict(self._containers()))
             containers = list(listing.pages.values())
             if self.options.attachments:
                 found = self.client.map(self._attachments_of, containers)
@@ -462,7 +568,37 @@ class ConfluenceConnector:
                 found = self.client.map(self._comments_of, containers)
                 listing.comments = {p.id: f for p, f in zip(containers, found, strict=True)}
             self._listing = listing
+            self._publish()
         return self._listing
+
+    @property
+    def _known_key(self) -> tuple[str, str, str]:
+        return (self.source, self._site, self.options.space_key)
+
+    def _publish(self) -> None:
+        """Make the tree this instance listed (and the folders it read) what notifications
+        of this source are named from."""
+        listing = self._listing
+        if listing is None:
+            return
+        children: dict[str, list[str]] = {}
+        for page in listing.pages.values():
+            children.setdefault(page.id, [])
+            if page.parent is not None:
+                children.setdefault(page.parent, []).append(page.id)
+        for folder, (parent, _) in self._folders.items():
+            children.setdefault(folder, [])
+            if parent is not None:
+                children.setdefault(parent, []).append(folder)
+        items: dict[str, tuple[str, ...]] = {}
+        owner: dict[str, str] = {}
+        for page_id in listing.pages:
+            found = listing.attachments.get(page_id, []) + listing.comments.get(page_id, [])
+            items[page_id] = tuple(str(raw["id"]) for raw in found)
+            owner.update((item, page_id) for item in items[page_id])
+        tree = _Hierarchy({k: tuple(v) for k, v in children.items()}, items, owner)
+        with _known_lock:
+            _known[self._known_key] = tree
 
     def _attachments_of(self, page: _Page) -> list[dict[str, Any]]:
         path = f"{_V2}/{page.kind}s/{quote(page.id, safe='')}/attachments"
@@ -840,7 +976,7 @@ class ConfluenceConnector:
     def _chain(self, page_id: str) -> list[str]:
         """The page (or blog post) and its ancestors, pages and folders, from the space's
         page tree and the folders it names."""
-        pages = self._list().pages
+        pages = self._containers()
         chain: list[str] = []
         current: str | None = page_id
         kind: str | None = "page"
@@ -936,6 +1072,7 @@ class ConfluenceConnector:
         """Drop what this instance read of the space (the space id aside): a permission
         sync must state the access of *now*, not of when an earlier content sync of the
         same run read it — the corpus's ACL-sync time is set when it completes."""
+        self._pages = None
         self._listing = None
         self._view = None
         self._restrictions = {}
@@ -955,6 +1092,7 @@ class ConfluenceConnector:
                 changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
             for raw in listing.comments.get(page_id, []):
                 changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
+        self._publish()
         return changes
 
     def _restriction_or_none(self, content_id: str) -> None:
@@ -974,6 +1112,133 @@ class ConfluenceConnector:
             last = start + _PAGE >= len(changes)
             yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
 
+    def permissions_of(self, doc_ids: Sequence[str]) -> list[PermissionChange]:
+        """The current access of the named pages, blog posts, attachments and comments,
+        read as a full permission sync reads it. An attachment or comment takes its page's
+        access; one this process has not listed is looked up at the source. An item no
+        longer in the space is left out."""
+        self._forget()
+        pages = self._containers()
+        with _known_lock:
+            tree = _known.get(self._known_key)
+        prefix = self.doc_id("")
+        changes: list[PermissionChange] = []
+        for doc_id in dict.fromkeys(doc_ids):
+            native = doc_id.removeprefix(prefix)
+            if not doc_id.startswith(prefix) or not native:
+                continue
+            try:
+                container = native if native in pages else self._container_of(native, tree)
+            except Unrepresentable as exc:
+                changes.append(PermissionChange(doc_id, Access.nobody(str(exc))))
+                continue
+            if container is not None and container in pages:
+                changes.append(PermissionChange(doc_id, self._access(container)))
+        return changes
+
+    def _container_of(self, content_id: str, tree: _Hierarchy | None) -> str | None:
+        """The page or blog post an attachment or footer comment belongs to: from the last
+        listing, else from the source (``None``: no such current item)."""
+        if tree is not None and content_id in tree.owner:
+            return tree.owner[content_id]
+        for kind in ("footer-comments", "attachments"):
+            path = f"{self._base}{_V2}/{kind}/{quote(content_id, safe='')}"
+            try:
+                raw = self.client.get_json(path)
+            except SourceError as exc:
+                if exc.status == 404:
+                    continue
+                if exc.status == 403:
+                    raise Unrepresentable(
+                        f"content {content_id}: it cannot be read (HTTP {exc.status})"
+                    ) from None
+                raise
+            if not isinstance(raw, dict) or raw.get("status", "current") != "current":
+                return None
+            owner = raw.get("pageId") or raw.get("blogPostId")
+            return str(owner) if isinstance(owner, (str, int)) and owner != "" else None
+        return None
+
+    # ------------------------------------------------------------------ notifications
+
+    def notification(
+        self, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
+    ) -> Notice:
+        """One Connect webhook delivery, checked and mapped to what changed (see the module
+        docstring). Never calls the source."""
+        if not self._authentic(headers.get("authorization", ""), query):
+            return Notice.refuse(401, "the notification is not authenticated")
+        event = query.get("event", "")
+        if not event:
+            return Notice.refuse(400, "the notification names no event")
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return Notice.refuse(400, "the notification is not valid JSON")
+        if not isinstance(message, dict):
+            return Notice.refuse(400, "the notification is not a JSON object")
+        if event in _SPACE_EVENTS:
+            key = _facet(message, "space").get("key")
+            if isinstance(key, str) and key != self.options.space_key:
+                return Notice()  # another space's permissions
+            return Notice.unknown_changes()
+        content = event in _CONTENT_EVENTS
+        if event not in _ACCESS_EVENTS and not content:
+            return Notice()
+        carried = _carried(message)
+        if event not in _ACCESS_EVENTS:
+            return Notice.changed(map(self.doc_id, carried), content=True)
+        with _known_lock:
+            tree = _known.get(self._known_key)
+        named: set[str] = set()
+        for content_id in carried:
+            below = tree.below(content_id) if tree is not None else None
+            if below is None:
+                return Notice.unknown_changes(content=content)
+            named |= below
+        if not named:
+            return Notice.unknown_changes(content=content)
+        return Notice.changed(map(self.doc_id, sorted(named)), content=content)
+
+    def _authentic(self, authorization: str, query: Mapping[str, str]) -> bool:
+        """Whether ``authorization`` is a Connect JWT for this request: HS256 under the
+        shared secret, unexpired, its ``qsh`` the hash of this request."""
+        scheme, _, token = authorization.partition(" ")
+        if self._notification_secret is None or scheme != "JWT" or token.count(".") != 2:
+            return False
+        encoded_header, encoded_claims, encoded_signature = token.strip().split(".")
+        try:
+            header = json.loads(_unbase64(encoded_header))
+            claims = json.loads(_unbase64(encoded_claims))
+            signature = _unbase64(encoded_signature)
+        except (ValueError, binascii.Error):
+            return False
+        if not isinstance(header, dict) or header.get("alg") != "HS256":
+            return False
+        expected = hmac.new(
+            self._notification_secret.reveal().encode(),
+            f"{encoded_header}.{encoded_claims}".encode(),
+            hashlib.sha256,
+        ).digest()
+        if not hmac.compare_digest(signature, expected) or not isinstance(claims, dict):
+            return False
+        now = self._clock()
+        expires, issued = _seconds(claims.get("exp")), _seconds(claims.get("iat"))
+        if expires is None or expires + _JWT_LEEWAY_S < now:
+            return False
+        if issued is not None and issued - _JWT_LEEWAY_S > now:
+            return False
+        qsh = claims.get("qsh")
+        return isinstance(qsh, str) and hmac.compare_digest(qsh, self._query_hash(query))
+
+    def _query_hash(self, query: Mapping[str, str]) -> str:
+        """Connect's query string hash of a ``POST`` of ``query`` to this source's
+        notification path (relative to the app's base URL)."""
+        path = f"/v1/sources/{quote(self.source, safe='')}/notifications"
+        pairs = sorted((quote(k, safe=""), quote(v, safe="")) for k, v in query.items())
+        canonical = "&".join(f"{k}={v}" for k, v in pairs if k != "jwt")
+        return hashlib.sha256(f"POST&{path}&{canonical}".encode()).hexdigest()
+
     def groups(self) -> GroupSnapshot:
         """The Confluence groups the space permissions, roles and restrictions name, with
         their members. Reads the permissions to learn which those are; the permission listing
@@ -990,6 +1255,39 @@ class ConfluenceConnector:
 def _facet(raw: Any, name: str) -> Mapping[str, Any]:
     value = raw.get(name) if isinstance(raw, dict) else None
     return value if isinstance(value, dict) else {}
+
+
+def _unbase64(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def _seconds(value: Any) -> float | None:
+    """A JWT NumericDate claim, or ``None``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _content_id(raw: Any) -> str | None:
+    if not isinstance(raw, dict):
+        return None
+    value = raw.get("idAsString", raw.get("id"))
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    found = str(value)
+    return found if _CONTENT_ID.fullmatch(found) else None
+
+
+def _carried(message: Mapping[str, Any]) -> list[str]:
+    """The ids of the content a webhook body carries: its page, blog post or content, its
+    comment, its attachments."""
+    found: list[str] = []
+    for key in ("content", "page", "blog", "comment", "attachment"):
+        found.append(_content_id(message.get(key)) or "")
+    attachments = message.get("attachments")
+    for raw in attachments if isinstance(attachments, list) else ():
+        found.append(_content_id(raw) or "")
+    return [content_id for content_id in dict.fromkeys(found) if content_id]
 
 
 def _storage(raw: Mapping[str, Any]) -> str | None:
@@ -1048,9 +1346,12 @@ def confluence_connector(
     *,
     max_concurrency: int = 4,
     sleep: Callable[[float], None] = time.sleep,
+    notification_secret: Secret | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> ConfluenceConnector:
     """A connector for ``options``, authenticating with the API ``token`` (``sleep``:
-    injectable for tests of throttling)."""
+    injectable for tests of throttling) and checking notifications signed with
+    ``notification_secret``."""
     auth = TokenBasicAuth(options.email, token)
     client = SourceClient(
         source=name,
@@ -1059,7 +1360,9 @@ def confluence_connector(
         max_concurrency=max_concurrency,
         sleep=sleep,
     )
-    return ConfluenceConnector(name, options, client)
+    return ConfluenceConnector(
+        name, options, client, notification_secret=notification_secret, clock=clock
+    )
 
 
 def confluence_oauth_connector(
@@ -1073,6 +1376,7 @@ def confluence_oauth_connector(
     variable: str = "the refresh token variable",
     max_concurrency: int = 4,
     sleep: Callable[[float], None] = time.sleep,
+    notification_secret: Secret | None = None,
 ) -> ConfluenceConnector:
     """A connector for ``options`` through Atlassian's OAuth 2.0 (3LO) gateway, renewing its
     access token with the newest refresh token kept in ``token_file`` (``refresh_token``, the
@@ -1118,19 +1422,24 @@ def confluence_oauth_connector(
             cloud_id = matches[0]
         return f"{options.api_url}/ex/confluence/{quote(cloud_id, safe='')}"
 
-    return ConfluenceConnector(name, options, client, api_base, tokens)
+    return ConfluenceConnector(
+        name, options, client, api_base, tokens, notification_secret=notification_secret
+    )
 
 
 def _build(context: SourceContext) -> Connector:
     source = context.source
     oauth = "refresh_token" in source.credentials
     options = parse_options(source.name, source.options, oauth=oauth)
+    notified = "notification_secret" in source.credentials
+    notification_secret = context.secret("notification_secret") if notified else None
     if not oauth:
         return confluence_connector(
             source.name,
             options,
             context.secret("api_token"),
             max_concurrency=source.max_concurrency,
+            notification_secret=notification_secret,
         )
     settings = context.settings
     if options.token_file is not None:
@@ -1147,6 +1456,7 @@ def _build(context: SourceContext) -> Connector:
         token_file=token_file,
         variable=source.credentials["refresh_token"],
         max_concurrency=source.max_concurrency,
+        notification_secret=notification_secret,
     )
 
 
