@@ -13,7 +13,8 @@ OAuth endpoint issued (401 otherwise). v2 listings page with a ``cursor`` and a 
   ``parentType``: ``page`` or ``folder``) and blog posts (no parent).
 * ``GET /wiki/api/v2/pages/{id}`` and ``/blogposts/{id}`` (``?body-format=storage``).
 * ``GET /wiki/api/v2/folders/{id}`` — a folder (``parentId``, ``parentType``).
-* ``GET /wiki/api/v2/pages/{id}/attachments``, ``/blogposts/{id}/attachments``.
+* ``GET /wiki/api/v2/pages/{id}/attachments``, ``/blogposts/{id}/attachments``, and one
+  attachment, ``/wiki/api/v2/attachments/{id}`` (with its ``pageId`` or ``blogPostId``).
 * ``GET /wiki/api/v2/pages/{id}/footer-comments``, ``/blogposts/{id}/footer-comments`` (root
   comments), ``/footer-comments/{id}/children`` (replies) and ``/footer-comments/{id}`` (one
   comment, with its body for ``body-format=storage``).
@@ -33,6 +34,13 @@ OAuth endpoint issued (401 otherwise). v2 listings page with a ``cursor`` and a 
   new refresh token; the refresh token used is refused from then on (rotation), with
   ``403 invalid_grant``. ``GET /oauth/token/accessible-resources`` — the sites the token reaches.
 
+:meth:`FakeConfluence.webhook` makes the delivery Confluence Cloud sends a Connect app's
+webhook: the body of the event (the content under ``page``, ``blog``, ``comment``,
+``attachments`` or ``content``; the space under ``space``; no event name), posted to the
+webhook's URL below the app's base URL with ``Authorization: JWT …`` — HS256 under the app's
+:attr:`FakeConfluence.shared_secret`, ``iss`` the client key, expiring three minutes after
+``iat``, ``qsh`` the SHA-256 of ``POST&<path>&<sorted, percent-encoded query>``.
+
 Tests change the space between syncs (:meth:`add_page`, :meth:`restrict`, :meth:`delete` …),
 reshape restriction answers (:attr:`reshape`) and script faults on matching paths (:meth:`fault`).
 """
@@ -40,9 +48,12 @@ reshape restriction answers (:attr:`reshape`) and script faults on matching path
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +77,9 @@ CLIENT_ID = "oauth-client-id"
 CLIENT_SECRET = "oauth-client-secret-value"
 FIRST_REFRESH_TOKEN = "refresh-token-0"
 V1_CAP = 200
+SHARED_SECRET = "connect-app-shared-secret-value"
+CLIENT_KEY = "connect-client-key"
+ACTOR = "acc-admin"
 
 #: ``reshape[content_id](body) -> body``: what a restriction answer becomes before it is sent.
 Reshape = Callable[[dict[str, Any]], dict[str, Any]]
@@ -81,6 +95,33 @@ class Page:
     parent_type: str | None = None
     version: int = 1
     attachments: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook request: what the receiving route hands its connector."""
+
+    headers: dict[str, str]
+    query: dict[str, str]
+    body: bytes
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def query_hash(method: str, path: str, query: dict[str, str]) -> str:
+    """Atlassian Connect's ``qsh``: the canonical request, hashed."""
+    pairs = sorted((quote(k, safe=""), quote(v, safe="")) for k, v in query.items() if k != "jwt")
+    canonical = "&".join(f"{k}={v}" for k, v in pairs)
+    return hashlib.sha256(f"{method.upper()}&{path}&{canonical}".encode()).hexdigest()
+
+
+def connect_jwt(secret: str, claims: dict[str, Any], alg: str = "HS256") -> str:
+    head = _b64(json.dumps({"alg": alg, "typ": "JWT"}).encode())
+    payload = _b64(json.dumps(claims).encode())
+    signature = hmac.new(secret.encode(), f"{head}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{head}.{payload}.{_b64(signature)}"
 
 
 @dataclass
@@ -123,6 +164,7 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
         self.refresh_token: str | None = FIRST_REFRESH_TOKEN  # the one the token endpoint takes
         self.used_refresh_tokens: list[str] = []
         self.access_tokens: set[str] = set()
+        self.shared_secret = SHARED_SECRET
         self._issued = itertools.count(1)
         self._mutex = threading.Lock()
 
@@ -202,6 +244,83 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
                 "roleId": role_id,
             }
         )
+
+    # ------------------------------------------------------------------ webhooks
+
+    def _event_json(self, content_id: str) -> dict[str, Any]:
+        """A content object as webhook bodies carry it."""
+        if content_id in self.comments:
+            comment = self.comments[content_id]
+            kind, parent = "comment", self._event_json(comment.parent or comment.container)
+        elif content_id in self.folders:
+            kind, parent = "folder", None
+        else:
+            page = next((p for p in self.pages.values() if content_id in p.attachments), None)
+            owner = self.pages.get(content_id, page)
+            kind = "attachment" if page is not None else (owner.kind if owner else "page")
+            parent = None
+        out: dict[str, Any] = {
+            "id": int(content_id) if content_id.isdigit() else content_id,
+            "idAsString": content_id,
+            "spaceKey": SPACE_KEY,
+            "contentType": kind,
+            "creatorAccountId": ACTOR,
+            "lastModifierAccountId": ACTOR,
+            "self": f"{self.base_url}/wiki/spaces/{SPACE_KEY}/pages/{content_id}",
+            "creationDate": 1_700_000_000_000,
+            "modificationDate": 1_700_000_000_000,
+            "version": 1,
+        }
+        if parent is not None:
+            out["parent"] = parent
+        return out
+
+    def webhook(
+        self,
+        event: str,
+        content_id: str | None = None,
+        *,
+        path: str = "/v1/sources/wiki/notifications",
+        space_key: str = SPACE_KEY,
+        secret: str | None = None,
+        now: float | None = None,
+    ) -> Delivery:
+        """The delivery of ``event`` about ``content_id`` (or about the space) to the webhook
+        registered at ``path?event=<event>``, signed with ``secret`` (default: the app's)."""
+        body: dict[str, Any] = {
+            "userAccountId": ACTOR,
+            "accountType": "customer",
+            "timestamp": 1_700_000_000_000,
+        }
+        if event.startswith("space_"):
+            body["space"] = {"key": space_key, "id": int(SPACE_ID), "title": "Engineering"}
+        elif content_id is not None:
+            carried = self._event_json(content_id)
+            kind = carried["contentType"]
+            if event == "content_permissions_updated":
+                body["content"] = carried
+            elif kind == "attachment":
+                owner = next(p for p in self.pages.values() if content_id in p.attachments)
+                body["attachments"] = [carried]
+                body["attachedTo"] = self._event_json(owner.id)
+            else:
+                body[{"blogpost": "blog"}.get(kind, kind)] = carried
+        query = {"event": event, "lic": "none"}
+        issued = int(time.time() if now is None else now)
+        claims = {
+            "iss": CLIENT_KEY,
+            "iat": issued,
+            "exp": issued + 180,
+            "qsh": query_hash("POST", path, query),
+            "sub": ACTOR,
+        }
+        token = connect_jwt(self.shared_secret if secret is None else secret, claims)
+        headers = {
+            "authorization": f"JWT {token}",
+            "content-type": "application/json",
+            "atlassian-connect-version": "1.0",
+        }
+        return Delivery(headers, query, json.dumps(body).encode())
 
     def fault_body(self, status: int, reason: str) -> dict[str, Any]:
         return {"statusCode": status, "message": reason}
@@ -410,6 +529,12 @@ class FakeConfluence(FakeService, ScriptedServer[RecordedRequest]):
                 return not_found
             values = [self._comment_json(c) for c in self.comments.values() if c.parent == parent]
             return self._v2_page(values, path, query)
+        if path.startswith("/wiki/api/v2/attachments/") and path.count("/") == 5:
+            att_id = path.rsplit("/", 1)[1]
+            for page in self.pages.values():
+                if att_id in page.attachments:
+                    return json_reply(self._attachment_json(page, att_id))
+            return not_found
         for kind in ("pages", "blogposts"):
             if path.startswith(f"/wiki/api/v2/{kind}/"):
                 page_id, _, tail = path.removeprefix(f"/wiki/api/v2/{kind}/").partition("/")
