@@ -12,6 +12,11 @@ material the caller may read, so a hidden document can change neither:
   A CJK character pair that no readable chunk holds is judged as its two characters
   instead: questions are not segmented into words, and most such pairs straddle a word
   boundary ("处的", "址在") rather than name something.
+  A word written closed in one and open in the other is one word: "set up" in the
+  question is held by a snippet saying "Setup", "login" by one saying "log in".
+  What closes a question as the asker's own circumstance ("… on my laptop", "… from my
+  phone") weighs half: it narrows the situation, where the rest names what is asked
+  about. A word of it that no readable chunk holds still counts fully.
 * **cosine** — the embedding similarity of question and chunk, where the hybrid search
   computed one (:attr:`~clearance.model.SearchHit.cosine`) and the question is not mostly
   CJK (the bundled model is English-only; on Japanese it ranks near chance).
@@ -29,13 +34,15 @@ calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` b
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
-from clearance.retrieval.analysis import cjk_share, document_terms, search_terms
+from clearance.retrieval.analysis import cjk_share, document_terms, phrase_keys, search_terms
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 
@@ -117,11 +124,22 @@ _HOW_DOES_IT_WORK = re.compile(
 )
 
 
+# The asker's own circumstance closing a question: "… on my laptop?", "… from my phone".
+_OWN_CIRCUMSTANCE = re.compile(
+    r"\s(?:on|from|at|in|with|using|via)\s+my\s+([^?!.,;:]+?)\s*[?!.]*\s*$", re.IGNORECASE
+)
+#: The weight of a readable word of the asker's circumstance, against one of the topic.
+_CIRCUMSTANCE_WEIGHT = 0.5
+
+
 def question_weights(question: str, statistics: StatisticsFor) -> dict[str, float]:
     """The question's index terms with their IDF weights (see the module docstring for the
-    CJK back-off). Empty when the question has no term at all."""
+    CJK back-off and the asker's circumstance). Empty when the question has no term."""
     question = _HOW_DOES_IT_WORK.sub(r"\1", question)
     terms = [t for t in search_terms(question) if not _frame(t)]
+    own = _OWN_CIRCUMSTANCE.search(question)
+    circumstance = set(search_terms(own.group(1))) if own else set()
+    circumstance -= set(search_terms(question[: own.start()])) if own else set()
     found = statistics([*terms, *(ch for t in terms if _is_cjk_pair(t) for ch in t)])
     stats = TermStatistics(max(found.chunks, _MIN_CHUNKS), found.df)
     weights: dict[str, float] = {}
@@ -130,14 +148,54 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
             for ch in term:
                 if not _frame(ch):
                     weights.setdefault(ch, stats.idf(ch))
+        elif term in circumstance and stats.df.get(term, 0) > 0:
+            weights[term] = _CIRCUMSTANCE_WEIGHT * stats.idf(term)
         else:
             weights[term] = stats.idf(term)
     return weights
 
 
-def _held(snippet: Snippet) -> set[str]:
-    """The index terms a reader of the snippet sees: its title, locator and text."""
-    return set(document_terms(f"{snippet.title}\n{snippet.locator}\n{snippet.text}"))
+@functools.lru_cache(maxsize=65536)
+def _joined(first: str, second: str) -> str | None:
+    """The index term of two adjacent words written as one ("set" "up" → "setup"), or
+    ``None`` when either is not a word of letters."""
+    if not (first.isalpha() and second.isalpha() and first.isascii() and second.isascii()):
+        return None
+    terms = document_terms(first + second)
+    return terms[0] if len(terms) == 1 else None
+
+
+def _pairs(text: str) -> list[tuple[str, str, str]]:
+    """Each pair of adjacent words of ``text`` with the term they make written as one."""
+    keys = phrase_keys(text)
+    out = []
+    for first, second in itertools.pairwise(keys):
+        joined = _joined(first, second)
+        if joined is not None:
+            out.append((first, second, joined))
+    return out
+
+
+def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
+    """The index terms a reader of the snippet sees: its title, locator and text, with
+    each of ``compounds`` (the question's words written as one → the two words) whose
+    term it holds or writes open."""
+    text = f"{snippet.title}\n{snippet.locator}\n{snippet.text}"
+    held = set(document_terms(text))
+    held.update(joined for _, _, joined in _pairs(text) if joined in compounds)
+    for joined, parts in compounds.items():
+        if joined in held:
+            held |= parts
+    return held
+
+
+def _compounds(question: str, weights: Mapping[str, float]) -> dict[str, set[str]]:
+    """Every term the question holds as one word or as two, with its parts as the weights
+    count them: "set up" gives ``setup → {set, up}``, "login" gives ``login → {login}``."""
+    out: dict[str, set[str]] = {t: {t} for t in weights}
+    for first, second, joined in _pairs(question):
+        out.setdefault(joined, set()).update(t for t in (first, second) if t in weights)
+    return out
 
 
 def _stated(held: set[str], used: Sequence[Used]) -> set[str]:
@@ -191,7 +249,8 @@ class RelevanceGate:
         total = sum(weights.values())
         use_cosine = cosines is not None and cjk_share(question) <= 0.5
         used = self.synonyms.used(question)
-        held = [_stated(_held(s), used) & weights.keys() for s in snippets]
+        compounds = _compounds(question, weights)
+        held = [_stated(_held(s, compounds), used) & weights.keys() for s in snippets]
         by_document: dict[str, set[str]] = {}
         for snippet, terms in zip(snippets, held, strict=True):
             by_document.setdefault(snippet.doc_id, set()).update(terms)
