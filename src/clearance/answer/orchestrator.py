@@ -386,17 +386,23 @@ class Orchestrator:
         assistant_name: str | None,
         entities: Sequence[str],
     ) -> bool:
-        """Whether a question naming ``entities`` may go on, unmasked: only when the
-        requested assistant allows every one of them (``allow_entities``) and the question
-        asks for no figure — not a metric, multi or composite question, nor one the parser
-        finds a metric in. The names were found by the gate, so every spelling it matches
-        (aliases, spaced, full-width) is treated alike."""
+        """Whether a question naming ``entities`` may go on, unmasked: only when it asks
+        for no figure — not a metric, multi or composite question, nor one the parser
+        finds a metric in — and every entity is either allowed by the requested
+        assistant (``allow_entities``) or named in material the caller may read through
+        it (:meth:`_named_in_readable`). The names were found by the gate, so every
+        spelling it matches (aliases, spaced, full-width) is treated alike."""
         try:
             assistant = access.assistant(assistant_name)
         except ConfigError:
             return False
-        if assistant is None or not set(entities) <= set(assistant.allow_entities):
-            return False
+        allowed = set(assistant.allow_entities) if assistant is not None else set()
+        others = [e for e in entities if e not in allowed]
+        if others:
+            assert request.principal is not None
+            readable = access.search_filter(request.principal, assistant, self.app.store.corpora())
+            if not all(self._named_in_readable(request, readable, e) for e in others):
+                return False
         intent = self.intent_parser.parse(request.question, today=request.today)
         asks_figure = (
             intent.kind != "narrative"
@@ -404,6 +410,26 @@ class Orchestrator:
             or any(part.metric is not None for part in intent.parts)
         )
         return not asks_figure
+
+    def _named_in_readable(self, request: _Request, readable: SearchFilter, entity: str) -> bool:
+        """Whether a chunk the caller may read names ``entity``, as the scope gate matches
+        it, in its title or text: an entity of the caller's own material is in scope for
+        them. Only chunks ``readable`` admits are searched (documents in real-time corpora
+        confirmed), so for a caller who may read none the answer is the same whether or
+        not hidden documents name it, and the refusal that follows is unchanged."""
+        aliases = (entity, *self.settings.scope.entities.get(entity, ()))
+        limit = self.settings.retrieval.candidates
+        for alias in dict.fromkeys(aliases):
+            ranked = self.app.store.lexical_search(alias, readable, limit)
+            rows = self.app.store.hits([chunk_id for chunk_id, _ in ranked])
+            naming = {
+                d.doc_id: d
+                for c, d in rows
+                if entity in self.scope.check(f"{d.title}\n{c.text}").entities
+            }
+            if self._confirmed_ids(request, naming.values()):
+                return True
+        return False
 
     def _named_plainly(self, question: str, spans: Sequence[tuple[int, int]]) -> str:
         """``question`` with each entity the gate matched written as its canonical name,
@@ -908,26 +934,36 @@ class Orchestrator:
 
     def _restricted_sources(self, request: _Request) -> tuple[Citation, ...]:
         """Citations of the RESTRICTED documents the caller may view that bear on the
-        question, best first, one per document, at most :data:`MAX_NAMED`. Their text is
-        judged here by the relevance gate, as any snippet is, and goes nowhere else: no
-        prompt, no model call, no answer text."""
+        question, best first, one per document, at most :data:`MAX_NAMED`.
+
+        They are searched on their own, lexically, among only the RESTRICTED documents the
+        caller may view (:meth:`_viewable_restricted`): their chunks have no vector, so in
+        a search over everything the caller may view they rank below what the vector
+        search finds and never reach the top few. A caller who may view none is never
+        searched for. Their text is judged here by the relevance gate, as any snippet
+        is, and goes nowhere else: no prompt, no model call, no answer text."""
         access, principal = request.access, request.principal
         assert access is not None and principal is not None
-        found = self.app.search_viewable(
-            request.user_id,
-            request.masked,
-            assistant=request.assistant.name if request.assistant else None,
-        )
-        hits = [
-            h
-            for h in found.hits
-            if is_restricted(h.chunk.sensitivity) or is_restricted(h.document.sensitivity)
-        ]
-        if not hits:
-            return ()
         viewable = access.search_filter(
             principal, request.assistant, self.app.store.corpora(), action=Action.VIEW
         )
+        own = self._viewable_restricted(viewable)
+        if not own:
+            return ()
+        ranked = self.app.store.lexical_search(
+            request.masked,
+            replace(viewable, doc_ids=own),
+            self.settings.retrieval.candidates,
+        )
+        rows = self.app.store.hits([chunk_id for chunk_id, _ in ranked])
+        confirmed = set(self._confirmed_ids(request, {d.doc_id: d for _, d in rows}.values()))
+        hits = [
+            SearchHit(chunk, document, 0.0)
+            for chunk, document in rows
+            if document.doc_id in confirmed
+        ]
+        if not hits:
+            return ()
         probes = [_probe(i, h, self.settings.trust.origins) for i, h in enumerate(hits, 1)]
         judged = self.relevance.judge(
             request.masked,
@@ -940,6 +976,35 @@ class Orchestrator:
             if j.relevant and s.doc_id not in named and len(named) < MAX_NAMED:
                 named[s.doc_id] = Citation(s.doc_id, s.title, s.locator, s.uri, s.trust)
         return tuple(named.values())
+
+    def _viewable_restricted(self, viewable: SearchFilter) -> frozenset[str]:
+        """The RESTRICTED documents ``viewable`` admits: only corpora whose ceiling in it
+        reaches RESTRICTED are read, and each document is decided by the filter itself."""
+        corpora = viewable.corpora if viewable.corpora is not None else self.app.store.corpora()
+        own: set[str] = set()
+        for corpus in sorted(corpora):
+            ceiling = viewable.ceiling_for(corpus)
+            if ceiling is None or not is_restricted(ceiling):
+                continue
+            own.update(
+                d.doc_id
+                for d in self.app.store.list_documents(corpus)
+                if is_restricted(d.sensitivity) and viewable.admits(d)
+            )
+        return frozenset(own)
+
+    def _confirmed_ids(self, request: _Request, documents: Iterable[Document]) -> list[str]:
+        """Stage 8 for named documents: those in real-time corpora confirmed, else dropped."""
+        kept = []
+        for document in documents:
+            checker = self.app.checkers.get(document.corpus)
+            if checker is not None:
+                allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
+                if not allowed:
+                    request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
+                    continue
+            kept.append(document.doc_id)
+        return kept
 
     def _relevant(
         self, request: _Request, snippets: Sequence[Snippet], hits: Sequence[SearchHit]
