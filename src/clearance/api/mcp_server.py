@@ -12,6 +12,17 @@ same functions. Refusals are the API's: a disabled account gets ``account_disabl
 over-long question is a tool error carrying the ``bad_question`` message, an unknown
 assistant is refused like the CLI refuses it, and an unexpected failure is the fixed
 ``internal error`` — never a traceback or an exception's text.
+
+Text that is not valid Unicode — a lone UTF-16 surrogate, which only a JSON escape such as
+``"\\ud800"`` can carry — is refused the same way over every transport: a tool error
+naming the argument, ``bad_question`` for the question or query (the engine's own message)
+and ``invalid_request`` for any other. The SDK's JSON parser rejects such a message before
+any tool runs (over stdio it was dropped without an answer, over HTTP it was a 400 quoting
+the parser), so the transports read what it refuses with Python's ``json``: a tool call
+whose surrogates are all in its arguments goes on to the tool, which refuses it; a request
+with one elsewhere is answered with a JSON-RPC error naming where, and a notification,
+which may not be answered, is logged. Every message the SDK can parse takes its path
+unchanged, and the server goes on serving.
 """
 
 from __future__ import annotations
@@ -19,19 +30,23 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clearance.answer.bounds import unicode_problem
 from clearance.answer.result import Status
 from clearance.api.app import BodyLimit
 from clearance.api.auth import Authenticator, Identity, request_headers
@@ -41,16 +56,19 @@ from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.app import Clearance
 from clearance.cli.context import require_assistant, unknown_assistant_message
 from clearance.cli.search_cmd import search_json
-from clearance.errors import AuthError, ClearanceError, NotFoundError
+from clearance.errors import AuthError, ClearanceError, NotFoundError, QuestionError
 
 __all__ = [
     "MCP_PATH",
     "SERVER_NAME",
+    "UnicodeGate",
     "UserOf",
     "create_http_app",
     "create_server",
     "fixed_user",
+    "serve_stdio",
     "shared_limiter",
+    "unicode_refusal",
 ]
 
 SERVER_NAME = "clearance"
@@ -146,6 +164,104 @@ def _invalid(exc: ValidationError) -> types.CallToolResult:
 _INTERNAL = json.dumps({"error": "internal_error", "message": "internal error"})
 
 
+# --------------------------------------------------------------------------- invalid Unicode
+
+#: The arguments the engine reads as a question: invalid Unicode in one is ``bad_question``.
+_QUESTION_ARGUMENTS = frozenset({"question", "query"})
+
+
+def _lone_surrogate(
+    value: Any, where: str = "", *, key: str = "name of a member"
+) -> tuple[str, str] | None:
+    """Where in a decoded JSON value the first lone surrogate is (``question``,
+    ``params.name``; ``key`` for a name at the top) and what it is, or ``None``."""
+    if isinstance(value, str):
+        problem = unicode_problem(value)
+        return None if problem is None else (where, problem)
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            problem = unicode_problem(str(name))
+            if problem is not None:
+                return (f"name of a member of {where}" if where else key, problem)
+            found = _lone_surrogate(item, f"{where}.{name}" if where else str(name))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def unicode_refusal(arguments: Mapping[str, Any]) -> types.CallToolResult | None:
+    """The tool error for ``arguments`` holding text that is not valid Unicode, naming the
+    argument and where in it the lone surrogate is, or ``None`` when all of it is valid."""
+    found = _lone_surrogate(arguments, key="name of an argument")
+    if found is None:
+        return None
+    where, problem = found
+    message = f"the {where} is not valid Unicode: {problem}"
+    if where in _QUESTION_ARGUMENTS:
+        return _refused(QuestionError(message))
+    return _text(json.dumps({"error": "invalid_request", "message": message}), error=True)
+
+
+def _surrogate_message(text: str | bytes) -> dict[str, Any] | None:
+    """A JSON-RPC message the SDK's parser refuses only for a lone surrogate, as Python's
+    ``json`` reads it; ``None`` for anything else, which stays the SDK's to answer."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or _lone_surrogate(message) is None:
+        return None
+    return message
+
+
+def _is_request(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` asks for an answer (a notification or a response does not)."""
+    return "method" in message and "id" in message
+
+
+def _request_id(message: Mapping[str, Any]) -> str | int | None:
+    """The id to answer ``message`` with: its own, or ``None`` (JSON ``null``) when it has
+    none that can be sent back."""
+    request_id = message.get("id")
+    if not _is_request(message) or isinstance(request_id, bool):
+        return None
+    if isinstance(request_id, int) or (
+        isinstance(request_id, str) and unicode_problem(request_id) is None
+    ):
+        return request_id
+    return None
+
+
+def _for_the_tool(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is a tool call whose lone surrogates are all in its arguments:
+    then the tool itself refuses it, as it would in-process, before anything runs."""
+    params = message.get("params")
+    if message.get("method") != "tools/call" or _request_id(message) is None:
+        return False
+    if not isinstance(params, Mapping) or not isinstance(params.get("arguments"), Mapping):
+        return False
+    rest = {**message, "params": {k: v for k, v in params.items() if k != "arguments"}}
+    return _lone_surrogate(rest) is None
+
+
+def _unicode_error(message: Mapping[str, Any]) -> types.JSONRPCError:
+    """The JSON-RPC error for a message with a lone surrogate outside a tool's arguments."""
+    found = _lone_surrogate(message)
+    assert found is not None
+    where, problem = found
+    code = types.INVALID_PARAMS if where.startswith("params") else types.INVALID_REQUEST
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=_request_id(message),
+        error=types.ErrorData(code=code, message=f"the {where} is not valid Unicode: {problem}"),
+    )
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -221,6 +337,9 @@ def create_server(
             user_id = user_of(ctx)
             if limiter is not None:
                 await anyio.to_thread.run_sync(limiter.admit, user_id, None)
+            refusal = unicode_refusal(arguments)
+            if refusal is not None:
+                return refusal
             if params.name == "search":
                 s_args = search_model.model_validate(arguments)
                 return await anyio.to_thread.run_sync(search, user_id, s_args)
@@ -246,6 +365,69 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+# --------------------------------------------------------------------------- stdio
+
+
+def _refused_json(exc: Exception) -> str | bytes | None:
+    """The text of a message the SDK's stdio transport could not parse as JSON."""
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors()
+    if len(errors) != 1 or errors[0]["type"] != "json_invalid":
+        return None
+    text = errors[0].get("input")
+    return text if isinstance(text, str | bytes) else None
+
+
+async def _reread(item: Exception, write_stream: Any) -> SessionMessage | Exception | None:
+    """What the server is given for a message the SDK's stdio transport refused (``item``):
+    a tool call whose lone surrogates are all in its arguments, parsed by Python's ``json``
+    (the tool refuses it); ``None`` when it is answered here with a JSON-RPC error, or is
+    a notification or a response, which is logged; else ``item`` itself, as the SDK had
+    it."""
+    text = _refused_json(item)
+    message = None if text is None else _surrogate_message(text)
+    if message is None:
+        return item
+    if _for_the_tool(message):
+        try:
+            parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+        except ValidationError as exc:
+            return exc
+        return SessionMessage(parsed)
+    if _is_request(message):
+        await write_stream.send(SessionMessage(_unicode_error(message)))
+    else:
+        log.warning("MCP message not read: %s", _unicode_error(message).error.message)
+    return None
+
+
+async def serve_stdio(
+    server: Server[Any],
+    stdin: anyio.AsyncFile[str] | None = None,
+    stdout: anyio.AsyncFile[str] | None = None,
+) -> None:
+    """Serve ``server`` over the process's stdin and stdout (or ``stdin`` and ``stdout``)
+    until the client disconnects: the SDK's transport, except that what its JSON parser
+    refuses is read again (:func:`_reread`), so no request with a lone surrogate goes
+    unanswered."""
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with read_stream, send:
+                async for item in read_stream:
+                    passed = (
+                        await _reread(item, write_stream) if isinstance(item, Exception) else item
+                    )
+                    if passed is not None:
+                        await send.send(passed)
+
+        async with receive, anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            await server.run(receive, write_stream, server.create_initialization_options())
 
 
 # --------------------------------------------------------------------------- streamable HTTP
@@ -317,6 +499,70 @@ class BearerGate:
             await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
 
 
+class UnicodeGate:
+    """Answers a ``POST`` the SDK's streamable HTTP transport would refuse with its JSON
+    parser's own words (400 ``Parse error: unexpected end of hex escape…``) because a
+    string holds a lone surrogate. That parser reads the 2025 protocol versions; the 2026
+    one reads the body with Python's ``json`` and gives the tool its arguments itself.
+
+    A tool call whose surrogates are all in its arguments is answered with the tool's
+    refusal (:func:`unicode_refusal`), as the tool answers it in-process; any other message
+    with a JSON-RPC error naming where, with 400 as the SDK answers what it cannot read.
+    Everything else is replayed to ``app`` unchanged. It sits inside :class:`BearerGate`:
+    the caller is authenticated and counted first."""
+
+    def __init__(self, app: ASGIApp, path: str = MCP_PATH) -> None:
+        self.app = app
+        self.path = path
+
+    def _parsed_by_the_sdk(self, scope: Scope) -> bool:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            return False
+        if scope.get("path") != self.path:
+            return False
+        versions = [v for k, v in scope["headers"] if k == b"mcp-protocol-version"]
+        return not versions or versions[0].decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._parsed_by_the_sdk(scope):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending its body
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        parsed = _surrogate_message(body)
+        if parsed is None:
+            replayed = False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
+        reply: types.JSONRPCResponse | types.JSONRPCError
+        if _for_the_tool(parsed):
+            refusal = unicode_refusal(parsed["params"]["arguments"])
+            assert refusal is not None
+            result = refusal.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            reply = types.JSONRPCResponse(jsonrpc="2.0", id=parsed["id"], result=result)
+            status = 200
+        else:
+            reply = _unicode_error(parsed)
+            status = 400
+        content = reply.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        await JSONResponse(content, status)(scope, receive, send)
+
+
 def shared_limiter(engine: Clearance) -> SharedRateLimiter | None:
     """``[server] rate_limit`` as the API keeps it: in the index, per user."""
     rate = engine.settings.server.rate_limit
@@ -337,6 +583,9 @@ def create_http_app(
     which carries nothing in stateless mode, is bounded by ``[server] streams_per_user``
     and ``stream_idle_timeout`` (:mod:`clearance.api.streams`).
 
+    A message with a lone surrogate, which the SDK's JSON parser refuses, is answered as
+    every transport answers it (:class:`UnicodeGate`).
+
     The SDK's Host/Origin check (against DNS rebinding) is off, as for the API: it would
     refuse a reverse proxy's ``Host``, and a rebinding page holds no bearer token."""
     server = create_server(engine, request_user, assistant=assistant)
@@ -351,6 +600,8 @@ def create_http_app(
         per_user=server_settings.streams_per_user,
         idle_timeout_s=server_settings.stream_idle_timeout_s,
     )
+    # Innermost: a message the SDK cannot parse is answered once the caller is admitted.
+    app.add_middleware(UnicodeGate, path=MCP_PATH)
     app.add_middleware(
         BearerGate,
         authenticators=authenticators,

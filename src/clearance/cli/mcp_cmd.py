@@ -63,6 +63,7 @@ def register(cli: click.Group) -> None:
             create_http_app,
             create_server,
             fixed_user,
+            serve_stdio,
             shared_limiter,
         )
 
@@ -96,12 +97,4 @@ def register(cli: click.Group) -> None:
             server = create_server(
                 engine, fixed_user(user_id), assistant=assistant, limiter=shared_limiter(engine)
             )
-
-            async def serve() -> None:
-                from mcp.server.stdio import stdio_server
-
-                async with stdio_server() as (read_stream, write_stream):
-                    options = server.create_initialization_options()
-                    await server.run(read_stream, write_stream, options)
-
-            anyio.run(serve)
+            anyio.run(serve_stdio, server)
