@@ -512,6 +512,35 @@ def test_subscribe_opens_a_changes_channel_and_stops_the_one_it_replaces(ws: Wat
     assert [m.headers["x-goog-channel-id"] for m in drive.take_messages()] == [second.id]
 
 
+def test_a_my_drive_channel_watches_that_users_own_files() -> None:
+    dana = "dana@example.com"
+    with FakeDrive() as drive:
+        drive.users.add(dana)
+        raw = {
+            "my_drive": dana,
+            "subject": SUBJECT,
+            "drive_url": drive.drive_url,
+            "token_url": drive.token_url,
+            "sync_groups": False,
+        }
+        options = parse_options("gd", raw)
+        connector = drive_connector("gd", options, _account(), notification_secret=Secret(SECRET))
+        try:
+            made = connector.subscribe(URL, None)
+        finally:
+            connector.close()
+        (watch,) = requests_to(drive, "/changes/watch")
+        params = query_of(watch)
+        assert "driveId" not in params
+        assert params["restrictToMyDrive"] == "true"
+        assert params["includeItemsFromAllDrives"] == "false"
+        drive.take_messages()
+        drive.add_file("notes", "Dana's notes.", owner=dana)
+        drive.add_file("plan", "A shared-drive plan.")
+        (message,) = drive.take_messages()
+        assert message.headers["x-goog-channel-id"] == made.id
+
+
 def test_a_channel_drive_already_ended_does_not_stop_the_new_one(
     ws: Watched, caplog: pytest.LogCaptureFixture
 ) -> None:
