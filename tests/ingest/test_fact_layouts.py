@@ -250,7 +250,7 @@ def test_xlsx_entity_in_a1_periods_across_metrics_down(
                 ["Revenue (US$m)", 412.5, "448.2*", "—"],
                 ["Operating profit (US$m)", "(12.5)", 55.6, "n/a"],
                 ["Headcount", 1240, "1,305¹", "-"],
-                ["Joiners", 120, 131, 140],  # a measure the vocabulary does not know
+                ["Joiners", 120, 131, "—"],  # a measure the vocabulary does not know: its label
             ],
             "US01": [
                 ["US", "FY2024", "FY2025"],
@@ -276,6 +276,9 @@ def test_xlsx_entity_in_a1_periods_across_metrics_down(
          "sheet=US01,range=A1:C2,row=Revenue (US$m),col=FY2024"),
         ("ACME US", "FY2025", "revenue", "total", 731.8, "USD m",
          "sheet=US01,range=A1:C2,row=Revenue (US$m),col=FY2025"),
+        *(("ACME Japan", f"FY{year}", "joiners", "total", value, "",
+           f"sheet=JP01,range=A1:D5,row=Joiners,col=FY{year}")
+          for year, value in ((2023, 120.0), (2024, 131.0))),
     }  # fmt: skip
     assert result.warnings == ()
     by_value = {f.value: f for f in facts}

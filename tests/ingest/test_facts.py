@@ -164,6 +164,9 @@ def test_pptx_metric_rows_period_columns_entity_in_slide_title(tmp_path: Path) -
         ("North Co", "FY2024", "revenue", "total", 1320.0, "USD m"),
         ("North Co", "FY2023", "headcount", "total", 1240.0, "people"),
         ("North Co", "FY2024", "headcount", "total", 1305.0, "people"),
+        # the vocabulary does not know it: named by its label, in the unit the label states
+        ("North Co", "FY2023", "win rate", "total", 41.0, "%"),
+        ("North Co", "FY2024", "win rate", "total", 43.0, "%"),
     }
     revenue = next(f for f in facts if f.metric == "revenue" and f.period == "FY2024")
     # PPTX cell sections already carry row and col: the locator is kept as it is
@@ -340,8 +343,8 @@ def test_nearest_context_wins_over_the_title() -> None:
     assert facts[0].locator == "section=US,table=1,row=Japan,col=Headcount"
 
 
-def test_no_vocabulary_no_facts_and_bad_cells_are_skipped() -> None:
-    section = Section("x", "rows=2-2", True, (("Region", "FY2024"), ("Japan", "1")))
+def test_no_period_no_facts_and_bad_cells_are_skipped() -> None:
+    section = Section("x", "rows=2-2", True, (("Region", "Offices"), ("Japan", "1")))
     assert extract_facts([section], doc_id="d", title="Revenue", vocab=FactSettings()) == []
     broken = Section("x", "not a locator", True, (("Region", "FY2024"), ("Japan", "7")))
     odd = Section("x", "rows=2-2", True, (("Region",), ("Japan", "8", "9")))

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from clearance.config import FactSettings
+from clearance.config import FactSettings, fiscal_year_start_month
 from clearance.ingest.locator import format_locator, parse_locator
 from clearance.model import Fact, Section
 
@@ -77,10 +77,15 @@ __all__ = [
     "Reading",
     "SlotKind",
     "Vocabulary",
+    "combine_period",
+    "document_entity",
+    "entity_aliases",
     "extract_facts",
     "format_number",
     "normalize",
     "parse_number",
+    "partial_markers",
+    "sub_markers",
     "vocab_fingerprint",
 ]
 
@@ -233,6 +238,191 @@ def _distinct(matches: Iterable[Match]) -> list[str]:
     return list(dict.fromkeys(m.canonical for m in matches))
 
 
+# --------------------------------------------------------------------------- partial periods
+
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_COUNT_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
+}  # fmt: skip
+_KANJI_DIGITS = {"一": 1, "二": 2, "三": 3, "四": 4}
+_ENDING_YEAR = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*期")
+_LW = r"(?<![0-9A-Za-z])"
+_RW = r"(?![0-9A-Za-z])"
+
+
+def _month(word: str) -> str:
+    return _MONTH_NAMES[[m.casefold() for m in _MONTH_NAMES].index(word[:3].casefold())]
+
+
+def _month_number(text: str) -> str | None:
+    n = int(text)
+    return _MONTH_NAMES[n - 1] if 1 <= n <= 12 else None
+
+
+def _count(text: str) -> int | None:
+    n = _COUNT_WORDS.get(text.casefold()) or (int(text) if text.isdigit() else None)
+    return n if n is not None and 1 <= n <= 11 else None
+
+
+def _months_marker(m: re.Match[str]) -> str | None:
+    first, last = _month_number(m.group(1)), _month_number(m.group(2))
+    return f"{first}–{last}" if first and last else None
+
+
+def _count_marker(m: re.Match[str]) -> str | None:
+    n = _count(m.group(1))
+    return f"{n}M" if n is not None else None
+
+
+# A label or question words that say a figure covers part of a period: the marker each
+# form is written as in a canonical partial period ("Oct–Jun FY2023", "9M FY2024").
+_PARTIAL_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]], ...] = (
+    (
+        re.compile(rf"{_LW}{_MONTH}\s*(?:-|–|—|~|to|through|thru)\s*{_MONTH}(?![A-Za-z])", re.I),
+        lambda m: f"{_month(m.group(1))}–{_month(m.group(2))}",
+    ),
+    (
+        re.compile(
+            rf"{_LW}(?:through|thru|until|to\s+the\s+end\s+of)\s+{_MONTH}(?![A-Za-z])", re.I
+        ),
+        lambda m: f"through {_month(m.group(1))}",
+    ),
+    (re.compile(r"(\d{1,2})\s*月?\s*[-–~〜～至]\s*(\d{1,2})\s*月"), _months_marker),
+    (re.compile(rf"{_LW}(?:YTD|year[\s-]to[\s-]date){_RW}|年初来|年初至今", re.I), lambda m: "YTD"),
+    (re.compile(rf"{_LW}(\d{{1,2}})M{_RW}"), _count_marker),
+    (
+        re.compile(
+            rf"{_LW}(?:first\s+)?(\d{{1,2}}|{'|'.join(_COUNT_WORDS)})[\s-]months?{_RW}", re.I
+        ),
+        _count_marker,
+    ),
+    (
+        re.compile(rf"{_LW}(?:Q([1-4])\s*[-–~]\s*Q|([1-4])Q\s*[-–~]\s*)([1-4])Q?{_RW}", re.I),
+        lambda m: f"Q{m.group(1) or m.group(2)}–Q{m.group(3)}",
+    ),
+    (re.compile(r"第\s*([1-4])\s*四半期\s*累[計计]"), lambda m: f"Q1–Q{m.group(1)}"),
+    (
+        re.compile(r"前\s*([一二三四1-4])\s*(?:个|個)?\s*季度"),
+        lambda m: _first_quarters(m.group(1)),
+    ),
+    (re.compile(r"累[計计]"), lambda m: "YTD"),
+)
+# A half or a quarter named without its year ("H1", 上半期, 第3四半期): in a table label, of
+# the year another label names.
+_SUB_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(rf"{_LW}(?:H([12])|([12])H){_RW}"), lambda m: f"H{m.group(1) or m.group(2)}"),
+    (re.compile(rf"{_LW}first\s+half{_RW}|上半期|上期|上半年度?", re.I), lambda m: "H1"),
+    (re.compile(rf"{_LW}second\s+half{_RW}|下半期|下期|下半年度?", re.I), lambda m: "H2"),
+    (re.compile(rf"{_LW}(?:Q([1-4])|([1-4])Q){_RW}"), lambda m: f"Q{m.group(1) or m.group(2)}"),
+    (
+        re.compile(r"第\s*([1-4一二三四])\s*(?:四半期|季度?)"),
+        lambda m: f"Q{_KANJI_DIGITS.get(m.group(1)) or m.group(1)}",
+    ),
+)
+_YEAR_PERIOD = re.compile(r"^(?:FY|CY)(\d{4})$")
+_BARE_YEAR = re.compile(r"(?<![0-9A-Za-z'/.\-])((?:19|20)\d{2})(?![0-9/.]|[A-Za-z]{2})")
+# What may stand between a partial marker and the year it qualifies ("Oct–Jun, FY2023",
+# "nine months of 2024", "2024年1-9月").
+_JOIN = re.compile(
+    rf"^[\s,;:/()（）年]*(?:(?:of|in|ended|ending)\s+(?:the\s+)?(?:{_MONTH}\s*\d{{0,2}},?\s*)?)?"
+    r"(?:FY\s*)?$",
+    re.I,
+)
+
+
+def _first_quarters(text: str) -> str | None:
+    n = _KANJI_DIGITS.get(text) or (int(text) if text.isdigit() else None)
+    return f"Q1–Q{n}" if n is not None and 1 < n <= 4 else None
+
+
+def partial_markers(text: str) -> list[Match]:
+    """The partial-period markers of a normalised text, longest first where two overlap:
+    ``Oct–Jun``, ``YTD``, ``9M``, ``Q1–Q3``, ``Jan–Mar`` (1–3月), ``through Jun``."""
+    found = []
+    for pattern, marker in _PARTIAL_FORMS:
+        for m in pattern.finditer(text):
+            value = marker(m)
+            if value:
+                found.append(Match(value, m.start(), m.end()))
+    return _longest(found)
+
+
+def sub_markers(text: str) -> list[Match]:
+    """Halves and quarters named without a year (``H1``, 上半期, ``Q3``, 第3四半期)."""
+    return _longest(
+        Match(marker(m), m.start(), m.end())
+        for pattern, marker in _SUB_FORMS
+        for m in pattern.finditer(text)
+    )
+
+
+def combine_period(period: str, marker: str) -> str | None:
+    """A fiscal or calendar year narrowed by a marker: ``H1`` → ``H1 2024``, ``Oct–Jun`` →
+    ``Oct–Jun FY2024``; ``None`` when ``period`` is not a whole year."""
+    m = _YEAR_PERIOD.match(period)
+    if m is None:
+        return None
+    if re.fullmatch(r"[HQ][1-4]", marker):
+        return f"{marker} {m.group(1)}"
+    return f"{marker} {period}"
+
+
+def _with_partials(norm: str, periods: list[Match]) -> list[Match]:
+    """``periods`` with each whole year that a partial marker right next to it narrows
+    replaced by the partial period (``Actual, Oct–Jun FY2023`` → ``Oct–Jun FY2023``). A
+    bare year next to a marker is a fiscal year (``9M 2024``)."""
+    markers = [m for m in partial_markers(norm) if not _inside(m, periods)]
+    markers += [m for m in sub_markers(norm) if not _overlaps(m, periods)]
+    if not markers:
+        return periods
+    # A range that overlaps a quarter or half ("Q1–Q3 FY2024", where "Q3 FY2024" is also
+    # a quarter) is of that quarter's year.
+    for marker in list(markers):
+        for p in [p for p in periods if p.start < marker.end and marker.start < p.end]:
+            digits = re.search(r"\d{4}", p.canonical)
+            if digits is None or _YEAR_PERIOD.match(p.canonical):
+                continue
+            periods = [q for q in periods if q is not p]
+            periods.append(Match(f"FY{digits.group(0)}", p.start, p.end))
+    periods.sort(key=lambda m: (m.start, m.end))
+    years = list(periods)
+    taken = _Spans()
+    for p in periods:
+        taken.add(p.start, p.end)
+    for m in _BARE_YEAR.finditer(norm):
+        if not taken.overlaps(m.start(), m.end()):
+            years.append(Match(f"FY{m.group(1)}", m.start(), m.end()))
+    out = list(periods)
+    for marker in markers:
+        for year in sorted(
+            years, key=lambda y: min(abs(y.start - marker.end), abs(marker.start - y.end))
+        ):
+            if year.start >= marker.end:
+                gap = norm[marker.end : year.start]
+            elif year.end <= marker.start:
+                gap = norm[year.end : marker.start]
+            else:
+                gap = ""
+            combined = combine_period(year.canonical, marker.canonical)
+            if combined is None or (gap and not _JOIN.match(gap)):
+                continue
+            if year in out:
+                out.remove(year)
+            out.append(Match(combined, min(marker.start, year.start), max(marker.end, year.end)))
+            break
+    return sorted(out, key=lambda m: (m.start, m.end))
+
+
+def _inside(match: Match, spans: Sequence[Match]) -> bool:
+    return any(s.start <= match.start and match.end <= s.end for s in spans)
+
+
+def _overlaps(match: Match, spans: Sequence[Match]) -> bool:
+    return any(s.start < match.end and match.start < s.end for s in spans)
+
+
 class Vocabulary:
     """The compiled ``[facts]`` vocabulary: finds metrics, entities, channels, units and
     periods in text. All methods take raw text and normalise it themselves; spans refer to
@@ -303,7 +493,23 @@ class Vocabulary:
                         found.append(Match(value, m.start(), m.end()))
                     else:
                         found.append(Match(value, index[m.start()], index[m.end() - 1] + 1))
-        return _longest(found)
+        if not self.settings.replace_builtin_periods:
+            found.extend(self._ending_years(norm))
+        return _with_partials(norm, _longest(found))
+
+    def _ending_years(self, norm: str) -> Iterator[Match]:
+        """``2024年3月期``: the fiscal year that ends in March 2024. With a calendar whose
+        years end in that month it is that calendar's fiscal year; otherwise it is named by
+        the year it ends in, as Japanese reports name it."""
+        start = fiscal_year_start_month(self.settings.fiscal_year_start)
+        for m in _ENDING_YEAR.finditer(norm):
+            year, month = int(m.group(1)), int(m.group(2))
+            if not 1 <= month <= 12:
+                continue
+            label = year
+            if month % 12 + 1 == start and self.settings.fiscal_year_named_by != "end":
+                label = year if start == 1 else year - 1
+            yield Match(f"FY{label}", m.start(), m.end())
 
     def values(self, kind: SlotKind | Literal["period"], text: str) -> list[str]:
         """Distinct canonical values of one kind in ``text``, in order of appearance."""
@@ -383,6 +589,11 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
     return normalize(value) or None
 
 
+# The version of what a table's own labels are read as (periods, measures, lines): a new
+# reading re-extracts every document's facts.
+_DERIVED_NAMES = 1
+
+
 def vocab_fingerprint(settings: FactSettings) -> str:
     """A stable hash of the vocabulary: a change re-extracts every document's facts."""
     data = {
@@ -393,6 +604,8 @@ def vocab_fingerprint(settings: FactSettings) -> str:
         "metric_units": dict(settings.metric_units),
         "default_channel": settings.default_channel,
         "periods": [[p.pattern, p.canonical] for p in settings.periods],
+        "fiscal_year": [settings.fiscal_year_start, settings.fiscal_year_named_by],
+        "derived": _DERIVED_NAMES,
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -553,6 +766,149 @@ def _table_place(parts: Sequence[tuple[str, str]], locator: str) -> str:
     return format_locator(*kept) if kept else locator
 
 
+# --------------------------------------------------------------------------- derived names
+
+_YEAR_CELL = re.compile(r"^(?:19|20)\d{2}$")
+# A column for the whole year the titles name ("Full year", 通期, 全年).
+_WHOLE_YEAR = re.compile(r"(?i:\bfull[\s-]year\b)|通期|通年|全年度?")
+_BY = re.compile(r"^(?P<measure>.+?)\s+by\s+(?P<by>.+)$", re.IGNORECASE)
+_BETSU = re.compile(r"^(?P<by>[^\s]+?)別(?P<measure>.+)$")
+_TIME_DIMENSION = re.compile(
+    r"(?i:\b(?:fiscal\s+)?(?:years?|quarters?|halves|half|months?|periods?|dates?)\b)"
+    r"|年度|年|四半期|季度|月|期"
+)
+# Words for a table's rows that are lines of one measure, not measures ("Region" above them).
+_DIMENSION = re.compile(
+    r"(?i:^(?:by\s+)?(?:regions?|segments?|countr(?:y|ies)|markets?|categor(?:y|ies)|products?|"
+    r"(?:business\s+)?(?:lines?|units?|divisions?)|businesses|geograph(?:y|ies)|areas?)$)"
+    r"|^(?:地域|セグメント|事業|製品|地区|分部|产品|產品|业务|業務|国家|國家)(?:別)?$"
+)
+# Titles that say figures follow without saying what they measure.
+_GENERIC = re.compile(
+    r"(?i:^(?:key\s+)?(?:results?|performance|figures|financials?|highlights|summary|overview|"
+    r"data|numbers|metrics|kpis?)$)|^(?:業績|実績|概要|主要指標|业绩|業績|主要数据|主要數據)$"
+)
+_TOTAL = re.compile(r"^(?:total|grand\s+total|合計|合计|總計|总计|計|计)\b[\s:：]*", re.IGNORECASE)
+_NAME_NOISE = re.compile(r"[:：]+$|^[-–—•·*\s]+")
+_MAX_NAME = 60
+# Column words that mark a plan rather than what happened; an actual is the ordinary figure.
+_PLAN_WORDS = {
+    "budget": "budget", "budgeted": "budget", "estimate": "estimate", "estimated": "estimate",
+    "est": "estimate", "forecast": "forecast", "outlook": "forecast", "plan": "plan",
+    "planned": "plan", "target": "target", "projection": "projection", "projected": "projection",
+    "guidance": "guidance", "予算": "budget", "計画": "plan", "見通し": "forecast",
+    "予想": "forecast", "目標": "target", "预算": "budget", "預算": "budget",
+    "预测": "forecast", "預測": "forecast", "计划": "plan", "計劃": "plan", "目标": "target",
+}  # fmt: skip
+_PLAN = re.compile(
+    "|".join(
+        rf"(?<![A-Za-z]){re.escape(w)}(?![A-Za-z])" if w.isascii() else re.escape(w)
+        for w in sorted(_PLAN_WORDS, key=len, reverse=True)
+    ),
+    re.IGNORECASE,
+)
+_UNIT_PHRASE = re.compile(
+    r"(?:単位|单位|單位)\s*[:：]?\s*(?P<cjk>[^\s)）,，]+)"
+    r"|(?P<en>(?:[A-Z]{3}|[$¥€£])?\s*(?:in\s+)?(?:thousands|millions|billions|bn|mn|m|k)\b(?:\s+of\s+[A-Za-z$]+)?)",
+    re.IGNORECASE,
+)
+_LEGAL_SUFFIX = re.compile(
+    r"(?:,?\s+(?:Inc\.?|Incorporated|Corp\.?|Corporation|Co\.?,?\s*Ltd\.?|Ltd\.?|Limited|plc|PLC|"
+    r"AG|SE|S\.A\.|N\.V\.|LLC|K\.K\.|Holdings?))+$|^株式会社\s*|\s*株式会社$|(?:股份)?有限公司$"
+)
+_REPORT_WORDS = re.compile(
+    r"(?i:\s*(?:\b(?:annual|interim|quarterly|integrated|financial|earnings|results?|report|"
+    r"review|presentation|deck|statements?|fact\s+sheet|form\s+10-?[KQ]|10-?[KQ]|20-F|"
+    r"key\s+figures|highlights|summary|overview|supplement(?:al)?|data)\b[\s,]*)+$)"
+    r"|(?:決算説明資料|決算短信|決算|説明資料|年度报告|年度報告|年报|年報|业绩公告|業績公告|中期报告|"
+    r"半年度报告|报告|報告|資料)+$"
+)
+_TITLE_SEPARATOR = re.compile(r"\s+[—–\-|:·]\s+|[：｜|]")
+
+
+def _measure_name(text: str) -> str | None:
+    """What a label says is measured: without its unit group, footnote markers, a
+    trailing colon or a leading ``Total``; ``None`` if that leaves no word."""
+    norm = normalize(_GROUP.sub(" ", _label(text)))
+    norm = _NAME_NOISE.sub("", normalize(_TOTAL.sub("", norm)))
+    norm = normalize(norm)
+    if not norm or len(norm) > _MAX_NAME or not re.search(r"[^\W\d_]", norm):
+        return None
+    return norm
+
+
+def _is_total(label: str, measure: str) -> bool:
+    """``Total``, ``Total net sales`` or ``Net sales`` under a title breaking net sales down."""
+    norm = normalize(_GROUP.sub(" ", _label(label)))
+    rest = normalize(_TOTAL.sub("", norm))
+    return not rest or rest.casefold() == measure.casefold()
+
+
+def _member_name(label: str, measure: str) -> str | None:
+    """The line a row names (``iPhone``, ``Greater China``), without the measure if the
+    label repeats it (``Services net sales`` → ``Services``)."""
+    name = _measure_name(label)
+    if name is None:
+        return None
+    folded = name.casefold()
+    if folded.endswith(" " + measure.casefold()):
+        name = name[: -len(measure) - 1].strip()
+    return name or None
+
+
+def _metric_name(measure: str) -> str:
+    """A derived metric's canonical name: words in ordinary case lower-cased (``Net sales``
+    → ``net sales``), others as written (``EBITDA``, ``iPhone``)."""
+    words = [w.lower() if w[1:] == w[1:].lower() else w for w in measure.split(" ")]
+    return " ".join(words)
+
+
+def _plan_channel(residue: str) -> str | None:
+    """``budget``, ``estimate``, ``forecast`` … when a period label says the figure is a
+    plan (``Budget FY2024``, ``2025 Estimate``, ``予算``); ``None`` for an actual."""
+    found = {_PLAN_WORDS[m.group(0).casefold()] for m in _PLAN.finditer(residue)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _written_unit(text: str, *, whole: bool) -> str:
+    """The unit a label writes: a cell's whole unit text, else a group in parentheses that
+    looks like one (``(USD bn)``, ``($ in millions)``) or a ``単位：百万円`` phrase."""
+    norm = normalize(_label(text))
+    if whole:
+        return norm if _UNITISH.search(norm) else ""
+    for m in _GROUP.finditer(norm):
+        group = normalize(m.group(1))
+        phrase = _UNIT_PHRASE.search(group)
+        if phrase is not None and phrase.group("cjk"):
+            return normalize(phrase.group("cjk"))
+        if group and (_UNITISH.search(group) or _SCALE_LETTER.search(group)) and len(group) <= 30:
+            return group
+    phrase = _UNIT_PHRASE.search(norm)
+    if phrase is not None and phrase.group("cjk"):
+        return normalize(phrase.group("cjk"))
+    return ""
+
+
+def document_entity(title: str) -> str:
+    """Whom a document's figures are about when no label names it: its title's first part
+    without periods, years and report words (``Apple Inc. — Form 10-K 2024`` → ``Apple
+    Inc.``); ``""`` for an empty title."""
+    first = _TITLE_SEPARATOR.split(normalize(title), maxsplit=1)[0]
+    text = _BARE_YEAR.sub(
+        " ", re.sub(r"(?i)\bFY\s*'?\d{2,4}\b|\d{4}\s*年(?:\s*\d{1,2}\s*月期?)?(?:度)?", " ", first)
+    )
+    text = normalize(_REPORT_WORDS.sub("", normalize(text)))
+    text = text.strip(" ,;-–—")
+    return _clip(text or normalize(title))
+
+
+def entity_aliases(name: str) -> tuple[str, ...]:
+    """Other spellings a question may use for a derived entity: without its legal form
+    (``Apple Inc.`` → ``Apple``, ``株式会社ACME`` → ``ACME``)."""
+    short = normalize(_LEGAL_SUFFIX.sub("", name))
+    return (short,) if short and short != name else ()
+
+
 @dataclass(frozen=True, slots=True)
 class _Resolved:
     value: str | None
@@ -566,7 +922,9 @@ class _Extractor:
         self.settings = vocab.settings
         self.doc_id = doc_id
         self.title = title
+        self.entity = document_entity(title) or doc_id
         self._readings: dict[str, Reading] = {}
+        self._labels: dict[str, Reading] = {}
         self.skipped: dict[tuple[str, str], int] = {}
 
     def _read(self, text: str) -> Reading:
@@ -576,23 +934,50 @@ class _Extractor:
             self._readings[text] = reading
         return reading
 
-    def _cell(self, text: str) -> _Cell:
+    def _read_label(self, text: str) -> Reading:
+        """A table label read like any text, and a bare year in it (``2024``, ``2024*``,
+        ``2024 actual``) as that fiscal year: annual reports head their columns so. A
+        year inside a date or beside other digits is not a period."""
+        reading = self._labels.get(text)
+        if reading is None:
+            reading = self._read(text)
+            residue = reading.residue()
+            years = list(_BARE_YEAR.finditer(residue))
+            if (
+                not reading.values["period"]
+                and len(years) == 1
+                and not re.search(r"\d", residue[: years[0].start()] + residue[years[0].end() :])
+                and not re.search(_MONTH, residue, re.IGNORECASE)
+            ):
+                m = years[0]
+                values = dict(reading.values)
+                values["period"] = (f"FY{m.group(1)}",)
+                spans = tuple(sorted((*reading.spans, (m.start(), m.end()))))
+                reading = Reading(reading.text, values, spans)
+            self._labels[text] = reading
+        return reading
+
+    def _cell(self, text: str, first: bool = False) -> _Cell:
         number = parse_number(text) if text.strip() else None
         if number is not None and self.vocab.find_periods(text):
             number = None  # "2024年度" is a label, not the number 2024
+        if number is not None and first and _YEAR_CELL.match(normalize(_label(text))):
+            number = None  # a year heading its row
         return _Cell(number, text)
 
     def _names_slot(self, text: str) -> bool:
         """Whether ``text`` names a metric, entity, period or channel."""
-        values = self._read(text).values
+        values = self._read_label(text).values
         return any(values[kind] for kind in ("metric", "entity", "period", "channel"))
 
-    def resolve(self, kind: ReadKind, contexts: Sequence[str]) -> _Resolved:
-        """The nearest context that names anything decides; two names there: ambiguous."""
+    def resolve(self, kind: ReadKind, contexts: Sequence[str], labels: int = 0) -> _Resolved:
+        """The nearest context that names anything decides; two names there: ambiguous.
+        The first ``labels`` contexts are table labels (a bare year there is a period)."""
         for i, context in enumerate(contexts):
             if not context:
                 continue
-            values = self._read(context).values[kind]
+            reading = self._read_label(context) if i < labels else self._read(context)
+            values = reading.values[kind]
             if len(values) == 1:
                 return _Resolved(values[0], at=i)
             if values:
@@ -612,8 +997,11 @@ class _Extractor:
         place = _table_place(parts, section.locator)
         header = table[0]
         facts: list[Fact] = []
+        skipped_before = sum(n for (at, _), n in self.skipped.items() if at == place)
+        numbers = 0
         for row in table[1:]:
-            cells = [self._cell(text) for text in row]
+            cells = [self._cell(text, first=i == 0) for i, text in enumerate(row)]
+            numbers += sum(c.number is not None for c in cells)
             leading: list[str] = []
             for c in cells:
                 if c.number is not None:
@@ -633,7 +1021,52 @@ class _Extractor:
                 elif fact is not None:
                     key = (place, fact)
                     self.skipped[key] = self.skipped.get(key, 0) + 1
+        skipped = sum(n for (at, _), n in self.skipped.items() if at == place) - skipped_before
+        if numbers and not facts and not skipped:
+            self.skipped[(place, self._why_none(header, outer))] = numbers
+        elif facts:
+            for text, n in self._unread_headers(header, table[1:]).items():
+                self.skipped[
+                    (place, f"header '{_clip(normalize(text))}' is not read as a period")
+                ] = n
         return facts
+
+    def _why_none(self, header: Sequence[str], outer: Sequence[str]) -> str:
+        """Why a table with numbers gave no fact, for the operator."""
+        if not any(self._periodish(h) for h in header) and not any(
+            self._read(t).values["period"] for t in outer
+        ):
+            return "no header, row label or title reads as a period"
+        return "no label names what its figures measure"
+
+    def _periodish(self, text: str) -> bool:
+        if not text.strip():
+            return False
+        norm = normalize(text)
+        return bool(
+            self._read_label(text).values["period"]
+            or partial_markers(norm)
+            or sub_markers(norm)
+            or _WHOLE_YEAR.search(norm)
+        )
+
+    def _unread_headers(
+        self, header: Sequence[str], rows: Sequence[Sequence[str]]
+    ) -> dict[str, int]:
+        """Column headers with digits that do not read as a period, in a table whose other
+        numeric columns are headed by periods (``FY2024/25``, ``FY20245``): their values
+        were not taken, and the operator hears which header it was."""
+        period_cols = [i for i, h in enumerate(header) if i and self._periodish(h)]
+        if not period_cols:
+            return {}
+        out: dict[str, int] = {}
+        for i, text in enumerate(header):
+            if not i or i in period_cols or not re.search(r"\d", text):
+                continue
+            n = sum(1 for row in rows if i < len(row) and parse_number(row[i]) is not None)
+            if n:
+                out[text] = n
+        return out
 
     def _fact(
         self,
@@ -646,8 +1079,30 @@ class _Extractor:
         leading: Sequence[str],
         col: int,
     ) -> Fact | str | None:
-        """The cell's fact; else why not, when a reader should hear of it (the table names
-        a metric but not what it is for, or is ambiguous); else ``None``."""
+        """The cell's fact: named by the vocabulary, else by the table's own labels
+        (:meth:`_derived_fact`); else why not, when a reader should hear of it."""
+        args = (section, parts, keys, outer, header, cells, leading, col)
+        named = self._vocab_fact(*args)
+        if named is not None:
+            return named
+        return self._derived_fact(*args)
+
+    def _vocab_fact(
+        self,
+        section: Section,
+        parts: Sequence[tuple[str, str]],
+        keys: set[str],
+        outer: Sequence[str],
+        header: Sequence[str],
+        cells: Sequence[_Cell],
+        leading: Sequence[str],
+        col: int,
+    ) -> Fact | str | None:
+        """The cell's fact by the ``[facts]`` vocabulary; else why not, when a reader should
+        hear of it (the table names a metric but not what it is for, or is ambiguous);
+        else ``None``."""
+        if not self.vocab.has_metrics:
+            return None
         cell = cells[col]
         number = cell.number
         assert number is not None
@@ -680,7 +1135,7 @@ class _Extractor:
         if metric.value is None:
             return f"two metrics named in '{_clip(metric.ambiguous)}'" if metric.ambiguous else None
         entity = self.resolve("entity", contexts)
-        period = self.resolve("period", contexts)
+        period = self.resolve("period", contexts, len(local))
         for name, slot in (("entities", entity), ("periods", period)):
             if slot.ambiguous is not None:
                 return f"two {name} named in '{_clip(slot.ambiguous)}'"
@@ -688,6 +1143,9 @@ class _Extractor:
         if missing:
             return f"no {' or '.join(missing)} named"
         assert entity.value is not None and period.value is not None
+        narrowed = self._narrow(period.value, contexts, len(local))
+        if narrowed is None:
+            return "two partial periods named"
         # whole: the cell's own text and the other label cells (a long format's unit column)
         whole = frozenset({0, *range(3, 3 + len(others))})
         unknown = self._unknown_unit(contexts, len(local), whole, metric.at)
@@ -706,7 +1164,7 @@ class _Extractor:
             locator_parts.append(("col", _clip(normalize(column)) if column.strip() else col + 1))
         return Fact(
             entity=entity.value,
-            period=period.value,
+            period=narrowed,
             metric=metric.value,
             channel=channel.value or self.settings.default_channel,
             value=number.value,
@@ -715,6 +1173,173 @@ class _Extractor:
             locator=format_locator(*locator_parts),
             raw=cell.text.strip(),
         )
+
+    def _narrow(self, period: str, contexts: Sequence[str], labels: int) -> str | None:
+        """``period`` narrowed by the partial markers of the labels and titles around the
+        cell that no period took in (a column headed ``YTD`` or ``上半期`` under a title
+        naming FY2024 is ``YTD FY2024`` or ``H1 2024``, never FY2024); ``None`` when they
+        name two different parts."""
+        if not _YEAR_PERIOD.match(period):
+            return period
+        markers: list[str] = []
+        for i, context in enumerate(contexts):
+            if not context.strip():
+                continue
+            reading = self._read_label(context) if i < labels else self._read(context)
+            residue = reading.residue()
+            markers += [m.canonical for m in partial_markers(residue)]
+            markers += [m.canonical for m in sub_markers(residue)]
+        distinct = list(dict.fromkeys(markers))
+        if not distinct:
+            return period
+        if len(distinct) > 1:
+            return None
+        return combine_period(period, distinct[0])
+
+    def _derived_fact(
+        self,
+        section: Section,
+        parts: Sequence[tuple[str, str]],
+        keys: set[str],
+        outer: Sequence[str],
+        header: Sequence[str],
+        cells: Sequence[_Cell],
+        leading: Sequence[str],
+        col: int,
+    ) -> Fact | str | None:
+        """The cell's fact from the table's own labels, with no vocabulary: the period from
+        its column header (or its row's period label), what it measures from the label on
+        the other axis (``Net sales``; under a title ``Net sales by category`` the row
+        ``iPhone`` is the line ``iPhone`` of net sales), the entity from the vocabulary
+        or else the document's title, the unit as a label writes it. ``None`` when the
+        table does not say all of that."""
+        cell = cells[col]
+        number = cell.number
+        assert number is not None
+        labels_in_row = [
+            (i, c.text)
+            for i, c in enumerate(cells)
+            if i != col and c.number is None and c.text.strip()
+        ]
+        column = header[col] if col < len(header) else ""
+        corner = header[0] if col != 0 and cells[0].number is None and header else ""
+        if self._periodish(column):
+            period_text = column
+            measure_text = labels_in_row[0][1] if labels_in_row and labels_in_row[0][0] == 0 else ""
+            members = [t for i, t in labels_in_row if i != 0]
+        else:
+            periodish = [t for _, t in labels_in_row if self._periodish(t)]
+            if len(periodish) != 1:
+                return None
+            period_text = periodish[0]
+            measure_text = column
+            members = [t for _, t in labels_in_row if t is not period_text]
+        period = self.resolve("period", [period_text, *outer], 1)
+        if period.ambiguous is not None:
+            return f"two periods named in '{_clip(period.ambiguous)}'"
+        if period.value is None:
+            return "no period named"
+        texts = [period_text, measure_text, *members, corner, *outer]
+        narrowed = self._narrow(period.value, texts, 4 + len(members))
+        if narrowed is None:
+            return "two partial periods named"
+
+        entity: str | None = None
+        names = self._read_label(measure_text).values if measure_text.strip() else None
+        if names is not None and names["entity"] and not names["metric"]:
+            entity, measure_text = names["entity"][0], ""
+        split = self._split([corner, *section.titles, *_outer_contexts(parts, "")])
+        if split is None and _DIMENSION.search(normalize(corner)):
+            # "Region" above the row labels: the rows are lines of what a title measures
+            split = self._titled_measure([*section.titles, *_outer_contexts(parts, self.title)])
+        measure = _measure_name(measure_text)
+        member: str | None = None
+        if split is not None and _GROUP.search(measure_text) is None:
+            if measure is not None and not _is_total(measure_text, split):
+                member = _member_name(measure_text, split)
+            measure = split
+        elif measure is None and corner.strip() and not self._periodish(corner):
+            measure = _measure_name(corner)
+        if measure is None:
+            return None
+        for text in members:
+            named = self._read_label(text).values
+            if named["entity"] and entity is None:
+                entity = named["entity"][0]
+            elif not named["period"] and member is None:
+                member = _measure_name(text)
+        if entity is None:
+            found = self.resolve("entity", [corner, *outer])
+            if found.ambiguous is not None:
+                return f"two entities named in '{_clip(found.ambiguous)}'"
+            entity = found.value or self.entity
+        metric = self.vocab.values("metric", measure)
+        channel = member or _plan_channel(self._read_label(period_text).residue())
+        if channel is None:
+            named_channel = self.vocab.values("channel", period_text)
+            channel = named_channel[0] if len(named_channel) == 1 else None
+        unit = self._derived_unit(number, [measure_text, column, corner, *members], outer)
+        locator_parts: list[tuple[str, object]] = list(parts)
+        if "row" not in keys and "series" not in keys and leading:
+            locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
+        if "col" not in keys and "category" not in keys:
+            locator_parts.append(("col", _clip(normalize(column)) if column.strip() else col + 1))
+        return Fact(
+            entity=entity,
+            period=narrowed,
+            metric=metric[0] if len(metric) == 1 else _metric_name(measure),
+            channel=channel or self.settings.default_channel,
+            value=number.value,
+            unit=unit,
+            doc_id=self.doc_id,
+            locator=format_locator(*locator_parts),
+            raw=cell.text.strip(),
+        )
+
+    def _titled_measure(self, titles: Sequence[str]) -> str | None:
+        """What the nearest title that is nothing but a measure names (``Revenue``)."""
+        for title in titles:
+            reading = self._read(title)
+            if reading.values["entity"]:
+                continue
+            measure = _measure_name(reading.residue())
+            if measure is not None and not _GENERIC.match(measure) and len(measure.split()) <= 4:
+                return measure
+        return None
+
+    def _split(self, titles: Sequence[str]) -> str | None:
+        """The measure of the nearest title that breaks one measure down by something other
+        than time (``Net sales by category``, ``セグメント別売上高``); ``None`` if none does."""
+        for title in titles:
+            if not title.strip():
+                continue
+            norm = normalize(_label(title))
+            m = _BY.match(norm) or _BETSU.match(norm)
+            if m is None:
+                continue
+            if _TIME_DIMENSION.search(m.group("by")) or self._read(m.group("by")).values["period"]:
+                continue
+            measure = _measure_name(self._read(m.group("measure")).residue())
+            if measure is not None and not _GENERIC.match(measure):
+                return measure
+        return None
+
+    def _derived_unit(
+        self, number: ParsedNumber, labels: Sequence[str], titles: Sequence[str]
+    ) -> str:
+        """The unit as the table writes it: the vocabulary's name for it if it knows one,
+        else the cell's own unit text, else the nearest label's or title's unit group
+        (``(USD bn)``, ``$ in millions``, ``単位：百万円``); ``""`` when nothing states one."""
+        for text in [number.unit_text, *labels, *titles]:
+            if not text.strip():
+                continue
+            known = self.vocab.values("unit", text)
+            if len(known) == 1:
+                return known[0]
+            written = _written_unit(text, whole=text is number.unit_text)
+            if written:
+                return written
+        return ""
 
     def _unknown_unit(
         self, contexts: Sequence[str], local: int, whole: frozenset[int], metric_at: int | None
@@ -765,8 +1390,6 @@ def extract_facts(
     which units to configure, and no value was guessed.
     """
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
-    if not compiled.has_metrics:
-        return []
     extractor = _Extractor(compiled, doc_id, title or "")
     facts: list[Fact] = []
     for section in sections:
