@@ -9,17 +9,27 @@ What is guaranteed:
 
 * **Verbatim.** Every quoted unit in an ``answer`` is a contiguous, unmodified substring of the
   text of the snippet whose marker follows it: ``"<sentence> [S1] <sentence> [S3]"``. List
-  items and table rows are quoted one per line (``"<row> [S1]\\n<row> [S1]"``).
+  items and table rows are quoted one per line (``"<row> [S1]\\n<row> [S1]"``). The one
+  exception states an absence and no fact: when the question asks about a name ("the hotel
+  limit in Tokyo") that no snippet holds and a table is quoted, the answer opens with
+  ``"Tokyo is not among those listed:"`` and then quotes every row of that table.
 * **Structure is not prose.** A heading (the line the ingest puts above a section's text, a
   slide title, a short unpunctuated line opening a paragraph) is never quoted and never glued
   to the sentence after it. A table block is quoted as its header line and the rows that
   match the question, never as one run-on line.
-* **Enumerations are whole.** When a list item is worth quoting, every item of its list in
-  that snippet is quoted, in order, with the sentence that introduces it ("… closed on:").
+* **Enumerations are whole.** A list item is one unit with the lines that continue it, never
+  cut after its number ("1." alone is never quoted). When a list item is worth quoting, every
+  item of its list in that snippet is quoted, in order, with the sentence that introduces it
+  ("… closed on:"), unless the question names items by their label ("Level 4" of "Level 4 →
+  up to 2.1 % of pay"): then those items. A how-to question ("How do I …?") is answered by a
+  numbered list first, whole, joined by the parts of it other snippets of the same document
+  hold (steps 4–5 in the chunk after steps 1–3).
   When a table row is, the rows selected are those of the same category the question names
   (every ``Tokyo / Osaka`` row for "Tokyo"), else those matching it best.
 * **Relevant or nothing.** Only units sharing at least one term with the question are chosen;
   when none does, the answer is ``""`` (the orchestrator then reports that it has no source).
+* **Metadata is not content.** An e-mail's header block (``From:``, ``To:``, ``Subject:`` …,
+  a forwarded message's included) is never quoted.
 * **No borrowed citations.** A unit that itself contains a citation marker such as ``[S2]``
   is never quoted, so every marker in the output was put there by this provider.
 * **Deterministic.** The same request always gives the same output. A ``rerank`` is a stable
@@ -69,6 +79,29 @@ _MARKER = re.compile(r"\[\s*S\d+\s*\]", re.IGNORECASE)
 # A heading ends without punctuation and is short.
 _HEADING_END = re.compile(r"[.!?。！？:：;；,，、]$")
 _HEADING_MAX_CHARS = 60
+# The header block of an e-mail ("From: …", "Subject: …"), a forwarded one's included.
+_MAIL_HEADER = re.compile(
+    r"(?:From|To|Cc|Bcc|Sent|Date|Subject|Reply-To|Message-ID|In-Reply-To|References"
+    r"|Return-Path|MIME-Version|Content-Type|Importance|X-[\w-]+)[ \t]*:(?:\s|$)",
+    re.IGNORECASE,
+)
+_MAIL_SENDER = re.compile(r"(?:From|Sent)[ \t]*:", re.IGNORECASE)
+_MAIL_DIVIDER = re.compile(r"-{2,}\s*(?:Original Message|Forwarded message)\s*-{2,}", re.I)
+# A question asking how to do something ("How do I set up the VPN?"), answered by steps.
+_HOW_TO = re.compile(
+    r"^\W*(?:how\s+(?:do|can|should|would|does|to)\b|what\s+are\s+the\s+steps\b"
+    r"|(?:what\s+)?steps\s+(?:to|for)\b|walk\s+me\s+through\b)"
+    r"|手順|やり方|どうやって|どうすれば|如何|怎么|怎样|步骤",
+    re.IGNORECASE,
+)
+_STEP_NUMBER = re.compile(r"(\d+)[.)]\s")
+# What separates a list item's label from what it says ("Level 4 → up to …").
+_LABEL_END = re.compile(r"\s*(?:→|->|=>|⇒|:|：|–|—|\s-\s|=)")
+_LABEL_MAX_TERMS = 4
+# A name the question asks about ("… in Tokyo", "… for New York").
+_NAMED = re.compile(r"\b(?:in|for|at|of)\s+((?:[A-Z][\w'’.-]*)(?:\s+[A-Z][\w'’.-]*)*)")
+# A list item's marker alone, with nothing quotable after it.
+_BARE_MARKER = re.compile(r"(?:[-*•・]|\d+[.)])?[\W_]*")
 _HEADING_MAX_WORDS = 8
 
 MAX_SENTENCES = 3
@@ -119,11 +152,43 @@ def _list_ends(text: str) -> list[int]:
     ]
 
 
+def _items(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """``(start, end)`` of every list item in ``text`` with the lines that continue it (an
+    indented or lower-case line right below it), so "1. Install the client. Version 6.2 is
+    required." is one item, never "1." and two sentences. Lines in ``whole`` start none."""
+    starts = {s for s, _ in whole}
+    raw = list(_LINE.finditer(text))
+    out: list[tuple[int, int]] = []
+    for i, line in enumerate(raw):
+        body = line.group(0).lstrip()
+        begin = line.end() - len(body)
+        if not _LIST_ITEM.match(body) or begin in starts or _CELL in body:
+            continue
+        end = line.end()
+        for after in raw[i + 1 :]:
+            gap = text[end : after.start()].replace("\r\n", "\n")
+            follow = after.group(0)
+            if gap.strip() or len(gap) != 1 or _CELL in follow or not follow.strip():
+                break
+            if _LIST_ITEM.match(follow.lstrip()) or (
+                not follow[:1].isspace() and _starts_block(follow)
+            ):
+                break
+            end = after.end()
+        while end > begin and text[end - 1].isspace():
+            end -= 1
+        out.append((begin, end))
+    return out
+
+
 def _spans(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """``(start, end)`` of every sentence in ``text``, whitespace-trimmed, non-empty. The
     ``whole`` spans (headings) are units of their own, never cut inside, as are table
-    lines: "2. Class of travel" and "… | 1. Weihnachtstag" are not two sentences each."""
+    lines and list items: "2. Class of travel", "… | 1. Weihnachtstag" and "1. Open the
+    client." are not two sentences each."""
+    whole = list(whole)
     kept = [*whole, *((s, e) for s, e in _lines(text) if _CELL in text[s:e])]
+    kept += _items(text, whole)
     cuts: set[int] = set()
     for m in _LATIN_END.finditer(text):
         single_period = m.group(0).rstrip("\"'”’)]") == "."
@@ -223,6 +288,39 @@ def _headings(snippet: Snippet, lines: Sequence[tuple[int, int]]) -> set[tuple[i
     return out
 
 
+def _mail_headers(text: str, lines: Sequence[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The lines of ``text`` that are an e-mail's header block: a run of ``Name: value``
+    lines (with their indented continuations) holding a sender (``From:``, ``Sent:``) and at
+    least one other header, and the divider of a forwarded or quoted message. Metadata of
+    the message, never its content."""
+    out: set[tuple[int, int]] = set()
+    block: list[tuple[int, int]] = []
+
+    def close() -> None:
+        named = [text[s:e] for s, e in block if _MAIL_HEADER.match(text[s:e])]
+        if len(named) >= 2 and any(_MAIL_SENDER.match(n) for n in named):
+            out.update(block)
+        block.clear()
+
+    previous_end = -1
+    for s, e in lines:
+        line = text[s:e]
+        if _MAIL_DIVIDER.fullmatch(line):
+            close()
+            out.add((s, e))
+        elif _MAIL_HEADER.match(line):
+            if block and "\n\n" in text[previous_end:s].replace("\r", ""):
+                close()
+            block.append((s, e))
+        elif block and s > 0 and text[s - 1] in " \t" and "\n\n" not in text[previous_end:s]:
+            block.append((s, e))  # a folded header line
+        else:
+            close()
+        previous_end = e
+    close()
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class _Unit:
     """One quotable piece of a snippet. ``group`` numbers the list or table block it belongs
@@ -240,16 +338,19 @@ class _Unit:
 def _units(snippet: Snippet) -> list[_Unit]:
     text = snippet.text
     lines = _lines(text)
-    headings = _headings(snippet, lines)
+    headers = _mail_headers(text, lines)
+    headings = _headings(snippet, [line for line in lines if line not in headers])
     table_lines = {(s, e) for s, e in lines if _CELL in text[s:e]}
     units: list[_Unit] = []
     group = -1
     previous: str | None = None  # "item" | "row" | "prose"
     heading = _section_heading(snippet.locator) or ""
-    for s, e in _spans(text, headings):
+    for s, e in _spans(text, headings | headers):
         piece = text[s:e]
         if (s, e) in headings:
             previous, heading = None, piece
+            continue
+        if (s, e) in headers or _BARE_MARKER.fullmatch(piece):
             continue
         if (s, e) in table_lines:
             if _TABLE_RULE.match(piece):
@@ -394,39 +495,61 @@ class ExtractiveProvider:
                     candidates.append((-score, s_index, u_index, score))
         if not candidates:
             return []
-        candidates.sort()
-        floor = max(1, math.ceil(candidates[0][3] / 2))
+        floor = max(1, math.ceil(max(c[3] for c in candidates) / 2))
+        steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
+        # A how-to question is answered by its steps: units of a numbered list come first.
+        candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
         scores = {(c[1], c[2]): c[3] for c in candidates}
         tables = _tables(request.snippets, units)
         table_of = {row: key for key, table in tables.items() for row in table.rows}
-        selected = _selected_rows(tables, units, question, scores)
+        selected, undecided = _selected_rows(tables, units, question, scores)
         chosen: list[Quote] = []
         picked: set[tuple[object, ...]] = set()
         quoted: set[tuple[int, int]] = set()
+        texts: set[str] = set()
         for _, s_index, u_index, score in candidates:
-            if score < floor or len(picked) >= self.max_sentences:
-                break
-            if (s_index, u_index) in quoted:
+            if score < floor or (s_index, u_index) in quoted:
                 continue
+            if len(picked) >= self.max_sentences:
+                break
             unit = units[s_index][u_index]
             key: tuple[object, ...]
             members: list[tuple[int, int]]
+            note: str | None = None
             if (s_index, u_index) in table_of:
                 key = table_of[(s_index, u_index)]
-                members = _table_members(tables[key], selected, units)
+                table = tables[key]
+                names = _unlisted(request) if key in undecided else []
+                if names:
+                    note = f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} "
+                    note += "not among those listed:"
+                    listed = {r for r in table.rows if not _MARKER.search(units[r[0]][r[1]].text)}
+                    members = _table_members(table, listed, units)
+                else:
+                    members = _table_members(table, selected, units)
             elif unit.group is not None or unit.lead is not None:
                 group = unit.group if unit.group is not None else unit.lead
+                assert group is not None
                 key = (s_index, group)
                 members = [(s_index, i) for i in _list_members(units[s_index], group)]
+                if (s_index, group) in steps:
+                    members, merged = _whole_steps(request.snippets, steps, units, (s_index, group))
+                    picked.update(merged - {key})
+                else:
+                    members = _named_items(units, members, question)
             else:
                 key, members = (s_index, u_index), [(s_index, u_index)]
             if key in picked or not members:
                 continue
             picked.add(key)
+            if note is not None:
+                chosen.append(Quote(request.snippets[members[0][0]].ref, note, 0))
             for m in members:
-                if m in quoted:
+                flat = " ".join(units[m[0]][m[1]].text.split())
+                if m in quoted or flat in texts:
                     continue
                 quoted.add(m)
+                texts.add(flat)
                 ref = request.snippets[m[0]].ref
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
         return chosen
@@ -472,13 +595,15 @@ def _selected_rows(
     units: Sequence[Sequence[_Unit]],
     question: set[str],
     scores: Mapping[tuple[int, int], int],
-) -> set[tuple[int, int]]:
+) -> tuple[set[tuple[int, int]], set[tuple[str, str, str]]]:
     """The table rows worth quoting, judged per table: the rows of the categories the
     question names ("Frankfurt" names the office column: every Frankfurt row), else the
     rows holding the most question terms that tell the table's rows apart ("London" among
-    the cities, not "limit", which every row holds), else the best-scoring rows."""
+    the cities, not "limit", which every row holds), else the best-scoring rows. Also the
+    tables of that last kind, whose rows the question names none of."""
     out: set[tuple[int, int]] = set()
-    for table in tables.values():
+    undecided: set[tuple[str, str, str]] = set()
+    for key, table in tables.items():
         rows = [r for r in table.rows if not _MARKER.search(units[r[0]][r[1]].text)]
         if not rows:
             continue
@@ -492,8 +617,10 @@ def _selected_rows(
             best = max(counts)
             if best > 0:
                 out.update(row for row, n in zip(rows, counts, strict=True) if n == best)
+                if counts is ranked:
+                    undecided.add(key)
                 break
-    return out
+    return out, undecided
 
 
 def _table_members(
@@ -509,6 +636,87 @@ def _table_members(
         group = units[s][u].group
         lead += [(s, i) for i, x in enumerate(units[s]) if x.lead is not None and x.lead == group]
     return [*lead, *table.headers, *rows]
+
+
+def _step_lists(units: Sequence[Sequence[_Unit]]) -> dict[tuple[int, int], tuple[int, int]]:
+    """``(snippet, group)`` → ``(first, last)`` step number of every numbered list."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for s_index, snippet_units in enumerate(units):
+        numbers: dict[int, list[int]] = {}
+        for unit in snippet_units:
+            m = _STEP_NUMBER.match(unit.text)
+            if unit.group is not None and m:
+                numbers.setdefault(unit.group, []).append(int(m.group(1)))
+        for group, found in numbers.items():
+            out[(s_index, group)] = (found[0], found[-1])
+    return out
+
+
+def _whole_steps(
+    snippets: Sequence[Snippet],
+    steps: Mapping[tuple[int, int], tuple[int, int]],
+    units: Sequence[Sequence[_Unit]],
+    start: tuple[int, int],
+) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
+    """The numbered list ``start`` quoted whole, with its introduction, joined by the parts
+    of it that other snippets of the same document hold (a list the ingest cut in two: the
+    part that starts where this one stops, and the one this one continues)."""
+    doc = snippets[start[0]].doc_id
+    chain = [start]
+    while True:  # parts before
+        first = steps[chain[0]][0]
+        before = [k for k, (_, last) in steps.items() if last == first - 1 and k not in chain]
+        before = [k for k in before if snippets[k[0]].doc_id == doc]
+        if first <= 1 or not before:
+            break
+        chain.insert(0, before[0])
+    while True:  # parts after
+        last = steps[chain[-1]][1]
+        after = [k for k, (first, _) in steps.items() if first == last + 1 and k not in chain]
+        after = [k for k in after if snippets[k[0]].doc_id == doc]
+        if not after:
+            break
+        chain.append(after[0])
+    members = [(s, i) for s, group in chain for i in _list_members(units[s], group)]
+    return members, set(chain)
+
+
+def _named_items(
+    units: Sequence[Sequence[_Unit]], members: list[tuple[int, int]], question: set[str]
+) -> list[tuple[int, int]]:
+    """The items of a list the question names by their label ("Level 4" in "Level 4 → up
+    to 2.1 % of pay"), with the sentence that introduces the list; all of ``members`` when
+    it names none of them, or every one."""
+    named: list[tuple[int, int]] = []
+    items = 0
+    for s, i in members:
+        unit = units[s][i]
+        if unit.group is None:
+            continue
+        items += 1
+        body = _LIST_ITEM.sub("", unit.text, count=1)
+        cut = _LABEL_END.search(body)
+        terms = set(search_terms(body[: cut.start()])) if cut else set()
+        if terms and len(terms) <= _LABEL_MAX_TERMS and terms <= question:
+            named.append((s, i))
+    if not named or len(named) == items:
+        return members
+    return [m for m in members if units[m[0]][m[1]].group is None or m in named]
+
+
+def _unlisted(request: ChatRequest) -> list[str]:
+    """The names the question asks about ("the hotel limit in Tokyo") that none of the
+    snippets holds: the table quoted does not list them."""
+    held: set[str] = set()
+    for snippet in request.snippets:
+        held.update(document_terms(f"{snippet.title}\n{snippet.locator}\n{snippet.text}"))
+    out: list[str] = []
+    for m in _NAMED.finditer(request.question):
+        name = m.group(1).rstrip(".'’")
+        terms = set(document_terms(name))
+        if terms and not terms <= held and not any(c.isdigit() for c in name):
+            out.append(name)
+    return list(dict.fromkeys(out))
 
 
 def _list_members(units: Sequence[_Unit], group: int | None) -> list[int]:

@@ -14,7 +14,7 @@ MkDocs), and e-mails are exported with their headers; none of that is text a rea
 * :func:`plain_links` — Markdown link syntax in plain text (``[label](url)``,
   ``![alt](src)``, ``[label][ref]``) becomes its words;
 * :func:`mail_headers` — the header block of an e-mail export (``From:``, ``To:``,
-  ``Subject:`` …) is metadata: ``Subject`` is the title, and the block is not text.
+  ``Subject:`` …) is metadata: its ``Subject`` is the title.
 
 Every function keeps the text's line count (what it removes becomes blank lines or nothing
 inside a line), so line numbers in locators and progress still point into the file.

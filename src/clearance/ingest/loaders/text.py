@@ -7,9 +7,9 @@ longer than ``max_chars`` is packed line by line, and a single line longer than 
 block of its own (the chunker splits it later). Locator: ``lines=<first>-<last>``, 1-based
 physical line numbers (``\\r\\n``, ``\\r`` and ``\\n`` all end a line). Blocks are not atomic.
 
-An e-mail export's header block (``From:``, ``To:``, ``Subject:`` … before the first blank
-line) is metadata, never text: ``Subject`` is the title, and the lines it took stay blank, so
-line numbers still count from the file's first line. Markdown link syntax
+An e-mail export's ``Subject`` header is its title. The header block stays in the text, so
+a search for who sent what to whom still finds the message, and it is marked as what it is:
+answers never quote it (:mod:`clearance.llm.extractive`). Markdown link syntax
 (``[label](url)``) is read as its label (:mod:`clearance.ingest.loaders.markup`). Any other
 text file has no title.
 """
@@ -63,7 +63,8 @@ def _units(lines: list[str], max_chars: int) -> list[tuple[int, int]]:
 
 def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
     """The title (an e-mail's subject) and sections described in the module docstring."""
-    headers, text = mail_headers(read_text(handle, budget.name, "text"))
+    text = read_text(handle, budget.name, "text")
+    headers, _ = mail_headers(text)
     return headers.get("subject") or None, text_sections(plain_links(text), max_chars)
 
 

@@ -1,0 +1,176 @@
+"""The extractive answer reads as an answer, not a search snippet (issue 22, "Clean, direct
+text"): a how-to gets its numbered steps whole, a list item is quoted whole, an item a table
+does not list is said to be missing before what it does list, the item the question names is
+the one quoted, and no answer quotes a mail header or ends on a bare "1."."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import clearance.llm.extractive as extractive
+from clearance.llm.base import ChatRequest, Snippet
+from clearance.llm.extractive import ExtractiveProvider
+from clearance.model import Sensitivity
+
+LOCK_HOWTO = (
+    "How to lock your laptop\n"
+    "Leaving an unlocked laptop is the most common finding of our desk audits. To lock it:\n"
+    "1. Save your work.\n"
+    "2. Lock your computer before leaving it.\n"
+    "   On a Mac press Control + Shift + Power; on Windows press Windows + L.\n"
+    "3. Check that the sign-in screen shows before you walk away."
+)
+VPN_PART_1 = (
+    "Setting up the VPN\n"
+    "1. Install the GlobalProtect client from the Company Portal.\n"
+    "   Version 6.2 or later is required.\n"
+    "\n"
+    "2. Enter the portal address vpn.example.com and sign in with Okta.\n"
+    "\n"
+    "3. Approve the push on Okta Verify."
+)
+VPN_PART_2 = (
+    "4. Pick the nearest gateway under Settings > Gateway.\n"
+    "\n"
+    "5. The VPN disconnects after 12 hours. Reconnect from the tray icon.\n"
+    "\n"
+    "Note: the VPN is replaced by a zero-trust service during 2026."
+)
+LEAVE_LEVELS = (
+    "Leave accrual by level\n"
+    "Employees accrue paid leave each month according to their career level:\n"
+    "- Level 1 → up to 0.8 % of pay or 16 hours\n"
+    "- Level 2 → up to 1.2 % of pay or 24 hours\n"
+    "- Level 3 → up to 1.6 % of pay or 32 hours\n"
+    "- Level 4 → up to 2.1 % of pay or 44 hours\n"
+    "- Level 5 → up to 2.5 % of pay or 52 hours"
+)
+FORWARDED = (
+    "---------- Forwarded message ---------\n"
+    "From: Facilities <facilities@example.com>\n"
+    "Date: Mon, 2 Mar 2026 08:10\n"
+    "Subject: Parking garage closed on Friday\n"
+    "To: Tokyo office <tokyo@example.com>\n"
+    "\n"
+    "The parking garage is closed on Friday 6 March for resurfacing. Please use the "
+    "visitor lot on Sakura Street instead."
+)
+HOTELS = [("London", "GBP 230"), ("Paris", "EUR 210"), ("Frankfurt", "EUR 190")]
+
+
+def snippet(ref: str, text: str, locator: str = "lines=1-9", doc: str = "files:doc.md") -> Snippet:
+    return Snippet(
+        ref=ref,
+        chunk_id=f"chunk-{ref}",
+        doc_id=doc,
+        title=doc.split(":")[-1],
+        locator=locator,
+        uri=f"file:///docs/{ref}",
+        text=text,
+        sensitivity=Sensitivity.INTERNAL,
+        corpus="ops",
+        origin="human",
+        trust="trusted",
+    )
+
+
+def answer(question: str, *snippets: Snippet) -> str:
+    return ExtractiveProvider().complete(ChatRequest("answer", question, (), snippets)).text
+
+
+def quoted(text: str) -> list[str]:
+    """The quoted units of an answer, whitespace collapsed, markers removed."""
+    return [" ".join(u.split()) for u in re.split(r" \[S\d+\](?:\n| |$)", text) if u.strip()]
+
+
+def hotel_rows() -> list[Snippet]:
+    locator = "section=Travel policy > 3. Hotel limits per night,table=1,row="
+    return [
+        snippet(f"S{i}", f"City: {city} | Limit: {limit}", locator + city, "files:travel.md")
+        for i, (city, limit) in enumerate(HOTELS, start=1)
+    ]
+
+
+def item_checks(units: list[str]) -> None:
+    assert (
+        "2. Lock your computer before leaving it. On a Mac press Control + Shift + Power; "
+        "on Windows press Windows + L."
+    ) in units, units
+    assert "Lock your computer before leaving it." not in units
+
+
+def test_a_list_item_is_quoted_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    item_checks(quoted(answer("How do I lock my laptop?", snippet("S1", LOCK_HOWTO))))
+    # Reverse proof: cut at every sentence end, the item loses the keys it names.
+    monkeypatch.setattr(extractive, "_items", lambda text, whole=(): [])
+    with pytest.raises(AssertionError):
+        item_checks(quoted(answer("How do I lock my laptop?", snippet("S1", LOCK_HOWTO))))
+
+
+def test_a_how_to_question_gets_every_step_even_across_two_passages() -> None:
+    parts = (
+        snippet("S1", VPN_PART_1, "lines=1-8", "files:vpn.txt"),
+        snippet("S2", VPN_PART_2, "lines=9-14", "files:vpn.txt"),
+    )
+    for ordered in (parts, parts[::-1]):
+        units = quoted(answer("How do I set up the VPN on my laptop?", *ordered))
+        steps = [u for u in units if re.match(r"\d+\. ", u)]
+        assert [s[:2] for s in steps] == ["1.", "2.", "3.", "4.", "5."], units
+        assert steps[0].endswith("Version 6.2 or later is required.")
+
+
+def test_no_answer_ends_on_a_bare_list_number() -> None:
+    text = answer("How do I set up the VPN?", snippet("S1", VPN_PART_1))
+    assert not re.search(r"(?m)^\s*\d+[.)]\s*\[S\d+\]\s*$", text), text
+    assert all(re.search(r"[A-Za-z]", u) for u in quoted(text)), text
+
+
+def test_mail_headers_are_never_quoted() -> None:
+    text = answer("Is the parking garage closed on Friday?", snippet("S1", FORWARDED))
+    assert text.startswith("The parking garage is closed on Friday 6 March"), text
+    assert not re.search(r"(?m)^(From|To|Date|Subject):", text), text
+    assert "Forwarded message" not in text
+
+
+def test_an_item_the_table_does_not_list_is_named_then_what_it_lists() -> None:
+    units = quoted(answer("What is the hotel limit in Tokyo?", *hotel_rows()))
+    assert units[0] == "Tokyo is not among those listed:", units
+    assert units[1:] == [f"City: {city} | Limit: {limit}" for city, limit in HOTELS]
+    # A listed city is answered by its row alone, with no such note.
+    assert quoted(answer("What is the hotel limit in Paris?", *hotel_rows())) == [
+        "City: Paris | Limit: EUR 210"
+    ]
+
+
+def test_the_item_the_question_names_is_the_one_quoted(monkeypatch: pytest.MonkeyPatch) -> None:
+    question = "How much leave does a Level 4 employee accrue?"
+    units = quoted(answer(question, snippet("S1", LEAVE_LEVELS)))
+    assert "- Level 4 → up to 2.1 % of pay or 44 hours" in units, units
+    assert not any(u.startswith(("- Level 3", "- Level 5")) for u in units), units
+    # A question naming no item still gets the whole list.
+    every = quoted(answer("How does leave accrue by career level?", snippet("S1", LEAVE_LEVELS)))
+    assert len([u for u in every if u.startswith("- Level")]) == 5, every
+    # Reverse proof: without choosing the named item, the neighbouring bullets come back.
+    monkeypatch.setattr(extractive, "_named_items", lambda units, members, question: members)
+    units = quoted(answer(question, snippet("S1", LEAVE_LEVELS)))
+    assert any(u.startswith("- Level 3") for u in units)
+
+
+def test_every_quote_but_the_unlisted_note_is_verbatim() -> None:
+    snippets = (
+        snippet("S1", LOCK_HOWTO),
+        snippet("S2", VPN_PART_1, doc="files:vpn.txt"),
+        snippet("S3", LEAVE_LEVELS, doc="files:leave.md"),
+        snippet("S4", FORWARDED, doc="files:mail.txt"),
+    )
+    by_ref = {s.ref: s.text for s in snippets}
+    for question in (
+        "How do I lock my laptop?",
+        "How do I set up the VPN?",
+        "How much leave for Level 4?",
+        "Is the parking garage closed?",
+    ):
+        for quote in ExtractiveProvider().quotes(ChatRequest("answer", question, (), snippets)):
+            assert quote.sentence in by_ref[quote.ref]
