@@ -516,8 +516,12 @@ class ExtractiveProvider:
             key: tuple[object, ...]
             members: list[tuple[int, int]]
             note: str | None = None
-            if (s_index, u_index) in table_of:
-                key = table_of[(s_index, u_index)]
+            table_key = table_of.get((s_index, u_index))
+            if table_key is None and unit.lead is not None:  # the sentence above a table
+                rows = [(s_index, i) for i, x in enumerate(units[s_index]) if x.group == unit.lead]
+                table_key = next((table_of[r] for r in rows if r in table_of), None)
+            if table_key is not None:
+                key = table_key
                 table = tables[key]
                 names = _unlisted(request) if key in undecided else []
                 if names:
