@@ -78,7 +78,8 @@ def test_a_calendar_year_is_the_fiscal_year_only_when_the_fiscal_year_starts_in_
 
 
 def test_a_date_is_not_a_calendar_year() -> None:
-    assert vocab().values("period", "2024年3月期の売上高") == []
+    # 2024年3月期 is the fiscal year that ends in March 2024, never calendar 2024
+    assert vocab().values("period", "2024年3月期の売上高") == ["FY2024"]
 
 
 def test_the_longest_period_wins() -> None:

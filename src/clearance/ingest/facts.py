@@ -82,6 +82,7 @@ __all__ = [
     "entity_aliases",
     "extract_facts",
     "format_number",
+    "measure_name",
     "normalize",
     "parse_number",
     "partial_markers",
@@ -493,8 +494,9 @@ class Vocabulary:
                         found.append(Match(value, m.start(), m.end()))
                     else:
                         found.append(Match(value, index[m.start()], index[m.end() - 1] + 1))
-        if not self.settings.replace_builtin_periods:
-            found.extend(self._ending_years(norm))
+        if self.settings.replace_builtin_periods:
+            return _longest(found)
+        found.extend(self._ending_years(norm))
         return _with_partials(norm, _longest(found))
 
     def _ending_years(self, norm: str) -> Iterator[Match]:
@@ -826,7 +828,7 @@ _REPORT_WORDS = re.compile(
 _TITLE_SEPARATOR = re.compile(r"\s+[—–\-|:·]\s+|[：｜|]")
 
 
-def _measure_name(text: str) -> str | None:
+def measure_name(text: str) -> str | None:
     """What a label says is measured: without its unit group, footnote markers, a
     trailing colon or a leading ``Total``; ``None`` if that leaves no word."""
     norm = normalize(_GROUP.sub(" ", _label(text)))
@@ -847,7 +849,7 @@ def _is_total(label: str, measure: str) -> bool:
 def _member_name(label: str, measure: str) -> str | None:
     """The line a row names (``iPhone``, ``Greater China``), without the measure if the
     label repeats it (``Services net sales`` → ``Services``)."""
-    name = _measure_name(label)
+    name = measure_name(label)
     if name is None:
         return None
     folded = name.casefold()
@@ -1252,14 +1254,14 @@ class _Extractor:
         if split is None and _DIMENSION.search(normalize(corner)):
             # "Region" above the row labels: the rows are lines of what a title measures
             split = self._titled_measure([*section.titles, *_outer_contexts(parts, self.title)])
-        measure = _measure_name(measure_text)
+        measure = measure_name(measure_text)
         member: str | None = None
         if split is not None and _GROUP.search(measure_text) is None:
             if measure is not None and not _is_total(measure_text, split):
                 member = _member_name(measure_text, split)
             measure = split
         elif measure is None and corner.strip() and not self._periodish(corner):
-            measure = _measure_name(corner)
+            measure = measure_name(corner)
         if measure is None:
             return None
         for text in members:
@@ -1267,7 +1269,7 @@ class _Extractor:
             if named["entity"] and entity is None:
                 entity = named["entity"][0]
             elif not named["period"] and member is None:
-                member = _measure_name(text)
+                member = measure_name(text)
         if entity is None:
             found = self.resolve("entity", [corner, *outer])
             if found.ambiguous is not None:
@@ -1302,7 +1304,7 @@ class _Extractor:
             reading = self._read(title)
             if reading.values["entity"]:
                 continue
-            measure = _measure_name(reading.residue())
+            measure = measure_name(reading.residue())
             if measure is not None and not _GENERIC.match(measure) and len(measure.split()) <= 4:
                 return measure
         return None
@@ -1319,7 +1321,7 @@ class _Extractor:
                 continue
             if _TIME_DIMENSION.search(m.group("by")) or self._read(m.group("by")).values["period"]:
                 continue
-            measure = _measure_name(self._read(m.group("measure")).residue())
+            measure = measure_name(self._read(m.group("measure")).residue())
             if measure is not None and not _GENERIC.match(measure):
                 return measure
         return None
