@@ -73,9 +73,11 @@ def test_the_latest_period_is_the_latest_the_asker_may_read(acme: AcmeIndex) -> 
 
 
 def test_unexplained_words_stop_the_default_entity(acme: AcmeIndex) -> None:
-    """An unknown name ("ACME HK") is never answered with the default entity's figure."""
+    """An unknown name ("ACME HK") is never answered with the default entity's figure, and
+    no other entity is offered in its place: it is not found."""
     result = ask(acme, "What was ACME HK revenue last year?", "alice")
-    assert (result.status, result.missing) == (Status.CLARIFY, ("entity",))
+    assert (result.status, result.missing, result.options) == (Status.NOT_FOUND, (), ())
+    assert "ACME HK" in result.answer and "ACME Group" not in result.answer
     assert "1,571" not in result.answer and result.citations == ()
 
 

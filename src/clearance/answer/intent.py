@@ -7,6 +7,14 @@ English, Japanese and Chinese alike, after NFKC + casefold); relative periods ("
 (:mod:`clearance.answer.periods`) and kept in :attr:`Intent.resolved` so the answer can say
 what they were taken to mean.
 
+A metric qualified by words the vocabulary does not know — a product, segment, region or
+line ("Services net sales", "net sales in the Greater China segment") — keeps them in
+:attr:`MetricQuery.qualifier`, so the figure looked up is that line's, never the metric's
+total. A possessive name the vocabulary does not know ("Microsoft's revenue") is kept in
+:attr:`Intent.unknown_entity`: it is an entity no readable fact holds, never a reason to
+offer others. :attr:`Intent.compare` says the question asks to compare (``vs``,
+"difference", 比較, 对比 …); only then are two figures set against each other.
+
 A question goes to the figures path only when it asks for a figure:
 
 * it names a metric, and does not only ask *when / why / how* (``When will employees be
@@ -75,6 +83,9 @@ class MetricQuery:
     entity: str | None
     period: str | None
     channel: str | None = None
+    # Words that narrow the metric to a line the vocabulary does not know ("Services" in
+    # "Services net sales"): such a figure is never the metric's total.
+    qualifier: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +110,8 @@ class Intent:
     # What the explanation part searches for: ``narrative``, with the entities the figure
     # clause names when the explanation names none ("…はいくらで、なぜ伸びたのですか").
     narrative_query: str = ""
+    compare: bool = False
+    unknown_entity: str = ""
 
 
 @runtime_checkable
@@ -136,7 +149,8 @@ _SMALL_WORDS_TEXT = """a an the what whats what's was is are were be been being 
     me of for in on at to by from with do does did have has had how much many tell show give
     please total figure figures number numbers value amount and or vs versus compare compared
     between it its this that there about so far reported as per s year years fiscal period
-    whole full overall latest current"""
+    whole full overall latest current segment segments division region business unit line
+    category"""
 _SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
 _LATIN_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u30a0-\u30ff]")
@@ -144,6 +158,27 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u30a0-\u30ff]")
 # "we", "total" …); kana particles are dropped wholesale.
 _SMALL_CJK = frozenset(
     "的是了吗嗎呢吧啊在和与與及有请請问問告诉訴给給我们們你您这這那个個总總共计計额額数數少几幾何教下"
+)
+# Asking to set figures against each other.
+_COMPARE = re.compile(
+    rf"{_L}(?:vs\.?|versus|compare[ds]?|comparing|comparison|difference|differ|change[ds]?|"
+    rf"growth|grow|grew|increased?|decreased?|declined?|rose|fell|higher|lower|more|less){_R}"
+    r"|比較|比べ|対比|増減|前年比|伸び|同比|环比|環比|对比|對比|相比|比较|增长|增長|变化|變化|差异|差異",
+    re.IGNORECASE,
+)
+# Words before a metric that do not narrow it to a line.
+_NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
+    full-year entire whole combined consolidated actual actuals figure much many"""
+_NOT_QUALIFIERS = frozenset(_NOT_QUALIFIERS_TEXT.split())
+_WORDS_BEFORE = re.compile(r"((?:[0-9A-Za-z\u00c0-\u024f][\w&.-]*\s+){1,3})$")
+_LINE_AFTER = re.compile(
+    r"^\s+(?:in|for|of|from)\s+(?:the\s+|its\s+|our\s+)?"
+    r"(?P<line>(?:[0-9A-Za-z\u00c0-\u024f][\w&.-]*\s+){1,3}?)"
+    r"(?:segment|division|region|business|unit|line|category|product|market)s?\b",
+    re.IGNORECASE,
+)
+_POSSESSIVE = re.compile(
+    r"(?<![0-9A-Za-z])((?:[A-Z][\w&.-]*\s+){0,2}[A-Z][\w&.-]*)(?:'s|’s|')(?![A-Za-z])"
 )
 _BARE_YEAR = re.compile(r"(?<![0-9A-Za-z'])(?:19|20)\d{2}(?![0-9A-Za-z])")
 # The most content words a question may have besides its slots and still be read as
@@ -180,6 +215,25 @@ def _residual(text: str) -> tuple[int, int, int]:
     return common, names, cjk
 
 
+def _qualifier(blanked: str, start: int, end: int) -> str | None:
+    """The words that narrow the metric at ``blanked[start:end]`` to a line: the words
+    right before it that are no slot and no small word ("Services" net sales), or a line
+    after it ("in the Greater China segment")."""
+    before = _WORDS_BEFORE.search(blanked[:start])
+    words: list[str] = []
+    if before is not None and blanked[before.end() - 1 : start].strip() == "":
+        for word in reversed(before.group(1).split()):
+            folded = word.casefold()
+            if folded in _SMALL_WORDS or folded in _NOT_QUALIFIERS or word.endswith(("'s", "’s")):
+                break
+            words.insert(0, word)
+    after = _LINE_AFTER.match(blanked[end:])
+    if after is not None:
+        line = [w for w in after.group("line").split() if w.casefold() not in _SMALL_WORDS]
+        words.extend(line)
+    return " ".join(words) or None
+
+
 class RuleIntentParser:
     """The default parser: vocabulary matching plus the rules of the module docstring.
     ``calendar`` is the fiscal calendar relative periods resolve in (the ``[facts]``
@@ -190,6 +244,26 @@ class RuleIntentParser:
     ) -> None:
         self.vocab = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
         self.calendar = calendar or FiscalCalendar.from_settings(self.vocab.settings)
+        # Words of an entity's name ("federal" of "United States Federal Budget") say whose
+        # figure it is: they neither narrow the metric nor leave the question unexplained.
+        words = {
+            w.casefold()
+            for name, aliases in self.vocab.settings.entities.items()
+            for text in (name, *aliases)
+            for w in _LATIN_WORD.findall(text)
+            if len(w) > 2 and w.casefold() not in _SMALL_WORDS
+        }
+        self._entity_words = (
+            re.compile(rf"{_L}(?:{'|'.join(map(re.escape, sorted(words)))}){_R}", re.IGNORECASE)
+            if words
+            else None
+        )
+
+    def _names_entity(self, words: str) -> bool:
+        """Whether every word of ``words`` is a word of an entity's name."""
+        if self._entity_words is None:
+            return False
+        return not _LATIN_WORD.search(self._entity_words.sub(" ", words))
 
     def parse(self, question: str, *, today: date | None = None) -> Intent:
         """Parse one question; relative periods need ``today`` (without it they are not
@@ -247,6 +321,8 @@ class RuleIntentParser:
             narrative=story,
             unexplained=figure.unexplained,
             narrative_query=query,
+            compare=figure.compare,
+            unknown_entity=figure.unknown_entity,
         )
 
     def _periods(
@@ -306,12 +382,29 @@ class RuleIntentParser:
         slots_present = bool(metrics or entities or periods or unrecognized or ambiguous)
         spans = [(m.start, m.end) for ms in found.values() for m in ms] + period_spans
         spans += [(i, i + len(tok)) for tok in unrecognized if (i := text.find(tok)) >= 0]
-        common, names, cjk = _residual(_blank(text, spans))
+        quiet = _QUANTITY.sub(lambda x: " " * len(x.group(0)), _blank(text, spans))
+        qualifiers = {
+            m.canonical: q
+            for m in found["metric"]
+            if (q := _qualifier(quiet, m.start, m.end)) and not self._names_entity(q)
+        }
+        if self._entity_words is not None and not entities:
+            spans += [m.span() for m in self._entity_words.finditer(_blank(text, spans))]
+        blanked = _blank(text, spans)
+        common, names, cjk = _residual(blanked)
         small = common <= _MAX_RESIDUAL_WORDS and cjk <= _MAX_RESIDUAL_CJK
         unexplained = bool(common or names or cjk)
         asks_quantity = bool(_QUANTITY.search(text))
         explains = bool(_NARRATIVE.search(text))
         extra = (tuple(resolved), tuple(ambiguous))
+        unknown = [
+            m.group(1)
+            for m in _POSSESSIVE.finditer(blanked)
+            if m.group(1).casefold() not in _SMALL_WORDS
+        ]
+        compare = bool(_COMPARE.search(text))
+        # Two values of one slot named in the question ("Q1 and Q2") are set side by side.
+        compare = compare or len(metrics) > 1 or len(entities) > 1 or len(periods) > 1
         if not metrics:
             if asks_quantity and (entities or periods or ambiguous) and small and not explains:
                 parts = tuple(
@@ -334,7 +427,10 @@ class RuleIntentParser:
         product = itertools.product(
             _options(metrics), _options(entities), _options(periods), _options(channels)
         )
-        parts = tuple(MetricQuery(*slots) for slots in itertools.islice(product, MAX_PARTS + 1))
+        parts = tuple(
+            MetricQuery(*slots, qualifier=qualifiers.get(slots[0] or ""))
+            for slots in itertools.islice(product, MAX_PARTS + 1)
+        )
         kind: IntentKind = "multi" if len(parts) > 1 else "metric"
         return Intent(
             kind,
@@ -344,6 +440,8 @@ class RuleIntentParser:
             *extra,
             uncertain=uncertain,
             unexplained=unexplained,
+            compare=compare,
+            unknown_entity=" ".join(unknown) if not entities else "",
         )
 
 

@@ -64,10 +64,12 @@ from clearance.answer.scope import ScopeGate
 from clearance.answer.structured import (
     ToolResult,
     query_metric,
+    readable_vocabulary,
     render_found,
     render_multi,
     render_not_found,
     render_unrecognized,
+    sole_entity,
 )
 from clearance.answer.trust import Trust, resolve_trust
 from clearance.config import LATEST_PERIOD, AssistantSettings
@@ -99,6 +101,8 @@ NO_EXPLANATION = "I have no approved source I can use to answer the rest (“{pa
 # The period of a part whose default "latest" period has no readable fact at all.
 ANY_PERIOD = "any period"
 CLARIFY_AMBIGUOUS = "“{text}” can mean {readings}; please say which period you mean."
+#: ``channel`` of :meth:`Orchestrator._readable_facts` for the facts of every channel.
+ALL_CHANNELS = "*"
 #: How many readable values a clarifying question offers at most.
 MAX_OPTIONS = 5
 RESTRICTED_NAMED = (
@@ -136,6 +140,8 @@ class _Request:
     # A corpus in the assistant's scope is failing closed (past its revocation SLA).
     unavailable: bool = False
     today: date | None = None
+    # The vocabulary with the names of the facts this caller may read (structured.py).
+    vocab: Vocabulary | None = None
 
 
 class Orchestrator:
@@ -342,7 +348,14 @@ class Orchestrator:
 
         # 6 route (parsed before the FAQ, which must know whether the question has slots)
         trace.start("route")
-        intent = self.intent_parser.parse(request.masked, today=request.today)
+        parser = self.intent_parser
+        if type(parser) is RuleIntentParser:
+            # Names the caller's readable tables use are read as the vocabulary's own.
+            request.vocab = readable_vocabulary(
+                self.vocab, (f for f, _ in self._readable_facts(request, channel=ALL_CHANNELS))
+            )
+            parser = RuleIntentParser(request.vocab, self.calendar)
+        intent = parser.parse(request.masked, today=request.today)
         trace.stop("route")
 
         # 5 FAQ short-circuit
@@ -469,7 +482,8 @@ class Orchestrator:
             entity=part.entity,
             period=part.period,
             channel=part.channel,
-            vocab=self.vocab,
+            qualifier=part.qualifier,
+            vocab=request.vocab or self.vocab,
             authority=authority,
         )
         if result.status != "found":
@@ -516,7 +530,9 @@ class Orchestrator:
             metric=metric,
             entity=entity,
             period=period,
-            channel=channel or self.settings.facts.default_channel,
+            channel=None
+            if channel == ALL_CHANNELS
+            else channel or self.settings.facts.default_channel,
         )
         rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
         return self._confirmed(request, rows)
@@ -542,11 +558,13 @@ class Orchestrator:
         return max(pool, key=lambda s: (s[0][1], s[0][0], s[1]))[1]
 
     def _with_defaults(
-        self, request: _Request, parts: Sequence[MetricQuery]
+        self, request: _Request, parts: Sequence[MetricQuery], *, configured: bool = True
     ) -> tuple[list[MetricQuery], list[str]]:
         """The parts with ``[facts] default_entity`` / ``default_period`` filled in where the
-        question named neither, and the assumptions made (each said once). A latest
-        period nobody may read leaves the period ``None`` ("any period")."""
+        question named neither (only when ``configured``: a question with words besides its
+        slots gets no configured default), else the one entity whose figure the caller may
+        read, and the assumptions made (each said once). A latest period nobody may read
+        leaves the period ``None`` ("any period")."""
         facts = self.settings.facts
         filled: list[MetricQuery] = []
         assumptions: list[str] = []
@@ -556,10 +574,21 @@ class Orchestrator:
                 assumptions.append(text)
 
         for part in parts:
-            if part.entity is None and facts.default_entity and part.metric is not None:
+            if not configured and part.qualifier is None:
+                # Words the question has besides its slots may name what it left out.
+                filled.append(part)
+                continue
+            if part.entity is None and facts.default_entity and configured and part.metric:
                 part = replace(part, entity=facts.default_entity)
                 assume(f"entity: {facts.default_entity}")
-            if part.period is None and self.default_period and part.metric is not None:
+            elif part.entity is None and part.metric is not None:
+                sole = sole_entity(
+                    self._readable_facts(request, metric=part.metric, channel=part.channel)
+                )
+                if sole is not None:
+                    part = replace(part, entity=sole)
+                    assume(f"entity: {sole} (the only one with this figure)")
+            if part.period is None and self.default_period and configured and part.metric:
                 if self.default_period == LATEST_PERIOD:
                     if part.entity is not None:
                         latest = self._latest_period(request, part)
@@ -578,7 +607,7 @@ class Orchestrator:
         slots = {"metric": part.metric, "entity": part.entity, "period": part.period}
         slots[slot] = None
         rows = self._readable_facts(request, channel=part.channel, **slots)
-        facts = self.settings.facts
+        facts = (request.vocab or self.vocab).settings
         if slot == "metric":
             values = [m for m in facts.metrics if any(f.metric == m for f, _ in rows)]
         elif slot == "entity":
@@ -647,19 +676,37 @@ class Orchestrator:
             # Bounded whatever the parser: each part is a look-up and a line of the answer.
             trace.reason = "too_many_parts"
             return _refusal(Status.CLARIFY, TOO_MANY_PARTS.format(limit=MAX_PARTS), Route.MULTI)
-        parts, assumptions = (
-            (list(intent.parts), [])
-            if intent.unexplained
-            else self._with_defaults(request, intent.parts)
+        parts, assumptions = self._with_defaults(
+            request, intent.parts, configured=not intent.unexplained
         )
         missing = _missing_slots(parts)
+        unknown = intent.unknown_entity or next((p.qualifier for p in parts if p.qualifier), "")
+        if missing and unknown and "metric" not in missing:
+            # An entity or line no readable fact holds: not found, never a list of others.
+            trace.reason = "not_found"
+            asked = parts[0]
+            if asked.entity is None:
+                asked = replace(asked, entity=unknown, qualifier=None)
+            return AnswerResult(
+                Status.NOT_FOUND,
+                _preamble(resolved, assumptions) + render_not_found(asked),
+                Route.STRUCTURED,
+                resolved_periods=resolved,
+            )
         if missing:
             return self._clarify(request, parts[0], missing, resolved)
-        answer = self._figures(request, parts, _preamble(resolved, assumptions))
+        answer = self._figures(
+            request, parts, _preamble(resolved, assumptions), compare=intent.compare
+        )
         return replace(answer, assumptions=tuple(assumptions), resolved_periods=resolved)
 
     def _figures(
-        self, request: _Request, parts: Sequence[MetricQuery], preamble: str
+        self,
+        request: _Request,
+        parts: Sequence[MetricQuery],
+        preamble: str,
+        *,
+        compare: bool = True,
     ) -> AnswerResult:
         """Look every part up and render the answer from fact values alone."""
         trace = request.trace
@@ -676,7 +723,7 @@ class Orchestrator:
         if not any(r.status == "found" for r in results):
             trace.fabrication_guard_triggered = True
         if len(results) > 1:
-            text, citations = render_multi(results)
+            text, citations = render_multi(results, compare=compare)
             status = (
                 Status.ANSWERED if any(r.status == "found" for r in results) else Status.NOT_FOUND
             )

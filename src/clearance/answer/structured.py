@@ -19,9 +19,19 @@ facts disagree with the answer, each differing source gets a line of its own, so
 values are shown with their citations.
 
 Derived numbers: :func:`run_multi` appends, for exactly two comparable found values (same
-metric, same unit), their difference and percentage change (``FY2025 vs FY2024: +80 USD m
-(+6.1%)``), computed deterministically in decimal arithmetic. These are the **only**
-numbers in a structured answer that are not literally a fact's value.
+metric, same unit) of a question that asks to compare them, their difference and
+percentage change (``FY2025 vs FY2024: +80 USD m (+6.1%)``), computed deterministically in
+decimal arithmetic. These are the **only** numbers in a structured answer that are not
+literally a fact's value.
+
+Names without a vocabulary: :func:`readable_vocabulary` adds to the ``[facts]`` vocabulary
+every metric, entity and channel (a product, segment or region line) that the facts given
+to it carry — the caller's readable facts only, so a name found only in a document the
+caller cannot read is never recognised, offered or named. A question that qualifies its
+metric by a line no fact carries ("Services net sales" where no table has a Services
+line) is ``not_found``: the parent total never stands in for it. A partial period
+(``Oct–Jun FY2023``, ``9M FY2024``) is its own period, and the answer says which part of
+the year the figure covers.
 
 Defence in depth: the tool never reads RESTRICTED facts, whatever filter it is given —
 RESTRICTED content never reaches an answer (DESIGN §3).
@@ -31,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -41,7 +51,7 @@ from clearance.answer.intent import MetricQuery
 from clearance.answer.result import Citation
 from clearance.answer.trust import resolve_trust
 from clearance.config import FactSettings
-from clearance.ingest.facts import Vocabulary, format_number
+from clearance.ingest.facts import Vocabulary, entity_aliases, format_number
 from clearance.model import Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter
 
@@ -51,12 +61,14 @@ __all__ = [
     "ToolStatus",
     "comparison",
     "query_metric",
+    "readable_vocabulary",
     "render",
     "render_found",
     "render_multi",
     "render_not_found",
     "render_unrecognized",
     "run_multi",
+    "sole_entity",
 ]
 
 ToolStatus = Literal["found", "not_found", "unrecognized_param"]
@@ -129,15 +141,17 @@ def query_metric(
     entity: str | None,
     period: str | None,
     channel: str | None = None,
+    qualifier: str | None = None,
     vocab: FactSettings | Vocabulary,
     authority: Mapping[str, int],
 ) -> ToolResult:
     """Look one figure up (see the module docstring). ``authority`` maps a corpus name to
-    its authority rank (higher wins); ``channel=None`` is the default channel."""
+    its authority rank (higher wins); ``channel=None`` is the default channel; a
+    ``qualifier`` (a line of the metric no readable fact carries) is never found."""
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
     settings = compiled.settings
     default = settings.default_channel
-    given = MetricQuery(metric, entity, period, channel)
+    given = MetricQuery(metric, entity, period, channel, qualifier)
 
     def bad(problem: str) -> ToolResult:
         return ToolResult("unrecognized_param", given, (), problem)
@@ -161,8 +175,15 @@ def query_metric(
         return bad(f"unknown channel '{channel}'" + _known("channels", known))
 
     query = MetricQuery(
-        metric, entity, canonical_period, None if wanted_channel == default else wanted_channel
+        metric,
+        entity,
+        canonical_period,
+        None if wanted_channel == default else wanted_channel,
+        qualifier,
     )
+    if qualifier is not None:
+        # A line no readable fact carries: never answered with the metric's total.
+        return ToolResult("not_found", query, (), None)
     # RESTRICTED never reaches an answer, whatever the filter given says.
     capped = dataclasses.replace(
         flt, max_sensitivity=min(flt.max_sensitivity, Sensitivity.CONFIDENTIAL)
@@ -195,6 +216,16 @@ def _channel_note(query: MetricQuery) -> str:
     return "" if query.channel is None else f" ({_label(query.channel)})"
 
 
+_PARTIAL = re.compile(r"^(?P<part>.+) (?P<year>(?:FY|CY)\d{4})$")
+
+
+def _period_label(period: str) -> str:
+    """``Oct–Jun FY2023`` → ``Oct–Jun FY2023 (part of FY2023 only)``: a partial period
+    says so wherever its figure is shown."""
+    m = _PARTIAL.match(period)
+    return f"{period} (part of {m.group('year')} only)" if m else period
+
+
 def _amount(fact: Fact) -> str:
     number = format_number(fact.value)
     return f"{number} {fact.unit}" if fact.unit else number
@@ -221,7 +252,7 @@ def render_found(
     if result.answer is None:
         raise ValueError(f"render_found needs a found result, got {result.status!r}")
     fact, document = result.answer
-    subject = f"{fact.entity} {fact.period} {_label(fact.metric)}"
+    subject = f"{fact.entity} {_period_label(fact.period)} {_label(fact.metric)}"
     subject += _channel_note(result.query)
     lines = [f"{subject}: {_amount(fact)} {_source(fact, document)}"]
     citations = [_citation(fact, document)]
@@ -234,8 +265,11 @@ def render_found(
 def render_not_found(query: MetricQuery) -> str:
     """An explicit refusal naming what was looked for; no number but the period's."""
     channel = _channel_note(query)
+    metric = _label(query.metric)
+    if query.qualifier is not None:
+        metric = f"{query.qualifier} {metric}"
     return (
-        f"No figure found for {_label(query.metric)}{channel} of {_label(query.entity)} "
+        f"No figure found for {metric}{channel} of {_label(query.entity)} "
         f"in {_label(query.period)}."
     )
 
@@ -319,10 +353,11 @@ def run_multi(
     *,
     vocab: FactSettings | Vocabulary,
     authority: Mapping[str, int],
+    compare: bool = True,
 ) -> tuple[str, list[Citation], list[ToolResult]]:
     """Run every part through :func:`query_metric` (no LLM call), one rendered block per
-    part in order, then — for exactly two comparable found values — their comparison.
-    Citations are those of the found parts, without repeats."""
+    part in order, then — when ``compare`` and for exactly two comparable found values —
+    their comparison. Citations are those of the found parts, without repeats."""
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
     results = [
         query_metric(
@@ -332,19 +367,23 @@ def run_multi(
             entity=part.entity,
             period=part.period,
             channel=part.channel,
+            qualifier=part.qualifier,
             vocab=compiled,
             authority=authority,
         )
         for part in parts
     ]
-    text, citations = render_multi(results)
+    text, citations = render_multi(results, compare=compare)
     return text, citations, results
 
 
-def render_multi(results: Sequence[ToolResult]) -> tuple[str, list[Citation]]:
+def render_multi(
+    results: Sequence[ToolResult], *, compare: bool = True
+) -> tuple[str, list[Citation]]:
     """The text and citations of several results (already looked up, e.g. after a
-    real-time check): one block per result in order, then — for exactly two comparable
-    found values — their :func:`comparison`. Citations without repeats."""
+    real-time check): one block per result in order, then — when ``compare`` (the question
+    asks to compare) and for exactly two comparable found values — their
+    :func:`comparison`. Citations without repeats."""
     blocks: list[str] = []
     citations: list[Citation] = []
     for result in results:
@@ -352,8 +391,51 @@ def render_multi(results: Sequence[ToolResult]) -> tuple[str, list[Citation]]:
         blocks.append(text)
         citations.extend(c for c in cites if c not in citations)
     found = [r for r in results if r.status == "found"]
-    if len(found) == 2:
+    if compare and len(found) == 2:
         line = comparison(found[0], found[1])
         if line is not None:
             blocks.append(line)
     return "\n".join(blocks), citations
+
+
+# --------------------------------------------------------------------------- readable names
+
+
+def readable_vocabulary(base: Vocabulary, facts: Iterable[Fact]) -> Vocabulary:
+    """``base`` plus every metric, entity and channel name ``facts`` carry that ``base``
+    does not know, each matched by its own name (an entity also without its legal form:
+    ``Apple Inc.`` is ``Apple`` too). Give it only facts the caller may read: the names
+    it adds are what questions are read with, offered back and named in refusals."""
+    settings = base.settings
+    metrics = {k: tuple(v) for k, v in settings.metrics.items()}
+    entities = {k: tuple(v) for k, v in settings.entities.items()}
+    channels = {k: tuple(v) for k, v in settings.channels.items()}
+    known = {
+        "metric": {n.casefold() for n in metrics},
+        "entity": {n.casefold() for n in entities},
+        "channel": {n.casefold() for n in channels} | {settings.default_channel.casefold()},
+    }
+    added = False
+    for fact in facts:
+        for kind, name, table in (
+            ("metric", fact.metric, metrics),
+            ("entity", fact.entity, entities),
+            ("channel", fact.channel, channels),
+        ):
+            if name.casefold() in known[kind]:
+                continue
+            known[kind].add(name.casefold())
+            table[name] = entity_aliases(name) if kind == "entity" else ()
+            added = True
+    if not added:
+        return base
+    return Vocabulary(
+        dataclasses.replace(settings, metrics=metrics, entities=entities, channels=channels)
+    )
+
+
+def sole_entity(rows: Iterable[tuple[Fact, Document]]) -> str | None:
+    """The one entity ``rows`` hold a figure for, else ``None``: a question that names no
+    entity is answered for it (and says so) rather than asked which one."""
+    names = {fact.entity for fact, _ in rows}
+    return names.pop() if len(names) == 1 else None
