@@ -1,11 +1,20 @@
-"""``clearance facts list``: the numbers extracted from tables (operator command).
+"""``clearance facts list``: the numbers extracted from tables, and ``clearance facts
+suggest``: ``[facts]`` vocabulary entries proposed from them (operator commands).
 
 Operators see every fact, unfiltered, like ``docs list``; answers only ever see facts
 through the permission filter (:meth:`~clearance.store.sqlite.SQLiteStore.query_facts`).
+
+``suggest`` writes TOML the operator can paste into ``clearance.toml``: every metric, entity
+and channel the tables name that the vocabulary does not, each with the spellings the
+tables use (row and column labels without their units, an entity without its legal form),
+the unit each metric is stated in when it is always the same, and the periods seen, so the
+fiscal calendar can be checked. Nothing is written to the configuration by the command.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import click
@@ -13,8 +22,10 @@ from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe
+from clearance.config import FactSettings
 from clearance.errors import NotFoundError
-from clearance.ingest.facts import format_number
+from clearance.ingest.facts import entity_aliases, format_number, measure_name, normalize
+from clearance.ingest.locator import parse_locator
 from clearance.model import Fact
 
 
@@ -32,10 +43,100 @@ def fact_dict(fact: Fact) -> dict[str, Any]:
     }
 
 
+def _labels(fact: Fact) -> list[str]:
+    """The row and column labels a fact's locator names, without units."""
+    try:
+        parts = parse_locator(fact.locator)
+    except ValueError:
+        return []
+    out = []
+    for key, value in parts:
+        if key in ("row", "series"):
+            for label in value.split(" / "):
+                name = measure_name(label)
+                if name is not None:
+                    out.append(name)
+    return out
+
+
+def suggest(facts: Iterable[Fact], settings: FactSettings) -> dict[str, Any]:
+    """Vocabulary entries for what ``facts`` name and ``settings`` does not know."""
+    known = {
+        "metrics": {k.casefold() for k in settings.metrics},
+        "entities": {k.casefold() for k in settings.entities},
+        "channels": {k.casefold() for k in settings.channels}
+        | {settings.default_channel.casefold()},
+    }
+    metrics: dict[str, list[str]] = {}
+    entities: dict[str, list[str]] = {}
+    channels: dict[str, list[str]] = {}
+    units: dict[str, set[str]] = {}
+    periods: set[str] = set()
+    for fact in facts:
+        periods.add(fact.period)
+        if fact.metric.casefold() not in known["metrics"]:
+            spellings = metrics.setdefault(fact.metric, [])
+            units.setdefault(fact.metric, set()).add(fact.unit)
+            for label in _labels(fact):
+                folded, metric = label.casefold(), fact.metric.casefold()
+                if metric in folded and folded != metric and label not in spellings:
+                    spellings.append(label)
+        if fact.entity.casefold() not in known["entities"]:
+            spelled = entities.setdefault(fact.entity, [])
+            for alias in entity_aliases(fact.entity):
+                if alias not in spelled:
+                    spelled.append(alias)
+        if fact.channel.casefold() not in known["channels"]:
+            channels.setdefault(fact.channel, [])
+    metric_units = {m: next(iter(u)) for m, u in units.items() if len(u) == 1 and "" not in u}
+    return {
+        "metrics": {m: sorted(v) for m, v in sorted(metrics.items())},
+        "entities": {e: sorted(v) for e, v in sorted(entities.items())},
+        "channels": {c: v for c, v in sorted(channels.items())},
+        "metric_units": dict(sorted(metric_units.items())),
+        "periods": sorted(periods),
+    }
+
+
+def _toml_key(name: str) -> str:
+    return (
+        name
+        if name.isascii() and name.replace("_", "").replace("-", "").isalnum()
+        else (json.dumps(name, ensure_ascii=False))
+    )
+
+
+def _toml_table(name: str, entries: Mapping[str, Any]) -> list[str]:
+    if not entries:
+        return []
+    lines = ["", f"[facts.{name}]"]
+    for key, value in entries.items():
+        if isinstance(value, list):
+            items = ", ".join(json.dumps(normalize(v), ensure_ascii=False) for v in value)
+            lines.append(f"{_toml_key(key)} = [{items}]")
+        else:
+            lines.append(f"{_toml_key(key)} = {json.dumps(value, ensure_ascii=False)}")
+    return lines
+
+
+def suggestion_toml(suggested: Mapping[str, Any]) -> str:
+    """The suggestion as TOML to paste under an existing or new ``[facts]`` table."""
+    lines = [
+        "# Proposed by `clearance facts suggest` from the facts in the index. Add aliases",
+        "# (other spellings people ask with) and set the fiscal calendar if your fiscal",
+        '# year does not start in January (fiscal_year_start = "04-01").',
+    ]
+    if suggested["periods"]:
+        lines.append("# Periods seen: " + ", ".join(suggested["periods"]))
+    for table in ("metrics", "entities", "channels", "metric_units"):
+        lines += _toml_table(table, suggested[table])
+    return "\n".join(lines) + "\n"
+
+
 def register(cli: click.Group) -> None:
     @cli.group("facts")
     def facts() -> None:
-        """List the facts (numbers from tables) in the index."""
+        """The facts (numbers from tables) in the index, and vocabulary proposed from them."""
 
     @facts.command("list")
     @click.option("--doc", "doc_id", help="Only the facts of this document.")
@@ -72,3 +173,17 @@ def register(cli: click.Group) -> None:
         console.print(table)
         docs = len({f.doc_id for f in found})
         console.print(f"{len(found)} facts from {docs} documents")
+
+    @facts.command("suggest")
+    @json_option
+    @pass_app
+    def suggest_vocabulary(app_ctx: AppContext, as_json: bool) -> None:
+        """Propose [facts] vocabulary entries (TOML to paste) from the facts in the index."""
+        with app_ctx.open() as app:
+            found = app.store.list_facts()
+            settings = app.settings.facts
+        suggested = suggest(found, settings)
+        if as_json:
+            emit_json({**suggested, "toml": suggestion_toml(suggested)})
+            return
+        click.echo(suggestion_toml(suggested), nl=False)
