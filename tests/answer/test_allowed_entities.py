@@ -1,7 +1,8 @@
 """``[assistants.NAME] allow_entities``: a sales assistant may answer narrative questions
 about a competitor from the organisation's own battlecard, in every spelling the scope gate
-recognises, while figure questions about it — and every question through any other
-assistant — are still refused at the scope gate."""
+recognises, while figure questions about it are still refused at the scope gate. Through
+any other assistant it is out of scope too, unless the caller may read a document that names
+it (then it is the caller's own material)."""
 
 from __future__ import annotations
 
@@ -59,15 +60,24 @@ def test_narrative_questions_about_an_allowed_entity_are_answered(app: Clearance
 def test_figure_questions_and_other_assistants_are_still_refused(
     app: Clearance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    refused = [(q, "sales") for q in FIGURES] + [
-        (NARRATIVE[0], "general"),
-        (NARRATIVE[0], None),
-        ("Where do we win against Nimbus and Globex?", "sales"),  # Globex is not allowed
+    refused = [("bob", q, "sales") for q in FIGURES] + [
+        # alice reads no document that names Nimbus: out of scope through any assistant
+        ("alice", NARRATIVE[0], "general"),
+        ("alice", NARRATIVE[0], None),
+        ("alice", "Where do we win against Nimbus and Globex?", "sales"),  # Globex: not allowed
     ]
-    for question, assistant in refused:
-        result = app.ask(question, "bob", assistant=assistant)
+    for user, question, assistant in refused:
+        result = app.ask(question, user, assistant=assistant)
         assert result.status is Status.OUT_OF_SCOPE_ENTITY, (question, result.to_dict())
         assert result.citations == ()
+
+    # bob may read the battlecard, so Nimbus is in scope for his narrative questions through
+    # any assistant that reaches it (an entity named in the caller's own material is in
+    # scope); only the battlecard he may read is cited.
+    for assistant in ("general", None):
+        result = app.ask(NARRATIVE[0], "bob", assistant=assistant)
+        assert result.status is Status.ANSWERED, result.to_dict()
+        assert {c.doc_id for c in result.citations} == {BATTLECARD}
 
     # Reverse proof: an exception that forgot to tell figure questions apart lets them
     # through, and the same assertion catches it.
