@@ -1,0 +1,312 @@
+"""Held-out evaluation: public corpora, the default configuration, no ``[facts]`` vocabulary.
+
+Builds a fresh index in a temporary folder from ``corpus/`` (``clearance init`` defaults plus
+one ``[corpora.*]`` table per corpus), syncs ``directory.json``, asks every question of
+``questions.yaml`` as its user through :meth:`Clearance.ask`, and scores each answer against
+its expected outcome. Beside it, a BM25 baseline: the top lexical passage among the chunks
+that user may read, scored by whether it holds the expected answer.
+
+    .venv/bin/python benchmarks/heldout/run.py --split test
+    .venv/bin/python benchmarks/heldout/run.py --split dev --json > dev.json
+
+Outcomes: correct, partial, wrong, wrongly refused, wrong figure (a value the source gives for
+another period or line, and not the asked one). Flags counted apart: fabricated (a number in
+the answer that appears in no cited source) and leak (a cited document the user may not read,
+or text of a RESTRICTED document in the answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clearance import Clearance, Status, load_settings
+from clearance.access.policy import Action
+from clearance.cli.init_cmd import default_config_text
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+QUESTIONS = HERE / "questions.yaml"
+DIRECTORY = HERE / "directory.json"
+
+CATEGORIES = ("narrative", "figure", "refusal", "clarification", "ja_zh")
+OUTCOMES = ("correct", "partial", "wrong", "wrongly_refused", "wrong_figure")
+CORPORA = """
+[corpora.handbook]
+description = "Public US federal HR guidance: leave, telework, FMLA, travel expenses."
+max_sensitivity = "PUBLIC"
+
+[corpora.finance]
+description = "Published figures: segment tables, budget reviews, Japanese and Chinese results."
+max_sensitivity = "CONFIDENTIAL"
+
+[corpora.board]
+description = "Board packs."
+max_sensitivity = "RESTRICTED"
+"""
+# Text only the RESTRICTED board pack holds: none of it may appear in any answer.
+RESTRICTED_MARKERS = ("Kestrel", "Larkspur", "7,315", "4,480", "7,990", "Leeds", "612 roles")
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_MARKER = re.compile(r"\[(?:S\d+|inferred)\]")
+
+
+def normalise(text: str) -> str:
+    """NFKC, lower case, thousands separators and spaces removed."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    return re.sub(r"(?<=\d),(?=\d{3})", "", text).replace(" ", "")
+
+
+def numbers(text: str) -> list[float]:
+    """Every number in ``text`` (sign ignored: △4,496 and -4,496 are both 4496)."""
+    found = []
+    for m in _NUMBER.finditer(unicodedata.normalize("NFKC", _MARKER.sub(" ", text))):
+        try:
+            found.append(float(m.group().replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def holds(text: str, expected: str) -> bool:
+    """``expected`` is in ``text``: a bare number as a whole number, anything else as text."""
+    want = normalise(expected)
+    if re.fullmatch(r"\d+(?:\.\d+)?", want):
+        return float(want) in numbers(text)
+    return want in normalise(text)
+
+
+def holds_any(text: str, alternatives: Iterable[str]) -> bool:
+    return any(holds(text, a) for alternative in alternatives for a in alternative.split("|"))
+
+
+def grounded(value: float, source_numbers: set[float]) -> bool:
+    """A number is grounded when a source states it, at its scale or a thousandfold apart
+    (USD 87.5 bn for 87,464 million), rounded as the answer rounds it."""
+    if value in source_numbers:
+        return True
+    for s in source_numbers:
+        for scale in (1e-3, 1e-6, 1e-4, 1e-8, 1e3):
+            scaled = s * scale
+            if scaled and abs(scaled - value) <= max(0.051, abs(scaled) * 0.0006):
+                return True
+    return False
+
+
+def is_trivial(value: float) -> bool:
+    """Ordinals, small counts and years are not checked for fabrication."""
+    return value < 10 or (1900 <= value <= 2100 and value.is_integer())
+
+
+@dataclass
+class Score:
+    outcome: str
+    fabricated: list[str] = field(default_factory=list)
+    leak: list[str] = field(default_factory=list)
+
+
+def score_text(
+    expect: dict[str, Any], text: str, answered: bool, status: str, *, passage: bool = False
+) -> str:
+    """The outcome of one answer against its expected outcome. A baseline ``passage`` is
+    correct when it holds the expected value, whatever else the passage holds."""
+    kind = expect["kind"]
+    if kind == "refusal":
+        if not answered:
+            return "correct"
+        return "wrong"
+    if kind == "clarification":
+        return "correct" if status == Status.CLARIFY.value else "wrong"
+    if not answered:
+        return "wrongly_refused"
+    if kind == "answer":
+        hits = [holds_any(text, [m]) for m in expect["must"]]
+        return "correct" if all(hits) else "partial" if any(hits) else "wrong"
+    right = holds_any(text, expect["accept"])
+    wrong = holds_any(text, expect.get("wrong", []))
+    if kind == "partial_period":
+        labelled = any(holds(text, label) for label in expect["labels"])
+        if right and labelled:
+            return "correct"
+        if right or wrong:
+            return "wrong_figure"
+        return "wrong"
+    if right and (passage or not wrong):
+        return "correct"
+    if right:
+        return "partial"
+    return "wrong_figure" if wrong else "wrong"
+
+
+class Bench:
+    """One index of the held-out corpora, and what each user may read in it."""
+
+    def __init__(self, workdir: Path) -> None:
+        config = workdir / "clearance.toml"
+        config.write_text(default_config_text() + CORPORA, encoding="utf-8")
+        (workdir / "data").mkdir(exist_ok=True)
+        self.engine = Clearance.open(load_settings(config))
+        self.engine.sync_directory(DIRECTORY)
+        report = self.engine.ingest([CORPUS / "handbook", CORPUS / "finance", CORPUS / "board"])
+        if report.failed:
+            first = report.failed[0]
+            raise SystemExit(f"error: {first.source}: {first.error}")
+        store = self.engine.store
+        self.documents = {
+            d.doc_id: d
+            for corpus in ("handbook", "finance", "board")
+            for d in store.list_documents(corpus)
+        }
+        self.numbers = {
+            doc_id: set(numbers(" ".join(c.text for c in store.get_chunks(doc_id))))
+            for doc_id in self.documents
+        }
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def readable(self, user: str) -> set[str]:
+        principals = self.engine.access().principal(user).principals
+        return {d.doc_id for d in self.documents.values() if d.acl & principals}
+
+    def ask(self, item: dict[str, Any]) -> dict[str, Any]:
+        result = self.engine.ask(item["question"], item["user"])
+        answered = result.status is Status.ANSWERED
+        text = result.answer
+        score = Score(score_text(item["expect"], text, answered, result.status.value))
+        cited = {c.doc_id for c in result.citations}
+        readable = self.readable(item["user"])
+        score.leak = sorted(cited - readable)
+        score.leak += [m for m in RESTRICTED_MARKERS if m.lower() in text.lower()]
+        if answered:
+            source = set().union(*(self.numbers.get(d, set()) for d in cited)) if cited else set()
+            asked = set(numbers(item["question"]))
+            score.fabricated = sorted(
+                {
+                    f"{v:g}"
+                    for v in numbers(text)
+                    if not is_trivial(v) and v not in asked and not grounded(v, source)
+                }
+            )
+        if score.leak:
+            score.outcome = "wrong"
+        return {
+            "status": result.status.value,
+            "answer": text,
+            "citations": [f"{c.doc_id} {c.locator}" for c in result.citations],
+            "outcome": score.outcome,
+            "fabricated": score.fabricated,
+            "leak": score.leak,
+        }
+
+    def baseline(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The top BM25 passage among the chunks the user may retrieve."""
+        access = self.engine.access()
+        principal = access.principal(item["user"])
+        flt = access.search_filter(
+            principal, access.assistant(None), self.engine.store.corpora(), action=Action.RETRIEVE
+        )
+        top = self.engine.store.lexical_search(item["question"], flt, 1)
+        passage = ""
+        if top:
+            chunk, _ = self.engine.store.hits([top[0][0]])[0]
+            passage = chunk.text
+        status = Status.ANSWERED.value if passage else Status.NOT_FOUND.value
+        return {"outcome": score_text(item["expect"], passage, bool(passage), status, passage=True)}
+
+
+def load_questions(split: str | None) -> list[dict[str, Any]]:
+    items = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
+    return [q for q in items if split in (None, "all", q["split"])]
+
+
+def run(items: Sequence[dict[str, Any]], progress: bool = True) -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="clearance-heldout-") as tmp:
+        started = time.monotonic()
+        bench = Bench(Path(tmp))
+        if progress:
+            print(f"index built in {time.monotonic() - started:.1f}s", file=sys.stderr)
+        try:
+            for n, item in enumerate(items, start=1):
+                row = {k: item[k] for k in ("id", "split", "category", "user", "question")}
+                row["clearance"] = bench.ask(item)
+                row["baseline"] = bench.baseline(item)
+                rows.append(row)
+                if progress:
+                    print(
+                        f"[{n}/{len(items)}] {item['id']}: {row['clearance']['outcome']}"
+                        f" (baseline {row['baseline']['outcome']})",
+                        file=sys.stderr,
+                    )
+        finally:
+            bench.close()
+    return rows
+
+
+def summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    table: dict[str, dict[str, int]] = {}
+    for category in (*CATEGORIES, "all"):
+        mine = [r for r in rows if category in ("all", r["category"])]
+        if not mine:
+            continue
+        line = {"n": len(mine)}
+        for outcome in OUTCOMES:
+            line[outcome] = sum(r["clearance"]["outcome"] == outcome for r in mine)
+        line["fabricated"] = sum(bool(r["clearance"]["fabricated"]) for r in mine)
+        line["leak"] = sum(bool(r["clearance"]["leak"]) for r in mine)
+        line["baseline_correct"] = sum(r["baseline"]["outcome"] == "correct" for r in mine)
+        table[category] = line
+    return table
+
+
+def render(table: dict[str, dict[str, int]], split: str) -> str:
+    head = (
+        "| category | n | correct | partial | wrong | wrongly refused | wrong figure "
+        "| fabricated | leak | BM25 top passage correct |"
+    )
+    lines = [f"split: {split}", "", head, "|---" * 10 + "|"]
+    for category, s in table.items():
+        pct = 100 * s["correct"] / s["n"]
+        base = 100 * s["baseline_correct"] / s["n"]
+        lines.append(
+            f"| {category} | {s['n']} | {s['correct']} ({pct:.0f} %) | {s['partial']} "
+            f"| {s['wrong']} | {s['wrongly_refused']} | {s['wrong_figure']} "
+            f"| {s['fabricated']} | {s['leak']} | {s['baseline_correct']} ({base:.0f} %) |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="test")
+    parser.add_argument("--json", action="store_true", help="print every answer and the table")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    args = parser.parse_args(argv)
+    items = load_questions(args.split)
+    rows = run(items, progress=not args.quiet)
+    table = summary(rows)
+    if args.json:
+        print(
+            json.dumps(
+                {"split": args.split, "summary": table, "rows": rows}, indent=1, ensure_ascii=False
+            )
+        )
+    else:
+        print(render(table, args.split))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""The held-out runner and its scorer work: three dev questions end to end, and the rules
+that decide correct, wrong figure, fabricated and leak. The full run stays out of the suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+RUNNER = Path(__file__).resolve().parents[2] / "benchmarks" / "heldout" / "run.py"
+
+
+@pytest.fixture(scope="module")
+def heldout() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("heldout_run", RUNNER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["heldout_run"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+FIGURE = {"kind": "figure", "accept": ["87,464"], "wrong": ["106,265", "72,944"]}
+
+
+def test_a_figure_for_another_period_is_a_wrong_figure(heldout: ModuleType) -> None:
+    answered = heldout.Status.ANSWERED.value
+    assert heldout.score_text(FIGURE, "was 87,464 In millions", True, answered) == "correct"
+    assert heldout.score_text(FIGURE, "was 106,265 In millions", True, answered) == "wrong_figure"
+    both = "87,464 and 106,265"
+    assert heldout.score_text(FIGURE, both, True, answered) == "partial"
+    assert heldout.score_text(FIGURE, both, True, answered, passage=True) == "correct"
+    assert heldout.score_text(FIGURE, "", False, "not_found") == "wrongly_refused"
+
+
+def test_a_partial_period_is_correct_only_when_labelled(heldout: ModuleType) -> None:
+    expect = {"kind": "partial_period", "accept": ["738"], "labels": ["eight months"]}
+    answered = heldout.Status.ANSWERED.value
+    labelled = "$738 billion for the first eight months of fiscal year 2019"
+    assert heldout.score_text(expect, labelled, True, answered) == "correct"
+    assert heldout.score_text(expect, "FY2019: 738 USD bn", True, answered) == "wrong_figure"
+
+
+def test_numbers_are_grounded_at_their_scale_and_years_are_not_checked(
+    heldout: ModuleType,
+) -> None:
+    source = set(heldout.numbers("Intelligent Cloud Revenue | 87,464 | 162,150,695,000.00"))
+    assert heldout.grounded(87.5, source)  # USD 87.5 bn
+    assert heldout.grounded(162150695000, source)
+    assert not heldout.grounded(91.2, source)
+    assert heldout.is_trivial(2024.0)
+    assert heldout.holds("营业收入 162,150,695,000.00 元", "162,150,695,000")
+    assert heldout.holds("1兆1,599億円", "1兆1599億")
+
+
+def test_three_dev_questions_run_end_to_end(heldout: ModuleType) -> None:
+    wanted = {"narrative-01", "figure-01", "refusal-07"}
+    items = [q for q in heldout.load_questions("dev") if q["id"] in wanted]
+    assert len(items) == 3
+    rows = heldout.run(items, progress=False)
+    by_id = {r["id"]: r for r in rows}
+    for row in rows:
+        assert row["clearance"]["outcome"] in heldout.OUTCOMES
+        assert row["clearance"]["leak"] == []
+    assert by_id["refusal-07"]["clearance"]["status"] != "answered"
+    table = heldout.summary(rows)
+    assert table["all"]["n"] == 3
+    assert "| category |" in heldout.render(table, "dev")
