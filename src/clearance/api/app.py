@@ -161,6 +161,21 @@ _BODY = _errors(401, 404, 413, 422)
 # --------------------------------------------------------------------------- body limit
 
 
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app ``body`` (already read whole from ``receive``) as
+    one message, then passes on whatever ``receive`` says next (a disconnect)."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 class BodyLimit:
     """Refuses request bodies over ``limit`` bytes with 413, counting what actually arrives
     (a chunked body has no Content-Length to trust). The body is buffered — it is at most
@@ -192,16 +207,7 @@ class BodyLimit:
             chunks.append(body)
             if not message.get("more_body", False):
                 break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
     async def _refuse(self, send: Send) -> None:
         error = PayloadTooLarge(f"the request body is larger than {self.limit} bytes")
@@ -462,10 +468,13 @@ def create_app(
     @app.get(
         "/v1/documents/{doc_id:document_id}", tags=["answers"], responses=_errors(401, 404, 422)
     )
-    def document(doc_id: str, identity: Caller, assistant: str | None = None) -> dict[str, Any]:
-        """Metadata and a short preview, authorised exactly like retrieval. A document that
-        does not exist and one the caller may not read get the same 404, byte for byte."""
-        return preview(engine, identity.user_id, doc_id, assistant)
+    def document(
+        doc_id: str, identity: Caller, assistant: str | None = None, locator: str | None = None
+    ) -> dict[str, Any]:
+        """Metadata and a short preview, authorised exactly like retrieval; with a
+        citation's ``locator``, the cited passage too. A document that does not exist and
+        one the caller may not read get the same 404, byte for byte."""
+        return preview(engine, identity.user_id, doc_id, assistant, locator)
 
     # ------------------------------------------------------------------ administrators
 

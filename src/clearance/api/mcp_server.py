@@ -44,11 +44,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clearance.answer.bounds import unicode_problem
 from clearance.answer.result import Status
-from clearance.api.app import BodyLimit
+from clearance.api.app import BodyLimit, replaying
 from clearance.api.auth import Authenticator, Identity, request_headers
 from clearance.api.errors import Unauthenticated
 from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
@@ -538,16 +538,7 @@ class UnicodeGate:
         body = b"".join(chunks)
         parsed = _surrogate_message(body)
         if parsed is None:
-            replayed = False
-
-            async def replay() -> Message:
-                nonlocal replayed
-                if replayed:
-                    return await receive()
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            await self.app(scope, replay, send)
+            await self.app(scope, replaying(body, receive), send)
             return
         reply: types.JSONRPCResponse | types.JSONRPCError
         if _for_the_tool(parsed):
