@@ -43,7 +43,9 @@ def without_defaults(orchestrator: Orchestrator) -> Orchestrator:
 def test_a_bare_metric_question_is_answered_for_the_defaults_and_says_so(acme: AcmeIndex) -> None:
     result = ask(acme, "Revenue?", "alice")
     assert (result.status, result.route) == (Status.ANSWERED, Route.STRUCTURED)
-    assert result.answer.startswith("Assuming ACME Group and FY2025: ACME Group FY2025 revenue")
+    assert result.answer.startswith(
+        "Assuming ACME Group and FY2025: ACME Group's revenue in FY2025 was"
+    )
     assert result.assumptions == ("entity: ACME Group", "period: FY2025 (the latest with a figure)")
     assert result.to_dict()["assumptions"] == list(result.assumptions)
 
@@ -230,7 +232,7 @@ def test_a_composite_part_without_a_source_is_named_and_the_other_answered(
     monkeypatch.setattr(Orchestrator, "_narrative", no_source)
     result = ask(acme, COMPOSITE, "alice")
     assert (result.status, result.route) == (Status.ANSWERED, Route.COMPOSITE)
-    assert "486.9 USD m" in result.answer
+    assert "USD 486.9 m" in result.answer
     assert "“why did Japan grow?”" in result.answer
     assert "unanswered_part:narrative" in result.flags
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from clearance.answer.result import AnswerResult
+from clearance.answer.structured import written_amount
 from clearance.evaluation.scoring import (
     Case,
     CaseScore,
@@ -92,7 +93,7 @@ def mismatches(expect: dict[str, Any], data: dict[str, Any]) -> list[str]:
         if key in expect and data[key] != expect[key]:
             out.append(f"{key}: {data[key]!r} != {expect[key]!r}")
     if "value" in expect:
-        figure = f"{expect['value']} {expect.get('unit', '')}".strip()
+        figure = written_amount(expect["value"], expect.get("unit", ""))
         if figure not in answer:
             out.append(f"the answer does not state {figure!r}")
     out += [f"{d} is not cited" for d in expect.get("cited", []) if d not in cited]
@@ -182,7 +183,7 @@ def test_the_golden_check_has_teeth() -> None:
     data = {
         "status": "answered",
         "route": "structured",
-        "answer": "ACME Japan FY2025 revenue: 486.9 USD m",
+        "answer": "ACME Japan's revenue in FY2025 was USD 486.9 m [S1].",
         "citations": [{"doc_id": "a"}],
         "missing": [],
         "options": ["x"],

@@ -11,6 +11,8 @@ import pytest
 from clearance.answer import orchestrator
 from clearance.answer.narrative import CheckedAnswer
 from clearance.answer.result import AnswerResult, Route, Status
+from clearance.answer.structured import written_amount
+from clearance.ingest.facts import format_number
 from clearance.llm.base import ChatRequest
 from clearance.llm.extractive import split_sentences
 from clearance.llm.mock import MockProvider
@@ -28,7 +30,7 @@ QUESTIONS = [
 
 def marker_errors(index: AcmeIndex, result: AnswerResult) -> list[str]:
     """Quotes whose marker names no citation, or a citation whose place does not hold the
-    quoted text."""
+    quoted text (a figure sentence: whose cell holds no fact of the amount it ends with)."""
     errors = []
     for match in _QUOTE.finditer(result.answer):
         text = " ".join(match.group("text").split())
@@ -42,7 +44,14 @@ def marker_errors(index: AcmeIndex, result: AnswerResult) -> list[str]:
                 for c in index.chunks(cited.doc_id)
                 if c.locator == cited.locator
             ]
-            if not any(text in place for place in places):
+            figures = [
+                written_amount(format_number(f.value), f.unit)
+                for f in index.facts(cited.doc_id)
+                if f.locator == cited.locator
+            ]
+            if not any(text in place for place in places) and not any(
+                text.endswith(figure) for figure in figures
+            ):
                 errors.append(f"[S{n}] {text!r} is not in {cited.doc_id} {cited.locator}")
     return errors
 

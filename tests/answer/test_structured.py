@@ -26,6 +26,7 @@ from clearance.answer.structured import (
     render_not_found,
     render_unrecognized,
     run_multi,
+    written_amount,
 )
 from clearance.config import settings_from_dict
 from clearance.model import Document, Fact, Sensitivity
@@ -111,10 +112,9 @@ def test_found_renders_exactly_from_the_fact(store: SQLiteStore) -> None:
     assert result.status == "found"
     assert result.query == MetricQuery("revenue", "ACME Japan", "FY2024", None)
     text, citations = render_found(result)
-    assert text == (
-        "ACME Japan FY2024 revenue: 1,320 USD m "
-        "(source: results_fy2024.pptx · slide=2,table=1,row=Revenue,col=FY2024)"
-    )
+    # one sentence in words; the locator is the citation's, never the sentence's
+    assert text == "ACME Japan's revenue in FY2024 was USD 1,320 m [S1]."
+    assert "slide=" not in text and "results_fy2024.pptx" not in text
     assert citations == [
         Citation(
             "files:deck", "results_fy2024.pptx", DECK, "https://example.test/results_fy2024.pptx"
@@ -138,7 +138,7 @@ def test_found_path_discards_fabricated_extra_number(store: SQLiteStore) -> None
 
 def test_decimals_only_when_the_value_has_them(store: SQLiteStore) -> None:
     text, _ = render_found(lookup(store, entity="ACME US"))
-    assert text.startswith("ACME US FY2024 revenue: 210.5 USD m (source:")
+    assert text == "ACME US's revenue in FY2024 was USD 210.5 m [S1]."
 
 
 def test_most_authoritative_then_most_recent_source_answers_and_disagreement_is_shown(
@@ -160,10 +160,8 @@ def test_most_authoritative_then_most_recent_source_answers_and_disagreement_is_
     assert [d.doc_id for _, d in result.facts] == ["files:kpi", "files:kpi-old", "files:deck"]
     text, citations = render_found(result)
     assert text.splitlines() == [
-        "ACME Japan FY2024 revenue: 1,320 USD m "
-        "(source: KPI · sheet=KPI,range=A1:C4,row=Japan,col=FY2024)",
-        "Another source reports 1,310 USD m "
-        "(source: KPI old · sheet=KPI,range=A1:C4,row=Japan,col=FY2024)",
+        "ACME Japan's revenue in FY2024 was USD 1,320 m [S1].",
+        "Another source reports USD 1,310 m [S2].",
     ]  # the deck agrees with the answer: no extra line
     assert [c.doc_id for c in citations] == ["files:kpi", "files:kpi-old"]
 
@@ -175,8 +173,74 @@ def test_channel_is_named_when_not_the_default(store: SQLiteStore) -> None:
         fact("files:budget", 1500.0, "row=Revenue,col=FY2024 budget", channel="budget"),
     )
     result = lookup(store, channel="budget")
-    assert render_found(result)[0].startswith("ACME Japan FY2024 revenue (budget): 1,500 USD m")
+    assert (
+        render_found(result)[0] == "ACME Japan's revenue (budget) in FY2024 was USD 1,500 m [S1]."
+    )
     assert lookup(store, channel="total").facts == lookup(store).facts
+
+
+@pytest.mark.parametrize(
+    ("number", "unit", "said"),
+    [
+        ("61.2", "USD m", "USD 61.2 m"),
+        ("3,413", "USD bn", "USD 3,413 bn"),
+        ("205,489", "$ in millions", "$205,489 million"),
+        ("-45", "EUR m", "-EUR 45 m"),
+        ("12.5", "%", "12.5%"),
+        ("1,362", "people", "1,362 people"),
+        ("2,600", "百万円", "2,600 百万円"),
+        ("7", "", "7"),
+    ],
+)
+def test_an_amount_is_said_as_a_reader_says_it(number: str, unit: str, said: str) -> None:
+    assert written_amount(number, unit) == said
+
+
+def test_a_figure_sentence_keeps_its_partial_period_its_verb_and_its_language(
+    store: SQLiteStore,
+) -> None:
+    """The case of issue 22: "ACME Japan's operating profit in FY2025 was USD 61.2 m." —
+    a partial period keeps its label, a plural metric takes "were", and a metric named in
+    Japanese is not wrapped in English grammar; no locator appears in any of them."""
+    locator = "section=Results,table=1,row=Operating profit,col=FY2025"
+    cases = [
+        (
+            fact("files:deck", 61.2, locator, metric="operating_profit", period="FY2025"),
+            "ACME Japan's operating profit in FY2025 was USD 61.2 m [S1].",
+        ),
+        (
+            fact(
+                "files:deck",
+                3413.0,
+                "row=Receipts,col=Actual, Oct–Jun FY2023",
+                entity="United States Federal Budget",
+                metric="receipts",
+                period="Oct–Jun FY2023",
+                unit="USD bn",
+            ),
+            "United States Federal Budget's receipts in Oct–Jun FY2023 (part of FY2023 only) "
+            "were USD 3,413 bn [S1].",
+        ),
+        (
+            fact(
+                "files:deck",
+                2600.0,
+                "sheet=連結業績,row=売上高,col=通期",
+                metric="売上高",
+                period="FY2025",
+                unit="百万円",
+            ),
+            "ACME Japan FY2025 売上高: 2,600 百万円 [S1]",
+        ),
+    ]
+    doc = store.get_document("files:deck")
+    assert doc is not None
+    for stored, sentence in cases:
+        query = MetricQuery(stored.metric, stored.entity, stored.period)
+        text, citations = render_found(ToolResult("found", query, ((stored, doc),)))
+        assert text == sentence
+        assert [c.locator for c in citations] == [stored.locator]
+        assert "row=" not in text and "col=" not in text and "section=" not in text
 
 
 # --------------------------------------------------------------------------- not found
@@ -258,11 +322,9 @@ def test_run_multi_compares_two_periods(store: SQLiteStore) -> None:
     )
     assert [r.status for r in results] == ["found", "found"]
     assert text.splitlines() == [
-        "ACME Japan FY2025 revenue: 1,400 USD m "
-        "(source: results_fy2024.pptx · slide=2,table=1,row=Revenue,col=FY2025)",
-        "ACME Japan FY2024 revenue: 1,320 USD m "
-        "(source: results_fy2024.pptx · slide=2,table=1,row=Revenue,col=FY2024)",
-        "FY2025 vs FY2024: +80 USD m (+6.1%)",  # later minus earlier, whatever the order asked
+        "ACME Japan's revenue in FY2025 was USD 1,400 m [S1].",
+        "ACME Japan's revenue in FY2024 was USD 1,320 m [S2].",
+        "FY2025 vs FY2024: up USD 80 m (+6.1%)",  # later minus earlier, whatever the order asked
     ]
     assert [c.locator for c in citations] == [
         "slide=2,table=1,row=Revenue,col=FY2025",
@@ -279,14 +341,14 @@ def test_run_multi_compares_two_periods(store: SQLiteStore) -> None:
 def test_run_multi_compares_two_entities_and_reports_missing_parts(store: SQLiteStore) -> None:
     parts = parse_intent("日本と米国の2024年度の売上高", VOCAB).parts
     text, _, _ = run_multi(store, READER, parts, vocab=VOCAB, authority=AUTHORITY)
-    assert text.splitlines()[-1] == "ACME US vs ACME Japan: -1,109.5 USD m (-84.1%)"
+    assert text.splitlines()[-1] == "ACME US vs ACME Japan: down USD 1,109.5 m (-84.1%)"
 
     parts = (*parts, MetricQuery("revenue", "ACME US", "FY2025"))
     text, citations, results = run_multi(store, READER, parts, vocab=VOCAB, authority=AUTHORITY)
     assert [r.status for r in results] == ["found", "found", "not_found"]
     lines = text.splitlines()
     assert lines[2] == "No figure found for revenue of ACME US in FY2025."
-    assert lines[3] == "ACME US vs ACME Japan: -1,109.5 USD m (-84.1%)"  # still exactly two
+    assert lines[3] == "ACME US vs ACME Japan: down USD 1,109.5 m (-84.1%)"  # still exactly two
     assert len(citations) == 2
 
 
@@ -305,7 +367,7 @@ def test_no_comparison_across_metrics_or_units(store: SQLiteStore) -> None:
         MetricQuery("revenue", "ACME Japan", "FY2023"),
         ((fact("files:deck", 0.0, "x", period="FY2023"), revenue.facts[0][1]),),
     )
-    assert comparison(zero, revenue) == "FY2024 vs FY2023: +1,320 USD m"  # no % of zero
+    assert comparison(zero, revenue) == "FY2024 vs FY2023: up USD 1,320 m"  # no % of zero
 
 
 def test_the_structured_module_calls_no_model() -> None:

@@ -14,10 +14,11 @@ from clearance.evaluation.fabrication import comparison_numbers, fabricated_numb
 
 from .conftest import DECK, DECK_CELL, FY2024, FY2025, REPORT, SECTION, World, cell
 
-FIGURE = f"ACME Japan FY2025 revenue: 486.9 USD m (source: Annual report 2025 · {cell('FY2025')})"
+FIGURE = "ACME Japan's revenue in FY2025 was USD 486.9 m [S1]."
 COMPARED = (
-    "ACME Japan FY2025 revenue: 486.9 USD m\nACME Japan FY2024 revenue: 448.2 USD m\n"
-    "FY2025 vs FY2024: +38.7 USD m (+8.6%)"
+    "ACME Japan's revenue in FY2025 was USD 486.9 m [S1].\n"
+    "ACME Japan's revenue in FY2024 was USD 448.2 m [S2].\n"
+    "FY2025 vs FY2024: up USD 38.7 m (+8.6%)"
 )
 
 
@@ -121,10 +122,10 @@ def test_comparisons_of_cited_facts_on_the_figures_paths(world: World) -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        pytest.param("FY2025 vs FY2024: +38.7 USD m (+8.7%)", id="percentage rounded up"),
-        pytest.param("FY2025 vs FY2024: +38.7 USD m (+8.0%)", id="percentage on the wrong base"),
-        pytest.param("FY2025 and FY2024 together: 935.1 USD m", id="a sum"),
-        pytest.param("FY2025 vs FY2024: +39 USD m", id="a rounded difference"),
+        pytest.param("FY2025 vs FY2024: up USD 38.7 m (+8.7%)", id="percentage rounded up"),
+        pytest.param("FY2025 vs FY2024: up USD 38.7 m (+8.0%)", id="percentage on the wrong base"),
+        pytest.param("FY2025 and FY2024 together: USD 935.1 m", id="a sum"),
+        pytest.param("FY2025 vs FY2024: up USD 39 m", id="a rounded difference"),
     ],
 )
 def test_looser_derivations_are_counted(world: World, line: str) -> None:

@@ -39,6 +39,16 @@ def test_a_figure_is_right_with_its_value_unit_and_source(world: World) -> None:
     assert figure_problems(result, FIGURE, world.store) == []
 
 
+def test_a_figure_sentence_states_its_figure_as_a_reader_says_it(world: World) -> None:
+    """A figure answer says "USD 486.9 m": that states 486.9 in USD m, and only that."""
+    sentence = "ACME Japan's revenue in FY2025 was USD 486.9 m [S1]."
+    result = world.result(sentence, (REPORT, cell("FY2025")))
+    assert figure_problems(result, FIGURE, world.store) == []
+    for wrong in ("USD 486.8 m", "JPY 486.9 m", "USD 1486.9 m", "USD 486.9 bn"):
+        other = world.result(sentence.replace("USD 486.9 m", wrong), (REPORT, cell("FY2025")))
+        assert any("does not state" in p for p in figure_problems(other, FIGURE, world.store))
+
+
 @pytest.mark.parametrize(
     ("answer", "cited", "problem"),
     [

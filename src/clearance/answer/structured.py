@@ -13,15 +13,19 @@
   recently updated document. The first is the answer; the others are kept.
 
 Rendering uses fact values and their provenance alone (:func:`render_found`); whatever
-prose a model may have written is accepted only to be discarded. Numbers are printed with
-thousands separators and with decimals only when the value has them. When other matching
-facts disagree with the answer, each differing source gets a line of its own, so both
-values are shown with their citations.
+prose a model may have written is accepted only to be discarded. A figure is one sentence
+in words — ``ACME Japan's operating profit in FY2025 was USD 61.2 m [S1].`` — whose
+``[S#]`` marker names its citation: the document's title and the fact's locator (sheet,
+slide, table, row, column) are the citation's, never part of the sentence. Numbers are
+printed with thousands separators and with decimals only when the value has them. When
+other matching facts disagree with the answer, each differing source gets a line of its
+own (``Another source reports USD 1,310 m [S2].``), so both values are shown with their
+citations.
 
 Derived numbers: :func:`run_multi` appends, for exactly two comparable found values (same
 metric, same unit) of a question that asks to compare them, their difference and
-percentage change (``FY2025 vs FY2024: +80 USD m (+6.1%)``), computed deterministically in
-decimal arithmetic. These are the **only** numbers in a structured answer that are not
+percentage change (``FY2025 vs FY2024: up USD 80 m (+6.1%)``), computed deterministically
+in decimal arithmetic. These are the **only** numbers in a structured answer that are not
 literally a fact's value.
 
 Names without a vocabulary: :func:`readable_vocabulary` adds to the ``[facts]`` vocabulary
@@ -69,6 +73,7 @@ __all__ = [
     "render_unrecognized",
     "run_multi",
     "sole_entity",
+    "written_amount",
 ]
 
 ToolStatus = Literal["found", "not_found", "unrecognized_param"]
@@ -226,9 +231,43 @@ def _period_label(period: str) -> str:
     return f"{period} (part of {m.group('year')} only)" if m else period
 
 
+_CURRENCY = r"(?:[A-Z]{3}|[A-Z]{0,2}[$€£¥₩])"
+_SCALED_UNIT = re.compile(
+    rf"^(?P<cur>{_CURRENCY})\s*(?P<scale>k|m|mn|bn|b|tn|thousand|million|billion|trillion)$"
+)
+_SCALE_IN_UNIT = re.compile(
+    rf"^(?P<cur>{_CURRENCY})\s+in\s+(?P<scale>thousand|million|billion|trillion)s$",
+    re.IGNORECASE,
+)
+_CURRENCY_UNIT = re.compile(rf"^(?P<cur>{_CURRENCY})$")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
+def written_amount(number: str, unit: str) -> str:
+    """A number as written (``61.2``) with its unit as a reader says it: a currency before
+    the number and its scale after (``USD m`` → ``USD 61.2 m``, ``$ in millions`` →
+    ``$391,035 million``), a percent sign attached (``12.5%``), any other unit after the
+    number (``1,362 people``, ``2,600 百万円``). The number itself is never changed."""
+    sign, digits = ("-", number[1:]) if number.startswith("-") else ("", number)
+
+    def currency(cur: str) -> str:
+        return f"{sign}{cur} {digits}" if cur[-1].isalpha() else f"{sign}{cur}{digits}"
+
+    if not unit:
+        return number
+    if unit == "%":
+        return f"{number}%"
+    if m := _SCALED_UNIT.match(unit):
+        return f"{currency(m.group('cur'))} {m.group('scale')}"
+    if m := _SCALE_IN_UNIT.match(unit):
+        return f"{currency(m.group('cur'))} {m.group('scale').lower()}"
+    if m := _CURRENCY_UNIT.match(unit):
+        return currency(m.group("cur"))
+    return f"{number} {unit}"
+
+
 def _amount(fact: Fact) -> str:
-    number = format_number(fact.value)
-    return f"{number} {fact.unit}" if fact.unit else number
+    return written_amount(format_number(fact.value), fact.unit)
 
 
 def _citation(fact: Fact, document: Document) -> Citation:
@@ -236,30 +275,62 @@ def _citation(fact: Fact, document: Document) -> Citation:
     return Citation(document.doc_id, document.title, fact.locator, document.uri, trust)
 
 
-def _source(fact: Fact, document: Document) -> str:
-    return f"(source: {document.title} · {fact.locator})"
+def _marker(fact: Fact, document: Document, citations: list[Citation]) -> str:
+    """The ``[S#]`` marker of the fact's citation in ``citations``, added when new."""
+    citation = _citation(fact, document)
+    if citation not in citations:
+        citations.append(citation)
+    return f"[S{citations.index(citation) + 1}]"
+
+
+def _plural(metric: str) -> bool:
+    last = metric.replace("_", " ").split()[-1].casefold() if metric.strip() else ""
+    return last.endswith("s") and not last.endswith(("ss", "us", "is"))
+
+
+def _possessive(entity: str) -> str:
+    return f"{entity}'" if entity.endswith("s") else f"{entity}'s"
+
+
+def _sentence(fact: Fact, query: MetricQuery, marker: str) -> str:
+    """One figure as a sentence: ``ACME Japan's operating profit in FY2025 was USD 61.2 m
+    [S1].`` A metric named in Japanese or Chinese keeps the plain labelled form
+    (``ACME Japan FY2025 売上高: 2,600 百万円 [S1]``) rather than English grammar around
+    it. The locator is the citation's, never part of the sentence."""
+    metric = _label(fact.metric) + _channel_note(query)
+    period = _period_label(fact.period)
+    if _CJK.search(metric):
+        return f"{fact.entity} {period} {metric}: {_amount(fact)} {marker}"
+    verb = "were" if _plural(fact.metric) else "was"
+    return f"{_possessive(fact.entity)} {metric} in {period} {verb} {_amount(fact)} {marker}."
+
+
+def _found_text(result: ToolResult, citations: list[Citation]) -> str:
+    """The sentence of a found result and a line per disagreeing source, their markers
+    numbered in ``citations`` (extended with the new ones)."""
+    if result.answer is None:
+        raise ValueError(f"render_found needs a found result, got {result.status!r}")
+    fact, document = result.answer
+    lines = [_sentence(fact, result.query, _marker(fact, document, citations))]
+    for other, other_doc in result.disagreements:
+        marker = _marker(other, other_doc, citations)
+        lines.append(f"Another source reports {_amount(other)} {marker}.")
+    return "\n".join(lines)
 
 
 def render_found(
     result: ToolResult, *, model_prose: str | None = None
 ) -> tuple[str, list[Citation]]:
-    """The answer text and its citations, from fact values and provenance alone.
+    """The answer text and its citations, from fact values and provenance alone: one
+    sentence in words, its ``[S#]`` marker naming the citation that holds the locator.
 
     ``model_prose`` — anything a model wrote about this question — is discarded: it is
     accepted only so callers can hand it over and be sure it never becomes the answer.
     """
     del model_prose  # never the source of a number (DESIGN §5)
-    if result.answer is None:
-        raise ValueError(f"render_found needs a found result, got {result.status!r}")
-    fact, document = result.answer
-    subject = f"{fact.entity} {_period_label(fact.period)} {_label(fact.metric)}"
-    subject += _channel_note(result.query)
-    lines = [f"{subject}: {_amount(fact)} {_source(fact, document)}"]
-    citations = [_citation(fact, document)]
-    for other, other_doc in result.disagreements:
-        lines.append(f"Another source reports {_amount(other)} {_source(other, other_doc)}")
-        citations.append(_citation(other, other_doc))
-    return "\n".join(lines), citations
+    citations: list[Citation] = []
+    text = _found_text(result, citations)
+    return text, citations
 
 
 def render_not_found(query: MetricQuery) -> str:
@@ -316,7 +387,7 @@ def _signed(value: Decimal) -> str:
 
 
 def comparison(first: ToolResult, second: ToolResult) -> str | None:
-    """``"<later> vs <earlier>: +80 USD m (+6.1%)"`` for two found results of the same
+    """``"<later> vs <earlier>: up USD 80 m (+6.1%)"`` for two found results of the same
     metric and unit, else ``None``. Periods are ordered chronologically when they are the
     only difference; otherwise the second part is compared with the first. The difference
     and the percentage (one decimal, half up; left out when the base is zero) are the only
@@ -337,9 +408,11 @@ def comparison(first: ToolResult, second: ToolResult) -> str | None:
         labels = (f"{b.entity} {b.period}", f"{a.entity} {a.period}")
     base, new = _decimal(a.value), _decimal(b.value)
     diff = new - base
-    text = f"{labels[0]} vs {labels[1]}: {_signed(diff)}"
-    if b.unit:
-        text += f" {b.unit}"
+    text = f"{labels[0]} vs {labels[1]}: "
+    if diff == 0:
+        return text + "unchanged"
+    amount = written_amount(format_number(abs(diff)), b.unit)
+    text += f"{'up' if diff > 0 else 'down'} {amount}"
     if base != 0:
         pct = (diff / abs(base) * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
         text += f" ({_signed(pct)}%)"
@@ -387,9 +460,10 @@ def render_multi(
     blocks: list[str] = []
     citations: list[Citation] = []
     for result in results:
-        text, cites = render(result)
-        blocks.append(text)
-        citations.extend(c for c in cites if c not in citations)
+        if result.status == "found":
+            blocks.append(_found_text(result, citations))
+        else:
+            blocks.append(render(result)[0])
     found = [r for r in results if r.status == "found"]
     if compare and len(found) == 2:
         line = comparison(found[0], found[1])

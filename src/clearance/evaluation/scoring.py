@@ -52,6 +52,7 @@ from typing import Any
 from clearance.access.policy import AccessControl
 from clearance.answer.narrative import numbers_in
 from clearance.answer.result import AnswerResult, Status
+from clearance.answer.structured import written_amount
 from clearance.evaluation.citations import CitationCheck, Evidence, check_citations
 from clearance.evaluation.fabrication import fabricated_numbers
 from clearance.ingest.facts import Vocabulary
@@ -144,9 +145,14 @@ class Case:
 
 
 def _states(answer: str, figure: Figure) -> bool:
-    """``answer`` writes the figure exactly, not as part of a longer number or word."""
-    pattern = rf"(?<![\w.,+-]){re.escape(figure.text)}(?![\w]|[.,]\d)"
-    return re.search(pattern, answer) is not None
+    """``answer`` writes the figure exactly, not as part of a longer number or word: its
+    value then its unit (``486.9 USD m``), or as a figure answer says it (``USD 486.9 m``,
+    :func:`~clearance.answer.structured.written_amount`)."""
+    for text in dict.fromkeys((figure.text, written_amount(figure.value, figure.unit))):
+        pattern = rf"(?<![\w.,+-]){re.escape(text)}(?![\w]|[.,]\d)"
+        if re.search(pattern, answer) is not None:
+            return True
+    return False
 
 
 def _holds(fact: Fact, figure: Figure) -> bool:
