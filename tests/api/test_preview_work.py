@@ -107,7 +107,11 @@ def test_a_hidden_document_costs_the_same_work_as_an_absent_one(
 
 
 def lookup_first_preview(
-    engine: Clearance, user_id: str, doc_id: str, assistant: str | None
+    engine: Clearance,
+    user_id: str,
+    doc_id: str,
+    assistant: str | None,
+    locator: str | None = None,
 ) -> dict[str, Any]:
     """The preview as it was: the document read by id first, then decided."""
     access = engine.access()
@@ -121,7 +125,7 @@ def lookup_first_preview(
         raise DOCUMENT_NOT_FOUND
     if not access.decide(principal, Action.RETRIEVE, found, assistant_settings).allow:
         raise DOCUMENT_NOT_FOUND
-    return views.preview(engine, user_id, doc_id, assistant)
+    return views.preview(engine, user_id, doc_id, assistant, locator)
 
 
 @pytest.mark.parametrize("door", ["api", "ui"])

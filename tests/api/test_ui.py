@@ -279,7 +279,10 @@ def test_an_answer_page_shows_the_cited_answer(live: Live) -> None:
     assert 'class="title">Travel policy</a>' in page.text
     # A file of unknown origin is labelled untrusted (DESIGN: origin decides trust).
     assert 'class="trust trust-untrusted">untrusted source</span>' in page.text
-    assert 'href="/documents/files%3Atravel.md"' in page.text
+    # The preview opens at the cited passage: the citation's locator travels with the link.
+    assert re.search(
+        r'href="/documents/files%3Atravel\.md\?locator=section%3D[^"]+#cited"', page.text
+    )
     b.close()
 
 
@@ -363,22 +366,26 @@ def test_the_404_comparison_catches_a_page_that_tells_them_apart(
     confirmed it exists) makes the two pages differ."""
     real = ui_module.preview
 
-    def telling(engine: Any, user_id: str, doc_id: str, assistant: str | None) -> Any:
+    def telling(
+        engine: Any, user_id: str, doc_id: str, assistant: str | None, locator: str | None = None
+    ) -> Any:
         if engine.store.get_document(doc_id) is not None:
             try:
-                return real(engine, user_id, doc_id, assistant)
+                return real(engine, user_id, doc_id, assistant, locator)
             except Exception:
                 return {
                     "doc_id": doc_id,
                     "title": "Not allowed",
                     "uri": "",
+                    "link": None,
                     "corpus": "",
                     "sensitivity": "",
                     "updated_at": None,
                     "preview": "",
                     "preview_truncated": False,
+                    "passage": None,
                 }
-        return real(engine, user_id, doc_id, assistant)
+        return real(engine, user_id, doc_id, assistant, locator)
 
     monkeypatch.setattr(ui_module, "preview", telling)
     b = signed_in(live, "ann")

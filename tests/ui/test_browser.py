@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -34,6 +35,7 @@ webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -91,6 +93,10 @@ DIRECTORY = {
 }
 
 HR_TITLE = "Investigation of the Osaka warehouse complaint"
+ROOT = Path(__file__).resolve().parents[2]
+# A two-page PDF whose merit budgets are on page 2, behind a first page of other text.
+GUIDE_TITLE = "Manager guide"
+GUIDE_URI = "https://files.example/guides/manager-guide.pdf"
 
 
 class Clock:
@@ -123,6 +129,21 @@ def make_project(root: Path) -> Path:
         "# Travel policy\n\n## Flights\n\nFlights under six hours are booked in economy class."
         " Longer flights may be booked in premium economy.\n\n## Trains\n\n"
         "Book trains in second class through the travel desk.\n",
+        encoding="utf-8",
+    )
+    guide = ROOT / "examples" / "acme" / "ops" / "manager-guide-performance-reviews.pdf"
+    shutil.copy(guide, handbook / guide.name)
+    (handbook / f"{guide.name}.meta.json").write_text(
+        json.dumps(
+            {"title": GUIDE_TITLE, "uri": GUIDE_URI, "updated_at": "2026-09-01T09:00:00+09:00"}
+        ),
+        encoding="utf-8",
+    )
+    (handbook / "results.md").write_text(
+        "# Regional results\n\nOperating profit by region, in USD m. Figures are audited.\n\n"
+        "| Region | FY2024 | FY2025 |\n|---|---|---|\n| Japan | 55.0 | 61.2 |\n"
+        "| United States | 40.1 | 44.9 |\n| Europe | 20.3 | 22.8 |\n\n"
+        "## Outlook\n\nThe outlook for FY2026 is unchanged.\n",
         encoding="utf-8",
     )
     hr = root / "hr"
@@ -191,6 +212,7 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
 @pytest.fixture
 def browser(driver: WebDriver, site: Site, tmp_path: Path) -> Iterator[WebDriver]:
     """The shared browser, signed out, whose screen is saved when the scenario ends."""
+    driver.set_window_size(1200, 900)
     driver.get(f"{site.url}/signin")
     driver.delete_all_cookies()
     yield driver
@@ -250,7 +272,7 @@ def test_an_employee_asks_sees_a_streamed_cited_answer_and_opens_the_preview(
     citation.find_element(By.CSS_SELECTOR, "a.title").click()
     wait(browser).until(ec.title_contains("Travel policy"))
     assert browser.find_element(By.TAG_NAME, "h1").text == "Travel policy"
-    assert "economy class" in browser.find_element(By.ID, "preview").text
+    assert "economy class" in browser.find_element(By.CSS_SELECTOR, "#passage mark").text
 
 
 def test_a_contractor_gets_the_fixed_refusal_and_the_same_404_for_the_hr_document(
@@ -322,3 +344,181 @@ def test_single_sign_on_in_the_browser(driver: WebDriver, tmp_path: Path) -> Non
             assert driver.find_element(By.CSS_SELECTOR, "[data-testid=user]").text == "ann"
             assert idp.token_errors == []
             driver.save_screenshot(str(tmp_path / "sso.png"))
+
+
+# --------------------------------------------------------------------------- previews at the cited place
+
+
+def opens_at(driver: WebDriver, element: WebElement) -> bool:
+    """Whether the window shows the start of ``element``: its top edge is on screen."""
+    return bool(
+        driver.execute_script(
+            "const r = arguments[0].getBoundingClientRect();"
+            "return r.height > 0 && r.top >= 0 && r.top < window.innerHeight"
+            " && r.left >= 0 && r.right <= window.innerWidth;",
+            element,
+        )
+    )
+
+
+def test_a_citation_opens_its_page_highlighted_with_a_link_to_that_page(
+    browser: WebDriver, site: Site, tmp_path: Path
+) -> None:
+    sign_in(browser, site, "ann")
+    assert ask(browser, "What is the merit budget in the United States?") == "answered"
+    answer = browser.find_element(By.ID, "answer")
+    cited = [
+        li
+        for li in answer.find_elements(By.CSS_SELECTOR, "ol.citations li")
+        if li.find_element(By.CSS_SELECTOR, ".locator").text == "page 2"
+    ]
+    assert cited, answer.text
+    browser.set_window_size(1200, 500)  # the passage must be scrolled to, not merely present
+    cited[0].find_element(By.CSS_SELECTOR, "a.locator").click()
+    wait(browser).until(ec.title_contains(GUIDE_TITLE))
+    browser.save_screenshot(str(tmp_path / "pdf-page-2.png"))
+
+    passage = browser.find_element(By.ID, "passage")
+    marked = passage.find_element(By.TAG_NAME, "mark")
+    assert "3.8% in the United States" in marked.text
+    # Not the document's first 500 characters: page 1 is at most context, never the citation.
+    assert "This guide is for people managers" not in marked.text
+    assert not browser.find_elements(By.ID, "preview")
+    assert opens_at(browser, marked)
+    assert browser.find_element(By.ID, "cited-at").text == "page 2"
+    location = browser.find_element(By.ID, "location")
+    assert location.tag_name == "a" and location.get_attribute("href") == f"{GUIDE_URI}#page=2"
+    updated = browser.find_element(By.ID, "updated")
+    assert updated.text == "1 September 2026"  # 09:00 in Tokyo is midnight UTC
+    assert updated.get_attribute("datetime") == "2026-09-01T00:00:00+00:00"
+
+
+def test_a_cited_table_row_and_a_figure_cell_open_highlighted(
+    browser: WebDriver, site: Site, tmp_path: Path
+) -> None:
+    sign_in(browser, site, "ann")
+    assert ask(browser, "What was the operating profit in Japan in FY2025?") == "answered"
+    rows = [
+        a
+        for a in browser.find_elements(By.CSS_SELECTOR, "#answer a.locator")
+        if "row Japan" in a.text
+    ]
+    assert rows, browser.find_element(By.ID, "answer").text
+    rows[0].click()
+    wait(browser).until(ec.title_contains("Regional results"))
+    passage = browser.find_element(By.ID, "passage")
+    assert (
+        passage.find_element(By.TAG_NAME, "mark").text
+        == "Region: Japan | FY2024: 55.0 | FY2025: 61.2"
+    )
+    context = [c.text for c in passage.find_elements(By.CSS_SELECTOR, ".context")]
+    assert context == [
+        "Regional results\nOperating profit by region, in USD m. Figures are audited.",
+        "Region: United States | FY2024: 40.1 | FY2025: 44.9",
+    ]
+    browser.save_screenshot(str(tmp_path / "row.png"))
+
+    # A figure's citation names its cell: the row's chunk opens with that cell marked.
+    locator = quote("section=Regional results,table=1,row=Japan,col=FY2025")
+    browser.get(f"{site.url}/documents/files:results.md?locator={locator}#cited")
+    marks = browser.find_elements(By.CSS_SELECTOR, "#passage mark")
+    assert [m.text for m in marks] == ["FY2025: 61.2"]
+    assert "Region: Japan" in browser.find_element(By.CSS_SELECTOR, "#passage .cited").text
+    cell = "Regional results · table 1 · row Japan · column FY2025"
+    assert browser.find_element(By.ID, "cited-at").text == cell
+    browser.save_screenshot(str(tmp_path / "cell.png"))
+
+
+def test_a_cited_passage_never_shows_a_document_the_caller_may_not_read(
+    browser: WebDriver, site: Site
+) -> None:
+    sign_in(browser, site, "carl")
+    locator = quote("section=Investigation of the Osaka warehouse complaint")
+    browser.get(f"{site.url}/documents/files:osaka.md?locator={locator}#passage")
+    hidden = (browser.title, main_text(browser), browser.page_source)
+    browser.get(f"{site.url}/documents/files:no-such-document.md?locator={locator}#passage")
+    absent = (browser.title, main_text(browser), browser.page_source)
+    assert hidden == absent and "written warning" not in hidden[2]
+
+
+# --------------------------------------------------------------------------- layout at phone and desktop widths
+
+
+def emulate_width(driver: WebDriver, width: int, height: int) -> None:
+    """Lay pages out as a device ``width`` CSS pixels wide (a phone at 390) would."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+    )
+
+
+def geometry(driver: WebDriver) -> dict[str, Any]:
+    """What the layout test asserts: the page's width against the viewport's, the boxes of
+    the header and of Sign out, and each admin table's box against its scrolling container."""
+    script = """
+    const box = e => { const r = e.getBoundingClientRect();
+      return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+    const signout = document.querySelector('form[action="/signout"] button');
+    return {
+      viewport: window.innerWidth,
+      page: document.documentElement.scrollWidth,
+      header: box(document.querySelector('header.top')),
+      header_scroll: document.querySelector('header.top').scrollWidth,
+      header_client: document.querySelector('header.top').clientWidth,
+      signout: signout ? box(signout) : null,
+      cut: [...document.querySelectorAll('header *, main *')]
+        .filter(e => e.closest('.scroll') === null && e.getClientRects().length)
+        .filter(e => { const r = e.getBoundingClientRect();
+          return r.width > 0 && (r.right > window.innerWidth + 0.5 || r.left < -0.5); })
+        .map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className),
+      tables: [...document.querySelectorAll('.scroll')].map(s => ({
+        id: s.querySelector('table').id, box: box(s),
+        scroll: s.scrollWidth, client: s.clientWidth,
+        overflow: getComputedStyle(s).overflowX })),
+    };
+    """
+    return dict(driver.execute_script(script))
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_pages_fit_a_phone_and_a_desktop(
+    browser: WebDriver, site: Site, tmp_path: Path, width: int
+) -> None:
+    sign_in(browser, site, "root")
+    assert ask(browser, "Which class are flights under six hours booked in?") == "answered"
+    emulate_width(browser, width, 844 if width < 600 else 900)
+    try:
+        for page in ("/", "/admin", "/documents/files:travel.md"):
+            browser.get(f"{site.url}{page}")
+            shot = tmp_path / f"{page.strip('/').split('/')[0] or 'ask'}-{width}.png"
+            browser.save_screenshot(str(shot))
+            seen = geometry(browser)
+            assert seen["viewport"] == width, seen
+            # The page itself never scrolls sideways, and nothing sticks out of it.
+            assert seen["page"] <= width, (page, seen)
+            assert seen["cut"] == [], (page, seen["cut"])
+            # The header fits, with Sign out wholly on screen.
+            assert seen["header_scroll"] <= seen["header_client"], (page, seen)
+            signout = seen["signout"]
+            assert signout is not None
+            assert signout["left"] >= 0 and signout["right"] <= width, (page, signout)
+            assert signout["top"] >= 0 and signout["bottom"] <= seen["header"]["bottom"], seen
+            for table in seen["tables"]:
+                assert table["box"]["right"] <= width and table["overflow"] == "auto", table
+                if width >= 1280:
+                    assert table["scroll"] <= table["client"], table  # cut off nothing
+        browser.get(f"{site.url}/admin")
+        traces = {t["id"]: t for t in geometry(browser)["tables"]}["traces"]
+        if width < 600:
+            # The request log is wider than a phone: its box scrolls, the page does not.
+            assert traces["scroll"] > traces["client"], traces
+            browser.execute_script(
+                "document.querySelector('#traces').parentElement.scrollLeft = 10000"
+            )
+            left = browser.execute_script(
+                "return document.querySelector('#traces').parentElement.scrollLeft"
+            )
+            assert left > 0 and browser.execute_script("return window.scrollX") == 0
+            browser.save_screenshot(str(tmp_path / f"admin-scrolled-{width}.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import anyio.to_thread
 import markupsafe
@@ -199,6 +199,7 @@ class Door:
         )
         environment.filters["cited"] = _cited_html
         environment.filters["when"] = _when
+        environment.filters["date"] = _date
         environment.filters["duration"] = _duration
         environment.filters["place"] = place
         self.templates = Jinja2Templates(env=environment)
@@ -316,7 +317,6 @@ class Door:
         """What the answer template shows of ``result``: its text with numbered markers, and
         each citation with its trust label, preview link and notes."""
         outdated = {f.split(":", 1)[1] for f in result.flags if f.startswith("possibly_outdated:")}
-        suffix = f"?assistant={quote(assistant)}" if assistant else ""
         citations = [
             {
                 "n": i,
@@ -325,7 +325,7 @@ class Door:
                 "trust": c.trust,
                 "trust_words": _TRUST_WORDS.get(c.trust, c.trust),
                 "outdated": c.doc_id in outdated,
-                "preview": f"/documents/{quote(c.doc_id, safe='')}{suffix}",
+                "preview": _preview_url(c.doc_id, assistant, c.locator),
             }
             for i, c in enumerate(result.citations, start=1)
         ]
@@ -342,6 +342,32 @@ class Door:
     def render_answer(self, result: AnswerResult, assistant: str | None) -> str:
         template = self.templates.env.get_template("_answer.html")
         return template.render(answer=self.answer_context(result, assistant))
+
+
+def _preview_url(doc_id: str, assistant: str | None, locator: str) -> str:
+    """The preview of a citation, opened at its passage."""
+    query = urlencode(
+        [(k, v) for k, v in (("assistant", assistant), ("locator", locator)) if v], quote_via=quote
+    )
+    at = "#cited" if locator else ""
+    return f"/documents/{quote(doc_id, safe='')}{'?' + query if query else ''}{at}"
+
+
+def _shown(passage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A preview's passage as the page shows it: its text cut into plain and marked runs."""
+    if passage is None:
+        return None
+    text: str = passage["text"]
+    runs: list[dict[str, Any]] = []
+    at = 0
+    for start, end in sorted(passage["marks"]):
+        if start > at:
+            runs.append({"text": text[at:start], "mark": False})
+        runs.append({"text": text[max(start, at) : end], "mark": True})
+        at = max(at, end)
+    if at < len(text):
+        runs.append({"text": text[at:], "mark": False})
+    return {**passage, "runs": runs}
 
 
 def _equal(a: str, b: str) -> bool:
@@ -391,6 +417,20 @@ def _when(value: str | None) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _date(value: str | None) -> str:
+    """An ISO timestamp as a date people read: ``2026-03-12T09:30:00+00:00`` →
+    ``12 March 2026`` (the day in UTC)."""
+    if not value:
+        return ""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return f"{moment.day} {moment.strftime('%B %Y')}"
 
 
 def _duration(seconds: float | None) -> str:
@@ -666,7 +706,9 @@ def install_ui(
     # ------------------------------------------------------------------ previews
 
     @router.get("/documents/{doc_id:document_id}")
-    def document(request: Request, doc_id: str, assistant: str | None = None) -> Response:
+    def document(
+        request: Request, doc_id: str, assistant: str | None = None, locator: str | None = None
+    ) -> Response:
         visitor = door.visitor(request)
         if visitor is None:
             return signin_redirect()
@@ -681,12 +723,19 @@ def install_ui(
                 )
         request.state.user_id = visitor.user_id  # the access log's pseudonym
         try:
-            found = preview(engine, visitor.user_id, doc_id, assistant)
+            found = preview(engine, visitor.user_id, doc_id, assistant, locator)
         except NotFoundError as exc:
             if exc is not DOCUMENT_NOT_FOUND:  # an unknown assistant: say so
                 return door.page(request, "error.html", visitor, 404, message=exc.message)
             return door.not_found(request, visitor)
-        return door.page(request, "document.html", visitor, document=found)
+        return door.page(
+            request,
+            "document.html",
+            visitor,
+            document=found,
+            passage=_shown(found["passage"]),
+            locator=locator,
+        )
 
     # ------------------------------------------------------------------ administrators
 
