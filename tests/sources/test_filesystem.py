@@ -5,6 +5,8 @@ that the same assertion catches."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from clearance.answer.trust import resolve_trust
 from clearance.errors import OwnershipError, SourceError
 from clearance.sources import filesystem
 from clearance.sources.base import PermissionPage
@@ -356,3 +359,78 @@ def test_a_folder_made_unreadable_midway_is_never_read_as_empty(share: Share) ->
     content, _ = share.sync()
     assert not content.ok and "is not a folder" in (content.error or "")
     assert share.app.store.get_document("files:sub/plan.md") is not None
+
+
+# --------------------------------------------------------------------------- origin
+
+
+def origins(share: Share) -> dict[str, tuple[str, str]]:
+    """Each stored document's origin and the trust a citation of it shows."""
+    out = {}
+    for doc in share.app.store.list_documents("docs"):
+        trust = resolve_trust(doc.origin, doc.origin_chain, share.app.settings.trust.origins)
+        out[doc.doc_id] = (doc.origin, trust.label)
+    return out
+
+
+def with_source_origins(share: Share, **system_origins: str) -> None:
+    settings = share.app.settings
+    share.app.settings = dataclasses.replace(
+        settings, trust=dataclasses.replace(settings.trust, source_origins=system_origins)
+    )
+
+
+def test_a_folders_files_are_the_organisations_own_unless_marked_external(share: Share) -> None:
+    share.meta("", acl=["group:staff"])
+    share.write("handbook.md", "# Handbook\n\nBook trains to Osaka.")
+    share.write("vendor/datasheet.md", "# Vendor datasheet\n\nThe router draws 12 W.")
+    share.meta("vendor", acl=["group:staff"], origin="external_web")
+    share.sync()
+
+    assert origins(share) == {
+        "files:handbook.md": ("human", "trusted"),
+        "files:vendor/datasheet.md": ("external_web", "untrusted"),
+    }
+    assert not any("name no origin" in w for r in share.reports for w in r.warnings)
+
+
+def test_changing_source_origins_applies_to_indexed_files_on_the_next_sync(share: Share) -> None:
+    share.meta("", acl=["group:staff"])
+    share.write("handbook.md", "# Handbook\n\nBook trains to Osaka.")
+    share.write("vendor/datasheet.md", "# Vendor datasheet\n\nThe router draws 12 W.")
+    share.meta("vendor", acl=["group:staff"], origin="external_web")
+    share.sync()
+    embedded = share.embedder.texts
+
+    with_source_origins(share, files="external_platform")
+    share.sync(permissions=False)
+
+    assert origins(share) == {
+        "files:handbook.md": ("external_platform", "untrusted"),
+        "files:vendor/datasheet.md": ("external_web", "untrusted"),  # its metadata still wins
+    }
+    assert share.embedder.texts == embedded  # re-read, never re-embedded
+    assert share.reports[-1].counts["fetched"] == 1
+
+    with_source_origins(share)
+    share.sync(permissions=False)
+    assert origins(share)["files:handbook.md"] == ("human", "trusted")
+
+
+def test_reverse_proof_a_version_without_the_origin_keeps_the_old_one(
+    share: Share, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    share.meta("", acl=["group:staff"])
+    share.write("handbook.md", "# Handbook\n\nBook trains to Osaka.")
+    share.sync()
+
+    def metadata_only(self: FilesystemConnector, job: Any) -> str:
+        meta = {k: v for k, v in job.metadata.items() if k != "acl"}
+        info = job.path.stat()
+        return f"{info.st_mtime_ns}:{info.st_size}:{json.dumps(meta, sort_keys=True)}"
+
+    monkeypatch.setattr(FilesystemConnector, "_version", metadata_only)
+    share.sync(permissions=False)
+    with_source_origins(share, files="external_platform")
+    share.sync(permissions=False)
+    assert origins(share)["files:handbook.md"] == ("human", "trusted")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import Run
+from clitools import Run, cli
 
 CONFIG = """\
 [embedding]
@@ -113,3 +113,13 @@ def test_the_general_status_shows_each_source_and_why_it_fails(run: Run, tmp_pat
     assert rc == 0 and "share" in out and "failing" in out and "does not exist" in out
     shown = out + json.dumps(run.json("status")[1])
     assert "tok-VERY-secret-value" not in shown and "SHARE_TOKEN" not in shown
+
+
+def test_init_says_a_folders_files_are_the_organisations_own_and_how_to_mark_external_ones(
+    tmp_path: Path,
+) -> None:
+    rc, out, err = cli("init", tmp_path / "project")
+    assert rc == 0, err
+    note = " ".join(out.split())
+    assert 'count as your organisation\'s own writing (origin "human"' in note
+    assert '"origin": "external_web"' in note and "[trust.source_origins]" in note

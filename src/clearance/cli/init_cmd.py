@@ -13,6 +13,15 @@ from clearance.cli.safe import safe
 from clearance.config import CONFIG_NAME
 from clearance.errors import ConfigError
 
+#: What ``init`` says about trust: a filesystem source's files count as the organisation's own.
+ORIGIN_NOTE = (
+    'files a filesystem source syncs count as your organisation\'s own writing (origin "human", '
+    "trusted in citations and prompts); mark external material in such a folder (vendor "
+    'documents, web pages, mail exports) with "origin": "external_web" or "email" in its '
+    "_meta.json or <file>.meta.json, or set one origin for all its files with "
+    '[trust.source_origins] files = "external_web" (docs/sources.md)'
+)
+
 
 def default_config_text() -> str:
     return (resources.files("clearance") / "data" / "default-config.toml").read_text("utf-8")
@@ -47,3 +56,4 @@ def register(cli: click.Group) -> None:
                 "(README.md and docs/metadata.md say more)",
                 highlight=False,
             )
+            console.print(f"\nnote: {ORIGIN_NOTE}", highlight=False, markup=False)

@@ -38,6 +38,13 @@ Access comes from one of two places (``[sources.<name>.options] acl``):
     cannot be read, the sync fails too), unless ``posix_on_network_share = true`` says the
     operator trusts those modes.
 
+A file's origin (docs/trust.md) is its metadata's ``origin``; else the one
+``[trust.source_origins]`` gives its source system; else :data:`DEFAULT_ORIGIN`, the
+organisation's own writing, since the folder is the organisation's. External material in it
+is marked in its metadata (``"origin": "external_web"``, ``"email"`` …). The resolved origin is
+part of a file's version, so changing ``[trust.source_origins]`` re-reads the files it
+applies to on the next content sync (their text unchanged, their vectors are kept).
+
 A root that does not exist or cannot be read, or a folder below it that cannot be read,
 fails the sync (the source is then reported failing): it is never mistaken for a folder
 whose files were all deleted.
@@ -362,6 +369,11 @@ def _narrow(reachable: Access, folder: Access) -> Access:
     return Access(frozenset(kept))
 
 
+#: The origin of a file whose metadata names none and whose source system
+#: ``[trust.source_origins]`` does not name: written by the organisation's own people.
+DEFAULT_ORIGIN = "human"
+
+
 class FilesystemConnector:
     """See the module docstring. Built by the ``filesystem`` kind from its options."""
 
@@ -471,6 +483,7 @@ class FilesystemConnector:
         except OSError as exc:
             return f"error:{exc.errno}"
         meta = {k: v for k, v in job.metadata.items() if k != "acl"}
+        meta["origin"] = self._origin(job)
         digest = hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode())
         return f"{info.st_mtime_ns}:{info.st_size}:{digest.hexdigest()[:16]}"
 
@@ -503,7 +516,7 @@ class FilesystemConnector:
             uri=meta.get("uri") or job.source,
             access=self._access(job),
             path=job.path,
-            origin=meta.get("origin"),
+            origin=self._origin(job),
             sensitivity=meta.get("sensitivity"),
             owner=meta.get("owner"),
             created_at=meta.get("created_at"),
@@ -511,6 +524,15 @@ class FilesystemConnector:
             file_name=job.label,
             metadata={k: meta[k] for k in meta if k not in ("acl", "title", "uri")},
         )
+
+    def _origin(self, job: Job) -> str:
+        """The metadata's origin, else ``[trust.source_origins]`` for the file's source
+        system, else :data:`DEFAULT_ORIGIN`."""
+        named = job.metadata.get("origin")
+        if named:
+            return str(named)
+        system = (job.doc_id or "").partition(":")[0].strip().lower()
+        return self.settings.trust.source_origins.get(system, DEFAULT_ORIGIN)
 
     # ------------------------------------------------------------------ permissions
 
