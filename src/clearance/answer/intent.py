@@ -29,6 +29,9 @@ A question goes to the figures path only when it asks for a figure:
 * a question that asks for a figure *and* for an explanation ("How much …, and why …?",
   "…はいくらで、なぜ…", "…多少，为什么…") is **composite**: the clause before the
   explanation is parsed as a metric question and :attr:`Intent.narrative` holds the rest.
+  What the explanation searches for (:attr:`Intent.narrative_query`) carries the figure's
+  entity and metric as the question wrote them when the explanation names neither, so
+  "why did it grow?" after "What was the deficit in FY2024" is about the deficit.
 
 For a metric question every metric, entity, period and channel it names is collected in
 order of appearance; when it names more than one value of a slot ("Japan and US",
@@ -107,8 +110,9 @@ class Intent:
     uncertain: bool = False
     narrative: str = ""
     unexplained: bool = False
-    # What the explanation part searches for: ``narrative``, with the entities the figure
-    # clause names when the explanation names none ("…はいくらで、なぜ伸びたのですか").
+    # What the explanation part searches for: ``narrative``, with the entities and the
+    # metrics the figure clause names, as written there, when the explanation names none
+    # ("… deficit in FY2024, and why did it grow?", "…はいくらで、なぜ伸びたのですか").
     narrative_query: str = ""
     compare: bool = False
     unknown_entity: str = ""
@@ -307,10 +311,16 @@ class RuleIntentParser:
         if figure.kind not in ("metric", "multi") or figure.uncertain:
             return None
         story = story.strip()
-        named = [figure_text[m.start : m.end] for m in self.vocab.find("entity", figure_text)]
-        query = story
-        if named and not self.vocab.find("entity", story):
-            query = " ".join([story, *dict.fromkeys(named)])
+        # "… and why did it grow?": an explanation that names no entity is about the
+        # figure's entity, and — naming no metric either — its metric, in the words the
+        # question wrote them.
+        carried: list[str] = []
+        if not self.vocab.find("entity", story):
+            found = list(self.vocab.find("entity", figure_text))
+            if not self.vocab.find("metric", story):
+                found += self.vocab.find("metric", figure_text)
+            carried = [figure_text[m.start : m.end] for m in found]
+        query = " ".join([story, *dict.fromkeys(carried)])
         return Intent(
             "composite",
             figure.parts,

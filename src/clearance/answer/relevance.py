@@ -17,6 +17,11 @@ material the caller may read, so a hidden document can change neither:
   What closes a question as the asker's own circumstance ("… on my laptop", "… from my
   phone") weighs half: it narrows the situation, where the rest names what is asked
   about. A word of it that no readable chunk holds still counts fully.
+  Words of change are one word: "why did it grow?" is held by a passage saying the
+  deficit widened, rose or fell, or that contracts "drove growth" (grow, increase, rise,
+  widen, decline, fall … and their CJK counterparts), weighed as common as all of them
+  together. A word the question writes in capitals is a name, never a frame word: "US"
+  in "US operating profit" counts, where "tell us" does not.
 * **cosine** — the embedding similarity of question and chunk, where the hybrid search
   computed one (:attr:`~clearance.model.SearchHit.cosine`) and the question is not mostly
   CJK (the bundled model is English-only; on Japanese it ranks near chance).
@@ -132,18 +137,44 @@ _OWN_CIRCUMSTANCE = re.compile(
 _CIRCUMSTANCE_WEIGHT = 0.5
 
 
+# Words of change: "why did it grow?" is answered by a passage saying the deficit widened,
+# rose or fell, or that new contracts drove growth. Index forms, so "growth" and "grew"
+# are held as well as "grow"; CJK words as the character pairs the index holds.
+_CHANGE_WORDS_TEXT = """grow grows grew grown growing growth increase increased increases
+    increasing rise rises rose risen rising widen widened widening expand expanded
+    expansion climb climbed jump jumped surge surged gain gained improve improved higher
+    lower decline declined declines declining decrease decreased decreases fall falls fell
+    fallen falling drop dropped shrink shrank shrunk narrow narrowed contract contracted
+    reduce reduced reduction change changed changes"""
+_CHANGE_CJK = "伸び 増加 増収 増益 減少 減収 減益 拡大 縮小 上昇 低下 悪化 改善 増え 減っ 增长 增長 增加 下降 下滑 减少 上升 扩大 擴大 缩小 縮小 变化 變化"
+_CHANGE_TERMS = frozenset(document_terms(_CHANGE_WORDS_TEXT)) | frozenset(_CHANGE_CJK.split())
+#: The one term every word of change in a question is weighed and held as.
+CHANGE = "<change>"
+# A frame word written in capitals names something: "US" in "US operating profit".
+_CAPITALS = re.compile(r"(?<![\w])[A-Z]{2,}(?![\w])")
+
+
 def question_weights(question: str, statistics: StatisticsFor) -> dict[str, float]:
     """The question's index terms with their IDF weights (see the module docstring for the
-    CJK back-off and the asker's circumstance). Empty when the question has no term."""
+    CJK back-off, the asker's circumstance and words of change). Empty when the question
+    has no term."""
     question = _HOW_DOES_IT_WORK.sub(r"\1", question)
-    terms = [t for t in search_terms(question) if not _frame(t)]
+    names = {t for word in _CAPITALS.findall(question) for t in search_terms(word)}
+    terms = [t for t in search_terms(question) if not _frame(t) or t in names]
     own = _OWN_CIRCUMSTANCE.search(question)
     circumstance = set(search_terms(own.group(1))) if own else set()
     circumstance -= set(search_terms(question[: own.start()])) if own else set()
-    found = statistics([*terms, *(ch for t in terms if _is_cjk_pair(t) for ch in t)])
+    change = sorted(_CHANGE_TERMS) if any(t in _CHANGE_TERMS for t in terms) else []
+    found = statistics([*terms, *(ch for t in terms if _is_cjk_pair(t) for ch in t), *change])
     stats = TermStatistics(max(found.chunks, _MIN_CHUNKS), found.df)
     weights: dict[str, float] = {}
+    if change:
+        # As common as all its words together: a passage holding any of them holds it.
+        df = min(stats.chunks, sum(stats.df.get(t, 0) for t in change))
+        weights[CHANGE] = TermStatistics(stats.chunks, {CHANGE: df}).idf(CHANGE)
     for term in terms:
+        if term in _CHANGE_TERMS:
+            continue
         if _is_cjk_pair(term) and stats.df.get(term, 0) == 0:
             for ch in term:
                 if not _frame(ch):
@@ -182,6 +213,8 @@ def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
     term it holds or writes open."""
     text = f"{snippet.title}\n{snippet.locator}\n{snippet.text}"
     held = set(document_terms(text))
+    if held & _CHANGE_TERMS:
+        held.add(CHANGE)
     held.update(joined for _, _, joined in _pairs(text) if joined in compounds)
     for joined, parts in compounds.items():
         if joined in held:
@@ -244,7 +277,8 @@ class RelevanceGate:
         Coverage is counted per document, over all of its snippets here: a question is
         often answered across two sections of one document (the escalation rule in one,
         the priority it applies to in another). A snippet that holds none of the
-        question's terms is never relevant, whatever its document's coverage."""
+        question's terms is never relevant, whatever its document's coverage, and neither is
+        one that holds no word of change when the question asks about a change."""
         weights = question_weights(question, statistics)
         total = sum(weights.values())
         use_cosine = cosines is not None and cjk_share(question) <= 0.5
@@ -258,7 +292,9 @@ class RelevanceGate:
         for snippet, terms in zip(snippets, held, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
             cosine = cosines.get(snippet.chunk_id) if use_cosine and cosines else None
-            relevant = bool(terms) and self.decide(coverage, cosine)
+            # A question about a change is answered by a passage that says one happened.
+            says_change = CHANGE not in weights or CHANGE in terms
+            relevant = bool(terms) and says_change and self.decide(coverage, cosine)
             out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
         return out
 
