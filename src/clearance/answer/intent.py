@@ -10,7 +10,11 @@ what they were taken to mean.
 A metric qualified by words the vocabulary does not know — a product, segment, region or
 line ("Services net sales", "net sales in the Greater China segment") — keeps them in
 :attr:`MetricQuery.qualifier`, so the figure looked up is that line's, never the metric's
-total. A possessive name the vocabulary does not know ("Microsoft's revenue") is kept in
+total. In Japanese and Chinese the same holds for CJK words attached to the metric (before
+it, or joined by の/的) that are no entity, period, metric, figure or question word:
+サービス in 日本のサービス売上高; with no entity named they name it (香港 in 香港去年营收),
+so the answer is not found, never the parent total or a list of entities to choose from.
+A possessive name the vocabulary does not know ("Microsoft's revenue") is kept in
 :attr:`Intent.unknown_entity`: it is an entity no readable fact holds, never a reason to
 offer others. :attr:`Intent.compare` says the question asks to compare (``vs``,
 "difference", 比較, 对比 …); only then are two figures set against each other.
@@ -238,6 +242,49 @@ def _qualifier(blanked: str, start: int, end: int) -> str | None:
     return " ".join(words) or None
 
 
+# CJK words before a metric that do not narrow it to a line: the company itself, "total",
+# "actual", "the annual report says", period words … (the English _NOT_QUALIFIERS).
+_NOT_QUALIFIERS_CJK = re.compile(
+    "公司|會社|会社|当社|當社|弊社|本社|我司|贵司|貴司|企業|企业|全体|全體|全社|合計|合计|総額|总额|總額"
+    "|年間|年间|通期|全年|実績|実际|實際|实际|实绩|實績|業績|业绩|年報|年报|決算|决算|財報|财报|報告|报告"
+    "|根据|根據|按照|依据|依據|请问|請問|告诉我|告訴我|教えて|我们|我們|你们|你們"
+    # period words, also where no relative period is read (no request date, 上期 in Chinese)
+    "|上半期|下半期|上半年|下半年|四半期|上期|下期|本期|当期|當期|前期|今期|来期|去年|今年|前年|昨年"
+    "|来年|明年|本年|当年|當年|年度|季度|通年|年初|年末|期初|期末|半期"
+)
+# Where a clause ends: what is before it does not qualify the metric after it.
+_CJK_BOUNDARY = re.compile(r"[,，、;；。？?!！:：]")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u30a0-\u30ff]+")
+_LATIN_BEFORE = re.compile(r"((?:[0-9A-Za-z\u00c0-\u024f][\w&.-]*\s+){1,3})$")
+
+
+def _cjk_qualifier(quiet: str, start: int, lo: int) -> str | None:
+    """CJK words left before the metric at ``quiet[start:]`` — after ``lo`` (a named entity,
+    an earlier metric) and in the same clause — that are no slot, figure word or small word:
+    サービス in 日本のサービス売上高, 香港 in 香港去年营收 or ACME 香港的收入 (with the Latin
+    name written before it). Particles (の, 的 …) only join them to the metric."""
+    boundaries = [m.end() for m in _CJK_BOUNDARY.finditer(quiet, lo, start)]
+    lo = max([lo, *boundaries])
+    region = _NOT_QUALIFIERS_CJK.sub(lambda m: " " * len(m.group(0)), quiet[lo:start])
+    runs = []
+    for m in _CJK_RUN.finditer(region):
+        run = m.group(0).strip("".join(_SMALL_CJK))
+        if run and any(c not in _SMALL_CJK for c in run):
+            runs.append((lo + m.start(), run))
+    if not runs:
+        return None
+    words = [run for _, run in runs]
+    before = _LATIN_BEFORE.search(quiet[lo : runs[0][0]])
+    if before is not None:
+        names = [
+            w
+            for w in before.group(1).split()
+            if w.casefold() not in _SMALL_WORDS and w.casefold() not in _NOT_QUALIFIERS
+        ]
+        words = [*names, *words]
+    return " ".join(words)
+
+
 class RuleIntentParser:
     """The default parser: vocabulary matching plus the rules of the module docstring.
     ``calendar`` is the fiscal calendar relative periods resolve in (the ``[facts]``
@@ -398,6 +445,16 @@ class RuleIntentParser:
             for m in found["metric"]
             if (q := _qualifier(quiet, m.start, m.end)) and not self._names_entity(q)
         }
+        # CJK words attached to a metric: 日本のサービス売上高, 香港去年营收.
+        for m in found["metric"]:
+            if m.canonical in qualifiers or not _CJK.search(quiet[: m.start]):
+                continue
+            lo = max(
+                (x.end for x in (*found["entity"], *found["metric"]) if x.end <= m.start),
+                default=0,
+            )
+            if (q := _cjk_qualifier(quiet, m.start, lo)) is not None:
+                qualifiers[m.canonical] = q
         if self._entity_words is not None and not entities:
             spans += [m.span() for m in self._entity_words.finditer(_blank(text, spans))]
         blanked = _blank(text, spans)

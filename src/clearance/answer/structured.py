@@ -339,10 +339,9 @@ def render_not_found(query: MetricQuery) -> str:
     metric = _label(query.metric)
     if query.qualifier is not None:
         metric = f"{query.qualifier} {metric}"
-    return (
-        f"No figure found for {metric}{channel} of {_label(query.entity)} "
-        f"in {_label(query.period)}."
-    )
+    # A period the question did not name is not said ("… in (unspecified)").
+    period = "" if query.period is None else f" in {_label(query.period)}"
+    return f"No figure found for {metric}{channel} of {_label(query.entity)}{period}."
 
 
 def render_unrecognized(result: ToolResult) -> str:
