@@ -406,17 +406,21 @@ def place(locator: str) -> str:
     return " · ".join(words)
 
 
+def _utc(value: str) -> datetime | None:
+    """An ISO timestamp in UTC (a naive one as written), or ``None`` when it is not one."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo is not None else moment
+
+
 def _when(value: str | None) -> str:
     """An ISO timestamp as people read it, in UTC to the second."""
     if not value:
         return "never"
-    try:
-        moment = datetime.fromisoformat(str(value))
-    except ValueError:
-        return str(value)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    moment = _utc(value)
+    return str(value) if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _date(value: str | None) -> str:
@@ -424,13 +428,8 @@ def _date(value: str | None) -> str:
     ``12 March 2026`` (the day in UTC)."""
     if not value:
         return ""
-    try:
-        moment = datetime.fromisoformat(str(value))
-    except ValueError:
-        return str(value)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return f"{moment.day} {moment.strftime('%B %Y')}"
+    moment = _utc(value)
+    return str(value) if moment is None else f"{moment.day} {moment.strftime('%B %Y')}"
 
 
 def _duration(seconds: float | None) -> str:
