@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 import pytest
@@ -635,7 +636,7 @@ OK_USER = {"id": "ok", "active": True}
         ),
         (
             _users({"id": "a", "active": True, "groups": []}),
-            "users[0].groups: unknown key (expected one of id, active, attributes)",
+            "users[0].groups: unknown key (expected one of id, active, attributes, aliases)",
         ),
         (
             _users(OK_USER, {"id": "ok", "active": False}),
@@ -922,3 +923,81 @@ def test_scim_and_clearance_shapes_agree(directory: Directory, untyped: bool) ->
     }
     for user_id in [*USER_IDS, "u9"]:
         assert scim.principal_set(user_id) == directory.principal_set(user_id)
+
+
+# -- aliases ------------------------------------------------------------------------------------
+
+
+def _aliased() -> Directory:
+    return Directory().replace(
+        parse_directory(
+            {
+                "users": [
+                    {"id": "alice", "active": True, "aliases": ["Alice@Acme.example", "oid-1"]},
+                    {"id": "bob", "active": True, "aliases": ["shared@acme.example"]},
+                    {"id": "carol", "active": False, "aliases": ["SHARED@acme.example", "alice"]},
+                ],
+                "groups": [],
+            },
+            source="dir.json",
+        )
+    )
+
+
+def test_a_sign_in_name_resolves_through_any_alias_case_insensitively() -> None:
+    d = _aliased()
+    match = d.resolve("alice@ACME.example")
+    assert match is not None and (match.user_id, match.matched) == ("alice", "alice@acme.example")
+    assert d.resolve("oid-1") == d.resolve(" OID-1 ")
+    assert d.resolve("nobody@acme.example") is None
+
+
+def test_an_id_wins_over_another_users_alias() -> None:
+    # carol carries the alias "alice": resolving "alice" must still be alice, never carol.
+    match = _aliased().resolve("alice")
+    assert match is not None and (match.user_id, match.matched) == ("alice", "id")
+
+
+def test_an_alias_two_users_carry_resolves_to_nobody() -> None:
+    d = _aliased()
+    assert d.resolve("shared@acme.example") is None
+    assert d.ambiguous_aliases() == {"shared@acme.example": ("bob", "carol")}
+    # Reverse proof: a naive alias map (last writer wins) names one of the two people, which
+    # the assertion above would have caught.
+    naive = {a: u.id for u in d.users.values() for a in u.aliases}
+    assert naive["shared@acme.example"] in {"bob", "carol"}
+
+
+def test_aliases_survive_json_and_scim_user_names_are_aliases() -> None:
+    d = _aliased()
+    assert Directory.from_json(d.to_json()).users["alice"].aliases == (
+        "alice@acme.example",
+        "oid-1",
+    )
+    doc = parse_directory(
+        {
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+            "id": "u1",
+            "userName": "U1@acme.example",
+            "externalId": "ext-1",
+            "emails": [{"value": "u.one@acme.example", "primary": True}],
+        },
+        source="scim.json",
+    )
+    assert doc.users["u1"].aliases == ("ext-1", "u.one@acme.example", "u1@acme.example")
+
+
+@pytest.mark.parametrize(
+    ("aliases", "message"),
+    [
+        ("a@b", "users[0].aliases: expected an array"),
+        ([3], "users[0].aliases[0]: expected a string"),
+        (["  "], "users[0].aliases[0]: an alias must not be empty"),
+    ],
+)
+def test_bad_aliases_name_their_json_path(aliases: object, message: str) -> None:
+    with pytest.raises(DirectoryError, match=re.escape(message)):
+        parse_directory(
+            {"users": [{"id": "a", "active": True, "aliases": aliases}], "groups": []},
+            source="dir.json",
+        )

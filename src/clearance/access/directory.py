@@ -72,6 +72,7 @@ from clearance.errors import DirectoryError
 from clearance.model import EVERYONE, parse_principal, principal_id_problem
 
 __all__ = [
+    "AliasMatch",
     "Directory",
     "DirectoryDoc",
     "Group",
@@ -118,6 +119,25 @@ def _shown(value: str) -> str:
     return repr(value) if len(value) <= 80 else repr(value[:80]) + "…"
 
 
+def alias_key(name: str) -> str:
+    """How an alias is compared: surrounding space dropped and case folded.
+
+    Sign-in names (UPNs, mail addresses, sAMAccountNames) are case-insensitive in every
+    directory that issues them, so ``Alice@Acme.example`` and ``alice@acme.example`` are one
+    alias. Object ids (GUIDs) fold the same way.
+    """
+    return name.strip().casefold()
+
+
+@dataclass(frozen=True, slots=True)
+class AliasMatch:
+    """Who a sign-in name resolved to, and by which of the user's names."""
+
+    user_id: str
+    matched: str
+    """``"id"`` when the name is the user id itself, else the alias (as stored) that matched."""
+
+
 @dataclass(frozen=True, slots=True)
 class User:
     """One account. ``active=False`` means the account gets nothing (DESIGN §7).
@@ -125,15 +145,28 @@ class User:
     ``attributes`` (department, employment type, display name …) are informational: they never
     widen the principal set. They are stored as a read-only mapping sorted by key, so a ``User``
     cannot change after construction; equality compares them, hashing ignores them.
+
+    ``aliases`` are the user's other names in the identity provider and directory (UPN, mail,
+    object id, sAMAccountName, SCIM ``userName``/``externalId``), stored case-folded and sorted
+    (:func:`alias_key`). They let a sign-in by any configured claim resolve to this one user
+    (:meth:`Directory.resolve`); like attributes, they never widen the principal set.
     """
 
     id: str
     active: bool
     attributes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or principal_id_problem(self.id) is not None:
             raise DirectoryError(f"bad user id: {self.id!r}")
+        if isinstance(self.aliases, str) or not all(
+            isinstance(a, str) and a.strip() for a in self.aliases
+        ):
+            raise DirectoryError(f"user {self.id}: aliases must be non-empty strings")
+        # One spelling per alias (case-folded), sorted, never the id itself.
+        folded = {alias_key(a) for a in self.aliases} - {alias_key(self.id)}
+        object.__setattr__(self, "aliases", tuple(sorted(folded)))
         if not isinstance(self.active, bool):
             raise DirectoryError(f"user {self.id}: active must be a boolean")
         if not isinstance(self.attributes, Mapping):
@@ -225,7 +258,7 @@ def _index(path: str, i: int) -> str:
 
 
 _Kind = Literal["user", "group"]
-_USER_KEYS = frozenset({"id", "active", "attributes"})
+_USER_KEYS = frozenset({"id", "active", "attributes", "aliases"})
 _GROUP_KEYS = frozenset({"id", "members"})
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "object": Mapping,
@@ -378,7 +411,7 @@ class _Parser:
     def clearance_user(self, item: object, path: str) -> None:
         obj: Mapping[str, Any] = self.expect(item, path, "object")
         if not _USER_KEYS.issuperset(obj):
-            self.only_keys(obj, path, ("id", "active", "attributes"))
+            self.only_keys(obj, path, ("id", "active", "attributes", "aliases"))
         for required in ("id", "active"):
             if required not in obj:
                 self.fail(path, f"missing required key {required!r}")
@@ -398,7 +431,18 @@ class _Parser:
                 attrs[key] = self.expect(val, _key(attrs_path, key), "string")
         elif raw_attrs is not None:
             self.expect(raw_attrs, f"{path}.attributes", "object")
-        self.add_user(User(ident, active, attrs), id_path)
+        aliases: list[str] = []
+        raw_aliases = obj.get("aliases")
+        if raw_aliases is not None:
+            aliases_path = f"{path}.aliases"
+            self.expect(raw_aliases, aliases_path, "array")
+            for j, alias in enumerate(raw_aliases):
+                alias_path = f"{aliases_path}[{j}]"
+                self.expect(alias, alias_path, "string")
+                if not alias.strip():
+                    self.fail(alias_path, "an alias must not be empty")
+                aliases.append(alias)
+        self.add_user(User(ident, active, attrs, tuple(aliases)), id_path)
 
     def clearance_group(self, item: object, path: str) -> None:
         obj: Mapping[str, Any] = self.expect(item, path, "object")
@@ -562,7 +606,18 @@ class _Parser:
             department = self.optional_string(ext, "department", ext_path)
             if department is not None:
                 attrs["department"] = department
-        return User(ident, active, attrs)
+        # RFC 7643 §4.1.1/§3.1: userName is the sign-in name, externalId the provisioning
+        # client's id, emails the addresses; each is another name for this one user.
+        aliases = [a for a in (user_name, self.optional_string(obj, "externalId", path)) if a]
+        if obj.get("emails") is not None:
+            emails_path = _key(path, "emails")
+            for j, email in enumerate(self.expect(obj["emails"], emails_path, "array")):
+                entry_path = _index(emails_path, j)
+                entry: Mapping[str, Any] = self.expect(email, entry_path, "object")
+                value = self.optional_string(entry, "value", entry_path)
+                if value and value.strip():
+                    aliases.append(value)
+        return User(ident, active, attrs, tuple(a for a in aliases if a.strip()))
 
     def scim_group(self, obj: Mapping[str, Any], path: str, ident: str) -> _PendingGroup:
         self.optional_string(obj, "displayName", path)  # validated, not kept
@@ -753,13 +808,14 @@ class Directory:
     is benign.
     """
 
-    __slots__ = ("_groups", "_parents", "_principals", "_users", "_version")
+    __slots__ = ("_aliases", "_groups", "_parents", "_principals", "_users", "_version")
 
     _users: Mapping[str, User]
     _groups: Mapping[str, Group]
     _version: int
     _parents: dict[str, tuple[str, ...]] | None
     _principals: dict[str, frozenset[str]]
+    _aliases: dict[str, tuple[str, ...]] | None
 
     def __init__(
         self,
@@ -776,6 +832,7 @@ class Directory:
         object.__setattr__(self, "_version", version)
         object.__setattr__(self, "_parents", None)
         object.__setattr__(self, "_principals", {})
+        object.__setattr__(self, "_aliases", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Directory is immutable; cannot set {name!r}")
@@ -877,6 +934,39 @@ class Directory:
             object.__setattr__(self, "_parents", parents)
         return parents
 
+    def resolve(self, name: str) -> AliasMatch | None:
+        """The one user that ``name`` (a sign-in claim's value) names, and how, or ``None``.
+
+        A user id matches itself exactly, first, so an alias can never take over another
+        user's id. Otherwise ``name`` is compared with every user's aliases (:func:`alias_key`).
+        An alias that two or more users carry names nobody: guessing between two accounts
+        would hand one person the other's access, so the sign-in fails closed. Disabled users
+        resolve like active ones (their principal set is empty anyway), so a refusal can say
+        ``account_disabled`` instead of "unknown user".
+        """
+        if name in self._users:
+            return AliasMatch(name, "id")
+        index = self._aliases
+        if index is None:
+            building: dict[str, list[str]] = {}
+            for user in self._users.values():
+                for alias in user.aliases:
+                    building.setdefault(alias, []).append(user.id)
+            index = {alias: tuple(sorted(ids)) for alias, ids in building.items()}
+            object.__setattr__(self, "_aliases", index)
+        key = alias_key(name)
+        owners = index.get(key, ())
+        if len(owners) != 1:
+            return None
+        return AliasMatch(owners[0], key)
+
+    def ambiguous_aliases(self) -> dict[str, tuple[str, ...]]:
+        """Aliases carried by more than one user (alias → user ids): they resolve to nobody."""
+        if self._aliases is None:
+            self.resolve("\x00")  # builds the index; no alias can be a NUL
+        assert self._aliases is not None
+        return {alias: ids for alias, ids in self._aliases.items() if len(ids) > 1}
+
     def principal_set(self, user_id: str) -> frozenset[str]:
         """``{user:<id>} ∪ {group:<g> reachable through nested membership} ∪ {everyone}``.
 
@@ -977,7 +1067,12 @@ class Directory:
         return {
             "version": self._version,
             "users": [
-                {"id": u.id, "active": u.active, "attributes": dict(sorted(u.attributes.items()))}
+                {
+                    "id": u.id,
+                    "active": u.active,
+                    "attributes": dict(sorted(u.attributes.items())),
+                    **({"aliases": list(u.aliases)} if u.aliases else {}),
+                }
                 for u in sorted(self._users.values(), key=lambda u: u.id)
             ],
             "groups": [
