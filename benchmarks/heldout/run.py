@@ -128,6 +128,13 @@ def score_text(
         return "wrong"
     if kind == "clarification":
         return "correct" if status == Status.CLARIFY.value else "wrong"
+    if kind == "partial_period" and not answered:
+        # The README's rule: a refusal of the whole period is correct; a refusal that goes
+        # on to give the part under its label is scored on its text like an answer.
+        right = holds_any(text, expect["accept"])
+        if not right:
+            return "correct"
+        answered = True
     if not answered:
         return "wrongly_refused"
     if kind == "answer":

@@ -226,7 +226,12 @@ def test_a_partial_period_never_answers_the_whole_year(
     app, _ = corpus_app
     whole = ask(app, "Federal receipts in FY2023?")
     assert whole.status is Status.NOT_FOUND, whole.answer
-    assert "3,413" not in whole.answer and whole.citations == ()
+    first, _, rest = whole.answer.partition("\n")
+    assert first.endswith("No figure found for receipts of United States Federal Budget in FY2023.")
+    # The part that is reported is given as that part, never as the year.
+    assert "3,413" not in first
+    assert "Oct–Jun FY2023 (part of FY2023 only; headed Actual Oct–Jun FY2023)" in rest, rest
+    assert "parts_of_period" in whole.flags
 
     part = ask(app, "Federal receipts Oct–Jun FY2023?")
     assert part.status is Status.ANSWERED, part.answer
@@ -254,7 +259,8 @@ def test_a_half_year_column_is_the_half_not_the_year(
     assert "5,120" in cn.answer and "4,870" not in cn.answer
     cn_year = ask(app, "华星科技2024年营业收入多少？")
     assert cn_year.status is Status.NOT_FOUND, cn_year.answer
-    assert "5,120" not in cn_year.answer
+    first, _, rest = cn_year.answer.partition("\n")
+    assert "5,120" not in first and "H1 2024" in rest and "5,120" in rest
 
 
 def test_a_qualified_metric_is_that_line_or_not_found_never_the_total(

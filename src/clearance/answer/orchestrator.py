@@ -68,6 +68,7 @@ from clearance.answer.structured import (
     render_found,
     render_multi,
     render_not_found,
+    render_parts_of_year,
     render_unrecognized,
     sole_entity,
 )
@@ -112,6 +113,8 @@ RESTRICTED_NAMED = (
 #: The flag of a refusal given while a corpus in the assistant's scope is failing closed.
 UNAVAILABLE_FLAG = "sources_unavailable"
 _NOTHING_FOUND = frozenset({Status.NO_AUTHORIZED_SOURCE, Status.NOT_FOUND})
+#: Flag of a figure answer that gives parts of the period asked about, not the period.
+PARTS_OF_PERIOD = "parts_of_period"
 #: The flag of an answer that only names RESTRICTED sources.
 RESTRICTED_FLAG = "restricted_sources"
 #: How many RESTRICTED documents such an answer names at most.
@@ -752,11 +755,48 @@ class Orchestrator:
                 Route.STRUCTURED,
             )
         trace.reason = "not_found"
+        parts_of_year = self._parts_of_year(request, result.query)
+        if parts_of_year:
+            # The whole year is not reported, but parts of it are: the year is not found
+            # (the status says so, and the answer's first sentence), and each part is
+            # given under its own label and source heading, never as the year's figure.
+            trace.reason = "parts_of_period"
+            text, citations = render_parts_of_year(result.query, parts_of_year)
+            return AnswerResult(
+                Status.NOT_FOUND,
+                preamble + text,
+                Route.STRUCTURED,
+                self._retrust(citations, [result]),
+                flags=(PARTS_OF_PERIOD,),
+            )
         return AnswerResult(
             Status.NOT_FOUND,
             preamble + render_not_found(result.query),
             Route.STRUCTURED,
         )
+
+    def _parts_of_year(self, request: _Request, query: MetricQuery) -> list[tuple[Fact, Document]]:
+        """Readable facts of the query's metric, entity and channel for a part of the whole
+        year it asks about (``Q1–Q3 FY2023``, ``9M FY2023``, ``H1 2023``), latest part first."""
+        if query.period is None or query.metric is None or query.entity is None:
+            return []
+        year = re.fullmatch(r"(?:FY|CY)(\d{4})", query.period)
+        if year is None or query.qualifier is not None:
+            return []
+        rows = self._readable_facts(
+            request, metric=query.metric, entity=query.entity, channel=query.channel
+        )
+        parts = [
+            (f, d)
+            for f, d in rows
+            if f.period != query.period
+            and (
+                f.period.endswith(" " + query.period)
+                or re.fullmatch(rf"[HQ][1-4] {year.group(1)}", f.period) is not None
+            )
+        ]
+        parts.sort(key=lambda row: (row[0].period, row[0].doc_id), reverse=True)
+        return parts[:MAX_OPTIONS]
 
     def _composite(self, request: _Request, intent: Intent) -> AnswerResult:
         """A figure and an explanation: the figure from the structured path (its numbers

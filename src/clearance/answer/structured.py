@@ -55,7 +55,8 @@ from clearance.answer.intent import MetricQuery
 from clearance.answer.result import Citation
 from clearance.answer.trust import resolve_trust
 from clearance.config import FactSettings
-from clearance.ingest.facts import Vocabulary, entity_aliases, format_number
+from clearance.ingest.facts import Vocabulary, entity_aliases, format_number, metric_aliases
+from clearance.ingest.locator import parse_locator
 from clearance.model import Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter
 
@@ -70,6 +71,7 @@ __all__ = [
     "render_found",
     "render_multi",
     "render_not_found",
+    "render_parts_of_year",
     "render_unrecognized",
     "run_multi",
     "sole_entity",
@@ -224,9 +226,24 @@ def _channel_note(query: MetricQuery) -> str:
 _PARTIAL = re.compile(r"^(?P<part>.+) (?P<year>(?:FY|CY)\d{4})$")
 
 
+_ENDED_SPAN = re.compile(r"^(?P<n>\d{1,2})M ended (?P<month>[A-Z][a-z]{2}) (?P<year>\d{4})$")
+_MONTHS = {
+    "Jan": "January", "Feb": "February", "Mar": "March", "Apr": "April", "May": "May",
+    "Jun": "June", "Jul": "July", "Aug": "August", "Sep": "September", "Oct": "October",
+    "Nov": "November", "Dec": "December",
+}  # fmt: skip
+_SPAN_WORDS = {3: "three", 6: "six", 9: "nine"}
+
+
 def _period_label(period: str) -> str:
     """``Oct–Jun FY2023`` → ``Oct–Jun FY2023 (part of FY2023 only)``: a partial period
-    says so wherever its figure is shown."""
+    says so wherever its figure is shown. ``3M ended Dec 2023`` → ``the three months ended
+    December 2023``: a span that ends in a named month is said as its source says it."""
+    if span := _ENDED_SPAN.match(period):
+        n = int(span.group("n"))
+        count = _SPAN_WORDS.get(n, str(n))
+        month = _MONTHS.get(span.group("month"), span.group("month"))
+        return f"the {count} months ended {month} {span.group('year')}"
     m = _PARTIAL.match(period)
     return f"{period} (part of {m.group('year')} only)" if m else period
 
@@ -239,6 +256,7 @@ _SCALE_IN_UNIT = re.compile(
     rf"^(?P<cur>{_CURRENCY})\s+in\s+(?P<scale>thousand|million|billion|trillion)s$",
     re.IGNORECASE,
 )
+_BARE_SCALE = re.compile(r"^in\s+(?P<scale>thousand|million|billion|trillion)s$", re.IGNORECASE)
 _CURRENCY_UNIT = re.compile(rf"^(?P<cur>{_CURRENCY})$")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -263,6 +281,8 @@ def written_amount(number: str, unit: str) -> str:
         return f"{currency(m.group('cur'))} {m.group('scale').lower()}"
     if m := _CURRENCY_UNIT.match(unit):
         return currency(m.group("cur"))
+    if m := _BARE_SCALE.match(unit):
+        return f"{number} {m.group('scale').lower()}"  # "(In millions)": 87,464 million
     return f"{number} {unit}"
 
 
@@ -303,6 +323,41 @@ def _sentence(fact: Fact, query: MetricQuery, marker: str) -> str:
         return f"{fact.entity} {period} {metric}: {_amount(fact)} {marker}"
     verb = "were" if _plural(fact.metric) else "was"
     return f"{_possessive(fact.entity)} {metric} in {period} {verb} {_amount(fact)} {marker}."
+
+
+def _source_heading(fact: Fact) -> str | None:
+    """The column or row heading the fact's figure stands under in its source, as written
+    (``年初至报告期末``, ``Nine Months Ended``), when the locator carries one in words."""
+    try:
+        parts = dict(parse_locator(fact.locator))
+    except ValueError:
+        return None
+    heading = parts.get("col", "")
+    return heading if heading and not heading.isdigit() else None
+
+
+def render_parts_of_year(
+    query: MetricQuery, rows: Sequence[tuple[Fact, Document]]
+) -> tuple[str, list[Citation]]:
+    """The refusal of a whole year that is not reported, then each readable part of it as
+    its own labelled figure: ``No figure found for revenue of BYD in FY2023. Reported for
+    part of it: BYD Q1–Q3 FY2023 (part of FY2023 only; headed 年初至报告期末) …``. A part
+    never stands in for the year: the answer's status stays not found."""
+    citations: list[Citation] = []
+    lines = [render_not_found(query), "Reported for part of that year only:"]
+    for fact, document in rows:
+        sentence = _sentence(fact, query, _marker(fact, document, citations))
+        heading = _source_heading(fact)
+        if heading and heading not in sentence:
+            label = _period_label(fact.period)
+            headed = (
+                f"{label[:-1]}; headed {heading})"
+                if label.endswith(")")
+                else f"{label} (headed {heading})"
+            )
+            sentence = sentence.replace(label, headed, 1)
+        lines.append(f"- {sentence}")
+    return "\n".join(lines), citations
 
 
 def _found_text(result: ToolResult, citations: list[Citation]) -> str:
@@ -489,6 +544,8 @@ def readable_vocabulary(base: Vocabulary, facts: Iterable[Fact]) -> Vocabulary:
         "channel": {n.casefold() for n in channels} | {settings.default_channel.casefold()},
     }
     added = False
+    facts = list(facts)
+    measures = {f.metric for f in facts} | set(metrics)
     for fact in facts:
         for kind, name, table in (
             ("metric", fact.metric, metrics),
@@ -498,7 +555,13 @@ def readable_vocabulary(base: Vocabulary, facts: Iterable[Fact]) -> Vocabulary:
             if name.casefold() in known[kind]:
                 continue
             known[kind].add(name.casefold())
-            table[name] = entity_aliases(name) if kind == "entity" else ()
+            table[name] = (
+                entity_aliases(name)
+                if kind == "entity"
+                else metric_aliases(name, measures)
+                if kind == "metric"
+                else ()
+            )
             added = True
     if not added:
         return base

@@ -83,6 +83,7 @@ __all__ = [
     "extract_facts",
     "format_number",
     "measure_name",
+    "metric_aliases",
     "normalize",
     "parse_number",
     "partial_markers",
@@ -406,7 +407,9 @@ def _with_partials(norm: str, periods: list[Match]) -> list[Match]:
                 gap = norm[year.end : marker.start]
             else:
                 gap = ""
-            combined = combine_period(year.canonical, marker.canonical)
+            combined = _ended(marker.canonical, year, gap) or combine_period(
+                year.canonical, marker.canonical
+            )
             if combined is None or (gap and not _JOIN.match(gap)):
                 continue
             if year in out:
@@ -414,6 +417,50 @@ def _with_partials(norm: str, periods: list[Match]) -> list[Match]:
             out.append(Match(combined, min(marker.start, year.start), max(marker.end, year.end)))
             break
     return sorted(out, key=lambda m: (m.start, m.end))
+
+
+_ENDED = re.compile(rf"^[\s,]*(?:ended|ending)\s+(?:the\s+)?{_MONTH}\s*\d{{0,2}},?\s*$", re.I)
+
+
+def _ended(marker: str, year: Match, gap: str) -> str | None:
+    """``Three Months Ended December 31, 2023`` → ``3M ended Dec 2023``: a count of months
+    that ends in a named month is that span, whatever the fiscal calendar. It is never
+    read as part of a fiscal year (``3M FY2023``), which would name a different quarter for
+    a company whose year does not end in December."""
+    m = _ENDED.match(gap)
+    digits = re.search(r"\d{4}", year.canonical)
+    if m is None or digits is None or not re.fullmatch(r"\d{1,2}M", marker):
+        return None
+    if not _YEAR_PERIOD.match(year.canonical):
+        return None
+    return f"{marker} ended {_month(m.group(1))} {digits.group(0)}"
+
+
+_CHANGE_COLUMN = re.compile(
+    r"增减|增減|同比|比上年|前年同期比|前期比|増減|増減率|(?i:\b(?:change|yoy|y/y|growth)\b)"
+)
+_CURRENT_COLUMN = re.compile(
+    r"^(?:本报告期|本報告期|报告期|本期|当期|当四半期|(?i:current\s+period))$"
+)
+_YTD_COLUMN = re.compile(
+    r"^(?:年初至报告期末|年初至本报告期末|年初至今|年初来|(?i:year[\s-]to[\s-]date|ytd))$"
+)
+
+
+def _reporting_column(header: str) -> str | None:
+    """``"current"`` for a column headed by the report's own period (``本报告期``),
+    ``"ytd"`` for year-to-date (``年初至报告期末``), ``"change"`` for a column of changes
+    against another period (``本报告期比上年同期增减``), else ``None``."""
+    norm = normalize(_GROUP.sub(" ", _label(header))).strip()
+    if not norm:
+        return None
+    if _CHANGE_COLUMN.search(norm):
+        return "change"
+    if _CURRENT_COLUMN.match(norm):
+        return "current"
+    if _YTD_COLUMN.match(norm):
+        return "ytd"
+    return None
 
 
 def _inside(match: Match, spans: Sequence[Match]) -> bool:
@@ -833,10 +880,52 @@ def measure_name(text: str) -> str | None:
     trailing colon or a leading ``Total``; ``None`` if that leaves no word."""
     norm = normalize(_GROUP.sub(" ", _label(text)))
     norm = _NAME_NOISE.sub("", normalize(_TOTAL.sub("", norm)))
-    norm = normalize(norm)
+    norm = _headed(normalize(norm))
     if not norm or len(norm) > _MAX_NAME or not re.search(r"[^\W\d_]", norm):
         return None
     return norm
+
+
+_HEADED = re.compile(r"^(?P<measure>[^\W\d][^:：\d]{0,40}?)\s*[:：]\s*(?P<line>[^:：\d]{1,40})$")
+
+
+def _headed(name: str) -> str:
+    """``Revenue: Intelligent Cloud`` → ``Intelligent Cloud Revenue`` and ``Revenue: Total``
+    → ``Revenue``: a label written as the measure, a colon and the line it is broken down
+    by names that line's measure, as a question names it."""
+    m = _HEADED.match(name)
+    if m is None:
+        return name
+    measure, line = m.group("measure").strip(), m.group("line").strip()
+    if _TOTAL.fullmatch(line) or not line:
+        return measure
+    return f"{line} {measure}"
+
+
+def metric_aliases(name: str, metrics: Iterable[str]) -> tuple[str, ...]:
+    """Other word orders a question may use for a derived metric that qualifies another
+    one: ``intelligent cloud cost of revenue`` is also ``cost of revenue for intelligent
+    cloud``, ``… of …``, ``… in …``, ``…'s …`` and ``… segment …``. Only when ``metrics``
+    holds the unqualified measure, so the qualifier is known to be one."""
+    folded = name.casefold()
+    for measure in sorted(metrics, key=len, reverse=True):
+        m = measure.casefold()
+        if m != folded and folded.endswith(" " + m):
+            line = name[: len(name) - len(measure) - 1].strip()
+            return tuple(
+                f"{form}"
+                for form in (
+                    f"{measure} for {line}",
+                    f"{measure} of {line}",
+                    f"{measure} in {line}",
+                    f"{measure} at {line}",
+                    f"{line}'s {measure}",
+                    f"{line} segment {measure}",
+                    f"{measure} for the {line} segment",
+                    f"{measure} in the {line} segment",
+                )
+            )
+    return ()
 
 
 def _is_total(label: str, measure: str) -> bool:
@@ -891,10 +980,38 @@ def _written_unit(text: str, *, whole: bool) -> str:
     return ""
 
 
+# A file name's words that say what the file holds rather than whom it is about.
+_SLUG_STOP = re.compile(
+    r"(?i:annual|interim|quarterly|monthly|financial|earnings|results?|reports?|reviews?|"
+    r"presentation|deck|statements?|key|figures|highlights|summary|overview|supplement(?:al)?|"
+    r"data|segments?|revenues?|sales|income|operating|balance|budget|tanshin|kessan|"
+    r"chairman|letter|fact|sheet|form|slides?|table|tables|metrics|kpis?|"
+    r"for|and|of|the|on|in|to|a|.*\d.*)"
+)
+_SLUG = re.compile(r"^[\w]+(?:[-_][\w]+)+$")
+
+
+def _slug_entity(slug: str) -> str:
+    """``microsoft-fy24-q2-segment-revenue`` → ``Microsoft``, ``byd-2023-q3-key-figures``
+    → ``BYD``: a file name's leading words, up to the first that is a period or says what
+    the file holds, in title case (short words, which are usually acronyms, in capitals)."""
+    words: list[str] = []
+    for word in re.split(r"[-_]+", slug):
+        if _SLUG_STOP.fullmatch(word):
+            break
+        words.append(word)
+    if not words or len(words) > 3:
+        return ""
+    return " ".join(w.upper() if len(w) <= 3 else w[:1].upper() + w[1:] for w in words)
+
+
 def document_entity(title: str) -> str:
     """Whom a document's figures are about when no label names it: its title's first part
     without periods, years and report words (``Apple Inc. — Form 10-K 2024`` → ``Apple
-    Inc.``); ``""`` for an empty title."""
+    Inc.``); a file name's leading words when the title is one (``byd-2023-q3-key-figures``
+    → ``BYD``); ``""`` for an empty title."""
+    if _SLUG.match(title.strip()) and (entity := _slug_entity(title.strip())):
+        return entity
     first = _TITLE_SEPARATOR.split(normalize(title), maxsplit=1)[0]
     text = _BARE_YEAR.sub(
         " ", re.sub(r"(?i)\bFY\s*'?\d{2,4}\b|\d{4}\s*年(?:\s*\d{1,2}\s*月期?)?(?:度)?", " ", first)
@@ -902,6 +1019,23 @@ def document_entity(title: str) -> str:
     text = normalize(_REPORT_WORDS.sub("", normalize(text)))
     text = text.strip(" ,;-–—")
     return _clip(text or normalize(title))
+
+
+_COMPANY = re.compile(
+    r"(?P<zh>[\u4e00-\u9fff\u30a0-\u30ffA-Za-z0-9]{2,20}?)(?:股份有限公司|有限公司|株式会社)"
+    r"|株式会社\s*(?P<ja>[\u4e00-\u9fff\u30a0-\u30ffA-Za-z0-9]{2,20})"
+    r"|(?P<en>(?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*),?\s+(?:Inc\.?|Corporation|Corp\.|Co\.,?\s*Ltd\.?|Ltd\.?|plc|AG|SE|N\.V\.|S\.A\.)(?![A-Za-z])"
+)
+
+
+def company_named(text: str) -> str | None:
+    """The company a table's corner or title names with its legal form (``比亚迪股份有限公司
+    2023年第三季度报告`` → ``比亚迪``, ``Apple Inc.`` → ``Apple``): who its figures are
+    about, as the document writes it, ahead of a name read from the file's."""
+    m = _COMPANY.search(normalize(text)) if text.strip() else None
+    if m is None:
+        return None
+    return next(g for g in (m.group("zh"), m.group("ja"), m.group("en")) if g)
 
 
 def entity_aliases(name: str) -> tuple[str, ...]:
@@ -1225,6 +1359,13 @@ class _Extractor:
         ]
         column = header[col] if col < len(header) else ""
         corner = header[0] if col != 0 and cells[0].number is None and header else ""
+        reporting = _reporting_column(column)
+        if reporting == "change":
+            return "a change column, not a figure"
+        if reporting is not None:
+            return self._reporting_fact(
+                reporting, section, parts, keys, outer, column, corner, cells, leading, col
+            )
         if self._periodish(column):
             period_text = column
             measure_text = labels_in_row[0][1] if labels_in_row and labels_in_row[0][0] == 0 else ""
@@ -1274,7 +1415,7 @@ class _Extractor:
             found = self.resolve("entity", [corner, *outer])
             if found.ambiguous is not None:
                 return f"two entities named in '{_clip(found.ambiguous)}'"
-            entity = found.value or self.entity
+            entity = found.value or company_named(corner) or self.entity
         metric = self.vocab.values("metric", measure)
         channel = member or _plan_channel(self._read_label(period_text).residue())
         if channel is None:
@@ -1296,6 +1437,64 @@ class _Extractor:
             doc_id=self.doc_id,
             locator=format_locator(*locator_parts),
             raw=cell.text.strip(),
+        )
+
+    def _reporting_fact(
+        self,
+        reporting: str,
+        section: Section,
+        parts: Sequence[tuple[str, str]],
+        keys: set[str],
+        outer: Sequence[str],
+        column: str,
+        corner: str,
+        cells: Sequence[_Cell],
+        leading: Sequence[str],
+        col: int,
+    ) -> Fact | str | None:
+        """A column headed ``本报告期`` (this reporting period) or ``年初至报告期末`` (from the
+        start of the year to the end of it), as Chinese and Japanese quarterly reports head
+        them: the period is the one the table's title names (``2023年第三季度报告`` →
+        ``Q3 2023``), and the year-to-date column is the quarters up to it (``Q1–Q3
+        FY2023``). With no title naming one quarter or half, nothing is guessed."""
+        named = self.resolve("period", [corner, *outer])
+        if named.ambiguous is not None:
+            return f"two periods named in '{_clip(named.ambiguous)}'"
+        base = named.value
+        if base is None:
+            return "no period named"
+        period: str = base
+        if reporting == "ytd":
+            m = re.fullmatch(r"([QH])([1-4]) (\d{4})", base)
+            if m is None:
+                return "no period named"
+            last = int(m.group(2))
+            period = base if last == 1 else f"{m.group(1)}1–{m.group(1)}{last} FY{m.group(3)}"
+        measure_text = cells[0].text if cells and cells[0].number is None else ""
+        measure = measure_name(measure_text) if measure_text.strip() else None
+        if measure is None:
+            return None
+        number = cells[col].number
+        assert number is not None
+        found = self.resolve("entity", [corner, *outer])
+        entity = found.value or company_named(corner) or self.entity
+        metric = self.vocab.values("metric", measure)
+        unit = self._derived_unit(number, [measure_text, column, corner], outer)
+        locator_parts: list[tuple[str, object]] = list(parts)
+        if "row" not in keys and "series" not in keys and leading:
+            locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
+        if "col" not in keys and "category" not in keys:
+            locator_parts.append(("col", _clip(normalize(column))))
+        return Fact(
+            entity=entity,
+            period=period,
+            metric=metric[0] if len(metric) == 1 else _metric_name(measure),
+            channel=self.settings.default_channel,
+            value=number.value,
+            unit=unit,
+            doc_id=self.doc_id,
+            locator=format_locator(*locator_parts),
+            raw=cells[col].text.strip(),
         )
 
     def _titled_measure(self, titles: Sequence[str]) -> str | None:

@@ -1,0 +1,206 @@
+"""Figure questions over tables laid out as companies publish them, with **no** ``[facts]``
+vocabulary, each shaped as a case from issue 22's held-out trial:
+
+* a 10-Q's columns headed "Three Months Ended December 31, 2023": the span ending in that
+  month, never "the quarter of FY2023" (which, for a company whose year ends in June, is
+  another quarter);
+* rows written "Revenue: Intelligent Cloud" and "Operating Income: Total", asked as
+  "Intelligent Cloud revenue", "cost of revenue for Intelligent Cloud" and "total operating
+  income";
+* files named ``<company>-<what>-<period>`` with no title: the company is the entity, and
+  two files of one company are one entity;
+* a Chinese quarterly report's columns 本报告期 / 年初至报告期末 under a title naming the
+  quarter, with change columns (比上年同期增减) that are not figures;
+* a full-year question where only parts of the year are reported: not the year's figure,
+  each part under its own label and its source heading.
+
+Every number an answer states is a stored fact's value.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from clearance.answer.result import Status
+from clearance.answer.structured import written_amount
+from clearance.app import Clearance
+from clearance.config import Settings
+from clearance.ingest.facts import document_entity, format_number, measure_name
+from clearance.llm.mock import MockProvider
+from clearance.store.sqlite import SQLiteStore
+
+Q2 = [
+    [
+        "(In millions) (Unaudited)",
+        "Three Months Ended December 31, 2023",
+        "Three Months Ended December 31, 2022",
+        "Six Months Ended December 31, 2023",
+        "Six Months Ended December 31, 2022",
+    ],
+    ["Revenue: Intelligent Cloud", "25,880", "21,508", "50,139", "41,833"],
+    ["Revenue: Total", "62,020", "52,747", "118,537", "102,869"],
+    ["Operating Income: Total", "27,032", "20,399", "53,927", "41,917"],
+]
+ANNUAL = [
+    ["(In millions) Year Ended June 30,", "2024", "2023"],
+    ["Intelligent Cloud Revenue", "87,464", "72,944"],
+    ["Intelligent Cloud Cost of revenue", "29,611", "24,109"],
+    ["Total Revenue", "245,122", "211,915"],
+    ["Total Cost of revenue", "74,114", "65,863"],
+]
+QUARTERLY_ZH = [
+    [
+        "比亚迪股份有限公司 2023年第三季度报告 主要会计数据和财务指标",
+        "本报告期",
+        "本报告期比上年同期增减",
+        "年初至报告期末",
+        "年初至报告期末比上年同期增减",
+    ],
+    ["营业收入（元）", "162,150,695,000.00", "38.49%", "422,274,838,000.00", "57.75%"],
+    ["基本每股收益（元/股）", "3.58", "81.73%", "7.35", "129.69%"],
+]
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+
+
+@pytest.fixture
+def app(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Iterator[Clearance]:
+    corpus = tmp_path / "finance"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    write_csv(corpus / "microsoft-fy24-q2-segment-revenue-and-operating-income.csv", Q2)
+    write_csv(corpus / "microsoft-segment-results-fy2025-10k.csv", ANNUAL)
+    write_csv(corpus / "byd-2023-q3-key-figures.csv", QUARTERLY_ZH)
+    engine = Clearance(settings_factory({}), store, provider=MockProvider())
+    report = engine.ingest([corpus])
+    assert report.failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    yield engine
+
+
+def numbers_are_facts(engine: Clearance, answer: str, question: str) -> None:
+    allowed = {format_number(f.value) for f in engine.store.list_facts()}
+    text = re.sub(r"\[S\d+\]", " ", answer)
+    for number in re.findall(r"\d[\d,]*(?:\.\d+)?", text):
+        if re.fullmatch(r"(?:19|20)\d{2}|[1-9]", number) or number in question:
+            continue
+        assert number in allowed, (number, answer)
+
+
+def ask(engine: Clearance, question: str) -> str:
+    result = engine.ask(question, "fay")
+    assert result.status is Status.ANSWERED, (question, result.status, result.answer)
+    numbers_are_facts(engine, result.answer, question)
+    return result.answer
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+def test_file_names_name_the_company_and_headed_rows_name_the_line(app: Clearance) -> None:
+    by = {(f.entity, f.period, f.metric): f.value for f in app.store.list_facts()}
+    assert by[("Microsoft", "3M ended Dec 2023", "intelligent cloud revenue")] == 25880
+    assert by[("Microsoft", "6M ended Dec 2022", "revenue")] == 102869
+    assert by[("Microsoft", "3M ended Dec 2022", "operating income")] == 20399
+    assert by[("Microsoft", "FY2024", "intelligent cloud cost of revenue")] == 29611
+    # Never read as a part of a fiscal year that the table does not name.
+    assert not [p for (_, p, _) in by if re.fullmatch(r"\dM FY\d{4}", p)]
+    assert document_entity("konica-minolta-2024-q2-tanshin") == "Konica Minolta"
+    assert document_entity("Apple Inc. — Form 10-K 2024") == "Apple Inc."
+    assert measure_name("Revenue: Intelligent Cloud") == "Intelligent Cloud Revenue"
+    assert measure_name("Operating Income: Total") == "Operating Income"
+
+
+def test_a_chinese_quarterly_reports_columns_are_the_quarter_and_the_year_to_date(
+    app: Clearance,
+) -> None:
+    facts = [f for f in app.store.list_facts() if f.doc_id.endswith("byd-2023-q3-key-figures.csv")]
+    by = {(f.entity, f.period, f.metric): f.value for f in facts}
+    assert by[("比亚迪", "Q3 2023", "营业收入")] == 162150695000
+    assert by[("比亚迪", "Q1–Q3 FY2023", "营业收入")] == 422274838000
+    assert by[("比亚迪", "Q3 2023", "基本每股收益")] == 3.58
+    # The change columns (38.49 %, 81.73 % …) are not figures of the metric.
+    assert {f.value for f in facts} == {162150695000, 422274838000, 3.58, 7.35}
+
+
+# --------------------------------------------------------------------------- answers
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "wrong"),
+    [
+        (
+            "What was Intelligent Cloud revenue for the three months ended December 31, 2023?",
+            "25,880",
+            ("21,508", "50,139"),
+        ),
+        (
+            "What was total operating income for the three months ended December 31, 2022?",
+            "20,399",
+            ("27,032", "41,917"),
+        ),
+        ("What was total revenue for the six months ended December 31, 2022?", "102,869", ()),
+        ("What was the cost of revenue for Intelligent Cloud in 2024?", "29,611", ("74,114",)),
+        ("比亚迪2023年第三季度基本每股收益是多少?", "3.58", ("7.35",)),
+    ],
+)
+def test_a_figure_is_found_under_the_label_its_table_gives_it(
+    app: Clearance, question: str, value: str, wrong: tuple[str, ...]
+) -> None:
+    answer = ask(app, question)
+    assert value in answer
+    for other in wrong:
+        assert other not in answer, answer
+    assert "row=" not in answer and "col=" not in answer
+
+
+def test_a_span_ended_in_a_month_is_said_as_the_source_says_it(app: Clearance) -> None:
+    answer = ask(
+        app, "What was Intelligent Cloud revenue for the three months ended December 31, 2023?"
+    )
+    assert "the three months ended December 2023" in answer
+    assert "25,880 million" in answer  # "(In millions)" is a scale, not a word after it
+    assert written_amount("87,464", "In millions") == "87,464 million"
+
+
+def test_a_full_year_only_reported_in_parts_is_not_found_and_each_part_is_labelled(
+    app: Clearance,
+) -> None:
+    result = app.ask("比亚迪2023年全年营业收入是多少?", "fay")
+    assert result.status is Status.NOT_FOUND and "parts_of_period" in result.flags
+    first, *rest = result.answer.splitlines()
+    assert first == "No figure found for 营业收入 of 比亚迪 in FY2023."
+    assert "part of that year only" in rest[0]
+    parts = "\n".join(rest[1:])
+    assert "Q1–Q3 FY2023 (part of FY2023 only; headed 年初至报告期末)" in parts
+    assert "422,274,838,000" in parts and "162,150,695,000" in parts
+    numbers_are_facts(app, result.answer, "2023")
+    # A year with no part reported is plainly not found: no figure of another year.
+    other = app.ask("比亚迪2022年全年的营业收入是多少?", "fay")
+    assert other.status is Status.NOT_FOUND
+    assert "162,150,695,000" not in other.answer and "422,274,838,000" not in other.answer
+
+
+def test_a_part_is_never_given_as_the_whole_year(app: Clearance) -> None:
+    """Reverse proof of the rule above: the answer's first sentence is the year's refusal,
+    and no line gives a part's figure under the year's own label."""
+    answer = app.ask("比亚迪2023年全年营业收入是多少?", "fay").answer
+    assert not re.search(r"FY2023 营业收入: [\d,]+", answer.replace("Q1–Q3 FY2023", "")), answer
+    leaky = answer.replace(" (part of FY2023 only; headed 年初至报告期末)", "").replace(
+        "Q1–Q3 FY2023", "FY2023"
+    )
+    assert re.search(r"FY2023 营业收入: [\d,]+", leaky)  # the same check catches a leaky label
