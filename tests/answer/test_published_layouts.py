@@ -204,3 +204,14 @@ def test_a_part_is_never_given_as_the_whole_year(app: Clearance) -> None:
         "Q1–Q3 FY2023", "FY2023"
     )
     assert re.search(r"FY2023 营业收入: [\d,]+", leaky)  # the same check catches a leaky label
+
+
+def test_a_span_named_without_its_year_asks_which_year(app: Clearance) -> None:
+    result = app.ask("What was revenue for the six months ended December 31?", "fay")
+    assert result.status is Status.CLARIFY, result.answer
+    assert result.missing == ("period",)
+    assert result.options == ("6M ended Dec 2023", "6M ended Dec 2022")
+    # No year is guessed: neither year's figure is in the question back to the asker.
+    assert "118,537" not in result.answer and "102,869" not in result.answer
+    # With the year, the figure is answered.
+    assert "102,869" in ask(app, "What was revenue for the six months ended December 31, 2022?")

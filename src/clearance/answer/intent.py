@@ -63,7 +63,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from clearance.answer.periods import FiscalCalendar, RelativeMatch, find_relative
 from clearance.config import FactSettings
-from clearance.ingest.facts import Match, Vocabulary, normalize
+from clearance.ingest.facts import Match, Vocabulary, normalize, periods_without_year
 
 __all__ = [
     "MAX_PARTS",
@@ -120,6 +120,9 @@ class Intent:
     narrative_query: str = ""
     compare: bool = False
     unknown_entity: str = ""
+    # Parts of a year the question names without the year ("six months ended December
+    # 31" → "6M ended Dec"): the period is asked for, and which year is left out.
+    yearless: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -438,6 +441,8 @@ class RuleIntentParser:
         )
         slots_present = bool(metrics or entities or periods or unrecognized or ambiguous)
         spans = [(m.start, m.end) for ms in found.values() for m in ms] + period_spans
+        yearless = periods_without_year(normalize(text), period_spans) if not periods else []
+        spans += [(m.start, m.end) for m in yearless]
         spans += [(i, i + len(tok)) for tok in unrecognized if (i := text.find(tok)) >= 0]
         quiet = _QUANTITY.sub(lambda x: " " * len(x.group(0)), _blank(text, spans))
         qualifiers = {
@@ -509,6 +514,7 @@ class RuleIntentParser:
             unexplained=unexplained,
             compare=compare,
             unknown_entity=" ".join(unknown) if not entities else "",
+            yearless=tuple(dict.fromkeys(m.canonical for m in yearless)),
         )
 
 

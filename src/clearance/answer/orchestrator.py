@@ -682,6 +682,8 @@ class Orchestrator:
         parts, assumptions = self._with_defaults(
             request, intent.parts, configured=not intent.unexplained
         )
+        if intent.yearless and parts and parts[0].period is None:
+            return self._which_year(request, parts[0], intent.yearless, resolved)
         missing = _missing_slots(parts)
         unknown = intent.unknown_entity or next((p.qualifier for p in parts if p.qualifier), "")
         if missing and unknown and "metric" not in missing:
@@ -702,6 +704,39 @@ class Orchestrator:
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )
         return replace(answer, assumptions=tuple(assumptions), resolved_periods=resolved)
+
+    def _which_year(
+        self,
+        request: _Request,
+        part: MetricQuery,
+        yearless: Sequence[str],
+        resolved: tuple[ResolvedPeriod, ...],
+    ) -> AnswerResult:
+        """A part of a year named without its year ("six months ended December 31"): ask
+        which, offering the periods of that shape the caller's readable facts hold (latest
+        first), or the usual clarification when none does. Never a guess at the year."""
+        rows = self._readable_facts(
+            request, metric=part.metric, entity=part.entity, channel=part.channel
+        )
+        periods = sorted(
+            {f.period for f, _ in rows if any(f.period.startswith(y + " ") for y in yearless)},
+            key=lambda p: (_period_order(p), p),
+            reverse=True,
+        )
+        if not periods:
+            return self._clarify(request, part, ["period"], resolved)
+        request.trace.reason = "clarify"
+        options = tuple(periods[:MAX_OPTIONS])
+        text = CLARIFY.format(missing=MISSING_WORDS.get("period", "period"))
+        text += CLARIFY_OPTIONS.format(options=", ".join(options))
+        return AnswerResult(
+            Status.CLARIFY,
+            _preamble(resolved, []) + text,
+            Route.STRUCTURED,
+            missing=("period",),
+            options=options,
+            resolved_periods=resolved,
+        )
 
     def _figures(
         self,
@@ -1249,6 +1284,14 @@ def _renumbered(text: str, own: Sequence[Citation], listed: Sequence[Citation]) 
         return f"[S{position[own[n - 1]]}]" if 1 <= n <= len(own) else ""
 
     return _CITATION_MARKER.sub(number, text)
+
+
+def _period_order(period: str) -> tuple[int, ...]:
+    """Years, then other numbers, of a canonical period, for ordering (latest last)."""
+    numbers = [int(n) for n in re.findall(r"\d+", period)]
+    return tuple(sorted((n for n in numbers if n >= 1000), reverse=True)) + tuple(
+        n for n in numbers if n < 1000
+    )
 
 
 def _refusal(status: Status, text: str, route: Route = Route.NONE) -> AnswerResult:

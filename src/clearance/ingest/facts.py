@@ -87,6 +87,7 @@ __all__ = [
     "normalize",
     "parse_number",
     "partial_markers",
+    "periods_without_year",
     "sub_markers",
     "vocab_fingerprint",
 ]
@@ -461,6 +462,24 @@ def _reporting_column(header: str) -> str | None:
     if _YTD_COLUMN.match(norm):
         return "ytd"
     return None
+
+
+_ENDED_TAIL = re.compile(rf"\s+(?:ended|ending)\s+(?:the\s+)?{_MONTH}(?:\s*\d{{1,2}})?", re.I)
+
+
+def periods_without_year(norm: str, taken: Sequence[tuple[int, int]]) -> list[Match]:
+    """Parts of a year named with no year, outside the ``taken`` spans of periods that
+    have one: ``six months ended December 31`` → ``6M ended Dec``, ``H1``, ``第3四半期`` →
+    ``Q3``. A question naming one asks about a period whose year it leaves out."""
+    found: list[Match] = []
+    for m in [*partial_markers(norm), *sub_markers(norm)]:
+        if any(start < m.end and m.start < end for start, end in taken):
+            continue
+        marker, end = m.canonical, m.end
+        if re.fullmatch(r"\d{1,2}M", marker) and (tail := _ENDED_TAIL.match(norm, m.end)):
+            marker, end = f"{marker} ended {_month(tail.group(1))}", tail.end()
+        found.append(Match(marker, m.start, end))
+    return _longest(found)
 
 
 def _inside(match: Match, spans: Sequence[Match]) -> bool:
