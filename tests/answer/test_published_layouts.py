@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from clearance.answer.result import Status
+from clearance.answer.result import Route, Status
 from clearance.answer.structured import written_amount
 from clearance.app import Clearance
 from clearance.config import Settings
@@ -215,3 +215,36 @@ def test_a_span_named_without_its_year_asks_which_year(app: Clearance) -> None:
     assert "118,537" not in result.answer and "102,869" not in result.answer
     # With the year, the figure is answered.
     assert "102,869" in ask(app, "What was revenue for the six months ended December 31, 2022?")
+
+
+def test_a_figure_question_with_nothing_to_offer_is_read_in_the_documents(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """ "今期の事業貢献利益の見通しは?" names a metric a table holds for another period, and a
+    forecast the table doesn't: asking "which entity?" with nothing to offer helped nobody.
+    The results briefing's prose states the forecast, and the answer quotes it."""
+    corpus = tmp_path / "ir"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
+    write_csv(
+        corpus / "konica-minolta-2024-q2-tanshin.csv",
+        [
+            ["2024年3月期第2四半期の連結業績", "事業貢献利益(百万円)"],
+            ["2024年3月期第2四半期", "2,288"],
+        ],
+    )
+    (corpus / "briefing.md").write_text(
+        "# 決算会見\n\n今期の売上高は横ばいの1兆1600億円とした。事業貢献利益は、前期比大幅増の400億円を見込む。\n",
+        encoding="utf-8",
+    )
+    # The default extractive provider, as a new user runs it.
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
+    result = engine.ask("今期の事業貢献利益の見通しはいくらですか?", "kenji")
+    assert result.status is Status.ANSWERED, result.answer
+    assert "400億円" in result.answer and "2,288" not in result.answer
+    assert result.route is Route.NARRATIVE

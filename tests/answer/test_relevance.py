@@ -175,6 +175,13 @@ def test_relevance_settings_are_read_and_checked() -> None:
         ("How does the sabbatical work?", {"work"}, {"sabbat"}),
         ("What happens on my first day?", {"happen"}, {"first", "day"}),
         ("How does remote work affect pay?", set(), {"remot", "work", "affect", "pay"}),
+        # Function words name nothing: a passage without "if", "am" or "don't" lacks no
+        # evidence (held-out handbook case, where they held over half the weight).
+        (
+            "What happens if I am off sick and don't tell my supervisor?",
+            {"if", "am", "don't"},
+            {"off", "sick", "supervisor"},
+        ),
     ],
 )
 def test_words_that_frame_a_question_weigh_nothing(
@@ -183,3 +190,27 @@ def test_words_that_frame_a_question_weigh_nothing(
     weights = question_weights(question, lambda terms: TermStatistics(100, {}))
     assert set(weights) == topical
     assert not framing & set(weights)
+
+
+def test_function_words_no_longer_outweigh_the_topic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A passage holding every topic word of the question is relevant; reverse proof: with
+    "if", "am" and "don't" weighed as topic words (the gate before), the same passage
+    falls below the coverage bar and the same assertion fails."""
+    from clearance.answer import relevance
+    from clearance.model import Sensitivity
+
+    question = "What happens if I am off sick and don't tell my supervisor?"
+    passage = Snippet(
+        "S1", "c1", "d1", "Leave", "p", "", "An employee off sick must tell the supervisor.",
+        Sensitivity.INTERNAL, "hr", "human",
+    )  # fmt: skip
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(100, {})  # every term equally rare
+
+    def relevant() -> bool:
+        return RelevanceGate(RelevanceSettings()).judge(question, [passage], stats)[0].relevant
+
+    assert relevant()
+    monkeypatch.setattr(relevance, "_FUNCTION_WORDS", frozenset())
+    assert not relevant()

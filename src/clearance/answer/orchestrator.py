@@ -699,7 +699,12 @@ class Orchestrator:
                 resolved_periods=resolved,
             )
         if missing:
-            return self._clarify(request, parts[0], missing, resolved)
+            clarify = self._clarify(request, parts[0], missing, resolved)
+            if clarify.options or not intent.unexplained:
+                return clarify
+            # Nothing to offer, and the question says more than its slots ("今期の事業貢献
+            # 利益の見通しは"): the documents are the better judge than an empty question.
+            return self._narrative(request)
         answer = self._figures(
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )

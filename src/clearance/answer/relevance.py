@@ -102,6 +102,19 @@ _FRAME_WORDS = frozenset(
         "would",
     ]
 )
+# English function words: they hold a sentence together and name nothing, so a snippet
+# that lacks them lacks no evidence ("What happens if I am off sick and don't tell my
+# supervisor?" is about being off sick and telling a supervisor). Index forms.
+_FUNCTION_WORDS = frozenset(
+    document_terms(
+        """if am was were been being had having don't doesn't didn't isn't aren't wasn't
+        weren't won't wouldn't can't cannot couldn't shouldn't i'm i've i'd i'll we our ours
+        you your yours they them their theirs he him his she her hers its this that these
+        those there here then than so not no just only very too else what which who whom
+        whose when where why into onto again further once same other own such both each
+        few more most some nor or but because while until whether"""
+    )
+)
 _FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么")
 
 
@@ -118,7 +131,7 @@ def _is_cjk_pair(term: str) -> bool:
 def _frame(term: str) -> bool:
     if len(term) == 1 and ("\u3040" <= term <= "\u309f" or term in _FRAME_CHARS):
         return True
-    return term in _FRAME_WORDS
+    return term in _FRAME_WORDS or term in _FUNCTION_WORDS
 
 
 # "How does the sabbatical work?" asks how the sabbatical goes: its closing "work" frames
