@@ -248,3 +248,46 @@ def test_a_figure_question_with_nothing_to_offer_is_read_in_the_documents(
     assert result.status is Status.ANSWERED, result.answer
     assert "400億円" in result.answer and "2,288" not in result.answer
     assert result.route is Route.NARRATIVE
+
+
+def test_an_amount_asked_without_a_period_over_several_years_asks_which(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """ "What was the deficit?" over budget reviews of two years: the amounts of both years
+    side by side answer no one question; which period is asked, offering the years the
+    caller's own sources state. A reader of one year's review only is answered, and never
+    offered the year it may not read."""
+    corpus = tmp_path / "budget"
+    (corpus / "older").mkdir(parents=True)
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:fin"]}), encoding="utf-8")
+    (corpus / "older" / "_meta.json").write_text(
+        json.dumps({"acl": ["group:archive"]}), encoding="utf-8"
+    )
+    (corpus / "review-2019.md").write_text(
+        "# Monthly Budget Review, June 2019\n\nThe federal budget deficit was $738 billion for "
+        "the first eight months of fiscal year 2019, the CBO estimates.\n",
+        encoding="utf-8",
+    )
+    (corpus / "older" / "review-2008.md").write_text(
+        "# Monthly Budget Review, August 2008\n\nCBO estimates that for the first 10 months of "
+        "fiscal year 2008, the federal budget deficit was about $371 billion.\n",
+        encoding="utf-8",
+    )
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(
+        write_directory(tmp_path / "directory.json", {"fay": ["fin", "archive"], "ann": ["fin"]})
+    )
+    result = engine.ask("What was the deficit?", "fay")
+    assert result.status is Status.CLARIFY, result.answer
+    assert {"2019", "2008"} <= set(result.options)
+    assert "738" not in result.answer and "371" not in result.answer
+    asked = engine.ask("What was the deficit in fiscal year 2019?", "fay")
+    assert asked.status is Status.ANSWERED and "$738 billion" in asked.answer
+
+    one_year = engine.ask("What was the deficit?", "ann")
+    assert one_year.status is Status.ANSWERED, one_year.answer
+    assert "$738 billion" in one_year.answer and "2008" not in one_year.answer

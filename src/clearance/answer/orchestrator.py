@@ -391,9 +391,42 @@ class Orchestrator:
             if intent.uncertain:
                 # It names a metric but asks about something else as well: the documents
                 # are the better judge, and a figure nobody asked for is never offered.
-                return self._narrative(request)
+                return self._which_period_stated(request, intent, self._narrative(request))
             return self._structured(request, intent)
-        return self._narrative(request)
+        return self._which_period_stated(request, intent, self._narrative(request))
+
+    def _which_period_stated(
+        self, request: _Request, intent: Intent, answer: AnswerResult
+    ) -> AnswerResult:
+        """A question that names no period ("What was the deficit?"), answered with amounts
+        that the quoted sentences give for two or more different years: ask which period
+        is meant, offering those years, rather than set several periods' figures side by
+        side as if they answered one question. The years come from the quoted sentences,
+        which the caller may read."""
+        if answer.status is not Status.ANSWERED or intent.slots_present:
+            return answer
+        if _YEAR_IN_QUESTION.search(request.masked):
+            return answer
+        sentences = [s for s in _ANSWER_SENTENCE.split(answer.answer) if _AMOUNT.search(s)]
+        if len(sentences) < 2:
+            return answer
+        vocab = request.vocab or self.vocab
+        years: dict[str, None] = {}
+        for sentence in sentences:
+            for match in vocab.find_periods(sentence):
+                if m := re.search(r"\d{4}", match.canonical):
+                    years[m.group(0)] = None
+            for m in _YEAR_IN_QUESTION.finditer(sentence):
+                years[m.group(0)] = None
+        if len(years) < 2:
+            return answer
+        request.trace.reason = "clarify"
+        options = tuple(sorted(years, reverse=True)[:MAX_OPTIONS])
+        text = CLARIFY.format(missing="period")
+        text += CLARIFY_OPTIONS.format(options=", ".join(options))
+        return AnswerResult(
+            Status.CLARIFY, text, Route.NARRATIVE, missing=("period",), options=options
+        )
 
     def _allowed_narrative(
         self,
@@ -1289,6 +1322,15 @@ def _renumbered(text: str, own: Sequence[Citation], listed: Sequence[Citation]) 
         return f"[S{position[own[n - 1]]}]" if 1 <= n <= len(own) else ""
 
     return _CITATION_MARKER.sub(number, text)
+
+
+_YEAR_IN_QUESTION = re.compile(r"(?<![\d.,$])(?:19|20)\d{2}(?![\d,.]\d|\s*(?:%|percent))")
+# A stated amount: a currency or scale word, or a percentage, beside digits.
+_AMOUNT = re.compile(
+    r"[$€£¥]\s?\d|\d[\d,.]*\s*(?:%|percent|billion|million|thousand|trillion|bn\b|億|兆|万|元|円)",
+    re.IGNORECASE,
+)
+_ANSWER_SENTENCE = re.compile(r"(?<=\])\s+|\n+")
 
 
 def _period_order(period: str) -> tuple[int, ...]:
