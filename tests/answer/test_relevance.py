@@ -214,3 +214,14 @@ def test_function_words_no_longer_outweigh_the_topic(monkeypatch: pytest.MonkeyP
     assert relevant()
     monkeypatch.setattr(relevance, "_FUNCTION_WORDS", frozenset())
     assert not relevant()
+
+
+def test_a_document_holding_every_asked_word_is_not_refused_for_a_low_cosine() -> None:
+    """ "How much did outlays grow?" against budget reviews holding "outlays" and a word of
+    change: coverage 1.0, cosine 0.16 (a two-word question against a long passage). The
+    cosine used to sink it below min_score; a document holding every weighed word is
+    judged on its coverage. One word short, the cosine still decides."""
+    gate = RelevanceGate(RelevanceSettings())
+    assert gate.decide(1.0, 0.163)
+    assert not gate.decide(0.9, 0.163)
+    assert gate.decide(0.9, 0.4)

@@ -410,14 +410,22 @@ class Orchestrator:
         sentences = [s for s in _ANSWER_SENTENCE.split(answer.answer) if _AMOUNT.search(s)]
         if len(sentences) < 2:
             return answer
-        vocab = request.vocab or self.vocab
-        years: dict[str, None] = {}
-        for sentence in sentences:
-            for match in vocab.find_periods(sentence):
-                if m := re.search(r"\d{4}", match.canonical):
+        # The years of the sections quoted ("Monthly Budget Review for May 2019") say which
+        # period each amount is for; a sentence's own years may be the one it compares with.
+        headed = {
+            m.group(0): None
+            for c in answer.citations
+            for m in _YEAR_IN_QUESTION.finditer(c.locator)
+        }
+        years: dict[str, None] = headed if len(headed) >= 2 else {}
+        if not years:
+            vocab = request.vocab or self.vocab
+            for sentence in sentences:
+                for match in vocab.find_periods(sentence):
+                    if m := re.search(r"\d{4}", match.canonical):
+                        years[m.group(0)] = None
+                for m in _YEAR_IN_QUESTION.finditer(sentence):
                     years[m.group(0)] = None
-            for m in _YEAR_IN_QUESTION.finditer(sentence):
-                years[m.group(0)] = None
         if len(years) < 2:
             return answer
         request.trace.reason = "clarify"

@@ -270,6 +270,10 @@ class Judgement:
     snippet_holds_terms: bool
 
 
+#: Coverage at which a document holds every weighed word of the question.
+_WHOLE = 0.999
+
+
 class RelevanceGate:
     """Judges snippets against one question under :class:`RelevanceSettings`."""
 
@@ -313,7 +317,10 @@ class RelevanceGate:
 
     def decide(self, coverage: float, cosine: float | None) -> bool:
         s = self.settings
-        if cosine is None:
+        if cosine is None or coverage >= _WHOLE:
+            # A document holding every word the question asks about is judged on that: the
+            # cosine of a short question ("How much did outlays grow?") to a long passage
+            # is low however well the passage answers it.
             return coverage >= s.min_coverage
         return (
             coverage >= s.min_coverage_with_cosine
