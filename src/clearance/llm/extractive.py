@@ -409,6 +409,49 @@ def _overlap(question: set[str], text: str) -> int:
     return len(question.intersection(query_terms(text)))
 
 
+_MONTH_WORD = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\b",
+    re.IGNORECASE,
+)
+_YEAR_WORD = re.compile(r"(?<![\d.,$])(?:19|20)\d{2}(?![\d])")
+_STATED_AMOUNT = re.compile(
+    r"[$€£¥]\s?\d|\d[\d,.]*\s*(?:%|percent|billion|million|thousand|trillion|bn\b|億|兆|万|元|円)",
+    re.IGNORECASE,
+)
+
+
+def _of_the_period_asked(
+    question: str,
+    candidates: list[tuple[int, int, int, int]],
+    units: Sequence[Sequence[_Unit]],
+) -> list[tuple[int, int, int, int]]:
+    """When the question names a month or a year ("the deficit in the month of July
+    2008"), units stating an amount for no such month or year are left out, as long as
+    one unit stating an amount names it: the amounts of other periods beside the one
+    asked about answer a different question. The month is the narrower name and decides
+    when the question gives one."""
+    months = {m.casefold() for m in _MONTH_WORD.findall(question)}
+    years = set(_YEAR_WORD.findall(question))
+    asked = months or years
+    if not asked:
+        return candidates
+
+    def text(c: tuple[int, int, int, int]) -> str:
+        unit = units[c[1]][c[2]]
+        return f"{unit.heading} {unit.text}"
+
+    def names(c: tuple[int, int, int, int]) -> bool:
+        if months:  # the sentence's own month: a heading's is the date it was written
+            own = units[c[1]][c[2]].text
+            return bool({m.casefold() for m in _MONTH_WORD.findall(own)} & months)
+        return bool(set(_YEAR_WORD.findall(text(c))) & years)
+
+    stating = [c for c in candidates if _STATED_AMOUNT.search(units[c[1]][c[2]].text)]
+    if not any(names(c) for c in stating):
+        return candidates
+    return [c for c in candidates if c not in stating or names(c)]
+
+
 def _score(question: set[str], unit: _Unit) -> int:
     """The question terms ``unit`` holds, plus those of its heading when it holds any: a
     list item under "Class of travel" answers a question about the class of travel."""
@@ -495,6 +538,7 @@ class ExtractiveProvider:
                     candidates.append((-score, s_index, u_index, score))
         if not candidates:
             return []
+        candidates = _of_the_period_asked(request.question, candidates, units)
         floor = max(1, math.ceil(max(c[3] for c in candidates) / 2))
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
