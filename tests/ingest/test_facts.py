@@ -659,3 +659,27 @@ def test_cli_facts_list(tmp_path: Path) -> None:
     assert "1,320" in human.output and "1 facts from 1 documents" in human.output
     missing = runner.invoke(group, ["facts", "list", "--doc", "src:nope"], obj=obj)
     assert missing.exit_code != 0
+
+
+@pytest.mark.parametrize(
+    ("text", "named_by", "period"),
+    [
+        ("Revenue FY 2024/25", "start", "FY2024"),
+        ("Revenue FY 2024/25", "end", "FY2025"),
+        ("FY2024-25 outturn", "end", "FY2025"),
+        ("2024/25年度 売上高", "start", "FY2024"),
+        ("fiscal year 2024/2025", "end", "FY2025"),
+    ],
+)
+def test_a_fiscal_year_written_with_both_its_years_is_named_as_configured(
+    text: str, named_by: str, period: str
+) -> None:
+    """``FY 2024/25`` spans two calendar years: it was read as FY2024 whatever the
+    calendar, so under ``fiscal_year_named_by = "end"`` a question about FY2025 missed it."""
+    from clearance.config import settings_from_dict
+    from clearance.ingest.facts import Vocabulary
+
+    facts = settings_from_dict(
+        {"facts": {"fiscal_year_start": "04-01", "fiscal_year_named_by": named_by}}
+    ).facts
+    assert [m.canonical for m in Vocabulary(facts).find_periods(text)] == [period]

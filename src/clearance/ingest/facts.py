@@ -482,6 +482,12 @@ def periods_without_year(norm: str, taken: Sequence[tuple[int, int]]) -> list[Ma
     return _longest(found)
 
 
+_SPLIT_YEAR = re.compile(
+    r"(?i:\b(?:FY|fiscal\s+(?:year\s+)?)\s*'?(?P<a>\d{4})\s*[/\-–]\s*(?P<b>\d{4}|\d{2})\b)"
+    r"|(?P<c>\d{4})\s*[/\-–]\s*(?P<d>\d{4}|\d{2})\s*(?:年度|[财財]年度?)"
+)
+
+
 def _inside(match: Match, spans: Sequence[Match]) -> bool:
     return any(s.start <= match.start and match.end <= s.end for s in spans)
 
@@ -563,7 +569,24 @@ class Vocabulary:
         if self.settings.replace_builtin_periods:
             return _longest(found)
         found.extend(self._ending_years(norm))
+        found.extend(self._split_years(norm))
         return _with_partials(norm, _longest(found))
+
+    def _split_years(self, norm: str) -> Iterator[Match]:
+        """``FY 2024/25``, ``FY2024-25``, ``2024/25年度``: a fiscal year written with both
+        calendar years it spans. It is ``FY2024`` when fiscal years are named by the year
+        they start in, ``FY2025`` when by the year they end in. Two years that are not
+        consecutive are no such year, and are left alone."""
+        for m in _SPLIT_YEAR.finditer(norm):
+            first = int(m.group("a") or m.group("c"))
+            second_text = m.group("b") or m.group("d")
+            second = int(second_text)
+            if len(second_text) == 2:
+                second += first // 100 * 100
+            if second != first + 1:
+                continue
+            label = second if self.settings.fiscal_year_named_by == "end" else first
+            yield Match(f"FY{label}", m.start(), m.end())
 
     def _ending_years(self, norm: str) -> Iterator[Match]:
         """``2024年3月期``: the fiscal year that ends in March 2024. With a calendar whose
