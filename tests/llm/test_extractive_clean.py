@@ -206,3 +206,21 @@ def test_when_no_sentence_states_the_asked_period_nothing_is_left_out() -> None:
         answer("How large was the federal deficit in March 2008?", snippet("S1", MONTHLY_REVIEWS))
     )
     assert any("$268 billion" in u for u in units), units
+
+
+def test_an_amount_is_quoted_without_the_comparisons_after_it() -> None:
+    """ "How large was the deficit …?": the clause stating the amount, not the "$206 billion
+    more than last year" after it, which answers another question and reads as a second
+    figure. Reverse proof: a question that is not about one amount keeps the sentence."""
+    text = (
+        "The federal budget deficit was $738 billion for the first eight months of fiscal year "
+        "2019, the CBO estimates, $206 billion more than the deficit recorded during the same "
+        "period last year."
+    )
+    units = quoted(answer("How large was the deficit in fiscal year 2019?", snippet("S1", text)))
+    assert units == [
+        "The federal budget deficit was $738 billion for the first eight months of fiscal year "
+        "2019 …"
+    ]
+    whole = quoted(answer("Why did the deficit in fiscal year 2019 change?", snippet("S1", text)))
+    assert whole == [" ".join(text.split())]

@@ -44,7 +44,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
 from clearance.retrieval.analysis import document_terms, query_terms, search_terms
@@ -415,9 +415,20 @@ _MONTH_WORD = re.compile(
 )
 _YEAR_WORD = re.compile(r"(?<![\d.,$])(?:19|20)\d{2}(?![\d])")
 _STATED_AMOUNT = re.compile(
-    r"[$€£¥]\s?\d|\d[\d,.]*\s*(?:%|percent|billion|million|thousand|trillion|bn\b|億|兆|万|元|円)",
+    r"(?:[$€£¥]\s?\d[\d,.]*\d|[$€£¥]\s?\d|(?<![\d,.])\d[\d,.]*)"
+    r"(?:\s*(?:%|percent|billion|million|thousand|trillion|bn\b|億|兆|万|元|円))?",
     re.IGNORECASE,
 )
+
+
+def _stated_amounts(text: str) -> list[re.Match[str]]:
+    """Amounts a text states: a currency sign before digits, or digits before a scale,
+    percent or currency word; bare numbers (years, counts) are not amounts."""
+    return [
+        m
+        for m in _STATED_AMOUNT.finditer(text)
+        if m.group(0)[0] in "$€£¥" or m.group(0)[-1:].isalpha() or m.group(0)[-1:] in "%億兆万元円"
+    ]
 
 
 def _of_the_period_asked(
@@ -446,10 +457,39 @@ def _of_the_period_asked(
             return bool({m.casefold() for m in _MONTH_WORD.findall(own)} & months)
         return bool(set(_YEAR_WORD.findall(text(c))) & years)
 
-    stating = [c for c in candidates if _STATED_AMOUNT.search(units[c[1]][c[2]].text)]
+    stating = [c for c in candidates if _stated_amounts(units[c[1]][c[2]].text)]
     if not any(names(c) for c in stating):
         return candidates
     return [c for c in candidates if c not in stating or names(c)]
+
+
+# A question asking for one amount.
+_ASKS_AMOUNT = re.compile(
+    r"\bhow\s+(?:much|many|large|big|high)\b|\bwhat\s+(?:was|were|is|are)\s+the\s+"
+    r"(?:amount|total|number|size|value)\b",
+    re.IGNORECASE,
+)
+# Where a clause of an English sentence ends: a comma, semicolon or dash before more words.
+_CLAUSE_END = re.compile(r",\s+(?=[a-z$])|;\s+|\s+--\s+|\s+[—–]\s+")
+
+
+def _first_amount(sentence: str, question: set[str]) -> str:
+    """A sentence stating two or more amounts, cut after the clause that states the first
+    ("The deficit was $738 billion for the first eight months of fiscal year 2019, …, $206
+    billion more than …" → up to "2019"), when that clause holds at least as many of the
+    question's words as the rest: the amounts after it answer other questions (a change,
+    a comparison). The cut is marked with an ellipsis; what is kept is verbatim."""
+    amounts = _stated_amounts(sentence)
+    if len(amounts) < 2 or is_line_unit(sentence):
+        return sentence
+    end = _CLAUSE_END.search(sentence, amounts[0].end())
+    if end is None or end.start() >= amounts[1].start():
+        return sentence
+    head, rest = sentence[: end.start()], sentence[end.start() :]
+    held = question.intersection(document_terms(head))
+    if len(held) < len(question.intersection(document_terms(rest))) or len(head.split()) < 5:
+        return sentence
+    return head.rstrip(" ,;") + " …"
 
 
 def _score(question: set[str], unit: _Unit) -> int:
@@ -600,6 +640,8 @@ class ExtractiveProvider:
                 texts.add(flat)
                 ref = request.snippets[m[0]].ref
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
+        if _ASKS_AMOUNT.search(request.question):
+            chosen = [replace(q, sentence=_first_amount(q.sentence, question)) for q in chosen]
         return chosen
 
     @staticmethod
