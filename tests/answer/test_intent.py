@@ -134,7 +134,9 @@ def test_malformed_periods_are_unrecognized(question: str, bad: tuple[str, ...])
 
 def test_malformed_period_leaves_the_period_slot_empty() -> None:
     intent = parse_intent("Japan revenue in FY20245", VOCAB)
-    assert intent == Intent("metric", (q("revenue", "ACME Japan", None),), True, ("FY20245",))
+    assert intent == Intent(
+        "metric", (q("revenue", "ACME Japan", None),), True, ("FY20245",), names_left=False
+    )
 
 
 def test_the_parser_is_deterministic_and_swappable() -> None:

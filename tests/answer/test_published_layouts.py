@@ -291,3 +291,46 @@ def test_an_amount_asked_without_a_period_over_several_years_asks_which(
     one_year = engine.ask("What was the deficit?", "ann")
     assert one_year.status is Status.ANSWERED, one_year.answer
     assert "$738 billion" in one_year.answer and "2008" not in one_year.answer
+
+
+def test_a_line_named_anywhere_in_the_question_is_that_lines_figure(app: Clearance) -> None:
+    """ "How much revenue did Productivity and Business Processes make …": the line and the
+    measure apart, with ordinary words around them; the one company holding the figure is
+    assumed and said."""
+    question = (
+        "How much revenue did Intelligent Cloud make in the six months ended December 31, 2023?"
+    )
+    answer = ask(app, question)
+    assert "50,139" in answer and "118,537" not in answer
+    assert answer.startswith("Assuming Microsoft:")
+
+
+def test_an_unknown_name_beside_a_metric_is_not_found_and_reveals_nothing(
+    tmp_path: Path, app: Clearance, write_directory: Callable[..., Path]
+) -> None:
+    """ "How much revenue did Globex make in 2024?" over Microsoft's tables: not found, naming
+    Globex, never Microsoft's figure nor Microsoft offered in its place. The same answer,
+    byte for byte, when a table about Globex exists that the asker may not read; its
+    reader gets its figure (reverse proof that the name is read)."""
+    question = "How much revenue did Globex make in 2024?"
+    before = app.ask(question, "fay")
+    assert before.status is Status.NOT_FOUND, before.answer
+    assert "Globex" in before.answer and "Microsoft" not in before.answer
+    assert before.options == () and "245,122" not in before.answer
+
+    hidden = tmp_path / "board"
+    hidden.mkdir()
+    (hidden / "_meta.json").write_text(json.dumps({"acl": ["group:board"]}), encoding="utf-8")
+    write_csv(hidden / "globex-results.csv", [["Revenue (USD m)", "2024"], ["Globex", "900"]])
+    assert app.ingest([hidden]).failed == []
+    app.sync_directory(
+        write_directory(tmp_path / "directory2.json", {"fay": ["finance"], "bo": ["board"]})
+    )
+    after = app.ask(question, "fay")
+    assert (after.status, after.answer, after.options) == (
+        before.status,
+        before.answer,
+        before.options,
+    )
+    board = app.ask(question, "bo")
+    assert board.status is Status.ANSWERED and "900" in board.answer

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal, Protocol, runtime_checkable
@@ -123,6 +124,9 @@ class Intent:
     # Parts of a year the question names without the year ("six months ended December
     # 31" → "6M ended Dec"): the period is asked for, and which year is left out.
     yearless: tuple[str, ...] = ()
+    # Words besides the slots that may be a name: capitalised words or CJK characters
+    # (an entity the vocabulary does not know). Ordinary words ("did … make") name none.
+    names_left: bool = True
 
 
 @runtime_checkable
@@ -224,6 +228,23 @@ def _residual(text: str) -> tuple[int, int, int]:
             common += 1
     cjk = sum(1 for c in _CJK.findall(rest) if c not in _SMALL_CJK)
     return common, names, cjk
+
+
+def _names_left(text: str) -> list[str]:
+    """The run of capitalised words (past the first word of the question) that no slot
+    took: ``Globex`` in "How much revenue did Globex make?"; empty when there is none."""
+    rest = _QUANTITY.sub(lambda m: " " * len(m.group(0)), text)
+    words = list(_LATIN_WORD.finditer(rest))
+    run: list[str] = []
+    for i, m in enumerate(words):
+        word = m.group(0)
+        folded = word.casefold()
+        named = word[0].isupper() and i > 0 and folded not in _SMALL_WORDS
+        if named:
+            run.append(word)
+        elif run:
+            break
+    return [" ".join(run)] if run else []
 
 
 def _qualifier(blanked: str, start: int, end: int) -> str | None:
@@ -413,6 +434,35 @@ class RuleIntentParser:
         spans = [(m.start, m.end) for m in chosen]
         return list(dict.fromkeys(periods)), used, ambiguous, spans
 
+    def _lines_named(
+        self, text: str, metrics: Sequence[Match]
+    ) -> list[tuple[Match, tuple[int, int] | None]]:
+        """Each metric found, as the line of it that the question also names anywhere:
+        "How much revenue did Productivity and Business Processes make …" asks for the
+        metric ``productivity and business processes revenue`` a table holds, not revenue
+        qualified by words no fact carries. With the span of the line's words, or ``None``
+        when the metric stands as found."""
+        names = [n for n in self.vocab.settings.metrics if " " in n]
+        folded = normalize(text).casefold()
+        out: list[tuple[Match, tuple[int, int] | None]] = []
+        for m in metrics:
+            measure = m.canonical.casefold()
+            best: tuple[str, tuple[int, int]] | None = None
+            for name in names:
+                n = name.casefold()
+                if n == measure or not n.endswith(" " + measure):
+                    continue
+                line = n[: -len(measure) - 1].strip()
+                hit = re.search(rf"(?<!\w){re.escape(line)}(?!\w)", folded)
+                apart = hit is not None and not (hit.start() < m.end and m.start < hit.end())
+                if hit is not None and apart and (best is None or len(name) > len(best[0])):
+                    best = (name, hit.span())
+            if best is None:
+                out.append((m, None))
+            else:
+                out.append((Match(best[0], m.start, m.end), best[1]))
+        return out
+
     def _bare_years(self, text: str) -> list[RelativeMatch]:
         """``2025`` alone: the fiscal year when fiscal years are calendar years, else
         ambiguous between the fiscal and the calendar year (never guessed)."""
@@ -429,6 +479,8 @@ class RuleIntentParser:
     def _parse(self, text: str, today: date | None) -> Intent:
         vocab = self.vocab
         found = {kind: vocab.find(kind, text) for kind in ("metric", "entity", "channel", "unit")}
+        lines = self._lines_named(text, found["metric"])
+        found["metric"] = [m for m, _ in lines]
         metrics = list(dict.fromkeys(m.canonical for m in found["metric"]))
         entities = list(dict.fromkeys(m.canonical for m in found["entity"]))
         channels = list(dict.fromkeys(m.canonical for m in found["channel"]))
@@ -441,6 +493,7 @@ class RuleIntentParser:
         )
         slots_present = bool(metrics or entities or periods or unrecognized or ambiguous)
         spans = [(m.start, m.end) for ms in found.values() for m in ms] + period_spans
+        spans += [span for _, span in lines if span is not None]
         yearless = periods_without_year(normalize(text), period_spans) if not periods else []
         spans += [(m.start, m.end) for m in yearless]
         spans += [(i, i + len(tok)) for tok in unrecognized if (i := text.find(tok)) >= 0]
@@ -474,6 +527,10 @@ class RuleIntentParser:
             for m in _POSSESSIVE.finditer(blanked)
             if m.group(1).casefold() not in _SMALL_WORDS
         ]
+        if not unknown and metrics and not entities and not qualifiers:
+            # "How much revenue did Globex make?": a name no slot took, beside a metric, is
+            # the entity asked about, and not one the caller's facts hold.
+            unknown = _names_left(blanked)
         compare = bool(_COMPARE.search(text))
         # Two values of one slot named in the question ("Q1 and Q2") are set side by side.
         compare = compare or len(metrics) > 1 or len(entities) > 1 or len(periods) > 1
@@ -515,6 +572,7 @@ class RuleIntentParser:
             compare=compare,
             unknown_entity=" ".join(unknown) if not entities else "",
             yearless=tuple(dict.fromkeys(m.canonical for m in yearless)),
+            names_left=bool(names or cjk),
         )
 
 

@@ -602,7 +602,12 @@ class Orchestrator:
         return max(pool, key=lambda s: (s[0][1], s[0][0], s[1]))[1]
 
     def _with_defaults(
-        self, request: _Request, parts: Sequence[MetricQuery], *, configured: bool = True
+        self,
+        request: _Request,
+        parts: Sequence[MetricQuery],
+        *,
+        configured: bool = True,
+        names_left: bool = True,
     ) -> tuple[list[MetricQuery], list[str]]:
         """The parts with ``[facts] default_entity`` / ``default_period`` filled in where the
         question named neither (only when ``configured``: a question with words besides its
@@ -619,7 +624,16 @@ class Orchestrator:
 
         for part in parts:
             if not configured and part.qualifier is None:
-                # Words the question has besides its slots may name what it left out.
+                # Words the question has besides its slots may name what it left out; only
+                # a name can name an entity ("How much revenue did Globex make?"), so with
+                # nothing but ordinary words left the one entity holding the figure stands.
+                if not names_left and part.entity is None and part.metric is not None:
+                    sole = sole_entity(
+                        self._readable_facts(request, metric=part.metric, channel=part.channel)
+                    )
+                    if sole is not None:
+                        part = replace(part, entity=sole)
+                        assume(f"entity: {sole} (the only one with this figure)")
                 filled.append(part)
                 continue
             if part.entity is None and facts.default_entity and configured and part.metric:
@@ -721,7 +735,10 @@ class Orchestrator:
             trace.reason = "too_many_parts"
             return _refusal(Status.CLARIFY, TOO_MANY_PARTS.format(limit=MAX_PARTS), Route.MULTI)
         parts, assumptions = self._with_defaults(
-            request, intent.parts, configured=not intent.unexplained
+            request,
+            intent.parts,
+            configured=not intent.unexplained,
+            names_left=intent.names_left,
         )
         if intent.yearless and parts and parts[0].period is None:
             return self._which_year(request, parts[0], intent.yearless, resolved)
