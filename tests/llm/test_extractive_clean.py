@@ -153,7 +153,7 @@ def test_the_item_the_question_names_is_the_one_quoted(monkeypatch: pytest.Monke
     every = quoted(answer("How does leave accrue by career level?", snippet("S1", LEAVE_LEVELS)))
     assert len([u for u in every if u.startswith("- Level")]) == 5, every
     # Reverse proof: without choosing the named item, the neighbouring bullets come back.
-    monkeypatch.setattr(extractive, "_named_items", lambda units, members, question: members)
+    monkeypatch.setattr(extractive, "_named_items", lambda units, members, question, **_: members)
     units = quoted(answer(question, snippet("S1", LEAVE_LEVELS)))
     assert any(u.startswith("- Level 3") for u in units)
 
@@ -224,3 +224,55 @@ def test_an_amount_is_quoted_without_the_comparisons_after_it() -> None:
     ]
     whole = quoted(answer("Why did the deficit in fiscal year 2019 change?", snippet("S1", text)))
     assert whole == [" ".join(text.split())]
+
+
+APPROVALS_1 = (
+    "Approving Officials\n"
+    "With two exceptions, the authority to approve absence and leave is delegated.\n"
+    "- The authority to approve restoration of annual leave forfeited due to exigencies of the "
+    "public business is delegated to the following officials and may not be redelegated:\n"
+    "- AMS: Administrator, Associate Administrator, and Program Directors."
+)
+# The next chunk overlaps the first: it starts mid-sentence.
+APPROVALS_2 = (
+    "not be redelegated:\n"
+    "- AMS: Administrator, Associate Administrator, and Program Directors.\n"
+    "- APHIS: Administrator, Deputy Administrators, and Directors.\n"
+    "- The authority to approve restoration of annual leave forfeited due to sickness is "
+    "retained by the Director."
+)
+
+
+def test_a_list_split_across_chunks_gives_the_named_item_and_whole_sentences() -> None:
+    """The held-out handbook's approvals list, split over two overlapping chunks: asked
+    about APHIS, the answer is the list's whole opening sentence and the APHIS item — not
+    the AMS item of the first chunk, and never the second chunk's opening fragment ("not be
+    redelegated:") on a line of its own."""
+    units = quoted(
+        answer(
+            "Who approves restoring annual leave forfeited because of exigencies of the public "
+            "business at APHIS?",
+            snippet("S1", APPROVALS_1, doc="files:approvals.md"),
+            snippet("S2", APPROVALS_2, doc="files:approvals.md"),
+        )
+    )
+    assert units[-1] == "- APHIS: Administrator, Deputy Administrators, and Directors.", units
+    assert any(u.startswith("- The authority to approve restoration") for u in units), units
+    assert not any(u.startswith(("not be", "- AMS")) for u in units), units
+
+
+def test_a_split_list_without_the_fuller_sentence_shows_the_fragment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reverse proof of the test above: without mapping a chunk's mid-sentence opening to
+    the whole sentence of the passage before, the fragment is what is quoted."""
+    monkeypatch.setattr(extractive, "_fuller_units", lambda snippets, units: {})
+    units = quoted(
+        answer(
+            "Who approves restoring annual leave forfeited because of exigencies of the public "
+            "business at APHIS?",
+            snippet("S1", APPROVALS_1, doc="files:approvals.md"),
+            snippet("S2", APPROVALS_2, doc="files:approvals.md"),
+        )
+    )
+    assert any(u.startswith("not be") for u in units), units

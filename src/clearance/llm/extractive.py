@@ -587,6 +587,7 @@ class ExtractiveProvider:
         tables = _tables(request.snippets, units)
         table_of = {row: key for key, table in tables.items() for row in table.rows}
         selected, undecided = _selected_rows(tables, units, question, scores)
+        fuller = _fuller_units(request.snippets, units)
         chosen: list[Quote] = []
         picked: set[tuple[object, ...]] = set()
         quoted: set[tuple[int, int]] = set()
@@ -624,7 +625,18 @@ class ExtractiveProvider:
                     members, merged = _whole_steps(request.snippets, steps, units, (s_index, group))
                     picked.update(merged - {key})
                 else:
-                    members = _named_items(units, members, question)
+                    members = _named_items(
+                        units,
+                        members,
+                        question,
+                        named_elsewhere=any(
+                            _is_named(units[s2][i2], question)
+                            for s2, snippet_units in enumerate(units)
+                            if s2 != s_index
+                            and request.snippets[s2].doc_id == request.snippets[s_index].doc_id
+                            for i2 in range(len(snippet_units))
+                        ),
+                    )
             else:
                 key, members = (s_index, u_index), [(s_index, u_index)]
             if key in picked or not members:
@@ -633,6 +645,7 @@ class ExtractiveProvider:
             if note is not None:
                 chosen.append(Quote(request.snippets[members[0][0]].ref, note, 0))
             for m in members:
+                m = fuller.get(m, m)  # a chunk that starts mid-sentence: the whole sentence
                 flat = " ".join(units[m[0]][m[1]].text.split())
                 if m in quoted or flat in texts:
                     continue
@@ -771,25 +784,60 @@ def _whole_steps(
     return members, set(chain)
 
 
+def _fuller_units(
+    snippets: Sequence[Snippet], units: Sequence[Sequence[_Unit]]
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """The first unit of a passage that starts mid-sentence (chunks overlap, so one may
+    begin with "not be redelegated:"), mapped to the unit of another passage of the same
+    document that it is the end of. Quoting the fragment would end an answer's line on
+    half a sentence."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for s, snippet_units in enumerate(units):
+        if not snippet_units:
+            continue
+        head = " ".join(snippet_units[0].text.split())
+        if not head or not head[0].islower():
+            continue
+        for s2, other in enumerate(units):
+            if s2 == s or snippets[s2].doc_id != snippets[s].doc_id:
+                continue
+            for i2, unit in enumerate(other):
+                text = " ".join(unit.text.split())
+                if len(text) > len(head) and text.endswith(head):
+                    out[(s, 0)] = (s2, i2)
+                    break
+            if (s, 0) in out:
+                break
+    return out
+
+
+def _is_named(unit: _Unit, question: set[str]) -> bool:
+    """Whether a list item's label ("Level 4:", "APHIS:") is all words of the question."""
+    if unit.group is None:
+        return False
+    body = _LIST_ITEM.sub("", unit.text, count=1)
+    cut = _LABEL_END.search(body)
+    terms = set(search_terms(body[: cut.start()])) if cut else set()
+    return bool(terms) and len(terms) <= _LABEL_MAX_TERMS and terms <= question
+
+
 def _named_items(
-    units: Sequence[Sequence[_Unit]], members: list[tuple[int, int]], question: set[str]
+    units: Sequence[Sequence[_Unit]],
+    members: list[tuple[int, int]],
+    question: set[str],
+    *,
+    named_elsewhere: bool = False,
 ) -> list[tuple[int, int]]:
     """The items of a list the question names by their label ("Level 4" in "Level 4 → up
     to 2.1 % of pay"), with the sentence that introduces the list; all of ``members`` when
-    it names none of them, or every one."""
-    named: list[tuple[int, int]] = []
-    items = 0
-    for s, i in members:
-        unit = units[s][i]
-        if unit.group is None:
-            continue
-        items += 1
-        body = _LIST_ITEM.sub("", unit.text, count=1)
-        cut = _LABEL_END.search(body)
-        terms = set(search_terms(body[: cut.start()])) if cut else set()
-        if terms and len(terms) <= _LABEL_MAX_TERMS and terms <= question:
-            named.append((s, i))
-    if not named or len(named) == items:
+    it names none of them, or every one. When the question names an item of the same
+    document's list in another passage (a list split across two chunks), a part naming
+    none is nothing."""
+    named = [m for m in members if _is_named(units[m[0]][m[1]], question)]
+    items = sum(units[s][i].group is not None for s, i in members)
+    if not named:
+        return [] if named_elsewhere else members
+    if len(named) == items:
         return members
     return [m for m in members if units[m[0]][m[1]].group is None or m in named]
 
