@@ -276,3 +276,24 @@ def test_a_split_list_without_the_fuller_sentence_shows_the_fragment(
         )
     )
     assert any(u.startswith("not be") for u in units), units
+
+
+def test_a_full_years_amount_never_answers_a_quarter() -> None:
+    """ "2024年3月期第2四半期の売上高は?" over a results overview stating the full year's
+    sales: the full-year amount is not quoted for the quarter (held-out results deck);
+    a sentence stating the second quarter's amount is."""
+    overview = (
+        "当期における当社グループの連結売上高は、1兆1,599億円(前期比2.6%増)となりました。"
+        "デジタルワークプレイス事業は増収となりました。"
+    )
+    question = "2024年3月期第2四半期の売上高は?"
+    units = quoted(answer(question, snippet("S1", overview, doc="files:overview.md")))
+    assert not any("1兆1,599億円" in u for u in units), units
+    quarter = overview + "第2四半期の連結売上高は5,527億円となりました。"
+    units = quoted(answer(question, snippet("S1", quarter, doc="files:overview.md")))
+    assert any("5,527億円" in u for u in units) and not any("1兆1,599億円" in u for u in units)
+    # Reverse proof: a question naming the year only may be answered with the year's amount.
+    units = quoted(
+        answer("2024年3月期の売上高は?", snippet("S1", overview, doc="files:overview.md"))
+    )
+    assert any("1兆1,599億円" in u for u in units), units

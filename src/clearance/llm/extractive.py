@@ -431,6 +431,38 @@ def _stated_amounts(text: str) -> list[re.Match[str]]:
     ]
 
 
+_ORDINALS = {"1": 1, "2": 2, "3": 3, "4": 4, "一": 1, "二": 2, "三": 3, "四": 4}
+_ENGLISH_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_QUARTER = re.compile(
+    r"(?<![0-9A-Za-z])(?:Q([1-4])|([1-4])Q)(?![0-9A-Za-z])|第\s*([1-4一二三四])\s*(?:四半期|季度)"
+    r"|\b(first|second|third|fourth)\s+quarter\b",
+    re.IGNORECASE,
+)
+_HALF = re.compile(
+    r"(?<![0-9A-Za-z])(?:H([12])|([12])H)(?![0-9A-Za-z])|(上半期|上期|上半年)|(下半期|下期|下半年)"
+    r"|\b(first|second)\s+half\b",
+    re.IGNORECASE,
+)
+
+
+def _year_parts(text: str) -> set[str]:
+    """The quarters and halves a text names (``Q2``, ``第2四半期``, ``third quarter``,
+    ``上半期``, ``H1``), as ``Q1``…``Q4`` and ``H1``/``H2``."""
+    found: set[str] = set()
+    for m in _QUARTER.finditer(text):
+        digit = m.group(1) or m.group(2) or m.group(3)
+        n = _ORDINALS.get(digit) if digit else _ENGLISH_ORDINALS[m.group(4).casefold()]
+        found.add(f"Q{n}")
+    for m in _HALF.finditer(text):
+        if m.group(1) or m.group(2):
+            found.add(f"H{m.group(1) or m.group(2)}")
+        elif m.group(3) or (m.group(5) or "").casefold() == "first":
+            found.add("H1")
+        else:
+            found.add("H2")
+    return found
+
+
 def _of_the_period_asked(
     question: str,
     candidates: list[tuple[int, int, int, int]],
@@ -441,6 +473,16 @@ def _of_the_period_asked(
     one unit stating an amount names it: the amounts of other periods beside the one
     asked about answer a different question. The month is the narrower name and decides
     when the question gives one."""
+    parts = _year_parts(question)
+    if parts:
+        # A quarter or half is asked: an amount stated for no such part (a full year's, or
+        # another quarter's) is never the answer, even when nothing else is left.
+        return [
+            c
+            for c in candidates
+            if not _stated_amounts(units[c[1]][c[2]].text)
+            or _year_parts(units[c[1]][c[2]].text) & parts
+        ]
     months = {m.casefold() for m in _MONTH_WORD.findall(question)}
     years = set(_YEAR_WORD.findall(question))
     asked = months or years
