@@ -621,6 +621,8 @@ class ExtractiveProvider:
         if not candidates:
             return []
         candidates = _of_the_period_asked(request.question, candidates, units)
+        if not candidates:
+            return []
         floor = max(1, math.ceil(max(c[3] for c in candidates) / 2))
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
