@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ def small_suite(tmp_path: Path, *ids: str) -> Path:
     assert {c["id"] for c in data["cases"]} == set(ids)
     used = {c["stage"] for c in data["cases"]}
     data["stages"] = [s for s in data["stages"] if s["name"] in used]
+    data["refresh"] = [str(ACME / m) for m in data.get("refresh", [])]
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     return path
@@ -198,3 +201,53 @@ def test_the_table_for_people(acme: AcmeIndex, tmp_path: Path) -> None:
     assert rc == 0, err
     assert "measure" in out and "usefulness" in out and "leaks" in out
     assert "latency per route" in out
+
+
+@pytest.fixture(scope="module")
+def an_hour_later(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AcmeIndex]:
+    """The demo built as ``tasks.py demo`` builds it, then its permission reads moved two
+    hours into the past: every corpus with a shorter revocation SLA (customers 30m,
+    sensitive 15m, dept 1h) fails closed, as the demo did when evaluated later."""
+    from .conftest import build_index, clean_env
+
+    with clean_env():
+        index = build_index(tmp_path_factory.mktemp("later"), ACME / "manifest.jsonl")
+    db = index.root / "data" / "clearance.db"
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE corpus_sync SET last_acl_sync = last_acl_sync - 7200")
+    try:
+        yield index
+    finally:
+        index.app.close()
+
+
+def test_the_shipped_suite_passes_any_time_after_the_demo(
+    an_hour_later: AcmeIndex, tmp_path: Path
+) -> None:
+    """Issue 22: from a fresh clone, `clearance eval examples/acme/eval.yaml` passes every
+    stage at any time after the demo. The suite re-reads the demo's manifest first (its
+    `refresh`), a real permission read; the stale corpora serve again because of it.
+    Reverse proof: the same suite without `refresh` fails its gate on the stale corpora."""
+    without = yaml.safe_load(SUITE.read_text(encoding="utf-8"))
+    del without["refresh"]
+    stale_suite = tmp_path / "no-refresh.yaml"
+    stale_suite.write_text(yaml.safe_dump(without, allow_unicode=True), encoding="utf-8")
+    rc, data, _ = run_eval(an_hour_later, stale_suite)
+    assert rc == 1 and not data["pass"]
+    assert {s["name"] for s in data["stages"] if not s["pass"]} >= {"sensitive"}
+
+    rc, data, err = run_eval(an_hour_later, SUITE)
+    assert rc == 0, err
+    assert data["pass"] and all(s["pass"] for s in data["stages"])
+
+
+def test_a_refresh_manifest_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    from clearance.errors import EvaluationError
+    from clearance.evaluation.suite import load_suite
+
+    data = yaml.safe_load(SUITE.read_text(encoding="utf-8"))
+    data["refresh"] = ["missing.jsonl"]
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(EvaluationError, match=r"suite.yaml: refresh\[0\]: no such manifest"):
+        load_suite(path)

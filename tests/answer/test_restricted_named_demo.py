@@ -109,6 +109,7 @@ def test_the_shipped_suite_names_the_minutes_from_the_demo(demo: AcmeIndex, tmp_
     data = yaml.safe_load((ACME / "eval.yaml").read_text(encoding="utf-8"))
     data["cases"] = [c for c in data["cases"] if c["id"] == "sensitive-restricted-named"]
     data["stages"] = [s for s in data["stages"] if s["name"] == "sensitive"]
+    data["refresh"] = [str(ACME / m) for m in data.get("refresh", [])]
     suite = tmp_path / "suite.yaml"
     suite.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     rc, out, err = cli("--config", demo.config, "eval", suite, "--json")

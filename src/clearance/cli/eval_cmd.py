@@ -21,7 +21,8 @@ from clearance.cli.context import (
     print_error,
     require_assistant,
 )
-from clearance.cli.safe import safe, terminal_safe
+from clearance.cli.safe import make_console, safe, terminal_safe
+from clearance.errors import EvaluationError
 
 if TYPE_CHECKING:
     from clearance.evaluation.retrieval import RetrievalReport
@@ -126,6 +127,17 @@ def _suite(
     with app_ctx.open() as app:
         if assistant is not None:
             require_assistant(app.settings, assistant)
+        for manifest in suite.refresh:
+            # A real re-read of the suite's sources: access read now, content unchanged
+            # unless it changed. A corpus past its SLA serves again only through this.
+            result = app.ingest([], manifest=manifest)
+            if result.failed:
+                first = result.failed[0]
+                raise EvaluationError(f"refresh {manifest.name}: {first.source}: {first.error}")
+            if not quiet:
+                make_console(stderr=True).print(
+                    f"refreshed {len(result.results)} documents' access from {safe(manifest.name)}"
+                )
         if quiet:
             runs = run_suite(app, suite, assistant=assistant)
         else:

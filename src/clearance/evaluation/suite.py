@@ -82,7 +82,7 @@ THRESHOLDS: dict[str, Direction] = {
     "latency_p95_ms": Direction.AT_MOST,
 }
 
-_TOP = {"name", "description", "defaults", "personas", "stages", "cases"}
+_TOP = {"name", "description", "defaults", "personas", "stages", "cases", "refresh"}
 _STAGE = {"name", "description", "corpora", "thresholds"}
 _CASE = {"id", "stage", "user", "question", "assistant", "corpus", "today", "now", "expect", "note"}
 _DEFAULTS = {"assistant", "today", "now"}
@@ -124,6 +124,10 @@ class Suite:
     cases: tuple[SuiteCase, ...]
     description: str = ""
     source: str = ""
+    # Manifests re-read before the cases run, as the operator's scheduled sync would: the
+    # documents' access (and any changed content) read now, so a corpus with a short
+    # revocation SLA serves again. Paths relative to the suite file.
+    refresh: tuple[Path, ...] = ()
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -300,8 +304,24 @@ def _case(
     )
 
 
-def parse_suite(data: Any, source: str) -> Suite:
-    """A suite from its parsed file (YAML or TOML give the same structure)."""
+def _refresh(value: Any, where: _Where, base: Path | None) -> tuple[Path, ...]:
+    """``refresh``: manifests re-read before the run, each an existing file."""
+    if value is None:
+        return ()
+    paths = []
+    for i, raw in enumerate(_strings(value, where)):
+        path = Path(raw)
+        if not path.is_absolute() and base is not None:
+            path = base / path
+        if not path.is_file():
+            raise _Where(where.source, f"{where.path}[{i}]").error(f"no such manifest: {raw}")
+        paths.append(path)
+    return tuple(paths)
+
+
+def parse_suite(data: Any, source: str, *, base: Path | None = None) -> Suite:
+    """A suite from its parsed file (YAML or TOML give the same structure); ``base`` is
+    the folder relative paths in it (``refresh``) are read from."""
     top = _Where(source)
     table = _table(data, top, _TOP)
     defaults = _table(table.get("defaults") or {}, top / "defaults", _DEFAULTS)
@@ -331,6 +351,7 @@ def parse_suite(data: Any, source: str) -> Suite:
         cases=tuple(cases),
         description=_text(table.get("description"), top / "description", required=False),
         source=source,
+        refresh=_refresh(table.get("refresh"), top / "refresh", base),
     )
 
 
@@ -352,4 +373,4 @@ def load_suite(path: Path) -> Suite:
         raise EvaluationError(f"{path}: not valid YAML: {message}") from None
     # YAML reads unquoted dates as dates; JSON round-trips keep every key a string
     data = json.loads(json.dumps(data, default=str)) if data is not None else data
-    return parse_suite(data, path.name)
+    return parse_suite(data, path.name, base=path.parent)
