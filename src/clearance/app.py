@@ -7,6 +7,7 @@ that searches without a user.
 
 from __future__ import annotations
 
+import json
 import secrets
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +24,7 @@ from clearance.access.realtime import (
     checker_for_corpus,
     filter_allowed,
 )
+from clearance.access.scim import ScimState, ScimWrite
 from clearance.access.sync import AclSyncReport, parse_read_at, sync_acl_data, sync_acls
 from clearance.answer.bounds import check_question
 from clearance.answer.orchestrator import Orchestrator
@@ -56,6 +58,14 @@ __all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
 NOTE_SOURCE = "note"
 
 _DIRECTORY_KEY = "directory"
+_SCIM_KEY = "scim"
+
+
+def _meta_json(value: Any) -> Any:
+    """A meta value as stored: JSON text (SQLite) or already decoded (PostgreSQL json)."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
 _EMBEDDING_KEY = "embedding_model"
 # How often a search is re-run to refill results after real-time checks dropped some.
 _REALTIME_REFILLS = 3
@@ -377,6 +387,40 @@ class Clearance(Closing):
         updated = current.apply_delta(doc) if delta else current.replace(doc)
         self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
         return updated
+
+    def provision(self, write: Callable[[Directory, ScimState], ScimWrite]) -> ScimWrite:
+        """Apply one SCIM write (:mod:`clearance.access.scim`): the directory and the SCIM
+        resources are read, changed and written in one transaction, one writer at a time
+        (SQLite's write lock; a transaction-scoped advisory lock in PostgreSQL), so two
+        provisioning requests never lose each other's change, and the new directory
+        version is what the very next request reads."""
+        with self.store.transaction() as db:
+            if type(self.store).__name__ == "PostgresStore":  # no import of the optional driver
+                db.execute("SELECT pg_advisory_xact_lock(hashtext('clearance.scim'))")
+            rows = dict(
+                db.execute(
+                    "SELECT key, value FROM meta WHERE key IN (?, ?)", (_DIRECTORY_KEY, _SCIM_KEY)
+                ).fetchall()
+            )
+            raw_directory = _meta_json(rows.get(_DIRECTORY_KEY))
+            directory = (
+                Directory.empty() if raw_directory is None else Directory.from_json(raw_directory)
+            )
+            result = write(directory, ScimState.from_json(_meta_json(rows.get(_SCIM_KEY))))
+            for key, value in (
+                (_DIRECTORY_KEY, result.directory.to_json()),
+                (_SCIM_KEY, result.state.to_json()),
+            ):
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, json.dumps(value)),
+                )
+        return result
+
+    def scim_view(self) -> tuple[Directory, ScimState]:
+        """The directory and the SCIM resources, for reads of ``/scim/v2``."""
+        return self.directory, ScimState.from_json(self.store.get_meta(_SCIM_KEY))
 
     def sync_acls(
         self, path: Path, corpus: str, *, delta: bool = False, read_at: str | None = None

@@ -261,12 +261,26 @@ def _identify(request: Request) -> Identity:
 def _administrator(request: Request, identity: Annotated[Identity, Depends(_identify)]) -> Identity:
     """An administrator credential of a user the directory says is active."""
     principal = request.app.state.engine.principal(identity.user_id)
-    if not (identity.admin and principal.active):
+    if not (identity.admin and "admin" in identity.scopes and principal.active):
         raise Forbidden("this route is for administrators")
     return identity
 
 
+def _scoped(scope: str) -> Callable[[Identity], Identity]:
+    """A dependency: the caller, when its credential carries ``scope`` (a token made for
+    searching cannot ask, say); 403 naming the scope otherwise."""
+
+    def check(identity: Annotated[Identity, Depends(_identify)]) -> Identity:
+        if scope not in identity.scopes:
+            raise Forbidden(f"this credential lacks the {scope!r} scope")
+        return identity
+
+    return check
+
+
 Caller = Annotated[Identity, Depends(_identify)]
+Searcher = Annotated[Identity, Depends(_scoped("search"))]
+Asker_ = Annotated[Identity, Depends(_scoped("ask"))]
 Admin = Annotated[Identity, Depends(_administrator)]
 
 
@@ -411,6 +425,7 @@ def create_app(
                 p.removeprefix("group:") for p in principal.principals if p.startswith("group:")
             ),
             "assistants": [a["name"] for a in assistants_for(engine, identity.user_id)],
+            "scopes": sorted(identity.scopes),
         }
 
     @app.get("/v1/assistants", tags=["caller"], responses=_errors(401))
@@ -421,7 +436,7 @@ def create_app(
     # ------------------------------------------------------------------ retrieval and answers
 
     @app.post("/v1/search", tags=["answers"], responses=_BODY, response_model=SearchBody)
-    async def search(body: SearchRequest, identity: Caller) -> Response:
+    async def search(body: SearchRequest, identity: Searcher) -> Response:
         """Hybrid search inside what the caller may retrieve: ``clearance search --json``."""
 
         # The search and its JSON encoding run in one worker thread; the body is built by
@@ -459,7 +474,7 @@ def create_app(
         },
         response_model=AnswerBody,
     )
-    async def ask(body: AskRequest, identity: Caller, request: Request) -> Response:
+    async def ask(body: AskRequest, identity: Asker_, request: Request) -> Response:
         """A cited answer or a refusal: exactly ``clearance ask --json``; with
         ``Accept: text/event-stream``, its checked sentences and then that JSON as
         server-sent events (:mod:`clearance.api.streaming`)."""
@@ -490,6 +505,10 @@ def create_app(
     from clearance.api.notifications import notifications_router  # builds on this module too
 
     app.include_router(notifications_router())
+
+    from clearance.api.scim import scim_router  # provisioning: its own credential, /scim/v2
+
+    app.include_router(scim_router())
 
     if settings.server.ui:
         install_ui(app, settings, engine, app.state.authenticators, asker)

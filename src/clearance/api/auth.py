@@ -35,11 +35,13 @@ if TYPE_CHECKING:
     from clearance.config import ServerSettings
 
 __all__ = [
+    "READER_SCOPES",
     "ApiTokenAuthenticator",
     "Authenticator",
     "DirectoryAdmins",
     "Identity",
     "OidcAuthenticator",
+    "ProvisioningTokenAuthenticator",
     "TrustedHeaderAuthenticator",
     "bearer_token",
     "default_authenticators",
@@ -51,11 +53,17 @@ log = logging.getLogger(__name__)
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+#: What a signed-in person may do: read (search and ask) and, for an administrator, the
+#: administrator routes. An API token may carry fewer (api/tokens.py ``SCOPES``).
+READER_SCOPES = frozenset({"search", "ask"})
+
+
 @dataclass(frozen=True, slots=True)
 class Identity:
     user_id: str
     admin: bool
     method: str  # "api_token", "oidc" or "proxy"
+    scopes: frozenset[str] = READER_SCOPES
 
 
 def request_headers(fields: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -95,9 +103,28 @@ class ApiTokenAuthenticator:
         if credential is None:
             return None
         record = self.tokens.verify(credential)
-        if record is None:
+        if record is None or "scim" in record.scopes:
+            # A provisioning token is no sign-in: it reaches /scim/v2 only, through its own
+            # authenticator there, and is an unknown credential everywhere else.
             return None
-        return Identity(record.user_id, record.admin, "api_token")
+        return Identity(record.user_id, record.admin, "api_token", record.scopes)
+
+
+class ProvisioningTokenAuthenticator:
+    """``/scim/v2``'s only door: an API token with the ``scim`` scope, nothing else — not a
+    person's token, not an administrator's, not a single sign-on session."""
+
+    def __init__(self, tokens: TokenStore) -> None:
+        self.tokens = tokens
+
+    def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
+        credential = bearer_token(headers)
+        if credential is None:
+            return None
+        record = self.tokens.verify(credential)
+        if record is None or record.scopes != frozenset({"scim"}):
+            return None
+        return Identity(record.user_id, False, "scim_token", record.scopes)
 
 
 class DirectoryAdmins:
@@ -136,7 +163,10 @@ class OidcAuthenticator:
         except AuthError as exc:
             log.info("bearer token refused: %s", exc.reason)
             return None
-        return Identity(user_id, self.is_admin(user_id), "oidc")
+        admin = self.is_admin(user_id)
+        return Identity(
+            user_id, admin, "oidc", READER_SCOPES | {"admin"} if admin else READER_SCOPES
+        )
 
 
 class TrustedHeaderAuthenticator:
@@ -174,7 +204,10 @@ class TrustedHeaderAuthenticator:
         if principal_id_problem(user_id) is not None:
             log.info("%s from a trusted proxy is not a valid user id; refused", self.header)
             return None
-        return Identity(user_id, self.is_admin(user_id), "proxy")
+        admin = self.is_admin(user_id)
+        return Identity(
+            user_id, admin, "proxy", READER_SCOPES | {"admin"} if admin else READER_SCOPES
+        )
 
 
 def default_authenticators(server: ServerSettings, engine: Clearance) -> list[Authenticator]:

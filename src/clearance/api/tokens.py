@@ -30,18 +30,46 @@ from clearance.errors import NotFoundError
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
 
-__all__ = ["PREFIX", "ApiToken", "TokenStore", "parse_token"]
+__all__ = ["PREFIX", "SCOPES", "ApiToken", "TokenStore", "parse_token"]
 
 #: Every token starts with this, so a leaked one is recognisable (and scannable) as ours.
 PREFIX = "clr_"
 _TOKEN = re.compile(r"clr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 
+#: What a token may be used for. ``search`` and ``ask`` are the API's reading routes,
+#: ``admin`` its administrator routes; ``scim`` is a provisioning credential that reaches
+#: ``/scim/v2`` and nothing else, and never goes with another scope.
+SCOPES = ("search", "ask", "admin", "scim")
+_READER = frozenset({"search", "ask"})
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS api_tokens (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
     "admin INTEGER NOT NULL, secret_sha256 TEXT NOT NULL, created_at TEXT NOT NULL, "
-    "expires_at TEXT, revoked_at TEXT)"
+    "expires_at TEXT, revoked_at TEXT, scopes TEXT)"
 )
-_COLUMNS = "id, user_id, admin, secret_sha256, created_at, expires_at, revoked_at"
+_COLUMNS = "id, user_id, admin, secret_sha256, created_at, expires_at, revoked_at, scopes"
+
+
+def _scopes_of(admin: bool, stored: str | None) -> frozenset[str]:
+    """A token's scopes: as stored, or — for a token made before scopes existed — what it
+    could do then (reading, and the administrator routes when ``admin``)."""
+    if stored is None:
+        return _READER | {"admin"} if admin else _READER
+    return frozenset(s for s in stored.split(",") if s)
+
+
+def check_scopes(scopes: frozenset[str], *, admin: bool) -> None:
+    """Refuse a scope set no token may have: an unknown scope, none at all, ``scim`` beside
+    another scope, or ``admin`` without the administrator flag (and the reverse)."""
+    unknown = sorted(scopes - set(SCOPES))
+    if unknown:
+        raise ValueError(f"unknown scope {unknown[0]!r} (known: {', '.join(SCOPES)})")
+    if not scopes:
+        raise ValueError("a token needs at least one scope")
+    if "scim" in scopes and len(scopes) > 1:
+        raise ValueError("a 'scim' token provisions only: it cannot have another scope")
+    if ("admin" in scopes) != admin:
+        raise ValueError("the 'admin' scope and the administrator flag go together")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +82,7 @@ class ApiToken:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    scopes: frozenset[str] = _READER
 
     def valid(self, now: datetime) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
@@ -66,6 +95,7 @@ class ApiToken:
             "created": self.created_at.isoformat(),
             "expires": None if self.expires_at is None else self.expires_at.isoformat(),
             "revoked": None if self.revoked_at is None else self.revoked_at.isoformat(),
+            "scopes": sorted(self.scopes, key=SCOPES.index),
         }
 
 
@@ -95,6 +125,19 @@ class TokenStore:
     ) -> None:
         self.store = store
         self.clock = clock
+        self._has_scopes: bool | None = None
+
+    def _read_columns(self) -> str:
+        """The columns to read: an index whose table predates scopes reads none (``NULL``),
+        so a server answering requests never writes to authenticate."""
+        if self._has_scopes is None:
+            try:
+                with self.store.reading() as db:
+                    db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
+                self._has_scopes = True
+            except Exception:  # the backend's "no such column", whichever backend
+                return _COLUMNS.replace(", scopes", ", NULL")
+        return _COLUMNS if self._has_scopes else _COLUMNS.replace(", scopes", ", NULL")
 
     def _exists(self) -> bool:
         return self.store.has_tables("api_tokens")
@@ -103,6 +146,19 @@ class TokenStore:
         if not self._exists():
             with self.store.transaction() as db:
                 db.execute(_SCHEMA)
+            return
+        self._add_scopes_column()
+        self._has_scopes = True
+
+    def _add_scopes_column(self) -> None:
+        """An index whose token table predates scopes gets the column (SQLite; PostgreSQL
+        has it from its migrations). Rows without scopes keep what they could do."""
+        try:
+            with self.store.reading() as db:
+                db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
+        except Exception:  # the backend's "no such column": add it
+            with self.store.transaction() as db:
+                db.execute("ALTER TABLE api_tokens ADD COLUMN scopes TEXT")
 
     @staticmethod
     def _row(row: tuple[Any, ...]) -> ApiToken:
@@ -115,25 +171,42 @@ class TokenStore:
             created_at=created,
             expires_at=_from_iso(row[5]),
             revoked_at=_from_iso(row[6]),
+            scopes=_scopes_of(bool(row[2]), row[7]),
         )
 
     def create(
-        self, user_id: str, *, admin: bool = False, expires_in_s: float | None = None
+        self,
+        user_id: str,
+        *,
+        admin: bool = False,
+        expires_in_s: float | None = None,
+        scopes: frozenset[str] | None = None,
     ) -> tuple[str, ApiToken]:
         """A new token for ``user_id``: ``(the token, its record)``. The token is not
-        stored and cannot be recovered: show it to the operator once."""
+        stored and cannot be recovered: show it to the operator once. ``scopes`` default
+        to reading (``search``, ``ask``), and ``admin`` with the administrator flag."""
         if not user_id.strip():
             raise ValueError("a token needs a user id")
+        chosen = _scopes_of(admin, None) if scopes is None else frozenset(scopes)
+        check_scopes(chosen, admin=admin)
         now = self.clock()
         token_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         expires = None if expires_in_s is None else now + timedelta(seconds=expires_in_s)
-        record = ApiToken(token_id, user_id, admin, now, expires, None)
+        record = ApiToken(token_id, user_id, admin, now, expires, None, chosen)
         self._ensure()
         with self.store.transaction() as db:
             db.execute(
-                f"INSERT INTO api_tokens ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                (token_id, user_id, int(admin), _digest(secret), _iso(now), _iso(expires)),
+                f"INSERT INTO api_tokens ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                (
+                    token_id,
+                    user_id,
+                    int(admin),
+                    _digest(secret),
+                    _iso(now),
+                    _iso(expires),
+                    ",".join(sorted(chosen, key=SCOPES.index)),
+                ),
             )
         return f"{PREFIX}{token_id}_{secret}", record
 
@@ -141,7 +214,9 @@ class TokenStore:
         if not self._exists():
             return []
         with self.store.reading() as db:
-            rows = db.execute(f"SELECT {_COLUMNS} FROM api_tokens ORDER BY created_at, id")
+            rows = db.execute(
+                f"SELECT {self._read_columns()} FROM api_tokens ORDER BY created_at, id"
+            )
             return [self._row(tuple(r)) for r in rows.fetchall()]
 
     def revoke(self, token_id: str) -> ApiToken:
@@ -153,7 +228,7 @@ class TokenStore:
                     (_iso(self.clock()), token_id),
                 )
                 row = db.execute(
-                    f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", (token_id,)
+                    f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
                 ).fetchone()
             if row is not None:
                 return self._row(tuple(row))
@@ -166,7 +241,7 @@ class TokenStore:
             return None
         with self.store.reading() as db:
             row = db.execute(
-                f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", (token_id,)
+                f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
             ).fetchone()
         if row is None:
             return None
@@ -182,7 +257,7 @@ class TokenStore:
         token_id, secret = parsed
         with self.store.reading() as db:
             row = db.execute(
-                f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", (token_id,)
+                f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
             ).fetchone()
         if row is None or not hmac.compare_digest(_digest(secret), str(row[3])):
             return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from clearance.api.tokens import TokenStore
+from clearance.api.tokens import SCOPES, TokenStore
 from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
 from clearance.cli.safe import safe
 from clearance.config import parse_duration
@@ -25,23 +25,44 @@ def register(cli: click.Group) -> None:
     @click.option("--user", "user_id", required=True, help="The user the token signs in as.")
     @click.option("--expires", help="Lifetime, such as '30d' or '12h'. Default: no expiry.")
     @click.option("--admin", is_flag=True, help="May call the administrator routes.")
+    @click.option(
+        "--scope",
+        "scopes",
+        multiple=True,
+        type=click.Choice(SCOPES),
+        help="What the token may do (repeatable): search, ask, admin (with --admin), or "
+        "scim alone — a provisioning token for /scim/v2 that signs nobody in. "
+        "Default: search and ask, and admin with --admin.",
+    )
     @json_option
     @pass_app
     def create(
-        app_ctx: AppContext, user_id: str, expires: str | None, admin: bool, as_json: bool
+        app_ctx: AppContext,
+        user_id: str,
+        expires: str | None,
+        admin: bool,
+        scopes: tuple[str, ...],
+        as_json: bool,
     ) -> None:
         """Create a token for USER and print it once (only its hash is kept).
 
-        JSON: {"token", "id", "user", "admin", "created", "expires", "revoked"}.
+        For a scim token, USER names the provisioning client (it appears as the actor of
+        its changes) and need not be a directory user.
+
+        JSON: {"token", "id", "user", "admin", "created", "expires", "revoked", "scopes"}.
         """
         lifetime = None if expires is None else parse_duration(expires, "--expires")
         if lifetime == 0:
             raise click.BadParameter("must be longer than 0", param_hint="--expires")
+        chosen = frozenset(scopes) if scopes else None
         with app_ctx.open() as app:
-            known = user_id in app.directory.users
-            secret, record = TokenStore(app.store, clock=app.clock).create(
-                user_id, admin=admin, expires_in_s=lifetime
-            )
+            known = user_id in app.directory.users or chosen == frozenset({"scim"})
+            try:
+                secret, record = TokenStore(app.store, clock=app.clock).create(
+                    user_id, admin=admin, expires_in_s=lifetime, scopes=chosen
+                )
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--scope") from None
         if not known:
             err_console.print(
                 f"[yellow]warning:[/yellow] user {safe(user_id)!s} is not in the directory: "
@@ -62,7 +83,8 @@ def register(cli: click.Group) -> None:
     def list_(app_ctx: AppContext, as_json: bool) -> None:
         """Every token: id, user, admin, created, expires, revoked (never the secret).
 
-        JSON: {"tokens": [{"id", "user", "admin", "created", "expires", "revoked"}, …]}.
+        JSON: {"tokens": [{"id", "user", "admin", "created", "expires", "revoked", "scopes"},
+        …]}.
         """
         with app_ctx.open() as app:
             records = TokenStore(app.store, clock=app.clock).list()
@@ -73,7 +95,7 @@ def register(cli: click.Group) -> None:
             console.print("no API tokens")
             return
         table = Table(show_header=True)
-        for column in ("id", "user", "admin", "created", "expires", "revoked"):
+        for column in ("id", "user", "admin", "scopes", "created", "expires", "revoked"):
             table.add_column(column)
         for r in records:
             row = r.to_dict()
@@ -81,6 +103,7 @@ def register(cli: click.Group) -> None:
                 safe(row["id"]),
                 safe(row["user"]),
                 "yes" if r.admin else "",
+                safe(" ".join(row["scopes"])),
                 safe(row["created"]),
                 safe(row["expires"] or "never"),
                 safe(row["revoked"] or ""),
