@@ -8,11 +8,14 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
 from clearance.api.tokens import TokenStore, parse_token
 from clearance.store.sqlite import SQLiteStore
 from clitools import cli
+
+from .conftest import Live, create_token
 
 
 @pytest.fixture
@@ -117,3 +120,30 @@ def test_token_cli_refuses_a_bad_duration(project: Path) -> None:
     rc, _, err = cli("--config", project, "token", "create", "--user", "ann", "--expires", "soon")
 
     assert rc == 2 and "--expires" in err
+
+
+def test_a_token_reaches_only_the_routes_of_its_scopes(live: Live) -> None:
+    """A token made for searching cannot ask, nor a reader administer; /v1/me lists the
+    scopes. Reverse proof: the default token of the same user does both."""
+    searcher = create_token(live.config, "ann", "--scope", "search")["token"]
+    headers = {"Authorization": f"Bearer {searcher}"}
+    assert (
+        httpx.post(f"{live.url}/v1/search", json={"query": "trains"}, headers=headers).status_code
+        == 200
+    )
+    refused = httpx.post(f"{live.url}/v1/ask", json={"question": "Trains?"}, headers=headers)
+    assert refused.status_code == 403 and "'ask'" in refused.text
+    me = httpx.get(f"{live.url}/v1/me", headers=headers).json()
+    assert me["scopes"] == ["search"]
+    default = {"Authorization": f"Bearer {live.tokens['ann']}"}
+    assert (
+        httpx.post(f"{live.url}/v1/ask", json={"question": "Trains?"}, headers=default).status_code
+        == 200
+    )
+    assert httpx.get(f"{live.url}/v1/me", headers=default).json()["scopes"] == ["ask", "search"]
+
+
+def test_token_cli_refuses_scopes_no_token_may_have(project: Path) -> None:
+    for extra in (("--scope", "scim", "--scope", "ask"), ("--scope", "admin")):
+        rc, _, err = cli("--config", project, "token", "create", "--user", "ann", *extra)
+        assert rc == 2 and "--scope" in err, err
