@@ -198,6 +198,14 @@ class Clearance(Closing):
         self._directory = (generation, directory)
         return directory
 
+    def resolve_user(self, name: str) -> str:
+        """The directory user id a sign-in name (a claim's value: UPN, mail, object id …)
+        names, through the users' aliases (:meth:`Directory.resolve`). A name that is no
+        id and no alias of exactly one user stays as it is, so it signs in as nobody the
+        directory knows: an alias two users share never picks one of them."""
+        match = self.directory.resolve(name)
+        return name if match is None else match.user_id
+
     def warm(self) -> None:
         """Read the directory, load the embedding model and build the in-memory search
         copies now, so that the first request after a start does not wait for them."""
@@ -536,11 +544,17 @@ class Clearance(Closing):
         return dropped
 
     def explain(self, user_id: str, doc_id: str, *, assistant: str | None = None) -> dict[str, Any]:
-        """Operator view of one decision: why may (or may not) this user see this document?"""
+        """Operator view of one decision: why may (or may not) this user see this document?
+        ``user_id`` may be any of the user's names (UPN, mail, object id …): the answer says
+        which directory user it resolved to and by which alias."""
         access = self.access()
         document = self.store.get_document(doc_id)
         if document is None:
             raise NotFoundError(f"no document {doc_id!r} in the index")
+        asked = user_id
+        match = self.directory.resolve(user_id)
+        if match is not None:
+            user_id = match.user_id
         principal = access.principal(user_id)
         assistant_settings = access.assistant(assistant)
         decisions: dict[str, Decision] = {
@@ -557,6 +571,8 @@ class Clearance(Closing):
         }
         return {
             "user": user_id,
+            "asked_as": asked,
+            "matched": None if match is None else match.matched,
             "doc_id": doc_id,
             "assistant": assistant,
             "principal": {

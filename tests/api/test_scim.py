@@ -443,3 +443,49 @@ def _directory_version(config: Path) -> int:
     rc, out, err = cli("--config", config, "status", "--json")
     assert rc == 0, err
     return int(json.loads(out)["directory"]["version"])
+
+
+# --------------------------------------------------------------------------- aliases
+
+
+def test_sign_in_by_any_alias_resolves_to_one_directory_user(
+    server: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user provisioned as ``kai@acme.test`` with the address ``k.tanaka@acme.test``
+    signs in with either name; an address two users carry signs in as nobody; `explain`
+    says which alias matched. Reverse proof: sign-in that takes the claim as the id
+    finds no such user."""
+    with client(server) as c:
+        for body in (
+            {"userName": "kai@acme.test", "emails": [{"value": "k.tanaka@acme.test"},
+                                                     {"value": "desk@acme.test"}]},
+            {"userName": "lee@acme.test", "emails": [{"value": "DESK@acme.test"}]},
+        ):  # fmt: skip
+            assert c.post("/Users", json=body).status_code == 201
+
+    def me(name: str) -> dict[str, Any]:
+        reply = httpx.get(
+            server["url"] + "/v1/me", headers={"Authorization": f"Bearer {id_token(name)}"}
+        )
+        assert reply.status_code == 200, reply.text
+        return dict(reply.json())
+
+    assert me("K.Tanaka@acme.test")["user"] == "kai@acme.test"
+    assert me("kai@acme.test")["user"] == "kai@acme.test"
+    shared = me("desk@acme.test")
+    assert shared["user"] == "desk@acme.test" and not shared["known"]  # nobody
+
+    from clitools import cli
+
+    rc, out, err = cli(
+        "--config", server["config"], "explain", "--user", "k.tanaka@acme.test",
+        "--doc", "files:travel.md", "--json",
+    )  # fmt: skip
+    assert rc == 0, err
+    explained = json.loads(out)
+    assert (explained["user"], explained["matched"]) == ("kai@acme.test", "k.tanaka@acme.test")
+
+    monkeypatch.setattr(
+        "clearance.access.directory.Directory.resolve", lambda self, name: None, raising=True
+    )
+    assert not me("k.tanaka@acme.test")["known"]  # without aliases the name is nobody

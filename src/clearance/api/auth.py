@@ -150,19 +150,26 @@ class OidcAuthenticator:
     identity (so the same 401 as any bad credential); why it was refused is logged as a
     short reason, never the token."""
 
-    def __init__(self, verifier: JwtVerifier, is_admin: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        verifier: JwtVerifier,
+        is_admin: Callable[[str], bool],
+        resolve: Callable[[str], str] = lambda name: name,
+    ) -> None:
         self.verifier = verifier
         self.is_admin = is_admin
+        self.resolve = resolve
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
         credential = bearer_token(headers)
         if credential is None or credential.startswith(PREFIX):
             return None  # no bearer credential, or an API token (whose authenticator said no)
         try:
-            user_id = self.verifier.verify(credential)
+            claimed = self.verifier.verify(credential)
         except AuthError as exc:
             log.info("bearer token refused: %s", exc.reason)
             return None
+        user_id = self.resolve(claimed)  # any of the user's names: UPN, mail, object id
         admin = self.is_admin(user_id)
         return Identity(
             user_id, admin, "oidc", READER_SCOPES | {"admin"} if admin else READER_SCOPES
@@ -177,11 +184,16 @@ class TrustedHeaderAuthenticator:
     carries it twice is refused (:func:`request_headers`), never read as either value."""
 
     def __init__(
-        self, proxies: Sequence[Network], header: str, is_admin: Callable[[str], bool]
+        self,
+        proxies: Sequence[Network],
+        header: str,
+        is_admin: Callable[[str], bool],
+        resolve: Callable[[str], str] = lambda name: name,
     ) -> None:
         self.proxies = tuple(proxies)
         self.header = header.lower()
         self.is_admin = is_admin
+        self.resolve = resolve
 
     def trusted(self, peer: str | None) -> bool:
         """Whether ``peer`` (the TCP peer address) is one of the proxies."""
@@ -204,6 +216,7 @@ class TrustedHeaderAuthenticator:
         if principal_id_problem(user_id) is not None:
             log.info("%s from a trusted proxy is not a valid user id; refused", self.header)
             return None
+        user_id = self.resolve(user_id)
         admin = self.is_admin(user_id)
         return Identity(
             user_id, admin, "proxy", READER_SCOPES | {"admin"} if admin else READER_SCOPES
@@ -218,7 +231,11 @@ def default_authenticators(server: ServerSettings, engine: Clearance) -> list[Au
         ApiTokenAuthenticator(TokenStore(engine.store, clock=engine.clock))
     ]
     if server.oidc is not None:
-        found.append(OidcAuthenticator(JwtVerifier(server.oidc), admins))
+        found.append(OidcAuthenticator(JwtVerifier(server.oidc), admins, engine.resolve_user))
     if server.trusted_proxies:
-        found.append(TrustedHeaderAuthenticator(server.trusted_proxies, server.user_header, admins))
+        found.append(
+            TrustedHeaderAuthenticator(
+                server.trusted_proxies, server.user_header, admins, engine.resolve_user
+            )
+        )
     return found

@@ -588,7 +588,8 @@ def install_ui(
             return _without_pending(request, RedirectResponse("/signin?error=sso", 303))
         lifetime = timedelta(seconds=settings.server.session_lifetime_s)
         expires = min(engine.clock() + lifetime, token_expires)
-        session_id, _ = door.sessions.create(user_id, "oidc", expires)
+        # The session holds the directory user the claim names through any alias.
+        session_id, _ = door.sessions.create(engine.resolve_user(user_id), "oidc", expires)
         return _without_pending(request, _signed_in(request, session_id, expires))
 
     def _without_pending(request: Request, response: Response) -> Response:

@@ -120,8 +120,11 @@ def register(cli: click.Group) -> None:
             return
         p, d = data["principal"], data["document"]
         state = "unknown" if not p["known"] else ("active" if p["active"] else "DISABLED")
+        shown = safe(data["user"])
+        if data.get("matched") not in (None, "id"):
+            shown += f" (matched alias {safe(data['matched'])})"
         console.print(
-            f"user {safe(user_id)} ({state}); principals: {safe(', '.join(p['principals']) or '-')}"
+            f"user {shown} ({state}); principals: {safe(', '.join(p['principals']) or '-')}"
         )
         console.print(
             f"document {safe(doc_id)}: corpus {safe(d['corpus'])}, {safe(d['sensitivity'])}, "
