@@ -60,7 +60,7 @@ DIRECTORY = Directory().replace(
                         "110169484474386276334",
                         "alice@contoso.com",
                     ],
-                }  # fmt: skip
+                }
             ],
             "groups": [],
         },
