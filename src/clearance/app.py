@@ -49,6 +49,7 @@ from clearance.retrieval.synonyms import Synonyms
 from clearance.sources.ownership import BLOCKED_KEY, check_owner, owner_of
 from clearance.sources.service import source_summary
 from clearance.store.backends import AnyStore, open_store
+from clearance.trace.actions import AdminActions
 from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
 
@@ -197,6 +198,10 @@ class Clearance(Closing):
         directory = Directory.empty() if raw is None else Directory.from_json(raw)
         self._directory = (generation, directory)
         return directory
+
+    def actions(self) -> AdminActions:
+        """The log of administrator actions in this index (:mod:`clearance.trace.actions`)."""
+        return AdminActions(self.store, clock=self.clock)
 
     def resolve_user(self, name: str) -> str:
         """The directory user id a sign-in name (a claim's value: UPN, mail, object id …)

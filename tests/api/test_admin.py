@@ -81,6 +81,7 @@ ADMIN_ROUTES: list[tuple[str, str, dict[str, str], bytes]] = [
     ("POST", "/v1/ingest", {}, b""),
     ("GET", "/v1/traces", {}, b""),
     ("GET", "/v1/audit", {"doc": "files:travel.md"}, b""),
+    ("GET", "/v1/actions", {}, b""),
     ("GET", "/v1/stats", {}, b""),
 ]
 ROUTER_ROUTES = [r for r in ADMIN_ROUTES if r[1] != "/v1/status"]  # admin.py's own

@@ -38,6 +38,15 @@ def empty_db() -> Iterator[PgDatabase]:
         found.drop(database)
 
 
+MIGRATIONS = [
+    "0001_initial",
+    "0002_policies_as_arrays",
+    "0003_rate_limits",
+    "0004_token_scopes",
+    "0005_admin_actions",
+]
+
+
 def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDatabase) -> None:
     sqlite_config = home(tmp_path / "sqlite", '[store]\npath = "data/clearance.db"\n')
     pg_config = home(
@@ -49,17 +58,13 @@ def test_acme_on_postgres_answers_like_sqlite(tmp_path: Path, empty_db: PgDataba
     assert (status["backend"], status["version"], status["pending"]) == (
         "postgres",
         0,
-        ["0001_initial", "0002_policies_as_arrays", "0003_rate_limits", "0004_token_scopes"],
+        MIGRATIONS,
     )
     rc, _, err = cli("--config", pg_config, "status")
     assert rc != 0
     assert_one_line_error(err, "run `clearance db upgrade`")
     upgraded = run_json(pg_config, "db", "upgrade")
-    assert (
-        upgraded["applied"]
-        == ["0001_initial", "0002_policies_as_arrays", "0003_rate_limits", "0004_token_scopes"]
-        and upgraded["pending"] == []
-    )
+    assert upgraded["applied"] == MIGRATIONS and upgraded["pending"] == []
     assert run_json(pg_config, "db", "upgrade")["applied"] == []  # a second run does nothing
 
     for config in (sqlite_config, pg_config):

@@ -19,9 +19,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from clearance.access.directory import Directory
+from clearance.access.sync import AclSyncReport
 from clearance.api.app import ErrorBody
 from clearance.api.auth import Identity
 from clearance.app import Clearance
+from clearance.ingest.pipeline import IngestReport
 from clearance.trace.log import parse_since
 
 __all__ = ["BODY_SOURCE", "admin_router"]
@@ -52,6 +55,11 @@ def _since(engine: Clearance, since: str | None) -> Any:
     return None if since is None else parse_since(since, engine.clock(), "since")
 
 
+def _actor(request: Request) -> str:
+    """The administrator a request came from (the router's dependency identified it)."""
+    return str(request.state.user_id)
+
+
 def _engine(request: Request) -> Clearance:
     engine: Clearance = request.app.state.engine
     return engine
@@ -74,15 +82,25 @@ def admin_router(administrator: Callable[..., Identity]) -> APIRouter:
         ),
     )
     async def directory_sync(
-        request: Request, engine: Engine, delta: bool = False, allow_empty: bool = False
+        request: Request,
+        engine: Engine,
+        delta: bool = False,
+        allow_empty: bool = False,
     ) -> dict[str, Any]:
         """Apply a directory snapshot (or a delta with ``?delta=true``):
         ``clearance directory sync --json``. A snapshot with no users is refused unless
         ``?allow_empty=true``."""
         data = await request.body()
-        result = await run_in_threadpool(
-            engine.sync_directory_data, data, BODY_SOURCE, delta=delta, allow_empty=allow_empty
-        )
+
+        def run() -> Directory:
+            with engine.actions().action(_actor(request), "directory.sync", BODY_SOURCE) as act:
+                synced = engine.sync_directory_data(
+                    data, BODY_SOURCE, delta=delta, allow_empty=allow_empty
+                )
+                act.detail.update(mode="delta" if delta else "snapshot", version=synced.version)
+                return synced
+
+        result = await run_in_threadpool(run)
         active = sum(1 for u in result.users.values() if u.active)
         return {
             "mode": "delta" if delta else "snapshot",
@@ -112,9 +130,16 @@ def admin_router(administrator: Callable[..., Identity]) -> APIRouter:
         ``clearance acl sync --json``. ``read_at`` (ISO 8601 with a time zone) is when the
         export began reading the source; the revocation SLA counts from it (default: now)."""
         data = await request.body()
-        report = await run_in_threadpool(
-            engine.sync_acl_data, data, BODY_SOURCE, corpus, delta=delta, read_at=read_at
-        )
+
+        def run() -> AclSyncReport:
+            with engine.actions().action(_actor(request), "acl.sync", corpus) as act:
+                synced = engine.sync_acl_data(
+                    data, BODY_SOURCE, corpus, delta=delta, read_at=read_at
+                )
+                act.detail.update(changed=synced.changed)
+                return synced
+
+        report = await run_in_threadpool(run)
         return report.to_dict()
 
     @router.post(
@@ -124,14 +149,24 @@ def admin_router(administrator: Callable[..., Identity]) -> APIRouter:
             "application/x-ndjson",
         ),
     )
-    async def ingest(request: Request, engine: Engine, corpus: str | None = None) -> dict[str, Any]:
+    async def ingest(
+        request: Request,
+        engine: Engine,
+        corpus: str | None = None,
+    ) -> dict[str, Any]:
         """Ingest a manifest: ``clearance ingest --manifest … --json``. A refused line (bad
         metadata, a path outside the roots) fails alone; the others are ingested. Without
         ``[ingest] roots`` the whole manifest is refused with 422."""
         data = await request.body()
-        report = await run_in_threadpool(
-            lambda: engine.ingest([], corpus=corpus, manifest_data=(BODY_SOURCE, data))
-        )
+
+        def run() -> IngestReport:
+            target = corpus or "(by metadata)"
+            with engine.actions().action(_actor(request), "ingest", target) as act:
+                done = engine.ingest([], corpus=corpus, manifest_data=(BODY_SOURCE, data))
+                act.detail.update(counts=dict(done.counts))
+                return done
+
+        report = await run_in_threadpool(run)
         return report.to_dict()
 
     @router.get("/traces")
@@ -150,6 +185,20 @@ def admin_router(administrator: Callable[..., Identity]) -> APIRouter:
         """Every request that retrieved or cited ``doc``: ``clearance audit --json``."""
         events = engine.trace_log().audit(doc)
         return {"doc_id": doc, "count": len(events), "events": events}
+
+    @router.get("/actions")
+    def actions(
+        engine: Engine,
+        actor: Annotated[str | None, Query(min_length=1)] = None,
+        action: Annotated[str | None, Query(min_length=1)] = None,
+        since: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
+    ) -> dict[str, Any]:
+        """Administrator actions, newest first: ``clearance audit --actor … --json``."""
+        entries = engine.actions().entries(
+            actor=actor, action=action, since=_since(engine, since), limit=limit
+        )
+        return {"count": len(entries), "actions": entries}
 
     @router.get("/stats")
     def stats(engine: Engine, since: str | None = None) -> dict[str, Any]:

@@ -508,7 +508,10 @@ def create_app(
 
     from clearance.api.scim import scim_router  # provisioning: its own credential, /scim/v2
 
-    app.include_router(scim_router())
+    def provisioned(identity: Identity, done: Any) -> None:
+        engine.actions().record(identity.user_id, done.action, done.target)
+
+    app.include_router(scim_router(provisioned))
 
     if settings.server.ui:
         install_ui(app, settings, engine, app.state.authenticators, asker)

@@ -9,6 +9,7 @@ import click
 from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
+    cli_actor,
     console,
     emit_json,
     err_console,
@@ -40,8 +41,12 @@ def register(cli: click.Group) -> None:
         app_ctx: AppContext, file: Path, delta: bool, allow_empty: bool, as_json: bool
     ) -> None:
         """Load a directory file: Clearance JSON or SCIM 2.0 (ListResponse / BulkRequest)."""
-        with app_ctx.open() as app:
+        with (
+            app_ctx.open() as app,
+            app.actions().action(cli_actor(), "directory.sync", file.name) as act,
+        ):
             result = app.sync_directory(file, delta=delta, allow_empty=allow_empty)
+            act.detail.update(mode="delta" if delta else "snapshot", version=result.version)
         active = sum(1 for u in result.users.values() if u.active)
         warnings = [] if active else ["no active users: every account gets nothing"]
         data = {
@@ -86,8 +91,12 @@ def register(cli: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Apply a JSONL file of {"doc_id", "acl"} lines (snapshot or delta) to one corpus."""
-        with app_ctx.open() as app:
+        with (
+            app_ctx.open() as app,
+            app.actions().action(cli_actor(), "acl.sync", corpus) as act,
+        ):
             report = app.sync_acls(file, corpus, delta=delta, read_at=read_at)
+            act.detail.update(file=file.name, changed=report.changed)
         if as_json:
             emit_json(report.to_dict())
             return

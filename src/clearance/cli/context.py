@@ -92,3 +92,13 @@ ASSISTANT_HELP = (
     "max_sensitivity; the user's permissions apply either way. An unknown name exits 3, "
     "and so does omitting it where [access] require_assistant = true."
 )
+
+
+def cli_actor() -> str:
+    """Who runs an administrator command, for the action log: ``cli:<os user>``."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name in this environment
+        return "cli:unknown"

@@ -8,7 +8,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, cli_actor, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe, terminal_safe
 from clearance.errors import NotFoundError
 from clearance.ingest.pipeline import FileResult
@@ -40,7 +40,13 @@ def register(cli: click.Group) -> None:
         """
         if not paths and manifest is None:
             raise click.UsageError("give at least one PATH or --manifest")
-        with app_ctx.open() as app:
+        with (
+            app_ctx.open() as app,
+            app.actions().action(cli_actor(), "ingest", corpus or "(by metadata)") as act,
+        ):
+            act.detail.update(
+                paths=len(paths), manifest=None if manifest is None else manifest.name
+            )
             if as_json:
                 report = app.ingest(list(paths), manifest=manifest, corpus=corpus)
                 emit_json(report.to_dict())
@@ -94,6 +100,7 @@ def register(cli: click.Group) -> None:
                 table.add_row(*(str(n) for n in counts.values()))
                 console.print(table)
                 console.print(f"{report.chunks_written} chunks written in this run")
+            act.detail["counts"] = dict(report.counts)
         if report.failed:
             ctx.exit(report.exit_code)
 

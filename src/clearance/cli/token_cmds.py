@@ -9,7 +9,15 @@ import click
 from rich.table import Table
 
 from clearance.api.tokens import SCOPES, TokenStore
-from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
+from clearance.cli.context import (
+    AppContext,
+    cli_actor,
+    console,
+    emit_json,
+    err_console,
+    json_option,
+    pass_app,
+)
 from clearance.cli.safe import safe
 from clearance.config import parse_duration
 
@@ -63,6 +71,12 @@ def register(cli: click.Group) -> None:
                 )
             except ValueError as exc:
                 raise click.BadParameter(str(exc), param_hint="--scope") from None
+            app.actions().record(
+                cli_actor(),
+                "token.create",
+                record.id,
+                detail={"user": user_id, "scopes": sorted(record.scopes), "admin": admin},
+            )
         if not known:
             err_console.print(
                 f"[yellow]warning:[/yellow] user {safe(user_id)!s} is not in the directory: "
@@ -116,7 +130,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def revoke(app_ctx: AppContext, token_id: str, as_json: bool) -> None:
         """Revoke token TOKEN_ID: refused from the next request on. Unknown ids exit 3."""
-        with app_ctx.open() as app:
+        with app_ctx.open() as app, app.actions().action(cli_actor(), "token.revoke", token_id):
             record = TokenStore(app.store, clock=app.clock).revoke(token_id)
         if as_json:
             emit_json(record.to_dict())

@@ -120,16 +120,58 @@ def register(cli: click.Group) -> None:
         console.print(f"purged {purged} trace record(s) older than {timestamp(cutoff)}")
 
     @cli.command("audit")
-    @click.option("--doc", "doc_id", required=True, help="The document to audit.")
+    @click.option("--doc", "doc_id", help="Who saw this document (the request log).")
+    @click.option("--actor", help="Only administrator actions of this actor (cli:<user>, a user).")
+    @click.option("--action", help="Only these actions: a name or a prefix ('scim', 'token').")
+    @click.option("--since", help=_SINCE_HELP)
+    @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
     @json_option
     @pass_app
-    def audit(app_ctx: AppContext, doc_id: str, as_json: bool) -> None:
-        """Who saw this? Every request that retrieved or cited DOC: trace id, pseudonymous
-        user and time (also after the document was removed).
+    def audit(
+        app_ctx: AppContext,
+        doc_id: str | None,
+        actor: str | None,
+        action: str | None,
+        since: str | None,
+        limit: int,
+        as_json: bool,
+    ) -> None:
+        """With --doc: who saw this? Every request that retrieved or cited DOC: trace id,
+        pseudonymous user and time (also after the document was removed). Otherwise: the
+        administrator actions — directory and ACL syncs, ingestion, token changes, SCIM
+        writes — newest first, by --actor, --action and --since.
 
-        JSON: {"doc_id", "count", "events": [{"trace_id", "created_at", "user",
-        "assistant", "status", "retrieved", "cited"}]}.
+        JSON (--doc): {"doc_id", "count", "events": [{"trace_id", "created_at", "user",
+        "assistant", "status", "retrieved", "cited"}]}. JSON (actions): {"count",
+        "actions": [{"at", "actor", "action", "target", "outcome", "detail"}]}.
         """
+        if doc_id is None:
+            with app_ctx.open() as app:
+                start = None if since is None else parse_since(since, app.clock())
+                entries = app.actions().entries(
+                    actor=actor, action=action, since=start, limit=limit
+                )
+            if as_json:
+                emit_json({"count": len(entries), "actions": entries})
+                return
+            if not entries:
+                console.print("no administrator action recorded")
+                return
+            table = Table(show_header=True)
+            for column in ("time", "actor", "action", "target", "outcome"):
+                table.add_column(column, overflow="fold")
+            for e in entries:
+                table.add_row(
+                    safe(e["at"][:19]),
+                    safe(e["actor"]),
+                    safe(e["action"]),
+                    safe(e["target"]),
+                    safe(e["outcome"]),
+                )
+            console.print(table)
+            return
+        if actor or action or since:
+            raise click.UsageError("--actor, --action and --since list actions, not --doc")
         with app_ctx.open() as app:
             events = app.trace_log().audit(doc_id)
         if as_json:
