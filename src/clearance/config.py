@@ -582,6 +582,8 @@ class ServerSettings:
     public_url: str | None = None
     # A browser session ends this long after sign-in (and never outlives its credential).
     session_lifetime_s: float = 8 * 3600.0
+    # Expired browser sessions are deleted from the index this often while serving.
+    session_sweep_interval_s: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -1020,6 +1022,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         ui=t.get("ui", bool, server_defaults.ui),
         public_url=_public_url(t, "public_url"),
         session_lifetime_s=_session_lifetime(t),
+        session_sweep_interval_s=_positive_duration(t, "session_sweep_interval", 3600.0),
     )
     t.done()
 
@@ -1193,6 +1196,13 @@ def _public_url(table: _Table, name: str) -> str | None:
             f"{table.key(name)}: {value!r} is not a URL like 'https://clearance.example.com'"
         )
     return value.rstrip("/")
+
+
+def _positive_duration(table: _Table, name: str, default: float) -> float:
+    value = table.duration(name, default)
+    if value <= 0:
+        raise ConfigError(f"{table.key(name)}: must be longer than 0")
+    return value
 
 
 def _session_lifetime(table: _Table) -> float:

@@ -37,6 +37,7 @@ from clearance.api.errors import (
     status_of,
 )
 from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
+from clearance.api.sessions import SessionStore, SessionSweeper
 from clearance.api.streaming import Asker
 from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.api.ui import SecurityHeaders, install_ui, not_found_page
@@ -310,9 +311,14 @@ def create_app(
         sources = BackgroundScheduler(engine).start() if settings.sources else None
         if sources is not None:
             notifications.attach(sources.scheduler.notify)
+        sweeper = SessionSweeper(
+            SessionStore(engine.store, clock=engine.clock),
+            settings.server.session_sweep_interval_s,
+        ).start()
         try:
             yield
         finally:
+            sweeper.stop()
             notifications.attach(None)
             await anyio.to_thread.run_sync(notifications.close)
             if sources is not None:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
 
 
-__all__ = ["Session", "SessionStore"]
+__all__ = ["Session", "SessionStore", "SessionSweeper"]
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS ui_sessions (id_sha256 TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
@@ -112,6 +116,16 @@ class SessionStore:
         session = _session(tuple(row[1:]))
         return session if self.clock() < session.expires_at else None
 
+    def sweep(self) -> int:
+        """Delete every expired session; how many there were."""
+        if not self._exists():
+            return 0
+        with self.store.transaction() as db:
+            cursor = db.execute(
+                "DELETE FROM ui_sessions WHERE expires_at <= ?", (self.clock().isoformat(),)
+            )
+            return max(int(getattr(cursor, "rowcount", 0) or 0), 0)
+
     def end(self, session_id: str | None) -> None:
         """Sign out: the cookie value no longer names a session."""
         if session_id and self._exists():
@@ -128,3 +142,33 @@ def _session(row: tuple[Any, ...]) -> Session:
         created_at=datetime.fromisoformat(row[4]),
         expires_at=datetime.fromisoformat(row[5]),
     )
+
+
+class SessionSweeper:
+    """Deletes expired sessions every ``interval_s`` while the server runs, so the table
+    holds live sign-ins only (an expired one never signs in either way: :meth:`get`)."""
+
+    def __init__(self, sessions: SessionStore, interval_s: float) -> None:
+        self.sessions = sessions
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="session-sweeper", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                swept = self.sessions.sweep()
+            except Exception:  # a busy index now is tried again next time
+                log.warning("expired sessions could not be swept", exc_info=True)
+                continue
+            if swept:
+                log.info("swept %d expired browser session(s)", swept)
+
+    def start(self) -> SessionSweeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)

@@ -1,0 +1,65 @@
+"""Expired browser sessions are swept from the index on a schedule while serving, on
+SQLite and PostgreSQL; an expired session never signs in, swept or not."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from clearance.api.sessions import SessionStore, SessionSweeper
+from clearance.store.postgres import PostgresStore
+from clearance.store.sqlite import SQLiteStore
+from pg import server as pg_server
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore | PostgresStore]:
+    if request.param == "sqlite":
+        opened: SQLiteStore | PostgresStore = SQLiteStore(tmp_path / "index.db")
+        try:
+            yield opened
+        finally:
+            opened.close()
+        return
+    found = pg_server()
+    database = found.database(always_fresh=True)
+    try:
+        opened = PostgresStore(database.reader_dsn, database.writer_dsn)
+        try:
+            yield opened
+        finally:
+            opened.close()
+    finally:
+        found.drop(database)
+
+
+def rows(store: SQLiteStore | PostgresStore) -> int:
+    with store.reading() as db:
+        return int(db.execute("SELECT count(*) FROM ui_sessions").fetchone()[0])
+
+
+def test_the_sweeper_deletes_expired_sessions_and_keeps_live_ones(
+    store: SQLiteStore | PostgresStore,
+) -> None:
+    now = [datetime(2026, 12, 3, 9, 0, tzinfo=UTC)]
+    sessions = SessionStore(store, clock=lambda: now[0])
+    old, _ = sessions.create("ann", "oidc", now[0] + timedelta(minutes=30))
+    live, _ = sessions.create("bob", "oidc", now[0] + timedelta(hours=8))
+    now[0] += timedelta(hours=1)
+    assert sessions.get(old) is None  # expired: never signs in, swept or not
+    assert rows(store) == 2  # reverse proof: nothing removed it yet
+    sweeper = SessionSweeper(sessions, 0.05).start()
+    try:
+        deadline = time.monotonic() + 10
+        while rows(store) != 1:
+            assert time.monotonic() < deadline, "the sweeper did not run"
+            time.sleep(0.05)
+    finally:
+        sweeper.stop()
+    found = sessions.get(live)
+    assert found is not None and found.user_id == "bob"
+    assert sessions.sweep() == 0
