@@ -307,7 +307,11 @@ def test_http_server_takes_the_identity_from_the_bearer_token(
                 headers={"Accept": "application/json, text/event-stream", **headers},
             )
             assert response.status_code == 401
-            assert response.headers["WWW-Authenticate"] == "Bearer"
+            challenge = response.headers["WWW-Authenticate"]
+            assert challenge.startswith('Bearer resource_metadata="http://127.0.0.1:')
+            assert challenge.endswith('/.well-known/oauth-protected-resource/mcp"') == (
+                not headers
+            )  # a refused token adds error="invalid_token"
             assert response.json()["error"] == "unauthenticated"
         # Behind a proxy the Host is the public name: a valid token is all it takes.
         response = httpx.post(

@@ -43,7 +43,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clearance.answer.bounds import unicode_problem
@@ -446,15 +447,24 @@ class BearerGate:
         authenticators: Sequence[Authenticator],
         limiter: Limiter | None = None,
         streams: StreamGuard | None = None,
+        public_url: str | None = None,
     ) -> None:
         self.app = app
         self.authenticators = list(authenticators)
         self.limiter = limiter
         self.streams = streams
+        self.public_url = public_url
+
+    def _challenge(self, scope: Scope, presented: bool) -> str:
+        """RFC 9728 §5.1: the 401 names where the protected resource metadata is, so an
+        MCP client can find the authorization server and sign the user in."""
+        metadata = _origin(scope, self.public_url) + METADATA_PATH + MCP_PATH
+        challenge = f'Bearer resource_metadata="{metadata}"'
+        return challenge + ', error="invalid_token"' if presented else challenge
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope.get("path", "").startswith("/.well-known/"):
+            await self.app(scope, receive, send)  # discovery documents are public
             return
         headers = request_headers(
             (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
@@ -473,8 +483,9 @@ class BearerGate:
         except AuthError as exc:  # a refused credential: the API's 401, whatever the reason
             error = exc
         if identity is None:
+            challenge = self._challenge(scope, presented="authorization" in headers)
             response = JSONResponse(
-                error.to_dict(), status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                error.to_dict(), status_code=401, headers={"WWW-Authenticate": challenge}
             )
             await response(scope, receive, send)
             return
@@ -554,6 +565,57 @@ class UnicodeGate:
         await JSONResponse(content, status)(scope, receive, send)
 
 
+#: Where RFC 9728 protected resource metadata lives (the resource's path is appended).
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+def _origin(scope: Scope, public_url: str | None) -> str:
+    """``https://clearance.example.com``: ``[server] public_url`` when set (behind a
+    proxy), else the scheme and Host of the request."""
+    if public_url:
+        return public_url.rstrip("/")
+    headers = dict(scope.get("headers") or [])
+    host = headers.get(b"host", b"").decode("latin-1") or "localhost"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+def discovery_routes(engine: Clearance) -> list[Route]:
+    """The MCP authorization spec's discovery documents (2025-06-18): protected resource
+    metadata (RFC 9728) at ``/.well-known/oauth-protected-resource`` and its path-suffixed
+    form for :data:`MCP_PATH`, naming the configured OIDC provider as the authorization
+    server; and ``/.well-known/oauth-authorization-server``, which older clients read at
+    the resource's own origin, redirecting to the provider's discovery document. Clearance
+    issues no tokens: the company's provider does, for the audience ``[server.oidc]``
+    names, and the same verifier as the API's checks them (issuer, signature, expiry,
+    audience — a token for another audience is refused, never passed through)."""
+    server = engine.settings.server
+    oidc = server.oidc
+
+    async def resource(request: Request) -> JSONResponse:
+        origin = _origin(request.scope, server.public_url)
+        body: dict[str, Any] = {
+            "resource": origin + MCP_PATH,
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Clearance",
+        }
+        if oidc is not None:
+            body["authorization_servers"] = [oidc.issuer]
+            body["scopes_supported"] = list(oidc.scopes)
+        return JSONResponse(body, headers={"Cache-Control": "max-age=300"})
+
+    async def authorization_server(request: Request) -> Response:
+        if oidc is None:
+            return JSONResponse({"error": "not_found"}, status_code=404)
+        url = oidc.issuer.rstrip("/") + "/.well-known/openid-configuration"
+        return RedirectResponse(url, status_code=302)
+
+    return [
+        Route(METADATA_PATH, resource, methods=["GET"]),
+        Route(METADATA_PATH + MCP_PATH, resource, methods=["GET"]),
+        Route("/.well-known/oauth-authorization-server", authorization_server, methods=["GET"]),
+    ]
+
+
 def shared_limiter(engine: Clearance) -> SharedRateLimiter | None:
     """``[server] rate_limit`` as the API keeps it: in the index, per user."""
     rate = engine.settings.server.rate_limit
@@ -591,6 +653,7 @@ def create_http_app(
         per_user=server_settings.streams_per_user,
         idle_timeout_s=server_settings.stream_idle_timeout_s,
     )
+    app.router.routes.extend(discovery_routes(engine))
     # Innermost: a message the SDK cannot parse is answered once the caller is admitted.
     app.add_middleware(UnicodeGate, path=MCP_PATH)
     app.add_middleware(
@@ -598,6 +661,7 @@ def create_http_app(
         authenticators=authenticators,
         limiter=shared_limiter(engine),
         streams=streams,
+        public_url=server_settings.public_url,
     )
     # Outermost, as on the API: an oversize body is 413 before anything reads it.
     app.add_middleware(BodyLimit, limit=engine.settings.server.max_body_bytes)
