@@ -17,6 +17,14 @@ Written from Microsoft's published documentation:
   https://learn.microsoft.com/en-us/graph/api/group-list-members?view=graph-rest-1.0
 * Paging — ``@odata.nextLink``, an absolute URL with an opaque ``$skiptoken``, absent on
   the last page: https://learn.microsoft.com/en-us/graph/paging
+* Delta queries — ``GET /v1.0/users/delta`` and ``/v1.0/groups/delta`` (``$select=id,members``):
+  the initial round returns every object, the last page an ``@odata.deltaLink`` (with a
+  ``$deltatoken``); following it returns only what changed since, a deleted object as
+  ``{"id": …, "@removed": {"reason": "changed"}}``, a group's membership changes in
+  ``members@delta`` (a removed member with ``@removed``):
+  https://learn.microsoft.com/en-us/graph/delta-query-overview,
+  https://learn.microsoft.com/en-us/graph/api/user-delta?view=graph-rest-1.0 and
+  https://learn.microsoft.com/en-us/graph/api/group-delta?view=graph-rest-1.0
 * Throttling — 429 with ``Retry-After`` (seconds) and an ``error`` object whose code is
   ``TooManyRequests``: https://learn.microsoft.com/en-us/graph/throttling
 """
@@ -49,6 +57,16 @@ class Tenant:
     fail_path: str | None = None
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # the state each issued $deltatoken stands for
+    tokens: list[tuple[dict[str, dict[str, Any]], dict[str, set[tuple[str, str]]]]] = field(
+        default_factory=list
+    )
+
+    def state(self) -> tuple[dict[str, dict[str, Any]], dict[str, set[tuple[str, str]]]]:
+        return (
+            {u["id"]: dict(u) for u in self.users},
+            {g: set(m) for g, m in self.groups.items()},
+        )
 
 
 def _error(code: str, message: str) -> dict[str, Any]:
@@ -111,6 +129,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(503, _error("serviceNotAvailable", "Service unavailable"))
             return
         path = parts.path.removeprefix("/v1.0")
+        if path in ("/users/delta", "/groups/delta"):
+            self._delta(path, query)
+            return
         if path == "/users":
             fields = query.get("$select", [""])[0].split(",")
             items = [{k: u.get(k) for k in fields if k in u} for u in tenant.users]
@@ -136,6 +157,64 @@ class _Handler(BaseHTTPRequestHandler):
             rest = "&".join(f"{k}={v[0]}" for k, v in query.items() if k != "$skiptoken")
             body["@odata.nextLink"] = f"http://{host}{parts.path}?{rest}&$skiptoken={start + top}"
         self._reply(200, body)
+
+    def _delta(self, path: str, query: dict[str, list[str]]) -> None:
+        tenant = self.server.tenant
+        with tenant.lock:
+            users, groups = tenant.state()
+            token = query.get("$deltatoken", [None])[0]
+            if token is not None and not (token.isdigit() and int(token) < len(tenant.tokens)):
+                self._reply(410, _error("syncStateNotFound", "The delta token has expired."))
+                return
+            old_users, old_groups = tenant.tokens[int(token)] if token else ({}, {})
+        removed = {"@removed": {"reason": "changed"}}
+        items: list[dict[str, Any]] = []
+        if path == "/users/delta":
+            fields = ["id", *_USER_FIELDS]
+            for uid, user in users.items():
+                if old_users.get(uid) != user:
+                    items.append({k: user.get(k) for k in fields if k in user})
+            items += [{"id": uid, **removed} for uid in old_users if uid not in users]
+        else:
+            for gid, members in groups.items():
+                before = old_groups.get(gid, set())
+                if gid in old_groups and before == members:
+                    continue
+                change = [
+                    {"@odata.type": f"#microsoft.graph.{k}", "id": i} for k, i in members - before
+                ] + [
+                    {
+                        "@odata.type": f"#microsoft.graph.{k}",
+                        "id": i,
+                        "@removed": {"reason": "deleted"},
+                    }
+                    for k, i in before - members
+                ]
+                items.append({"id": gid, "members@delta": change})
+            items += [{"id": gid, **removed} for gid in old_groups if gid not in groups]
+        top = int(query.get("$top", ["100"])[0])
+        start = int(query.get("$skiptoken", ["0"])[0])
+        body: dict[str, Any] = {"value": items[start : start + top]}
+        host = self.headers.get("Host", "")
+        base = f"http://{host}/v1.0{path}"
+        if start + top < len(items):
+            rest = "&".join(f"{k}={v[0]}" for k, v in query.items() if k != "$skiptoken")
+            body["@odata.nextLink"] = f"{base}?{rest}&$skiptoken={start + top}"
+        else:
+            with tenant.lock:
+                tenant.tokens.append((users, groups))
+                issued = len(tenant.tokens) - 1
+            body["@odata.deltaLink"] = f"{base}?$deltatoken={issued}"
+        self._reply(200, body)
+
+
+_USER_FIELDS = (
+    "userPrincipalName",
+    "mail",
+    "accountEnabled",
+    "onPremisesSamAccountName",
+    "otherMails",
+)
 
 
 class _Server(ThreadingHTTPServer):

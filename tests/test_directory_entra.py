@@ -166,3 +166,58 @@ def test_the_entra_kind_is_built_from_settings(tmp_path: Path, url: str) -> None
         assert len(built.read(None).doc.users) == 12
     finally:
         built.close()
+
+
+def delta_reader(url: str) -> EntraReader:
+    options = EntraOptions(
+        TENANT, CLIENT_ID, graph_url=f"{url}/v1.0", login_url=url, page_size=5, delta=True
+    )
+    return entra_reader("entra", options, Secret(SECRET), sleep=lambda s: None)
+
+
+def test_delta_reads_after_the_first_fetch_only_changes(url: str, tenant: Tenant) -> None:
+    entra = delta_reader(url)
+    first = entra.read(None)
+    assert len(first.doc.users) == 12
+    assert first.doc.groups["g-all"].members == {"group:g-eng", "user:oid-0"}
+
+    tenant.users[0]["accountEnabled"] = False  # disabled
+    del tenant.users[11]  # deleted
+    tenant.groups["g-eng"].remove(("user", "oid-1"))
+    tenant.groups["g-new"] = [("user", "oid-2")]
+    del tenant.groups["g-all"]
+    tenant.requests.clear()
+
+    second = entra.read(first.cursor)
+
+    assert all("$deltatoken=" in r for r in tenant.requests)
+    assert second.api_calls == 2  # one page of changes each
+    assert not second.doc.users["oid-0"].active
+    assert "oid-11" not in second.doc.users and len(second.doc.users) == 11
+    assert second.doc.groups["g-eng"].members == {f"user:oid-{i}" for i in range(2, 9)}
+    assert second.doc.groups["g-new"].members == {"user:oid-2"}
+    assert "g-all" not in second.doc.groups
+
+
+def test_a_reader_without_the_previous_snapshot_starts_a_fresh_round(
+    url: str, tenant: Tenant
+) -> None:
+    cursor = delta_reader(url).read(None).cursor
+    tenant.requests.clear()
+
+    read = delta_reader(url).read(cursor)  # another process: only the cursor survived
+
+    assert len(read.doc.users) == 12
+    assert not any("$deltatoken=" in r for r in tenant.requests)
+
+
+def test_an_expired_delta_link_fails_the_read_and_the_next_starts_afresh(
+    url: str, tenant: Tenant
+) -> None:
+    entra = delta_reader(url)
+    first = entra.read(None)
+    tenant.tokens.clear()  # every delta token expired
+
+    with pytest.raises(SourceError, match="HTTP 410"):
+        entra.read(first.cursor)
+    assert len(entra.read(first.cursor).doc.users) == 12

@@ -19,7 +19,12 @@ onPremisesSamAccountName) is an alias. A user without the chosen id (no mail, wi
 ``accountEnabled`` false — or missing — is inactive. A 429 waits for its ``Retry-After``
 (:class:`~clearance.sources.http.SourceClient`).
 
-Each read is a whole snapshot; Graph's delta queries are not used yet.
+Delta (``delta = true``, the default from the configuration): the first read is the initial
+round of ``/users/delta`` and ``/groups/delta`` (members as ``members@delta``) and later reads
+follow the ``@odata.deltaLink`` of the round before, merging added, changed and ``@removed``
+users, groups and memberships into the snapshot the reader keeps, and returning it whole. A
+reader without that snapshot (a new process) starts a fresh initial round: the stored cursor
+alone is never trusted to stand for users it did not see.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ _OPTIONS = frozenset(
         "federated_token_file",
         "page_size",
         "max_concurrency",
+        "delta",
     }
 )
 _ID_KEYS = {"id": "id", "upn": "userPrincipalName", "mail": "mail"}
@@ -79,6 +85,7 @@ class EntraOptions:
     user_id: str = "id"
     page_size: int = 999
     max_concurrency: int = 4
+    delta: bool = False
 
 
 class EntraReader:
@@ -92,6 +99,10 @@ class EntraReader:
         self.client = client
         self.tokens = tokens
         self.base = options.graph_url.rstrip("/")
+        # delta state: raw users and group members by object id, and the round's links
+        self._users: dict[str, dict[str, Any]] = {}
+        self._members: dict[str, set[tuple[str, str]]] = {}
+        self._links: tuple[str, str] | None = None
 
     def close(self) -> None:
         self.client.close()
@@ -124,6 +135,72 @@ class EntraReader:
     def _requests(self) -> int:
         return self.client.requests + (0 if self.tokens is None else self.tokens.requests)
 
+    def _round(
+        self, url: str, params: Mapping[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every item of one delta round and the round's ``@odata.deltaLink``."""
+        items: list[dict[str, Any]] = []
+        link: str | None = None
+
+        def following(body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
+            nonlocal link
+            if isinstance(body, dict) and "@odata.deltaLink" in body:
+                link = str(body["@odata.deltaLink"])
+                self._next({"@odata.nextLink": link})  # the same origin check
+                return None
+            found = self._next(body)
+            if found is None:
+                raise self._error(f"GET {url}: a delta page with neither next nor delta link")
+            return found
+
+        for body in self.client.pages(url, following, params=params):
+            values = body.get("value") if isinstance(body, dict) else None
+            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+                raise self._error("a delta page has no 'value' list")
+            items.extend(values)
+        assert link is not None
+        return items, link
+
+    def _read_delta(self, cursor: str | None) -> None:
+        users = dict(self._users) if self._links and cursor else {}
+        members = {g: set(m) for g, m in self._members.items()} if self._links and cursor else {}
+        if self._links and cursor:
+            try:
+                user_items, user_link = self._round(self._links[0], None)
+                group_items, group_link = self._round(self._links[1], None)
+            except SourceError:
+                self._links = None  # an expired or refused delta link: start afresh next time
+                raise
+        else:
+            top = {"$top": self.options.page_size}
+            user_items, user_link = self._round(
+                f"{self.base}/users/delta", {"$select": _USER_SELECT, **top}
+            )
+            group_items, group_link = self._round(
+                f"{self.base}/groups/delta", {"$select": "id,members", **top}
+            )
+        for raw in user_items:
+            ident = str(raw.get("id"))
+            if "@removed" in raw:
+                users.pop(ident, None)
+            else:
+                users[ident] = {**users.get(ident, {}), **raw}
+        for raw in group_items:
+            ident = str(raw.get("id"))
+            if "@removed" in raw:
+                members.pop(ident, None)
+                continue
+            current = members.setdefault(ident, set())
+            changes = raw.get("members@delta")
+            for member in changes if isinstance(changes, list) else []:
+                entry = (str(member.get("@odata.type")), str(member.get("id")))
+                if "@removed" in member:
+                    current.discard(entry)
+                else:
+                    current.add(entry)
+        # applied only once both rounds were read whole
+        self._users, self._members, self._links = users, members, (user_link, group_link)
+
     def read(self, cursor: str | None, progress: Progress | None = None) -> DirectoryRead:
         before = self._requests()
         top = {"$top": self.options.page_size}
@@ -131,7 +208,12 @@ class EntraReader:
         users: dict[str, User] = {}
         by_object: dict[str, str] = {}
         key = _ID_KEYS[self.options.user_id]
-        for raw in self._all("/users", {"$select": _USER_SELECT, **top}):
+        if self.options.delta:
+            self._read_delta(cursor)
+            listing = list(self._users.values())
+        else:
+            listing = self._all("/users", {"$select": _USER_SELECT, **top})
+        for raw in listing:
             object_id = raw.get("id")
             if not isinstance(object_id, str) or not object_id:
                 raise self._error("GET /users: a user without an id")
@@ -150,6 +232,21 @@ class EntraReader:
             by_object[object_id] = ident
         if progress is not None:
             progress("users", len(users))
+        if self.options.delta:
+            groups = {
+                gid: Group(
+                    gid, frozenset(_member(kind, ident, by_object) for kind, ident in found) - {""}
+                )
+                for gid, found in self._members.items()
+            }
+            doc = DirectoryDoc(source=f"entra:{self.name}", users=users, groups=groups)
+            assert self._links is not None
+            return DirectoryRead(
+                doc,
+                api_calls=self._requests() - before,
+                cursor="delta",
+                warnings=tuple(warnings),
+            )
         group_ids = [str(g["id"]) for g in self._all("/groups", {"$select": "id", **top})]
 
         def members(group_id: str) -> Group:
@@ -170,6 +267,14 @@ class EntraReader:
         return DirectoryRead(doc, api_calls=self._requests() - before, warnings=tuple(warnings))
 
 
+def _member(kind: str, ident: str, by_object: Mapping[str, str]) -> str:
+    if kind == "#microsoft.graph.user":
+        return f"user:{by_object.get(ident, ident)}"
+    if kind == "#microsoft.graph.group":
+        return f"group:{ident}"
+    return ""
+
+
 def parse_options(name: str, raw: Mapping[str, Any]) -> EntraOptions:
     key = f"directories.{name}.options"
     unknown = sorted(set(raw) - _OPTIONS)
@@ -184,7 +289,11 @@ def parse_options(name: str, raw: Mapping[str, Any]) -> EntraOptions:
     concurrency = raw.get("max_concurrency", 4)
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"{key}.max_concurrency: expected a positive integer")
+    delta = raw.get("delta", True)
+    if not isinstance(delta, bool):
+        raise ConfigError(f"{key}.delta: expected true or false")
     return EntraOptions(
+        delta=delta,
         tenant_id=string_option(raw, "tenant_id", key),
         client_id=string_option(raw, "client_id", key),
         graph_url=url_option(raw, "graph_url", key, DEFAULT_GRAPH_URL),
