@@ -264,7 +264,7 @@ def test_the_scheduler_reads_the_directory_source_on_its_interval(
     reads: list[FakeReader] = []
 
     def factory(name: str, options: Any, context: registry.DirectoryContext) -> FakeReader:
-        reads.append(FakeReader(snapshot({"ann": ["staff"]})))
+        reads.append(FakeReader(snapshot({"ann": ["staff"]}), snapshot({"ann": ["staff"]})))
         return reads[-1]
 
     registry.register_directory_reader("fake", factory)
@@ -277,8 +277,11 @@ def test_the_scheduler_reads_the_directory_source_on_its_interval(
     clock.now += timedelta(minutes=5)
     scheduler.tick()
 
-    assert len(reads) == 2 and all(r.closed for r in reads)
+    # one reader, kept between syncs so a delta reader keeps its snapshot
+    assert len(reads) == 1 and reads[0].cursors == [None, "cursor-1"]
     assert [r.ok for r in scheduler.directory_reports] == [True]
+    scheduler.close_directory_readers()
+    assert reads[0].closed
 
 
 # ---------------------------------------------------------------------------- the SLA
