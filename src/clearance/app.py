@@ -16,7 +16,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from clearance.access.directory import Directory, parse_directory, unknown_principal_warning
+from clearance.access.directory import (
+    Directory,
+    DirectoryDoc,
+    parse_directory,
+    unknown_principal_warning,
+)
 from clearance.access.policy import AccessControl, Action, Decision, Principal, Reason
 from clearance.access.realtime import (
     PermissionChecker,
@@ -218,9 +223,12 @@ class Clearance(Closing):
         self.store.warm(vectors=self.embedder is not None)
 
     def access(self) -> AccessControl:
+        # A directory source past its SLA owns a directory nobody may be served from: every
+        # user it provides resolves to the empty principal set until its next success.
+        directory = Directory.empty() if self.directory_failing_closed() else self.directory
         return AccessControl(
             self.settings,
-            self.directory,
+            directory,
             self.store.last_acl_syncs(),
             checkers=self.checkers,
             clock=self.clock,
@@ -435,6 +443,20 @@ class Clearance(Closing):
         """The directory and the SCIM resources, for reads of ``/scim/v2``."""
         return self.directory, ScimState.from_json(self.store.get_meta(_SCIM_KEY))
 
+    def replace_directory(self, doc: DirectoryDoc) -> Directory:
+        """Apply a snapshot read from a directory source as one new directory version."""
+        updated = self.directory.replace(doc)
+        self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
+        return updated
+
+    def directory_failing_closed(self) -> str | None:
+        """Why the configured directory source serves nobody now (past its SLA), or None."""
+        if not self.settings.directories:
+            return None
+        from clearance.sources.directory.service import failing_closed
+
+        return failing_closed(self)
+
     def sync_acls(
         self, path: Path, corpus: str, *, delta: bool = False, read_at: str | None = None
     ) -> AclSyncReport:
@@ -581,6 +603,7 @@ class Clearance(Closing):
             "doc_id": doc_id,
             "assistant": assistant,
             "principal": {
+                "directory_failing_closed": self.directory_failing_closed(),
                 "known": principal.known,
                 "active": principal.active,
                 "principals": sorted(principal.principals),
@@ -676,6 +699,7 @@ class Clearance(Closing):
                 "version": directory.version,
                 "users": len(directory.users),
                 "groups": len(directory.groups),
+                "failing_closed": self.directory_failing_closed(),
             },
             "corpora": self.corpus_status(),
             "sources": source_summary(self),

@@ -38,6 +38,7 @@ __all__ = [
     "AccessSettings",
     "AssistantSettings",
     "CorpusSettings",
+    "DirectorySourceSettings",
     "EmbeddingSettings",
     "IngestSettings",
     "LLMSettings",
@@ -269,6 +270,24 @@ class SourceSettings:
     # the public address of POST /v1/sources/<name>/notifications, for a connector that
     # subscribes to the source's change notifications itself (docs/notifications.md)
     notification_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DirectorySourceSettings:
+    """One ``[directories.<name>]`` table: an identity provider whose users and groups are
+    the directory (docs/directory-sources.md).
+
+    ``interval_s`` is how often it is read; ``sla_s`` how long the directory it provided may
+    serve without a successful read before every user it provides fails closed.
+    ``credentials`` and ``options`` work as for ``[sources.<name>]``: roles name environment
+    variables, and the kind validates its options."""
+
+    name: str
+    kind: str = ""
+    interval_s: float = 300.0
+    sla_s: float = 3600.0
+    credentials: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -637,6 +656,7 @@ class Settings:
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     sources: Mapping[str, SourceSettings] = field(default_factory=dict)
+    directories: Mapping[str, DirectorySourceSettings] = field(default_factory=dict)
     source: Path | None = None
 
     @property
@@ -869,6 +889,7 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     at.done()
 
     sources = _sources(top.table("sources"), corpora)
+    directories = _directories(top.table("directories"))
 
     t = top.table("access")
     access = AccessSettings(require_assistant=t.get("require_assistant", bool, False))
@@ -1046,11 +1067,74 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
         answer=answer,
         server=server,
         sources=sources,
+        directories=directories,
         source=source,
     )
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _credentials(t: _Table) -> dict[str, str]:
+    """``credentials``: role = the *name* of an environment variable, never a value."""
+    credentials = t.table("credentials")
+    roles: dict[str, str] = {}
+    for role in list(credentials.data):
+        variable = credentials.get(role, str, "")
+        if not _ENV_NAME.match(variable):
+            raise ConfigError(
+                f"{credentials.key(role)}: expected the name of an environment variable "
+                "(credentials are never written in the configuration)"
+            )
+        roles[role] = variable
+    credentials.done()
+    return roles
+
+
+def _directories(table: _Table) -> dict[str, DirectorySourceSettings]:
+    """``[directories.<name>]``. A directory source owns the whole directory (its snapshot
+    replaces every user and group), so at most one may be configured: two would each remove
+    the other's users on every sync."""
+    out: dict[str, DirectorySourceSettings] = {}
+    for name in list(table.data):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+            raise ConfigError(
+                f"{table.key(name)}: a directory source name is 1-64 letters, digits, '.', "
+                "'_' or '-'"
+            )
+        t = table.table(name)
+        kind = t.get("kind", str, "")
+        if not kind:
+            raise ConfigError(f"{t.key('kind')}: required (entra, google, okta or ldap)")
+        interval = t.duration("interval", 300.0)
+        sla = t.duration("sla", 3600.0)
+        for key, value in (("interval", interval), ("sla", sla)):
+            if value <= 0:
+                raise ConfigError(f"{t.key(key)}: must be longer than 0")
+        if interval >= sla:
+            raise ConfigError(
+                f"{t.key('interval')}: {interval:g}s is not shorter than the directory sla of "
+                f"{sla:g}s, so the directory would fail closed between two syncs"
+            )
+        roles = _credentials(t)
+        options = t.table("options")
+        options.seen.update(options.data)  # the reader's kind validates its own options
+        out[name] = DirectorySourceSettings(
+            name=name,
+            kind=kind,
+            interval_s=interval,
+            sla_s=sla,
+            credentials=roles,
+            options=dict(options.data),
+        )
+        t.done()
+    table.done()
+    if len(out) > 1:
+        raise ConfigError(
+            f"directories: {', '.join(sorted(out))}: only one directory source may be "
+            "configured (each owns the whole directory)"
+        )
+    return out
 
 
 def _sources(table: _Table, corpora: Mapping[str, CorpusSettings]) -> dict[str, SourceSettings]:
@@ -1084,17 +1168,7 @@ def _sources(table: _Table, corpora: Mapping[str, CorpusSettings]) -> dict[str, 
                 f"{t.key('permission_interval')}: {permission:g}s is not shorter than corpus "
                 f"{corpus!r}'s revocation_sla of {sla:g}s, so it would go stale between syncs"
             )
-        credentials = t.table("credentials")
-        roles: dict[str, str] = {}
-        for role in list(credentials.data):
-            variable = credentials.get(role, str, "")
-            if not _ENV_NAME.match(variable):
-                raise ConfigError(
-                    f"{credentials.key(role)}: expected the name of an environment variable "
-                    "(credentials are never written in the configuration)"
-                )
-            roles[role] = variable
-        credentials.done()
+        roles = _credentials(t)
         options = t.table("options")
         options.seen.update(options.data)  # the connector's kind validates its own options
         notification_url = _notification_url(t, name)

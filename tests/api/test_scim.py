@@ -489,3 +489,26 @@ def test_sign_in_by_any_alias_resolves_to_one_directory_user(
         "clearance.access.directory.Directory.resolve", lambda self, name: None, raising=True
     )
     assert not me("k.tanaka@acme.test")["known"]  # without aliases the name is nobody
+
+
+def test_a_directory_kept_by_a_directory_source_refuses_scim_writes(
+    server: dict[str, Any],
+) -> None:
+    """A directory source owns the whole directory and its next read would undo a SCIM
+    write: with one configured, writes are refused (409) and nothing changes; reads work."""
+    import dataclasses
+
+    from fastapi.testclient import TestClient
+
+    from clearance.config import DirectorySourceSettings
+
+    settings = load_settings(server["config"])
+    owned = dataclasses.replace(
+        settings, directories={"corp": DirectorySourceSettings("corp", "okta")}
+    )
+    client_ = TestClient(create_app(owned))  # no lifespan: no scheduler reads "corp"
+    headers = {"Authorization": f"Bearer {server['scim']}", "Content-Type": SCIM}
+    refused = client_.post("/scim/v2/Users", json={"userName": "x@acme.test"}, headers=headers)
+    assert refused.status_code == 409 and "directory source corp" in refused.json()["detail"]
+    assert client_.get("/scim/v2/Users/x@acme.test", headers=headers).status_code == 404
+    assert client_.get("/scim/v2/Users", headers=headers).status_code == 200

@@ -308,7 +308,11 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # Configured sources are kept in step while the server runs (docs/sources.md), and
         # their change notifications go to the same scheduler (docs/notifications.md).
-        sources = BackgroundScheduler(engine).start() if settings.sources else None
+        sources = (
+            BackgroundScheduler(engine).start()
+            if settings.sources or settings.directories
+            else None
+        )
         if sources is not None:
             notifications.attach(sources.scheduler.notify)
         sweeper = SessionSweeper(

@@ -239,8 +239,18 @@ def scim_router(on_write: Callable[[Identity, scim.ScimWrite], None] | None = No
         async def write(request: Request, method: str, ident: str | None) -> Response:
             async def run() -> Response:
                 identity = _provisioner(request)
-                body = None if method == "DELETE" else await _body(request)
                 engine = _engine(request)
+                if engine.settings.directories:
+                    # A directory source owns the whole directory: its next read would
+                    # undo a SCIM write, so one of the two keeps it, never both.
+                    owner = ", ".join(sorted(engine.settings.directories))
+                    raise scim.ScimError(
+                        409,
+                        f"the directory is kept by the directory source {owner}: provision "
+                        "there, or remove [directories] to provision through SCIM",
+                        "mutability",
+                    )
+                body = None if method == "DELETE" else await _body(request)
                 base = _base(request)
 
                 def change(directory: Any, state: scim.ScimState) -> scim.ScimWrite:

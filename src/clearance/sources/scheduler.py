@@ -16,6 +16,11 @@ sync of the tick and again between sources' scheduled syncs. A notice that says 
 changed too makes the source's content sync due after that permission work. The scheduled
 syncs run on their intervals regardless: notified work is never what keeps a corpus serving.
 
+Directory sources (``[directories.<name>]``) are read every ``interval`` at the start of a
+tick, before any document source, so the ACLs synced after them resolve against the newest
+directory; a failed read leaves the directory in place and is tried again at the next interval
+(past its ``sla`` the directory fails closed, :mod:`clearance.sources.directory.service`).
+
 The clock, and the wait between ticks, are injectable: tests drive :meth:`Scheduler.tick`
 with a clock they move themselves and never sleep.
 """
@@ -30,6 +35,8 @@ from typing import TYPE_CHECKING
 
 from clearance.errors import ClearanceError
 from clearance.sources.base import Notice
+from clearance.sources.directory.base import DirectoryReader
+from clearance.sources.directory.service import DirectorySyncReport, sync_directory_source
 from clearance.sources.notifications import DEBOUNCE_S, NoticeQueue, Pending
 from clearance.sources.service import (
     notified_sync,
@@ -72,6 +79,10 @@ class Scheduler:
         self.on_progress = on_progress
         self.notices = NoticeQueue(debounce_s)
         self._next: dict[tuple[str, Kind], datetime] = {}
+        self.directories = sorted(app.settings.directories) if sources is None else []
+        self._next_directory: dict[str, datetime] = {}
+        self._directory_readers: dict[str, DirectoryReader] = {}  # kept: delta readers' state
+        self.directory_reports: list[DirectorySyncReport] = []  # the last tick's
         self._subscribe_after: dict[str, datetime] = {}  # after a failed attempt
         self._wake = threading.Event()
         self._notice = threading.Event()
@@ -111,6 +122,7 @@ class Scheduler:
         per source, with notified work that came due in between), and schedule the next."""
         reports = self._notified()
         now = self.clock()
+        self._directories(now)
         self._subscriptions(now)
         due = self.due(now)
         for name in self.names:
@@ -124,6 +136,29 @@ class Scheduler:
             reports.extend(done)
             reports.extend(self._notified())
         return reports
+
+    def _directories(self, now: datetime) -> None:
+        """Read every directory source that is due; a failure is logged, never raised."""
+        self.directory_reports = []
+        for name in self.directories:
+            if self._next_directory.get(name, now) > now:
+                continue
+            interval = self.app.settings.directories[name].interval_s
+            self._next_directory[name] = now + timedelta(seconds=interval)
+            report = sync_directory_source(self.app, name, keep=self._directory_readers)
+            self.directory_reports.append(report)
+            if report.ok:
+                log.info(
+                    "directory source %s: %d users, %d groups", name, report.users, report.groups
+                )
+            else:
+                log.warning("directory source %s: sync failed: %s", name, report.error)
+
+    def close_directory_readers(self) -> None:
+        """Close the directory readers kept between syncs (when the scheduler stops)."""
+        readers, self._directory_readers = self._directory_readers, {}
+        for reader in readers.values():
+            reader.close()
 
     def _subscriptions(self, now: datetime) -> None:
         """Create or renew the notification subscriptions that are due. A failure is logged
@@ -187,7 +222,7 @@ class Scheduler:
             ]
 
     def next_due(self) -> datetime | None:
-        times = [*self._next.values()]
+        times = [*self._next.values(), *self._next_directory.values()]
         notified = self.notices.next_due()
         if notified is not None:
             times.append(notified)
@@ -249,6 +284,7 @@ class BackgroundScheduler:
         self.scheduler.wake()
         for thread in self._threads:
             thread.join(timeout_s)
+        self.scheduler.close_directory_readers()
 
 
 def _log_report(report: SyncReport) -> None:

@@ -14,7 +14,7 @@ What a reader must guarantee
   and once the directory's SLA passes without a successful read the directory fails closed.
 * **Disabled means inactive.** An account the provider reports disabled, suspended,
   deprovisioned or locked out (``accountEnabled=false``, ``suspended``, Okta status other than
-  ``ACTIVE``/``PASSWORD_EXPIRED``/``RECOVERY``/``LOCKED_OUT`` as the reader documents,
+  ``ACTIVE``/``PASSWORD_EXPIRED``/``RECOVERY`` as :mod:`.okta` documents,
   ``userAccountControl`` bit 2) is a :class:`~clearance.access.directory.User` with
   ``active=False``. When the reader cannot tell, the user is inactive.
 * **Every name recorded.** A user's other names (UPN, mail, object id, sAMAccountName, login)

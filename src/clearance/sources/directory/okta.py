@@ -1,0 +1,224 @@
+"""Okta as a directory source: ``[directories.<name>] kind = "okta"``.
+
+Reads ``GET /api/v1/users`` and ``GET /api/v1/groups`` and, per group,
+``GET /api/v1/groups/{id}/users``, each followed through its ``Link: <…>; rel="next"``
+pages, with ``Authorization: SSWS <token>`` (the ``token`` credential; an API token of an
+administrator who may read users and groups, or an OAuth service app granted
+``okta.users.read`` and ``okta.groups.read``).
+
+Which users get access
+----------------------
+``ACTIVE``, ``PASSWORD_EXPIRED`` and ``RECOVERY`` are active: the person is a current member
+of the organisation who must change a password before Okta lets them sign in again.
+``STAGED`` and ``PROVISIONED`` (never activated), ``SUSPENDED``, ``DEPROVISIONED`` and
+``LOCKED_OUT`` (locked after failed sign-ins, possibly an attack in progress) are inactive,
+and so is every status this reader does not know. (Okta's user listing leaves deprovisioned
+users out; they are then absent from the snapshot and removed.)
+
+Ids
+---
+``user_id = "login"`` (default) makes ``profile.login`` the user id, ``"id"`` Okta's user id;
+either way the other, and ``profile.email``, are aliases. A group is ``group:<Okta group id>``;
+Okta groups do not nest.
+
+Throttling
+----------
+A 429 is retried through :class:`~clearance.sources.http.SourceClient`; Okta says when its
+window resets in ``X-Rate-Limit-Reset`` (UTC epoch seconds) rather than ``Retry-After``, and
+that moment is what is waited for, within the client's limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from clearance.access.directory import DirectoryDoc, Group, User
+from clearance.errors import ConfigError, SourceError
+from clearance.secrets import Secret
+from clearance.sources.directory.base import DirectoryRead, Progress
+from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
+from clearance.sources.http import SourceClient
+
+__all__ = ["ACTIVE_STATUSES", "OktaReader", "build"]
+
+ACTIVE_STATUSES = frozenset({"ACTIVE", "PASSWORD_EXPIRED", "RECOVERY"})
+_OPTIONS = ("org_url", "user_id", "page_size", "max_concurrency")
+
+
+class _SSWSAuth(httpx.Auth):
+    """``Authorization: SSWS <token>``, the token revealed only into the header."""
+
+    def __init__(self, token: Secret) -> None:
+        self._token = token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = f"SSWS {self._token.reveal()}"
+        yield request
+
+    def __repr__(self) -> str:
+        return "_SSWSAuth(<secret>)"
+
+
+class _OktaClient(SourceClient):
+    """:class:`SourceClient` that reads Okta's ``X-Rate-Limit-Reset`` as a Retry-After."""
+
+    def __init__(self, *args: Any, clock: Callable[[], float] = time.time, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._clock = clock
+
+    def _wait(self, attempt: int, response: httpx.Response | None, method: str, url: str) -> float:
+        if (
+            response is not None
+            and response.status_code == 429
+            and "Retry-After" not in response.headers
+        ):
+            reset = response.headers.get("X-Rate-Limit-Reset", "")
+            if reset.isdigit():
+                seconds = max(0, math.ceil(int(reset) - self._clock()))
+                response.headers["Retry-After"] = str(seconds)
+        return super()._wait(attempt, response, method, url)
+
+
+class OktaReader:
+    """One Okta org's users and groups (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        org_url: str,
+        token: Secret,
+        *,
+        user_id: str = "login",
+        page_size: int = 200,
+        max_concurrency: int = 4,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.name = name
+        self.user_id = user_id
+        self.page_size = page_size
+        self.client = _OktaClient(
+            org_url.rstrip("/"),
+            source=name,
+            auth=_SSWSAuth(token),
+            headers={"Accept": "application/json"},
+            max_concurrency=max_concurrency,
+            transport=transport,
+            sleep=sleep,
+            clock=clock,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _list(self, path: str) -> Iterator[Mapping[str, Any]]:
+        """Every item of a listing, through its ``Link: rel="next"`` pages."""
+        url: str | None = path
+        params: dict[str, Any] | None = {"limit": self.page_size}
+        seen: set[str] = set()
+        while url is not None:
+            if url in seen:
+                raise SourceError(f"source {self.name!r}: {path} returned a page twice")
+            seen.add(url)
+            response = self.client.request("GET", url, params=params)
+            try:
+                body = response.json()
+            except ValueError as exc:
+                raise SourceError(f"source {self.name!r}: GET {path}: not JSON") from exc
+            if not isinstance(body, list):
+                raise SourceError(f"source {self.name!r}: GET {path}: expected a JSON array")
+            for item in body:
+                if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                    raise SourceError(f"source {self.name!r}: GET {path}: an item without an id")
+                yield item
+            following = response.links.get("next", {}).get("url")
+            url, params = (following, None) if following else (None, None)
+
+    def _user(self, item: Mapping[str, Any]) -> User:
+        profile = item.get("profile") if isinstance(item.get("profile"), Mapping) else {}
+        assert isinstance(profile, Mapping)
+        login = profile.get("login")
+        okta_id = str(item["id"])
+        if self.user_id == "login":
+            if not isinstance(login, str) or not login:
+                raise SourceError(f"source {self.name!r}: user {okta_id} has no profile.login")
+            ident = login
+        else:
+            ident = okta_id
+        names = {okta_id, *(v for v in (login, profile.get("email")) if isinstance(v, str) and v)}
+        names.discard(ident)
+        return User(
+            ident,
+            active=item.get("status") in ACTIVE_STATUSES,
+            aliases=tuple(sorted(names)),
+        )
+
+    def read(self, cursor: str | None, progress: Progress | None = None) -> DirectoryRead:
+        before = self.client.requests
+        users: dict[str, User] = {}
+        by_okta_id: dict[str, str] = {}
+        for item in self._list("/api/v1/users"):
+            user = self._user(item)
+            users[user.id] = user
+            by_okta_id[str(item["id"])] = user.id
+            if progress is not None and len(users) % 1000 == 0:
+                progress("users", len(users))
+        if progress is not None:
+            progress("users", len(users))
+        group_ids = [str(g["id"]) for g in self._list("/api/v1/groups")]
+
+        def members(group_id: str) -> Group:
+            found = {
+                f"user:{by_okta_id.get(str(u['id']), str(u['id']))}"
+                for u in self._list(f"/api/v1/groups/{group_id}/users")
+            }
+            return Group(group_id, frozenset(found))
+
+        groups = {g.id: g for g in self.client.map(members, group_ids)}
+        if progress is not None:
+            progress("groups", len(groups))
+        doc = DirectoryDoc(source=f"okta:{self.name}", users=users, groups=groups)
+        return DirectoryRead(doc, api_calls=self.client.requests - before)
+
+
+def _org_url(context: DirectoryContext, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{context.key('org_url')}: required (https://<org>.okta.com)")
+    parts = urlsplit(value)
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise ConfigError(f"{context.key('org_url')}: expected an https:// URL, got {value!r}")
+    return value
+
+
+def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> OktaReader:
+    for key in options:
+        if key not in _OPTIONS:
+            raise ConfigError(f"{context.key(key)}: unknown option ({', '.join(_OPTIONS)})")
+    user_id = options.get("user_id", "login")
+    if user_id not in ("login", "id"):
+        raise ConfigError(f"{context.key('user_id')}: expected 'login' or 'id', got {user_id!r}")
+    page_size = options.get("page_size", 200)
+    if not isinstance(page_size, int) or not 1 <= page_size <= 200:
+        raise ConfigError(f"{context.key('page_size')}: expected 1 to 200, got {page_size!r}")
+    concurrency = options.get("max_concurrency", 4)
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"{context.key('max_concurrency')}: expected a positive integer")
+    return OktaReader(
+        name,
+        _org_url(context, options.get("org_url")),
+        context.secret("token"),
+        user_id=user_id,
+        page_size=page_size,
+        max_concurrency=concurrency,
+    )
+
+
+register_directory_reader("okta", build)
