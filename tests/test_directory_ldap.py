@@ -7,6 +7,7 @@ import gc
 import ssl
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import ldap3
@@ -15,8 +16,10 @@ import pytest
 from clearance.access.directory import Directory
 from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
+from clearance.sources.directory import registry
 from clearance.sources.directory.base import DirectoryRead, DirectoryReader
 from clearance.sources.directory.ldap import LdapReader
+from conftest import make_settings
 from ldap_server import ADMIN_DN, ADMIN_PASSWORD, LIMITED_DN, SIZE_LIMIT, SUFFIX, Slapd, start_slapd
 
 MANY = 120  # more than SIZE_LIMIT: only a paged search reads them all
@@ -416,3 +419,69 @@ def test_reverse_proofs_for_tls_and_disabled(slapd: Slapd) -> None:
         assert not users["bob"].active
     with pytest.raises(AssertionError):
         assert not users["carol"].active
+
+
+_GOOD = {"url": "ldaps://dc.example.test", "user_base": "dc=x", "group_base": "dc=x"}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"user_base": "dc=x", "group_base": "dc=x"}, "url: required"),
+        ({**_GOOD, "url": "https://dc"}, "url: required"),
+        ({**_GOOD, "group_base": None}, "group_base: required"),
+        ({**_GOOD, "flavour": "novell"}, "flavour: expected"),
+        ({**_GOOD, "page_size": 0}, "page_size: expected"),
+        ({**_GOOD, "timeout": "soon"}, "timeout: expected"),
+        ({**_GOOD, "start_tls": "yes"}, "start_tls: expected true or false"),
+        ({**_GOOD, "start_tls": True}, "start_tls: not with an ldaps"),
+        ({**_GOOD, "url": "ldap://dc", "bind_dn": "cn=svc"}, "url: .* in clear"),
+        ({**_GOOD, "colour": 1}, "colour: unknown option"),
+    ],
+)
+def test_bad_options_name_the_key(tmp_path: Path, options: dict[str, Any], message: str) -> None:
+    options = {k: v for k, v in options.items() if v is not None}
+    settings = make_settings(
+        tmp_path,
+        {
+            "directories": {
+                "corp": {"kind": "ldap", "credentials": {"password": "LDAP_PW"}, "options": options}
+            }
+        },
+    )
+    with pytest.raises(ConfigError, match=f"directories.corp.options.{message}"):
+        registry.build_directory_reader(
+            settings, settings.directories["corp"], env={"LDAP_PW": "p"}
+        )
+
+
+def test_the_ldap_kind_is_built_from_settings(tmp_path: Path, slapd: Slapd) -> None:
+    options = {
+        "url": slapd.url,
+        "start_tls": True,
+        "ca_file": str(slapd.ca_file),
+        "bind_dn": ADMIN_DN,
+        "user_base": f"ou=people,{SUFFIX}",
+        "group_base": f"ou=groups,{SUFFIX}",
+        "flavour": "openldap",
+        "page_size": 10,
+    }
+    settings = make_settings(
+        tmp_path,
+        {
+            "directories": {
+                "corp": {"kind": "ldap", "credentials": {"password": "LDAP_PW"}, "options": options}
+            }
+        },
+    )
+    assert "ldap" in registry.available_directory_kinds()
+    built = registry.build_directory_reader(
+        settings, settings.directories["corp"], env={"LDAP_PW": ADMIN_PASSWORD}
+    )
+    try:
+        assert ADMIN_PASSWORD not in repr(built)
+        assert set(built.read(None).doc.users) == {"erin", "frank", "gina"}
+    finally:
+        built.close()
+    with pytest.raises(ConfigError, match=r"credentials\.password"):
+        registry.build_directory_reader(settings, settings.directories["corp"], env={})
