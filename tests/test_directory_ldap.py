@@ -382,6 +382,7 @@ def test_a_failing_page_fails_the_whole_read(slapd: Slapd) -> None:
     # Reverse proof: a reader that skips the failed page returns a short snapshot, which the
     # same whole-read assertion catches.
     short = _ad(slapd, cls=_SkipsFailedPages, **limited).read(None)
+    assert 0 < len(short.doc.users) < MANY  # the failure came after pages that were read
     with pytest.raises(AssertionError):
         _whole(short)
     first = _ad(slapd, cls=_FirstPageOnly).read(None)
@@ -485,3 +486,19 @@ def test_the_ldap_kind_is_built_from_settings(tmp_path: Path, slapd: Slapd) -> N
         built.close()
     with pytest.raises(ConfigError, match=r"credentials\.password"):
         registry.build_directory_reader(settings, settings.directories["corp"], env={})
+
+
+def test_ranged_member_attribute_fails_the_read(slapd: Slapd) -> None:
+    # AD returns a group's members as member;range=0-1499 when there are more than one reply
+    # holds; reading only that range would drop members, so the read fails.
+    class _RangedReply(LdapReader):
+        def _search(
+            self, conn: ldap3.Connection, base: str, query: str, attributes: Sequence[str]
+        ) -> Iterator[tuple[str, Mapping[str, Any]]]:
+            for dn, attrs in super()._search(conn, base, query, attributes):
+                if dn.startswith("cn=everyone"):
+                    attrs = {"cn": [b"everyone"], "member;range=0-1499": attrs["member"]}
+                yield dn, attrs
+
+    with pytest.raises(SourceError, match="ranged member attribute"):
+        _ad(slapd, cls=_RangedReply).read(None)
