@@ -192,6 +192,7 @@ class LdapReader:
         self.timeout = timeout
         self.disabled_attribute = disabled_attribute
         self.disabled_value = disabled_value
+        self.calls = 0  # requests made by the current read: the bind and each page
         tls = None
         if ldaps or start_tls:
             tls = ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=ca_file)
@@ -224,6 +225,7 @@ class LdapReader:
             receive_timeout=max(1, math.ceil(self.timeout)),
             raise_exceptions=False,
             read_only=True,
+            auto_referrals=False,  # never carry the bind to a server the referral names
             return_empty_attributes=False,
         )
         try:
@@ -264,7 +266,7 @@ class LdapReader:
                 raise self._fail(f"search {base} {query}", result=result)
             for entry in conn.response or []:
                 if entry.get("type") != "searchResEntry":
-                    continue  # referrals are not followed
+                    continue  # search references (other naming contexts) are not followed
                 yield str(entry["dn"]), entry.get("raw_attributes") or {}
             controls = result.get("controls") or {}
             paged = controls.get("1.2.840.113556.1.4.319")
