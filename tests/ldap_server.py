@@ -9,7 +9,8 @@ the current user on free loopback ports, plain (``ldap://``, where StartTLS is o
 ``ldaps://``, with a certificate for ``127.0.0.1`` only (not ``localhost``) signed by a CA made at start. The size limit is low
 (:data:`SIZE_LIMIT`) so only a paged search reads a large tree whole; the ``cn=limited`` DN may
 read at most :data:`LIMITED_TOTAL` entries in total through paging, so its search fails on a
-later page.
+later page. ``cn=reader`` (password :data:`READER_PASSWORD`) is an ordinary account under the
+server's size limit, with paging unlimited in total; the tests add both entries to their LDIF.
 
 When slapd is missing or cannot start, :func:`start_slapd` skips the test, except under
 ``CI=true`` where that is a failure.
@@ -35,6 +36,8 @@ SCHEMA_DIR = Path("/etc/ldap/schema")
 SUFFIX = "dc=example,dc=test"
 ADMIN_DN = f"cn=admin,{SUFFIX}"
 ADMIN_PASSWORD = "admin-secret"
+READER_DN = f"cn=reader,{SUFFIX}"
+READER_PASSWORD = "reader-secret"
 LIMITED_DN = f"cn=limited,{SUFFIX}"
 SIZE_LIMIT = 50
 LIMITED_TOTAL = 30

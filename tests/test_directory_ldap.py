@@ -20,7 +20,17 @@ from clearance.sources.directory import registry
 from clearance.sources.directory.base import DirectoryRead, DirectoryReader
 from clearance.sources.directory.ldap import LdapReader
 from conftest import make_settings
-from ldap_server import ADMIN_DN, ADMIN_PASSWORD, LIMITED_DN, SIZE_LIMIT, SUFFIX, Slapd, start_slapd
+from ldap_server import (
+    ADMIN_DN,
+    ADMIN_PASSWORD,
+    LIMITED_DN,
+    READER_DN,
+    READER_PASSWORD,
+    SIZE_LIMIT,
+    SUFFIX,
+    Slapd,
+    start_slapd,
+)
 
 MANY = 120  # more than SIZE_LIMIT: only a paged search reads them all
 GUID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
@@ -45,6 +55,13 @@ def _ldif() -> str:
             "cn: limited",
             "sn: limited",
             "userPassword: limited-secret",
+        ),
+        _entry(
+            READER_DN,
+            "objectClass: person",
+            "cn: reader",
+            "sn: reader",
+            f"userPassword: {READER_PASSWORD}",
         ),
     ]
     for ou in ("ad-users", "ad-groups", "people", "groups", "elsewhere"):
@@ -226,8 +243,9 @@ def _ad(slapd: Slapd, **kwargs: Any) -> LdapReader:
     options: dict[str, Any] = {
         "user_base": f"ou=ad-users,{SUFFIX}",
         "group_base": f"ou=ad-groups,{SUFFIX}",
-        "bind_dn": ADMIN_DN,
-        "password": Secret(ADMIN_PASSWORD),
+        # An ordinary account under the server's size limit (the root DN has none).
+        "bind_dn": READER_DN,
+        "password": Secret(READER_PASSWORD),
         "start_tls": True,
         "ca_file": str(slapd.ca_file),
         "page_size": 20,
@@ -375,6 +393,19 @@ class _FirstPageOnly(LdapReader):
                 yield str(entry["dn"]), entry.get("raw_attributes") or {}
 
 
+class _Unpaged(LdapReader):
+    """Leaky: one unpaged search per base, taking what the size limit lets through."""
+
+    def _search(
+        self, conn: ldap3.Connection, base: str, query: str, attributes: Sequence[str]
+    ) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        conn.search(base, query, attributes=list(attributes))
+        self.calls += 1
+        for entry in conn.response or []:
+            if entry.get("type") == "searchResEntry":
+                yield str(entry["dn"]), entry.get("raw_attributes") or {}
+
+
 def test_a_failing_page_fails_the_whole_read(slapd: Slapd) -> None:
     limited = {"bind_dn": LIMITED_DN, "password": Secret("limited-secret")}
     with pytest.raises(SourceError, match=r"(?i)limit"):
@@ -388,6 +419,11 @@ def test_a_failing_page_fails_the_whole_read(slapd: Slapd) -> None:
     first = _ad(slapd, cls=_FirstPageOnly).read(None)
     with pytest.raises(AssertionError):
         _whole(first)
+    # A reader that searches without paging, ignoring sizeLimitExceeded, is short too.
+    unpaged = _ad(slapd, cls=_Unpaged).read(None)
+    assert len(unpaged.doc.users) <= SIZE_LIMIT
+    with pytest.raises(AssertionError):
+        _whole(unpaged)
 
 
 def test_options_are_checked() -> None:
