@@ -264,7 +264,7 @@ def test_the_scheduler_reads_the_directory_source_on_its_interval(
     reads: list[FakeReader] = []
 
     def factory(name: str, options: Any, context: registry.DirectoryContext) -> FakeReader:
-        reads.append(FakeReader(snapshot({"ann": ["staff"]})))
+        reads.append(FakeReader(snapshot({"ann": ["staff"]}), snapshot({"ann": ["staff"]})))
         return reads[-1]
 
     registry.register_directory_reader("fake", factory)
@@ -277,8 +277,11 @@ def test_the_scheduler_reads_the_directory_source_on_its_interval(
     clock.now += timedelta(minutes=5)
     scheduler.tick()
 
-    assert len(reads) == 2 and all(r.closed for r in reads)
+    # one reader, kept between syncs so a delta reader keeps its snapshot
+    assert len(reads) == 1 and reads[0].cursors == [None, "cursor-1"]
     assert [r.ok for r in scheduler.directory_reports] == [True]
+    scheduler.close_directory_readers()
+    assert reads[0].closed
 
 
 # ---------------------------------------------------------------------------- the SLA
@@ -380,3 +383,43 @@ def test_state_is_kept_in_postgres(tmp_path: Path, pg_store: Store, clock: Clock
     assert (row["api_calls"], row["users"], row["groups"]) == (7, 2, 1)
     assert row["lag_seconds"] == 5400.0 and row["failing_closed"]
     assert set(app.directory.users) == {"ann", "bob"}
+
+
+# ---------------------------------------------------------------------------- a failing page
+
+
+def after_a_failing_page(app: Clearance, reader_class: type[Any]) -> list[str]:
+    """ann reads the document through group staff; then staff's member page fails once."""
+    from clearance.secrets import Secret
+    from okta_server import TOKEN, OktaOrg, okta_server
+
+    org = OktaOrg()
+    org.add_user("00u1", "ann")
+    org.groups = {"staff": ["00u1"]}
+    with okta_server(org) as url:
+        okta = reader_class("corp", url, Secret(TOKEN), sleep=lambda s: None)
+        assert sync_directory_source(app, "corp", reader=okta).ok
+        assert hits(app, "ann") == ["wiki:london"]
+        org.fail_path = "/api/v1/groups/staff/users"
+        sync_directory_source(app, "corp", reader=okta)
+        okta.close()
+    return hits(app, "ann")
+
+
+def test_a_failing_page_changes_nothing(app: Clearance) -> None:
+    from clearance.sources.directory.okta import OktaReader
+
+    assert after_a_failing_page(app, OktaReader) == ["wiki:london"]
+
+
+def test_reverse_proof_a_reader_skipping_a_failed_page_is_caught(app: Clearance) -> None:
+    from clearance.sources.directory.okta import OktaReader
+
+    class Skipping(OktaReader):
+        def _list(self, path: str) -> Iterator[Any]:
+            try:
+                yield from list(super()._list(path))
+            except SourceError:
+                return  # a page that failed is left out: the group looks empty
+
+    assert after_a_failing_page(app, Skipping) == []

@@ -274,7 +274,7 @@ def test_status(ingested: Run, project: Path) -> None:
     assert data["index"] == str(project / "data" / "index.db")
     assert (data["documents"], data["chunks"], data["vectors"]) == (2, 3, 0)
     assert data["by_sensitivity"] == {"INTERNAL": 2}
-    assert data["directory"] == {"version": 1, "users": 1, "groups": 1}
+    assert data["directory"] == {"version": 1, "users": 1, "groups": 1, "failing_closed": None}
     [corpus] = data["corpora"]
     assert corpus["corpus"] == "default"
     assert corpus["documents"] == 2

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from clearance.errors import ClearanceError
 from clearance.sources.base import Notice
+from clearance.sources.directory.base import DirectoryReader
 from clearance.sources.directory.service import DirectorySyncReport, sync_directory_source
 from clearance.sources.notifications import DEBOUNCE_S, NoticeQueue, Pending
 from clearance.sources.service import (
@@ -80,6 +81,7 @@ class Scheduler:
         self._next: dict[tuple[str, Kind], datetime] = {}
         self.directories = sorted(app.settings.directories) if sources is None else []
         self._next_directory: dict[str, datetime] = {}
+        self._directory_readers: dict[str, DirectoryReader] = {}  # kept: delta readers' state
         self.directory_reports: list[DirectorySyncReport] = []  # the last tick's
         self._subscribe_after: dict[str, datetime] = {}  # after a failed attempt
         self._wake = threading.Event()
@@ -143,7 +145,7 @@ class Scheduler:
                 continue
             interval = self.app.settings.directories[name].interval_s
             self._next_directory[name] = now + timedelta(seconds=interval)
-            report = sync_directory_source(self.app, name)
+            report = sync_directory_source(self.app, name, keep=self._directory_readers)
             self.directory_reports.append(report)
             if report.ok:
                 log.info(
@@ -151,6 +153,12 @@ class Scheduler:
                 )
             else:
                 log.warning("directory source %s: sync failed: %s", name, report.error)
+
+    def close_directory_readers(self) -> None:
+        """Close the directory readers kept between syncs (when the scheduler stops)."""
+        readers, self._directory_readers = self._directory_readers, {}
+        for reader in readers.values():
+            reader.close()
 
     def _subscriptions(self, now: datetime) -> None:
         """Create or renew the notification subscriptions that are due. A failure is logged
@@ -276,6 +284,7 @@ class BackgroundScheduler:
         self.scheduler.wake()
         for thread in self._threads:
             thread.join(timeout_s)
+        self.scheduler.close_directory_readers()
 
 
 def _log_report(report: SyncReport) -> None:

@@ -105,11 +105,14 @@ def sync_directory_source(
     *,
     reader: DirectoryReader | None = None,
     progress: Progress | None = None,
+    keep: dict[str, DirectoryReader] | None = None,
 ) -> DirectorySyncReport:
     """Read source ``name`` once and apply what it read as one directory version.
 
-    ``reader`` replaces the configured one (tests, the benchmark). Never raises for the
-    source's own failures: they are the report's ``error`` and are recorded in state."""
+    ``reader`` replaces the configured one (tests, the benchmark). ``keep`` holds readers
+    between syncs (the scheduler's), so a reader that reads deltas keeps its snapshot; without
+    it the reader is built for this sync and closed after it. Never raises for the source's
+    own failures: they are the report's ``error`` and are recorded in state."""
     from clearance.sources.directory.registry import build_directory_reader
 
     settings = configured_directory_source(app, name)
@@ -117,10 +120,14 @@ def sync_directory_source(
     started = time.monotonic()
     attempt = app.clock()
     state["last_attempt"] = attempt.isoformat()
-    owned = reader is None
+    if reader is None and keep is not None:
+        reader = keep.get(name)
+    owned = reader is None and keep is None
     try:
         if reader is None:
             reader = build_directory_reader(app.settings, settings)
+            if keep is not None:
+                keep[name] = reader
         try:
             read = reader.read(state.get("cursor"), progress)
         finally:

@@ -1,0 +1,368 @@
+"""Entra ID (through Microsoft Graph) as a directory source: ``kind = "entra"``.
+
+Reads ``GET /users?$select=id,userPrincipalName,mail,accountEnabled,
+onPremisesSamAccountName,otherMails``, ``GET /groups?$select=id`` and, per group,
+``GET /groups/{id}/members`` (direct members: a ``#microsoft.graph.user`` is a user, a
+``#microsoft.graph.group`` the nested group ``group:<id>``; devices, contacts and service
+principals read nothing), each through its ``@odata.nextLink`` pages. The app needs the
+application permissions ``User.Read.All`` and ``GroupMember.Read.All``.
+
+Authentication is the Graph document connector's own (:mod:`clearance.sources.graph`): an
+app-only token from the Microsoft identity platform with ``credentials.client_secret``,
+``credentials.certificate``, ``options.certificate_file`` or ``options.federated_token_file``.
+
+Ids match the Graph connector's ACLs: ``user_id`` is the same option with the same values
+(``id``, the object id, by default; ``upn``; ``mail``), so a document shared with a user and the
+directory's user are the same principal. Every other name (object id, UPN, mail, otherMails,
+onPremisesSamAccountName) is an alias. A user without the chosen id (no mail, with
+``user_id = "mail"``) cannot be represented: it is left out (it gets nothing) with a warning.
+``accountEnabled`` false — or missing — is inactive. A 429 waits for its ``Retry-After``
+(:class:`~clearance.sources.http.SourceClient`).
+
+Delta (``delta = true``, the default from the configuration): the first read is the initial
+round of ``/users/delta`` and ``/groups/delta`` (members as ``members@delta``) and later reads
+follow the ``@odata.deltaLink`` of the round before, merging added, changed and ``@removed``
+users, groups and memberships into the snapshot the reader keeps, and returning it whole. A
+reader without that snapshot (a new process) starts a fresh initial round: the stored cursor
+alone is never trusted to stand for users it did not see.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from clearance.access.directory import DirectoryDoc, Group, User
+from clearance.errors import ConfigError, SourceError
+from clearance.secrets import Secret
+from clearance.sources.directory.base import DirectoryRead, Progress
+from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
+from clearance.sources.graph import (
+    DEFAULT_GRAPH_URL,
+    DEFAULT_LOGIN_URL,
+    USER_IDS,
+    AssertionCredentials,
+    ClientCredentials,
+    Credential,
+    FederatedTokenFile,
+    parse_certificate,
+)
+from clearance.sources.http import SourceClient
+from clearance.sources.rest import string_option, url_option
+
+__all__ = ["EntraOptions", "EntraReader", "build", "entra_reader"]
+
+_USER_SELECT = "id,userPrincipalName,mail,accountEnabled,onPremisesSamAccountName,otherMails"
+_OPTIONS = frozenset(
+    {
+        "tenant_id",
+        "client_id",
+        "graph_url",
+        "login_url",
+        "user_id",
+        "certificate_file",
+        "federated_token_file",
+        "page_size",
+        "max_concurrency",
+        "delta",
+    }
+)
+_ID_KEYS = {"id": "id", "upn": "userPrincipalName", "mail": "mail"}
+
+
+@dataclass(frozen=True, slots=True)
+class EntraOptions:
+    tenant_id: str
+    client_id: str
+    graph_url: str = DEFAULT_GRAPH_URL
+    login_url: str = DEFAULT_LOGIN_URL
+    user_id: str = "id"
+    page_size: int = 999
+    max_concurrency: int = 4
+    delta: bool = False
+
+
+class EntraReader:
+    """One tenant's users and groups (see the module docstring)."""
+
+    def __init__(
+        self, name: str, options: EntraOptions, client: SourceClient, tokens: SourceClient | None
+    ) -> None:
+        self.name = name
+        self.options = options
+        self.client = client
+        self.tokens = tokens
+        self.base = options.graph_url.rstrip("/")
+        # delta state: raw users and group members by object id, and the round's links
+        self._users: dict[str, dict[str, Any]] = {}
+        self._members: dict[str, set[tuple[str, str]]] = {}
+        self._links: tuple[str, str] | None = None
+
+    def close(self) -> None:
+        self.client.close()
+        if self.tokens is not None:
+            self.tokens.close()
+
+    def _error(self, message: str) -> SourceError:
+        return SourceError(f"source {self.name!r}: {message}")
+
+    def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
+        link = body.get("@odata.nextLink") if isinstance(body, dict) else None
+        if link is None:
+            return None
+        parts, base = urlsplit(str(link)), urlsplit(self.base)
+        if (parts.scheme, parts.netloc) != (base.scheme, base.netloc) or not parts.path.startswith(
+            base.path + "/"
+        ):
+            raise self._error("a next link points outside graph_url; it is not followed")
+        return str(link), None
+
+    def _all(self, path: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for body in self.client.pages(f"{self.base}{path}", self._next, params=params):
+            values = body.get("value") if isinstance(body, dict) else None
+            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+                raise self._error(f"GET {path}: the response has no 'value' list")
+            out.extend(values)
+        return out
+
+    def _requests(self) -> int:
+        return self.client.requests + (0 if self.tokens is None else self.tokens.requests)
+
+    def _round(
+        self, url: str, params: Mapping[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every item of one delta round and the round's ``@odata.deltaLink``."""
+        items: list[dict[str, Any]] = []
+        link: str | None = None
+
+        def following(body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
+            nonlocal link
+            if isinstance(body, dict) and "@odata.deltaLink" in body:
+                link = str(body["@odata.deltaLink"])
+                self._next({"@odata.nextLink": link})  # the same origin check
+                return None
+            found = self._next(body)
+            if found is None:
+                raise self._error(f"GET {url}: a delta page with neither next nor delta link")
+            return found
+
+        for body in self.client.pages(url, following, params=params):
+            values = body.get("value") if isinstance(body, dict) else None
+            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+                raise self._error("a delta page has no 'value' list")
+            items.extend(values)
+        assert link is not None
+        return items, link
+
+    def _read_delta(self, cursor: str | None) -> None:
+        users = dict(self._users) if self._links and cursor else {}
+        members = {g: set(m) for g, m in self._members.items()} if self._links and cursor else {}
+        if self._links and cursor:
+            try:
+                user_items, user_link = self._round(self._links[0], None)
+                group_items, group_link = self._round(self._links[1], None)
+            except SourceError:
+                self._links = None  # an expired or refused delta link: start afresh next time
+                raise
+        else:
+            top = {"$top": self.options.page_size}
+            user_items, user_link = self._round(
+                f"{self.base}/users/delta", {"$select": _USER_SELECT, **top}
+            )
+            group_items, group_link = self._round(
+                f"{self.base}/groups/delta", {"$select": "id,members", **top}
+            )
+        for raw in user_items:
+            ident = str(raw.get("id"))
+            if "@removed" in raw:
+                users.pop(ident, None)
+            else:
+                users[ident] = {**users.get(ident, {}), **raw}
+        for raw in group_items:
+            ident = str(raw.get("id"))
+            if "@removed" in raw:
+                members.pop(ident, None)
+                continue
+            current = members.setdefault(ident, set())
+            changes = raw.get("members@delta")
+            for member in changes if isinstance(changes, list) else []:
+                entry = (str(member.get("@odata.type")), str(member.get("id")))
+                if "@removed" in member:
+                    current.discard(entry)
+                else:
+                    current.add(entry)
+        # applied only once both rounds were read whole
+        self._users, self._members, self._links = users, members, (user_link, group_link)
+
+    def read(self, cursor: str | None, progress: Progress | None = None) -> DirectoryRead:
+        before = self._requests()
+        top = {"$top": self.options.page_size}
+        warnings: list[str] = []
+        users: dict[str, User] = {}
+        by_object: dict[str, str] = {}
+        key = _ID_KEYS[self.options.user_id]
+        if self.options.delta:
+            self._read_delta(cursor)
+            listing = list(self._users.values())
+        else:
+            listing = self._all("/users", {"$select": _USER_SELECT, **top})
+        for raw in listing:
+            object_id = raw.get("id")
+            if not isinstance(object_id, str) or not object_id:
+                raise self._error("GET /users: a user without an id")
+            ident = raw.get(key)
+            if not isinstance(ident, str) or not ident:
+                warnings.append(f"user {object_id} has no {key}: left out (user_id = {key!r})")
+                continue
+            names = [object_id, raw.get("userPrincipalName"), raw.get("mail")]
+            names.append(raw.get("onPremisesSamAccountName"))
+            other = raw.get("otherMails")
+            names.extend(other if isinstance(other, list) else [])
+            aliases = {n for n in names if isinstance(n, str) and n and n != ident}
+            users[ident] = User(
+                ident, active=raw.get("accountEnabled") is True, aliases=tuple(sorted(aliases))
+            )
+            by_object[object_id] = ident
+        if progress is not None:
+            progress("users", len(users))
+        if self.options.delta:
+            groups = {
+                gid: Group(
+                    gid, frozenset(_member(kind, ident, by_object) for kind, ident in found) - {""}
+                )
+                for gid, found in self._members.items()
+            }
+            doc = DirectoryDoc(source=f"entra:{self.name}", users=users, groups=groups)
+            assert self._links is not None
+            return DirectoryRead(
+                doc,
+                api_calls=self._requests() - before,
+                cursor="delta",
+                warnings=tuple(warnings),
+            )
+        group_ids = [str(g["id"]) for g in self._all("/groups", {"$select": "id", **top})]
+
+        def members(group_id: str) -> Group:
+            path = f"/groups/{quote(group_id, safe='')}/members"
+            found: set[str] = set()
+            for member in self._all(path, {"$select": "id", **top}):
+                kind, ident = member.get("@odata.type"), str(member.get("id"))
+                if kind == "#microsoft.graph.user":
+                    found.add(f"user:{by_object.get(ident, ident)}")
+                elif kind == "#microsoft.graph.group":
+                    found.add(f"group:{ident}")
+            return Group(group_id, frozenset(found))
+
+        groups = {g.id: g for g in self.client.map(members, group_ids)}
+        if progress is not None:
+            progress("groups", len(groups))
+        doc = DirectoryDoc(source=f"entra:{self.name}", users=users, groups=groups)
+        return DirectoryRead(doc, api_calls=self._requests() - before, warnings=tuple(warnings))
+
+
+def _member(kind: str, ident: str, by_object: Mapping[str, str]) -> str:
+    if kind == "#microsoft.graph.user":
+        return f"user:{by_object.get(ident, ident)}"
+    if kind == "#microsoft.graph.group":
+        return f"group:{ident}"
+    return ""
+
+
+def parse_options(name: str, raw: Mapping[str, Any]) -> EntraOptions:
+    key = f"directories.{name}.options"
+    unknown = sorted(set(raw) - _OPTIONS)
+    if unknown:
+        raise ConfigError(f"{key}.{unknown[0]}: unknown option ({', '.join(sorted(_OPTIONS))})")
+    user_id = raw.get("user_id", "id")
+    if user_id not in USER_IDS:
+        raise ConfigError(f"{key}.user_id: expected one of {', '.join(USER_IDS)}, got {user_id!r}")
+    page_size = raw.get("page_size", 999)
+    if not isinstance(page_size, int) or not 1 <= page_size <= 999:
+        raise ConfigError(f"{key}.page_size: expected 1 to 999, got {page_size!r}")
+    concurrency = raw.get("max_concurrency", 4)
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"{key}.max_concurrency: expected a positive integer")
+    delta = raw.get("delta", True)
+    if not isinstance(delta, bool):
+        raise ConfigError(f"{key}.delta: expected true or false")
+    return EntraOptions(
+        delta=delta,
+        tenant_id=string_option(raw, "tenant_id", key),
+        client_id=string_option(raw, "client_id", key),
+        graph_url=url_option(raw, "graph_url", key, DEFAULT_GRAPH_URL),
+        login_url=url_option(raw, "login_url", key, DEFAULT_LOGIN_URL),
+        user_id=user_id,
+        page_size=page_size,
+        max_concurrency=concurrency,
+    )
+
+
+def entra_reader(
+    name: str,
+    options: EntraOptions,
+    credential: Credential,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+) -> EntraReader:
+    """A reader authenticating as the Graph connector does (``sleep``: for throttling tests)."""
+    token_url = f"{options.login_url}/{quote(options.tenant_id, safe='')}/oauth2/v2.0/token"
+    tokens = SourceClient(source=name, max_concurrency=1, sleep=sleep, transport=transport)
+    parts = urlsplit(options.graph_url)
+    scope = f"{parts.scheme}://{parts.netloc}/.default"
+    auth: ClientCredentials | AssertionCredentials
+    if isinstance(credential, Secret):
+        auth = ClientCredentials(tokens, token_url, options.client_id, credential, scope)
+    else:
+        auth = AssertionCredentials(tokens, token_url, options.client_id, credential, scope)
+    client = SourceClient(
+        source=name,
+        auth=auth,
+        max_concurrency=options.max_concurrency,
+        sleep=sleep,
+        transport=transport,
+    )
+    return EntraReader(name, options, client, tokens)
+
+
+def _credential(context: DirectoryContext, options: Mapping[str, Any]) -> Credential:
+    key = f"directories.{context.source.name}"
+    given = [r for r in ("client_secret", "certificate") if r in context.source.credentials]
+    given = [f"credentials.{r}" for r in given]
+    given += [f"options.{o}" for o in ("certificate_file", "federated_token_file") if o in options]
+    if len(given) != 1:
+        raise ConfigError(
+            f"{key}: give exactly one of credentials.client_secret, credentials.certificate, "
+            "options.certificate_file and options.federated_token_file"
+            + (f" (got {', '.join(given)})" if given else "")
+        )
+    (chosen,) = given
+    if chosen == "credentials.client_secret":
+        return context.secret("client_secret")
+    if chosen == "credentials.certificate":
+        return parse_certificate(context.secret("certificate").reveal().encode(), f"{key}.{chosen}")
+    path = options[chosen.removeprefix("options.")]
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(f"{key}.{chosen}: expected the path of a file")
+    if chosen == "options.federated_token_file":
+        return FederatedTokenFile(Path(path), f"{key}.{chosen}")
+    try:
+        pem = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{key}.{chosen}: cannot read it ({exc.strerror})") from None
+    return parse_certificate(pem, f"{key}.{chosen}")
+
+
+def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> EntraReader:
+    parsed = parse_options(name, options)
+    return entra_reader(name, parsed, _credential(context, options))
+
+
+register_directory_reader("entra", build)
