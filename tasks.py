@@ -42,8 +42,15 @@ def ensure_venv() -> None:
 
 # Programs the tests use, from Debian's packages: the UI tests drive Chromium with its
 # ChromeDriver (browser downloads do not work offline), and the filesystem source's tests set
-# real POSIX ACLs with setfacl.
-SYSTEM_TOOLS = {"chromium": "chromium", "chromedriver": "chromium-driver", "setfacl": "acl"}
+# real POSIX ACLs with setfacl, and the LDAP directory source's tests start their own OpenLDAP
+# server (slapd, configured with slapadd; the package's system instance is not used).
+SYSTEM_TOOLS = {
+    "chromium": "chromium",
+    "chromedriver": "chromium-driver",
+    "setfacl": "acl",
+    "slapadd": "slapd",
+    "ldapsearch": "ldap-utils",
+}
 
 
 def ensure_system_tools() -> None:
