@@ -512,3 +512,28 @@ def test_a_directory_kept_by_a_directory_source_refuses_scim_writes(
     assert refused.status_code == 409 and "directory source corp" in refused.json()["detail"]
     assert client_.get("/scim/v2/Users/x@acme.test", headers=headers).status_code == 404
     assert client_.get("/scim/v2/Users", headers=headers).status_code == 200
+
+
+def test_filters_by_external_id_and_pages_by_start_index_and_count(
+    server: dict[str, Any],
+) -> None:
+    with client(server) as c:
+        for i in range(3):
+            body = {"userName": f"page{i}@acme.test", "externalId": f"ext-page-{i}"}
+            assert c.post("/Users", json=body).status_code == 201
+        by_external = c.get("/Users", params={"filter": 'externalId eq "ext-page-1"'}).json()
+        assert [r["id"] for r in by_external["Resources"]] == ["page1@acme.test"]
+        # externalId is case-exact (RFC 7643): another case is another value.
+        assert (
+            c.get("/Users", params={"filter": 'externalId eq "EXT-PAGE-1"'}).json()["totalResults"]
+            == 0
+        )
+        wanted = 'userName sw "page"'
+        first = c.get("/Users", params={"filter": wanted, "startIndex": 1, "count": 2}).json()
+        second = c.get("/Users", params={"filter": wanted, "startIndex": 3, "count": 2}).json()
+        assert first["totalResults"] == second["totalResults"] == 3
+        assert (first["itemsPerPage"], second["itemsPerPage"]) == (2, 1)
+        ids = [r["id"] for r in first["Resources"] + second["Resources"]]
+        assert ids == ["page0@acme.test", "page1@acme.test", "page2@acme.test"]
+        bad = c.get("/Users", params={"count": "many"})
+        assert bad.status_code == 400 and bad.json()["scimType"] == "invalidValue"
