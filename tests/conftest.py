@@ -94,7 +94,7 @@ def write_directory() -> Callable[..., Path]:
 
 
 # A real PostgreSQL server (tests/pg.py), started by the first test that asks for it.
-from pg import pg_database, stop_server  # noqa: E402, F401
+from pg import backend_store, pg_database, stop_server  # noqa: E402, F401
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

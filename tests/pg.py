@@ -180,3 +180,29 @@ def pg_database() -> Iterator[PgDatabase]:
         yield database
     finally:
         found.drop(database)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The same test on both backends: a SQLite file, then a fresh PostgreSQL database
+    (every migration applied) as the application's two roles."""
+    from clearance.store.postgres import PostgresStore
+    from clearance.store.sqlite import SQLiteStore
+
+    if request.param == "sqlite":
+        opened: Any = SQLiteStore(tmp_path / "index.db")
+        try:
+            yield opened
+        finally:
+            opened.close()
+        return
+    found = server()
+    database = found.database(always_fresh=True)
+    try:
+        opened = PostgresStore(database.reader_dsn, database.writer_dsn)
+        try:
+            yield opened
+        finally:
+            opened.close()
+    finally:
+        found.drop(database)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import getpass
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from clearance.store.postgres import PostgresStore
 from clearance.store.sqlite import SQLiteStore
 from clearance.trace.actions import AdminActions
 from clitools import cli
-from pg import server as pg_server
 
 from .conftest import DIRECTORY, create_token, make_project, serving
 
@@ -93,25 +91,10 @@ def test_http_and_scim_actions_name_who_did_them(tmp_path: Path) -> None:
         assert refused.status_code == 403
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore | PostgresStore]:
-    if request.param == "sqlite":
-        opened: SQLiteStore | PostgresStore = SQLiteStore(tmp_path / "index.db")
-        try:
-            yield opened
-        finally:
-            opened.close()
-        return
-    found = pg_server()
-    database = found.database(always_fresh=True)
-    try:
-        opened = PostgresStore(database.reader_dsn, database.writer_dsn)
-        try:
-            yield opened
-        finally:
-            opened.close()
-    finally:
-        found.drop(database)
+@pytest.fixture
+def store(backend_store: SQLiteStore | PostgresStore) -> SQLiteStore | PostgresStore:
+    """SQLite, then PostgreSQL (tests/pg.py)."""
+    return backend_store
 
 
 def test_the_action_log_reads_the_same_on_both_backends(

@@ -4,37 +4,19 @@ SQLite and PostgreSQL; an expired session never signs in, swept or not."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from clearance.api.sessions import SessionStore, SessionSweeper
 from clearance.store.postgres import PostgresStore
 from clearance.store.sqlite import SQLiteStore
-from pg import server as pg_server
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore | PostgresStore]:
-    if request.param == "sqlite":
-        opened: SQLiteStore | PostgresStore = SQLiteStore(tmp_path / "index.db")
-        try:
-            yield opened
-        finally:
-            opened.close()
-        return
-    found = pg_server()
-    database = found.database(always_fresh=True)
-    try:
-        opened = PostgresStore(database.reader_dsn, database.writer_dsn)
-        try:
-            yield opened
-        finally:
-            opened.close()
-    finally:
-        found.drop(database)
+@pytest.fixture
+def store(backend_store: SQLiteStore | PostgresStore) -> SQLiteStore | PostgresStore:
+    """SQLite, then PostgreSQL (tests/pg.py)."""
+    return backend_store
 
 
 def rows(store: SQLiteStore | PostgresStore) -> int:

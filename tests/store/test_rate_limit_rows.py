@@ -5,7 +5,6 @@ what search has loaded (the counters are not content or access rows)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from clearance.api.limits import RateLimited, SharedRateLimiter
 from clearance.config import Rate
 from clearance.store.postgres import PostgresStore
 from clearance.store.sqlite import SQLiteStore
-from pg import server
 
 
 class Clock:
@@ -25,25 +23,10 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore | PostgresStore]:
-    if request.param == "sqlite":
-        opened: SQLiteStore | PostgresStore = SQLiteStore(tmp_path / "index.db")
-        try:
-            yield opened
-        finally:
-            opened.close()
-        return
-    found = server()
-    database = found.database(always_fresh=True)
-    try:
-        opened = PostgresStore(database.reader_dsn, database.writer_dsn)
-        try:
-            yield opened
-        finally:
-            opened.close()
-    finally:
-        found.drop(database)
+@pytest.fixture
+def store(backend_store: SQLiteStore | PostgresStore) -> SQLiteStore | PostgresStore:
+    """SQLite, then PostgreSQL (tests/pg.py)."""
+    return backend_store
 
 
 def test_the_bucket_and_retry_after_are_the_same_on_both_backends(

@@ -5,7 +5,7 @@ scopes survive the round trip (rows from before scopes keep what they could do).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +18,14 @@ from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.store.postgres import PostgresStore
 from clearance.store.sqlite import SQLiteStore
-from pg import server
 
 BASE = "https://clearance.example/scim/v2"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore | PostgresStore]:
-    if request.param == "sqlite":
-        opened: SQLiteStore | PostgresStore = SQLiteStore(tmp_path / "index.db")
-        try:
-            yield opened
-        finally:
-            opened.close()
-        return
-    found = server()
-    database = found.database(always_fresh=True)
-    try:
-        opened = PostgresStore(database.reader_dsn, database.writer_dsn)
-        try:
-            yield opened
-        finally:
-            opened.close()
-    finally:
-        found.drop(database)
+@pytest.fixture
+def store(backend_store: SQLiteStore | PostgresStore) -> SQLiteStore | PostgresStore:
+    """SQLite, then PostgreSQL (tests/pg.py)."""
+    return backend_store
 
 
 def write(kind: str, method: str, ident: str | None, body: Any) -> Any:
