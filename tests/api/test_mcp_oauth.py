@@ -200,3 +200,25 @@ def test_the_documented_client_configurations_name_what_the_server_serves(
     assert kinds == {"url", "mcp-remote", "stdio"}
     # And the endpoint those URLs name is what the HTTP transport serves.
     assert tools_list(mcp_url["url"], mcp_url["token"]).status_code == 200
+
+
+def test_a_token_reaches_only_the_tools_of_its_scopes(mcp_url: dict[str, Any]) -> None:
+    """As on the HTTP API: a token made for searching cannot ask through MCP either.
+    Reverse proof: the reader token of the same user asks."""
+    searcher = create_token(mcp_url["config"], "ann", "--scope", "search")["token"]
+    seen: dict[str, Any] = {}
+
+    async def main(token: str, prefix: str) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(streamable_http_client(mcp_url["url"] + MCP_PATH, http_client=http)) as c,
+        ):
+            seen[prefix + "search"] = await c.call_tool("search", {"query": "Tokyo trains"})
+            seen[prefix + "ask"] = await c.call_tool("ask", {"question": "Tokyo trains?"})
+
+    anyio.run(main, searcher, "s_")
+    anyio.run(main, mcp_url["token"], "r_")
+    assert not seen["s_search"].is_error
+    assert seen["s_ask"].is_error and "'ask' scope" in seen["s_ask"].content[0].text
+    assert not seen["r_ask"].is_error

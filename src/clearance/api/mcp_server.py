@@ -51,7 +51,7 @@ from clearance.answer.bounds import unicode_problem
 from clearance.answer.result import Status
 from clearance.api.app import BodyLimit, replaying
 from clearance.api.auth import Authenticator, Identity, request_headers
-from clearance.api.errors import Unauthenticated
+from clearance.api.errors import Forbidden, Unauthenticated
 from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
 from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.app import Clearance
@@ -99,6 +99,14 @@ def request_user(ctx: ServerRequestContext[Any, Any]) -> str:
     if not isinstance(identity, Identity):
         raise Unauthenticated("sign-in required: a valid bearer token (Authorization: Bearer …)")
     return identity.user_id
+
+
+def request_scopes(ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+    """What the credential of a streamable HTTP call may do (a token made for searching
+    cannot ask): the scopes of the identity :class:`BearerGate` put on the request."""
+    request = ctx.request
+    identity = getattr(request.state, _IDENTITY, None) if isinstance(request, Request) else None
+    return identity.scopes if isinstance(identity, Identity) else frozenset()
 
 
 # --------------------------------------------------------------------------- tool inputs
@@ -272,8 +280,11 @@ def create_server(
     *,
     assistant: str | None = None,
     limiter: Limiter | None = None,
+    scopes_of: Callable[[ServerRequestContext[Any, Any]], frozenset[str]] | None = None,
 ) -> Server[Any]:
-    """An MCP server over ``engine`` for the user ``user_of`` names on each call.
+    """An MCP server over ``engine`` for the user ``user_of`` names on each call; with
+    ``scopes_of``, a tool is refused unless the call's credential carries its scope
+    (``search``, ``ask``), as the HTTP API refuses its routes.
 
     With ``assistant`` the server is bound to that assistant and the tools take no
     ``assistant`` argument (another one could widen it); without, a tool may name one, which
@@ -338,6 +349,12 @@ def create_server(
             user_id = user_of(ctx)
             if limiter is not None:
                 await anyio.to_thread.run_sync(limiter.admit, user_id, None)
+            if (
+                scopes_of is not None
+                and params.name in ("search", "ask")
+                and params.name not in scopes_of(ctx)
+            ):
+                return _refused(Forbidden(f"this credential lacks the {params.name!r} scope"))
             refusal = unicode_refusal(arguments)
             if refusal is not None:
                 return refusal
@@ -641,7 +658,7 @@ def create_http_app(
 
     The SDK's Host/Origin check (against DNS rebinding) is off, as for the API: it would
     refuse a reverse proxy's ``Host``, and a rebinding page holds no bearer token."""
-    server = create_server(engine, request_user, assistant=assistant)
+    server = create_server(engine, request_user, assistant=assistant, scopes_of=request_scopes)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
