@@ -1,6 +1,6 @@
 """Micro-benchmark of ``Directory.principal_set`` (not a test: it prints, it never asserts).
 
-Why: the principal set is computed on every request (DESIGN §1 stage 1), so it must stay cheap
+Why: the principal set is computed on every request (docs/design.md §1 stage 1), so it must stay cheap
 on a realistic enterprise directory. The target is ≤ 5 ms for a user at the bottom of a 10-level
 nesting chain among 5,000 groups.
 

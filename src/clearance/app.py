@@ -519,7 +519,7 @@ class Clearance(Closing):
         """Like :meth:`search`, inside what the user may *view*: RESTRICTED documents under
         the assistant's ceiling and documents closed to AI use included. For naming
         sources to their permitted readers only: these hits' text goes into no prompt and
-        no answer (DESIGN §3)."""
+        no answer (docs/design.md §3)."""
         return self._search(user_id, query, assistant, k, Action.VIEW)
 
     def _search(
@@ -647,7 +647,7 @@ class Clearance(Closing):
         assistant: str | None = None,
         today: date | None = None,
     ) -> AnswerResult:
-        """Answer a question for one user (DESIGN §1); see :class:`AnswerResult`.
+        """Answer a question for one user (docs/design.md §1); see :class:`AnswerResult`.
 
         ``today`` is the date relative periods ("last year", 去年) are read against; by
         default the clock's date (UTC). A question longer than ``[answer]

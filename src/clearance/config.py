@@ -607,7 +607,7 @@ class ServerSettings:
 
 @dataclass(frozen=True, slots=True)
 class TraceSettings:
-    """Privacy-preserving traces (DESIGN §8). ``retention_s = 0`` keeps records until purged
+    """Privacy-preserving traces (docs/design.md §8). ``retention_s = 0`` keeps records until purged
     by hand. ``question_text_corpora``: the question text is recorded only when every corpus
     an answer cited is listed here and no retrieved document is RESTRICTED."""
 
@@ -623,7 +623,7 @@ def _default_origins() -> dict[str, Trust]:
 
 @dataclass(frozen=True, slots=True)
 class TrustSettings:
-    """Origin → trust (DESIGN §4), applied at read time and never stored.
+    """Origin → trust (docs/design.md §4), applied at read time and never stored.
 
     ``origins`` is the built-in mapping with ``[trust.origins]`` laid over it (keys
     lower-case); an origin missing from it is untrusted. ``source_origins`` names the

@@ -1,4 +1,4 @@
-"""The nouns of Clearance (DESIGN §2).
+"""The nouns of Clearance (docs/design.md §2).
 
 Everything here is an immutable value. Identity rules:
 
@@ -145,7 +145,7 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """A document with its full metadata (DESIGN §2). ``acl`` empty means nobody."""
+    """A document with its full metadata (docs/design.md §2). ``acl`` empty means nobody."""
 
     doc_id: str
     source_system: str

@@ -1,4 +1,4 @@
-"""Document ACL sync (docs/access.md, DESIGN §7): snapshots, deltas, all-or-nothing, sync times.
+"""Document ACL sync (docs/access.md, docs/design.md §7): snapshots, deltas, all-or-nothing, sync times.
 
 Driven through :meth:`Clearance.sync_acls` and the real ``clearance acl sync`` command on a
 small corpus ingested with the hashing embedder, so "permission-only" can be checked down to

@@ -272,7 +272,7 @@ def test_apply_delta_adds_changes_and_removes() -> None:
     assert after.version == base.version + 1
     assert set(after.users) == {"alice", "carol", "dave"}
     assert set(after.groups) == {"finance", "staff", "empty", "legal"}
-    # Disabling takes effect on the delta, not on the next full sync (DESIGN §7).
+    # Disabling takes effect on the delta, not on the next full sync (docs/design.md §7).
     assert after.principal_set("alice") == frozenset()
     assert after.principal_set("dave") == frozenset({"user:dave", "group:legal", EVERYONE})
     # Removed group's member string stays in its parent (documented); it resolves to nothing.

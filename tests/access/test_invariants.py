@@ -1,4 +1,4 @@
-"""DESIGN §10 invariants 2–5, each with a reverse proof that the check has teeth.
+"""docs/design.md §10 invariants 2–5, each with a reverse proof that the check has teeth.
 
 Every invariant has one assertion helper that *returns the list of violations*. The test runs
 it against the real system and expects none; the reverse proof runs the very same helper

@@ -1,4 +1,4 @@
-"""Leavers and movers take effect on the next query (DESIGN §7, docs/access.md).
+"""Leavers and movers take effect on the next query (docs/design.md §7, docs/access.md).
 
 On the ACME demo corpus: a delta directory sync that disables an account, or removes a user
 from a nested group, changes what the very next search returns — "the day after", with no

@@ -1,4 +1,4 @@
-"""The ACME persona matrix through the real CLI and search path (examples/acme, DESIGN §6–7).
+"""The ACME persona matrix through the real CLI and search path (examples/acme, docs/design.md §6–7).
 
 ``personas.json`` is computed by ``examples/acme/check_personas.py``, an oracle that shares no
 code with Clearance. Here the demo corpus is ingested once per module with the real

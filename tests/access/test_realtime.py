@@ -1,4 +1,4 @@
-"""Stage 8 — real-time permission checks fail closed (DESIGN §1, §7, invariant 5).
+"""Stage 8 — real-time permission checks fail closed (docs/design.md §1, §7, invariant 5).
 
 HTTP behaviour is tested against a real server on loopback (``loopback.py``), not a mocked
 transport, so timeouts, refused connections and trickled bodies are the real thing.

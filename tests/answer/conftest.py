@@ -5,7 +5,7 @@ The corpus is ingested once per session with the real ``clearance`` commands
 (``directory sync`` and ``ingest --manifest``), lexical only (``[embedding] provider = "none"``)
 for speed. A second index, built only when a test asks for it, holds the same corpus *without*
 a few documents (``HIDDEN``), for the "refusal identical whether the hidden source exists or
-not" invariant (DESIGN §6, §10.8).
+not" invariant (docs/design.md §6, §10.8).
 
 ``personas.json`` is written by ``examples/acme/check_personas.py``, an oracle that shares no
 code with Clearance: ``expected_docs`` is what each persona may retrieve, ``canaries`` the

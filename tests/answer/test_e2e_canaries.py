@@ -5,7 +5,7 @@ The server's model parrots every source it is given back into its answer, and th
 records every byte it receives. For every persona of personas.json and a list of questions —
 answerable ones, ones aimed at RESTRICTED and unreadable documents, and prompt injections —
 no canary of a document outside the persona's ``expected_docs``, and no RESTRICTED canary at
-all, may reach the server or the printed result (DESIGN §3, §6, §10.1–2).
+all, may reach the server or the printed result (docs/design.md §3, §6, §10.1–2).
 """
 
 from __future__ import annotations

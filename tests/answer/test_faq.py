@@ -1,4 +1,4 @@
-"""The FAQ short-circuit (DESIGN §1 stage 5, §5): exact matching, conservative exclusions,
+"""The FAQ short-circuit (docs/design.md §1 stage 5, §5): exact matching, conservative exclusions,
 storage and JSONL import.
 
 Every exclusion is tested against a baseline that *does* hit, changing one thing at a time,

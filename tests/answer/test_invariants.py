@@ -1,4 +1,4 @@
-"""The invariants of DESIGN §10 that the answer engine owns, each frozen by a test named after
+"""The invariants of docs/design.md §10 that the answer engine owns, each frozen by a test named after
 it, on the ACME demo corpus (examples/acme).
 
 Every test follows one pattern: an assertion helper returns the list of violations; on the

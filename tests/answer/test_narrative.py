@@ -1,4 +1,4 @@
-"""The checks on a model's narrative answer (clearance.answer.narrative, DESIGN §5 and
+"""The checks on a model's narrative answer (clearance.answer.narrative, docs/design.md §5 and
 invariant 7): citation markers, uncited sentences, numbers verified against the snippets a
 sentence cites, conflicting sources, and the relevance gate before the prompt."""
 

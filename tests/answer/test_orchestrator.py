@@ -1,4 +1,4 @@
-"""The request path of DESIGN §1 as the orchestrator runs it, on the ACME demo corpus: the
+"""The request path of docs/design.md §1 as the orchestrator runs it, on the ACME demo corpus: the
 answer contract, the order of the stages (scope gate first, whatever the intent parser says),
 the FAQ short-circuit's exclusions in context, provider failures, strategy-B rerank, review
 dates, conflicting sources, and the rule that only the egress guard calls a provider."""

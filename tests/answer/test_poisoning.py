@@ -1,4 +1,4 @@
-"""Poisoned documents (DESIGN §4, §10.9): untrusted-origin text is never presented as trusted.
+"""Poisoned documents (docs/design.md §4, §10.9): untrusted-origin text is never presented as trusted.
 
 The time-delayed poisoning scenario runs end to end through the real ``clearance`` command
 and a real chat-completions server on the loopback interface: on day 1 someone adds an

@@ -1,4 +1,4 @@
-"""The last three gates before a model (DESIGN §1 stages 10–12): the link exit drops
+"""The last three gates before a model (docs/design.md §1 stages 10–12): the link exit drops
 RESTRICTED, prompt assembly groups by trust inside a budget with escaped boundaries, and the
 egress guard re-checks every snippet — any one failed check blocks the call."""
 

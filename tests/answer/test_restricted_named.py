@@ -1,6 +1,6 @@
 """RESTRICTED sources are *named* to their permitted readers — title, link and locator,
-under a fixed text — and never summarised (DESIGN §3); anyone else gets exactly the refusal
-they would get if the document did not exist (DESIGN §6). Each assertion is shown to catch
+under a fixed text — and never summarised (docs/design.md §3); anyone else gets exactly the refusal
+they would get if the document did not exist (docs/design.md §6). Each assertion is shown to catch
 a deliberately broken variant."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scope gate (DESIGN §1 stage 2): deterministic alias matching on the raw question.
+"""The scope gate (docs/design.md §1 stage 2): deterministic alias matching on the raw question.
 
 Examples pin the documented rules (normalisation, separators, word boundaries, longest
 first, masking); property tests check the guarantees over arbitrary text: the masked text

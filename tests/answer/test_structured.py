@@ -1,5 +1,5 @@
 """The structured tool (clearance.answer.structured): found / not_found / unrecognized_param,
-rendered from fact values and provenance alone (DESIGN §5, invariants 6, 8 and 11)."""
+rendered from fact values and provenance alone (docs/design.md §5, invariants 6, 8 and 11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Origin and trust (DESIGN §4): resolution, configuration, ingestion, notes, prompt assembly.
+"""Origin and trust (docs/design.md §4): resolution, configuration, ingestion, notes, prompt assembly.
 
 Trust is derived from origin when a chunk is read — never stored — as the minimum over a
 derived text's origin chain, with ``[trust.origins]`` laid over the built-in mapping and

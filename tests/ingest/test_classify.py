@@ -1,4 +1,4 @@
-"""Sensitivity classification (DESIGN §3): config-driven, deterministic, only ever raises."""
+"""Sensitivity classification (docs/design.md §3): config-driven, deterministic, only ever raises."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The HTTP provider is tested against a real chat-completions server on loopback
 (``chat_server.py``), so retries, timeouts, refused connections and the headers that really left
 the process are the real thing. Canary strings stand for prompt text and the API key: no error
-message may contain either (DESIGN §8: logs that do not leak twice).
+message may contain either (docs/design.md §8: logs that do not leak twice).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A small index for the trace suite: a few inline documents of different origins, corpora
 and sensitivities, a directory, a fixed clock and a scripted model.
 
-Every canary below is a string that must never reach a trace by default (DESIGN §8, §10.10).
+Every canary below is a string that must never reach a trace by default (docs/design.md §8, §10.10).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One privacy-preserving trace per request (DESIGN §8, §10.10), through ``Clearance.ask``.
+"""One privacy-preserving trace per request (docs/design.md §8, §10.10), through ``Clearance.ask``.
 
 The record carries ids, pseudonyms, counts, codes and timings: the permission-filter outcome
 as counts per reason, ``denied_retrieved`` (the egress re-check's verdict on what was

@@ -1,4 +1,4 @@
-"""The directory: users, nested groups and the principal set of a user (DESIGN §2, §7).
+"""The directory: users, nested groups and the principal set of a user (docs/design.md §2, §7).
 
 Why this module exists
 ----------------------
@@ -15,7 +15,7 @@ source system, and answers membership questions. It does no I/O.
 Guarantees
 ----------
 * A disabled or unknown user has the **empty** principal set — not even ``everyone`` — so a
-  disabled account retrieves nothing from anything (DESIGN §7, invariant 3), even though the
+  disabled account retrieves nothing from anything (docs/design.md §7, invariant 3), even though the
   account stays listed as a member of its groups.
 * Nested membership is transitive and cycles (including a group that contains itself) are legal;
   every traversal terminates.
@@ -140,7 +140,7 @@ class AliasMatch:
 
 @dataclass(frozen=True, slots=True)
 class User:
-    """One account. ``active=False`` means the account gets nothing (DESIGN §7).
+    """One account. ``active=False`` means the account gets nothing (docs/design.md §7).
 
     ``attributes`` (department, employment type, display name …) are informational: they never
     widen the principal set. They are stored as a read-only mapping sorted by key, so a ``User``

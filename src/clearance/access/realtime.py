@@ -2,9 +2,9 @@
 
 Why this exists: synced ACLs are only as fresh as the last sync. For corpora that demand it
 (``realtime_check = true``), the source system is asked at query time, after retrieval and before
-anything reaches a prompt, so a permission revoked a second ago is honoured (DESIGN §1 stage 8, §7).
+anything reaches a prompt, so a permission revoked a second ago is honoured (docs/design.md §1 stage 8, §7).
 
-What is guaranteed (invariant 5, DESIGN §10):
+What is guaranteed (invariant 5, docs/design.md §10):
 
 * **Fail closed.** Only an explicit, well-formed ``true`` from the source system makes a document
   ALLOWED. A ``false`` is DENIED; every other situation — timeout, connection error, non-200 status,
@@ -268,7 +268,7 @@ class CachedPermissionChecker(Closing):
 
     Why: a page of results often names the same documents again within seconds; asking the source
     system each time costs latency and load. The TTL counts against the corpus revocation SLA
-    (DESIGN §7), so construction refuses ``ttl_s > sla_s``.
+    (docs/design.md §7), so construction refuses ``ttl_s > sla_s``.
 
     Guarantees: only ALLOWED and DENIED are cached — an ERROR is asked again next time; entries are
     keyed by ``(user_id, doc_id)`` so one user's answer never serves another; an entry's age is

@@ -1,4 +1,4 @@
-"""Stage 5 of the request path: the FAQ short-circuit (DESIGN §1, §5).
+"""Stage 5 of the request path: the FAQ short-circuit (docs/design.md §1, §5).
 
 A FAQ entry is a vetted question with a fixed answer and citations. It carries its **own**
 ACL and sensitivity, because its answer is served as written, without retrieval and before
@@ -17,7 +17,7 @@ normal, guarded path:
   assistant's sensitivity ceiling.
 
 A miss is silent: :meth:`FaqMatcher.match` returns ``None`` and says nothing about whether
-an entry the caller may not see exists (DESIGN §6).
+an entry the caller may not see exists (docs/design.md §6).
 
 Entries live in the SQLite file in their own table, ``faq_entries``
 (:class:`FaqRepository`). Imports are validated completely before anything is written and

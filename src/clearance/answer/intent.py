@@ -1,4 +1,4 @@
-"""Route stage (DESIGN §1 stage 6): is this a metric question, several, or narrative?
+"""Route stage (docs/design.md §1 stage 6): is this a metric question, several, or narrative?
 
 Deterministic and rule-based — no model is asked. The ``[facts]`` vocabulary decides what
 a metric, an entity, a channel and a period are (:class:`~clearance.ingest.facts.Vocabulary`;

@@ -1,4 +1,4 @@
-"""The request path of DESIGN §1, in order. Each stage is its own module; this one only
+"""The request path of docs/design.md §1, in order. Each stage is its own module; this one only
 sequences them, records the trace and turns refusals into fixed texts.
 
 ====  ===================  ===========================================================
@@ -1102,7 +1102,7 @@ class Orchestrator:
 
     def _nothing_readable(self, request: _Request, refusal: AnswerResult) -> AnswerResult:
         """Nothing the caller may have read to them answers: if RESTRICTED documents the
-        caller may view do, they are named (DESIGN §3); otherwise ``refusal``, unchanged.
+        caller may view do, they are named (docs/design.md §3); otherwise ``refusal``, unchanged.
         Whoever may not view those documents gets ``refusal`` whether they exist or not."""
         named = self._restricted_sources(request)
         if not named:

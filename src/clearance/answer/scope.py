@@ -1,4 +1,4 @@
-"""Stage 2 of the request path: the scope gate (DESIGN §1).
+"""Stage 2 of the request path: the scope gate (docs/design.md §1).
 
 Some entities (competitors, external companies) must never be answered about. They are
 configured in ``[scope.entities]`` as canonical name → aliases, in any language. The gate

@@ -1,4 +1,4 @@
-"""The structured tool: metric questions answered from the fact table (DESIGN §1 stage 13,
+"""The structured tool: metric questions answered from the fact table (docs/design.md §1 stage 13,
 §5). **No LLM call happens anywhere in this module.**
 
 :func:`query_metric` looks one metric up for one entity and period and returns a
@@ -38,7 +38,7 @@ line) is ``not_found``: the parent total never stands in for it. A partial perio
 the year the figure covers.
 
 Defence in depth: the tool never reads RESTRICTED facts, whatever filter it is given —
-RESTRICTED content never reaches an answer (DESIGN §3).
+RESTRICTED content never reaches an answer (docs/design.md §3).
 """
 
 from __future__ import annotations
@@ -382,7 +382,7 @@ def render_found(
     ``model_prose`` — anything a model wrote about this question — is discarded: it is
     accepted only so callers can hand it over and be sure it never becomes the answer.
     """
-    del model_prose  # never the source of a number (DESIGN §5)
+    del model_prose  # never the source of a number (docs/design.md §5)
     citations: list[Citation] = []
     text = _found_text(result, citations)
     return text, citations

@@ -1,4 +1,4 @@
-"""Trust, derived from origin at read time and never stored (DESIGN §4).
+"""Trust, derived from origin at read time and never stored (docs/design.md §4).
 
 ``system`` and ``human`` are trusted, ``consolidation`` is medium, and everything else —
 ``external_platform``, ``external_web``, ``email``, ``unknown``, any unmapped value and a

@@ -1,4 +1,4 @@
-"""Service metrics and the access log (DESIGN §8: logs that do not leak twice).
+"""Service metrics and the access log (docs/design.md §8: logs that do not leak twice).
 
 One ASGI middleware, :class:`RequestObserver`, times every HTTP request once and feeds both:
 

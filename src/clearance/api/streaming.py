@@ -2,7 +2,7 @@
 
 Why the stream is built this way: an answer may only be shown after it has passed every check
 of the orchestrator (citations enforced, every number verified, conflicts and review dates
-noted — DESIGN §5). Model tokens have passed none of them, so they are never streamed. The
+noted — docs/design.md §5). Model tokens have passed none of them, so they are never streamed. The
 whole, checked answer is computed first by the same ``Clearance.ask`` as the JSON route; the
 stream then carries that answer's sentences, one event each, and a final event with exactly
 the JSON body of the non-streaming route. A client that shows the sentences as they arrive

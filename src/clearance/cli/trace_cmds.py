@@ -1,6 +1,6 @@
 """``clearance trace list|show|purge``, ``clearance audit`` and ``clearance stats``.
 
-Operator commands over the trace log (DESIGN §8). Records hold ids, pseudonymous users,
+Operator commands over the trace log (docs/design.md §8). Records hold ids, pseudonymous users,
 counts, reason codes and timings — never question, chunk, fact or answer text (unless an
 operator enabled question text for some corpora). Traces are for administrators only.
 """

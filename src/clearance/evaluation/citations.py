@@ -16,7 +16,7 @@ A locator *opens text* when
 Readable means the access rules allow it for that person and assistant now
 (:meth:`~clearance.access.policy.AccessControl.decide`): ``retrieve`` for ordinary
 documents, ``view`` for RESTRICTED ones, which may be *named* to their readers but never
-retrieved (DESIGN §3) — that their text stays out of every answer is the leak tests'
+retrieved (docs/design.md §3) — that their text stays out of every answer is the leak tests'
 business, not this one's.
 """
 

@@ -7,7 +7,7 @@ number counts once per answer however often it is written. A number is **not** f
 when it is among the following, and only these — each for the reason given:
 
 1. **the text a citation opens** — every chunk whose locator is exactly the citation's: this
-   is the narrative path's guarantee (DESIGN §5: every number appears in a cited snippet),
+   is the narrative path's guarantee (docs/design.md §5: every number appears in a cited snippet),
    judged per answer here rather than per sentence;
 2. **the facts a citation names** — the value, and the entity, period, metric, channel and
    unit labels, of every stored fact of the cited document at exactly the cited locator:

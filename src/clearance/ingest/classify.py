@@ -1,4 +1,4 @@
-"""Deterministic sensitivity classification (DESIGN §3), driven by ``[sensitivity]`` only.
+"""Deterministic sensitivity classification (docs/design.md §3), driven by ``[sensitivity]`` only.
 
 Order: a label from the source system is kept; a path matching
 ``restricted_filename_patterns`` ⇒ RESTRICTED; text matching a ``restricted_keywords``

@@ -1,5 +1,5 @@
 """Facts from tables: every numeric table cell whose labels name a metric, an entity and a
-period becomes a :class:`~clearance.model.Fact` (DESIGN §2, §5).
+period becomes a :class:`~clearance.model.Fact` (docs/design.md §2, §5).
 
 Nothing here knows any company: what counts as a metric, an entity, a channel or a unit,
 and which strings are periods, comes from the ``[facts]`` vocabulary

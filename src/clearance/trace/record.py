@@ -1,4 +1,4 @@
-"""Privacy-preserving traces (DESIGN §8): one record per request, no text by default.
+"""Privacy-preserving traces (docs/design.md §8): one record per request, no text by default.
 
 A record holds ids, counts, codes and timings — never the question, a chunk, a fact value,
 a prompt or an answer. :func:`validate_record` rejects any record carrying a text field
