@@ -702,3 +702,29 @@ def test_behind_a_trusted_proxy_the_ui_signs_in_from_its_header(tmp_path: Path) 
 )
 def test_citations_show_their_place_in_words(locator: str, shown: str) -> None:
     assert ui_module.place(locator) == shown
+
+
+def test_a_provisioning_token_signs_nobody_in_to_the_browser(live: Live, browser: Browser) -> None:
+    """A scim token is refused at the sign-in form like a bad one. Reverse proof: a reader
+    token of the same shape signs in."""
+    provisioning = create_token(live.config, "okta-provisioning", "--scope", "scim")["token"]
+    reply = browser.sign_in(provisioning)
+    assert reply.status_code == 303 and reply.headers["location"] == "/signin?error=token"
+    assert "clearance_session" not in reply.headers.get("set-cookie", "")
+    assert browser.sign_in(live.tokens["ann"]).headers["location"] == "/"
+
+
+def test_a_search_only_token_cannot_ask_in_the_browser(live: Live) -> None:
+    searcher = create_token(live.config, "ann", "--scope", "search")["token"]
+    b = Browser(live.url)
+    try:
+        assert b.sign_in(searcher).headers["location"] == "/"
+        refused = b.ask("Where do I book trains?")
+        assert refused.status_code == 403 and "may search but not ask" in refused.text
+    finally:
+        b.close()
+    reader = signed_in(live, "ann")  # reverse proof: the default token asks
+    try:
+        assert reader.ask("Where do I book trains?").status_code == 200
+    finally:
+        reader.close()

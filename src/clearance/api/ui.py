@@ -47,6 +47,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from clearance.answer.result import AnswerResult, Status
 from clearance.api.auth import (
+    READER_SCOPES,
     Authenticator,
     DirectoryAdmins,
     OidcAuthenticator,
@@ -156,6 +157,7 @@ class Visitor:
     csrf: str
     session_id: str | None
     method: str
+    scopes: frozenset[str] = READER_SCOPES
 
 
 class Door:
@@ -254,11 +256,17 @@ class Door:
         if session is not None and session_id is not None:
             if session.method == "api_token":
                 record = None if session.token_id is None else self.tokens.current(session.token_id)
-                if record is None or record.user_id != session.user_id:
+                if record is None or record.user_id != session.user_id or "scim" in record.scopes:
                     return None
-                admin = record.admin
-            else:
-                admin = self.admins(session.user_id)
+                return Visitor(
+                    session.user_id,
+                    record.admin and "admin" in record.scopes,
+                    session.csrf,
+                    session_id,
+                    session.method,
+                    record.scopes,
+                )
+            admin = self.admins(session.user_id)
             return Visitor(session.user_id, admin, session.csrf, session_id, session.method)
         if self.proxy is not None:
             peer = request.client.host if request.client else None
@@ -532,7 +540,7 @@ def install_ui(
         if door.forged(request, form.get("csrf"), expected):
             return door.page(request, "error.html", None, 403, message=_FORGED)
         record = door.tokens.verify(form.get("token", "").strip())
-        if record is None:
+        if record is None or "scim" in record.scopes:  # a provisioning token signs nobody in
             return RedirectResponse("/signin?error=token", status_code=303)
         lifetime = timedelta(seconds=settings.server.session_lifetime_s)
         expires = engine.clock() + lifetime
@@ -640,6 +648,8 @@ def install_ui(
         presented = request.headers.get("x-csrf-token") or form.get("csrf")
         if door.forged(request, presented, visitor.csrf):
             return _refuse(request, stream, 403, "forbidden", _FORGED, visitor)
+        if "ask" not in visitor.scopes:
+            return _refuse(request, stream, 403, "forbidden", _NO_ASK_SCOPE, visitor)
         if door.rate_limiter is not None:
             try:
                 await anyio.to_thread.run_sync(
@@ -770,6 +780,7 @@ _SIGNIN_ERRORS = {
     "sso": "Single sign-on did not complete. Please try again.",
     "provider": "The identity provider could not be reached or refused the sign-in.",
 }
+_NO_ASK_SCOPE = "The token you signed in with may search but not ask."
 _FORGED = "This request did not come from a Clearance page. Reload the page and try again."
 _SIGNED_OUT = "Your session has ended. Please sign in again."
 _SLOW_DOWN = "Too many questions in a short time. Please wait a moment and try again."
