@@ -86,3 +86,14 @@ def test_an_unknown_source_is_not_found(run: Run) -> None:
     rc, _out, err = run("directory-source", "sync", "nope")
 
     assert rc != 0 and "no directory source 'nope'" in err
+
+
+def test_clearance_status_says_first_when_the_directory_fails_closed(run: Run) -> None:
+    """Before the first sync every user gets nothing: `clearance status` says so in words;
+    after a successful sync it says nothing of the kind."""
+    rc, out, _ = run("status")
+    assert rc == 0 and "FAILING CLOSED" in out and "never synced" in out
+    rc, _ = run.json("directory-source", "sync", "corp")
+    assert rc == 0
+    rc, out, _ = run("status")
+    assert rc == 0 and "FAILING CLOSED" not in out

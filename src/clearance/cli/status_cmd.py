@@ -53,6 +53,12 @@ def register(cli: click.Group) -> None:
             f"directory v{safe(directory['version'])}: {directory['users']} users, "
             f"{directory['groups']} groups"
         )
+        if directory.get("failing_closed"):
+            # Past its directory source's SLA the directory serves nobody: say so first.
+            console.print(
+                f"  [red]FAILING CLOSED[/red]: {safe(directory['failing_closed'])}; "
+                "every user gets nothing until the next successful sync"
+            )
         table = Table(show_header=True)
         for column in ("corpus", "documents", "last ACL sync", "SLA", "serving"):
             table.add_column(column)
