@@ -416,7 +416,7 @@ class Clearance(Closing):
         provisioning requests never lose each other's change, and the new directory
         version is what the very next request reads."""
         with self.store.transaction() as db:
-            if type(self.store).__name__ == "PostgresStore":  # no import of the optional driver
+            if self.store.dialect == "postgres":
                 db.execute("SELECT pg_advisory_xact_lock(hashtext('clearance.scim'))")
             rows = dict(
                 db.execute(
