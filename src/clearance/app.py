@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearance.access.directory import (
     Directory,
@@ -29,7 +29,6 @@ from clearance.access.realtime import (
     checker_for_corpus,
     filter_allowed,
 )
-from clearance.access.scim import ScimState, ScimWrite
 from clearance.access.sync import AclSyncReport, parse_read_at, sync_acl_data, sync_acls
 from clearance.answer.bounds import check_question
 from clearance.answer.orchestrator import Orchestrator
@@ -57,6 +56,9 @@ from clearance.store.backends import AnyStore, open_store
 from clearance.trace.actions import AdminActions
 from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
+
+if TYPE_CHECKING:
+    from clearance.access.scim import ScimState, ScimWrite
 
 __all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
 
@@ -427,6 +429,8 @@ class Clearance(Closing):
             directory = (
                 Directory.empty() if raw_directory is None else Directory.from_json(raw_directory)
             )
+            from clearance.access.scim import ScimState  # SCIM's models load only for SCIM
+
             result = write(directory, ScimState.from_json(_meta_json(rows.get(_SCIM_KEY))))
             for key, value in (
                 (_DIRECTORY_KEY, result.directory.to_json()),
@@ -441,6 +445,8 @@ class Clearance(Closing):
 
     def scim_view(self) -> tuple[Directory, ScimState]:
         """The directory and the SCIM resources, for reads of ``/scim/v2``."""
+        from clearance.access.scim import ScimState
+
         return self.directory, ScimState.from_json(self.store.get_meta(_SCIM_KEY))
 
     def replace_directory(self, doc: DirectoryDoc) -> Directory:
