@@ -126,6 +126,7 @@ def test() -> int:
         (BIN / "ruff", "check", "src", "tests", "benchmarks", "examples", "tasks.py"),
         (BIN / "ruff", "format", "--check", "src", "tests", "benchmarks", "examples", "tasks.py"),
         (BIN / "mypy",),
+        (BIN / "lint-imports",),
         (PY, "-m", "pytest", "-q"),
     ]
     for step in steps:

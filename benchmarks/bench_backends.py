@@ -513,7 +513,7 @@ def explain(store: PostgresStore, flt: SearchFilter, vector: Any) -> str:
 
 def explain_lexical(store: PostgresStore, flt: SearchFilter, query: str) -> str:
     """The BM25 query's plan: its planning and execution time at a selectivity."""
-    from clearance.retrieval.analysis import search_terms
+    from clearance.analysis import search_terms
 
     sql, params = pg_search.allowed(flt)
     with store._as_caller(flt.principals, flt.max_sensitivity) as conn:

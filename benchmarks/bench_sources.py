@@ -42,7 +42,7 @@ import numpy as np
 
 from clearance.app import Clearance
 from clearance.config import settings_from_dict
-from clearance.retrieval.embedding import HashingEmbedder
+from clearance.llm.embedding import HashingEmbedder
 from clearance.sources.base import Access, SourceDocument
 from clearance.sources.memory import MemoryConnector
 from clearance.sources.sync import SourceSync, SyncReport

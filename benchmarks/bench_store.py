@@ -100,9 +100,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from clearance.analysis import document_terms, search_terms
+from clearance.llm.embedding import MiniLMEmbedder
 from clearance.model import Chunk, Document, Sensitivity
-from clearance.retrieval.analysis import document_terms, search_terms
-from clearance.retrieval.embedding import MiniLMEmbedder
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store.base import SearchFilter
 from clearance.store.memory import bm25_top_k

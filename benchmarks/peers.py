@@ -89,8 +89,8 @@ from bench_store import (  # noqa: E402
     random_unit_vectors,
 )
 
+from clearance.llm.embedding import MiniLMEmbedder  # noqa: E402
 from clearance.model import Chunk  # noqa: E402
-from clearance.retrieval.embedding import MiniLMEmbedder  # noqa: E402
 from clearance.store.base import SearchFilter  # noqa: E402
 from clearance.store.sqlite import SQLiteStore  # noqa: E402
 

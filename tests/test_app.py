@@ -11,7 +11,7 @@ import pytest
 
 from clearance.app import Clearance
 from clearance.config import Settings
-from clearance.retrieval.embedding import HashingEmbedder
+from clearance.llm.embedding import HashingEmbedder
 from clearance.store.memory import ContentIndex
 from clearance.store.sqlite import SQLiteStore
 

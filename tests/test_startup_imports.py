@@ -1,31 +1,90 @@
-"""`clearance --help` loads no module that only one feature needs: SCIM's models and filter
-parser and the LDAP client are imported when provisioning or an LDAP directory source runs,
-not by every command (they cost about 0.3 s of CPU at start-up)."""
+"""Start-up loads only what the command needs.
+
+`clearance --help` loads none of the engine: not the settings, not the store, not numpy or
+the HTTP and JWT libraries. `clearance status` opens the index, so it loads the store, but
+not the answer engine, the connectors, the HTTP client or the feature-only libraries (SCIM's
+models and filter parser, the LDAP client). Measured with ``python -X importtime``: these
+modules are most of the CPU a command spends before it does any work.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
-HEAVY = ("scim2_models", "scim2_filter_parser", "ldap3")
+import pytest
+
+#: Loaded by no command that does not use them.
+FEATURE_ONLY = ("scim2_models", "scim2_filter_parser", "ldap3", "fastapi", "onnxruntime")
+#: Loaded by `clearance status` neither: the answer engine, the connectors, HTTP and JWT.
+NOT_FOR_STATUS = (
+    *FEATURE_ONLY,
+    "httpx",
+    "jwt",
+    "clearance.answer.orchestrator",
+    "clearance.answer.periods",
+    "clearance.ingest.facts",
+    "clearance.ingest.pipeline",
+    "clearance.sources.sync",
+)
+#: Loaded by `clearance --help` neither: nothing of the engine at all.
+NOT_FOR_HELP = (*NOT_FOR_STATUS, "numpy", "clearance.config", "clearance.app")
+
+_PROBE = """
+import json, sys
+from clearance.cli.main import cli
+try:
+    cli.main(args=sys.argv[2:], prog_name="clearance", standalone_mode=False)
+except SystemExit:
+    pass
+watched = json.loads(sys.argv[1])
+print(json.dumps(sorted(m for m in watched if m in sys.modules)))
+"""
 
 
-def loaded_after(statement: str) -> list[str]:
-    code = (
-        f"import sys, json\n{statement}\n"
-        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
-    )
+def loaded_by(args: list[str], watched: tuple[str, ...], home: Path | None = None) -> list[str]:
+    """Which of ``watched`` a fresh interpreter has loaded after ``clearance ARGS``."""
+    env = {**os.environ, **({"CLEARANCE_HOME": str(home)} if home else {})}
     out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        [sys.executable, "-c", _PROBE, json.dumps(watched), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     ).stdout
     found: list[str] = json.loads(out.strip().splitlines()[-1])
     return found
 
 
-def test_the_cli_and_the_engine_load_no_feature_only_module() -> None:
-    assert loaded_after("import clearance.cli.main, clearance.app") == []
+def test_help_loads_nothing_of_the_engine() -> None:
+    assert loaded_by(["--help"], NOT_FOR_HELP) == []
 
 
-def test_reverse_proof_the_check_sees_a_feature_module_loaded() -> None:
-    assert loaded_after("import clearance.access.scim") == ["scim2_filter_parser", "scim2_models"]
+def test_status_loads_the_store_but_not_the_answer_engine_or_connectors(tmp_path: Path) -> None:
+    (tmp_path / "clearance.toml").write_text('[store]\npath = "index.db"\n', encoding="utf-8")
+    assert loaded_by(["status"], NOT_FOR_STATUS, tmp_path) == []
+    # It did open the index (so the check above is about a command that ran).
+    assert loaded_by(["status"], ("clearance.store.sqlite",), tmp_path) == [
+        "clearance.store.sqlite"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("import clearance.access.scim", ["scim2_filter_parser", "scim2_models"]),
+        ("import clearance.answer.orchestrator", ["clearance.answer.orchestrator"]),
+    ],
+)
+def test_reverse_proof_the_probe_sees_a_loaded_module(statement: str, expected: list[str]) -> None:
+    code = (
+        f"import sys, json\n{statement}\n"
+        f"print(json.dumps(sorted(m for m in {NOT_FOR_STATUS!r} if m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    assert set(expected) <= set(json.loads(out.strip().splitlines()[-1]))

@@ -8,109 +8,51 @@ that searches without a user.
 from __future__ import annotations
 
 import json
-import secrets
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clearance.access.directory import (
     Directory,
-    DirectoryDoc,
-    parse_directory,
     unknown_principal_warning,
 )
-from clearance.access.policy import AccessControl, Action, Decision, Principal, Reason
+from clearance.access.ownership import BLOCKED_KEY, check_owner, owner_of
+from clearance.access.policy import Action, Decision
 from clearance.access.realtime import (
     PermissionChecker,
-    RealtimeResult,
-    checker_for_corpus,
-    filter_allowed,
 )
 from clearance.access.sync import AclSyncReport, parse_read_at, sync_acl_data, sync_acls
-from clearance.answer.bounds import check_question
-from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult
+from clearance.bounds import check_question
 from clearance.config import Settings, trace_key
 from clearance.errors import (
-    DirectoryError,
-    EmbeddingError,
     LoaderError,
     MetadataError,
     NotFoundError,
 )
 from clearance.ingest.metadata import parse_metadata
-from clearance.ingest.pipeline import FileResult, Ingestor, IngestReport, Job
-from clearance.lifecycle import Closing
 from clearance.llm.base import Provider
-from clearance.llm.registry import make_provider, make_rerank_provider
-from clearance.model import SearchHit
-from clearance.retrieval.embedding import Embedder, get_embedder
-from clearance.retrieval.hybrid import HybridSearcher
-from clearance.retrieval.synonyms import Synonyms
-from clearance.sources.ownership import BLOCKED_KEY, check_owner, owner_of
-from clearance.sources.service import source_summary
+from clearance.llm.embedding import Embedder
+from clearance.retrieval.retriever import SearchResult
+from clearance.runtime import DIRECTORY_KEY, Runtime, meta_json
 from clearance.store.backends import AnyStore, open_store
-from clearance.trace.actions import AdminActions
-from clearance.trace.log import TraceLog
-from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
 
 if TYPE_CHECKING:
     from clearance.access.scim import ScimState, ScimWrite
+    from clearance.answer.orchestrator import Orchestrator
+    from clearance.ingest.pipeline import FileResult, IngestReport
 
 __all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
 
 #: The source system of notes (derived knowledge added with :meth:`Clearance.add_note`).
 NOTE_SOURCE = "note"
 
-_DIRECTORY_KEY = "directory"
 _SCIM_KEY = "scim"
 
 
-def _meta_json(value: Any) -> Any:
-    """A meta value as stored: JSON text (SQLite) or already decoded (PostgreSQL json)."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
-
-
-_EMBEDDING_KEY = "embedding_model"
-# How often a search is re-run to refill results after real-time checks dropped some.
-_REALTIME_REFILLS = 3
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """Hits for one user, plus what real-time checks dropped (for the trace, never shown)."""
-
-    user_id: str
-    hits: list[SearchHit]
-    realtime_dropped: dict[str, RealtimeResult] = field(default_factory=dict)
-    refused: str | None = None  # "account_disabled" / "unknown_user" when nothing was searched
-
-    def to_dict(self, query: str) -> dict[str, Any]:
-        """The JSON of a search — the one place its shape is built: ``clearance search
-        --json``, ``POST /v1/search`` and the MCP ``search`` tool all return it."""
-        rows = [
-            {
-                "rank": i,
-                "doc_id": h.document.doc_id,
-                "title": h.document.title,
-                "locator": h.chunk.locator,
-                "uri": h.document.uri,
-                "corpus": h.document.corpus,
-                "sensitivity": h.chunk.sensitivity.name,
-                "score": round(h.score, 6),
-                "lexical_rank": h.lexical_rank,
-                "vector_rank": h.vector_rank,
-                "text": h.chunk.text,
-            }
-            for i, h in enumerate(self.hits, start=1)
-        ]
-        return {"user": self.user_id, "query": query, "refused": self.refused, "results": rows}
-
-
-class Clearance(Closing):
+class Clearance(Runtime):
     """Open with :meth:`open`; close with :meth:`close` or use as a context manager."""
 
     def __init__(
@@ -124,23 +66,11 @@ class Clearance(Closing):
         provider: Provider | None = None,
         trace_key: bytes | None = None,
     ) -> None:
-        self.settings = settings
-        self.synonyms = Synonyms(settings.retrieval.synonyms)
+        super().__init__(
+            settings, store, embedder=embedder, checkers=checkers, clock=clock, trace_key=trace_key
+        )
         self._provider = provider
-        self.trace_key = trace_key
-        # Without a configured key, pseudonyms are per-process — but one key for the process,
-        # so traces and the access log name a user alike.
-        self._pseudonym_key = trace_key or secrets.token_bytes(32)
-        #: Called with every answer's trace record (ids, codes, timings; no text), even when
-        #: ``[trace] enabled`` is off: the seam service metrics observe stage timings through.
-        self.trace_listeners: list[Callable[[TraceRecord], None]] = []
         self._orchestrator: Orchestrator | None = None
-        self._traces: TraceWriter | None = None
-        self.store = store
-        self._embedder = embedder
-        self.clock = clock
-        self._checkers = checkers
-        self._directory: tuple[int, Directory] | None = None
 
     @classmethod
     def open(cls, settings: Settings, **kwargs: Any) -> Clearance:
@@ -149,92 +79,19 @@ class Clearance(Closing):
         return cls(settings, store, **kwargs)
 
     def close(self) -> None:
-        """Close what this instance opened: checkers, the providers it built, the store."""
-        owned: list[object] = list((self._checkers or {}).values())
+        """Close what this instance opened: the providers it built, checkers, the store."""
         if self._orchestrator is not None and self._provider is None:
-            owned.extend(self._orchestrator.providers())
-        for resource in owned:
-            close = getattr(resource, "close", None)
-            if callable(close):
-                close()
-        self.store.close()
-
-    # ------------------------------------------------------------------ components
-
-    @property
-    def embedder(self) -> Embedder | None:
-        """The configured embedder, checked against the model the index was built with:
-        vectors of two models are never mixed in one index (same width or not)."""
-        if isinstance(self._embedder, str):
-            embedder = get_embedder(self.settings.embedding)
-            if embedder is not None:
-                built_with = self.store.get_meta(_EMBEDDING_KEY)
-                if built_with is None and self.store.stats().vectors == 0:
-                    self.store.set_meta(_EMBEDDING_KEY, embedder.name)
-                elif built_with is not None and built_with != embedder.name:
-                    raise EmbeddingError(
-                        f"the index holds vectors of {built_with!r} but the configured model "
-                        f"is {embedder.name!r}: rebuild the index or set [embedding] provider"
-                    )
-            self._embedder = embedder
-        return self._embedder
-
-    @property
-    def checkers(self) -> dict[str, PermissionChecker]:
-        if self._checkers is None:
-            self._checkers = {}
-            for name, corpus in self.settings.corpora.items():
-                checker = checker_for_corpus(corpus)
-                if checker is not None:
-                    self._checkers[name] = checker
-        return self._checkers
-
-    @property
-    def directory(self) -> Directory:
-        """The synced directory as the index holds it now. Re-read only when the index's
-        directory generation moved (any writer, any process, bumps it), so the check before
-        every request reads one small row, not the whole directory. The cache is one
-        ``(generation, directory)`` pair, replaced whole: threads racing to refresh it can
-        never pair a newer generation with an older directory."""
-        cached = self._directory
-        changed = self.store.directory_if_changed(None if cached is None else cached[0])
-        if changed is None:
-            assert cached is not None
-            return cached[1]
-        generation, raw = changed
-        directory = Directory.empty() if raw is None else Directory.from_json(raw)
-        self._directory = (generation, directory)
-        return directory
-
-    def actions(self) -> AdminActions:
-        """The log of administrator actions in this index (:mod:`clearance.trace.actions`)."""
-        return AdminActions(self.store, clock=self.clock)
-
-    def resolve_user(self, name: str) -> str:
-        """The directory user id a sign-in name (a claim's value: UPN, mail, object id …)
-        names, through the users' aliases (:meth:`Directory.resolve`). A name that is no
-        id and no alias of exactly one user stays as it is, so it signs in as nobody the
-        directory knows: an alias two users share never picks one of them."""
-        match = self.directory.resolve(name)
-        return name if match is None else match.user_id
+            for provider in self._orchestrator.providers():
+                close = getattr(provider, "close", None)
+                if callable(close):
+                    close()
+        super().close()
 
     def warm(self) -> None:
         """Read the directory, load the embedding model and build the in-memory search
         copies now, so that the first request after a start does not wait for them."""
         _ = self.directory
         self.store.warm(vectors=self.embedder is not None)
-
-    def access(self) -> AccessControl:
-        # A directory source past its SLA owns a directory nobody may be served from: every
-        # user it provides resolves to the empty principal set until its next success.
-        directory = Directory.empty() if self.directory_failing_closed() else self.directory
-        return AccessControl(
-            self.settings,
-            directory,
-            self.store.last_acl_syncs(),
-            checkers=self.checkers,
-            clock=self.clock,
-        )
 
     # ------------------------------------------------------------------ ingestion
 
@@ -260,6 +117,8 @@ class Clearance(Closing):
         ``manifest_data`` is ``(name, JSONL)`` of a manifest that has no file (an HTTP body):
         it may name files inside the configured ``[ingest] roots`` only (see
         :meth:`Ingestor.plan`)."""
+        from clearance.ingest.pipeline import Ingestor
+
         ingestor = Ingestor(self.settings, self.store, self.embedder, self.directory)
         jobs = ingestor.plan(paths, manifest, corpus, manifest_data=manifest_data)
         if on_plan is not None:
@@ -368,6 +227,8 @@ class Clearance(Closing):
         if title is not None:
             raw["title"] = title
         meta = parse_metadata(raw, "note")
+        from clearance.ingest.pipeline import Ingestor, Job
+
         ingestor = Ingestor(self.settings, self.store, self.embedder)
         job = Job(meta["doc_id"], None, meta, default_doc_id=meta["doc_id"])
         result = ingestor.run([job]).results[0]
@@ -380,37 +241,6 @@ class Clearance(Closing):
 
     # ------------------------------------------------------------------ directory and ACLs
 
-    def sync_directory(
-        self, path: Path, *, delta: bool = False, allow_empty: bool = False
-    ) -> Directory:
-        """Apply a directory file (a snapshot, or a delta with ``delta=True``).
-
-        A snapshot without any user would disable every account at once, which is far more
-        often a failed export than an intent: it is refused unless ``allow_empty``.
-        """
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DirectoryError(f"{path}: cannot read: {exc}") from None
-        return self.sync_directory_data(text, path.name, delta=delta, allow_empty=allow_empty)
-
-    def sync_directory_data(
-        self, data: str | bytes, source: str, *, delta: bool = False, allow_empty: bool = False
-    ) -> Directory:
-        """:meth:`sync_directory` of a document already read; ``source`` names it in errors
-        (a file name, ``request body``)."""
-        doc = parse_directory(data, source=source)
-        if not delta and not doc.users and not allow_empty:
-            raise DirectoryError(
-                f"{source}: the snapshot has no users, so applying it would disable every "
-                "account; nothing was changed (use --allow-empty, or allow_empty=true over "
-                "HTTP, to apply it anyway)"
-            )
-        current = self.directory
-        updated = current.apply_delta(doc) if delta else current.replace(doc)
-        self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
-        return updated
-
     def provision(self, write: Callable[[Directory, ScimState], ScimWrite]) -> ScimWrite:
         """Apply one SCIM write (:mod:`clearance.access.scim`): the directory and the SCIM
         resources are read, changed and written in one transaction, one writer at a time
@@ -422,18 +252,18 @@ class Clearance(Closing):
                 db.execute("SELECT pg_advisory_xact_lock(hashtext('clearance.scim'))")
             rows = dict(
                 db.execute(
-                    "SELECT key, value FROM meta WHERE key IN (?, ?)", (_DIRECTORY_KEY, _SCIM_KEY)
+                    "SELECT key, value FROM meta WHERE key IN (?, ?)", (DIRECTORY_KEY, _SCIM_KEY)
                 ).fetchall()
             )
-            raw_directory = _meta_json(rows.get(_DIRECTORY_KEY))
+            raw_directory = meta_json(rows.get(DIRECTORY_KEY))
             directory = (
                 Directory.empty() if raw_directory is None else Directory.from_json(raw_directory)
             )
             from clearance.access.scim import ScimState  # SCIM's models load only for SCIM
 
-            result = write(directory, ScimState.from_json(_meta_json(rows.get(_SCIM_KEY))))
+            result = write(directory, ScimState.from_json(meta_json(rows.get(_SCIM_KEY))))
             for key, value in (
-                (_DIRECTORY_KEY, result.directory.to_json()),
+                (DIRECTORY_KEY, result.directory.to_json()),
                 (_SCIM_KEY, result.state.to_json()),
             ):
                 db.execute(
@@ -448,20 +278,6 @@ class Clearance(Closing):
         from clearance.access.scim import ScimState
 
         return self.directory, ScimState.from_json(self.store.get_meta(_SCIM_KEY))
-
-    def replace_directory(self, doc: DirectoryDoc) -> Directory:
-        """Apply a snapshot read from a directory source as one new directory version."""
-        updated = self.directory.replace(doc)
-        self.store.set_meta(_DIRECTORY_KEY, updated.to_json())
-        return updated
-
-    def directory_failing_closed(self) -> str | None:
-        """Why the configured directory source serves nobody now (past its SLA), or None."""
-        if not self.settings.directories:
-            return None
-        from clearance.sources.directory.service import failing_closed
-
-        return failing_closed(self)
 
     def sync_acls(
         self, path: Path, corpus: str, *, delta: bool = False, read_at: str | None = None
@@ -505,76 +321,7 @@ class Clearance(Closing):
             read_at=moment,
         )
 
-    # ------------------------------------------------------------------ retrieval
-
-    def principal(self, user_id: str) -> Principal:
-        return self.access().principal(user_id)
-
-    def search(
-        self, user_id: str, query: str, *, assistant: str | None = None, k: int | None = None
-    ) -> SearchResult:
-        """Hybrid search for one user: only inside what that user may retrieve right now.
-
-        A query longer than ``[answer] max_question_chars`` raises
-        :class:`~clearance.errors.QuestionError`; one with no letter or digit finds nothing."""
-        return self._search(user_id, query, assistant, k, Action.RETRIEVE)
-
-    def search_viewable(
-        self, user_id: str, query: str, *, assistant: str | None = None, k: int | None = None
-    ) -> SearchResult:
-        """Like :meth:`search`, inside what the user may *view*: RESTRICTED documents under
-        the assistant's ceiling and documents closed to AI use included. For naming
-        sources to their permitted readers only: these hits' text goes into no prompt and
-        no answer (docs/design.md §3)."""
-        return self._search(user_id, query, assistant, k, Action.VIEW)
-
-    def _search(
-        self, user_id: str, query: str, assistant: str | None, k: int | None, action: Action
-    ) -> SearchResult:
-        check_question(query, self.settings.answer.max_question_chars, what="query")
-        access = self.access()
-        principal = access.principal(user_id)
-        assistant_settings = access.assistant(assistant)
-        if not principal.known:
-            return SearchResult(user_id, [], refused=Reason.UNKNOWN_USER.value)
-        if not principal.active:
-            return SearchResult(user_id, [], refused=Reason.ACCOUNT_DISABLED.value)
-        k = k or self.settings.retrieval.k
-        flt = access.search_filter(
-            principal, assistant_settings, self.store.corpora(), action=action
-        )
-        searcher = HybridSearcher(
-            self.store,
-            self.embedder,
-            self.settings.retrieval.candidates,
-            self.settings.retrieval.rrf_k,
-            self.settings.retrieval.cjk_vector_weight,
-            self.synonyms,
-        )
-        dropped: dict[str, RealtimeResult] = {}
-        hits: list[SearchHit] = []
-        for _ in range(_REALTIME_REFILLS + 1):
-            hits = searcher.search(query, flt, k)
-            newly = self._realtime_drops(user_id, hits)
-            if not newly:
-                return SearchResult(user_id, hits, dropped)
-            dropped.update(newly)
-            # Re-run with the dropped documents excluded *inside* the filter, so the result
-            # is still the top-k of what remains allowed.
-            flt = replace(flt, exclude_doc_ids=flt.exclude_doc_ids | frozenset(newly))
-        # Out of refills: keep only the hits whose documents this last round confirmed.
-        return SearchResult(user_id, [h for h in hits if h.document.doc_id not in dropped], dropped)
-
-    def _realtime_drops(self, user_id: str, hits: Sequence[SearchHit]) -> dict[str, RealtimeResult]:
-        by_corpus: dict[str, list[str]] = {}
-        for hit in hits:
-            if hit.document.corpus in self.checkers:
-                by_corpus.setdefault(hit.document.corpus, []).append(hit.document.doc_id)
-        dropped: dict[str, RealtimeResult] = {}
-        for corpus, doc_ids in by_corpus.items():
-            _, drops = filter_allowed(self.checkers[corpus], user_id, doc_ids)
-            dropped.update(drops)
-        return dropped
+    # ------------------------------------------------------------------ decisions and answers
 
     def explain(self, user_id: str, doc_id: str, *, assistant: str | None = None) -> dict[str, Any]:
         """Operator view of one decision: why may (or may not) this user see this document?
@@ -630,11 +377,14 @@ class Clearance(Closing):
             + ([f"visible to nobody: {blocked}"] if blocked else []),
         }
 
-    # ------------------------------------------------------------------ answers
-
     def orchestrator(self) -> Orchestrator:
         """The answer engine over this instance, with the configured providers."""
         if self._orchestrator is None:
+            # The answer engine and the providers load with the first answer, not with
+            # every command that opens the index.
+            from clearance.answer.orchestrator import Orchestrator
+            from clearance.llm.registry import make_provider, make_rerank_provider
+
             provider = self._provider or make_provider(self.settings.llm)
             if self.settings.rerank.provider == "":
                 # The answering model judges too; the extractive provider does not (its word
@@ -662,31 +412,6 @@ class Clearance(Closing):
         check_question(question, self.settings.answer.max_question_chars)
         return self.orchestrator().ask(question, user_id, assistant, today=today)
 
-    def pseudonym(self, user_id: str) -> str:
-        """The user's pseudonym in this process's traces (a keyed hash; never the id)."""
-        return pseudonymise(user_id, self._pseudonym_key)
-
-    def write_trace(self, user_id: str, record: TraceRecord) -> None:
-        record.user = self.pseudonym(user_id)
-        for listener in self.trace_listeners:
-            listener(record)
-        if not self.settings.trace.enabled:
-            return
-        if self._traces is None:
-            self._traces = TraceWriter(
-                self.store,
-                self._pseudonym_key,
-                retention_s=self.settings.trace.retention_s,
-                now=self.clock(),
-                allow_question_text=bool(self.settings.trace.question_text_corpora),
-            )
-        self._traces.write(record.to_dict())
-
-    def trace_log(self) -> TraceLog:
-        """The trace log for operators (list, show, purge, audit, stats); opening it applies
-        ``[trace] retention`` like the writer does."""
-        return TraceLog(self.store, retention_s=self.settings.trace.retention_s, now=self.clock())
-
     # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, Any]:
@@ -708,7 +433,7 @@ class Clearance(Closing):
                 "failing_closed": self.directory_failing_closed(),
             },
             "corpora": self.corpus_status(),
-            "sources": source_summary(self),
+            "sources": _source_summary(self),
         }
 
     def corpus_status(self) -> list[dict[str, Any]]:
@@ -731,3 +456,10 @@ class Clearance(Closing):
                 }
             )
         return out
+
+
+def _source_summary(app: Clearance) -> list[dict[str, Any]]:
+    """Per-source sync health for :meth:`Clearance.status`; the connectors load only here."""
+    from clearance.sources.service import source_summary
+
+    return source_summary(app)

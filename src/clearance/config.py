@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust
-from clearance.api.oidc import OidcSettings, parse_oidc_settings
-from clearance.errors import ConfigError
+from clearance.analysis import search_terms
+from clearance.errors import ConfigError, NotFoundError
 from clearance.model import Sensitivity
-from clearance.retrieval.analysis import search_terms
+from clearance.oidc_settings import OidcSettings, parse_oidc_settings
 from clearance.secrets import Secret
+from clearance.trust import DEFAULT_ORIGIN_TRUST, Trust
 
 __all__ = [
     "AccessSettings",
@@ -56,7 +56,9 @@ __all__ = [
     "load_settings",
     "parse_duration",
     "parse_rate",
+    "require_assistant",
     "serve_worker_config",
+    "unknown_assistant_message",
 ]
 
 CONFIG_NAME = "clearance.toml"
@@ -1423,3 +1425,22 @@ def trace_key(settings: Settings, env: Mapping[str, str] | None = None) -> bytes
     environ = os.environ if env is None else env
     value = environ.get(settings.trace.hmac_key_env, "")
     return value.encode("utf-8") if value else None
+
+
+def require_assistant(settings: Settings, name: str | None) -> None:
+    """``--assistant NAME`` must name a configured assistant: else exit 3 (not found).
+
+    Omitting ``--assistant`` is not an error: see :data:`ASSISTANT_HELP`.
+    """
+    if name in settings.assistants or (name is None and not settings.access.require_assistant):
+        return
+    raise NotFoundError(unknown_assistant_message(settings, name))
+
+
+def unknown_assistant_message(settings: Settings, name: str | None) -> str:
+    configured = ", ".join(sorted(settings.assistants)) or "none"
+    if name is None:
+        return (
+            f"--assistant is required here ([access] require_assistant; configured: {configured})"
+        )
+    return f"unknown assistant {name!r} (configured: {configured})"

@@ -26,6 +26,7 @@ __all__ = [
     "SearchHit",
     "Section",
     "Sensitivity",
+    "is_restricted",
     "parse_principal",
     "principal_id_problem",
 ]
@@ -124,6 +125,18 @@ class Sensitivity(enum.IntEnum):
                 pass
         names = "/".join(m.name for m in cls)
         raise ValueError(f"bad sensitivity {value!r}: use one of {names}")
+
+
+def is_restricted(label: object) -> bool:
+    """True for RESTRICTED in any spelling or type; unknown labels count as RESTRICTED."""
+    if isinstance(label, Sensitivity):
+        return label >= Sensitivity.RESTRICTED
+    if isinstance(label, str):
+        try:
+            return Sensitivity.parse(label) >= Sensitivity.RESTRICTED
+        except ValueError:
+            return True
+    return True
 
 
 @dataclass(frozen=True, slots=True)

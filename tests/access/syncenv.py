@@ -17,7 +17,7 @@ from typing import Any
 
 from clearance.app import Clearance
 from clearance.config import load_settings
-from clearance.retrieval.embedding import HashingEmbedder
+from clearance.llm.embedding import HashingEmbedder
 from clearance.store.sqlite import SQLiteStore
 from clitools import cli
 

@@ -22,7 +22,7 @@ from clearance.access.policy import Action
 from clearance.app import Clearance
 from clearance.config import load_settings
 from clearance.errors import DirectoryError
-from clearance.retrieval.embedding import HashingEmbedder
+from clearance.llm.embedding import HashingEmbedder
 from clearance.store.sqlite import SQLiteStore
 from clitools import cli
 

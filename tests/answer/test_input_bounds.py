@@ -187,7 +187,7 @@ def test_reverse_proof_without_the_check_the_long_question_is_run(
     make_app: Callable[..., Clearance], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = make_app(64)
-    for module in ("clearance.app", "clearance.answer.orchestrator"):
+    for module in ("clearance.app", "clearance.runtime", "clearance.answer.orchestrator"):
         monkeypatch.setattr(f"{module}.check_question", lambda question, *a, **k: question)
     for entry in ENTRIES.values():
         with pytest.raises(pytest.fail.Exception):

@@ -33,16 +33,15 @@ from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.relevance import RelevanceGate
 from clearance.answer.result import AnswerResult, Citation, Route, Status
 from clearance.answer.structured import render_found
-from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, resolve_trust
 from clearance.app import Clearance
 from clearance.llm.base import ChatRequest, Provider, Snippet
 from clearance.llm.mock import MockProvider
 from clearance.llm.openai import OpenAICompatibleProvider
-from clearance.model import SearchHit, Sensitivity
-from clearance.retrieval.link_exit import is_restricted
+from clearance.model import SearchHit, Sensitivity, is_restricted
 from clearance.store.base import SearchFilter
 from clearance.store.memory import BM25, ContentIndex
 from clearance.trace.record import TraceRecord
+from clearance.trust import DEFAULT_ORIGIN_TRUST, resolve_trust
 from llm.chat_server import ChatServer
 
 from .conftest import (
@@ -651,12 +650,12 @@ def test_invariant_8_refusal_identical_whether_hidden_source_exists_or_not(
         if result.status is not Status.NO_AUTHORIZED_SOURCE:
             return result
         everything = SearchFilter(
-            principals=all_principals(self.app),
+            principals=all_principals(self.runtime),
             corpora=None,
             max_sensitivity=Sensitivity.RESTRICTED,
             require_ai_allowed=False,
         )
-        hits = self.app.store.lexical_search(request.masked, everything, 1000)
+        hits = self.runtime.store.lexical_search(request.masked, everything, 1000)
         matching = {chunk_id.rsplit("#", 1)[0] for chunk_id, _ in hits}
         note = f" ({len(matching)} documents match, but none you may read.)"
         return dataclasses.replace(result, answer=result.answer + note)

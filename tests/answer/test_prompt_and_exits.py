@@ -23,8 +23,8 @@ from clearance.errors import GuardError, StoreError
 from clearance.llm.base import ChatMessage, ChatRequest, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, RecheckResult, check_request
 from clearance.llm.mock import MockProvider
-from clearance.model import Chunk, SearchHit, Sensitivity
-from clearance.retrieval.link_exit import is_restricted, to_snippets
+from clearance.model import Chunk, SearchHit, Sensitivity, is_restricted
+from clearance.retrieval.link_exit import to_snippets
 from factories import document
 
 # --------------------------------------------------------------------------- link exit

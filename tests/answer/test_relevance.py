@@ -23,7 +23,8 @@ from clearance.answer.result import Status
 from clearance.config import RelevanceSettings, settings_from_dict
 from clearance.errors import ConfigError
 from clearance.llm.base import Snippet
-from clearance.retrieval.link_exit import is_restricted, to_snippets
+from clearance.model import is_restricted
+from clearance.retrieval.link_exit import to_snippets
 from clearance.store.base import TermStatistics
 
 from .conftest import ACME, AcmeIndex, build_index, clean_env

@@ -14,8 +14,7 @@ from clearance.answer.orchestrator import RESTRICTED_FLAG, RESTRICTED_NAMED, Orc
 from clearance.answer.result import AnswerResult, Citation, Status
 from clearance.app import Clearance
 from clearance.llm.mock import MockProvider
-from clearance.model import Sensitivity
-from clearance.retrieval.link_exit import is_restricted
+from clearance.model import Sensitivity, is_restricted
 from clearance.store.base import SearchFilter
 
 from .conftest import CANARIES, AcmeIndex, nameable, readable
@@ -80,13 +79,13 @@ def test_anyone_else_gets_the_refusal_they_would_get_if_it_did_not_exist(
     # existence away, and the same comparison catches it.
     def everyones(self: Orchestrator, request: Any) -> tuple[Citation, ...]:
         everything = SearchFilter(
-            principals=all_principals(self.app),
+            principals=all_principals(self.runtime),
             corpora=None,
             max_sensitivity=Sensitivity.RESTRICTED,
             require_ai_allowed=False,
         )
-        hits = self.app.store.lexical_search(request.masked, everything, 10)
-        rows = self.app.store.hits([chunk_id for chunk_id, _ in hits])
+        hits = self.runtime.store.lexical_search(request.masked, everything, 10)
+        rows = self.runtime.store.hits([chunk_id for chunk_id, _ in hits])
         return tuple(
             Citation(d.doc_id, d.title, c.locator, d.uri)
             for c, d in rows

@@ -21,7 +21,7 @@ from clearance.answer.orchestrator import RESTRICTED_FLAG, RESTRICTED_NAMED, Orc
 from clearance.answer.result import Citation, Status
 from clearance.app import Clearance
 from clearance.config import load_settings
-from clearance.retrieval.link_exit import is_restricted
+from clearance.model import is_restricted
 from clearance.store.base import SearchFilter
 
 from .conftest import ACME, AcmeIndex, clean_env, cli
@@ -122,7 +122,7 @@ def test_the_search_of_before_is_caught(demo: AcmeIndex, monkeypatch: pytest.Mon
     """Reverse proof: naming from the top hits of a search over everything viewable."""
 
     def top_hits(self: Orchestrator, request: Any) -> tuple[Citation, ...]:
-        found = self.app.search_viewable(request.user_id, request.masked)
+        found = self.runtime.search_viewable(request.user_id, request.masked)
         probes = [
             _probe(i, h, self.settings.trust.origins)
             for i, h in enumerate(found.hits, 1)

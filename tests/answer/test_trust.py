@@ -28,13 +28,13 @@ from clearance.answer.prompt import (
     count_tokens,
     escape_markers,
 )
-from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, MAX_CHAIN, Trust, resolve_trust
 from clearance.app import Clearance
 from clearance.config import Settings, settings_from_dict
 from clearance.errors import ConfigError, MetadataError
 from clearance.llm.base import ChatRequest, Snippet
 from clearance.llm.mock import MockProvider
 from clearance.model import Sensitivity
+from clearance.trust import DEFAULT_ORIGIN_TRUST, MAX_CHAIN, Trust, resolve_trust
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 KNOWN = tuple(DEFAULT_ORIGIN_TRUST)

@@ -79,12 +79,12 @@ def test_the_notice_does_not_depend_on_what_the_failing_corpus_holds(
     def only_if_it_matches(self: Orchestrator, question: str, *a: Any, **k: Any) -> AnswerResult:
         result = real(self, question, *a, **k)
         everything = SearchFilter(
-            principals=all_principals(self.app),
+            principals=all_principals(self.runtime),
             corpora={"sensitive": Sensitivity.RESTRICTED},
             max_sensitivity=Sensitivity.RESTRICTED,
             require_ai_allowed=False,
         )
-        if self.app.store.lexical_search(question, everything, 1):
+        if self.runtime.store.lexical_search(question, everything, 1):
             return result
         return AnswerResult(
             result.status, result.answer.replace(f" {notice(acme)}", ""), result.route

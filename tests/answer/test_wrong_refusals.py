@@ -167,12 +167,12 @@ def test_whoever_reads_no_globex_document_gets_the_refusal_of_today(
     # documents' existence through, and the same comparison catches it.
     def everyones(self: Orchestrator, request: Any, readable: SearchFilter, entity: str) -> bool:
         everything = SearchFilter(
-            principals=all_principals(self.app),
+            principals=all_principals(self.runtime),
             corpora=None,
             max_sensitivity=Sensitivity.RESTRICTED,
             require_ai_allowed=False,
         )
-        return bool(self.app.store.lexical_search(entity, everything, 1))
+        return bool(self.runtime.store.lexical_search(entity, everything, 1))
 
     monkeypatch.setattr(Orchestrator, "_named_in_readable", everyones)
     assert refusal_differences(acme, acme_without_globex, cases) != []

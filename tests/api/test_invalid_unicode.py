@@ -26,7 +26,7 @@ from clearance.api.mcp_server import create_server, fixed_user
 from clearance.app import Clearance
 from clearance.config import load_settings
 from clearance.errors import EmbeddingError
-from clearance.retrieval.embedding import MiniLMEmbedder
+from clearance.llm.embedding import MiniLMEmbedder
 from clitools import cli
 
 SURROGATE = "\ud800 rollback key"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Document, Fact, Sensitivity
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter, Vector
 
 JST = timezone(timedelta(hours=9))

@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import factories
+from clearance.analysis import search_terms
 from clearance.model import Sensitivity
-from clearance.retrieval.analysis import search_terms
 from clearance.store.base import SearchFilter, Store
 from conformance.backends import Stores, examples
 from conformance.leaks import global_statistics

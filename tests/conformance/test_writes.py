@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from clearance.errors import StoreError
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Chunk, Document, Sensitivity
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import Store
 from conformance.common import (
     EVERYONE,

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import strategies as st
 
 import factories
+from clearance.analysis import document_terms, search_terms
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.retrieval.analysis import document_terms, search_terms
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter, Store, Vector
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

@@ -14,8 +14,8 @@ import pytest
 from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.ingest.pipeline import IngestReport
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Sensitivity
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 

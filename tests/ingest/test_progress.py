@@ -9,7 +9,7 @@ import pytest
 
 from clearance.app import Clearance
 from clearance.ingest import limits, pipeline
-from clearance.retrieval.embedding import HashingEmbedder
+from clearance.llm.embedding import HashingEmbedder
 from clearance.store.sqlite import SQLiteStore
 from conftest import SettingsFactory
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clearance.analysis import document_terms, index_terms, query_terms, search_terms
 from clearance.model import Sensitivity
-from clearance.retrieval.analysis import document_terms, index_terms, query_terms, search_terms
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 from factories import chunks, document

@@ -12,7 +12,7 @@ import pytest
 
 from clearance.config import EmbeddingSettings
 from clearance.errors import ClearanceError, ConfigError, EmbeddingError
-from clearance.retrieval.embedding import (
+from clearance.llm.embedding import (
     MINILM_TOKENIZER_SHA256,
     Embedder,
     HashingEmbedder,

@@ -22,13 +22,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from clearance.analysis import searchable
 from clearance.answer.result import Route, Status
 from clearance.app import Clearance
 from clearance.config import Settings
+from clearance.llm.embedding import HashingEmbedder, Vectors
 from clearance.llm.mock import MockProvider
 from clearance.retrieval import hybrid
-from clearance.retrieval.analysis import searchable
-from clearance.retrieval.embedding import HashingEmbedder, Vectors
 from clearance.store.sqlite import SQLiteStore
 
 DOCS = {

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clearance.analysis import cjk_share
+from clearance.llm.embedding import HashingEmbedder, Vectors
 from clearance.model import Chunk, Document
-from clearance.retrieval.analysis import cjk_share
-from clearance.retrieval.embedding import HashingEmbedder, Vectors
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from clearance.app import Clearance
-from clearance.retrieval.embedding import HashingEmbedder
+from clearance.llm.embedding import HashingEmbedder
 from clearance.sources.service import sync_source
 from clearance.sources.sync import SyncReport
 from clearance.store.sqlite import SQLiteStore

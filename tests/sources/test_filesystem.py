@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from clearance.answer.trust import resolve_trust
 from clearance.errors import OwnershipError, SourceError
 from clearance.sources import filesystem
 from clearance.sources.base import PermissionPage
 from clearance.sources.filesystem import FilesystemConnector
 from clearance.sources.service import source_status
 from clearance.sources.sync import SourceSync
+from clearance.trust import resolve_trust
 
 from .conftest import Share, make_share
 
@@ -241,7 +241,7 @@ class Streaming(SourceSync):
         owned = self.owned()
         for page in self.connector.permission_changes(None):
             acls = {c.doc_id: c.access.principals for c in page.items if c.doc_id in owned}
-            self.app.store.set_acls(acls, synced=("docs", self.app.clock()))
+            self.runtime.store.set_acls(acls, synced=("docs", self.runtime.clock()))
         return {}, None, False
 
 

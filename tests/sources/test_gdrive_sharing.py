@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from clearance.access.ownership import BLOCKED_KEY
 from clearance.app import Clearance
 from clearance.secrets import Secret
 from clearance.sources.base import ItemRef
@@ -28,7 +29,6 @@ from clearance.sources.gdrive import (
     parse_options,
     parse_service_account,
 )
-from clearance.sources.ownership import BLOCKED_KEY
 from clearance.sources.service import source_status, sync_source
 from clearance.sources.sync import SyncReport
 from gdrive_server import CLIENT_EMAIL, DRIVE, GOOGLE_DOC, KEY_JSON, SUBJECT, FakeDrive

@@ -17,6 +17,7 @@ from typing import Any
 import jwt
 import pytest
 
+from clearance.access.ownership import BLOCKED_KEY
 from clearance.app import Clearance
 from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
@@ -30,7 +31,6 @@ from clearance.sources.graph import (
     parse_options,
 )
 from clearance.sources.http import SourceClient
-from clearance.sources.ownership import BLOCKED_KEY
 from clearance.sources.rest import principal
 from clearance.sources.service import source_status, sync_source
 from clearance.sources.sync import SyncReport

@@ -166,7 +166,7 @@ class StampsTheCorpus(SourceSync):
 
     def _targeted(self, report: SyncReport, reader: ItemPermissions, named: list[str]) -> None:
         super()._targeted(report, reader, named)
-        self.app.store.record_acl_sync(self.corpus.name, self.app.clock())
+        self.runtime.store.record_acl_sync(self.corpus.name, self.runtime.clock())
 
 
 def test_reverse_proof_a_targeted_sync_that_stamps_the_corpus_is_caught(drive: Drive) -> None:
@@ -243,7 +243,7 @@ class IgnoresOwnership(SourceSync):
     """Leaky: a targeted sync that writes whatever document the notice names."""
 
     def owned(self) -> dict[str, Any]:
-        return {d.doc_id: d for d in self.app.store.list_documents()}
+        return {d.doc_id: d for d in self.runtime.store.list_documents()}
 
 
 def test_reverse_proof_a_targeted_sync_that_ignores_ownership_is_caught(drive: Drive) -> None:

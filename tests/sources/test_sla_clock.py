@@ -64,7 +64,7 @@ class StampedAtEnd(SourceSync):
         snapshot: bool,
         read_began: datetime,
     ) -> None:
-        super()._apply(report, changes, cursor, snapshot, self.app.clock())
+        super()._apply(report, changes, cursor, snapshot, self.runtime.clock())
 
 
 def _document(doc_id: str, access: Access) -> SourceDocument:

@@ -64,7 +64,7 @@ def test_reverse_proof_a_scheduler_that_refreshes_the_clock_on_failure_is_caught
 
     def careless(self: Scheduler) -> list[object]:
         reports = real_tick(self)
-        self.app.store.record_acl_sync("docs", self.clock())  # "it ran, so it is fresh"
+        self.runtime.store.record_acl_sync("docs", self.clock())  # "it ran, so it is fresh"
         return list(reports)
 
     monkeypatch.setattr(Scheduler, "tick", careless)

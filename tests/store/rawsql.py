@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from clearance.retrieval.analysis import document_terms
+from clearance.analysis import document_terms
 
 
 @contextmanager

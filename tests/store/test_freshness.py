@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Document, Sensitivity
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store import sqlite as sqlite_module
 from clearance.store.base import SearchFilter
 from clearance.store.memory import AccessIndex, ContentIndex

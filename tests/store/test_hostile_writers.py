@@ -27,10 +27,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from clearance.analysis import document_terms
 from clearance.errors import StoreError
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Fact, Sensitivity
-from clearance.retrieval.analysis import document_terms
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store import memory as memory_module
 from clearance.store import sqlite as sqlite_module

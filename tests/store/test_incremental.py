@@ -32,8 +32,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import factories
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Document, Sensitivity
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store import memory as memory_module
 from clearance.store import sqlite as sqlite_module
 from clearance.store.base import SearchFilter

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 import factories
+from clearance import migrate as migration
 from clearance.config import settings_from_dict
 from clearance.errors import StoreError
+from clearance.migrate import open_endpoint, parse_endpoint
 from clearance.model import Document, Sensitivity
-from clearance.store import migrate as migration
 from clearance.store.base import SearchFilter
-from clearance.store.migrate import open_endpoint, parse_endpoint
 from clearance.store.sqlite import SQLiteStore
 from clitools import assert_one_line_error, cli
 from pg import PgDatabase, server

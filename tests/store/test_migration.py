@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from clearance.analysis import index_terms
 from clearance.errors import StoreError
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Sensitivity
-from clearance.retrieval.analysis import index_terms
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 

@@ -24,8 +24,8 @@ import pytest
 
 import factories
 from clearance.errors import StoreError
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store import pg_search
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan

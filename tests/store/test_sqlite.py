@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from clearance.errors import StoreError
+from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Document, Sensitivity
-from clearance.retrieval.embedding import HashingEmbedder
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
 from factories import chunks as make_chunks

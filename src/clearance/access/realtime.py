@@ -43,14 +43,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clearance import jsonio
 from clearance.config import CorpusSettings
 from clearance.errors import ConfigError
 from clearance.lifecycle import Closing
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "CachedPermissionChecker",
@@ -163,6 +164,8 @@ class HttpPermissionChecker(Closing):
     def __init__(
         self, url: str, *, timeout_s: float = 1.0, client: httpx.Client | None = None
     ) -> None:
+        import httpx  # loaded with the first HTTP checker, not with every command
+
         if not (isinstance(timeout_s, int | float) and math.isfinite(timeout_s) and timeout_s > 0):
             raise ConfigError(
                 f"realtime.timeout: must be a positive number of seconds, got {timeout_s!r}"
@@ -207,6 +210,8 @@ class HttpPermissionChecker(Closing):
 
     def _ask(self, user_id: str, ids: list[str]) -> Mapping[str, Any] | str:
         """The ``decisions`` object of a good reply, or the reason code of a failure."""
+        import httpx
+
         deadline = time.monotonic() + self.timeout_s
         body = bytearray()
         try:

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 
 from clearance import jsonio
 from clearance.access.directory import Directory, unknown_principal_warning
+from clearance.access.ownership import check_owner
 from clearance.errors import DirectoryError
 from clearance.model import parse_principal
-from clearance.sources.ownership import check_owner
 
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore

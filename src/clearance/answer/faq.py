@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from clearance.answer.result import Citation
 from clearance.errors import MetadataError
 from clearance.model import Sensitivity, parse_principal
+from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
@@ -72,23 +73,6 @@ _TRAILING = "?？.。!！ \t\r\n"
 _WHITESPACE = re.compile(r"\s+")
 _ID = re.compile(r"^\S+$")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS faq_entries (
-    id TEXT PRIMARY KEY,
-    question TEXT NOT NULL,
-    aliases TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    citations TEXT NOT NULL,
-    acl TEXT NOT NULL,
-    sensitivity INTEGER NOT NULL,
-    valid_from TEXT,
-    valid_until TEXT
-);
-CREATE TABLE IF NOT EXISTS faq_state (
-    key TEXT PRIMARY KEY,
-    value INTEGER NOT NULL
-);
-"""
 _COLUMNS = "id, question, aliases, answer, citations, acl, sensitivity, valid_from, valid_until"
 
 
@@ -412,9 +396,8 @@ class FaqRepository:
         self.store = store
         if not store.has_tables("faq_entries", "faq_state"):
             with store.transaction() as db:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                create_table(db, "faq_entries")
+                create_table(db, "faq_state")
 
     # ------------------------------------------------------------------ writes
 

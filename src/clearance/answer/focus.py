@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from clearance.retrieval.analysis import search_terms
+from clearance.analysis import search_terms
 
 __all__ = ["MIN_CJK_CHARS", "MIN_TERMS", "MIN_WORDS", "question_focus"]
 

@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from clearance.analysis import query_terms
 from clearance.llm.base import Snippet
 from clearance.llm.extractive import is_line_unit, split_sentences
-from clearance.retrieval.analysis import query_terms
 
 __all__ = [
     "INFERRED_MARKER",

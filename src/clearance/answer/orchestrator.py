@@ -10,7 +10,7 @@ sequences them, records the trace and turns refusals into fixed texts.
  4    candidate filter     :mod:`clearance.access.policy` (``search_filter``)
  5    FAQ short-circuit    :mod:`clearance.answer.faq`
  6    route                :mod:`clearance.answer.intent`
- 7/8  retrieve + realtime  :mod:`clearance.retrieval.hybrid` via ``Clearance.search``
+ 7/8  retrieve + realtime  :mod:`clearance.retrieval.hybrid` via ``Runtime.search``
  9    rerank               :mod:`clearance.retrieval.rerank`
  10   link exit            :mod:`clearance.retrieval.link_exit`
  11   prompt assembly      :mod:`clearance.answer.prompt`
@@ -20,7 +20,7 @@ sequences them, records the trace and turns refusals into fixed texts.
 ====  ===================  ===========================================================
 
 Before stage 1, the question's length is checked against ``[answer] max_question_chars``
-(:mod:`clearance.answer.bounds`): a longer one raises
+(:mod:`clearance.bounds`): a longer one raises
 :class:`~clearance.errors.QuestionError` and no stage runs, so none writes a trace.
 
 Refusals never depend on documents the caller cannot read: every text below is fixed or
@@ -36,11 +36,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import TYPE_CHECKING
 
 from clearance.access.policy import AccessControl, Action, Principal
 from clearance.access.realtime import filter_allowed
-from clearance.answer.bounds import check_question
 from clearance.answer.faq import FaqMatcher, FaqRepository
 from clearance.answer.focus import question_focus
 from clearance.answer.intent import (
@@ -72,21 +70,20 @@ from clearance.answer.structured import (
     render_unrecognized,
     sole_entity,
 )
-from clearance.answer.trust import Trust, resolve_trust
+from clearance.bounds import check_question
 from clearance.config import LATEST_PERIOD, AssistantSettings
 from clearance.errors import ConfigError, GuardError, ProviderError
 from clearance.ingest.facts import Vocabulary, normalize
 from clearance.ingest.locator import is_tabular
 from clearance.llm.base import ChatMessage, ChatRequest, Provider, Snippet
 from clearance.llm.guard import AuthorizedSet, EgressGuard, Recheck, RecheckResult
-from clearance.model import Document, Fact, SearchHit, Sensitivity
-from clearance.retrieval.link_exit import is_restricted, to_snippets
+from clearance.model import Document, Fact, SearchHit, Sensitivity, is_restricted
+from clearance.retrieval.link_exit import to_snippets
 from clearance.retrieval.rerank import rerank
+from clearance.runtime import Runtime
 from clearance.store.base import SearchFilter
 from clearance.trace.record import TraceRecord, timestamp
-
-if TYPE_CHECKING:
-    from clearance.app import Clearance
+from clearance.trust import Trust, resolve_trust
 
 __all__ = ["Orchestrator"]
 
@@ -152,14 +149,14 @@ class Orchestrator:
 
     def __init__(
         self,
-        app: Clearance,
+        runtime: Runtime,
         *,
         provider: Provider,
         judge: Provider | None = None,
         intent_parser: IntentParser | None = None,
     ) -> None:
-        self.app = app
-        self.settings = app.settings
+        self.runtime = runtime
+        self.settings = runtime.settings
         self.guard = EgressGuard(provider)
         self.judge_guard = EgressGuard(judge) if judge is not None else None
         self._providers = tuple(dict.fromkeys(p for p in (provider, judge) if p is not None))
@@ -169,8 +166,8 @@ class Orchestrator:
         self.calendar = FiscalCalendar.from_settings(self.settings.facts)
         self.intent_parser = intent_parser or RuleIntentParser(self.vocab, self.calendar)
         self.default_period = self._default_period()
-        self.faq = FaqMatcher(FaqRepository(app.store))
-        self.relevance = RelevanceGate(self.settings.answer.relevance, app.synonyms)
+        self.faq = FaqMatcher(FaqRepository(runtime.store))
+        self.relevance = RelevanceGate(self.settings.answer.relevance, runtime.synonyms)
 
     def _periods_named(self, text: str) -> set[str]:
         """The absolute periods ``text`` names, canonical ("FY2025", "Q2 FY2025")."""
@@ -206,9 +203,9 @@ class Orchestrator:
         """Answer one question (see the module docstring); a question past
         ``[answer] max_question_chars`` raises :class:`~clearance.errors.QuestionError`.
         ``today`` is the date relative periods ("last year") are read against; by default
-        the app clock's date (UTC)."""
+        the runtime clock's date (UTC)."""
         check_question(question, self.settings.answer.max_question_chars)
-        now = self.app.clock()
+        now = self.runtime.clock()
         trace = TraceRecord(assistant=assistant, created_at=timestamp(now))
         request = _Request(
             question=question, user_id=user_id, trace=trace, today=today or now.date()
@@ -230,7 +227,7 @@ class Orchestrator:
             )
         trace.cited = sorted({c.doc_id for c in result.citations})
         self._finish_trace(request)
-        self.app.write_trace(user_id, trace)
+        self.runtime.write_trace(user_id, trace)
         return replace(result, trace_id=trace.trace_id)
 
     # ------------------------------------------------------------------ trace
@@ -243,8 +240,8 @@ class Orchestrator:
             trace.filter_counts[f"realtime_{reason}"] = n
         if not trace.cited:
             return
-        cited = [self.app.store.get_document(doc_id) for doc_id in trace.cited]
-        now = request.flt.now if request.flt is not None else self.app.clock()
+        cited = [self.runtime.store.get_document(doc_id) for doc_id in trace.cited]
+        now = request.flt.now if request.flt is not None else self.runtime.clock()
         trace.cited_past_review = sum(
             1 for d in cited if d is not None and d.review_at is not None and d.review_at <= now
         )
@@ -265,7 +262,7 @@ class Orchestrator:
             if is_restricted(document.sensitivity):
                 return False
         for doc_id in request.trace.retrieved:
-            retrieved = self.app.store.get_document(doc_id)
+            retrieved = self.runtime.store.get_document(doc_id)
             if retrieved is None or is_restricted(retrieved.sensitivity):
                 return False
         return True
@@ -274,7 +271,10 @@ class Orchestrator:
         """Decisions from stored data alone, without the search's filter (the egress guard's
         re-check and the trace's ``denied_retrieved``)."""
         return AccessControl(
-            self.settings, self.app.directory, self.app.store.last_acl_syncs(), clock=self.app.clock
+            self.settings,
+            self.runtime.directory,
+            self.runtime.store.last_acl_syncs(),
+            clock=self.runtime.clock,
         )
 
     def _count_denied(self, request: _Request, doc_ids: Iterable[str]) -> int:
@@ -287,7 +287,7 @@ class Orchestrator:
         principal = access.principal(request.user_id)
         denied = 0
         for doc_id in doc_ids:
-            stored = self.app.store.get_document(doc_id)
+            stored = self.runtime.store.get_document(doc_id)
             if stored is None:
                 denied += 1
                 continue
@@ -301,7 +301,7 @@ class Orchestrator:
         trace = request.trace
         # 1 identify
         trace.start("identify")
-        access = self.app.access()
+        access = self.runtime.access()
         principal = access.principal(request.user_id)
         request.access, request.principal = access, principal
         trace.stop("identify")
@@ -334,7 +334,7 @@ class Orchestrator:
 
         # 4 candidate filter
         trace.start("filter")
-        known = self.app.store.corpora()
+        known = self.runtime.store.corpora()
         request.flt = access.search_filter(principal, request.assistant, known)
         serving = request.flt.corpora or {}
         considered = (
@@ -457,7 +457,9 @@ class Orchestrator:
         others = [e for e in entities if e not in allowed]
         if others:
             assert request.principal is not None
-            readable = access.search_filter(request.principal, assistant, self.app.store.corpora())
+            readable = access.search_filter(
+                request.principal, assistant, self.runtime.store.corpora()
+            )
             if not all(self._named_in_readable(request, readable, e) for e in others):
                 return False
         intent = self.intent_parser.parse(request.question, today=request.today)
@@ -477,8 +479,8 @@ class Orchestrator:
         aliases = (entity, *self.settings.scope.entities.get(entity, ()))
         limit = self.settings.retrieval.candidates
         for alias in dict.fromkeys(aliases):
-            ranked = self.app.store.lexical_search(alias, readable, limit)
-            rows = self.app.store.hits([chunk_id for chunk_id, _ in ranked])
+            ranked = self.runtime.store.lexical_search(alias, readable, limit)
+            rows = self.runtime.store.hits([chunk_id for chunk_id, _ in ranked])
             naming = {
                 d.doc_id: d
                 for c, d in rows
@@ -502,7 +504,7 @@ class Orchestrator:
 
     def _may_view(self, request: _Request, doc_id: str) -> bool:
         assert request.access is not None and request.principal is not None
-        document = self.app.store.get_document(doc_id)
+        document = self.runtime.store.get_document(doc_id)
         if document is None:
             return False
         decision = request.access.decide(
@@ -520,7 +522,7 @@ class Orchestrator:
         assert request.flt is not None
         authority = {n: c.authority for n, c in self.settings.corpora.items()}
         result = query_metric(
-            self.app.store,
+            self.runtime.store,
             request.flt,
             metric=part.metric,
             entity=part.entity,
@@ -543,7 +545,7 @@ class Orchestrator:
         """Stage 8 for facts too: documents in real-time corpora are confirmed or dropped."""
         kept = []
         for fact, document in rows:
-            checker = self.app.checkers.get(document.corpus)
+            checker = self.runtime.checkers.get(document.corpus)
             if checker is not None:
                 allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
                 if not allowed:
@@ -569,7 +571,7 @@ class Orchestrator:
             request.flt,
             max_sensitivity=min(request.flt.max_sensitivity, Sensitivity.CONFIDENTIAL),
         )
-        rows = self.app.store.query_facts(
+        rows = self.runtime.store.query_facts(
             capped,
             metric=metric,
             entity=entity,
@@ -951,7 +953,7 @@ class Orchestrator:
         mapping = self.settings.trust.origins
         out = []
         for c in citations:
-            document = documents.get(c.doc_id) or self.app.store.get_document(c.doc_id)
+            document = documents.get(c.doc_id) or self.runtime.store.get_document(c.doc_id)
             trust = (
                 resolve_trust(document.origin, document.origin_chain, mapping).label
                 if document is not None
@@ -970,7 +972,7 @@ class Orchestrator:
         assistant = request.assistant
 
         def recheck(chunk_id: str) -> RecheckResult:
-            rows = self.app.store.hits([chunk_id])
+            rows = self.runtime.store.hits([chunk_id])
             if not rows:
                 return RecheckResult(False, None, False)
             chunk, document = rows[0]
@@ -993,7 +995,7 @@ class Orchestrator:
         # 7/8 retrieve inside the filter, with real-time checks
         trace.start("retrieve")
         k = self.settings.retrieval.k
-        found = self.app.search(
+        found = self.runtime.search(
             request.user_id,
             request.masked,
             assistant=request.assistant.name if request.assistant else None,
@@ -1073,7 +1075,7 @@ class Orchestrator:
                     snippets=prompt.snippets,
                     equivalents=tuple(
                         dict.fromkeys(
-                            t for u in self.app.synonyms.used(request.masked) for t in u.texts
+                            t for u in self.runtime.synonyms.used(request.masked) for t in u.texts
                         )
                     ),
                 ),
@@ -1130,17 +1132,17 @@ class Orchestrator:
         access, principal = request.access, request.principal
         assert access is not None and principal is not None
         viewable = access.search_filter(
-            principal, request.assistant, self.app.store.corpora(), action=Action.VIEW
+            principal, request.assistant, self.runtime.store.corpora(), action=Action.VIEW
         )
         own = self._viewable_restricted(viewable)
         if not own:
             return ()
-        ranked = self.app.store.lexical_search(
+        ranked = self.runtime.store.lexical_search(
             request.masked,
             replace(viewable, doc_ids=own),
             self.settings.retrieval.candidates,
         )
-        rows = self.app.store.hits([chunk_id for chunk_id, _ in ranked])
+        rows = self.runtime.store.hits([chunk_id for chunk_id, _ in ranked])
         confirmed = set(self._confirmed_ids(request, {d.doc_id: d for _, d in rows}.values()))
         hits = [
             SearchHit(chunk, document, 0.0)
@@ -1153,7 +1155,7 @@ class Orchestrator:
         judged = self.relevance.judge(
             request.masked,
             probes,
-            lambda terms: self.app.store.term_statistics(terms, viewable),
+            lambda terms: self.runtime.store.term_statistics(terms, viewable),
         )
         named: dict[str, Citation] = {}
         for j in judged:
@@ -1165,7 +1167,7 @@ class Orchestrator:
     def _viewable_restricted(self, viewable: SearchFilter) -> frozenset[str]:
         """The RESTRICTED documents ``viewable`` admits: only corpora whose ceiling in it
         reaches RESTRICTED are read, and each document is decided by the filter itself."""
-        corpora = viewable.corpora if viewable.corpora is not None else self.app.store.corpora()
+        corpora = viewable.corpora if viewable.corpora is not None else self.runtime.store.corpora()
         own: set[str] = set()
         for corpus in sorted(corpora):
             ceiling = viewable.ceiling_for(corpus)
@@ -1173,7 +1175,7 @@ class Orchestrator:
                 continue
             own.update(
                 d.doc_id
-                for d in self.app.store.list_documents(corpus)
+                for d in self.runtime.store.list_documents(corpus)
                 if is_restricted(d.sensitivity) and viewable.admits(d)
             )
         return frozenset(own)
@@ -1182,7 +1184,7 @@ class Orchestrator:
         """Stage 8 for named documents: those in real-time corpora confirmed, else dropped."""
         kept = []
         for document in documents:
-            checker = self.app.checkers.get(document.corpus)
+            checker = self.runtime.checkers.get(document.corpus)
             if checker is not None:
                 allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
                 if not allowed:
@@ -1200,13 +1202,13 @@ class Orchestrator:
         assert flt is not None
         cosines = (
             {h.chunk.chunk_id: h.cosine for h in hits if h.cosine is not None}
-            if self.app.embedder is not None
+            if self.runtime.embedder is not None
             else None
         )
         judged = self.relevance.judge(
             request.masked,
             snippets,
-            lambda terms: self.app.store.term_statistics(terms, flt),
+            lambda terms: self.runtime.store.term_statistics(terms, flt),
             cosines,
         )
         return [j.snippet for j in judged if j.relevant]
@@ -1257,7 +1259,7 @@ class Orchestrator:
             text += f" Another source says otherwise: {quoted} [{labels[ref]}]"
         documents = {
             d.doc_id: d
-            for d in (self.app.store.get_document(by_ref[r].doc_id) for r in refs)
+            for d in (self.runtime.store.get_document(by_ref[r].doc_id) for r in refs)
             if d is not None
         }
         outdated = [

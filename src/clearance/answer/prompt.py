@@ -25,9 +25,9 @@ from importlib import resources
 from tokenizers import Tokenizer
 
 from clearance.answer.narrative import INFERRED_MARKER
-from clearance.answer.trust import Trust
 from clearance.errors import EmbeddingError
 from clearance.llm.base import ChatMessage, Snippet
+from clearance.trust import Trust
 
 __all__ = [
     "AssembledPrompt",

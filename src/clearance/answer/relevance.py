@@ -45,9 +45,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from clearance.analysis import cjk_share, document_terms, phrase_keys, search_terms
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
-from clearance.retrieval.analysis import cjk_share, document_terms, phrase_keys, search_terms
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 

@@ -53,12 +53,12 @@ from typing import Literal, Protocol
 
 from clearance.answer.intent import MetricQuery
 from clearance.answer.result import Citation
-from clearance.answer.trust import resolve_trust
 from clearance.config import FactSettings
 from clearance.ingest.facts import Vocabulary, entity_aliases, format_number, metric_aliases
 from clearance.ingest.locator import parse_locator
 from clearance.model import Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter
+from clearance.trust import resolve_trust
 
 __all__ = [
     "FactStore",

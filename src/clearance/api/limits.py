@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from clearance.api.errors import HttpError
 from clearance.config import Rate
+from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
@@ -138,8 +139,6 @@ def signin_key(address: str) -> str:
     return f"signin:{address}"
 
 
-_SCHEMA = "CREATE TABLE IF NOT EXISTS rate_limits (key TEXT PRIMARY KEY, tat REAL NOT NULL)"
-
 # GCRA in one statement: a new key is admitted (its bucket is full); a known one is admitted
 # while its arrival time is at most `tolerance` ahead of now, and then moves one interval on.
 # A refusal updates nothing and so returns no row.
@@ -206,7 +205,7 @@ class SharedRateLimiter:
         if not self._ready:
             if not self.store.has_tables("rate_limits"):
                 with self.store.transaction() as db:
-                    db.execute(_SCHEMA)
+                    create_table(db, "rate_limits")
             self._ready = True
 
 

@@ -47,7 +47,6 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from clearance.answer.bounds import unicode_problem
 from clearance.answer.result import Status
 from clearance.api.app import BodyLimit, replaying
 from clearance.api.auth import Authenticator, Identity, request_headers
@@ -55,8 +54,8 @@ from clearance.api.errors import Forbidden, Unauthenticated
 from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
 from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.app import Clearance
-from clearance.cli.context import require_assistant, unknown_assistant_message
-from clearance.cli.search_cmd import search_json
+from clearance.bounds import unicode_problem
+from clearance.config import require_assistant, unknown_assistant_message
 from clearance.errors import AuthError, ClearanceError, NotFoundError, QuestionError
 
 __all__ = [
@@ -325,7 +324,7 @@ def create_server(
         name = chosen(args)
         require_assistant(engine.settings, name)
         result = engine.search(user_id, args.query, assistant=name, k=args.k)
-        return _ok(search_json(user_id, args.query, result))
+        return _ok(result.to_dict(args.query))
 
     def ask(user_id: str, args: AskArgs) -> types.CallToolResult:
         name = chosen(args)

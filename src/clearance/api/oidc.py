@@ -20,24 +20,21 @@ What is guaranteed:
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import jwt
 from jwt import PyJWK
 
 from clearance import jsonio
-from clearance.errors import AuthError, ConfigError
+from clearance.errors import AuthError
 from clearance.model import principal_id_problem
+from clearance.oidc_settings import KEY_FOR_ALGORITHM, OidcSettings, is_url, parse_oidc_settings
 
 __all__ = [
     "AuthError",
@@ -49,232 +46,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# The asymmetric algorithms a token may use, each with the key type (and curve) it needs.
-# HMAC is deliberately absent: a shared secret in a JWKS is an HS/RS confusion waiting to happen.
-_KEY_FOR_ALGORITHM: Mapping[str, tuple[str, str | None]] = {
-    "RS256": ("RSA", None),
-    "RS384": ("RSA", None),
-    "RS512": ("RSA", None),
-    "PS256": ("RSA", None),
-    "PS384": ("RSA", None),
-    "PS512": ("RSA", None),
-    "ES256": ("EC", "P-256"),
-    "ES384": ("EC", "P-384"),
-    "ES512": ("EC", "P-521"),
-    "EdDSA": ("OKP", "Ed25519"),
-}
 _MAX_JWKS_BYTES = 1 << 20  # a JWKS is a few kilobytes; a huge reply is refused, not buffered
 _NO_KID = ""  # the key slot of a JWK without a "kid"
-
-
-# --------------------------------------------------------------------------- settings
-
-
-@dataclass(frozen=True)
-class OidcSettings:
-    """How bearer tokens are verified (the ``[server.oidc]`` table).
-
-    ``jwks`` is a file path or an ``https://`` URL (``http://`` only to a loopback host: a JWKS
-    fetched in clear text from elsewhere lets anyone on the path mint tokens).
-    """
-
-    issuer: str
-    audience: str | tuple[str, ...]
-    jwks: str
-    algorithms: tuple[str, ...] = ("RS256", "ES256")
-    user_claim: str = "sub"
-    leeway_s: float = 30.0
-    jwks_refresh_s: float = 300.0
-    jwks_max_age_s: float = 3600.0
-    jwks_timeout_s: float = 5.0
-    max_token_bytes: int = 8192
-    # Browser sign-in (authorization-code flow with PKCE). The client id defaults to the
-    # audience when there is one; the endpoints, when unset, come from the issuer's
-    # ``/.well-known/openid-configuration``. A confidential client's secret is read from the
-    # environment variable named here, never from the file.
-    client_id: str | None = None
-    client_secret_env: str | None = None
-    authorization_endpoint: str | None = None
-    token_endpoint: str | None = None
-    scopes: tuple[str, ...] = ("openid",)
-
-    def __post_init__(self) -> None:
-        p = "server.oidc"
-        if not self.issuer:
-            raise ConfigError(f"{p}.issuer must not be empty")
-        audiences = (self.audience,) if isinstance(self.audience, str) else self.audience
-        if not audiences or not all(audiences):
-            raise ConfigError(f"{p}.audience must name at least one non-empty audience")
-        _check_jwks_source(self.jwks, f"{p}.jwks")
-        if not self.algorithms:
-            raise ConfigError(f"{p}.algorithms must name at least one algorithm")
-        for alg in self.algorithms:
-            if alg.lower() == "none":
-                raise ConfigError(f"{p}.algorithms must not contain 'none' (unsigned tokens)")
-            if alg.upper().startswith("HS"):
-                raise ConfigError(
-                    f"{p}.algorithms must not contain {alg!r}: symmetric algorithms allow "
-                    "HS/RS key confusion; use RS*, PS*, ES* or EdDSA"
-                )
-            if alg not in _KEY_FOR_ALGORITHM:
-                raise ConfigError(
-                    f"{p}.algorithms: {alg!r} is not supported; use one of "
-                    + ", ".join(_KEY_FOR_ALGORITHM)
-                )
-        if not self.user_claim:
-            raise ConfigError(f"{p}.user_claim must not be empty")
-        for name in ("leeway_s", "jwks_refresh_s", "jwks_max_age_s", "jwks_timeout_s"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise ConfigError(f"{p}.{name} must be a finite number >= 0")
-        if self.jwks_timeout_s <= 0:
-            raise ConfigError(f"{p}.jwks_timeout_s must be > 0")
-        if self.max_token_bytes <= 0:
-            raise ConfigError(f"{p}.max_token_bytes must be > 0")
-        for name in ("authorization_endpoint", "token_endpoint"):
-            endpoint = getattr(self, name)
-            if endpoint is not None:
-                _check_https(endpoint, f"{p}.{name}")
-        if "openid" not in self.scopes:
-            raise ConfigError(f"{p}.scopes must include 'openid'")
-
-    @property
-    def browser_client_id(self) -> str:
-        """The client id of the browser sign-in: ``client_id``, else the only audience."""
-        if self.client_id:
-            return self.client_id
-        return self.audiences[0]
-
-    @property
-    def audiences(self) -> tuple[str, ...]:
-        return (self.audience,) if isinstance(self.audience, str) else self.audience
-
-    @property
-    def jwks_is_url(self) -> bool:
-        return _is_url(self.jwks)
-
-
-def _is_url(source: str) -> bool:
-    return source.startswith(("https://", "http://"))
-
-
-def _check_jwks_source(source: str, key: str) -> None:
-    if not source:
-        raise ConfigError(f"{key} must be a file path or an https:// URL")
-    if not _is_url(source):
-        if "://" in source:
-            raise ConfigError(f"{key} must be a file path or an https:// URL")
-        return
-    _check_https(source, key)
-
-
-def _check_https(source: str, key: str) -> None:
-    """``source`` is an https:// URL, or http:// to a loopback host (tests, a local IdP)."""
-    if not _is_url(source):
-        raise ConfigError(f"{key} must be an https:// URL")
-    parts = urlsplit(source)
-    if not parts.hostname:
-        raise ConfigError(f"{key} is a URL without a host")
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        raise ConfigError(
-            f"{key} must use https:// (http:// is allowed only to a loopback host): "
-            "keys fetched in clear text can be replaced on the way"
-        )
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def parse_oidc_settings(data: Mapping[str, Any], key_prefix: str = "server.oidc") -> OidcSettings:
-    """The ``[server.oidc]`` table → :class:`OidcSettings`; every error names its key."""
-
-    def key(name: str) -> str:
-        return f"{key_prefix}.{name}"
-
-    known = {
-        "issuer",
-        "audience",
-        "jwks",
-        "algorithms",
-        "user_claim",
-        "leeway_s",
-        "jwks_refresh_s",
-        "jwks_max_age_s",
-        "jwks_timeout_s",
-        "max_token_bytes",
-        "client_id",
-        "client_secret_env",
-        "authorization_endpoint",
-        "token_endpoint",
-        "scopes",
-    }
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"unknown setting {key(unknown[0])} (known: {', '.join(sorted(known))})")
-
-    def text(name: str) -> str:
-        value = data.get(name)
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{key(name)} must be a non-empty string")
-        return value
-
-    def number(name: str, default: float) -> float:
-        value = data.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{key(name)} must be a number")
-        if not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{key(name)} must be a finite number >= 0")
-        return float(value)
-
-    def strings(name: str) -> tuple[str, ...]:
-        value = data[name]
-        if isinstance(value, str):
-            value = [value]
-        if (
-            not isinstance(value, list)
-            or not value
-            or not all(isinstance(v, str) and v for v in value)
-        ):
-            raise ConfigError(f"{key(name)} must be a string or a non-empty list of strings")
-        return tuple(value)
-
-    audience = strings("audience") if "audience" in data else text("audience")
-    max_token = data.get("max_token_bytes", 8192)
-    if isinstance(max_token, bool) or not isinstance(max_token, int) or max_token <= 0:
-        raise ConfigError(f"{key('max_token_bytes')} must be a positive integer")
-    try:
-        return OidcSettings(
-            issuer=text("issuer"),
-            audience=audience[0] if len(audience) == 1 else audience,
-            jwks=text("jwks"),
-            algorithms=strings("algorithms") if "algorithms" in data else ("RS256", "ES256"),
-            user_claim=text("user_claim") if "user_claim" in data else "sub",
-            leeway_s=number("leeway_s", 30.0),
-            jwks_refresh_s=number("jwks_refresh_s", 300.0),
-            jwks_max_age_s=number("jwks_max_age_s", 3600.0),
-            jwks_timeout_s=number("jwks_timeout_s", 5.0),
-            max_token_bytes=max_token,
-            client_id=text("client_id") if "client_id" in data else None,
-            client_secret_env=text("client_secret_env") if "client_secret_env" in data else None,
-            authorization_endpoint=(
-                text("authorization_endpoint") if "authorization_endpoint" in data else None
-            ),
-            token_endpoint=text("token_endpoint") if "token_endpoint" in data else None,
-            scopes=strings("scopes") if "scopes" in data else ("openid",),
-        )
-    except ConfigError as exc:
-        if key_prefix == "server.oidc":
-            raise
-        raise ConfigError(exc.message.replace("server.oidc.", f"{key_prefix}.")) from exc
-
-
-# --------------------------------------------------------------------------- keys
 
 
 class JwksError(Exception):
@@ -306,7 +79,7 @@ def _usable_keys(document: Any, algorithms: tuple[str, ...]) -> dict[tuple[str, 
             continue
         declared = entry.get("alg")
         for alg in algorithms:
-            want_kty, want_crv = _KEY_FOR_ALGORITHM[alg]
+            want_kty, want_crv = KEY_FOR_ALGORITHM[alg]
             if kty != want_kty or (want_crv is not None and entry.get("crv") != want_crv):
                 continue
             if declared is not None and declared != alg:
@@ -404,7 +177,7 @@ class JwksCache:
 
     def _read(self) -> bytes:
         source = self._settings.jwks
-        if not _is_url(source):
+        if not is_url(source):
             path = Path(source)
             if path.stat().st_size > _MAX_JWKS_BYTES:
                 raise JwksError(f"the JWKS file is larger than {_MAX_JWKS_BYTES} bytes")

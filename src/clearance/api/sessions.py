@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from clearance.store.side_tables import create_table
+
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
 
@@ -36,11 +38,6 @@ __all__ = ["Session", "SessionStore", "SessionSweeper"]
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS ui_sessions (id_sha256 TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
-    "method TEXT NOT NULL, token_id TEXT, csrf TEXT NOT NULL, created_at TEXT NOT NULL, "
-    "expires_at TEXT NOT NULL)"
-)
 _COLUMNS = "user_id, method, token_id, csrf, created_at, expires_at"
 
 
@@ -86,7 +83,7 @@ class SessionStore:
             expires_at=expires_at,
         )
         with self.store.transaction() as db:
-            db.execute(_SCHEMA)
+            create_table(db, "ui_sessions")
             db.execute("DELETE FROM ui_sessions WHERE expires_at <= ?", (now.isoformat(),))
             db.execute(
                 f"INSERT INTO ui_sessions (id_sha256, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",

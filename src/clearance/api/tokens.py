@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from clearance.errors import NotFoundError
+from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
@@ -42,11 +43,6 @@ _TOKEN = re.compile(r"clr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 SCOPES = ("search", "ask", "admin", "scim")
 _READER = frozenset({"search", "ask"})
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS api_tokens (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
-    "admin INTEGER NOT NULL, secret_sha256 TEXT NOT NULL, created_at TEXT NOT NULL, "
-    "expires_at TEXT, revoked_at TEXT, scopes TEXT)"
-)
 _COLUMNS = "id, user_id, admin, secret_sha256, created_at, expires_at, revoked_at, scopes"
 
 
@@ -145,7 +141,7 @@ class TokenStore:
     def _ensure(self) -> None:
         if not self._exists():
             with self.store.transaction() as db:
-                db.execute(_SCHEMA)
+                create_table(db, "api_tokens")
             return
         self._add_scopes_column()
         self._has_scopes = True

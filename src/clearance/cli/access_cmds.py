@@ -15,7 +15,6 @@ from clearance.cli.context import (
     err_console,
     json_option,
     pass_app,
-    require_assistant,
 )
 from clearance.cli.safe import safe
 
@@ -121,6 +120,8 @@ def register(cli: click.Group) -> None:
         app_ctx: AppContext, user_id: str, doc_id: str, assistant: str | None, as_json: bool
     ) -> None:
         """Why may (or may not) USER see DOC? Prints the decision and every reason."""
+        from clearance.config import require_assistant
+
         with app_ctx.open() as app:
             require_assistant(app.settings, assistant)
             data = app.explain(user_id, doc_id, assistant=assistant)

@@ -6,8 +6,6 @@ from datetime import datetime
 
 import click
 
-from clearance.answer.bounds import check_question
-from clearance.answer.result import Status
 from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
@@ -16,7 +14,6 @@ from clearance.cli.context import (
     json_option,
     pass_app,
     print_error,
-    unknown_assistant_message,
 )
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
@@ -53,6 +50,10 @@ def register(cli: click.Group) -> None:
         so does a USER the directory does not hold (a disabled one is answered
         "account_disabled").
         """
+        from clearance.answer.result import Status
+        from clearance.bounds import check_question
+        from clearance.config import unknown_assistant_message
+
         with app_ctx.open() as app:
             # the question is refused first (exit 2), as the engine does before anything else
             check_question(question, app.settings.answer.max_question_chars)

@@ -8,14 +8,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from clearance.app import Clearance
 from clearance.cli.safe import make_console, safe
-from clearance.config import Settings, load_settings
-from clearance.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from clearance.app import Clearance
+    from clearance.config import Settings
 
 __all__ = [
     "AppContext",
@@ -25,7 +26,6 @@ __all__ = [
     "json_option",
     "pass_app",
     "print_error",
-    "require_assistant",
 ]
 
 #: Human output. Data goes through :func:`clearance.cli.safe.safe` before it is printed.
@@ -38,10 +38,14 @@ class AppContext:
     config: Path | None
 
     def settings(self) -> Settings:
+        from clearance.config import load_settings
+
         return load_settings(self.config)
 
     @contextmanager
     def open(self) -> Iterator[Clearance]:
+        from clearance.app import Clearance
+
         app = Clearance.open(self.settings())
         try:
             yield app
@@ -65,25 +69,6 @@ def print_error(message: str) -> None:
 
 def json_option(func: Any) -> Any:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(func)
-
-
-def require_assistant(settings: Settings, name: str | None) -> None:
-    """``--assistant NAME`` must name a configured assistant: else exit 3 (not found).
-
-    Omitting ``--assistant`` is not an error: see :data:`ASSISTANT_HELP`.
-    """
-    if name in settings.assistants or (name is None and not settings.access.require_assistant):
-        return
-    raise NotFoundError(unknown_assistant_message(settings, name))
-
-
-def unknown_assistant_message(settings: Settings, name: str | None) -> str:
-    configured = ", ".join(sorted(settings.assistants)) or "none"
-    if name is None:
-        return (
-            f"--assistant is required here ([access] require_assistant; configured: {configured})"
-        )
-    return f"unknown assistant {name!r} (configured: {configured})"
 
 
 #: What omitting ``--assistant`` means, shared by every command that takes it.

@@ -13,7 +13,6 @@ import click
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe
-from clearance.store.backends import database_status, upgrade_database
 
 __all__ = ["register"]
 
@@ -41,6 +40,8 @@ def register(cli: click.Group) -> None:
         """The backend, where it is, its schema version and the migrations not yet applied.
 
         JSON: {"backend", "location", "version", "latest", "pending": [name, …]}."""
+        from clearance.store.backends import database_status
+
         data = database_status(app_ctx.settings())
         if as_json:
             emit_json(data)
@@ -55,6 +56,8 @@ def register(cli: click.Group) -> None:
         reading role ([store] dsn) what search needs. Safe to run again.
 
         JSON: the fields of 'db status', plus "applied": [name, …]."""
+        from clearance.store.backends import upgrade_database
+
         data = upgrade_database(app_ctx.settings())
         if as_json:
             emit_json(data)

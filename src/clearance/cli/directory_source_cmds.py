@@ -6,11 +6,6 @@ import click
 
 from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
 from clearance.cli.safe import safe, terminal_safe
-from clearance.sources.directory.service import (
-    configured_directory_source,
-    directory_source_status,
-    sync_directory_source,
-)
 
 
 def _progress(what: str, count: int) -> None:
@@ -33,6 +28,11 @@ def register(cli: click.Group) -> None:
 
         Exits 1 if the read failed: nothing was applied, and the previous directory stays
         until its sla passes."""
+        from clearance.sources.directory.service import (
+            configured_directory_source,
+            sync_directory_source,
+        )
+
         with app_ctx.open() as app:
             configured_directory_source(app, name)
             report = sync_directory_source(app, name, progress=None if as_json else _progress)
@@ -57,6 +57,8 @@ def register(cli: click.Group) -> None:
     def status(app_ctx: AppContext, as_json: bool) -> None:
         """Per directory source: last success, API calls, lag against its sla, last error,
         and whether it is failing closed (and why)."""
+        from clearance.sources.directory.service import directory_source_status
+
         with app_ctx.open() as app:
             rows = directory_source_status(app)
         if as_json:

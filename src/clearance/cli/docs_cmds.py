@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -10,7 +10,9 @@ from rich.table import Table
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
-from clearance.model import Document
+
+if TYPE_CHECKING:
+    from clearance.model import Document
 
 
 def document_dict(doc: Document) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from clearance.cli.context import (
     json_option,
     pass_app,
     print_error,
-    require_assistant,
 )
 from clearance.cli.safe import make_console, safe, terminal_safe
 from clearance.errors import EvaluationError
@@ -119,6 +118,7 @@ def _cell(measure: dict[str, Any]) -> str:
 def _suite(
     app_ctx: AppContext, suite_path: Path, assistant: str | None, quiet: bool
 ) -> SuiteReport:
+    from clearance.config import require_assistant
     from clearance.evaluation.rollout import SuiteReport
     from clearance.evaluation.runner import run_suite
     from clearance.evaluation.suite import load_suite

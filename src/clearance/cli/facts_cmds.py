@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe
-from clearance.config import FactSettings
 from clearance.errors import NotFoundError
-from clearance.ingest.facts import entity_aliases, format_number, measure_name, normalize
-from clearance.ingest.locator import parse_locator
-from clearance.model import Fact
+
+if TYPE_CHECKING:
+    from clearance.config import FactSettings
+    from clearance.model import Fact
 
 
 def fact_dict(fact: Fact) -> dict[str, Any]:
@@ -45,6 +45,9 @@ def fact_dict(fact: Fact) -> dict[str, Any]:
 
 def _labels(fact: Fact) -> list[str]:
     """The row and column labels a fact's locator names, without units."""
+    from clearance.ingest.facts import measure_name
+    from clearance.ingest.locator import parse_locator
+
     try:
         parts = parse_locator(fact.locator)
     except ValueError:
@@ -61,6 +64,8 @@ def _labels(fact: Fact) -> list[str]:
 
 def suggest(facts: Iterable[Fact], settings: FactSettings) -> dict[str, Any]:
     """Vocabulary entries for what ``facts`` name and ``settings`` does not know."""
+    from clearance.ingest.facts import entity_aliases
+
     known = {
         "metrics": {k.casefold() for k in settings.metrics},
         "entities": {k.casefold() for k in settings.entities},
@@ -107,6 +112,8 @@ def _toml_key(name: str) -> str:
 
 
 def _toml_table(name: str, entries: Mapping[str, Any]) -> list[str]:
+    from clearance.ingest.facts import normalize
+
     if not entries:
         return []
     lines = ["", f"[facts.{name}]"]
@@ -147,6 +154,8 @@ def register(cli: click.Group) -> None:
         app_ctx: AppContext, doc_id: str | None, metric: str | None, as_json: bool
     ) -> None:
         """One line per fact, with the document and locator it came from."""
+        from clearance.ingest.facts import format_number
+
         with app_ctx.open() as app:
             if doc_id is not None and app.store.get_document(doc_id) is None:
                 raise NotFoundError(f"no document {doc_id!r} in the index")

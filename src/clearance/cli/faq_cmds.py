@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
-from clearance.answer.faq import FaqEntry, FaqRepository, parse_datetime
-from clearance.answer.result import Citation
 from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
 from clearance.cli.safe import safe
 from clearance.errors import MetadataError, NotFoundError
-from clearance.model import Sensitivity, parse_principal
+
+if TYPE_CHECKING:
+    from clearance.answer.result import Citation
 
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
@@ -32,6 +32,8 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 def _citation(store: AnyStore, spec: str) -> Citation:
     """``DOC_ID[#LOCATOR]`` → a citation whose title and link come from the indexed
     document, so a vetted answer can only cite something that is really in the index."""
+    from clearance.answer.result import Citation
+
     doc_id, _, locator = spec.partition("#")
     doc_id = doc_id.strip()
     if not doc_id:
@@ -46,6 +48,8 @@ def _citation(store: AnyStore, spec: str) -> Citation:
 
 
 def _principals(values: tuple[str, ...]) -> frozenset[str]:
+    from clearance.model import parse_principal
+
     try:
         return frozenset(parse_principal(v.strip()) for v in values)
     except ValueError as exc:
@@ -53,10 +57,14 @@ def _principals(values: tuple[str, ...]) -> frozenset[str]:
 
 
 def _window(value: str | None, option: str) -> datetime | None:
+    from clearance.answer.faq import parse_datetime
+
     return None if value is None else parse_datetime(value, option)
 
 
 def register(cli: click.Group) -> None:
+    from clearance.model import Sensitivity
+
     @cli.group("faq")
     def faq() -> None:
         """Vetted questions and answers, served before retrieval to the people their ACL admits."""
@@ -105,6 +113,9 @@ def register(cli: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Add one entry."""
+        from clearance.answer.faq import FaqEntry, FaqRepository
+        from clearance.model import Sensitivity
+
         try:
             level = Sensitivity.parse(sensitivity)
         except ValueError as exc:
@@ -139,6 +150,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def list_entries(app_ctx: AppContext, as_json: bool) -> None:
         """One line per entry."""
+        from clearance.answer.faq import FaqRepository
+
         with app_ctx.open() as app:
             entries = FaqRepository(app.store).list()
         if as_json:
@@ -169,6 +182,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def import_entries(app_ctx: AppContext, file: Path, as_json: bool) -> None:
         """Add or replace entries from a JSONL file; a bad line changes nothing."""
+        from clearance.answer.faq import FaqRepository
+
         with app_ctx.open() as app:
             report = FaqRepository(app.store).import_jsonl(file)
         if as_json:
@@ -184,6 +199,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def remove(app_ctx: AppContext, entry_id: str, as_json: bool) -> None:
         """Delete one entry."""
+        from clearance.answer.faq import FaqRepository
+
         with app_ctx.open() as app:
             removed = FaqRepository(app.store).remove(entry_id)
         if not removed:

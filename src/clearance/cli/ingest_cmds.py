@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -11,7 +12,9 @@ from rich.table import Table
 from clearance.cli.context import AppContext, cli_actor, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe, terminal_safe
 from clearance.errors import NotFoundError
-from clearance.ingest.pipeline import FileResult
+
+if TYPE_CHECKING:
+    from clearance.ingest.pipeline import FileResult
 
 
 def register(cli: click.Group) -> None:

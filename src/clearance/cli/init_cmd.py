@@ -10,7 +10,6 @@ import click
 
 from clearance.cli.context import console, emit_json, json_option
 from clearance.cli.safe import safe
-from clearance.config import CONFIG_NAME
 from clearance.errors import ConfigError
 
 #: What ``init`` says about trust: a filesystem source's files count as the organisation's own.
@@ -34,6 +33,8 @@ def register(cli: click.Group) -> None:
     @json_option
     def init(directory: Path | None, force: bool, as_json: bool) -> None:
         """Write a commented default clearance.toml and an empty data directory."""
+        from clearance.config import CONFIG_NAME
+
         target = directory or Path.cwd()
         config = target / CONFIG_NAME
         if config.exists() and not force:

@@ -1,9 +1,10 @@
 """``clearance migrate --from sqlite:PATH --to postgres:DSN``: an index moved between
-backends without re-embedding, verified at the end (:mod:`clearance.store.migrate`)."""
+backends without re-embedding, verified at the end (:mod:`clearance.migrate`)."""
 
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -11,15 +12,11 @@ from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe, terminal_safe
-from clearance.config import Settings, find_config, settings_from_dict
 from clearance.errors import ConfigError
-from clearance.store.migrate import (
-    MigrationReport,
-    migrate,
-    open_endpoint,
-    parse_endpoint,
-    summary_line,
-)
+
+if TYPE_CHECKING:
+    from clearance.config import Settings
+    from clearance.migrate import MigrationReport
 
 __all__ = ["register"]
 
@@ -27,12 +24,16 @@ __all__ = ["register"]
 def _settings(app_ctx: AppContext) -> Settings:
     """The settings file when there is one (password variables, pool size, corpus SLAs),
     else the defaults: both ends are named on the command line."""
+    from clearance.config import find_config, settings_from_dict
+
     if app_ctx.config is None and not find_config().is_file():
         return settings_from_dict({})
     return app_ctx.settings()
 
 
 def _print_counts(report: MigrationReport) -> None:
+    from clearance.migrate import summary_line
+
     verification = report.verification
     assert verification is not None
     table = Table("table", "source", "target")
@@ -84,6 +85,8 @@ def register(cli: click.Group) -> None:
         JSON: {"from", "to", "documents", "copied", "skipped", "chunks_copied", "rows",
         "seconds", "verified", "verification": {"counts", "searches_compared", "users",
         "queries", "searches_skipped", "problems"}}."""
+        from clearance.migrate import migrate, open_endpoint, parse_endpoint
+
         if append and force:
             raise ConfigError("--append and --force exclude each other")
         ends = parse_endpoint(source, "--from"), parse_endpoint(target, "--to")

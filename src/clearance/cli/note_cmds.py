@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import click
 
-from clearance.answer.trust import resolve_trust
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe
 
@@ -71,6 +70,8 @@ def register(cli: click.Group) -> None:
         "warnings"} — "trust" is what the note resolves to now, under [trust.origins];
         it is never stored.
         """
+        from clearance.trust import resolve_trust
+
         chain = _split(origin_chain)
         with app_ctx.open() as app:
             result = app.add_note_result(

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from clearance.app import SearchResult
 from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
@@ -14,9 +13,11 @@ from clearance.cli.context import (
     emit_json,
     json_option,
     pass_app,
-    require_assistant,
 )
 from clearance.cli.safe import safe
+
+if TYPE_CHECKING:
+    from clearance.app import SearchResult
 
 __all__ = ["register", "search_json"]
 
@@ -47,6 +48,8 @@ def register(cli: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Search as a user: results come only from documents that user may read now."""
+        from clearance.config import require_assistant
+
         with app_ctx.open() as app:
             require_assistant(app.settings, assistant)
             result = app.search(user_id, query, assistant=assistant, k=k)

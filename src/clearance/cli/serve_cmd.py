@@ -18,16 +18,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from clearance.app import Clearance
 from clearance.cli.context import AppContext, console, pass_app
 from clearance.cli.safe import safe
-from clearance.config import (
-    SERVE_WORKERS_ENV,
-    find_config,
-    load_settings,
-    serve_worker_config,
-)
 from clearance.errors import ClearanceError
+
+if TYPE_CHECKING:
+    from clearance.app import Clearance
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -79,6 +75,7 @@ def listen(host: str, port: int) -> socket.socket:
 def worker_app() -> FastAPI:
     """The app of one ``--workers`` process: uvicorn imports this factory by name in each."""
     from clearance.api.app import create_app
+    from clearance.config import load_settings, serve_worker_config
 
     config, _ = serve_worker_config()
     return warmed(create_app(load_settings(config)))
@@ -106,6 +103,7 @@ def register(cli: click.Group) -> None:
 
         from clearance.api.app import create_app
         from clearance.api.metrics import serve_log_config
+        from clearance.config import SERVE_WORKERS_ENV, find_config
 
         settings = app_ctx.settings()
         host = host or settings.server.host

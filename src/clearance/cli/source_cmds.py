@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
 from clearance.cli.safe import safe, terminal_safe
-from clearance.sources.scheduler import Scheduler
-from clearance.sources.service import configured_source, source_status, sync_source
-from clearance.sources.sync import SyncReport
+
+if TYPE_CHECKING:
+    from clearance.sources.sync import SyncReport
 
 
 def _print_report(report: SyncReport) -> None:
@@ -112,6 +112,8 @@ def register(cli: click.Group) -> None:
 
         Exits 1 if a sync failed: the source is then reported failing, and nothing it had
         not finished was changed."""
+        from clearance.sources.service import configured_source, sync_source
+
         if only_content and only_permissions:
             raise click.UsageError("give --content or --permissions, not both")
         with app_ctx.open() as app:
@@ -132,6 +134,8 @@ def register(cli: click.Group) -> None:
     def status(app_ctx: AppContext, name: str | None, as_json: bool) -> None:
         """Per source: last content and permission syncs, lag against the corpus's SLA, the
         last error, documents visible to nobody (and why) and principals the directory lacks."""
+        from clearance.sources.service import configured_source, source_status
+
         with app_ctx.open() as app:
             if name is not None:
                 configured_source(app, name)
@@ -160,6 +164,8 @@ def register(cli: click.Group) -> None:
         content_interval, prints each sync (JSON lines with --json) and keeps going when a
         source fails: it is reported failing, and its corpus serves nobody once its
         revocation SLA has passed without a complete permission sync."""
+        from clearance.sources.scheduler import Scheduler
+
         if sync_all == watch:
             raise click.UsageError("give exactly one of --all or --watch")
         with app_ctx.open() as app:

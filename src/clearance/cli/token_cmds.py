@@ -8,7 +8,6 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from clearance.api.tokens import SCOPES, TokenStore
 from clearance.cli.context import (
     AppContext,
     cli_actor,
@@ -19,12 +18,13 @@ from clearance.cli.context import (
     pass_app,
 )
 from clearance.cli.safe import safe
-from clearance.config import parse_duration
 
 __all__ = ["register"]
 
 
 def register(cli: click.Group) -> None:
+    from clearance.api.tokens import SCOPES
+
     @cli.group("token")
     def token() -> None:
         """API tokens for 'clearance serve': create, list, revoke (administrators only)."""
@@ -59,6 +59,9 @@ def register(cli: click.Group) -> None:
 
         JSON: {"token", "id", "user", "admin", "created", "expires", "revoked", "scopes"}.
         """
+        from clearance.api.tokens import TokenStore
+        from clearance.config import parse_duration
+
         lifetime = None if expires is None else parse_duration(expires, "--expires")
         if lifetime == 0:
             raise click.BadParameter("must be longer than 0", param_hint="--expires")
@@ -100,6 +103,8 @@ def register(cli: click.Group) -> None:
         JSON: {"tokens": [{"id", "user", "admin", "created", "expires", "revoked", "scopes"},
         …]}.
         """
+        from clearance.api.tokens import TokenStore
+
         with app_ctx.open() as app:
             records = TokenStore(app.store, clock=app.clock).list()
         if as_json:
@@ -130,6 +135,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def revoke(app_ctx: AppContext, token_id: str, as_json: bool) -> None:
         """Revoke token TOKEN_ID: refused from the next request on. Unknown ids exit 3."""
+        from clearance.api.tokens import TokenStore
+
         with app_ctx.open() as app, app.actions().action(cli_actor(), "token.revoke", token_id):
             record = TokenStore(app.store, clock=app.clock).revoke(token_id)
         if as_json:

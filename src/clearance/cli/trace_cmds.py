@@ -14,10 +14,7 @@ from rich.table import Table
 
 from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
 from clearance.cli.safe import safe
-from clearance.config import parse_duration
 from clearance.errors import NotFoundError
-from clearance.trace.log import parse_since
-from clearance.trace.record import timestamp
 
 __all__ = ["register"]
 
@@ -49,6 +46,8 @@ def register(cli: click.Group) -> None:
 
         JSON: {"count", "traces": [record, …]} with the fields of 'trace show'.
         """
+        from clearance.trace.log import parse_since
+
         with app_ctx.open() as app:
             start = None if since is None else parse_since(since, app.clock())
             records = app.trace_log().entries(since=start, limit=limit)
@@ -110,6 +109,9 @@ def register(cli: click.Group) -> None:
 
         JSON: {"purged", "older_than_seconds", "cutoff"}.
         """
+        from clearance.config import parse_duration
+        from clearance.trace.record import timestamp
+
         seconds = parse_duration(older_than, "--older-than")
         with app_ctx.open() as app:
             purged, cutoff = app.trace_log().purge(seconds, app.clock())
@@ -145,6 +147,8 @@ def register(cli: click.Group) -> None:
         "assistant", "status", "retrieved", "cited"}]}. JSON (actions): {"count",
         "actions": [{"at", "actor", "action", "target", "outcome", "detail"}]}.
         """
+        from clearance.trace.log import parse_since
+
         if doc_id is None:
             with app_ctx.open() as app:
                 start = None if since is None else parse_since(since, app.clock())
@@ -209,6 +213,8 @@ def register(cli: click.Group) -> None:
         "fabrication_guard_triggered", "provider_error_requests"}. The denied-source rate
         must be 0.
         """
+        from clearance.trace.log import parse_since
+
         with app_ctx.open() as app:
             start = None if since is None else parse_since(since, app.clock())
             data: dict[str, Any] = app.trace_log().stats(since=start)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from clearance.access.directory import Directory, unknown_principal_warning
+from clearance.access.ownership import SOURCE_KEY, check_owner
 from clearance.config import Settings
 from clearance.errors import ClearanceError, LoaderError, MetadataError, OwnershipError
 from clearance.ingest.chunking import chunk_sections
@@ -47,9 +48,8 @@ from clearance.ingest.metadata import (
     sidecar_metadata,
     sidecar_path,
 )
+from clearance.llm.embedding import Embedder
 from clearance.model import Chunk, Document, Fact, Section, Sensitivity
-from clearance.retrieval.embedding import Embedder
-from clearance.sources.ownership import SOURCE_KEY, check_owner
 
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
@@ -182,7 +182,7 @@ class Ingestor:
         """``directory``: when given (and not empty), ACL principals it does not know are
         reported per document — they match nobody, and are usually a typo. ``source``: the
         source writing (a sync); ``None`` for a manual ingest, which may not touch a
-        document a source owns (:mod:`clearance.sources.ownership`)."""
+        document a source owns (:mod:`clearance.access.ownership`)."""
         self.settings = settings
         self.source = source
         self.store = store

@@ -2,7 +2,7 @@
 
 Why: Clearance must work on a laptop with no model and no network, and an answer that can only
 quote its sources cannot invent anything. :class:`ExtractiveProvider` is deterministic and uses
-the same term analysis as retrieval (:mod:`clearance.retrieval.analysis`, stemmed, so "days"
+the same term analysis as retrieval (:mod:`clearance.analysis`, stemmed, so "days"
 matches "Day"), so English words and CJK character bigrams both count.
 
 What is guaranteed:
@@ -46,8 +46,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from clearance.analysis import document_terms, query_terms, search_terms
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
-from clearance.retrieval.analysis import document_terms, query_terms, search_terms
 
 __all__ = ["ExtractiveProvider", "Quote", "is_line_unit", "split_sentences"]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from clearance.errors import ClearanceError, GuardError, ProviderError
 from clearance.llm.base import ChatRequest, ChatResponse, Provider, Snippet
-from clearance.retrieval.link_exit import is_restricted
+from clearance.model import is_restricted
 
 __all__ = ["AuthorizedSet", "EgressGuard", "Recheck", "RecheckResult", "check_request"]
 

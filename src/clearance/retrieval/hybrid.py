@@ -9,7 +9,7 @@ default embedder is English-only, and fusing its near-random ranking of a Japane
 with the bigram lexical ranking was measured to lower MRR@10 from 0.72 to 0.66
 (benchmarks/RESULTS.md). At weight 0 the vector search is skipped for such queries.
 
-A query with nothing to search for (:func:`~clearance.retrieval.analysis.searchable`: only
+A query with nothing to search for (:func:`~clearance.analysis.searchable`: only
 emoji, invisible characters, punctuation or whitespace) finds nothing, and its embedding is
 never computed: the embedder turns any string into a vector, whose nearest neighbours would
 be arbitrary hits. Every search and every answer's retrieval passes through here, so this is
@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clearance.analysis import cjk_share, searchable
+from clearance.llm.embedding import Embedder
 from clearance.model import SearchHit
-from clearance.retrieval.analysis import cjk_share, searchable
-from clearance.retrieval.embedding import Embedder
 from clearance.retrieval.fusion import reciprocal_rank_fusion
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms
 from clearance.store.base import SearchFilter

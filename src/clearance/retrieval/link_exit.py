@@ -10,23 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust, resolve_trust
 from clearance.llm.base import Snippet
-from clearance.model import SearchHit, Sensitivity
+from clearance.model import SearchHit, is_restricted
+from clearance.trust import DEFAULT_ORIGIN_TRUST, Trust, resolve_trust
 
-__all__ = ["is_restricted", "to_snippets"]
-
-
-def is_restricted(label: object) -> bool:
-    """True for RESTRICTED in any spelling or type; unknown labels count as RESTRICTED."""
-    if isinstance(label, Sensitivity):
-        return label >= Sensitivity.RESTRICTED
-    if isinstance(label, str):
-        try:
-            return Sensitivity.parse(label) >= Sensitivity.RESTRICTED
-        except ValueError:
-            return True
-    return True
+__all__ = ["to_snippets"]
 
 
 def to_snippets(

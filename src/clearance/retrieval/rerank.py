@@ -15,11 +15,11 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from clearance.answer.trust import DEFAULT_ORIGIN_TRUST, Trust
 from clearance.errors import ClearanceError, GuardError
 from clearance.llm.base import Snippet
-from clearance.model import SearchHit
-from clearance.retrieval.link_exit import is_restricted, to_snippets
+from clearance.model import SearchHit, is_restricted
+from clearance.retrieval.link_exit import to_snippets
+from clearance.trust import DEFAULT_ORIGIN_TRUST, Trust
 
 __all__ = ["Judge", "parse_ranking", "rerank"]
 

@@ -14,7 +14,7 @@ They serve two places, both only ever on what the caller may already read:
 * **relevance** — a snippet that states an equivalent phrase in full is judged to hold the
   question's phrase (:mod:`clearance.answer.relevance`).
 
-Phrases match on :func:`~clearance.retrieval.analysis.phrase_keys`: index forms, so plurals
+Phrases match on :func:`~clearance.analysis.phrase_keys`: index forms, so plurals
 and case do not matter, and CJK phrases match inside longer runs.
 """
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clearance.retrieval.analysis import phrase_keys, search_terms
+from clearance.analysis import phrase_keys, search_terms
 
 __all__ = ["NO_SYNONYMS", "Synonyms", "Used"]
 

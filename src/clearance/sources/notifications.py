@@ -30,14 +30,11 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from clearance.errors import ClearanceError
+from clearance.runtime import Runtime
 from clearance.sources.base import Notice, Notifiable
 from clearance.sources.registry import build_connector
-
-if TYPE_CHECKING:
-    from clearance.app import Clearance
 
 __all__ = [
     "DEBOUNCE_S",
@@ -114,8 +111,8 @@ class NotificationReceiver:
     ``forward(name, notice)`` is the scheduler's :meth:`~clearance.sources.scheduler.
     Scheduler.notify`, set by :meth:`attach` while a scheduler runs."""
 
-    def __init__(self, app: Clearance, env: Mapping[str, str] | None = None) -> None:
-        self.app = app
+    def __init__(self, runtime: Runtime, env: Mapping[str, str] | None = None) -> None:
+        self.runtime = runtime
         self.env = env
         self._lock = threading.Lock()
         self._checkers: dict[str, Notifiable | None] = {}
@@ -126,14 +123,14 @@ class NotificationReceiver:
         self._forward = forward
 
     def _checker(self, name: str) -> Notifiable | None:
-        source = self.app.settings.sources.get(name)
+        source = self.runtime.settings.sources.get(name)
         if source is None:
             return None
         with self._lock:
             if name in self._checkers:
                 return self._checkers[name]
             try:
-                connector = build_connector(self.app.settings, source, self.env)
+                connector = build_connector(self.runtime.settings, source, self.env)
             except ClearanceError as exc:  # not kept: a fixed environment is picked up
                 log.warning("source %s: cannot check notifications: %s", name, exc.message)
                 return None

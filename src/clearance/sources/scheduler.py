@@ -31,9 +31,9 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from clearance.errors import ClearanceError
+from clearance.runtime import Runtime
 from clearance.sources.base import Notice
 from clearance.sources.directory.base import DirectoryReader
 from clearance.sources.directory.service import DirectorySyncReport, sync_directory_source
@@ -45,9 +45,6 @@ from clearance.sources.service import (
     sync_source,
 )
 from clearance.sources.sync import Kind, SyncReport
-
-if TYPE_CHECKING:
-    from clearance.app import Clearance
 
 __all__ = ["BackgroundScheduler", "Scheduler"]
 
@@ -64,7 +61,7 @@ class Scheduler:
 
     def __init__(
         self,
-        app: Clearance,
+        runtime: Runtime,
         *,
         sources: Sequence[str] | None = None,
         clock: Callable[[], datetime] | None = None,
@@ -72,14 +69,14 @@ class Scheduler:
         on_progress: Callable[[str], None] | None = None,
         debounce_s: float = DEBOUNCE_S,
     ) -> None:
-        self.app = app
-        self.names = list(sources if sources is not None else sorted(app.settings.sources))
-        self.clock = clock or app.clock
+        self.runtime = runtime
+        self.names = list(sources if sources is not None else sorted(runtime.settings.sources))
+        self.clock = clock or runtime.clock
         self.on_report = on_report
         self.on_progress = on_progress
         self.notices = NoticeQueue(debounce_s)
         self._next: dict[tuple[str, Kind], datetime] = {}
-        self.directories = sorted(app.settings.directories) if sources is None else []
+        self.directories = sorted(runtime.settings.directories) if sources is None else []
         self._next_directory: dict[str, datetime] = {}
         self._directory_readers: dict[str, DirectoryReader] = {}  # kept: delta readers' state
         self.directory_reports: list[DirectorySyncReport] = []  # the last tick's
@@ -103,7 +100,7 @@ class Scheduler:
         self._notice.set()
 
     def _interval(self, name: str, kind: Kind) -> timedelta:
-        source = self.app.settings.sources[name]
+        source = self.runtime.settings.sources[name]
         seconds = source.content_interval_s if kind == "content" else source.permission_interval_s
         return timedelta(seconds=seconds)
 
@@ -143,9 +140,9 @@ class Scheduler:
         for name in self.directories:
             if self._next_directory.get(name, now) > now:
                 continue
-            interval = self.app.settings.directories[name].interval_s
+            interval = self.runtime.settings.directories[name].interval_s
             self._next_directory[name] = now + timedelta(seconds=interval)
-            report = sync_directory_source(self.app, name, keep=self._directory_readers)
+            report = sync_directory_source(self.runtime, name, keep=self._directory_readers)
             self.directory_reports.append(report)
             if report.ok:
                 log.info(
@@ -166,10 +163,10 @@ class Scheduler:
         for name in self.names:
             if self._subscribe_after.get(name, now) > now:
                 continue
-            if not subscription_due(self.app, name, now):
+            if not subscription_due(self.runtime, name, now):
                 continue
             try:
-                made = renew_subscription(self.app, name)
+                made = renew_subscription(self.runtime, name)
             except ClearanceError as exc:
                 log.warning("source %s: notification subscription: %s", name, exc.message)
                 self._subscribe_after[name] = now + _SUBSCRIBE_RETRY
@@ -194,7 +191,7 @@ class Scheduler:
     def _notified_sync(self, name: str, pending: Pending, now: datetime) -> SyncReport:
         doc_ids = None if pending.full else sorted(pending.doc_ids)
         try:
-            return notified_sync(self.app, name, doc_ids, on_progress=self.on_progress)
+            return notified_sync(self.runtime, name, doc_ids, on_progress=self.on_progress)
         except ClearanceError as exc:
             log.warning("source %s: %s", name, exc.message)
             kind: Kind = "permissions" if doc_ids is None else "notified"
@@ -208,7 +205,7 @@ class Scheduler:
     def _sync(self, name: str, kinds: list[Kind], now: datetime) -> list[SyncReport]:
         try:
             return sync_source(
-                self.app,
+                self.runtime,
                 name,
                 content="content" in kinds,
                 permissions="permissions" in kinds,
@@ -257,9 +254,9 @@ class BackgroundScheduler:
     """:class:`Scheduler` on daemon threads (``clearance serve``): one for the scheduled
     syncs, one for notified work; :meth:`stop` ends them after the syncs in progress."""
 
-    def __init__(self, app: Clearance) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self._stop = threading.Event()
-        self.scheduler = Scheduler(app, on_report=_log_report)
+        self.scheduler = Scheduler(runtime, on_report=_log_report)
         self._threads = [
             threading.Thread(target=self._run, args=(run,), name=name, daemon=True)
             for run, name in (

@@ -15,16 +15,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from clearance.access.directory import unknown_principal_warning
+from clearance.access.ownership import BLOCKED_KEY, owner_of
 from clearance.config import SourceSettings
 from clearance.errors import ClearanceError, NotFoundError
+from clearance.runtime import Runtime
 from clearance.sources.base import Subscribing, Subscription
-from clearance.sources.ownership import BLOCKED_KEY, owner_of
-from clearance.sources.registry import build_connector
 from clearance.sources.state import SourceState, StateTable
-from clearance.sources.sync import SourceSync, SyncReport
 
 if TYPE_CHECKING:
-    from clearance.app import Clearance
+    from clearance.sources.sync import SyncReport
 
 __all__ = [
     "SUBSCRIPTION_KEY",
@@ -42,17 +41,17 @@ __all__ = [
 _SHOWN_BLOCKED = 20
 
 
-def configured_source(app: Clearance, name: str) -> SourceSettings:
+def configured_source(runtime: Runtime, name: str) -> SourceSettings:
     """``[sources.<name>]``, or :class:`NotFoundError` listing the configured ones."""
-    source = app.settings.sources.get(name)
+    source = runtime.settings.sources.get(name)
     if source is None:
-        known = ", ".join(sorted(app.settings.sources)) or "none"
+        known = ", ".join(sorted(runtime.settings.sources)) or "none"
         raise NotFoundError(f"no source {name!r} is configured (configured: {known})")
     return source
 
 
 def sync_source(
-    app: Clearance,
+    runtime: Runtime,
     name: str,
     *,
     content: bool = True,
@@ -63,22 +62,25 @@ def sync_source(
     """Build the source's connector and run its syncs. A connector that cannot even be
     built (a missing credential, a bad option) fails every requested sync, and the source
     is recorded failing, like any other sync failure."""
-    source = configured_source(app, name)
+    source = configured_source(runtime, name)
     try:
-        connector = build_connector(app.settings, source, env)
+        from clearance.sources.registry import build_connector  # the connectors load here
+        from clearance.sources.sync import SourceSync
+
+        connector = build_connector(runtime.settings, source, env)
     except ClearanceError as exc:
-        now = app.clock()
-        StateTable(app.store).failed(name, exc.message, now)
+        now = runtime.clock()
+        StateTable(runtime.store).failed(name, exc.message, now)
         raise
     try:
-        engine = SourceSync(app, source, connector, on_progress=on_progress)
+        engine = SourceSync(runtime, source, connector, on_progress=on_progress)
         return engine.run(content=content, permissions=permissions)
     finally:
         connector.close()
 
 
 def notified_sync(
-    app: Clearance,
+    runtime: Runtime,
     name: str,
     doc_ids: Iterable[str] | None,
     *,
@@ -89,14 +91,17 @@ def notified_sync(
     ``None`` (the source did not say what changed), a targeted sync of what the connector's
     change feed names, or a full permission sync (:meth:`SourceSync.from_feed`). A connector
     that cannot be built fails it, as in :func:`sync_source`."""
-    source = configured_source(app, name)
+    source = configured_source(runtime, name)
     try:
-        connector = build_connector(app.settings, source, env)
+        from clearance.sources.registry import build_connector  # the connectors load here
+        from clearance.sources.sync import SourceSync
+
+        connector = build_connector(runtime.settings, source, env)
     except ClearanceError as exc:
-        StateTable(app.store).failed(name, exc.message, app.clock())
+        StateTable(runtime.store).failed(name, exc.message, runtime.clock())
         raise
     try:
-        engine = SourceSync(app, source, connector, on_progress=on_progress)
+        engine = SourceSync(runtime, source, connector, on_progress=on_progress)
         return engine.from_feed() if doc_ids is None else engine.targeted(doc_ids)
     finally:
         connector.close()
@@ -118,19 +123,19 @@ def _condition(
     return "behind" if lag > sla_s else "ok"
 
 
-def source_summary(app: Clearance) -> list[dict[str, Any]]:
+def source_summary(runtime: Runtime) -> list[dict[str, Any]]:
     """Per configured source, what the general status shows: kind, corpus, the last syncs,
     the permission lag against the corpus's revocation SLA, and whether (and why) it is
     failing. Read from the source state table and settings only — unlike
     :func:`source_status`, it never lists the index's documents, so ``GET /v1/status``
     stays cheap on a large index. Never a credential: settings hold variable names, and
     none is shown."""
-    now = app.clock()
-    states = StateTable(app.store).all()
+    now = runtime.clock()
+    states = StateTable(runtime.store).all()
     out = []
-    for name, source in sorted(app.settings.sources.items()):
+    for name, source in sorted(runtime.settings.sources.items()):
         state = states.get(name)
-        sla_s = app.settings.corpus(source.corpus).revocation_sla_s
+        sla_s = runtime.settings.corpus(source.corpus).revocation_sla_s
         synced = state.permission_synced_at if state else None
         lag = None if synced is None else round((now - synced).total_seconds(), 3)
         condition = _condition(source, state, lag, sla_s)
@@ -151,25 +156,25 @@ def source_summary(app: Clearance) -> list[dict[str, Any]]:
     return out
 
 
-def source_status(app: Clearance) -> list[dict[str, Any]]:
+def source_status(runtime: Runtime) -> list[dict[str, Any]]:
     """One entry per configured source (and per source still owning documents after it
     left the configuration), sorted by name."""
-    now = app.clock()
-    states = StateTable(app.store).all()
-    syncs = app.store.last_acl_syncs()
-    directory = app.directory
+    now = runtime.clock()
+    states = StateTable(runtime.store).all()
+    syncs = runtime.store.last_acl_syncs()
+    directory = runtime.directory
     owned: dict[str, list[Any]] = {}
-    for document in app.store.list_documents():
+    for document in runtime.store.list_documents():
         owner = owner_of(document)
         if owner is not None:
             owned.setdefault(owner, []).append(document)
     out = []
-    for name in sorted(set(app.settings.sources) | set(owned)):
-        source = app.settings.sources.get(name)
+    for name in sorted(set(runtime.settings.sources) | set(owned)):
+        source = runtime.settings.sources.get(name)
         state = states.get(name)
         documents = owned.get(name, [])
         corpus_name = source.corpus if source else (documents[0].corpus if documents else "")
-        corpus = app.settings.corpus(corpus_name)
+        corpus = runtime.settings.corpus(corpus_name)
         permission_synced = state.permission_synced_at if state else None
         lag = None if permission_synced is None else (now - permission_synced).total_seconds()
         corpus_synced = syncs.get(corpus_name)
@@ -218,9 +223,9 @@ def source_status(app: Clearance) -> list[dict[str, Any]]:
 SUBSCRIPTION_KEY = "subscription"
 
 
-def stored_subscription(app: Clearance, name: str) -> tuple[Subscription, datetime] | None:
+def stored_subscription(runtime: Runtime, name: str) -> tuple[Subscription, datetime] | None:
     """The source's current subscription and when it was made, as kept in its state."""
-    raw = StateTable(app.store).get(name).stats.get(SUBSCRIPTION_KEY)
+    raw = StateTable(runtime.store).get(name).stats.get(SUBSCRIPTION_KEY)
     if not isinstance(raw, dict):
         return None
     try:
@@ -232,13 +237,13 @@ def stored_subscription(app: Clearance, name: str) -> tuple[Subscription, dateti
         return None  # unreadable: subscribe again
 
 
-def subscription_due(app: Clearance, name: str, now: datetime) -> bool:
+def subscription_due(runtime: Runtime, name: str, now: datetime) -> bool:
     """Whether source ``name`` should subscribe now: it has a ``notification_url`` and no
     subscription, or its subscription has less than a quarter of its lifetime left."""
-    source = app.settings.sources.get(name)
+    source = runtime.settings.sources.get(name)
     if source is None or source.notification_url is None:
         return False
-    stored = stored_subscription(app, name)
+    stored = stored_subscription(runtime, name)
     if stored is None:
         return True
     current, created = stored
@@ -246,21 +251,23 @@ def subscription_due(app: Clearance, name: str, now: datetime) -> bool:
 
 
 def renew_subscription(
-    app: Clearance, name: str, env: Mapping[str, str] | None = None
+    runtime: Runtime, name: str, env: Mapping[str, str] | None = None
 ) -> Subscription | None:
     """Create or renew source ``name``'s notification subscription and keep it in the
     source's state; ``None`` when its connector does not subscribe itself (the operator
     registers the webhook at the source). Raises what the connector raised: the current
     subscription is kept, and the scheduled syncs keep the corpus fresh meanwhile."""
-    source = configured_source(app, name)
+    source = configured_source(runtime, name)
     if source.notification_url is None:
         return None
-    connector = build_connector(app.settings, source, env)
+    from clearance.sources.registry import build_connector  # the connectors load here
+
+    connector = build_connector(runtime.settings, source, env)
     try:
         if not isinstance(connector, Subscribing):
             return None
-        stored = stored_subscription(app, name)
-        now = app.clock()
+        stored = stored_subscription(runtime, name)
+        now = runtime.clock()
         made = connector.subscribe(source.notification_url, None if stored is None else stored[0])
     finally:
         connector.close()
@@ -270,5 +277,5 @@ def renew_subscription(
         "created_at": now.isoformat(),
         "state": dict(made.state),
     }
-    StateTable(app.store).update(name, stats={SUBSCRIPTION_KEY: kept})
+    StateTable(runtime.store).update(name, stats={SUBSCRIPTION_KEY: kept})
     return made

@@ -17,20 +17,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from clearance.store.side_tables import create_table
+
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
 
 
 __all__ = ["SourceState", "StateTable"]
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS source_state (name TEXT PRIMARY KEY, "
-    "content_cursor TEXT, permission_cursor TEXT, "
-    "content_synced_at REAL, permission_synced_at REAL, "
-    "content_attempted_at REAL, permission_attempted_at REAL, "
-    "last_error TEXT, failing_since REAL, groups TEXT NOT NULL DEFAULT '[]', "
-    "stats TEXT NOT NULL DEFAULT '{}')"
-)
 _COLUMNS = (
     "name, content_cursor, permission_cursor, content_synced_at, permission_synced_at, "
     "content_attempted_at, permission_attempted_at, last_error, failing_since, groups, stats"
@@ -114,7 +108,7 @@ class StateTable:
             elif key != "stats":
                 row[key] = value
         with self.store.transaction() as db:
-            db.execute(_SCHEMA)
+            create_table(db, "source_state")
             db.execute(
                 "INSERT INTO source_state (name) VALUES (?) ON CONFLICT (name) DO NOTHING", (name,)
             )

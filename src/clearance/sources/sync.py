@@ -26,14 +26,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from clearance.access.directory import unknown_principal_warning
+from clearance.access.ownership import BLOCKED_KEY, VERSION_KEY, owner_of
 from clearance.config import CorpusSettings, SourceSettings
 from clearance.errors import ClearanceError, ItemUnavailable, LoaderError, SourceError
 from clearance.ingest.metadata import Metadata
 from clearance.ingest.pipeline import FileResult, Ingestor, Job
 from clearance.model import EVERYONE, Document, Sensitivity
+from clearance.runtime import Runtime
 from clearance.sources.base import (
     Access,
     ChangeFeed,
@@ -45,11 +47,7 @@ from clearance.sources.base import (
     Tombstone,
 )
 from clearance.sources.http import throttle_budget
-from clearance.sources.ownership import BLOCKED_KEY, VERSION_KEY, owner_of
 from clearance.sources.state import StateTable
-
-if TYPE_CHECKING:
-    from clearance.app import Clearance
 
 __all__ = ["MEDIA_SUFFIXES", "SourceSync", "SyncReport", "resolve_access"]
 
@@ -155,18 +153,18 @@ class SourceSync:
 
     def __init__(
         self,
-        app: Clearance,
+        runtime: Runtime,
         source: SourceSettings,
         connector: Connector,
         *,
         on_progress: Callable[[str], None] | None = None,
     ) -> None:
-        self.app = app
+        self.runtime = runtime
         self.source = source
         self.name = source.name
         self.connector = connector
-        self.corpus = app.settings.corpus(source.corpus)
-        self.states = StateTable(app.store)
+        self.corpus = runtime.settings.corpus(source.corpus)
+        self.states = StateTable(runtime.store)
         self._on_progress = on_progress
         self._last_progress = 0.0
 
@@ -183,13 +181,15 @@ class SourceSync:
 
     def owned(self) -> dict[str, Document]:
         """Every document this source owns, whatever its corpus."""
-        return {d.doc_id: d for d in self.app.store.list_documents() if owner_of(d) == self.name}
+        return {
+            d.doc_id: d for d in self.runtime.store.list_documents() if owner_of(d) == self.name
+        }
 
     @contextmanager
     def _run(self, kind: Kind) -> Iterator[SyncReport]:
         """A report for one sync; a failure ends the sync, is recorded in the source's state
         (the source is failing until a sync succeeds) and is returned, not raised."""
-        now = self.app.clock()
+        now = self.runtime.clock()
         report = SyncReport(self.name, kind, started_at=now)
         if kind != "notified":  # a targeted sync attempts no complete sync
             self.states.update(self.name, **{f"{kind.removesuffix('s')}_attempted_at": now})
@@ -215,7 +215,7 @@ class SourceSync:
                 f"the source throttled {waits} request(s): waited {waited:.0f}s in all "
                 f"(longest {longest:.0f}s)"
             )
-        report.finished_at = self.app.clock()
+        report.finished_at = self.runtime.clock()
         if report.error is None:
             if kind != "notified":  # a few items read is no sign the source is healthy again
                 self.states.succeeded(self.name)
@@ -237,10 +237,10 @@ class SourceSync:
         state = self.states.get(self.name)
         owned = self.owned()
         ingestor = Ingestor(
-            self.app.settings,
-            self.app.store,
-            self.app.embedder,
-            self.app.directory,
+            self.runtime.settings,
+            self.runtime.store,
+            self.runtime.embedder,
+            self.runtime.directory,
             source=self.name,
         )
         seen: set[str] = set()
@@ -269,7 +269,9 @@ class SourceSync:
             for doc_id in sorted(set(owned) - seen):
                 self._delete(doc_id, owned, report)
         if resumable:
-            self.states.update(self.name, content_cursor=cursor, content_synced_at=self.app.clock())
+            self.states.update(
+                self.name, content_cursor=cursor, content_synced_at=self.runtime.clock()
+            )
             report.cursor_advanced = True
         else:
             report.warnings.append(
@@ -279,7 +281,7 @@ class SourceSync:
     def _delete(self, doc_id: str, owned: dict[str, Document], report: SyncReport) -> None:
         """Remove a document this source owns; a tombstone for anything else (never
         indexed, or another owner's) changes nothing."""
-        if doc_id in owned and self.app.store.delete(doc_id):
+        if doc_id in owned and self.runtime.store.delete(doc_id):
             del owned[doc_id]
             report.counts["deleted"] += 1
 
@@ -384,7 +386,7 @@ class SourceSync:
             # The SLA counts from the moment reading begins: a revocation made at the
             # source after an item was read is only seen by the next sync, so stamping the
             # end of a slow sync would stretch the revocation window by the sync's length.
-            read_began = self.app.clock()
+            read_began = self.runtime.clock()
             feed = self._feed_position(report)
             self._groups(report)
             changes, cursor, snapshot = self._collect(report)
@@ -448,7 +450,7 @@ class SourceSync:
             ],
             "removed_groups": gone,
         }
-        self.app.sync_directory_data(json.dumps(doc), f"source {self.name} groups", delta=True)
+        self.runtime.sync_directory_data(json.dumps(doc), f"source {self.name} groups", delta=True)
         self.states.update(self.name, groups=tuple(snapshot.groups))
         report.warnings.extend(snapshot.warnings)
         report.counts["groups"] = len(snapshot.groups)
@@ -508,13 +510,13 @@ class SourceSync:
                 report.counts["revoked"] += int(bool(stored.acl - acl))
         advance = self._corpus_sync_time(read_began)
         synced = None if advance is None else (self.corpus.name, advance)
-        self.app.store.set_acls(acls, synced=synced, extra=notes)
+        self.runtime.store.set_acls(acls, synced=synced, extra=notes)
         self.states.update(self.name, permission_cursor=cursor, permission_synced_at=read_began)
         report.cursor_advanced = True
         report.corpus_sync_advanced = synced is not None
         report.counts["blocked"] = sum(1 for _, blocked in wanted.values() if blocked)
         named = {p for d in owned.values() for p in (acls.get(d.doc_id, d.acl))}
-        report.unknown_principals = self.app.directory.unknown_principals(named)
+        report.unknown_principals = self.runtime.directory.unknown_principals(named)
         report.warnings.extend(unknown_principal_warning(p) for p in report.unknown_principals)
         if synced is None:
             report.warnings.append(
@@ -529,8 +531,8 @@ class SourceSync:
         of it must have completed a permission sync, and documents ingested by hand were
         last synced at the corpus's current time. Never moves the time backwards."""
         corpus = self.corpus.name
-        current = self.app.store.last_acl_syncs().get(corpus)
-        owners = {owner_of(d) for d in self.app.store.list_documents(corpus)} - {self.name}
+        current = self.runtime.store.last_acl_syncs().get(corpus)
+        owners = {owner_of(d) for d in self.runtime.store.list_documents(corpus)} - {self.name}
         times = [now]
         if None in owners:
             if current is None:
@@ -563,7 +565,7 @@ class SourceSync:
         report.counts["not_in_index"] = len(named) - len(wanted)
         if not wanted:
             return
-        read_began = self.app.clock()
+        read_began = self.runtime.clock()
         changes: dict[str, PermissionChange] = {}
         failure: Exception | None = None
         try:
@@ -600,8 +602,8 @@ class SourceSync:
                 if stored.acl != acl or stored.extra.get(BLOCKED_KEY) != blocked:
                     report.counts["changed"] += 1
                     report.counts["revoked"] += int(bool(stored.acl - acl))
-            self.app.store.set_acls(acls, synced=None, extra=notes)
-        report.unknown_principals = self.app.directory.unknown_principals(
+            self.runtime.store.set_acls(acls, synced=None, extra=notes)
+        report.unknown_principals = self.runtime.directory.unknown_principals(
             p for acl in acls.values() for p in acl
         )
         report.warnings.extend(unknown_principal_warning(p) for p in report.unknown_principals)

@@ -32,10 +32,10 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
+from clearance.analysis import document_terms, search_terms
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.store import pg_schema, pg_search
 from clearance.store.base import SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.pg_connection import QmarkConnection

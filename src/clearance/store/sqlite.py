@@ -1,7 +1,7 @@
 """The embedded default store: one SQLite file holds everything.
 
 Documents, ACL rows, chunks, a full-text index (a term dictionary and each chunk's term
-frequencies, from :mod:`clearance.retrieval.analysis`), float32 vectors, metadata and sync
+frequencies, from :mod:`clearance.analysis`), float32 vectors, metadata and sync
 state live in one file opened in WAL mode.
 
 Search runs over in-memory copies (:mod:`clearance.store.memory`): an inverted index for
@@ -35,10 +35,10 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from clearance.analysis import document_terms, search_terms
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.retrieval.analysis import document_terms, search_terms
 from clearance.store.base import SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.memory import AccessIndex, ContentIndex, VectorRows, bm25_top_k, top_k
 from clearance.store.rows import (

@@ -21,16 +21,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from clearance.store.side_tables import create_table
+
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
 
 __all__ = ["AdminActions", "Recorder"]
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS admin_actions (id TEXT PRIMARY KEY, at TEXT NOT NULL, "
-    "actor TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, outcome TEXT NOT NULL, "
-    "detail TEXT NOT NULL)"
-)
 _COLUMNS = "id, at, actor, action, target, outcome, detail"
 _MAX_LIMIT = 10_000
 
@@ -64,7 +61,7 @@ class AdminActions:
     ) -> None:
         if not self._exists():
             with self.store.transaction() as db:
-                db.execute(_SCHEMA)
+                create_table(db, "admin_actions")
         with self.store.transaction() as db:
             db.execute(
                 f"INSERT INTO admin_actions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from clearance.errors import StoreError
+from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
     from clearance.store.backends import AnyStore
@@ -196,11 +197,7 @@ def ensure_table(store: AnyStore) -> None:
     if store.has_tables("traces", "traces_created"):
         return
     with store.transaction() as db:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS traces (trace_id TEXT PRIMARY KEY, "
-            "created_at TEXT NOT NULL, record TEXT NOT NULL)"
-        )
-        db.execute("CREATE INDEX IF NOT EXISTS traces_created ON traces (created_at)")
+        create_table(db, "traces")
 
 
 def purge_before(store: AnyStore, cutoff: datetime) -> int:

@@ -18,7 +18,7 @@ Guarantees
 * **Fail closed past the SLA.** When the configured source has not synced successfully
   within its ``sla`` (or never has, or its last success lies in the future), every user it
   provides — the whole directory — has the empty principal set, until the next success.
-  :func:`failing_closed` says why, and ``status``/``explain`` show it.
+  :func:`clearance.access.directory_sla.failing_closed` says why, and ``status``/``explain`` show it.
 * **State.** Last success, last attempt, API calls, the last error and the reader's cursor
   are kept in the index's metadata (``directory_source:<name>``), on SQLite and PostgreSQL
   alike, so every process on the index sees the same freshness.
@@ -28,25 +28,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from clearance.access.directory_sla import (
+    STATE_PREFIX,
+    moment,
+    source_state,
+    stale_reason,
+)
 from clearance.config import DirectorySourceSettings
 from clearance.errors import ClearanceError, DirectoryError, NotFoundError
+from clearance.runtime import Runtime
 from clearance.sources.directory.base import DirectoryReader, Progress
-
-if TYPE_CHECKING:
-    from clearance.app import Clearance
 
 __all__ = [
     "DirectorySyncReport",
     "configured_directory_source",
     "directory_source_status",
-    "failing_closed",
     "sync_directory_source",
 ]
-
-_STATE_PREFIX = "directory_source:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,30 +77,16 @@ class DirectorySyncReport:
         }
 
 
-def configured_directory_source(app: Clearance, name: str) -> DirectorySourceSettings:
-    found = app.settings.directories.get(name)
+def configured_directory_source(runtime: Runtime, name: str) -> DirectorySourceSettings:
+    found = runtime.settings.directories.get(name)
     if found is None:
-        known = ", ".join(sorted(app.settings.directories)) or "none"
+        known = ", ".join(sorted(runtime.settings.directories)) or "none"
         raise NotFoundError(f"no directory source {name!r} is configured (configured: {known})")
     return found
 
 
-def _state(app: Clearance, name: str) -> dict[str, Any]:
-    raw = app.store.get_meta(_STATE_PREFIX + name)
-    return dict(raw) if isinstance(raw, dict) else {}
-
-
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
 def sync_directory_source(
-    app: Clearance,
+    runtime: Runtime,
     name: str,
     *,
     reader: DirectoryReader | None = None,
@@ -115,17 +101,17 @@ def sync_directory_source(
     own failures: they are the report's ``error`` and are recorded in state."""
     from clearance.sources.directory.registry import build_directory_reader
 
-    settings = configured_directory_source(app, name)
-    state = _state(app, name)
+    settings = configured_directory_source(runtime, name)
+    state = source_state(runtime.store, name)
     started = time.monotonic()
-    attempt = app.clock()
+    attempt = runtime.clock()
     state["last_attempt"] = attempt.isoformat()
     if reader is None and keep is not None:
         reader = keep.get(name)
     owned = reader is None and keep is None
     try:
         if reader is None:
-            reader = build_directory_reader(app.settings, settings)
+            reader = build_directory_reader(runtime.settings, settings)
             if keep is not None:
                 keep[name] = reader
         try:
@@ -140,10 +126,10 @@ def sync_directory_source(
                 f"directories.{name}: the read found no users, so applying it would disable "
                 "every account; nothing was changed"
             )
-        updated = app.replace_directory(read.doc)
+        updated = runtime.replace_directory(read.doc)
     except ClearanceError as exc:
         state["last_error"] = str(exc)
-        app.store.set_meta(_STATE_PREFIX + name, state)
+        runtime.store.set_meta(STATE_PREFIX + name, state)
         return DirectorySyncReport(
             name, settings.kind, ok=False, seconds=time.monotonic() - started, error=str(exc)
         )
@@ -156,7 +142,7 @@ def sync_directory_source(
         groups=len(read.doc.groups),
         seconds=round(time.monotonic() - started, 3),
     )
-    app.store.set_meta(_STATE_PREFIX + name, state)
+    runtime.store.set_meta(STATE_PREFIX + name, state)
     return DirectorySyncReport(
         name,
         settings.kind,
@@ -170,42 +156,14 @@ def sync_directory_source(
     )
 
 
-def _stale_reason(
-    settings: DirectorySourceSettings, state: dict[str, Any], now: datetime
-) -> str | None:
-    last = _moment(state.get("last_success"))
-    sla = timedelta(seconds=settings.sla_s)
-    if last is None:
-        return f"directory source {settings.name!r} has never synced successfully"
-    if last > now:
-        return f"directory source {settings.name!r} last synced in the future ({last.isoformat()})"
-    if now - last > sla:
-        return (
-            f"directory source {settings.name!r} last synced successfully at "
-            f"{last.isoformat()}, longer ago than its sla of {settings.sla_s:g}s"
-        )
-    return None
-
-
-def failing_closed(app: Clearance) -> str | None:
-    """Why the directory serves nobody now (the configured source is past its SLA), or
-    ``None`` while it is fresh or no directory source is configured."""
-    now = app.clock()
-    for name, settings in sorted(app.settings.directories.items()):
-        reason = _stale_reason(settings, _state(app, name), now)
-        if reason is not None:
-            return reason
-    return None
-
-
-def directory_source_status(app: Clearance) -> list[dict[str, Any]]:
+def directory_source_status(runtime: Runtime) -> list[dict[str, Any]]:
     """One row per configured directory source (never credentials)."""
-    now = app.clock()
+    now = runtime.clock()
     rows = []
-    for name, settings in sorted(app.settings.directories.items()):
-        state = _state(app, name)
-        reason = _stale_reason(settings, state, now)
-        last = _moment(state.get("last_success"))
+    for name, settings in sorted(runtime.settings.directories.items()):
+        state = source_state(runtime.store, name)
+        reason = stale_reason(settings, state, now)
+        last = moment(state.get("last_success"))
         rows.append(
             {
                 "source": name,

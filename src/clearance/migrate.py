@@ -41,6 +41,7 @@ from clearance.errors import ConfigError, StoreError
 from clearance.model import Document, Sensitivity
 from clearance.store.backends import AnyStore, open_postgres, postgres_module
 from clearance.store.base import SearchFilter
+from clearance.store.side_tables import create_table
 from clearance.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -260,23 +261,6 @@ def copy_document(source: AnyStore, target: AnyStore, document: Document) -> int
     return len(chunks)
 
 
-def _sqlite_schemas() -> dict[str, list[str]]:
-    """The statements that create each side table in an embedded index: those modules'
-    own, so a table copied into SQLite is the one they would have made."""
-    from clearance.answer import faq
-    from clearance.api import sessions, tokens
-    from clearance.sources import state
-
-    faq_statements = [s for s in faq._SCHEMA.split(";") if s.strip()]
-    return {
-        "faq_entries": faq_statements,
-        "faq_state": faq_statements,
-        "api_tokens": [tokens._SCHEMA],
-        "ui_sessions": [sessions._SCHEMA],
-        "source_state": [state._SCHEMA],
-    }
-
-
 def _rows(store: AnyStore, table: Table) -> list[tuple[Any, ...]]:
     if not _existing(store, table):
         return []
@@ -293,14 +277,8 @@ def _copy_table(source: AnyStore, target: AnyStore, table: Table) -> int:
     if not rows:
         return 0
     if target.dialect == "sqlite" and not target.has_tables(table.name):
-        if table.name == "traces":
-            from clearance.trace.record import ensure_table
-
-            ensure_table(target)
-        else:
-            with target.transaction() as db:
-                for statement in _sqlite_schemas()[table.name]:
-                    db.execute(statement)
+        with target.transaction() as db:
+            create_table(db, table.name)
     columns = ", ".join(table.columns)
     updates = ", ".join(f"{c} = excluded.{c}" for c in table.columns if c != table.key)
     marks = ", ".join("?" for _ in table.columns)
