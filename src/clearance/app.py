@@ -37,7 +37,8 @@ from clearance.llm.base import Provider
 from clearance.llm.embedding import Embedder
 from clearance.retrieval.retriever import SearchResult
 from clearance.runtime import DIRECTORY_KEY, Runtime, meta_json
-from clearance.store.backends import AnyStore, open_store
+from clearance.store.backends import open_store
+from clearance.store.base import Store
 
 if TYPE_CHECKING:
     from clearance.access.scim import ScimState, ScimWrite
@@ -58,7 +59,7 @@ class Clearance(Runtime):
     def __init__(
         self,
         settings: Settings,
-        store: AnyStore,
+        store: Store,
         *,
         embedder: Embedder | str | None = "auto",
         checkers: dict[str, PermissionChecker] | None = None,

@@ -39,8 +39,8 @@ from clearance.access.directory import Directory
 from clearance.config import Settings
 from clearance.errors import ConfigError, StoreError
 from clearance.model import Document, Sensitivity
-from clearance.store.backends import AnyStore, open_postgres, postgres_module
-from clearance.store.base import SearchFilter
+from clearance.store.backends import open_postgres, postgres_module
+from clearance.store.base import SearchFilter, Store
 from clearance.store.side_tables import create_table
 from clearance.store.sqlite import SQLiteStore
 
@@ -197,7 +197,7 @@ def _check_dsn(dsn: str, option: str) -> None:
 
 def open_endpoint(
     endpoint: Endpoint, settings: Settings, *, reader_dsn: str | None, must_exist: bool
-) -> AnyStore:
+) -> Store:
     """The store at ``endpoint``. A PostgreSQL endpoint is opened like ``[store]`` opens
     it (both roles, this settings file's passwords and corpus SLAs), with ``reader_dsn``
     (or ``[store] dsn``) as the reading role that searches run as."""
@@ -219,11 +219,11 @@ def open_endpoint(
 # ---------------------------------------------------------------------------- counting
 
 
-def _existing(store: AnyStore, table: Table) -> bool:
+def _existing(store: Store, table: Table) -> bool:
     return store.dialect == "postgres" or store.has_tables(table.name)
 
 
-def table_counts(store: AnyStore) -> dict[str, int]:
+def table_counts(store: Store) -> dict[str, int]:
     """Rows per copied table (metadata without the embedded store's internal keys)."""
     counts: dict[str, int] = {}
     with store.reading() as db:
@@ -247,7 +247,7 @@ def table_counts(store: AnyStore) -> dict[str, int]:
 # ---------------------------------------------------------------------------- copying
 
 
-def copy_document(source: AnyStore, target: AnyStore, document: Document) -> int:
+def copy_document(source: Store, target: Store, document: Document) -> int:
     """Write one document of ``source`` into ``target`` as stored: its ACL, chunks, their
     vectors and its facts, in the target's one transaction. Returns its chunk count.
 
@@ -261,7 +261,7 @@ def copy_document(source: AnyStore, target: AnyStore, document: Document) -> int
     return len(chunks)
 
 
-def _rows(store: AnyStore, table: Table) -> list[tuple[Any, ...]]:
+def _rows(store: Store, table: Table) -> list[tuple[Any, ...]]:
     if not _existing(store, table):
         return []
     sql = f"SELECT {', '.join(table.columns)} FROM {table.name}"
@@ -272,7 +272,7 @@ def _rows(store: AnyStore, table: Table) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in db.execute(f"{sql} ORDER BY {order}").fetchall()]
 
 
-def _copy_table(source: AnyStore, target: AnyStore, table: Table) -> int:
+def _copy_table(source: Store, target: Store, table: Table) -> int:
     rows = _rows(source, table)
     if not rows:
         return 0
@@ -291,7 +291,7 @@ def _copy_table(source: AnyStore, target: AnyStore, table: Table) -> int:
     return len(rows)
 
 
-def _empty(target: AnyStore) -> None:
+def _empty(target: Store) -> None:
     """Remove everything a migration writes (``--force``)."""
     with target.transaction() as db:
         db.execute("DELETE FROM documents")
@@ -345,7 +345,7 @@ def _same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]]
     return Counter(c for c, _ in a[:cut]) == Counter(c for c, _ in b[:cut])
 
 
-def _fresh_corpora(store: AnyStore, settings: Settings, now: datetime) -> list[str]:
+def _fresh_corpora(store: Store, settings: Settings, now: datetime) -> list[str]:
     """Corpora whose last ACL sync is within their SLA (with a minute to spare), which
     both backends search alike; a stale corpus is hidden by PostgreSQL's row policies."""
     fresh: list[str] = []
@@ -357,9 +357,7 @@ def _fresh_corpora(store: AnyStore, settings: Settings, now: datetime) -> list[s
     return sorted(fresh)
 
 
-def _sample_users(
-    store: AnyStore, documents: Sequence[Document], n: int
-) -> dict[str, frozenset[str]]:
+def _sample_users(store: Store, documents: Sequence[Document], n: int) -> dict[str, frozenset[str]]:
     """A few users of the synced directory with their principal sets, or, with no
     directory, a few principals named on documents."""
     rng = random.Random(0)
@@ -377,9 +375,7 @@ def _sample_users(
 _VECTOR_LOOKS = 200
 
 
-def _sample_queries(
-    store: AnyStore, documents: Sequence[Document], n: int
-) -> list[tuple[str, Any]]:
+def _sample_queries(store: Store, documents: Sequence[Document], n: int) -> list[tuple[str, Any]]:
     """Queries from the index's own chunks: a few words of one chunk of each of ``n``
     documents, each with the chunk's stored vector when it has one. Where the first
     documents drawn have no vectors, further ones are looked through (a bounded number),
@@ -405,8 +401,8 @@ def _sample_queries(
 
 
 def verify(
-    source: AnyStore,
-    target: AnyStore,
+    source: Store,
+    target: Store,
     settings: Settings,
     *,
     users: int = 3,
@@ -506,13 +502,13 @@ def _occupied(counts: Mapping[str, int]) -> str | None:
 
 
 def migrate(
-    source: AnyStore,
-    target: AnyStore,
+    source: Store,
+    target: Store,
     settings: Settings,
     *,
     mode: str = "new",
     on_progress: Progress | None = None,
-    copy: Callable[[AnyStore, AnyStore, Document], int] | None = None,
+    copy: Callable[[Store, Store, Document], int] | None = None,
 ) -> MigrationReport:
     """Copy ``source`` into ``target`` (``mode``: ``new`` — the target must hold nothing;
     ``append`` — continue into what it holds; ``force`` — empty it first), then verify.

@@ -30,7 +30,7 @@ from clearance.lifecycle import Closing
 from clearance.llm.embedding import Embedder, get_embedder
 from clearance.retrieval.retriever import Retriever, SearchResult
 from clearance.retrieval.synonyms import Synonyms
-from clearance.store.backends import AnyStore
+from clearance.store.base import Store
 from clearance.trace.actions import AdminActions
 from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
@@ -53,7 +53,7 @@ class Runtime(Closing):
     def __init__(
         self,
         settings: Settings,
-        store: AnyStore,
+        store: Store,
         *,
         embedder: Embedder | str | None = "auto",
         checkers: dict[str, PermissionChecker] | None = None,

@@ -4,8 +4,7 @@ stores for a test.
 Adding a backend is one entry in :data:`BACKENDS`: a function that receives the pytest
 request (to reach a server through a session fixture, see ``conftest.py``) and returns a
 :class:`Backend`. Only backends that implement the whole :class:`~clearance.store.base.Store`
-protocol and the operations the application calls beside it (:data:`APPLICATION_SURFACE`)
-belong here.
+protocol — everything the application calls on an index — belong here.
 """
 
 from __future__ import annotations
@@ -20,20 +19,6 @@ import pytest
 
 from clearance.store.base import Store
 from clearance.store.sqlite import SQLiteStore
-
-#: What the application calls on a store besides the ``Store`` protocol (ingest, search,
-#: answers, ACL sync, status): every backend in the suite provides these too.
-APPLICATION_SURFACE = (
-    "retrieve",
-    "query_facts",
-    "list_facts",
-    "set_acls",
-    "record_acl_sync",
-    "last_acl_syncs",
-    "corpora",
-    "content_hash",
-    "vectors_by_text",
-)
 
 
 @dataclass(frozen=True)

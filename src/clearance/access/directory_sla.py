@@ -15,14 +15,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from clearance.config import DirectorySourceSettings, Settings
-from clearance.store.backends import AnyStore
+from clearance.store.base import Store
 
 __all__ = ["STATE_PREFIX", "failing_closed", "moment", "source_state", "stale_reason"]
 
 STATE_PREFIX = "directory_source:"
 
 
-def source_state(store: AnyStore, name: str) -> dict[str, Any]:
+def source_state(store: Store, name: str) -> dict[str, Any]:
     """The stored state of directory source ``name`` (empty before its first sync)."""
     raw = store.get_meta(STATE_PREFIX + name)
     return dict(raw) if isinstance(raw, dict) else {}
@@ -54,7 +54,7 @@ def stale_reason(
     return None
 
 
-def failing_closed(settings: Settings, store: AnyStore, now: datetime) -> str | None:
+def failing_closed(settings: Settings, store: Store, now: datetime) -> str | None:
     """Why the directory serves nobody now (the configured source is past its SLA), or
     ``None`` while it is fresh or no directory source is configured."""
     for name, source in sorted(settings.directories.items()):

@@ -35,7 +35,7 @@ from clearance.errors import DirectoryError
 from clearance.model import parse_principal
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = [
     "AclSyncReport",
@@ -169,7 +169,7 @@ def parse_read_at(value: str, now: datetime, where: str = "read_at") -> datetime
 
 
 def sync_acls(
-    store: AnyStore,
+    store: Store,
     path: Path,
     corpus: str,
     *,
@@ -204,7 +204,7 @@ def sync_acls(
 
 
 def sync_acl_data(
-    store: AnyStore,
+    store: Store,
     data: bytes,
     source: str,
     corpus: str,

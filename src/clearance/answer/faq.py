@@ -43,8 +43,7 @@ from clearance.model import Sensitivity, parse_principal
 from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
-    from clearance.store.base import SqlConnection
+    from clearance.store.base import SqlConnection, Store
 
 __all__ = [
     "FAQ_KEYS",
@@ -392,7 +391,7 @@ class FaqRepository:
     not at all. Times are stored as UTC ISO 8601 text, which round-trips exactly (a float
     epoch would not, and validity boundaries are compared to the microsecond)."""
 
-    def __init__(self, store: AnyStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         if not store.has_tables("faq_entries", "faq_state"):
             with store.transaction() as db:

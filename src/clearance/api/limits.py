@@ -48,7 +48,7 @@ from clearance.config import Rate
 from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = [
     "Limiter",
@@ -157,7 +157,7 @@ class SharedRateLimiter:
 
     def __init__(
         self,
-        store: AnyStore,
+        store: Store,
         rate: Rate,
         *,
         clock: Callable[[], float] = time.time,

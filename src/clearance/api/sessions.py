@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 
 __all__ = ["Session", "SessionStore", "SessionSweeper"]
@@ -59,7 +59,7 @@ class SessionStore:
     """Create, find and end browser sessions in one index file."""
 
     def __init__(
-        self, store: AnyStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self, store: Store, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self.store = store
         self.clock = clock

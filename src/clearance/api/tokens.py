@@ -29,7 +29,7 @@ from clearance.errors import NotFoundError
 from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = ["PREFIX", "SCOPES", "ApiToken", "TokenStore", "parse_token"]
 
@@ -117,7 +117,7 @@ class TokenStore:
     """Create, list, revoke and verify API tokens in one index file."""
 
     def __init__(
-        self, store: AnyStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self, store: Store, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self.store = store
         self.clock = clock

@@ -22,14 +22,14 @@ if TYPE_CHECKING:
     from clearance.answer.result import Citation
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = ["register"]
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-def _citation(store: AnyStore, spec: str) -> Citation:
+def _citation(store: Store, spec: str) -> Citation:
     """``DOC_ID[#LOCATOR]`` → a citation whose title and link come from the indexed
     document, so a vetted answer can only cite something that is really in the index."""
     from clearance.answer.result import Citation

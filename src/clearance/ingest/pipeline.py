@@ -52,7 +52,7 @@ from clearance.llm.embedding import Embedder
 from clearance.model import Chunk, Document, Fact, Section, Sensitivity
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = ["FileResult", "IngestReport", "Ingestor", "Job"]
 
@@ -173,7 +173,7 @@ class Ingestor:
     def __init__(
         self,
         settings: Settings,
-        store: AnyStore,
+        store: Store,
         embedder: Embedder | None,
         directory: Directory | None = None,
         *,

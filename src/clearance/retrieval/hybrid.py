@@ -29,14 +29,14 @@ from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms
 from clearance.store.base import SearchFilter
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = ["HybridSearcher"]
 
 
 @dataclass(frozen=True, slots=True)
 class HybridSearcher:
-    store: AnyStore
+    store: Store
     embedder: Embedder | None
     candidates: int = 50
     rrf_k: int = 60

@@ -21,7 +21,7 @@ from clearance.llm.embedding import Embedder
 from clearance.model import SearchHit
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.retrieval.synonyms import Synonyms
-from clearance.store.backends import AnyStore
+from clearance.store.base import Store
 
 __all__ = ["Retriever", "SearchResult"]
 
@@ -65,7 +65,7 @@ class Retriever:
 
     def __init__(
         self,
-        store: AnyStore,
+        store: Store,
         embedder: Embedder | None,
         settings: RetrievalSettings,
         synonyms: Synonyms,

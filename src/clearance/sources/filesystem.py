@@ -84,7 +84,7 @@ from clearance.sources.base import (
 from clearance.sources.registry import register_connector
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = ["FilesystemConnector", "PosixAcl", "PosixMapping", "mounts_of", "parse_posix_acl"]
 
@@ -458,7 +458,7 @@ class FilesystemConnector:
         (symbolic links, unsupported types) are not documents and are left out."""
         real = self._check_root()
         # Planning reads settings and files only, never the index.
-        planner = Ingestor(self.settings, cast("AnyStore", None), None)
+        planner = Ingestor(self.settings, cast("Store", None), None)
         jobs = planner.plan([real], corpus=self.corpus)
         found: list[Job] = []
         for job in jobs:

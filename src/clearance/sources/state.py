@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 
 __all__ = ["SourceState", "StateTable"]
@@ -61,7 +61,7 @@ class SourceState:
 class StateTable:
     """Reads and writes ``source_state`` rows of one index."""
 
-    def __init__(self, store: AnyStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def _exists(self) -> bool:

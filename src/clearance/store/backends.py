@@ -7,25 +7,23 @@ imported only when asked for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from clearance.config import Settings, store_passwords
 from clearance.errors import ConfigError, StoreError
+from clearance.store.base import Store
 from clearance.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from clearance.store.postgres import PostgresStore
 
 __all__ = [
-    "AnyStore",
     "database_status",
     "open_postgres",
     "open_store",
     "postgres_module",
     "upgrade_database",
 ]
-
-AnyStore: TypeAlias = "SQLiteStore | PostgresStore"
 
 
 def postgres_module() -> object:
@@ -40,7 +38,7 @@ def postgres_module() -> object:
     return postgres
 
 
-def open_store(settings: Settings) -> AnyStore:
+def open_store(settings: Settings) -> Store:
     """The store ``settings`` configure, opened."""
     store = settings.store
     if store.backend == "sqlite":

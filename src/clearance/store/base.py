@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -19,8 +20,14 @@ import numpy.typing as npt
 from clearance.model import Chunk, Document, Fact, Sensitivity
 
 __all__ = [
+    "AclStore",
     "CorpusSync",
+    "DocumentStore",
+    "MetaStore",
+    "Retrieved",
     "SearchFilter",
+    "SearchStore",
+    "SideTableStore",
     "SqlConnection",
     "SqlCursor",
     "Store",
@@ -111,9 +118,16 @@ class TermStatistics:
         return math.log(1.0 + (self.chunks - df + 0.5) / (df + 0.5))
 
 
+class Retrieved(NamedTuple):
+    """Both retrievers' ``(chunk_id, score)`` lists for one request, ranked in one mask."""
+
+    lexical: list[tuple[str, float]]
+    vector: list[tuple[str, float]]
+
+
 @runtime_checkable
-class Store(Protocol):
-    """Persistence and filtered search. Implementations must be safe to reopen."""
+class DocumentStore(Protocol):
+    """Documents with their chunks, vectors, facts and ACLs, written atomically."""
 
     def upsert(
         self,
@@ -138,11 +152,58 @@ class Store(Protocol):
 
     def list_documents(self, corpus: str | None = None) -> list[Document]: ...
 
+    def content_hash(self, doc_id: str) -> str | None:
+        """The stored document's content hash (ingestion skips unchanged content)."""
+
+    def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
+        """A document's stored vectors keyed by chunk text, to reuse when only metadata
+        changed."""
+
+    def list_facts(self, doc_id: str | None = None) -> list[Fact]:
+        """Every stored fact (or one document's), unfiltered: for operators only."""
+
+    def corpora(self) -> list[str]:
+        """Every corpus that holds at least one document."""
+
+    def stats(self) -> StoreStats: ...
+
+
+@runtime_checkable
+class AclStore(Protocol):
+    """ACLs replaced without touching content, and when each corpus was last synced."""
+
+    def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
+        """Replace one document's ACL without touching its content or vectors."""
+
+    def set_acls(
+        self,
+        acls: Mapping[str, frozenset[str]],
+        *,
+        synced: tuple[str, datetime] | None = None,
+        extra: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> list[str]:
+        """Replace many ACLs in one transaction, optionally recording ``(corpus, time)`` as
+        that corpus's successful ACL sync in the same transaction, and merging ``extra``
+        into documents' ``extra``. Returns the doc ids that are not stored."""
+
+    def record_acl_sync(self, corpus: str, at: datetime) -> None: ...
+
+    def last_acl_syncs(self) -> dict[str, datetime]: ...
+
+
+@runtime_checkable
+class SearchStore(Protocol):
+    """Filtered search: every result is inside the filter, computed in the index query."""
+
     def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """``(chunk_id, score)`` best first, top-k of the allowed set."""
 
     def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """``(chunk_id, cosine)`` best first, top-k of the allowed set."""
+
+    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
+        """Lexical and (given a query vector) vector top-k of the allowed set, with the
+        permission mask computed once for both."""
 
     def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
         """Chunks with their documents, in the order asked."""
@@ -152,14 +213,72 @@ class Store(Protocol):
         the lexical search's own statistics, so a judgement built on them depends on
         nothing the filter hides."""
 
-    def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
-        """Replace one document's ACL without touching its content or vectors."""
+    def allowed_doc_ids(self, flt: SearchFilter) -> set[str]:
+        """Every document id the filter admits (previews, counts, operators)."""
 
-    def stats(self) -> StoreStats: ...
+    def query_facts(
+        self,
+        flt: SearchFilter,
+        *,
+        metric: str | None = None,
+        entity: str | None = None,
+        period: str | None = None,
+        channel: str | None = None,
+    ) -> list[tuple[Fact, Document]]:
+        """Facts matching every given slot, each with its document, filtered inside the
+        query exactly as chunks are."""
+
+    def warm(self, *, vectors: bool) -> None:
+        """Build in-memory search structures now rather than in the first search."""
+
+
+@runtime_checkable
+class MetaStore(Protocol):
+    """Small named values (the directory, embedding model, sync state)."""
 
     def get_meta(self, key: str) -> Any: ...
 
     def set_meta(self, key: str, value: Any) -> None: ...
+
+    def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
+        """``(generation, value)`` of the stored directory, or ``None`` while its
+        generation is still ``generation``."""
+
+
+@runtime_checkable
+class SideTableStore(Protocol):
+    """Transactions on the index's side tables (store/side_tables.py), in qmark style."""
+
+    #: ``"sqlite"`` or ``"postgres"``: for the few statements the dialects spell apart.
+    dialect: str
+
+    def transaction(self) -> AbstractContextManager[SqlConnection]:
+        """One write transaction; everything inside commits together or not at all."""
+
+    def reading(self) -> AbstractContextManager[SqlConnection]:
+        """A connection for reads of side tables; write through :meth:`transaction`."""
+
+    def has_tables(self, *names: str) -> bool: ...
+
+    def database_admits_faq(
+        self, entry_id: str, principals: frozenset[str], ceiling: Sensitivity
+    ) -> bool:
+        """The database's own second check of an FAQ entry (row-level policies), or True
+        where there is no second wall."""
+
+
+@runtime_checkable
+class Store(DocumentStore, AclStore, SearchStore, MetaStore, SideTableStore, Protocol):
+    """Everything application code uses of an index: a new backend is one module that
+    satisfies this protocol and passes the conformance suite (tests/conformance/)."""
+
+    @property
+    def location(self) -> str:
+        """Where the index is, for people (a file path, a DSN without its password)."""
+
+    @property
+    def identity(self) -> str:
+        """Names this index uniquely within the process."""
 
     def close(self) -> None: ...
 

@@ -37,7 +37,7 @@ from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store import pg_schema, pg_search
-from clearance.store.base import SearchFilter, StoreStats, TermStatistics, Vector
+from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
     DOC_COLUMNS,
@@ -49,7 +49,6 @@ from clearance.store.rows import (
     fact_row,
     merge_patch,
 )
-from clearance.store.sqlite import Retrieved
 
 __all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
 

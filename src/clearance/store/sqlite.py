@@ -39,7 +39,7 @@ from clearance.analysis import document_terms, search_terms
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.store.base import SearchFilter, StoreStats, TermStatistics, Vector
+from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.memory import AccessIndex, ContentIndex, VectorRows, bm25_top_k, top_k
 from clearance.store.rows import (
     DOC_COLUMNS,
@@ -51,7 +51,7 @@ from clearance.store.rows import (
     fact_row,
 )
 
-__all__ = ["Retrieved", "SQLiteStore"]
+__all__ = ["SQLiteStore"]
 
 SCHEMA_VERSION = 2
 
@@ -232,13 +232,6 @@ _PATCH_TOUCHED = 0.2
 _PATCH_DEAD = 0.25
 
 _DOC_COLUMNS = DOC_COLUMNS
-
-
-class Retrieved(NamedTuple):
-    """Both retrievers' ``(chunk_id, score)`` lists for one request, ranked in one mask."""
-
-    lexical: list[tuple[str, float]]
-    vector: list[tuple[str, float]]
 
 
 class _Analysed(NamedTuple):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = ["AdminActions", "Recorder"]
 
@@ -43,7 +43,7 @@ class AdminActions:
     """Record and read administrator actions in one index."""
 
     def __init__(
-        self, store: AnyStore, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self, store: Store, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self.store = store
         self.clock = clock

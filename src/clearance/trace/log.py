@@ -29,7 +29,7 @@ from clearance.errors import ClearanceError, MetadataError
 from clearance.trace.record import apply_retention, ensure_table, purge_before, timestamp
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = ["OUTCOMES", "TraceLog", "outcome", "parse_since", "percentile"]
 
@@ -86,7 +86,7 @@ class TraceLog:
     process and index, like the writer)."""
 
     def __init__(
-        self, store: AnyStore, *, retention_s: float = 0.0, now: datetime | None = None
+        self, store: Store, *, retention_s: float = 0.0, now: datetime | None = None
     ) -> None:
         self.store = store
         ensure_table(store)

@@ -29,7 +29,7 @@ from clearance.errors import StoreError
 from clearance.store.side_tables import create_table
 
 if TYPE_CHECKING:
-    from clearance.store.backends import AnyStore
+    from clearance.store.base import Store
 
 __all__ = [
     "ALLOWED_FIELDS",
@@ -191,7 +191,7 @@ def validate_record(record: Mapping[str, Any]) -> None:
             raise StoreError(f"trace record rejected: field {name!r} has the wrong shape")
 
 
-def ensure_table(store: AnyStore) -> None:
+def ensure_table(store: Store) -> None:
     """Create the traces table once. An index that has it is only read here: opening a trace
     writer or log must not wait for another process's long write."""
     if store.has_tables("traces", "traces_created"):
@@ -200,7 +200,7 @@ def ensure_table(store: AnyStore) -> None:
         create_table(db, "traces")
 
 
-def purge_before(store: AnyStore, cutoff: datetime) -> int:
+def purge_before(store: Store, cutoff: datetime) -> int:
     """Delete every record created before ``cutoff``; returns how many went."""
     ensure_table(store)
     with store.transaction() as db:
@@ -212,7 +212,7 @@ _retention_lock = threading.Lock()
 _retention_applied: set[str] = set()
 
 
-def apply_retention(store: AnyStore, retention_s: float, now: datetime) -> int | None:
+def apply_retention(store: Store, retention_s: float, now: datetime) -> int | None:
     """Purge records older than ``retention_s`` — at most once per process and index file
     (``None`` when it already ran, or when ``retention_s`` is 0: keep everything)."""
     if retention_s <= 0:
@@ -234,7 +234,7 @@ class TraceWriter:
 
     def __init__(
         self,
-        store: AnyStore,
+        store: Store,
         key: bytes | None,
         *,
         retention_s: float = 0.0,
