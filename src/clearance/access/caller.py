@@ -10,12 +10,12 @@ search and the checks after it judge the same snapshot.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clearance.access.policy import AccessControl, Action, Decision, Principal, Reason
 from clearance.config import AssistantSettings
 from clearance.model import Document
-from clearance.store.base import SearchFilter
+from clearance.store.base import SearchFilter, Store
 
 __all__ = ["Caller"]
 
@@ -50,3 +50,18 @@ class Caller:
     def decide(self, action: Action, document: Document) -> Decision:
         """May this caller take ``action`` on ``document`` now? With the reasons."""
         return self.policy.decide(self.principal, action, document, self.assistant)
+
+    def document(
+        self, store: Store, doc_id: str, action: Action = Action.RETRIEVE
+    ) -> Document | None:
+        """Document ``doc_id`` if this caller may take ``action`` on it now, else None —
+        absent and unreadable alike. Rules 1–8 decide as retrieval compiles them, inside
+        the store's query, before the document is read; :meth:`decide` then confirms them
+        and asks the source system (rule 9) about an admitted document only."""
+        flt = replace(self.filter(action, store.corpora()), doc_ids=frozenset({doc_id}))
+        if doc_id not in store.allowed_doc_ids(flt):
+            return None
+        found = store.get_document(doc_id)
+        if found is None or not self.decide(action, found).allow:
+            return None
+        return found

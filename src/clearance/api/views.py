@@ -20,7 +20,6 @@ gives the document's beginning, exactly as a preview asked for without one.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -78,24 +77,14 @@ def preview(
     """The document as ``user_id`` may see it through ``assistant``, at the passage
     ``locator`` cites when given, or :data:`DOCUMENT_NOT_FOUND` (absent and unreadable alike;
     an unknown assistant is a :class:`NotFoundError` naming it)."""
-    access = engine.access()
     try:
-        assistant_settings = access.assistant(assistant)
+        caller = engine.caller(user_id, assistant)
     except ConfigError as exc:
         raise NotFoundError(exc.message) from None
-    # Rules 1-8 as retrieval compiles them decide before the document is read; the decision
-    # then confirms them and asks the source system (rule 9) about an admitted document only.
-    principal = access.principal(user_id)
-    allowed = access.search_filter(principal, assistant_settings, engine.store.corpora())
-    allowed = replace(allowed, doc_ids=frozenset({doc_id}))
-    if doc_id not in engine.store.allowed_doc_ids(allowed):
+    found = caller.document(engine.store, doc_id)
+    if found is None:
         raise DOCUMENT_NOT_FOUND
-    found = engine.store.get_document(doc_id)
-    if (
-        found is None
-        or not access.decide(principal, Action.RETRIEVE, found, assistant_settings).allow
-    ):
-        raise DOCUMENT_NOT_FOUND
+    allowed = caller.filter(Action.RETRIEVE, engine.store.corpora())
     # A chunk may be more sensitive than its document: preview only what was authorised.
     chunks = [
         c
