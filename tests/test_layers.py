@@ -1,4 +1,4 @@
-"""The layers contract (``[tool.importlinter]`` in pyproject.toml, docs/design.md §Layers):
+"""The layers contract (``[tool.importlinter]`` in pyproject.toml, docs/design.md §11):
 every import inside ``clearance`` points down, with no ``TYPE_CHECKING`` exception.
 
 The test command runs ``lint-imports`` on the tree; here the same contract is run on a

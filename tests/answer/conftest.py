@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from clearance.answer.intent import IntentParser
-from clearance.answer.orchestrator import RESTRICTED_FLAG, RESTRICTED_NAMED, Orchestrator
+from clearance.answer.orchestrator import Orchestrator
+from clearance.answer.routes.restricted import RESTRICTED_FLAG, RESTRICTED_NAMED
 from clearance.app import Clearance
 from clearance.config import load_settings
 from clearance.llm.base import Provider

@@ -100,7 +100,7 @@ def test_an_unknown_chinese_entity_is_not_found_and_nothing_is_offered(
 
 def test_an_entity_alias_is_no_qualifier(acme: AcmeIndex) -> None:
     """香港 configured as an entity's alias is that entity, not a qualifier."""
-    facts = acme.orchestrator(MockProvider()).settings.facts
+    facts = acme.orchestrator(MockProvider()).ctx.settings.facts
     with_hk = dataclasses.replace(facts, entities={**facts.entities, "ACME HK": ["香港"]})
     parser = intent_module.RuleIntentParser(with_hk)
     intent = parser.parse("香港去年营收多少？", today=TODAY)

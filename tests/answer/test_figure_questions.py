@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 import clearance.answer.intent as intent_module
-import clearance.answer.orchestrator as orchestrator_module
+import clearance.answer.routes.narrative as narrative_route
+from clearance.answer.context import AnswerContext
 from clearance.answer.intent import MetricQuery
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.result import AnswerResult, Route, Status
+from clearance.answer.routes.figures import FiguresRoute
+from clearance.answer.routes.narrative import NarrativeRoute
 from clearance.answer.structured import ToolResult
 from clearance.ingest.locator import is_tabular
 from clearance.llm.mock import MockProvider
@@ -31,8 +34,10 @@ def ask(index: AcmeIndex, question: str, user: str, **kwargs: Any) -> AnswerResu
 
 
 def without_defaults(orchestrator: Orchestrator) -> Orchestrator:
-    facts = dataclasses.replace(orchestrator.settings.facts, default_entity="", default_period="")
-    orchestrator.settings = dataclasses.replace(orchestrator.settings, facts=facts)
+    facts = dataclasses.replace(
+        orchestrator.ctx.settings.facts, default_entity="", default_period=""
+    )
+    orchestrator.ctx.settings = dataclasses.replace(orchestrator.ctx.settings, facts=facts)
     orchestrator.default_period = ""
     return orchestrator
 
@@ -103,7 +108,7 @@ def test_clarify_options_come_only_from_facts_the_caller_may_read(
     assert "revenue" not in outsider.answer
 
     # Reverse proof: options read with someone else's principals are caught.
-    real = Orchestrator._readable_facts
+    real = AnswerContext.readable_facts
 
     def leaky(self: Orchestrator, request: Any, **slots: Any) -> Any:
         request.flt = dataclasses.replace(
@@ -111,7 +116,7 @@ def test_clarify_options_come_only_from_facts_the_caller_may_read(
         )
         return real(self, request, **slots)
 
-    monkeypatch.setattr(Orchestrator, "_readable_facts", leaky)
+    monkeypatch.setattr(AnswerContext, "readable_facts", leaky)
     assert ask(acme, BUDGET_QUESTION, "alice").options != ()
 
 
@@ -199,14 +204,14 @@ def test_the_explanation_is_prose_not_the_figures_own_table_rows(
 def _judged_locators(acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch, question: str) -> list[str]:
     """The locators of every snippet the explanation part put before the relevance gate."""
     seen: list[str] = []
-    real = orchestrator_module.to_snippets
+    real = narrative_route.to_snippets
 
     def spy(hits: Any, *args: Any) -> Any:
         snippets = real(hits, *args)
         seen.extend(s.locator for s in snippets)
         return snippets
 
-    monkeypatch.setattr(orchestrator_module, "to_snippets", spy)
+    monkeypatch.setattr(narrative_route, "to_snippets", spy)
     ask(acme, question, "alice")
     return seen
 
@@ -219,7 +224,7 @@ def test_table_rows_never_reach_the_explanation(
 
 def test_the_prose_rule_has_teeth(acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reverse proof: when every chunk counts as prose, the figure's rows are considered."""
-    monkeypatch.setattr(orchestrator_module, "is_tabular", lambda locator: False)
+    monkeypatch.setattr(narrative_route, "is_tabular", lambda locator: False)
     assert [loc for loc in _judged_locators(acme, monkeypatch, COMPOSITE) if is_tabular(loc)]
 
 
@@ -229,7 +234,7 @@ def test_a_composite_part_without_a_source_is_named_and_the_other_answered(
     def no_source(self: Orchestrator, request: Any, **_: Any) -> AnswerResult:
         return AnswerResult(Status.NO_AUTHORIZED_SOURCE, "none", Route.NARRATIVE)
 
-    monkeypatch.setattr(Orchestrator, "_narrative", no_source)
+    monkeypatch.setattr(NarrativeRoute, "_narrative", no_source)
     result = ask(acme, COMPOSITE, "alice")
     assert (result.status, result.route) == (Status.ANSWERED, Route.COMPOSITE)
     assert "USD 486.9 m" in result.answer
@@ -241,7 +246,7 @@ def test_a_composite_part_without_a_source_is_named_and_the_other_answered(
     def no_fact(self: Orchestrator, request: Any, part: MetricQuery) -> ToolResult:
         return ToolResult("not_found", part)
 
-    monkeypatch.setattr(Orchestrator, "_tool", no_fact)
+    monkeypatch.setattr(FiguresRoute, "_tool", no_fact)
     missing_figure = ask(acme, COMPOSITE, "alice")
     assert missing_figure.status is Status.ANSWERED
     assert missing_figure.answer.startswith("No figure found for revenue of ACME Japan in FY2025.")

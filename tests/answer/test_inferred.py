@@ -17,10 +17,11 @@ import pytest
 
 import clearance.answer.narrative as narrative_module
 import clearance.answer.orchestrator as orchestrator_module
+import clearance.answer.routes.narrative as narrative_route
 from clearance.answer.narrative import CheckedAnswer, Sentence, check_answer
-from clearance.answer.orchestrator import INFERRED_LABEL
 from clearance.answer.prompt import SYSTEM_PROMPT
 from clearance.answer.result import AnswerResult, Status
+from clearance.answer.routes.narrative import INFERRED_LABEL
 from clearance.app import Clearance
 from clearance.llm.base import ChatRequest, Snippet
 from clearance.llm.mock import MockProvider
@@ -130,7 +131,7 @@ def test_reverse_proof_inferences_mixed_in_unlabelled_are_caught(
         passed_off = tuple(Sentence(s.text, s.refs or (snippets[0].ref,)) for s in checked.inferred)
         return CheckedAnswer((*checked.sentences, *passed_off), checked.removed_for_numbers)
 
-    monkeypatch.setattr(orchestrator_module, "check_answer", mixing)
+    monkeypatch.setattr(narrative_route, "check_answer", mixing)
     result = ask(with_mode(acme, mode), mixed)
     with pytest.raises(AssertionError, match="inference shown as sourced fact"):
         assert_inference_apart(result)

@@ -26,8 +26,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import clearance.answer.routes.figures as figures_route
 from clearance.answer import intent as intent_module
-from clearance.answer import orchestrator as orchestrator_module
 from clearance.answer import scope as scope_module
 from clearance.answer.intent import MAX_PARTS, RuleIntentParser
 from clearance.answer.orchestrator import Orchestrator
@@ -415,7 +415,7 @@ def test_reverse_proof_without_the_cap_every_part_is_looked_up(
 ) -> None:
     app, calls = lookups
     monkeypatch.setattr(intent_module, "MAX_PARTS", 10**9)
-    monkeypatch.setattr(orchestrator_module, "MAX_PARTS", 10**9)
+    monkeypatch.setattr(figures_route, "MAX_PARTS", 10**9)
     with pytest.raises(AssertionError):
         assert_too_many_refused(app, calls, f"revenue headcount Japan {periods(MAX_PARTS)}")
     assert len(calls) == 2 * MAX_PARTS

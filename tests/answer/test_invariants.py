@@ -22,7 +22,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-import clearance.answer.orchestrator as orchestrator_module
+import clearance.answer.routes.figures as figures_route
+import clearance.answer.routes.narrative as narrative_route
 import clearance.llm.guard as guard_module
 import clearance.store.memory as memory_module
 import clearance.store.sqlite as sqlite_module
@@ -32,6 +33,8 @@ from clearance.answer.narrative import CheckedAnswer, Sentence, numbers_in
 from clearance.answer.orchestrator import Orchestrator
 from clearance.answer.relevance import RelevanceGate
 from clearance.answer.result import AnswerResult, Citation, Route, Status
+from clearance.answer.routes.narrative import NarrativeRoute
+from clearance.answer.routes.refusal import NoSourceRoute
 from clearance.answer.structured import render_found
 from clearance.app import Clearance
 from clearance.llm.base import ChatRequest, Provider, Snippet
@@ -280,7 +283,7 @@ def test_invariant_1_no_restricted_text_reaches_any_prompt_or_answer(
     # Reverse proof. jun (board) and ines (HR investigators) are on the ACLs of RESTRICTED
     # documents; a search that admits RESTRICTED plus a link exit that keeps it puts them
     # in the prompt. The egress guard still blocks: degraded, and the provider saw nothing.
-    monkeypatch.setattr(orchestrator_module, "to_snippets", leaky_to_snippets)
+    monkeypatch.setattr(narrative_route, "to_snippets", leaky_to_snippets)
     admit_restricted(monkeypatch)
     leaky_cases = [
         ("jun", RESTRICTED_QUESTIONS[0]),
@@ -294,7 +297,7 @@ def test_invariant_1_no_restricted_text_reaches_any_prompt_or_answer(
         assert result.status is Status.DEGRADED, (persona, result)
         assert result.answer == acme.app.settings.answer.degraded_message
     assert mock.calls == 0
-    assert guarded.guard.blocked == len(leaky_cases)
+    assert guarded.ctx.guard.blocked == len(leaky_cases)
     assert any(p.endswith(": RESTRICTED") for p in problems), problems
     assert any("stored as RESTRICTED" in p for p in problems), problems
 
@@ -485,7 +488,7 @@ def test_invariant_6_found_structured_answer_contains_only_fact_numbers(
         text, citations = real(result, **kwargs)
         return text + " Analysts expect about 612.4 next year.", citations
 
-    monkeypatch.setattr(orchestrator_module, "render_found", with_prose)
+    monkeypatch.setattr(figures_route, "render_found", with_prose)
     leaky = orchestrator.ask(*reversed(STRUCTURED_QUESTIONS[0]))
     assert structured_number_violations(acme, leaky) == ["612.4 is not a fact value"]
 
@@ -571,7 +574,7 @@ def test_invariant_7_narrative_numbers_appear_in_cited_snippets(
         text = re.sub(r"\s*\[S\d+\]", "", answer).strip()
         return CheckedAnswer((Sentence(text, refs or ("S1",)),), 0)
 
-    monkeypatch.setattr(orchestrator_module, "check_answer", keep_everything)
+    monkeypatch.setattr(narrative_route, "check_answer", keep_everything)
     leaky = acme.orchestrator(MockProvider(mixed)).ask(question, "alice")
     assert "9,999" in leaky.answer
     assert narrative_number_violations(acme, leaky) == ["9999 is in no cited snippet"]
@@ -643,24 +646,22 @@ def test_invariant_8_refusal_identical_whether_hidden_source_exists_or_not(
 
     # Reverse proof: a refusal that "helpfully" counts the documents matching the question,
     # whoever may read them, tells the hidden document's existence away.
-    real = Orchestrator._narrative
+    real = NoSourceRoute.answer
 
-    def counting(self: Orchestrator, request: Any) -> AnswerResult:
+    def counting(self: NoSourceRoute, request: Any) -> AnswerResult:
         result = real(self, request)
-        if result.status is not Status.NO_AUTHORIZED_SOURCE:
-            return result
         everything = SearchFilter(
-            principals=all_principals(self.runtime),
+            principals=all_principals(self.ctx.runtime),
             corpora=None,
             max_sensitivity=Sensitivity.RESTRICTED,
             require_ai_allowed=False,
         )
-        hits = self.runtime.store.lexical_search(request.masked, everything, 1000)
+        hits = self.ctx.runtime.store.lexical_search(request.masked, everything, 1000)
         matching = {chunk_id.rsplit("#", 1)[0] for chunk_id, _ in hits}
         note = f" ({len(matching)} documents match, but none you may read.)"
         return dataclasses.replace(result, answer=result.answer + note)
 
-    monkeypatch.setattr(Orchestrator, "_narrative", counting)
+    monkeypatch.setattr(NoSourceRoute, "answer", counting)
     leaky_with = Clearance(acme.app.settings, acme.app.store, embedder=None)
     leaky_without = Clearance(
         acme_without_hidden.app.settings, acme_without_hidden.app.store, embedder=None
@@ -810,18 +811,18 @@ def test_invariant_11_every_answer_carries_doc_id_and_locator_lineage(
     # that cites the right document at a locator that does not exist.
     real = render_found
     monkeypatch.setattr(
-        orchestrator_module, "render_found", lambda result, **kw: (real(result, **kw)[0], [])
+        figures_route, "render_found", lambda result, **kw: (real(result, **kw)[0], [])
     )
     dropped = orchestrator.ask("What was ACME Japan revenue in FY2024?", "alice")
     assert lineage_violations(acme, dropped) == ["structured answer without citations"]
 
-    real_render = Orchestrator._render_narrative
+    real_render = NarrativeRoute._render_narrative
 
     def invented_locator(self: Orchestrator, *args: Any) -> AnswerResult:
         result = real_render(self, *args)
         citations = tuple(dataclasses.replace(c, locator="page=99") for c in result.citations)
         return dataclasses.replace(result, citations=citations)
 
-    monkeypatch.setattr(Orchestrator, "_render_narrative", invented_locator)
+    monkeypatch.setattr(NarrativeRoute, "_render_narrative", invented_locator)
     wrong = orchestrator.ask(NARRATIVE_QUESTIONS[1][1], "alice")
     assert lineage_violations(acme, wrong) == ["confluence:OPS-1102: no chunk or fact at 'page=99'"]

@@ -172,7 +172,7 @@ def test_scope_gate_runs_first_and_a_swapped_intent_parser_cannot_bypass_it(
     orchestrator = acme.orchestrator(provider, judge=provider, intent_parser=parser)
 
     calls: dict[str, int] = {"faq": 0, "search": 0, "facts": 0}
-    real_match, real_search = orchestrator.faq.match, acme.app.search
+    real_match, real_search = orchestrator.ctx.faq.match, acme.app.search
     real_facts = acme.app.store.query_facts
 
     def counted(name: str, real: Any) -> Any:
@@ -182,7 +182,7 @@ def test_scope_gate_runs_first_and_a_swapped_intent_parser_cannot_bypass_it(
 
         return wrapper
 
-    monkeypatch.setattr(orchestrator.faq, "match", counted("faq", real_match))
+    monkeypatch.setattr(orchestrator.ctx.faq, "match", counted("faq", real_match))
     monkeypatch.setattr(acme.app, "search", counted("search", real_search))
     monkeypatch.setattr(acme.app.store, "query_facts", counted("facts", real_facts))
 
@@ -559,5 +559,5 @@ def test_no_module_but_the_guard_calls_a_provider() -> None:
 def test_the_orchestrators_guards_are_egress_guards(acme: AcmeIndex) -> None:
     provider = MockProvider()
     orchestrator = acme.orchestrator(provider, judge=provider)
-    assert isinstance(orchestrator.guard, EgressGuard)
-    assert isinstance(orchestrator.judge_guard, EgressGuard)
+    assert isinstance(orchestrator.ctx.guard, EgressGuard)
+    assert isinstance(orchestrator.ctx.judge_guard, EgressGuard)

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-import clearance.answer.orchestrator as orchestrator_module
+import clearance.answer.routes.narrative as narrative_route
 from clearance.answer.prompt import AssembledPrompt, assemble_prompt, block_markers
 from clearance.answer.result import AnswerResult
 from clearance.app import Clearance
@@ -271,7 +271,7 @@ def test_time_delayed_poisoning_reverse_proof_one_block_assembler(
     clock: list[datetime],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(orchestrator_module, "assemble_prompt", one_block_assembler)
+    monkeypatch.setattr(narrative_route, "assemble_prompt", one_block_assembler)
 
     answer = run_scenario(tmp_path, server, clock)
 
@@ -381,7 +381,7 @@ def presented_as_trusted_violations(
 
 
 def ask_all(app: Clearance) -> tuple[list[ChatRequest], list[AnswerResult]]:
-    provider = app.orchestrator().guard._provider  # the MockProvider given to Clearance.open
+    provider = app.orchestrator().ctx.guard._provider  # the MockProvider given to Clearance.open
     assert isinstance(provider, MockProvider)
     results = [
         app.ask(f"Where is the {TOPIC}?", "bob"),
@@ -421,7 +421,7 @@ def test_invariant_9_untrusted_text_never_presented_as_trusted(poisoned: Clearan
 def test_invariant_9_reverse_proof_one_block_assembler(
     poisoned: Clearance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(orchestrator_module, "assemble_prompt", one_block_assembler)
+    monkeypatch.setattr(narrative_route, "assemble_prompt", one_block_assembler)
 
     requests, results = ask_all(poisoned)
 
@@ -434,7 +434,7 @@ def test_invariant_9_reverse_proof_trust_ignoring_the_chain(
     poisoned: Clearance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A link exit that trusts the origin alone, forgetting the chain, is caught too."""
-    real = orchestrator_module.to_snippets
+    real = narrative_route.to_snippets
 
     def origin_only(hits: Any, trust_map: Any = None) -> list[Snippet]:
         snippets = real(hits, trust_map) if trust_map is not None else real(hits)
@@ -446,7 +446,7 @@ def test_invariant_9_reverse_proof_trust_ignoring_the_chain(
             for s in snippets
         ]
 
-    monkeypatch.setattr(orchestrator_module, "to_snippets", origin_only)
+    monkeypatch.setattr(narrative_route, "to_snippets", origin_only)
 
     requests, results = ask_all(poisoned)
 

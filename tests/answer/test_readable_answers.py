@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from clearance.answer import orchestrator
+import clearance.answer.routes.composite as composite_route
 from clearance.answer.narrative import CheckedAnswer
 from clearance.answer.result import AnswerResult, Route, Status
 from clearance.answer.structured import written_amount
@@ -109,5 +109,5 @@ def test_a_composite_answers_markers_follow_the_figures_citations(
     assert result.route is Route.COMPOSITE and "[S" in result.answer, result.to_dict()
     assert marker_errors(acme, result) == []
     # Reverse proof: the explanation's markers left counting from its own first citation.
-    monkeypatch.setattr(orchestrator, "_renumbered", lambda text, own, listed: text)
+    monkeypatch.setattr(composite_route, "_renumbered", lambda text, own, listed: text)
     assert marker_errors(acme, acme.app.ask(question, "alice")) != []

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from clearance.answer.narrative import relevant_snippets
-from clearance.answer.orchestrator import RESTRICTED_FLAG
 from clearance.answer.relevance import RelevanceGate, question_weights
 from clearance.answer.result import Status
+from clearance.answer.routes.restricted import RESTRICTED_FLAG
 from clearance.config import RelevanceSettings, settings_from_dict
 from clearance.errors import ConfigError
 from clearance.llm.base import Snippet

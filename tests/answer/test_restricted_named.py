@@ -10,8 +10,12 @@ from typing import Any
 
 import pytest
 
-from clearance.answer.orchestrator import RESTRICTED_FLAG, RESTRICTED_NAMED, Orchestrator
-from clearance.answer.result import AnswerResult, Citation, Status
+from clearance.answer.result import AnswerResult, Citation, Route, Status
+from clearance.answer.routes.restricted import (
+    RESTRICTED_FLAG,
+    RESTRICTED_NAMED,
+    RestrictedNamingRoute,
+)
 from clearance.app import Clearance
 from clearance.llm.mock import MockProvider
 from clearance.model import Sensitivity, is_restricted
@@ -52,12 +56,14 @@ def test_a_permitted_reader_is_named_the_restricted_source_and_told_nothing_of_i
     assert restricted_content(acme, result) == []
 
     # Reverse proof: a variant that "helpfully" summarises the named source is caught.
-    def summarising(self: Orchestrator, request: Any, refusal: AnswerResult) -> AnswerResult:
+    def summarising(self: RestrictedNamingRoute, request: Any) -> AnswerResult | None:
         named = self._restricted_sources(request)
+        if not named:
+            return None
         text = " ".join(c.text for c in acme.chunks(named[0].doc_id))
-        return AnswerResult(Status.ANSWERED, text, refusal.route, named, flags=(RESTRICTED_FLAG,))
+        return AnswerResult(Status.ANSWERED, text, Route.NARRATIVE, named, flags=(RESTRICTED_FLAG,))
 
-    monkeypatch.setattr(Orchestrator, "_nothing_readable", summarising)
+    monkeypatch.setattr(RestrictedNamingRoute, "answer", summarising)
     assert restricted_content(acme, orchestrator.ask(QUESTION, "jun")) != []
 
 
@@ -77,22 +83,22 @@ def test_anyone_else_gets_the_refusal_they_would_get_if_it_did_not_exist(
 
     # Reverse proof: naming RESTRICTED documents whoever may view them tells their
     # existence away, and the same comparison catches it.
-    def everyones(self: Orchestrator, request: Any) -> tuple[Citation, ...]:
+    def everyones(self: RestrictedNamingRoute, request: Any) -> tuple[Citation, ...]:
         everything = SearchFilter(
-            principals=all_principals(self.runtime),
+            principals=all_principals(self.ctx.runtime),
             corpora=None,
             max_sensitivity=Sensitivity.RESTRICTED,
             require_ai_allowed=False,
         )
-        hits = self.runtime.store.lexical_search(request.masked, everything, 10)
-        rows = self.runtime.store.hits([chunk_id for chunk_id, _ in hits])
+        hits = self.ctx.runtime.store.lexical_search(request.masked, everything, 10)
+        rows = self.ctx.runtime.store.hits([chunk_id for chunk_id, _ in hits])
         return tuple(
             Citation(d.doc_id, d.title, c.locator, d.uri)
             for c, d in rows
             if is_restricted(d.sensitivity)
         )[:1]
 
-    monkeypatch.setattr(Orchestrator, "_restricted_sources", everyones)
+    monkeypatch.setattr(RestrictedNamingRoute, "_restricted_sources", everyones)
     leaky_with = Clearance(acme.app.settings, acme.app.store, embedder=None)
     leaky_without = Clearance(
         acme_without_hidden.app.settings, acme_without_hidden.app.store, embedder=None

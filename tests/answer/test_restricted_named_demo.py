@@ -17,8 +17,13 @@ from typing import Any
 import pytest
 import yaml
 
-from clearance.answer.orchestrator import RESTRICTED_FLAG, RESTRICTED_NAMED, Orchestrator, _probe
 from clearance.answer.result import Citation, Status
+from clearance.answer.routes.restricted import (
+    RESTRICTED_FLAG,
+    RESTRICTED_NAMED,
+    RestrictedNamingRoute,
+    _probe,
+)
 from clearance.app import Clearance
 from clearance.config import load_settings
 from clearance.model import is_restricted
@@ -121,15 +126,15 @@ def test_the_shipped_suite_names_the_minutes_from_the_demo(demo: AcmeIndex, tmp_
 def test_the_search_of_before_is_caught(demo: AcmeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reverse proof: naming from the top hits of a search over everything viewable."""
 
-    def top_hits(self: Orchestrator, request: Any) -> tuple[Citation, ...]:
-        found = self.runtime.search_viewable(request.user_id, request.masked)
+    def top_hits(self: RestrictedNamingRoute, request: Any) -> tuple[Citation, ...]:
+        found = self.ctx.runtime.search_viewable(request.user_id, request.masked)
         probes = [
-            _probe(i, h, self.settings.trust.origins)
+            _probe(i, h, self.ctx.settings.trust.origins)
             for i, h in enumerate(found.hits, 1)
             if is_restricted(h.document.sensitivity)
         ]
         return tuple(Citation(p.doc_id, p.title, p.locator, p.uri, p.trust) for p in probes)[:1]
 
-    monkeypatch.setattr(Orchestrator, "_restricted_sources", top_hits)
+    monkeypatch.setattr(RestrictedNamingRoute, "_restricted_sources", top_hits)
     assert _named(demo.app.ask(INCIDENT, "mike")) != [REPORT]
     assert _named(demo.app.ask(BOARD, "jun")) != [MINUTES]

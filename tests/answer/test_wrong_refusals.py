@@ -123,7 +123,7 @@ def acme_without_globex(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ac
 
 
 def test_the_globex_documents_are_all_there_are(acme: AcmeIndex) -> None:
-    gate = acme.orchestrator(MockProvider()).scope
+    gate = acme.orchestrator(MockProvider()).ctx.scope
     titles = {d.doc_id: d.title for d in acme.app.store.list_documents()}
     naming = {
         doc_id

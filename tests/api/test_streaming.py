@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from api.conftest import Live, create_token, free_port, serving, wait_until_serving
-from clearance.answer.orchestrator import INFERRED_LABEL
+from clearance.answer.routes.narrative import INFERRED_LABEL
 from clearance.api.streaming import sentence_pieces
 from clearance.app import Clearance
 from clearance.config import AnswerSettings, load_settings

@@ -1,0 +1,192 @@
+"""The answer routes' shared context: built once per engine, used by every request."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from clearance.access.policy import AccessControl, Action
+from clearance.access.realtime import filter_allowed
+from clearance.answer.faq import FaqMatcher, FaqRepository
+from clearance.answer.intent import (
+    IntentParser,
+    RuleIntentParser,
+)
+from clearance.answer.periods import FiscalCalendar
+from clearance.answer.relevance import RelevanceGate
+from clearance.answer.request import ALL_CHANNELS, AnswerRequest
+from clearance.answer.scope import ScopeGate
+from clearance.config import LATEST_PERIOD
+from clearance.errors import ConfigError
+from clearance.ingest.facts import Vocabulary, normalize
+from clearance.llm.base import Provider
+from clearance.llm.guard import EgressGuard, Recheck, RecheckResult
+from clearance.model import Document, Fact, Sensitivity, is_restricted
+from clearance.runtime import Runtime
+
+__all__ = ["AnswerContext"]
+
+
+class AnswerContext:
+    """What the answer routes share: the runtime, the guards, the gates and the vocabulary,
+    and the checks every route applies to what it reads for a caller."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        provider: Provider,
+        judge: Provider | None = None,
+        intent_parser: IntentParser | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.settings = runtime.settings
+        self.guard = EgressGuard(provider)
+        self.judge_guard = EgressGuard(judge) if judge is not None else None
+        self._providers = tuple(dict.fromkeys(p for p in (provider, judge) if p is not None))
+        self.scope = ScopeGate(self.settings.scope)
+        # Compiled once: the structured tool runs once per part of a multi question.
+        self.vocab = Vocabulary(self.settings.facts)
+        self.calendar = FiscalCalendar.from_settings(self.settings.facts)
+        self.intent_parser = intent_parser or RuleIntentParser(self.vocab, self.calendar)
+        self.default_period = self._default_period()
+        self.faq = FaqMatcher(FaqRepository(runtime.store))
+        self.relevance = RelevanceGate(self.settings.answer.relevance, runtime.synonyms)
+
+    def periods_named(self, text: str) -> set[str]:
+        """The absolute periods ``text`` names, canonical ("FY2025", "Q2 FY2025")."""
+        return {m.canonical for m in self.vocab.find_periods(normalize(text))}
+
+    def _default_period(self) -> str:
+        """``[facts] default_period`` as a canonical period, ``"latest"`` or ``""``."""
+        configured = self.settings.facts.default_period
+        if not configured or configured == LATEST_PERIOD:
+            return configured
+        canonical = self.vocab.canonical_period(configured)
+        if canonical is None:
+            raise ConfigError(
+                f"facts.default_period: {configured!r} is neither 'latest' nor a period the "
+                "period forms recognise"
+            )
+        return canonical
+
+    def providers(self) -> tuple[Provider, ...]:
+        """The providers behind the guards (for their owner to close)."""
+        return self._providers
+
+    def independent_access(self) -> AccessControl:
+        """Decisions from stored data alone, without the search's filter (the egress guard's
+        re-check and the trace's ``denied_retrieved``)."""
+        return AccessControl(
+            self.settings,
+            self.runtime.directory,
+            self.runtime.store.last_acl_syncs(),
+            clock=self.runtime.clock,
+        )
+
+    def count_denied(self, request: AnswerRequest, doc_ids: Iterable[str]) -> int:
+        """Retrieved documents the independent re-check denies (``denied_retrieved``): it
+        must always be 0, and ``clearance stats`` reports the rate."""
+        doc_ids = sorted(set(doc_ids))
+        if not doc_ids:
+            return 0
+        access = self.independent_access()
+        principal = access.principal(request.user_id)
+        denied = 0
+        for doc_id in doc_ids:
+            stored = self.runtime.store.get_document(doc_id)
+            if stored is None:
+                denied += 1
+                continue
+            if not access.decide(principal, Action.RETRIEVE, stored, request.assistant).allow:
+                denied += 1
+        return denied
+
+    def may_view(self, request: AnswerRequest, doc_id: str) -> bool:
+        assert request.access is not None and request.principal is not None
+        document = self.runtime.store.get_document(doc_id)
+        if document is None:
+            return False
+        decision = request.access.decide(
+            request.principal,
+            Action.VIEW,
+            document,
+            request.assistant,
+            now=request.flt.now if request.flt else None,
+        )
+        return decision.allow
+
+    def confirmed(
+        self, request: AnswerRequest, rows: Iterable[tuple[Fact, Document]]
+    ) -> list[tuple[Fact, Document]]:
+        """Stage 8 for facts too: documents in real-time corpora are confirmed or dropped."""
+        kept = []
+        for fact, document in rows:
+            checker = self.runtime.checkers.get(document.corpus)
+            if checker is not None:
+                allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
+                if not allowed:
+                    request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
+                    continue
+            kept.append((fact, document))
+        return kept
+
+    def confirmed_ids(self, request: AnswerRequest, documents: Iterable[Document]) -> list[str]:
+        """Stage 8 for named documents: those in real-time corpora confirmed, else dropped."""
+        kept = []
+        for document in documents:
+            checker = self.runtime.checkers.get(document.corpus)
+            if checker is not None:
+                allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
+                if not allowed:
+                    request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
+                    continue
+            kept.append(document.doc_id)
+        return kept
+
+    def readable_facts(
+        self,
+        request: AnswerRequest,
+        *,
+        metric: str | None = None,
+        entity: str | None = None,
+        period: str | None = None,
+        channel: str | None = None,
+    ) -> list[tuple[Fact, Document]]:
+        """Facts the caller may read right now, as the structured tool sees them: inside
+        the request's filter, never RESTRICTED, confirmed by real-time checks. The only
+        source of a default period and of the options a clarifying question offers."""
+        assert request.flt is not None
+        capped = dataclasses.replace(
+            request.flt,
+            max_sensitivity=min(request.flt.max_sensitivity, Sensitivity.CONFIDENTIAL),
+        )
+        rows = self.runtime.store.query_facts(
+            capped,
+            metric=metric,
+            entity=entity,
+            period=period,
+            channel=None
+            if channel == ALL_CHANNELS
+            else channel or self.settings.facts.default_channel,
+        )
+        rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
+        return self.confirmed(request, rows)
+
+    def recheck(self, request: AnswerRequest) -> Recheck:
+        """An independent decision from stored data, without the search's filter."""
+        assert request.principal is not None
+        access = self.independent_access()
+        principal = access.principal(request.user_id)
+        assistant = request.assistant
+
+        def recheck(chunk_id: str) -> RecheckResult:
+            rows = self.runtime.store.hits([chunk_id])
+            if not rows:
+                return RecheckResult(False, None, False)
+            chunk, document = rows[0]
+            decision = access.decide(principal, Action.RETRIEVE, document, assistant)
+            restricted = is_restricted(chunk.sensitivity) or is_restricted(document.sensitivity)
+            return RecheckResult(decision.allow, chunk.text, restricted)
+
+        return recheck

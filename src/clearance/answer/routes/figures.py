@@ -1,0 +1,461 @@
+"""The figures route: metric questions answered from the fact table only, rendered
+deterministically with their provenance; missing data is an honest "not found"."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import date
+
+from clearance.answer.context import AnswerContext
+from clearance.answer.intent import (
+    MAX_PARTS,
+    Intent,
+    MetricQuery,
+)
+from clearance.answer.request import (
+    CLARIFY,
+    CLARIFY_OPTIONS,
+    MAX_OPTIONS,
+    AnswerRequest,
+    refusal,
+)
+from clearance.answer.result import AnswerResult, Citation, ResolvedPeriod, Route, Status
+from clearance.answer.structured import (
+    ToolResult,
+    query_metric,
+    render_found,
+    render_multi,
+    render_not_found,
+    render_parts_of_year,
+    render_unrecognized,
+    sole_entity,
+)
+from clearance.config import LATEST_PERIOD
+from clearance.model import Document, Fact
+from clearance.trust import resolve_trust
+
+__all__ = ["PARTS_OF_PERIOD", "FiguresRoute"]
+
+MISSING_WORDS = {"metric": "figure"}
+
+# The period of a part whose default "latest" period has no readable fact at all.
+ANY_PERIOD = "any period"
+
+CLARIFY_AMBIGUOUS = "“{text}” can mean {readings}; please say which period you mean."
+
+#: Flag of a figure answer that gives parts of the period asked about, not the period.
+PARTS_OF_PERIOD = "parts_of_period"
+
+TOO_MANY_PARTS = (
+    "That asks for more than {limit} figures at once; please ask about fewer metrics, "
+    "entities, periods or channels."
+)
+
+
+class FiguresRoute:
+    """Metric questions answered from the fact table (docs/design.md §5)."""
+
+    def __init__(self, ctx: AnswerContext) -> None:
+        self.ctx = ctx
+
+    def answer(self, request: AnswerRequest) -> AnswerResult | None:
+        intent = request.intent
+        if intent is None or intent.kind not in ("metric", "multi") or intent.uncertain:
+            # A question that names a metric but asks about something else as well: the
+            # documents are the better judge, and a figure nobody asked for is never offered.
+            return None
+        return self._structured(request, intent)
+
+    def structured(self, request: AnswerRequest, intent: Intent) -> AnswerResult | None:
+        """The figures ``intent`` asks for, or None when the documents should answer."""
+        return self._structured(request, intent)
+
+    def _tool(self, request: AnswerRequest, part: MetricQuery) -> ToolResult:
+        assert request.flt is not None
+        authority = {n: c.authority for n, c in self.ctx.settings.corpora.items()}
+        result = query_metric(
+            self.ctx.runtime.store,
+            request.flt,
+            metric=part.metric,
+            entity=part.entity,
+            period=part.period,
+            channel=part.channel,
+            qualifier=part.qualifier,
+            vocab=request.vocab or self.ctx.vocab,
+            authority=authority,
+        )
+        if result.status != "found":
+            return result
+        kept = self.ctx.confirmed(request, result.facts)
+        if not kept:
+            return ToolResult("not_found", result.query, (), None)
+        return ToolResult("found", result.query, tuple(kept), None)
+
+    def _latest_period(self, request: AnswerRequest, part: MetricQuery) -> str | None:
+        """The latest period with a readable fact for the part's metric, entity and channel:
+        a fiscal (or calendar) year that has ended if there is one, else any period that
+        has ended, else any that has begun. Periods of unknown shape are not considered."""
+        assert request.today is not None
+        today = request.today
+        spans = []
+        for fact, _ in self.ctx.readable_facts(
+            request, metric=part.metric, entity=part.entity, channel=part.channel
+        ):
+            span = self.ctx.calendar.span(fact.period)
+            if span is not None and span[0] <= today:
+                spans.append((span, fact.period))
+        ended = [s for s in spans if s[0][1] < today]
+        years = [s for s in ended if s[1].startswith(("FY", "CY"))]
+        pool = years or ended or spans
+        if not pool:
+            return None
+        return max(pool, key=lambda s: (s[0][1], s[0][0], s[1]))[1]
+
+    def _with_defaults(
+        self,
+        request: AnswerRequest,
+        parts: Sequence[MetricQuery],
+        *,
+        configured: bool = True,
+        names_left: bool = True,
+    ) -> tuple[list[MetricQuery], list[str]]:
+        """The parts with ``[facts] default_entity`` / ``default_period`` filled in where the
+        question named neither (only when ``configured``: a question with words besides its
+        slots gets no configured default), else the one entity whose figure the caller may
+        read, and the assumptions made (each said once). A latest period nobody may read
+        leaves the period ``None`` ("any period")."""
+        facts = self.ctx.settings.facts
+        filled: list[MetricQuery] = []
+        assumptions: list[str] = []
+
+        def assume(text: str) -> None:
+            if text not in assumptions:
+                assumptions.append(text)
+
+        for part in parts:
+            if not configured and part.qualifier is None:
+                # Words the question has besides its slots may name what it left out; only
+                # a name can name an entity ("How much revenue did Globex make?"), so with
+                # nothing but ordinary words left the one entity holding the figure stands.
+                if not names_left and part.entity is None and part.metric is not None:
+                    sole = sole_entity(
+                        self.ctx.readable_facts(request, metric=part.metric, channel=part.channel)
+                    )
+                    if sole is not None:
+                        part = replace(part, entity=sole)
+                        assume(f"entity: {sole} (the only one with this figure)")
+                filled.append(part)
+                continue
+            if part.entity is None and facts.default_entity and configured and part.metric:
+                part = replace(part, entity=facts.default_entity)
+                assume(f"entity: {facts.default_entity}")
+            elif part.entity is None and part.metric is not None:
+                sole = sole_entity(
+                    self.ctx.readable_facts(request, metric=part.metric, channel=part.channel)
+                )
+                if sole is not None:
+                    part = replace(part, entity=sole)
+                    assume(f"entity: {sole} (the only one with this figure)")
+            if part.period is None and self.ctx.default_period and configured and part.metric:
+                if self.ctx.default_period == LATEST_PERIOD:
+                    if part.entity is not None:
+                        latest = self._latest_period(request, part)
+                        part = replace(part, period=latest or ANY_PERIOD)
+                        if latest is not None:
+                            assume(f"period: {latest} (the latest with a figure)")
+                else:
+                    part = replace(part, period=self.ctx.default_period)
+                    assume(f"period: {self.ctx.default_period}")
+            filled.append(part)
+        return filled, assumptions
+
+    def _options(self, request: AnswerRequest, part: MetricQuery, slot: str) -> tuple[str, ...]:
+        """Up to :data:`MAX_OPTIONS` values for a missing slot, taken only from facts the
+        caller may read that agree with the slots the question did name."""
+        slots = {"metric": part.metric, "entity": part.entity, "period": part.period}
+        slots[slot] = None
+        rows = self.ctx.readable_facts(request, channel=part.channel, **slots)
+        facts = (request.vocab or self.ctx.vocab).settings
+        if slot == "metric":
+            values = [m for m in facts.metrics if any(f.metric == m for f, _ in rows)]
+        elif slot == "entity":
+            values = [e for e in facts.entities if any(f.entity == e for f, _ in rows)]
+        else:
+            periods = {f.period for f, _ in rows}
+            dated = sorted(
+                (p for p in periods if self.ctx.calendar.span(p) is not None),
+                key=lambda p: self.ctx.calendar.span(p) or (date.min, date.min),
+                reverse=True,
+            )
+            values = dated + sorted(p for p in periods if self.ctx.calendar.span(p) is None)
+        return tuple(values[:MAX_OPTIONS])
+
+    def _clarify(
+        self,
+        request: AnswerRequest,
+        part: MetricQuery,
+        missing: Sequence[str],
+        resolved: tuple[ResolvedPeriod, ...],
+    ) -> AnswerResult:
+        request.trace.reason = "clarify"
+        options = self._options(request, part, missing[0])
+        words = [MISSING_WORDS.get(m, m) for m in missing]
+        text = CLARIFY.format(missing=" and ".join(words))
+        if options:
+            text += CLARIFY_OPTIONS.format(options=", ".join(o.replace("_", " ") for o in options))
+        return AnswerResult(
+            Status.CLARIFY,
+            _preamble(resolved, []) + text,
+            Route.STRUCTURED,
+            missing=tuple(missing),
+            options=options,
+            resolved_periods=resolved,
+        )
+
+    def _structured(self, request: AnswerRequest, intent: Intent) -> AnswerResult | None:
+        trace = request.trace
+        resolved = tuple(ResolvedPeriod(m.text, m.period) for m in intent.resolved)
+        if intent.ambiguous:
+            trace.reason = "clarify"
+            first = intent.ambiguous[0]
+            return AnswerResult(
+                Status.CLARIFY,
+                CLARIFY_AMBIGUOUS.format(text=first.text, readings=" or ".join(first.alternatives)),
+                Route.STRUCTURED,
+                missing=("period",),
+                options=first.alternatives[:MAX_OPTIONS],
+                resolved_periods=resolved,
+            )
+        if intent.unrecognized:
+            trace.reason = "unrecognized_param"
+            trace.fabrication_guard_triggered = True
+            text = render_unrecognized(
+                ToolResult(
+                    "unrecognized_param",
+                    intent.parts[0] if intent.parts else MetricQuery(None, None, None, None),
+                    (),
+                    ", ".join(intent.unrecognized),
+                )
+            )
+            return AnswerResult(
+                Status.UNRECOGNIZED_PARAM, text, Route.STRUCTURED, resolved_periods=resolved
+            )
+        if len(intent.parts) > MAX_PARTS:
+            # Bounded whatever the parser: each part is a look-up and a line of the answer.
+            trace.reason = "too_many_parts"
+            return refusal(Status.CLARIFY, TOO_MANY_PARTS.format(limit=MAX_PARTS), Route.MULTI)
+        parts, assumptions = self._with_defaults(
+            request,
+            intent.parts,
+            configured=not intent.unexplained,
+            names_left=intent.names_left,
+        )
+        if intent.yearless and parts and parts[0].period is None:
+            return self._which_year(request, parts[0], intent.yearless, resolved)
+        missing = _missing_slots(parts)
+        unknown = intent.unknown_entity or next((p.qualifier for p in parts if p.qualifier), "")
+        if missing and unknown and "metric" not in missing:
+            # An entity or line no readable fact holds: not found, never a list of others.
+            trace.reason = "not_found"
+            asked = parts[0]
+            if asked.entity is None:
+                asked = replace(asked, entity=unknown, qualifier=None)
+            return AnswerResult(
+                Status.NOT_FOUND,
+                _preamble(resolved, assumptions) + render_not_found(asked),
+                Route.STRUCTURED,
+                resolved_periods=resolved,
+            )
+        if missing:
+            clarify = self._clarify(request, parts[0], missing, resolved)
+            if clarify.options or not intent.unexplained:
+                return clarify
+            # Nothing to offer, and the question says more than its slots ("今期の事業貢献
+            # 利益の見通しは"): the documents are the better judge than an empty question.
+            return None
+        answer = self._figures(
+            request, parts, _preamble(resolved, assumptions), compare=intent.compare
+        )
+        return replace(answer, assumptions=tuple(assumptions), resolved_periods=resolved)
+
+    def _which_year(
+        self,
+        request: AnswerRequest,
+        part: MetricQuery,
+        yearless: Sequence[str],
+        resolved: tuple[ResolvedPeriod, ...],
+    ) -> AnswerResult:
+        """A part of a year named without its year ("six months ended December 31"): ask
+        which, offering the periods of that shape the caller's readable facts hold (latest
+        first), or the usual clarification when none does. Never a guess at the year."""
+        rows = self.ctx.readable_facts(
+            request, metric=part.metric, entity=part.entity, channel=part.channel
+        )
+        periods = sorted(
+            {f.period for f, _ in rows if any(f.period.startswith(y + " ") for y in yearless)},
+            key=lambda p: (_period_order(p), p),
+            reverse=True,
+        )
+        if not periods:
+            return self._clarify(request, part, ["period"], resolved)
+        request.trace.reason = "clarify"
+        options = tuple(periods[:MAX_OPTIONS])
+        text = CLARIFY.format(missing=MISSING_WORDS.get("period", "period"))
+        text += CLARIFY_OPTIONS.format(options=", ".join(options))
+        return AnswerResult(
+            Status.CLARIFY,
+            _preamble(resolved, []) + text,
+            Route.STRUCTURED,
+            missing=("period",),
+            options=options,
+            resolved_periods=resolved,
+        )
+
+    def _figures(
+        self,
+        request: AnswerRequest,
+        parts: Sequence[MetricQuery],
+        preamble: str,
+        *,
+        compare: bool = True,
+    ) -> AnswerResult:
+        """Look every part up and render the answer from fact values alone."""
+        trace = request.trace
+        trace.start("tool")
+        results = [
+            ToolResult("not_found", part)
+            if part.period == ANY_PERIOD
+            else self._tool(request, part)
+            for part in parts
+        ]
+        trace.stop("tool")
+        trace.retrieved = sorted({d.doc_id for r in results for _, d in r.facts})
+        trace.denied_retrieved = self.ctx.count_denied(request, trace.retrieved)
+        if not any(r.status == "found" for r in results):
+            trace.fabrication_guard_triggered = True
+        if len(results) > 1:
+            text, citations = render_multi(results, compare=compare)
+            status = (
+                Status.ANSWERED if any(r.status == "found" for r in results) else Status.NOT_FOUND
+            )
+            if all(r.status == "unrecognized_param" for r in results):
+                status = Status.UNRECOGNIZED_PARAM
+            return AnswerResult(
+                status,
+                preamble + text,
+                Route.MULTI,
+                self._retrust(citations, results),
+            )
+        result = results[0]
+        if result.status == "found":
+            text, citations = render_found(result)
+            return AnswerResult(
+                Status.ANSWERED,
+                preamble + text,
+                Route.STRUCTURED,
+                self._retrust(citations, results),
+            )
+        if result.status == "unrecognized_param":
+            trace.reason = "unrecognized_param"
+            return AnswerResult(
+                Status.UNRECOGNIZED_PARAM,
+                preamble + render_unrecognized(result),
+                Route.STRUCTURED,
+            )
+        trace.reason = "not_found"
+        parts_of_year = self._parts_of_year(request, result.query)
+        if parts_of_year:
+            # The whole year is not reported, but parts of it are: the year is not found
+            # (the status says so, and the answer's first sentence), and each part is
+            # given under its own label and source heading, never as the year's figure.
+            trace.reason = "parts_of_period"
+            text, citations = render_parts_of_year(result.query, parts_of_year)
+            return AnswerResult(
+                Status.NOT_FOUND,
+                preamble + text,
+                Route.STRUCTURED,
+                self._retrust(citations, [result]),
+                flags=(PARTS_OF_PERIOD,),
+            )
+        return AnswerResult(
+            Status.NOT_FOUND,
+            preamble + render_not_found(result.query),
+            Route.STRUCTURED,
+        )
+
+    def _parts_of_year(
+        self, request: AnswerRequest, query: MetricQuery
+    ) -> list[tuple[Fact, Document]]:
+        """Readable facts of the query's metric, entity and channel for a part of the whole
+        year it asks about (``Q1–Q3 FY2023``, ``9M FY2023``, ``H1 2023``), latest part first."""
+        if query.period is None or query.metric is None or query.entity is None:
+            return []
+        year = re.fullmatch(r"(?:FY|CY)(\d{4})", query.period)
+        if year is None or query.qualifier is not None:
+            return []
+        rows = self.ctx.readable_facts(
+            request, metric=query.metric, entity=query.entity, channel=query.channel
+        )
+        parts = [
+            (f, d)
+            for f, d in rows
+            if f.period != query.period
+            and (
+                f.period.endswith(" " + query.period)
+                or re.fullmatch(rf"[HQ][1-4] {year.group(1)}", f.period) is not None
+            )
+        ]
+        parts.sort(key=lambda row: (row[0].period, row[0].doc_id), reverse=True)
+        return parts[:MAX_OPTIONS]
+
+    def _retrust(
+        self, citations: Sequence[Citation], results: Sequence[ToolResult]
+    ) -> tuple[Citation, ...]:
+        """Citation trust under the configured ``[trust.origins]``, from each cited
+        document's origin and chain (an unknown document is untrusted)."""
+        documents = {d.doc_id: d for r in results for _, d in r.facts}
+        mapping = self.ctx.settings.trust.origins
+        out = []
+        for c in citations:
+            document = documents.get(c.doc_id) or self.ctx.runtime.store.get_document(c.doc_id)
+            trust = (
+                resolve_trust(document.origin, document.origin_chain, mapping).label
+                if document is not None
+                else "untrusted"
+            )
+            out.append(replace(c, trust=trust))
+        return tuple(out)
+
+
+def _preamble(resolved: Sequence[ResolvedPeriod], assumptions: Sequence[str]) -> str:
+    """What the answer took the question to mean, before the answer itself:
+    ``(last year = FY2025) Assuming ACME Group and FY2025: ``."""
+    out = ""
+    if resolved:
+        out += "(" + "; ".join(f"{r.text} = {r.period}" for r in resolved) + ") "
+    if assumptions:
+        values = [a.split(": ", 1)[1].split(" (", 1)[0] for a in assumptions]
+        out += f"Assuming {' and '.join(values)}: "
+    return out
+
+
+def _missing_slots(parts: Sequence[MetricQuery]) -> list[str]:
+    missing: list[str] = []
+    for part in parts:
+        if part.metric is None and "metric" not in missing:
+            missing.append("metric")
+        if part.entity is None and "entity" not in missing:
+            missing.append("entity")
+        if part.period is None and "period" not in missing:
+            missing.append("period")
+    return missing
+
+
+def _period_order(period: str) -> tuple[int, ...]:
+    """Years, then other numbers, of a canonical period, for ordering (latest last)."""
+    numbers = [int(n) for n in re.findall(r"\d+", period)]
+    return tuple(sorted((n for n in numbers if n >= 1000), reverse=True)) + tuple(
+        n for n in numbers if n < 1000
+    )
