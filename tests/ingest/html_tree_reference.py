@@ -13,7 +13,7 @@ from bs4 import Tag
 from bs4.element import CData, NavigableString
 
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import Outline, collapse
+from clearance.ingest.loaders.common import Outline, collapse
 from clearance.ingest.loaders.html import (
     _BLOCK,
     _HEADING,

@@ -29,15 +29,15 @@ from clearance.config import IngestSettings
 from clearance.errors import LoaderError
 from clearance.ingest import limits
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import (
+from clearance.ingest.loaders import csv as csv_loader
+from clearance.ingest.loaders import extract
+from clearance.ingest.loaders.common import (
     MAX_CAPTION_ROWS,
     Row,
     SheetPacker,
-    extract,
     line_text,
     pad,
 )
-from clearance.ingest.loaders import csv as csv_loader
 from clearance.ingest.loaders.encoding import decode
 from clearance.model import Section
 

@@ -57,7 +57,7 @@ def test_reverse_proof_guessing_utf8_indexes_nuls(
         return data.decode(old_guess(data))
 
     monkeypatch.setattr(encoding, "detect", old_guess)
-    monkeypatch.setattr("clearance.ingest.loaders.decode", no_nul_check)
+    monkeypatch.setattr("clearance.ingest.loaders.common.decode", no_nul_check)
     path = tmp_path / "doc.txt"
     path.write_bytes(TEXT.encode("utf-16-le"))
     with pytest.raises(AssertionError, match="NULs indexed"):

@@ -21,8 +21,8 @@ from starlette.concurrency import run_in_threadpool
 
 from clearance.access.directory import Directory
 from clearance.access.sync import AclSyncReport
-from clearance.api.app import ErrorBody
 from clearance.api.auth import Identity
+from clearance.api.errors import ErrorBody
 from clearance.app import Clearance
 from clearance.ingest.pipeline import IngestReport
 from clearance.trace.log import parse_since

@@ -30,6 +30,7 @@ from clearance.answer.result import AnswerResult
 from clearance.api import metrics
 from clearance.api.auth import Authenticator, Identity, default_authenticators, request_headers
 from clearance.api.errors import (
+    ErrorBody,
     Forbidden,
     PayloadTooLarge,
     Unauthenticated,
@@ -132,13 +133,6 @@ class SearchBody(BaseModel):
     query: str
     refused: str | None
     results: list[SearchRow]
-
-
-class ErrorBody(BaseModel):
-    """The one error shape of every non-2xx response."""
-
-    error: str
-    message: str
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from clearance.errors import (
     AuthError,
     ClearanceError,
@@ -25,6 +27,7 @@ from clearance.errors import (
 
 __all__ = [
     "DOCUMENT_NOT_FOUND",
+    "ErrorBody",
     "Forbidden",
     "HttpError",
     "InvalidRequest",
@@ -33,6 +36,13 @@ __all__ = [
     "error_body",
     "status_of",
 ]
+
+
+class ErrorBody(BaseModel):
+    """The one error shape of every non-2xx response."""
+
+    error: str
+    message: str
 
 
 class HttpError(ClearanceError):

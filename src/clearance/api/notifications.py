@@ -25,8 +25,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from clearance.api.app import ErrorBody
-from clearance.api.errors import error_body
+from clearance.api.errors import ErrorBody, error_body
 from clearance.sources.notifications import NotificationReceiver
 
 __all__ = ["MAX_NOTIFICATION_BYTES", "notifications_router"]

@@ -5,7 +5,7 @@ anything else is a clear :class:`LoaderError` rather than a guessed code page. T
 (delimiter ``,`` ``;`` tab or ``|``, quoting) is sniffed from the first 64 KiB, falling back to
 Excel's.
 
-Packing is that of XLSX (:class:`clearance.ingest.loaders.SheetPacker`): the first
+Packing is that of XLSX (:class:`clearance.ingest.loaders.common.SheetPacker`): the first
 non-empty record is the header, blocks of at most ``max_chars`` characters each start with
 the header line, rows are never split, ``Section.table`` is ``(header, *rows)``, sections
 are atomic. Locator: ``rows=<first>-<last>``, the 1-based line numbers of the block's first
@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from clearance.errors import LoaderError
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import Row, SheetPacker, collapse
+from clearance.ingest.loaders.common import Row, SheetPacker, collapse
 from clearance.ingest.loaders.encoding import iter_lines
 from clearance.ingest.locator import format_locator
 from clearance.model import Section

@@ -33,7 +33,7 @@ from docx.table import Table
 from docx.text.paragraph import Paragraph
 
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import Outline, collapse
+from clearance.ingest.loaders.common import Outline, collapse
 from clearance.model import Section
 
 __all__ = ["load"]

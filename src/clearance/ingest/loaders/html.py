@@ -35,7 +35,7 @@ from bs4.dammit import UnicodeDammit
 
 from clearance.errors import LoaderError
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import Outline, collapse
+from clearance.ingest.loaders.common import Outline, collapse
 from clearance.ingest.loaders.markup import front_matter, strip_templates
 from clearance.model import Section
 

@@ -39,7 +39,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import Outline, collapse, read_text
+from clearance.ingest.loaders.common import Outline, collapse, read_text
 from clearance.ingest.loaders.html import html_text
 from clearance.ingest.loaders.markup import front_matter, plain_links, strip_templates
 from clearance.model import Section

@@ -20,7 +20,7 @@ from pypdf.errors import PdfReadWarning
 
 from clearance.errors import LoaderError
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import clean_block
+from clearance.ingest.loaders.common import clean_block
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 

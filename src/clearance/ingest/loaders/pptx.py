@@ -53,7 +53,7 @@ from pptx.table import Table
 
 from clearance.ingest.facts import format_number
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import clean_block, collapse, line_text
+from clearance.ingest.loaders.common import clean_block, collapse, line_text
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 

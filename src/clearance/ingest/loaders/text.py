@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import read_text
+from clearance.ingest.loaders.common import read_text
 from clearance.ingest.loaders.markup import mail_headers, plain_links
 from clearance.ingest.locator import format_locator
 from clearance.model import Section

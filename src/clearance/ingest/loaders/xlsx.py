@@ -29,7 +29,7 @@ import openpyxl
 from openpyxl.utils import get_column_letter
 
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders import Row, render_cell, sheet_sections
+from clearance.ingest.loaders.common import Row, render_cell, sheet_sections
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 

@@ -1,0 +1,291 @@
+"""What the format loaders share: whitespace and cell rendering, the heading outline that
+turns a document into sections, and the packer that cuts tables into row groups with their
+header and caption (docs/metadata.md, locators)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date, datetime, time
+from typing import BinaryIO
+
+from clearance.ingest.loaders.encoding import decode
+from clearance.ingest.locator import format_locator
+from clearance.model import Section
+
+_SPACE = re.compile(r"\s+")
+TOP = "(top)"
+"""The heading path of text that comes before a document's first heading."""
+
+
+def collapse(text: str) -> str:
+    """Whitespace runs (newlines included) → one space, stripped: for cells and headings."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def clean_block(text: str) -> str:
+    """Strip every line's trailing whitespace, drop blank lines, strip the whole."""
+    lines = (line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    return "\n".join(line for line in lines if line.strip()).strip()
+
+
+def read_text(handle: BinaryIO, name: str, label: str) -> str:
+    """The whole text of a file (:mod:`~clearance.ingest.loaders.encoding` says which
+    encodings are accepted), every line ending turned into ``\\n``."""
+    text = decode(handle.read(), name, label)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def render_cell(value: object) -> str:
+    """A spreadsheet value as text: integers without ``.0``, floats as Excel shows them.
+
+    Floats keep 15 significant digits (Excel's display precision), so ``0.1 + 0.2`` reads
+    ``0.3``; a date-time at midnight is rendered as a date.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.15g}"
+    if isinstance(value, datetime):
+        if value.time() == time(0, 0) and value.tzinfo is None:
+            return value.date().isoformat()
+        return value.isoformat()
+    if isinstance(value, date | time):
+        return value.isoformat()
+    return collapse(str(value))
+
+
+def row_text(header: Sequence[str], row: Sequence[str]) -> str:
+    """``"<header1>: <cell1> | <header2>: <cell2> …"``; empty cells are left out.
+
+    A cell whose column has no header is shown bare.
+    """
+    parts: list[str] = []
+    for i, cell in enumerate(row):
+        if not cell:
+            continue
+        name = header[i] if i < len(header) else ""
+        parts.append(f"{name}: {cell}" if name else cell)
+    return " | ".join(parts)
+
+
+def line_text(cells: Sequence[str]) -> str:
+    """``"cell | cell | …"`` with trailing empty cells dropped (so columns still line up)."""
+    end = len(cells)
+    while end and not cells[end - 1]:
+        end -= 1
+    return " | ".join(cells[:end])
+
+
+def pad(cells: Sequence[str], width: int) -> tuple[str, ...]:
+    """The row as a tuple of exactly ``width`` cells (cut or padded with ``""``)."""
+    return tuple(cells[:width]) + ("",) * (width - len(cells))
+
+
+class Outline:
+    """Builds sections from a heading-structured document (Markdown, HTML, DOCX).
+
+    Feed it headings, text blocks and tables in document order. Text is grouped per heading
+    path (locator ``section=A > B``; text before any heading is under ``section=(top)``),
+    and the heading itself is the first line of the first text section under it. Every
+    table row becomes its own atomic section (``section=…,table=T,row=<first cell>``,
+    ``T`` counting the document's tables from 1) whose ``table`` is ``(header, row)``.
+    """
+
+    def __init__(self) -> None:
+        self._path: list[tuple[int, str]] = []
+        self._pending_heading: str | None = None
+        self._body: list[str] = []
+        self._tables = 0
+        self._sections: list[Section] = []
+        self._bare_headings: list[Section] = []
+
+    @property
+    def path(self) -> str:
+        """The current heading path, ``A > B``, or ``(top)`` before the first heading."""
+        return " > ".join(text for _, text in self._path) or TOP
+
+    def heading(self, level: int, text: str) -> None:
+        """Open a heading of ``level`` (smaller is outer); blank headings are ignored."""
+        text = collapse(text)
+        if not text:
+            return
+        self._flush()
+        if self._pending_heading is not None:
+            self._bare_headings.append(Section(self._pending_heading, self._locator()))
+        while self._path and self._path[-1][0] >= level:
+            self._path.pop()
+        self._path.append((level, text))
+        self._pending_heading = text
+
+    def text(self, text: str) -> None:
+        """Add one block of body text (a paragraph, list item, code block …)."""
+        block = clean_block(text)
+        if block:
+            self._body.append(block)
+
+    def table(self, rows: Sequence[Sequence[str]]) -> None:
+        """Add a table given as rows of cell texts, the first row being the header."""
+        cleaned = [tuple(collapse(c) for c in row) for row in rows]
+        cleaned = [row for row in cleaned if any(row)]
+        if not cleaned:
+            return
+        self._flush()
+        self._tables += 1
+        header, data = cleaned[0], cleaned[1:]
+        if not data:  # a lone row is still content: keep it, with no header to pair it with
+            header, data = (), cleaned
+        for row in data:
+            locator = format_locator(
+                ("section", self.path), ("table", self._tables), ("row", row[0] if row else "")
+            )
+            table = (header, row) if header else (row,)
+            text = row_text(header, row) if header else line_text(row)
+            self._sections.append(Section(text, locator, atomic=True, table=table))
+
+    def finish(self) -> list[Section]:
+        """All sections, in document order.
+
+        Headings with no text under them are dropped, unless the document has nothing
+        else: a file made only of headings still yields its headings.
+        """
+        self._flush()
+        if self._pending_heading is not None:
+            self._bare_headings.append(Section(self._pending_heading, self._locator()))
+            self._pending_heading = None
+        return self._sections or self._bare_headings
+
+    def _locator(self) -> str:
+        return format_locator(("section", self.path))
+
+    def _flush(self) -> None:
+        if not self._body:
+            return
+        blocks = self._body
+        if self._pending_heading is not None:
+            blocks = [self._pending_heading, *blocks]
+            self._pending_heading = None
+        self._sections.append(Section("\n".join(blocks), self._locator()))
+        self._body = []
+
+
+Row = tuple[int, tuple[str, ...]]
+
+#: The most one-cell rows above a sheet's header read as its title (see :class:`SheetPacker`).
+MAX_CAPTION_ROWS = 3
+"""A spreadsheet row: its 1-based number in the file and its rendered cells."""
+
+
+class SheetPacker:
+    """Packs the rows of one sheet (XLSX) or file (CSV) into atomic sections as they come.
+
+    The first row :meth:`add` gets is the header; the others should be non-empty rows in
+    order. Each block's text is the header line followed by its rows, one
+    ``"cell | cell | …"`` line each, and fits ``max_chars`` unless a single row does not (a
+    row is never split: it is then a block of its own). ``Section.table`` is
+    ``(header, *rows of the block)``, every row padded to the widest row of the sheet.
+    ``locate`` gets the rows a block covers, the header included only in the first block
+    (where it is the block's first row), and returns the block's locator. A sheet of only a
+    header is one block of the header alone.
+
+    A title above the table — up to :data:`MAX_CAPTION_ROWS` leading rows with one cell
+    each ("ACME Japan — key figures", then a blank row, then the header) — is not taken for
+    the header: each caption opens every block's text, is a title of each block's section
+    (so facts read the entity or period it names), and the first block's range covers it.
+    A sheet whose rows all have one cell is a one-column table as before.
+
+    Only the block being filled is held besides the finished sections, so a file can be
+    streamed through; rows are padded in :meth:`finish`, since the widest row may come last.
+    """
+
+    def __init__(self, max_chars: int, locate: Callable[[Sequence[Row]], str]) -> None:
+        self._max_chars = max_chars
+        self._locate = locate
+        self._header: Row | None = None
+        self._header_line = ""
+        self._captions: list[Row] = []  # one-cell rows above the header, while it is unknown
+        self._block: list[Row] = []
+        self._lines: list[str] = []
+        self._length = 0
+        self._width = 0
+        self._sections: list[Section] = []
+
+    def add(self, row: Row) -> None:
+        """Add the next row (the first one is the header)."""
+        self._width = max(self._width, len(row[1]))
+        if self._header is None:
+            if sum(1 for cell in row[1] if cell) == 1 and len(self._captions) < MAX_CAPTION_ROWS:
+                self._captions.append(row)
+                return
+            if len(self._captions) == MAX_CAPTION_ROWS and sum(1 for c in row[1] if c) == 1:
+                self._one_column()  # a column of single cells is a table, not titles
+                self.add(row)
+                return
+            self._start(row)
+            return
+        line = line_text(row[1])
+        add = 1 + len(line)
+        if self._block and self._length + add > self._max_chars:
+            self._emit(self._header)
+        self._block.append(row)
+        self._lines.append(line)
+        self._length += add
+
+    def _start(self, header: Row) -> None:
+        self._header = header
+        self._header_line = "\n".join([*self._titles(), line_text(header[1])])
+        self._length = len(self._header_line)
+
+    def _titles(self) -> list[str]:
+        return [next(cell for cell in cells if cell) for _, cells in self._captions]
+
+    def _one_column(self) -> None:
+        """The rows taken for captions were the head of a one-column table after all."""
+        rows, self._captions = self._captions, []
+        self._start(rows[0])
+        for row in rows[1:]:
+            self.add(row)
+
+    def _emit(self, header: Row) -> None:
+        block = self._block
+        text = "\n".join([self._header_line, *self._lines])
+        covered = block if self._sections else [*self._captions, header, *block]
+        table = (header[1], *(cells for _, cells in block))
+        titles = tuple(reversed(self._titles()))  # innermost first
+        section = Section(text, self._locate(covered), atomic=True, table=table, titles=titles)
+        self._sections.append(section)
+        self._block, self._lines = [], []
+        self._length = len(self._header_line)
+
+    def finish(self) -> list[Section]:
+        """All blocks of the sheet, tables padded; none if no row was added."""
+        if self._header is None and self._captions:
+            self._one_column()
+        if self._header is None:
+            return []
+        if self._block or not self._sections:
+            self._emit(self._header)
+        width = self._width
+        for i, section in enumerate(self._sections):
+            table = section.table or ()
+            if any(len(row) != width for row in table):
+                padded = tuple(pad(row, width) for row in table)
+                self._sections[i] = dataclasses.replace(section, table=padded)
+        return self._sections
+
+
+def sheet_sections(
+    rows: Iterable[Row], max_chars: int, locate: Callable[[Sequence[Row]], str]
+) -> list[Section]:
+    """The sections :class:`SheetPacker` makes of ``rows`` (header first)."""
+    packer = SheetPacker(max_chars, locate)
+    for row in rows:
+        packer.add(row)
+    return packer.finish()
