@@ -84,9 +84,7 @@ def main() -> int:
             trees[args.baseline] = base / "src"
         try:
             rows = {
-                name: {
-                    tree: median_cpu(src, argv, home, args.runs) for tree, src in trees.items()
-                }
+                name: {tree: median_cpu(src, argv, home, args.runs) for tree, src in trees.items()}
                 for name, argv in commands.items()
             }
         finally:

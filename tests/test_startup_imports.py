@@ -2,8 +2,9 @@
 
 `clearance --help` loads none of the engine: not the settings, not the store, not numpy or
 the HTTP and JWT libraries. `clearance status` opens the index, so it loads the store, but
-not the answer engine, the connectors, the HTTP client or the feature-only libraries (SCIM's
-models and filter parser, the LDAP client). Measured with ``python -X importtime``: these
+not numpy (the in-memory search copies and the embedder load with the first search), the
+answer engine, the connectors, the HTTP client or the feature-only libraries (SCIM's models
+and filter parser, the LDAP client). Measured with ``python -X importtime``: these
 modules are most of the CPU a command spends before it does any work.
 """
 
@@ -24,6 +25,9 @@ NOT_FOR_STATUS = (
     *FEATURE_ONLY,
     "httpx",
     "jwt",
+    "numpy",
+    "clearance.store.memory",
+    "clearance.llm.embedding",
     "clearance.answer.orchestrator",
     "clearance.answer.periods",
     "clearance.ingest.facts",
@@ -31,7 +35,7 @@ NOT_FOR_STATUS = (
     "clearance.sources.sync",
 )
 #: Loaded by `clearance --help` neither: nothing of the engine at all.
-NOT_FOR_HELP = (*NOT_FOR_STATUS, "numpy", "clearance.config", "clearance.app")
+NOT_FOR_HELP = (*NOT_FOR_STATUS, "clearance.config", "clearance.app")
 
 _PROBE = """
 import json, sys

@@ -34,7 +34,6 @@ from clearance.errors import (
 )
 from clearance.ingest.metadata import parse_metadata
 from clearance.llm.base import Provider
-from clearance.llm.embedding import Embedder
 from clearance.retrieval.retriever import SearchResult
 from clearance.runtime import DIRECTORY_KEY, Runtime, meta_json
 from clearance.store.backends import open_store
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from clearance.access.scim import ScimState, ScimWrite
     from clearance.answer.orchestrator import Orchestrator
     from clearance.ingest.pipeline import FileResult, IngestReport
+    from clearance.llm.embedding import Embedder
 
 __all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
 

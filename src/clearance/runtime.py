@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearance.access.caller import Caller
 from clearance.access.directory import Directory, DirectoryDoc, parse_directory
@@ -27,13 +27,15 @@ from clearance.bounds import check_question
 from clearance.config import Settings
 from clearance.errors import DirectoryError, EmbeddingError
 from clearance.lifecycle import Closing
-from clearance.llm.embedding import Embedder, get_embedder
 from clearance.retrieval.retriever import Retriever, SearchResult
 from clearance.retrieval.synonyms import Synonyms
 from clearance.store.base import Store
 from clearance.trace.actions import AdminActions
 from clearance.trace.log import TraceLog
 from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
+
+if TYPE_CHECKING:
+    from clearance.llm.embedding import Embedder
 
 __all__ = ["DIRECTORY_KEY", "Runtime", "meta_json"]
 
@@ -91,6 +93,8 @@ class Runtime(Closing):
         """The configured embedder, checked against the model the index was built with:
         vectors of two models are never mixed in one index (same width or not)."""
         if isinstance(self._embedder, str):
+            from clearance.llm.embedding import get_embedder  # the model loads with its first use
+
             embedder = get_embedder(self.settings.embedding)
             if embedder is not None:
                 built_with = self.store.get_meta(_EMBEDDING_KEY)

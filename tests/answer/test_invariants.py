@@ -26,7 +26,6 @@ import clearance.answer.routes.figures as figures_route
 import clearance.answer.routes.narrative as narrative_route
 import clearance.llm.guard as guard_module
 import clearance.store.memory as memory_module
-import clearance.store.sqlite as sqlite_module
 from clearance.access.policy import AccessControl
 from clearance.answer.faq import FaqEntry, FaqRepository
 from clearance.answer.narrative import CheckedAnswer, Sentence, numbers_in
@@ -695,7 +694,6 @@ def global_bm25_statistics(monkeypatch: pytest.MonkeyPatch) -> None:
         return [(p, score) for p, score in ranked if mask[p]][: max(k, 0)]
 
     monkeypatch.setattr(memory_module, "bm25_top_k", global_statistics)
-    monkeypatch.setattr(sqlite_module, "bm25_top_k", global_statistics)
 
 
 # alice may read none of the hidden documents, and the question also matches documents she

@@ -758,7 +758,6 @@ def test_reverse_proof_ties_broken_by_position_are_caught(
         return original(scores, candidates, candidates, k)
 
     monkeypatch.setattr(memory_module, "top_k", by_position)
-    monkeypatch.setattr(sqlite_module, "top_k", by_position)
     tie_store(store)
     assert_ranks_like_a_fresh_store(store)  # built in key order: positions agree
     with raw(store.path) as db:

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clearance.analysis import cjk_share, searchable
-from clearance.llm.embedding import Embedder
 from clearance.model import SearchHit
 from clearance.retrieval.fusion import reciprocal_rank_fusion
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms
 from clearance.store.base import SearchFilter
 
 if TYPE_CHECKING:
+    from clearance.llm.embedding import Embedder
     from clearance.store.base import Store
 
 __all__ = ["HybridSearcher"]

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearance.access.caller import Caller
 from clearance.access.policy import Action
 from clearance.access.realtime import PermissionChecker, RealtimeResult, filter_allowed
 from clearance.config import RetrievalSettings
-from clearance.llm.embedding import Embedder
 from clearance.model import SearchHit
 from clearance.retrieval.hybrid import HybridSearcher
 from clearance.retrieval.synonyms import Synonyms
 from clearance.store.base import Store
+
+if TYPE_CHECKING:
+    from clearance.llm.embedding import Embedder
 
 __all__ = ["Retriever", "SearchResult"]
 

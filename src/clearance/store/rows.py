@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
 from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import Vector
@@ -63,6 +61,8 @@ def check_upsert(
             raise StoreError(f"a fact at {fact.locator} does not belong to {document.doc_id}")
     # One index holds one vector space: a row of another width would break every later
     # vector search, so it is refused here, naming the document.
+    import numpy as np  # loaded with the first write, not with every command
+
     for i, vector in enumerate(vectors or ()):
         if vector is not None and not np.isfinite(np.asarray(vector, dtype=np.float32)).all():
             raise StoreError(f"{document.doc_id}: the vector of chunk {i} is not finite")

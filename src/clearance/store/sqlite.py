@@ -30,17 +30,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from clearance.analysis import document_terms, search_terms
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
-from clearance.store.memory import AccessIndex, ContentIndex, VectorRows, bm25_top_k, top_k
 from clearance.store.rows import (
     DOC_COLUMNS,
     check_upsert,
@@ -50,6 +46,12 @@ from clearance.store.rows import (
     fact_from_row,
     fact_row,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from clearance.store.memory import AccessIndex, ContentIndex
 
 __all__ = ["SQLiteStore"]
 
@@ -249,6 +251,8 @@ class _Analysed(NamedTuple):
     def rows(self, ids: npt.NDArray[np.int64]) -> list[tuple[int, bytes, bytes]]:
         """``(length, term_ids, tfs)`` per text, given the id of each distinct term: ids
         ascending, both as little-endian int32 arrays."""
+        import numpy as np
+
         term_ids = ids[self.terms]
         text = np.repeat(np.arange(len(self.lengths), dtype=np.int64), np.diff(self.bounds))
         # Each text's pairs stay in its place, ordered by id (ids fit in 32 bits: they
@@ -265,6 +269,8 @@ class _Analysed(NamedTuple):
 
 def _analyse(texts: Iterable[str]) -> _Analysed:
     """Each text's index terms and their frequencies; needs neither the file nor a lock."""
+    import numpy as np
+
     index: dict[str, int] = {}
     lengths: list[int] = []
     bounds = [0]
@@ -598,6 +604,8 @@ class SQLiteStore(Closing):
     def _write_terms(self, db: sqlite3.Connection, keys: Sequence[int], texts: _Analysed) -> None:
         """Index analysed texts under their chunk keys, adding new terms to the dictionary;
         call inside a transaction."""
+        import numpy as np
+
         vocabulary = self._load_vocabulary(db)
         new = [term for term in texts.distinct if term not in vocabulary]
         if new:
@@ -626,6 +634,8 @@ class SQLiteStore(Closing):
         *,
         facts: Sequence[Fact] = (),
     ) -> None:
+        import numpy as np
+
         dims = check_upsert(document, chunks, vectors, facts)
         # Everything that needs no lock is done before the transaction: analysing the text
         # (most of the cost), packing vectors, building rows. Inside it only rows are
@@ -807,6 +817,8 @@ class SQLiteStore(Closing):
     @_consistent
     def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
         """A document's stored vectors keyed by chunk text, to reuse when only metadata changed."""
+        import numpy as np
+
         rows = self._db.execute(
             "SELECT c.text, v.vec FROM vectors v JOIN chunks c ON c.id = v.chunk "
             "JOIN documents d ON d.key = c.doc_key WHERE d.doc_id = ?",
@@ -915,6 +927,8 @@ class SQLiteStore(Closing):
 
     def _indexes(self, *, vectors: bool) -> tuple[ContentIndex, AccessIndex]:
         """The current in-memory copies, brought up to date first where the file moved on."""
+        from clearance.store.memory import AccessIndex, VectorRows
+
         with self._snapshot() as db:
             content_generation, access_generation = self._generations()
             content = self._content
@@ -956,6 +970,10 @@ class SQLiteStore(Closing):
         """``old`` patched with the chunks the change log names since it was made, or a
         fresh copy when there is no ``old``, the log no longer reaches back to it, or so
         much changed that rebuilding is cheaper."""
+        import numpy as np
+
+        from clearance.store.memory import ContentIndex
+
         last = int(db.execute("SELECT coalesce(max(seq), 0) FROM chunk_log").fetchone()[0])
         touched: list[int] = []
         if old is not None and last > old.log_seq:
@@ -992,6 +1010,8 @@ class SQLiteStore(Closing):
     def _lexical(
         self, content: ContentIndex, terms: list[str], mask: npt.NDArray[np.bool_], k: int
     ) -> list[tuple[str, float]]:
+        from clearance.store.memory import bm25_top_k
+
         if not terms:
             return []
         with self._lock:
@@ -1008,6 +1028,10 @@ class SQLiteStore(Closing):
     def _vector(
         content: ContentIndex, vector: Vector, mask: npt.NDArray[np.bool_], k: int
     ) -> list[tuple[str, float]]:
+        import numpy as np
+
+        from clearance.store.memory import top_k
+
         rows = content.vectors
         if rows is None or rows.positions.size == 0:
             return []
@@ -1051,6 +1075,8 @@ class SQLiteStore(Closing):
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
         """Allowed-chunk count and document frequencies, from the same mask as BM25."""
+        import numpy as np
+
         wanted = list(dict.fromkeys(terms))
         if not flt.principals:
             return TermStatistics(0, {})
