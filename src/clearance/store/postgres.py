@@ -40,7 +40,9 @@ from clearance.store import pg_schema, pg_search
 from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
+    CHUNK_SELECT,
     DOC_COLUMNS,
+    FACT_SELECT,
     check_upsert,
     chunk_from_row,
     document_from_row,
@@ -576,15 +578,10 @@ class PostgresStore(Closing):
             ).fetchone()
         return None if row is None else str(row[0])
 
-    _CHUNK_SELECT = (
-        "SELECT c.chunk_id, d.doc_id, c.ordinal, c.text, c.locator, c.sensitivity, c.origin "
-        "FROM chunks c JOIN documents d ON d.key = c.doc_key"
-    )
-
     def get_chunks(self, doc_id: str) -> list[Chunk]:
         with self._read() as conn:
             rows = conn.execute(
-                f"{self._CHUNK_SELECT} WHERE d.doc_id = %s ORDER BY c.ordinal", (doc_id,)
+                f"{CHUNK_SELECT} WHERE d.doc_id = %s ORDER BY c.ordinal", (doc_id,)
             ).fetchall()
         return [chunk_from_row(r) for r in rows]
 
@@ -592,7 +589,7 @@ class PostgresStore(Closing):
         """Chunks with their documents, in the order asked (ids a search returned)."""
         with self._read() as conn:
             rows = conn.execute(
-                f"{self._CHUNK_SELECT} WHERE c.chunk_id = ANY (%s::text[])", (list(chunk_ids),)
+                f"{CHUNK_SELECT} WHERE c.chunk_id = ANY (%s::text[])", (list(chunk_ids),)
             ).fetchall()
             chunks = {r[0]: chunk_from_row(r) for r in rows}
             docs = {
@@ -724,11 +721,6 @@ class PostgresStore(Closing):
 
     # ------------------------------------------------------------------ facts
 
-    _FACT_SELECT = (
-        "SELECT d.doc_id, f.entity, f.period, f.metric, f.channel, f.value, f.unit, f.locator, "
-        "f.raw FROM facts f JOIN documents d ON d.key = f.doc_key"
-    )
-
     def query_facts(
         self,
         flt: SearchFilter,
@@ -754,7 +746,7 @@ class PostgresStore(Closing):
                 where.append(f"f.{column} = %(slot_{column})s")
                 params[f"slot_{column}"] = value
         query = (
-            f"WITH allowed AS MATERIALIZED ({sql}) {self._FACT_SELECT} "
+            f"WITH allowed AS MATERIALIZED ({sql}) {FACT_SELECT} "
             "JOIN allowed a ON a.key = f.doc_key"
         )
         if where:
@@ -774,12 +766,10 @@ class PostgresStore(Closing):
         """Every stored fact (or one document's), unfiltered: for operators only."""
         with self._read() as conn:
             if doc_id is None:
-                rows = conn.execute(
-                    f'{self._FACT_SELECT} ORDER BY d.doc_id COLLATE "C", f.id'
-                ).fetchall()
+                rows = conn.execute(f'{FACT_SELECT} ORDER BY d.doc_id COLLATE "C", f.id').fetchall()
             else:
                 rows = conn.execute(
-                    f"{self._FACT_SELECT} WHERE d.doc_id = %s ORDER BY f.id", (doc_id,)
+                    f"{FACT_SELECT} WHERE d.doc_id = %s ORDER BY f.id", (doc_id,)
                 ).fetchall()
         return [fact_from_row(r) for r in rows]
 

@@ -13,7 +13,9 @@ from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import Vector
 
 __all__ = [
+    "CHUNK_SELECT",
     "DOC_COLUMNS",
+    "FACT_SELECT",
     "check_upsert",
     "chunk_from_row",
     "document_from_row",
@@ -123,6 +125,18 @@ def document_from_row(row: Sequence[Any], acl: frozenset[str]) -> Document:
         format=row[18],
         extra=json.loads(row[19]),
     )
+
+
+#: The chunks' columns as :func:`chunk_from_row` reads them (both backends select them so).
+CHUNK_SELECT = (
+    "SELECT c.chunk_id, d.doc_id, c.ordinal, c.text, c.locator, c.sensitivity, c.origin "
+    "FROM chunks c JOIN documents d ON d.key = c.doc_key"
+)
+#: The facts' columns as :func:`fact_from_row` reads them.
+FACT_SELECT = (
+    "SELECT d.doc_id, f.entity, f.period, f.metric, f.channel, f.value, f.unit, f.locator, "
+    "f.raw FROM facts f JOIN documents d ON d.key = f.doc_key"
+)
 
 
 def chunk_from_row(row: Sequence[Any]) -> Chunk:

@@ -38,7 +38,9 @@ from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
 from clearance.store.rows import (
+    CHUNK_SELECT,
     DOC_COLUMNS,
+    FACT_SELECT,
     check_upsert,
     chunk_from_row,
     document_from_row,
@@ -848,22 +850,17 @@ class SQLiteStore(Closing):
     def _chunk(row: Sequence[Any]) -> Chunk:
         return chunk_from_row(row)
 
-    _CHUNK_SELECT = (
-        "SELECT c.chunk_id, d.doc_id, c.ordinal, c.text, c.locator, c.sensitivity, c.origin "
-        "FROM chunks c JOIN documents d ON d.key = c.doc_key"
-    )
-
     @_consistent
     def get_chunks(self, doc_id: str) -> list[Chunk]:
         rows = self._db.execute(
-            f"{self._CHUNK_SELECT} WHERE d.doc_id = ? ORDER BY c.ordinal", (doc_id,)
+            f"{CHUNK_SELECT} WHERE d.doc_id = ? ORDER BY c.ordinal", (doc_id,)
         ).fetchall()
         return [self._chunk(r) for r in rows]
 
     @_consistent
     def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
         rows = self._db.execute(
-            f"{self._CHUNK_SELECT} WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
+            f"{CHUNK_SELECT} WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
             (json.dumps(list(chunk_ids)),),
         ).fetchall()
         chunks = {r[0]: self._chunk(r) for r in rows}
@@ -1111,11 +1108,6 @@ class SQLiteStore(Closing):
 
     # ------------------------------------------------------------------ facts
 
-    _FACT_SELECT = (
-        "SELECT d.doc_id, f.entity, f.period, f.metric, f.channel, f.value, f.unit, f.locator, "
-        "f.raw FROM facts f JOIN documents d ON d.key = f.doc_key"
-    )
-
     @staticmethod
     def _fact(row: Sequence[Any]) -> Fact:
         return fact_from_row(row)
@@ -1148,7 +1140,7 @@ class SQLiteStore(Closing):
                 where.append(f"f.{column} = ?")
                 args.append(value)
         sql = (
-            f"WITH allowed AS MATERIALIZED ({allowed}) {self._FACT_SELECT} "
+            f"WITH allowed AS MATERIALIZED ({allowed}) {FACT_SELECT} "
             "JOIN allowed a ON a.doc_key = f.doc_key"
         )
         if where:
@@ -1171,10 +1163,10 @@ class SQLiteStore(Closing):
     def list_facts(self, doc_id: str | None = None) -> list[Fact]:
         """Every stored fact (or one document's), unfiltered: for operators only."""
         if doc_id is None:
-            rows = self._db.execute(f"{self._FACT_SELECT} ORDER BY d.doc_id, f.id").fetchall()
+            rows = self._db.execute(f"{FACT_SELECT} ORDER BY d.doc_id, f.id").fetchall()
         else:
             rows = self._db.execute(
-                f"{self._FACT_SELECT} WHERE d.doc_id = ? ORDER BY f.id", (doc_id,)
+                f"{FACT_SELECT} WHERE d.doc_id = ? ORDER BY f.id", (doc_id,)
             ).fetchall()
         return [self._fact(r) for r in rows]
 
