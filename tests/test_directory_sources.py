@@ -104,7 +104,7 @@ def hits(app: Clearance, user: str) -> list[str]:
 @pytest.fixture(autouse=True)
 def no_fake_kind_left() -> Iterator[None]:
     yield
-    registry._FACTORIES.pop("fake", None)
+    registry._KINDS._factories.pop("fake", None)
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ against mistakes, not against hostile code in the same process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, final
 
 from clearance.errors import ConfigError
 
-__all__ = ["Secret", "secret_from_env"]
+__all__ = ["Secret", "credential_reader", "secret_from_env"]
 
 _MASK = "Secret('****')"
 
@@ -88,3 +88,23 @@ def secret_from_env(
     if not value.strip():
         raise ConfigError(f"{key}: environment variable {name!r} is not set or empty")
     return Secret(value.strip())
+
+
+def credential_reader(
+    table: str, kind: str, credentials: Mapping[str, str], env: Mapping[str, str]
+) -> Callable[[str], Secret]:
+    """``secret(role)`` for a plugin configured at ``table`` (``sources.wiki``): the
+    environment variable that ``<table>.credentials.<role>`` names, read when asked for, as
+    a :class:`Secret`. A role that is not configured, or a variable that is unset, is a
+    :class:`ConfigError` naming the key and the variable, never a value."""
+
+    def secret(role: str) -> Secret:
+        key = f"{table}.credentials.{role}"
+        variable = credentials.get(role)
+        if variable is None:
+            raise ConfigError(f"{key}: required by kind {kind!r}; name an environment variable")
+        found = secret_from_env(variable, env, key=key)
+        assert found is not None  # the variable name is not empty (checked when loading)
+        return found
+
+    return secret

@@ -121,7 +121,7 @@ def serve(
         drive.secret = context.secret("notification_secret")
         return drive
 
-    monkeypatch.setattr(registry, "_FACTORIES", {**registry._FACTORIES, "memory": build})
+    monkeypatch.setitem(registry._KINDS._factories, "memory", build)
     app = Clearance(settings, SQLiteStore(tmp_path / "index.db"), embedder=None)
     users = [{"id": u, "active": True, "attributes": {}} for u in ("alice", "bob")]
     app.sync_directory_data(json.dumps({"users": users, "groups": []}), "directory.json")

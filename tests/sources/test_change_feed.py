@@ -204,7 +204,7 @@ def test_notified_sync_with_no_items_goes_through_the_feed(
     world: tuple[Clearance, Clock, FeedSource], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine, _, source = world
-    monkeypatch.setattr(registry, "_FACTORIES", {**registry._FACTORIES, "memory": lambda _: source})
+    monkeypatch.setitem(registry._KINDS._factories, "memory", lambda _: source)
     for report in _sync(engine, source).run():
         assert report.ok
     source.revoke("drive:item-09", Access.of("user:bob"))
@@ -240,7 +240,7 @@ def scheduled(
     def build(context: SourceContext) -> FeedSource:
         return source
 
-    monkeypatch.setattr(registry, "_FACTORIES", {**registry._FACTORIES, "memory": build})
+    monkeypatch.setitem(registry._KINDS._factories, "memory", build)
     return engine, clock, source, Scheduler(engine)
 
 

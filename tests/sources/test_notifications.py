@@ -342,7 +342,7 @@ def scheduler(drive: Drive, monkeypatch: pytest.MonkeyPatch) -> Scheduler:
     def build(context: SourceContext) -> Connector:
         return drive.drive if context.source.name == "drive" else drive.site
 
-    monkeypatch.setattr(registry, "_FACTORIES", {**registry._FACTORIES, "memory": build})
+    monkeypatch.setitem(registry._KINDS._factories, "memory", build)
     ticking = Scheduler(drive.app, sources=["drive"])
     assert all(r.ok for r in ticking.tick())
     return ticking
@@ -462,7 +462,7 @@ def test_the_receiver_answers_none_for_unknown_and_silent_sources_and_forwards_t
     def build(context: SourceContext) -> Connector:
         return drive.drive if context.source.name == "drive" else Quiet()
 
-    monkeypatch.setattr(registry, "_FACTORIES", {**registry._FACTORIES, "memory": build})
+    monkeypatch.setitem(registry._KINDS._factories, "memory", build)
     receiver = NotificationReceiver(drive.app)
     forwarded: list[tuple[str, Notice]] = []
     body = json.dumps({"changed": ["drive:a"]}).encode()

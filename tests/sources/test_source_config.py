@@ -83,7 +83,7 @@ def test_a_credential_is_read_from_the_named_variable_only_as_a_secret(
         seen.append(context.secret("token"))
         return Probe()
 
-    monkeypatch.setitem(registry._FACTORIES, "probe", factory)
+    monkeypatch.setitem(registry._KINDS._factories, "probe", factory)
     s = parse({"kind": "probe", "corpus": "hr", "credentials": {"token": "PROBE_TOKEN"}})
     with pytest.raises(ConfigError, match="PROBE_TOKEN") as caught:
         build_connector(s, s.sources["share"], env={})

@@ -97,7 +97,7 @@ def quiet_graph(tenant: Tenant, monkeypatch: pytest.MonkeyPatch) -> None:
         secret = context.secret("client_secret")
         return graph_connector(context.source.name, options, secret, sleep=tenant.waits.append)
 
-    monkeypatch.setattr(registry, "_FACTORIES", {**registry._FACTORIES, "graph": build})
+    monkeypatch.setitem(registry._KINDS._factories, "graph", build)
 
 
 def test_watch_keeps_a_graph_corpus_serving_and_fails_it_closed_when_graph_stops_answering(

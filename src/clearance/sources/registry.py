@@ -13,73 +13,50 @@ through the ``env`` mapping (``os.environ`` by default), and only ever as a
 
 from __future__ import annotations
 
-import importlib
 import os
-import threading
 from collections.abc import Mapping
 
 from clearance.config import Settings, SourceSettings
 from clearance.errors import ConfigError
-from clearance.secrets import Secret, secret_from_env
+from clearance.plugins import Plugins
+from clearance.secrets import credential_reader
 from clearance.sources.base import Connector, ConnectorFactory, SourceContext
 
 __all__ = ["available_kinds", "build_connector", "register_connector"]
 
-_FACTORIES: dict[str, ConnectorFactory] = {}
-_LOCK = threading.Lock()
 # Built-in kinds and the module that registers each, imported on first use (a connector's
 # dependencies are only loaded when a source of its kind is configured).
-_BUILTIN = {
-    "confluence": "clearance.sources.confluence",
-    "filesystem": "clearance.sources.filesystem",
-    "gdrive": "clearance.sources.gdrive",
-    "graph": "clearance.sources.graph",
-}
+_KINDS: Plugins[ConnectorFactory] = Plugins(
+    {
+        "confluence": "clearance.sources.confluence",
+        "filesystem": "clearance.sources.filesystem",
+        "gdrive": "clearance.sources.gdrive",
+        "graph": "clearance.sources.graph",
+    }
+)
 
 
 def register_connector(kind: str, factory: ConnectorFactory) -> None:
     """Make ``kind`` available to ``[sources.<name>] kind``; a later registration wins."""
-    with _LOCK:
-        _FACTORIES[kind] = factory
+    _KINDS.register(kind, factory)
 
 
 def available_kinds() -> list[str]:
-    return sorted(set(_FACTORIES) | set(_BUILTIN))
-
-
-def _factory(kind: str) -> ConnectorFactory | None:
-    with _LOCK:
-        found = _FACTORIES.get(kind)
-    if found is None and kind in _BUILTIN:
-        importlib.import_module(_BUILTIN[kind])
-        with _LOCK:
-            found = _FACTORIES.get(kind)
-    return found
+    return _KINDS.kinds()
 
 
 def build_connector(
     settings: Settings, source: SourceSettings, env: Mapping[str, str] | None = None
 ) -> Connector:
     """The connector for ``[sources.<source.name>]``."""
-    factory = _factory(source.kind)
+    factory = _KINDS.get(source.kind)
     if factory is None:
         raise ConfigError(
             f"sources.{source.name}.kind: unknown kind {source.kind!r} "
             f"({', '.join(available_kinds())})"
         )
     environ = os.environ if env is None else env
-
-    def secret(role: str) -> Secret:
-        key = f"sources.{source.name}.credentials.{role}"
-        variable = source.credentials.get(role)
-        if variable is None:
-            raise ConfigError(
-                f"{key}: required by kind {source.kind!r}; name an environment variable"
-            )
-        found = secret_from_env(variable, environ, key=key)
-        assert found is not None  # the variable name is not empty (checked when loading)
-        return found
-
+    secret = credential_reader(f"sources.{source.name}", source.kind, source.credentials, environ)
     context = SourceContext(
         settings=settings,
         source=source,
