@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from clearance.access.policy import AccessControl, Action, Decision, Principal, Reason
 from clearance.config import AssistantSettings
@@ -47,9 +48,12 @@ class Caller:
         """The store filter for ``action`` over the index's ``corpora``."""
         return self.policy.search_filter(self.principal, self.assistant, corpora, action=action)
 
-    def decide(self, action: Action, document: Document) -> Decision:
-        """May this caller take ``action`` on ``document`` now? With the reasons."""
-        return self.policy.decide(self.principal, action, document, self.assistant)
+    def decide(
+        self, action: Action, document: Document, *, now: datetime | None = None
+    ) -> Decision:
+        """May this caller take ``action`` on ``document`` now (or at ``now``, the moment
+        the request's filter was compiled for)? With the reasons."""
+        return self.policy.decide(self.principal, action, document, self.assistant, now=now)
 
     def document(
         self, store: Store, doc_id: str, action: Action = Action.RETRIEVE

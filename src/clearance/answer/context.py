@@ -103,18 +103,11 @@ class AnswerContext:
         return denied
 
     def may_view(self, request: AnswerRequest, doc_id: str) -> bool:
-        assert request.access is not None and request.principal is not None
         document = self.runtime.store.get_document(doc_id)
         if document is None:
             return False
-        decision = request.access.decide(
-            request.principal,
-            Action.VIEW,
-            document,
-            request.assistant,
-            now=request.flt.now if request.flt else None,
-        )
-        return decision.allow
+        now = request.flt.now if request.flt else None
+        return request.caller.decide(Action.VIEW, document, now=now).allow
 
     def confirmed(
         self, request: AnswerRequest, rows: Iterable[tuple[Fact, Document]]

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
 
-from clearance.access.policy import AccessControl
+from clearance.access.policy import AccessControl, Action
 from clearance.answer.context import AnswerContext
 from clearance.answer.focus import question_focus
 from clearance.answer.intent import (
@@ -231,7 +231,7 @@ class Orchestrator:
         # 4 candidate filter
         trace.start("filter")
         known = self.ctx.runtime.store.corpora()
-        request.flt = access.search_filter(principal, request.assistant, known)
+        request.flt = request.caller.filter(Action.RETRIEVE, known)
         serving = request.flt.corpora or {}
         considered = (
             set(request.assistant.corpora)

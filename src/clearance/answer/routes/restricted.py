@@ -67,11 +67,7 @@ class RestrictedNamingRoute:
         search finds and never reach the top few. A caller who may view none is never
         searched for. Their text is judged here by the relevance gate, as any snippet
         is, and goes nowhere else: no prompt, no model call, no answer text."""
-        access, principal = request.access, request.principal
-        assert access is not None and principal is not None
-        viewable = access.search_filter(
-            principal, request.assistant, self.ctx.runtime.store.corpora(), action=Action.VIEW
-        )
+        viewable = request.caller.filter(Action.VIEW, self.ctx.runtime.store.corpora())
         own = self._viewable_restricted(viewable)
         if not own:
             return ()
