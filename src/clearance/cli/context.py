@@ -15,6 +15,8 @@ import click
 from clearance.cli.safe import make_console, safe
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from clearance.app import Clearance
     from clearance.config import Settings
 
@@ -26,6 +28,7 @@ __all__ = [
     "json_option",
     "pass_app",
     "print_error",
+    "progress",
 ]
 
 #: Human output. Data goes through :func:`clearance.cli.safe.safe` before it is printed.
@@ -59,6 +62,29 @@ pass_app = click.make_pass_decorator(AppContext)
 def emit_json(data: Any) -> None:
     """Machine-readable output: one JSON document on stdout."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def progress(label: str) -> Progress:
+    """The progress bar of long commands: ``label``, bar, n of m, time, and the current
+    item's name as plain text (never markup or emoji codes). ``label`` may name a task
+    field (``{task.fields[stage]}``). Gone from the terminal when done."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}", markup=False),
+        console=console,
+        transient=True,
+    )
 
 
 def print_error(message: str) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clearance.cli.context import (
@@ -19,11 +18,14 @@ from clearance.cli.context import (
     json_option,
     pass_app,
     print_error,
+    progress,
 )
 from clearance.cli.safe import make_console, safe, terminal_safe
 from clearance.errors import EvaluationError
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from clearance.evaluation.retrieval import RetrievalReport
     from clearance.evaluation.rollout import SuiteReport
     from clearance.evaluation.runner import CaseRun
@@ -36,15 +38,7 @@ __all__ = ["register"]
 
 
 def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.fields[stage]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}", markup=False),
-        console=console,
-        transient=True,
-    )
+    return progress("{task.fields[stage]}")
 
 
 def _retrieval(app_ctx: AppContext, dataset_path: Path, split: str, quiet: bool) -> RetrievalReport:

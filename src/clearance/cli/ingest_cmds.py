@@ -6,10 +6,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clearance.cli.context import AppContext, cli_actor, console, emit_json, json_option, pass_app
+from clearance.cli.context import (
+    AppContext,
+    cli_actor,
+    console,
+    emit_json,
+    json_option,
+    pass_app,
+    progress,
+)
 from clearance.cli.safe import safe, terminal_safe
 from clearance.errors import NotFoundError
 
@@ -54,37 +61,26 @@ def register(cli: click.Group) -> None:
                 report = app.ingest(list(paths), manifest=manifest, corpus=corpus)
                 emit_json(report.to_dict())
             else:
-                with Progress(
-                    TextColumn("[bold]ingesting"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
-                    # Descriptions are file names: plain text, never markup or emoji codes.
-                    TextColumn("{task.description}", markup=False),
-                    console=console,
-                    transient=True,
-                ) as progress:
-                    task = progress.add_task("", total=None)
+                with progress("ingesting") as bar:
+                    task = bar.add_task("", total=None)
 
                     def planned(n: int) -> None:
-                        progress.update(task, total=n)
+                        bar.update(task, total=n)
 
                     def done(result: FileResult) -> None:
-                        progress.update(task, advance=1, description=terminal_safe(result.source))
+                        bar.update(task, advance=1, description=terminal_safe(result.source))
                         source = safe(result.source)
                         if result.status in ("failed", "skipped"):
                             style = "red" if result.status == "failed" else "yellow"
                             reason = f": {safe(result.error)}" if result.error else ""
-                            progress.console.print(
+                            bar.console.print(
                                 f"[{style}]{result.status}[/{style}] {source}{reason}"
                             )
                         for warning in result.warnings:
-                            progress.console.print(
-                                f"[yellow]warning[/yellow] {source}: {safe(warning)}"
-                            )
+                            bar.console.print(f"[yellow]warning[/yellow] {source}: {safe(warning)}")
 
                     def working(source: str, where: str) -> None:
-                        progress.update(task, description=terminal_safe(f"{source}: {where}"))
+                        bar.update(task, description=terminal_safe(f"{source}: {where}"))
 
                     report = app.ingest(
                         list(paths),

@@ -7,10 +7,9 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app, progress
 from clearance.cli.safe import safe, terminal_safe
 from clearance.errors import ConfigError
 
@@ -105,21 +104,11 @@ def register(cli: click.Group) -> None:
                 report = migrate(opened[0], opened[1], settings, mode=mode)
                 emit_json(report.to_dict())
                 return
-            with Progress(
-                TextColumn("[bold]migrating"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}", markup=False),
-                console=console,
-                transient=True,
-            ) as progress:
-                task = progress.add_task("", total=None)
+            with progress("migrating") as bar:
+                task = bar.add_task("", total=None)
 
                 def advance(done: int, total: int, doc_id: str) -> None:
-                    progress.update(
-                        task, completed=done, total=total, description=terminal_safe(doc_id)
-                    )
+                    bar.update(task, completed=done, total=total, description=terminal_safe(doc_id))
 
                 report = migrate(opened[0], opened[1], settings, mode=mode, on_progress=advance)
             _print_counts(report)
