@@ -66,11 +66,7 @@ class FiguresRoute:
             # A question that names a metric but asks about something else as well: the
             # documents are the better judge, and a figure nobody asked for is never offered.
             return None
-        return self._structured(request, intent)
-
-    def structured(self, request: AnswerRequest, intent: Intent) -> AnswerResult | None:
-        """The figures ``intent`` asks for, or None when the documents should answer."""
-        return self._structured(request, intent)
+        return self.structured(request, intent)
 
     def _tool(self, request: AnswerRequest, part: MetricQuery) -> ToolResult:
         assert request.flt is not None
@@ -214,7 +210,8 @@ class FiguresRoute:
             resolved_periods=resolved,
         )
 
-    def _structured(self, request: AnswerRequest, intent: Intent) -> AnswerResult | None:
+    def structured(self, request: AnswerRequest, intent: Intent) -> AnswerResult | None:
+        """The figures ``intent`` asks for, or None when the documents should answer."""
         trace = request.trace
         resolved = tuple(ResolvedPeriod(m.text, m.period) for m in intent.resolved)
         if intent.ambiguous:
