@@ -1400,12 +1400,27 @@ def load_settings(explicit: Path | None = None, env: Mapping[str, str] | None = 
             f"or set {HOME_ENV}"
         )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
-    return _parse(data, path.resolve().parent, path.resolve())
+    try:
+        return _parse(data, path.resolve().parent, path.resolve())
+    except ConfigError as exc:
+        raise ConfigError(f"{_where(path, text, exc.message)}: {exc.message}") from None
+
+
+def _where(path: Path, text: str, message: str) -> str:
+    """``file:line`` of the key a settings error names (its text up to the first ``: ``, or
+    the quoted key of ``unknown setting '…'``), or the file alone when the key is not
+    written in it (a default, a missing key)."""
+    from clearance.toml_lines import key_line
+
+    unknown = re.match(r"unknown setting '([^']+)'", message)
+    line = key_line(text, unknown.group(1) if unknown else message.split(": ", 1)[0])
+    return f"{path}:{line}" if line is not None else str(path)
 
 
 def serve_worker_config(env: Mapping[str, str] | None = None) -> tuple[Path, int]:

@@ -296,7 +296,7 @@ def test_a_config_error_is_one_line_with_exit_2(run: Run, project: Path) -> None
     rc, data = run.json("status")
     assert rc == 2
     assert data["error"] == "config_error"
-    assert data["message"].startswith("corpora.hr.revocation_sla:")
+    assert data["message"].startswith(f"{project / 'clearance.toml'}:2: corpora.hr.revocation_sla:")
 
 
 def test_a_missing_config_is_exit_2_and_names_where_it_looked(
