@@ -119,7 +119,7 @@ def demo() -> int:
 
 
 def test() -> int:
-    """Lint, types and the whole test suite (browser tests included)."""
+    """Lint, types, the import contracts and the whole test suite (browser tests included)."""
     ensure_venv()
     ensure_system_tools()
     steps = [
