@@ -109,14 +109,29 @@ T = TypeVar("T")
 
 
 class _Table:
-    """Reads typed keys from one TOML table and rejects the keys nobody asked for."""
+    """Reads typed keys from one TOML table and rejects the keys nobody asked for.
 
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path or 'config'}: expected a table")
-        self.data: dict[str, Any] = data
+    Made with an ``errors`` list (the settings file's top table, and every table reached
+    from it with :meth:`table`), a bad value is recorded there and the key's default is
+    used, so that one reading finds every problem of the file; without one, the first
+    problem raises."""
+
+    def __init__(self, data: object, path: str, errors: list[ConfigError] | None = None) -> None:
+        self.errors = errors
         self.path = path
         self.seen: set[str] = set()
+        if not isinstance(data, dict):
+            self.data: dict[str, Any] = {}
+            self._bad(f"{path or 'config'}: expected a table", None)
+        else:
+            self.data = data
+
+    def _bad(self, message: str, default: T) -> T:
+        """Record ``message`` (or raise it, without an errors list) and go on with ``default``."""
+        if self.errors is None:
+            raise ConfigError(message)
+        self.errors.append(ConfigError(message))
+        return default
 
     def key(self, name: str) -> str:
         return f"{self.path}.{name}" if self.path else name
@@ -129,15 +144,16 @@ class _Table:
         if typ is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
-            raise ConfigError(
-                f"{self.key(name)}: expected {typ.__name__}, got {type(value).__name__} {value!r}"
+            return self._bad(
+                f"{self.key(name)}: expected {typ.__name__}, got {type(value).__name__} {value!r}",
+                default,
             )
         return value
 
     def strings(self, name: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
         value = self.get(name, list, list(default))
         if not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{self.key(name)}: expected a list of strings")
+            return self._bad(f"{self.key(name)}: expected a list of strings", default)
         return tuple(value)
 
     def sensitivity(self, name: str, default: Sensitivity) -> Sensitivity:
@@ -145,28 +161,30 @@ class _Table:
         try:
             return Sensitivity.parse(raw)
         except ValueError as exc:
-            raise ConfigError(f"{self.key(name)}: {exc}") from None
+            return self._bad(f"{self.key(name)}: {exc}", default)
 
     def duration(self, name: str, default: float) -> float:
         self.seen.add(name)
         if name not in self.data:
             return default
-        return parse_duration(self.data[name], self.key(name))
+        try:
+            return parse_duration(self.data[name], self.key(name))
+        except ConfigError as exc:
+            return self._bad(exc.message, default)
 
     def table(self, name: str) -> _Table:
         self.seen.add(name)
-        return _Table(self.data.get(name, {}), self.key(name))
+        return _Table(self.data.get(name, {}), self.key(name), self.errors)
 
     def positive(self, name: str, default: int) -> int:
         value = self.get(name, int, default)
         if value <= 0:
-            raise ConfigError(f"{self.key(name)}: must be a positive integer, got {value}")
+            return self._bad(f"{self.key(name)}: must be a positive integer, got {value}", default)
         return value
 
     def done(self) -> None:
-        unknown = sorted(set(self.data) - self.seen)
-        if unknown:
-            raise ConfigError(f"unknown setting {self.key(unknown[0])!r}")
+        for unknown in sorted(set(self.data) - self.seen):
+            self._bad(f"unknown setting {self.key(unknown)!r}", None)
 
 
 # --------------------------------------------------------------------------- settings
@@ -827,7 +845,24 @@ def store_passwords(
 
 
 def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings:
-    top = _Table(dict(data), "")
+    """The settings of ``data``, or one :class:`ConfigError` naming every problem found:
+    the values read key by key are all checked; a check across keys (an assistant's corpus
+    that is not configured …) stops the reading there."""
+    errors: list[ConfigError] = []
+    try:
+        settings = _parse_tables(data, root, source, errors)
+    except ConfigError as exc:
+        errors.append(exc)
+    if errors:
+        problems = [p for e in errors for p in e.problems]
+        raise ConfigError(problems[0], problems=problems)
+    return settings
+
+
+def _parse_tables(
+    data: Mapping[str, Any], root: Path, source: Path | None, errors: list[ConfigError]
+) -> Settings:
+    top = _Table(dict(data), "", errors)
 
     store = _store(top.table("store"))
 
@@ -1409,18 +1444,24 @@ def load_settings(explicit: Path | None = None, env: Mapping[str, str] | None = 
     try:
         return _parse(data, path.resolve().parent, path.resolve())
     except ConfigError as exc:
-        raise ConfigError(f"{_where(path, text, exc.message)}: {exc.message}") from None
+        placed = sorted(
+            ((_line(text, p), p) for p in exc.problems),
+            key=lambda item: (item[0] is None, item[0] or 0),
+        )
+        problems = [
+            f"{path}:{line}: {p}" if line is not None else f"{path}: {p}" for line, p in placed
+        ]
+        raise ConfigError(problems[0], problems=problems) from None
 
 
-def _where(path: Path, text: str, message: str) -> str:
-    """``file:line`` of the key a settings error names (its text up to the first ``: ``, or
-    the quoted key of ``unknown setting '…'``), or the file alone when the key is not
-    written in it (a default, a missing key)."""
+def _line(text: str, message: str) -> int | None:
+    """The line of the key a settings error names (its text up to the first ``: ``, or the
+    quoted key of ``unknown setting '…'``); None when the key is not written in the file
+    (a default, a missing key), and the error then names the file alone."""
     from clearance.toml_lines import key_line
 
     unknown = re.match(r"unknown setting '([^']+)'", message)
-    line = key_line(text, unknown.group(1) if unknown else message.split(": ", 1)[0])
-    return f"{path}:{line}" if line is not None else str(path)
+    return key_line(text, unknown.group(1) if unknown else message.split(": ", 1)[0])
 
 
 def serve_worker_config(env: Mapping[str, str] | None = None) -> tuple[Path, int]:

@@ -26,6 +26,7 @@ so callers only ever need to catch :class:`ClearanceError`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -45,8 +46,22 @@ class ClearanceError(Exception):
 
 
 class ConfigError(ClearanceError):
+    """Bad settings or operator input. ``problems`` holds every problem found, one line
+    each (``message`` is the first): settings are checked whole, so a file with three bad
+    keys reports three lines, not one at a time."""
+
     exit_code = 2
     code = "config_error"
+
+    def __init__(self, message: str, *, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems: tuple[str, ...] = tuple(problems) or (message,)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if len(self.problems) > 1:
+            out["problems"] = list(self.problems)
+        return out
 
 
 class AuthError(ClearanceError):

@@ -19,7 +19,9 @@ Generated from `clearance --help` by `python -m clearance.cli.docgen`; do not ed
 Configuration lookup (a public contract): `--config FILE`, else
 `$CLEARANCE_HOME/clearance.toml`, else `./clearance.toml`. Every command prints JSON with
 `--json`; errors are one line on stderr (with `--json` also `{"error", "message"}` on stdout)
-and exit 1 (operational), 2 (bad configuration or input) or 3 (not found).
+and exit 1 (operational), 2 (bad configuration or input) or 3 (not found). A settings file
+is checked whole: each problem is an `error:` line of its own, `file:line: key: what is
+wrong`, in the order of the file, and the JSON adds them as `"problems"`.
 
 Human output prints data (titles, ids, file names, text) as its literal text: control and
 invisible formatting characters are shown as escapes such as `\\x1b` or `\\u202e`, and

@@ -33,7 +33,7 @@ from clearance.cli import (
 )
 from clearance.cli.context import AppContext, emit_json, err_console, print_error
 from clearance.cli.safe import terminal_safe
-from clearance.errors import ClearanceError
+from clearance.errors import ClearanceError, ConfigError
 
 __all__ = ["cli", "main", "run"]
 
@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     except ClearanceError as exc:
         if "--json" in args:
             emit_json(exc.to_dict())
-        print_error(exc.message)
+        for problem in exc.problems if isinstance(exc, ConfigError) else (exc.message,):
+            print_error(problem)
         return exc.exit_code
     except click.exceptions.Abort:
         err_console.print("aborted")
