@@ -116,15 +116,21 @@ def _adapter(schema: Any) -> Any:
 
 
 def validate(
-    schema: Any, data: object, *, at: str = "", context: dict[str, Any] | None = None
+    schema: Any,
+    data: object,
+    *,
+    at: str = "",
+    context: dict[str, Any] | None = None,
+    unknown: str = "unknown setting {key!r}",
 ) -> Any:
     """``data`` validated as ``schema`` (a settings dataclass, or an ``Annotated`` type),
-    or a :class:`ConfigError` holding every problem, each named by its key below ``at``.
+    or a :class:`ConfigError` holding every problem, each named by its key below ``at``
+    (``unknown`` words an unknown key).
     The validator is built on first use of each schema, not on import."""
     from pydantic import ValidationError
 
     try:
         return _adapter(schema).validate_python(data, context=context)
     except ValidationError as exc:
-        found = problems(exc, at=at)
+        found = problems(exc, at=at, unknown=unknown)
         raise ConfigError(found[0], problems=found) from None

@@ -98,12 +98,13 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
+from pydantic import Field, PlainValidator, ValidationInfo
 
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import SourceError
 from clearance.model import parse_principal
 from clearance.secrets import Secret
 from clearance.sources.base import (
@@ -120,17 +121,18 @@ from clearance.sources.base import (
     Tombstone,
 )
 from clearance.sources.http import SourceClient
+from clearance.sources.options import OPTIONS, Flag, Text, Url
+from clearance.sources.options import parse as parse_table
+from clearance.sources.options import url as _url
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
     Unrepresentable,
-    bool_option,
-    string_option,
     text,
     timestamp,
-    url_option,
 )
 from clearance.sources.sync import MEDIA_SUFFIXES
+from clearance.validation import Invalid
 
 __all__ = [
     "ConfluenceConnector",
@@ -142,20 +144,6 @@ __all__ = [
     "parse_options",
 ]
 
-_OPTIONS = frozenset(
-    {
-        "base_url",
-        "email",
-        "space_key",
-        "attachments",
-        "blogposts",
-        "comments",
-        "cloud_id",
-        "auth_url",
-        "api_url",
-        "token_file",
-    }
-)
 _V2 = "/wiki/api/v2"
 _V1 = "/wiki/rest/api"
 _LIST_LIMIT = 250  # the largest page v2 listings accept
@@ -199,20 +187,50 @@ _CONTENT_EVENTS = frozenset(
 _SPACE_EVENTS = frozenset({"space_permissions_updated"})
 
 
+def _site_url(value: object) -> str:
+    url = _url(value)
+    if urlsplit(url).path.endswith("/wiki"):
+        raise Invalid(f"give the site URL without /wiki, got {url!r}")
+    return url
+
+
+def _email(value: object, info: ValidationInfo) -> str:
+    """Required, except for a source that signs in with OAuth 2.0."""
+    if value == "" and (info.context or {}).get("oauth"):
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("required")
+    return value
+
+
+def _cloud_id(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected the site's cloud id")
+    return value
+
+
+def _token_file(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a path")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class ConfluenceOptions:
     """``[sources.<name>.options]`` of the ``confluence`` kind, validated."""
 
-    base_url: str
-    email: str
-    space_key: str
-    attachments: bool = True
-    blogposts: bool = True
-    comments: bool = True
-    cloud_id: str | None = None
-    auth_url: str = _AUTH_URL
-    api_url: str = _API_URL
-    token_file: str | None = None
+    __pydantic_config__ = OPTIONS
+
+    base_url: Annotated[str, PlainValidator(_site_url)]
+    space_key: Text
+    email: Annotated[str, PlainValidator(_email), Field(validate_default=True)] = ""
+    attachments: Flag = True
+    blogposts: Flag = True
+    comments: Flag = True
+    cloud_id: Annotated[str | None, PlainValidator(_cloud_id)] = None
+    auth_url: Url = _AUTH_URL
+    api_url: Url = _API_URL
+    token_file: Annotated[str | None, PlainValidator(_token_file)] = None
 
 
 class TokenBasicAuth(httpx.Auth):
@@ -1306,37 +1324,10 @@ def _html(title: str, body: str) -> bytes:
 def parse_options(name: str, raw: Mapping[str, Any], *, oauth: bool = False) -> ConfluenceOptions:
     """Validate ``[sources.<name>.options]`` of a ``confluence`` source (``oauth``: the
     source authenticates with OAuth 2.0, so no e-mail is needed)."""
-    key = f"sources.{name}.options"
-    options = dict(raw)
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise ConfigError(f"unknown setting '{key}.{unknown[0]}'")
-    base_url = string_option(options, "base_url", key).rstrip("/")
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("https", "http") or not parts.hostname or parts.query:
-        raise ConfigError(
-            f"{key}.base_url: expected an http(s) URL without a query, got {base_url!r}"
-        )
-    if parts.path.endswith("/wiki"):
-        raise ConfigError(f"{key}.base_url: give the site URL without /wiki, got {base_url!r}")
-    cloud_id = options.get("cloud_id")
-    if cloud_id is not None and (not isinstance(cloud_id, str) or not cloud_id.strip()):
-        raise ConfigError(f"{key}.cloud_id: expected the site's cloud id")
-    token_file = options.get("token_file")
-    if token_file is not None and (not isinstance(token_file, str) or not token_file.strip()):
-        raise ConfigError(f"{key}.token_file: expected a path")
-    return ConfluenceOptions(
-        base_url=base_url,
-        email="" if oauth and "email" not in options else string_option(options, "email", key),
-        space_key=string_option(options, "space_key", key),
-        attachments=bool_option(options, "attachments", key, True),
-        blogposts=bool_option(options, "blogposts", key, True),
-        comments=bool_option(options, "comments", key, True),
-        cloud_id=cloud_id,
-        auth_url=url_option(options, "auth_url", key, _AUTH_URL),
-        api_url=url_option(options, "api_url", key, _API_URL),
-        token_file=token_file,
+    options: ConfluenceOptions = parse_table(
+        ConfluenceOptions, raw, f"sources.{name}.options", oauth=oauth
     )
+    return options
 
 
 def confluence_connector(

@@ -64,10 +64,12 @@ import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+from pydantic import BeforeValidator, Field, PlainValidator, ValidationInfo
 
 from clearance.config import Settings
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import SourceError
 from clearance.ingest.pipeline import Ingestor, Job
 from clearance.model import EVERYONE, parse_principal
 from clearance.sources.base import (
@@ -81,25 +83,16 @@ from clearance.sources.base import (
     SourceContext,
     SourceDocument,
 )
+from clearance.sources.options import OPTIONS, Flag, PrincipalTable
+from clearance.sources.options import parse as parse_table
 from clearance.sources.registry import register_connector
+from clearance.validation import Invalid
 
 if TYPE_CHECKING:
     from clearance.store.base import Store
 
 __all__ = ["FilesystemConnector", "PosixAcl", "PosixMapping", "mounts_of", "parse_posix_acl"]
 
-_OPTIONS = frozenset(
-    {
-        "path",
-        "acl",
-        "user_principal",
-        "group_principal",
-        "other_principal",
-        "users",
-        "groups",
-        "posix_on_network_share",
-    }
-)
 _PAGE = 500
 
 #: Where the mounts of this process are listed (Linux); the connector reads it on each sync.
@@ -592,60 +585,76 @@ class FilesystemConnector:
         return None  # POSIX groups map to directory groups synced from the identity provider
 
 
-def _options(context: SourceContext) -> tuple[Path, PosixMapping | None, bool]:
-    source = context.source
-    key = f"sources.{source.name}.options"
-    options = dict(source.options)
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise ConfigError(f"unknown setting '{key}.{unknown[0]}'")
-    raw_path = options.get("path")
-    if not isinstance(raw_path, str) or not raw_path:
-        raise ConfigError(f"{key}.path: required (the folder to sync)")
-    path = Path(raw_path).expanduser()
-    if not path.is_absolute():
-        path = context.settings.root / path
-    mode = options.get("acl", "metadata")
-    if mode not in ("metadata", "posix"):
-        raise ConfigError(f"{key}.acl: expected 'metadata' or 'posix', got {mode!r}")
-    posix_keys = sorted(set(options) - {"path", "acl"})
-    if mode == "metadata":
-        if posix_keys:
-            raise ConfigError(f"{key}.{posix_keys[0]}: only used with acl = 'posix'")
-        return path, None, False
-    trusted = options.get("posix_on_network_share", False)
-    if not isinstance(trusted, bool):
-        raise ConfigError(f"{key}.posix_on_network_share: expected true or false")
-    mapping: dict[str, Any] = {}
-    for name in ("user_principal", "group_principal", "other_principal"):
-        if name in options:
-            value = options[name]
-            if not isinstance(value, str):
-                raise ConfigError(f"{key}.{name}: expected a string")
-            _check_template(value, f"{key}.{name}", allow_empty=name == "other_principal")
-            mapping[name] = value
-    for name in ("users", "groups"):
-        table = options.get(name, {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{key}.{name}: expected a table of name = principal")
-        for ident, principal in table.items():
-            try:
-                parse_principal(principal)
-            except ValueError as exc:
-                raise ConfigError(f"{key}.{name}.{ident}: {exc}") from None
-        mapping[name] = dict(table)
-    return path, PosixMapping(**mapping), trusted
+def _folder(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise Invalid("required (the folder to sync)")
+    return value
 
 
-def _check_template(value: str, key: str, *, allow_empty: bool) -> None:
-    if allow_empty and value == "":
-        return
+def _mode(value: object) -> str:
+    if value not in ("metadata", "posix"):
+        raise Invalid(f"expected 'metadata' or 'posix', got {value!r}")
+    return str(value)
+
+
+def _template(value: object, info: ValidationInfo) -> str:
+    """A principal with ``{name}`` or ``{id}`` for the owner or group (``""`` only for
+    ``other_principal``: world-readable grants nobody)."""
+    if not isinstance(value, str):
+        raise Invalid("expected a string")
+    if value == "" and info.field_name == "other_principal":
+        return value
     try:
         parse_principal(value.format(name="x", id=0))
     except (ValueError, KeyError, IndexError) as exc:
-        raise ConfigError(
-            f"{key}: {exc} (a principal, with {{name}} or {{id}} for the owner or group)"
+        raise Invalid(
+            f"{exc} (a principal, with {{name}} or {{id}} for the owner or group)"
         ) from None
+    return value
+
+
+def _posix_keys_need_posix(raw: object) -> object:
+    if isinstance(raw, dict) and raw.get("acl", "metadata") == "metadata":
+        for key in sorted(set(raw) - {"path", "acl"}):
+            raise Invalid("only used with acl = 'posix'", at=key)
+    return raw
+
+
+_Template = Annotated[str | None, PlainValidator(_template)]
+
+
+@dataclass(frozen=True, slots=True)
+class FilesystemOptions:
+    """``[sources.<name>.options]`` of the ``filesystem`` kind: the folder, and with
+    ``acl = "posix"`` how its permissions become principals (:class:`PosixMapping`)."""
+
+    __pydantic_config__ = OPTIONS
+
+    path: Annotated[str, PlainValidator(_folder), Field(validate_default=True)] = ""
+    acl: Annotated[str, PlainValidator(_mode)] = "metadata"
+    posix_on_network_share: Flag = False
+    user_principal: _Template = None
+    group_principal: _Template = None
+    other_principal: _Template = None
+    users: PrincipalTable = field(default_factory=dict)
+    groups: PrincipalTable = field(default_factory=dict)
+
+
+def _options(context: SourceContext) -> tuple[Path, PosixMapping | None, bool]:
+    source = context.source
+    schema = Annotated[FilesystemOptions, BeforeValidator(_posix_keys_need_posix)]
+    options: FilesystemOptions = parse_table(
+        schema, source.options, f"sources.{source.name}.options"
+    )
+    path = Path(options.path).expanduser()
+    if not path.is_absolute():
+        path = context.settings.root / path
+    if options.acl == "metadata":
+        return path, None, False
+    templates = ("user_principal", "group_principal", "other_principal")
+    mapping = {t: getattr(options, t) for t in templates if getattr(options, t) is not None}
+    posix = PosixMapping(**mapping, users=dict(options.users), groups=dict(options.groups))
+    return path, posix, options.posix_on_network_share
 
 
 def _build(context: SourceContext) -> Connector:

@@ -82,13 +82,14 @@ import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from pydantic import AfterValidator, BeforeValidator, PlainValidator
 
 from clearance.errors import ConfigError, ItemUnavailable, SourceError
 from clearance.secrets import Secret
@@ -108,21 +109,20 @@ from clearance.sources.base import (
     Tombstone,
 )
 from clearance.sources.http import SourceClient
+from clearance.sources.options import OPTIONS, Email, Flag, PrincipalTable, Text, Url
+from clearance.sources.options import parse as parse_table
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
     Unrepresentable,
     access_from,
-    bool_option,
     principal,
-    principal_table,
     snapshot_pages,
-    string_option,
     text,
     timestamp,
-    url_option,
 )
 from clearance.sources.sync import MEDIA_SUFFIXES
+from clearance.validation import Invalid
 
 __all__ = [
     "DriveConnector",
@@ -142,24 +142,6 @@ DEFAULT_IAM_URL = "https://iamcredentials.googleapis.com/v1"
 DEFAULT_METADATA_URL = "http://metadata.google.internal/computeMetadata/v1"
 DRIVE_SCOPE = "https://www.googleapis.com/auth/drive.readonly"
 GROUPS_SCOPE = "https://www.googleapis.com/auth/admin.directory.group.member.readonly"
-_OPTIONS = frozenset(
-    {
-        "drive_id",
-        "my_drive",
-        "subject",
-        "drive_url",
-        "directory_url",
-        "token_url",
-        "users",
-        "domains",
-        "org_domains",
-        "sync_groups",
-        "impersonate",
-        "iam_url",
-        "metadata_url",
-        "channel_hours",
-    }
-)
 # Every documented role can read the file; one not documented here is not guessed at.
 _READ_ROLES = frozenset({"owner", "organizer", "fileOrganizer", "writer", "commenter", "reader"})
 _FOLDER = "application/vnd.google-apps.folder"
@@ -203,25 +185,54 @@ _STATE_WORD = frozenset("abcdefghijklmnopqrstuvwxyz_")
 log = logging.getLogger("clearance.sources")
 
 
+def _user_to_act_as(value: object) -> str:
+    if not isinstance(value, str) or "@" not in value:
+        raise Invalid("expected the email address of a user to act as")
+    return value
+
+
+def _lower_keys(table: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in table.items()}
+
+
+def _domains(value: object) -> frozenset[str]:
+    if not isinstance(value, list) or not all(
+        isinstance(d, str) and d and "@" not in d for d in value
+    ):
+        raise Invalid("expected a list of domain names")
+    return frozenset(d.lower() for d in value)
+
+
+def _channel_hours(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CHANNEL_HOURS:
+        raise Invalid(
+            f"expected a whole number of hours from 1 to {MAX_CHANNEL_HOURS} "
+            "(the longest Drive keeps a changes channel)"
+        )
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class DriveOptions:
     """``[sources.<name>.options]`` of the ``gdrive`` kind, validated. Exactly one of
     ``drive_id`` (a shared drive) and ``my_drive`` (a user's My Drive) is set."""
 
-    drive_id: str | None
-    subject: str
-    my_drive: str | None = None
-    drive_url: str = DEFAULT_DRIVE_URL
-    directory_url: str = DEFAULT_DIRECTORY_URL
-    token_url: str = DEFAULT_TOKEN_URL
-    users: Mapping[str, str] = field(default_factory=dict)
-    domains: Mapping[str, str] = field(default_factory=dict)
-    org_domains: frozenset[str] = frozenset()
-    sync_groups: bool = True
-    impersonate: str | None = None
-    iam_url: str = DEFAULT_IAM_URL
-    metadata_url: str = DEFAULT_METADATA_URL
-    channel_hours: int = MAX_CHANNEL_HOURS
+    __pydantic_config__ = OPTIONS
+
+    drive_id: Text | None
+    subject: Annotated[str, PlainValidator(_user_to_act_as)]
+    my_drive: Email | None = None
+    drive_url: Url = DEFAULT_DRIVE_URL
+    directory_url: Url = DEFAULT_DIRECTORY_URL
+    token_url: Url = DEFAULT_TOKEN_URL
+    users: Annotated[PrincipalTable, AfterValidator(_lower_keys)] = field(default_factory=dict)
+    domains: Annotated[PrincipalTable, AfterValidator(_lower_keys)] = field(default_factory=dict)
+    org_domains: Annotated[frozenset[str], PlainValidator(_domains)] = frozenset()
+    sync_groups: Flag = True
+    impersonate: Email | None = None
+    iam_url: Url = DEFAULT_IAM_URL
+    metadata_url: Url = DEFAULT_METADATA_URL
+    channel_hours: Annotated[int, PlainValidator(_channel_hours)] = MAX_CHANNEL_HOURS
 
     @property
     def space(self) -> str:
@@ -1129,62 +1140,20 @@ def _printable(value: str) -> bool:
     return value.isascii() and value.isprintable()
 
 
-def _email_option(options: Mapping[str, Any], name: str, key: str) -> str | None:
-    if name not in options:
-        return None
-    value = string_option(options, name, key)
-    if "@" not in value:
-        raise ConfigError(f"{key}.{name}: expected an email address")
-    return value.lower()
-
-
-def _channel_hours(options: Mapping[str, Any], key: str) -> int:
-    value = options.get("channel_hours", MAX_CHANNEL_HOURS)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CHANNEL_HOURS:
-        raise ConfigError(
-            f"{key}.channel_hours: expected a whole number of hours from 1 to "
-            f"{MAX_CHANNEL_HOURS} (the longest Drive keeps a changes channel)"
-        )
-    return value
+def _one_drive(raw: object) -> object:
+    """``drive_id`` is read when ``my_drive`` is not given, and never beside it."""
+    if not isinstance(raw, dict):
+        return raw
+    if "my_drive" in raw and "drive_id" in raw:
+        raise Invalid("set drive_id (a shared drive) or my_drive (a user's), not both")
+    return {**raw, "drive_id": None} if "my_drive" in raw else raw
 
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> DriveOptions:
     """Validate ``[sources.<name>.options]`` of a ``gdrive`` source."""
-    key = f"sources.{name}.options"
-    options = dict(raw)
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise ConfigError(f"unknown setting '{key}.{unknown[0]}'")
-    subject = string_option(options, "subject", key)
-    if "@" not in subject:
-        raise ConfigError(f"{key}.subject: expected the email address of a user to act as")
-    my_drive = _email_option(options, "my_drive", key)
-    if my_drive is not None and "drive_id" in options:
-        raise ConfigError(f"{key}: set drive_id (a shared drive) or my_drive (a user's), not both")
-    drive_id = None if my_drive is not None else string_option(options, "drive_id", key)
-    org_domains = options.get("org_domains", [])
-    if not isinstance(org_domains, list) or not all(
-        isinstance(d, str) and d and "@" not in d for d in org_domains
-    ):
-        raise ConfigError(f"{key}.org_domains: expected a list of domain names")
-    users = principal_table(options, "users", key)
-    domains = principal_table(options, "domains", key)
-    return DriveOptions(
-        drive_id=drive_id,
-        subject=subject,
-        my_drive=my_drive,
-        drive_url=url_option(options, "drive_url", key, DEFAULT_DRIVE_URL),
-        directory_url=url_option(options, "directory_url", key, DEFAULT_DIRECTORY_URL),
-        token_url=url_option(options, "token_url", key, DEFAULT_TOKEN_URL),
-        users={k.lower(): v for k, v in users.items()},
-        domains={k.lower(): v for k, v in domains.items()},
-        org_domains=frozenset(d.lower() for d in org_domains),
-        sync_groups=bool_option(options, "sync_groups", key, True),
-        impersonate=_email_option(options, "impersonate", key),
-        iam_url=url_option(options, "iam_url", key, DEFAULT_IAM_URL),
-        metadata_url=url_option(options, "metadata_url", key, DEFAULT_METADATA_URL),
-        channel_hours=_channel_hours(options, key),
-    )
+    schema = Annotated[DriveOptions, BeforeValidator(_one_drive)]
+    options: DriveOptions = parse_table(schema, raw, f"sources.{name}.options")
+    return options
 
 
 def parse_service_account(secret: Secret, key: str) -> ServiceAccount:

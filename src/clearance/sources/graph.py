@@ -86,13 +86,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import jwt
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey, RSAPublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, load_pem_private_key
+from pydantic import AfterValidator, ValidationInfo
 
 from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
@@ -112,23 +113,29 @@ from clearance.sources.base import (
     Tombstone,
 )
 from clearance.sources.http import SourceClient
+from clearance.sources.options import (
+    OPTIONS,
+    FilePath,
+    Flag,
+    Principal,
+    PrincipalTable,
+    Text,
+    Url,
+)
+from clearance.sources.options import parse as parse_table
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
     Unrepresentable,
     access_from,
-    bool_option,
     combine,
     principal,
-    principal_option,
-    principal_table,
     snapshot_pages,
-    string_option,
     text,
     timestamp,
-    url_option,
 )
 from clearance.sources.sync import MEDIA_SUFFIXES
+from clearance.validation import Invalid
 
 __all__ = [
     "AssertionCredentials",
@@ -146,23 +153,6 @@ T = TypeVar("T")
 DEFAULT_GRAPH_URL = "https://graph.microsoft.com/v1.0"
 DEFAULT_LOGIN_URL = "https://login.microsoftonline.com"
 USER_IDS = ("id", "upn", "mail")
-_OPTIONS = frozenset(
-    {
-        "tenant_id",
-        "client_id",
-        "drive_id",
-        "graph_url",
-        "login_url",
-        "user_id",
-        "organization_principal",
-        "site_groups",
-        "sync_groups",
-        "site_url",
-        "sync_site_groups",
-        "certificate_file",
-        "federated_token_file",
-    }
-)
 # Roles that let a person read the item. Every documented role does; one not documented
 # here might not, and is not guessed at.
 _READ_ROLES = frozenset({"read", "write", "owner", "sp.owner", "sp.member"})
@@ -189,23 +179,44 @@ _MAX_HANDSHAKE_CHARS = 1024
 _LIFECYCLE_EVENTS = frozenset({"missed", "reauthorizationRequired", "subscriptionRemoved"})
 
 
+def _user_id(value: str) -> str:
+    if value not in USER_IDS:
+        raise Invalid(f"expected one of {', '.join(USER_IDS)}, got {value!r}")
+    return value
+
+
+def _needs_site_url(value: bool, info: ValidationInfo) -> bool:
+    if value and info.data.get("site_url") is None:
+        at = (info.context or {}).get("at", "options")
+        raise Invalid(f"needs {at}.site_url (the site's URL)")
+    return value
+
+
+def _one_credential_file(value: str | None, info: ValidationInfo) -> str | None:
+    if value is not None and info.data.get("certificate_file") is not None:
+        raise Invalid("give it or certificate_file, not both")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class GraphOptions:
     """``[sources.<name>.options]`` of the ``graph`` kind, validated."""
 
-    tenant_id: str
-    client_id: str
-    drive_id: str
-    graph_url: str = DEFAULT_GRAPH_URL
-    login_url: str = DEFAULT_LOGIN_URL
-    user_id: str = "id"
-    organization_principal: str | None = None
-    site_groups: Mapping[str, str] | None = None
-    sync_groups: bool = True
-    site_url: str | None = None
-    sync_site_groups: bool = False
-    certificate_file: str | None = None
-    federated_token_file: str | None = None
+    __pydantic_config__ = OPTIONS
+
+    tenant_id: Text
+    client_id: Text
+    drive_id: Text
+    graph_url: Url = DEFAULT_GRAPH_URL
+    login_url: Url = DEFAULT_LOGIN_URL
+    user_id: Annotated[str, AfterValidator(_user_id)] = "id"
+    organization_principal: Principal | None = None
+    site_groups: PrincipalTable | None = None
+    sync_groups: Flag = True
+    site_url: Url | None = None
+    sync_site_groups: Annotated[Flag, AfterValidator(_needs_site_url)] = False
+    certificate_file: FilePath | None = None
+    federated_token_file: Annotated[FilePath | None, AfterValidator(_one_credential_file)] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1050,53 +1061,10 @@ def _shared_changed(raw: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------------- building
 
 
-def _path_option(options: Mapping[str, Any], name: str, key: str) -> str | None:
-    value = options.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}.{name}: expected the path of a file")
-    return value
-
-
 def parse_options(name: str, raw: Mapping[str, Any]) -> GraphOptions:
     """Validate ``[sources.<name>.options]`` of a ``graph`` source."""
-    key = f"sources.{name}.options"
-    options = dict(raw)
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise ConfigError(f"unknown setting '{key}.{unknown[0]}'")
-    user_id = options.get("user_id", "id")
-    if user_id not in USER_IDS:
-        raise ConfigError(f"{key}.user_id: expected one of {', '.join(USER_IDS)}, got {user_id!r}")
-    organization = principal_option(options, "organization_principal", key)
-    site_groups = principal_table(options, "site_groups", key)
-    sync_groups = bool_option(options, "sync_groups", key, True)
-    sync_site_groups = bool_option(options, "sync_site_groups", key, False)
-    site_url = None
-    if "site_url" in options:
-        site_url = url_option(options, "site_url", key, "")
-    if sync_site_groups and site_url is None:
-        raise ConfigError(f"{key}.sync_site_groups: needs {key}.site_url (the site's URL)")
-    certificate_file = _path_option(options, "certificate_file", key)
-    federated_token_file = _path_option(options, "federated_token_file", key)
-    if certificate_file is not None and federated_token_file is not None:
-        raise ConfigError(f"{key}.federated_token_file: give it or certificate_file, not both")
-    return GraphOptions(
-        tenant_id=string_option(options, "tenant_id", key),
-        client_id=string_option(options, "client_id", key),
-        drive_id=string_option(options, "drive_id", key),
-        graph_url=url_option(options, "graph_url", key, DEFAULT_GRAPH_URL),
-        login_url=url_option(options, "login_url", key, DEFAULT_LOGIN_URL),
-        user_id=user_id,
-        organization_principal=organization,
-        site_groups=site_groups,
-        sync_groups=sync_groups,
-        site_url=site_url,
-        sync_site_groups=sync_site_groups,
-        certificate_file=certificate_file,
-        federated_token_file=federated_token_file,
-    )
+    options: GraphOptions = parse_table(GraphOptions, raw, f"sources.{name}.options")
+    return options
 
 
 def parse_certificate(pem: bytes, key: str) -> ClientCertificate:

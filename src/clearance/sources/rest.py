@@ -15,11 +15,10 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import SourceError
 from clearance.model import parse_principal
 from clearance.secrets import Secret
 from clearance.sources.base import Access, PermissionChange, PermissionPage
@@ -31,17 +30,12 @@ __all__ = [
     "RenewingToken",
     "Unrepresentable",
     "access_from",
-    "bool_option",
     "combine",
     "media_type",
     "principal",
-    "principal_option",
-    "principal_table",
     "snapshot_pages",
-    "string_option",
     "text",
     "timestamp",
-    "url_option",
 ]
 
 _PAGE = 200  # permission changes per page handed to the engine
@@ -137,59 +131,6 @@ def snapshot_pages(changes: Sequence[PermissionChange]) -> Iterator[PermissionPa
     for start in range(0, max(len(changes), 1), _PAGE):
         last = start + _PAGE >= len(changes)
         yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
-
-
-# ---------------------------------------------------------------------- options
-
-
-def string_option(
-    options: Mapping[str, Any], name: str, key: str, default: str | None = None
-) -> str:
-    value = options.get(name, default)
-    if not isinstance(value, str) or not value.strip():
-        what = "required" if default is None else "expected a non-empty string"
-        raise ConfigError(f"{key}.{name}: {what}")
-    return value
-
-
-def url_option(options: Mapping[str, Any], name: str, key: str, default: str) -> str:
-    value = string_option(options, name, key, default).rstrip("/")
-    parts = urlsplit(value)
-    if parts.scheme not in ("https", "http") or not parts.hostname or parts.query:
-        raise ConfigError(f"{key}.{name}: expected an http(s) URL without a query, got {value!r}")
-    return value
-
-
-def bool_option(options: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
-    value = options.get(name, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key}.{name}: expected true or false")
-    return value
-
-
-def principal_option(options: Mapping[str, Any], name: str, key: str) -> str | None:
-    value = options.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ConfigError(f"{key}.{name}: expected a principal")
-    try:
-        return parse_principal(value)
-    except ValueError as exc:
-        raise ConfigError(f"{key}.{name}: {exc}") from None
-
-
-def principal_table(options: Mapping[str, Any], name: str, key: str) -> dict[str, str]:
-    """A table of ``name = "principal"`` (SharePoint groups, Google domains, users)."""
-    table = options.get(name, {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{key}.{name}: expected a table of name = principal")
-    for entry, value in table.items():
-        try:
-            parse_principal(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{key}.{name}.{entry}: {exc}") from None
-    return dict(table)
 
 
 # ---------------------------------------------------------------------- tokens

@@ -33,10 +33,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
 import httpx
+from pydantic import BeforeValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
 from clearance.errors import ConfigError, SourceError
@@ -54,38 +55,42 @@ from clearance.sources.graph import (
     parse_certificate,
 )
 from clearance.sources.http import SourceClient
-from clearance.sources.rest import string_option, url_option
+from clearance.sources.options import (
+    OPTIONS,
+    UNKNOWN_OPTION,
+    FilePath,
+    Flag,
+    Positive,
+    Text,
+    Url,
+    between,
+    choice,
+)
+from clearance.sources.options import parse as parse_table
 
 __all__ = ["EntraOptions", "EntraReader", "build", "entra_reader"]
 
 _USER_SELECT = "id,userPrincipalName,mail,accountEnabled,onPremisesSamAccountName,otherMails"
-_OPTIONS = frozenset(
-    {
-        "tenant_id",
-        "client_id",
-        "graph_url",
-        "login_url",
-        "user_id",
-        "certificate_file",
-        "federated_token_file",
-        "page_size",
-        "max_concurrency",
-        "delta",
-    }
-)
 _ID_KEYS = {"id": "id", "upn": "userPrincipalName", "mail": "mail"}
 
 
 @dataclass(frozen=True, slots=True)
 class EntraOptions:
-    tenant_id: str
-    client_id: str
-    graph_url: str = DEFAULT_GRAPH_URL
-    login_url: str = DEFAULT_LOGIN_URL
-    user_id: str = "id"
-    page_size: int = 999
-    max_concurrency: int = 4
-    delta: bool = False
+    """``[directories.<name>.options]`` of the ``entra`` kind. Read from the file, ``delta``
+    is on unless turned off (:func:`parse_options`); built by hand, it is off."""
+
+    __pydantic_config__ = OPTIONS
+
+    tenant_id: Text
+    client_id: Text
+    graph_url: Url = DEFAULT_GRAPH_URL
+    login_url: Url = DEFAULT_LOGIN_URL
+    user_id: Annotated[str, choice(*USER_IDS)] = "id"
+    page_size: Annotated[int, between(1, 999)] = 999
+    max_concurrency: Positive = 4
+    delta: Flag = False
+    certificate_file: FilePath | None = None
+    federated_token_file: FilePath | None = None
 
 
 class EntraReader:
@@ -275,33 +280,16 @@ def _member(kind: str, ident: str, by_object: Mapping[str, str]) -> str:
     return ""
 
 
+def _delta_by_default(raw: object) -> object:
+    return {"delta": True, **raw} if isinstance(raw, dict) else raw
+
+
 def parse_options(name: str, raw: Mapping[str, Any]) -> EntraOptions:
-    key = f"directories.{name}.options"
-    unknown = sorted(set(raw) - _OPTIONS)
-    if unknown:
-        raise ConfigError(f"{key}.{unknown[0]}: unknown option ({', '.join(sorted(_OPTIONS))})")
-    user_id = raw.get("user_id", "id")
-    if user_id not in USER_IDS:
-        raise ConfigError(f"{key}.user_id: expected one of {', '.join(USER_IDS)}, got {user_id!r}")
-    page_size = raw.get("page_size", 999)
-    if not isinstance(page_size, int) or not 1 <= page_size <= 999:
-        raise ConfigError(f"{key}.page_size: expected 1 to 999, got {page_size!r}")
-    concurrency = raw.get("max_concurrency", 4)
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"{key}.max_concurrency: expected a positive integer")
-    delta = raw.get("delta", True)
-    if not isinstance(delta, bool):
-        raise ConfigError(f"{key}.delta: expected true or false")
-    return EntraOptions(
-        delta=delta,
-        tenant_id=string_option(raw, "tenant_id", key),
-        client_id=string_option(raw, "client_id", key),
-        graph_url=url_option(raw, "graph_url", key, DEFAULT_GRAPH_URL),
-        login_url=url_option(raw, "login_url", key, DEFAULT_LOGIN_URL),
-        user_id=user_id,
-        page_size=page_size,
-        max_concurrency=concurrency,
+    schema = Annotated[EntraOptions, BeforeValidator(_delta_by_default)]
+    options: EntraOptions = parse_table(
+        schema, raw, f"directories.{name}.options", unknown=UNKNOWN_OPTION
     )
+    return options
 
 
 def entra_reader(
@@ -332,11 +320,12 @@ def entra_reader(
     return EntraReader(name, options, client, tokens)
 
 
-def _credential(context: DirectoryContext, options: Mapping[str, Any]) -> Credential:
+def _credential(context: DirectoryContext, options: EntraOptions) -> Credential:
     key = f"directories.{context.source.name}"
     given = [r for r in ("client_secret", "certificate") if r in context.source.credentials]
     given = [f"credentials.{r}" for r in given]
-    given += [f"options.{o}" for o in ("certificate_file", "federated_token_file") if o in options]
+    files = ("certificate_file", "federated_token_file")
+    given += [f"options.{o}" for o in files if getattr(options, o) is not None]
     if len(given) != 1:
         raise ConfigError(
             f"{key}: give exactly one of credentials.client_secret, credentials.certificate, "
@@ -348,9 +337,7 @@ def _credential(context: DirectoryContext, options: Mapping[str, Any]) -> Creden
         return context.secret("client_secret")
     if chosen == "credentials.certificate":
         return parse_certificate(context.secret("certificate").reveal().encode(), f"{key}.{chosen}")
-    path = options[chosen.removeprefix("options.")]
-    if not isinstance(path, str) or not path.strip():
-        raise ConfigError(f"{key}.{chosen}: expected the path of a file")
+    path = getattr(options, chosen.removeprefix("options."))
     if chosen == "options.federated_token_file":
         return FederatedTokenFile(Path(path), f"{key}.{chosen}")
     try:
@@ -362,7 +349,7 @@ def _credential(context: DirectoryContext, options: Mapping[str, Any]) -> Creden
 
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> EntraReader:
     parsed = parse_options(name, options)
-    return entra_reader(name, parsed, _credential(context, options))
+    return entra_reader(name, parsed, _credential(context, parsed))
 
 
 register_directory_reader("entra", build)

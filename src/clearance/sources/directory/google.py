@@ -21,13 +21,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import httpx
+from pydantic import PlainValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import SourceError
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.gdrive import (
@@ -39,7 +40,9 @@ from clearance.sources.gdrive import (
     parse_service_account,
 )
 from clearance.sources.http import SourceClient
-from clearance.sources.rest import string_option, url_option
+from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Positive, Text, Url, between
+from clearance.sources.options import parse as parse_table
+from clearance.validation import Invalid
 
 __all__ = ["SCOPES", "GoogleOptions", "GoogleReader", "build", "google_reader"]
 
@@ -47,19 +50,28 @@ SCOPES = (
     "https://www.googleapis.com/auth/admin.directory.user.readonly",
     "https://www.googleapis.com/auth/admin.directory.group.readonly",
 )
-_OPTIONS = frozenset(
-    {"subject", "customer", "directory_url", "token_url", "page_size", "max_concurrency"}
-)
+
+
+def _administrator(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("required")
+    if "@" not in value:
+        raise Invalid("expected the email address of an administrator")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
 class GoogleOptions:
-    subject: str
-    customer: str = "my_customer"
-    directory_url: str = DEFAULT_DIRECTORY_URL
-    token_url: str = DEFAULT_TOKEN_URL
-    page_size: int = 500
-    max_concurrency: int = 4
+    """``[directories.<name>.options]`` of the ``google`` kind."""
+
+    __pydantic_config__ = OPTIONS
+
+    subject: Annotated[str, PlainValidator(_administrator)]
+    customer: Text = "my_customer"
+    directory_url: Url = DEFAULT_DIRECTORY_URL
+    token_url: Url = DEFAULT_TOKEN_URL
+    page_size: Annotated[int, between(1, 500)] = 500
+    max_concurrency: Positive = 4
 
 
 def _email(value: object) -> str | None:
@@ -177,27 +189,10 @@ def google_reader(
 
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> GoogleOptions:
-    key = f"directories.{name}.options"
-    unknown = sorted(set(raw) - _OPTIONS)
-    if unknown:
-        raise ConfigError(f"{key}.{unknown[0]}: unknown option ({', '.join(sorted(_OPTIONS))})")
-    subject = string_option(raw, "subject", key)
-    if "@" not in subject:
-        raise ConfigError(f"{key}.subject: expected the email address of an administrator")
-    page_size = raw.get("page_size", 500)
-    if not isinstance(page_size, int) or not 1 <= page_size <= 500:
-        raise ConfigError(f"{key}.page_size: expected 1 to 500, got {page_size!r}")
-    concurrency = raw.get("max_concurrency", 4)
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"{key}.max_concurrency: expected a positive integer")
-    return GoogleOptions(
-        subject=subject,
-        customer=string_option(raw, "customer", key, "my_customer"),
-        directory_url=url_option(raw, "directory_url", key, DEFAULT_DIRECTORY_URL),
-        token_url=url_option(raw, "token_url", key, DEFAULT_TOKEN_URL),
-        page_size=page_size,
-        max_concurrency=concurrency,
+    options: GoogleOptions = parse_table(
+        GoogleOptions, raw, f"directories.{name}.options", unknown=UNKNOWN_OPTION
     )
+    return options
 
 
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> GoogleReader:

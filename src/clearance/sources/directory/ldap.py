@@ -41,42 +41,30 @@ with a warning, never guessed from the DN's text.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import ssl
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import ldap3
 from ldap3.core.exceptions import LDAPException
 from ldap3.utils.dn import parse_dn
+from pydantic import Field, PlainValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
 from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
+from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Flag, Positive, Text, choice
+from clearance.sources.options import parse as parse_table
+from clearance.validation import Invalid
 
 __all__ = ["FLAVOURS", "LdapReader", "build", "normal_dn"]
 
-_OPTIONS = (
-    "url",
-    "start_tls",
-    "ca_file",
-    "bind_dn",
-    "user_base",
-    "group_base",
-    "user_filter",
-    "group_filter",
-    "user_id_attribute",
-    "group_id_attribute",
-    "page_size",
-    "flavour",
-    "timeout",
-    "allow_insecure",
-    "disabled_attribute",
-    "disabled_value",
-)
 
 #: Defaults per flavour: user filter, group filter, user id attribute.
 FLAVOURS: dict[str, tuple[str, str, str]] = {
@@ -383,73 +371,61 @@ class LdapReader:
         return DirectoryRead(doc, api_calls=self.calls, warnings=tuple(warnings))
 
 
-def _str(context: DirectoryContext, options: Mapping[str, Any], key: str) -> str | None:
-    value = options.get(key)
-    if value is None:
-        return None
+def _url(value: object) -> str:
+    if not isinstance(value, str) or not value.lower().startswith(("ldap://", "ldaps://")):
+        raise Invalid("required, ldap://host or ldaps://host")
+    return value
+
+
+def _base(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{context.key(key)}: expected a non-empty string, got {value!r}")
+        raise Invalid("required (a DN to search under)")
     return value
 
 
-def _bool(context: DirectoryContext, options: Mapping[str, Any], key: str) -> bool:
-    value = options.get(key, False)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{context.key(key)}: expected true or false, got {value!r}")
-    return value
+def _seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise Invalid("expected a positive number of seconds")
+    return float(value)
+
+
+_REQUIRED = Field(validate_default=True)
+
+
+@dataclass(frozen=True, slots=True)
+class LdapOptions:
+    """``[directories.<name>.options]`` of the ``ldap`` kind (see :class:`LdapReader`)."""
+
+    __pydantic_config__ = OPTIONS
+
+    url: Annotated[str, PlainValidator(_url), _REQUIRED] = ""
+    user_base: Annotated[str, PlainValidator(_base), _REQUIRED] = ""
+    group_base: Annotated[str, PlainValidator(_base), _REQUIRED] = ""
+    bind_dn: Text | None = None
+    start_tls: Flag = False
+    ca_file: Text | None = None
+    flavour: Annotated[str, choice(*FLAVOURS)] = "active-directory"
+    user_filter: Text | None = None
+    group_filter: Text | None = None
+    user_id_attribute: Text | None = None
+    group_id_attribute: Text = "cn"
+    page_size: Positive = 500
+    timeout: Annotated[float, PlainValidator(_seconds)] = 30.0
+    allow_insecure: Flag = False
+    disabled_attribute: Text | None = None
+    disabled_value: Text = "TRUE"
 
 
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> LdapReader:
     """The reader for ``[directories.<name>] kind = "ldap"``; errors name the bad key."""
-    for key in options:
-        if key not in _OPTIONS:
-            raise ConfigError(f"{context.key(key)}: unknown option ({', '.join(_OPTIONS)})")
-    url = _str(context, options, "url")
-    if url is None or not url.lower().startswith(("ldap://", "ldaps://")):
-        raise ConfigError(f"{context.key('url')}: required, ldap://host or ldaps://host")
-    bases = {}
-    for key in ("user_base", "group_base"):
-        base = _str(context, options, key)
-        if base is None:
-            raise ConfigError(f"{context.key(key)}: required (a DN to search under)")
-        bases[key] = base
-    flavour = options.get("flavour", "active-directory")
-    if flavour not in FLAVOURS:
-        raise ConfigError(
-            f"{context.key('flavour')}: expected one of {', '.join(FLAVOURS)}, got {flavour!r}"
-        )
-    page_size = options.get("page_size", 500)
-    if not isinstance(page_size, int) or isinstance(page_size, bool) or not page_size >= 1:
-        raise ConfigError(f"{context.key('page_size')}: expected a positive integer")
-    timeout = options.get("timeout", 30)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise ConfigError(f"{context.key('timeout')}: expected a positive number of seconds")
-    ca_file = _str(context, options, "ca_file")
-    bind_dn = _str(context, options, "bind_dn")
-    password = context.secret("password") if bind_dn is not None else None
+    key = f"directories.{name}.options"
+    parsed: LdapOptions = parse_table(LdapOptions, options, key, unknown=UNKNOWN_OPTION)
+    password = context.secret("password") if parsed.bind_dn is not None else None
+    settings = {f.name: getattr(parsed, f.name) for f in dataclasses.fields(parsed)}
     try:
-        return LdapReader(
-            name,
-            url,
-            user_base=bases["user_base"],
-            group_base=bases["group_base"],
-            bind_dn=bind_dn,
-            password=password,
-            start_tls=_bool(context, options, "start_tls"),
-            ca_file=ca_file,
-            flavour=flavour,
-            user_filter=_str(context, options, "user_filter"),
-            group_filter=_str(context, options, "group_filter"),
-            user_id_attribute=_str(context, options, "user_id_attribute"),
-            group_id_attribute=_str(context, options, "group_id_attribute") or "cn",
-            page_size=page_size,
-            timeout=float(timeout),
-            allow_insecure=_bool(context, options, "allow_insecure"),
-            disabled_attribute=_str(context, options, "disabled_attribute"),
-            disabled_value=_str(context, options, "disabled_value") or "TRUE",
-        )
+        return LdapReader(name, password=password, **settings)
     except ConfigError as exc:
-        raise ConfigError(f"directories.{name}.options.{exc}") from exc
+        raise ConfigError(f"{key}.{exc}") from exc
 
 
 register_directory_reader("ldap", build)

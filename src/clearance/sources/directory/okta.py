@@ -33,22 +33,26 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import httpx
+from pydantic import Field, PlainValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import SourceError
 from clearance.secrets import Secret
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.http import SourceClient
+from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Positive, between, choice
+from clearance.sources.options import parse as parse_table
+from clearance.validation import Invalid
 
 __all__ = ["ACTIVE_STATUSES", "OktaReader", "build"]
 
 ACTIVE_STATUSES = frozenset({"ACTIVE", "PASSWORD_EXPIRED", "RECOVERY"})
-_OPTIONS = ("org_url", "user_id", "page_size", "max_concurrency")
 
 
 class _SSWSAuth(httpx.Auth):
@@ -188,36 +192,39 @@ class OktaReader:
         return DirectoryRead(doc, api_calls=self.client.requests - before)
 
 
-def _org_url(context: DirectoryContext, value: object) -> str:
+def _org_url(value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"{context.key('org_url')}: required (https://<org>.okta.com)")
+        raise Invalid("required (https://<org>.okta.com)")
     parts = urlsplit(value)
     loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
     if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
-        raise ConfigError(f"{context.key('org_url')}: expected an https:// URL, got {value!r}")
+        raise Invalid(f"expected an https:// URL, got {value!r}")
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class OktaOptions:
+    """``[directories.<name>.options]`` of the ``okta`` kind."""
+
+    __pydantic_config__ = OPTIONS
+
+    org_url: Annotated[str, PlainValidator(_org_url), Field(validate_default=True)] = ""
+    user_id: Annotated[str, choice("login", "id")] = "login"
+    page_size: Annotated[int, between(1, 200)] = 200
+    max_concurrency: Positive = 4
+
+
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> OktaReader:
-    for key in options:
-        if key not in _OPTIONS:
-            raise ConfigError(f"{context.key(key)}: unknown option ({', '.join(_OPTIONS)})")
-    user_id = options.get("user_id", "login")
-    if user_id not in ("login", "id"):
-        raise ConfigError(f"{context.key('user_id')}: expected 'login' or 'id', got {user_id!r}")
-    page_size = options.get("page_size", 200)
-    if not isinstance(page_size, int) or not 1 <= page_size <= 200:
-        raise ConfigError(f"{context.key('page_size')}: expected 1 to 200, got {page_size!r}")
-    concurrency = options.get("max_concurrency", 4)
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"{context.key('max_concurrency')}: expected a positive integer")
+    parsed: OktaOptions = parse_table(
+        OktaOptions, options, f"directories.{name}.options", unknown=UNKNOWN_OPTION
+    )
     return OktaReader(
         name,
-        _org_url(context, options.get("org_url")),
+        parsed.org_url,
         context.secret("token"),
-        user_id=user_id,
-        page_size=page_size,
-        max_concurrency=concurrency,
+        user_id=parsed.user_id,
+        page_size=parsed.page_size,
+        max_concurrency=parsed.max_concurrency,
     )
 
 

@@ -1,0 +1,152 @@
+"""The value types that connector and directory-source options are made of, and the one way
+they are validated: each kind declares its options as a frozen dataclass of these types
+(``GraphOptions``, ``DriveOptions`` …) and :func:`parse` checks a ``[sources.<name>.options]``
+table against it with :mod:`clearance.validation`, every problem named by its key
+(``sources.sp.options.site_url: …``), unknown keys refused."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import ConfigDict, PlainValidator
+
+from clearance.model import parse_principal
+from clearance.validation import Invalid, validate
+
+__all__ = [
+    "OPTIONS",
+    "UNKNOWN_OPTION",
+    "Email",
+    "FilePath",
+    "Flag",
+    "Positive",
+    "Principal",
+    "PrincipalTable",
+    "Text",
+    "Url",
+    "between",
+    "choice",
+    "parse",
+    "url",
+]
+
+#: The pydantic configuration of every options dataclass: unknown keys are errors.
+OPTIONS = ConfigDict(extra="forbid")
+#: How a directory source's options name an unknown key.
+UNKNOWN_OPTION = "{key}: unknown option"
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    return value
+
+
+def url(value: object) -> str:
+    """An http(s) URL without a query, its trailing slashes removed."""
+    url = _text(value).rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname or parts.query:
+        raise Invalid(f"expected an http(s) URL without a query, got {url!r}")
+    return url
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid("expected true or false")
+    return value
+
+
+def _path(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected the path of a file")
+    return value
+
+
+def _email(value: object) -> str:
+    if "@" not in _text(value):
+        raise Invalid("expected an email address")
+    return str(value).lower()
+
+
+def _principal(value: object) -> str:
+    if not isinstance(value, str):
+        raise Invalid("expected a principal")
+    try:
+        return parse_principal(value)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+
+
+def _principal_table(value: object) -> dict[str, str]:
+    """A table of ``name = "principal"`` (SharePoint groups, Google domains, users)."""
+    if not isinstance(value, dict):
+        raise Invalid("expected a table of name = principal")
+    for entry, principal in value.items():
+        try:
+            parse_principal(principal)
+        except (TypeError, ValueError) as exc:
+            raise Invalid(str(exc), at=entry) from None
+    return dict(value)
+
+
+#: A non-empty string.
+Text = Annotated[str, PlainValidator(_text)]
+#: An http(s) URL without a query, its trailing slashes removed.
+Url = Annotated[str, PlainValidator(url)]
+#: ``true`` or ``false``, nothing that merely looks like one.
+Flag = Annotated[bool, PlainValidator(_flag)]
+#: The path of a file (read when the connector is built).
+FilePath = Annotated[str, PlainValidator(_path)]
+#: An email address (a user to act as), lower-cased.
+Email = Annotated[str, PlainValidator(_email)]
+#: A principal (``group:staff``, ``user:ana``, ``everyone``), exactly as written.
+Principal = Annotated[str, PlainValidator(_principal)]
+#: A table of ``name = "principal"``.
+PrincipalTable = Annotated[Mapping[str, str], PlainValidator(_principal_table)]
+
+
+def parse(
+    schema: Any, raw: Mapping[str, Any], at: str, *, unknown: str = "", **context: Any
+) -> Any:
+    """``raw`` (the options table at key ``at``) validated as ``schema`` (an options
+    dataclass, or one ``Annotated`` with a check on the whole table); ``context`` is what a
+    check across options may need (``oauth``: whether the source signs in with OAuth),
+    beside ``at`` itself. ``unknown`` words an unknown key (by default "unknown setting")."""
+    wording = {"unknown": unknown} if unknown else {}
+    return validate(schema, dict(raw), at=at, context={"at": at, **context}, **wording)
+
+
+def between(low: int, high: int | None) -> Any:
+    """An integer from ``low`` to ``high`` (no bound: ``None``); never a bool."""
+
+    def check(value: object) -> int:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or value < low
+            or (high is not None and value > high)
+        ):
+            if high is None:
+                raise Invalid("expected a positive integer")
+            raise Invalid(f"expected {low} to {high}, got {value!r}")
+        return value
+
+    return PlainValidator(check)
+
+
+def choice(*choices: str) -> Any:
+    """One of ``choices``, exactly."""
+
+    def check(value: object) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise Invalid(f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    return PlainValidator(check)
+
+
+#: A positive integer (concurrent requests …).
+Positive = Annotated[int, between(1, None)]
