@@ -31,37 +31,32 @@ from typing import Any
 
 
 class ClearanceError(Exception):
-    """Base of every error Clearance raises on purpose."""
+    """Base of every error Clearance raises on purpose. ``problems`` holds every problem
+    found, one line each (``message`` is the first): operator input is checked whole, so a
+    file with three bad keys reports three lines, not one at a time."""
 
     exit_code = 1
     code = "error"
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stable JSON shape of an error: ``{"error": code, "message": text}``."""
-        return {"error": self.code, "message": self.message}
-
-
-class ConfigError(ClearanceError):
-    """Bad settings or operator input. ``problems`` holds every problem found, one line
-    each (``message`` is the first): settings are checked whole, so a file with three bad
-    keys reports three lines, not one at a time."""
-
-    exit_code = 2
-    code = "config_error"
-
     def __init__(self, message: str, *, problems: Sequence[str] = ()) -> None:
         super().__init__(message)
+        self.message = message
         self.problems: tuple[str, ...] = tuple(problems) or (message,)
 
     def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
+        """The stable JSON shape of an error: ``{"error": code, "message": text}``, and
+        ``"problems"`` when there is more than one."""
+        out: dict[str, Any] = {"error": self.code, "message": self.message}
         if len(self.problems) > 1:
             out["problems"] = list(self.problems)
         return out
+
+
+class ConfigError(ClearanceError):
+    """Bad settings or operator input."""
+
+    exit_code = 2
+    code = "config_error"
 
 
 class AuthError(ClearanceError):

@@ -89,9 +89,11 @@ def _problem(error: Mapping[str, Any], at: str, unknown: str) -> str:
         if isinstance(cause, Invalid):
             return cause.message if cause.keyed else f"{_join(key, cause.at)}: {cause.message}"
     if kind in _UNKNOWN_TYPES:
-        return unknown.format(key=key)
+        loc = error["loc"]
+        table = _join(at, key_path(loc[:-1]))
+        return unknown.format(key=key, name=loc[-1] if loc else key, table=table)
     if kind in _TABLE_TYPES:
-        return f"{key or 'config'}: expected a table"
+        return f"{key}: expected a table" if key else "expected a table"
     if kind in _TYPE_NAMES:
         return f"{key}: expected {_TYPE_NAMES[kind]}, {got(value)}"
     if kind in _MISSING_TYPES:
@@ -103,7 +105,8 @@ def _problem(error: Mapping[str, Any], at: str, unknown: str) -> str:
 def problems(error: Any, *, at: str = "", unknown: str = "unknown setting {key!r}") -> list[str]:
     """One sentence per error of ``error`` (a pydantic ``ValidationError``), in its order,
     without repeats. ``at`` is the key of the validated value itself (``sources.gd.options``);
-    ``unknown`` words an unknown key."""
+    ``unknown`` words an unknown key: ``{key}`` is its whole key, ``{name}`` its last part
+    and ``{table}`` the key of the table it is in."""
     raw: Sequence[Mapping[str, Any]] = error.errors()
     return list(dict.fromkeys(_problem(e, at, unknown) for e in raw))
 

@@ -33,7 +33,7 @@ from clearance.cli import (
 )
 from clearance.cli.context import AppContext, emit_json, err_console, print_error
 from clearance.cli.safe import terminal_safe
-from clearance.errors import ClearanceError, ConfigError
+from clearance.errors import ClearanceError
 
 __all__ = ["cli", "main", "run"]
 
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     except ClearanceError as exc:
         if "--json" in args:
             emit_json(exc.to_dict())
-        for problem in exc.problems if isinstance(exc, ConfigError) else (exc.message,):
+        for problem in exc.problems:
             print_error(problem)
         return exc.exit_code
     except click.exceptions.Abort:

@@ -26,8 +26,10 @@ with the same structure::
           not_cite: [sharepoint:board-2025-03-minutes]  # never cited, title never written
 
 Threshold names (:data:`THRESHOLDS`) say which way they point: rates are minimums, counts,
-ratios and the p95 latency maximums. An unknown key anywhere is an error naming it, so a
-misspelt expectation can never pass silently.
+ratios and the p95 latency maximums. The file's shape is a set of dataclasses that
+pydantic validates (:mod:`clearance.validation`): an unknown key anywhere is an error
+naming it, so a misspelt expectation can never pass silently, and every such problem is
+reported at once.
 """
 
 from __future__ import annotations
@@ -36,16 +38,25 @@ import enum
 import json
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationInfo,
+)
 
 from clearance.answer.result import Status
-from clearance.errors import EvaluationError
+from clearance.errors import ConfigError, EvaluationError
 from clearance.evaluation.scoring import Case, Figure, Outcome
+from clearance.validation import Invalid, validate
 
 __all__ = [
     "ROLLOUT",
@@ -82,20 +93,122 @@ THRESHOLDS: dict[str, Direction] = {
     "latency_p95_ms": Direction.AT_MOST,
 }
 
-_TOP = {"name", "description", "defaults", "personas", "stages", "cases", "refresh"}
-_STAGE = {"name", "description", "corpora", "thresholds"}
-_CASE = {"id", "stage", "user", "question", "assistant", "corpus", "today", "now", "expect", "note"}
-_DEFAULTS = {"assistant", "today", "now"}
-_EXPECT = {"status", "cite", "value", "unit", "not_cite"}
 _STATUSES = {s.value for s in Status} - {Status.DEGRADED.value}
+_FILE = ConfigDict(extra="forbid")
+_UNKNOWN = "{table}: unknown key {name!r}"
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    return value
+
+
+def _optional_text(value: object) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Invalid("expected a string")
+    return value
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise Invalid("expected a list of strings")
+    return tuple(value)
+
+
+def _date(value: object) -> date | None:
+    if value is None or isinstance(value, date):
+        return value.date() if isinstance(value, datetime) else value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise Invalid(f"expected a date YYYY-MM-DD, got {value!r}") from None
+
+
+def _datetime(value: object) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise Invalid(f"expected a date and time (ISO 8601), got {value!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _thresholds(value: object) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise Invalid("expected a table")
+    out: dict[str, float] = {}
+    for key, limit in value.items():
+        if key not in THRESHOLDS:
+            raise Invalid(f"unknown key {key!r} (known: {', '.join(sorted(THRESHOLDS))})")
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit < 0:
+            raise Invalid(f"expected a number of at least 0, got {limit!r}", at=key)
+        if THRESHOLDS[key] is Direction.AT_LEAST and limit > 1:
+            raise Invalid(f"a rate is at most 1, got {limit!r}", at=key)
+        out[key] = float(limit)
+    return out
+
+
+def _status(value: object) -> str:
+    status = _text(value)
+    if status != "refused" and status not in _STATUSES:
+        known = ", ".join(sorted(_STATUSES | {"refused"}))
+        raise Invalid(f"unknown status {status!r} (known: {known})")
+    return status
+
+
+def _figure(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise Invalid("write the figure as a quoted string, exactly as the answer writes it")
+    return value
+
+
+def _personas(value: object) -> dict[str, str]:
+    if isinstance(value, list):
+        value = dict.fromkeys(_strings(value), "")
+    if not isinstance(value, dict) or not value:
+        raise Invalid("expected the personas (directory users) the cases ask as")
+    return {str(k): str(v or "") for k, v in value.items()}
+
+
+def _some(message: str) -> AfterValidator:
+    def check(items: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not items:
+            raise Invalid(message)
+        return items
+
+    return AfterValidator(check)
+
+
+def _distinct(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    for i, stage in enumerate(stages):
+        if any(s.name == stage.name for s in stages[:i]):
+            raise Invalid(f"stage {stage.name!r} is listed twice", at=f"[{i}].name")
+    return stages
+
+
+Text = Annotated[str, PlainValidator(_text)]
+OptionalText = Annotated[str, PlainValidator(_optional_text)]
+Strings = Annotated[tuple[str, ...], PlainValidator(_strings)]
 
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    name: str
-    corpora: tuple[str, ...]
-    thresholds: Mapping[str, float]
-    description: str = ""
+    __pydantic_config__ = _FILE
+
+    name: Text
+    corpora: Strings = ()
+    thresholds: Annotated[Mapping[str, float], PlainValidator(_thresholds)] = field(
+        default_factory=dict
+    )
+    description: OptionalText = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,109 +246,88 @@ class Suite:
         return next(s for s in self.stages if s.name == name)
 
 
-class _Where:
-    """A place in the suite, for error messages: ``suite.yaml: cases[3] (id x): key 'y'``."""
-
-    def __init__(self, source: str, path: str = "") -> None:
-        self.source, self.path = source, path
-
-    def __truediv__(self, part: str) -> _Where:
-        return _Where(self.source, f"{self.path}.{part}" if self.path else part)
-
-    def error(self, message: str) -> EvaluationError:
-        where = f"{self.source}: {self.path}" if self.path else self.source
-        return EvaluationError(f"{where}: {message}")
+# ---------------------------------------------------------------------- the file's shape
 
 
-def _table(value: Any, where: _Where, keys: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise where.error("expected a table")
-    unknown = sorted(set(value) - keys)
-    if unknown:
-        raise where.error(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(keys))})")
-    return value
+def _unit_needs_value(unit: str, info: ValidationInfo) -> str:
+    if unit and info.data.get("value") is None:
+        raise Invalid("write the figure as a quoted string, exactly as the answer writes it")
+    return unit
 
 
-def _text(value: Any, where: _Where, *, required: bool = True) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise where.error("expected a non-empty string")
-    return value
+@dataclass(frozen=True, slots=True)
+class _Expect:
+    __pydantic_config__ = _FILE
+
+    status: Annotated[str, PlainValidator(_status)]
+    cite: Strings = ()
+    value: Annotated[str | None, PlainValidator(_figure)] = None
+    unit: Annotated[OptionalText, AfterValidator(_unit_needs_value)] = ""
+    not_cite: Strings = ()
 
 
-def _strings(value: Any, where: _Where) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise where.error("expected a list of strings")
-    return tuple(value)
+@dataclass(frozen=True, slots=True)
+class _Defaults:
+    __pydantic_config__ = _FILE
+
+    assistant: OptionalText = ""
+    today: Annotated[date | None, PlainValidator(_date)] = None
+    now: Annotated[datetime | None, PlainValidator(_datetime)] = None
 
 
-def _date(value: Any, where: _Where) -> date | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value))
-    except ValueError:
-        raise where.error(f"expected a date YYYY-MM-DD, got {value!r}") from None
+@dataclass(frozen=True, slots=True)
+class _Case:
+    __pydantic_config__ = _FILE
+
+    id: Text
+    stage: Text
+    user: Text
+    question: Text
+    expect: _Expect
+    assistant: OptionalText = ""
+    corpus: Text | None = None
+    today: Annotated[date | None, PlainValidator(_date)] = None
+    now: Annotated[datetime | None, PlainValidator(_datetime)] = None
+    note: OptionalText = ""
 
 
-def _datetime(value: Any, where: _Where) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(str(value))
-    except ValueError:
-        raise where.error(f"expected a date and time (ISO 8601), got {value!r}") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+@dataclass(frozen=True, slots=True)
+class _SuiteFile:
+    __pydantic_config__ = _FILE
+
+    personas: Annotated[dict[str, str], PlainValidator(_personas), Field(validate_default=True)] = (
+        field(default_factory=dict)
+    )
+    stages: Annotated[
+        tuple[Stage, ...], _some("expected a list of rollout stages"), AfterValidator(_distinct)
+    ] = ()
+    cases: Annotated[tuple[_Case, ...], _some("expected a list of cases")] = ()
+    name: Text | None = None
+    description: OptionalText = ""
+    defaults: _Defaults = field(default_factory=_Defaults)
+    refresh: Strings = ()
 
 
-def _thresholds(value: Any, where: _Where) -> dict[str, float]:
-    table = _table(value or {}, where, set(THRESHOLDS))
-    out: dict[str, float] = {}
-    for key, limit in table.items():
-        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit < 0:
-            raise (where / key).error(f"expected a number of at least 0, got {limit!r}")
-        if THRESHOLDS[key] is Direction.AT_LEAST and limit > 1:
-            raise (where / key).error(f"a rate is at most 1, got {limit!r}")
-        out[key] = float(limit)
-    return out
+def _with_defaults(data: object) -> object:
+    """Each case with the suite's ``defaults`` under its own keys."""
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        return data
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        return data
+    cases = [{**defaults, **c} if isinstance(c, dict) else c for c in data["cases"]]
+    return {**data, "cases": cases}
 
 
-def _stages(value: Any, where: _Where) -> tuple[Stage, ...]:
-    if not isinstance(value, list) or not value:
-        raise where.error("expected a list of rollout stages")
-    stages: list[Stage] = []
-    for i, raw in enumerate(value):
-        at = where / f"[{i}]"
-        table = _table(raw, at, _STAGE)
-        name = _text(table.get("name"), at / "name")
-        if any(s.name == name for s in stages):
-            raise (at / "name").error(f"stage {name!r} is listed twice")
-        stages.append(
-            Stage(
-                name=name,
-                corpora=_strings(table.get("corpora"), at / "corpora"),
-                thresholds=_thresholds(table.get("thresholds"), at / "thresholds"),
-                description=_text(table.get("description"), at / "description", required=False),
-            )
-        )
-    return tuple(stages)
+_SCHEMA = Annotated[_SuiteFile, BeforeValidator(_with_defaults)]
 
 
-def _expected(status: str, where: _Where) -> tuple[Outcome, Status | None]:
+# ---------------------------------------------------------------------- across cases
+
+
+def _outcome(status: str) -> tuple[Outcome, Status | None]:
     if status == "refused":
         return Outcome.REFUSED, None
-    if status not in _STATUSES:
-        known = ", ".join(sorted(_STATUSES | {"refused"}))
-        raise where.error(f"unknown status {status!r} (known: {known})")
     exact = Status(status)
     if exact is Status.ANSWERED:
         return Outcome.ANSWERED, exact
@@ -244,114 +336,77 @@ def _expected(status: str, where: _Where) -> tuple[Outcome, Status | None]:
     return Outcome.REFUSED, exact
 
 
-def _case(
-    raw: Any,
-    where: _Where,
-    defaults: Mapping[str, Any],
-    personas: Mapping[str, str],
-    stages: Sequence[Stage],
-) -> SuiteCase:
-    table = {**defaults, **_table(raw, where, _CASE)}
-    case_id = _text(table.get("id"), where / "id")
-    where = _Where(where.source, f"{where.path} (id {case_id})")
-    user = _text(table.get("user"), where / "user")
-    if user not in personas:
-        raise (where / "user").error(f"{user!r} is not one of the suite's personas")
-    stage = _text(table.get("stage"), where / "stage")
-    match = [s for s in stages if s.name == stage]
-    if not match:
-        raise (where / "stage").error(f"no stage {stage!r}")
-    corpus = table.get("corpus")
-    if corpus is None and len(match[0].corpora) == 1:
-        corpus = match[0].corpora[0]
-    corpus = _text(corpus, where / "corpus") if corpus is not None else None
-    assistant = _text(table.get("assistant"), where / "assistant", required=False) or None
-    expect = _table(table.get("expect"), where / "expect", _EXPECT)
-    outcome, status = _expected(_text(expect.get("status"), where / "expect.status"), where)
-    cite = _strings(expect.get("cite"), where / "expect.cite")
-    figure = None
-    if "value" in expect or "unit" in expect:
-        value = expect.get("value")
-        if not isinstance(value, str):
-            raise (where / "expect.value").error(
-                "write the figure as a quoted string, exactly as the answer writes it"
-            )
-        unit = _text(expect.get("unit", ""), where / "expect.unit", required=False)
-        try:
-            figure = Figure(value, unit, cite)
-        except ValueError as exc:
-            raise (where / "expect.value").error(str(exc)) from None
+def _case(raw: _Case, where: str, suite: _SuiteFile) -> SuiteCase:
+    """A case checked against the rest of the suite; ``where`` names it in errors."""
+    if raw.user not in suite.personas:
+        raise EvaluationError(f"{where}.user: {raw.user!r} is not one of the suite's personas")
+    stage = next((s for s in suite.stages if s.name == raw.stage), None)
+    if stage is None:
+        raise EvaluationError(f"{where}.stage: no stage {raw.stage!r}")
+    corpus = raw.corpus
+    if corpus is None and len(stage.corpora) == 1:
+        corpus = stage.corpora[0]
+    expect = raw.expect
+    outcome, status = _outcome(expect.status)
     try:
-        case = Case(
-            case_id,
-            _text(table.get("question"), where / "question"),
-            user,
-            outcome,
-            assistant,
-            figure,
-        )
+        figure = None if expect.value is None else Figure(expect.value, expect.unit, expect.cite)
     except ValueError as exc:
-        raise where.error(str(exc)) from None
+        raise EvaluationError(f"{where}.expect.value: {exc}") from None
+    try:
+        case = Case(raw.id, raw.question, raw.user, outcome, raw.assistant or None, figure)
+    except ValueError as exc:
+        raise EvaluationError(f"{where}: {exc}") from None
     return SuiteCase(
         case=case,
-        stage=stage,
+        stage=stage.name,
         corpus=corpus,
         status=status,
-        cite=cite,
-        not_cite=_strings(expect.get("not_cite"), where / "expect.not_cite"),
-        today=_date(table.get("today"), where / "today"),
-        now=_datetime(table.get("now"), where / "now"),
+        cite=expect.cite,
+        not_cite=expect.not_cite,
+        today=raw.today,
+        now=raw.now,
     )
 
 
-def _refresh(value: Any, where: _Where, base: Path | None) -> tuple[Path, ...]:
+def _refresh(paths: Sequence[str], source: str, base: Path | None) -> tuple[Path, ...]:
     """``refresh``: manifests re-read before the run, each an existing file."""
-    if value is None:
-        return ()
-    paths = []
-    for i, raw in enumerate(_strings(value, where)):
+    out = []
+    for i, raw in enumerate(paths):
         path = Path(raw)
         if not path.is_absolute() and base is not None:
             path = base / path
         if not path.is_file():
-            raise _Where(where.source, f"{where.path}[{i}]").error(f"no such manifest: {raw}")
-        paths.append(path)
-    return tuple(paths)
+            raise EvaluationError(f"{source}: refresh[{i}]: no such manifest: {raw}")
+        out.append(path)
+    return tuple(out)
 
 
 def parse_suite(data: Any, source: str, *, base: Path | None = None) -> Suite:
     """A suite from its parsed file (YAML or TOML give the same structure); ``base`` is
-    the folder relative paths in it (``refresh``) are read from."""
-    top = _Where(source)
-    table = _table(data, top, _TOP)
-    defaults = _table(table.get("defaults") or {}, top / "defaults", _DEFAULTS)
-    personas_raw = table.get("personas")
-    if isinstance(personas_raw, list):
-        personas_raw = dict.fromkeys(_strings(personas_raw, top / "personas"), "")
-    if not isinstance(personas_raw, dict) or not personas_raw:
-        raise (top / "personas").error("expected the personas (directory users) the cases ask as")
-    personas = {str(k): str(v or "") for k, v in personas_raw.items()}
-    stages = _stages(table.get("stages"), top / "stages")
-    cases_raw = table.get("cases")
-    if not isinstance(cases_raw, list) or not cases_raw:
-        raise (top / "cases").error("expected a list of cases")
+    the folder relative paths in it (``refresh``) are read from. Every problem of the
+    file's shape is reported at once; then the cases are checked against the rest."""
+    try:
+        suite: _SuiteFile = validate(_SCHEMA, data, unknown=_UNKNOWN)
+    except ConfigError as exc:
+        found = [f"{source}: {p}" for p in exc.problems]
+        raise EvaluationError(found[0], problems=found) from None
     cases = [
-        _case(raw, top / f"cases[{i}]", defaults, personas, stages)
-        for i, raw in enumerate(cases_raw)
+        _case(raw, f"{source}: cases[{i}] (id {raw.id})", suite)
+        for i, raw in enumerate(suite.cases)
     ]
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:
-            raise (top / "cases").error(f"case id {case.id!r} is used twice")
+            raise EvaluationError(f"{source}: cases: case id {case.id!r} is used twice")
         seen.add(case.id)
     return Suite(
-        name=_text(table.get("name", Path(source).stem), top / "name"),
-        personas=personas,
-        stages=stages,
+        name=suite.name or Path(source).stem,
+        personas=suite.personas,
+        stages=suite.stages,
         cases=tuple(cases),
-        description=_text(table.get("description"), top / "description", required=False),
+        description=suite.description,
         source=source,
-        refresh=_refresh(table.get("refresh"), top / "refresh", base),
+        refresh=_refresh(suite.refresh, source, base),
     )
 
 
