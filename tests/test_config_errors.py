@@ -97,7 +97,7 @@ def test_the_cli_prints_each_problem_on_its_own_line_and_lists_them_in_json(
 def test_reverse_proof_a_reader_that_stops_at_the_first_problem_is_caught(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def first_only(error: object, **wording: str) -> list[str]:
+    def first_only(error: object, **wording: Any) -> list[str]:
         return problems(error, **wording)[:1]
 
     monkeypatch.setattr(validation, "problems", first_only)

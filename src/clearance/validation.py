@@ -15,12 +15,23 @@ lines, not one a run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from clearance.errors import ConfigError
 
-__all__ = ["Invalid", "got", "key_path", "problems", "validate"]
+__all__ = [
+    "SETTINGS",
+    "Invalid",
+    "Wording",
+    "got",
+    "key_path",
+    "problems",
+    "quoted_key",
+    "validate",
+]
 
 
 class Invalid(ValueError):
@@ -72,43 +83,76 @@ def key_path(loc: Iterable[object]) -> str:
     return key
 
 
-def _join(key: str, at: str) -> str:
-    if not at:
-        return key
-    if not key:
-        return at
-    return f"{key}{at}" if at.startswith("[") else f"{key}.{at}"
+def quoted_key(loc: Sequence[object]) -> str:
+    """``("citations", 0)`` → ``key 'citations'[0]``: a JSON record's key as its files
+    name it."""
+    if not loc:
+        return ""
+    return f"key {loc[0]!r}" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
 
 
-def _problem(error: Mapping[str, Any], at: str, unknown: str) -> str:
-    key = _join(at, key_path(error["loc"]))
+_AT_PART = re.compile(r"\[(\d+)\]|([^.\[]+)")
+
+
+def _parts(at: str) -> tuple[str | int, ...]:
+    """``a.b[2].c`` → ``("a", "b", 2, "c")``."""
+    return tuple(int(i) if i else name for i, name in _AT_PART.findall(at))
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """How one kind of file names its problems. ``key`` names a key from its parts;
+    ``unknown`` and ``missing`` word an unknown and a missing key, with ``{key}`` (the key
+    named), ``{name}`` (its last part) and ``{table}`` (the table it is in, named; when
+    that is the top, a leading ``": "`` is dropped); ``table`` refuses what is not a table."""
+
+    key: Callable[[Sequence[object]], str] = key_path
+    unknown: str = "unknown setting {key!r}"
+    missing: str = "{key}: required"
+    table: str = "expected a table"
+
+    def name(self, loc: Sequence[object], message: str) -> str:
+        key = self.key(loc)
+        return f"{key}: {message}" if key else message
+
+    def fill(self, template: str, loc: Sequence[object]) -> str:
+        text = template.format(
+            key=self.key(loc), name=loc[-1] if loc else "", table=self.key(loc[:-1])
+        )
+        return text.removeprefix(": ")
+
+
+#: Settings files: ``corpora.hr.revocation_sla: …``, ``unknown setting 'store.pth'``.
+SETTINGS = Wording()
+
+
+def _problem(error: Mapping[str, Any], at: str, wording: Wording) -> str:
+    loc = (*_parts(at), *error["loc"])
     kind = error["type"]
     value = error.get("input")
     if kind == "value_error":
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, Invalid):
-            return cause.message if cause.keyed else f"{_join(key, cause.at)}: {cause.message}"
+            if cause.keyed:
+                return cause.message
+            return wording.name((*loc, *_parts(cause.at)), cause.message)
     if kind in _UNKNOWN_TYPES:
-        loc = error["loc"]
-        table = _join(at, key_path(loc[:-1]))
-        return unknown.format(key=key, name=loc[-1] if loc else key, table=table)
-    if kind in _TABLE_TYPES:
-        return f"{key}: expected a table" if key else "expected a table"
-    if kind in _TYPE_NAMES:
-        return f"{key}: expected {_TYPE_NAMES[kind]}, {got(value)}"
+        return wording.fill(wording.unknown, loc)
     if kind in _MISSING_TYPES:
-        return f"{key}: required"
-    message = str(error.get("msg", kind)).removeprefix("Value error, ")
-    return f"{key}: {message}" if key else message
+        return wording.fill(wording.missing, loc)
+    if kind in _TABLE_TYPES:
+        return wording.name(loc, wording.table)
+    if kind in _TYPE_NAMES:
+        return wording.name(loc, f"expected {_TYPE_NAMES[kind]}, {got(value)}")
+    return wording.name(loc, str(error.get("msg", kind)).removeprefix("Value error, "))
 
 
-def problems(error: Any, *, at: str = "", unknown: str = "unknown setting {key!r}") -> list[str]:
+def problems(error: Any, *, at: str = "", wording: Wording = SETTINGS) -> list[str]:
     """One sentence per error of ``error`` (a pydantic ``ValidationError``), in its order,
-    without repeats. ``at`` is the key of the validated value itself (``sources.gd.options``);
-    ``unknown`` words an unknown key: ``{key}`` is its whole key, ``{name}`` its last part
-    and ``{table}`` the key of the table it is in."""
+    without repeats, named by ``wording``. ``at`` is the key of the validated value itself
+    (``sources.gd.options``)."""
     raw: Sequence[Mapping[str, Any]] = error.errors()
-    return list(dict.fromkeys(_problem(e, at, unknown) for e in raw))
+    return list(dict.fromkeys(_problem(e, at, wording) for e in raw))
 
 
 @functools.cache
@@ -124,16 +168,16 @@ def validate(
     *,
     at: str = "",
     context: dict[str, Any] | None = None,
-    unknown: str = "unknown setting {key!r}",
+    wording: Wording = SETTINGS,
 ) -> Any:
-    """``data`` validated as ``schema`` (a settings dataclass, or an ``Annotated`` type),
-    or a :class:`ConfigError` holding every problem, each named by its key below ``at``
-    (``unknown`` words an unknown key).
-    The validator is built on first use of each schema, not on import."""
+    """``data`` validated as ``schema`` (a dataclass, or an ``Annotated`` type), or a
+    :class:`ConfigError` holding every problem, each named by its key below ``at`` in the
+    ``wording`` of its kind of file. The validator is built on first use of each schema,
+    not on import."""
     from pydantic import ValidationError
 
     try:
         return _adapter(schema).validate_python(data, context=context)
     except ValidationError as exc:
-        found = problems(exc, at=at, unknown=unknown)
+        found = problems(exc, at=at, wording=wording)
         raise ConfigError(found[0], problems=found) from None

@@ -35,12 +35,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import ConfigDict, PlainValidator
 
 from clearance.answer.result import Citation
-from clearance.errors import MetadataError
+from clearance.errors import ConfigError, MetadataError
 from clearance.model import Sensitivity, parse_principal
 from clearance.store.side_tables import create_table
+from clearance.validation import Invalid, Wording, quoted_key, validate
 
 if TYPE_CHECKING:
     from clearance.store.base import SqlConnection, Store
@@ -71,6 +74,13 @@ _CITATION_KEYS = ("doc_id", "title", "locator", "uri")
 _TRAILING = "?？.。!！ \t\r\n"
 _WHITESPACE = re.compile(r"\s+")
 _ID = re.compile(r"^\S+$")
+#: How an FAQ line names its problems: ``key 'acl': …``, ``unknown key 'colour'``.
+_RECORD = Wording(
+    key=quoted_key,
+    unknown="{table}: unknown key {name!r}",
+    missing="{table}: missing key {name!r}",
+    table="expected a JSON object",
+)
 
 _COLUMNS = "id, question, aliases, answer, citations, acl, sensitivity, valid_from, valid_until"
 
@@ -86,18 +96,95 @@ def normalise_question(text: str) -> str:
     return _WHITESPACE.sub(" ", visible).strip().rstrip(_TRAILING)
 
 
-def parse_datetime(value: object, where: str) -> datetime:
-    """ISO 8601 → an aware datetime; a naive time is taken as UTC. Errors name ``where``."""
-    if isinstance(value, datetime):
+def _moment(value: object) -> datetime | None:
+    """ISO 8601 → an aware datetime; a naive time is taken as UTC; null is none."""
+    if value is None or isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip())
         except ValueError:
-            raise MetadataError(f"{where}: not an ISO 8601 date/time: {value!r}") from None
+            raise Invalid(f"not an ISO 8601 date/time: {value!r}") from None
     else:
-        raise MetadataError(f"{where}: expected an ISO 8601 string, got {value!r}")
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+        raise Invalid(f"expected an ISO 8601 string, got {value!r}")
+    if parsed is None or parsed.tzinfo is not None:
+        return parsed
+    return parsed.replace(tzinfo=UTC)
+
+
+def parse_datetime(value: object, where: str) -> datetime:
+    """ISO 8601 → an aware datetime; a naive time is taken as UTC. Errors name ``where``."""
+    try:
+        moment = _moment(value)
+    except Invalid as exc:
+        raise MetadataError(f"{where}: {exc.message}") from None
+    if moment is None:
+        raise MetadataError(f"{where}: expected an ISO 8601 string, got None")
+    return moment
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    return value
+
+
+def _listed(value: object, expected: str) -> list[Any]:
+    """An optional list value: absent or null is empty, anything else must be a list."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Invalid(f"expected {expected}, got {value!r}")
+    return value
+
+
+def _aliases(value: object) -> tuple[str, ...]:
+    aliases = _listed(value, "a list of strings")
+    if not all(isinstance(a, str) for a in aliases):
+        raise Invalid("expected a list of strings")
+    return tuple(aliases)
+
+
+def _citation(raw: object) -> Citation:
+    """``{"doc_id", "title", "locator", "uri"}`` → :class:`Citation`."""
+    if not isinstance(raw, dict):
+        raise Invalid("expected an object with doc_id, title, locator, uri")
+    for key, value in raw.items():
+        if key not in _CITATION_KEYS:
+            raise Invalid(f"unknown key {key!r}")
+        if not isinstance(value, str):
+            raise Invalid(f"key {key!r}: expected a string")
+    doc_id = raw.get("doc_id", "").strip()
+    if not doc_id:
+        raise Invalid("key 'doc_id' is required")
+    return Citation(doc_id, raw.get("title", ""), raw.get("locator", ""), raw.get("uri", ""))
+
+
+def _citations(value: object) -> tuple[Citation, ...]:
+    out = []
+    for i, raw in enumerate(_listed(value, "a list of objects")):
+        try:
+            out.append(_citation(raw))
+        except Invalid as exc:
+            raise Invalid(exc.message, at=f"[{i}]") from None
+    return tuple(out)
+
+
+def _principals(value: object) -> frozenset[str]:
+    try:
+        return frozenset(parse_principal(p) for p in _listed(value, "a list of principals"))
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+
+
+def _sensitivity(value: object) -> Sensitivity:
+    try:
+        return Sensitivity.parse(value)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+
+
+_Moment = Annotated[datetime | None, PlainValidator(_moment)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,15 +194,17 @@ class FaqEntry:
     empty after normalisation, the ACL holds only valid principals, the validity times are
     timezone-aware and ``valid_from < valid_until``. Errors are :class:`MetadataError`."""
 
-    id: str
-    question: str
-    aliases: tuple[str, ...]
-    answer: str
-    citations: tuple[Citation, ...] = ()
-    acl: frozenset[str] = frozenset()
-    sensitivity: Sensitivity = Sensitivity.INTERNAL
-    valid_from: datetime | None = None
-    valid_until: datetime | None = None
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    id: Annotated[str, PlainValidator(lambda v: _text(v).strip())]
+    question: Annotated[str, PlainValidator(_text)]
+    aliases: Annotated[tuple[str, ...], PlainValidator(_aliases)]
+    answer: Annotated[str, PlainValidator(_text)]
+    citations: Annotated[tuple[Citation, ...], PlainValidator(_citations)] = ()
+    acl: Annotated[frozenset[str], PlainValidator(_principals)] = frozenset()
+    sensitivity: Annotated[Sensitivity, PlainValidator(_sensitivity)] = Sensitivity.INTERNAL
+    valid_from: _Moment = None
+    valid_until: _Moment = None
 
     def __post_init__(self) -> None:
         where = f"faq entry {self.id!r}"
@@ -166,84 +255,26 @@ class FaqEntry:
     @classmethod
     def from_dict(cls, raw: object, source: str) -> FaqEntry:
         """Validate one JSON object (see :data:`FAQ_KEYS`); errors name the key and
-        ``source`` (e.g. ``faq.jsonl:3``). Unknown keys are errors, never ignored."""
-        if not isinstance(raw, dict):
-            raise MetadataError(f"{source}: expected a JSON object")
-        for key in raw:
-            if key not in FAQ_KEYS:
-                raise MetadataError(f"{source}: unknown key {key!r}")
-        for key in ("id", "question", "answer"):
-            if key not in raw:
-                raise MetadataError(f"{source}: missing key {key!r}")
-            if not isinstance(raw[key], str) or not raw[key].strip():
-                raise MetadataError(f"{source}: key {key!r}: expected a non-empty string")
-        aliases = _list(raw, "aliases", source, "a list of strings")
-        if not all(isinstance(a, str) for a in aliases):
-            raise MetadataError(f"{source}: key 'aliases': expected a list of strings")
-        citations = tuple(
-            citation_from_dict(c, f"{source}: key 'citations'[{i}]")
-            for i, c in enumerate(_list(raw, "citations", source, "a list of objects"))
-        )
-        raw_acl = _list(raw, "acl", source, "a list of principals")
+        ``source`` (e.g. ``faq.jsonl:3``). Unknown keys are errors, never ignored; the
+        first problem is the message, every one is listed."""
+        data = {"aliases": None, **raw} if isinstance(raw, dict) else raw
         try:
-            acl = frozenset(parse_principal(p) for p in raw_acl)
-        except ValueError as exc:
-            raise MetadataError(f"{source}: key 'acl': {exc}") from None
-        try:
-            sensitivity = Sensitivity.parse(raw.get("sensitivity", Sensitivity.INTERNAL.name))
-        except ValueError as exc:
-            raise MetadataError(f"{source}: key 'sensitivity': {exc}") from None
-        window = {
-            name: None
-            if raw.get(name) is None
-            else parse_datetime(raw[name], f"{source}: key {name!r}")
-            for name in ("valid_from", "valid_until")
-        }
-        try:
-            return cls(
-                id=raw["id"].strip(),
-                question=raw["question"],
-                answer=raw["answer"],
-                aliases=tuple(aliases),
-                citations=citations,
-                acl=acl,
-                sensitivity=sensitivity,
-                valid_from=window["valid_from"],
-                valid_until=window["valid_until"],
-            )
+            entry: FaqEntry = validate(cls, data, wording=_RECORD)
+        except ConfigError as exc:
+            found = [f"{source}: {p}" for p in exc.problems]
+            raise MetadataError(found[0], problems=found) from None
         except MetadataError as exc:
             raise MetadataError(f"{source}: {exc.message}") from None
-
-
-def _list(raw: Mapping[str, Any], key: str, source: str, expected: str) -> list[Any]:
-    """An optional list value: absent or null is empty, anything else must be a list."""
-    value = raw.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MetadataError(f"{source}: key {key!r}: expected {expected}, got {value!r}")
-    return value
+        return entry
 
 
 def citation_from_dict(raw: object, source: str) -> Citation:
     """``{"doc_id", "title", "locator", "uri"}`` → :class:`Citation`; only ``doc_id`` is
     required, unknown keys are errors. FAQ citations are vetted, hence trusted."""
-    if not isinstance(raw, dict):
-        raise MetadataError(f"{source}: expected an object with doc_id, title, locator, uri")
-    for key, value in raw.items():
-        if key not in _CITATION_KEYS:
-            raise MetadataError(f"{source}: unknown key {key!r}")
-        if not isinstance(value, str):
-            raise MetadataError(f"{source}: key {key!r}: expected a string")
-    doc_id = raw.get("doc_id", "").strip()
-    if not doc_id:
-        raise MetadataError(f"{source}: key 'doc_id' is required")
-    return Citation(
-        doc_id=doc_id,
-        title=raw.get("title", ""),
-        locator=raw.get("locator", ""),
-        uri=raw.get("uri", ""),
-    )
+    try:
+        return _citation(raw)
+    except Invalid as exc:
+        raise MetadataError(f"{source}: {exc.message}") from None
 
 
 # --------------------------------------------------------------------------- matching

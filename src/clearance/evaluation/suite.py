@@ -56,7 +56,7 @@ from pydantic import (
 from clearance.answer.result import Status
 from clearance.errors import ConfigError, EvaluationError
 from clearance.evaluation.scoring import Case, Figure, Outcome
-from clearance.validation import Invalid, validate
+from clearance.validation import Invalid, Wording, validate
 
 __all__ = [
     "ROLLOUT",
@@ -95,7 +95,7 @@ THRESHOLDS: dict[str, Direction] = {
 
 _STATUSES = {s.value for s in Status} - {Status.DEGRADED.value}
 _FILE = ConfigDict(extra="forbid")
-_UNKNOWN = "{table}: unknown key {name!r}"
+_WORDING = Wording(unknown="{table}: unknown key {name!r}")
 
 
 def _text(value: object) -> str:
@@ -386,7 +386,7 @@ def parse_suite(data: Any, source: str, *, base: Path | None = None) -> Suite:
     the folder relative paths in it (``refresh``) are read from. Every problem of the
     file's shape is reported at once; then the cases are checked against the rest."""
     try:
-        suite: _SuiteFile = validate(_SCHEMA, data, unknown=_UNKNOWN)
+        suite: _SuiteFile = validate(_SCHEMA, data, wording=_WORDING)
     except ConfigError as exc:
         found = [f"{source}: {p}" for p in exc.problems]
         raise EvaluationError(found[0], problems=found) from None

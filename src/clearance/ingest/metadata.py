@@ -23,11 +23,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, PlainValidator, with_config
+from typing_extensions import TypedDict
 
 from clearance import jsonio
-from clearance.errors import MetadataError
+from clearance.errors import ConfigError, MetadataError
 from clearance.model import Sensitivity, parse_principal
+from clearance.validation import Invalid, Wording, quoted_key, validate
 
 __all__ = [
     "FOLDER_META",
@@ -69,65 +73,121 @@ KEYS: Mapping[str, str] = {
 
 _FOLDER_FORBIDDEN = frozenset({"path", "text", "doc_id", "deleted"})
 _SIDECAR_FORBIDDEN = frozenset({"path", "text", "deleted"})
-_DATES = ("created_at", "updated_at", "review_at", "expires_at")
-_STRINGS = ("doc_id", "title", "uri", "source_system", "corpus", "owner", "origin", "path", "text")
-_BOOLS = ("ai_allowed", "personal_data", "deleted")
 
 Metadata = dict[str, Any]
 
+#: How a metadata object names its problems: ``m.jsonl:2: key 'acl': …``.
+_RECORD = Wording(
+    key=quoted_key,
+    unknown="{table}: unknown key {name!r}",
+    table="expected a JSON object",
+)
 
-def _parse_date(value: object, where: str) -> datetime:
+
+def _text(value: object) -> str:
+    """Inline text, exactly as given."""
     if not isinstance(value, str):
-        raise MetadataError(f"{where}: expected an ISO 8601 string, got {value!r}")
+        raise Invalid("expected a non-empty string")
+    return value
+
+
+def _name(value: object) -> str:
+    """A non-empty string, stripped."""
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    return value.strip()
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {value!r}")
+    return value
+
+
+def _date(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise Invalid(f"expected an ISO 8601 string, got {value!r}")
     try:
         parsed = datetime.fromisoformat(value)
         return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
     except ValueError:
-        raise MetadataError(f"{where}: not an ISO 8601 date: {value!r}") from None
+        raise Invalid(f"not an ISO 8601 date: {value!r}") from None
     except OverflowError:  # 9999-12-31T23:59:59-14:00 is past the last representable instant
-        raise MetadataError(f"{where}: date out of range: {value!r}") from None
+        raise Invalid(f"date out of range: {value!r}") from None
+
+
+def _sensitivity(value: object) -> Sensitivity:
+    try:
+        return Sensitivity.parse(value)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+
+
+def _acl(value: object) -> frozenset[str]:
+    if not isinstance(value, list):
+        raise Invalid("expected a list of principals")
+    try:
+        return frozenset(parse_principal(p) for p in value)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+
+
+def _doc_id(value: object) -> str:
+    doc_id = _name(value)
+    if ":" not in doc_id:
+        raise Invalid("key 'doc_id' must look like 'source_system:native_id'", keyed=True)
+    return doc_id
+
+
+def _origins(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise Invalid("expected a list of origin names")
+    return tuple(v.strip() for v in value)
+
+
+_Name = Annotated[str, PlainValidator(_name)]
+_Flag = Annotated[bool, PlainValidator(_flag)]
+_Date = Annotated[datetime, PlainValidator(_date)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _Keys(TypedDict, total=False):
+    """The schema of :data:`KEYS`: every key optional, none other allowed."""
+
+    path: _Name
+    text: Annotated[str, PlainValidator(_text)]
+    doc_id: Annotated[str, PlainValidator(_doc_id)]
+    title: _Name
+    uri: _Name
+    source_system: _Name
+    corpus: _Name
+    owner: _Name
+    acl: Annotated[frozenset[str], PlainValidator(_acl)]
+    sensitivity: Annotated[Sensitivity, PlainValidator(_sensitivity)]
+    created_at: _Date
+    updated_at: _Date
+    review_at: _Date
+    expires_at: _Date
+    ai_allowed: _Flag
+    personal_data: _Flag
+    origin: _Name
+    origin_chain: Annotated[tuple[str, ...], PlainValidator(_origins)]
+    deleted: _Flag
 
 
 def parse_metadata(raw: object, source: str, forbidden: frozenset[str] = frozenset()) -> Metadata:
-    """Validate one metadata object into typed values; errors name the key and ``source``."""
-    if not isinstance(raw, dict):
-        raise MetadataError(f"{source}: expected a JSON object")
-    out: Metadata = {}
-    for key, value in raw.items():
-        where = f"{source}: key {key!r}"
-        if key not in KEYS:
-            raise MetadataError(f"{source}: unknown key {key!r}")
-        if key in forbidden:
-            raise MetadataError(f"{where} is not allowed here")
-        if key in _STRINGS:
-            if not isinstance(value, str) or (key != "text" and not value.strip()):
-                raise MetadataError(f"{where}: expected a non-empty string")
-            out[key] = value if key == "text" else value.strip()
-        elif key in _BOOLS:
-            if not isinstance(value, bool):
-                raise MetadataError(f"{where}: expected true or false, got {value!r}")
-            out[key] = value
-        elif key in _DATES:
-            out[key] = _parse_date(value, where)
-        elif key == "sensitivity":
-            try:
-                out[key] = Sensitivity.parse(value)
-            except ValueError as exc:
-                raise MetadataError(f"{where}: {exc}") from None
-        elif key == "acl":
-            if not isinstance(value, list):
-                raise MetadataError(f"{where}: expected a list of principals")
-            try:
-                out[key] = frozenset(parse_principal(p) for p in value)
-            except ValueError as exc:
-                raise MetadataError(f"{where}: {exc}") from None
-        elif key == "origin_chain":
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise MetadataError(f"{where}: expected a list of origin names")
-            out[key] = tuple(v.strip() for v in value)
-    if "doc_id" in out and ":" not in out["doc_id"]:
-        raise MetadataError(f"{source}: key 'doc_id' must look like 'source_system:native_id'")
-    return out
+    """Validate one metadata object into typed values; errors name the key and ``source``,
+    the first as the message and every one in ``problems``."""
+    given = raw if isinstance(raw, dict) else {}
+    found = [f"{source}: key {k!r} is not allowed here" for k in given if k in forbidden]
+    if found:
+        raise MetadataError(found[0], problems=found)
+    try:
+        metadata: Metadata = dict(validate(_Keys, raw, wording=_RECORD))
+    except ConfigError as exc:
+        found = [f"{source}: {p}" for p in exc.problems]
+        raise MetadataError(found[0], problems=found) from None
+    return metadata
 
 
 def _read_json(path: Path) -> object:

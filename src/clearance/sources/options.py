@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, PlainValidator
 
 from clearance.model import parse_principal
-from clearance.validation import Invalid, validate
+from clearance.validation import Invalid, Wording, validate
 
 __all__ = [
     "OPTIONS",
@@ -35,7 +35,7 @@ __all__ = [
 #: The pydantic configuration of every options dataclass: unknown keys are errors.
 OPTIONS = ConfigDict(extra="forbid")
 #: How a directory source's options name an unknown key.
-UNKNOWN_OPTION = "{key}: unknown option"
+UNKNOWN_OPTION = Wording(unknown="{key}: unknown option")
 
 
 def _text(value: object) -> str:
@@ -109,13 +109,13 @@ PrincipalTable = Annotated[Mapping[str, str], PlainValidator(_principal_table)]
 
 
 def parse(
-    schema: Any, raw: Mapping[str, Any], at: str, *, unknown: str = "", **context: Any
+    schema: Any, raw: Mapping[str, Any], at: str, *, unknown: Wording | None = None, **context: Any
 ) -> Any:
     """``raw`` (the options table at key ``at``) validated as ``schema`` (an options
     dataclass, or one ``Annotated`` with a check on the whole table); ``context`` is what a
     check across options may need (``oauth``: whether the source signs in with OAuth),
-    beside ``at`` itself. ``unknown`` words an unknown key (by default "unknown setting")."""
-    wording = {"unknown": unknown} if unknown else {}
+    beside ``at`` itself. ``unknown`` words the problems otherwise than as settings."""
+    wording = {"wording": unknown} if unknown else {}
     return validate(schema, dict(raw), at=at, context={"at": at, **context}, **wording)
 
 
