@@ -26,13 +26,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import ConfigDict, Field, PlainValidator
 
 from clearance import jsonio
 from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.access.ownership import check_owner
-from clearance.errors import DirectoryError
+from clearance.errors import ConfigError, DirectoryError
 from clearance.model import parse_principal
+from clearance.validation import Invalid, Wording, validate
 
 if TYPE_CHECKING:
     from clearance.store.base import Store
@@ -131,24 +134,48 @@ def parse_acl_data(data: bytes, source: str) -> dict[str, tuple[frozenset[str], 
     return acls
 
 
-def _acl_record(raw: object, where: str) -> tuple[str, frozenset[str]]:
-    if not isinstance(raw, dict):
-        raise DirectoryError(f"{where}: expected an object with 'doc_id' and 'acl'")
-    extra = set(raw) - {"doc_id", "acl"}
-    if extra:
-        raise DirectoryError(f"{where}: unknown key {sorted(extra)[0]!r}")
-    doc_id, acl = raw.get("doc_id"), raw.get("acl")
-    if not isinstance(doc_id, str) or not doc_id:
-        raise DirectoryError(f"{where}: 'doc_id' must be a non-empty string")
-    if not isinstance(acl, list):
-        raise DirectoryError(f"{where}: 'acl' must be a list of principals")
+def _doc_id(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise Invalid("'doc_id' must be a non-empty string", keyed=True)
+    return value
+
+
+def _principals(value: object) -> frozenset[str]:
+    if not isinstance(value, list):
+        raise Invalid("'acl' must be a list of principals", keyed=True)
     principals: set[str] = set()
-    for i, principal in enumerate(acl):
+    for i, principal in enumerate(value):
         try:
             principals.add(parse_principal(principal))
         except ValueError as exc:
-            raise DirectoryError(f"{where}: acl[{i}]: {exc}") from None
-    return doc_id, frozenset(principals)
+            raise Invalid(str(exc), at=f"[{i}]") from None
+    return frozenset(principals)
+
+
+@dataclass(frozen=True, slots=True)
+class _AclRecord:
+    """One line of an ACL file: a document and who may read it; nothing else."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    acl: Annotated[frozenset[str], PlainValidator(_principals)]
+    doc_id: Annotated[str, PlainValidator(_doc_id), Field(validate_default=True)] = ""
+
+
+_RECORD = Wording(
+    unknown="unknown key {name!r}",
+    missing="{name!r} must be a list of principals",
+    table="expected an object with 'doc_id' and 'acl'",
+)
+
+
+def _acl_record(raw: object, where: str) -> tuple[str, frozenset[str]]:
+    try:
+        record: _AclRecord = validate(_AclRecord, raw, wording=_RECORD)
+    except ConfigError as exc:
+        found = [f"{where}: {p}" for p in exc.problems]
+        raise DirectoryError(found[0], problems=found) from None
+    return record.doc_id, record.acl
 
 
 def parse_read_at(value: str, now: datetime, where: str = "read_at") -> datetime:
