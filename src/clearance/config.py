@@ -48,7 +48,7 @@ from pydantic import (
 from clearance.analysis import search_terms
 from clearance.errors import ConfigError, NotFoundError
 from clearance.model import Sensitivity
-from clearance.oidc_settings import OidcSettings, parse_oidc_settings
+from clearance.oidc_settings import OidcSettings
 from clearance.secrets import Secret
 from clearance.trust import DEFAULT_ORIGIN_TRUST, Trust
 from clearance.validation import Invalid, got, validate
@@ -254,16 +254,10 @@ def _notification_url(value: object) -> str | None:
     return value
 
 
-def _oidc(value: object, info: ValidationInfo) -> OidcSettings | None:
+def _jwks_here(oidc: OidcSettings | None, info: ValidationInfo) -> OidcSettings | None:
     """``[server.oidc]``; a relative JWKS file path is relative to the config file."""
-    if value is None or isinstance(value, OidcSettings):
-        return value
-    if not isinstance(value, dict):
-        raise Invalid("expected a table")
-    try:
-        oidc = parse_oidc_settings(value)
-    except ConfigError as exc:
-        raise Invalid(exc.message, keyed=True) from None
+    if oidc is None:
+        return oidc
     root: Path | None = (info.context or {}).get("root")
     if root is None or oidc.jwks_is_url or Path(oidc.jwks).is_absolute():
         return oidc
@@ -897,7 +891,7 @@ class ServerSettings:
     max_body_bytes: PositiveInt = 1024 * 1024  # larger request bodies are refused with 413
     # Sign-in beside API tokens (docs/server.md). Both are off by default.
     # [server.oidc]: JWT bearer tokens checked against a JWKS
-    oidc: Annotated[OidcSettings | None, PlainValidator(_oidc)] = None
+    oidc: Annotated[OidcSettings | None, AfterValidator(_jwks_here)] = None
     # The user id in ``user_header`` is believed only from these peers (addresses or
     # networks); empty turns trusted-header sign-in off.
     trusted_proxies: Annotated[

@@ -11,10 +11,13 @@ import ipaddress
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+from pydantic import ConfigDict, PlainValidator
+
 from clearance.errors import ConfigError
+from clearance.validation import Invalid, validate
 
 __all__ = ["KEY_FOR_ALGORITHM", "OidcSettings", "is_url", "parse_oidc_settings"]
 
@@ -34,6 +37,48 @@ KEY_FOR_ALGORITHM: Mapping[str, tuple[str, str | None]] = {
 }
 
 
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise Invalid("must be a non-empty string")
+    return value
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list | tuple)
+        or not value
+        or not all(isinstance(v, str) and v for v in value)
+    ):
+        raise Invalid("must be a string or a non-empty list of strings")
+    return tuple(value)
+
+
+def _audience(value: object) -> str | tuple[str, ...]:
+    audience = _strings(value)
+    return audience[0] if len(audience) == 1 else audience
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Invalid("must be a number")
+    if not math.isfinite(value) or value < 0:
+        raise Invalid("must be a finite number >= 0")
+    return float(value)
+
+
+def _positive(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise Invalid("must be a positive integer")
+    return value
+
+
+_Text = Annotated[str, PlainValidator(_text)]
+_Strings = Annotated[tuple[str, ...], PlainValidator(_strings)]
+_Seconds = Annotated[float, PlainValidator(_seconds)]
+
+
 @dataclass(frozen=True)
 class OidcSettings:
     """How bearer tokens are verified (the ``[server.oidc]`` table).
@@ -42,25 +87,27 @@ class OidcSettings:
     fetched in clear text from elsewhere lets anyone on the path mint tokens).
     """
 
-    issuer: str
-    audience: str | tuple[str, ...]
-    jwks: str
-    algorithms: tuple[str, ...] = ("RS256", "ES256")
-    user_claim: str = "sub"
-    leeway_s: float = 30.0
-    jwks_refresh_s: float = 300.0
-    jwks_max_age_s: float = 3600.0
-    jwks_timeout_s: float = 5.0
-    max_token_bytes: int = 8192
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    issuer: _Text
+    audience: Annotated[str | tuple[str, ...], PlainValidator(_audience)]
+    jwks: _Text
+    algorithms: _Strings = ("RS256", "ES256")
+    user_claim: _Text = "sub"
+    leeway_s: _Seconds = 30.0
+    jwks_refresh_s: _Seconds = 300.0
+    jwks_max_age_s: _Seconds = 3600.0
+    jwks_timeout_s: _Seconds = 5.0
+    max_token_bytes: Annotated[int, PlainValidator(_positive)] = 8192
     # Browser sign-in (authorization-code flow with PKCE). The client id defaults to the
     # audience when there is one; the endpoints, when unset, come from the issuer's
     # ``/.well-known/openid-configuration``. A confidential client's secret is read from the
     # environment variable named here, never from the file.
-    client_id: str | None = None
-    client_secret_env: str | None = None
-    authorization_endpoint: str | None = None
-    token_endpoint: str | None = None
-    scopes: tuple[str, ...] = ("openid",)
+    client_id: _Text | None = None
+    client_secret_env: _Text | None = None
+    authorization_endpoint: _Text | None = None
+    token_endpoint: _Text | None = None
+    scopes: _Strings = ("openid",)
 
     def __post_init__(self) -> None:
         p = "server.oidc"
@@ -157,85 +204,11 @@ def _is_loopback(host: str) -> bool:
 
 def parse_oidc_settings(data: Mapping[str, Any], key_prefix: str = "server.oidc") -> OidcSettings:
     """The ``[server.oidc]`` table → :class:`OidcSettings`; every error names its key."""
-
-    def key(name: str) -> str:
-        return f"{key_prefix}.{name}"
-
-    known = {
-        "issuer",
-        "audience",
-        "jwks",
-        "algorithms",
-        "user_claim",
-        "leeway_s",
-        "jwks_refresh_s",
-        "jwks_max_age_s",
-        "jwks_timeout_s",
-        "max_token_bytes",
-        "client_id",
-        "client_secret_env",
-        "authorization_endpoint",
-        "token_endpoint",
-        "scopes",
-    }
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"unknown setting {key(unknown[0])} (known: {', '.join(sorted(known))})")
-
-    def text(name: str) -> str:
-        value = data.get(name)
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{key(name)} must be a non-empty string")
-        return value
-
-    def number(name: str, default: float) -> float:
-        value = data.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{key(name)} must be a number")
-        if not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{key(name)} must be a finite number >= 0")
-        return float(value)
-
-    def strings(name: str) -> tuple[str, ...]:
-        value = data[name]
-        if isinstance(value, str):
-            value = [value]
-        if (
-            not isinstance(value, list)
-            or not value
-            or not all(isinstance(v, str) and v for v in value)
-        ):
-            raise ConfigError(f"{key(name)} must be a string or a non-empty list of strings")
-        return tuple(value)
-
-    audience = strings("audience") if "audience" in data else text("audience")
-    max_token = data.get("max_token_bytes", 8192)
-    if isinstance(max_token, bool) or not isinstance(max_token, int) or max_token <= 0:
-        raise ConfigError(f"{key('max_token_bytes')} must be a positive integer")
     try:
-        return OidcSettings(
-            issuer=text("issuer"),
-            audience=audience[0] if len(audience) == 1 else audience,
-            jwks=text("jwks"),
-            algorithms=strings("algorithms") if "algorithms" in data else ("RS256", "ES256"),
-            user_claim=text("user_claim") if "user_claim" in data else "sub",
-            leeway_s=number("leeway_s", 30.0),
-            jwks_refresh_s=number("jwks_refresh_s", 300.0),
-            jwks_max_age_s=number("jwks_max_age_s", 3600.0),
-            jwks_timeout_s=number("jwks_timeout_s", 5.0),
-            max_token_bytes=max_token,
-            client_id=text("client_id") if "client_id" in data else None,
-            client_secret_env=text("client_secret_env") if "client_secret_env" in data else None,
-            authorization_endpoint=(
-                text("authorization_endpoint") if "authorization_endpoint" in data else None
-            ),
-            token_endpoint=text("token_endpoint") if "token_endpoint" in data else None,
-            scopes=strings("scopes") if "scopes" in data else ("openid",),
-        )
+        oidc: OidcSettings = validate(OidcSettings, dict(data), at="server.oidc")
     except ConfigError as exc:
         if key_prefix == "server.oidc":
             raise
-        raise ConfigError(exc.message.replace("server.oidc.", f"{key_prefix}.")) from exc
-
-
-# --------------------------------------------------------------------------- keys
+        found = [p.replace("server.oidc.", f"{key_prefix}.") for p in exc.problems]
+        raise ConfigError(found[0], problems=found) from exc
+    return oidc
