@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, PlainValidator
 
 from clearance.errors import ConfigError
-from clearance.validation import Invalid, validate
+from clearance.validation import Invalid, non_empty, validate
 
 __all__ = ["KEY_FOR_ALGORITHM", "OidcSettings", "is_url", "parse_oidc_settings"]
 
@@ -35,12 +35,6 @@ KEY_FOR_ALGORITHM: Mapping[str, tuple[str, str | None]] = {
     "ES512": ("EC", "P-521"),
     "EdDSA": ("OKP", "Ed25519"),
 }
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise Invalid("must be a non-empty string")
-    return value
 
 
 def _strings(value: object) -> tuple[str, ...]:
@@ -74,7 +68,7 @@ def _positive(value: object) -> int:
     return value
 
 
-_Text = Annotated[str, PlainValidator(_text)]
+_Text = Annotated[str, non_empty("must be a non-empty string")]
 _Strings = Annotated[tuple[str, ...], PlainValidator(_strings)]
 _Seconds = Annotated[float, PlainValidator(_seconds)]
 

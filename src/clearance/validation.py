@@ -28,6 +28,7 @@ __all__ = [
     "Wording",
     "got",
     "key_path",
+    "non_empty",
     "problems",
     "quoted_key",
     "validate",
@@ -97,6 +98,19 @@ _AT_PART = re.compile(r"\[(\d+)\]|([^.\[]+)")
 def _parts(at: str) -> tuple[str | int, ...]:
     """``a.b[2].c`` → ``("a", "b", 2, "c")``."""
     return tuple(int(i) if i else name for i, name in _AT_PART.findall(at))
+
+
+def non_empty(message: str = "expected a non-empty string", *, strip: bool = False) -> Any:
+    """A validator for a string with something in it (``strip``: returned stripped);
+    anything else is refused with ``message``."""
+    from pydantic import PlainValidator
+
+    def check(value: object) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise Invalid(message)
+        return value.strip() if strip else value
+
+    return PlainValidator(check)
 
 
 @dataclass(frozen=True, slots=True)

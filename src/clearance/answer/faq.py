@@ -43,7 +43,7 @@ from clearance.answer.result import Citation
 from clearance.errors import ConfigError, MetadataError
 from clearance.model import Sensitivity, parse_principal
 from clearance.store.side_tables import create_table
-from clearance.validation import Invalid, Wording, quoted_key, validate
+from clearance.validation import Invalid, Wording, non_empty, quoted_key, validate
 
 if TYPE_CHECKING:
     from clearance.store.base import SqlConnection, Store
@@ -123,12 +123,6 @@ def parse_datetime(value: object, where: str) -> datetime:
     return moment
 
 
-def _text(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("expected a non-empty string")
-    return value
-
-
 def _listed(value: object, expected: str) -> list[Any]:
     """An optional list value: absent or null is empty, anything else must be a list."""
     if value is None:
@@ -196,10 +190,10 @@ class FaqEntry:
 
     __pydantic_config__ = ConfigDict(extra="forbid")
 
-    id: Annotated[str, PlainValidator(lambda v: _text(v).strip())]
-    question: Annotated[str, PlainValidator(_text)]
+    id: Annotated[str, non_empty(strip=True)]
+    question: Annotated[str, non_empty()]
     aliases: Annotated[tuple[str, ...], PlainValidator(_aliases)]
-    answer: Annotated[str, PlainValidator(_text)]
+    answer: Annotated[str, non_empty()]
     citations: Annotated[tuple[Citation, ...], PlainValidator(_citations)] = ()
     acl: Annotated[frozenset[str], PlainValidator(_principals)] = frozenset()
     sensitivity: Annotated[Sensitivity, PlainValidator(_sensitivity)] = Sensitivity.INTERNAL

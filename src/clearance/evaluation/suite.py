@@ -56,7 +56,7 @@ from pydantic import (
 from clearance.answer.result import Status
 from clearance.errors import ConfigError, EvaluationError
 from clearance.evaluation.scoring import Case, Figure, Outcome
-from clearance.validation import Invalid, Wording, validate
+from clearance.validation import Invalid, Wording, non_empty, validate
 
 __all__ = [
     "ROLLOUT",
@@ -96,12 +96,6 @@ THRESHOLDS: dict[str, Direction] = {
 _STATUSES = {s.value for s in Status} - {Status.DEGRADED.value}
 _FILE = ConfigDict(extra="forbid")
 _WORDING = Wording(unknown="{table}: unknown key {name!r}")
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("expected a non-empty string")
-    return value
 
 
 def _optional_text(value: object) -> str:
@@ -157,7 +151,9 @@ def _thresholds(value: object) -> dict[str, float]:
 
 
 def _status(value: object) -> str:
-    status = _text(value)
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    status = value
     if status != "refused" and status not in _STATUSES:
         known = ", ".join(sorted(_STATUSES | {"refused"}))
         raise Invalid(f"unknown status {status!r} (known: {known})")
@@ -194,7 +190,7 @@ def _distinct(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
     return stages
 
 
-Text = Annotated[str, PlainValidator(_text)]
+Text = Annotated[str, non_empty()]
 OptionalText = Annotated[str, PlainValidator(_optional_text)]
 Strings = Annotated[tuple[str, ...], PlainValidator(_strings)]
 

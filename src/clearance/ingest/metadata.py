@@ -31,7 +31,7 @@ from typing_extensions import TypedDict
 from clearance import jsonio
 from clearance.errors import ConfigError, MetadataError
 from clearance.model import Sensitivity, parse_principal
-from clearance.validation import Invalid, Wording, quoted_key, validate
+from clearance.validation import Invalid, Wording, non_empty, quoted_key, validate
 
 __all__ = [
     "FOLDER_META",
@@ -91,13 +91,6 @@ def _text(value: object) -> str:
     return value
 
 
-def _name(value: object) -> str:
-    """A non-empty string, stripped."""
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("expected a non-empty string")
-    return value.strip()
-
-
 def _flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise Invalid(f"expected true or false, got {value!r}")
@@ -133,7 +126,9 @@ def _acl(value: object) -> frozenset[str]:
 
 
 def _doc_id(value: object) -> str:
-    doc_id = _name(value)
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    doc_id = value.strip()
     if ":" not in doc_id:
         raise Invalid("key 'doc_id' must look like 'source_system:native_id'", keyed=True)
     return doc_id
@@ -145,7 +140,7 @@ def _origins(value: object) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
-_Name = Annotated[str, PlainValidator(_name)]
+_Name = Annotated[str, non_empty(strip=True)]
 _Flag = Annotated[bool, PlainValidator(_flag)]
 _Date = Annotated[datetime, PlainValidator(_date)]
 

@@ -132,7 +132,7 @@ from clearance.sources.rest import (
     timestamp,
 )
 from clearance.sources.sync import MEDIA_SUFFIXES
-from clearance.validation import Invalid
+from clearance.validation import Invalid, non_empty
 
 __all__ = [
     "ConfluenceConnector",
@@ -203,18 +203,6 @@ def _email(value: object, info: ValidationInfo) -> str:
     return value
 
 
-def _cloud_id(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("expected the site's cloud id")
-    return value
-
-
-def _token_file(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("expected a path")
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class ConfluenceOptions:
     """``[sources.<name>.options]`` of the ``confluence`` kind, validated."""
@@ -227,10 +215,10 @@ class ConfluenceOptions:
     attachments: Flag = True
     blogposts: Flag = True
     comments: Flag = True
-    cloud_id: Annotated[str | None, PlainValidator(_cloud_id)] = None
+    cloud_id: Annotated[str | None, non_empty("expected the site's cloud id")] = None
     auth_url: Url = _AUTH_URL
     api_url: Url = _API_URL
-    token_file: Annotated[str | None, PlainValidator(_token_file)] = None
+    token_file: Annotated[str | None, non_empty("expected a path")] = None
 
 
 class TokenBasicAuth(httpx.Auth):

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, PlainValidator
 
 from clearance.model import parse_principal
-from clearance.validation import Invalid, Wording, validate
+from clearance.validation import Invalid, Wording, non_empty, validate
 
 __all__ = [
     "OPTIONS",
@@ -38,15 +38,11 @@ OPTIONS = ConfigDict(extra="forbid")
 UNKNOWN_OPTION = Wording(unknown="{key}: unknown option")
 
 
-def _text(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("expected a non-empty string")
-    return value
-
-
 def url(value: object) -> str:
     """An http(s) URL without a query, its trailing slashes removed."""
-    url = _text(value).rstrip("/")
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    url = value.rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname or parts.query:
         raise Invalid(f"expected an http(s) URL without a query, got {url!r}")
@@ -59,14 +55,10 @@ def _flag(value: object) -> bool:
     return value
 
 
-def _path(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("expected the path of a file")
-    return value
-
-
 def _email(value: object) -> str:
-    if "@" not in _text(value):
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("expected a non-empty string")
+    if "@" not in value:
         raise Invalid("expected an email address")
     return str(value).lower()
 
@@ -93,13 +85,13 @@ def _principal_table(value: object) -> dict[str, str]:
 
 
 #: A non-empty string.
-Text = Annotated[str, PlainValidator(_text)]
+Text = Annotated[str, non_empty()]
 #: An http(s) URL without a query, its trailing slashes removed.
 Url = Annotated[str, PlainValidator(url)]
 #: ``true`` or ``false``, nothing that merely looks like one.
 Flag = Annotated[bool, PlainValidator(_flag)]
 #: The path of a file (read when the connector is built).
-FilePath = Annotated[str, PlainValidator(_path)]
+FilePath = Annotated[str, non_empty("expected the path of a file")]
 #: An email address (a user to act as), lower-cased.
 Email = Annotated[str, PlainValidator(_email)]
 #: A principal (``group:staff``, ``user:ana``, ``everyone``), exactly as written.

@@ -61,7 +61,7 @@ from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Flag, Positive, Text, choice
 from clearance.sources.options import parse as parse_table
-from clearance.validation import Invalid
+from clearance.validation import Invalid, non_empty
 
 __all__ = ["FLAVOURS", "LdapReader", "build", "normal_dn"]
 
@@ -377,12 +377,6 @@ def _url(value: object) -> str:
     return value
 
 
-def _base(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("required (a DN to search under)")
-    return value
-
-
 def _seconds(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise Invalid("expected a positive number of seconds")
@@ -399,8 +393,8 @@ class LdapOptions:
     __pydantic_config__ = OPTIONS
 
     url: Annotated[str, PlainValidator(_url), _REQUIRED] = ""
-    user_base: Annotated[str, PlainValidator(_base), _REQUIRED] = ""
-    group_base: Annotated[str, PlainValidator(_base), _REQUIRED] = ""
+    user_base: Annotated[str, non_empty("required (a DN to search under)"), _REQUIRED] = ""
+    group_base: Annotated[str, non_empty("required (a DN to search under)"), _REQUIRED] = ""
     bind_dn: Text | None = None
     start_tls: Flag = False
     ca_file: Text | None = None
