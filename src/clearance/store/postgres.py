@@ -48,9 +48,9 @@ from clearance.store.rows import (
     document_from_row,
     document_row,
     fact_from_row,
-    fact_row,
     merge_patch,
 )
+from clearance.store.writes import insert_acl, insert_facts, record_acl_sync, replace_acl
 
 __all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
 
@@ -410,11 +410,8 @@ class PostgresStore(Closing):
             ).fetchone()
             assert found is not None
             doc_key = int(found[0])
+            insert_acl(QmarkConnection(conn), doc_key, document.acl)
             with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO doc_acl (doc_key, principal) VALUES (%s, %s)",
-                    [(doc_key, p) for p in sorted(document.acl)],
-                )
                 cur.executemany(
                     "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
                     "origin, length, terms, tfs, embedding) "
@@ -443,11 +440,7 @@ class PostgresStore(Closing):
                     "VALUES (%s, %s, %s, %s)",
                     [(doc_key, level, n, total) for level, (n, total) in sorted(levels.items())],
                 )
-                cur.executemany(
-                    "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, "
-                    "raw, locator) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [fact_row(doc_key, f) for f in facts],
-                )
+            insert_facts(QmarkConnection(conn), doc_key, facts)
 
     @staticmethod
     def _delete_in(conn: psycopg.Connection[Any], doc_id: str) -> bool:
@@ -459,23 +452,8 @@ class PostgresStore(Closing):
             return self._delete_in(conn, doc_id)
 
     def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
-        with self._writing() as conn:
-            return self._set_acl_in(conn, doc_id, acl)
-
-    @staticmethod
-    def _set_acl_in(conn: psycopg.Connection[Any], doc_id: str, acl: frozenset[str]) -> bool:
-        row = conn.execute(
-            "SELECT key FROM documents WHERE doc_id = %s FOR UPDATE", (doc_id,)
-        ).fetchone()
-        if row is None:
-            return False
-        conn.execute("DELETE FROM doc_acl WHERE doc_key = %s", (row[0],))
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO doc_acl (doc_key, principal) VALUES (%s, %s)",
-                [(row[0], p) for p in sorted(acl)],
-            )
-        return True
+        with self.transaction() as db:
+            return replace_acl(db, doc_id, acl, lock="FOR UPDATE")
 
     def set_acls(
         self,
@@ -487,8 +465,9 @@ class PostgresStore(Closing):
         """Replace many ACLs in one transaction (see :meth:`SQLiteStore.set_acls`)."""
         missing: list[str] = []
         with self._writing() as conn:
+            db = QmarkConnection(conn)
             for doc_id, acl in acls.items():
-                if not self._set_acl_in(conn, doc_id, acl):
+                if not replace_acl(db, doc_id, acl, lock="FOR UPDATE"):
                     missing.append(doc_id)
             for doc_id, patch in (extra or {}).items():
                 row = conn.execute(
@@ -501,20 +480,12 @@ class PostgresStore(Closing):
                         (json.dumps(merged, separators=(",", ":")), doc_id),
                     )
             if synced is not None:
-                self._record_sync_in(conn, *synced)
+                record_acl_sync(db, *synced)
         return missing
 
-    @staticmethod
-    def _record_sync_in(conn: psycopg.Connection[Any], corpus: str, at: datetime) -> None:
-        conn.execute(
-            "INSERT INTO corpus_sync VALUES (%s, %s) ON CONFLICT (corpus) "
-            "DO UPDATE SET last_acl_sync = excluded.last_acl_sync",
-            (corpus, at.timestamp()),
-        )
-
     def record_acl_sync(self, corpus: str, at: datetime) -> None:
-        with self._writing() as conn:
-            self._record_sync_in(conn, corpus, at)
+        with self.transaction() as db:
+            record_acl_sync(db, corpus, at)
 
     def last_acl_syncs(self) -> dict[str, datetime]:
         with self._read() as conn:

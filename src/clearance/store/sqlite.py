@@ -46,8 +46,8 @@ from clearance.store.rows import (
     document_from_row,
     document_row,
     fact_from_row,
-    fact_row,
 )
+from clearance.store.writes import insert_acl, insert_facts, record_acl_sync, replace_acl
 
 if TYPE_CHECKING:
     import numpy as np
@@ -665,10 +665,8 @@ class SQLiteStore(Closing):
                 (*document_values, time.time()),
             )
             doc_key = cur.lastrowid
-            db.executemany(
-                "INSERT INTO doc_acl (doc_key, principal) VALUES (?, ?)",
-                [(doc_key, p) for p in sorted(document.acl)],
-            )
+            assert doc_key is not None  # an INSERT into a rowid table
+            insert_acl(db, doc_key, document.acl)
             db.executemany(
                 "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
                 "origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -695,13 +693,7 @@ class SQLiteStore(Closing):
             )
             self._write_terms(db, keys, analysed)
             self._prune_log(db)
-            # --- facts: replaced with the document (the old ones went by ON DELETE CASCADE)
-            db.executemany(
-                "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, raw, "
-                "locator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [fact_row(doc_key, f) for f in facts],
-            )
-            # --- end facts
+            insert_facts(db, doc_key, facts)
 
     @staticmethod
     def _prune_log(db: sqlite3.Connection) -> None:
@@ -726,19 +718,7 @@ class SQLiteStore(Closing):
 
     def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
         with self.transaction() as db:
-            return self._set_acl_in(db, doc_id, acl)
-
-    @staticmethod
-    def _set_acl_in(db: sqlite3.Connection, doc_id: str, acl: frozenset[str]) -> bool:
-        row = db.execute("SELECT key FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-        if row is None:
-            return False
-        db.execute("DELETE FROM doc_acl WHERE doc_key = ?", (row[0],))
-        db.executemany(
-            "INSERT INTO doc_acl (doc_key, principal) VALUES (?, ?)",
-            [(row[0], p) for p in sorted(acl)],
-        )
-        return True
+            return replace_acl(db, doc_id, acl)
 
     def set_acls(
         self,
@@ -755,7 +735,7 @@ class SQLiteStore(Closing):
         missing: list[str] = []
         with self.transaction() as db:
             for doc_id, acl in acls.items():
-                if not self._set_acl_in(db, doc_id, acl):
+                if not replace_acl(db, doc_id, acl):
                     missing.append(doc_id)
             for doc_id, patch in (extra or {}).items():
                 db.execute(
@@ -763,20 +743,12 @@ class SQLiteStore(Closing):
                     (json.dumps(dict(patch)), doc_id),
                 )
             if synced is not None:
-                self._record_sync_in(db, *synced)
+                record_acl_sync(db, *synced)
         return missing
-
-    @staticmethod
-    def _record_sync_in(db: sqlite3.Connection, corpus: str, at: datetime) -> None:
-        db.execute(
-            "INSERT INTO corpus_sync VALUES (?, ?) ON CONFLICT (corpus) "
-            "DO UPDATE SET last_acl_sync = excluded.last_acl_sync",
-            (corpus, at.timestamp()),
-        )
 
     def record_acl_sync(self, corpus: str, at: datetime) -> None:
         with self.transaction() as db:
-            self._record_sync_in(db, corpus, at)
+            record_acl_sync(db, corpus, at)
 
     @_consistent
     def last_acl_syncs(self) -> dict[str, datetime]:
