@@ -30,6 +30,7 @@ class SyncedSource:
 
     source: ClassVar[str]
     app: Clearance
+    clock: Clock
     waits: list[float]
     reports: list[SyncReport]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,13 +28,8 @@ from confluence_server import EMAIL, SPACE_KEY, TOKEN, FakeConfluence
 from loopback_server import RecordedRequest, Reply, ScriptedServer, json_reply
 
 from .conftest import Clock
-from .connector_sync import (
-    SyncedSource,
-    acl_state,
-    indexed_app,
-    remember_first_answers,
-    shrug_off_source_errors,
-)
+from .connector_conformance import AllOrNothing, AnyoneWithTheLink, GroupRevocation
+from .connector_sync import SyncedSource, indexed_app
 
 ALICE, BOB, CAROL = "acc-alice", "acc-bob", "acc-carol"
 
@@ -307,31 +302,6 @@ def test_reverse_proof_a_connector_that_reuses_the_content_phase_reads_is_caught
     assert restriction_between_phases_is_missed(site)
 
 
-def removed_member_keeps_access(site: Site) -> bool:
-    site.wiki.grant_space("group", "g-eng")
-    site.wiki.add_page("minutes", "<p>Board minutes: dividend policy.</p>")
-    site.wiki.restrict("minutes", groups=("g-eng",))
-    site.synced()
-    assert site.found(ALICE, "dividend") == {doc("minutes")}
-    site.wiki.groups["g-eng"].remove(ALICE)
-    site.synced(content=False)
-    assert site.found(BOB, "dividend") == {doc("minutes")}
-    return bool(site.found(ALICE, "dividend"))
-
-
-def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
-    site: Site,
-) -> None:
-    assert not removed_member_keeps_access(site)
-
-
-def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
-    site: Site, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    remember_first_answers(monkeypatch, ConfluenceConnector, "_read_members")
-    assert removed_member_keeps_access(site)
-
-
 def found_past_200(site: Site) -> tuple[set[str], set[str]]:
     """What alice (the 231st user of a restriction) and bob (the 451st member of a group)
     find of a page restricted to both."""
@@ -366,35 +336,6 @@ def test_reverse_proof_a_connector_that_reads_only_the_first_page_is_caught(
     assert found_past_200(site) == (set(), set())
 
 
-def anonymous_page_is_found(site: Site) -> bool:
-    site.wiki.grant_space("access_class", "anonymous-users")
-    site.wiki.add_page("deck", "<p>Board deck: acquisition targets.</p>")
-    site.synced()
-    return bool(site.found(ALICE, "acquisition"))
-
-
-def test_an_anonymous_space_in_a_confidential_corpus_is_visible_to_nobody(site: Site) -> None:
-    assert not anonymous_page_is_found(site)
-    (status,) = source_status(site.app)
-    (example,) = status["visible_to_nobody_examples"]
-    assert example["doc_id"] == doc("deck") and "anyone who has the link" in example["reason"]
-    warnings = site.app.explain(ALICE, doc("deck"))["warnings"]
-    assert any("anyone who has the link" in w for w in warnings)
-
-
-def test_reverse_proof_a_connector_that_maps_anonymous_access_to_everyone_is_caught(
-    site: Site, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    access = ConfluenceConnector._access
-
-    def widened(self: ConfluenceConnector, page_id: str) -> Access:
-        found = access(self, page_id)
-        return Access(found.principals | {"everyone"}) if found.anyone_with_link else found
-
-    monkeypatch.setattr(ConfluenceConnector, "_access", widened)
-    assert anonymous_page_is_found(site)
-
-
 def test_an_anonymous_space_still_admits_who_a_restriction_names(site: Site) -> None:
     site.wiki.grant_space("access_class", "anonymous-users")
     site.wiki.add_page("deck", "<p>Board deck: acquisition targets.</p>")
@@ -425,41 +366,56 @@ def test_an_unknown_principal_type_makes_the_page_visible_to_nobody_with_the_rea
 # --------------------------------------------------------------------------- all or nothing
 
 
-def interrupted_sync(site: Site) -> tuple[SyncReport, bool]:
-    """The report of a permission sync during which the source stops answering, and
-    whether that sync changed any ACL or the corpus's ACL-sync time."""
-    wiki = site.wiki
-    wiki.grant_space("group", "g-eng")
-    for name in ("a", "b", "c", "d"):
-        wiki.add_page(name, f"<p>Quarterly memo {name}.</p>")
-        wiki.restrict(name, users=(ALICE,))
-    site.synced()
-    before = acl_state(site.app)
-    for name in ("a", "b", "c", "d"):
-        wiki.restrict(name, users=(BOB,))
-    site.clock.advance(60)
-    wiki.fault("/restriction/", 503, times=None, after=2)  # the source stops halfway
-    (report,) = site.sync(content=False)
-    return report, acl_state(site.app) != before
+class TestConfluenceScenarios(GroupRevocation, AnyoneWithTheLink, AllOrNothing):
+    """The scenarios every connector runs (tests/sources/connector_conformance.py), on a
+    Confluence space: space permissions, page restrictions and groups. A page's place in
+    the tree is covered by test_a_page_restriction_added_to_a_parent_hides_its_children."""
 
+    CONNECTOR = ConfluenceConnector
+    MEMBERS = "_read_members"
+    ALICE, BOB = ALICE, BOB
 
-def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
-    site: Site,
-) -> None:
-    report, changed = interrupted_sync(site)
-    assert not changed
-    assert not report.ok and "503" in (report.error or "")
-    (status,) = source_status(site.app)
-    assert status["state"] == "failing"
+    @pytest.fixture
+    def src(self, tmp_path: Path) -> Iterator[Site]:
+        yield from make_site(tmp_path)
 
+    def doc(self, name: str) -> str:
+        return doc(name)
 
-def test_reverse_proof_a_connector_that_shrugs_off_unreadable_restrictions_is_caught(
-    site: Site, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shrug_off_source_errors(monkeypatch, ConfluenceConnector, "_access")
-    monkeypatch.setattr(ConfluenceConnector, "_restriction_or_none", lambda self, cid: None)
-    _, changed = interrupted_sync(site)
-    assert changed
+    def share_with_a_group_of_alice_and_bob(self, src: Site, name: str, text: str) -> None:
+        src.wiki.grant_space("group", "g-eng")
+        src.wiki.add_page(name, f"<p>{text}</p>")
+        src.wiki.restrict(name, groups=("g-eng",))
+
+    def remove_alice_from_the_group(self, src: Site) -> None:
+        src.wiki.groups["g-eng"].remove(ALICE)
+
+    def open_to_anyone_with_the_link(self, src: Site, name: str, text: str) -> None:
+        src.wiki.grant_space("access_class", "anonymous-users")
+        src.wiki.add_page(name, f"<p>{text}</p>")
+
+    def widen_anyone_to_everyone(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        access = ConfluenceConnector._access
+
+        def widened(self: ConfluenceConnector, page_id: str) -> Access:
+            found = access(self, page_id)
+            return Access(found.principals | {"everyone"}) if found.anyone_with_link else found
+
+        monkeypatch.setattr(ConfluenceConnector, "_access", widened)
+
+    def readable_by(self, src: Site, names: Sequence[str], who: str) -> None:
+        for name in names:
+            if name not in src.wiki.pages:
+                src.wiki.grant_space("group", "g-eng")
+                src.wiki.add_page(name, f"<p>Quarterly memo {name}.</p>")
+            src.wiki.restrict(name, users=(who,))
+
+    def stop_answering_permissions_after(self, src: Site, answered: int) -> None:
+        src.wiki.fault("/restriction/", 503, times=None, after=answered)
+
+    def shrug_off_unreadable_permissions(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        super().shrug_off_unreadable_permissions(monkeypatch)
+        monkeypatch.setattr(ConfluenceConnector, "_restriction_or_none", lambda self, cid: None)
 
 
 def test_a_permission_change_reads_no_content(site: Site) -> None:

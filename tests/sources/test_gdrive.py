@@ -8,7 +8,7 @@ assertion catches."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,13 +30,8 @@ from clearance.sources.sync import SyncReport
 from gdrive_server import DRIVE, GOOGLE_DOC, KEY_JSON, SUBJECT, FakeDrive
 
 from .conftest import Clock
-from .connector_sync import (
-    SyncedSource,
-    acl_state,
-    indexed_app,
-    remember_first_answers,
-    shrug_off_source_errors,
-)
+from .connector_conformance import AllOrNothing, AnyoneWithTheLink, GroupRevocation, InheritedAccess
+from .connector_sync import SyncedSource, indexed_app
 
 ALICE, BOB, CAROL = "alice@example.com", "bob@example.com", "carol@example.com"
 KEY = "sources.gd.credentials.service_account"
@@ -237,90 +232,6 @@ def test_a_rejected_page_token_starts_a_full_listing(ws: Workspace) -> None:
 # --------------------------------------------------------------------------- permissions
 
 
-def moved_file_keeps_access(ws: Workspace) -> bool:
-    drive = ws.drive
-    drive.members = [user(BOB, "organizer")]
-    drive.add_folder("general")
-    drive.share("general", domain("example.com"))
-    drive.add_folder("board")
-    drive.add_file("plan", "Merger plan draft.", parent="general")
-    ws.synced()
-    assert ws.found(ALICE, "merger") == {doc("plan")}
-    drive.move("plan", "board")
-    ws.synced(content=False)  # the permission sync alone must take the access away
-    assert ws.found(BOB, "merger") == {doc("plan")}
-    return bool(ws.found(ALICE, "merger"))
-
-
-def test_a_file_moved_into_a_restricted_folder_loses_its_inherited_access(
-    ws: Workspace,
-) -> None:
-    assert not moved_file_keeps_access(ws)
-
-
-def test_reverse_proof_a_connector_that_remembers_permissions_is_caught(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    remember_first_answers(monkeypatch, DriveConnector, "_access")
-    assert moved_file_keeps_access(ws)
-
-
-def removed_member_keeps_access(ws: Workspace) -> bool:
-    ws.drive.groups["board@example.com"] = {ALICE, BOB}
-    ws.drive.members = [group("board@example.com")]
-    ws.drive.add_file("minutes", "Board minutes: dividend policy.")
-    ws.synced()
-    assert ws.found(ALICE, "dividend") == {doc("minutes")}
-    ws.drive.groups["board@example.com"].discard(ALICE)
-    ws.synced(content=False)
-    assert ws.found(BOB, "dividend") == {doc("minutes")}
-    return bool(ws.found(ALICE, "dividend"))
-
-
-def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
-    ws: Workspace,
-) -> None:
-    assert not removed_member_keeps_access(ws)
-
-
-def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    remember_first_answers(monkeypatch, DriveConnector, "_members")
-    assert removed_member_keeps_access(ws)
-
-
-def anyone_file_is_found(ws: Workspace) -> bool:
-    ws.drive.add_file("deck", "Board deck: acquisition targets.")
-    ws.drive.share("deck", anyone(discoverable=True))
-    ws.synced()
-    return bool(ws.found(ALICE, "acquisition"))
-
-
-def test_an_anyone_with_link_file_in_a_confidential_corpus_is_visible_to_nobody(
-    ws: Workspace,
-) -> None:
-    assert not anyone_file_is_found(ws)
-    (status,) = source_status(ws.app)
-    (example,) = status["visible_to_nobody_examples"]
-    assert example["doc_id"] == doc("deck") and "anyone who has the link" in example["reason"]
-    warnings = ws.app.explain(ALICE, doc("deck"))["warnings"]
-    assert any("anyone who has the link" in w for w in warnings)
-
-
-def test_reverse_proof_a_connector_that_maps_anyone_to_everyone_is_caught(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    permission = DriveConnector._permission
-
-    def widened(self: DriveConnector, raw: Any) -> set[str] | None:
-        found = permission(self, raw)
-        return {"everyone"} if found is None else found
-
-    monkeypatch.setattr(DriveConnector, "_permission", widened)
-    assert anyone_file_is_found(ws)
-
-
 def test_each_sharing_mode_maps_to_what_it_grants_and_no_more(ws: Workspace) -> None:
     cases: dict[str, list[dict[str, Any]]] = {
         "person": [user(ALICE.upper(), "commenter")],
@@ -359,39 +270,60 @@ def test_each_sharing_mode_maps_to_what_it_grants_and_no_more(ws: Workspace) -> 
     assert "robot" in reasons["odd-type"] and "superpower" in reasons["odd-role"]
 
 
-# --------------------------------------------------------------------------- all or nothing
+# --------------------------------------------------------------------------- shared scenarios
 
 
-def interrupted_sync(ws: Workspace) -> tuple[SyncReport, bool]:
-    """The report of a permission sync during which the source stops answering, and
-    whether that sync changed any ACL or the corpus's ACL-sync time."""
-    drive = ws.drive
-    for name in ("a", "b", "c", "d"):
-        drive.add_file(name, f"Quarterly memo {name}.")
-        drive.share(name, user(ALICE))
-    ws.synced()
-    before = acl_state(ws.app)
-    for name in ("a", "b", "c", "d"):
-        drive.share(name, user(BOB))
-    ws.clock.advance(60)
-    drive.fault("/permissions", 503, times=None, after=2)  # the source stops halfway
-    (report,) = ws.sync(content=False)
-    return report, acl_state(ws.app) != before
+class TestDriveScenarios(GroupRevocation, InheritedAccess, AnyoneWithTheLink, AllOrNothing):
+    """The scenarios every connector runs (tests/sources/connector_conformance.py), on a
+    shared drive: its members, Google Groups, domain sharing, folders."""
 
+    CONNECTOR = DriveConnector
+    ALICE, BOB = ALICE, BOB
 
-def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
-    ws: Workspace,
-) -> None:
-    report, changed = interrupted_sync(ws)
-    assert not changed
-    assert not report.ok and "503" in (report.error or "")
-    (status,) = source_status(ws.app)
-    assert status["state"] == "failing"
+    @pytest.fixture
+    def src(self, tmp_path: Path) -> Iterator[Workspace]:
+        yield from make_workspace(tmp_path)
 
+    def doc(self, name: str) -> str:
+        return doc(name)
 
-def test_reverse_proof_a_connector_that_shrugs_off_unreadable_permissions_is_caught(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shrug_off_source_errors(monkeypatch, DriveConnector, "_access")
-    _, changed = interrupted_sync(ws)
-    assert changed
+    def share_with_a_group_of_alice_and_bob(self, src: Workspace, name: str, text: str) -> None:
+        src.drive.groups["board@example.com"] = {ALICE, BOB}
+        src.drive.members = [group("board@example.com")]
+        src.drive.add_file(name, text)
+
+    def remove_alice_from_the_group(self, src: Workspace) -> None:
+        src.drive.groups["board@example.com"].discard(ALICE)
+
+    def open_file_and_closed_folder(self, src: Workspace) -> None:
+        drive = src.drive
+        drive.members = [user(BOB, "organizer")]
+        drive.add_folder("general")
+        drive.share("general", domain("example.com"))
+        drive.add_folder("board")
+        drive.add_file("plan", "Merger plan draft.", parent="general")
+
+    def move_plan_into_board(self, src: Workspace) -> None:
+        src.drive.move("plan", "board")
+
+    def open_to_anyone_with_the_link(self, src: Workspace, name: str, text: str) -> None:
+        src.drive.add_file(name, text)
+        src.drive.share(name, anyone(discoverable=True))
+
+    def widen_anyone_to_everyone(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        permission = DriveConnector._permission
+
+        def widened(self: DriveConnector, raw: Any) -> set[str] | None:
+            found = permission(self, raw)
+            return {"everyone"} if found is None else found
+
+        monkeypatch.setattr(DriveConnector, "_permission", widened)
+
+    def readable_by(self, src: Workspace, names: Sequence[str], who: str) -> None:
+        for name in names:
+            if name not in src.drive.files:
+                src.drive.add_file(name, f"Quarterly memo {name}.")
+            src.drive.share(name, user(who))
+
+    def stop_answering_permissions_after(self, src: Workspace, answered: int) -> None:
+        src.drive.fault("/permissions", 503, times=None, after=answered)

@@ -8,10 +8,10 @@ assertion catches."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -26,13 +26,8 @@ from graph_server import CLIENT_ID, CLIENT_SECRET, DRIVE, TENANT, FakeGraph
 from loopback_server import RecordedRequest, Reply, ScriptedServer, closed_url, json_reply
 
 from .conftest import Clock
-from .connector_sync import (
-    SyncedSource,
-    acl_state,
-    indexed_app,
-    remember_first_answers,
-    shrug_off_source_errors,
-)
+from .connector_conformance import AllOrNothing, AnyoneWithTheLink, GroupRevocation, InheritedAccess
+from .connector_sync import SyncedSource, indexed_app
 
 ALICE, BOB, CAROL = "alice@contoso.example", "bob@contoso.example", "carol@contoso.example"
 
@@ -279,89 +274,6 @@ def test_an_expired_delta_token_starts_a_full_resync(tenant: Tenant) -> None:
 # --------------------------------------------------------------------------- permissions
 
 
-def moved_file_keeps_access(tenant: Tenant) -> bool:
-    graph = tenant.graph
-    graph.share("root", link("organization"))
-    graph.add_folder("board")
-    graph.share("board", user("u-bob"), inherits=False)
-    graph.add_file("plan", "Merger plan draft.")
-    tenant.synced()
-    assert tenant.found(ALICE, "merger") == {doc("plan")}
-    graph.move("plan", "board")
-    tenant.synced(content=False)  # the permission sync alone must take the access away
-    assert tenant.found(BOB, "merger") == {doc("plan")}
-    return bool(tenant.found(ALICE, "merger"))
-
-
-def test_a_file_moved_into_a_restricted_folder_loses_its_inherited_access(
-    tenant: Tenant,
-) -> None:
-    assert not moved_file_keeps_access(tenant)
-
-
-def test_reverse_proof_a_connector_that_remembers_permissions_is_caught(
-    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    remember_first_answers(monkeypatch, GraphConnector, "_access")
-    assert moved_file_keeps_access(tenant)
-
-
-def removed_member_keeps_access(tenant: Tenant) -> bool:
-    tenant.graph.groups["g-board"] = {"u-alice", "u-bob"}
-    tenant.graph.share("root", group("g-board"))
-    tenant.graph.add_file("minutes", "Board minutes: dividend policy.")
-    tenant.synced()
-    assert tenant.found(ALICE, "dividend") == {doc("minutes")}
-    tenant.graph.remove_member("g-board", "u-alice")
-    tenant.synced(content=False)
-    assert tenant.found(BOB, "dividend") == {doc("minutes")}
-    return bool(tenant.found(ALICE, "dividend"))
-
-
-def test_a_user_removed_from_a_group_upstream_loses_access_after_the_next_sync(
-    tenant: Tenant,
-) -> None:
-    assert not removed_member_keeps_access(tenant)
-
-
-def test_reverse_proof_a_connector_that_keeps_first_seen_members_is_caught(
-    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    remember_first_answers(monkeypatch, GraphConnector, "_members")
-    assert removed_member_keeps_access(tenant)
-
-
-def anonymous_file_is_found(tenant: Tenant) -> bool:
-    tenant.graph.add_file("deck", "Board deck: acquisition targets.")
-    tenant.graph.share("deck", link("anonymous"), inherits=False)
-    tenant.synced()
-    return bool(tenant.found(ALICE, "acquisition"))
-
-
-def test_an_anyone_with_link_file_in_a_confidential_corpus_is_visible_to_nobody(
-    tenant: Tenant,
-) -> None:
-    assert not anonymous_file_is_found(tenant)
-    (status,) = source_status(tenant.app)
-    (example,) = status["visible_to_nobody_examples"]
-    assert example["doc_id"] == doc("deck") and "anyone who has the link" in example["reason"]
-    warnings = tenant.app.explain(ALICE, doc("deck"))["warnings"]
-    assert any("anyone who has the link" in w for w in warnings)
-
-
-def test_reverse_proof_a_connector_that_maps_anonymous_links_to_everyone_is_caught(
-    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    link_of = GraphConnector._link
-
-    def widened(self: GraphConnector, ident: Any, raw: Any, permission: Any) -> set[str] | None:
-        found = link_of(self, ident, raw, permission)
-        return {"everyone"} if found is None else found
-
-    monkeypatch.setattr(GraphConnector, "_link", widened)
-    assert anonymous_file_is_found(tenant)
-
-
 def test_each_sharing_mode_maps_to_what_it_grants_and_no_more(tenant: Tenant) -> None:
     graph = tenant.graph
     graph.add_folder("shared", inherits=False)
@@ -431,42 +343,65 @@ def test_unmapped_organisation_links_grant_nobody_and_site_groups_map() -> None:
         connector.close()
 
 
-# --------------------------------------------------------------------------- all or nothing
+# --------------------------------------------------------------------------- shared scenarios
 
 
-def interrupted_sync(tenant: Tenant) -> tuple[SyncReport, bool]:
-    """The report of a permission sync during which the source stops answering, and
-    whether that sync changed any ACL or the corpus's ACL-sync time."""
-    graph = tenant.graph
-    for name in ("a", "b", "c", "d"):
-        graph.add_file(name, f"Quarterly memo {name}.")
-        graph.share(name, user("u-alice"))
-    tenant.synced()
-    before = acl_state(tenant.app)
-    for name in ("a", "b", "c", "d"):
-        graph.share(name, user("u-bob"))
-    tenant.clock.advance(60)
-    graph.fault("/permissions", 503, times=None, after=2)  # the source stops halfway
-    (report,) = tenant.sync(content=False)
-    return report, acl_state(tenant.app) != before
+class TestGraphScenarios(GroupRevocation, InheritedAccess, AnyoneWithTheLink, AllOrNothing):
+    """The scenarios every connector runs (tests/sources/connector_conformance.py), on
+    OneDrive and SharePoint: Entra groups, sharing links, folders that stop inheriting."""
+
+    CONNECTOR = GraphConnector
+    ALICE, BOB = ALICE, BOB
+    OBJECT_ID: ClassVar[dict[str, str]] = {ALICE: "u-alice", BOB: "u-bob"}
+
+    @pytest.fixture
+    def src(self, tmp_path: Path) -> Iterator[Tenant]:
+        yield from make_tenant(tmp_path)
+
+    def doc(self, name: str) -> str:
+        return doc(name)
+
+    def share_with_a_group_of_alice_and_bob(self, src: Tenant, name: str, text: str) -> None:
+        src.graph.groups["g-board"] = {"u-alice", "u-bob"}
+        src.graph.share("root", group("g-board"))
+        src.graph.add_file(name, text)
+
+    def remove_alice_from_the_group(self, src: Tenant) -> None:
+        src.graph.remove_member("g-board", "u-alice")
+
+    def open_file_and_closed_folder(self, src: Tenant) -> None:
+        src.graph.share("root", link("organization"))
+        src.graph.add_folder("board")
+        src.graph.share("board", user("u-bob"), inherits=False)
+        src.graph.add_file("plan", "Merger plan draft.")
+
+    def move_plan_into_board(self, src: Tenant) -> None:
+        src.graph.move("plan", "board")
+
+    def open_to_anyone_with_the_link(self, src: Tenant, name: str, text: str) -> None:
+        src.graph.add_file(name, text)
+        src.graph.share(name, link("anonymous"), inherits=False)
+
+    def widen_anyone_to_everyone(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        link_of = GraphConnector._link
+
+        def widened(self: GraphConnector, ident: Any, raw: Any, permission: Any) -> set[str] | None:
+            found = link_of(self, ident, raw, permission)
+            return {"everyone"} if found is None else found
+
+        monkeypatch.setattr(GraphConnector, "_link", widened)
+
+    def readable_by(self, src: Tenant, names: Sequence[str], who: str) -> None:
+        for name in names:
+            if name not in src.graph.items:
+                src.graph.add_file(name, f"Quarterly memo {name}.")
+            src.graph.share(name, user(self.OBJECT_ID[who]))
+
+    def stop_answering_permissions_after(self, src: Tenant, answered: int) -> None:
+        src.graph.fault("/permissions", 503, times=None, after=answered)
 
 
-def test_a_permission_sync_interrupted_halfway_changes_nothing_and_keeps_the_sla_clock(
-    tenant: Tenant,
-) -> None:
-    report, changed = interrupted_sync(tenant)
-    assert not changed
-    assert not report.ok and "503" in (report.error or "")
-    (status,) = source_status(tenant.app)
-    assert status["state"] == "failing"
-
-
-def test_reverse_proof_a_connector_that_shrugs_off_unreadable_permissions_is_caught(
-    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shrug_off_source_errors(monkeypatch, GraphConnector, "_access")
-    _, changed = interrupted_sync(tenant)
-    assert changed
+# --------------------------------------------------------------------------- content
 
 
 def test_a_permission_change_reads_no_content(tenant: Tenant) -> None:
