@@ -128,3 +128,11 @@ def share(tmp_path: Path) -> Iterator[Share]:
 
 
 ShareFactory = Callable[..., Share]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test class with ``SHAPES`` (connector_conformance.SharingShapes) runs its
+    ``shape`` tests once per shape, named by it."""
+    shapes = getattr(metafunc.cls, "SHAPES", None)
+    if shapes is not None and "shape" in metafunc.fixturenames:
+        metafunc.parametrize("shape", shapes, ids=[s.name for s in shapes])

@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 
 import pytest
 
+from clearance.access.ownership import BLOCKED_KEY
+from clearance.app import Clearance
 from clearance.sources.service import source_status
 from clearance.sources.sync import SyncReport
 
@@ -29,7 +31,64 @@ from .connector_sync import (
     shrug_off_source_errors,
 )
 
-__all__ = ["AllOrNothing", "AnyoneWithTheLink", "GroupRevocation", "InheritedAccess"]
+__all__ = [
+    "AllOrNothing",
+    "AnyoneWithTheLink",
+    "GroupRevocation",
+    "InheritedAccess",
+    "SharingShapes",
+    "matches",
+    "readers",
+]
+
+#: Exactly who may read a document: its principals, or ``"nobody: <the reason>"``.
+Readers = frozenset[str] | str
+
+
+def readers(app: Clearance, doc_id: str) -> Readers:
+    """Who the index lets read ``doc_id``: its principals, or nobody and why."""
+    document = app.store.get_document(doc_id)
+    assert document is not None, doc_id
+    blocked = document.extra.get(BLOCKED_KEY)
+    if document.acl or not blocked:
+        return frozenset(document.acl)
+    return f"nobody: {blocked}"
+
+
+def matches(found: Readers, expected: Readers) -> bool:
+    """``expected`` principals exactly, or nobody for a reason holding the expected words."""
+    if isinstance(expected, str):
+        return isinstance(found, str) and expected.removeprefix("nobody: ") in found
+    return found == expected
+
+
+class SharingShapes:
+    """For each sharing shape a vendor documents, exactly who can read an item shared that
+    way: its principals, or nobody, with the reason ``source status`` and ``explain`` give.
+
+    ``SHAPES`` lists the shapes (each with a ``name`` and the ``expected`` readers; pytest
+    runs the test once per shape, see ``conftest.pytest_generate_tests``); ``share`` puts
+    one on the vendor's fake and returns the id of the document to ask about."""
+
+    SHAPES: ClassVar[Sequence[Any]]
+
+    def share(self, src: Any, shape: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+        raise NotImplementedError
+
+    def sync(self, src: Any) -> None:
+        src.synced()
+
+    def mapped(self, src: Any, shape: Any, monkeypatch: pytest.MonkeyPatch) -> Readers:
+        """Who may read the item ``shape`` was shared as, once synced."""
+        doc_id = self.share(src, shape, monkeypatch)
+        self.sync(src)
+        return readers(src.app, doc_id)
+
+    def test_each_sharing_shape_maps_to_exactly_who_can_read(
+        self, src: Any, shape: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        found = self.mapped(src, shape, monkeypatch)
+        assert matches(found, shape.expected), (shape.name, found)
 
 
 class _Scenario:

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from clearance.sources.confluence import ConfluenceConnector
-from clearance.sources.service import source_status
 from confluence_server import FakeConfluence
 
+from .connector_conformance import SharingShapes, matches, readers
 from .test_confluence import ALICE, BOB, CAROL, Site, doc, make_site
 
 NOBODY = "nobody"
@@ -31,15 +31,9 @@ def site(tmp_path: Path) -> Iterator[Site]:
     yield from make_site(tmp_path)
 
 
-def readers(site: Site, native_id: str) -> frozenset[str] | str:
-    """The principals the stored document admits, or the reason it is visible to nobody."""
-    found = {d.doc_id: d for d in site.app.store.list_documents()}
-    document = found[doc(native_id)]
-    if document.acl:
-        return frozenset(document.acl)
-    (status,) = source_status(site.app)
-    reasons = {e["doc_id"]: e["reason"] for e in status["visible_to_nobody_examples"]}
-    return f"{NOBODY}: {reasons.get(doc(native_id), 'no one passes every level')}"
+def site_readers(site: Site, native_id: str) -> frozenset[str] | str:
+    """The principals the stored document admits, or why it is visible to nobody."""
+    return readers(site.app, doc(native_id))
 
 
 def users(*accounts: str) -> frozenset[str]:
@@ -292,22 +286,24 @@ def shape(name: str) -> Shape:
     return found
 
 
-def matches(found: frozenset[str] | str, expected: frozenset[str] | str) -> bool:
-    if isinstance(expected, str):
-        return isinstance(found, str) and expected.removeprefix(f"{NOBODY}: ") in found
-    return found == expected
+class TestConfluenceSharing(SharingShapes):
+    """Each shape of the table, on its own space (tests/sources/connector_conformance.py)."""
+
+    SHAPES = SHAPES
+
+    @pytest.fixture
+    def src(self, tmp_path: Path) -> Iterator[Site]:
+        yield from make_site(tmp_path)
+
+    def share(self, src: Site, shape: Shape, monkeypatch: pytest.MonkeyPatch) -> str:
+        shape.arrange(src.wiki)
+        return doc(shape.document)
 
 
 def shared(site: Site, shape: Shape) -> frozenset[str] | str:
     shape.arrange(site.wiki)
     site.synced()
-    return readers(site, shape.document)
-
-
-@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
-def test_each_sharing_shape_maps_to_exactly_who_can_read(site: Site, shape: Shape) -> None:
-    found = shared(site, shape)
-    assert matches(found, shape.expected), found
+    return site_readers(site, shape.document)
 
 
 def test_a_reason_for_nobody_reaches_explain(site: Site) -> None:

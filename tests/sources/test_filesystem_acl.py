@@ -34,6 +34,7 @@ from clearance.sources.registry import build_connector
 from clearance.sources.service import source_status
 
 from .conftest import Share, make_share
+from .connector_conformance import SharingShapes, matches
 
 ALICE, BOB, CAROL = 50001, 50002, 50003
 STAFF, HR = 60001, 60002
@@ -288,35 +289,21 @@ SHAPES = [
 ]
 
 
-def readers_of(share: Share, doc_id: str) -> Expected:
-    """Exactly who the index lets read ``doc_id``: its principals, or why it is nobody's."""
-    document = share.app.store.get_document(doc_id)
-    assert document is not None
-    if document.acl:
-        return frozenset(document.acl)
-    because = share.app.explain("alice", doc_id)["document"]["visible_to_nobody_because"]
-    return str(because)
+class TestPosixSharing(SharingShapes):
+    """Each shape of the table, on its own share (tests/sources/connector_conformance.py)."""
 
+    SHAPES = SHAPES
 
-def shape_is_mapped_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: Shape) -> bool:
-    """Build ``shape``, sync it, and tell whether the index lets exactly its readers read it
-    (or nobody, for the expected reason)."""
-    for share in acl_share(tmp_path):
-        rel = shape.make(share.root, monkeypatch)
-        reports = share.sync()
+    @pytest.fixture
+    def src(self, tmp_path: Path) -> Iterator[Share]:
+        yield from acl_share(tmp_path)
+
+    def share(self, src: Share, shape: Shape, monkeypatch: pytest.MonkeyPatch) -> str:
+        return f"files:{shape.make(src.root, monkeypatch)}"
+
+    def sync(self, src: Share) -> None:
+        reports = src.sync()
         assert all(r.ok for r in reports), [r.error for r in reports]
-        got = readers_of(share, f"files:{rel}")
-        if isinstance(shape.expected, str):
-            return isinstance(got, str) and shape.expected in got
-        return got == shape.expected
-    raise AssertionError("no share")
-
-
-@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
-def test_each_sharing_shape_maps_to_exactly_its_readers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: Shape
-) -> None:
-    assert shape_is_mapped_exactly(tmp_path, monkeypatch, shape)
 
 
 def unmasked(path: Path) -> PosixAcl | None:
@@ -347,7 +334,9 @@ def test_reverse_proof_the_table_catches_a_reader_of_mode_bits_or_without_the_ma
 ) -> None:
     (shape,) = [s for s in SHAPES if s.name == name]
     monkeypatch.setattr(filesystem, "_read_acl", reader)
-    assert not shape_is_mapped_exactly(tmp_path, monkeypatch, shape)
+    for share in acl_share(tmp_path):
+        found = TestPosixSharing().mapped(share, shape, monkeypatch)
+        assert not matches(found, shape.expected), found
 
 
 # --------------------------------------------------------------------------- the reported leak
