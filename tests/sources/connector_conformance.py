@@ -15,6 +15,7 @@ connector's class."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
@@ -36,6 +37,7 @@ __all__ = [
     "AnyoneWithTheLink",
     "GroupRevocation",
     "InheritedAccess",
+    "Permissions",
     "SharingShapes",
     "matches",
     "readers",
@@ -60,6 +62,15 @@ def matches(found: Readers, expected: Readers) -> bool:
     if isinstance(expected, str):
         return isinstance(found, str) and expected.removeprefix("nobody: ") in found
     return found == expected
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """A sharing shape written as the permissions the vendor's API lists for the item."""
+
+    name: str
+    permissions: list[dict[str, Any]]
+    expected: Readers  # principals, or "nobody: <words of the reason>"
 
 
 class SharingShapes:

@@ -34,7 +34,7 @@ from clearance.sources.sync import SyncReport
 from gdrive_server import CLIENT_EMAIL, DRIVE, GOOGLE_DOC, KEY_JSON, SUBJECT, FakeDrive
 
 from .conftest import Clock
-from .connector_conformance import SharingShapes
+from .connector_conformance import Permissions, SharingShapes
 from .connector_sync import SyncedSource, indexed_app
 
 ALICE, BOB, CAROL, DANA = (f"{n}@example.com" for n in ("alice", "bob", "carol", "dana"))
@@ -222,16 +222,9 @@ SHAPES: dict[str, tuple[list[dict[str, Any]], set[str], str | None]] = {
 }
 
 
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    permissions: list[dict[str, Any]]
-    expected: frozenset[str] | str  # principals, or "nobody: <words of the reason>"
-
-
 # Every file but one Drive refuses to describe also grants the drive's member, Alice.
 SHAPE_LIST = [
-    Shape(
+    Permissions(
         name,
         permissions,
         frozenset(readers | {f"user:{ALICE}"}) if why is None else f"nobody: {why}",
@@ -261,7 +254,7 @@ class TestDriveSharing(SharingShapes):
         with open_drive(tmp_path) as drive:
             yield drive
 
-    def share(self, src: Drive, shape: Shape, monkeypatch: pytest.MonkeyPatch) -> str:
+    def share(self, src: Drive, shape: Permissions, monkeypatch: pytest.MonkeyPatch) -> str:
         the_drive(src.drive)
         src.drive.add_file(shape.name, f"Case {shape.name}.")
         src.drive.share(shape.name, *shape.permissions)

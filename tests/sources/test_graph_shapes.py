@@ -46,7 +46,7 @@ from graph_server import (
 )
 
 from .conftest import Clock
-from .connector_conformance import SharingShapes, readers
+from .connector_conformance import Permissions, SharingShapes, readers
 from .connector_sync import SyncedSource, acl_state, indexed_app, remember_first_answers
 from .test_graph import doc, group, link, user
 
@@ -179,15 +179,8 @@ TABLE: dict[str, tuple[list[dict[str, Any]], Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    permissions: list[dict[str, Any]]
-    expected: frozenset[str] | str  # principals, or "nobody: <words of the reason>"
-
-
 SHAPES = [
-    Shape(
+    Permissions(
         name,
         permissions,
         f"nobody: {wanted[1]}" if isinstance(wanted, tuple) else frozenset(wanted),
@@ -214,7 +207,7 @@ class TestGraphSharing(SharingShapes):
     def src(self, tmp_path: Path) -> Iterator[Shapes]:
         yield from make_shapes(tmp_path)
 
-    def share(self, src: Shapes, shape: Shape, monkeypatch: pytest.MonkeyPatch) -> str:
+    def share(self, src: Shapes, shape: Permissions, monkeypatch: pytest.MonkeyPatch) -> str:
         the_tenant(src.graph)
         src.graph.add_file(shape.name, f"Case {shape.name}.", parent="shared")
         src.graph.share(shape.name, *shape.permissions)
@@ -236,7 +229,7 @@ def test_inherited_entries_and_site_group_members_reach_exactly_their_readers(
     shapes.graph.add_file(sharepoint.name, "Case sharepoint-group.", parent="shared")
     shapes.graph.share(sharepoint.name, *sharepoint.permissions)
     shapes.synced()
-    assert readers(shapes.app, doc("inherited")) == {"user:u-alice", "user:u-bob"}
+    assert readers(shapes.app, doc("inherited")) == frozenset({"user:u-alice", "user:u-bob"})
     assert shapes.found("u-carol", "sharepoint-group") == {doc("sharepoint-group")}
     assert shapes.found("u-bob", "sharepoint-group") == {doc("sharepoint-group")}
     assert shapes.found("u-alice", "sharepoint-group") == set()
