@@ -18,6 +18,7 @@ from clearance.answer.intent import MetricQuery, parse_intent
 from clearance.answer.result import Citation
 from clearance.answer.structured import (
     ToolResult,
+    asks_for_rate,
     comparison,
     query_metric,
     render,
@@ -383,3 +384,50 @@ def test_the_structured_module_calls_no_model() -> None:
         for alias in node.names
     }
     assert not any(name.startswith(("clearance.llm", "httpx")) for name in imported)
+
+
+# --------------------------------------------------------------------------- amount or rate
+
+
+def test_a_percentage_printed_beside_the_amount_is_not_the_amount(tmp_path: Path) -> None:
+    """A results table prints the change beside the figure under one heading (売上高
+    百万円 | %): asked for 売上高, the amount answers, and the percentage is not shown as
+    "another source"; asked for the change, the percentage answers."""
+    with SQLiteStore(tmp_path / "rates.db") as db:
+        put(
+            db,
+            document("files:tanshin", "tanshin.csv"),
+            fact("files:tanshin", 4.1, "row=Q2,col=売上高(%)", unit="%"),
+            fact("files:tanshin", 552763.0, "row=Q2,col=売上高(百万円)", unit="JPY m"),
+        )
+        amount = lookup(db)
+        assert [(f.value, f.unit) for f, _ in amount.facts] == [(552763.0, "JPY m")]
+        text, _ = render_found(amount)
+        assert "552,763" in text and "4.1" not in text
+        change = lookup(db, rate=True)
+        assert [(f.value, f.unit) for f, _ in change.facts] == [(4.1, "%")]
+
+
+def test_a_metric_stated_only_as_a_percentage_still_answers(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "margin.db") as db:
+        put(
+            db,
+            document("files:deck", "margins.csv"),
+            fact("files:deck", 12.5, "row=Margin,col=FY2024", unit="%"),
+        )
+        assert [f.value for f, _ in lookup(db).facts] == [12.5]
+
+
+@pytest.mark.parametrize(
+    ("question", "rate"),
+    [
+        ("2024年3月期第2四半期の売上高は?", False),
+        ("売上高の前年同期比は?", True),
+        ("What was revenue in FY2024?", False),
+        ("By what percent did revenue grow in FY2024?", True),
+        ("What was the operating margin?", True),
+        ("比亚迪2023年营业收入同比增长多少?", True),
+    ],
+)
+def test_a_question_asks_for_a_rate_only_in_words_that_say_so(question: str, rate: bool) -> None:
+    assert asks_for_rate(question) is rate

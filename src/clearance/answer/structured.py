@@ -140,6 +140,19 @@ def _known(kind: str, names: Sequence[str]) -> str:
     return f" (known {kind}: {shown})" if shown else ""
 
 
+_RATE_WORDS = re.compile(
+    r"[%％]|\b(?:percent(?:age)?|per\s+cent|rate|ratio|margin|yoy|year[-\s]on[-\s]year|"
+    r"year\s+over\s+year)\b|前年同期比|前期比|前年比|同比|环比|百分比|率",
+    re.IGNORECASE,
+)
+
+
+def asks_for_rate(question: str) -> bool:
+    """Whether a question asks for a percentage (a change, a share, a margin) rather than
+    an amount: "by what percent", 前年同期比, 增长率."""
+    return bool(_RATE_WORDS.search(question))
+
+
 def query_metric(
     store: FactStore,
     flt: SearchFilter,
@@ -151,10 +164,16 @@ def query_metric(
     qualifier: str | None = None,
     vocab: FactSettings | Vocabulary,
     authority: Mapping[str, int],
+    rate: bool = False,
 ) -> ToolResult:
     """Look one figure up (see the module docstring). ``authority`` maps a corpus name to
     its authority rank (higher wins); ``channel=None`` is the default channel; a
-    ``qualifier`` (a line of the metric no readable fact carries) is never found."""
+    ``qualifier`` (a line of the metric no readable fact carries) is never found.
+
+    When the facts of the slot hold both amounts and percentages (a results table prints
+    the change or the share beside the figure, under the same heading: 売上高 百万円 | %),
+    the amounts answer, and the percentages are neither the answer nor "another source";
+    only a question that asks for a rate (``rate``) is answered by the percentages."""
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
     settings = compiled.settings
     default = settings.default_channel
@@ -199,6 +218,9 @@ def query_metric(
         capped, metric=metric, entity=entity, period=canonical_period, channel=wanted_channel
     )
     rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
+    rates = [(f, d) for f, d in rows if f.unit == "%"]
+    if rates and len(rates) < len(rows):
+        rows = rates if rate else [(f, d) for f, d in rows if f.unit != "%"]
     if not rows:
         return ToolResult("not_found", query, (), None)
     rows.sort(
@@ -481,6 +503,7 @@ def run_multi(
     vocab: FactSettings | Vocabulary,
     authority: Mapping[str, int],
     compare: bool = True,
+    rate: bool = False,
 ) -> tuple[str, list[Citation], list[ToolResult]]:
     """Run every part through :func:`query_metric` (no LLM call), one rendered block per
     part in order, then — when ``compare`` and for exactly two comparable found values —
@@ -497,6 +520,7 @@ def run_multi(
             qualifier=part.qualifier,
             vocab=compiled,
             authority=authority,
+            rate=rate,
         )
         for part in parts
     ]

@@ -24,6 +24,7 @@ from clearance.answer.request import (
 from clearance.answer.result import AnswerResult, Citation, ResolvedPeriod, Route, Status
 from clearance.answer.structured import (
     ToolResult,
+    asks_for_rate,
     query_metric,
     render_found,
     render_multi,
@@ -81,6 +82,7 @@ class FiguresRoute:
             qualifier=part.qualifier,
             vocab=request.vocab or self.ctx.vocab,
             authority=authority,
+            rate=asks_for_rate(request.masked or request.question),
         )
         if result.status != "found":
             return result
