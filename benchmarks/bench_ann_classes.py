@@ -21,6 +21,10 @@ departments) and 60-100 % (all-staff and departments).
 
 ``--exact-below`` (default 1,000) is the size from which a class gets its own index.
 
+The fourth candidate gives a class of 100,000 chunks or more no graph at all: its vectors
+as 8-bit codes scanned whole, the best 50 re-scored exactly in float32 (faiss's scalar
+quantiser); the other large classes get hnswlib graphs.
+
 **The method under test.** A class of at least ``--exact-below`` chunks gets its own
 approximate index, built only over that class's rows; smaller classes are ranked exactly,
 over the union of the caller's small classes. A caller's top 10 is the best 10 of its
@@ -336,10 +340,71 @@ class Faiss(ClassIndex):
         return len(faiss.serialize_index(self.index))
 
 
+class Sq8Scan(ClassIndex):
+    """No graph: every vector of the class as 8-bit codes (faiss's scalar quantiser),
+    scanned whole, and the best ``RESCORED`` re-scored exactly in float32. Still a function
+    of the class's rows only; removes and adds in place."""
+
+    RESCORED = 50
+
+    def __init__(self, vectors: Vectors, ids: npt.NDArray[np.int64], ef: int) -> None:
+        import faiss
+
+        faiss.omp_set_num_threads(2)
+        codes = faiss.IndexScalarQuantizer(
+            vectors.shape[1], faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        )
+        codes.train(vectors)
+        self.index = faiss.IndexIDMap2(codes)
+        self.index.add_with_ids(vectors, ids)
+        self.rows = {int(i): k for k, i in enumerate(ids.tolist())}
+        self.matrix = [vectors]
+
+    def _vector(self, ident: int) -> Vectors:
+        row = self.rows[ident]
+        for block in self.matrix:
+            if row < len(block):
+                return block[row]
+            row -= len(block)
+        raise KeyError(ident)
+
+    def search(self, query: Vectors, k: int) -> tuple[npt.NDArray[np.int64], Vectors]:
+        _, labels = self.index.search(query, max(k, self.RESCORED))
+        found = labels[0][labels[0] >= 0].astype(np.int64)
+        exact = np.array([self._vector(int(i)) for i in found]) @ query[0]
+        best = np.argsort(-exact)[:k]
+        return found[best], exact[best].astype(np.float32)
+
+    def remove(self, ids: npt.NDArray[np.int64]) -> None:
+        self.index.remove_ids(ids)
+
+    def add(self, vectors: Vectors, ids: npt.NDArray[np.int64]) -> None:
+        start = sum(len(b) for b in self.matrix)
+        self.index.add_with_ids(vectors, ids)
+        self.rows.update({int(i): start + k for k, i in enumerate(ids.tolist())})
+        self.matrix.append(vectors)
+
+    def size_bytes(self) -> int:
+        import faiss
+
+        return len(faiss.serialize_index(self.index))
+
+
+def scan_above(threshold: int) -> Callable[[Vectors, npt.NDArray[np.int64], int], ClassIndex]:
+    """hnswlib for a class below ``threshold`` chunks, an 8-bit scan with exact re-scoring
+    from it on."""
+
+    def make(vectors: Vectors, ids: npt.NDArray[np.int64], ef: int) -> ClassIndex:
+        return Sq8Scan(vectors, ids, ef) if len(ids) >= threshold else Hnswlib(vectors, ids, ef)
+
+    return make
+
+
 CANDIDATES: dict[str, Callable[[Vectors, npt.NDArray[np.int64], int], ClassIndex]] = {
     "usearch": Usearch,
     "hnswlib": Hnswlib,
     "faiss-cpu": Faiss,
+    "hnswlib + 8-bit scan": scan_above(100_000),
 }
 
 
