@@ -6,10 +6,12 @@ strict scalars (``StrictInt`` refuses ``True`` and ``"800"``), unknown keys refu
 refuses a value by raising :class:`Invalid` with the sentence an operator reads.
 
 :func:`problems` turns a ``ValidationError`` into those sentences, one per error, each
-starting with the dotted key it concerns (``corpora.hr.revocation_sla: expected a duration
-…``; the n-th entry of an array is ``a.b[n]``), so that :mod:`clearance.toml_lines` can find
-the key's line in the file. Every error is kept: a file with three bad keys reports three
-lines, not one a run.
+starting with the key it concerns as its kind of file names keys (a :class:`Wording`):
+settings say ``corpora.hr.revocation_sla: expected a duration …`` (the n-th entry of an array
+is ``a.b[n]``, so that :mod:`clearance.toml_lines` can find the key's line), a metadata or
+FAQ record says ``key 'acl': …``. Every error is kept: a file with three bad keys reports
+three lines, not one a run. :func:`validate` builds each schema's validator on first use,
+so importing a module that declares one costs nothing.
 """
 
 from __future__ import annotations
