@@ -262,6 +262,28 @@ def test_a_bad_acl_array_item_is_named_by_its_index(rooted: Live, client: httpx.
     )
 
 
+def test_every_problem_of_a_bad_acl_record_is_listed_in_the_error_body(
+    rooted: Live, client: httpx.Client
+) -> None:
+    body = [ACLS[0], {"acl": "everyone", "owner": "ann"}]
+
+    response = client.post(
+        "/v1/acl/sync", params={"corpus": "default"}, json=body, headers=rooted.auth("root")
+    )
+
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert set(error) == {"error", "message", "problems"}  # problems: only when more than one
+    assert error["error"] == "directory_error" and error["message"] == error["problems"][0]
+    assert sorted(p.split(": ", 1)[1] for p in error["problems"]) == [
+        "'acl' must be a list of principals",
+        "'doc_id' must be a non-empty string",
+        "unknown key 'owner'",
+    ]
+    assert all(p.startswith("request body[1]: ") for p in error["problems"])
+    assert acl_of(rooted.config, "files:salaries.md") == {"group:hr"}
+
+
 def test_acl_sync_needs_a_corpus(rooted: Live, client: httpx.Client) -> None:
     response = client.post("/v1/acl/sync", json=ACLS, headers=rooted.auth("root"))
 

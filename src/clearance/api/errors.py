@@ -39,10 +39,13 @@ __all__ = [
 
 
 class ErrorBody(BaseModel):
-    """The one error shape of every non-2xx response."""
+    """The one error shape of every non-2xx response. ``problems`` is there only when an
+    input (a manifest line, an ACL record) has more than one: every problem, one line each,
+    ``message`` being the first."""
 
     error: str
     message: str
+    problems: list[str] | None = None
 
 
 class HttpError(ClearanceError):
