@@ -397,12 +397,18 @@ class StoreSettings:
     writer_password_env: EnvName = "CLEARANCE_PG_WRITER_PASSWORD"
     pool_size: _StorePositive = 4
     # "exact" ranks the allowed chunks exactly (the true top-k; hidden chunks change
-    # nothing). "hnsw" lets searches over more than vector_exact_below allowed chunks scan
-    # the HNSW index (iterative scans: hnsw_ef_search candidates, at most
-    # hnsw_max_scan_tuples rows), trading that guarantee for speed (docs/search.md).
+    # nothing). PostgreSQL's "hnsw" lets searches over more than vector_exact_below allowed
+    # chunks scan the HNSW index (iterative scans: hnsw_ef_search candidates, at most
+    # hnsw_max_scan_tuples rows), trading that guarantee for speed. The embedded store's
+    # "classes" gives each permission class of vector_exact_below chunks or more its own
+    # HNSW graph, searched with hnsw_ef_search candidates (docs/search.md). Each backend
+    # ranks exactly under the other's value, so one file can prepare a migration.
     vector_search: Annotated[
         str,
-        _check(lambda v: v in ("exact", "hnsw"), "expected 'exact' or 'hnsw', got {value!r}"),
+        _check(
+            lambda v: v in ("exact", "hnsw", "classes"),
+            "expected 'exact', 'hnsw' or 'classes', got {value!r}",
+        ),
     ] = "exact"
     vector_exact_below: _StorePositive = 20_000
     hnsw_ef_search: _StorePositive = 100

@@ -790,7 +790,12 @@ def test_a_nan_vector_written_by_sql_never_empties_anyones_results(
 
 
 def ranks_every_score(
-    content: ContentIndex, vector: np.ndarray, mask: npt.NDArray[np.bool_], k: int
+    self: SQLiteStore,
+    content: ContentIndex,
+    access: object,
+    vector: np.ndarray,
+    mask: npt.NDArray[np.bool_],
+    k: int,
 ) -> list[tuple[str, float]]:
     """`SQLiteStore._vector` as it was: NaN scores go into the top-k cut."""
     rows = content.vectors
@@ -808,7 +813,7 @@ def ranks_every_score(
 def test_reverse_proof_ranking_nan_scores_empties_the_results(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(SQLiteStore, "_vector", staticmethod(ranks_every_score))
+    monkeypatch.setattr(SQLiteStore, "_vector", ranks_every_score)
 
     q = nan_index(store, warm=False)
 

@@ -42,7 +42,16 @@ def open_store(settings: Settings) -> Store:
     """The store ``settings`` configure, opened."""
     store = settings.store
     if store.backend == "sqlite":
-        return SQLiteStore(settings.db_path, busy_timeout_s=store.busy_timeout_s)
+        plan = None
+        if store.vector_search == "classes":
+            from clearance.store.classes import ClassPlan
+
+            plan = ClassPlan(
+                exact_below=store.vector_exact_below, expansion_search=store.hnsw_ef_search
+            )
+        return SQLiteStore(
+            settings.db_path, busy_timeout_s=store.busy_timeout_s, vector_classes=plan
+        )
     return open_postgres(settings, store.dsn, store.writer_dsn)
 
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from clearance.store.classes import ClassIndexes, ClassPlan
     from clearance.store.memory import AccessIndex, ContentIndex
 
 __all__ = ["SQLiteStore"]
@@ -344,9 +345,22 @@ class SQLiteStore(Closing):
 
     dialect = "sqlite"
 
-    def __init__(self, path: Path | str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        vector_classes: ClassPlan | None = None,
+    ) -> None:
+        """``vector_classes``: rank vectors approximately inside permission classes
+        (:mod:`clearance.store.classes`); ``None`` ranks every allowed vector exactly."""
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
+        self._classes: ClassIndexes | None = None
+        if vector_classes is not None:
+            from clearance.store.classes import ClassIndexes
+
+            self._classes = ClassIndexes(vector_classes)
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -993,9 +1007,13 @@ class SQLiteStore(Closing):
         ids = [found[t] for t in terms if t in found]
         return [(content.chunk_ids[p], s) for p, s in bm25_top_k(content, ids, mask, k)]
 
-    @staticmethod
     def _vector(
-        content: ContentIndex, vector: Vector, mask: npt.NDArray[np.bool_], k: int
+        self,
+        content: ContentIndex,
+        access: AccessIndex,
+        vector: Vector,
+        mask: npt.NDArray[np.bool_],
+        k: int,
     ) -> list[tuple[str, float]]:
         import numpy as np
 
@@ -1007,8 +1025,13 @@ class SQLiteStore(Closing):
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != rows.dim:
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {rows.dim}")
-        # The permission mask picks the candidate rows; ranking happens after masking.
-        candidates = np.flatnonzero(mask[rows.positions])
+        # The permission mask picks the candidate rows; ranking happens after masking. With
+        # permission classes, the graphs of classes the caller reads whole narrow them.
+        admitted = mask[rows.positions]
+        if self._classes is None:
+            candidates = np.flatnonzero(admitted)
+        else:
+            candidates = self._classes.candidates(content, access, admitted, query, k)
         if candidates.size == 0:
             return []
         # einsum, not `@`: BLAS sums rows in a different order depending on where they fall
@@ -1026,8 +1049,11 @@ class SQLiteStore(Closing):
 
     def warm(self, *, vectors: bool) -> None:
         """Build the in-memory copies now (seconds at 100k chunks) rather than in the first
-        search; later writes are applied to them as usual."""
-        self._indexes(vectors=vectors)
+        search, and with permission classes their graphs; later writes are applied to them
+        as usual."""
+        content, access = self._indexes(vectors=vectors)
+        if vectors and self._classes is not None and content.vectors is not None:
+            self._classes.prepare(content, access)
 
     def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
         """Lexical and (given a query vector) vector top-k of the allowed set, with the
@@ -1039,7 +1065,7 @@ class SQLiteStore(Closing):
         mask = access.chunk_mask(flt, content)
         return Retrieved(
             self._lexical(content, terms, mask, k),
-            [] if vector is None else self._vector(content, vector, mask, k),
+            [] if vector is None else self._vector(content, access, vector, mask, k),
         )
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
@@ -1076,7 +1102,7 @@ class SQLiteStore(Closing):
         if k <= 0 or not flt.principals:
             return []
         content, access = self._indexes(vectors=True)
-        return self._vector(content, vector, access.chunk_mask(flt, content), k)
+        return self._vector(content, access, vector, access.chunk_mask(flt, content), k)
 
     # ------------------------------------------------------------------ facts
 

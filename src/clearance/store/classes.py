@@ -1,0 +1,241 @@
+"""Approximate vector search by permission class, for the embedded store.
+
+Exact ranking reads every vector a caller may read; at a million chunks that is most of the
+time a query takes. One approximate graph over all chunks would be fast but gives up
+non-interference: hidden chunks shape the graph a caller's search walks, so what someone
+else may read could change a caller's results. This module keeps both (docs/search.md):
+
+* A **permission class** is the set of chunks the permission filter decides alike: the
+  same document ACL (principal set), document and chunk sensitivity, corpus and
+  ``ai_allowed``. A filter admits every chunk of a class or none of it, except for the
+  checks made per document (freshness deadlines, a search scoped to named documents).
+* Where a caller may read ``exact_below`` chunks or more of a class, a search asks an HNSW
+  graph (``usearch``) built from exactly those chunks for candidates: the class's own graph
+  when the caller reads it whole, else a graph of the part they read, built once and kept
+  while that part recurs. Graphs are built in chunk-id order on one thread, so the same
+  rows always give the same graph.
+* Every other chunk the caller may read is a candidate as it stands. All candidates are
+  scored exactly and ranked as the exact search ranks them.
+
+So a caller's results are a function of the query and of the rows the caller may read:
+a chunk hidden from them is in no graph they search and in no candidate set, and a store
+holding only their rows ranks exactly alike. A class's graph is rebuilt when its rows change
+(a permission-only change moves a chunk to another class's graph without re-embedding it)
+and dropped when no search used it since the last change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from clearance.store.memory import AccessIndex, BoolArray, ContentIndex, IntArray
+
+__all__ = ["ClassIndexes", "ClassPlan", "permission_classes"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassPlan:
+    """How classes are searched: a class of ``exact_below`` chunks or more has a graph of
+    ``connectivity`` neighbours per node, built with ``expansion_add`` and searched with
+    ``expansion_search`` candidates (at least ``k``)."""
+
+    exact_below: int = 1000
+    connectivity: int = 16
+    expansion_add: int = 128
+    expansion_search: int = 100
+
+
+def permission_classes(content: ContentIndex, access: AccessIndex, rows: IntArray) -> IntArray:
+    """A class label per vector row (``rows``: each row's position in ``content``): rows
+    share a label when their chunks share document ACL, document and chunk sensitivity,
+    corpus and ``ai_allowed``. A dead position or unknown document is ``-1``: in no class."""
+    signature: dict[int, list[int]] = {}
+    for code, keys in enumerate(access.readers.values()):
+        for key in keys.tolist():
+            signature.setdefault(key, []).append(code)
+    acl_ids: dict[tuple[int, ...], int] = {}
+    doc_acl = np.full(access.size, -1, dtype=np.int64)
+    for key, codes in signature.items():
+        doc_acl[key] = acl_ids.setdefault(tuple(sorted(codes)), len(acl_ids))
+    docs = content.doc_keys[rows]
+    known = (docs >= 0) & (docs < access.size)
+    docs = np.where(known, docs, 0)
+    key_columns = np.stack(
+        [
+            doc_acl[docs],
+            access.sensitivity[docs].astype(np.int64),
+            content.sensitivity[rows].astype(np.int64),
+            access.corpus[docs].astype(np.int64),
+            access.ai_allowed[docs].astype(np.int64),
+        ],
+        axis=1,
+    )
+    _, labels = np.unique(key_columns, axis=0, return_inverse=True)
+    labels = labels.reshape(-1).astype(np.int64)
+    valid = known & content.live[rows] & access.exists[docs]
+    labelled: IntArray = np.where(valid, labels, -1)
+    return labelled
+
+
+@dataclass(frozen=True, slots=True)
+class _Class:
+    """One class of the current labels: its vector rows in a fixed order (by chunk id, the
+    same in any store holding these chunks, whatever the row keys around them) and the
+    fingerprint of those rows (their chunk ids and vectors)."""
+
+    members: IntArray
+    fingerprint: bytes
+
+
+class ClassIndexes:
+    """The graphs of one store's classes, reused while the rows they were built from stay
+    the same.
+
+    The graph a search uses is built from exactly the rows of one class that the caller
+    may read: the whole class, or, when a per-document check (a freshness deadline, a
+    search scoped to some documents) admits only part of it, that part, which is then
+    built once and kept while it recurs. A store holding only the caller's rows would
+    hold that part as a whole class, build the same graph, and rank alike.
+
+    Graphs are keyed by a fingerprint of their rows, so a new in-memory copy of the store
+    whose class did not change finds its graph again. A graph no search used since the
+    copy before the current one is dropped, and at most ``_PARTS`` graphs of parts are
+    kept."""
+
+    _PARTS = 8
+
+    def __init__(self, plan: ClassPlan) -> None:
+        self.plan = plan
+        self._lock = threading.Lock()
+        self._labels: tuple[ContentIndex, AccessIndex, IntArray] | None = None
+        self._classes: dict[int, _Class] = {}
+        self._graphs: dict[bytes, Any] = {}  # used with the current labels
+        self._previous: dict[bytes, Any] = {}  # used with the labels before them
+        self._parts: dict[bytes, Any] = {}  # graphs of parts of classes, oldest first
+
+    def labels(self, content: ContentIndex, access: AccessIndex) -> IntArray:
+        """The class label of every vector row of ``content`` under ``access``."""
+        with self._lock:
+            cached = self._labels
+            if cached is not None and cached[0] is content and cached[1] is access:
+                return cached[2]
+            assert content.vectors is not None
+            labels = permission_classes(content, access, content.vectors.positions)
+            self._labels = (content, access, labels)
+            self._classes = {}
+            self._previous, self._graphs = self._graphs, {}
+            return labels
+
+    def candidates(
+        self,
+        content: ContentIndex,
+        access: AccessIndex,
+        admitted: BoolArray,
+        query: npt.NDArray[np.float32],
+        k: int,
+    ) -> IntArray:
+        """The vector rows to score exactly for a caller whose admitted rows are
+        ``admitted``: from each class of which the caller may read ``exact_below`` rows or
+        more, the graph candidates of those rows; every other admitted row."""
+        labels = self.labels(content, access)
+        classes = int(labels.max()) + 1 if labels.size else 0
+        in_class = labels >= 0
+        taken = np.bincount(labels[in_class & admitted], minlength=classes)
+        large = np.flatnonzero(taken >= self.plan.exact_below)
+        if large.size == 0:
+            return np.flatnonzero(admitted)
+        found = [np.flatnonzero(admitted & ~np.isin(labels, large))]
+        for label in large.tolist():
+            known = self._class(content, labels, label)
+            part = admitted[known.members]
+            if part.all():
+                rows, graph = known.members, self._whole(content, known)
+            else:
+                rows = known.members[part]
+                graph = self._part(content, known, rows, part)
+            found.append(self._search(graph, rows, query, k))
+        return np.concatenate(found)
+
+    def prepare(self, content: ContentIndex, access: AccessIndex) -> int:
+        """Build the graph of every class of ``exact_below`` chunks or more now, rather than
+        in the first search that reads it whole; the number of graphs."""
+        labels = self.labels(content, access)
+        size = np.bincount(labels[labels >= 0]) if labels.size else np.zeros(0, np.int64)
+        large = np.flatnonzero(size >= self.plan.exact_below).tolist()
+        for label in large:
+            self._whole(content, self._class(content, labels, label))
+        return len(large)
+
+    def _class(self, content: ContentIndex, labels: IntArray, label: int) -> _Class:
+        with self._lock:
+            known = self._classes.get(label)
+            current = self._labels is not None and self._labels[2] is labels
+        if known is not None and current:
+            return known
+        vectors = content.vectors
+        assert vectors is not None
+        rows = np.flatnonzero(labels == label)
+        ids = [content.chunk_ids[p] for p in vectors.positions[rows].tolist()]
+        order = sorted(range(rows.size), key=ids.__getitem__)
+        members: IntArray = rows[np.asarray(order, dtype=np.int64)]
+        digest = hashlib.blake2b(vectors.matrix[members].tobytes(), digest_size=16)
+        for j in order:
+            digest.update(ids[j].encode("utf-8") + b"\0")
+        known = _Class(members, digest.digest())
+        if current:
+            with self._lock:
+                self._classes[label] = known
+        return known
+
+    def _whole(self, content: ContentIndex, known: _Class) -> Any:
+        with self._lock:
+            graph = self._graphs.get(known.fingerprint) or self._previous.get(known.fingerprint)
+        if graph is None:
+            graph = self._build(content, known.members)
+        with self._lock:
+            self._graphs[known.fingerprint] = graph
+        return graph
+
+    def _part(self, content: ContentIndex, known: _Class, rows: IntArray, part: BoolArray) -> Any:
+        key = hashlib.blake2b(known.fingerprint + np.packbits(part).tobytes()).digest()
+        with self._lock:
+            graph = self._parts.pop(key, None)
+        if graph is None:
+            graph = self._build(content, rows)
+        with self._lock:
+            self._parts[key] = graph
+            while len(self._parts) > self._PARTS:
+                del self._parts[next(iter(self._parts))]
+        return graph
+
+    def _build(self, content: ContentIndex, rows: IntArray) -> Any:
+        from usearch.index import Index
+
+        assert content.vectors is not None
+        vectors = np.ascontiguousarray(content.vectors.matrix[rows])
+        graph = Index(
+            ndim=int(vectors.shape[1]),
+            metric="ip",
+            dtype="f32",
+            connectivity=self.plan.connectivity,
+            expansion_add=self.plan.expansion_add,
+            expansion_search=self.plan.expansion_search,
+        )
+        # One thread, rows in chunk-id order: the graph is a function of the rows alone.
+        graph.add(np.arange(rows.size, dtype=np.uint64), vectors, threads=1)
+        return graph
+
+    def _search(
+        self, graph: Any, rows: IntArray, query: npt.NDArray[np.float32], k: int
+    ) -> IntArray:
+        count = min(max(k, self.plan.expansion_search), rows.size)
+        found = graph.search(query, count, threads=1)
+        keys = np.asarray(found.keys, dtype=np.int64).reshape(-1)
+        picked: IntArray = rows[keys[(keys >= 0) & (keys < rows.size)]]
+        return picked

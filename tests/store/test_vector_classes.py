@@ -1,0 +1,277 @@
+"""Approximate vector search by permission class keeps non-interference exactly.
+
+With ``vector_search = "classes"`` the embedded store asks HNSW graphs for candidates. The
+property that must survive: a caller's results equal those of a store holding only the rows
+the caller may read, searched with the same graph parameters (the graphs here are made
+deliberately weak, so that they do miss neighbours and the equality is not the exact
+search's). The reverse proof is one global graph over every chunk, filtered after the
+search, as a single shared index would be: the same check must catch it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import factories
+from clearance.config import settings_from_dict
+from clearance.model import Sensitivity
+from clearance.store.backends import open_store
+from clearance.store.base import SearchFilter
+from clearance.store.classes import ClassIndexes, ClassPlan
+from clearance.store.sqlite import SQLiteStore
+from conformance.world import ADMIT_ALL, EMBEDDER, NOW, Entry, World, fill, filters, worlds
+
+WEAK = ClassPlan(exact_below=40, connectivity=4, expansion_add=8, expansion_search=8)
+DIM = 24
+
+
+class GlobalGraph(ClassIndexes):
+    """The leaky variant: one graph over every chunk, searched, then filtered."""
+
+    def candidates(self, content: Any, access: Any, admitted: Any, query: Any, k: int) -> Any:
+        rows = np.arange(admitted.size)
+        if getattr(self, "_global", None) is None:
+            self._global = self._build(content, rows)
+        found = self._search(self._global, rows, query, k)
+        return found[admitted[found]]
+
+
+class StaleInTheGraph(ClassIndexes):
+    """The subtler leaky variant: each class's one graph, holding the documents past their
+    freshness deadline too, searched, then filtered."""
+
+    def candidates(self, content: Any, access: Any, admitted: Any, query: Any, k: int) -> Any:
+        labels = self.labels(content, access)
+        found = [np.flatnonzero(admitted & (labels < 0))]
+        for label in np.unique(labels[admitted & (labels >= 0)]).tolist():
+            known = self._class(content, labels, label)
+            got = self._search(self._whole(content, known), known.members, query, k)
+            found.append(got[admitted[got]])
+        return np.concatenate(found)
+
+
+def store_at(
+    path: Path, plan: ClassPlan | None = WEAK, leaky: type[ClassIndexes] | None = None
+) -> SQLiteStore:
+    store = SQLiteStore(path, vector_classes=plan)
+    if leaky is not None:
+        store._classes = leaky(WEAK)
+    return store
+
+
+# --------------------------------------------------------------------------- a company
+
+
+def company(seed: int = 7) -> World:
+    """About 2,000 chunks laid out as a company's are: an all-staff class of 40 %, six
+    departments, sixty small teams; some documents of each past their freshness deadline,
+    some chunks above INTERNAL. Vectors are clustered, so that neighbours are close calls."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((30, DIM))
+    layout = [("group:staff", 400)]
+    layout += [(f"group:dept-{d}", 120) for d in range(6)]
+    layout += [(f"group:team-{t}", 6) for t in range(60)]
+    entries = []
+    n = 0
+    for principal, docs in layout:
+        for i in range(docs):
+            stale = i % 17 == 3
+            doc = factories.document(
+                f"doc:{n:05d}",
+                corpus="ops",
+                acl={principal},
+                expires_at=NOW - timedelta(hours=1) if stale else None,
+            )
+            n += 1
+            level = Sensitivity.CONFIDENTIAL if i % 11 == 5 else Sensitivity.INTERNAL
+            chunk = factories.chunk(doc, f"passage {n}", sensitivity=level)
+            vector = centres[rng.integers(30)] + 0.35 * rng.standard_normal(DIM)
+            vector /= np.linalg.norm(vector)
+            entries.append(Entry(doc, [chunk], [[float(x) for x in vector]]))
+    return World(entries)
+
+
+def caller(*principals: str, ceiling: Sensitivity = Sensitivity.INTERNAL) -> SearchFilter:
+    return SearchFilter(
+        principals=frozenset(principals),
+        corpora={"ops": ceiling},
+        max_sensitivity=ceiling,
+        now=NOW,
+    )
+
+
+CALLERS = {
+    "one team (0.3 %)": caller("group:team-3"),
+    "a department (6 %)": caller("group:dept-2", "group:team-9"),
+    "staff and three departments (60 %)": caller(
+        "group:staff", "group:dept-0", "group:dept-1", "group:dept-4", "group:team-1"
+    ),
+    "everything, confidential too (100 %)": caller(
+        "group:staff",
+        *(f"group:dept-{d}" for d in range(6)),
+        *(f"group:team-{t}" for t in range(60)),
+        ceiling=Sensitivity.CONFIDENTIAL,
+    ),
+}
+
+
+#: Everything a store of one caller's rows holds (its documents' own principals).
+EVERYTHING = SearchFilter(
+    principals=frozenset(
+        ["group:staff", *(f"group:dept-{d}" for d in range(6))]
+        + [f"group:team-{t}" for t in range(60)]
+    ),
+    corpora=None,
+    max_sensitivity=Sensitivity.RESTRICTED,
+    now=NOW - timedelta(days=365),
+    require_ai_allowed=False,
+)
+
+
+def queries(count: int = 25) -> list[list[float]]:
+    rng = np.random.default_rng(99)
+    out = []
+    for _ in range(count):
+        q = rng.standard_normal(DIM)
+        out.append([float(x) for x in q / np.linalg.norm(q)])
+    return out
+
+
+def check_alike(store: SQLiteStore, alone: SQLiteStore, flt: SearchFilter, k: int) -> None:
+    for q in queries():
+        assert store.vector_search(q, flt, k) == alone.vector_search(q, EVERYTHING, k)
+
+
+@pytest.fixture(scope="module")
+def world() -> World:
+    return company()
+
+
+@pytest.mark.parametrize("who", list(CALLERS))
+def test_a_callers_results_equal_those_of_a_store_of_their_rows_alone(
+    tmp_path: Path, world: World, who: str
+) -> None:
+    flt = CALLERS[who]
+    store, alone = store_at(tmp_path / "all.db"), store_at(tmp_path / "alone.db")
+    fill(store, world)
+    fill(alone, world.admitted_only(flt))
+    for k in (1, 10):
+        check_alike(store, alone, flt, k)
+
+
+def test_the_graphs_are_used_and_approximate(tmp_path: Path, world: World) -> None:
+    """Without this, the equality above could be the exact search's."""
+    flt = CALLERS["staff and three departments (60 %)"]
+    store, exact = store_at(tmp_path / "classes.db"), store_at(tmp_path / "exact.db", None)
+    fill(store, world)
+    fill(exact, world)
+    differ = sum(
+        store.vector_search(q, flt, 10) != exact.vector_search(q, flt, 10) for q in queries()
+    )
+    assert differ > 0
+    # and every result is one the caller may read, exactly scored
+    allowed = store.allowed_doc_ids(flt)
+    for q in queries(5):
+        got = store.vector_search(q, flt, 10)
+        assert len(got) == 10
+        assert {c.split("#")[0] for c, _ in got} <= allowed
+
+
+def test_a_permission_change_moves_a_chunk_to_another_graph(tmp_path: Path, world: World) -> None:
+    """A document leaving the staff class for a team's leaves the staff graph: searches of
+    staff never see it again and equal a store that never held it."""
+    store = store_at(tmp_path / "all.db")
+    fill(store, world)
+    staff = caller("group:staff")
+    probe = world.entries[0].vectors[0]
+    assert probe is not None
+    moved = world.entries[0].document
+    assert store.vector_search(probe, staff, 1)[0][0].startswith(moved.doc_id)
+    store.set_acl(moved.doc_id, frozenset({"group:team-0"}))
+    after = store.vector_search(probe, staff, 10)
+    assert not any(c.startswith(moved.doc_id) for c, _ in after)
+    alone = store_at(tmp_path / "alone.db")
+    staff_world = World([e for e in world.entries if e.document.doc_id != moved.doc_id])
+    fill(alone, staff_world.admitted_only(staff))
+    check_alike(store, alone, staff, 10)
+
+
+def test_warming_builds_every_large_classes_graph(tmp_path: Path, world: World) -> None:
+    """A server warms its store before the first request: the graphs are ready then."""
+    fill(store_at(tmp_path / "index.db", None), world)
+    store = store_at(tmp_path / "index.db")
+    assert store._classes is not None
+    store.warm(vectors=True)
+    built = dict(store._classes._graphs)
+    # staff and the six departments; their CONFIDENTIAL chunks (one in 11) are classes of
+    # their own, too small for a graph
+    assert len(built) == 7
+    store.vector_search(queries(1)[0], CALLERS["everything, confidential too (100 %)"], 10)
+    assert store._classes._graphs == built  # nothing built again
+
+
+@pytest.mark.parametrize("variant", [GlobalGraph, StaleInTheGraph])
+def test_reverse_proof_a_graph_holding_hidden_rows_fails_the_same_check(
+    tmp_path: Path, world: World, variant: type[ClassIndexes]
+) -> None:
+    flt = CALLERS["a department (6 %)"]
+    leaky = store_at(tmp_path / "leaky.db", leaky=variant)
+    alone = store_at(tmp_path / "alone.db")
+    fill(leaky, world)
+    fill(alone, world.admitted_only(flt))
+    with pytest.raises(AssertionError):
+        check_alike(leaky, alone, flt, 10)
+
+
+# --------------------------------------------------------------------------- any world
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_random_worlds_and_filters_rank_alike(tmp_path_factory: Any, data: st.DataObject) -> None:
+    """The conformance worlds (every filter field varies: ACLs, ceilings, corpora,
+    expiries, AI use, named and excluded documents) with graphs from two rows up."""
+    plan = ClassPlan(exact_below=2, connectivity=2, expansion_add=2, expansion_search=1)
+    world = data.draw(worlds(max_size=14), label="world")
+    flt = data.draw(filters(world), label="filter")
+    words = data.draw(st.lists(st.sampled_from(["revenue", "tokyo", "売上", "margin"]), min_size=1))
+    k = data.draw(st.sampled_from([1, 3]), label="k")
+    where = tmp_path_factory.mktemp("w")
+    store, alone = store_at(where / "a.db", plan), store_at(where / "b.db", plan)
+    fill(store, world)
+    fill(alone, world.admitted_only(flt))
+    probe = EMBEDDER.embed([" ".join(words)])[0]
+    assert store.vector_search(probe, flt, k) == alone.vector_search(probe, ADMIT_ALL, k)
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_the_setting_opens_the_embedded_store_with_classes(tmp_path: Path) -> None:
+    s = settings_from_dict(
+        {"store": {"vector_search": "classes", "vector_exact_below": 500, "hnsw_ef_search": 64}},
+        root=tmp_path,
+    )
+    store = open_store(s)
+    try:
+        assert isinstance(store, SQLiteStore) and store._classes is not None
+        assert (store._classes.plan.exact_below, store._classes.plan.expansion_search) == (500, 64)
+    finally:
+        store.close()
+
+
+def test_each_backend_ranks_exactly_under_the_others_value(tmp_path: Path) -> None:
+    """ "hnsw" is PostgreSQL's: a settings file preparing a migration keeps the embedded
+    store exact meanwhile."""
+    store = open_store(settings_from_dict({"store": {"vector_search": "hnsw"}}, root=tmp_path))
+    try:
+        assert isinstance(store, SQLiteStore) and store._classes is None
+    finally:
+        store.close()
