@@ -10,6 +10,8 @@ search, as a single shared index would be: the same check must catch it.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,10 @@ from clearance.store.classes import ClassIndexes, ClassPlan
 from clearance.store.sqlite import SQLiteStore
 from conformance.world import ADMIT_ALL, EMBEDDER, NOW, Entry, World, fill, filters, worlds
 
-WEAK = ClassPlan(exact_below=40, connectivity=4, expansion_add=8, expansion_search=8)
+# Graphs built in the search that needs them, so that every search below uses one.
+WEAK = ClassPlan(
+    exact_below=40, connectivity=4, expansion_add=8, expansion_search=8, background=False
+)
 DIM = 24
 
 
@@ -38,7 +43,7 @@ class GlobalGraph(ClassIndexes):
     def candidates(self, content: Any, access: Any, admitted: Any, query: Any, k: int) -> Any:
         rows = np.arange(admitted.size)
         if getattr(self, "_global", None) is None:
-            self._global = self._build(content, rows)
+            self._global = self._build(content.vectors.matrix)
         found = self._search(self._global, rows, query, k)
         return found[admitted[found]]
 
@@ -203,6 +208,36 @@ def test_a_permission_change_moves_a_chunk_to_another_graph(tmp_path: Path, worl
     check_alike(store, alone, staff, 10)
 
 
+def test_a_graph_being_built_leaves_its_class_ranked_exactly(tmp_path: Path, world: World) -> None:
+    """By default a missing graph is built on a worker thread: the search that finds it
+    missing ranks the class exactly (no search waits minutes for a large class after a
+    write), and later searches use the graph. Both are functions of the caller's rows."""
+    fill(store_at(tmp_path / "index.db", None), world)
+    flt = CALLERS["staff and three departments (60 %)"]
+    exact = store_at(tmp_path / "index.db", None)
+    store = store_at(tmp_path / "index.db", replace(WEAK, background=True))
+    alone = store_at(tmp_path / "alone.db", replace(WEAK, background=True))
+    fill(alone, world.admitted_only(flt))
+    assert store._classes is not None and alone._classes is not None
+    building = threading.Event()
+    build = store._classes._build
+
+    def held(vectors: Any) -> Any:  # the worker builds only when the test lets it
+        building.wait(timeout=60)
+        return build(vectors)
+
+    store._classes._build = held  # type: ignore[method-assign]
+    first = [store.vector_search(q, flt, 10) for q in queries()]
+    assert first == [exact.vector_search(q, flt, 10) for q in queries()]
+    building.set()
+    store._classes.wait()
+    alone.vector_search(queries(1)[0], EVERYTHING, 10)
+    alone._classes.wait()
+    later = [store.vector_search(q, flt, 10) for q in queries()]
+    assert later != first  # the graphs are in use now
+    check_alike(store, alone, flt, 10)
+
+
 def test_warming_builds_every_large_classes_graph(tmp_path: Path, world: World) -> None:
     """A server warms its store before the first request: the graphs are ready then."""
     fill(store_at(tmp_path / "index.db", None), world)
@@ -238,7 +273,9 @@ def test_reverse_proof_a_graph_holding_hidden_rows_fails_the_same_check(
 def test_random_worlds_and_filters_rank_alike(tmp_path_factory: Any, data: st.DataObject) -> None:
     """The conformance worlds (every filter field varies: ACLs, ceilings, corpora,
     expiries, AI use, named and excluded documents) with graphs from two rows up."""
-    plan = ClassPlan(exact_below=2, connectivity=2, expansion_add=2, expansion_search=1)
+    plan = ClassPlan(
+        exact_below=2, connectivity=2, expansion_add=2, expansion_search=1, background=False
+    )
     world = data.draw(worlds(max_size=14), label="world")
     flt = data.draw(filters(world), label="filter")
     words = data.draw(st.lists(st.sampled_from(["revenue", "tokyo", "売上", "margin"]), min_size=1))

@@ -17,6 +17,11 @@ else may read could change a caller's results. This module keeps both (docs/sear
 * Every other chunk the caller may read is a candidate as it stands. All candidates are
   scored exactly and ranked as the exact search ranks them.
 
+* A graph that is missing (a class a write changed, or a part not seen before) is built on
+  a worker thread; until it is there, that class's rows are ranked exactly, so no search
+  waits for a large class's graph. :meth:`ClassIndexes.prepare` (the store's ``warm``)
+  builds every class's graph before the first search instead.
+
 So a caller's results are a function of the query and of the rows the caller may read:
 a chunk hidden from them is in no graph they search and in no candidate set, and a store
 holding only their rows ranks exactly alike. A class's graph is rebuilt when its rows change
@@ -49,6 +54,10 @@ class ClassPlan:
     connectivity: int = 16
     expansion_add: int = 128
     expansion_search: int = 100
+    #: Build a missing graph on a worker thread and rank its rows exactly meanwhile (a
+    #: class changed by a write is searched at exact speed until its graph is rebuilt),
+    #: rather than in the search that needs it.
+    background: bool = True
 
 
 def permission_classes(content: ContentIndex, access: AccessIndex, rows: IntArray) -> IntArray:
@@ -118,6 +127,8 @@ class ClassIndexes:
         self._graphs: dict[bytes, Any] = {}  # used with the current labels
         self._previous: dict[bytes, Any] = {}  # used with the labels before them
         self._parts: dict[bytes, Any] = {}  # graphs of parts of classes, oldest first
+        self._pending: dict[bytes, tuple[npt.NDArray[np.float32], bool]] = {}
+        self._worker: threading.Thread | None = None
 
     def labels(self, content: ContentIndex, access: AccessIndex) -> IntArray:
         """The class label of every vector row of ``content`` under ``access``."""
@@ -150,7 +161,9 @@ class ClassIndexes:
         large = np.flatnonzero(taken >= self.plan.exact_below)
         if large.size == 0:
             return np.flatnonzero(admitted)
-        found = [np.flatnonzero(admitted & ~np.isin(labels, large))]
+        graphed = np.zeros(classes + 1, dtype=np.bool_)  # the last slot: no class (-1)
+        graphed[large] = True
+        found = [np.flatnonzero(admitted & ~graphed[labels])]
         for label in large.tolist():
             known = self._class(content, labels, label)
             part = admitted[known.members]
@@ -159,7 +172,7 @@ class ClassIndexes:
             else:
                 rows = known.members[part]
                 graph = self._part(content, known, rows, part)
-            found.append(self._search(graph, rows, query, k))
+            found.append(rows if graph is None else self._search(graph, rows, query, k))
         return np.concatenate(found)
 
     def prepare(self, content: ContentIndex, access: AccessIndex) -> int:
@@ -169,7 +182,7 @@ class ClassIndexes:
         size = np.bincount(labels[labels >= 0]) if labels.size else np.zeros(0, np.int64)
         large = np.flatnonzero(size >= self.plan.exact_below).tolist()
         for label in large:
-            self._whole(content, self._class(content, labels, label))
+            self._whole(content, self._class(content, labels, label), wait=True)
         return len(large)
 
     def _class(self, content: ContentIndex, labels: IntArray, label: int) -> _Class:
@@ -193,32 +206,77 @@ class ClassIndexes:
                 self._classes[label] = known
         return known
 
-    def _whole(self, content: ContentIndex, known: _Class) -> Any:
+    def _whole(self, content: ContentIndex, known: _Class, *, wait: bool = False) -> Any | None:
         with self._lock:
             graph = self._graphs.get(known.fingerprint) or self._previous.get(known.fingerprint)
-        if graph is None:
-            graph = self._build(content, known.members)
-        with self._lock:
-            self._graphs[known.fingerprint] = graph
-        return graph
+            if graph is not None:
+                self._graphs[known.fingerprint] = graph
+                return graph
+        return self._missing(known.fingerprint, content, known.members, part=False, wait=wait)
 
     def _part(self, content: ContentIndex, known: _Class, rows: IntArray, part: BoolArray) -> Any:
         key = hashlib.blake2b(known.fingerprint + np.packbits(part).tobytes()).digest()
         with self._lock:
             graph = self._parts.pop(key, None)
-        if graph is None:
-            graph = self._build(content, rows)
+            if graph is not None:
+                self._parts[key] = graph  # the most recently used last
+                return graph
+        return self._missing(key, content, rows, part=True, wait=False)
+
+    def _missing(
+        self, key: bytes, content: ContentIndex, rows: IntArray, *, part: bool, wait: bool
+    ) -> Any | None:
+        """Build the graph of ``rows`` now (``wait``, or no background building), else have
+        the worker build it and return ``None``: the caller ranks these rows exactly."""
+        assert content.vectors is not None
+        vectors = content.vectors.matrix[rows]  # a copy: later writes do not move it
+        if wait or not self.plan.background:
+            graph = self._build(vectors)
+            self._keep(key, graph, part=part)
+            return graph
         with self._lock:
+            if key not in self._pending:
+                self._pending[key] = (vectors, part)
+                if self._worker is None:
+                    self._worker = threading.Thread(
+                        target=self._work, name="clearance-class-graphs", daemon=True
+                    )
+                    self._worker.start()
+        return None
+
+    def _keep(self, key: bytes, graph: Any, *, part: bool) -> None:
+        with self._lock:
+            if not part:
+                self._graphs[key] = graph
+                return
             self._parts[key] = graph
             while len(self._parts) > self._PARTS:
                 del self._parts[next(iter(self._parts))]
-        return graph
 
-    def _build(self, content: ContentIndex, rows: IntArray) -> Any:
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    self._worker = None
+                    return
+                key, (vectors, part) = next(iter(self._pending.items()))
+            graph = self._build(vectors)
+            self._keep(key, graph, part=part)
+            with self._lock:
+                self._pending.pop(key, None)
+
+    def wait(self) -> None:
+        """Until the worker has built every graph asked of it."""
+        while True:
+            with self._lock:
+                worker = self._worker
+            if worker is None:
+                return
+            worker.join()
+
+    def _build(self, vectors: npt.NDArray[np.float32]) -> Any:
         from usearch.index import Index
 
-        assert content.vectors is not None
-        vectors = np.ascontiguousarray(content.vectors.matrix[rows])
         graph = Index(
             ndim=int(vectors.shape[1]),
             metric="ip",
@@ -228,7 +286,7 @@ class ClassIndexes:
             expansion_search=self.plan.expansion_search,
         )
         # One thread, rows in chunk-id order: the graph is a function of the rows alone.
-        graph.add(np.arange(rows.size, dtype=np.uint64), vectors, threads=1)
+        graph.add(np.arange(len(vectors), dtype=np.uint64), vectors, threads=1)
         return graph
 
     def _search(

@@ -1,0 +1,241 @@
+"""The embedded store with ``vector_search = "classes"`` against exact ranking, side by side
+in one run, on real MiniLM vectors and a company's ACL layout (the scale issue).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_store_classes.py --chunks 200000 [--json OUT]
+
+**The index.** A real SQLite store file, filled through ``SQLiteStore.upsert`` with
+documents of ``--per-doc`` chunks. Chunk texts are SciFact passages and their vectors are
+MiniLM's (``bench_ann_classes.py`` says how the real vectors are cached and how larger sets
+are made from them with small perturbations; a copy keeps its source passage's text).
+**The layout** is ``bench_ann_classes.layout``: an all-staff class of 40 %, 30 departments,
+up to 3,000 small classes; each document's ACL is its class's one group. **The callers**
+read about 0.1 %, 1 %, 10 % and 60-100 % of the chunks.
+
+The store is opened on that file once exact and once per ``--exact-below`` threshold with
+permission classes (``vector_exact_below``; ``hnsw_ef_search`` ``--ef``), one after the
+other, side by side in one run. Reported per variant: the time from opening to the first
+search of the widest caller (graphs are then built on the store's worker thread, and that
+search ranks exactly meanwhile), the time until every caller's graphs are built, and per
+caller p50/p95 of the vector search and of the hybrid retrieval (lexical and vector, one
+mask) and recall@10 of the vector search against exact ranking, over SciFact claims as
+queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_ann_classes import (
+    DEFAULT_SCIFACT,
+    callers,
+    embedded,
+    grown,
+    layout,
+    percentile,
+    scifact_texts,
+)
+
+from clearance.model import Chunk, Document, Sensitivity
+from clearance.store.base import SearchFilter
+from clearance.store.classes import ClassPlan
+from clearance.store.sqlite import SQLiteStore
+
+K = 10
+
+
+def fill(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    real, _ = embedded(args.scifact)
+    texts, _ = scifact_texts(args.scifact)
+    vectors = grown(real, args.chunks, args.noise, seed=1)
+    lay = layout(args.chunks // args.per_doc, seed=2)  # one class per document
+    store = SQLiteStore(path)
+    start = time.perf_counter()
+    docs = args.chunks // args.per_doc
+    for d in range(docs):
+        doc = Document(
+            doc_id=f"bench:{d}",
+            source_system="bench",
+            corpus="bench",
+            title=f"Report {d}",
+            uri=f"bench://{d}",
+            owner=None,
+            acl=frozenset({f"group:c{int(lay.classes[d])}"}),
+            sensitivity=Sensitivity.INTERNAL,
+            created_at=None,
+            updated_at=None,
+            review_at=None,
+            expires_at=None,
+            ai_allowed=True,
+            personal_data=False,
+            origin="bench",
+            origin_chain=(),
+            content_hash=f"h{d}",
+        )
+        rows = range(d * args.per_doc, (d + 1) * args.per_doc)
+        chunks = [
+            Chunk(
+                chunk_id=f"bench:{d}#{i}",
+                doc_id=doc.doc_id,
+                ordinal=i,
+                text=texts[r % len(texts)],
+                locator=f"p{i + 1}",
+                sensitivity=Sensitivity.INTERNAL,
+                origin="bench",
+            )
+            for i, r in enumerate(rows)
+        ]
+        store.upsert(doc, chunks, [vectors[r] for r in rows])
+        if d % 500 == 0 or d == docs - 1:
+            rate = (d + 1) * args.per_doc / (time.perf_counter() - start)
+            print(f"\rfilling: {(d + 1) * args.per_doc:,} chunks ({rate:,.0f}/s)", end="")
+    print()
+    store.close()
+    return {"fill_s": round(time.perf_counter() - start, 1), "layout": lay}
+
+
+def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    path = workdir / "index.db"
+    filled = fill(path, args)
+    lay = filled["layout"]
+    _, query_vectors = embedded(args.scifact)
+    _, claims = scifact_texts(args.scifact)
+    queries = list(range(min(args.queries, len(claims))))
+    docs = args.chunks // args.per_doc
+    doc_classes = np.asarray(lay.classes)
+    who = callers(lay, docs, seed=3)
+    filters = [
+        SearchFilter(
+            principals=frozenset(f"group:c{c}" for c in w.classes),
+            corpora={"bench": Sensitivity.INTERNAL},
+            max_sensitivity=Sensitivity.INTERNAL,
+        )
+        for w in who
+    ]
+    shares = [round(100 * float(np.isin(doc_classes, list(w.classes)).mean()), 2) for w in who]
+    variants: list[tuple[str, ClassPlan | None]] = [("exact", None)]
+    variants += [
+        (f"classes {t:,}", ClassPlan(exact_below=t, expansion_search=args.ef))
+        for t in args.exact_below
+    ]
+    results: dict[str, dict[str, Any]] = {}
+    for label, plan in variants:
+        t0 = time.perf_counter()
+        store = SQLiteStore(path, vector_classes=plan)
+        store.vector_search(query_vectors[0], filters[-1], K)  # the widest caller
+        first_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        if store._classes is not None:  # graphs for every caller, built by the worker
+            for flt in filters:
+                store.vector_search(query_vectors[0], flt, K)
+            store._classes.wait()
+        built_s = time.perf_counter() - t0
+        per_caller = []
+        for flt in filters:
+            vector_ms, hybrid_ms, found = [], [], []
+            for q in queries:
+                t0 = time.perf_counter()
+                got = store.vector_search(query_vectors[q], flt, K)
+                vector_ms.append(1000 * (time.perf_counter() - t0))
+                t0 = time.perf_counter()
+                store.retrieve(claims[q], query_vectors[q], flt, K)
+                hybrid_ms.append(1000 * (time.perf_counter() - t0))
+                found.append([c for c, _ in got])
+            per_caller.append(
+                {
+                    "vector_ms": (percentile(vector_ms, 50), percentile(vector_ms, 95)),
+                    "hybrid_ms": (percentile(hybrid_ms, 50), percentile(hybrid_ms, 95)),
+                    "found": found,
+                }
+            )
+        store.close()
+        results[label] = {
+            "first_s": round(first_s, 2),
+            "graphs_s": round(built_s, 1),
+            "callers": per_caller,
+        }
+        print(f"{label}: open to first search {first_s:.2f} s, graphs built in {built_s:.1f} s")
+    exact = [c["found"] for c in results["exact"]["callers"]]
+    for result in results.values():
+        for mine, truth in zip(result["callers"], exact, strict=True):
+            hits = [
+                len(set(a) & set(e)) / max(len(e), 1)
+                for a, e in zip(mine.pop("found"), truth, strict=True)
+            ]
+            mine["recall_at_10"] = round(float(np.mean(hits)), 4)
+    return {
+        "chunks": args.chunks,
+        "per_doc": args.per_doc,
+        "ef": args.ef,
+        "fill_s": filled["fill_s"],
+        "callers": [{"name": w.name, "share": sh} for w, sh in zip(who, shares, strict=True)],
+        "variants": results,
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    def ms(pair: tuple[float, float]) -> str:
+        return f"{pair[0]:.1f} / {pair[1]:.1f}"
+
+    names = list(result["variants"])
+    lines = [
+        f"{result['chunks']:,} chunks ({result['per_doc']} per document), ef {result['ef']}; "
+        f"filled in {result['fill_s']} s",
+        "",
+        "| | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+        "| open → first search of the widest caller (s) | "
+        + " | ".join(str(result["variants"][n]["first_s"]) for n in names)
+        + " |",
+        "| every caller's graphs built, on the worker (s) | "
+        + " | ".join(str(result["variants"][n]["graphs_s"]) for n in names)
+        + " |",
+    ]
+    for i, caller in enumerate(result["callers"]):
+        for kind in ("vector", "hybrid"):
+            cells = []
+            for n in names:
+                row = result["variants"][n]["callers"][i]
+                cell = ms(row[f"{kind}_ms"])
+                if kind == "vector" and n != "exact":
+                    cell += f", recall {row['recall_at_10']}"
+                cells.append(cell)
+            lines.append(
+                f"| {caller['name']} ({caller['share']} %): {kind} p50 / p95 (ms) | "
+                + " | ".join(cells)
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=200_000)
+    parser.add_argument("--per-doc", type=int, default=10)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--exact-below", type=int, nargs="+", default=[1000, 5000, 20000])
+    parser.add_argument("--ef", type=int, default=128)
+    parser.add_argument("--noise", type=float, default=0.03)
+    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = measure(args, Path(tmp))
+    print(table(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
