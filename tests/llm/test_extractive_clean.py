@@ -226,35 +226,6 @@ def test_an_amount_is_quoted_without_the_comparisons_after_it() -> None:
     assert whole == [" ".join(text.split())]
 
 
-JULY_REVIEW = (
-    "CBO estimates that a deficit of $102 billion was recorded for the month of July 2008. "
-    "Receipts fell by 3 percent. "
-    "Another factor was the $15 billion disbursed in July 2008 by the Federal Deposit "
-    "Insurance Corporation to cover insured deposits at failed institutions."
-)
-
-
-def test_a_question_for_one_amount_of_a_named_period_gets_the_sentence_that_states_it() -> None:
-    """The neighbouring sentence's "$15 billion" answers another question and reads as a
-    second answer. Reverse proofs: a question naming no period keeps every amount (so the
-    narrative route can see amounts of several years and ask which one is meant), and so
-    does a question asking two things."""
-    question = "How large was the federal deficit in the month of July 2008?"
-    units = quoted(answer(question, snippet("S1", JULY_REVIEW)))
-    assert units == [
-        "CBO estimates that a deficit of $102 billion was recorded for the month of July 2008."
-    ]
-    undated = quoted(answer(question.replace(" 2008", ""), snippet("S1", JULY_REVIEW)))
-    assert any("$15 billion" in u for u in undated), undated
-    two = quoted(
-        answer(
-            "How large was the deficit in July 2008, and what did the FDIC disburse?",
-            snippet("S1", JULY_REVIEW),
-        )
-    )
-    assert any("$15 billion" in u for u in two), two
-
-
 APPROVALS_1 = (
     "Approving Officials\n"
     "With two exceptions, the authority to approve absence and leave is delegated.\n"

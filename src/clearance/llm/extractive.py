@@ -515,29 +515,6 @@ _ASKS_AMOUNT = re.compile(
 _CLAUSE_END = re.compile(r",\s+(?=[a-z$])|;\s+|\s+--\s+|\s+[—–]\s+")
 
 
-# A question that names its period by a year ("in July 2008", "FY2024", "2023年"); one that
-# names none keeps every amount quoted, so that amounts of several years are seen as such
-# and the narrative route asks which period is meant.
-_NAMES_A_YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
-# A question that asks two things ("How much …, and why …?", "… and how many …?").
-_TWO_ASKS = re.compile(r"\band\s+(?:how|what|why|when|which|who|where)\b", re.IGNORECASE)
-
-
-def _one_amount(quotes: list[Quote]) -> list[Quote]:
-    """A question asking for one amount of a named period is answered by the best sentence
-    stating one; a later sentence stating another amount answers another question ("How
-    large was the deficit in July 2008?": not also "… the $15 billion disbursed by the FDIC
-    …"). List items and table lines are kept: they were chosen as a whole."""
-    first = next(
-        (i for i, q in enumerate(quotes) if not q.line and _stated_amounts(q.sentence)), None
-    )
-    if first is None:
-        return quotes
-    return [
-        q for i, q in enumerate(quotes) if i <= first or q.line or not _stated_amounts(q.sentence)
-    ]
-
-
 def _first_amount(sentence: str, question: set[str]) -> str:
     """A sentence stating two or more amounts, cut after the clause that states the first
     ("The deficit was $738 billion for the first eight months of fiscal year 2019, …, $206
@@ -722,8 +699,6 @@ class ExtractiveProvider:
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
         if _ASKS_AMOUNT.search(request.question):
             chosen = [replace(q, sentence=_first_amount(q.sentence, question)) for q in chosen]
-            if _NAMES_A_YEAR.search(request.question) and not _TWO_ASKS.search(request.question):
-                chosen = _one_amount(chosen)
         return chosen
 
     @staticmethod
