@@ -464,6 +464,8 @@ def bm25_top_k(
     scores: FloatArray = np.bincount(
         matched, weights=np.concatenate(weights), minlength=len(index)
     ).astype(np.float64, copy=False)
-    candidates = np.unique(matched).astype(np.int64)
+    # Every term weight is positive (idf > 0, tf > 0), so the matched chunks are exactly those
+    # with a positive score: one pass over the scores, not a sort of every posting matched.
+    candidates = np.flatnonzero(scores > 0).astype(np.int64)
     best = top_k(scores, candidates, index.keys[candidates], k)
     return [(int(p), float(scores[p])) for p in best]
