@@ -14,8 +14,9 @@ up to 3,000 small classes; each document's ACL is its class's one group. **The c
 read about 0.1 %, 1 %, 10 % and 60-100 % of the chunks.
 
 The store is opened on that file once exact and once per ``--exact-below`` threshold with
-permission classes (``vector_exact_below``; ``hnsw_ef_search`` ``--ef``), one after the
-other, side by side in one run. Reported per variant: the time from opening to the first
+permission classes (``vector_exact_below``; ``hnsw_ef_search`` ``--ef``), and once more with
+the first threshold and classes of ``--scan-above`` chunks or more scanned exactly instead of
+graphed (``vector_scan_above``), one after the other, side by side in one run. Reported per variant: the time from opening to the first
 search of the widest caller (graphs are then built on the store's worker thread, and that
 search ranks exactly meanwhile), the time until every caller's graphs are built, and per
 caller p50/p95 of the vector search and of the hybrid retrieval (lexical and vector, one
@@ -129,6 +130,14 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         (f"classes {t:,}", ClassPlan(exact_below=t, expansion_search=args.ef))
         for t in args.exact_below
     ]
+    if args.scan_above:
+        first = args.exact_below[0]
+        variants.append(
+            (
+                f"classes {first:,}, scan from {args.scan_above:,}",
+                ClassPlan(exact_below=first, expansion_search=args.ef, scan_above=args.scan_above),
+            )
+        )
     results: dict[str, dict[str, Any]] = {}
     for label, plan in variants:
         t0 = time.perf_counter()
@@ -164,11 +173,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 }
             )
         move: dict[str, float] = {}
-        if (
-            store._classes is not None
-            and plan is not None
-            and plan.exact_below == args.exact_below[0]
-        ):
+        if store._classes is not None and plan is not None and plan is variants[-1][1]:
             move = permission_move(store, lay, filters[-1], query_vectors[0], args.move)
         store.close()
         results[label] = {
@@ -283,6 +288,9 @@ def main() -> None:
     parser.add_argument("--ef", type=int, default=128)
     parser.add_argument("--noise", type=float, default=0.03)
     parser.add_argument("--move", type=int, default=10_000, help="chunks to move (by ACL)")
+    parser.add_argument(
+        "--scan-above", type=int, default=100_000, help="one more variant: scan classes this large"
+    )
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -411,6 +411,8 @@ class StoreSettings:
         ),
     ] = "exact"
     vector_exact_below: _StorePositive = 20_000
+    # With "classes": a class of this many chunks or more is scanned exactly, not graphed.
+    vector_scan_above: _StorePositive = 100_000
     hnsw_ef_search: _StorePositive = 100
     hnsw_max_scan_tuples: _StorePositive = 50_000
 

@@ -159,12 +159,17 @@ def world() -> World:
     return company()
 
 
+#: The staff class (400 documents) scanned exactly, the departments graphed.
+SCANNED = replace(WEAK, scan_above=300)
+
+
+@pytest.mark.parametrize("plan", [WEAK, SCANNED], ids=["graphs", "graphs and a scan"])
 @pytest.mark.parametrize("who", list(CALLERS))
 def test_a_callers_results_equal_those_of_a_store_of_their_rows_alone(
-    tmp_path: Path, world: World, who: str
+    tmp_path: Path, world: World, who: str, plan: ClassPlan
 ) -> None:
     flt = CALLERS[who]
-    store, alone = store_at(tmp_path / "all.db"), store_at(tmp_path / "alone.db")
+    store, alone = store_at(tmp_path / "all.db", plan), store_at(tmp_path / "alone.db", plan)
     fill(store, world)
     fill(alone, world.admitted_only(flt))
     for k in (1, 10):
@@ -187,6 +192,19 @@ def test_the_graphs_are_used_and_approximate(tmp_path: Path, world: World) -> No
         got = store.vector_search(q, flt, 10)
         assert len(got) == 10
         assert {c.split("#")[0] for c, _ in got} <= allowed
+
+
+def test_a_scanned_class_is_ranked_exactly(tmp_path: Path, world: World) -> None:
+    """A caller reading only the staff class, scanned whole, gets the exact results."""
+    staff = caller("group:staff")
+    fill(store_at(tmp_path / "index.db", None), world)
+    exact, scanned = store_at(tmp_path / "index.db", None), store_at(tmp_path / "index.db", SCANNED)
+    for q in queries():
+        assert scanned.vector_search(q, staff, 10) == exact.vector_search(q, staff, 10)
+    assert scanned._classes is not None
+    # (the part of it past no freshness deadline, as this caller reads it)
+    used = [*scanned._classes._graphs.values(), *scanned._classes._parts.values()]
+    assert any(type(g).__name__ == "_Scan" for g in used)
 
 
 def test_a_permission_change_moves_a_chunk_to_another_graph(tmp_path: Path, world: World) -> None:
@@ -293,13 +311,21 @@ def test_random_worlds_and_filters_rank_alike(tmp_path_factory: Any, data: st.Da
 
 def test_the_setting_opens_the_embedded_store_with_classes(tmp_path: Path) -> None:
     s = settings_from_dict(
-        {"store": {"vector_search": "classes", "vector_exact_below": 500, "hnsw_ef_search": 64}},
+        {
+            "store": {
+                "vector_search": "classes",
+                "vector_exact_below": 500,
+                "hnsw_ef_search": 64,
+                "vector_scan_above": 9000,
+            }
+        },
         root=tmp_path,
     )
     store = open_store(s)
     try:
         assert isinstance(store, SQLiteStore) and store._classes is not None
-        assert (store._classes.plan.exact_below, store._classes.plan.expansion_search) == (500, 64)
+        plan = store._classes.plan
+        assert (plan.exact_below, plan.expansion_search, plan.scan_above) == (500, 64, 9000)
     finally:
         store.close()
 

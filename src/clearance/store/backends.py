@@ -47,7 +47,9 @@ def open_store(settings: Settings) -> Store:
             from clearance.store.classes import ClassPlan
 
             plan = ClassPlan(
-                exact_below=store.vector_exact_below, expansion_search=store.hnsw_ef_search
+                exact_below=store.vector_exact_below,
+                expansion_search=store.hnsw_ef_search,
+                scan_above=store.vector_scan_above,
             )
         return SQLiteStore(
             settings.db_path, busy_timeout_s=store.busy_timeout_s, vector_classes=plan

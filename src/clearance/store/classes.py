@@ -48,7 +48,8 @@ __all__ = ["ClassIndexes", "ClassPlan", "permission_classes"]
 class ClassPlan:
     """How classes are searched: a class of ``exact_below`` chunks or more has a graph of
     ``connectivity`` neighbours per node, built with ``expansion_add`` and searched with
-    ``expansion_search`` candidates (at least ``k``)."""
+    ``expansion_search`` candidates (at least ``k``), unless it is ``scan_above`` chunks or
+    more."""
 
     exact_below: int = 1000
     connectivity: int = 16
@@ -58,6 +59,35 @@ class ClassPlan:
     #: class changed by a write is searched at exact speed until its graph is rebuilt),
     #: rather than in the search that needs it.
     background: bool = True
+    #: A class of this many chunks or more gets no graph: its vectors are kept in one
+    #: contiguous block and scanned exactly (a graph over a very large, dense class misses
+    #: neighbours; a scan of one block is fast and misses none). ``0``: graphs only.
+    scan_above: int = 0
+
+
+class _Scan:
+    """The exact stand-in for a graph: a class's vectors in one block, scanned whole."""
+
+    def __init__(self, vectors: npt.NDArray[np.float32]) -> None:
+        self.vectors = np.ascontiguousarray(vectors)
+
+    @property
+    def serialized_length(self) -> int:
+        return int(self.vectors.nbytes)
+
+    def search(self, query: npt.NDArray[np.float32], count: int, threads: int = 1) -> Any:
+        """The ``count`` best rows, and every row tied with the last of them (so the cut
+        at ``count`` never decides between equal scores)."""
+        scores = np.einsum("ij,j->i", self.vectors, query)
+        if count >= scores.size:
+            return _Found(np.arange(scores.size, dtype=np.int64))
+        kth = np.partition(-scores, count - 1)[count - 1]
+        return _Found(np.flatnonzero(-scores <= kth).astype(np.int64))
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    keys: IntArray
 
 
 def permission_classes(content: ContentIndex, access: AccessIndex, rows: IntArray) -> IntArray:
@@ -275,6 +305,8 @@ class ClassIndexes:
             worker.join()
 
     def _build(self, vectors: npt.NDArray[np.float32]) -> Any:
+        if self.plan.scan_above and len(vectors) >= self.plan.scan_above:
+            return _Scan(vectors)
         from usearch.index import Index
 
         graph = Index(
