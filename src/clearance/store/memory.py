@@ -20,6 +20,7 @@ give: a document they cannot read cannot move their results.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -58,34 +59,51 @@ frequencies packed little-endian int32, one entry per distinct term."""
 
 
 class _Columns:
-    """``Row`` values read in one pass, column by column, without keeping the rows: the
-    term data of a 100k-chunk index is appended to two byte buffers as it streams in."""
+    """``Row`` values read in one pass, column by column, without keeping the rows: they
+    stream in batches, each turned into columns at once, and the term data of a 100k-chunk
+    index is appended to two byte buffers."""
+
+    _BATCH = 65_536
 
     def __init__(self, rows: Iterable[Row]) -> None:
-        keys: list[int] = []
-        doc_keys: list[int] = []
-        sensitivity: list[int] = []
+        keys: list[npt.NDArray[np.int64]] = []
+        doc_keys: list[npt.NDArray[np.int64]] = []
+        sensitivity: list[npt.NDArray[np.int8]] = []
         self.chunk_ids: list[str] = []
-        lengths: list[int] = []
-        widths: list[int] = []
+        lengths: list[npt.NDArray[np.int64]] = []
+        widths: list[npt.NDArray[np.int64]] = []
         term_ids, tfs = bytearray(), bytearray()
-        for key, doc_key, level, chunk_id, length, ids, freqs in rows:
-            keys.append(key)
-            doc_keys.append(doc_key)
+        levels = np.asarray(sorted(_LEVELS), dtype=np.int64)
+        it = iter(rows)
+        while batch := list(itertools.islice(it, self._BATCH)):
+            key, doc_key, level, chunk_id, length, ids, freqs = zip(*batch, strict=True)
+            keys.append(np.asarray(key, dtype=np.int64))
+            doc_keys.append(np.asarray(doc_key, dtype=np.int64))
             # Only a writer bypassing `upsert` can store an unknown level: never admitted.
-            sensitivity.append(level if level in _LEVELS else _UNKNOWN_LEVEL)
-            self.chunk_ids.append(chunk_id)
-            lengths.append(max(int(length), 0))
-            if len(ids) % 4 or len(ids) != len(freqs):  # malformed: matches no term
-                ids = freqs = b""
-            widths.append(len(ids) // 4)
-            term_ids += ids
-            tfs += freqs
-        self.keys = np.asarray(keys, dtype=np.int64)
-        self.doc_keys = np.asarray(doc_keys, dtype=np.int64)
-        self.sensitivity = np.asarray(sensitivity, dtype=np.int8)
-        self.lengths = np.asarray(lengths, dtype=np.int64)
-        self.widths = np.asarray(widths, dtype=np.int64)
+            raw = np.asarray(level, dtype=np.int64)
+            known = np.isin(raw, levels)
+            sensitivity.append(np.where(known, raw, _UNKNOWN_LEVEL).astype(np.int8))
+            self.chunk_ids.extend(chunk_id)
+            lengths.append(np.maximum(np.asarray(length, dtype=np.int64), 0))
+            id_bytes = np.fromiter(map(len, ids), dtype=np.int64, count=len(batch))
+            tf_bytes = np.fromiter(map(len, freqs), dtype=np.int64, count=len(batch))
+            malformed = np.flatnonzero((id_bytes % 4 != 0) | (id_bytes != tf_bytes))
+            id_blobs, tf_blobs = list(ids), list(freqs)
+            for i in malformed.tolist():  # a malformed row matches no term
+                id_blobs[i] = tf_blobs[i] = b""
+                id_bytes[i] = 0
+            widths.append(id_bytes // 4)
+            term_ids += b"".join(id_blobs)
+            tfs += b"".join(tf_blobs)
+
+        def joined(parts: list[Any], dtype: Any) -> Any:
+            return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+        self.keys = joined(keys, np.int64)
+        self.doc_keys = joined(doc_keys, np.int64)
+        self.sensitivity = joined(sensitivity, np.int8)
+        self.lengths = joined(lengths, np.int64)
+        self.widths = joined(widths, np.int64)
         self.term_ids = np.frombuffer(term_ids, dtype="<i4")
         self.tfs = np.frombuffer(tfs, dtype="<i4")
 
@@ -198,8 +216,12 @@ class ContentIndex:
         live = np.flatnonzero(self.live)
         if live.size == 0:
             return np.full(keys.size, -1, dtype=np.int64)
-        order = np.argsort(self.keys[live], kind="stable")
-        sorted_keys = self.keys[live][order]
+        live_keys = self.keys[live]
+        if bool(np.all(live_keys[1:] > live_keys[:-1])):  # built afresh: already in key order
+            order = np.arange(live.size)
+        else:
+            order = np.argsort(live_keys, kind="stable")
+        sorted_keys = live_keys[order]
         at = np.minimum(np.searchsorted(sorted_keys, keys), max(sorted_keys.size - 1, 0))
         found = sorted_keys[at] == keys if sorted_keys.size else np.zeros(keys.size, np.bool_)
         positions: IntArray = np.where(found, live[order][at], -1).astype(np.int64)
@@ -263,16 +285,22 @@ class VectorRows:
         keys = np.full(count, -1, dtype=np.int64)
         array: npt.NDArray[np.float32] | None = None
         filled = 0
-        for key, blob in rows:
-            if filled == count:
-                break
+        it = iter(rows)
+        # In batches: each batch's rows of the right width copied in at once.
+        while filled < count and (batch := list(itertools.islice(it, min(8192, count - filled)))):
+            batch_keys, blobs = zip(*batch, strict=True)
             if array is None:
-                array = np.empty((_room(count), len(blob) // 4), dtype=np.float32)
-            if len(blob) != 4 * array.shape[1]:
+                array = np.empty((_room(count), len(blobs[0]) // 4), dtype=np.float32)
+            width = 4 * array.shape[1]
+            sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
+            fits = np.flatnonzero(sizes == width)
+            if fits.size == 0 or width == 0:
                 continue
-            keys[filled] = key
-            array[filled] = np.frombuffer(blob, dtype=np.float32)
-            filled += 1
+            kept = blobs if fits.size == len(blobs) else [blobs[i] for i in fits.tolist()]
+            block = np.frombuffer(b"".join(kept), dtype=np.float32).reshape(fits.size, -1)
+            array[filled : filled + fits.size] = block
+            keys[filled : filled + fits.size] = np.asarray(batch_keys, dtype=np.int64)[fits]
+            filled += fits.size
         if array is None or filled == 0:
             return cls(np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32))
         positions = content.positions_of(keys[:filled])
