@@ -41,6 +41,22 @@ def sqlite_backend(request: pytest.FixtureRequest) -> Backend:
     return Backend("sqlite", create=lambda directory: str(directory / "index.db"), open=SQLiteStore)
 
 
+def sqlite_classes_backend(request: pytest.FixtureRequest) -> Backend:
+    """SQLite with ``vector_search = "classes"``: every class of two chunks or more
+    searched through its own graph (built in the search that needs it). The graphs'
+    default breadth covers every row of these small worlds, so exact references hold; the
+    property tests then show that no graph lets a hidden row in
+    (tests/store/test_vector_classes.py has the worlds where graphs do miss rows)."""
+    from clearance.store.classes import ClassPlan
+
+    plan = ClassPlan(exact_below=2, background=False)
+    return Backend(
+        "sqlite-classes",
+        create=lambda directory: str(directory / "index.db"),
+        open=lambda location: SQLiteStore(location, vector_classes=plan),
+    )
+
+
 def postgres_backend(request: pytest.FixtureRequest) -> Backend:
     """One database per store on the session's PostgreSQL server (tests/pg.py), migrated,
     with the reading and the owning role. Its corpora count as freshly synced: the suite
@@ -69,6 +85,7 @@ def postgres_backend(request: pytest.FixtureRequest) -> Backend:
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
     "sqlite": sqlite_backend,
+    "sqlite-classes": sqlite_classes_backend,
     "postgres": postgres_backend,
 }
 
@@ -76,7 +93,7 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
 #: The share of a property test's examples each backend runs: making a store on a database
 #: server costs about a hundred times a SQLite file, so the slowest properties run fewer
 #: examples there (every example still checks the whole property).
-EXAMPLE_SHARE = {"sqlite": 1.0, "postgres": 0.3}
+EXAMPLE_SHARE = {"sqlite": 1.0, "sqlite-classes": 0.5, "postgres": 0.3}
 
 
 def examples(stores: Stores, n: int) -> int:
