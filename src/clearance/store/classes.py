@@ -105,17 +105,17 @@ def permission_classes(content: ContentIndex, access: AccessIndex, rows: IntArra
     docs = content.doc_keys[rows]
     known = (docs >= 0) & (docs < access.size)
     docs = np.where(known, docs, 0)
-    key_columns = np.stack(
-        [
-            doc_acl[docs],
-            access.sensitivity[docs].astype(np.int64),
-            content.sensitivity[rows].astype(np.int64),
-            access.corpus[docs].astype(np.int64),
-            access.ai_allowed[docs].astype(np.int64),
-        ],
-        axis=1,
-    )
-    _, labels = np.unique(key_columns, axis=0, return_inverse=True)
+    # One integer per row from the five parts (each part's range known), so that one 1-D
+    # unique labels them: a unique over rows of five columns sorts rows, far slower.
+    key = doc_acl[docs] + 1  # -1 (no ACL) becomes 0
+    for part, size in (
+        (access.sensitivity[docs].astype(np.int64) + 128, 256),  # any int8 level
+        (content.sensitivity[rows].astype(np.int64) + 128, 256),
+        (access.corpus[docs].astype(np.int64) + 1, len(access.corpus_codes) + 1),
+        (access.ai_allowed[docs].astype(np.int64), 2),
+    ):
+        key = key * size + part
+    _, labels = np.unique(key, return_inverse=True)
     labels = labels.reshape(-1).astype(np.int64)
     valid = known & content.live[rows] & access.exists[docs]
     labelled: IntArray = np.where(valid, labels, -1)
@@ -158,6 +158,10 @@ class ClassIndexes:
         self._previous: dict[bytes, Any] = {}  # used with the labels before them
         self._parts: dict[bytes, Any] = {}  # graphs of parts of classes, oldest first
         self._pending: dict[bytes, tuple[npt.NDArray[np.float32], bool]] = {}
+        # (vectors' identity, rows' digest) -> (those vectors, their class), for the
+        # current labels and those before them
+        self._by_rows: dict[tuple[int, bytes], tuple[Any, _Class]] = {}
+        self._by_rows_before: dict[tuple[int, bytes], tuple[Any, _Class]] = {}
         self._worker: threading.Thread | None = None
 
     def labels(self, content: ContentIndex, access: AccessIndex) -> IntArray:
@@ -171,6 +175,7 @@ class ClassIndexes:
             self._labels = (content, access, labels)
             self._classes = {}
             self._previous, self._graphs = self._graphs, {}
+            self._by_rows_before, self._by_rows = self._by_rows, {}
             return labels
 
     def candidates(
@@ -224,6 +229,17 @@ class ClassIndexes:
         vectors = content.vectors
         assert vectors is not None
         rows = np.flatnonzero(labels == label)
+        # The same rows of the same vectors as under the labels before (a permission change
+        # elsewhere): the same class, without sorting and hashing it again.
+        same = (id(vectors.matrix), hashlib.blake2b(rows.tobytes(), digest_size=16).digest())
+        with self._lock:
+            earlier = self._by_rows.get(same) or self._by_rows_before.get(same)
+        if earlier is not None and earlier[0] is vectors.matrix:
+            known = earlier[1]
+            if current:
+                with self._lock:
+                    self._classes[label] = known
+            return known
         ids = [content.chunk_ids[p] for p in vectors.positions[rows].tolist()]
         order = sorted(range(rows.size), key=ids.__getitem__)
         members: IntArray = rows[np.asarray(order, dtype=np.int64)]
@@ -231,9 +247,10 @@ class ClassIndexes:
         for j in order:
             digest.update(ids[j].encode("utf-8") + b"\0")
         known = _Class(members, digest.digest())
-        if current:
-            with self._lock:
+        with self._lock:
+            if current:
                 self._classes[label] = known
+            self._by_rows[same] = (vectors.matrix, known)
         return known
 
     def _whole(self, content: ContentIndex, known: _Class, *, wait: bool = False) -> Any | None:
