@@ -18,8 +18,9 @@ else may read could change a caller's results. This module keeps both (docs/sear
   scored exactly and ranked as the exact search ranks them.
 
 * A graph that is missing (a class a write changed, or a part not seen before) is built on
-  a worker thread; until it is there, that class's rows are ranked exactly, so no search
-  waits for a large class's graph. :meth:`ClassIndexes.prepare` (the store's ``warm``)
+  a worker thread, and so is the ordering and fingerprinting of a class not seen before;
+  until both are there, that class's rows are ranked exactly, so no search waits for a
+  large class. :meth:`ClassIndexes.prepare` (the store's ``warm``)
   builds every class's graph before the first search instead.
 
 So a caller's results are a function of the query and of the rows the caller may read:
@@ -32,9 +33,11 @@ and dropped when no search used it since the last change.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +45,8 @@ import numpy.typing as npt
 from clearance.store.memory import AccessIndex, BoolArray, ContentIndex, IntArray
 
 __all__ = ["ClassIndexes", "ClassPlan", "permission_classes"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +162,7 @@ class ClassIndexes:
         self._graphs: dict[bytes, Any] = {}  # used with the current labels
         self._previous: dict[bytes, Any] = {}  # used with the labels before them
         self._parts: dict[bytes, Any] = {}  # graphs of parts of classes, oldest first
-        self._pending: dict[bytes, tuple[npt.NDArray[np.float32], bool]] = {}
+        self._pending: dict[bytes, Callable[[], object]] = {}
         # (vectors' identity, rows' digest) -> (those vectors, their class), for the
         # current labels and those before them
         self._by_rows: dict[tuple[int, bytes], tuple[Any, _Class]] = {}
@@ -196,11 +201,14 @@ class ClassIndexes:
         large = np.flatnonzero(taken >= self.plan.exact_below)
         if large.size == 0:
             return np.flatnonzero(admitted)
-        graphed = np.zeros(classes + 1, dtype=np.bool_)  # the last slot: no class (-1)
-        graphed[large] = True
-        found = [np.flatnonzero(admitted & ~graphed[labels])]
+        ready = np.zeros(classes + 1, dtype=np.bool_)  # the last slot: no class (-1)
+        found = []
         for label in large.tolist():
-            known = self._class(content, labels, label)
+            known = self._class(content, labels, label, compute=not self.plan.background)
+            if known is None:  # ordered and fingerprinted on the worker; exact meanwhile
+                self._schedule_class(content, labels, label)
+                continue
+            ready[label] = True
             part = admitted[known.members]
             if part.all():
                 rows, graph = known.members, self._whole(content, known)
@@ -208,6 +216,7 @@ class ClassIndexes:
                 rows = known.members[part]
                 graph = self._part(content, known, rows, part)
             found.append(rows if graph is None else self._search(graph, rows, query, k))
+        found.append(np.flatnonzero(admitted & ~ready[labels]))
         return np.concatenate(found)
 
     def prepare(self, content: ContentIndex, access: AccessIndex) -> int:
@@ -220,7 +229,31 @@ class ClassIndexes:
             self._whole(content, self._class(content, labels, label), wait=True)
         return len(large)
 
-    def _class(self, content: ContentIndex, labels: IntArray, label: int) -> _Class:
+    def _schedule_class(self, content: ContentIndex, labels: IntArray, label: int) -> None:
+        def job() -> None:
+            known = self._class(content, labels, label)
+            assert known is not None
+            self._whole(content, known, wait=True)
+
+        assert content.vectors is not None
+        rows = np.flatnonzero(labels == label)
+        key = b"class" + hashlib.blake2b(rows.tobytes(), digest_size=16).digest()
+        self._schedule(key + str(id(content.vectors.matrix)).encode(), job)
+
+    @overload
+    def _class(self, content: ContentIndex, labels: IntArray, label: int) -> _Class: ...
+
+    @overload
+    def _class(
+        self, content: ContentIndex, labels: IntArray, label: int, *, compute: bool
+    ) -> _Class | None: ...
+
+    def _class(
+        self, content: ContentIndex, labels: IntArray, label: int, *, compute: bool = True
+    ) -> _Class | None:
+        """The class's rows in order and fingerprint: known already, else computed (sorting
+        its chunk ids and hashing its vectors: seconds for a class of 400,000), else, without
+        ``compute``, ``None``."""
         with self._lock:
             known = self._classes.get(label)
             current = self._labels is not None and self._labels[2] is labels
@@ -240,6 +273,8 @@ class ClassIndexes:
                 with self._lock:
                     self._classes[label] = known
             return known
+        if not compute:
+            return None
         ids = [content.chunk_ids[p] for p in vectors.positions[rows].tolist()]
         order = sorted(range(rows.size), key=ids.__getitem__)
         members: IntArray = rows[np.asarray(order, dtype=np.int64)]
@@ -275,21 +310,30 @@ class ClassIndexes:
     ) -> Any | None:
         """Build the graph of ``rows`` now (``wait``, or no background building), else have
         the worker build it and return ``None``: the caller ranks these rows exactly."""
-        assert content.vectors is not None
-        vectors = content.vectors.matrix[rows]  # a copy: later writes do not move it
-        if wait or not self.plan.background:
-            graph = self._build(vectors)
+        vectors = content.vectors
+        assert vectors is not None
+
+        def build() -> Any:
+            graph = self._build(vectors.matrix[rows])  # a copy: later writes do not move it
             self._keep(key, graph, part=part)
             return graph
-        with self._lock:
-            if key not in self._pending:
-                self._pending[key] = (vectors, part)
-                if self._worker is None:
-                    self._worker = threading.Thread(
-                        target=self._work, name="clearance-class-graphs", daemon=True
-                    )
-                    self._worker.start()
+
+        if wait or not self.plan.background:
+            return build()
+        self._schedule(key, build)
         return None
+
+    def _schedule(self, key: bytes, job: Callable[[], object]) -> None:
+        """Have the worker run ``job`` once, unless a job of that key is waiting already."""
+        with self._lock:
+            if key in self._pending:
+                return
+            self._pending[key] = job
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._work, name="clearance-class-graphs", daemon=True
+                )
+                self._worker.start()
 
     def _keep(self, key: bytes, graph: Any, *, part: bool) -> None:
         with self._lock:
@@ -306,11 +350,14 @@ class ClassIndexes:
                 if not self._pending:
                     self._worker = None
                     return
-                key, (vectors, part) = next(iter(self._pending.items()))
-            graph = self._build(vectors)
-            self._keep(key, graph, part=part)
-            with self._lock:
-                self._pending.pop(key, None)
+                key, job = next(iter(self._pending.items()))
+            try:
+                job()
+            except Exception:  # the class stays ranked exactly; the next search asks again
+                logger.exception("building a permission class's graph failed")
+            finally:
+                with self._lock:
+                    self._pending.pop(key, None)
 
     def wait(self) -> None:
         """Until the worker has built every graph asked of it."""
