@@ -14,14 +14,15 @@ else may read could change a caller's results. This module keeps both (docs/sear
   when the caller reads it whole, else a graph of the part they read, built once and kept
   while that part recurs. Graphs are built in chunk-id order on one thread, so the same
   rows always give the same graph.
+* A class of ``scan_above`` chunks or more gets no graph but one contiguous block of its
+  vectors, scanned exactly: a graph over a very large, dense class misses neighbours.
 * Every other chunk the caller may read is a candidate as it stands. All candidates are
   scored exactly and ranked as the exact search ranks them.
-
 * A graph that is missing (a class a write changed, or a part not seen before) is built on
   a worker thread, and so is the ordering and fingerprinting of a class not seen before;
   until both are there, that class's rows are ranked exactly, so no search waits for a
-  large class. :meth:`ClassIndexes.prepare` (the store's ``warm``)
-  builds every class's graph before the first search instead.
+  large class. :meth:`ClassIndexes.prepare` (the store's ``warm``) builds every class's
+  graph before the first search instead.
 
 So a caller's results are a function of the query and of the rows the caller may read:
 a chunk hidden from them is in no graph they search and in no candidate set, and a store
