@@ -205,25 +205,7 @@ class Corpus:
         )
 
     def document(self, d: int) -> Document:
-        return Document(
-            doc_id=self.doc_id(d),
-            source_system="bench",
-            corpus="bench",
-            title=f"Report {d}",
-            uri=f"bench://{d}",
-            owner=None,
-            acl=self.acl(d),
-            sensitivity=Sensitivity.INTERNAL,
-            created_at=None,
-            updated_at=None,
-            review_at=None,
-            expires_at=None,
-            ai_allowed=True,
-            personal_data=False,
-            origin="bench",
-            origin_chain=(),
-            content_hash=f"h{d}",
-        )
+        return bench_document(self.doc_id(d), d, self.acl(d))
 
     def _text(self, rng: np.random.Generator) -> str:
         n = int(rng.integers(WORDS_PER_CHUNK[0], WORDS_PER_CHUNK[1] + 1))
@@ -265,6 +247,30 @@ class Corpus:
             if len(ranks) == n:
                 out.append(" ".join(self.vocab[r - 1] for r in sorted(ranks)))
         return out
+
+
+def bench_document(doc_id: str, d: int, acl: frozenset[str]) -> Document:
+    """Document number ``d`` of a benchmark corpus: INTERNAL, corpus ``bench``, read by
+    ``acl``."""
+    return Document(
+        doc_id=doc_id,
+        source_system="bench",
+        corpus="bench",
+        title=f"Report {d}",
+        uri=f"bench://{d}",
+        owner=None,
+        acl=acl,
+        sensitivity=Sensitivity.INTERNAL,
+        created_at=None,
+        updated_at=None,
+        review_at=None,
+        expires_at=None,
+        ai_allowed=True,
+        personal_data=False,
+        origin="bench",
+        origin_chain=(),
+        content_hash=f"h{d}",
+    )
 
 
 def random_unit_vectors(n: int, seed: int) -> Vector:

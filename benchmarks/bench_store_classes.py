@@ -47,8 +47,9 @@ from bench_ann_classes import (
     percentile,
     scifact_texts,
 )
+from bench_store import bench_document
 
-from clearance.model import Chunk, Document, Sensitivity
+from clearance.model import Chunk, Sensitivity
 from clearance.store.base import SearchFilter
 from clearance.store.classes import ClassPlan
 from clearance.store.sqlite import SQLiteStore
@@ -65,25 +66,7 @@ def fill(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     docs = args.chunks // args.per_doc
     for d in range(docs):
-        doc = Document(
-            doc_id=f"bench:{d}",
-            source_system="bench",
-            corpus="bench",
-            title=f"Report {d}",
-            uri=f"bench://{d}",
-            owner=None,
-            acl=frozenset({f"group:c{int(lay.classes[d])}"}),
-            sensitivity=Sensitivity.INTERNAL,
-            created_at=None,
-            updated_at=None,
-            review_at=None,
-            expires_at=None,
-            ai_allowed=True,
-            personal_data=False,
-            origin="bench",
-            origin_chain=(),
-            content_hash=f"h{d}",
-        )
+        doc = bench_document(f"bench:{d}", d, frozenset({f"group:c{int(lay.classes[d])}"}))
         rows = range(d * args.per_doc, (d + 1) * args.per_doc)
         chunks = [
             Chunk(

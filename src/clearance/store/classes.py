@@ -236,10 +236,9 @@ class ClassIndexes:
             assert known is not None
             self._whole(content, known, wait=True)
 
-        assert content.vectors is not None
-        rows = np.flatnonzero(labels == label)
-        key = b"class" + hashlib.blake2b(rows.tobytes(), digest_size=16).digest()
-        self._schedule(key + str(id(content.vectors.matrix)).encode(), job)
+        # One job per class of these labels (held while current, so the id is theirs): the
+        # job finds the rows, not each search that waits for it.
+        self._schedule(f"class {id(labels)} {label}".encode(), job)
 
     @overload
     def _class(self, content: ContentIndex, labels: IntArray, label: int) -> _Class: ...

@@ -1026,7 +1026,7 @@ class SQLiteStore(Closing):
         if query.shape[0] != rows.dim:
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {rows.dim}")
         # The permission mask picks the candidate rows; ranking happens after masking. With
-        # permission classes, the graphs of classes the caller reads whole narrow them.
+        # permission classes, graphs built from the caller's rows of each class narrow them.
         admitted = mask[rows.positions]
         if self._classes is None:
             candidates = np.flatnonzero(admitted)
