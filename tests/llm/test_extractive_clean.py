@@ -226,6 +226,21 @@ def test_an_amount_is_quoted_without_the_comparisons_after_it() -> None:
     assert whole == [" ".join(text.split())]
 
 
+def test_a_question_about_a_difference_keeps_the_comparison() -> None:
+    """ "How much larger was the deficit than a year earlier?" asks for the "$206 billion
+    more", which stands after the first amount: the sentence is quoted whole."""
+    text = (
+        "The federal budget deficit was $738 billion for the first eight months of fiscal year "
+        "2019, the CBO estimates, $206 billion more than the deficit recorded during the same "
+        "period last year."
+    )
+    for question in (
+        "How much larger was the deficit for fiscal 2019 than a year earlier?",
+        "By how much did the deficit for fiscal year 2019 grow?",
+    ):
+        assert quoted(answer(question, snippet("S1", text))) == [" ".join(text.split())]
+
+
 APPROVALS_1 = (
     "Approving Officials\n"
     "With two exceptions, the authority to approve absence and leave is delegated.\n"
@@ -297,3 +312,65 @@ def test_a_full_years_amount_never_answers_a_quarter() -> None:
         answer("2024年3月期の売上高は?", snippet("S1", overview, doc="files:overview.md"))
     )
     assert any("1兆1,599億円" in u for u in units), units
+
+
+RECEIPTS = (
+    "Monthly Budget Review, September 5, 2008\n"
+    "Total receipts for the first 11 months of fiscal year 2008 were about 1.4 percent lower "
+    "than receipts in the same period in fiscal year 2007, CBO estimates. Individual income "
+    "taxes showed a decline in receipts of 3 percent. Social insurance receipts grew by about "
+    "4 percent, and corporate receipts fell by about 15 percent during the period."
+)
+
+
+def test_words_of_what_is_asked_outweigh_words_of_when() -> None:
+    """ "Corporate receipts … in the first 11 months of fiscal year 2008": the sentence about
+    corporate receipts comes first, though the one about total receipts restates every word
+    of the period. Reverse proof: asked about total receipts, that sentence leads."""
+    question = "By how much did corporate receipts fall in the first 11 months of fiscal year 2008?"
+    units = quoted(answer(question, snippet("S1", RECEIPTS)))
+    assert "corporate receipts fell by about 15 percent" in units[0], units
+    total = quoted(
+        answer("How much lower were total receipts in fiscal year 2008?", snippet("S1", RECEIPTS))
+    )
+    assert total[0].startswith("Total receipts for the first 11 months"), total
+
+
+def test_an_amount_for_another_count_of_months_is_left_out() -> None:
+    """ "The first nine months": the amount stated for "the first 10 months" beside it
+    answers another question. A sentence naming no count of months stays (it may be the
+    paragraph's own period). Reverse proof: asked about the first 10 months, that one is
+    quoted and the nine months' is not."""
+    text = (
+        "During the first nine months of FY 2008, the government incurred a deficit of $268 "
+        "billion. For the first 10 months of fiscal year 2008, the deficit was about $371 "
+        "billion. The deficit grew because outlays rose by $80 billion."
+    )
+    nine = " ".join(
+        quoted(
+            answer(
+                "What was the deficit for the first nine months of FY 2008?", snippet("S1", text)
+            )
+        )
+    )
+    assert "$268 billion" in nine and "$371 billion" not in nine, nine
+    ten = " ".join(
+        quoted(
+            answer("What was the deficit for the first 10 months of FY 2008?", snippet("S1", text))
+        )
+    )
+    assert "$371 billion" in ten and "$268 billion" not in ten, ten
+
+
+def test_a_table_row_is_of_the_quarter_its_header_names() -> None:
+    """ "2023年第三季度末总资产": the row of a table headed by the third-quarter report states
+    the amount of that quarter, so it is quoted. Reverse proof: asked about the second
+    quarter, it is not."""
+    table = (
+        "比亚迪股份有限公司 2023年第三季度报告 | 本报告期末 | 上年度末 | 本报告期末比上年度末增减\n"
+        "总资产（元） | 623,283,496,000.00 | 493,860,646,000.00 | 26.21%\n"
+        "归属于上市公司股东的所有者权益（元） | 129,855,730,000.00 | 111,029,299,000.00 | 16.96%\n"
+    )
+    q3 = answer("比亚迪2023年第三季度末总资产是多少?", snippet("S1", table))
+    assert "623,283,496,000.00" in q3, q3
+    assert answer("比亚迪2023年第二季度末总资产是多少?", snippet("S1", table)) == ""

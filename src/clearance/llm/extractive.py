@@ -463,6 +463,49 @@ def _year_parts(text: str) -> set[str]:
     return found
 
 
+_COUNTS = {
+    w: n
+    for n, w in enumerate(
+        [
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ],
+        start=1,
+    )
+}
+_MONTH_SPAN = re.compile(
+    rf"(?<![\w-])(\d{{1,2}}|{'|'.join(_COUNTS)})[\s-]+months?\b", re.IGNORECASE
+)
+
+
+def _month_spans(text: str) -> set[int]:
+    """The counts of months a text names ("the first nine months", "11 months", "a
+    six-month period")."""
+    return {
+        int(m.group(1)) if m.group(1).isdigit() else _COUNTS[m.group(1).casefold()]
+        for m in _MONTH_SPAN.finditer(text)
+    }
+
+
+def _with_table_header(units: Sequence[_Unit], index: int) -> str:
+    """A unit's text, after its table's header line when it is a table row."""
+    unit = units[index]
+    if not unit.table or unit.header:
+        return unit.text
+    header = next((u.text for u in units if u.header and u.group == unit.group), "")
+    return f"{header}\n{unit.text}"
+
+
 def _of_the_period_asked(
     question: str,
     candidates: list[tuple[int, int, int, int]],
@@ -476,12 +519,25 @@ def _of_the_period_asked(
     parts = _year_parts(question)
     if parts:
         # A quarter or half is asked: an amount stated for no such part (a full year's, or
-        # another quarter's) is never the answer, even when nothing else is left.
+        # another quarter's) is never the answer, even when nothing else is left. A table
+        # row's part is named by its table's header line ("2023年第三季度报告 | 本报告期末").
         return [
             c
             for c in candidates
             if not _stated_amounts(units[c[1]][c[2]].text)
-            or _year_parts(units[c[1]][c[2]].text) & parts
+            or _year_parts(_with_table_header(units[c[1]], c[2])) & parts
+        ]
+    spans = _month_spans(question)
+    if spans:
+        # "the first nine months": an amount stated for another count of months ("the
+        # first 10 months") answers another question; one naming no count may be the
+        # paragraph's own period ("corporate receipts fell … during the period").
+        candidates = [
+            c
+            for c in candidates
+            if not _stated_amounts(units[c[1]][c[2]].text)
+            or not (found := _month_spans(units[c[1]][c[2]].text))
+            or found & spans
         ]
     months = {m.casefold() for m in _MONTH_WORD.findall(question)}
     years = set(_YEAR_WORD.findall(question))
@@ -511,6 +567,15 @@ _ASKS_AMOUNT = re.compile(
     r"(?:amount|total|number|size|value)\b",
     re.IGNORECASE,
 )
+# A question asking how one amount compares with another ("How much larger was the deficit
+# than a year earlier?", "By how much did receipts fall?"): the amounts after the first are
+# what it asks about.
+_ASKS_COMPARISON = re.compile(
+    r"\b(?:more|less|fewer|larger|smaller|bigger|higher|lower|greater|than|compared?|versus"
+    r"|vs|differ(?:ence)?|change[ds]?|grow|grew|grown|growth|increase[ds]?|decrease[ds]?"
+    r"|rise|rose|risen|fall|fell|fallen|drop(?:ped)?|decline[ds]?)\b",
+    re.IGNORECASE,
+)
 # Where a clause of an English sentence ends: a comma, semicolon or dash before more words.
 _CLAUSE_END = re.compile(r",\s+(?=[a-z$])|;\s+|\s+--\s+|\s+[—–]\s+")
 
@@ -534,13 +599,45 @@ def _first_amount(sentence: str, question: set[str]) -> str:
     return head.rstrip(" ,;") + " …"
 
 
+# Words that name when, not what: a year, a month, a count of months, "fiscal", "first".
+# They select the period (see _of_the_period_asked) and only break ties between units that
+# hold the same words of what the question asks about: a sentence restating "the first 11
+# months of fiscal year 2008" does not outrank the one about corporate receipts.
+_PERIOD_WORDS = frozenset(
+    document_terms(
+        """year years fiscal fy calendar month months quarter quarter half first second third
+        fourth last ended ending period january february march april may june july august
+        september october november december jan feb mar apr jun jul aug sep sept oct nov dec
+        one two three four five six seven eight nine ten eleven twelve q1 q2 q3 q4 h1 h2"""
+    )
+)
+#: How much one word of what is asked outweighs every word of when.
+_SUBJECT = 16
+
+
+def _is_period_word(term: str) -> bool:
+    return term in _PERIOD_WORDS or term.isdigit()
+
+
 def _score(question: set[str], unit: _Unit) -> int:
-    """The question terms ``unit`` holds, plus those of its heading when it holds any: a
-    list item under "Class of travel" answers a question about the class of travel."""
+    """The question terms ``unit`` holds, plus those of its heading when it holds any (a
+    list item under "Class of travel" answers a question about the class of travel), the
+    words of what is asked counting :data:`_SUBJECT` times a word of when."""
     own = question.intersection(document_terms(unit.text))
     if not own:
         return 0
-    return len(own | question.intersection(document_terms(unit.heading)))
+    held = own | question.intersection(document_terms(unit.heading))
+    period = sum(1 for t in held if _is_period_word(t))
+    return _SUBJECT * (len(held) - period) + period
+
+
+def _floor(scores: Iterable[int]) -> int:
+    """The least score a unit beside the best needs: half the best's words of what is
+    asked (or, when the question names nothing but a period, half its words)."""
+    best = max(scores)
+    if best >= _SUBJECT:
+        return _SUBJECT * math.ceil(best // _SUBJECT / 2)
+    return max(1, math.ceil(best / 2))
 
 
 def _cells(row: str) -> list[str]:
@@ -623,7 +720,7 @@ class ExtractiveProvider:
         candidates = _of_the_period_asked(request.question, candidates, units)
         if not candidates:
             return []
-        floor = max(1, math.ceil(max(c[3] for c in candidates) / 2))
+        floor = _floor(c[3] for c in candidates)
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
         candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
@@ -697,7 +794,7 @@ class ExtractiveProvider:
                 texts.add(flat)
                 ref = request.snippets[m[0]].ref
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
-        if _ASKS_AMOUNT.search(request.question):
+        if _ASKS_AMOUNT.search(request.question) and not _ASKS_COMPARISON.search(request.question):
             chosen = [replace(q, sentence=_first_amount(q.sentence, question)) for q in chosen]
         return chosen
 
