@@ -235,7 +235,9 @@ class Bench:
 
 def load_questions(split: str | None) -> list[dict[str, Any]]:
     items = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
-    return [q for q in items if split in (None, "all", q["split"])]
+    if split in (None, "all"):
+        return [q for q in items if q["split"] in ("dev", "test")]
+    return [q for q in items if q["split"] == split]
 
 
 def run(items: Sequence[dict[str, Any]], progress: bool = True) -> list[dict[str, Any]]:
@@ -297,7 +299,7 @@ def render(table: dict[str, dict[str, int]], split: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("dev", "test", "all"), default="test")
+    parser.add_argument("--split", choices=("dev", "test", "probe", "all"), default="test")
     parser.add_argument("--json", action="store_true", help="print every answer and the table")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
