@@ -247,3 +247,15 @@ def test_shangqi_is_not_a_period_in_chinese() -> None:
 )
 def test_question_language(text: str, language: str | None) -> None:
     assert question_language(text) == language
+
+
+def test_the_end_of_a_period_is_read_with_the_period() -> None:
+    """末 and 底 after a period ("at the end of") are the period's words, not a metric's:
+    2023年第三季度末总资产 asks for 总资产 of Q3 2023, 上年度末 for last year's. Reverse
+    proof: the residue left for the metric holds neither."""
+    reading = vocab().read("2023年第三季度末总资产")
+    assert list(reading.values["period"]) == ["Q3 2023"]
+    assert "末" not in reading.residue()
+    assert list(vocab().read("2022年底的总资产").values["period"]) == ["FY2022"]
+    (match,) = find_relative("上年度末所有者权益", APRIL, OCTOBER_15)
+    assert match.text == "上年度末" and match.period == "FY2025"

@@ -66,6 +66,12 @@ QUARTERLY_ZH = [
     ["基本每股收益（元/股）", "3.58", "81.73%", "7.35", "129.69%"],
 ]
 
+BALANCE_ZH = [
+    ["比亚迪股份有限公司 2023年第三季度报告", "本报告期末", "上年度末", "本报告期末比上年度末增减"],
+    ["总资产（元）", "623,283,496,000.00", "493,860,646,000.00", "26.21%"],
+    ["归属于上市公司股东的所有者权益（元）", "129,855,730,000.00", "111,029,299,000.00", "16.96%"],
+]
+
 
 def write_csv(path: Path, rows: list[list[str]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -85,6 +91,7 @@ def app(
     write_csv(corpus / "microsoft-fy24-q2-segment-revenue-and-operating-income.csv", Q2)
     write_csv(corpus / "microsoft-segment-results-fy2025-10k.csv", ANNUAL)
     write_csv(corpus / "byd-2023-q3-key-figures.csv", QUARTERLY_ZH)
+    write_csv(corpus / "byd-2023-q3-balance.csv", BALANCE_ZH)
     engine = Clearance(settings_factory({}), store, provider=MockProvider())
     report = engine.ingest([corpus])
     assert report.failed == []
@@ -135,6 +142,26 @@ def test_a_chinese_quarterly_reports_columns_are_the_quarter_and_the_year_to_dat
     assert by[("比亚迪", "Q3 2023", "基本每股收益")] == 3.58
     # The change columns (38.49 %, 81.73 % …) are not figures of the metric.
     assert {f.value for f in facts} == {162150695000, 422274838000, 3.58, 7.35}
+
+
+def test_a_balance_at_the_end_of_the_quarter_is_the_quarters_and_at_the_years_end_the_years(
+    app: Clearance,
+) -> None:
+    """本报告期末 (the end of the report's quarter) and 上年度末 (the end of the year
+    before), as Chinese quarterly balance sheets head them: the balance of Q3 2023 and of
+    FY2022. The change column is no figure."""
+    facts = [f for f in app.store.list_facts() if f.doc_id.endswith("byd-2023-q3-balance.csv")]
+    by = {(f.period, f.metric): f.value for f in facts}
+    assert by == {
+        ("Q3 2023", "总资产"): 623283496000,
+        ("FY2022", "总资产"): 493860646000,
+        ("Q3 2023", "归属于上市公司股东的所有者权益"): 129855730000,
+        ("FY2022", "归属于上市公司股东的所有者权益"): 111029299000,
+    }
+    answer = ask(app, "比亚迪2023年第三季度末总资产是多少?")
+    assert "623,283,496,000" in answer and "493,860,646,000" not in answer, answer
+    answer = ask(app, "比亚迪2022年末归属于上市公司股东的所有者权益是多少?")
+    assert "111,029,299,000" in answer and "129,855,730,000" not in answer, answer
 
 
 # --------------------------------------------------------------------------- answers

@@ -443,22 +443,34 @@ _CHANGE_COLUMN = re.compile(
 _CURRENT_COLUMN = re.compile(
     r"^(?:本报告期|本報告期|报告期|本期|当期|当四半期|(?i:current\s+period))$"
 )
+# The end of the report's own period (a balance: 本报告期末, 当四半期末) and the end of the
+# year before (上年度末, 前連結会計年度末).
+_END_COLUMN = re.compile(
+    r"^(?:本报告期末|本報告期末|报告期末|本期末|当期末|当四半期末|当四半期会計期間末)$"
+)
+_PRIOR_END_COLUMN = re.compile(
+    r"^(?:上年度末|上年末|上年年末|上一年度末|前年度末|前期末|前連結会計年度末|前事業年度末)$"
+)
 _YTD_COLUMN = re.compile(
     r"^(?:年初至报告期末|年初至本报告期末|年初至今|年初来|(?i:year[\s-]to[\s-]date|ytd))$"
 )
 
 
 def _reporting_column(header: str) -> str | None:
-    """``"current"`` for a column headed by the report's own period (``本报告期``),
-    ``"ytd"`` for year-to-date (``年初至报告期末``), ``"change"`` for a column of changes
-    against another period (``本报告期比上年同期增减``), else ``None``."""
+    """``"current"`` for a column headed by the report's own period (``本报告期``) or its
+    end (``本报告期末``: a balance at the end of the quarter is that quarter's),
+    ``"prior_end"`` for the end of the year before (``上年度末``: that year's), ``"ytd"`` for
+    year-to-date (``年初至报告期末``), ``"change"`` for a column of changes against another
+    period (``本报告期比上年同期增减``), else ``None``."""
     norm = normalize(_GROUP.sub(" ", _label(header))).strip()
     if not norm:
         return None
     if _CHANGE_COLUMN.search(norm):
         return "change"
-    if _CURRENT_COLUMN.match(norm):
+    if _CURRENT_COLUMN.match(norm) or _END_COLUMN.match(norm):
         return "current"
+    if _PRIOR_END_COLUMN.match(norm):
+        return "prior_end"
     if _YTD_COLUMN.match(norm):
         return "ytd"
     return None
@@ -486,6 +498,19 @@ _SPLIT_YEAR = re.compile(
     r"(?i:\b(?:FY|fiscal\s+(?:year\s+)?)\s*'?(?P<a>\d{4})\s*[/\-–]\s*(?P<b>\d{4}|\d{2})\b)"
     r"|(?P<c>\d{4})\s*[/\-–]\s*(?P<d>\d{4}|\d{2})\s*(?:年度|[财財]年度?)"
 )
+
+
+# "At the end of" written after a period (2023年第三季度末, 2022年底): a balance then is the
+# period's (see _reporting_column), so the words belong to the period, not to the metric.
+_AT_END = re.compile(r"\s*(?:末|底)(?:时点|時点)?")
+
+
+def _at_end(norm: str, matches: list[Match]) -> list[Match]:
+    out = []
+    for m in matches:
+        after = _AT_END.match(norm, m.end)
+        out.append(Match(m.canonical, m.start, after.end()) if after else m)
+    return out
 
 
 def _inside(match: Match, spans: Sequence[Match]) -> bool:
@@ -567,10 +592,10 @@ class Vocabulary:
                     else:
                         found.append(Match(value, index[m.start()], index[m.end() - 1] + 1))
         if self.settings.replace_builtin_periods:
-            return _longest(found)
+            return _at_end(norm, _longest(found))
         found.extend(self._ending_years(norm))
         found.extend(self._split_years(norm))
-        return _with_partials(norm, _longest(found))
+        return _at_end(norm, _with_partials(norm, _longest(found)))
 
     def _split_years(self, norm: str) -> Iterator[Match]:
         """``FY 2024/25``, ``FY2024-25``, ``2024/25年度``: a fiscal year written with both
@@ -1497,8 +1522,9 @@ class _Extractor:
         """A column headed ``本报告期`` (this reporting period) or ``年初至报告期末`` (from the
         start of the year to the end of it), as Chinese and Japanese quarterly reports head
         them: the period is the one the table's title names (``2023年第三季度报告`` →
-        ``Q3 2023``), and the year-to-date column is the quarters up to it (``Q1–Q3
-        FY2023``). With no title naming one quarter or half, nothing is guessed."""
+        ``Q3 2023``), the year-to-date column is the quarters up to it (``Q1–Q3
+        FY2023``), and a balance at the end of the year before (``上年度末``) is that year's
+        (``FY2022``). With no title naming one quarter or half, nothing is guessed."""
         named = self.resolve("period", [corner, *outer])
         if named.ambiguous is not None:
             return f"two periods named in '{_clip(named.ambiguous)}'"
@@ -1506,6 +1532,11 @@ class _Extractor:
         if base is None:
             return "no period named"
         period: str = base
+        if reporting == "prior_end":
+            year = re.search(r"(\d{4})$", base)
+            if year is None:
+                return "no period named"
+            period = f"FY{int(year.group(1)) - 1}"
         if reporting == "ytd":
             m = re.fullmatch(r"([QH])([1-4]) (\d{4})", base)
             if m is None:
