@@ -136,12 +136,25 @@ def test_a_chinese_quarterly_reports_columns_are_the_quarter_and_the_year_to_dat
     app: Clearance,
 ) -> None:
     facts = [f for f in app.store.list_facts() if f.doc_id.endswith("byd-2023-q3-key-figures.csv")]
-    by = {(f.entity, f.period, f.metric): f.value for f in facts}
+    by = {(f.entity, f.period, f.metric): f.value for f in facts if f.unit != "%"}
     assert by[("比亚迪", "Q3 2023", "营业收入")] == 162150695000
     assert by[("比亚迪", "Q1–Q3 FY2023", "营业收入")] == 422274838000
     assert by[("比亚迪", "Q3 2023", "基本每股收益")] == 3.58
-    # The change columns (38.49 %, 81.73 % …) are not figures of the metric.
-    assert {f.value for f in facts} == {162150695000, 422274838000, 3.58, 7.35}
+    # The change columns (38.49 %, 81.73 % …) are rates of the same line and period, which
+    # only a question asking for a rate gets, labelled with their heading.
+    rates = {(f.period, f.metric): f.value for f in facts if f.unit == "%"}
+    assert rates == {
+        ("Q3 2023", "营业收入"): 38.49,
+        ("Q1–Q3 FY2023", "营业收入"): 57.75,
+        ("Q3 2023", "基本每股收益"): 81.73,
+        ("Q1–Q3 FY2023", "基本每股收益"): 129.69,
+    }
+    assert {f.value for f in facts if f.unit != "%"} == {162150695000, 422274838000, 3.58, 7.35}
+    level = ask(app, "比亚迪2023年前三季度营业收入是多少?")
+    assert "422,274,838,000" in level and "57.75" not in level, level
+    change = ask(app, "比亚迪2023年前三季度营业收入同比增长多少?")
+    assert "57.75%" in change and "年初至报告期末比上年同期增减" in change, change
+    assert "422,274,838,000" not in change, change
 
 
 def test_a_balance_at_the_end_of_the_quarter_is_the_quarters_and_at_the_years_end_the_years(
@@ -151,7 +164,7 @@ def test_a_balance_at_the_end_of_the_quarter_is_the_quarters_and_at_the_years_en
     before), as Chinese quarterly balance sheets head them: the balance of Q3 2023 and of
     FY2022. The change column is no figure."""
     facts = [f for f in app.store.list_facts() if f.doc_id.endswith("byd-2023-q3-balance.csv")]
-    by = {(f.period, f.metric): f.value for f in facts}
+    by = {(f.period, f.metric): f.value for f in facts if f.unit != "%"}
     assert by == {
         ("Q3 2023", "总资产"): 623283496000,
         ("FY2022", "总资产"): 493860646000,

@@ -340,6 +340,11 @@ def _sentence(fact: Fact, query: MetricQuery, marker: str) -> str:
     (``ACME Japan FY2025 売上高: 2,600 百万円 [S1]``) rather than English grammar around
     it. The locator is the citation's, never part of the sentence."""
     metric = _label(fact.metric) + _channel_note(query)
+    heading = _source_heading(fact)
+    if fact.unit == "%" and heading and not _RATE_WORDS.search(fact.metric):
+        # A percentage of an amount's line is a change or a share of it: the source's
+        # heading says which (年初至报告期末比上年同期增减, 売上高(%)).
+        metric = f"{metric} ({heading})"
     period = _period_label(fact.period)
     if _CJK.search(metric):
         return f"{fact.entity} {period} {metric}: {_amount(fact)} {marker}"

@@ -1428,7 +1428,10 @@ class _Extractor:
         corner = header[0] if col != 0 and cells[0].number is None and header else ""
         reporting = _reporting_column(column)
         if reporting == "change":
-            return "a change column, not a figure"
+            base = self._changed_column(header, cells, col)
+            if base is None:
+                return "a change column, not a figure"
+            reporting = base
         if reporting is not None:
             return self._reporting_fact(
                 reporting, section, parts, keys, outer, column, corner, cells, leading, col
@@ -1505,6 +1508,30 @@ class _Extractor:
             locator=format_locator(*locator_parts),
             raw=cell.text.strip(),
         )
+
+    @staticmethod
+    def _changed_column(header: Sequence[str], cells: Sequence[_Cell], col: int) -> str | None:
+        """The reporting column (``"current"``, ``"ytd"`` …) whose percentage change a change
+        column gives (``本报告期比上年同期增减`` → the 本报告期 column's): then the change is
+        a rate of the same line for the same period, which only a question asking for a rate
+        gets (:func:`clearance.answer.structured.query_metric`). ``None`` when the column
+        does not name one, the cell is no percentage, or the changed figure is itself a
+        percentage (a change of a rate is in points, not a rate of it)."""
+        norm = normalize(_GROUP.sub(" ", _label(header[col]))).strip()
+        prefix = re.split(r"比|比較|vs\.?|versus", norm, maxsplit=1)[0].strip()
+        base = _reporting_column(prefix) if prefix and prefix != norm else None
+        if base in (None, "change") or not cells[col].text.strip().endswith(("%", "％")):
+            return None
+        changed = [
+            i
+            for i, name in enumerate(header)
+            if i != col
+            and i < len(cells)
+            and normalize(_GROUP.sub(" ", _label(name))).strip() == prefix
+        ]
+        if any(cells[i].text.strip().endswith(("%", "％")) for i in changed):
+            return None
+        return base
 
     def _reporting_fact(
         self,
