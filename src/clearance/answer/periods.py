@@ -32,6 +32,7 @@ from datetime import date
 from typing import Literal
 
 from clearance.config import FactSettings, fiscal_year_start_month
+from clearance.ingest.facts import AT_END
 
 __all__ = [
     "FiscalCalendar",
@@ -276,9 +277,6 @@ def _step(words: str, calendar: FiscalCalendar, today: date) -> str:
     raise ValueError(f"not a relative quarter: {words!r}")  # pragma: no cover - by construction
 
 
-_AT_END = re.compile(r"\s*(?:末|底)(?:时点|時点)?")
-
-
 def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[RelativeMatch]:
     """Every relative period in ``text`` (already NFKC-normalised), the longest where two
     overlap, in text order, each resolved against ``today`` and ``calendar``. A half or
@@ -288,7 +286,7 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
     found: list[RelativeMatch] = []
 
     def add(start: int, end: int, readings: Sequence[str]) -> None:
-        after = _AT_END.match(text, end)  # 上年度末: the end of last year is last year's
+        after = AT_END.match(text, end)  # 上年度末: the end of last year is last year's
         end = after.end() if after else end
         unique = tuple(dict.fromkeys(readings))
         period = unique[0] if len(unique) == 1 else ""

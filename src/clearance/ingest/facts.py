@@ -71,6 +71,7 @@ from clearance.ingest.locator import format_locator, parse_locator
 from clearance.model import Fact, Section
 
 __all__ = [
+    "AT_END",
     "Match",
     "ParsedNumber",
     "ReadKind",
@@ -502,13 +503,13 @@ _SPLIT_YEAR = re.compile(
 
 # "At the end of" written after a period (2023年第三季度末, 2022年底): a balance then is the
 # period's (see _reporting_column), so the words belong to the period, not to the metric.
-_AT_END = re.compile(r"\s*(?:末|底)(?:时点|時点)?")
+AT_END = re.compile(r"\s*(?:末|底)(?:时点|時点)?")
 
 
 def _at_end(norm: str, matches: list[Match]) -> list[Match]:
     out = []
     for m in matches:
-        after = _AT_END.match(norm, m.end)
+        after = AT_END.match(norm, m.end)
         out.append(Match(m.canonical, m.start, after.end()) if after else m)
     return out
 

@@ -605,7 +605,7 @@ def _first_amount(sentence: str, question: set[str]) -> str:
 # months of fiscal year 2008" does not outrank the one about corporate receipts.
 _PERIOD_WORDS = frozenset(
     document_terms(
-        """year years fiscal fy calendar month months quarter quarter half first second third
+        """year years fiscal fy calendar month months quarter quarters half first second third
         fourth last ended ending period january february march april may june july august
         september october november december jan feb mar apr jun jul aug sep sept oct nov dec
         one two three four five six seven eight nine ten eleven twelve q1 q2 q3 q4 h1 h2"""
