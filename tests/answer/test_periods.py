@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from clearance.answer.periods import FiscalCalendar, find_relative, question_language
+from clearance.answer.periods import (
+    FiscalCalendar,
+    find_relative,
+    question_language,
+    span_of_fiscal_part,
+)
 from clearance.config import FactSettings, builtin_period_forms, load_settings, settings_from_dict
 from clearance.errors import ConfigError
-from clearance.ingest.facts import Vocabulary
+from clearance.ingest.facts import Vocabulary, fiscal_year_end
 
 APRIL = FiscalCalendar(start_month=4, named_by="start")
 OCTOBER_15 = date(2026, 10, 15)  # ACME's FY2026, second quarter done: Q3 2026, H2 2026
@@ -259,3 +264,40 @@ def test_the_end_of_a_period_is_read_with_the_period() -> None:
     assert list(vocab().read("2022年底的总资产").values["period"]) == ["FY2022"]
     (match,) = find_relative("上年度末所有者权益", APRIL, OCTOBER_15)
     assert match.text == "上年度末" and match.period == "FY2025"
+
+
+@pytest.mark.parametrize(
+    ("period", "year_end", "span"),
+    [
+        ("H1 2024", 6, "6M ended Dec 2023"),  # Microsoft: FY2024 is July 2023 – June 2024
+        ("H2 2024", 6, "6M ended Jun 2024"),
+        ("Q1 2024", 6, "3M ended Sep 2023"),
+        ("Q2 2024", 6, "3M ended Dec 2023"),
+        ("Q4 2024", 6, "3M ended Jun 2024"),
+        ("H1 2025", 3, "6M ended Sep 2024"),  # 2025年3月期: April 2024 – March 2025
+        ("Q2 2024", 12, "3M ended Jun 2024"),
+        ("FY2024", 6, None),
+        ("H3 2024", 6, None),
+        ("Q1 2024", 13, None),
+    ],
+)
+def test_a_fiscal_half_or_quarter_is_a_span_of_months(
+    period: str, year_end: int, span: str | None
+) -> None:
+    assert span_of_fiscal_part(period, year_end) == span
+
+
+@pytest.mark.parametrize(
+    ("labels", "month"),
+    [
+        (["(In millions) Year Ended June 30,"], 6),
+        (["Fiscal years ending September 30", "2024"], 9),
+        (["2024年3月期第2四半期"], 3),
+        (["Revenue", "2024"], None),
+        (["Year Ended June 30", "2024年3月期"], None),  # two months: none assumed
+    ],
+)
+def test_the_labels_of_a_full_year_say_when_fiscal_years_end(
+    labels: list[str], month: int | None
+) -> None:
+    assert fiscal_year_end(labels) == month

@@ -31,7 +31,7 @@ from clearance.answer.result import Route, Status
 from clearance.answer.structured import written_amount
 from clearance.app import Clearance
 from clearance.config import Settings
-from clearance.ingest.facts import document_entity, format_number, measure_name
+from clearance.ingest.facts import YEAR_ENDS_KEY, document_entity, format_number, measure_name
 from clearance.llm.mock import MockProvider
 from clearance.store.sqlite import SQLiteStore
 
@@ -374,3 +374,54 @@ def test_an_unknown_name_beside_a_metric_is_not_found_and_reveals_nothing(
     )
     board = app.ask(question, "bo")
     assert board.status is Status.ANSWERED and "900" in board.answer
+
+
+def test_a_half_or_quarter_of_a_fiscal_year_is_the_span_the_companys_tables_make_it(
+    app: Clearance,
+) -> None:
+    """A 10-K headed "Year Ended June 30" says Microsoft's fiscal years end in June, so the
+    first half of fiscal 2024 is the six months ended December 2023, and its second quarter
+    the three months ended then: answered from the 10-Q's columns, saying so."""
+    annual = next(
+        d for d in app.store.list_documents() if d.doc_id.endswith("results-fy2025-10k.csv")
+    )
+    assert annual.extra[YEAR_ENDS_KEY] == {"Microsoft": 6}
+    half = ask(app, "What was Microsoft's revenue in the first half of fiscal year 2024?")
+    assert "118,537" in half and "(H1 FY2024 = 6M ended Dec 2023)" in half, half
+    quarter = ask(app, "What was Intelligent Cloud revenue in the second quarter of fiscal 2024?")
+    assert "25,880" in quarter and "three months ended December 2023" in quarter, quarter
+
+
+def test_without_a_readable_table_naming_the_year_end_no_span_is_assumed(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """Reverse proof: the same 10-Q, with the 10-K only where the asker may not read it.
+    Nothing says when Microsoft's years end, so the first half of fiscal 2024 is not found
+    rather than guessed, and the hidden 10-K changes nothing."""
+    for name, rows, group in (
+        ("q2", Q2, "finance"),
+        ("annual", ANNUAL, "board"),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "_meta.json").write_text(json.dumps({"acl": [f"group:{group}"]}), "utf-8")
+        file = (
+            "microsoft-fy24-q2-segment-revenue-and-operating-income.csv"
+            if name == "q2"
+            else "microsoft-segment-results-fy2025-10k.csv"
+        )
+        write_csv(folder / file, rows)
+    engine = Clearance(settings_factory({}), store, provider=MockProvider())
+    assert engine.ingest([tmp_path / "q2", tmp_path / "annual"]).failed == []
+    engine.sync_directory(
+        write_directory(
+            tmp_path / "directory.json", {"fay": ["finance"], "bo": ["finance", "board"]}
+        )
+    )
+    question = "What was Microsoft's revenue in the first half of fiscal year 2024?"
+    assert engine.ask(question, "fay").status is Status.NOT_FOUND
+    told = engine.ask(question, "bo")
+    assert told.status is Status.ANSWERED and "118,537" in told.answer, told.answer

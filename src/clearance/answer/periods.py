@@ -39,6 +39,7 @@ __all__ = [
     "RelativeMatch",
     "find_relative",
     "question_language",
+    "span_of_fiscal_part",
 ]
 
 Language = Literal["en", "ja", "zh"]
@@ -318,3 +319,21 @@ def _longest(matches: Sequence[RelativeMatch]) -> list[RelativeMatch]:
         if all(m.end <= c.start or m.start >= c.end for c in chosen):
             chosen.append(m)
     return sorted(chosen, key=lambda m: m.start)
+
+
+_FISCAL_PART = re.compile(r"^(?P<kind>[HQ])(?P<n>[1-4]) (?P<year>\d{4})$")
+_MONTH_ABBREVIATIONS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")  # fmt: skip
+
+
+def span_of_fiscal_part(period: str, year_end: int) -> str | None:
+    """A half or quarter of a fiscal year (``H1 2024``) as the span of months it is when
+    that entity's fiscal years end in month ``year_end`` and are named by the year they end
+    in, as "Year Ended June 30, 2024" names its year 2024: ``6M ended Dec 2023``. ``None``
+    for any other period."""
+    m = _FISCAL_PART.match(period)
+    if m is None or not 1 <= year_end <= 12 or (m.group("kind") == "H" and m.group("n") > "2"):
+        return None
+    length = 6 if m.group("kind") == "H" else 3
+    months = year_end + length * int(m.group("n"))  # counted from the year before's start
+    year = int(m.group("year")) - 1 + (months - 1) // 12
+    return f"{length}M ended {_MONTH_ABBREVIATIONS[(months - 1) % 12]} {year}"

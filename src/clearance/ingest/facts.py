@@ -72,6 +72,7 @@ from clearance.model import Fact, Section
 
 __all__ = [
     "AT_END",
+    "YEAR_ENDS_KEY",
     "Match",
     "ParsedNumber",
     "ReadKind",
@@ -82,6 +83,7 @@ __all__ = [
     "document_entity",
     "entity_aliases",
     "extract_facts",
+    "fiscal_year_end",
     "format_number",
     "measure_name",
     "metric_aliases",
@@ -708,7 +710,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 1
+_DERIVED_NAMES = 2
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1113,6 +1115,28 @@ def entity_aliases(name: str) -> tuple[str, ...]:
     return (short,) if short and short != name else ()
 
 
+#: The key of a document's ``extra`` holding ``{entity: month}``: the month each entity's
+#: fiscal years end in, as the document's tables say (:func:`fiscal_year_end`).
+YEAR_ENDS_KEY = "fiscal_year_ends"
+
+_YEAR_ENDED = re.compile(rf"{_LW}(?:fiscal\s+)?years?\s+end(?:ed|ing)\s+{_MONTH}", re.I)
+
+
+def fiscal_year_end(texts: Iterable[str]) -> int | None:
+    """The month a fiscal year ends in, as the labels of a full year's figure say it:
+    ``Year Ended June 30`` (whose year is the one it ends in: ``2024`` is the year ended
+    June 30, 2024) or ``2024年3月期``. ``None`` when none says it, or two say different."""
+    months: set[int] = set()
+    for text in texts:
+        norm = normalize(text)
+        for m in _YEAR_ENDED.finditer(norm):
+            months.add(_MONTH_NAMES.index(_month(m.group(1))) + 1)
+        for m in _ENDING_YEAR.finditer(norm):
+            if 1 <= int(m.group(2)) <= 12:
+                months.add(int(m.group(2)))
+    return months.pop() if len(months) == 1 else None
+
+
 @dataclass(frozen=True, slots=True)
 class _Resolved:
     value: str | None
@@ -1130,6 +1154,15 @@ class _Extractor:
         self._readings: dict[str, Reading] = {}
         self._labels: dict[str, Reading] = {}
         self.skipped: dict[tuple[str, str], int] = {}
+        # entity → the months its fiscal years end in, as its tables say
+        self.year_ends: dict[str, set[int]] = {}
+
+    def _note_year_end(self, entity: str, period: str, labels: Sequence[str]) -> None:
+        """Keep the month a full year's labels say the entity's fiscal years end in."""
+        if _YEAR_PERIOD.match(period):
+            month = fiscal_year_end(labels)
+            if month is not None:
+                self.year_ends.setdefault(entity, set()).add(month)
 
     def _read(self, text: str) -> Reading:
         reading = self._readings.get(text)
@@ -1361,6 +1394,7 @@ class _Extractor:
         unit = self.resolve("unit", contexts)
         if unit.ambiguous is not None:
             return f"two units named in '{_clip(unit.ambiguous)}'"
+        self._note_year_end(entity.value, narrowed, contexts)
         locator_parts: list[tuple[str, object]] = list(parts)
         if "row" not in keys and "series" not in keys and leading:
             locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
@@ -1493,6 +1527,7 @@ class _Extractor:
             named_channel = self.vocab.values("channel", period_text)
             channel = named_channel[0] if len(named_channel) == 1 else None
         unit = self._derived_unit(number, [measure_text, column, corner, *members], outer)
+        self._note_year_end(entity, narrowed, [period_text, column, corner, *outer])
         locator_parts: list[tuple[str, object]] = list(parts)
         if "row" not in keys and "series" not in keys and leading:
             locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
@@ -1680,6 +1715,7 @@ def extract_facts(
     title: str,
     vocab: FactSettings | Vocabulary,
     warn: Callable[[str], None] | None = None,
+    year_ends: dict[str, int] | None = None,
 ) -> list[Fact]:
     """Every fact in the table sections of one document, in document order.
 
@@ -1689,7 +1725,10 @@ def extract_facts(
     whose values were skipped although they name a metric — no entity or period, two of
     something where one was expected, a unit the vocabulary does not know — one line per
     table and reason, naming its locator: the operator learns which tables to fix or
-    which units to configure, and no value was guessed.
+    which units to configure, and no value was guessed. ``year_ends``, if given, is filled
+    with the month each entity's fiscal years end in where the labels of its full-year
+    figures say one (:func:`fiscal_year_end`), for reading "the first half of fiscal 2024"
+    as the span it is (:mod:`clearance.answer.routes.figures`).
     """
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
     extractor = _Extractor(compiled, doc_id, title or "")
@@ -1702,4 +1741,10 @@ def extract_facts(
     if warn is not None:
         for line in extractor.warnings():
             warn(line)
+    if year_ends is not None:
+        year_ends.update(
+            (entity, next(iter(months)))
+            for entity, months in extractor.year_ends.items()
+            if len(months) == 1
+        )
     return facts

@@ -23,7 +23,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,7 +34,7 @@ from clearance.config import Settings
 from clearance.errors import ClearanceError, LoaderError, MetadataError, OwnershipError
 from clearance.ingest.chunking import chunk_sections
 from clearance.ingest.classify import Classifier
-from clearance.ingest.facts import extract_facts, vocab_fingerprint
+from clearance.ingest.facts import YEAR_ENDS_KEY, extract_facts, vocab_fingerprint
 from clearance.ingest.limits import check_size
 from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
 from clearance.ingest.metadata import (
@@ -635,7 +635,9 @@ class Ingestor:
             for i, (text, locator) in enumerate(pieces)
         ]
         vectors = self._vectors(doc_id, document, chunks, reuse=not content_changed)
-        facts, fact_warnings = self._facts(doc_id, document.title, extracted.sections)
+        facts, fact_warnings, year_ends = self._facts(doc_id, document.title, extracted.sections)
+        if year_ends:
+            document = replace(document, extra={**document.extra, YEAR_ENDS_KEY: year_ends})
         self.store.upsert(document, chunks, vectors, facts=facts)
         warnings: tuple[str, ...] = () if acl else ("no ACL: the document is visible to nobody",)
         self._no_acl += not acl
@@ -654,13 +656,14 @@ class Ingestor:
 
     def _facts(
         self, doc_id: str, title: str, sections: Sequence[Section]
-    ) -> tuple[list[Fact], tuple[str, ...]]:
-        """Facts from the document's tables, and a warning per table whose values were
-        skipped although it names a metric (no entity or period, an ambiguous label, an
-        unknown unit; the warning gives the table's locator). Extraction skips bad cells
-        itself; should it fail outright, the document is still stored, without facts, and
-        the result says so."""
+    ) -> tuple[list[Fact], tuple[str, ...], dict[str, int]]:
+        """Facts from the document's tables, a warning per table whose values were skipped
+        although it names a metric (no entity or period, an ambiguous label, an unknown
+        unit; the warning gives the table's locator), and the month each entity's fiscal
+        years end in where its tables say so. Extraction skips bad cells itself; should it
+        fail outright, the document is still stored, without facts, and the result says so."""
         warnings: list[str] = []
+        year_ends: dict[str, int] = {}
         try:
             facts = extract_facts(
                 sections,
@@ -668,10 +671,11 @@ class Ingestor:
                 title=title,
                 vocab=self.settings.facts,
                 warn=warnings.append,
+                year_ends=year_ends,
             )
         except Exception as exc:
-            return [], (f"facts not extracted ({type(exc).__name__}: {exc})",)
-        return facts, tuple(warnings)
+            return [], (f"facts not extracted ({type(exc).__name__}: {exc})",), {}
+        return facts, tuple(warnings), year_ends
 
     def _vectors(
         self, doc_id: str, document: Document, chunks: list[Chunk], *, reuse: bool

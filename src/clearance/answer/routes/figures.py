@@ -14,6 +14,7 @@ from clearance.answer.intent import (
     Intent,
     MetricQuery,
 )
+from clearance.answer.periods import span_of_fiscal_part
 from clearance.answer.request import (
     CLARIFY,
     CLARIFY_OPTIONS,
@@ -34,6 +35,7 @@ from clearance.answer.structured import (
     sole_entity,
 )
 from clearance.config import LATEST_PERIOD
+from clearance.ingest.facts import YEAR_ENDS_KEY
 from clearance.model import Document, Fact
 from clearance.trust import resolve_trust
 
@@ -251,6 +253,8 @@ class FiguresRoute:
             configured=not intent.unexplained,
             names_left=intent.names_left,
         )
+        parts, spans = self._fiscal_spans(request, parts)
+        resolved = (*resolved, *spans)
         if intent.yearless and parts and parts[0].period is None:
             return self._which_year(request, parts[0], intent.yearless, resolved)
         missing = _missing_slots(parts)
@@ -278,6 +282,36 @@ class FiguresRoute:
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )
         return replace(answer, assumptions=tuple(assumptions), resolved_periods=resolved)
+
+    def _fiscal_spans(
+        self, request: AnswerRequest, parts: Sequence[MetricQuery]
+    ) -> tuple[list[MetricQuery], list[ResolvedPeriod]]:
+        """A half or quarter of a fiscal year that the entity's readable facts hold only as
+        the span of months it is ("first half of fiscal 2024" of a company whose years end
+        in June: the six months ended December 2023), asked as that span, and said so.
+        The month a year ends in comes from the entity's readable documents (their tables'
+        "Year Ended June 30"); with none, or two that disagree, nothing is assumed."""
+        out: list[MetricQuery] = []
+        spans: list[ResolvedPeriod] = []
+        for part in parts:
+            if (
+                part.entity is None
+                or part.metric is None
+                or part.period is None
+                or span_of_fiscal_part(part.period, 12) is None  # no half or quarter
+            ):
+                out.append(part)
+                continue
+            rows = self.ctx.readable_facts(request, entity=part.entity)
+            periods = {f.period for f, _ in rows if f.metric == part.metric}
+            ends = {d.extra.get(YEAR_ENDS_KEY, {}).get(part.entity) for _, d in rows} - {None}
+            span = span_of_fiscal_part(part.period, ends.pop()) if len(ends) == 1 else None
+            if span is None or part.period in periods or span not in periods:
+                out.append(part)
+                continue
+            spans.append(ResolvedPeriod(f"{part.period.replace(' ', ' FY')}", span))
+            out.append(replace(part, period=span))
+        return out, spans
 
     def _which_year(
         self,
