@@ -36,13 +36,38 @@ from clearance.access.policy import Action
 from clearance.cli.init_cmd import default_config_text
 
 HERE = Path(__file__).resolve().parent
-CORPUS = HERE / "corpus"
-QUESTIONS = HERE / "questions.yaml"
-DIRECTORY = HERE / "directory.json"
-
 CATEGORIES = ("narrative", "figure", "refusal", "clarification", "ja_zh")
 OUTCOMES = ("correct", "partial", "wrong", "wrongly_refused", "wrong_figure")
-CORPORA = """
+
+
+@dataclass(frozen=True)
+class Collection:
+    """One held-out set: its corpora (one folder each under ``root/corpus``), the
+    ``[corpora.*]`` tables that describe them, its directory and its questions, and the
+    text only its RESTRICTED documents hold (none of it may appear in any answer)."""
+
+    root: Path
+    corpora: str
+    restricted_markers: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        return re.findall(r"^\[corpora\.([\w-]+)\]", self.corpora, re.M)
+
+    @property
+    def questions(self) -> Path:
+        return self.root / "questions.yaml"
+
+    @property
+    def directory(self) -> Path:
+        return self.root / "directory.json"
+
+
+COLLECTIONS = {
+    # US federal HR guidance and published figures, with a RESTRICTED board pack.
+    "federal": Collection(
+        HERE,
+        """
 [corpora.handbook]
 description = "Public US federal HR guidance: leave, telework, FMLA, travel expenses."
 max_sensitivity = "PUBLIC"
@@ -54,9 +79,20 @@ max_sensitivity = "CONFIDENTIAL"
 [corpora.board]
 description = "Board packs."
 max_sensitivity = "RESTRICTED"
-"""
-# Text only the RESTRICTED board pack holds: none of it may appear in any answer.
-RESTRICTED_MARKERS = ("Kestrel", "Larkspur", "7,315", "4,480", "7,990", "Leeds", "612 roles")
+""",
+        ("Kestrel", "Larkspur", "7,315", "4,480", "7,990", "Leeds", "612 roles"),
+    ),
+    # The TTS (18F) handbook's leave, travel, schedule and equipment pages, as published:
+    # Jekyll front matter, template tags and links included.
+    "tts": Collection(
+        HERE / "18f",
+        """
+[corpora.handbook]
+description = "The TTS handbook: leave, pay for extra hours, schedules, travel, equipment."
+max_sensitivity = "PUBLIC"
+""",
+    ),
+}
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _MARKER = re.compile(r"\[(?:S\d+|inferred)\]")
@@ -159,21 +195,20 @@ def score_text(
 class Bench:
     """One index of the held-out corpora, and what each user may read in it."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, collection: Collection | None = None) -> None:
+        self.collection = collection = collection or COLLECTIONS["federal"]
         config = workdir / "clearance.toml"
-        config.write_text(default_config_text() + CORPORA, encoding="utf-8")
+        config.write_text(default_config_text() + collection.corpora, encoding="utf-8")
         (workdir / "data").mkdir(exist_ok=True)
         self.engine = Clearance.open(load_settings(config))
-        self.engine.sync_directory(DIRECTORY)
-        report = self.engine.ingest([CORPUS / "handbook", CORPUS / "finance", CORPUS / "board"])
+        self.engine.sync_directory(collection.directory)
+        report = self.engine.ingest([collection.root / "corpus" / n for n in collection.names])
         if report.failed:
             first = report.failed[0]
             raise SystemExit(f"error: {first.source}: {first.error}")
         store = self.engine.store
         self.documents = {
-            d.doc_id: d
-            for corpus in ("handbook", "finance", "board")
-            for d in store.list_documents(corpus)
+            d.doc_id: d for corpus in collection.names for d in store.list_documents(corpus)
         }
         self.numbers = {
             doc_id: set(numbers(" ".join(c.text for c in store.get_chunks(doc_id))))
@@ -195,7 +230,8 @@ class Bench:
         cited = {c.doc_id for c in result.citations}
         readable = self.readable(item["user"])
         score.leak = sorted(cited - readable)
-        score.leak += [m for m in RESTRICTED_MARKERS if m.lower() in text.lower()]
+        markers = self.collection.restricted_markers
+        score.leak += [m for m in markers if m.lower() in text.lower()]
         if answered:
             source = set().union(*(self.numbers.get(d, set()) for d in cited)) if cited else set()
             asked = set(numbers(item["question"]))
@@ -233,18 +269,21 @@ class Bench:
         return {"outcome": score_text(item["expect"], passage, bool(passage), status, passage=True)}
 
 
-def load_questions(split: str | None) -> list[dict[str, Any]]:
-    items = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
+def load_questions(split: str | None, collection: Collection | None = None) -> list[dict[str, Any]]:
+    questions = (collection or COLLECTIONS["federal"]).questions
+    items = yaml.safe_load(questions.read_text(encoding="utf-8"))
     if split in (None, "all"):
         return [q for q in items if q["split"] in ("dev", "test")]
     return [q for q in items if q["split"] == split]
 
 
-def run(items: Sequence[dict[str, Any]], progress: bool = True) -> list[dict[str, Any]]:
+def run(
+    items: Sequence[dict[str, Any]], progress: bool = True, collection: Collection | None = None
+) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="clearance-heldout-") as tmp:
         started = time.monotonic()
-        bench = Bench(Path(tmp))
+        bench = Bench(Path(tmp), collection)
         if progress:
             print(f"index built in {time.monotonic() - started:.1f}s", file=sys.stderr)
         try:
@@ -300,16 +339,26 @@ def render(table: dict[str, dict[str, int]], split: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "test", "probe", "all"), default="test")
+    parser.add_argument(
+        "--set",
+        choices=sorted(COLLECTIONS),
+        default="federal",
+        help="federal: US federal HR guidance and published figures (questions.yaml); "
+        "tts: the TTS (18F) handbook (18f/questions.yaml)",
+    )
     parser.add_argument("--json", action="store_true", help="print every answer and the table")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
-    items = load_questions(args.split)
-    rows = run(items, progress=not args.quiet)
+    collection = COLLECTIONS[args.set]
+    items = load_questions(args.split, collection)
+    rows = run(items, progress=not args.quiet, collection=collection)
     table = summary(rows)
     if args.json:
         print(
             json.dumps(
-                {"split": args.split, "summary": table, "rows": rows}, indent=1, ensure_ascii=False
+                {"set": args.set, "split": args.split, "summary": table, "rows": rows},
+                indent=1,
+                ensure_ascii=False,
             )
         )
     else:
