@@ -183,6 +183,15 @@ def test_relevance_settings_are_read_and_checked() -> None:
             {"if", "am", "don't"},
             {"off", "sick", "supervisor"},
         ),
+        # The word after "how" names the answer's form (a duration), as "much" does; "long"
+        # elsewhere is a topic word (TTS handbook case).
+        (
+            "How long must I keep working after paid parental leave ends?",
+            {"long"},
+            {"keep", "work", "after", "paid", "parent", "leav", "end"},
+        ),
+        ("How far in advance do I request leave?", {"far"}, {"advanc", "request", "leav"}),
+        ("What is long-term disability?", set(), {"long", "term", "disabl"}),
     ],
 )
 def test_words_that_frame_a_question_weigh_nothing(

@@ -374,3 +374,26 @@ def test_a_table_row_is_of_the_quarter_its_header_names() -> None:
     q3 = answer("比亚迪2023年第三季度末总资产是多少?", snippet("S1", table))
     assert "623,283,496,000.00" in q3, q3
     assert answer("比亚迪2023年第二季度末总资产是多少?", snippet("S1", table)) == ""
+
+
+def test_a_quantity_asked_for_is_found_in_the_sentence_that_continues_the_answer() -> None:
+    """ "How much administrative leave can I take to vote?": the sentence naming voting
+    states no quantity; the one after it ("up to 4 hours for each election event") holds
+    none of the question's words but continues it, so it follows it (TTS handbook case).
+    Reverse proof: a question asking no quantity does not get it."""
+    text = (
+        "Voting and poll volunteering\n"
+        "You can receive Administrative Leave in order to vote, register to vote, and/or "
+        "participate in early voting. You can receive up to 4 hours for each election event. "
+        "This includes primaries and caucuses."
+    )
+    how_much = quoted(
+        answer("How much administrative leave can I take to vote?", snippet("S1", text))
+    )
+    assert how_much[:2] == [
+        "You can receive Administrative Leave in order to vote, register to vote, and/or "
+        "participate in early voting.",
+        "You can receive up to 4 hours for each election event.",
+    ], how_much
+    why = quoted(answer("Is administrative leave given to vote?", snippet("S1", text)))
+    assert not any("4 hours" in u for u in why), why

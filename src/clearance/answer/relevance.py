@@ -12,6 +12,8 @@ material the caller may read, so a hidden document can change neither:
   A CJK character pair that no readable chunk holds is judged as its two characters
   instead: questions are not segmented into words, and most such pairs straddle a word
   boundary ("处的", "址在") rather than name something.
+  The word after "how" that names the form of the answer ("how long", "how far", "how
+  often") is a frame word, as "much" and "many" are.
   A word written closed in one and open in the other is one word: "set up" in the
   question is held by a snippet saying "Setup", "login" by one saying "log in".
   What closes a question as the asker's own circumstance ("… on my laptop", "… from my
@@ -142,6 +144,11 @@ _HOW_DOES_IT_WORK = re.compile(
 )
 
 
+# "How long must I …?", "how far in advance": the word after "how" names the form the
+# answer takes (a duration, a distance), as "much" and "many" do, not what it is about.
+_HOW_FORM = re.compile(r"\b(how)\s+(?:long|far|often|soon|big|large|high|old)\b", re.IGNORECASE)
+
+
 # The asker's own circumstance closing a question: "… on my laptop?", "… from my phone".
 _OWN_CIRCUMSTANCE = re.compile(
     r"\s(?:on|from|at|in|with|using|via)\s+my\s+([^?!.,;:]+?)\s*[?!.]*\s*$", re.IGNORECASE
@@ -171,7 +178,7 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     """The question's index terms with their IDF weights (see the module docstring for the
     CJK back-off, the asker's circumstance and words of change). Empty when the question
     has no term."""
-    question = _HOW_DOES_IT_WORK.sub(r"\1", question)
+    question = _HOW_FORM.sub(r"\1", _HOW_DOES_IT_WORK.sub(r"\1", question))
     names = {t for word in _CAPITALS.findall(question) for t in search_terms(word)}
     terms = [t for t in search_terms(question) if not _frame(t) or t in names]
     own = _OWN_CIRCUMSTANCE.search(question)

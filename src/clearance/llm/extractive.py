@@ -619,6 +619,54 @@ def _is_period_word(term: str) -> bool:
     return term in _PERIOD_WORDS or term.isdigit()
 
 
+# A question asking how much, how many or how long, and a quantity a sentence states.
+_ASKS_QUANTITY = re.compile(
+    r"\bhow\s+(?:much|many|long|often|far|large|big|high)\b"
+    r"|\b(?:maximum|minimum|limit)\b|多少|几|幾|何(?:時間|日|週|か月|ヶ月|%|％|円|人|回)",
+    re.IGNORECASE,
+)
+_QUANTITY = re.compile(
+    rf"(?:\d[\d,.]*|\b(?:{'|'.join(_COUNTS)})\b)[\s-]*(?:%|percent|hours?|days?|weeks?|months?"
+    r"|years?|minutes?|times|dollars|miles|pay\s+periods?)\b|[$€£¥]\s?\d|\d\s*(?:時間|日|週|年|%|％|円|元)",
+    re.IGNORECASE,
+)
+
+
+def _with_quantity(
+    chosen: list[Quote],
+    at: Sequence[tuple[int, int] | None],
+    units: Sequence[Sequence[_Unit]],
+    quoted: set[tuple[int, int]],
+    snippets: Sequence[Snippet],
+) -> list[Quote]:
+    """``chosen`` with, when none of it states a quantity and the question asks for one,
+    the sentence right after the first chosen sentence that states one and continues it
+    (the same paragraph's prose under the same heading): "You can receive Administrative
+    Leave in order to vote." is answered by "You can receive up to 4 hours for each
+    election event.", which holds none of the question's words."""
+    if any(_QUANTITY.search(q.sentence) for q in chosen):
+        return chosen
+    for i, place in enumerate(at):
+        if place is None:
+            continue
+        s_index, u_index = place
+        unit = units[s_index][u_index]
+        if unit.group is not None or u_index + 1 >= len(units[s_index]):
+            continue
+        after = units[s_index][u_index + 1]
+        if (
+            after.group is None
+            and after.lead is None
+            and after.heading == unit.heading
+            and (s_index, u_index + 1) not in quoted
+            and not _MARKER.search(after.text)
+            and _QUANTITY.search(after.text)
+        ):
+            ref = snippets[s_index].ref
+            return [*chosen[: i + 1], Quote(ref, after.text, 0), *chosen[i + 1 :]]
+    return chosen
+
+
 def _score(question: set[str], unit: _Unit) -> int:
     """The question terms ``unit`` holds, plus those of its heading when it holds any (a
     list item under "Class of travel" answers a question about the class of travel), the
@@ -730,6 +778,7 @@ class ExtractiveProvider:
         selected, undecided = _selected_rows(tables, units, question, scores)
         fuller = _fuller_units(request.snippets, units)
         chosen: list[Quote] = []
+        at: list[tuple[int, int] | None] = []  # where each chosen unit stands
         picked: set[tuple[object, ...]] = set()
         quoted: set[tuple[int, int]] = set()
         texts: set[str] = set()
@@ -785,6 +834,7 @@ class ExtractiveProvider:
             picked.add(key)
             if note is not None:
                 chosen.append(Quote(request.snippets[members[0][0]].ref, note, 0))
+                at.append(None)
             for m in members:
                 m = fuller.get(m, m)  # a chunk that starts mid-sentence: the whole sentence
                 flat = " ".join(units[m[0]][m[1]].text.split())
@@ -794,6 +844,9 @@ class ExtractiveProvider:
                 texts.add(flat)
                 ref = request.snippets[m[0]].ref
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
+                at.append(m)
+        if _ASKS_QUANTITY.search(request.question):
+            chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
         if _ASKS_AMOUNT.search(request.question) and not _ASKS_COMPARISON.search(request.question):
             chosen = [replace(q, sentence=_first_amount(q.sentence, question)) for q in chosen]
         return chosen
