@@ -397,3 +397,35 @@ def test_a_quantity_asked_for_is_found_in_the_sentence_that_continues_the_answer
     ], how_much
     why = quoted(answer("Is administrative leave given to vote?", snippet("S1", text)))
     assert not any("4 hours" in u for u in why), why
+
+
+LEAVE_TYPES = (
+    "Annual leave\n"
+    "You can carry over a maximum of 240 annual leave hours, from one leave year to the next."
+    "\n\nMilitary leave\n"
+    "You can receive 15 Military Leave days each year. You can carry over a maximum of 15 days "
+    "into the next fiscal year."
+)
+
+
+def test_a_neighbouring_section_sharing_some_words_is_left_out() -> None:
+    """ "How many annual leave hours can I carry over to the next leave year?": the military
+    leave section's "carry over a maximum of 15 days into the next fiscal year" shares half
+    the question's words but answers another question (TTS handbook case). Reverse proof:
+    asked about military leave, that section answers."""
+    annual = quoted(
+        answer(
+            "How many annual leave hours can I carry over to the next leave year?",
+            snippet("S1", LEAVE_TYPES, doc="files:leave.md"),
+        )
+    )
+    assert annual == [
+        "You can carry over a maximum of 240 annual leave hours, from one leave year to the next."
+    ], annual
+    military = quoted(
+        answer(
+            "How many military leave days can I carry over?",
+            snippet("S1", LEAVE_TYPES, doc="files:leave.md"),
+        )
+    )
+    assert any("15 days" in u for u in military), military

@@ -667,6 +667,23 @@ def _with_quantity(
     return chosen
 
 
+def _place(
+    snippets: Sequence[Snippet],
+    units: Sequence[Sequence[_Unit]],
+    candidate: tuple[int, int, int, int],
+) -> tuple[str, str]:
+    """The document and heading a candidate unit stands under."""
+    _, s_index, u_index, _ = candidate
+    return snippets[s_index].doc_id, units[s_index][u_index].heading
+
+
+def _other_section(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Whether two units stand in two sections of one document: both know their heading
+    (a chunk that starts inside a section does not), and the headings differ. Units of
+    two documents are not judged so: another document may well answer the rest."""
+    return a[0] == b[0] and bool(a[1]) and bool(b[1]) and a[1] != b[1]
+
+
 def _score(question: set[str], unit: _Unit) -> int:
     """The question terms ``unit`` holds, plus those of its heading when it holds any (a
     list item under "Class of travel" answers a question about the class of travel), the
@@ -679,13 +696,19 @@ def _score(question: set[str], unit: _Unit) -> int:
     return _SUBJECT * (len(held) - period) + period
 
 
-def _floor(scores: Iterable[int]) -> int:
-    """The least score a unit beside the best needs: half the best's words of what is
-    asked (or, when the question names nothing but a period, half its words)."""
+def _floor(scores: Iterable[int], share: float = 0.5) -> int:
+    """The least score a unit beside the best needs: ``share`` of the best's words of what
+    is asked (or, when the question names nothing but a period, of its words)."""
     best = max(scores)
     if best >= _SUBJECT:
-        return _SUBJECT * math.ceil(best // _SUBJECT / 2)
-    return max(1, math.ceil(best / 2))
+        return _SUBJECT * math.ceil(best // _SUBJECT * share)
+    return max(1, math.ceil(best * share))
+
+
+#: What a unit under another heading of the best one's document needs, against the best:
+#: a neighbouring section that shares some words ("carry over a maximum of 15 days", under
+#: Military leave) answers another question than the one the best section answers.
+_ELSEWHERE = 0.75
 
 
 def _cells(row: str) -> list[str]:
@@ -769,6 +792,8 @@ class ExtractiveProvider:
         if not candidates:
             return []
         floor = _floor(c[3] for c in candidates)
+        best_place = _place(request.snippets, units, min(candidates))
+        elsewhere = _floor((c[3] for c in candidates), _ELSEWHERE)
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
         candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
@@ -784,6 +809,10 @@ class ExtractiveProvider:
         texts: set[str] = set()
         for _, s_index, u_index, score in candidates:
             if score < floor or (s_index, u_index) in quoted:
+                continue
+            if score < elsewhere and _other_section(
+                _place(request.snippets, units, (0, s_index, u_index, 0)), best_place
+            ):
                 continue
             if len(picked) >= self.max_sentences:
                 break
