@@ -425,3 +425,19 @@ def test_without_a_readable_table_naming_the_year_end_no_span_is_assumed(
     assert engine.ask(question, "fay").status is Status.NOT_FOUND
     told = engine.ask(question, "bo")
     assert told.status is Status.ANSWERED and "118,537" in told.answer, told.answer
+
+
+def test_a_figure_names_its_line_as_the_table_writes_it(app: Clearance) -> None:
+    """A segment is a name: "Intelligent Cloud revenue", not "intelligent cloud revenue";
+    the words of what is measured stay in ordinary case ("cost of revenue"), and a label
+    that is nothing but a measure ("Total Revenue") reads "revenue". Reverse proof of the
+    lookup: the canonical metric names stay lower case (they are what questions match)."""
+    cloud = ask(
+        app, "What was Intelligent Cloud revenue for the three months ended December 31, 2023?"
+    )
+    assert "Microsoft's Intelligent Cloud revenue in the three months" in cloud, cloud
+    cost = ask(app, "What was the cost of revenue for Intelligent Cloud in 2024?")
+    assert "Intelligent Cloud cost of revenue in FY2024" in cost, cost
+    total = ask(app, "What was Microsoft's total revenue in fiscal 2024?")
+    assert "Microsoft's revenue in FY2024" in total, total
+    assert "intelligent cloud revenue" in {f.metric for f in app.store.list_facts()}

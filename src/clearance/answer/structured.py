@@ -54,7 +54,13 @@ from typing import Literal, Protocol
 from clearance.answer.intent import MetricQuery
 from clearance.answer.result import Citation
 from clearance.config import FactSettings
-from clearance.ingest.facts import Vocabulary, entity_aliases, format_number, metric_aliases
+from clearance.ingest.facts import (
+    Vocabulary,
+    entity_aliases,
+    format_number,
+    measure_name,
+    metric_aliases,
+)
 from clearance.ingest.locator import parse_locator
 from clearance.model import Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter
@@ -334,12 +340,49 @@ def _possessive(entity: str) -> str:
     return f"{entity}'" if entity.endswith("s") else f"{entity}'s"
 
 
+# Words of what a figure measures: written in ordinary case in a sentence, whatever case a
+# table's label gives them ("Intelligent Cloud Revenue" → "Intelligent Cloud revenue").
+_MEASURE_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        """revenue revenues sales net gross total operating cost costs of expense expenses
+        income profit profits loss losses margin earnings before after interest tax taxes and
+        depreciation amortization amortisation cash flow flows from assets liabilities equity
+        capital expenditure expenditures headcount employees orders backlog ebit ebitda""",
+    )
+)
+
+
+def _as_written(fact: Fact) -> str:
+    """The metric's name with the case its table's label gives it, where the row or column
+    it stands under names it ("Intelligent Cloud revenue" for the row "Intelligent Cloud
+    Revenue"; "Revenue: Intelligent Cloud" is read as the same name); measure words in
+    ordinary case. The canonical (lower-case) name otherwise."""
+    try:
+        parts = dict(parse_locator(fact.locator))
+    except ValueError:
+        return _label(fact.metric)
+    for key in ("row", "col", "series", "category"):
+        label = str(parts.get(key, "")).split(" / ")[0]
+        name = measure_name(label) if label else None
+        if name is None or name.casefold() != fact.metric.casefold():
+            continue
+        words = name.split(" ")
+        if words[0].lower() in _MEASURE_WORDS:  # "Operating Income": nothing is a name
+            break
+        return " ".join(
+            w.lower() if w.lower() in _MEASURE_WORDS and w[1:] == w[1:].lower() else w
+            for w in words
+        )
+    return _label(fact.metric)
+
+
 def _sentence(fact: Fact, query: MetricQuery, marker: str) -> str:
     """One figure as a sentence: ``ACME Japan's operating profit in FY2025 was USD 61.2 m
     [S1].`` A metric named in Japanese or Chinese keeps the plain labelled form
     (``ACME Japan FY2025 売上高: 2,600 百万円 [S1]``) rather than English grammar around
     it. The locator is the citation's, never part of the sentence."""
-    metric = _label(fact.metric) + _channel_note(query)
+    metric = _as_written(fact) + _channel_note(query)
     heading = _source_heading(fact)
     if fact.unit == "%" and heading and not _RATE_WORDS.search(fact.metric):
         # A percentage of an amount's line is a change or a share of it: the source's
