@@ -429,3 +429,27 @@ def test_a_neighbouring_section_sharing_some_words_is_left_out() -> None:
         )
     )
     assert any("15 days" in u for u in military), military
+
+
+def test_a_list_is_quoted_whole_when_a_sentence_before_it_is_quoted_too() -> None:
+    """The first sentence of a snippet and its first list are two choices: quoting the
+    sentence must not count as having quoted the list (held-out probe case: only the list
+    item naming a recommendation was quoted, through the next chunk's overlap). Reverse
+    proof: the items that share no word with the question are there too."""
+    text = (
+        "As a first-level supervisor, you review telework applications and make "
+        "recommendations to the second-level supervisor.\n"
+        "Points you need to consider include:\n"
+        "- ensure the employee meets performance and conduct standards,\n"
+        "- ensure duties can be performed away from the official duty station,\n"
+        "- make a recommendation to the second-level supervisor,\n"
+    )
+    units = quoted(
+        answer(
+            "What should a first-level supervisor check before recommending a telework "
+            "application?",
+            snippet("S1", text),
+        )
+    )
+    assert "- ensure the employee meets performance and conduct standards," in units, units
+    assert "- ensure duties can be performed away from the official duty station," in units

@@ -857,7 +857,8 @@ class ExtractiveProvider:
                         ),
                     )
             else:
-                key, members = (s_index, u_index), [(s_index, u_index)]
+                # a sentence of its own: never the key of a list (``(snippet, group)``)
+                key, members = (s_index, u_index, "unit"), [(s_index, u_index)]
             if key in picked or not members:
                 continue
             picked.add(key)
