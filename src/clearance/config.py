@@ -415,6 +415,10 @@ class StoreSettings:
     vector_scan_above: _StorePositive = 100_000
     hnsw_ef_search: _StorePositive = 100
     hnsw_max_scan_tuples: _StorePositive = 50_000
+    # The embedded store keeps its in-memory search copy in "<path>.saved/" between
+    # processes, so opening a large index maps it back instead of rebuilding it
+    # (docs/scaling.md). Content only: permissions are always read from the file.
+    saved_copy: StrictBool = True
 
 
 @dataclass(frozen=True, slots=True)

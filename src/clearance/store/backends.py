@@ -52,7 +52,10 @@ def open_store(settings: Settings) -> Store:
                 scan_above=store.vector_scan_above,
             )
         return SQLiteStore(
-            settings.db_path, busy_timeout_s=store.busy_timeout_s, vector_classes=plan
+            settings.db_path,
+            busy_timeout_s=store.busy_timeout_s,
+            vector_classes=plan,
+            saved_copy=store.saved_copy,
         )
     return open_postgres(settings, store.dsn, store.writer_dsn)
 

@@ -187,6 +187,33 @@ class ContentIndex:
         """A fresh copy of ``rows`` (ordered by chunk key; a cursor streams)."""
         return cls(generation, log_seq, rows)
 
+    @classmethod
+    def restored(
+        cls,
+        generation: int,
+        log_seq: int,
+        *,
+        keys: IntArray,
+        doc_keys: IntArray,
+        sensitivity: npt.NDArray[np.int8],
+        lengths: IntArray,
+        live: BoolArray,
+        offsets: IntArray,
+        postings: PositionArray,
+        frequencies: TfArray,
+        chunk_ids: list[str],
+        vectors: VectorRows | None,
+    ) -> ContentIndex:
+        """A copy from arrays saved earlier (:mod:`clearance.store.saved`), as it was."""
+        content = cls.__new__(cls)
+        content.generation, content.log_seq = generation, log_seq
+        content.keys, content.doc_keys = keys, doc_keys
+        content.sensitivity, content.lengths = sensitivity, lengths
+        content.live, content.chunk_ids = np.array(live, dtype=np.bool_), chunk_ids
+        content.offsets, content.postings, content.frequencies = offsets, postings, frequencies
+        content.vectors = vectors
+        return content
+
     def changed(
         self,
         generation: int,

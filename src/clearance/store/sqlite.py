@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 import sqlite3
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
     from clearance.store.memory import AccessIndex, ContentIndex
 
 __all__ = ["SQLiteStore"]
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 
@@ -351,11 +355,16 @@ class SQLiteStore(Closing):
         *,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         vector_classes: ClassPlan | None = None,
+        saved_copy: bool = False,
     ) -> None:
         """``vector_classes``: rank vectors approximately inside permission classes
-        (:mod:`clearance.store.classes`); ``None`` ranks every allowed vector exactly."""
+        (:mod:`clearance.store.classes`); ``None`` ranks every allowed vector exactly.
+        ``saved_copy``: keep the in-memory search copy in ``<path>.saved/`` between
+        processes (:mod:`clearance.store.saved`), so opening a large index does not
+        rebuild it."""
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
+        self._saved_copy = saved_copy and str(path) != ":memory:"
         self._classes: ClassIndexes | None = None
         if vector_classes is not None:
             from clearance.store.classes import ClassIndexes
@@ -468,7 +477,73 @@ class SQLiteStore(Closing):
     # ------------------------------------------------------------------ plumbing
 
     def close(self) -> None:
-        self._db.close()
+        try:
+            self.save_copy()
+        finally:
+            self._db.close()
+
+    def _store_id(self, *, create: bool = False) -> str | None:
+        """The random id of this store (``meta``), which every write with ``saved_copy`` on
+        makes sure of. With ``create``, a file without one (written before) gets one if no
+        other writer holds the file at this moment: saving never waits for a writer."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+            if row is None and create and not self._db.in_transaction:
+                self._db.execute("PRAGMA busy_timeout = 0")
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    self._db.execute(
+                        "INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,)
+                    )
+                    self._db.execute("COMMIT")
+                except sqlite3.Error:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    return None
+                finally:
+                    self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+                row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+            return None if row is None else str(row[0])
+
+    def save_copy(self) -> None:
+        """Save the in-memory search copy beside the file when it is newer than the saved
+        one (``saved_copy`` on; a no-op otherwise). A copy that cannot be written is
+        skipped with a warning: it is a cache, and the next opening rebuilds."""
+        content = self._content
+        if not self._saved_copy or content is None:
+            return  # (before importing numpy: `clearance status` builds no copy)
+        from clearance.store.saved import save_copy, saved_generation
+
+        try:
+            store_id = self._store_id(create=True)
+            if store_id is None:
+                return
+            saved = saved_generation(self.path, store_id)
+            if saved == (content.generation, content.log_seq, content.vectors is not None):
+                return
+            if saved is not None and content.vectors is None and saved[2]:
+                return  # a copy without vectors never replaces one with them
+            save_copy(content, self.path, store_id)
+        except (OSError, sqlite3.Error, StoreError) as exc:
+            log.warning("index: the search copy was not saved beside %s: %s", self.path, exc)
+
+    def _saved(self, db: sqlite3.Connection) -> ContentIndex | None:
+        """The saved search copy of this file, when there is one and it holds the file's
+        chunks as of its change-log position (else ``None``: rebuilt from the file)."""
+        from clearance.store.saved import load_copy
+
+        if not self._saved_copy:
+            return None
+        store_id = self._store_id()
+        if store_id is None:
+            return None
+        content = load_copy(self.path, store_id)
+        if content is None:
+            return None
+        seq = int(db.execute("SELECT coalesce(max(seq), 0) FROM chunk_log").fetchone()[0])
+        if seq == content.log_seq and not self._holds_the_same_chunks(db, content):
+            return None  # same position, other chunks: not this file's history
+        return content
 
     def _migrate_from_1(self, db: sqlite3.Connection) -> None:
         """Schema 1 kept an FTS5 table; schema 2 keeps term frequencies. Re-analyse every
@@ -499,6 +574,10 @@ class SQLiteStore(Closing):
                 raise StoreError(f"cannot write to {self.path}: {exc}") from exc
             try:
                 yield self._db
+                if self._saved_copy:  # the id a saved copy names its store by
+                    self._db.execute(
+                        "INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,)
+                    )
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 # Copies built inside the transaction saw writes that never happened, and the
@@ -915,6 +994,8 @@ class SQLiteStore(Closing):
         with self._snapshot() as db:
             content_generation, access_generation = self._generations()
             content = self._content
+            if content is None:
+                content = self._content = self._saved(db)
             if content is None or content.generation != content_generation:
                 content = self._content = self._current_content(db, content, content_generation)
             if vectors and content.vectors is None:
@@ -1052,6 +1133,7 @@ class SQLiteStore(Closing):
         search, and with permission classes their graphs; later writes are applied to them
         as usual."""
         content, access = self._indexes(vectors=vectors)
+        self.save_copy()
         if vectors and self._classes is not None and content.vectors is not None:
             self._classes.prepare(content, access)
 
