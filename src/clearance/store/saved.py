@@ -115,15 +115,15 @@ def save_copy(content: ContentIndex, index: Path, store_id: str) -> None:
         (folder / "header.json").write_text(json.dumps(header), encoding="utf-8")
         for path in folder.iterdir():
             os.chmod(path, 0o600)
-        old = None
+        old = target.with_name(f".{target.name}-old-{os.getpid()}")
         if target.exists():
-            old = target.with_name(f".{target.name}-old-{os.getpid()}")
             target.rename(old)
-        folder.rename(target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        folder.rename(target)  # another process saving at the same moment: OSError
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
+        # The old copy set aside, if it was: another process's copy took its place.
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(target.with_name(f".{target.name}-old-{os.getpid()}"), ignore_errors=True)
         raise
 
 
