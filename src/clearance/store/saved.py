@@ -67,11 +67,13 @@ def _without_dead(content: ContentIndex) -> dict[str, Any]:
     and vectors of what was deleted), posting offsets counted again."""
     live = content.live
     keep = live[content.postings]
-    counts = np.diff(content.offsets)
-    term_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
-    kept_counts = np.bincount(term_of[keep], minlength=counts.size)
-    offsets = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(kept_counts, out=offsets[1:])
+    offsets, postings, frequencies = content.offsets, content.postings, content.frequencies
+    if not keep.all():  # (a copy built afresh has no dead position: nothing to count again)
+        counts = np.diff(offsets)
+        term_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+        offsets = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_of[keep], minlength=counts.size), out=offsets[1:])
+        postings, frequencies = postings[keep], frequencies[keep]
     out: dict[str, Any] = {
         "keys": content.keys,
         "doc_keys": content.doc_keys,
@@ -79,16 +81,18 @@ def _without_dead(content: ContentIndex) -> dict[str, Any]:
         "lengths": content.lengths,
         "live": live,
         "offsets": offsets,
-        "postings": content.postings[keep],
-        "frequencies": content.frequencies[keep],
+        "postings": postings,
+        "frequencies": frequencies,
         "chunk_ids": [
             c if alive else "" for c, alive in zip(content.chunk_ids, live.tolist(), strict=True)
         ],
     }
     if content.vectors is not None:
-        alive_rows = live[content.vectors.positions]
-        out["vector_positions"] = content.vectors.positions[alive_rows]
-        out["vectors"] = content.vectors.matrix[alive_rows]
+        positions, matrix = content.vectors.positions, content.vectors.matrix
+        alive_rows = live[positions]
+        if not alive_rows.all():
+            positions, matrix = positions[alive_rows], matrix[alive_rows]
+        out["vector_positions"], out["vectors"] = positions, matrix
     return out
 
 
