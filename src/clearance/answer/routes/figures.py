@@ -304,7 +304,7 @@ class FiguresRoute:
                 continue
             rows = self.ctx.readable_facts(request, entity=part.entity)
             periods = {f.period for f, _ in rows if f.metric == part.metric}
-            ends = {d.extra.get(YEAR_ENDS_KEY, {}).get(part.entity) for _, d in rows} - {None}
+            ends = {m for _, d in rows if (m := _year_end(d, part.entity)) is not None}
             span = span_of_fiscal_part(part.period, ends.pop()) if len(ends) == 1 else None
             if span is None or part.period in periods or span not in periods:
                 out.append(part)
@@ -460,6 +460,13 @@ class FiguresRoute:
             )
             out.append(replace(c, trust=trust))
         return tuple(out)
+
+
+def _year_end(document: Document, entity: str) -> int | None:
+    """The month the entity's fiscal years end in, as the document's tables say it."""
+    ends = document.extra.get(YEAR_ENDS_KEY)
+    month = ends.get(entity) if isinstance(ends, dict) else None
+    return month if isinstance(month, int) and not isinstance(month, bool) else None
 
 
 def _preamble(resolved: Sequence[ResolvedPeriod], assumptions: Sequence[str]) -> str:
