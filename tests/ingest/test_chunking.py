@@ -233,3 +233,25 @@ def test_words_are_cut_only_when_longer_than_size(
         for word in piece.split(" "):
             if word not in words:  # a fragment: only allowed from a word longer than size
                 assert any(len(w) > size and word in w for w in words), (word, piece)
+
+
+def test_an_overlap_begins_where_a_list_item_or_sentence_begins_inside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hard-wrapped list (as Markdown handbooks are written): the next piece opens at a
+    list item inside the overlap, not mid-sentence at a wrapped line ("listed, have your
+    supervisor …"). Reverse proof: overlaps that start at any word open mid-item."""
+    items = [
+        f"- Step {n}: select your supervisor if your supervisor is not\n  listed, have your "
+        f"supervisor follow the steps for item {n}"
+        for n in range(12)
+    ]
+    pieces = [p for p, _ in chunk_sections([Section("\n".join(items), "s")], 300, 120)]
+    assert len(pieces) > 2
+    for piece in pieces[1:]:
+        assert piece.startswith("- Step "), piece[:40]
+    from clearance.ingest import chunking
+
+    monkeypatch.setattr(chunking, "_opens_unit", lambda text, index: True)
+    anywhere = [p for p, _ in chunk_sections([Section("\n".join(items), "s")], 300, 120)]
+    assert not all(p.startswith("- Step ") for p in anywhere[1:])

@@ -453,3 +453,27 @@ def test_a_list_is_quoted_whole_when_a_sentence_before_it_is_quoted_too() -> Non
     )
     assert "- ensure the employee meets performance and conduct standards," in units, units
     assert "- ensure duties can be performed away from the official duty station," in units
+
+
+def test_a_unit_cut_by_the_end_of_a_chunk_is_quoted_whole_from_the_next_one() -> None:
+    """A chunk that ends inside a list item ("… send an email to Alexandra") beside the
+    next chunk of the same page holding the whole item: the whole item is quoted (TTS
+    handbook trial). Reverse proof: alone, the first chunk can only give what it holds."""
+    first = snippet(
+        "S1",
+        "Approver information\n- Select your supervisor.\n"
+        "- Once enrolled, the supervisor needs to send an email to Alexandra",
+        doc="files:transit.md",
+    )
+    second = snippet(
+        "S2",
+        "- Once enrolled, the supervisor needs to send an email to Alexandra Sabbers at "
+        "transit@example.gov requesting elevation to supervisor status.\n- Click Continue.",
+        doc="files:transit.md",
+    )
+    question = "Who does the supervisor email once enrolled?"
+    both = quoted(answer(question, first, second))
+    assert any(u.endswith("requesting elevation to supervisor status.") for u in both), both
+    assert not any(u.endswith("email to Alexandra") for u in both), both
+    alone = quoted(answer(question, first))
+    assert any(u.endswith("email to Alexandra") for u in alone), alone

@@ -16,6 +16,9 @@
   its own;
 * consecutive pieces of one section overlap by about ``overlap`` characters (at most half of
   the earlier piece, and starting at a word boundary, so the overlap never begins mid-word);
+  where a sentence, a list item or a paragraph begins inside that overlap, the overlap
+  begins there (it is then shorter), so a piece opens mid-sentence only when no unit
+  starts within the overlap;
 * non-atomic pieces are stripped of surrounding whitespace and never empty; every piece keeps
   its section's locator; the same input always gives the same output.
 """
@@ -37,6 +40,21 @@ _BOUNDARIES: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?<=[.!?…])(?P<cut>\s)|(?<=[。！？])(?P<cjk>)"),  # sentence end
     re.compile(r"(?P<cut>\s)|(?<=[、，])(?P<cjk>)"),  # word / clause
 )
+
+
+# Where a quotable unit begins: after a sentence's end, at a list item or a paragraph.
+_UNIT_START = re.compile(r"(?<=[.!?。！？])[\s]+|\n[^\S\n]*(?=[-*•]\s|\d+[.)]\s)|\n[^\S\n]*\n\s*")
+
+
+def _opens_unit(text: str, index: int) -> bool:
+    """Whether a unit begins at ``index`` (see :data:`_UNIT_START`)."""
+    return any(m.end() == index for m in _UNIT_START.finditer(text, max(0, index - 16), index + 1))
+
+
+def _next_unit(text: str, start: int, end: int) -> int:
+    """The first unit start in ``(start, end)``, else ``start``."""
+    unit = _UNIT_START.search(text, start, end)
+    return unit.end() if unit is not None and start < unit.end() < end else start
 
 
 def _is_cjk(char: str) -> bool:
@@ -131,7 +149,10 @@ def _split(text: str, size: int, overlap: int) -> list[str]:
         start = max(end - min(overlap, (end - pos) // 2), pos + 1)
         while start < end and not _starts_word(text, start):
             start += 1
-        pos = start
+        # Begin the overlap where a sentence, a list item or a paragraph begins, when one
+        # does inside it: a piece that opens mid-sentence ("listed, have your supervisor
+        # …", a hard-wrapped line) quotes as a fragment when its neighbour is not retrieved.
+        pos = start if _opens_unit(text, start) else _next_unit(text, start, end)
     return pieces
 
 

@@ -1013,9 +1013,27 @@ def _fuller_units(
 ) -> dict[tuple[int, int], tuple[int, int]]:
     """The first unit of a passage that starts mid-sentence (chunks overlap, so one may
     begin with "not be redelegated:"), mapped to the unit of another passage of the same
-    document that it is the end of. Quoting the fragment would end an answer's line on
-    half a sentence."""
+    document that it is the end of; and the last unit of a passage that a chunk's end cut
+    ("… send an email to Alexandra"), mapped to the unit of another passage that it is the
+    start of. Quoting the fragment would end an answer's line on half a sentence."""
     out: dict[tuple[int, int], tuple[int, int]] = {}
+    for s, snippet_units in enumerate(units):
+        if not snippet_units:
+            continue
+        last = len(snippet_units) - 1
+        tail = " ".join(snippet_units[last].text.split())
+        for s2, other in enumerate(units):
+            if s2 == s or snippets[s2].doc_id != snippets[s].doc_id or not tail:
+                continue
+            longer = [
+                i2
+                for i2, unit in enumerate(other)
+                if len(" ".join(unit.text.split())) > len(tail)
+                and " ".join(unit.text.split()).startswith(tail)
+            ]
+            if longer:
+                out[(s, last)] = (s2, longer[0])
+                break
     for s, snippet_units in enumerate(units):
         if not snippet_units:
             continue
