@@ -477,3 +477,22 @@ def test_a_unit_cut_by_the_end_of_a_chunk_is_quoted_whole_from_the_next_one() ->
     assert not any(u.endswith("email to Alexandra") for u in both), both
     alone = quoted(answer(question, first))
     assert any(u.endswith("email to Alexandra") for u in alone), alone
+
+
+def test_an_abbreviation_a_page_defines_holds_the_words_it_stands_for() -> None:
+    """ "How long do I have to use paid parental leave?" over a page titled "Paid parental
+    leave (PPL)" whose answer says "use the PPL within a year": that sentence holds the
+    question's words through the abbreviation the page defines, and is quoted first.
+    Reverse proof: an abbreviation the page does not define ("Payroll Processing Log")
+    expands to nothing, and a sentence naming the words outright comes first."""
+    text = (
+        "TTS has Paid parental leave (PPL) for a new child. You will submit a leave request, "
+        "using the same steps that you use for sick leave. You must use the PPL within a "
+        "year of the child's birth or placement."
+    )
+    question = "How long do I have to use paid parental leave?"
+    first = quoted(answer(question, snippet("S1", text)))[0]
+    assert first.startswith("You must use the PPL"), first
+    undefined = text.replace("Paid parental leave (PPL)", "a Payroll Processing Log (PPL)")
+    first = quoted(answer(question, snippet("S1", undefined)))[0]
+    assert not first.startswith("You must use the PPL"), first

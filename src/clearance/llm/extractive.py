@@ -684,11 +684,46 @@ def _other_section(a: tuple[str, str], b: tuple[str, str]) -> bool:
     return a[0] == b[0] and bool(a[1]) and bool(b[1]) and a[1] != b[1]
 
 
-def _score(question: set[str], unit: _Unit) -> int:
+# "Paid parental leave (PPL)": a name written out, then its abbreviation in brackets.
+_DEFINED = re.compile(r"([^\W\d_][\w'’-]*(?:[ \t]+[\w'’-]+){0,9})[ \t]*\(([A-Z][A-Za-z]{1,7})\)")
+_SMALL_WORDS = frozenset(["a", "an", "and", "for", "in", "of", "on", "or", "the", "to", "with"])
+
+
+def _abbreviations(snippets: Sequence[Snippet]) -> dict[str, dict[str, set[str]]]:
+    """Per document, each abbreviation its passages define ("Paid parental leave (PPL)",
+    "Voluntary Leave Transfer Program (VLTP)") → the terms of what it stands for: its
+    letters are the initials of the words before the brackets. A passage saying "use the
+    PPL within a year" then holds "paid", "parental" and "leave" for the question."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for snippet in snippets:
+        for m in _DEFINED.finditer(f"{snippet.title}\n{snippet.text}"):
+            abbr = m.group(2)
+            words = m.group(1).split()
+            content = [i for i, w in enumerate(words) if w.casefold() not in _SMALL_WORDS]
+            if len(content) < len(abbr):
+                continue
+            first = content[-len(abbr)]
+            initials = "".join(words[i][0] for i in content[-len(abbr) :])
+            if initials.casefold() != abbr.casefold():
+                continue
+            terms = set(document_terms(" ".join(words[first:])))
+            for key in document_terms(abbr):
+                out.setdefault(snippet.doc_id, {}).setdefault(key, set()).update(terms)
+    return out
+
+
+def _score(
+    question: set[str], unit: _Unit, expansions: Mapping[str, set[str]] | None = None
+) -> int:
     """The question terms ``unit`` holds, plus those of its heading when it holds any (a
     list item under "Class of travel" answers a question about the class of travel), the
-    words of what is asked counting :data:`_SUBJECT` times a word of when."""
-    own = question.intersection(document_terms(unit.text))
+    words of what is asked counting :data:`_SUBJECT` times a word of when. ``expansions``:
+    the document's abbreviations, whose written-out terms a unit using one holds too."""
+    terms = set(document_terms(unit.text))
+    if expansions:
+        for abbr in terms & expansions.keys():
+            terms |= expansions[abbr]
+    own = question.intersection(terms)
     if not own:
         return 0
     held = own | question.intersection(document_terms(unit.heading))
@@ -773,6 +808,7 @@ class ExtractiveProvider:
         if not question:
             return []
         units = [_units(s) for s in request.snippets]
+        defined = _abbreviations(request.snippets)
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
         for s_index, snippet_units in enumerate(units):
@@ -782,7 +818,7 @@ class ExtractiveProvider:
                 flat = " ".join(unit.text.split())
                 if flat in seen:
                     continue
-                score = _score(question, unit)
+                score = _score(question, unit, defined.get(request.snippets[s_index].doc_id))
                 if score > 0:
                     seen.add(flat)
                     candidates.append((-score, s_index, u_index, score))
