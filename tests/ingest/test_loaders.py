@@ -214,6 +214,21 @@ def test_markdown_tables_are_numbered_per_document(tmp_path: Path) -> None:
     ]
 
 
+def test_a_nested_list_item_keeps_its_depth(tmp_path: Path) -> None:
+    """ "   1." under "2." is a sub-step, not a second first step (TTS handbook trial):
+    a nested item's line opens with its depth. Reverse proof: the outer items do not."""
+    text = (
+        "# Checklist\n\nBefore taking leave:\n\n1. Submit a request.\n2. Mark your calendar.\n"
+        "   1. Google Calendar has an OOO setting.\n3. Decline meetings.\n"
+    )
+    body = "\n".join(
+        s.text for s in extract(_write(tmp_path / "c.md", text), max_chars=100).sections
+    )
+    lines = body.splitlines()
+    assert "   1. Google Calendar has an OOO setting." in lines, lines
+    assert "2. Mark your calendar." in lines and "3. Decline meetings." in lines, lines
+
+
 def test_markdown_without_h1_has_no_title(tmp_path: Path) -> None:
     extracted = extract(_write(tmp_path / "n.md", "## Sub\n\ntext\n"), max_chars=100)
     assert extracted.title is None

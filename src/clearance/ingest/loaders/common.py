@@ -125,11 +125,12 @@ class Outline:
         self._path.append((level, text))
         self._pending_heading = text
 
-    def text(self, text: str) -> None:
-        """Add one block of body text (a paragraph, list item, code block …)."""
+    def text(self, text: str, *, indent: str = "") -> None:
+        """Add one block of body text (a paragraph, list item, code block …); ``indent``
+        opens its first line (a nested list item's depth)."""
         block = clean_block(text)
         if block:
-            self._body.append(block)
+            self._body.append(indent + block)
 
     def table(self, rows: Sequence[Sequence[str]]) -> None:
         """Add a table given as rows of cell texts, the first row being the header."""

@@ -60,6 +60,7 @@ _RAW_HTML = (  # CommonMark's HTML blocks 1-5, which run until an end marker, no
     (re.compile(r" {0,3}<!\[CDATA\["), re.compile(r"\]\]>")),
 )  # fmt: skip
 _CONTAINERS = frozenset({"list_item_open", "blockquote_open"})  # rules that parse nested blocks
+_NESTED = "   "  # the indent of a list item per level it is nested
 _MAX_REREADS = 64
 _MARKERS = re.compile(r"^(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|[0-9]{1,9}[.)](?=[ \t]|$)))*[ \t]*")
 
@@ -136,6 +137,7 @@ class _Reader:
         heading_level: int | None = None
         markers: list[str] = []  # one per open list: "-" for bullets, "." / ")" for ordered
         marker: str | None = None  # the marker the next paragraph of a list item starts with
+        depth = 0  # how deep that list item is nested
         rows: list[list[str]] | None = None  # the table being read
         skipping: int | None = None  # level of an unparsed container, until its close
         for token in tokens:
@@ -160,6 +162,7 @@ class _Reader:
             elif kind == "list_item_open":
                 kind_marker = markers[-1] if markers else "-"
                 marker = "- " if kind_marker == "-" else f"{token.info or '1'}{kind_marker} "
+                depth = len(markers) - 1
             elif kind == "list_item_close":
                 marker = None
             elif kind == "table_open":
@@ -179,9 +182,12 @@ class _Reader:
                     self.outline.heading(heading_level, text)
                     if heading_level == 1 and self.title is None:
                         self.title = collapse(text) or None
-                else:
-                    self.outline.text(f"{marker}{text}" if marker else text)
+                elif marker:
+                    # A nested item keeps its depth: "   1." under "2." is no new first step.
+                    self.outline.text(f"{marker}{text}", indent=_NESTED * depth)
                     marker = None
+                else:
+                    self.outline.text(text)
             elif kind in ("fence", "code_block"):
                 self.outline.text(token.content)
             elif kind == "html_block":
