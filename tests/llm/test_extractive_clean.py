@@ -496,3 +496,22 @@ def test_an_abbreviation_a_page_defines_holds_the_words_it_stands_for() -> None:
     undefined = text.replace("Paid parental leave (PPL)", "a Payroll Processing Log (PPL)")
     first = quoted(answer(question, snippet("S1", undefined)))[0]
     assert not first.startswith("You must use the PPL"), first
+
+
+def test_a_nested_step_is_quoted_at_its_depth_through_the_answer_checks() -> None:
+    """ "   1." under "2." (a nested Markdown list keeps its depth in the document's text)
+    is shown at that depth in the answer, after the checks that split and re-join it,
+    never as a second first step (TTS handbook trial). Reverse proof: top-level steps are
+    not indented."""
+    from clearance.answer.narrative import check_answer
+
+    text = (
+        "Before taking leave, be sure to:\n1. Submit a leave request.\n"
+        "2. Mark your out of office time on your calendar.\n"
+        "   1. Google Calendar has an OOO setting.\n3. Decline or reschedule meetings."
+    )
+    source = snippet("S1", text)
+    raw = answer("What do I need to do before going on leave?", source)
+    lines = check_answer(raw, [source]).render().splitlines()
+    assert "   1. Google Calendar has an OOO setting. [S1]" in lines, lines
+    assert "2. Mark your out of office time on your calendar. [S1]" in lines, lines

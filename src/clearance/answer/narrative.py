@@ -157,6 +157,9 @@ def _split(answer: str) -> list[tuple[str, tuple[str, ...], bool]]:
         inferred = bool(_INFERRED.search(piece))
         plain = _INFERRED.sub(" ", _MARKER.sub(" ", piece))
         text = _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(plain.split()))
+        depth = len(plain) - len(plain.lstrip(" "))
+        if depth and is_line_unit(plain):  # a nested list item keeps its depth
+            text = plain[:depth] + text
         if text.strip(" .。"):
             out.append((text, refs, inferred))
         elif refs and out:

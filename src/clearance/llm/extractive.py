@@ -215,9 +215,22 @@ def _spans(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, 
         while e > s and text[e - 1].isspace():
             e -= 1
         if s < e:
-            spans.append((s, e))
+            spans.append((_with_indent(text, s), e))
         start = cut
     return spans
+
+
+def _with_indent(text: str, start: int) -> int:
+    """Where a list item nested under another begins, with the spaces that open its line
+    ("   1." under "2."): its depth is part of what it says. Any other span as given."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if (
+        line_start < start
+        and not text[line_start:start].strip(" ")
+        and _LIST_ITEM.match(text, start)
+    ):
+        return line_start
+    return start
 
 
 def split_sentences(text: str) -> list[str]:
@@ -233,7 +246,7 @@ def split_sentences(text: str) -> list[str]:
 def is_line_unit(text: str) -> bool:
     """Whether ``text`` is a list item or a table line, which an answer shows on a line of
     its own rather than run into the prose around it."""
-    return bool(_LIST_ITEM.match(text)) or _CELL in text
+    return bool(_LIST_ITEM.match(text.lstrip(" "))) or _CELL in text
 
 
 def _flat(text: str) -> str:
@@ -360,7 +373,7 @@ def _units(snippet: Snippet) -> list[_Unit]:
                 group += 1
             units.append(_Unit(piece, group, table=True, header=is_header, heading=heading))
             previous = "row"
-        elif _LIST_ITEM.match(piece):
+        elif _LIST_ITEM.match(piece.lstrip(" ")):
             if previous != "item":
                 group += 1
             units.append(_Unit(piece, group, heading=heading))
