@@ -26,8 +26,12 @@ What is guaranteed:
   hold (steps 4–5 in the chunk after steps 1–3).
   When a table row is, the rows selected are those of the same category the question names
   (every ``Tokyo / Osaka`` row for "Tokyo"), else those matching it best.
+  A nested item keeps the spaces that open its line ("   1." under "2."): its depth.
 * **Relevant or nothing.** Only units sharing at least one term with the question are chosen;
   when none does, the answer is ``""`` (the orchestrator then reports that it has no source).
+  An abbreviation a passage of the same document defines ("Paid parental leave (PPL)")
+  holds the words it stands for; a question asking how much, how many or how long gets
+  the sentence that continues a chosen one when only that one states a quantity.
 * **Metadata is not content.** An e-mail's header block (``From:``, ``To:``, ``Subject:`` …,
   a forwarded message's included) is never quoted.
 * **No borrowed citations.** A unit that itself contains a citation marker such as ``[S2]``
