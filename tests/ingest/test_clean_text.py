@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearance.ingest.loaders import extract
-from clearance.ingest.loaders.markup import front_matter, strip_templates
+from clearance.ingest.loaders.markup import front_matter, plain_links, strip_templates
 
 HANDBOOK = """---
 title: "Parental leave"
@@ -137,3 +137,21 @@ def test_front_matter_that_does_not_parse_is_still_not_text() -> None:
     assert fields == {}
     assert text == "\n\n\nBody text.\n"
     assert strip_templates("a {{ page.owner }} b", {"owner": "Ops"}) == "a Ops b"
+
+
+def test_a_tag_that_only_shows_its_string_becomes_that_string() -> None:
+    """ "post in {% slack_channel "people-ops" %} or email …" (the TTS handbook) reads
+    "post in people-ops or email …", and a page link's target tag leaves the link's label.
+    Reverse proof: control and include tags, with or without a quoted argument, leave
+    nothing; the line count is kept."""
+    text = (
+        'post in {% slack_channel "people-ops" %} or email us\n'
+        "[FMLA]({% page 'travel-and-leave/fmla' %}) leave\n"
+        '{% include "step-indicator.html" %}\n'
+        '{% if site.x == "y" %}shown{% endif %}\n'
+    )
+    out = strip_templates(text)
+    assert out.splitlines()[0] == "post in people-ops or email us"
+    assert plain_links(out).splitlines()[1] == "FMLA leave"
+    assert "step-indicator" not in out and "site.x" not in out and "shown" in out
+    assert out.count("\n") == text.count("\n")

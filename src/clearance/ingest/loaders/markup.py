@@ -7,7 +7,9 @@ MkDocs), and e-mails are exported with their headers; none of that is text a rea
   the file is the page's metadata: its fields are returned (``title`` becomes the document's
   title) and the block is never indexed as text;
 * :func:`strip_templates` — template tags (``{% include … %}``, ``{% if … %}``, Hugo's
-  ``{{< note >}}``, ``{# … #}``) are removed and the text between them is kept; a comment
+  ``{{< note >}}``, ``{# … #}``) are removed and the text between them is kept, except a
+  tag that only shows the one quoted string it is given (``{% slack_channel "#ops" %}``),
+  which becomes that string; a comment
   block (``{% comment %}`` … ``{% endcomment %}``) is removed whole; an output tag
   (``{{ page.title }}``) becomes the front matter field it names, else nothing. Fenced code
   (```` ``` ```` / ``~~~``) is left as written;
@@ -116,8 +118,32 @@ def strip_templates(text: str, fields: Mapping[str, str] | None = None) -> str:
         return value if value is not None else _blank(m.group(0))
 
     text = _outside_fences(text, _COMMENT_BLOCK, lambda m: _blank(m.group(0)))
-    text = _outside_fences(text, _TAG, lambda m: _blank(m.group(0)))
+    text = _outside_fences(text, _TAG, _tag_words)
     return _outside_fences(text, _OUTPUT, output)
+
+
+# A tag a site renders as the words it is given: one quoted argument, and a name that is
+# no control tag (``{% slack_channel "#people-ops" %}`` → ``#people-ops``; a page link's
+# ``{% page "travel/fmla" %}`` → its path, which link syntax then drops for the label).
+_WORDS_TAG = re.compile(r"\{%-?\s*([A-Za-z_][\w.-]*)\s+(?:\"([^\"\n]*)\"|'([^'\n]*)')\s*-?%\}")
+_CONTROL_TAGS = frozenset(
+    re.findall(
+        r"\w+",
+        """assign block break call capture case comment continue cycle decrement else elsif
+        embed endblock endcall endcapture endcase endcomment endfor endif endmacro endraw
+        endset endunless endwith extends filter for from if import include include_relative
+        increment liquid macro raw render set tablerow unless when with""",
+    )
+)
+
+
+def _tag_words(m: re.Match[str]) -> str:
+    """What a template tag leaves in the text: the words of a tag that only shows them
+    (see :data:`_WORDS_TAG`), else nothing (blank lines where it spanned lines)."""
+    words = _WORDS_TAG.fullmatch(m.group(0))
+    if words is not None and words.group(1).casefold() not in _CONTROL_TAGS:
+        return words.group(2) if words.group(2) is not None else words.group(3)
+    return _blank(m.group(0))
 
 
 def plain_links(text: str) -> str:
