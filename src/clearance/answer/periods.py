@@ -32,7 +32,7 @@ from datetime import date
 from typing import Literal
 
 from clearance.config import FactSettings, fiscal_year_start_month
-from clearance.ingest.facts import AT_END
+from clearance.ingest.facts import AT_END, MONTH_NAMES
 
 __all__ = [
     "FiscalCalendar",
@@ -322,7 +322,6 @@ def _longest(matches: Sequence[RelativeMatch]) -> list[RelativeMatch]:
 
 
 _FISCAL_PART = re.compile(r"^(?P<kind>[HQ])(?P<n>[1-4]) (?P<year>\d{4})$")
-_MONTH_ABBREVIATIONS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")  # fmt: skip
 
 
 def span_of_fiscal_part(period: str, year_end: int) -> str | None:
@@ -336,4 +335,4 @@ def span_of_fiscal_part(period: str, year_end: int) -> str | None:
     length = 6 if m.group("kind") == "H" else 3
     months = year_end + length * int(m.group("n"))  # counted from the year before's start
     year = int(m.group("year")) - 1 + (months - 1) // 12
-    return f"{length}M ended {_MONTH_ABBREVIATIONS[(months - 1) % 12]} {year}"
+    return f"{length}M ended {MONTH_NAMES[(months - 1) % 12]} {year}"

@@ -72,6 +72,7 @@ from clearance.model import Fact, Section
 
 __all__ = [
     "AT_END",
+    "MONTH_NAMES",
     "YEAR_ENDS_KEY",
     "Match",
     "ParsedNumber",
@@ -246,7 +247,7 @@ def _distinct(matches: Iterable[Match]) -> list[str]:
 
 # --------------------------------------------------------------------------- partial periods
 
-_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _COUNT_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -259,12 +260,12 @@ _RW = r"(?![0-9A-Za-z])"
 
 
 def _month(word: str) -> str:
-    return _MONTH_NAMES[[m.casefold() for m in _MONTH_NAMES].index(word[:3].casefold())]
+    return MONTH_NAMES[[m.casefold() for m in MONTH_NAMES].index(word[:3].casefold())]
 
 
 def _month_number(text: str) -> str | None:
     n = int(text)
-    return _MONTH_NAMES[n - 1] if 1 <= n <= 12 else None
+    return MONTH_NAMES[n - 1] if 1 <= n <= 12 else None
 
 
 def _count(text: str) -> int | None:
@@ -1130,7 +1131,7 @@ def fiscal_year_end(texts: Iterable[str]) -> int | None:
     for text in texts:
         norm = normalize(text)
         for m in _YEAR_ENDED.finditer(norm):
-            months.add(_MONTH_NAMES.index(_month(m.group(1))) + 1)
+            months.add(MONTH_NAMES.index(_month(m.group(1))) + 1)
         for m in _ENDING_YEAR.finditer(norm):
             if 1 <= int(m.group(2)) <= 12:
                 months.add(int(m.group(2)))

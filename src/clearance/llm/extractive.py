@@ -685,13 +685,10 @@ def _with_quantity(
 
 
 def _place(
-    snippets: Sequence[Snippet],
-    units: Sequence[Sequence[_Unit]],
-    candidate: tuple[int, int, int, int],
+    snippets: Sequence[Snippet], units: Sequence[Sequence[_Unit]], s: int, u: int
 ) -> tuple[str, str]:
-    """The document and heading a candidate unit stands under."""
-    _, s_index, u_index, _ = candidate
-    return snippets[s_index].doc_id, units[s_index][u_index].heading
+    """The document and heading unit ``u`` of snippet ``s`` stands under."""
+    return snippets[s].doc_id, units[s][u].heading
 
 
 def _other_section(a: tuple[str, str], b: tuple[str, str]) -> bool:
@@ -845,7 +842,7 @@ class ExtractiveProvider:
         if not candidates:
             return []
         floor = _floor(c[3] for c in candidates)
-        best_place = _place(request.snippets, units, min(candidates))
+        best_place = _place(request.snippets, units, *min(candidates)[1:3])
         elsewhere = _floor((c[3] for c in candidates), _ELSEWHERE)
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
@@ -864,7 +861,7 @@ class ExtractiveProvider:
             if score < floor or (s_index, u_index) in quoted:
                 continue
             if score < elsewhere and _other_section(
-                _place(request.snippets, units, (0, s_index, u_index, 0)), best_place
+                _place(request.snippets, units, s_index, u_index), best_place
             ):
                 continue
             if len(picked) >= self.max_sentences:
