@@ -241,6 +241,25 @@ def test_a_question_about_a_difference_keeps_the_comparison() -> None:
         assert quoted(answer(question, snippet("S1", text))) == [" ".join(text.split())]
 
 
+def test_a_question_for_one_amount_gets_the_one_its_best_sentence_states() -> None:
+    """ "営業利益はいくらでしたか": the sentence stating this year's operating profit, without
+    the next one's forecast figures beside it (an unasked second figure reads as an answer).
+    Reverse proof: a question that does not ask for one amount keeps both sentences."""
+    text = (
+        "営業利益は、大きな減損損失を計上した前期から大幅増の260億円となった。"
+        "事業貢献利益は、前期比大幅増の400億円、営業利益はグローバル構造改革費用などを見込み、"
+        "同減益とした。"
+    )
+    for question in (
+        "2024年3月期の営業利益はいくらでしたか?",
+        "How much was 営業利益 in 2024?",
+    ):
+        units = quoted(answer(question, snippet("S1", text)))
+        assert len(units) == 1 and "260億円" in units[0], units
+    both = quoted(answer("2024年3月期の営業利益について", snippet("S1", text)))
+    assert len(both) == 2, both
+
+
 APPROVALS_1 = (
     "Approving Officials\n"
     "With two exceptions, the authority to approve absence and leave is delegated.\n"

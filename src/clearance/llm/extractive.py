@@ -581,7 +581,7 @@ def _of_the_period_asked(
 # A question asking for one amount.
 _ASKS_AMOUNT = re.compile(
     r"\bhow\s+(?:much|many|large|big|high)\b|\bwhat\s+(?:was|were|is|are)\s+the\s+"
-    r"(?:amount|total|number|size|value)\b",
+    r"(?:amount|total|number|size|value)\b|いくら|幾ら|多少|何(?:円|%|％)",
     re.IGNORECASE,
 )
 # A question asking how one amount compares with another ("How much larger was the deficit
@@ -614,6 +614,34 @@ def _first_amount(sentence: str, question: set[str]) -> str:
     if len(held) < len(question.intersection(document_terms(rest))) or len(head.split()) < 5:
         return sentence
     return head.rstrip(" ,;") + " …"
+
+
+def _names_period(question: str) -> bool:
+    """Whether ``question`` names the period it asks about (a year, month, quarter, half or
+    count of months)."""
+    return bool(
+        _year_parts(question)
+        or _month_spans(question)
+        or _MONTH_WORD.search(question)
+        or _YEAR_WORD.search(question)
+    )
+
+
+def _one_amount(chosen: Sequence[Quote]) -> list[Quote]:
+    """For a question naming its period, ``chosen`` without the prose sentences after the first one that states an amount
+    and that state amounts of their own: a question asking for one amount gets the one its
+    best sentence states ("営業利益は…260億円となった。"), not the next best sentence's
+    forecast or prior-year figure beside it. List items and table lines are kept: they are
+    chosen as a whole (a table's rows, a list's items)."""
+    kept: list[Quote] = []
+    stated = False
+    for q in chosen:
+        amounts = not q.line and bool(_stated_amounts(q.sentence))
+        if amounts and stated:
+            continue
+        stated = stated or amounts
+        kept.append(q)
+    return kept
 
 
 # Words that name when, not what: a year, a month, a count of months, "fiscal", "first".
@@ -928,6 +956,8 @@ class ExtractiveProvider:
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
         if _ASKS_AMOUNT.search(request.question) and not _ASKS_COMPARISON.search(request.question):
+            if _names_period(request.question):
+                chosen = _one_amount(chosen)
             chosen = [replace(q, sentence=_first_amount(q.sentence, question)) for q in chosen]
         return chosen
 
