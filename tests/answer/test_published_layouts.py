@@ -441,3 +441,95 @@ def test_a_figure_names_its_line_as_the_table_writes_it(app: Clearance) -> None:
     total = ask(app, "What was Microsoft's total revenue in fiscal 2024?")
     assert "Microsoft's revenue in FY2024" in total, total
     assert "intelligent cloud revenue" in {f.metric for f in app.store.list_facts()}
+
+
+@pytest.fixture
+def konica(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Clearance:
+    """A results deck's table holding the second quarter only, and the year's overview
+    stating the year's operating profit in prose (issue 22's held-out Japanese trial)."""
+    corpus = tmp_path / "ir"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
+    write_csv(
+        corpus / "konica-minolta-2024-q2-tanshin.csv",
+        [
+            ["2024年3月期第2四半期の連結業績", "売上高(百万円)", "営業利益(百万円)"],
+            ["2024年3月期第2四半期", "552,763", "785"],
+        ],
+    )
+    (corpus / "konica-minolta-overview.md").write_text(
+        "# コニカミノルタ 2024年3月期 連結業績の概要\n\n"
+        "## 決算会見\n\n"
+        "営業利益は、大きな減損損失を計上した前期から大幅増の260億円となった。\n",
+        encoding="utf-8",
+    )
+    (corpus / "konica-minolta-2025-h1-overview.md").write_text(
+        "# コニカミノルタ 2025年3月期 第2四半期の概要\n\n上半期の営業利益は120億円となった。\n\n"
+        "## 2026年3月期の見通し\n\n2026年3月期の営業利益は300億円を見込む。\n",
+        encoding="utf-8",
+    )
+    # Another company's year, in the same words.
+    (corpus / "ricoh-fy2023-overview.md").write_text(
+        "# リコー 2024年3月期 連結業績の概要\n\n営業利益は、前期から増加し500億円となった。\n",
+        encoding="utf-8",
+    )
+    # The default extractive provider, as a new user runs it.
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
+    return engine
+
+
+def no_part_as_the_year(result_answer: str) -> None:
+    """No amount stated for part of a year (the half year's 120億円, the quarter's 785), for
+    another company (500億円) or as a forecast (300億円) stands in an answer about a whole
+    year."""
+    assert "120億円" not in result_answer and "785" not in result_answer.split("\n")[0]
+    assert "500億円" not in result_answer and "300億円" not in result_answer
+
+
+def test_a_whole_years_figure_no_table_reports_is_quoted_from_the_document_that_states_it(
+    konica: Clearance,
+) -> None:
+    """ "2024年3月期の営業利益は?" when the tables hold only the second quarter: the year's
+    overview states it, so the answer quotes that sentence (numbers from its source)
+    instead of "No figure found". A year no sentence states, and a year whose only
+    sentence states a half year's amount, stay not found."""
+    result = konica.ask("2024年3月期の営業利益はいくらでしたか?", "kenji")
+    assert result.status is Status.ANSWERED, result.answer
+    assert "260億円" in result.answer and "stated_in_prose" in result.flags
+    assert result.citations[0].doc_id.endswith("konica-minolta-overview.md")
+    no_part_as_the_year(result.answer)
+    for question in (
+        "2023年3月期の営業利益はいくらでしたか?",
+        "2025年3月期の営業利益はいくらでしたか?",
+        "2026年3月期の営業利益はいくらでしたか?",
+    ):
+        other = konica.ask(question, "kenji")
+        assert other.status is Status.NOT_FOUND, (question, other.answer)
+        assert "260億円" not in other.answer
+        no_part_as_the_year(other.answer)
+
+
+def test_a_part_a_forecast_or_another_companys_sentence_is_never_the_years(
+    konica: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reverse proofs: were a half year's or a forecast's sentence taken as a whole year's,
+    or another company's sentence as this one's, the checks above would catch it."""
+    import clearance.answer.routes.figures as figures
+
+    monkeypatch.setattr(figures, "states_whole_year_amount", lambda sentence: "億円" in sentence)
+    for year in ("2025", "2026"):
+        leaky = konica.ask(f"{year}年3月期の営業利益はいくらでしたか?", "kenji")
+        with pytest.raises(AssertionError):
+            no_part_as_the_year(leaky.answer)
+    monkeypatch.undo()
+    monkeypatch.setattr(figures, "_names_entity", lambda *args: True)
+    leaky = konica.ask("2024年3月期の営業利益はいくらでしたか?", "kenji")
+    with pytest.raises(AssertionError):
+        no_part_as_the_year(leaky.answer)

@@ -20,6 +20,7 @@ from clearance.config import LATEST_PERIOD
 from clearance.errors import ConfigError
 from clearance.ingest.facts import Vocabulary, normalize
 from clearance.llm.base import Provider
+from clearance.llm.extractive import ExtractiveProvider
 from clearance.llm.guard import EgressGuard, Recheck, RecheckResult
 from clearance.model import Document, Fact, Sensitivity, is_restricted
 from clearance.runtime import Runtime
@@ -43,6 +44,8 @@ class AnswerContext:
         self.settings = runtime.settings
         self.guard = EgressGuard(provider)
         self.judge_guard = EgressGuard(judge) if judge is not None else None
+        #: The built-in extractive reader behind the same guard: passages quoted, no model.
+        self.quoting_guard = EgressGuard(ExtractiveProvider())
         self._providers = tuple(dict.fromkeys(p for p in (provider, judge) if p is not None))
         self.scope = ScopeGate(self.settings.scope)
         # Compiled once: the structured tool runs once per part of a multi question.

@@ -92,8 +92,11 @@ class Orchestrator:
         self.ctx = AnswerContext(
             runtime, provider=provider, judge=judge, intent_parser=intent_parser
         )
-        figures = FiguresRoute(self.ctx)
         self.narrative = NarrativeRoute(self.ctx)
+        figures = FiguresRoute(
+            self.ctx,
+            lambda request: self.narrative.passages(request, prose_only=True, quoting=True),
+        )
         self.restricted = RestrictedNamingRoute(self.ctx)
         self.no_source = NoSourceRoute(self.ctx)
         #: Tried in this order; the first that answers answers (the last always does).

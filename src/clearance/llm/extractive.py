@@ -53,7 +53,13 @@ from dataclasses import dataclass, replace
 from clearance.analysis import document_terms, query_terms, search_terms
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
 
-__all__ = ["ExtractiveProvider", "Quote", "is_line_unit", "split_sentences"]
+__all__ = [
+    "ExtractiveProvider",
+    "Quote",
+    "is_line_unit",
+    "split_sentences",
+    "states_whole_year_amount",
+]
 
 # A Latin sentence ends at . ! ? (possibly repeated, possibly followed by closing quotes or
 # brackets) followed by whitespace; a CJK sentence ends at 。！？．, whitespace optional; a line
@@ -512,6 +518,36 @@ def _month_spans(text: str) -> set[int]:
         int(m.group(1)) if m.group(1).isdigit() else _COUNTS[m.group(1).casefold()]
         for m in _MONTH_SPAN.finditer(text)
     }
+
+
+# Words that make an amount one of part of a year: year to date, the first n quarters,
+# "1–9月", "年初至报告期末" (the months to the end of the reporting period).
+_PART_OF_YEAR = re.compile(
+    r"\b(?:ytd|year[\s-]+to[\s-]+date|through|to\s+date)\b|前[一二三两]季度|年初至|累计|累計"
+    r"|\d{1,2}\s*[-–~〜～]\s*\d{1,2}\s*月",
+    re.IGNORECASE,
+)
+
+
+# Words of a forecast, a plan or a budget: an amount expected, not one reported.
+_EXPECTED = re.compile(
+    r"\b(?:expect(?:s|ed)?|forecasts?|outlook|guidance|plans?|planned|budget(?:ed)?|project(?:s|ed)|"
+    r"target(?:s|ed)?|estimates?|anticipate[sd]?)\b|見通し|予想|計画|目標|见込|見込|预计|预测|计划|目标|预算",
+    re.IGNORECASE,
+)
+
+
+def states_whole_year_amount(sentence: str) -> bool:
+    """Whether ``sentence`` is one statement of a reported amount for a whole year: it
+    states one or two amounts (a page of table cells read as one run states many), names
+    no part of a year (a quarter, a half, a count of months other than twelve, year to
+    date), and no forecast, plan or budget."""
+    amounts = _stated_amounts(sentence)
+    if not 0 < len(amounts) <= 2 or len(re.findall(r"\d[\d,.]*", sentence)) > 6:
+        return False
+    if _year_parts(sentence) or _PART_OF_YEAR.search(sentence) or _EXPECTED.search(sentence):
+        return False
+    return not (_month_spans(sentence) - {12})
 
 
 def _with_table_header(units: Sequence[_Unit], index: int) -> str:

@@ -4,9 +4,10 @@ deterministically with their provenance; missing data is an honest "not found"."
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date
+from pathlib import PurePosixPath
 
 from clearance.answer.context import AnswerContext
 from clearance.answer.intent import (
@@ -35,11 +36,12 @@ from clearance.answer.structured import (
     sole_entity,
 )
 from clearance.config import LATEST_PERIOD
-from clearance.ingest.facts import YEAR_ENDS_KEY
+from clearance.ingest.facts import YEAR_ENDS_KEY, Vocabulary
+from clearance.llm.extractive import states_whole_year_amount
 from clearance.model import Document, Fact
 from clearance.trust import resolve_trust
 
-__all__ = ["PARTS_OF_PERIOD", "FiguresRoute"]
+__all__ = ["PARTS_OF_PERIOD", "STATED_IN_PROSE", "FiguresRoute"]
 
 MISSING_WORDS = {"metric": "figure"}
 
@@ -50,6 +52,14 @@ CLARIFY_AMBIGUOUS = "“{text}” can mean {readings}; please say which period y
 
 #: Flag of a figure answer that gives parts of the period asked about, not the period.
 PARTS_OF_PERIOD = "parts_of_period"
+#: Flag of a figure answer quoted from a document's sentence: no table reports it.
+STATED_IN_PROSE = "stated_in_prose"
+
+_WHOLE_YEAR = re.compile(r"(?:FY|CY)(\d{4})")
+# What the narrative answer puts before a source's sentence that disagrees with another.
+_OTHER_SOURCE = "Another source says otherwise:"
+# A sentence of an answer and the number of its citation marker.
+_CITED = re.compile(r"([^\[\]]+?)\s*\[S(\d{1,4})\]")
 
 TOO_MANY_PARTS = (
     "That asks for more than {limit} figures at once; please ask about fewer metrics, "
@@ -57,11 +67,45 @@ TOO_MANY_PARTS = (
 )
 
 
+def _names_year(year: str, text: str) -> bool:
+    """Whether ``text`` names ``year`` as a year, not as part of a date (``2024-05-14``,
+    ``2024年5月14日``): a results briefing's date is not the year it reports."""
+    return bool(re.search(rf"(?<![\d-]){year}(?![\d/-]|年\d{{1,2}}月\d{{1,2}}日)", text))
+
+
+def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: Citation) -> bool:
+    """Whether the sentence, its section, its document's title or file name names ``entity``
+    (any of its names): a company total is never another company's, nor a line's."""
+    if entity is None:
+        return True
+    file_words = re.sub(r"[-_.]+", " ", PurePosixPath(cited.uri).stem)
+    text = f"{sentence}\n{cited.locator}\n{cited.title}\n{file_words}"
+    return any(m.canonical == entity for m in vocab.find("entity", text))
+
+
+def _plain_sentence(sentence: str, cited: Citation) -> str:
+    """A sentence of a narrative answer without what the answer put before it: the note
+    that another source disagrees, and its section's heading."""
+    sentence = sentence.strip().removeprefix(_OTHER_SOURCE).strip()
+    heading = cited.locator.removeprefix("section=").rsplit(">", 1)[-1].strip()
+    if heading and sentence.startswith(heading + " "):
+        sentence = sentence[len(heading) + 1 :]
+    return sentence
+
+
 class FiguresRoute:
     """Metric questions answered from the fact table (docs/design.md §5)."""
 
-    def __init__(self, ctx: AnswerContext) -> None:
+    def __init__(
+        self,
+        ctx: AnswerContext,
+        quote: Callable[[AnswerRequest], AnswerResult | None] | None = None,
+    ) -> None:
         self.ctx = ctx
+        #: The passages' own sentences, quoted without a model (the narrative route's
+        #: ``passages(…, prose_only=True, quoting=True)``), asked for a whole year's figure
+        #: no table reports.
+        self.quote = quote
 
     def answer(self, request: AnswerRequest) -> AnswerResult | None:
         intent = request.intent
@@ -398,6 +442,9 @@ class FiguresRoute:
                 Route.STRUCTURED,
             )
         trace.reason = "not_found"
+        stated = self._stated_in_prose(request, result.query)
+        if stated is not None:
+            return replace(stated, answer=preamble + stated.answer)
         parts_of_year = self._parts_of_year(request, result.query)
         if parts_of_year:
             # The whole year is not reported, but parts of it are: the year is not found
@@ -417,6 +464,52 @@ class FiguresRoute:
             preamble + render_not_found(result.query),
             Route.STRUCTURED,
         )
+
+    def _stated_in_prose(self, request: AnswerRequest, query: MetricQuery) -> AnswerResult | None:
+        """A whole year's figure no table reports, stated in a sentence of a readable
+        document: "2024年3月期の営業利益は?" where the results deck holds only the second
+        quarter, and the year's overview says "営業利益は…260億円となった". The narrative
+        path's answer is given when one of its sentences names the metric, states an amount
+        for no part of a year, and names the year (itself, or by its section or title);
+        otherwise nothing is taken from it and the table's "not found" stands. The sentences
+        are quoted as written (no model is asked), so its numbers are its source's own."""
+        if self.quote is None or query.metric is None or query.qualifier is not None:
+            return None
+        year = _WHOLE_YEAR.fullmatch(query.period or "")
+        if year is None:
+            return None
+        vocab = request.vocab or self.ctx.vocab
+        trace = request.trace
+        kept = (list(trace.retrieved), trace.denied_retrieved, trace.reason)
+        prose = self.quote(request)
+        stated: dict[Citation, list[str]] = {}
+        if prose is not None and prose.status is Status.ANSWERED:
+            for sentence, n in _CITED.findall(prose.answer):
+                if not 0 < int(n) <= len(prose.citations):
+                    continue
+                cited = prose.citations[int(n) - 1]
+                sentence = _plain_sentence(sentence, cited)
+                if (
+                    states_whole_year_amount(sentence)
+                    and _names_year(year.group(1), f"{sentence} {cited.locator}")
+                    and any(m.canonical == query.metric for m in vocab.find("metric", sentence))
+                    and _names_entity(vocab, query.entity, sentence, cited)
+                ):
+                    stated.setdefault(cited, []).append(sentence)
+        if stated:
+            # Only the sentences that state the year's figure: the narrative answer's others
+            # may give another period's amount (a half year's, a forecast).
+            trace.reason = None
+            text = " ".join(
+                f"{sentence} [S{i}]"
+                for i, sentences in enumerate(stated.values(), start=1)
+                for sentence in sentences
+            )
+            return AnswerResult(
+                Status.ANSWERED, text, Route.NARRATIVE, tuple(stated), flags=(STATED_IN_PROSE,)
+            )
+        trace.retrieved, trace.denied_retrieved, trace.reason = kept
+        return None
 
     def _parts_of_year(
         self, request: AnswerRequest, query: MetricQuery

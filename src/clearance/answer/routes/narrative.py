@@ -69,10 +69,14 @@ class NarrativeRoute:
             return found
         return self._which_period_stated(request, request.intent, found)
 
-    def passages(self, request: AnswerRequest, *, prose_only: bool = False) -> AnswerResult | None:
+    def passages(
+        self, request: AnswerRequest, *, prose_only: bool = False, quoting: bool = False
+    ) -> AnswerResult | None:
         """:meth:`answer` without the period check, ``prose_only`` as the composite route
-        asks (snippets cut from tables and charts left out)."""
-        return self._narrative(request, prose_only=prose_only)
+        asks (snippets cut from tables and charts left out). With ``quoting``, no model is
+        asked anything: the passages' own sentences are quoted by the built-in extractive
+        reader, as the figures route asks (its path makes no provider call)."""
+        return self._narrative(request, prose_only=prose_only, quoting=quoting)
 
     def _which_period_stated(
         self, request: AnswerRequest, intent: Intent, answer: AnswerResult
@@ -116,7 +120,7 @@ class NarrativeRoute:
         )
 
     def _narrative(
-        self, request: AnswerRequest, *, prose_only: bool = False
+        self, request: AnswerRequest, *, prose_only: bool = False, quoting: bool = False
     ) -> AnswerResult | None:
         """A cited answer from the snippets that bear on ``request.masked``; with
         ``prose_only``, snippets cut from tables and charts are left out (see
@@ -156,7 +160,7 @@ class NarrativeRoute:
         # 9 rerank (strategy B) — the judge goes through its own guard call
         trace.start("rerank")
         hits = found.hits
-        if self.ctx.judge_guard is not None:
+        if self.ctx.judge_guard is not None and not quoting:
             judge_guard = self.ctx.judge_guard
 
             def judge(snippets: Sequence[Snippet]) -> str:
@@ -200,24 +204,20 @@ class NarrativeRoute:
 
         # 12 egress guard + provider call
         trace.start("synthesise")
+        chat = ChatRequest(
+            purpose="answer",
+            question=request.masked,
+            messages=prompt.messages,
+            snippets=prompt.snippets,
+            equivalents=tuple(
+                dict.fromkeys(
+                    t for u in self.ctx.runtime.synonyms.used(request.masked) for t in u.texts
+                )
+            ),
+        )
+        guard = self.ctx.quoting_guard if quoting else self.ctx.guard
         try:
-            response = self.ctx.guard.complete(
-                ChatRequest(
-                    purpose="answer",
-                    question=request.masked,
-                    messages=prompt.messages,
-                    snippets=prompt.snippets,
-                    equivalents=tuple(
-                        dict.fromkeys(
-                            t
-                            for u in self.ctx.runtime.synonyms.used(request.masked)
-                            for t in u.texts
-                        )
-                    ),
-                ),
-                authorized,
-                recheck,
-            )
+            response = guard.complete(chat, authorized, recheck)
         except GuardError:
             trace.guard_fired = True
             trace.reason = "internal_guard"
