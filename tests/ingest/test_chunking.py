@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearance.ingest.chunking import chunk_sections
+from clearance.ingest.chunking import CJK_WEIGHT, chunk_sections
 from clearance.model import Section
 
 _WS = re.compile(r"\s+")
@@ -128,7 +128,8 @@ def test_word_longer_than_size_is_cut_at_size() -> None:
 
 def test_cjk_splits_on_punctuation() -> None:
     text = "売上は前年比で増加しました。利益も大きく増えました。来期も成長を見込みます。"
-    pieces = [p for p, _ in chunk_sections([Section(text, "section=日本")], 16, 0)]
+    # 16 CJK characters: a size of 64 (each counts CJK_WEIGHT characters of spaced text)
+    pieces = [p for p, _ in chunk_sections([Section(text, "section=日本")], 16 * CJK_WEIGHT, 0)]
     assert pieces == [
         "売上は前年比で増加しました。",
         "利益も大きく増えました。",
@@ -138,8 +139,25 @@ def test_cjk_splits_on_punctuation() -> None:
 
 def test_cjk_without_punctuation_cuts_at_exactly_size() -> None:
     text = "あ" * 25 + "い" * 25
-    pieces = [p for p, _ in chunk_sections([Section(text, "lines=1-1")], 20, 0)]
+    pieces = [p for p, _ in chunk_sections([Section(text, "lines=1-1")], 20 * CJK_WEIGHT, 0)]
     assert pieces == [text[:20], text[20:40], text[40:]]
+
+
+def test_a_cjk_character_counts_as_a_token_sized_share_of_the_chunk() -> None:
+    """An 800-size chunk of Japanese is about as many tokens as one of English (a CJK
+    character is about a token, an English token four or five characters), so two fit a
+    prompt's budget side by side and the embedding model reads all of it. English is cut
+    as before; a mixed section by its own share of CJK. Reverse proof: counted as plain
+    characters, the Japanese chunk would be 800 characters long."""
+    japanese = "当期の連結売上高は前期比で増加しました。" * 100
+    english = "Revenue for the year rose on the prior year. " * 50
+    ja = [p for p, _ in chunk_sections([Section(japanese, "section=概要")], 800, 120)]
+    en = [p for p, _ in chunk_sections([Section(english, "section=Summary")], 800, 120)]
+    assert max(len(p) for p in ja) <= 800 // CJK_WEIGHT
+    assert max(len(p) for p in en) > 800 // 2 and all(len(p) <= 800 for p in en)
+    assert _covers_in_order(japanese, ja)
+    # A short Japanese section that fits 800 plain characters is still cut.
+    assert len(ja) > len(japanese) // 800
 
 
 def test_deterministic() -> None:

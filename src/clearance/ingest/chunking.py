@@ -21,6 +21,13 @@
   starts within the overlap;
 * non-atomic pieces are stripped of surrounding whitespace and never empty; every piece keeps
   its section's locator; the same input always gives the same output.
+
+Sizes count characters of text written with spaces; a Chinese or Japanese character counts
+as :data:`CJK_WEIGHT` of them. Models read text in tokens, and one CJK character is about a
+token where an English token is four or five characters: an 800-character page of Japanese
+is four times the tokens of an English one, past what the embedding model reads and what a
+prompt's budget holds beside another passage. A section's size and overlap are scaled by its
+own mix of scripts, so English text is cut exactly as before.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from collections.abc import Sequence
 
 from clearance.model import Section
 
-__all__ = ["chunk_sections"]
+__all__ = ["CJK_WEIGHT", "chunk_sections"]
 
 # Each pattern marks cut points: a piece may end where group "cut" starts (for whitespace
 # boundaries the whitespace is dropped) or, for CJK punctuation, right after it.
@@ -69,6 +76,25 @@ def _is_cjk(char: str) -> bool:
         or 0x3000 <= code <= 0x303F  # CJK punctuation
         or 0x20000 <= code <= 0x2FFFF  # CJK extensions B–F
     )
+
+
+#: What one CJK character counts for in a chunk's size (see the module docstring).
+CJK_WEIGHT = 4
+
+
+def _scaled(text: str, size: int, overlap: int) -> tuple[int, int]:
+    """``size`` and ``overlap`` in characters of ``text``: smaller by its share of CJK."""
+    cjk = sum(1 for char in text if _is_cjk(char))
+    if not cjk:
+        return size, overlap
+    ratio = len(text) / (len(text) + (CJK_WEIGHT - 1) * cjk)
+    scaled = max(1, int(size * ratio))
+    return scaled, min(int(overlap * ratio), scaled - 1)
+
+
+def _weighted_len(text: str) -> int:
+    """``text``'s length with each CJK character counted :data:`CJK_WEIGHT` times."""
+    return len(text) + (CJK_WEIGHT - 1) * sum(1 for char in text if _is_cjk(char))
 
 
 def _cut_points(text: str, pos: int, limit: int, pattern: re.Pattern[str]) -> list[int]:
@@ -171,7 +197,7 @@ def _merged(sections: Sequence[Section], size: int) -> list[Section]:
             last is not None
             and not last.atomic
             and last.locator == section.locator
-            and len(last.text) + 2 + len(text) <= size
+            and _weighted_len(last.text) + 2 + _weighted_len(text) <= size
         ):
             out[-1] = Section(f"{last.text}\n\n{text}", last.locator)
         else:
@@ -187,8 +213,9 @@ def chunk_sections(sections: Sequence[Section], size: int, overlap: int) -> list
         raise ValueError(f"chunk overlap must be >= 0 and < size ({size}), got {overlap}")
     pieces: list[tuple[str, str]] = []
     for section in _merged(sections, size):
-        if section.atomic or len(section.text) <= size:
+        if section.atomic or _weighted_len(section.text) <= size:
             pieces.append((section.text, section.locator))
         else:
-            pieces.extend((piece, section.locator) for piece in _split(section.text, size, overlap))
+            scaled = _scaled(section.text, size, overlap)
+            pieces.extend((piece, section.locator) for piece in _split(section.text, *scaled))
     return pieces
