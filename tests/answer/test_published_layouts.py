@@ -464,6 +464,8 @@ def konica(
     )
     (corpus / "konica-minolta-overview.md").write_text(
         "# コニカミノルタ 2024年3月期 連結業績の概要\n\n"
+        "## 当連結会計年度の総括\n\n"
+        "当期の連結売上高は1兆1,599億円と、2003年のコニカとミノルタの経営統合以来最高の売上高となりました。\n\n"
         "## 決算会見\n\n"
         "営業利益は、大きな減損損失を計上した前期から大幅増の260億円となった。\n",
         encoding="utf-8",
@@ -505,6 +507,10 @@ def test_a_whole_years_figure_no_table_reports_is_quoted_from_the_document_that_
     assert "260億円" in result.answer and "stated_in_prose" in result.flags
     assert result.citations[0].doc_id.endswith("konica-minolta-overview.md")
     no_part_as_the_year(result.answer)
+    # Named as the overview's title names the company: still the operating profit's
+    # sentence, not the sales sentence that names the company more often.
+    named = konica.ask("コニカミノルタの2024年3月期の営業利益はいくらでしたか?", "kenji")
+    assert "260億円" in named.answer and "1兆1,599億円" not in named.answer, named.answer
     for question in (
         "2023年3月期の営業利益はいくらでしたか?",
         "2025年3月期の営業利益はいくらでしたか?",
@@ -533,3 +539,29 @@ def test_a_part_a_forecast_or_another_companys_sentence_is_never_the_years(
     leaky = konica.ask("2024年3月期の営業利益はいくらでしたか?", "kenji")
     with pytest.raises(AssertionError):
         no_part_as_the_year(leaky.answer)
+
+
+def test_the_company_a_reports_title_names_does_not_choose_the_sentence(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """No table, only the year's overview: "コニカミノルタの…営業利益は?" quotes the operating
+    profit's sentence, not the sales sentence that names the company ("コニカとミノルタ")
+    with more of the question's terms. The report's title names the company; the question
+    naming it says whom it asks about, not what."""
+    corpus = tmp_path / "ir"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
+    (corpus / "overview.md").write_text(
+        "# コニカミノルタ 2024年3月期 連結業績の概要\n\n## 当連結会計年度の総括\n\n"
+        "当期の連結売上高は1兆1,599億円と、2003年のコニカとミノルタの経営統合以来最高の売上高となりました。\n\n"
+        "## 決算会見\n\n営業利益は、大きな減損損失を計上した前期から大幅増の260億円となった。\n",
+        encoding="utf-8",
+    )
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
+    result = engine.ask("コニカミノルタの2024年3月期の営業利益はいくらでしたか?", "kenji")
+    assert "260億円" in result.answer and "1兆1,599億円" not in result.answer, result.answer

@@ -260,6 +260,24 @@ def test_a_question_for_one_amount_gets_the_one_its_best_sentence_states() -> No
     assert len(both) == 2, both
 
 
+def test_whom_a_question_names_does_not_choose_its_sentence() -> None:
+    """ "コニカミノルタの…営業利益は?": the company's name is six terms of a script written
+    without spaces, and a sentence about sales that names the company ("コニカとミノルタ")
+    held more of them than the one about operating profit. Names of whom the question is
+    about weigh as the words of a period. Reverse proof: without the name, the sales
+    sentence is quoted."""
+    text = (
+        "当期の連結売上高は1兆1,599億円と、2003年のコニカとミノルタの経営統合以来最高の売上高となりました。\n"
+        "営業利益は、大きな減損損失を計上した前期から大幅増の260億円となった。"
+    )
+    question = "コニカミノルタの2024年3月期の営業利益はいくらでしたか?"
+    request = ChatRequest("answer", question, (), (snippet("S1", text),), names=("コニカミノルタ",))
+    units = quoted(ExtractiveProvider().complete(request).text)
+    assert len(units) == 1 and "260億円" in units[0], units
+    unnamed = quoted(answer(question, snippet("S1", text)))
+    assert "売上高" in unnamed[0], unnamed
+
+
 APPROVALS_1 = (
     "Approving Officials\n"
     "With two exceptions, the authority to approve absence and leave is delegated.\n"

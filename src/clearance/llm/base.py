@@ -63,6 +63,10 @@ class ChatRequest:
     # Phrases the organisation's vocabulary ([retrieval.synonyms]) holds equivalent to
     # phrases of the question: a quoting provider matches them as it matches the question.
     equivalents: tuple[str, ...] = ()
+    # Names in the question of whom it is about (a company the facts know): they choose the
+    # documents, not the sentence of one that answers, so a quoting provider weighs them as
+    # it weighs the words of a period.
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ __all__ = [
     "is_line_unit",
     "split_sentences",
     "states_whole_year_amount",
+    "years_named",
 ]
 
 # A Latin sentence ends at . ! ? (possibly repeated, possibly followed by closing quotes or
@@ -437,6 +438,18 @@ _MONTH_WORD = re.compile(
     re.IGNORECASE,
 )
 _YEAR_WORD = re.compile(r"(?<![\d.,$])(?:19|20)\d{2}(?![\d])")
+# A year written as part of a date: a heading's "決算会見(2024年5月14日)" or "2024-05-14" is
+# when it was said, not the year it reports on.
+_DATE_YEAR = re.compile(
+    r"(?<![\d.,$])((?:19|20)\d{2})(?:年\s*\d{1,2}\s*月\s*\d{1,2}\s*日|[-/]\d{1,2}[-/]\d{1,2})"
+)
+
+
+def years_named(text: str) -> set[str]:
+    """The years ``text`` names, but for those written as part of a date."""
+    return set(_YEAR_WORD.findall(_DATE_YEAR.sub(" ", text)))
+
+
 _STATED_AMOUNT = re.compile(
     r"(?:[$€£¥]\s?\d[\d,.]*\d|[$€£¥]\s?\d|(?<![\d,.])\d[\d,.]*)"
     r"(?:\s*(?:%|percent|billion|million|thousand|trillion|bn\b|億|兆|万|元|円))?",
@@ -606,7 +619,7 @@ def _of_the_period_asked(
         if months:  # the sentence's own month: a heading's is the date it was written
             own = units[c[1]][c[2]].text
             return bool({m.casefold() for m in _MONTH_WORD.findall(own)} & months)
-        return bool(set(_YEAR_WORD.findall(text(c))) & years)
+        return bool(years_named(text(c)) & years)
 
     stating = [c for c in candidates if _stated_amounts(units[c[1]][c[2]].text)]
     if not any(names(c) for c in stating):
@@ -791,12 +804,18 @@ def _abbreviations(snippets: Sequence[Snippet]) -> dict[str, dict[str, set[str]]
 
 
 def _score(
-    question: set[str], unit: _Unit, expansions: Mapping[str, set[str]] | None = None
+    question: set[str],
+    unit: _Unit,
+    expansions: Mapping[str, set[str]] | None = None,
+    named: frozenset[str] = frozenset(),
 ) -> int:
     """The question terms ``unit`` holds, plus those of its heading when it holds any (a
     list item under "Class of travel" answers a question about the class of travel), the
-    words of what is asked counting :data:`_SUBJECT` times a word of when. ``expansions``:
-    the document's abbreviations, whose written-out terms a unit using one holds too."""
+    words of what is asked counting :data:`_SUBJECT` times a word of when or of whom (the
+    terms of the names in ``named``: "コニカミノルタ", six terms of a script written without
+    spaces, does not make a sentence about sales outrank one about operating profit).
+    ``expansions``: the document's abbreviations, whose written-out terms a unit using one
+    holds too."""
     terms = set(document_terms(unit.text))
     if expansions:
         for abbr in terms & expansions.keys():
@@ -805,7 +824,7 @@ def _score(
     if not own:
         return 0
     held = own | question.intersection(document_terms(unit.heading))
-    period = sum(1 for t in held if _is_period_word(t))
+    period = sum(1 for t in held if _is_period_word(t) or t in named)
     return _SUBJECT * (len(held) - period) + period
 
 
@@ -886,6 +905,9 @@ class ExtractiveProvider:
         if not question:
             return []
         units = [_units(s) for s in request.snippets]
+        named = frozenset(t for name in request.names for t in search_terms(name)) - {
+            t for phrase in request.equivalents for t in search_terms(phrase)
+        }
         defined = _abbreviations(request.snippets)
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
@@ -896,7 +918,7 @@ class ExtractiveProvider:
                 flat = " ".join(unit.text.split())
                 if flat in seen:
                     continue
-                score = _score(question, unit, defined.get(request.snippets[s_index].doc_id))
+                score = _score(question, unit, defined.get(request.snippets[s_index].doc_id), named)
                 if score > 0:
                     seen.add(flat)
                     candidates.append((-score, s_index, u_index, score))

@@ -37,7 +37,7 @@ from clearance.answer.structured import (
 )
 from clearance.config import LATEST_PERIOD
 from clearance.ingest.facts import YEAR_ENDS_KEY, Vocabulary
-from clearance.llm.extractive import states_whole_year_amount
+from clearance.llm.extractive import states_whole_year_amount, years_named
 from clearance.model import Document, Fact
 from clearance.trust import resolve_trust
 
@@ -65,12 +65,6 @@ TOO_MANY_PARTS = (
     "That asks for more than {limit} figures at once; please ask about fewer metrics, "
     "entities, periods or channels."
 )
-
-
-def _names_year(year: str, text: str) -> bool:
-    """Whether ``text`` names ``year`` as a year, not as part of a date (``2024-05-14``,
-    ``2024年5月14日``): a results briefing's date is not the year it reports."""
-    return bool(re.search(rf"(?<![\d-]){year}(?![\d/-]|年\d{{1,2}}月\d{{1,2}}日)", text))
 
 
 def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: Citation) -> bool:
@@ -491,7 +485,7 @@ class FiguresRoute:
                 sentence = _plain_sentence(sentence, cited)
                 if (
                     states_whole_year_amount(sentence)
-                    and _names_year(year.group(1), f"{sentence} {cited.locator}")
+                    and year.group(1) in years_named(f"{sentence}\n{cited.locator}")
                     and any(m.canonical == query.metric for m in vocab.find("metric", sentence))
                     and _names_entity(vocab, query.entity, sentence, cited)
                 ):

@@ -27,6 +27,7 @@ from clearance.answer.request import (
 )
 from clearance.answer.result import AnswerResult, Citation, Route, Status
 from clearance.errors import GuardError, ProviderError
+from clearance.ingest.facts import document_entity, normalize
 from clearance.ingest.locator import is_tabular
 from clearance.llm.base import ChatMessage, ChatRequest, Snippet
 from clearance.llm.guard import AuthorizedSet
@@ -214,6 +215,7 @@ class NarrativeRoute:
                     t for u in self.ctx.runtime.synonyms.used(request.masked) for t in u.texts
                 )
             ),
+            names=self._names(request, prompt.snippets),
         )
         guard = self.ctx.quoting_guard if quoting else self.ctx.guard
         try:
@@ -241,6 +243,27 @@ class NarrativeRoute:
             trace.reason = "no_authorized_source"
             return None
         return self._render_narrative(checked, prompt.snippets, request)
+
+    def _names(self, request: AnswerRequest, snippets: Sequence[Snippet]) -> tuple[str, ...]:
+        """The question's names of whom it is about, as the question writes them: entities
+        the caller's facts know, and whom a periodic report is about by its title
+        ("コニカミノルタ 2024年3月期 連結業績の概要" → "コニカミノルタ") when the question
+        names it. A title naming no year names a topic ("Sabbatical"), which is what is
+        asked, not whom."""
+        vocab = request.vocab or self.ctx.vocab
+        text = normalize(request.masked)
+        names = [text[m.start : m.end] for m in vocab.find("entity", text)]
+        folded = text.casefold()
+        for snippet in snippets:
+            if not _YEAR_IN_QUESTION.search(snippet.title):
+                continue
+            about = normalize(document_entity(snippet.title))
+            # the whole name, else its first word ("コニカミノルタ 連結業績の概要")
+            for name in (about, about.split(" ")[0]):
+                if len(name) > 1 and name.casefold() in folded:
+                    names.append(name)
+                    break
+        return tuple(dict.fromkeys(names))
 
     def _relevant(
         self, request: AnswerRequest, snippets: Sequence[Snippet], hits: Sequence[SearchHit]
