@@ -32,7 +32,7 @@ from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.access.ownership import SOURCE_KEY, check_owner
 from clearance.config import Settings
 from clearance.errors import ClearanceError, LoaderError, MetadataError, OwnershipError
-from clearance.ingest.chunking import chunk_sections
+from clearance.ingest.chunking import CJK_WEIGHT, chunk_sections
 from clearance.ingest.classify import Classifier
 from clearance.ingest.facts import YEAR_ENDS_KEY, extract_facts, vocab_fingerprint
 from clearance.ingest.limits import check_size
@@ -594,7 +594,8 @@ class Ingestor:
             "origin": origin,
             "origin_chain": meta.get("origin_chain", ()),
             "format": extracted.format,
-            "chunking": [settings.ingest.chunk_size, settings.ingest.chunk_overlap],
+            # how chunks are cut: a chunker counting CJK anew re-chunks what it cut before
+            "chunking": [settings.ingest.chunk_size, settings.ingest.chunk_overlap, CJK_WEIGHT],
             "facts_vocab": vocab_fingerprint(settings.facts),  # a new vocabulary re-extracts
             "extra": dict(job.extra or {}),
         }
