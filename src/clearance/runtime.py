@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clearance import glossary
 from clearance.access.caller import Caller
 from clearance.access.directory import Directory, DirectoryDoc, parse_directory
 from clearance.access.directory_sla import failing_closed
@@ -65,7 +66,9 @@ class Runtime(Closing):
         self.settings = settings
         self.store = store
         self.clock = clock
-        self.synonyms = Synonyms(settings.retrieval.synonyms)
+        # The organisation's own equivalences, then the standard names of statement lines
+        # across languages ("operating profit" = 営業利益 = 营业利润).
+        self.synonyms = Synonyms((*settings.retrieval.synonyms, *glossary.lines()))
         self.trace_key = trace_key
         # Without a configured key, pseudonyms are per-process — but one key for the process,
         # so traces and the access log name a user alike.

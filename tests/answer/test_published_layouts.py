@@ -565,3 +565,25 @@ def test_the_company_a_reports_title_names_does_not_choose_the_sentence(
     engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
     result = engine.ask("コニカミノルタの2024年3月期の営業利益はいくらでしたか?", "kenji")
     assert "260億円" in result.answer and "1兆1,599億円" not in result.answer, result.answer
+
+
+def test_a_line_asked_in_another_language_is_the_tables_own_line(app: Clearance) -> None:
+    """ "What was BYD's revenue in the third quarter of 2023?" over a Chinese quarterly
+    report: revenue is its 营业收入 (a standard statement line, clearance.glossary), and
+    BYD is the 比亚迪 its table names (the file is called byd-…). A line the table does not
+    hold is not found, never another line's figure."""
+    answer = ask(app, "What was BYD's revenue in the third quarter of 2023?")
+    assert "162,150,695,000" in answer and "营业收入" in answer, answer
+    assert "3.58" in ask(app, "What was BYD's basic earnings per share in Q3 2023?")
+    missing = app.ask("What was BYD's operating profit in Q3 2023?", "fay")
+    assert missing.status is Status.NOT_FOUND, missing.answer
+    assert not re.search(r"\d{3},\d{3}", missing.answer), missing.answer
+
+
+def test_the_one_company_reporting_the_period_asked_is_assumed(app: Clearance) -> None:
+    """Revenue is Microsoft's and (as 营业收入) BYD's line, but only Microsoft reports
+    fiscal 2024: the answer is Microsoft's, saying so, not "which entity?"."""
+    result = app.ask("What was revenue in fiscal 2024?", "fay")
+    assert result.status is Status.ANSWERED, result.answer
+    assert "245,122" in result.answer and "Microsoft" in result.answer
+    assert any("the only one" in a for a in result.assumptions), result.assumptions

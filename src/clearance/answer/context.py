@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from clearance import glossary
 from clearance.access.policy import AccessControl, Action
 from clearance.access.realtime import filter_allowed
 from clearance.answer.faq import FaqMatcher, FaqRepository
@@ -151,23 +152,35 @@ class AnswerContext:
     ) -> list[tuple[Fact, Document]]:
         """Facts the caller may read right now, as the structured tool sees them: inside
         the request's filter, never RESTRICTED, confirmed by real-time checks. The only
-        source of a default period and of the options a clarifying question offers."""
+        source of a default period and of the options a clarifying question offers. A
+        ``metric`` that names a statement line is also read under the line's other names
+        (:mod:`clearance.glossary`): one company's 売上高 is another's revenue."""
         assert request.flt is not None
         capped = dataclasses.replace(
             request.flt,
             max_sensitivity=min(request.flt.max_sensitivity, Sensitivity.CONFIDENTIAL),
         )
-        rows = self.runtime.store.query_facts(
-            capped,
-            metric=metric,
-            entity=entity,
-            period=period,
-            channel=None
-            if channel == ALL_CHANNELS
-            else channel or self.settings.facts.default_channel,
-        )
+        rows = [
+            row
+            for name in (metric, *self._same_line(request, metric))
+            for row in self.runtime.store.query_facts(
+                capped,
+                metric=name,
+                entity=entity,
+                period=period,
+                channel=None
+                if channel == ALL_CHANNELS
+                else channel or self.settings.facts.default_channel,
+            )
+        ]
         rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
         return self.confirmed(request, rows)
+
+    def _same_line(self, request: AnswerRequest, metric: str | None) -> list[str]:
+        """The caller's other metrics that are the statement line ``metric`` is."""
+        if metric is None:
+            return []
+        return glossary.same_line(metric, (request.vocab or self.vocab).settings.metrics)
 
     def recheck(self, request: AnswerRequest) -> Recheck:
         """An independent decision from stored data, without the search's filter."""

@@ -59,6 +59,7 @@ from clearance.answer.structured import (
 )
 from clearance.bounds import check_question
 from clearance.errors import ConfigError
+from clearance.ingest.facts import ENTITY_NAMES_KEY
 from clearance.llm.base import Provider
 from clearance.model import Document, is_restricted
 from clearance.runtime import Runtime
@@ -253,10 +254,12 @@ class Orchestrator:
         parser = self.ctx.intent_parser
         if type(parser) is RuleIntentParser:
             # Names the caller's readable tables use are read as the vocabulary's own.
-            request.vocab = readable_vocabulary(
-                self.ctx.vocab,
-                (f for f, _ in self.ctx.readable_facts(request, channel=ALL_CHANNELS)),
-            )
+            rows = self.ctx.readable_facts(request, channel=ALL_CHANNELS)
+            names: dict[str, set[str]] = {}
+            for _, document in rows:
+                for entity, others in document.extra.get(ENTITY_NAMES_KEY, {}).items():
+                    names.setdefault(entity, set()).update(others)
+            request.vocab = readable_vocabulary(self.ctx.vocab, (f for f, _ in rows), names)
             parser = RuleIntentParser(request.vocab, self.ctx.calendar)
         intent = parser.parse(request.masked, today=request.today)
         trace.stop("route")

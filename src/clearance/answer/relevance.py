@@ -46,6 +46,7 @@ import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from clearance.analysis import cjk_share, document_terms, phrase_keys, search_terms
 from clearance.config import RelevanceSettings
@@ -228,10 +229,12 @@ def _pairs(text: str) -> list[tuple[str, str, str]]:
 
 
 def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
-    """The index terms a reader of the snippet sees: its title, locator and text, with
-    each of ``compounds`` (the question's words written as one → the two words) whose
-    term it holds or writes open."""
-    text = f"{snippet.title}\n{snippet.locator}\n{snippet.text}"
+    """The index terms a reader of the snippet sees: its title, file name, locator and
+    text, with each of ``compounds`` (the question's words written as one → the two words)
+    whose term it holds or writes open. The file name is the organisation's own name for
+    the document ("konica-minolta-fy2023-overview.md" beside a title in Japanese)."""
+    name = re.sub(r"[-_.]+", " ", PurePosixPath(snippet.uri).stem)
+    text = f"{snippet.title}\n{name}\n{snippet.locator}\n{snippet.text}"
     held = set(document_terms(text))
     if held & _CHANGE_TERMS:
         held.add(CHANGE)

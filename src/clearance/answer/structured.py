@@ -30,7 +30,9 @@ literally a fact's value.
 
 Names without a vocabulary: :func:`readable_vocabulary` adds to the ``[facts]`` vocabulary
 every metric, entity and channel (a product, segment or region line) that the facts given
-to it carry — the caller's readable facts only, so a name found only in a document the
+to it carry (a metric that is a standard statement line also under the line's names in
+other languages, :mod:`clearance.glossary`; a figure asked under one company's name for the
+line is found under another's own: "Konica Minolta's revenue" is its 売上高) — the caller's readable facts only, so a name found only in a document the
 caller cannot read is never recognised, offered or named. A question that qualifies its
 metric by a line no fact carries ("Services net sales" where no table has a Services
 line) is ``not_found``: the parent total never stands in for it. A partial period
@@ -51,6 +53,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal, Protocol
 
+from clearance import glossary
 from clearance.answer.intent import MetricQuery
 from clearance.answer.result import Citation
 from clearance.config import FactSettings
@@ -223,6 +226,13 @@ def query_metric(
     rows = store.query_facts(
         capped, metric=metric, entity=entity, period=canonical_period, channel=wanted_channel
     )
+    for other in glossary.same_line(metric, settings.metrics) if not rows else ():
+        # The same statement line under the entity's own name for it (売上高 for revenue).
+        rows = store.query_facts(
+            capped, metric=other, entity=entity, period=canonical_period, channel=wanted_channel
+        )
+        if rows:
+            break
     rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
     rates = [(f, d) for f, d in rows if f.unit == "%"]
     if rates and len(rates) < len(rows):
@@ -601,11 +611,16 @@ def render_multi(
 # --------------------------------------------------------------------------- readable names
 
 
-def readable_vocabulary(base: Vocabulary, facts: Iterable[Fact]) -> Vocabulary:
+def readable_vocabulary(
+    base: Vocabulary, facts: Iterable[Fact], names: Mapping[str, Iterable[str]] | None = None
+) -> Vocabulary:
     """``base`` plus every metric, entity and channel name ``facts`` carry that ``base``
     does not know, each matched by its own name (an entity also without its legal form:
     ``Apple Inc.`` is ``Apple`` too). Give it only facts the caller may read: the names
-    it adds are what questions are read with, offered back and named in refusals."""
+    it adds are what questions are read with, offered back and named in refusals.
+    ``names``: other names of entities, from the same readable documents
+    (``ENTITY_NAMES_KEY``: "BYD" for the 比亚迪 of ``byd-2023-q3-key-figures.csv``)."""
+    names = names or {}
     settings = base.settings
     metrics = {k: tuple(v) for k, v in settings.metrics.items()}
     entities = {k: tuple(v) for k, v in settings.entities.items()}
@@ -628,9 +643,9 @@ def readable_vocabulary(base: Vocabulary, facts: Iterable[Fact]) -> Vocabulary:
                 continue
             known[kind].add(name.casefold())
             table[name] = (
-                entity_aliases(name)
+                (*entity_aliases(name), *names.get(name, ()))
                 if kind == "entity"
-                else metric_aliases(name, measures)
+                else (*metric_aliases(name, measures), *_other_names(name, measures))
                 if kind == "metric"
                 else ()
             )
@@ -640,6 +655,13 @@ def readable_vocabulary(base: Vocabulary, facts: Iterable[Fact]) -> Vocabulary:
     return Vocabulary(
         dataclasses.replace(settings, metrics=metrics, entities=entities, channels=channels)
     )
+
+
+def _other_names(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
+    """The other names of the statement line ``metric`` is ("operating profit" for 営業利益),
+    but those another of ``metrics`` goes by: that metric keeps its own name."""
+    own = {glossary.key(m) for m in metrics}
+    return tuple(n for n in glossary.equivalents(metric) if glossary.key(n) not in own)
 
 
 def sole_entity(rows: Iterable[tuple[Fact, Document]]) -> str | None:

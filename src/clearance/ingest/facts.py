@@ -72,6 +72,7 @@ from clearance.model import Fact, Section
 
 __all__ = [
     "AT_END",
+    "ENTITY_NAMES_KEY",
     "MONTH_NAMES",
     "YEAR_ENDS_KEY",
     "Match",
@@ -1119,6 +1120,10 @@ def entity_aliases(name: str) -> tuple[str, ...]:
 #: The key of a document's ``extra`` holding ``{entity: month}``: the month each entity's
 #: fiscal years end in, as the document's tables say (:func:`fiscal_year_end`).
 YEAR_ENDS_KEY = "fiscal_year_ends"
+#: The key of a document's ``extra`` holding ``{entity: [names]}``: other names of a company
+#: its tables name, from the file's own name (``byd-2023-q3-key-figures.csv`` of a table
+#: headed 比亚迪股份有限公司: BYD is 比亚迪).
+ENTITY_NAMES_KEY = "entity_names"
 
 _YEAR_ENDED = re.compile(rf"{_LW}(?:fiscal\s+)?years?\s+end(?:ed|ing)\s+{_MONTH}", re.I)
 
@@ -1146,12 +1151,26 @@ class _Resolved:
 
 
 class _Extractor:
+    def _company(self, corner: str) -> str:
+        """The company a table's corner names with its legal form, else the document's
+        entity; a file name that calls that company otherwise gives it another name."""
+        company = company_named(corner)
+        if company is None:
+            return self.entity
+        if self._file_entity and self._file_entity.casefold() != company.casefold():
+            self.other_names.setdefault(company, set()).add(self._file_entity)
+        return company
+
     def __init__(self, vocab: Vocabulary, doc_id: str, title: str) -> None:
         self.vocab = vocab
         self.settings = vocab.settings
         self.doc_id = doc_id
         self.title = title
         self.entity = document_entity(title) or doc_id
+        # what the file's own name calls the document's subject, when the title is one
+        self._file_entity = _slug_entity(title.strip()) if _SLUG.match(title.strip()) else ""
+        # entity → other names of it (the file name's, where a table names the company)
+        self.other_names: dict[str, set[str]] = {}
         self._readings: dict[str, Reading] = {}
         self._labels: dict[str, Reading] = {}
         self.skipped: dict[tuple[str, str], int] = {}
@@ -1521,7 +1540,7 @@ class _Extractor:
             found = self.resolve("entity", [corner, *outer])
             if found.ambiguous is not None:
                 return f"two entities named in '{_clip(found.ambiguous)}'"
-            entity = found.value or company_named(corner) or self.entity
+            entity = found.value or self._company(corner)
         metric = self.vocab.values("metric", measure)
         channel = member or _plan_channel(self._read_label(period_text).residue())
         if channel is None:
@@ -1614,7 +1633,7 @@ class _Extractor:
         number = cells[col].number
         assert number is not None
         found = self.resolve("entity", [corner, *outer])
-        entity = found.value or company_named(corner) or self.entity
+        entity = found.value or self._company(corner)
         metric = self.vocab.values("metric", measure)
         unit = self._derived_unit(number, [measure_text, column, corner], outer)
         locator_parts: list[tuple[str, object]] = list(parts)
@@ -1717,6 +1736,7 @@ def extract_facts(
     vocab: FactSettings | Vocabulary,
     warn: Callable[[str], None] | None = None,
     year_ends: dict[str, int] | None = None,
+    names: dict[str, list[str]] | None = None,
 ) -> list[Fact]:
     """Every fact in the table sections of one document, in document order.
 
@@ -1729,7 +1749,8 @@ def extract_facts(
     which units to configure, and no value was guessed. ``year_ends``, if given, is filled
     with the month each entity's fiscal years end in where the labels of its full-year
     figures say one (:func:`fiscal_year_end`), for reading "the first half of fiscal 2024"
-    as the span it is (:mod:`clearance.answer.routes.figures`).
+    as the span it is (:mod:`clearance.answer.routes.figures`). ``names``, if given, is
+    filled with other names of the companies its tables name (``ENTITY_NAMES_KEY``).
     """
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
     extractor = _Extractor(compiled, doc_id, title or "")
@@ -1748,4 +1769,6 @@ def extract_facts(
             for entity, months in extractor.year_ends.items()
             if len(months) == 1
         )
+    if names is not None:
+        names.update((entity, sorted(others)) for entity, others in extractor.other_names.items())
     return facts

@@ -34,7 +34,12 @@ from clearance.config import Settings
 from clearance.errors import ClearanceError, LoaderError, MetadataError, OwnershipError
 from clearance.ingest.chunking import CJK_WEIGHT, chunk_sections
 from clearance.ingest.classify import Classifier
-from clearance.ingest.facts import YEAR_ENDS_KEY, extract_facts, vocab_fingerprint
+from clearance.ingest.facts import (
+    ENTITY_NAMES_KEY,
+    YEAR_ENDS_KEY,
+    extract_facts,
+    vocab_fingerprint,
+)
 from clearance.ingest.limits import check_size
 from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
 from clearance.ingest.metadata import (
@@ -636,9 +641,9 @@ class Ingestor:
             for i, (text, locator) in enumerate(pieces)
         ]
         vectors = self._vectors(doc_id, document, chunks, reuse=not content_changed)
-        facts, fact_warnings, year_ends = self._facts(doc_id, document.title, extracted.sections)
-        if year_ends:
-            document = replace(document, extra={**document.extra, YEAR_ENDS_KEY: year_ends})
+        facts, fact_warnings, read = self._facts(doc_id, document.title, extracted.sections)
+        if read:  # fiscal year ends, other names of companies: what answers read them by
+            document = replace(document, extra={**document.extra, **read})
         self.store.upsert(document, chunks, vectors, facts=facts)
         warnings: tuple[str, ...] = () if acl else ("no ACL: the document is visible to nobody",)
         self._no_acl += not acl
@@ -657,14 +662,17 @@ class Ingestor:
 
     def _facts(
         self, doc_id: str, title: str, sections: Sequence[Section]
-    ) -> tuple[list[Fact], tuple[str, ...], dict[str, int]]:
+    ) -> tuple[list[Fact], tuple[str, ...], dict[str, Any]]:
         """Facts from the document's tables, a warning per table whose values were skipped
         although it names a metric (no entity or period, an ambiguous label, an unknown
-        unit; the warning gives the table's locator), and the month each entity's fiscal
-        years end in where its tables say so. Extraction skips bad cells itself; should it
-        fail outright, the document is still stored, without facts, and the result says so."""
+        unit; the warning gives the table's locator), and what the document's ``extra``
+        keeps of them: the month each entity's fiscal years end in where its tables say so
+        (``YEAR_ENDS_KEY``), other names of the companies they name (``ENTITY_NAMES_KEY``).
+        Extraction skips bad cells itself; should it fail outright, the document is still
+        stored, without facts, and the result says so."""
         warnings: list[str] = []
         year_ends: dict[str, int] = {}
+        names: dict[str, list[str]] = {}
         try:
             facts = extract_facts(
                 sections,
@@ -673,10 +681,16 @@ class Ingestor:
                 vocab=self.settings.facts,
                 warn=warnings.append,
                 year_ends=year_ends,
+                names=names,
             )
         except Exception as exc:
             return [], (f"facts not extracted ({type(exc).__name__}: {exc})",), {}
-        return facts, tuple(warnings), year_ends
+        read: dict[str, Any] = {}
+        if year_ends:
+            read[YEAR_ENDS_KEY] = year_ends
+        if names:
+            read[ENTITY_NAMES_KEY] = names
+        return facts, tuple(warnings), read
 
     def _vectors(
         self, doc_id: str, document: Document, chunks: list[Chunk], *, reuse: bool

@@ -178,9 +178,7 @@ class FiguresRoute:
                 # a name can name an entity ("How much revenue did Globex make?"), so with
                 # nothing but ordinary words left the one entity holding the figure stands.
                 if not names_left and part.entity is None and part.metric is not None:
-                    sole = sole_entity(
-                        self.ctx.readable_facts(request, metric=part.metric, channel=part.channel)
-                    )
+                    sole = self._sole_entity(request, part)
                     if sole is not None:
                         part = replace(part, entity=sole)
                         assume(f"entity: {sole} (the only one with this figure)")
@@ -190,9 +188,7 @@ class FiguresRoute:
                 part = replace(part, entity=facts.default_entity)
                 assume(f"entity: {facts.default_entity}")
             elif part.entity is None and part.metric is not None:
-                sole = sole_entity(
-                    self.ctx.readable_facts(request, metric=part.metric, channel=part.channel)
-                )
+                sole = self._sole_entity(request, part)
                 if sole is not None:
                     part = replace(part, entity=sole)
                     assume(f"entity: {sole} (the only one with this figure)")
@@ -208,6 +204,17 @@ class FiguresRoute:
                     assume(f"period: {self.ctx.default_period}")
             filled.append(part)
         return filled, assumptions
+
+    def _sole_entity(self, request: AnswerRequest, part: MetricQuery) -> str | None:
+        """The one entity whose figure for the part's metric the caller may read, else the
+        one with a figure for the period asked: revenue is every company's line, but one
+        company may be the only one reporting the year."""
+        rows = self.ctx.readable_facts(request, metric=part.metric, channel=part.channel)
+        sole = sole_entity(rows)
+        if sole is None and part.period is not None:
+            period = self.ctx.vocab.canonical_period(part.period) or part.period
+            sole = sole_entity((f, d) for f, d in rows if f.period == period)
+        return sole
 
     def _options(self, request: AnswerRequest, part: MetricQuery, slot: str) -> tuple[str, ...]:
         """Up to :data:`MAX_OPTIONS` values for a missing slot, taken only from facts the

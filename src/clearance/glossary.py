@@ -1,0 +1,53 @@
+"""The lines of financial statements by their names in English, Japanese and Chinese.
+
+A results table names its lines in its own language: 売上高, 营业收入, Revenue. A question
+may name them in another ("What was Konica Minolta's operating profit?"). These are not an
+organisation's jargon (that is ``[retrieval.synonyms]``) but the standard names of statement
+lines, so they ship with the project (``data/statement-lines.toml``): each group is one line,
+and every name of a group stands for the others.
+
+Names compare casefolded with white space folded (:func:`key`).
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Iterable
+from importlib import resources
+
+__all__ = ["equivalents", "key", "lines", "same_line"]
+
+
+def key(name: str) -> str:
+    """How a name of a line compares: casefolded, white space folded."""
+    return " ".join(name.casefold().split())
+
+
+@functools.cache
+def lines() -> tuple[tuple[str, ...], ...]:
+    """Every line's names, as the data file lists them (read once)."""
+    text = resources.files("clearance").joinpath("data/statement-lines.toml").read_text("utf-8")
+    return tuple(tuple(line["names"]) for line in tomllib.loads(text)["line"])
+
+
+@functools.cache
+def _by_name() -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for names in lines():
+        for name in names:
+            out[key(name)] = names
+    return out
+
+
+def equivalents(name: str) -> tuple[str, ...]:
+    """The other names of the line ``name`` names (none when it names no known line)."""
+    names = _by_name().get(key(name), ())
+    return tuple(n for n in names if key(n) != key(name))
+
+
+def same_line(name: str, names: Iterable[str]) -> list[str]:
+    """The names among ``names``, but ``name`` itself, of the line ``name`` names: the
+    metrics of other tables that are this one ("Revenue" → a Japanese table's 売上高)."""
+    line = {key(n) for n in _by_name().get(key(name), ())}
+    return [n for n in names if key(n) in line and key(n) != key(name)]
