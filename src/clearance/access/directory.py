@@ -295,10 +295,8 @@ _FILE = Wording(
 _Kind = Literal["user", "group"]
 
 
-def _id(value: object) -> str:
+def _id(value: str) -> str:
     """A user or group id (the principal id grammar); a SCIM ``bulkId:`` says so."""
-    if not isinstance(value, str):
-        raise Invalid(_expected("str", value))
     problem = principal_id_problem(value)
     if problem is None:
         return value
@@ -307,18 +305,14 @@ def _id(value: object) -> str:
     raise Invalid(f"id {problem}")
 
 
-def _member(value: object) -> str:
-    if not isinstance(value, str):
-        raise Invalid(_expected("str", value))
+def _member(value: str) -> str:
     problem = _member_problem(value)
     if problem is not None:
         raise Invalid(problem)
     return value
 
 
-def _alias(value: object) -> str:
-    if not isinstance(value, str):
-        raise Invalid(_expected("str", value))
+def _alias(value: str) -> str:
     if not value.strip():
         raise Invalid("an alias must not be empty")
     return value
@@ -344,11 +338,7 @@ def _resource_type(value: object) -> _Kind:
     return "user" if value == "User" else "group"
 
 
-def _member_type(value: object) -> _Kind | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise Invalid(_expected("str", value))
+def _member_type(value: str) -> _Kind:
     if value.lower() not in ("user", "group"):
         raise Invalid(f"unsupported type {value!r} (User/Group)")
     return "user" if value.lower() == "user" else "group"
@@ -380,8 +370,7 @@ def _unless(written: str, unread: str) -> BeforeValidator:
     return BeforeValidator(drop)
 
 
-_ID = Annotated[str, PlainValidator(_id)]
-_OPTIONAL_ID = Annotated[str | None, PlainValidator(_id)]  # absent is None, null is refused
+_ID = Annotated[StrictStr, AfterValidator(_id)]
 _ARRAY = list[Any]
 _OBJECT = dict[Any, Any]
 _STRINGS = list[StrictStr]
@@ -393,13 +382,13 @@ class _UserRecord:
     id: _ID
     active: StrictBool
     attributes: Annotated[dict[str, StrictStr] | None, AfterValidator(_attribute_names)] = None
-    aliases: list[Annotated[str, PlainValidator(_alias)]] | None = None
+    aliases: list[Annotated[StrictStr, AfterValidator(_alias)]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class _GroupRecord:
     id: _ID
-    members: list[Annotated[str, PlainValidator(_member)]] = field(default_factory=list)
+    members: list[Annotated[StrictStr, AfterValidator(_member)]] = field(default_factory=list)
 
 
 _USER_RECORD = Annotated[_UserRecord, _closed(_UserRecord)]
@@ -451,7 +440,6 @@ class _ScimUser:
 
     __pydantic_config__ = _SCIM
 
-    id: _OPTIONAL_ID = None
     active: StrictBool | None = None
     user_name: StrictStr | None = None
     user_type: StrictStr | None = None
@@ -487,7 +475,7 @@ class _ScimMember:
     __pydantic_config__ = _SCIM
 
     value: _ID
-    type: Annotated[_Kind | None, PlainValidator(_member_type)] = None
+    type: Annotated[StrictStr, AfterValidator(_member_type)] | None = None
     ref: Annotated[StrictStr | None, Field(alias="$ref")] = None
 
 
@@ -495,7 +483,6 @@ class _ScimMember:
 class _ScimGroup:
     __pydantic_config__ = _SCIM
 
-    id: _OPTIONAL_ID = None
     display_name: StrictStr | None = None  # checked, not kept
     members: list[Annotated[_ScimMember, _unless("type", "$ref")]] | None = None
 
@@ -510,15 +497,6 @@ class _Operation:
     data: Any = None
 
 
-@dataclass(slots=True)
-class _PendingGroup:
-    """A group whose untyped SCIM members still need resolving against the document's ids."""
-
-    id: str
-    members: set[str]
-    untyped: list[tuple[str, Loc]]  # (value, where)
-
-
 class _Reader:
     """Reads one document: pydantic checks each object, this class what spans objects (one
     record per id, SCIM's kinds of message, members named without a type). Every error
@@ -527,7 +505,8 @@ class _Reader:
     def __init__(self, source: str) -> None:
         self.source = source
         self.users: dict[str, User] = {}
-        self.groups: dict[str, _PendingGroup] = {}
+        self.groups: dict[str, set[str]] = {}  # id → members
+        self.untyped: list[tuple[str, str, Loc]] = []  # SCIM (group, member, where) to resolve
         self.removed: dict[_Kind, set[str]] = {"user": set(), "group": set()}
         self.seen: dict[tuple[_Kind, str], Loc] = {}
 
@@ -570,30 +549,27 @@ class _Reader:
         self.claim("user", user.id, id_loc)
         self.users[user.id] = user
 
-    def add_group(self, group: _PendingGroup, id_loc: Loc) -> None:
-        self.claim("group", group.id, id_loc)
-        self.groups[group.id] = group
+    def add_group(self, ident: str, members: set[str], id_loc: Loc) -> None:
+        self.claim("group", ident, id_loc)
+        self.groups[ident] = members
 
     def remove(self, kind: _Kind, ident: str, loc: Loc) -> None:
         self.claim(kind, ident, loc)
         self.removed[kind].add(ident)
 
     def finish(self, *, delta: bool, version: int | None = None) -> DirectoryDoc:
-        groups: dict[str, Group] = {}
-        for pending in self.groups.values():
-            members = set(pending.members)
-            for value, loc in pending.untyped:
-                if value in self.users:
-                    members.add(_USER_PREFIX + value)
-                elif value in self.groups:
-                    members.add(_GROUP_PREFIX + value)
-                else:
-                    self.fail(
-                        loc,
-                        f"member {value!r} has no type and is neither a user nor a group in "
-                        'this document; add "type": "User" or "Group"',
-                    )
-            groups[pending.id] = Group(pending.id, frozenset(members))
+        for group_id, value, loc in self.untyped:
+            if value in self.users:
+                self.groups[group_id].add(_USER_PREFIX + value)
+            elif value in self.groups:
+                self.groups[group_id].add(_GROUP_PREFIX + value)
+            else:
+                self.fail(
+                    loc,
+                    f"member {value!r} has no type and is neither a user nor a group in "
+                    'this document; add "type": "User" or "Group"',
+                )
+        groups = {ident: Group(ident, frozenset(members)) for ident, members in self.groups.items()}
         return DirectoryDoc(
             source=self.source,
             users=MappingProxyType(dict(self.users)),
@@ -614,7 +590,7 @@ class _Reader:
                 User(user.id, user.active, user.attributes or {}, aliases), ("users", i, "id")
             )
         for i, group in enumerate(doc.groups):
-            self.add_group(_PendingGroup(group.id, set(group.members), []), ("groups", i, "id"))
+            self.add_group(group.id, set(group.members), ("groups", i, "id"))
         for i, ident in enumerate(doc.removed_users):
             self.remove("user", ident, ("removed_users", i))
         for i, ident in enumerate(doc.removed_groups):
@@ -691,24 +667,37 @@ class _Reader:
                 "cannot tell whether this resource is a User or a Group: add its core schema "
                 "URN to 'schemas' or set meta.resourceType",
             )
+        id_loc = (*loc, "id")
+        if "id" in obj:
+            ident: str = self.read(_ID, obj["id"], id_loc)
+            if named is not None and ident != named[0]:
+                self.fail(id_loc, f"id {ident!r} does not match the operation path id {named[0]!r}")
+        elif named is None:
+            self.fail(loc, "missing required key 'id'")
+        else:
+            ident, id_loc = named
         resource: _ScimUser | _ScimGroup = self.read(
             _SCIM_USER if kind == "user" else _ScimGroup, obj, loc
         )
-        id_loc = (*loc, "id")
-        if resource.id is None:
-            if named is None:
-                self.fail(loc, "missing required key 'id'")
-            ident, id_loc = named
-        elif named is not None and resource.id != named[0]:
-            self.fail(
-                id_loc, f"id {resource.id!r} does not match the operation path id {named[0]!r}"
-            )
-        else:
-            ident = resource.id
         if isinstance(resource, _ScimUser):
             self.add_user(resource.user(ident), id_loc)
         else:
-            self.add_group(_scim_group(ident, resource, loc), id_loc)
+            self.add_scim_group(ident, resource, loc, id_loc)
+
+    def add_scim_group(self, ident: str, group: _ScimGroup, loc: Loc, id_loc: Loc) -> None:
+        """A SCIM Group's members are typed by ``type``, else by a ``$ref`` naming the same
+        id, else by the document's own ids (:meth:`finish`)."""
+        members: set[str] = set()
+        for j, member in enumerate(group.members or ()):
+            kind = member.type
+            ref = _SCIM_REF.search(member.ref) if kind is None and member.ref is not None else None
+            if ref is not None and ref.group(2) == member.value:
+                kind = "user" if ref.group(1) == "Users" else "group"
+            if kind is None:
+                self.untyped.append((ident, member.value, (*loc, "members", j, "value")))
+            else:
+                members.add(f"{kind}:{member.value}")
+        self.add_group(ident, members, id_loc)
 
     def scim_operation(self, item: object, loc: Loc) -> None:
         op: _Operation = self.read(_Operation, item, loc)
@@ -752,22 +741,6 @@ class _Reader:
                 "is the full resource",
             )
         return op.get("value"), (*op_loc, "value")
-
-
-def _scim_group(ident: str, group: _ScimGroup, loc: Loc) -> _PendingGroup:
-    """A SCIM Group's members: typed by ``type``, else by a ``$ref`` naming the same id, else
-    left for the document's own ids to tell (:meth:`_Reader.finish`)."""
-    pending = _PendingGroup(ident, set(), [])
-    for j, member in enumerate(group.members or ()):
-        kind = member.type
-        match = _SCIM_REF.search(member.ref) if kind is None and member.ref is not None else None
-        if match is not None and match.group(2) == member.value:
-            kind = "user" if match.group(1) == "Users" else "group"
-        if kind is None:
-            pending.untyped.append((member.value, (*loc, "members", j, "value")))
-        else:
-            pending.members.add(f"{kind}:{member.value}")
-    return pending
 
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
