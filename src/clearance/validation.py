@@ -9,7 +9,8 @@ refuses a value by raising :class:`Invalid` with the sentence an operator reads.
 starting with the key it concerns as its kind of file names keys (a :class:`Wording`):
 settings say ``corpora.hr.revocation_sla: expected a duration …`` (the n-th entry of an array
 is ``a.b[n]``, so that :mod:`clearance.toml_lines` can find the key's line), a metadata or
-FAQ record says ``key 'acl': …``. Every error is kept: a file with three bad keys reports
+FAQ record says ``key 'acl': …``, a directory file ``users[3].active: expected a boolean,
+got string``. Every error is kept: a file with three bad keys reports
 three lines, not one a run. :func:`validate` builds each schema's validator on first use,
 so importing a module that declares one costs nothing.
 """
