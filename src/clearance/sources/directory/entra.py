@@ -131,11 +131,15 @@ class EntraReader:
     def _all(self, path: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for body in self.client.pages(f"{self.base}{path}", self._next, params=params):
-            values = body.get("value") if isinstance(body, dict) else None
-            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-                raise self._error(f"GET {path}: the response has no 'value' list")
-            out.extend(values)
+            out.extend(self._values(body, f"GET {path}: the response"))
         return out
+
+    def _values(self, body: Any, what: str) -> list[dict[str, Any]]:
+        """A page's ``value`` list of objects; a page without one fails the read."""
+        values = body.get("value") if isinstance(body, dict) else None
+        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+            raise self._error(f"{what} has no 'value' list")
+        return values
 
     def _requests(self) -> int:
         return self.client.requests + (0 if self.tokens is None else self.tokens.requests)
@@ -159,10 +163,7 @@ class EntraReader:
             return found
 
         for body in self.client.pages(url, following, params=params):
-            values = body.get("value") if isinstance(body, dict) else None
-            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-                raise self._error("a delta page has no 'value' list")
-            items.extend(values)
+            items.extend(self._values(body, "a delta page"))
         assert link is not None
         return items, link
 
