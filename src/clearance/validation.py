@@ -9,7 +9,8 @@ refuses a value by raising :class:`Invalid` with the sentence an operator reads.
 starting with the key it concerns as its kind of file names keys (a :class:`Wording`):
 settings say ``corpora.hr.revocation_sla: expected a duration …`` (the n-th entry of an array
 is ``a.b[n]``, so that :mod:`clearance.toml_lines` can find the key's line), a metadata or
-FAQ record says ``key 'acl': …``. Every error is kept: a file with three bad keys reports
+FAQ record says ``key 'acl': …``, a directory file ``users[3].active: expected a boolean,
+got string``. Every error is kept: a file with three bad keys reports
 three lines, not one a run. :func:`validate` builds each schema's validator on first use,
 so importing a module that declares one costs nothing.
 """
@@ -27,6 +28,7 @@ from clearance.errors import ConfigError
 __all__ = [
     "SETTINGS",
     "Invalid",
+    "Loc",
     "Wording",
     "got",
     "key_path",
@@ -37,14 +39,19 @@ __all__ = [
 ]
 
 
+#: Where a value is: its keys and indexes from the top, ``("users", 0, "id")``.
+Loc = tuple[str | int, ...]
+
+
 class Invalid(ValueError):
     """A value refused. ``message`` is what the operator reads, after the key.
 
     ``at`` names a key below the one being validated (``chunk_overlap`` when a check on the
-    whole ``[ingest]`` table refuses it); ``keyed`` marks a message that already starts with
-    its own key and is used as it is."""
+    whole ``[ingest]`` table refuses it), as text or as its parts (for a key that holds a dot
+    itself); ``keyed`` marks a message that already starts with its own key and is used as
+    it is."""
 
-    def __init__(self, message: str, *, at: str = "", keyed: bool = False) -> None:
+    def __init__(self, message: str, *, at: str | Loc = "", keyed: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.at = at
@@ -97,8 +104,10 @@ def quoted_key(loc: Sequence[object]) -> str:
 _AT_PART = re.compile(r"\[(\d+)\]|([^.\[]+)")
 
 
-def _parts(at: str) -> tuple[str | int, ...]:
-    """``a.b[2].c`` → ``("a", "b", 2, "c")``."""
+def _parts(at: str | Loc) -> Loc:
+    """``a.b[2].c`` → ``("a", "b", 2, "c")``; parts are kept as they are."""
+    if not isinstance(at, str):
+        return at
     return tuple(int(i) if i else name for i, name in _AT_PART.findall(at))
 
 
@@ -120,12 +129,15 @@ class Wording:
     """How one kind of file names its problems. ``key`` names a key from its parts;
     ``unknown`` and ``missing`` word an unknown and a missing key, with ``{key}`` (the key
     named), ``{name}`` (its last part) and ``{table}`` (the table it is in, named; when
-    that is the top, a leading ``": "`` is dropped); ``table`` refuses what is not a table."""
+    that is the top, a leading ``": "`` is dropped); ``table`` refuses what is not a table.
+    ``expected``, when given, words every refused type instead, from the type's name
+    (``str``, ``int``, ``bool``, ``list``, ``table`` …) and the value refused."""
 
     key: Callable[[Sequence[object]], str] = key_path
     unknown: str = "unknown setting {key!r}"
     missing: str = "{key}: required"
     table: str = "expected a table"
+    expected: Callable[[str, object], str] | None = None
 
     def name(self, loc: Sequence[object], message: str) -> str:
         key = self.key(loc)
@@ -142,7 +154,7 @@ class Wording:
 SETTINGS = Wording()
 
 
-def _problem(error: Mapping[str, Any], at: str, wording: Wording) -> str:
+def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording) -> str:
     loc = (*_parts(at), *error["loc"])
     kind = error["type"]
     value = error.get("input")
@@ -156,6 +168,8 @@ def _problem(error: Mapping[str, Any], at: str, wording: Wording) -> str:
         return wording.fill(wording.unknown, loc)
     if kind in _MISSING_TYPES:
         return wording.fill(wording.missing, loc)
+    if wording.expected is not None and (kind in _TABLE_TYPES or kind in _TYPE_NAMES):
+        return wording.name(loc, wording.expected(_TYPE_NAMES.get(kind, "table"), value))
     if kind in _TABLE_TYPES:
         return wording.name(loc, wording.table)
     if kind in _TYPE_NAMES:
@@ -163,7 +177,7 @@ def _problem(error: Mapping[str, Any], at: str, wording: Wording) -> str:
     return wording.name(loc, str(error.get("msg", kind)).removeprefix("Value error, "))
 
 
-def problems(error: Any, *, at: str = "", wording: Wording = SETTINGS) -> list[str]:
+def problems(error: Any, *, at: str | Loc = "", wording: Wording = SETTINGS) -> list[str]:
     """One sentence per error of ``error`` (a pydantic ``ValidationError``), in its order,
     without repeats, named by ``wording``. ``at`` is the key of the validated value itself
     (``sources.gd.options``)."""
@@ -182,7 +196,7 @@ def validate(
     schema: Any,
     data: object,
     *,
-    at: str = "",
+    at: str | Loc = "",
     context: dict[str, Any] | None = None,
     wording: Wording = SETTINGS,
 ) -> Any:

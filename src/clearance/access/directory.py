@@ -63,13 +63,27 @@ import json
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Literal, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
+
+from pydantic import (
+    AfterValidator,
+    AliasGenerator,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
+from pydantic.alias_generators import to_camel
 
 from clearance import jsonio
-from clearance.errors import DirectoryError
+from clearance.errors import ConfigError, DirectoryError
 from clearance.model import EVERYONE, parse_principal, principal_id_problem
+from clearance.validation import Invalid, Loc, Wording, validate
 
 __all__ = [
     "AliasMatch",
@@ -225,7 +239,7 @@ class DirectoryDoc:
 
 
 # --------------------------------------------------------------------------------------------
-# Parsing
+# Parsing: pydantic checks the shape of each object, _Reader what spans objects
 # --------------------------------------------------------------------------------------------
 
 
@@ -245,54 +259,268 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _key(path: str, key: str) -> str:
-    """Extend a JSON path with an object key (``a.b`` or ``a["urn:…"]`` when not an identifier)."""
-    step = f".{key}" if _IDENTIFIER.match(key) else f"[{json.dumps(key)}]"
-    if path == "$":
-        return step[1:] if step.startswith(".") else f"${step}"
-    return path + step
+def _json_path(loc: Iterable[object]) -> str:
+    """``("users", 3, "active")`` → ``users[3].active``. A key that is not an identifier is
+    quoted (``$["urn:…"].department``); the document itself is ``$``."""
+    path = "$"
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif _IDENTIFIER.match(str(part)):
+            path = str(part) if path == "$" else f"{path}.{part}"
+        else:
+            path += f"[{json.dumps(str(part))}]"
+    return path
 
 
-def _index(path: str, i: int) -> str:
-    return f"{path}[{i}]"
-
-
-_Kind = Literal["user", "group"]
-_USER_KEYS = frozenset({"id", "active", "attributes", "aliases"})
-_GROUP_KEYS = frozenset({"id", "members"})
-_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
-    "object": Mapping,
-    "array": (list, tuple),
-    "string": str,
-    "boolean": bool,
+_ARTICLES = {
+    "str": "a string",
+    "bool": "a boolean",
+    "int": "an integer",
+    "list": "an array",
+    "table": "an object",
 }
 
 
-@dataclass(slots=True)
-class _PendingGroup:
-    """A group whose untyped SCIM members still need resolving against the document's ids."""
-
-    id: str
-    path: str
-    members: set[str]
-    untyped: list[tuple[str, str]]  # (value, json path)
+def _expected(kind: str, value: object) -> str:
+    """``expected a boolean, got string``: a value of the wrong JSON type."""
+    return f"expected {_ARTICLES.get(kind, kind)}, got {_json_type(value)}"
 
 
-class _Parser:
-    """Parses one document; every error names ``source`` and the JSON path."""
+#: A directory file names a problem by its JSON path and a type by its JSON name.
+_FILE = Wording(
+    key=_json_path, missing="{table}: missing required key {name!r}", expected=_expected
+)
+
+_Kind = Literal["user", "group"]
+
+
+def _id(value: str) -> str:
+    """A user or group id (the principal id grammar); a SCIM ``bulkId:`` says so."""
+    problem = principal_id_problem(value)
+    if problem is None:
+        return value
+    if value.startswith("bulkId:"):
+        raise Invalid(f"bulkId references ({value!r}) are not supported; use real ids")
+    raise Invalid(f"id {problem}")
+
+
+def _member(value: str) -> str:
+    problem = _member_problem(value)
+    if problem is not None:
+        raise Invalid(problem)
+    return value
+
+
+def _alias(value: str) -> str:
+    if not value.strip():
+        raise Invalid("an alias must not be empty")
+    return value
+
+
+def _attribute_names(attributes: dict[str, str] | None) -> dict[str, str] | None:
+    if attributes and "" in attributes:
+        raise Invalid("attribute names must not be empty")
+    return attributes
+
+
+def _version(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(f"expected a non-negative integer, got {_json_type(value)}")
+    return value
+
+
+def _resource_type(value: object) -> _Kind:
+    if not isinstance(value, str):
+        raise Invalid(_expected("str", value))
+    if value not in ("User", "Group"):
+        raise Invalid(f"unsupported resourceType {value!r} (User or Group)")
+    return "user" if value == "User" else "group"
+
+
+def _member_type(value: str) -> _Kind:
+    if value.lower() not in ("user", "group"):
+        raise Invalid(f"unsupported type {value!r} (User/Group)")
+    return "user" if value.lower() == "user" else "group"
+
+
+def _closed(record: type) -> BeforeValidator:
+    """Refuse a key ``record`` has no field for, naming the keys it has: Clearance JSON is
+    the operator's own format, so an unknown key is a mistake, not an extension."""
+    names = tuple(f.name for f in fields(record))
+
+    def check(value: object) -> object:
+        for key in value if isinstance(value, Mapping) else ():
+            if key not in names:
+                message = f"unknown key (expected one of {', '.join(names)})"
+                raise Invalid(message, at=(str(key),))
+        return value
+
+    return BeforeValidator(check)
+
+
+def _unless(written: str, unread: str) -> BeforeValidator:
+    """Leave ``unread`` unread (so unchecked) when ``written`` holds a value."""
+
+    def drop(value: object) -> object:
+        if isinstance(value, Mapping) and value.get(written) is not None:
+            return {key: item for key, item in value.items() if key != unread}
+        return value
+
+    return BeforeValidator(drop)
+
+
+_ID = Annotated[StrictStr, AfterValidator(_id)]
+_ARRAY = list[Any]
+_OBJECT = dict[Any, Any]
+_STRINGS = list[StrictStr]
+_COUNT = StrictInt | None
+
+
+@dataclass(frozen=True, slots=True)
+class _UserRecord:
+    id: _ID
+    active: StrictBool
+    attributes: Annotated[dict[str, StrictStr] | None, AfterValidator(_attribute_names)] = None
+    aliases: list[Annotated[StrictStr, AfterValidator(_alias)]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupRecord:
+    id: _ID
+    members: list[Annotated[StrictStr, AfterValidator(_member)]] = field(default_factory=list)
+
+
+_USER_RECORD = Annotated[_UserRecord, _closed(_UserRecord)]
+_GROUP_RECORD = Annotated[_GroupRecord, _closed(_GroupRecord)]
+
+
+@dataclass(frozen=True, slots=True)
+class _ClearanceFile:
+    users: list[_USER_RECORD] = field(default_factory=list)
+    groups: list[_GROUP_RECORD] = field(default_factory=list)
+    removed_users: list[_ID] = field(default_factory=list)
+    removed_groups: list[_ID] = field(default_factory=list)
+    version: Annotated[int | None, PlainValidator(_version)] = None
+
+
+_CLEARANCE_FILE = Annotated[_ClearanceFile, _closed(_ClearanceFile)]
+
+
+#: SCIM attributes are camelCase (``userName``), their fields here snake_case.
+_SCIM = ConfigDict(alias_generator=AliasGenerator(validation_alias=to_camel))
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimMeta:
+    __pydantic_config__ = _SCIM
+
+    resource_type: Annotated[_Kind | None, PlainValidator(_resource_type)] = None
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimName:
+    formatted: StrictStr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimEnterprise:
+    department: StrictStr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimEmail:
+    value: StrictStr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimUser:
+    """What Clearance reads of a SCIM User (RFC 7643 §4.1); any other attribute is ignored,
+    and a missing or null one is absent."""
+
+    __pydantic_config__ = _SCIM
+
+    active: StrictBool | None = None
+    user_name: StrictStr | None = None
+    user_type: StrictStr | None = None
+    display_name: StrictStr | None = None
+    name: _ScimName | None = None
+    enterprise: Annotated[_ScimEnterprise | None, Field(alias=SCIM_ENTERPRISE_USER)] = None
+    external_id: StrictStr | None = None
+    emails: list[_ScimEmail] | None = None
+
+    def user(self, ident: str) -> User:
+        name = self.display_name
+        if name is None and self.name is not None:
+            name = self.name.formatted
+        found = {
+            "user_name": self.user_name,
+            "employment_type": self.user_type,
+            "name": name,
+            "department": None if self.enterprise is None else self.enterprise.department,
+        }
+        # RFC 7643 §4.1.1/§3.1: userName is the sign-in name, externalId the provisioning
+        # client's id, emails the addresses; each is another name for this one user.
+        names = [self.user_name, self.external_id, *(e.value for e in self.emails or ())]
+        return User(
+            ident,
+            True if self.active is None else self.active,  # absent: the account is not restricted
+            {key: value for key, value in found.items() if value is not None},
+            tuple(n for n in names if n and n.strip()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimMember:
+    __pydantic_config__ = _SCIM
+
+    value: _ID
+    type: Annotated[StrictStr, AfterValidator(_member_type)] | None = None
+    ref: Annotated[StrictStr | None, Field(alias="$ref")] = None
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimGroup:
+    __pydantic_config__ = _SCIM
+
+    display_name: StrictStr | None = None  # checked, not kept
+    members: list[Annotated[_ScimMember, _unless("type", "$ref")]] | None = None
+
+
+_SCIM_USER = Annotated[_ScimUser, _unless("displayName", "name")]
+
+
+@dataclass(frozen=True, slots=True)
+class _Operation:
+    method: StrictStr
+    path: StrictStr
+    data: Any = None
+
+
+class _Reader:
+    """Reads one document: pydantic checks each object, this class what spans objects (one
+    record per id, SCIM's kinds of message, members named without a type). Every error
+    names ``source`` and the JSON path."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.users: dict[str, User] = {}
-        self.groups: dict[str, _PendingGroup] = {}
-        self.removed_users: dict[str, str] = {}
-        self.removed_groups: dict[str, str] = {}
-        self.seen: dict[tuple[_Kind, str], str] = {}
+        self.groups: dict[str, set[str]] = {}  # id → members
+        self.untyped: list[tuple[str, str, Loc]] = []  # SCIM (group, member, where) to resolve
+        self.removed: dict[_Kind, set[str]] = {"user": set(), "group": set()}
+        self.seen: dict[tuple[_Kind, str], Loc] = {}
 
     # -- primitives ---------------------------------------------------------------------------
 
-    def fail(self, path: str, message: str) -> NoReturn:
-        raise DirectoryError(f"{self.source}: {path}: {message}")
+    def fail(self, loc: Loc, message: str) -> NoReturn:
+        raise DirectoryError(f"{self.source}: {_json_path(loc)}: {message}")
+
+    def read(self, schema: Any, data: object, loc: Loc = ()) -> Any:
+        """``data`` (found at ``loc``) validated as ``schema``, or its first problem."""
+        try:
+            return validate(schema, data, at=loc, wording=_FILE)
+        except ConfigError as exc:
+            raise DirectoryError(f"{self.source}: {exc.message}") from None
 
     def decode(self, raw: str | bytes) -> Any:
         """Strict JSON (:func:`clearance.jsonio.loads`); a repeated key is reported with the
@@ -308,74 +536,46 @@ class _Parser:
                     raise DirectoryError(
                         f"{self.source}:{line}: {path}: key {key!r} appears twice in one object"
                     ) from None
-            self.fail("$", message)
+            self.fail((), message)
 
-    def expect(self, value: object, path: str, kind: str) -> Any:
-        """Return ``value`` if it has JSON type ``kind``, else fail naming the path."""
-        if not isinstance(value, _JSON_TYPES[kind]):
-            article = "an" if kind[0] in "aeiou" else "a"
-            self.fail(path, f"expected {article} {kind}, got {_json_type(value)}")
-        return value
-
-    def ident(self, value: object, path: str) -> str:
-        text: str = self.expect(value, path, "string")
-        problem = principal_id_problem(text)
-        if problem is not None:
-            if text.startswith("bulkId:"):
-                self.fail(path, f"bulkId references ({text!r}) are not supported; use real ids")
-            self.fail(path, f"id {problem}")
-        return text
-
-    def only_keys(self, obj: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
-        for key in obj:
-            if key not in allowed:
-                self.fail(
-                    _key(path, str(key)), f"unknown key (expected one of {', '.join(allowed)})"
-                )
-
-    def claim(self, kind: _Kind, ident: str, path: str) -> None:
+    def claim(self, kind: _Kind, ident: str, loc: Loc) -> None:
         """Record that ``ident`` occurs once in this document; a second occurrence is an error."""
         first = self.seen.get((kind, ident))
         if first is not None:
-            self.fail(path, f"duplicate {kind} id {ident!r} (first at {first})")
-        self.seen[(kind, ident)] = path
+            self.fail(loc, f"duplicate {kind} id {ident!r} (first at {_json_path(first)})")
+        self.seen[(kind, ident)] = loc
 
-    # -- results ------------------------------------------------------------------------------
-
-    def add_user(self, user: User, id_path: str) -> None:
-        self.claim("user", user.id, id_path)
+    def add_user(self, user: User, id_loc: Loc) -> None:
+        self.claim("user", user.id, id_loc)
         self.users[user.id] = user
 
-    def add_group(self, group: _PendingGroup, id_path: str) -> None:
-        self.claim("group", group.id, id_path)
-        self.groups[group.id] = group
+    def add_group(self, ident: str, members: set[str], id_loc: Loc) -> None:
+        self.claim("group", ident, id_loc)
+        self.groups[ident] = members
 
-    def remove(self, kind: _Kind, ident: str, path: str) -> None:
-        self.claim(kind, ident, path)
-        (self.removed_users if kind == "user" else self.removed_groups)[ident] = path
+    def remove(self, kind: _Kind, ident: str, loc: Loc) -> None:
+        self.claim(kind, ident, loc)
+        self.removed[kind].add(ident)
 
-    def finish(self, *, delta: bool, version: int | None) -> DirectoryDoc:
-        groups: dict[str, Group] = {}
-        for pending in self.groups.values():
-            members = set(pending.members)
-            for value, path in pending.untyped:
-                if value in self.users:
-                    members.add(_USER_PREFIX + value)
-                elif value in self.groups:
-                    members.add(_GROUP_PREFIX + value)
-                else:
-                    self.fail(
-                        path,
-                        f"member {value!r} has no type and is neither a user nor a group in "
-                        'this document; add "type": "User" or "Group"',
-                    )
-            groups[pending.id] = Group(pending.id, frozenset(members))
+    def finish(self, *, delta: bool, version: int | None = None) -> DirectoryDoc:
+        for group_id, value, loc in self.untyped:
+            if value in self.users:
+                self.groups[group_id].add(_USER_PREFIX + value)
+            elif value in self.groups:
+                self.groups[group_id].add(_GROUP_PREFIX + value)
+            else:
+                self.fail(
+                    loc,
+                    f"member {value!r} has no type and is neither a user nor a group in "
+                    'this document; add "type": "User" or "Group"',
+                )
+        groups = {ident: Group(ident, frozenset(members)) for ident, members in self.groups.items()}
         return DirectoryDoc(
             source=self.source,
             users=MappingProxyType(dict(self.users)),
             groups=MappingProxyType(groups),
-            removed_users=frozenset(self.removed_users),
-            removed_groups=frozenset(self.removed_groups),
+            removed_users=frozenset(self.removed["user"]),
+            removed_groups=frozenset(self.removed["group"]),
             delta=delta,
             version=version,
         )
@@ -383,330 +583,164 @@ class _Parser:
     # -- Clearance JSON -----------------------------------------------------------------------
 
     def clearance(self, data: Mapping[str, Any]) -> DirectoryDoc:
-        self.only_keys(data, "$", ("users", "groups", "removed_users", "removed_groups", "version"))
-        version: int | None = None
-        if "version" in data:
-            raw = data["version"]
-            if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-                self.fail("version", f"expected a non-negative integer, got {_json_type(raw)}")
-            version = raw
-        for i, item in enumerate(self.expect(data.get("users", []), "users", "array")):
-            self.clearance_user(item, _index("users", i))
-        for i, item in enumerate(self.expect(data.get("groups", []), "groups", "array")):
-            self.clearance_group(item, _index("groups", i))
-        removals: tuple[tuple[str, _Kind], ...] = (
-            ("removed_users", "user"),
-            ("removed_groups", "group"),
-        )
-        for key, kind in removals:
-            for i, item in enumerate(self.expect(data.get(key, []), key, "array")):
-                path = _index(key, i)
-                self.remove(kind, self.ident(item, path), path)
-        delta = "removed_users" in data or "removed_groups" in data
-        return self.finish(delta=delta, version=version)
-
-    # The two loops below run once per user/group/membership of a whole directory, so JSON
-    # paths are only formatted when something is wrong.
-
-    def clearance_user(self, item: object, path: str) -> None:
-        obj: Mapping[str, Any] = self.expect(item, path, "object")
-        if not _USER_KEYS.issuperset(obj):
-            self.only_keys(obj, path, ("id", "active", "attributes", "aliases"))
-        for required in ("id", "active"):
-            if required not in obj:
-                self.fail(path, f"missing required key {required!r}")
-        id_path = f"{path}.id"
-        ident = self.ident(obj["id"], id_path)
-        active = obj["active"]
-        if not isinstance(active, bool):
-            self.expect(active, f"{path}.active", "boolean")
-        attrs: dict[str, str] = {}
-        raw_attrs = obj.get("attributes")
-        if raw_attrs:
-            attrs_path = f"{path}.attributes"
-            self.expect(raw_attrs, attrs_path, "object")
-            for key, val in raw_attrs.items():
-                if not key:
-                    self.fail(attrs_path, "attribute names must not be empty")
-                attrs[key] = self.expect(val, _key(attrs_path, key), "string")
-        elif raw_attrs is not None:
-            self.expect(raw_attrs, f"{path}.attributes", "object")
-        aliases: list[str] = []
-        raw_aliases = obj.get("aliases")
-        if raw_aliases is not None:
-            aliases_path = f"{path}.aliases"
-            self.expect(raw_aliases, aliases_path, "array")
-            for j, alias in enumerate(raw_aliases):
-                alias_path = f"{aliases_path}[{j}]"
-                self.expect(alias, alias_path, "string")
-                if not alias.strip():
-                    self.fail(alias_path, "an alias must not be empty")
-                aliases.append(alias)
-        self.add_user(User(ident, active, attrs, tuple(aliases)), id_path)
-
-    def clearance_group(self, item: object, path: str) -> None:
-        obj: Mapping[str, Any] = self.expect(item, path, "object")
-        if not _GROUP_KEYS.issuperset(obj):
-            self.only_keys(obj, path, ("id", "members"))
-        if "id" not in obj:
-            self.fail(path, "missing required key 'id'")
-        id_path = f"{path}.id"
-        ident = self.ident(obj["id"], id_path)
-        raw_members = obj.get("members", [])
-        if not isinstance(raw_members, list | tuple):
-            self.expect(raw_members, f"{path}.members", "array")
-        members: set[str] = set()
-        for j, member in enumerate(raw_members):
-            problem = (
-                _member_problem(member)
-                if isinstance(member, str)
-                else f"expected a string, got {_json_type(member)}"
+        doc: _ClearanceFile = self.read(_CLEARANCE_FILE, data)
+        for i, user in enumerate(doc.users):
+            aliases = tuple(user.aliases or ())
+            self.add_user(
+                User(user.id, user.active, user.attributes or {}, aliases), ("users", i, "id")
             )
-            if problem is not None:
-                self.fail(f"{path}.members[{j}]", problem)
-            members.add(member)
-        self.add_group(_PendingGroup(ident, path, members, []), id_path)
+        for i, group in enumerate(doc.groups):
+            self.add_group(group.id, set(group.members), ("groups", i, "id"))
+        for i, ident in enumerate(doc.removed_users):
+            self.remove("user", ident, ("removed_users", i))
+        for i, ident in enumerate(doc.removed_groups):
+            self.remove("group", ident, ("removed_groups", i))
+        delta = "removed_users" in data or "removed_groups" in data
+        return self.finish(delta=delta, version=doc.version)
 
     # -- SCIM ---------------------------------------------------------------------------------
 
     def scim(self, data: Mapping[str, Any]) -> DirectoryDoc:
-        schemas = self.schemas(data, "$")
+        schemas = self.schemas(data, ())
         if SCIM_LIST_RESPONSE in schemas:
-            resources = self.expect(data.get("Resources", []), "Resources", "array")
-            total = data.get("totalResults")
-            if total is not None:
-                if isinstance(total, bool) or not isinstance(total, int):
-                    self.fail("totalResults", f"expected an integer, got {_json_type(total)}")
-                if total != len(resources):
-                    self.fail(
-                        "totalResults",
-                        f"{total} results but {len(resources)} Resources: this is one page of a "
-                        "paginated response; merge all pages into one document first",
-                    )
+            resources: list[Any] = self.read(_ARRAY, data.get("Resources", []), ("Resources",))
+            total = self.read(_COUNT, data.get("totalResults"), ("totalResults",))
+            if total is not None and total != len(resources):
+                self.fail(
+                    ("totalResults",),
+                    f"{total} results but {len(resources)} Resources: this is one page of a "
+                    "paginated response; merge all pages into one document first",
+                )
             for i, resource in enumerate(resources):
-                self.scim_resource(resource, _index("Resources", i))
-            return self.finish(delta=False, version=None)
+                self.scim_resource(resource, ("Resources", i))
+            return self.finish(delta=False)
         if SCIM_BULK_REQUEST in schemas:
-            operations = self.expect(data.get("Operations"), "Operations", "array")
+            operations: list[Any] = self.read(_ARRAY, data.get("Operations"), ("Operations",))
             for i, operation in enumerate(operations):
-                self.scim_operation(operation, _index("Operations", i))
-            return self.finish(delta=True, version=None)
-        if self.resource_kind(data, "$") is not None:
-            self.scim_resource(data, "$")
-            return self.finish(delta=False, version=None)
+                self.scim_operation(operation, ("Operations", i))
+            return self.finish(delta=True)
+        if self.resource_kind(data, ()) is not None:
+            self.scim_resource(data, ())
+            return self.finish(delta=False)
         self.fail(
-            "schemas",
+            ("schemas",),
             "unsupported SCIM message: expected a ListResponse, a BulkRequest, or a User or "
             "Group resource",
         )
 
-    def schemas(self, obj: Mapping[str, Any], path: str) -> list[str]:
-        if "schemas" not in obj:
-            return []
-        schemas_path = _key(path, "schemas")
-        raw = self.expect(obj["schemas"], schemas_path, "array")
-        for i, item in enumerate(raw):
-            self.expect(item, _index(schemas_path, i), "string")
-        return list(raw)
+    def schemas(self, obj: Mapping[str, Any], loc: Loc) -> list[str]:
+        found: list[str] = self.read(_STRINGS, obj.get("schemas", []), (*loc, "schemas"))
+        return found
 
-    def resource_kind(self, obj: Mapping[str, Any], path: str) -> _Kind | None:
+    def resource_kind(self, obj: Mapping[str, Any], loc: Loc) -> _Kind | None:
         """User/Group from ``schemas`` or ``meta.resourceType``; ``None`` if neither says."""
-        schemas = self.schemas(obj, path)
-        by_schema: set[_Kind] = set()
-        if SCIM_USER in schemas:
-            by_schema.add("user")
-        if SCIM_GROUP in schemas:
-            by_schema.add("group")
+        schemas = self.schemas(obj, loc)
+        kinds: tuple[tuple[_Kind, str], ...] = (("user", SCIM_USER), ("group", SCIM_GROUP))
+        by_schema = {kind for kind, urn in kinds if urn in schemas}
         if len(by_schema) > 1:
-            self.fail(_key(path, "schemas"), "a resource cannot be both a User and a Group")
-        by_meta: _Kind | None = None
+            self.fail((*loc, "schemas"), "a resource cannot be both a User and a Group")
+        by_meta = None
         if "meta" in obj:
-            meta_path = _key(path, "meta")
-            meta: Mapping[str, Any] = self.expect(obj["meta"], meta_path, "object")
-            if "resourceType" in meta:
-                rt_path = _key(meta_path, "resourceType")
-                rtype: str = self.expect(meta["resourceType"], rt_path, "string")
-                if rtype == "User":
-                    by_meta = "user"
-                elif rtype == "Group":
-                    by_meta = "group"
-                else:
-                    self.fail(rt_path, f"unsupported resourceType {rtype!r} (User or Group)")
+            by_meta = self.read(_ScimMeta, obj["meta"], (*loc, "meta")).resource_type
         if by_schema and by_meta is not None and by_meta not in by_schema:
-            self.fail(
-                _key(_key(path, "meta"), "resourceType"), "contradicts the resource's schemas"
-            )
-        if by_schema:
-            return next(iter(by_schema))
-        return by_meta
+            self.fail((*loc, "meta", "resourceType"), "contradicts the resource's schemas")
+        return next(iter(by_schema), by_meta)
 
     def scim_resource(
         self,
         item: object,
-        path: str,
+        loc: Loc,
         *,
         kind: _Kind | None = None,
-        ident: str | None = None,
-        ident_path: str | None = None,
+        named: tuple[str, Loc] | None = None,
     ) -> None:
-        """Parse one User/Group resource. ``kind``/``ident`` come from a bulk operation's path."""
-        obj: Mapping[str, Any] = self.expect(item, path, "object")
-        declared = self.resource_kind(obj, path)
+        """Read one User/Group resource. A bulk operation's path gives ``kind``, and ``named``
+        the id it names and where."""
+        obj: Mapping[str, Any] = self.read(_OBJECT, item, loc)
+        declared = self.resource_kind(obj, loc)
         if kind is not None and declared is not None and declared != kind:
-            self.fail(path, f"resource is a {declared} but the operation path names a {kind}")
+            self.fail(loc, f"resource is a {declared} but the operation path names a {kind}")
         kind = kind or declared
         if kind is None:
             self.fail(
-                path,
+                loc,
                 "cannot tell whether this resource is a User or a Group: add its core schema "
                 "URN to 'schemas' or set meta.resourceType",
             )
-        id_path = _key(path, "id")
+        id_loc = (*loc, "id")
         if "id" in obj:
-            own = self.ident(obj["id"], id_path)
-            if ident is not None and own != ident:
-                self.fail(id_path, f"id {own!r} does not match the operation path id {ident!r}")
-            ident = own
-        elif ident is None:
-            self.fail(path, "missing required key 'id'")
+            ident: str = self.read(_ID, obj["id"], id_loc)
+            if named is not None and ident != named[0]:
+                self.fail(id_loc, f"id {ident!r} does not match the operation path id {named[0]!r}")
+        elif named is None:
+            self.fail(loc, "missing required key 'id'")
         else:
-            id_path = ident_path or path
-        if kind == "user":
-            self.add_user(self.scim_user(obj, path, ident), id_path)
+            ident, id_loc = named
+        resource: _ScimUser | _ScimGroup = self.read(
+            _SCIM_USER if kind == "user" else _ScimGroup, obj, loc
+        )
+        if isinstance(resource, _ScimUser):
+            self.add_user(resource.user(ident), id_loc)
         else:
-            self.add_group(self.scim_group(obj, path, ident), id_path)
+            self.add_scim_group(ident, resource, loc, id_loc)
 
-    def optional_string(self, obj: Mapping[str, Any], key: str, path: str) -> str | None:
-        if obj.get(key) is None:
-            return None
-        value: str = self.expect(obj[key], _key(path, key), "string")
-        return value
-
-    def scim_user(self, obj: Mapping[str, Any], path: str, ident: str) -> User:
-        active = True  # RFC 7643 §4.1.1: absent means the service does not restrict the account
-        if obj.get("active") is not None:
-            active = self.expect(obj["active"], _key(path, "active"), "boolean")
-        attrs: dict[str, str] = {}
-        user_name = self.optional_string(obj, "userName", path)
-        if user_name is not None:
-            attrs["user_name"] = user_name
-        user_type = self.optional_string(obj, "userType", path)
-        if user_type is not None:
-            attrs["employment_type"] = user_type
-        name = self.optional_string(obj, "displayName", path)
-        if name is None and obj.get("name") is not None:
-            name_path = _key(path, "name")
-            name_obj: Mapping[str, Any] = self.expect(obj["name"], name_path, "object")
-            name = self.optional_string(name_obj, "formatted", name_path)
-        if name is not None:
-            attrs["name"] = name
-        if obj.get(SCIM_ENTERPRISE_USER) is not None:
-            ext_path = _key(path, SCIM_ENTERPRISE_USER)
-            ext: Mapping[str, Any] = self.expect(obj[SCIM_ENTERPRISE_USER], ext_path, "object")
-            department = self.optional_string(ext, "department", ext_path)
-            if department is not None:
-                attrs["department"] = department
-        # RFC 7643 §4.1.1/§3.1: userName is the sign-in name, externalId the provisioning
-        # client's id, emails the addresses; each is another name for this one user.
-        aliases = [a for a in (user_name, self.optional_string(obj, "externalId", path)) if a]
-        if obj.get("emails") is not None:
-            emails_path = _key(path, "emails")
-            for j, email in enumerate(self.expect(obj["emails"], emails_path, "array")):
-                entry_path = _index(emails_path, j)
-                entry: Mapping[str, Any] = self.expect(email, entry_path, "object")
-                value = self.optional_string(entry, "value", entry_path)
-                if value and value.strip():
-                    aliases.append(value)
-        return User(ident, active, attrs, tuple(a for a in aliases if a.strip()))
-
-    def scim_group(self, obj: Mapping[str, Any], path: str, ident: str) -> _PendingGroup:
-        self.optional_string(obj, "displayName", path)  # validated, not kept
+    def add_scim_group(self, ident: str, group: _ScimGroup, loc: Loc, id_loc: Loc) -> None:
+        """A SCIM Group's members are typed by ``type``, else by a ``$ref`` naming the same
+        id, else by the document's own ids (:meth:`finish`)."""
         members: set[str] = set()
-        untyped: list[tuple[str, str]] = []
-        members_path = _key(path, "members")
-        raw_members = obj.get("members")
-        for j, raw in enumerate(
-            [] if raw_members is None else self.expect(raw_members, members_path, "array")
-        ):
-            member_path = _index(members_path, j)
-            member: Mapping[str, Any] = self.expect(raw, member_path, "object")
-            value_path = _key(member_path, "value")
-            if "value" not in member:
-                self.fail(member_path, "missing required key 'value'")
-            value = self.ident(member["value"], value_path)
-            mtype = self.optional_string(member, "type", member_path)
-            if mtype is not None:
-                if mtype.lower() == "user":
-                    members.add(_USER_PREFIX + value)
-                elif mtype.lower() == "group":
-                    members.add(_GROUP_PREFIX + value)
-                else:
-                    self.fail(_key(member_path, "type"), f"unsupported type {mtype!r} (User/Group)")
-                continue
-            ref = self.optional_string(member, "$ref", member_path)
-            match = _SCIM_REF.search(ref) if ref is not None else None
-            if match is not None and match.group(2) == value:
-                prefix = _USER_PREFIX if match.group(1) == "Users" else _GROUP_PREFIX
-                members.add(prefix + value)
+        for j, member in enumerate(group.members or ()):
+            kind = member.type
+            ref = _SCIM_REF.search(member.ref) if kind is None and member.ref is not None else None
+            if ref is not None and ref.group(2) == member.value:
+                kind = "user" if ref.group(1) == "Users" else "group"
+            if kind is None:
+                self.untyped.append((ident, member.value, (*loc, "members", j, "value")))
             else:
-                untyped.append((value, value_path))
-        return _PendingGroup(ident, path, members, untyped)
+                members.add(f"{kind}:{member.value}")
+        self.add_group(ident, members, id_loc)
 
-    def scim_operation(self, item: object, path: str) -> None:
-        op: Mapping[str, Any] = self.expect(item, path, "object")
-        for required in ("method", "path"):
-            if required not in op:
-                self.fail(path, f"missing required key {required!r}")
-        method_path = _key(path, "method")
-        method = self.expect(op["method"], method_path, "string").upper()
-        op_path_path = _key(path, "path")
-        op_path: str = self.expect(op["path"], op_path_path, "string")
+    def scim_operation(self, item: object, loc: Loc) -> None:
+        op: _Operation = self.read(_Operation, item, loc)
+        method = op.method.upper()
+        path_loc, data_loc = (*loc, "path"), (*loc, "data")
         if method == "POST":
-            if op_path not in ("/Users", "/Groups"):
-                self.fail(op_path_path, f"POST path must be /Users or /Groups, got {op_path!r}")
-            kind: _Kind = "user" if op_path == "/Users" else "group"
-            self.scim_resource(op.get("data"), _key(path, "data"), kind=kind)
+            if op.path not in ("/Users", "/Groups"):
+                self.fail(path_loc, f"POST path must be /Users or /Groups, got {op.path!r}")
+            self.scim_resource(op.data, data_loc, kind="user" if op.path == "/Users" else "group")
             return
-        match = _SCIM_RESOURCE_PATH.fullmatch(op_path)
+        match = _SCIM_RESOURCE_PATH.fullmatch(op.path)
         if match is None:
-            self.fail(op_path_path, f"expected /Users/<id> or /Groups/<id>, got {op_path!r}")
-        kind = "user" if match.group(1) == "Users" else "group"
-        ident = self.ident(match.group(2), op_path_path)
+            self.fail(path_loc, f"expected /Users/<id> or /Groups/<id>, got {op.path!r}")
+        kind: _Kind = "user" if match.group(1) == "Users" else "group"
+        ident: str = self.read(_ID, match.group(2), path_loc)
         if method == "DELETE":
-            self.remove(kind, ident, op_path_path)
-        elif method == "PUT":
-            self.scim_resource(
-                op.get("data"), _key(path, "data"), kind=kind, ident=ident, ident_path=op_path_path
-            )
-        elif method == "PATCH":
-            data_path = _key(path, "data")
-            data: Mapping[str, Any] = self.expect(op.get("data"), data_path, "object")
-            resource: object = data
-            resource_path = data_path
-            if SCIM_PATCH_OP in self.schemas(data, data_path):
-                resource, resource_path = self.full_value_patch(data, data_path)
-            self.scim_resource(
-                resource, resource_path, kind=kind, ident=ident, ident_path=op_path_path
-            )
+            self.remove(kind, ident, path_loc)
+        elif method in ("PUT", "PATCH"):
+            resource, resource_loc = op.data, data_loc
+            if method == "PATCH":
+                data: Mapping[str, Any] = self.read(_OBJECT, op.data, data_loc)
+                if SCIM_PATCH_OP in self.schemas(data, data_loc):
+                    resource, resource_loc = self.full_value_patch(data, data_loc)
+            self.scim_resource(resource, resource_loc, kind=kind, named=(ident, path_loc))
         else:
-            self.fail(method_path, f"unsupported method {method!r} (POST, PUT, PATCH, DELETE)")
+            self.fail((*loc, "method"), f"unsupported method {method!r} (POST, PUT, PATCH, DELETE)")
 
-    def full_value_patch(self, data: Mapping[str, Any], path: str) -> tuple[object, str]:
+    def full_value_patch(self, data: Mapping[str, Any], loc: Loc) -> tuple[object, Loc]:
         """Accept only a PatchOp that replaces the whole resource; partial patches need state."""
-        ops_path = _key(path, "Operations")
-        ops = self.expect(data.get("Operations"), ops_path, "array")
+        ops_loc = (*loc, "Operations")
+        ops: list[Any] = self.read(_ARRAY, data.get("Operations"), ops_loc)
         if len(ops) != 1:
-            self.fail(ops_path, "only a single full-value 'replace' operation is supported")
-        op_path = _index(ops_path, 0)
-        op: Mapping[str, Any] = self.expect(ops[0], op_path, "object")
-        verb = self.expect(op.get("op"), _key(op_path, "op"), "string")
+            self.fail(ops_loc, "only a single full-value 'replace' operation is supported")
+        op_loc = (*ops_loc, 0)
+        op: Mapping[str, Any] = self.read(_OBJECT, ops[0], op_loc)
+        verb: str = self.read(StrictStr, op.get("op"), (*op_loc, "op"))
         if verb.lower() != "replace" or op.get("path") is not None:
             self.fail(
-                op_path,
+                op_loc,
                 "partial PATCH is not supported: send one 'replace' without 'path' whose value "
                 "is the full resource",
             )
-        return op.get("value"), _key(op_path, "value")
+        return op.get("value"), (*op_loc, "value")
 
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -744,10 +778,7 @@ def _repeated_keys(text: str) -> Iterator[tuple[int, str, str]]:
                 except ValueError:
                     return
                 if key in top.keys:
-                    path = "$"
-                    for frame in stack[:-1]:
-                        step = frame.at
-                        path = _key(path, step) if isinstance(step, str) else _index(path, step)
+                    path = _json_path(frame.at for frame in stack[:-1])
                     yield text.count("\n", 0, i) + 1, path, key
                 top.keys.add(key)
                 top.at, top.want_key = key, False
@@ -778,16 +809,16 @@ def parse_directory(data: object, *, source: str) -> DirectoryDoc:
     Guarantees: the returned document is fully validated — ids, principal strings, no duplicate
     id of one kind, no untyped SCIM member left unresolved. Otherwise :class:`DirectoryError`.
     """
-    parser = _Parser(source)
+    reader = _Reader(source)
     if isinstance(data, str | bytes | bytearray):
-        data = parser.decode(data if isinstance(data, str) else bytes(data))
-    obj: Mapping[str, Any] = parser.expect(data, "$", "object")
+        data = reader.decode(data if isinstance(data, str) else bytes(data))
+    obj: Mapping[Any, Any] = reader.read(_OBJECT, data)
     for key in obj:
         if not isinstance(key, str):
-            parser.fail("$", f"object keys must be strings, got {_json_type(key)}")
+            reader.fail((), f"object keys must be strings, got {_json_type(key)}")
     if any(key in obj for key in ("schemas", "meta", "Resources", "Operations")):
-        return parser.scim(obj)
-    return parser.clearance(obj)
+        return reader.scim(obj)
+    return reader.clearance(obj)
 
 
 # --------------------------------------------------------------------------------------------

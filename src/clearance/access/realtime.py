@@ -140,6 +140,17 @@ def _log_drops(user_id: str, results: Mapping[str, RealtimeResult]) -> None:
             )
 
 
+def _missing(checker: object, user_id: str, doc_id: str) -> RealtimeResult:
+    """The ERROR for a document ``checker`` gave no result for, logged as a drop."""
+    log.warning(
+        "realtime checker %s returned no result for a document; dropping it",
+        type(checker).__name__,
+    )
+    result = RealtimeResult.error(REASON_MISSING_FROM_CHECKER)
+    _log_drops(user_id, {doc_id: result})
+    return result
+
+
 # --------------------------------------------------------------------------- HTTP
 
 
@@ -335,12 +346,7 @@ class CachedPermissionChecker(Closing):
                 for doc_id in uncached:
                     result = fetched.get(doc_id)
                     if not isinstance(result, RealtimeResult):
-                        log.warning(
-                            "realtime checker %s returned no result for a document; dropping it",
-                            type(self._inner).__name__,
-                        )
-                        result = RealtimeResult.error(REASON_MISSING_FROM_CHECKER)
-                        _log_drops(user_id, {doc_id: result})
+                        result = _missing(self._inner, user_id, doc_id)
                     results[doc_id] = result
                     if result.outcome is not RealtimeOutcome.ERROR and self.ttl_s > 0:
                         self._store((user_id, doc_id), _Entry(now, result))
@@ -445,12 +451,7 @@ def filter_allowed(
     for doc_id in ids:
         result = resolved[doc_id]
         if not isinstance(result, RealtimeResult):
-            log.warning(
-                "realtime checker %s returned no result for a document; dropping it",
-                type(checker).__name__,
-            )
-            result = RealtimeResult.error(REASON_MISSING_FROM_CHECKER)
-            _log_drops(user_id, {doc_id: result})
+            result = _missing(checker, user_id, doc_id)
         if result.allowed:
             allowed.append(doc_id)
         else:

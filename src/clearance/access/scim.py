@@ -32,6 +32,7 @@ and filters parsed with ``scim2-filter-parser``.
 from __future__ import annotations
 
 import copy
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from typing import Any
 
 import scim2_models as sm
 from pydantic import ValidationError
+from pydantic.alias_generators import to_snake
 from scim2_filter_parser import ast as fast
 from scim2_filter_parser.lexer import SCIMLexer
 from scim2_filter_parser.parser import SCIMParser
@@ -206,6 +208,20 @@ def _values(resource: Mapping[str, Any], path: fast.AttrPath) -> list[Any]:
     return [i for i in items if i is not None]
 
 
+#: RFC 7644 §3.4.2.2 comparison operators (``pr`` is answered before any comparison).
+_OPERATORS: dict[str, Callable[[str, str], bool]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "co": lambda text, wanted: wanted in text,
+    "sw": str.startswith,
+    "ew": str.endswith,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "lt": operator.lt,
+    "le": operator.le,
+}
+
+
 def _compare(op: str, value: Any, wanted: str, case_exact: bool) -> bool:
     if isinstance(value, bool):
         text = "true" if value else "false"
@@ -214,26 +230,10 @@ def _compare(op: str, value: Any, wanted: str, case_exact: bool) -> bool:
         text = str(value)
         if not case_exact:
             text, wanted = text.casefold(), wanted.casefold()
-    match op.casefold():
-        case "eq":
-            return text == wanted
-        case "ne":
-            return text != wanted
-        case "co":
-            return wanted in text
-        case "sw":
-            return text.startswith(wanted)
-        case "ew":
-            return text.endswith(wanted)
-        case "gt":
-            return text > wanted
-        case "ge":
-            return text >= wanted
-        case "lt":
-            return text < wanted
-        case "le":
-            return text <= wanted
-    raise ScimError(400, f"unknown filter operator {op!r}", "invalidFilter")
+    compare = _OPERATORS.get(op.casefold())
+    if compare is None:
+        raise ScimError(400, f"unknown filter operator {op!r}", "invalidFilter")
+    return compare(text, wanted)
 
 
 def _matches(node: fast.AST, resource: Mapping[str, Any]) -> bool:
@@ -301,17 +301,8 @@ def _validated_user(body: Any, context: sm.Context) -> dict[str, Any]:
         or not all(isinstance(e, dict) and isinstance(e.get("value"), str) for e in emails)
     ):
         raise ScimError(400, "emails: expected a list of objects with a value", "invalidValue")
-    try:
-        model = _UserModel.model_validate(
-            {k: v for k, v in body.items() if k != "emails"}, scim_ctx=context
-        )
-    except ValidationError as exc:
-        raise ScimError(400, _first_error(exc), "invalidValue") from None
-    if not model.user_name:
-        raise ScimError(400, "userName is required", "invalidValue")
-    dumped: dict[str, Any] = model.model_dump(scim_ctx=sm.Context.RESOURCE_QUERY_RESPONSE)
-    dumped.pop("meta", None)
-    dumped.pop("id", None)
+    others = {k: v for k, v in body.items() if k != "emails"}
+    dumped = _validated(_UserModel, others, context, "userName")
     if emails is not None:
         dumped["emails"] = copy.deepcopy(emails)
     return dumped
@@ -320,13 +311,21 @@ def _validated_user(body: Any, context: sm.Context) -> dict[str, Any]:
 def _validated_group(body: Any, context: sm.Context) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ScimError(400, "expected a JSON object", "invalidSyntax")
+    return _validated(sm.Group, body, context, "displayName")
+
+
+def _validated(
+    model: type[sm.Resource[Any]], body: dict[str, Any], context: sm.Context, naming: str
+) -> dict[str, Any]:
+    """``body`` as ``model`` reads it, without ``meta`` and ``id`` (the directory's), after
+    checking it has the attribute ``naming`` that names it."""
     try:
-        model = sm.Group.model_validate(body, scim_ctx=context)
+        resource = model.model_validate(body, scim_ctx=context)
     except ValidationError as exc:
         raise ScimError(400, _first_error(exc), "invalidValue") from None
-    if not model.display_name:
-        raise ScimError(400, "displayName is required", "invalidValue")
-    dumped: dict[str, Any] = model.model_dump(scim_ctx=sm.Context.RESOURCE_QUERY_RESPONSE)
+    if not getattr(resource, to_snake(naming)):
+        raise ScimError(400, f"{naming} is required", "invalidValue")
+    dumped: dict[str, Any] = resource.model_dump(scim_ctx=sm.Context.RESOURCE_QUERY_RESPONSE)
     dumped.pop("meta", None)
     dumped.pop("id", None)
     return dumped
@@ -498,83 +497,77 @@ def apply(
     """One SCIM write — ``POST``, ``PUT``, ``PATCH`` or ``DELETE`` on ``Users`` or
     ``Groups`` — as the new directory and state (nothing is stored here). Raises
     :class:`ScimError` and changes nothing on a bad request."""
-    users, groups = dict(state.users), dict(state.groups)
-    upsert_users: dict[str, User] = {}
-    upsert_groups: dict[str, Group] = {}
-    removed_users: set[str] = set()
-    removed_groups: set[str] = set()
-    if kind == "Users":
-        if method == "POST":
-            resource = _validated_user(body, sm.Context.RESOURCE_CREATION_REQUEST)
-            new = _new_id(str(resource["userName"]), "userName")
-            if new in directory.users and new in users:
-                raise ScimError(409, f"a user {new!r} exists", "uniqueness")
-            ident = new
-        else:
-            ident = _existing(ident, directory.users, "User")
-            current = user_resource(directory.users[ident], users.get(ident), base)
-            if method == "DELETE":
-                removed_users.add(ident)
-                users.pop(ident, None)
-                resource = None
-            elif method == "PUT":
-                resource = _validated_user(body, sm.Context.RESOURCE_REPLACEMENT_REQUEST)
-            else:
-                resource = _patch(current, body, group=False)
-                resource = _validated_user(
-                    {k: v for k, v in resource.items() if k not in {"groups", "meta", "id"}},
-                    sm.Context.RESOURCE_REPLACEMENT_REQUEST,
-                )
-        if resource is not None:
-            users[ident] = {**resource, "meta": _meta("User", ident, users.get(ident), base)}
-            users[ident]["meta"]["lastModified"] = _now()
-            upsert_users[ident] = _directory_user(ident, resource)
-    elif kind == "Groups":
-        if method == "POST":
-            resource = _validated_group(body, sm.Context.RESOURCE_CREATION_REQUEST)
-            new = _new_id(str(resource["displayName"]), "displayName")
-            if new in directory.groups and new in groups:
-                raise ScimError(409, f"a group {new!r} exists", "uniqueness")
-            ident = new
-        else:
-            ident = _existing(ident, directory.groups, "Group")
-            current = group_resource(directory.groups[ident], groups.get(ident), base)
-            if method == "DELETE":
-                removed_groups.add(ident)
-                groups.pop(ident, None)
-                resource = None
-            elif method == "PUT":
-                resource = _validated_group(body, sm.Context.RESOURCE_REPLACEMENT_REQUEST)
-            else:
-                resource = _validated_group(
-                    {k: v for k, v in _patch(current, body, group=True).items() if k != "meta"},
-                    sm.Context.RESOURCE_REPLACEMENT_REQUEST,
-                )
-        if resource is not None:
-            stored = {k: v for k, v in resource.items() if k != "members"}
-            groups[ident] = {**stored, "meta": _meta("Group", ident, groups.get(ident), base)}
-            groups[ident]["meta"]["lastModified"] = _now()
-            upsert_groups[ident] = Group(ident, _members(resource, directory, [ident]))
-    else:
+    if kind not in ("Users", "Groups"):
         raise ScimError(404, f"no resource type {kind!r}")
+    ident, resource = _written(directory, state, kind, method, ident, body, base)
+    users, groups = dict(state.users), dict(state.groups)
+    stored = users if kind == "Users" else groups
+    upserts: dict[str, Any] = {}
+    if resource is None:
+        stored.pop(ident, None)
+    else:
+        if kind == "Users":
+            upserts[ident] = _directory_user(ident, resource)
+        else:
+            upserts[ident] = Group(ident, _members(resource, directory, [ident]))
+            resource = {k: v for k, v in resource.items() if k != "members"}
+        meta = _meta(kind[:-1], ident, stored.get(ident), base)
+        stored[ident] = {**resource, "meta": {**meta, "lastModified": _now()}}
+    removed = frozenset() if resource is not None else frozenset({ident})
     doc = DirectoryDoc(
         "scim",
-        users=MappingProxyType(upsert_users),
-        groups=MappingProxyType(upsert_groups),
-        removed_users=frozenset(removed_users),
-        removed_groups=frozenset(removed_groups),
+        users=MappingProxyType(upserts if kind == "Users" else {}),
+        groups=MappingProxyType(upserts if kind == "Groups" else {}),
+        removed_users=removed if kind == "Users" else frozenset(),
+        removed_groups=removed if kind == "Groups" else frozenset(),
         delta=True,
     )
     updated = directory.apply_delta(doc)
     new_state = ScimState(MappingProxyType(users), MappingProxyType(groups))
     shown: dict[str, Any] | None = None
-    assert ident is not None
     if kind == "Users" and ident in updated.users:
         shown = user_resource(updated.users[ident], users[ident], base, updated.groups.values())
     elif kind == "Groups" and ident in updated.groups:
         shown = group_resource(updated.groups[ident], groups[ident], base)
     action = {"POST": "create", "PUT": "replace", "PATCH": "patch", "DELETE": "delete"}[method]
     return ScimWrite(updated, new_state, shown, f"scim.{kind.lower()}.{action}", ident)
+
+
+def _written(
+    directory: Directory,
+    state: ScimState,
+    kind: str,
+    method: str,
+    ident: str | None,
+    body: Any,
+    base: str,
+) -> tuple[str, dict[str, Any] | None]:
+    """The id a write is to and the resource it writes, validated (``None`` to delete)."""
+    users = kind == "Users"
+    known: Mapping[str, User | Group] = directory.users if users else directory.groups
+    stored = state.users if users else state.groups
+    validated = _validated_user if users else _validated_group
+    if method == "POST":
+        resource = validated(body, sm.Context.RESOURCE_CREATION_REQUEST)
+        naming = "userName" if users else "displayName"
+        new = _new_id(str(resource[naming]), naming)
+        if new in known and new in stored:
+            raise ScimError(409, f"a {kind[:-1].lower()} {new!r} exists", "uniqueness")
+        return new, resource
+    ident = _existing(ident, known, kind[:-1])
+    if method == "DELETE":
+        return ident, None
+    if method == "PUT":
+        return ident, validated(body, sm.Context.RESOURCE_REPLACEMENT_REQUEST)
+    if users:
+        current = user_resource(directory.users[ident], stored.get(ident), base)
+        dropped = {"groups", "meta", "id"}
+    else:
+        current = group_resource(directory.groups[ident], stored.get(ident), base)
+        dropped = {"meta"}
+    patched = _patch(current, body, group=not users)
+    kept = {k: v for k, v in patched.items() if k not in dropped}
+    return ident, validated(kept, sm.Context.RESOURCE_REPLACEMENT_REQUEST)
 
 
 def _existing(ident: str | None, known: Mapping[str, Any], kind: str) -> str:

@@ -30,7 +30,7 @@ alone is never trusted to stand for users it did not see.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -131,11 +131,15 @@ class EntraReader:
     def _all(self, path: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for body in self.client.pages(f"{self.base}{path}", self._next, params=params):
-            values = body.get("value") if isinstance(body, dict) else None
-            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-                raise self._error(f"GET {path}: the response has no 'value' list")
-            out.extend(values)
+            out.extend(self._values(body, f"GET {path}: the response"))
         return out
+
+    def _values(self, body: Any, what: str) -> list[dict[str, Any]]:
+        """A page's ``value`` list of objects; a page without one fails the read."""
+        values = body.get("value") if isinstance(body, dict) else None
+        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+            raise self._error(f"{what} has no 'value' list")
+        return values
 
     def _requests(self) -> int:
         return self.client.requests + (0 if self.tokens is None else self.tokens.requests)
@@ -159,10 +163,7 @@ class EntraReader:
             return found
 
         for body in self.client.pages(url, following, params=params):
-            values = body.get("value") if isinstance(body, dict) else None
-            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-                raise self._error("a delta page has no 'value' list")
-            items.extend(values)
+            items.extend(self._values(body, "a delta page"))
         assert link is not None
         return items, link
 
@@ -238,41 +239,36 @@ class EntraReader:
         if progress is not None:
             progress("users", len(users))
         if self.options.delta:
-            groups = {
-                gid: Group(
-                    gid, frozenset(_member(kind, ident, by_object) for kind, ident in found) - {""}
-                )
-                for gid, found in self._members.items()
-            }
-            doc = DirectoryDoc(source=f"entra:{self.name}", users=users, groups=groups)
-            assert self._links is not None
-            return DirectoryRead(
-                doc,
-                api_calls=self._requests() - before,
-                cursor="delta",
-                warnings=tuple(warnings),
+            found: Iterable[tuple[str, set[tuple[str, str]]]] = self._members.items()
+        else:
+            group_ids = [str(g["id"]) for g in self._all("/groups", {"$select": "id", **top})]
+
+            def members(group_id: str) -> tuple[str, set[tuple[str, str]]]:
+                path = f"/groups/{quote(group_id, safe='')}/members"
+                listed = self._all(path, {"$select": "id", **top})
+                return group_id, {(str(m.get("@odata.type")), str(m.get("id"))) for m in listed}
+
+            found = self.client.map(members, group_ids)
+        groups = {
+            gid: Group(
+                gid, frozenset(_member(kind, ident, by_object) for kind, ident in pairs) - {""}
             )
-        group_ids = [str(g["id"]) for g in self._all("/groups", {"$select": "id", **top})]
-
-        def members(group_id: str) -> Group:
-            path = f"/groups/{quote(group_id, safe='')}/members"
-            found: set[str] = set()
-            for member in self._all(path, {"$select": "id", **top}):
-                kind, ident = member.get("@odata.type"), str(member.get("id"))
-                if kind == "#microsoft.graph.user":
-                    found.add(f"user:{by_object.get(ident, ident)}")
-                elif kind == "#microsoft.graph.group":
-                    found.add(f"group:{ident}")
-            return Group(group_id, frozenset(found))
-
-        groups = {g.id: g for g in self.client.map(members, group_ids)}
-        if progress is not None:
+            for gid, pairs in found
+        }
+        if progress is not None and not self.options.delta:
             progress("groups", len(groups))
         doc = DirectoryDoc(source=f"entra:{self.name}", users=users, groups=groups)
-        return DirectoryRead(doc, api_calls=self._requests() - before, warnings=tuple(warnings))
+        return DirectoryRead(
+            doc,
+            api_calls=self._requests() - before,
+            cursor="delta" if self.options.delta else None,
+            warnings=tuple(warnings),
+        )
 
 
 def _member(kind: str, ident: str, by_object: Mapping[str, str]) -> str:
+    """The principal a Graph directory object is, or ``""`` for one that grants nothing
+    (a device, a contact, a service principal)."""
     if kind == "#microsoft.graph.user":
         return f"user:{by_object.get(ident, ident)}"
     if kind == "#microsoft.graph.group":

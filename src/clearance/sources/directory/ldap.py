@@ -293,11 +293,15 @@ class LdapReader:
                 names.add(self.disabled_attribute)
         return sorted(names)
 
-    def _user(self, dn: str, attrs: Mapping[str, Any]) -> User:
-        ids = _values(attrs, self.user_id_attribute)
+    def _id(self, dn: str, attrs: Mapping[str, Any], attribute: str) -> str:
+        """The entry's one value of ``attribute``; an entry without exactly one fails the read."""
+        ids = _values(attrs, attribute)
         if len(ids) != 1 or not _text(ids[0]).strip():
-            raise SourceError(f"source {self.name!r}: {dn} has no single {self.user_id_attribute}")
-        ident = _text(ids[0]).strip()
+            raise SourceError(f"source {self.name!r}: {dn} has no single {attribute}")
+        return _text(ids[0]).strip()
+
+    def _user(self, dn: str, attrs: Mapping[str, Any]) -> User:
+        ident = self._id(dn, attrs, self.user_id_attribute)
         names: set[str] = set()
         for attr in ("userPrincipalName", "mail", "sAMAccountName", "uid"):
             names |= {_text(v).strip() for v in _values(attrs, attr)}
@@ -339,12 +343,7 @@ class LdapReader:
                         f"source {self.name!r}: group {dn} has more members than one reply "
                         "carries (ranged member attribute); not read short"
                     )
-                ids = _values(attrs, self.group_id_attribute)
-                if len(ids) != 1 or not _text(ids[0]).strip():
-                    raise SourceError(
-                        f"source {self.name!r}: {dn} has no single {self.group_id_attribute}"
-                    )
-                gid = _text(ids[0]).strip()
+                gid = self._id(dn, attrs, self.group_id_attribute)
                 key = normal_dn(dn)
                 if f"group:{gid}" in by_dn.values() and by_dn.get(key) != f"group:{gid}":
                     raise SourceError(f"source {self.name!r}: two groups have the id {gid!r}")
