@@ -97,7 +97,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -107,6 +107,7 @@ from pydantic import Field, PlainValidator, ValidationInfo
 from clearance.errors import SourceError
 from clearance.model import parse_principal
 from clearance.secrets import Secret
+from clearance.sources import rest
 from clearance.sources.base import (
     Access,
     Connector,
@@ -115,10 +116,10 @@ from clearance.sources.base import (
     ItemRef,
     Notice,
     PermissionChange,
-    PermissionPage,
     SourceContext,
     SourceDocument,
     Tombstone,
+    snapshot_pages,
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.options import OPTIONS, Flag, Text, Url
@@ -127,7 +128,10 @@ from clearance.sources.options import url as _url
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
+    RestConnector,
     Unrepresentable,
+    facet,
+    inside,
     text,
     timestamp,
 )
@@ -148,8 +152,6 @@ _V2 = "/wiki/api/v2"
 _V1 = "/wiki/rest/api"
 _LIST_LIMIT = 250  # the largest page v2 listings accept
 _V1_LIMIT = 200  # users and groups asked per page of a restriction or a group's members
-_PAGE = 200  # permission changes per page handed to the engine
-_SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
 _ATTACHMENT = "att:"
 _COMMENT = "comment:"
 _BLOGPOST = "blogpost:"
@@ -418,7 +420,7 @@ def _number(raw: Mapping[str, Any]) -> str:
     return str(number) if isinstance(number, int) else ""
 
 
-class ConfluenceConnector:
+class ConfluenceConnector(RestConnector):
     """See the module docstring. Built by the ``confluence`` kind, :func:`confluence_connector`
     or :func:`confluence_oauth_connector`.
 
@@ -457,7 +459,6 @@ class ConfluenceConnector:
         self._restrictions: dict[str, frozenset[str] | None] = {}
         self._folders: dict[str, tuple[str | None, str | None]] = {}
         self._members: dict[str, frozenset[str]] = {}
-        self._snapshot: list[PermissionChange] | None = None
 
     def close(self) -> None:
         try:
@@ -477,9 +478,6 @@ class ConfluenceConnector:
                 self._api = self._find_api(self.client).rstrip("/")
             return self._api
 
-    def _error(self, message: str) -> SourceError:
-        return SourceError(f"source {self.source!r}: {message}")
-
     def _ours(self, link: str) -> str | None:
         """``link`` made absolute when it points into the API base's v2 REST API (the only
         links followed with the credentials), else ``None``. Confluence's relative links start
@@ -487,12 +485,7 @@ class ConfluenceConnector:
         base = self._base
         relative = link.startswith("/wiki/") and not link.startswith("//")
         absolute = base + link if relative else urljoin(base + "/", link)
-        parts, within = urlsplit(absolute), urlsplit(base)
-        inside = (parts.scheme, parts.netloc) == (
-            within.scheme,
-            within.netloc,
-        ) and parts.path.startswith(within.path + _V2 + "/")
-        return absolute if inside and "/../" not in parts.path + "/" else None
+        return absolute if inside(absolute, base + _V2) else None
 
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
         links = body.get("_links") if isinstance(body, dict) else None
@@ -504,17 +497,8 @@ class ConfluenceConnector:
             raise self._error("a next link points outside base_url; it is not followed")
         return absolute, None
 
-    def _results(self, body: Any, what: str) -> list[dict[str, Any]]:
-        values = body.get("results") if isinstance(body, dict) else None
-        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-            raise self._error(f"{what}: the response has no 'results' list")
-        return values
-
     def _all(self, path: str, what: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-        out: list[Any] = []
-        for body in self.client.pages(self._base + path, self._next, params=params):
-            out.extend(self._results(body, what))
-        return out
+        return self._every(self._base + path, "results", what, params)
 
     def doc_id(self, native_id: str) -> str:
         return f"confluence:{self.options.space_key}/{native_id}"
@@ -541,7 +525,7 @@ class ConfluenceConnector:
             id=str(page_id),
             title=text(raw.get("title")) or str(page_id),
             version=_number(raw),
-            parent=str(parent) if isinstance(parent, (str, int)) and parent != "" else None,
+            parent=rest.ident(parent),
             parent_type=text(raw.get("parentType")),
             webui=webui if isinstance(webui, str) else "",
             kind=kind,
@@ -657,10 +641,7 @@ class ConfluenceConnector:
 
     def content_changes(self, cursor: str | None) -> Iterator[ContentPage]:
         """Every page, blog post, comment and attachment of the space, as one snapshot."""
-        items = self._items(self._list())
-        for start in range(0, max(len(items), 1), _PAGE):
-            last = start + _PAGE >= len(items)
-            yield ContentPage(items[start : start + _PAGE], None, snapshot=True, last=last)
+        yield from snapshot_pages(ContentPage, self._items(self._list()))
 
     def fetch(self, item: ItemRef) -> SourceDocument:
         if item.ref.startswith(_ATTACHMENT):
@@ -693,7 +674,7 @@ class ConfluenceConnector:
             media_type="text/html",
             data=_html(page.title, value),
             created_at=timestamp(raw.get("createdAt")),
-            modified_at=timestamp(_facet(raw, "version").get("createdAt")),
+            modified_at=timestamp(facet(raw, "version").get("createdAt")),
             file_name=page.title,
         )
 
@@ -715,7 +696,7 @@ class ConfluenceConnector:
             access=self._access(page_id),
             media_type="text/html",
             data=_html(title, value),
-            modified_at=timestamp(_facet(raw, "version").get("createdAt")),
+            modified_at=timestamp(facet(raw, "version").get("createdAt")),
             file_name=title,
         )
 
@@ -725,12 +706,7 @@ class ConfluenceConnector:
         if raw is None:
             raise self._error(f"{item.doc_id} is gone")
         title = text(raw.get("title")) or att_id
-        declared = (text(raw.get("mediaType")) or "").partition(";")[0].strip().lower()
-        media_type = (
-            declared
-            if declared in MEDIA_SUFFIXES
-            else _SUFFIX_MEDIA.get(PurePosixPath(title).suffix.lower(), declared or "unknown")
-        )
+        media_type = rest.media_type(text(raw.get("mediaType")), title)
         data = b""
         if media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
             data = self._download(raw, item.doc_id, page_id)
@@ -760,7 +736,7 @@ class ConfluenceConnector:
             att = quote(str(raw.get("id")), safe="")
             url = f"{self._base}{_V1}/content/{quote(page_id, safe='')}/child/attachment/{att}/download"
         else:
-            link = text(raw.get("downloadLink")) or text(_facet(raw, "_links").get("download"))
+            link = text(raw.get("downloadLink")) or text(facet(raw, "_links").get("download"))
             if link is None or not link.startswith("/") or link.startswith("//"):
                 raise self._error(f"{doc_id}: no download link under base_url")
             url = f"{self._base}/wiki{link}"
@@ -775,10 +751,10 @@ class ConfluenceConnector:
             view = _SpaceView()
             principals: set[str] = set()
             for raw in self._all(path, "space permissions", {"limit": _LIST_LIMIT}):
-                operation = _facet(raw, "operation")
+                operation = facet(raw, "operation")
                 if (operation.get("key"), operation.get("targetType")) != ("read", "space"):
                     continue
-                principal = _facet(raw, "principal")
+                principal = facet(raw, "principal")
                 try:
                     granted, anonymous = self._grantee(principal.get("type"), principal.get("id"))
                 except Unrepresentable as exc:
@@ -794,7 +770,7 @@ class ConfluenceConnector:
         """The principals (and whether anonymous access) one space view permission grants."""
         space = self.options.space_key
         if kind in ("user", "group") and isinstance(ident, str) and ident:
-            return {self._principal(f"{kind}:{ident}")}, False
+            return {rest.principal(f"{kind}:{ident}")}, False
         if kind == "access_class" and isinstance(ident, str):
             return self._access_class(ident)
         if kind == "role" and isinstance(ident, str) and ident:
@@ -833,10 +809,10 @@ class ConfluenceConnector:
                 if isinstance(held, str) and held:
                     continue  # another role's holder
                 raise Unrepresentable(f"space {space}: a holder of role {role_id} names no role")
-            principal = _facet(assignment, "principal")
+            principal = facet(assignment, "principal")
             kind, ident = principal.get("principalType"), principal.get("principalId")
             if kind in ("USER", "GROUP") and isinstance(ident, str) and ident:
-                principals.add(self._principal(f"{str(kind).lower()}:{ident}"))
+                principals.add(rest.principal(f"{str(kind).lower()}:{ident}"))
             elif kind == "ACCESS_CLASS" and isinstance(ident, str):
                 anonymous = self._access_class(ident)[1] or anonymous
             else:
@@ -886,7 +862,7 @@ class ConfluenceConnector:
                     totals[kind] = total
                 limit = part.get("limit")
                 full = isinstance(limit, int) and 0 < limit <= len(results)
-                linked = "next" in _facet(part, "_links")
+                linked = "next" in facet(part, "_links")
                 more[kind] = bool(results) and (
                     linked or full or len(read[kind]) < totals.get(kind, 0)
                 )
@@ -946,19 +922,13 @@ class ConfluenceConnector:
             and entry.get("type") in ("known", "user")
             and text(entry.get("accountId"))
         ):
-            return self._principal(f"user:{entry['accountId']}")
+            return rest.principal(f"user:{entry['accountId']}")
         if kind == "group" and entry.get("type") == "group" and text(entry.get("id")):
-            return self._principal(f"group:{entry['id']}")
+            return rest.principal(f"group:{entry['id']}")
         raise Unrepresentable(
             f"content {content_id}: a read restriction on a principal of type "
             f"{entry.get('type')!r} cannot be mapped"
         )
-
-    def _principal(self, value: str) -> str:
-        try:
-            return parse_principal(value)
-        except ValueError as exc:
-            raise Unrepresentable(str(exc)) from None
 
     def _folder(self, folder_id: str, page_id: str) -> tuple[str | None, str | None]:
         """A folder's parent and its type (``GET /wiki/api/v2/folders/{id}``)."""
@@ -974,7 +944,7 @@ class ConfluenceConnector:
                 ) from None
             parent = raw.get("parentId") if isinstance(raw, dict) else None
             self._folders[folder_id] = (
-                str(parent) if isinstance(parent, (str, int)) and parent != "" else None,
+                rest.ident(parent),
                 text(raw.get("parentType")) if isinstance(raw, dict) else None,
             )
         return self._folders[folder_id]
@@ -1054,14 +1024,14 @@ class ConfluenceConnector:
             size = len(body.get("results") or []) if isinstance(body, dict) else 0
             limit = body.get("limit") if isinstance(body, dict) else None
             full = size >= (limit if isinstance(limit, int) and limit > 0 else _V1_LIMIT)
-            if size == 0 or (not full and "next" not in _facet(body, "_links")):
+            if size == 0 or (not full and "next" not in facet(body, "_links")):
                 return None
             return path, {**params, "start": int(body.get("start") or 0) + size}
 
         out: set[str] = set()
         try:
             for body in self.client.pages(path, following, params=params):
-                for member in self._results(body, "group members"):
+                for member in self._listed(body, "results", "group members"):
                     account = text(member.get("accountId"))
                     if account and member.get("accountType", "atlassian") == "atlassian":
                         try:
@@ -1110,14 +1080,6 @@ class ConfluenceConnector:
             if exc.status not in (403, 404):
                 raise
 
-    def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
-        """Every item's access, re-read (a snapshot)."""
-        changes = self._snapshot if self._snapshot is not None else self._read_permissions()
-        self._snapshot = None
-        for start in range(0, max(len(changes), 1), _PAGE):
-            last = start + _PAGE >= len(changes)
-            yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
-
     def permissions_of(self, doc_ids: Sequence[str]) -> list[PermissionChange]:
         """The current access of the named pages, blog posts, attachments and comments,
         read as a full permission sync reads it. An attachment or comment takes its page's
@@ -1161,8 +1123,7 @@ class ConfluenceConnector:
                 raise
             if not isinstance(raw, dict) or raw.get("status", "current") != "current":
                 return None
-            owner = raw.get("pageId") or raw.get("blogPostId")
-            return str(owner) if isinstance(owner, (str, int)) and owner != "" else None
+            return rest.ident(raw.get("pageId") or raw.get("blogPostId"))
         return None
 
     # ------------------------------------------------------------------ notifications
@@ -1184,7 +1145,7 @@ class ConfluenceConnector:
         if not isinstance(message, dict):
             return Notice.refuse(400, "the notification is not a JSON object")
         if event in _SPACE_EVENTS:
-            key = _facet(message, "space").get("key")
+            key = facet(message, "space").get("key")
             if isinstance(key, str) and key != self.options.space_key:
                 return Notice()  # another space's permissions
             return Notice.unknown_changes()
@@ -1258,11 +1219,6 @@ class ConfluenceConnector:
         return GroupSnapshot(dict(zip(ids, members, strict=True)))
 
 
-def _facet(raw: Any, name: str) -> Mapping[str, Any]:
-    value = raw.get(name) if isinstance(raw, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
 def _unbase64(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
@@ -1297,7 +1253,7 @@ def _carried(message: Mapping[str, Any]) -> list[str]:
 
 
 def _storage(raw: Mapping[str, Any]) -> str | None:
-    value = _facet(_facet(raw, "body"), "storage").get("value")
+    value = facet(facet(raw, "body"), "storage").get("value")
     return value if isinstance(value, str) else None
 
 

@@ -82,6 +82,7 @@ from clearance.sources.base import (
     PermissionPage,
     SourceContext,
     SourceDocument,
+    snapshot_pages,
 )
 from clearance.sources.options import OPTIONS, Flag, PrincipalTable
 from clearance.sources.options import parse as parse_table
@@ -485,10 +486,7 @@ class FilesystemConnector:
         fetched by the engine, so a listing costs a walk and a ``stat`` per file."""
         jobs = self._plan()
         items = [ItemRef(j.doc_id, self._version(j), j.source) for j in jobs if j.doc_id]
-        for start in range(0, max(len(items), 1), _PAGE):
-            page = items[start : start + _PAGE]
-            last = start + _PAGE >= len(items)
-            yield ContentPage(page, cursor=None, snapshot=True, last=last)
+        yield from snapshot_pages(ContentPage, items, _PAGE)
 
     def fetch(self, item: ItemRef) -> SourceDocument:
         job = self._jobs.get(item.doc_id)
@@ -576,10 +574,7 @@ class FilesystemConnector:
         """Every file's access, re-read from metadata or ACLs (no content is read)."""
         jobs = self._plan()
         changes = [PermissionChange(j.doc_id, self._access(j)) for j in jobs if j.doc_id]
-        for start in range(0, max(len(changes), 1), _PAGE):
-            page = changes[start : start + _PAGE]
-            last = start + _PAGE >= len(changes)
-            yield PermissionPage(page, cursor=None, snapshot=True, last=last)
+        yield from snapshot_pages(PermissionPage, changes, _PAGE)
 
     def groups(self) -> GroupSnapshot | None:
         return None  # POSIX groups map to directory groups synced from the identity provider

@@ -106,7 +106,6 @@ from clearance.sources.base import (
     ItemRef,
     Notice,
     PermissionChange,
-    PermissionPage,
     SourceContext,
     SourceDocument,
     Subscription,
@@ -126,11 +125,13 @@ from clearance.sources.options import parse as parse_table
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
+    RestConnector,
     Unrepresentable,
     access_from,
     combine,
+    facet,
+    inside,
     principal,
-    snapshot_pages,
     text,
     timestamp,
 )
@@ -351,13 +352,7 @@ class _PerSync:
         return result
 
 
-def _facet(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    """A facet of a Graph object (``file``, ``hashes`` …), or an empty one."""
-    value = raw.get(name)
-    return value if isinstance(value, dict) else {}
-
-
-class GraphConnector:
+class GraphConnector(RestConnector):
     """See the module docstring. Built by the ``graph`` kind, or by :func:`graph_connector`."""
 
     def __init__(
@@ -382,7 +377,6 @@ class GraphConnector:
         self._drive = f"{self._base}/drives/{quote(options.drive_id, safe='')}"
         self._site = (options.site_url or "").rstrip("/")
         self._users = _PerSync()
-        self._snapshot: list[PermissionChange] | None = None
         self._groups_lock = threading.Lock()
         self._entra_groups: set[str] = set()
         self._site_groups: set[str] = set()
@@ -396,38 +390,25 @@ class GraphConnector:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _error(self, message: str) -> SourceError:
-        return SourceError(f"source {self.source!r}: {message}")
-
-    def _ours(self, link: str) -> bool:
-        """Whether ``link`` points into the configured Graph API: only such links are
-        followed with the token."""
-        parts, base = urlsplit(link), urlsplit(self._base)
-        return (
-            (parts.scheme, parts.netloc) == (base.scheme, base.netloc)
-            and parts.path.startswith(base.path + "/")
-            and "/../" not in parts.path + "/"
-        )
-
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-        link = body.get("@odata.nextLink") if isinstance(body, dict) else None
+        return self._next_link(body, "@odata.nextLink", self._base, "graph_url")
+
+    def _site_next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
+        return self._next_link(body, "odata.nextLink", self._site, "site_url")
+
+    def _next_link(
+        self, body: Any, key: str, base: str, setting: str
+    ) -> tuple[str, Mapping[str, Any] | None] | None:
+        """The next link at ``key``, followed only below ``base`` (``setting``)."""
+        link = body.get(key) if isinstance(body, dict) else None
         if link is None:
             return None
-        if not isinstance(link, str) or not self._ours(link):
-            raise self._error("a next link points outside graph_url; it is not followed")
+        if not isinstance(link, str) or not inside(link, base):
+            raise self._error(f"a next link points outside {setting}; it is not followed")
         return link, None
 
-    def _values(self, body: Any, what: str) -> list[dict[str, Any]]:
-        values = body.get("value") if isinstance(body, dict) else None
-        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-            raise self._error(f"{what}: the response has no 'value' list")
-        return values
-
     def _all(self, url: str, what: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-        out: list[Any] = []
-        for body in self.client.pages(url, self._next, params=params):
-            out.extend(self._values(body, what))
-        return out
+        return self._every(url, "value", what, params)
 
     def doc_id(self, item_id: str) -> str:
         return f"graph:{self.options.drive_id}/{item_id}"
@@ -439,20 +420,24 @@ class GraphConnector:
         ``@odata.deltaLink``, every other page's the link that resumes after it."""
         url = cursor or f"{self._drive}/root/delta"
         for body in self.client.pages(url, self._next):
-            items = self._values(body, "delta")
+            items = self._listed(body, "value", "delta")
             following = self._next(body)  # checked before its page's cursor is stored
             if following is not None:
                 yield items, following[0], False
                 continue
-            delta = body.get("@odata.deltaLink")
-            if not isinstance(delta, str) or not self._ours(delta):
-                raise self._error("the delta feed ended without a usable @odata.deltaLink")
-            yield items, delta, True
+            yield items, self._delta_end(body), True
+
+    def _delta_end(self, body: Any) -> str:
+        """The ``@odata.deltaLink`` of a delta feed's last page, checked like a next link."""
+        delta = body.get("@odata.deltaLink")
+        if not isinstance(delta, str) or not inside(delta, self._base):
+            raise self._error("the delta feed ended without a usable @odata.deltaLink")
+        return delta
 
     def _version(self, raw: Mapping[str, Any]) -> str:
         """Content hash, modification time, size, name and link: every content-side change
         moves it; a sharing change does not."""
-        hashes = _facet(_facet(raw, "file"), "hashes")
+        hashes = facet(facet(raw, "file"), "hashes")
         parts = [
             str(hashes.get(k, "")) for k in ("quickXorHash", "sha256Hash", "sha1Hash", "crc32Hash")
         ]
@@ -484,7 +469,7 @@ class GraphConnector:
         if cursor is None:
             return None
         drive, _, link = cursor.partition(" ")
-        return link if drive == self.options.drive_id and self._ours(link) else None
+        return link if drive == self.options.drive_id and inside(link, self._base) else None
 
     def content_changes(self, cursor: str | None) -> Iterator[ContentPage]:
         """The delta feed since ``cursor``; from scratch (a snapshot) without one, with one
@@ -503,7 +488,7 @@ class GraphConnector:
         if not isinstance(raw, dict) or "file" not in raw or "deleted" in raw:
             raise self._error(f"{item.doc_id} is no longer a file")
         name = text(raw.get("name")) or item.ref
-        media_type = rest.media_type(text(_facet(raw, "file").get("mimeType")), name)
+        media_type = rest.media_type(text(facet(raw, "file").get("mimeType")), name)
         access = self._access(item.ref)
         if access is None:
             raise self._error(f"{item.doc_id} is gone")
@@ -701,19 +686,7 @@ class GraphConnector:
         self._users.clear()
         with self._groups_lock:
             self._entra_groups, self._site_groups = set(), set()
-        files = self._files()
-        accesses = self.client.map(self._access, files)
-        return [
-            PermissionChange(self.doc_id(item_id), access)
-            for item_id, access in zip(files, accesses, strict=True)
-            if access is not None
-        ]
-
-    def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
-        """Every file's access, re-read (a snapshot: see the module docstring)."""
-        changes = self._snapshot if self._snapshot is not None else self._read_permissions()
-        self._snapshot = None
-        yield from snapshot_pages(changes)
+        return self._accesses(self._files(), self._access)
 
     def groups(self) -> GroupSnapshot | None:
         """The groups the drive's permissions name, with their members: SharePoint groups
@@ -763,27 +736,17 @@ class GraphConnector:
                 out.add(found)
         return frozenset(out)
 
-    def _site_next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-        link = body.get("odata.nextLink") if isinstance(body, dict) else None
-        if link is None:
-            return None
-        parts, site = urlsplit(str(link)), urlsplit(self._site)
-        if (parts.scheme, parts.netloc) != (site.scheme, site.netloc) or not (
-            parts.path.startswith(site.path + "/") and "/../" not in parts.path + "/"
-        ):
-            raise self._error("a next link points outside site_url; it is not followed")
-        return str(link), None
-
     def _site_members(self, number: str) -> tuple[frozenset[str], list[str]]:
         """The members of SharePoint group ``number`` (``/_api/web/sitegroups/GetById(n)/
         users``) as principals, and a warning for each member that cannot be resolved (it
         grants nothing). A group SharePoint no longer has has no members."""
         assert self.sharepoint is not None  # sync_site_groups requires it (parse_options)
         url = f"{self._site}/_api/web/sitegroups/GetById({number})/users"
+        what = "SharePoint group members"
         try:
-            users: list[Any] = []
-            for body in self.sharepoint.pages(url, self._site_next):
-                users.extend(self._values(body, "SharePoint group members"))
+            users = self._every(
+                url, "value", what, client=self.sharepoint, following=self._site_next
+            )
         except SourceError as exc:
             if exc.status != 404:
                 raise
@@ -834,10 +797,7 @@ class GraphConnector:
         item_ids = [d.removeprefix(prefix) for d in doc_ids if d.startswith(prefix)]
         item_ids = [i for i in item_ids if i and "/" not in i]
         self._users.clear()
-        accesses = self.client.map(self._access, item_ids)
-        for item_id, access in zip(item_ids, accesses, strict=True):
-            if access is not None:
-                yield PermissionChange(self.doc_id(item_id), access)
+        yield from self._accesses(item_ids, self._access)
 
     def notification(
         self, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
@@ -895,16 +855,13 @@ class GraphConnector:
                 raise self._error("the delta feed returned a page it had already returned")
             seen.add(following)
             body = self.client.get_json(following, headers=_SHARING_DELTA)
-            items = self._values(body, "delta")
+            items = self._listed(body, "value", "delta")
             step = self._next(body)
             if step is not None:
                 following = step[0]
                 yield items, None
                 continue
-            delta = body.get("@odata.deltaLink")
-            if not isinstance(delta, str) or not self._ours(delta):
-                raise self._error("the delta feed ended without a usable @odata.deltaLink")
-            yield items, delta
+            yield items, self._delta_end(body)
             following = None
 
     def _feed(self, url: str) -> tuple[list[dict[str, Any]], str]:
