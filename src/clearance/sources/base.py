@@ -426,6 +426,10 @@ class SourceContext:
     corpus: CorpusSettings
     secret: Callable[[str], Secret]
 
+    def secret_if_given(self, role: str) -> Secret | None:
+        """``secret(role)`` when ``credentials.<role>`` is configured, else ``None``."""
+        return self.secret(role) if role in self.source.credentials else None
+
 
 #: ``factory(context) -> Connector``, registered per ``kind`` with
 #: :func:`clearance.sources.registry.register_connector`.

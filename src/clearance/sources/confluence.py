@@ -97,6 +97,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urljoin, urlsplit
@@ -134,6 +135,7 @@ from clearance.sources.rest import (
     inside,
     text,
     timestamp,
+    unless_gone,
 )
 from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid, non_empty
@@ -335,16 +337,10 @@ class RotatingRefreshToken(RenewingToken):
                         status=exc.status,
                     ) from None
                 raise
-            try:
-                body = response.json()
-                token = Secret(body["access_token"])
-                renewed = Secret(body["refresh_token"])
-                lifetime = float(body.get("expires_in", 3600))
-            except (ValueError, KeyError, TypeError):
-                raise SourceError(
-                    f"source {source!r}: the token endpoint answered without an access token "
-                    "and a new refresh token"
-                ) from None
+            lacking = "an access token and a new refresh token"
+            token, lifetime, (renewed,) = self._answer(
+                response, "the token endpoint", lacking, "refresh_token"
+            )
             try:
                 self._kept.replace(renewed)
             except OSError as exc:
@@ -382,6 +378,11 @@ class _Listing:
     pages: dict[str, _Page] = field(default_factory=dict)
     attachments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     comments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def ids_below(self, page_id: str) -> list[str]:
+        """The ids of a page's (or blog post's) attachments, then of its comments."""
+        below = self.attachments.get(page_id, []) + self.comments.get(page_id, [])
+        return [str(raw["id"]) for raw in below]
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,8 +584,7 @@ class ConfluenceConnector(RestConnector):
         items: dict[str, tuple[str, ...]] = {}
         owner: dict[str, str] = {}
         for page_id in listing.pages:
-            found = listing.attachments.get(page_id, []) + listing.comments.get(page_id, [])
-            items[page_id] = tuple(str(raw["id"]) for raw in found)
+            items[page_id] = tuple(listing.ids_below(page_id))
             owner.update((item, page_id) for item in items[page_id])
         tree = _Hierarchy({k: tuple(v) for k, v in children.items()}, items, owner)
         with _known_lock:
@@ -592,12 +592,10 @@ class ConfluenceConnector(RestConnector):
 
     def _attachments_of(self, page: _Page) -> list[dict[str, Any]]:
         path = f"{_V2}/{page.kind}s/{quote(page.id, safe='')}/attachments"
-        try:
-            found = self._all(path, "attachments", {"limit": _LIST_LIMIT})
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return []  # the page went away while the space was listed
+        # none when the page went away while the space was listed
+        found: list[dict[str, Any]] = unless_gone(
+            lambda: self._all(path, "attachments", {"limit": _LIST_LIMIT}), []
+        )
         return [a for a in found if a.get("status", "current") == "current" and a.get("id")]
 
     def _comments_of(self, page: _Page) -> list[dict[str, Any]]:
@@ -655,47 +653,52 @@ class ConfluenceConnector(RestConnector):
         return self._fetch_page(item, item.ref, "page")
 
     def _fetch_page(self, item: ItemRef, page_id: str, kind: str) -> SourceDocument:
-        raw = self.client.get_json(
-            f"{self._base}{_V2}/{kind}s/{quote(page_id, safe='')}",
-            params={"body-format": "storage"},
-        )
+        raw = self._storage_format(f"{kind}s", page_id)
         if not isinstance(raw, dict):
             raise self._error(f"{item.doc_id}: the {kind} cannot be read")
         page = self._page(raw, kind)
         value = _storage(raw)
         if value is None:
             raise self._error(f"{item.doc_id}: the {kind} has no storage-format body")
-        return SourceDocument(
-            doc_id=item.doc_id,
-            version=item.version,
-            title=page.title,
-            uri=self._web(page.webui),
-            access=self._access(page.id),
-            media_type="text/html",
-            data=_html(page.title, value),
-            created_at=timestamp(raw.get("createdAt")),
-            modified_at=timestamp(facet(raw, "version").get("createdAt")),
-            file_name=page.title,
-        )
+        created = timestamp(raw.get("createdAt"))
+        return self._html_document(item, page, page.title, raw, value, created)
 
     def _fetch_comment(self, item: ItemRef, page_id: str, comment_id: str) -> SourceDocument:
         page = self._list().pages.get(page_id)
-        raw = self.client.get_json(
-            f"{self._base}{_V2}/footer-comments/{quote(comment_id, safe='')}",
-            params={"body-format": "storage"},
-        )
+        raw = self._storage_format("footer-comments", comment_id)
         value = _storage(raw) if isinstance(raw, dict) else None
         if page is None or value is None:
             raise self._error(f"{item.doc_id}: the comment cannot be read")
-        title = f"Comment on {page.title}"
+        return self._html_document(item, page, f"Comment on {page.title}", raw, value)
+
+    def _storage_format(self, kind: str, content_id: str) -> Any:
+        """One page, blog post or comment (``kind``) with its body in storage format."""
+        url = f"{self._base}{_V2}/{kind}/{quote(content_id, safe='')}"
+        return self.client.get_json(url, params={"body-format": "storage"})
+
+    def _html_document(
+        self,
+        item: ItemRef,
+        page: _Page,
+        title: str,
+        raw: Mapping[str, Any],
+        body: str,
+        created_at: datetime | None = None,
+    ) -> SourceDocument:
+        """A page, blog post or comment (``raw``, its storage-format ``body``) as an HTML
+        document, readable by who may read ``page``."""
+        html_page = (
+            f"<html><head><title>{html.escape(title)}</title></head><body>{body}</body></html>"
+        )
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,
             title=title,
             uri=self._web(page.webui),
-            access=self._access(page_id),
+            access=self._access(page.id),
             media_type="text/html",
-            data=_html(title, value),
+            data=html_page.encode(),
+            created_at=created_at,
             modified_at=timestamp(facet(raw, "version").get("createdAt")),
             file_name=title,
         )
@@ -1063,11 +1066,8 @@ class ConfluenceConnector(RestConnector):
         changes: list[PermissionChange] = []
         for page_id in page_ids:
             access = self._access(page_id)
-            changes.append(PermissionChange(self.doc_id(page_id), access))
-            for raw in listing.attachments.get(page_id, []):
-                changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
-            for raw in listing.comments.get(page_id, []):
-                changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
+            for content_id in (page_id, *listing.ids_below(page_id)):
+                changes.append(PermissionChange(self.doc_id(content_id), access))
         self._publish()
         return changes
 
@@ -1257,11 +1257,6 @@ def _storage(raw: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _html(title: str, body: str) -> bytes:
-    escaped = html.escape(title)
-    return f"<html><head><title>{escaped}</title></head><body>{body}</body></html>".encode()
-
-
 # ---------------------------------------------------------------------- building
 
 
@@ -1272,6 +1267,19 @@ def parse_options(name: str, raw: Mapping[str, Any], *, oauth: bool = False) -> 
         ConfluenceOptions, raw, f"sources.{name}.options", oauth=oauth
     )
     return options
+
+
+def _client(
+    name: str, auth: httpx.Auth | None, max_concurrency: int, sleep: Callable[[float], None]
+) -> SourceClient:
+    """A client of source ``name`` that asks Confluence for JSON."""
+    return SourceClient(
+        source=name,
+        auth=auth,
+        headers={"Accept": "application/json"},
+        max_concurrency=max_concurrency,
+        sleep=sleep,
+    )
 
 
 def confluence_connector(
@@ -1287,14 +1295,7 @@ def confluence_connector(
     """A connector for ``options``, authenticating with the API ``token`` (``sleep``:
     injectable for tests of throttling) and checking notifications signed with
     ``notification_secret``."""
-    auth = TokenBasicAuth(options.email, token)
-    client = SourceClient(
-        source=name,
-        auth=auth,
-        headers={"Accept": "application/json"},
-        max_concurrency=max_concurrency,
-        sleep=sleep,
-    )
+    client = _client(name, TokenBasicAuth(options.email, token), max_concurrency, sleep)
     return ConfluenceConnector(
         name, options, client, notification_secret=notification_secret, clock=clock
     )
@@ -1317,9 +1318,7 @@ def confluence_oauth_connector(
     access token with the newest refresh token kept in ``token_file`` (``refresh_token``, the
     configured one, until a renewal replaced it). ``variable`` names the configured one's
     environment variable in errors."""
-    tokens = SourceClient(
-        source=name, headers={"Accept": "application/json"}, max_concurrency=1, sleep=sleep
-    )
+    tokens = _client(name, None, 1, sleep)
     auth = RotatingRefreshToken(
         tokens,
         f"{options.auth_url}/oauth/token",
@@ -1328,13 +1327,7 @@ def confluence_oauth_connector(
         RefreshTokenFile(token_file, refresh_token),
         variable=variable,
     )
-    client = SourceClient(
-        source=name,
-        auth=auth,
-        headers={"Accept": "application/json"},
-        max_concurrency=max_concurrency,
-        sleep=sleep,
-    )
+    client = _client(name, auth, max_concurrency, sleep)
 
     def api_base(client: SourceClient) -> str:
         cloud_id = options.cloud_id
@@ -1366,8 +1359,7 @@ def _build(context: SourceContext) -> Connector:
     source = context.source
     oauth = "refresh_token" in source.credentials
     options = parse_options(source.name, source.options, oauth=oauth)
-    notified = "notification_secret" in source.credentials
-    notification_secret = context.secret("notification_secret") if notified else None
+    notification_secret = context.secret_if_given("notification_secret")
     if not oauth:
         return confluence_connector(
             source.name,

@@ -269,14 +269,8 @@ class MetadataToken(RenewingToken):
         response = self._tokens.request(
             "GET", self._token_url, headers={"Metadata-Flavor": "Google"}
         )
-        try:
-            body = response.json()
-            return Secret(body["access_token"]), float(body.get("expires_in", 3600))
-        except (ValueError, KeyError, TypeError):
-            raise SourceError(
-                f"source {self._tokens.source!r}: the metadata server answered without an "
-                "access token"
-            ) from None
+        token, lifetime, _ = self._answer(response, "the metadata server", "an access token")
+        return token, lifetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -726,10 +720,7 @@ class DriveConnector(RestConnector):
         if known is not None or file_id == self.options.drive_id:
             return known
         try:
-            raw = self.client.get_json(
-                f"{self._files}/{quote(file_id, safe='')}",
-                params={"fields": _TREE_FIELDS, "supportsAllDrives": "true"},
-            )
+            raw = self._tree_entry(file_id)
         except SourceError as exc:
             if exc.status in (403, 404):
                 return None
@@ -739,6 +730,11 @@ class DriveConnector(RestConnector):
         self._remember({**raw, "id": file_id})
         with self._nodes_lock:
             return self._nodes.get(file_id)
+
+    def _tree_entry(self, file_id: str) -> Any:
+        """What ``files.get`` says of ``file_id``'s place in the tree (:data:`_TREE_FIELDS`)."""
+        params = {"fields": _TREE_FIELDS, "supportsAllDrives": "true"}
+        return self.client.get_json(f"{self._files}/{quote(file_id, safe='')}", params=params)
 
     def _limits(self, file_id: str) -> frozenset[str] | None:
         """Where inherited entries of ``file_id`` may still come from: ``None`` when no item
@@ -861,10 +857,7 @@ class DriveConnector(RestConnector):
     def _current_access(self, file_id: str) -> Access | None:
         """One file's access now, or ``None`` when it is no document of the drive."""
         try:
-            raw = self.client.get_json(
-                f"{self._files}/{quote(file_id, safe='')}",
-                params={"fields": _TREE_FIELDS, "supportsAllDrives": "true"},
-            )
+            raw = self._tree_entry(file_id)
         except SourceError as exc:
             if exc.status == 404:
                 return None
@@ -1227,15 +1220,12 @@ def _build(context: SourceContext) -> Connector:
             context.secret("service_account"),
             f"sources.{source.name}.credentials.service_account",
         )
-    secret = None
-    if "notification_secret" in source.credentials:
-        secret = context.secret("notification_secret")
     return drive_connector(
         source.name,
         options,
         account,
         max_concurrency=source.max_concurrency,
-        notification_secret=secret,
+        notification_secret=context.secret_if_given("notification_secret"),
     )
 
 

@@ -134,6 +134,7 @@ from clearance.sources.rest import (
     principal,
     text,
     timestamp,
+    unless_gone,
 )
 from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid
@@ -266,41 +267,16 @@ Credential = Secret | ClientCertificate | FederatedTokenFile
 
 
 class ClientCredentials(RenewingToken):
-    """An app-only token from the Microsoft identity platform (client credentials)."""
+    """An app-only token from the Microsoft identity platform (client credentials), the app
+    proving itself (``proof``) with its client secret, or with a client assertion: one it
+    signs with its certificate, or a federated token."""
 
     def __init__(
         self,
         tokens: SourceClient,
         token_url: str,
         client_id: str,
-        secret: Secret,
-        scope: str,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(tokens, token_url, clock)
-        self._client_id = client_id
-        self._secret = secret
-        self._scope = scope
-
-    def grant(self) -> dict[str, str]:
-        return {
-            "grant_type": "client_credentials",
-            "client_id": self._client_id,
-            "client_secret": self._secret.reveal(),
-            "scope": self._scope,
-        }
-
-
-class AssertionCredentials(RenewingToken):
-    """An app-only token for which the app proves itself with a client assertion: one it
-    signs with its certificate, or a federated token (``proof``)."""
-
-    def __init__(
-        self,
-        tokens: SourceClient,
-        token_url: str,
-        client_id: str,
-        proof: ClientCertificate | FederatedTokenFile,
+        proof: Credential,
         scope: str,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
@@ -312,17 +288,24 @@ class AssertionCredentials(RenewingToken):
         self._wall_clock = wall_clock
 
     def grant(self) -> dict[str, str]:
-        if isinstance(self._proof, ClientCertificate):
-            assertion = self._proof.assertion(self._client_id, self._token_url, self._wall_clock())
+        form = {"grant_type": "client_credentials", "client_id": self._client_id}
+        if isinstance(self._proof, Secret):
+            form["client_secret"] = self._proof.reveal()
         else:
-            assertion = self._proof.read(self._tokens.source)
-        return {
-            "grant_type": "client_credentials",
-            "client_id": self._client_id,
-            "client_assertion_type": _ASSERTION_TYPE,
-            "client_assertion": assertion,
-            "scope": self._scope,
-        }
+            if isinstance(self._proof, ClientCertificate):
+                now = self._wall_clock()
+                assertion = self._proof.assertion(self._client_id, self._token_url, now)
+            else:
+                assertion = self._proof.read(self._tokens.source)
+            form["client_assertion_type"] = _ASSERTION_TYPE
+            form["client_assertion"] = assertion
+        form["scope"] = self._scope
+        return form
+
+
+#: The same credentials, by the name of the assertion it sends with a certificate or a
+#: federated token.
+AssertionCredentials = ClientCredentials
 
 
 class _PerSync:
@@ -390,20 +373,27 @@ class GraphConnector(RestConnector):
 
     # ------------------------------------------------------------------ plumbing
 
+    def _ours(self, link: str) -> bool:
+        """Whether ``link`` points into the configured Graph API: only such links are
+        followed with the token."""
+        return inside(link, self._base)
+
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-        return self._next_link(body, "@odata.nextLink", self._base, "graph_url")
+        return self._next_link(body, "@odata.nextLink", self._ours, "graph_url")
 
     def _site_next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-        return self._next_link(body, "odata.nextLink", self._site, "site_url")
+        return self._next_link(
+            body, "odata.nextLink", lambda link: inside(link, self._site), "site_url"
+        )
 
     def _next_link(
-        self, body: Any, key: str, base: str, setting: str
+        self, body: Any, key: str, ours: Callable[[str], bool], setting: str
     ) -> tuple[str, Mapping[str, Any] | None] | None:
-        """The next link at ``key``, followed only below ``base`` (``setting``)."""
+        """The next link at ``key``, followed only where ``ours`` (below ``setting``)."""
         link = body.get(key) if isinstance(body, dict) else None
         if link is None:
             return None
-        if not isinstance(link, str) or not inside(link, base):
+        if not isinstance(link, str) or not ours(link):
             raise self._error(f"a next link points outside {setting}; it is not followed")
         return link, None
 
@@ -430,7 +420,7 @@ class GraphConnector(RestConnector):
     def _delta_end(self, body: Any) -> str:
         """The ``@odata.deltaLink`` of a delta feed's last page, checked like a next link."""
         delta = body.get("@odata.deltaLink")
-        if not isinstance(delta, str) or not inside(delta, self._base):
+        if not isinstance(delta, str) or not self._ours(delta):
             raise self._error("the delta feed ended without a usable @odata.deltaLink")
         return delta
 
@@ -469,7 +459,7 @@ class GraphConnector(RestConnector):
         if cursor is None:
             return None
         drive, _, link = cursor.partition(" ")
-        return link if drive == self.options.drive_id and inside(link, self._base) else None
+        return link if drive == self.options.drive_id and self._ours(link) else None
 
     def content_changes(self, cursor: str | None) -> Iterator[ContentPage]:
         """The delta feed since ``cursor``; from scratch (a snapshot) without one, with one
@@ -712,12 +702,11 @@ class GraphConnector(RestConnector):
 
     def _members(self, group_id: str) -> frozenset[str]:
         url = f"{self._base}/groups/{quote(group_id, safe='')}/transitiveMembers"
-        try:
-            objects = self._all(url, "transitiveMembers", params={"$select": _USER_SELECT})
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return frozenset()  # the group was deleted: it has no members
+        select = {"$select": _USER_SELECT}
+        # a group that was deleted has no members
+        objects: list[dict[str, Any]] = unless_gone(
+            lambda: self._all(url, "transitiveMembers", select), []
+        )
         out: set[str] = set()
         for member in objects:
             if member.get("@odata.type") != "#microsoft.graph.user":
@@ -742,15 +731,11 @@ class GraphConnector(RestConnector):
         grants nothing). A group SharePoint no longer has has no members."""
         assert self.sharepoint is not None  # sync_site_groups requires it (parse_options)
         url = f"{self._site}/_api/web/sitegroups/GetById({number})/users"
-        what = "SharePoint group members"
-        try:
-            users = self._every(
-                url, "value", what, client=self.sharepoint, following=self._site_next
-            )
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return frozenset(), []
+        sharepoint, what = self.sharepoint, "SharePoint group members"
+        users: list[dict[str, Any]] = unless_gone(
+            lambda: self._every(url, "value", what, client=sharepoint, following=self._site_next),
+            [],
+        )
         out: set[str] = set()
         problems: list[str] = []
         for member in users:
@@ -846,8 +831,10 @@ class GraphConnector(RestConnector):
         expected = self._notification_secret.reveal().encode()
         return hmac.compare_digest(presented.encode(), expected)
 
-    def _sharing_delta(self, url: str) -> Iterator[tuple[list[dict[str, Any]], str | None]]:
-        """``(items, deltaLink or None)`` per page of the delta with sharing changes."""
+    def _feed(self, url: str) -> tuple[list[dict[str, Any]], str]:
+        """Every item of the delta with sharing changes from ``url``, and the feed's new end
+        (``"<drive id> <deltaLink>"``)."""
+        items: list[dict[str, Any]] = []
         following: str | None = url
         seen: set[str] = set()
         while following is not None:
@@ -855,22 +842,10 @@ class GraphConnector(RestConnector):
                 raise self._error("the delta feed returned a page it had already returned")
             seen.add(following)
             body = self.client.get_json(following, headers=_SHARING_DELTA)
-            items = self._listed(body, "value", "delta")
+            items.extend(self._listed(body, "value", "delta"))
             step = self._next(body)
-            if step is not None:
-                following = step[0]
-                yield items, None
-                continue
-            yield items, self._delta_end(body)
-            following = None
-
-    def _feed(self, url: str) -> tuple[list[dict[str, Any]], str]:
-        items: list[dict[str, Any]] = []
-        link = ""
-        for page, delta in self._sharing_delta(url):
-            items.extend(page)
-            link = delta or link
-        return items, f"{self.options.drive_id} {link}"
+            following = None if step is None else step[0]
+        return items, f"{self.options.drive_id} {self._delta_end(body)}"
 
     def changed_since(self, cursor: str | None) -> tuple[frozenset[str], str]:
         """The files whose access may have changed since ``cursor``, and the feed's new end
@@ -935,12 +910,9 @@ class GraphConnector(RestConnector):
 
     def _children(self, folder_id: str) -> list[dict[str, Any]]:
         url = f"{self._drive}/items/{quote(folder_id, safe='')}/children"
-        try:
-            return self._all(url, "children", params={"$select": "id,file,folder,package"})
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return []  # deleted meanwhile: its files are named as deleted themselves
+        select = {"$select": "id,file,folder,package"}
+        # deleted meanwhile: its files are named as deleted themselves
+        return unless_gone(lambda: self._all(url, "children", params=select), [])
 
     def subscribe(self, url: str, current: Subscription | None) -> Subscription:
         """A subscription on the drive's root sending to ``url``, lasting as long as Graph
@@ -1068,9 +1040,7 @@ def graph_connector(
     def token_for(resource: str) -> RenewingToken:
         parts = urlsplit(resource)
         scope = f"{parts.scheme}://{parts.netloc}/.default"
-        if isinstance(credential, Secret):
-            return ClientCredentials(tokens, token_url, options.client_id, credential, scope)
-        return AssertionCredentials(tokens, token_url, options.client_id, credential, scope)
+        return ClientCredentials(tokens, token_url, options.client_id, credential, scope)
 
     auth = token_for(options.graph_url)
     client = SourceClient(source=name, auth=auth, max_concurrency=max_concurrency, sleep=sleep)
@@ -1138,9 +1108,7 @@ def credential_of(context: SourceContext, options: GraphOptions) -> Credential:
 def _build(context: SourceContext) -> Connector:
     source = context.source
     options = parse_options(source.name, source.options)
-    notification_secret = None
-    if "notification_secret" in source.credentials:
-        notification_secret = context.secret("notification_secret")
+    notification_secret = context.secret_if_given("notification_secret")
     return graph_connector(
         source.name,
         options,

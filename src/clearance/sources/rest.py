@@ -1,10 +1,13 @@
-"""What the REST connectors share: reading vendor JSON, validating options, renewing tokens.
+"""What the REST connectors share: reading vendor JSON, listing, mapping permissions,
+renewing tokens.
 
 Each cloud connector reads loosely typed JSON (a field may be missing, ``null`` or of the
-wrong type), validates its ``[sources.<name>.options]`` the same way (errors name the key),
-and authenticates with an OAuth token that must be renewed before it expires and once more
-when the service refuses it early. Those pieces live here once, so a fix reaches every
-connector.
+wrong type), pages through listings whose next links it must keep inside the configured
+API, maps each item's permission list to the principals it grants (failing closed on what
+it cannot state), reads every item's access concurrently for a permission snapshot, and
+authenticates with an OAuth token that must be renewed before it expires and once more
+when the service refuses it early. Those pieces live here once (:class:`RestConnector`,
+:class:`RenewingToken` and the functions beside them), so a fix reaches every connector.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -40,7 +43,10 @@ __all__ = [
     "principal",
     "text",
     "timestamp",
+    "unless_gone",
 ]
+
+T = TypeVar("T")
 
 _TOKEN_MARGIN_S = 120.0  # renew a token this long before it expires
 _SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
@@ -149,6 +155,17 @@ def access_from(
         return combine(permissions, read)
     except Unrepresentable as exc:
         return Access.nobody(str(exc))
+
+
+def unless_gone(read: Callable[[], T], gone: T) -> T:
+    """``read()``, or ``gone`` when the source answers 404: what was to be read was deleted
+    meanwhile (a page, a group), which is not a failure of the sync."""
+    try:
+        return read()
+    except SourceError as exc:
+        if exc.status != 404:
+            raise
+        return gone
 
 
 # ---------------------------------------------------------------------- connectors
@@ -261,16 +278,25 @@ class RenewingToken(httpx.Auth):
 
     def _request(self) -> tuple[Secret, float]:
         response = self._tokens.request("POST", self._token_url, data=self.grant())
+        token, lifetime, _ = self._answer(response, "the token endpoint", "an access token")
+        return token, lifetime
+
+    def _answer(
+        self, response: httpx.Response, sender: str, lacking: str, *also: str
+    ) -> tuple[Secret, float, list[Secret]]:
+        """The access token in ``response`` and its lifetime in seconds, then the tokens
+        named ``also`` (a refresh token); an error saying ``sender`` answered without
+        ``lacking`` when one is missing."""
         try:
             body = response.json()
             token = Secret(body["access_token"])
             lifetime = float(body.get("expires_in", 3600))
+            more = [Secret(body[name]) for name in also]
         except (ValueError, KeyError, TypeError):
             raise SourceError(
-                f"source {self._tokens.source!r}: the token endpoint answered without an "
-                "access token"
+                f"source {self._tokens.source!r}: {sender} answered without {lacking}"
             ) from None
-        return token, lifetime
+        return token, lifetime, more
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         token = self.token()
