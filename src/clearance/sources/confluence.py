@@ -365,15 +365,6 @@ class _Page:
 
 
 @dataclass(slots=True)
-class _SpaceView:
-    """Who may view the space: principals, anonymous access, or why it cannot be said."""
-
-    principals: frozenset[str] = frozenset()
-    anonymous: bool = False
-    unrepresentable: str | None = None
-
-
-@dataclass(slots=True)
 class _Listing:
     pages: dict[str, _Page] = field(default_factory=dict)
     attachments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -456,7 +447,7 @@ class ConfluenceConnector(RestConnector):
         self._space_id: str | None = None
         self._pages: dict[str, _Page] | None = None
         self._listing: _Listing | None = None
-        self._view: _SpaceView | None = None
+        self._view: Access | None = None
         self._restrictions: dict[str, frozenset[str] | None] = {}
         self._folders: dict[str, tuple[str | None, str | None]] = {}
         self._members: dict[str, frozenset[str]] = {}
@@ -747,12 +738,13 @@ class ConfluenceConnector(RestConnector):
 
     # ------------------------------------------------------------------ permissions
 
-    def _space_view(self) -> _SpaceView:
-        """Who the space's ``read`` permission names, read once per instance."""
+    def _space_view(self) -> Access:
+        """Who the space's ``read`` permission names (with anonymous access, or why it
+        cannot be said), read once per instance."""
         if self._view is None:
             path = f"{_V2}/spaces/{quote(self._space(), safe='')}/permissions"
-            view = _SpaceView()
             principals: set[str] = set()
+            anyone, unrepresentable = False, None
             for raw in self._all(path, "space permissions", {"limit": _LIST_LIMIT}):
                 operation = facet(raw, "operation")
                 if (operation.get("key"), operation.get("targetType")) != ("read", "space"):
@@ -761,12 +753,11 @@ class ConfluenceConnector(RestConnector):
                 try:
                     granted, anonymous = self._grantee(principal.get("type"), principal.get("id"))
                 except Unrepresentable as exc:
-                    view.unrepresentable = view.unrepresentable or str(exc)
+                    unrepresentable = unrepresentable or str(exc)
                     continue
                 principals |= granted
-                view.anonymous = view.anonymous or anonymous
-            view.principals = frozenset(principals)
-            self._view = view
+                anyone = anyone or anonymous
+            self._view = Access(frozenset(principals), anyone, unrepresentable)
         return self._view
 
     def _grantee(self, kind: Any, ident: Any) -> tuple[set[str], bool]:
@@ -999,8 +990,8 @@ class ConfluenceConnector(RestConnector):
                 return Access.nobody(view.unrepresentable)
             levels = [r for r in map(self._restriction, self._chain(page_id)) if r is not None]
             if not levels:
-                return Access(view.principals, anyone_with_link=view.anonymous)
-            allowed = None if view.anonymous else self._users(view.principals)
+                return view
+            allowed = None if view.anyone_with_link else self._users(view.principals)
             for level in levels:
                 users = self._users(level)
                 allowed = users if allowed is None else allowed & users
