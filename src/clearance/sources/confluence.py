@@ -137,7 +137,6 @@ from clearance.sources.rest import (
     timestamp,
     unless_gone,
 )
-from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid, non_empty
 
 __all__ = [
@@ -701,9 +700,7 @@ class ConfluenceConnector(RestConnector):
             raise self._error(f"{item.doc_id} is gone")
         title = text(raw.get("title")) or att_id
         media_type = rest.media_type(text(raw.get("mediaType")), title)
-        data = b""
-        if media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
-            data = self._download(raw, item.doc_id, page_id)
+        data = rest.content(media_type, lambda: self._download(raw, item.doc_id, page_id))
         links = raw.get("_links")
         webui = links.get("webui") if isinstance(links, dict) else None
         return SourceDocument(

@@ -120,7 +120,6 @@ from clearance.sources.rest import (
     text,
     timestamp,
 )
-from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid
 
 __all__ = [
@@ -671,13 +670,13 @@ class DriveConnector(RestConnector):
         declared = text(raw.get("mimeType"))
         exported = _EXPORTS.get(declared or "")
         media_type = exported or rest.media_type(declared, name)
-        data = b""
         if exported is not None:
             data = self._export(url, exported, item)
-        elif media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
-            data = self.client.request(
-                "GET", url, params={"alt": "media", "supportsAllDrives": "true"}
-            ).content
+        else:
+            params = {"alt": "media", "supportsAllDrives": "true"}
+            data = rest.content(
+                media_type, lambda: self.client.request("GET", url, params=params).content
+            )
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,

@@ -136,7 +136,6 @@ from clearance.sources.rest import (
     timestamp,
     unless_gone,
 )
-from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid
 
 __all__ = [
@@ -482,9 +481,7 @@ class GraphConnector(RestConnector):
         access = self._access(item.ref)
         if access is None:
             raise self._error(f"{item.doc_id} is gone")
-        data = b""
-        if media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
-            data = self._download(raw, item.doc_id)
+        data = rest.content(media_type, lambda: self._download(raw, item.doc_id))
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,

@@ -36,6 +36,7 @@ __all__ = [
     "Unrepresentable",
     "access_from",
     "combine",
+    "content",
     "facet",
     "ident",
     "inside",
@@ -106,6 +107,12 @@ def media_type(declared: str | None, name: str) -> str:
     if found in MEDIA_SUFFIXES:
         return found
     return _SUFFIX_MEDIA.get(PurePosixPath(name).suffix.lower(), found or "unknown")
+
+
+def content(media_type: str, download: Callable[[], bytes]) -> bytes:
+    """A file's bytes, downloaded only when the engine reads ``media_type``: anything else
+    it skips unread."""
+    return download() if media_type in MEDIA_SUFFIXES else b""
 
 
 def principal(value: str) -> str:
