@@ -101,11 +101,11 @@ What the sync engine guarantees
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from clearance.model import Sensitivity, parse_principal
 
@@ -131,6 +131,7 @@ __all__ = [
     "Subscribing",
     "Subscription",
     "Tombstone",
+    "snapshot_pages",
 ]
 
 
@@ -213,6 +214,18 @@ class PermissionPage:
     cursor: str | None
     snapshot: bool
     last: bool = True
+
+
+_Page = TypeVar("_Page", ContentPage, PermissionPage)
+
+
+def snapshot_pages(page: type[_Page], items: Sequence[Any], size: int = 200) -> Iterator[_Page]:
+    """``items`` as the pages (``ContentPage`` or ``PermissionPage``) of one snapshot listing,
+    ``size`` to a page, and at least one page, so that an empty source still completes a
+    sync."""
+    for start in range(0, max(len(items), 1), size):
+        last = start + size >= len(items)
+        yield page(items[start : start + size], None, snapshot=True, last=last)
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,6 +425,10 @@ class SourceContext:
     source: SourceSettings
     corpus: CorpusSettings
     secret: Callable[[str], Secret]
+
+    def secret_if_given(self, role: str) -> Secret | None:
+        """``secret(role)`` when ``credentials.<role>`` is configured, else ``None``."""
+        return self.secret(role) if role in self.source.credentials else None
 
 
 #: ``factory(context) -> Connector``, registered per ``kind`` with

@@ -97,7 +97,8 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -107,6 +108,7 @@ from pydantic import Field, PlainValidator, ValidationInfo
 from clearance.errors import SourceError
 from clearance.model import parse_principal
 from clearance.secrets import Secret
+from clearance.sources import rest
 from clearance.sources.base import (
     Access,
     Connector,
@@ -115,10 +117,10 @@ from clearance.sources.base import (
     ItemRef,
     Notice,
     PermissionChange,
-    PermissionPage,
     SourceContext,
     SourceDocument,
     Tombstone,
+    snapshot_pages,
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.options import OPTIONS, Flag, Text, Url
@@ -127,11 +129,14 @@ from clearance.sources.options import url as _url
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
+    RestConnector,
     Unrepresentable,
+    facet,
+    inside,
     text,
     timestamp,
+    unless_gone,
 )
-from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid, non_empty
 
 __all__ = [
@@ -148,8 +153,6 @@ _V2 = "/wiki/api/v2"
 _V1 = "/wiki/rest/api"
 _LIST_LIMIT = 250  # the largest page v2 listings accept
 _V1_LIMIT = 200  # users and groups asked per page of a restriction or a group's members
-_PAGE = 200  # permission changes per page handed to the engine
-_SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
 _ATTACHMENT = "att:"
 _COMMENT = "comment:"
 _BLOGPOST = "blogpost:"
@@ -333,16 +336,10 @@ class RotatingRefreshToken(RenewingToken):
                         status=exc.status,
                     ) from None
                 raise
-            try:
-                body = response.json()
-                token = Secret(body["access_token"])
-                renewed = Secret(body["refresh_token"])
-                lifetime = float(body.get("expires_in", 3600))
-            except (ValueError, KeyError, TypeError):
-                raise SourceError(
-                    f"source {source!r}: the token endpoint answered without an access token "
-                    "and a new refresh token"
-                ) from None
+            lacking = "an access token and a new refresh token"
+            token, lifetime, (renewed,) = self._answer(
+                response, "the token endpoint", lacking, "refresh_token"
+            )
             try:
                 self._kept.replace(renewed)
             except OSError as exc:
@@ -367,19 +364,15 @@ class _Page:
 
 
 @dataclass(slots=True)
-class _SpaceView:
-    """Who may view the space: principals, anonymous access, or why it cannot be said."""
-
-    principals: frozenset[str] = frozenset()
-    anonymous: bool = False
-    unrepresentable: str | None = None
-
-
-@dataclass(slots=True)
 class _Listing:
     pages: dict[str, _Page] = field(default_factory=dict)
     attachments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     comments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def ids_below(self, page_id: str) -> list[str]:
+        """The ids of a page's (or blog post's) attachments, then of its comments."""
+        below = self.attachments.get(page_id, []) + self.comments.get(page_id, [])
+        return [str(raw["id"]) for raw in below]
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,7 +411,7 @@ def _number(raw: Mapping[str, Any]) -> str:
     return str(number) if isinstance(number, int) else ""
 
 
-class ConfluenceConnector:
+class ConfluenceConnector(RestConnector):
     """See the module docstring. Built by the ``confluence`` kind, :func:`confluence_connector`
     or :func:`confluence_oauth_connector`.
 
@@ -453,11 +446,10 @@ class ConfluenceConnector:
         self._space_id: str | None = None
         self._pages: dict[str, _Page] | None = None
         self._listing: _Listing | None = None
-        self._view: _SpaceView | None = None
+        self._view: Access | None = None
         self._restrictions: dict[str, frozenset[str] | None] = {}
         self._folders: dict[str, tuple[str | None, str | None]] = {}
         self._members: dict[str, frozenset[str]] = {}
-        self._snapshot: list[PermissionChange] | None = None
 
     def close(self) -> None:
         try:
@@ -477,9 +469,6 @@ class ConfluenceConnector:
                 self._api = self._find_api(self.client).rstrip("/")
             return self._api
 
-    def _error(self, message: str) -> SourceError:
-        return SourceError(f"source {self.source!r}: {message}")
-
     def _ours(self, link: str) -> str | None:
         """``link`` made absolute when it points into the API base's v2 REST API (the only
         links followed with the credentials), else ``None``. Confluence's relative links start
@@ -487,12 +476,7 @@ class ConfluenceConnector:
         base = self._base
         relative = link.startswith("/wiki/") and not link.startswith("//")
         absolute = base + link if relative else urljoin(base + "/", link)
-        parts, within = urlsplit(absolute), urlsplit(base)
-        inside = (parts.scheme, parts.netloc) == (
-            within.scheme,
-            within.netloc,
-        ) and parts.path.startswith(within.path + _V2 + "/")
-        return absolute if inside and "/../" not in parts.path + "/" else None
+        return absolute if inside(absolute, base + _V2) else None
 
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
         links = body.get("_links") if isinstance(body, dict) else None
@@ -504,17 +488,8 @@ class ConfluenceConnector:
             raise self._error("a next link points outside base_url; it is not followed")
         return absolute, None
 
-    def _results(self, body: Any, what: str) -> list[dict[str, Any]]:
-        values = body.get("results") if isinstance(body, dict) else None
-        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-            raise self._error(f"{what}: the response has no 'results' list")
-        return values
-
     def _all(self, path: str, what: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-        out: list[Any] = []
-        for body in self.client.pages(self._base + path, self._next, params=params):
-            out.extend(self._results(body, what))
-        return out
+        return self._every(self._base + path, "results", what, params)
 
     def doc_id(self, native_id: str) -> str:
         return f"confluence:{self.options.space_key}/{native_id}"
@@ -541,7 +516,7 @@ class ConfluenceConnector:
             id=str(page_id),
             title=text(raw.get("title")) or str(page_id),
             version=_number(raw),
-            parent=str(parent) if isinstance(parent, (str, int)) and parent != "" else None,
+            parent=rest.ident(parent),
             parent_type=text(raw.get("parentType")),
             webui=webui if isinstance(webui, str) else "",
             kind=kind,
@@ -599,8 +574,7 @@ class ConfluenceConnector:
         items: dict[str, tuple[str, ...]] = {}
         owner: dict[str, str] = {}
         for page_id in listing.pages:
-            found = listing.attachments.get(page_id, []) + listing.comments.get(page_id, [])
-            items[page_id] = tuple(str(raw["id"]) for raw in found)
+            items[page_id] = tuple(listing.ids_below(page_id))
             owner.update((item, page_id) for item in items[page_id])
         tree = _Hierarchy({k: tuple(v) for k, v in children.items()}, items, owner)
         with _known_lock:
@@ -608,12 +582,10 @@ class ConfluenceConnector:
 
     def _attachments_of(self, page: _Page) -> list[dict[str, Any]]:
         path = f"{_V2}/{page.kind}s/{quote(page.id, safe='')}/attachments"
-        try:
-            found = self._all(path, "attachments", {"limit": _LIST_LIMIT})
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return []  # the page went away while the space was listed
+        # none when the page went away while the space was listed
+        found: list[dict[str, Any]] = unless_gone(
+            lambda: self._all(path, "attachments", {"limit": _LIST_LIMIT}), []
+        )
         return [a for a in found if a.get("status", "current") == "current" and a.get("id")]
 
     def _comments_of(self, page: _Page) -> list[dict[str, Any]]:
@@ -657,10 +629,7 @@ class ConfluenceConnector:
 
     def content_changes(self, cursor: str | None) -> Iterator[ContentPage]:
         """Every page, blog post, comment and attachment of the space, as one snapshot."""
-        items = self._items(self._list())
-        for start in range(0, max(len(items), 1), _PAGE):
-            last = start + _PAGE >= len(items)
-            yield ContentPage(items[start : start + _PAGE], None, snapshot=True, last=last)
+        yield from snapshot_pages(ContentPage, self._items(self._list()))
 
     def fetch(self, item: ItemRef) -> SourceDocument:
         if item.ref.startswith(_ATTACHMENT):
@@ -674,48 +643,53 @@ class ConfluenceConnector:
         return self._fetch_page(item, item.ref, "page")
 
     def _fetch_page(self, item: ItemRef, page_id: str, kind: str) -> SourceDocument:
-        raw = self.client.get_json(
-            f"{self._base}{_V2}/{kind}s/{quote(page_id, safe='')}",
-            params={"body-format": "storage"},
-        )
+        raw = self._storage_format(f"{kind}s", page_id)
         if not isinstance(raw, dict):
             raise self._error(f"{item.doc_id}: the {kind} cannot be read")
         page = self._page(raw, kind)
         value = _storage(raw)
         if value is None:
             raise self._error(f"{item.doc_id}: the {kind} has no storage-format body")
-        return SourceDocument(
-            doc_id=item.doc_id,
-            version=item.version,
-            title=page.title,
-            uri=self._web(page.webui),
-            access=self._access(page.id),
-            media_type="text/html",
-            data=_html(page.title, value),
-            created_at=timestamp(raw.get("createdAt")),
-            modified_at=timestamp(_facet(raw, "version").get("createdAt")),
-            file_name=page.title,
-        )
+        created = timestamp(raw.get("createdAt"))
+        return self._html_document(item, page, page.title, raw, value, created)
 
     def _fetch_comment(self, item: ItemRef, page_id: str, comment_id: str) -> SourceDocument:
         page = self._list().pages.get(page_id)
-        raw = self.client.get_json(
-            f"{self._base}{_V2}/footer-comments/{quote(comment_id, safe='')}",
-            params={"body-format": "storage"},
-        )
+        raw = self._storage_format("footer-comments", comment_id)
         value = _storage(raw) if isinstance(raw, dict) else None
         if page is None or value is None:
             raise self._error(f"{item.doc_id}: the comment cannot be read")
-        title = f"Comment on {page.title}"
+        return self._html_document(item, page, f"Comment on {page.title}", raw, value)
+
+    def _storage_format(self, kind: str, content_id: str) -> Any:
+        """One page, blog post or comment (``kind``) with its body in storage format."""
+        url = f"{self._base}{_V2}/{kind}/{quote(content_id, safe='')}"
+        return self.client.get_json(url, params={"body-format": "storage"})
+
+    def _html_document(
+        self,
+        item: ItemRef,
+        page: _Page,
+        title: str,
+        raw: Mapping[str, Any],
+        body: str,
+        created_at: datetime | None = None,
+    ) -> SourceDocument:
+        """A page, blog post or comment (``raw``, its storage-format ``body``) as an HTML
+        document, readable by who may read ``page``."""
+        html_page = (
+            f"<html><head><title>{html.escape(title)}</title></head><body>{body}</body></html>"
+        )
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,
             title=title,
             uri=self._web(page.webui),
-            access=self._access(page_id),
+            access=self._access(page.id),
             media_type="text/html",
-            data=_html(title, value),
-            modified_at=timestamp(_facet(raw, "version").get("createdAt")),
+            data=html_page.encode(),
+            created_at=created_at,
+            modified_at=timestamp(facet(raw, "version").get("createdAt")),
             file_name=title,
         )
 
@@ -725,15 +699,8 @@ class ConfluenceConnector:
         if raw is None:
             raise self._error(f"{item.doc_id} is gone")
         title = text(raw.get("title")) or att_id
-        declared = (text(raw.get("mediaType")) or "").partition(";")[0].strip().lower()
-        media_type = (
-            declared
-            if declared in MEDIA_SUFFIXES
-            else _SUFFIX_MEDIA.get(PurePosixPath(title).suffix.lower(), declared or "unknown")
-        )
-        data = b""
-        if media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
-            data = self._download(raw, item.doc_id, page_id)
+        media_type = rest.media_type(text(raw.get("mediaType")), title)
+        data = rest.content(media_type, lambda: self._download(raw, item.doc_id, page_id))
         links = raw.get("_links")
         webui = links.get("webui") if isinstance(links, dict) else None
         return SourceDocument(
@@ -760,7 +727,7 @@ class ConfluenceConnector:
             att = quote(str(raw.get("id")), safe="")
             url = f"{self._base}{_V1}/content/{quote(page_id, safe='')}/child/attachment/{att}/download"
         else:
-            link = text(raw.get("downloadLink")) or text(_facet(raw, "_links").get("download"))
+            link = text(raw.get("downloadLink")) or text(facet(raw, "_links").get("download"))
             if link is None or not link.startswith("/") or link.startswith("//"):
                 raise self._error(f"{doc_id}: no download link under base_url")
             url = f"{self._base}/wiki{link}"
@@ -768,33 +735,33 @@ class ConfluenceConnector:
 
     # ------------------------------------------------------------------ permissions
 
-    def _space_view(self) -> _SpaceView:
-        """Who the space's ``read`` permission names, read once per instance."""
+    def _space_view(self) -> Access:
+        """Who the space's ``read`` permission names (with anonymous access, or why it
+        cannot be said), read once per instance."""
         if self._view is None:
             path = f"{_V2}/spaces/{quote(self._space(), safe='')}/permissions"
-            view = _SpaceView()
             principals: set[str] = set()
+            anyone, unrepresentable = False, None
             for raw in self._all(path, "space permissions", {"limit": _LIST_LIMIT}):
-                operation = _facet(raw, "operation")
+                operation = facet(raw, "operation")
                 if (operation.get("key"), operation.get("targetType")) != ("read", "space"):
                     continue
-                principal = _facet(raw, "principal")
+                principal = facet(raw, "principal")
                 try:
                     granted, anonymous = self._grantee(principal.get("type"), principal.get("id"))
                 except Unrepresentable as exc:
-                    view.unrepresentable = view.unrepresentable or str(exc)
+                    unrepresentable = unrepresentable or str(exc)
                     continue
                 principals |= granted
-                view.anonymous = view.anonymous or anonymous
-            view.principals = frozenset(principals)
-            self._view = view
+                anyone = anyone or anonymous
+            self._view = Access(frozenset(principals), anyone, unrepresentable)
         return self._view
 
     def _grantee(self, kind: Any, ident: Any) -> tuple[set[str], bool]:
         """The principals (and whether anonymous access) one space view permission grants."""
         space = self.options.space_key
         if kind in ("user", "group") and isinstance(ident, str) and ident:
-            return {self._principal(f"{kind}:{ident}")}, False
+            return {rest.principal(f"{kind}:{ident}")}, False
         if kind == "access_class" and isinstance(ident, str):
             return self._access_class(ident)
         if kind == "role" and isinstance(ident, str) and ident:
@@ -833,10 +800,10 @@ class ConfluenceConnector:
                 if isinstance(held, str) and held:
                     continue  # another role's holder
                 raise Unrepresentable(f"space {space}: a holder of role {role_id} names no role")
-            principal = _facet(assignment, "principal")
+            principal = facet(assignment, "principal")
             kind, ident = principal.get("principalType"), principal.get("principalId")
             if kind in ("USER", "GROUP") and isinstance(ident, str) and ident:
-                principals.add(self._principal(f"{str(kind).lower()}:{ident}"))
+                principals.add(rest.principal(f"{str(kind).lower()}:{ident}"))
             elif kind == "ACCESS_CLASS" and isinstance(ident, str):
                 anonymous = self._access_class(ident)[1] or anonymous
             else:
@@ -886,7 +853,7 @@ class ConfluenceConnector:
                     totals[kind] = total
                 limit = part.get("limit")
                 full = isinstance(limit, int) and 0 < limit <= len(results)
-                linked = "next" in _facet(part, "_links")
+                linked = "next" in facet(part, "_links")
                 more[kind] = bool(results) and (
                     linked or full or len(read[kind]) < totals.get(kind, 0)
                 )
@@ -946,19 +913,13 @@ class ConfluenceConnector:
             and entry.get("type") in ("known", "user")
             and text(entry.get("accountId"))
         ):
-            return self._principal(f"user:{entry['accountId']}")
+            return rest.principal(f"user:{entry['accountId']}")
         if kind == "group" and entry.get("type") == "group" and text(entry.get("id")):
-            return self._principal(f"group:{entry['id']}")
+            return rest.principal(f"group:{entry['id']}")
         raise Unrepresentable(
             f"content {content_id}: a read restriction on a principal of type "
             f"{entry.get('type')!r} cannot be mapped"
         )
-
-    def _principal(self, value: str) -> str:
-        try:
-            return parse_principal(value)
-        except ValueError as exc:
-            raise Unrepresentable(str(exc)) from None
 
     def _folder(self, folder_id: str, page_id: str) -> tuple[str | None, str | None]:
         """A folder's parent and its type (``GET /wiki/api/v2/folders/{id}``)."""
@@ -974,7 +935,7 @@ class ConfluenceConnector:
                 ) from None
             parent = raw.get("parentId") if isinstance(raw, dict) else None
             self._folders[folder_id] = (
-                str(parent) if isinstance(parent, (str, int)) and parent != "" else None,
+                rest.ident(parent),
                 text(raw.get("parentType")) if isinstance(raw, dict) else None,
             )
         return self._folders[folder_id]
@@ -1026,8 +987,8 @@ class ConfluenceConnector:
                 return Access.nobody(view.unrepresentable)
             levels = [r for r in map(self._restriction, self._chain(page_id)) if r is not None]
             if not levels:
-                return Access(view.principals, anyone_with_link=view.anonymous)
-            allowed = None if view.anonymous else self._users(view.principals)
+                return view
+            allowed = None if view.anyone_with_link else self._users(view.principals)
             for level in levels:
                 users = self._users(level)
                 allowed = users if allowed is None else allowed & users
@@ -1054,14 +1015,14 @@ class ConfluenceConnector:
             size = len(body.get("results") or []) if isinstance(body, dict) else 0
             limit = body.get("limit") if isinstance(body, dict) else None
             full = size >= (limit if isinstance(limit, int) and limit > 0 else _V1_LIMIT)
-            if size == 0 or (not full and "next" not in _facet(body, "_links")):
+            if size == 0 or (not full and "next" not in facet(body, "_links")):
                 return None
             return path, {**params, "start": int(body.get("start") or 0) + size}
 
         out: set[str] = set()
         try:
             for body in self.client.pages(path, following, params=params):
-                for member in self._results(body, "group members"):
+                for member in self._listed(body, "results", "group members"):
                     account = text(member.get("accountId"))
                     if account and member.get("accountType", "atlassian") == "atlassian":
                         try:
@@ -1093,11 +1054,8 @@ class ConfluenceConnector:
         changes: list[PermissionChange] = []
         for page_id in page_ids:
             access = self._access(page_id)
-            changes.append(PermissionChange(self.doc_id(page_id), access))
-            for raw in listing.attachments.get(page_id, []):
-                changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
-            for raw in listing.comments.get(page_id, []):
-                changes.append(PermissionChange(self.doc_id(str(raw["id"])), access))
+            for content_id in (page_id, *listing.ids_below(page_id)):
+                changes.append(PermissionChange(self.doc_id(content_id), access))
         self._publish()
         return changes
 
@@ -1109,14 +1067,6 @@ class ConfluenceConnector:
         except SourceError as exc:
             if exc.status not in (403, 404):
                 raise
-
-    def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
-        """Every item's access, re-read (a snapshot)."""
-        changes = self._snapshot if self._snapshot is not None else self._read_permissions()
-        self._snapshot = None
-        for start in range(0, max(len(changes), 1), _PAGE):
-            last = start + _PAGE >= len(changes)
-            yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
 
     def permissions_of(self, doc_ids: Sequence[str]) -> list[PermissionChange]:
         """The current access of the named pages, blog posts, attachments and comments,
@@ -1161,8 +1111,7 @@ class ConfluenceConnector:
                 raise
             if not isinstance(raw, dict) or raw.get("status", "current") != "current":
                 return None
-            owner = raw.get("pageId") or raw.get("blogPostId")
-            return str(owner) if isinstance(owner, (str, int)) and owner != "" else None
+            return rest.ident(raw.get("pageId") or raw.get("blogPostId"))
         return None
 
     # ------------------------------------------------------------------ notifications
@@ -1184,7 +1133,7 @@ class ConfluenceConnector:
         if not isinstance(message, dict):
             return Notice.refuse(400, "the notification is not a JSON object")
         if event in _SPACE_EVENTS:
-            key = _facet(message, "space").get("key")
+            key = facet(message, "space").get("key")
             if isinstance(key, str) and key != self.options.space_key:
                 return Notice()  # another space's permissions
             return Notice.unknown_changes()
@@ -1258,11 +1207,6 @@ class ConfluenceConnector:
         return GroupSnapshot(dict(zip(ids, members, strict=True)))
 
 
-def _facet(raw: Any, name: str) -> Mapping[str, Any]:
-    value = raw.get(name) if isinstance(raw, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
 def _unbase64(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
@@ -1297,13 +1241,8 @@ def _carried(message: Mapping[str, Any]) -> list[str]:
 
 
 def _storage(raw: Mapping[str, Any]) -> str | None:
-    value = _facet(_facet(raw, "body"), "storage").get("value")
+    value = facet(facet(raw, "body"), "storage").get("value")
     return value if isinstance(value, str) else None
-
-
-def _html(title: str, body: str) -> bytes:
-    escaped = html.escape(title)
-    return f"<html><head><title>{escaped}</title></head><body>{body}</body></html>".encode()
 
 
 # ---------------------------------------------------------------------- building
@@ -1316,6 +1255,19 @@ def parse_options(name: str, raw: Mapping[str, Any], *, oauth: bool = False) -> 
         ConfluenceOptions, raw, f"sources.{name}.options", oauth=oauth
     )
     return options
+
+
+def _client(
+    name: str, auth: httpx.Auth | None, max_concurrency: int, sleep: Callable[[float], None]
+) -> SourceClient:
+    """A client of source ``name`` that asks Confluence for JSON."""
+    return SourceClient(
+        source=name,
+        auth=auth,
+        headers={"Accept": "application/json"},
+        max_concurrency=max_concurrency,
+        sleep=sleep,
+    )
 
 
 def confluence_connector(
@@ -1331,14 +1283,7 @@ def confluence_connector(
     """A connector for ``options``, authenticating with the API ``token`` (``sleep``:
     injectable for tests of throttling) and checking notifications signed with
     ``notification_secret``."""
-    auth = TokenBasicAuth(options.email, token)
-    client = SourceClient(
-        source=name,
-        auth=auth,
-        headers={"Accept": "application/json"},
-        max_concurrency=max_concurrency,
-        sleep=sleep,
-    )
+    client = _client(name, TokenBasicAuth(options.email, token), max_concurrency, sleep)
     return ConfluenceConnector(
         name, options, client, notification_secret=notification_secret, clock=clock
     )
@@ -1361,9 +1306,7 @@ def confluence_oauth_connector(
     access token with the newest refresh token kept in ``token_file`` (``refresh_token``, the
     configured one, until a renewal replaced it). ``variable`` names the configured one's
     environment variable in errors."""
-    tokens = SourceClient(
-        source=name, headers={"Accept": "application/json"}, max_concurrency=1, sleep=sleep
-    )
+    tokens = _client(name, None, 1, sleep)
     auth = RotatingRefreshToken(
         tokens,
         f"{options.auth_url}/oauth/token",
@@ -1372,13 +1315,7 @@ def confluence_oauth_connector(
         RefreshTokenFile(token_file, refresh_token),
         variable=variable,
     )
-    client = SourceClient(
-        source=name,
-        auth=auth,
-        headers={"Accept": "application/json"},
-        max_concurrency=max_concurrency,
-        sleep=sleep,
-    )
+    client = _client(name, auth, max_concurrency, sleep)
 
     def api_base(client: SourceClient) -> str:
         cloud_id = options.cloud_id
@@ -1410,8 +1347,7 @@ def _build(context: SourceContext) -> Connector:
     source = context.source
     oauth = "refresh_token" in source.credentials
     options = parse_options(source.name, source.options, oauth=oauth)
-    notified = "notification_secret" in source.credentials
-    notification_secret = context.secret("notification_secret") if notified else None
+    notification_secret = context.secret_if_given("notification_secret")
     if not oauth:
         return confluence_connector(
             source.name,

@@ -61,10 +61,10 @@ import pwd
 import re
 import stat
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 from pydantic import BeforeValidator, Field, PlainValidator, ValidationInfo
 
@@ -82,6 +82,7 @@ from clearance.sources.base import (
     PermissionPage,
     SourceContext,
     SourceDocument,
+    snapshot_pages,
 )
 from clearance.sources.options import OPTIONS, Flag, PrincipalTable
 from clearance.sources.options import parse as parse_table
@@ -258,19 +259,29 @@ class PosixMapping:
     groups: Mapping[str, str] | None = None
 
     def user(self, uid: int) -> str:
-        return self._principal(uid, self.users, self.user_principal, _user_name)
+        return self._principal(
+            uid, self.users, self.user_principal, lambda: pwd.getpwuid(uid).pw_name
+        )
 
     def group(self, gid: int) -> str:
-        return self._principal(gid, self.groups, self.group_principal, _group_name)
+        return self._principal(
+            gid, self.groups, self.group_principal, lambda: grp.getgrgid(gid).gr_name
+        )
 
     @staticmethod
     def _principal(
         ident: int,
         table: Mapping[str, str] | None,
         template: str,
-        name_of: Any,
+        name_of: Callable[[], str],
     ) -> str:
-        name = name_of(ident)
+        """The principal of a uid or gid: what ``table`` maps its name (``name_of()``, or the
+        id itself when the system database does not know it) or the id to, else
+        ``template``."""
+        try:
+            name = name_of()
+        except KeyError:
+            name = str(ident)
         for key in (name, str(ident)):
             if table and key in table:
                 return table[key]
@@ -330,20 +341,6 @@ class PosixMapping:
             return Access(frozenset(allowed))
         except ValueError as exc:
             return Access.nobody(f"owner or group maps to no valid principal: {exc}")
-
-
-def _user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
-
-
-def _group_name(gid: int) -> str:
-    try:
-        return grp.getgrgid(gid).gr_name
-    except KeyError:
-        return str(gid)
 
 
 def _narrow(reachable: Access, folder: Access) -> Access:
@@ -424,26 +421,24 @@ class FilesystemConnector:
     def _check_mounts(self, real: Path) -> None:
         """Refuse POSIX permissions on a network or FUSE mount, or where mounts are unknown."""
         mountinfo = self.mountinfo or MOUNTINFO
-        advice = (
-            "use acl = 'metadata', or set posix_on_network_share = true if its modes are trusted"
-        )
+
+        def refused(why: str) -> SourceError:
+            return SourceError(
+                f"source {self.source!r}: acl = 'posix' refused: {why}; use acl = 'metadata', "
+                "or set posix_on_network_share = true if its modes are trusted"
+            )
+
+        unknown = f"the filesystem type of {self.root} cannot be told"
         try:
             mounts = mounts_of(real, mountinfo)
         except OSError as exc:
-            raise SourceError(
-                f"source {self.source!r}: acl = 'posix' refused: the filesystem type of "
-                f"{self.root} cannot be told from {mountinfo}: {exc.strerror or exc}; {advice}"
-            ) from None
+            raise refused(f"{unknown} from {mountinfo}: {exc.strerror or exc}") from None
         except ValueError as exc:
-            raise SourceError(
-                f"source {self.source!r}: acl = 'posix' refused: the filesystem type of "
-                f"{self.root} cannot be told: {exc}; {advice}"
-            ) from None
+            raise refused(f"{unknown}: {exc}") from None
         for point, fstype in mounts:
             if _is_network(fstype):
-                raise SourceError(
-                    f"source {self.source!r}: acl = 'posix' refused: {point} is a {fstype} "
-                    f"mount, whose modes need not show the server's access; {advice}"
+                raise refused(
+                    f"{point} is a {fstype} mount, whose modes need not show the server's access"
                 )
 
     def _plan(self) -> list[Job]:
@@ -485,10 +480,7 @@ class FilesystemConnector:
         fetched by the engine, so a listing costs a walk and a ``stat`` per file."""
         jobs = self._plan()
         items = [ItemRef(j.doc_id, self._version(j), j.source) for j in jobs if j.doc_id]
-        for start in range(0, max(len(items), 1), _PAGE):
-            page = items[start : start + _PAGE]
-            last = start + _PAGE >= len(items)
-            yield ContentPage(page, cursor=None, snapshot=True, last=last)
+        yield from snapshot_pages(ContentPage, items, _PAGE)
 
     def fetch(self, item: ItemRef) -> SourceDocument:
         job = self._jobs.get(item.doc_id)
@@ -576,10 +568,7 @@ class FilesystemConnector:
         """Every file's access, re-read from metadata or ACLs (no content is read)."""
         jobs = self._plan()
         changes = [PermissionChange(j.doc_id, self._access(j)) for j in jobs if j.doc_id]
-        for start in range(0, max(len(changes), 1), _PAGE):
-            page = changes[start : start + _PAGE]
-            last = start + _PAGE >= len(changes)
-            yield PermissionPage(page, cursor=None, snapshot=True, last=last)
+        yield from snapshot_pages(PermissionPage, changes, _PAGE)
 
     def groups(self) -> GroupSnapshot | None:
         return None  # POSIX groups map to directory groups synced from the identity provider

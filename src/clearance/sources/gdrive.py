@@ -102,7 +102,6 @@ from clearance.sources.base import (
     ItemRef,
     Notice,
     PermissionChange,
-    PermissionPage,
     SourceContext,
     SourceDocument,
     Subscription,
@@ -114,14 +113,13 @@ from clearance.sources.options import parse as parse_table
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
+    RestConnector,
     Unrepresentable,
     access_from,
     principal,
-    snapshot_pages,
     text,
     timestamp,
 )
-from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid
 
 __all__ = [
@@ -270,14 +268,8 @@ class MetadataToken(RenewingToken):
         response = self._tokens.request(
             "GET", self._token_url, headers={"Metadata-Flavor": "Google"}
         )
-        try:
-            body = response.json()
-            return Secret(body["access_token"]), float(body.get("expires_in", 3600))
-        except (ValueError, KeyError, TypeError):
-            raise SourceError(
-                f"source {self._tokens.source!r}: the metadata server answered without an "
-                "access token"
-            ) from None
+        token, lifetime, _ = self._answer(response, "the metadata server", "an access token")
+        return token, lifetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +397,7 @@ class _Node:
     limited: bool | None
 
 
-class DriveConnector:
+class DriveConnector(RestConnector):
     """See the module docstring. Built by the ``gdrive`` kind, or by :func:`drive_connector`."""
 
     def __init__(
@@ -428,7 +420,6 @@ class DriveConnector:
         self._wall_clock = wall_clock
         self._files = f"{options.drive_url}/files"
         self._scope = f"{options.space}/{options.drive_subject}"
-        self._snapshot: list[PermissionChange] | None = None
         self._google_groups: set[str] = set()
         self._groups_lock = threading.Lock()
         self._nodes: dict[str, _Node] = {}
@@ -443,9 +434,6 @@ class DriveConnector:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _error(self, message: str) -> SourceError:
-        return SourceError(f"source {self.source!r}: {message}")
-
     def _drive_params(self) -> dict[str, str]:
         if self.options.drive_id is None:
             return {"supportsAllDrives": "true", "includeItemsFromAllDrives": "false"}
@@ -458,21 +446,33 @@ class DriveConnector:
     def _corpus(self) -> dict[str, str]:
         return {"corpora": "drive" if self.options.drive_id is not None else "user"}
 
-    def _list(self, body: Any, key: str, what: str, *, optional: bool = False) -> list[Any]:
-        values = body.get(key, [] if optional else None) if isinstance(body, dict) else None
-        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-            raise self._error(f"{what}: the response has no '{key}' list")
-        return values
-
-    def _paged(self, url: str, key: str, params: Mapping[str, str], **kw: bool) -> Iterator[Any]:
-        """The ``key`` lists of every page of ``url``, following ``nextPageToken``."""
+    @staticmethod
+    def _following(
+        url: str, params: Mapping[str, str]
+    ) -> Callable[[Any], tuple[str, Mapping[str, Any]] | None]:
+        """The page of ``url`` after a body: its ``nextPageToken`` as ``pageToken``."""
 
         def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
             token = text(body.get("nextPageToken")) if isinstance(body, dict) else None
             return None if token is None else (url, {**params, "pageToken": token})
 
-        for body in self.client.pages(url, following, params=params):
-            yield self._list(body, key, url.rpartition("/")[2], **kw)
+        return following
+
+    def _paged(self, url: str, key: str, params: Mapping[str, str], **kw: bool) -> Iterator[Any]:
+        """The ``key`` lists of every page of ``url``, following ``nextPageToken``."""
+        for body in self.client.pages(url, self._following(url, params), params=params):
+            yield self._listed(body, key, url.rpartition("/")[2], **kw)
+
+    def _files_where(self, query: str, fields: str) -> Iterator[list[dict[str, Any]]]:
+        """The files of the synced drive that ``query`` selects, page by page."""
+        params = {
+            **self._drive_params(),
+            **self._corpus(),
+            "q": query,
+            "pageSize": "1000",
+            "fields": f"nextPageToken,files({fields})",
+        }
+        return self._paged(self._files, "files", params)
 
     def doc_id(self, file_id: str) -> str:
         return f"gdrive:{self.options.space}/{file_id}"
@@ -548,14 +548,7 @@ class DriveConnector:
         while pending:
             parent = pending.pop()
             quoted = parent.replace("\\", "\\\\").replace("'", "\\'")
-            params = {
-                **self._drive_params(),
-                **self._corpus(),
-                "q": f"'{quoted}' in parents",
-                "pageSize": "1000",
-                "fields": "nextPageToken,files(id,mimeType)",
-            }
-            for page in self._paged(self._files, "files", params):
+            for page in self._files_where(f"'{quoted}' in parents", "id,mimeType"):
                 for raw in page:
                     child = text(raw.get("id"))
                     if child is None or child in seen:
@@ -580,14 +573,7 @@ class DriveConnector:
 
     def _all_files(self, fields: str) -> Iterator[list[dict[str, Any]]]:
         query = "trashed = false" if self.options.drive_id else "'me' in owners and trashed = false"
-        params = {
-            **self._drive_params(),
-            **self._corpus(),
-            "q": query,
-            "pageSize": "1000",
-            "fields": f"nextPageToken,files({fields})",
-        }
-        yield from self._paged(self._files, "files", params)
+        yield from self._files_where(query, fields)
 
     def _snapshot_listing(self) -> Iterator[ContentPage]:
         # The token is taken first: a change made while the drive is listed is seen again
@@ -621,13 +607,9 @@ class DriveConnector:
             "fields": "nextPageToken,newStartPageToken,changes(changeType,fileId,removed,"
             f"file({file_fields}))",
         }
-
-        def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
-            token = text(body.get("nextPageToken")) if isinstance(body, dict) else None
-            return None if token is None else (url, {**params, "pageToken": token})
-
+        following = self._following(url, params)
         for body in self.client.pages(url, following, params={**params, "pageToken": token}):
-            changes = self._list(body, "changes", "changes", optional=True)
+            changes = self._listed(body, "changes", "changes", optional=True)
             resume = following(body)
             if resume is not None:
                 yield changes, str(resume[1]["pageToken"]), False
@@ -688,13 +670,13 @@ class DriveConnector:
         declared = text(raw.get("mimeType"))
         exported = _EXPORTS.get(declared or "")
         media_type = exported or rest.media_type(declared, name)
-        data = b""
         if exported is not None:
             data = self._export(url, exported, item)
-        elif media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
-            data = self.client.request(
-                "GET", url, params={"alt": "media", "supportsAllDrives": "true"}
-            ).content
+        else:
+            params = {"alt": "media", "supportsAllDrives": "true"}
+            data = rest.content(
+                media_type, lambda: self.client.request("GET", url, params=params).content
+            )
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,
@@ -737,10 +719,7 @@ class DriveConnector:
         if known is not None or file_id == self.options.drive_id:
             return known
         try:
-            raw = self.client.get_json(
-                f"{self._files}/{quote(file_id, safe='')}",
-                params={"fields": _TREE_FIELDS, "supportsAllDrives": "true"},
-            )
+            raw = self._tree_entry(file_id)
         except SourceError as exc:
             if exc.status in (403, 404):
                 return None
@@ -750,6 +729,11 @@ class DriveConnector:
         self._remember({**raw, "id": file_id})
         with self._nodes_lock:
             return self._nodes.get(file_id)
+
+    def _tree_entry(self, file_id: str) -> Any:
+        """What ``files.get`` says of ``file_id``'s place in the tree (:data:`_TREE_FIELDS`)."""
+        params = {"fields": _TREE_FIELDS, "supportsAllDrives": "true"}
+        return self.client.get_json(f"{self._files}/{quote(file_id, safe='')}", params=params)
 
     def _limits(self, file_id: str) -> frozenset[str] | None:
         """Where inherited entries of ``file_id`` may still come from: ``None`` when no item
@@ -855,18 +839,7 @@ class DriveConnector:
         files: list[str] = []
         for page in self._all_files(_TREE_FIELDS):
             files += [f.ref for f in self._entries(page) if isinstance(f, ItemRef)]
-        accesses = self.client.map(self._access, files)
-        return [
-            PermissionChange(self.doc_id(file_id), access)
-            for file_id, access in zip(files, accesses, strict=True)
-            if access is not None
-        ]
-
-    def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
-        """Every file's access, re-read (a snapshot: see the module docstring)."""
-        changes = self._snapshot if self._snapshot is not None else self._read_permissions()
-        self._snapshot = None
-        yield from snapshot_pages(changes)
+        return self._accesses(files, self._access)
 
     def permissions_of(self, doc_ids: Sequence[str]) -> list[PermissionChange]:
         """The current access of just these files, each read as the permission listing
@@ -878,20 +851,12 @@ class DriveConnector:
         files = [f for f in files if f and "/" not in f]
         with self._nodes_lock:
             self._nodes.clear()  # a folder above may have moved or been limited since
-        accesses = self.client.map(self._current_access, files)
-        return [
-            PermissionChange(self.doc_id(file_id), access)
-            for file_id, access in zip(files, accesses, strict=True)
-            if access is not None
-        ]
+        return self._accesses(files, self._current_access)
 
     def _current_access(self, file_id: str) -> Access | None:
         """One file's access now, or ``None`` when it is no document of the drive."""
         try:
-            raw = self.client.get_json(
-                f"{self._files}/{quote(file_id, safe='')}",
-                params={"fields": _TREE_FIELDS, "supportsAllDrives": "true"},
-            )
+            raw = self._tree_entry(file_id)
         except SourceError as exc:
             if exc.status == 404:
                 return None
@@ -1254,15 +1219,12 @@ def _build(context: SourceContext) -> Connector:
             context.secret("service_account"),
             f"sources.{source.name}.credentials.service_account",
         )
-    secret = None
-    if "notification_secret" in source.credentials:
-        secret = context.secret("notification_secret")
     return drive_connector(
         source.name,
         options,
         account,
         max_concurrency=source.max_concurrency,
-        notification_secret=secret,
+        notification_secret=context.secret_if_given("notification_secret"),
     )
 
 

@@ -106,7 +106,6 @@ from clearance.sources.base import (
     ItemRef,
     Notice,
     PermissionChange,
-    PermissionPage,
     SourceContext,
     SourceDocument,
     Subscription,
@@ -126,15 +125,17 @@ from clearance.sources.options import parse as parse_table
 from clearance.sources.registry import register_connector
 from clearance.sources.rest import (
     RenewingToken,
+    RestConnector,
     Unrepresentable,
     access_from,
     combine,
+    facet,
+    inside,
     principal,
-    snapshot_pages,
     text,
     timestamp,
+    unless_gone,
 )
-from clearance.sources.sync import MEDIA_SUFFIXES
 from clearance.validation import Invalid
 
 __all__ = [
@@ -265,41 +266,16 @@ Credential = Secret | ClientCertificate | FederatedTokenFile
 
 
 class ClientCredentials(RenewingToken):
-    """An app-only token from the Microsoft identity platform (client credentials)."""
+    """An app-only token from the Microsoft identity platform (client credentials), the app
+    proving itself (``proof``) with its client secret, or with a client assertion: one it
+    signs with its certificate, or a federated token."""
 
     def __init__(
         self,
         tokens: SourceClient,
         token_url: str,
         client_id: str,
-        secret: Secret,
-        scope: str,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(tokens, token_url, clock)
-        self._client_id = client_id
-        self._secret = secret
-        self._scope = scope
-
-    def grant(self) -> dict[str, str]:
-        return {
-            "grant_type": "client_credentials",
-            "client_id": self._client_id,
-            "client_secret": self._secret.reveal(),
-            "scope": self._scope,
-        }
-
-
-class AssertionCredentials(RenewingToken):
-    """An app-only token for which the app proves itself with a client assertion: one it
-    signs with its certificate, or a federated token (``proof``)."""
-
-    def __init__(
-        self,
-        tokens: SourceClient,
-        token_url: str,
-        client_id: str,
-        proof: ClientCertificate | FederatedTokenFile,
+        proof: Credential,
         scope: str,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
@@ -311,17 +287,24 @@ class AssertionCredentials(RenewingToken):
         self._wall_clock = wall_clock
 
     def grant(self) -> dict[str, str]:
-        if isinstance(self._proof, ClientCertificate):
-            assertion = self._proof.assertion(self._client_id, self._token_url, self._wall_clock())
+        form = {"grant_type": "client_credentials", "client_id": self._client_id}
+        if isinstance(self._proof, Secret):
+            form["client_secret"] = self._proof.reveal()
         else:
-            assertion = self._proof.read(self._tokens.source)
-        return {
-            "grant_type": "client_credentials",
-            "client_id": self._client_id,
-            "client_assertion_type": _ASSERTION_TYPE,
-            "client_assertion": assertion,
-            "scope": self._scope,
-        }
+            if isinstance(self._proof, ClientCertificate):
+                now = self._wall_clock()
+                assertion = self._proof.assertion(self._client_id, self._token_url, now)
+            else:
+                assertion = self._proof.read(self._tokens.source)
+            form["client_assertion_type"] = _ASSERTION_TYPE
+            form["client_assertion"] = assertion
+        form["scope"] = self._scope
+        return form
+
+
+#: The same credentials, by the name of the assertion it sends with a certificate or a
+#: federated token.
+AssertionCredentials = ClientCredentials
 
 
 class _PerSync:
@@ -351,13 +334,7 @@ class _PerSync:
         return result
 
 
-def _facet(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    """A facet of a Graph object (``file``, ``hashes`` …), or an empty one."""
-    value = raw.get(name)
-    return value if isinstance(value, dict) else {}
-
-
-class GraphConnector:
+class GraphConnector(RestConnector):
     """See the module docstring. Built by the ``graph`` kind, or by :func:`graph_connector`."""
 
     def __init__(
@@ -382,7 +359,6 @@ class GraphConnector:
         self._drive = f"{self._base}/drives/{quote(options.drive_id, safe='')}"
         self._site = (options.site_url or "").rstrip("/")
         self._users = _PerSync()
-        self._snapshot: list[PermissionChange] | None = None
         self._groups_lock = threading.Lock()
         self._entra_groups: set[str] = set()
         self._site_groups: set[str] = set()
@@ -396,38 +372,32 @@ class GraphConnector:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _error(self, message: str) -> SourceError:
-        return SourceError(f"source {self.source!r}: {message}")
-
     def _ours(self, link: str) -> bool:
         """Whether ``link`` points into the configured Graph API: only such links are
         followed with the token."""
-        parts, base = urlsplit(link), urlsplit(self._base)
-        return (
-            (parts.scheme, parts.netloc) == (base.scheme, base.netloc)
-            and parts.path.startswith(base.path + "/")
-            and "/../" not in parts.path + "/"
-        )
+        return inside(link, self._base)
 
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-        link = body.get("@odata.nextLink") if isinstance(body, dict) else None
+        return self._next_link(body, "@odata.nextLink", self._ours, "graph_url")
+
+    def _site_next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
+        return self._next_link(
+            body, "odata.nextLink", lambda link: inside(link, self._site), "site_url"
+        )
+
+    def _next_link(
+        self, body: Any, key: str, ours: Callable[[str], bool], setting: str
+    ) -> tuple[str, Mapping[str, Any] | None] | None:
+        """The next link at ``key``, followed only where ``ours`` (below ``setting``)."""
+        link = body.get(key) if isinstance(body, dict) else None
         if link is None:
             return None
-        if not isinstance(link, str) or not self._ours(link):
-            raise self._error("a next link points outside graph_url; it is not followed")
+        if not isinstance(link, str) or not ours(link):
+            raise self._error(f"a next link points outside {setting}; it is not followed")
         return link, None
 
-    def _values(self, body: Any, what: str) -> list[dict[str, Any]]:
-        values = body.get("value") if isinstance(body, dict) else None
-        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-            raise self._error(f"{what}: the response has no 'value' list")
-        return values
-
     def _all(self, url: str, what: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-        out: list[Any] = []
-        for body in self.client.pages(url, self._next, params=params):
-            out.extend(self._values(body, what))
-        return out
+        return self._every(url, "value", what, params)
 
     def doc_id(self, item_id: str) -> str:
         return f"graph:{self.options.drive_id}/{item_id}"
@@ -439,20 +409,24 @@ class GraphConnector:
         ``@odata.deltaLink``, every other page's the link that resumes after it."""
         url = cursor or f"{self._drive}/root/delta"
         for body in self.client.pages(url, self._next):
-            items = self._values(body, "delta")
+            items = self._listed(body, "value", "delta")
             following = self._next(body)  # checked before its page's cursor is stored
             if following is not None:
                 yield items, following[0], False
                 continue
-            delta = body.get("@odata.deltaLink")
-            if not isinstance(delta, str) or not self._ours(delta):
-                raise self._error("the delta feed ended without a usable @odata.deltaLink")
-            yield items, delta, True
+            yield items, self._delta_end(body), True
+
+    def _delta_end(self, body: Any) -> str:
+        """The ``@odata.deltaLink`` of a delta feed's last page, checked like a next link."""
+        delta = body.get("@odata.deltaLink")
+        if not isinstance(delta, str) or not self._ours(delta):
+            raise self._error("the delta feed ended without a usable @odata.deltaLink")
+        return delta
 
     def _version(self, raw: Mapping[str, Any]) -> str:
         """Content hash, modification time, size, name and link: every content-side change
         moves it; a sharing change does not."""
-        hashes = _facet(_facet(raw, "file"), "hashes")
+        hashes = facet(facet(raw, "file"), "hashes")
         parts = [
             str(hashes.get(k, "")) for k in ("quickXorHash", "sha256Hash", "sha1Hash", "crc32Hash")
         ]
@@ -503,13 +477,11 @@ class GraphConnector:
         if not isinstance(raw, dict) or "file" not in raw or "deleted" in raw:
             raise self._error(f"{item.doc_id} is no longer a file")
         name = text(raw.get("name")) or item.ref
-        media_type = rest.media_type(text(_facet(raw, "file").get("mimeType")), name)
+        media_type = rest.media_type(text(facet(raw, "file").get("mimeType")), name)
         access = self._access(item.ref)
         if access is None:
             raise self._error(f"{item.doc_id} is gone")
-        data = b""
-        if media_type in MEDIA_SUFFIXES:  # anything else is skipped by the engine unread
-            data = self._download(raw, item.doc_id)
+        data = rest.content(media_type, lambda: self._download(raw, item.doc_id))
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,
@@ -701,19 +673,7 @@ class GraphConnector:
         self._users.clear()
         with self._groups_lock:
             self._entra_groups, self._site_groups = set(), set()
-        files = self._files()
-        accesses = self.client.map(self._access, files)
-        return [
-            PermissionChange(self.doc_id(item_id), access)
-            for item_id, access in zip(files, accesses, strict=True)
-            if access is not None
-        ]
-
-    def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
-        """Every file's access, re-read (a snapshot: see the module docstring)."""
-        changes = self._snapshot if self._snapshot is not None else self._read_permissions()
-        self._snapshot = None
-        yield from snapshot_pages(changes)
+        return self._accesses(self._files(), self._access)
 
     def groups(self) -> GroupSnapshot | None:
         """The groups the drive's permissions name, with their members: SharePoint groups
@@ -739,12 +699,11 @@ class GraphConnector:
 
     def _members(self, group_id: str) -> frozenset[str]:
         url = f"{self._base}/groups/{quote(group_id, safe='')}/transitiveMembers"
-        try:
-            objects = self._all(url, "transitiveMembers", params={"$select": _USER_SELECT})
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return frozenset()  # the group was deleted: it has no members
+        select = {"$select": _USER_SELECT}
+        # a group that was deleted has no members
+        objects: list[dict[str, Any]] = unless_gone(
+            lambda: self._all(url, "transitiveMembers", select), []
+        )
         out: set[str] = set()
         for member in objects:
             if member.get("@odata.type") != "#microsoft.graph.user":
@@ -763,31 +722,17 @@ class GraphConnector:
                 out.add(found)
         return frozenset(out)
 
-    def _site_next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-        link = body.get("odata.nextLink") if isinstance(body, dict) else None
-        if link is None:
-            return None
-        parts, site = urlsplit(str(link)), urlsplit(self._site)
-        if (parts.scheme, parts.netloc) != (site.scheme, site.netloc) or not (
-            parts.path.startswith(site.path + "/") and "/../" not in parts.path + "/"
-        ):
-            raise self._error("a next link points outside site_url; it is not followed")
-        return str(link), None
-
     def _site_members(self, number: str) -> tuple[frozenset[str], list[str]]:
         """The members of SharePoint group ``number`` (``/_api/web/sitegroups/GetById(n)/
         users``) as principals, and a warning for each member that cannot be resolved (it
         grants nothing). A group SharePoint no longer has has no members."""
         assert self.sharepoint is not None  # sync_site_groups requires it (parse_options)
         url = f"{self._site}/_api/web/sitegroups/GetById({number})/users"
-        try:
-            users: list[Any] = []
-            for body in self.sharepoint.pages(url, self._site_next):
-                users.extend(self._values(body, "SharePoint group members"))
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return frozenset(), []
+        sharepoint, what = self.sharepoint, "SharePoint group members"
+        users: list[dict[str, Any]] = unless_gone(
+            lambda: self._every(url, "value", what, client=sharepoint, following=self._site_next),
+            [],
+        )
         out: set[str] = set()
         problems: list[str] = []
         for member in users:
@@ -834,10 +779,7 @@ class GraphConnector:
         item_ids = [d.removeprefix(prefix) for d in doc_ids if d.startswith(prefix)]
         item_ids = [i for i in item_ids if i and "/" not in i]
         self._users.clear()
-        accesses = self.client.map(self._access, item_ids)
-        for item_id, access in zip(item_ids, accesses, strict=True):
-            if access is not None:
-                yield PermissionChange(self.doc_id(item_id), access)
+        yield from self._accesses(item_ids, self._access)
 
     def notification(
         self, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
@@ -886,8 +828,10 @@ class GraphConnector:
         expected = self._notification_secret.reveal().encode()
         return hmac.compare_digest(presented.encode(), expected)
 
-    def _sharing_delta(self, url: str) -> Iterator[tuple[list[dict[str, Any]], str | None]]:
-        """``(items, deltaLink or None)`` per page of the delta with sharing changes."""
+    def _feed(self, url: str) -> tuple[list[dict[str, Any]], str]:
+        """Every item of the delta with sharing changes from ``url``, and the feed's new end
+        (``"<drive id> <deltaLink>"``)."""
+        items: list[dict[str, Any]] = []
         following: str | None = url
         seen: set[str] = set()
         while following is not None:
@@ -895,25 +839,10 @@ class GraphConnector:
                 raise self._error("the delta feed returned a page it had already returned")
             seen.add(following)
             body = self.client.get_json(following, headers=_SHARING_DELTA)
-            items = self._values(body, "delta")
+            items.extend(self._listed(body, "value", "delta"))
             step = self._next(body)
-            if step is not None:
-                following = step[0]
-                yield items, None
-                continue
-            delta = body.get("@odata.deltaLink")
-            if not isinstance(delta, str) or not self._ours(delta):
-                raise self._error("the delta feed ended without a usable @odata.deltaLink")
-            yield items, delta
-            following = None
-
-    def _feed(self, url: str) -> tuple[list[dict[str, Any]], str]:
-        items: list[dict[str, Any]] = []
-        link = ""
-        for page, delta in self._sharing_delta(url):
-            items.extend(page)
-            link = delta or link
-        return items, f"{self.options.drive_id} {link}"
+            following = None if step is None else step[0]
+        return items, f"{self.options.drive_id} {self._delta_end(body)}"
 
     def changed_since(self, cursor: str | None) -> tuple[frozenset[str], str]:
         """The files whose access may have changed since ``cursor``, and the feed's new end
@@ -978,12 +907,9 @@ class GraphConnector:
 
     def _children(self, folder_id: str) -> list[dict[str, Any]]:
         url = f"{self._drive}/items/{quote(folder_id, safe='')}/children"
-        try:
-            return self._all(url, "children", params={"$select": "id,file,folder,package"})
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return []  # deleted meanwhile: its files are named as deleted themselves
+        select = {"$select": "id,file,folder,package"}
+        # deleted meanwhile: its files are named as deleted themselves
+        return unless_gone(lambda: self._all(url, "children", params=select), [])
 
     def subscribe(self, url: str, current: Subscription | None) -> Subscription:
         """A subscription on the drive's root sending to ``url``, lasting as long as Graph
@@ -1111,9 +1037,7 @@ def graph_connector(
     def token_for(resource: str) -> RenewingToken:
         parts = urlsplit(resource)
         scope = f"{parts.scheme}://{parts.netloc}/.default"
-        if isinstance(credential, Secret):
-            return ClientCredentials(tokens, token_url, options.client_id, credential, scope)
-        return AssertionCredentials(tokens, token_url, options.client_id, credential, scope)
+        return ClientCredentials(tokens, token_url, options.client_id, credential, scope)
 
     auth = token_for(options.graph_url)
     client = SourceClient(source=name, auth=auth, max_concurrency=max_concurrency, sleep=sleep)
@@ -1181,9 +1105,7 @@ def credential_of(context: SourceContext, options: GraphOptions) -> Credential:
 def _build(context: SourceContext) -> Connector:
     source = context.source
     options = parse_options(source.name, source.options)
-    notification_secret = None
-    if "notification_secret" in source.credentials:
-        notification_secret = context.secret("notification_secret")
+    notification_secret = context.secret_if_given("notification_secret")
     return graph_connector(
         source.name,
         options,

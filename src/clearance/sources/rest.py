@@ -1,10 +1,13 @@
-"""What the REST connectors share: reading vendor JSON, validating options, renewing tokens.
+"""What the REST connectors share: reading vendor JSON, listing, mapping permissions,
+renewing tokens.
 
 Each cloud connector reads loosely typed JSON (a field may be missing, ``null`` or of the
-wrong type), validates its ``[sources.<name>.options]`` the same way (errors name the key),
-and authenticates with an OAuth token that must be renewed before it expires and once more
-when the service refuses it early. Those pieces live here once, so a fix reaches every
-connector.
+wrong type), pages through listings whose next links it must keep inside the configured
+API, maps each item's permission list to the principals it grants (failing closed on what
+it cannot state), reads every item's access concurrently for a permission snapshot, and
+authenticates with an OAuth token that must be renewed before it expires and once more
+when the service refuses it early. Those pieces live here once (:class:`RestConnector`,
+:class:`RenewingToken` and the functions beside them), so a fix reaches every connector.
 """
 
 from __future__ import annotations
@@ -14,31 +17,38 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
 from clearance.errors import SourceError
 from clearance.model import parse_principal
 from clearance.secrets import Secret
-from clearance.sources.base import Access, PermissionChange, PermissionPage
+from clearance.sources.base import Access, PermissionChange, PermissionPage, snapshot_pages
 from clearance.sources.http import SourceClient
 from clearance.sources.sync import MEDIA_SUFFIXES
 
 __all__ = [
     "PermissionReader",
     "RenewingToken",
+    "RestConnector",
     "Unrepresentable",
     "access_from",
     "combine",
+    "content",
+    "facet",
+    "ident",
+    "inside",
     "media_type",
     "principal",
-    "snapshot_pages",
     "text",
     "timestamp",
+    "unless_gone",
 ]
 
-_PAGE = 200  # permission changes per page handed to the engine
+T = TypeVar("T")
+
 _TOKEN_MARGIN_S = 120.0  # renew a token this long before it expires
 _SUFFIX_MEDIA = {suffix: media for media, suffix in MEDIA_SUFFIXES.items()}
 
@@ -53,6 +63,29 @@ class Unrepresentable(Exception):
 def text(value: Any) -> str | None:
     """``value`` when it is a non-empty string, else ``None``."""
     return value if isinstance(value, str) and value else None
+
+
+def ident(value: Any) -> str | None:
+    """An id given as a non-empty string or a number, as a string; else ``None``."""
+    return str(value) if isinstance(value, (str, int)) and value != "" else None
+
+
+def facet(raw: Any, name: str) -> Mapping[str, Any]:
+    """The object ``raw`` holds at ``name`` (a Graph facet, a Confluence ``_links`` …), or
+    an empty one."""
+    value = raw.get(name) if isinstance(raw, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def inside(link: str, base: str) -> bool:
+    """Whether ``link`` points below ``base`` (same scheme and host, a path below base's,
+    no ``..``): only such links are followed with a source's credentials."""
+    parts, within = urlsplit(link), urlsplit(base)
+    return (
+        (parts.scheme, parts.netloc) == (within.scheme, within.netloc)
+        and parts.path.startswith(within.path + "/")
+        and "/../" not in parts.path + "/"
+    )
 
 
 def timestamp(value: Any) -> datetime | None:
@@ -74,6 +107,12 @@ def media_type(declared: str | None, name: str) -> str:
     if found in MEDIA_SUFFIXES:
         return found
     return _SUFFIX_MEDIA.get(PurePosixPath(name).suffix.lower(), found or "unknown")
+
+
+def content(media_type: str, download: Callable[[], bytes]) -> bytes:
+    """A file's bytes, downloaded only when the engine reads ``media_type``: anything else
+    it skips unread."""
+    return download() if media_type in MEDIA_SUFFIXES else b""
 
 
 def principal(value: str) -> str:
@@ -125,12 +164,87 @@ def access_from(
         return Access.nobody(str(exc))
 
 
-def snapshot_pages(changes: Sequence[PermissionChange]) -> Iterator[PermissionPage]:
-    """Every item's access, read in full, as the pages of one permission snapshot (at
-    least one page, so an empty source still completes a sync)."""
-    for start in range(0, max(len(changes), 1), _PAGE):
-        last = start + _PAGE >= len(changes)
-        yield PermissionPage(changes[start : start + _PAGE], None, snapshot=True, last=last)
+def unless_gone(read: Callable[[], T], gone: T) -> T:
+    """``read()``, or ``gone`` when the source answers 404: what was to be read was deleted
+    meanwhile (a page, a group), which is not a failure of the sync."""
+    try:
+        return read()
+    except SourceError as exc:
+        if exc.status != 404:
+            raise
+        return gone
+
+
+# ---------------------------------------------------------------------- connectors
+
+
+class RestConnector:
+    """What the cloud connectors share as objects: errors that name the source, the list of
+    objects a JSON page holds, every page of a listing joined, each item's access read
+    concurrently, and the permission snapshot that ``groups()`` reads and the permission
+    listing of the same sync reuses (``_snapshot``)."""
+
+    source: str
+    client: SourceClient
+    _snapshot: list[PermissionChange] | None = None
+
+    def doc_id(self, native_id: str) -> str:
+        raise NotImplementedError
+
+    def _read_permissions(self) -> list[PermissionChange]:
+        """Every item's access, read afresh."""
+        raise NotImplementedError
+
+    def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
+        """The page after ``body`` (see :meth:`SourceClient.pages`)."""
+        raise NotImplementedError
+
+    def _error(self, message: str) -> SourceError:
+        return SourceError(f"source {self.source!r}: {message}")
+
+    def _listed(
+        self, body: Any, key: str, what: str, *, optional: bool = False
+    ) -> list[dict[str, Any]]:
+        """The list of objects ``body`` holds at ``key`` (``optional``: none is an empty
+        one); anything else is an error naming ``what``."""
+        values = body.get(key, [] if optional else None) if isinstance(body, dict) else None
+        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+            raise self._error(f"{what}: the response has no '{key}' list")
+        return values
+
+    def _every(
+        self,
+        url: str,
+        key: str,
+        what: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        client: SourceClient | None = None,
+        following: Callable[[Any], tuple[str, Mapping[str, Any] | None] | None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The ``key`` lists of every page of ``url`` (after :meth:`_next`, or ``following``),
+        joined."""
+        pages = (client or self.client).pages(url, following or self._next, params=params)
+        return [value for body in pages for value in self._listed(body, key, what)]
+
+    def _accesses(
+        self, ids: Sequence[str], read: Callable[[str], Access | None]
+    ) -> list[PermissionChange]:
+        """The access of each of ``ids`` by ``read``, on up to ``max_concurrency`` requests at
+        once; an item ``read`` finds gone (``None``) is left out."""
+        accesses = self.client.map(read, ids)
+        return [
+            PermissionChange(self.doc_id(item_id), access)
+            for item_id, access in zip(ids, accesses, strict=True)
+            if access is not None
+        ]
+
+    def permission_changes(self, cursor: str | None) -> Iterator[PermissionPage]:
+        """Every item's access, re-read (a snapshot): the one ``groups()`` read just before
+        in the same sync, else read now."""
+        changes = self._snapshot if self._snapshot is not None else self._read_permissions()
+        self._snapshot = None
+        yield from snapshot_pages(PermissionPage, changes)
 
 
 # ---------------------------------------------------------------------- tokens
@@ -171,16 +285,25 @@ class RenewingToken(httpx.Auth):
 
     def _request(self) -> tuple[Secret, float]:
         response = self._tokens.request("POST", self._token_url, data=self.grant())
+        token, lifetime, _ = self._answer(response, "the token endpoint", "an access token")
+        return token, lifetime
+
+    def _answer(
+        self, response: httpx.Response, sender: str, lacking: str, *also: str
+    ) -> tuple[Secret, float, list[Secret]]:
+        """The access token in ``response`` and its lifetime in seconds, then the tokens
+        named ``also`` (a refresh token); an error saying ``sender`` answered without
+        ``lacking`` when one is missing."""
         try:
             body = response.json()
             token = Secret(body["access_token"])
             lifetime = float(body.get("expires_in", 3600))
+            more = [Secret(body[name]) for name in also]
         except (ValueError, KeyError, TypeError):
             raise SourceError(
-                f"source {self._tokens.source!r}: the token endpoint answered without an "
-                "access token"
+                f"source {self._tokens.source!r}: {sender} answered without {lacking}"
             ) from None
-        return token, lifetime
+        return token, lifetime, more
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         token = self.token()

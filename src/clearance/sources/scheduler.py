@@ -193,9 +193,8 @@ class Scheduler:
         try:
             return notified_sync(self.runtime, name, doc_ids, on_progress=self.on_progress)
         except ClearanceError as exc:
-            log.warning("source %s: %s", name, exc.message)
             kind: Kind = "permissions" if doc_ids is None else "notified"
-            return SyncReport(name, kind, started_at=now, finished_at=now, error=exc.message)
+            return _failed(name, [kind], now, exc)[0]
 
     def _report(self, reports: list[SyncReport]) -> None:
         for report in reports:
@@ -212,11 +211,7 @@ class Scheduler:
                 on_progress=self.on_progress,
             )
         except ClearanceError as exc:  # the connector could not be built: recorded failing
-            log.warning("source %s: %s", name, exc.message)
-            return [
-                SyncReport(name, kind, started_at=now, finished_at=now, error=exc.message)
-                for kind in kinds
-            ]
+            return _failed(name, kinds, now, exc)
 
     def next_due(self) -> datetime | None:
         times = [*self._next.values(), *self._next_directory.values()]
@@ -228,26 +223,31 @@ class Scheduler:
     def run(self, stop: threading.Event) -> None:
         """Tick until ``stop`` is set, sleeping until the next sync is due in between; a
         notice (or :meth:`wake`) ends the sleep at once."""
-        while not stop.is_set():
-            self._wake.clear()
-            self.tick()
-            following = self.next_due()
-            wait = _MAX_WAIT_S if following is None else (following - self.clock()).total_seconds()
-            if not stop.is_set():
-                self._wake.wait(min(max(wait, 0.0), _MAX_WAIT_S))
+        self._loop(stop, self._wake, self.tick, self.next_due)
 
     def run_notified(self, stop: threading.Event) -> None:
         """Run notified work as it comes due until ``stop`` is set — beside :meth:`run`, so
         that a notice need not wait for a long scheduled sync to end. (The engine applies one
         source's syncs in turn, and a full sync never overwrites what a notified sync read
         after it began.)"""
+        self._loop(stop, self._notice, self._notified, self.notices.next_due)
+
+    def _loop(
+        self,
+        stop: threading.Event,
+        woken: threading.Event,
+        step: Callable[[], object],
+        next_due: Callable[[], datetime | None],
+    ) -> None:
+        """``step`` until ``stop`` is set, sleeping until ``next_due`` (at most
+        :data:`_MAX_WAIT_S`) in between, or until ``woken`` is set."""
         while not stop.is_set():
-            self._notice.clear()
-            self._notified()
-            following = self.notices.next_due()
+            woken.clear()
+            step()
+            following = next_due()
             wait = _MAX_WAIT_S if following is None else (following - self.clock()).total_seconds()
             if not stop.is_set():
-                self._notice.wait(min(max(wait, 0.0), _MAX_WAIT_S))
+                woken.wait(min(max(wait, 0.0), _MAX_WAIT_S))
 
 
 class BackgroundScheduler:
@@ -282,6 +282,14 @@ class BackgroundScheduler:
         for thread in self._threads:
             thread.join(timeout_s)
         self.scheduler.close_directory_readers()
+
+
+def _failed(name: str, kinds: list[Kind], now: datetime, exc: ClearanceError) -> list[SyncReport]:
+    """The reports of syncs of source ``name`` that could not run, the failure logged."""
+    log.warning("source %s: %s", name, exc.message)
+    return [
+        SyncReport(name, kind, started_at=now, finished_at=now, error=exc.message) for kind in kinds
+    ]
 
 
 def _log_report(report: SyncReport) -> None:

@@ -10,7 +10,8 @@ credential: settings hold environment variable *names*, and status shows none of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from clearance.sources.base import Subscribing, Subscription
 from clearance.sources.state import SourceState, StateTable
 
 if TYPE_CHECKING:
-    from clearance.sources.sync import SyncReport
+    from clearance.sources.sync import SourceSync, SyncReport
 
 __all__ = [
     "SUBSCRIPTION_KEY",
@@ -62,21 +63,8 @@ def sync_source(
     """Build the source's connector and run its syncs. A connector that cannot even be
     built (a missing credential, a bad option) fails every requested sync, and the source
     is recorded failing, like any other sync failure."""
-    source = configured_source(runtime, name)
-    try:
-        from clearance.sources.registry import build_connector  # the connectors load here
-        from clearance.sources.sync import SourceSync
-
-        connector = build_connector(runtime.settings, source, env)
-    except ClearanceError as exc:
-        now = runtime.clock()
-        StateTable(runtime.store).failed(name, exc.message, now)
-        raise
-    try:
-        engine = SourceSync(runtime, source, connector, on_progress=on_progress)
+    with _engine(runtime, name, on_progress, env) as engine:
         return engine.run(content=content, permissions=permissions)
-    finally:
-        connector.close()
 
 
 def notified_sync(
@@ -91,6 +79,19 @@ def notified_sync(
     ``None`` (the source did not say what changed), a targeted sync of what the connector's
     change feed names, or a full permission sync (:meth:`SourceSync.from_feed`). A connector
     that cannot be built fails it, as in :func:`sync_source`."""
+    with _engine(runtime, name, on_progress, env) as engine:
+        return engine.from_feed() if doc_ids is None else engine.targeted(doc_ids)
+
+
+@contextmanager
+def _engine(
+    runtime: Runtime,
+    name: str,
+    on_progress: Callable[[str], None] | None,
+    env: Mapping[str, str] | None,
+) -> Iterator[SourceSync]:
+    """The sync engine of source ``name``, its connector closed afterwards. A connector that
+    cannot be built records the source failing, and is raised."""
     source = configured_source(runtime, name)
     try:
         from clearance.sources.registry import build_connector  # the connectors load here
@@ -101,8 +102,7 @@ def notified_sync(
         StateTable(runtime.store).failed(name, exc.message, runtime.clock())
         raise
     try:
-        engine = SourceSync(runtime, source, connector, on_progress=on_progress)
-        return engine.from_feed() if doc_ids is None else engine.targeted(doc_ids)
+        yield SourceSync(runtime, source, connector, on_progress=on_progress)
     finally:
         connector.close()
 

@@ -39,6 +39,11 @@ def _ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
 
 
+def _is_time(column: str) -> bool:
+    """Whether ``column`` holds a moment (a POSIX timestamp in the table)."""
+    return column.endswith(("_at", "_since"))
+
+
 @dataclass(frozen=True, slots=True)
 class SourceState:
     name: str
@@ -76,22 +81,16 @@ class StateTable:
             return {}
         with self.store.reading() as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM source_state").fetchall()
-        return {
-            str(r[0]): SourceState(
-                name=r[0],
-                content_cursor=r[1],
-                permission_cursor=r[2],
-                content_synced_at=_dt(r[3]),
-                permission_synced_at=_dt(r[4]),
-                content_attempted_at=_dt(r[5]),
-                permission_attempted_at=_dt(r[6]),
-                last_error=r[7],
-                failing_since=_dt(r[8]),
-                groups=tuple(json.loads(r[9])),
-                stats=json.loads(r[10]),
-            )
-            for r in rows
-        }
+        states: dict[str, SourceState] = {}
+        for row in rows:
+            values = dict(zip(_COLUMNS.split(", "), row, strict=True))
+            for key in values:
+                if _is_time(key):
+                    values[key] = _dt(values[key])
+            values["groups"] = tuple(json.loads(values["groups"]))
+            values["stats"] = json.loads(values["stats"])
+            states[str(row[0])] = SourceState(**values)
+        return states
 
     def update(self, name: str, **values: Any) -> None:
         """Set columns of ``name``'s row (created if missing). Datetimes, tuples and dicts
@@ -101,7 +100,7 @@ class StateTable:
             raise ValueError(f"source_state has no column {sorted(unknown)[0]!r}")
         row: dict[str, Any] = {}
         for key, value in values.items():
-            if isinstance(value, datetime) or (value is None and key.endswith(("_at", "_since"))):
+            if isinstance(value, datetime) or (value is None and _is_time(key)):
                 row[key] = _ts(value)
             elif key == "groups":
                 row[key] = json.dumps(sorted(value))

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from clearance.access.directory import unknown_principal_warning
 from clearance.access.ownership import BLOCKED_KEY, VERSION_KEY, owner_of
@@ -40,9 +40,11 @@ from clearance.sources.base import (
     Access,
     ChangeFeed,
     Connector,
+    ContentPage,
     ItemPermissions,
     ItemRef,
     PermissionChange,
+    PermissionPage,
     SourceDocument,
     Tombstone,
 )
@@ -74,6 +76,8 @@ READ_AT_KEY = "source_read_at"
 FEED_KEY = "feed_cursor"
 _APPLY_LOCKS: dict[str, threading.Lock] = {}
 _APPLY_LOCKS_LOCK = threading.Lock()
+
+_Page = TypeVar("_Page", ContentPage, PermissionPage)
 
 #: ``notified``: a targeted permission sync of the items a notification named.
 Kind = Literal["content", "permissions", "notified"]
@@ -245,9 +249,9 @@ class SourceSync:
         )
         seen: set[str] = set()
         resumable = True  # every item so far is done: the cursor may move past it
-        completed = snapshot = False
+        snapshot = False
         cursor: str | None = None
-        for page in self.connector.content_changes(state.content_cursor):
+        for page in self._complete(self.connector.content_changes(state.content_cursor), "content"):
             snapshot = page.snapshot
             for item in page.items:
                 if isinstance(item, Tombstone):
@@ -257,14 +261,9 @@ class SourceSync:
                 resumable = self._item(item, owned, ingestor, report) and resumable
                 self._progress("content", report.counts)
             cursor = page.cursor
-            if page.last:
-                completed = True
-                break
-            if not snapshot and resumable:
+            if not page.last and not snapshot and resumable:
                 self.states.update(self.name, content_cursor=cursor)
                 report.cursor_advanced = True
-        if not completed:
-            raise SourceError(f"source {self.name!r}: the content listing ended early")
         if snapshot:
             for doc_id in sorted(set(owned) - seen):
                 self._delete(doc_id, owned, report)
@@ -277,6 +276,15 @@ class SourceSync:
             report.warnings.append(
                 "some items could not be fetched: the next sync lists them again"
             )
+
+    def _complete(self, listing: Iterable[_Page], what: str) -> Iterator[_Page]:
+        """The pages of a listing up to its last one (none after it is asked for); a
+        listing that ends before its last page is an error."""
+        for page in listing:
+            yield page
+            if page.last:
+                return
+        raise SourceError(f"source {self.name!r}: the {what} listing ended early")
 
     def _delete(self, doc_id: str, owned: dict[str, Document], report: SyncReport) -> None:
         """Remove a document this source owns; a tombstone for anything else (never
@@ -352,20 +360,18 @@ class SourceSync:
         extra: dict[str, Any] = {VERSION_KEY: document.version}
         if blocked is not None:
             extra[BLOCKED_KEY] = blocked
-        label = document.file_name or document.title
         if document.text is not None:
             job = Job(document.doc_id, None, {**meta, "text": document.text}, extra=extra)
             return ingestor.run([job]).results[0]
-        if document.path is not None:
-            job = Job(
-                document.doc_id,
-                document.path,
-                meta,
-                root=document.path.parent,
-                label=label,
-                extra=extra,
-            )
+
+        def run_file(path: Path) -> FileResult:
+            """The file at ``path`` (read in its folder) as the document."""
+            label = document.file_name or document.title
+            job = Job(document.doc_id, path, meta, root=path.parent, label=label, extra=extra)
             return ingestor.run([job]).results[0]
+
+        if document.path is not None:
+            return run_file(document.path)
         suffix = MEDIA_SUFFIXES.get(document.media_type.partition(";")[0].strip().lower())
         if suffix is None:
             error = LoaderError(f"unsupported media type {document.media_type!r}")
@@ -374,8 +380,7 @@ class SourceSync:
         with tempfile.TemporaryDirectory(prefix="clearance-source-") as folder:
             path = Path(folder) / f"content{suffix}"
             path.write_bytes(document.data)
-            job = Job(document.doc_id, path, meta, root=Path(folder), label=label, extra=extra)
-            return ingestor.run([job]).results[0]
+            return run_file(path)
 
     # ------------------------------------------------------------------ permissions
 
@@ -460,20 +465,16 @@ class SourceSync:
         """Read the whole permission listing: ``(changes by doc_id, cursor, snapshot)``."""
         state = self.states.get(self.name)
         changes: dict[str, PermissionChange] = {}
-        completed = snapshot = False
+        snapshot = False
         cursor: str | None = None
-        for page in self.connector.permission_changes(state.permission_cursor):
+        listing = self.connector.permission_changes(state.permission_cursor)
+        for page in self._complete(listing, "permission"):
             snapshot = page.snapshot
             for change in page.items:
                 changes[change.doc_id] = change
                 report.counts["listed"] += 1
             self._progress("permissions", report.counts)
             cursor = page.cursor
-            if page.last:
-                completed = True
-                break
-        if not completed:
-            raise SourceError(f"source {self.name!r}: the permission listing ended early")
         return changes, cursor, snapshot
 
     def _apply(
