@@ -511,6 +511,16 @@ def test_a_whole_years_figure_no_table_reports_is_quoted_from_the_document_that_
     # sentence, not the sales sentence that names the company more often.
     named = konica.ask("コニカミノルタの2024年3月期の営業利益はいくらでしたか?", "kenji")
     assert "260億円" in named.answer and "1兆1,599億円" not in named.answer, named.answer
+    # Asked in English: operating profit is the table's 営業利益 (clearance.glossary), and
+    # the overview's sentence is read although "the fiscal year ended March" is not how
+    # a Japanese report writes its year (2024年3月期).
+    english = konica.ask(
+        "What was Konica Minolta's operating profit for the fiscal year ended March 2024?",
+        "kenji",
+    )
+    assert english.status is Status.ANSWERED, english.answer
+    assert "260億円" in english.answer, english.answer
+    no_part_as_the_year(english.answer)
     for question in (
         "2023年3月期の営業利益はいくらでしたか?",
         "2025年3月期の営業利益はいくらでしたか?",

@@ -260,6 +260,24 @@ def test_a_question_for_one_amount_gets_the_one_its_best_sentence_states() -> No
     assert len(both) == 2, both
 
 
+def test_an_amounts_bracketed_comparison_is_left_out_when_one_amount_is_asked() -> None:
+    """ "営業利益はいくら?": "260億円(前期は951億円の営業損失)" gives the prior year's figure
+    beside the one asked for, a comparison nobody asked for; the aside is cut, marked.
+    Reverse proof: a question about the change keeps it, and an aside stating no amount
+    stays."""
+    text = "営業利益は、大きな減損損失を計上した前期から大幅増の260億円(前期は951億円の営業損失)となった。"
+    units = quoted(answer("2024年3月期の営業利益はいくらでしたか?", snippet("S1", text)))
+    assert units == ["営業利益は、大きな減損損失を計上した前期から大幅増の260億円(…)となった。"]
+    assert quoted(
+        answer("2024年3月期の営業利益は前期からどう変化しましたか?", snippet("S1", text))
+    ) == [text]
+    rate = "連結売上高は1兆1,599億円(前期比2.6%増)となった。"
+    asked = quoted(answer("2024年3月期の売上高は前期比何%増えましたか", snippet("S1", rate)))
+    assert asked == [rate]  # the rate asked for is the aside
+    plain = "売上高は1兆1,599億円(過去最高)となった。"
+    assert quoted(answer("2024年3月期の売上高はいくらでしたか?", snippet("S1", plain))) == [plain]
+
+
 def test_whom_a_question_names_does_not_choose_its_sentence() -> None:
     """ "コニカミノルタの…営業利益は?": the company's name is six terms of a script written
     without spaces, and a sentence about sales that names the company ("コニカとミノルタ")

@@ -59,6 +59,7 @@ __all__ = [
     "is_line_unit",
     "split_sentences",
     "states_whole_year_amount",
+    "without_asides",
     "years_named",
 ]
 
@@ -639,11 +640,25 @@ _ASKS_AMOUNT = re.compile(
 _ASKS_COMPARISON = re.compile(
     r"\b(?:more|less|fewer|larger|smaller|bigger|higher|lower|greater|than|compared?|versus"
     r"|vs|differ(?:ence)?|change[ds]?|grow|grew|grown|growth|increase[ds]?|decrease[ds]?"
-    r"|rise|rose|risen|fall|fell|fallen|drop(?:ped)?|decline[ds]?)\b",
+    r"|rise|rose|risen|fall|fell|fallen|drop(?:ped)?|decline[ds]?)\b"
+    r"|前期比|前年比|同比|環比|环比|増え|増加|減少|伸び|增长|增加|减少|下降|增减|増減",
     re.IGNORECASE,
 )
 # Where a clause of an English sentence ends: a comma, semicolon or dash before more words.
 _CLAUSE_END = re.compile(r",\s+(?=[a-z$])|;\s+|\s+--\s+|\s+[—–]\s+")
+
+
+# A bracketed aside: "(前期は951億円の営業損失)", "(prior year: $1.2 billion)".
+_ASIDE = re.compile(r"[(（][^()（）]*[)）]")
+
+
+def without_asides(sentence: str) -> str:
+    """``sentence`` without the bracketed asides that state an amount of their own, when
+    what remains still states one: "…260億円(前期は951億円の営業損失)となった。" →
+    "…260億円(…)となった。". The prior year's figure beside the one asked for is a
+    comparison nobody asked for; the cut is marked, what is kept is verbatim."""
+    kept = _ASIDE.sub(lambda m: "(…)" if _stated_amounts(m.group(0)) else m.group(0), sentence)
+    return kept if kept != sentence and _stated_amounts(kept) else sentence
 
 
 def _first_amount(sentence: str, question: set[str]) -> str:
@@ -1016,7 +1031,10 @@ class ExtractiveProvider:
         if _ASKS_AMOUNT.search(request.question) and not _ASKS_COMPARISON.search(request.question):
             if _names_period(request.question):
                 chosen = _one_amount(chosen)
-            chosen = [replace(q, sentence=_first_amount(q.sentence, question)) for q in chosen]
+            chosen = [
+                replace(q, sentence=without_asides(_first_amount(q.sentence, question)))
+                for q in chosen
+            ]
         return chosen
 
     @staticmethod

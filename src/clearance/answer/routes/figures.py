@@ -37,7 +37,7 @@ from clearance.answer.structured import (
 )
 from clearance.config import LATEST_PERIOD
 from clearance.ingest.facts import YEAR_ENDS_KEY, Vocabulary
-from clearance.llm.extractive import states_whole_year_amount, years_named
+from clearance.llm.extractive import states_whole_year_amount, without_asides, years_named
 from clearance.model import Document, Fact
 from clearance.trust import resolve_trust
 
@@ -496,7 +496,7 @@ class FiguresRoute:
                     and any(m.canonical == query.metric for m in vocab.find("metric", sentence))
                     and _names_entity(vocab, query.entity, sentence, cited)
                 ):
-                    stated.setdefault(cited, []).append(sentence)
+                    stated.setdefault(cited, []).append(without_asides(sentence))
         if stated:
             # Only the sentences that state the year's figure: the narrative answer's others
             # may give another period's amount (a half year's, a forecast).

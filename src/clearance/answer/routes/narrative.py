@@ -190,7 +190,11 @@ class NarrativeRoute:
         # 10 link exit, 11 prompt assembly (only material that actually bears on the question);
         # trust comes from origin under [trust.origins], derived here and never stored
         exits = to_snippets(hits, self.ctx.settings.trust.origins)
-        snippets = self._relevant(request, exits, hits)
+        # Quoting for the figures route, every retrieved passage is read: the route takes a
+        # sentence only if it names the metric, the entity and the year itself, a stricter
+        # test than the gate's share of the question's words (which "the fiscal year ended
+        # March" misses in a Japanese report saying 2024年3月期).
+        snippets = list(exits) if quoting else self._relevant(request, exits, hits)
         prompt = assemble_prompt(
             request.whole or request.masked,
             snippets,
