@@ -467,7 +467,8 @@ def konica(
         "## 当連結会計年度の総括\n\n"
         "当期の連結売上高は1兆1,599億円と、2003年のコニカとミノルタの経営統合以来最高の売上高となりました。\n\n"
         "## 決算会見\n\n"
-        "営業利益は、大きな減損損失を計上した前期から大幅増の260億円となった。\n",
+        "営業利益は、大きな減損損失を計上した前期から大幅増の260億円となった。\n\n"
+        "今期は、営業利益を400億円としている。\n",
         encoding="utf-8",
     )
     (corpus / "konica-minolta-2025-h1-overview.md").write_text(
@@ -493,6 +494,7 @@ def no_part_as_the_year(result_answer: str) -> None:
     year."""
     assert "120億円" not in result_answer and "785" not in result_answer.split("\n")[0]
     assert "500億円" not in result_answer and "300億円" not in result_answer
+    assert "400億円" not in result_answer  # this year's plan, in the same section
 
 
 def test_a_whole_years_figure_no_table_reports_is_quoted_from_the_document_that_states_it(
@@ -597,3 +599,43 @@ def test_the_one_company_reporting_the_period_asked_is_assumed(app: Clearance) -
     assert result.status is Status.ANSWERED, result.answer
     assert "245,122" in result.answer and "Microsoft" in result.answer
     assert any("the only one" in a for a in result.assumptions), result.assumptions
+
+
+def test_a_quarter_under_dates_from_the_years_start_is_the_year_to_that_quarter(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """A 決算短信's "第2四半期" figures under "(2023年4月1日~2023年9月30日)" cover six
+    months: they are labelled Q1–Q2 FY2024 (part of the year), never "Q2 2024", and the
+    question for the second quarter gets them under that label. Reverse proof: a table that
+    gives no dates keeps its quarter."""
+    corpus = tmp_path / "ir"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
+    write_csv(
+        corpus / "konica-minolta-2024-q2-tanshin.csv",
+        [
+            ["2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日)", "売上高(百万円)"],
+            ["2024年3月期第2四半期", "552,763"],
+            ["2023年3月期第2四半期", "530,743"],
+        ],
+    )
+    write_csv(
+        corpus / "acme-2024-q2.csv",
+        [["ACME 2024年3月期第2四半期", "売上高(百万円)"], ["2024年3月期第2四半期", "1,000"]],
+    )
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
+    periods = {(f.entity, f.value): f.period for f in engine.store.list_facts()}
+    assert periods[("Konica Minolta", 552763.0)] == "Q1–Q2 FY2024"
+    assert periods[("Konica Minolta", 530743.0)] == "Q1–Q2 FY2023"
+    assert periods[("Acme", 1000.0)] == "Q2 2024"
+    result = engine.ask(
+        "What was Konica Minolta's revenue in the second quarter of fiscal 2024?", "kenji"
+    )
+    assert result.status is Status.ANSWERED, result.answer
+    assert "552,763" in result.answer and "Q1–Q2 FY2024" in result.answer, result.answer
+    assert "Q2 2024" not in result.answer.replace("Q1–Q2 FY2024", "")

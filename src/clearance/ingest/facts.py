@@ -366,6 +366,30 @@ def sub_markers(text: str) -> list[Match]:
     )
 
 
+# Dates a table's title gives its figures ("(2023年4月1日~2023年9月30日)", "April 1 –
+# September 30, 2023" is not read: a Japanese 決算短信 writes them so).
+_DATE_SPAN = re.compile(
+    r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*\d{1,2}\s*日\s*[-–~〜～至]\s*"
+    r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*\d{1,2}\s*日"
+)
+_QUARTER_PERIOD = re.compile(r"^Q([1-4]) (\d{4})$")
+
+
+def _cumulative(period: str, contexts: Sequence[str]) -> str:
+    """``Qn YYYY`` as ``Q1–Qn FYYYYY`` when a context's dates span ``3n`` months (the
+    year to that quarter, as Japanese quarterly results report it), else ``period``."""
+    quarter = _QUARTER_PERIOD.match(period)
+    if quarter is None or quarter.group(1) == "1":
+        return period
+    n = int(quarter.group(1))
+    for context in contexts:
+        for m in _DATE_SPAN.finditer(context):
+            months = (int(m.group(3)) - int(m.group(1))) * 12 + int(m.group(4)) - int(m.group(2))
+            if months + 1 == 3 * n:
+                return f"Q1–Q{n} FY{quarter.group(2)}"
+    return period
+
+
 def combine_period(period: str, marker: str) -> str | None:
     """A fiscal or calendar year narrowed by a marker: ``H1`` → ``H1 2024``, ``Oct–Jun`` →
     ``Oct–Jun FY2024``; ``None`` when ``period`` is not a whole year."""
@@ -1436,9 +1460,11 @@ class _Extractor:
         """``period`` narrowed by the partial markers of the labels and titles around the
         cell that no period took in (a column headed ``YTD`` or ``上半期`` under a title
         naming FY2024 is ``YTD FY2024`` or ``H1 2024``, never FY2024); ``None`` when they
-        name two different parts."""
+        name two different parts. A quarter under a title whose dates span that many
+        quarters from the year's start is the year to that quarter: a 決算短信's
+        "第2四半期" under "(2023年4月1日~2023年9月30日)" is six months, ``Q1–Q2 FY2024``."""
         if not _YEAR_PERIOD.match(period):
-            return period
+            return _cumulative(period, contexts)
         markers: list[str] = []
         for i, context in enumerate(contexts):
             if not context.strip():

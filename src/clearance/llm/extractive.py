@@ -546,18 +546,20 @@ _PART_OF_YEAR = re.compile(
 # Words of a forecast, a plan or a budget: an amount expected, not one reported.
 _EXPECTED = re.compile(
     r"\b(?:expect(?:s|ed)?|forecasts?|outlook|guidance|plans?|planned|budget(?:ed)?|project(?:s|ed)|"
-    r"target(?:s|ed)?|estimates?|anticipate[sd]?)\b|見通し|予想|計画|目標|见込|見込|预计|预测|计划|目标|预算",
+    r"target(?:s|ed)?|estimates?|anticipate[sd]?)\b|見通し|予想|計画|目標|见込|見込|预计|预测|计划|目标|预算"
+    r"|今期|来期|次期|としている|本年度",
     re.IGNORECASE,
 )
 
 
 def states_whole_year_amount(sentence: str) -> bool:
     """Whether ``sentence`` is one statement of a reported amount for a whole year: it
-    states one or two amounts (a page of table cells read as one run states many), names
+    states at most three amounts ("1兆1,599億円(前期比2.6%増)"; a page of table cells read
+    as one run states many), names
     no part of a year (a quarter, a half, a count of months other than twelve, year to
     date), and no forecast, plan or budget."""
     amounts = _stated_amounts(sentence)
-    if not 0 < len(amounts) <= 2 or len(re.findall(r"\d[\d,.]*", sentence)) > 6:
+    if not 0 < len(amounts) <= 3 or len(re.findall(r"\d[\d,.]*", sentence)) > 6:
         return False
     if _year_parts(sentence) or _PART_OF_YEAR.search(sentence) or _EXPECTED.search(sentence):
         return False

@@ -77,6 +77,12 @@ def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: C
     return any(m.canonical == entity for m in vocab.find("entity", text))
 
 
+def _year_to_quarter(period: str | None) -> str | None:
+    """``Q2 2024`` → ``Q1–Q2 FY2024``: the year to a quarter, for a quarter no fact holds."""
+    m = re.fullmatch(r"Q([2-4]) (\d{4})", period or "")
+    return f"Q1–Q{m.group(1)} FY{m.group(2)}" if m else None
+
+
 def _plain_sentence(sentence: str, cited: Citation) -> str:
     """A sentence of a narrative answer without what the answer put before it: the note
     that another source disagrees, and its section's heading."""
@@ -124,6 +130,12 @@ class FiguresRoute:
             authority=authority,
             rate=asks_for_rate(request.masked or request.question),
         )
+        if result.status == "not_found" and (cumulative := _year_to_quarter(part.period)):
+            # "第2四半期の売上高": a Japanese report gives the year to the quarter; the answer
+            # says so by the figure's own label (Q1–Q2 FY2024).
+            again = self._tool(request, replace(part, period=cumulative))
+            if again.status == "found":
+                return again
         if result.status != "found":
             return result
         kept = self.ctx.confirmed(request, result.facts)
@@ -206,14 +218,19 @@ class FiguresRoute:
         return filled, assumptions
 
     def _sole_entity(self, request: AnswerRequest, part: MetricQuery) -> str | None:
-        """The one entity whose figure for the part's metric the caller may read, else the
-        one with a figure for the period asked: revenue is every company's line, but one
-        company may be the only one reporting the year."""
+        """The one entity whose figure for the part's metric the caller may read; else the
+        one with a figure for the period asked (or the year to that quarter); else the one
+        whose table names the line as the question does. Revenue is every company's line
+        (营业收入, 売上高), but one company may be the only one reporting the year asked,
+        and "売上高" is a Japanese table's own word."""
         rows = self.ctx.readable_facts(request, metric=part.metric, channel=part.channel)
         sole = sole_entity(rows)
         if sole is None and part.period is not None:
             period = self.ctx.vocab.canonical_period(part.period) or part.period
-            sole = sole_entity((f, d) for f, d in rows if f.period == period)
+            periods = {period, _year_to_quarter(period)}
+            sole = sole_entity((f, d) for f, d in rows if f.period in periods)
+        if sole is None:
+            sole = sole_entity((f, d) for f, d in rows if f.metric == part.metric)
         return sole
 
     def _options(self, request: AnswerRequest, part: MetricQuery, slot: str) -> tuple[str, ...]:
@@ -471,8 +488,9 @@ class FiguresRoute:
         document: "2024年3月期の営業利益は?" where the results deck holds only the second
         quarter, and the year's overview says "営業利益は…260億円となった". The narrative
         path's answer is given when one of its sentences names the metric, states an amount
-        for no part of a year, and names the year (itself, or by its section or title);
-        otherwise nothing is taken from it and the table's "not found" stands. The sentences
+        for no part of a year and no forecast, and names the year (itself, or by its
+        section); the first such sentence is the answer, alone. Otherwise nothing is taken
+        from it and the table's "not found" stands. The sentences
         are quoted as written (no model is asked), so its numbers are its source's own."""
         if self.quote is None or query.metric is None or query.qualifier is not None:
             return None
@@ -483,7 +501,6 @@ class FiguresRoute:
         trace = request.trace
         kept = (list(trace.retrieved), trace.denied_retrieved, trace.reason)
         prose = self.quote(request)
-        stated: dict[Citation, list[str]] = {}
         if prose is not None and prose.status is Status.ANSWERED:
             for sentence, n in _CITED.findall(prose.answer):
                 if not 0 < int(n) <= len(prose.citations):
@@ -496,19 +513,16 @@ class FiguresRoute:
                     and any(m.canonical == query.metric for m in vocab.find("metric", sentence))
                     and _names_entity(vocab, query.entity, sentence, cited)
                 ):
-                    stated.setdefault(cited, []).append(without_asides(sentence))
-        if stated:
-            # Only the sentences that state the year's figure: the narrative answer's others
-            # may give another period's amount (a half year's, a forecast).
-            trace.reason = None
-            text = " ".join(
-                f"{sentence} [S{i}]"
-                for i, sentences in enumerate(stated.values(), start=1)
-                for sentence in sentences
-            )
-            return AnswerResult(
-                Status.ANSWERED, text, Route.NARRATIVE, tuple(stated), flags=(STATED_IN_PROSE,)
-            )
+                    # The best sentence stating it, alone: the others may give another
+                    # period's amount (a half year's, a forecast) or repeat it.
+                    trace.reason = None
+                    return AnswerResult(
+                        Status.ANSWERED,
+                        f"{without_asides(sentence)} [S1]",
+                        Route.NARRATIVE,
+                        (cited,),
+                        flags=(STATED_IN_PROSE,),
+                    )
         trace.retrieved, trace.denied_retrieved, trace.reason = kept
         return None
 
