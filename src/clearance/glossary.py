@@ -4,7 +4,9 @@ A results table names its lines in its own language: 売上高, 营业收入, Re
 may name them in another ("What was Konica Minolta's operating profit?"). These are not an
 organisation's jargon (that is ``[retrieval.synonyms]``) but the standard names of statement
 lines, so they ship with the project (``data/statement-lines.toml``): each group is one line,
-and every name of a group stands for the others.
+and every name of a group stands for the others where a passage or a table is judged (the
+relevance gate, quoting, a table's metric), though not in the lexical search itself, where
+a dozen names in three scripts would outweigh the words of the question.
 
 Names compare casefolded with white space folded (:func:`key`).
 """

@@ -66,9 +66,13 @@ class Runtime(Closing):
         self.settings = settings
         self.store = store
         self.clock = clock
-        # The organisation's own equivalences, then the standard names of statement lines
-        # across languages ("operating profit" = 営業利益 = 营业利润).
-        self.synonyms = Synonyms((*settings.retrieval.synonyms, *glossary.lines()))
+        # The organisation's own equivalences: the lexical search looks for them too.
+        self.synonyms = Synonyms(settings.retrieval.synonyms)
+        # Those and the standard names of statement lines across languages ("operating
+        # profit" = 営業利益 = 营业利润): what judges whether a passage states what is
+        # asked. Not searched for: a dozen names of revenue in three scripts would outrank
+        # the two words of "London revenue".
+        self.equivalents = Synonyms((*settings.retrieval.synonyms, *glossary.lines()))
         self.trace_key = trace_key
         # Without a configured key, pseudonyms are per-process — but one key for the process,
         # so traces and the access log name a user alike.

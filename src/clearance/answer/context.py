@@ -55,7 +55,7 @@ class AnswerContext:
         self.intent_parser = intent_parser or RuleIntentParser(self.vocab, self.calendar)
         self.default_period = self._default_period()
         self.faq = FaqMatcher(FaqRepository(runtime.store))
-        self.relevance = RelevanceGate(self.settings.answer.relevance, runtime.synonyms)
+        self.relevance = RelevanceGate(self.settings.answer.relevance, runtime.equivalents)
 
     def periods_named(self, text: str) -> set[str]:
         """The absolute periods ``text`` names, canonical ("FY2025", "Q2 FY2025")."""

@@ -500,7 +500,9 @@ class FiguresRoute:
         vocab = request.vocab or self.ctx.vocab
         trace = request.trace
         kept = (list(trace.retrieved), trace.denied_retrieved, trace.reason)
-        prose = self.quote(request)
+        # Searched also by the table's own name of the line: "operating profit" finds the
+        # Japanese overview that says 営業利益.
+        prose = self.quote(replace(request, masked=f"{request.masked}\n{query.metric}"))
         if prose is not None and prose.status is Status.ANSWERED:
             for sentence, n in _CITED.findall(prose.answer):
                 if not 0 < int(n) <= len(prose.citations):

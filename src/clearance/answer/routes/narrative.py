@@ -216,7 +216,7 @@ class NarrativeRoute:
             snippets=prompt.snippets,
             equivalents=tuple(
                 dict.fromkeys(
-                    t for u in self.ctx.runtime.synonyms.used(request.masked) for t in u.texts
+                    t for u in self.ctx.runtime.equivalents.used(request.masked) for t in u.texts
                 )
             ),
             names=self._names(request, prompt.snippets),
