@@ -49,10 +49,11 @@ import anyio
 import anyio.to_thread
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from clearance.answer.result import AnswerResult, Status
 from clearance.api.errors import error_body, status_of
-from clearance.api.streams import Receive, Scope, Send, StreamGuard, TooManyStreams
+from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.errors import ClearanceError, ProviderError
 from clearance.llm.extractive import split_sentences
 

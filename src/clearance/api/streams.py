@@ -23,21 +23,15 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clearance.api.errors import HttpError
 
 __all__ = ["StreamGuard", "TooManyStreams"]
-
-Message = MutableMapping[str, Any]
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class TooManyStreams(HttpError):
@@ -72,10 +66,6 @@ class StreamGuard:
         self._clock = clock
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}
-
-    def open_streams(self, user_id: str) -> int:
-        with self._lock:
-            return self._open.get(user_id, 0)
 
     @contextmanager
     def slot(self, user_id: str) -> Iterator[None]:

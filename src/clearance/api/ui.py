@@ -30,7 +30,7 @@ import hmac
 import logging
 import re
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,6 +44,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clearance.answer.result import AnswerResult, Status
 from clearance.api.auth import (
@@ -114,12 +115,6 @@ _TRUST_WORDS = {
     "untrusted": "untrusted source",
 }
 _MARKER = re.compile(r"\[S(\d{1,4})\]")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class SecurityHeaders:
