@@ -11,10 +11,10 @@ from clearance.cli.context import (
     AppContext,
     cli_actor,
     console,
-    emit_json,
     err_console,
     json_option,
     pass_app,
+    printed_json,
 )
 from clearance.cli.safe import safe
 
@@ -56,8 +56,7 @@ def register(cli: click.Group) -> None:
             "groups": len(result.groups),
             "warnings": warnings,
         }
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         console.print(
             f"directory v{safe(data['version'])} ({data['mode']}): {data['users']} users "
@@ -96,8 +95,7 @@ def register(cli: click.Group) -> None:
         ):
             report = app.sync_acls(file, corpus, delta=delta, read_at=read_at)
             act.detail.update(file=file.name, changed=report.changed)
-        if as_json:
-            emit_json(report.to_dict())
+        if printed_json(as_json, report.to_dict()):
             return
         console.print(
             f"{safe(corpus)} ({report.mode}): {report.changed} changed, {report.unchanged} unchanged, "
@@ -125,8 +123,7 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             require_assistant(app.settings, assistant)
             data = app.explain(user_id, doc_id, assistant=assistant)
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         p, d = data["principal"], data["document"]
         state = "unknown" if not p["known"] else ("active" if p["active"] else "DISABLED")

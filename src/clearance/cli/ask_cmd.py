@@ -14,6 +14,7 @@ from clearance.cli.context import (
     json_option,
     pass_app,
     print_error,
+    printed_json,
 )
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
@@ -77,8 +78,7 @@ def register(cli: click.Group) -> None:
             emit_json(result.to_dict())
             print_error(message)
             ctx.exit(NotFoundError.exit_code)
-        if as_json:
-            emit_json(result.to_dict())
+        if printed_json(as_json, result.to_dict()):
             return
         style = "green" if result.status.value == "answered" else "yellow"
         console.print(f"[{style}]{result.status.value}[/{style}] [dim]({result.route.value})[/dim]")

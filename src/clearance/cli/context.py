@@ -28,6 +28,7 @@ __all__ = [
     "json_option",
     "pass_app",
     "print_error",
+    "printed_json",
     "progress",
 ]
 
@@ -62,6 +63,14 @@ pass_app = click.make_pass_decorator(AppContext)
 def emit_json(data: Any) -> None:
     """Machine-readable output: one JSON document on stdout."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def printed_json(as_json: bool, data: Any) -> bool:
+    """With ``--json``: ``data`` printed by :func:`emit_json`, and ``True`` so the command
+    skips its human output; without it, nothing printed and ``False``."""
+    if as_json:
+        emit_json(data)
+    return as_json
 
 
 def progress(label: str) -> Progress:

@@ -14,10 +14,10 @@ from rich.table import Table
 from clearance.cli.context import (
     AppContext,
     console,
-    emit_json,
     json_option,
     pass_app,
     print_error,
+    printed_json,
     progress,
 )
 from clearance.cli.safe import make_console, safe, terminal_safe
@@ -282,8 +282,7 @@ def register(cli: click.Group) -> None:
                     "--assistant, --report and --baseline apply to a SUITE, not --retrieval"
                 )
             retrieval = _retrieval(app_ctx, dataset, split, quiet=as_json)
-            if as_json:
-                emit_json(retrieval.to_dict())
+            if printed_json(as_json, retrieval.to_dict()):
                 return
             _print_retrieval(retrieval)
             return
@@ -304,9 +303,7 @@ def register(cli: click.Group) -> None:
             (report_dir / "report.html").write_text(
                 render_html(data, regressions), encoding="utf-8"
             )
-        if as_json:
-            emit_json(data)
-        else:
+        if not printed_json(as_json, data):
             _print_suite(data, regressions)
             if report_dir is not None:
                 console.print(f"report: {safe(report_dir / 'report.html')}")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -162,8 +162,7 @@ def register(cli: click.Group) -> None:
             found = app.store.list_facts(doc_id)
         if metric is not None:
             found = [f for f in found if f.metric == metric]
-        if as_json:
-            emit_json([fact_dict(f) for f in found])
+        if printed_json(as_json, [fact_dict(f) for f in found]):
             return
         table = Table(show_header=True)
         for column in ("doc_id", "entity", "period", "metric", "channel", "value", "locator"):
@@ -192,7 +191,6 @@ def register(cli: click.Group) -> None:
             found = app.store.list_facts()
             settings = app.settings.facts
         suggested = suggest(found, settings)
-        if as_json:
-            emit_json({**suggested, "toml": suggestion_toml(suggested)})
+        if printed_json(as_json, {**suggested, "toml": suggestion_toml(suggested)}):
             return
         click.echo(suggestion_toml(suggested), nl=False)

@@ -15,6 +15,7 @@ from clearance.cli.context import (
     emit_json,
     json_option,
     pass_app,
+    printed_json,
     progress,
 )
 from clearance.cli.safe import safe, terminal_safe
@@ -112,7 +113,5 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             if not app.remove(doc_id):
                 raise NotFoundError(f"no document {doc_id!r} in the index")
-        if as_json:
-            emit_json({"removed": doc_id})
-        else:
+        if not printed_json(as_json, {"removed": doc_id}):
             console.print(f"removed {safe(doc_id)}")

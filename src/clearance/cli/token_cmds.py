@@ -12,10 +12,10 @@ from clearance.cli.context import (
     AppContext,
     cli_actor,
     console,
-    emit_json,
     err_console,
     json_option,
     pass_app,
+    printed_json,
 )
 from clearance.cli.safe import safe
 
@@ -85,8 +85,7 @@ def register(cli: click.Group) -> None:
                 f"[yellow]warning:[/yellow] user {safe(user_id)!s} is not in the directory: "
                 "requests with this token are refused until it is synced"
             )
-        if as_json:
-            emit_json({"token": secret, **record.to_dict()})
+        if printed_json(as_json, {"token": secret, **record.to_dict()}):
             return
         console.print(
             f"token {safe(record.id)} for {safe(user_id)}" + (" (admin)" if admin else "")
@@ -107,8 +106,7 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.open() as app:
             records = TokenStore(app.store, clock=app.clock).list()
-        if as_json:
-            emit_json({"tokens": [r.to_dict() for r in records]})
+        if printed_json(as_json, {"tokens": [r.to_dict() for r in records]}):
             return
         if not records:
             console.print("no API tokens")
@@ -139,7 +137,6 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.open() as app, app.actions().action(cli_actor(), "token.revoke", token_id):
             record = TokenStore(app.store, clock=app.clock).revoke(token_id)
-        if as_json:
-            emit_json(record.to_dict())
+        if printed_json(as_json, record.to_dict()):
             return
         console.print(f"revoked token {safe(record.id)} of {safe(record.user_id)}")

@@ -12,7 +12,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -51,8 +51,7 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             start = None if since is None else parse_since(since, app.clock())
             records = app.trace_log().entries(since=start, limit=limit)
-        if as_json:
-            emit_json({"count": len(records), "traces": records})
+        if printed_json(as_json, {"count": len(records), "traces": records}):
             return
         if not records:
             console.print("no trace records")
@@ -89,8 +88,7 @@ def register(cli: click.Group) -> None:
             record = app.trace_log().get(trace_id)
         if record is None:
             raise NotFoundError(f"no trace {trace_id!r}")
-        if as_json:
-            emit_json(record)
+        if printed_json(as_json, record):
             return
         for key in sorted(record):
             console.print(f"[bold]{key}[/bold]: {safe(record[key])}")
@@ -116,8 +114,7 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             purged, cutoff = app.trace_log().purge(seconds, app.clock())
         data = {"purged": purged, "older_than_seconds": seconds, "cutoff": timestamp(cutoff)}
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         console.print(f"purged {purged} trace record(s) older than {timestamp(cutoff)}")
 
@@ -155,8 +152,7 @@ def register(cli: click.Group) -> None:
                 entries = app.actions().entries(
                     actor=actor, action=action, since=start, limit=limit
                 )
-            if as_json:
-                emit_json({"count": len(entries), "actions": entries})
+            if printed_json(as_json, {"count": len(entries), "actions": entries}):
                 return
             if not entries:
                 console.print("no administrator action recorded")
@@ -178,8 +174,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("--actor, --action and --since list actions, not --doc")
         with app_ctx.open() as app:
             events = app.trace_log().audit(doc_id)
-        if as_json:
-            emit_json({"doc_id": doc_id, "count": len(events), "events": events})
+        if printed_json(as_json, {"doc_id": doc_id, "count": len(events), "events": events}):
             return
         if not events:
             console.print(f"no request retrieved or cited {safe(doc_id)}")
@@ -218,8 +213,7 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             start = None if since is None else parse_since(since, app.clock())
             data: dict[str, Any] = app.trace_log().stats(since=start)
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         console.print(f"{data['requests']} request(s)" + (f" since {safe(since)}" if since else ""))
         table = Table(show_header=True)
