@@ -98,9 +98,6 @@ class RetrievalReport:
             "skipped_queries": self.skipped_queries,
         }
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
-
 
 def evaluation_settings(settings: Settings, root: Path) -> Settings:
     """``settings`` with the index, corpora and access rules replaced by a throwaway index
