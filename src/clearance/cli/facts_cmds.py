@@ -169,15 +169,8 @@ def register(cli: click.Group) -> None:
             table.add_column(column, justify="right" if column == "value" else "left")
         for f in found:
             value = format_number(f.value) + (f" {f.unit}" if f.unit else "")
-            table.add_row(
-                safe(f.doc_id),
-                safe(f.entity),
-                safe(f.period),
-                safe(f.metric),
-                safe(f.channel),
-                safe(value),
-                safe(f.locator),
-            )
+            cells = (f.doc_id, f.entity, f.period, f.metric, f.channel, value, f.locator)
+            table.add_row(*map(safe, cells))
         console.print(table)
         docs = len({f.doc_id for f in found})
         console.print(f"{len(found)} facts from {docs} documents")

@@ -27,8 +27,6 @@ from clearance.errors import MetadataError, NotFoundError
 
 if TYPE_CHECKING:
     from clearance.answer.result import Citation
-
-if TYPE_CHECKING:
     from clearance.store.base import Store
 
 __all__ = ["register"]
@@ -162,9 +160,7 @@ def register(cli: click.Group) -> None:
             entries = FaqRepository(app.store).list()
         if printed_json(as_json, [e.to_dict() for e in entries]):
             return
-        table = Table(show_header=True)
-        for column in ("id", "sensitivity", "acl", "valid", "question"):
-            table.add_column(column)
+        table = Table("id", "sensitivity", "acl", "valid", "question")
         for e in entries:
             start = e.valid_from.isoformat() if e.valid_from else "…"
             end = e.valid_until.isoformat() if e.valid_until else "…"

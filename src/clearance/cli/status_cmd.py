@@ -58,9 +58,7 @@ def register(cli: click.Group) -> None:
                 f"  [red]FAILING CLOSED[/red]: {safe(directory['failing_closed'])}; "
                 "every user gets nothing until the next successful sync"
             )
-        table = Table(show_header=True)
-        for column in ("corpus", "documents", "last ACL sync", "SLA", "serving"):
-            table.add_column(column)
+        table = Table("corpus", "documents", "last ACL sync", "SLA", "serving")
         for c in data["corpora"]:
             table.add_row(
                 safe(c["corpus"]),

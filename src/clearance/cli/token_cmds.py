@@ -111,9 +111,7 @@ def register(cli: click.Group) -> None:
         if not records:
             console.print("no API tokens")
             return
-        table = Table(show_header=True)
-        for column in ("id", "user", "admin", "scopes", "created", "expires", "revoked"):
-            table.add_column(column)
+        table = Table("id", "user", "admin", "scopes", "created", "expires", "revoked")
         for r in records:
             row = r.to_dict()
             table.add_row(

@@ -161,13 +161,8 @@ def register(cli: click.Group) -> None:
             for column in ("time", "actor", "action", "target", "outcome"):
                 table.add_column(column, overflow="fold")
             for e in entries:
-                table.add_row(
-                    safe(e["at"][:19]),
-                    safe(e["actor"]),
-                    safe(e["action"]),
-                    safe(e["target"]),
-                    safe(e["outcome"]),
-                )
+                rest = (e[key] for key in ("actor", "action", "target", "outcome"))
+                table.add_row(safe(e["at"][:19]), *map(safe, rest))
             console.print(table)
             return
         if actor or action or since:
@@ -216,9 +211,7 @@ def register(cli: click.Group) -> None:
         if printed_json(as_json, data):
             return
         console.print(f"{data['requests']} request(s)" + (f" since {safe(since)}" if since else ""))
-        table = Table(show_header=True)
-        for column in ("assistant", "requests", "answered", "refused", "not found", "degraded"):
-            table.add_column(column)
+        table = Table("assistant", "requests", "answered", "refused", "not found", "degraded")
         for name, counts in data["assistants"].items():
             table.add_row(
                 safe(name),
