@@ -14,24 +14,15 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearance.access.directory import (
-    Directory,
-    unknown_principal_warning,
-)
+from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.access.ownership import BLOCKED_KEY, check_owner, owner_of
 from clearance.access.policy import Action, Decision
-from clearance.access.realtime import (
-    PermissionChecker,
-)
+from clearance.access.realtime import PermissionChecker
 from clearance.access.sync import AclSyncReport, parse_read_at, sync_acl_data, sync_acls
 from clearance.answer.result import AnswerResult
 from clearance.bounds import check_question
 from clearance.config import Settings, trace_key
-from clearance.errors import (
-    LoaderError,
-    MetadataError,
-    NotFoundError,
-)
+from clearance.errors import LoaderError, MetadataError, NotFoundError
 from clearance.ingest.metadata import parse_metadata
 from clearance.llm.base import Provider
 from clearance.retrieval.retriever import SearchResult

@@ -56,13 +56,7 @@ from clearance.api.auth import (
     request_headers,
 )
 from clearance.api.errors import DOCUMENT_NOT_FOUND
-from clearance.api.limits import (
-    Limiter,
-    RateLimited,
-    SharedRateLimiter,
-    client_address,
-    signin_key,
-)
+from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter, client_address, signin_key
 from clearance.api.oidc import JwtVerifier
 from clearance.api.oidc_login import BrowserLogin, Pending
 from clearance.api.sessions import SessionStore
