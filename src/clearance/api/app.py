@@ -50,7 +50,7 @@ from clearance.errors import ClearanceError, ConfigError, NotFoundError
 from clearance.sources.notifications import NotificationReceiver
 from clearance.sources.scheduler import BackgroundScheduler
 
-__all__ = ["API_VERSION", "create_app"]
+__all__ = ["API_VERSION", "create_app", "error_response"]
 
 #: The API's version in the OpenAPI schema: the ``/v1`` contract, not the package version.
 API_VERSION = "1"
@@ -165,6 +165,23 @@ def replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+async def read_body(receive: Receive, limit: int | None = None) -> bytes | None:
+    """The whole request body from ``receive``, or ``None`` when the client went away
+    before sending it; :class:`PayloadTooLarge` as soon as more than ``limit`` bytes came."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if limit is not None and size > limit:
+            raise PayloadTooLarge(f"the request body is larger than {limit} bytes")
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
 class BodyLimit:
     """Refuses request bodies over ``limit`` bytes with 413, counting what actually arrives
     (a chunked body has no Content-Length to trust). The body is buffered — it is at most
@@ -182,21 +199,13 @@ class BodyLimit:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 await self._refuse(send)
                 return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its body
-            body = message.get("body", b"")
-            size += len(body)
-            if size > self.limit:
-                await self._refuse(send)
-                return
-            chunks.append(body)
-            if not message.get("more_body", False):
-                break
-        await self.app(scope, replaying(b"".join(chunks), receive), send)
+        try:
+            body = await read_body(receive, self.limit)
+        except PayloadTooLarge:
+            await self._refuse(send)
+            return
+        if body is not None:
+            await self.app(scope, replaying(body, receive), send)
 
     async def _refuse(self, send: Send) -> None:
         error = PayloadTooLarge(f"the request body is larger than {self.limit} bytes")
@@ -223,6 +232,15 @@ def _validation_message(exc: RequestValidationError) -> str:
     if first.get("type") == "json_invalid":
         return "the request body is not valid JSON"
     return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def error_response(exc: ClearanceError) -> JSONResponse:
+    """``exc`` in the one error shape with its HTTP status, and the header that status
+    calls for: ``WWW-Authenticate`` on a 401, ``Retry-After`` on a 429."""
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
+    if isinstance(exc, RateLimited | TooManyStreams):
+        headers = {"Retry-After": str(exc.retry_after)}
+    return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
 
 
 def _json_bytes(content: Any) -> bytes:
@@ -343,15 +361,9 @@ def create_app(
 
     # ------------------------------------------------------------------ errors
 
-    def respond(exc: ClearanceError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
-        if isinstance(exc, RateLimited | TooManyStreams):
-            headers = {"Retry-After": str(exc.retry_after)}
-        return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
-
     @app.exception_handler(ClearanceError)
     async def clearance_error(_: Request, exc: ClearanceError) -> JSONResponse:
-        return respond(exc)
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

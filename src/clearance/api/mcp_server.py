@@ -48,7 +48,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clearance.answer.result import Status
-from clearance.api.app import BodyLimit, replaying
+from clearance.api.app import BodyLimit, error_response, read_body, replaying
 from clearance.api.auth import Authenticator, Identity, request_headers
 from clearance.api.errors import Forbidden, Unauthenticated
 from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
@@ -296,26 +296,12 @@ def create_server(
     ask_model: type[AskArgs] = AskArgsWithAssistant if narrowable else AskArgs
     orchestrator_lock = threading.Lock()
 
-    tools = [
-        types.Tool(
-            name="search",
-            description=(
-                "Search the documents the signed-in user may read now. Results are the JSON "
-                "of `clearance search --json`; nothing outside the user's permissions."
-            ),
-            input_schema=search_model.model_json_schema(),
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-        types.Tool(
-            name="ask",
-            description=(
-                "Answer a question from what the signed-in user may read, citing every "
-                "source, or refuse. The JSON of `clearance ask --json`."
-            ),
-            input_schema=ask_model.model_json_schema(),
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-    ]
+    descriptions = {
+        "search": "Search the documents the signed-in user may read now. Results are the JSON "
+        "of `clearance search --json`; nothing outside the user's permissions.",
+        "ask": "Answer a question from what the signed-in user may read, citing every "
+        "source, or refuse. The JSON of `clearance ask --json`.",
+    }
 
     def chosen(args: BaseModel) -> str | None:
         return getattr(args, "assistant", None) if narrowable else assistant
@@ -335,6 +321,21 @@ def create_server(
             return _refused(NotFoundError(unknown_assistant_message(engine.settings, name)))
         return _ok(result.to_dict())
 
+    #: Each tool: its arguments, and what answers a call (in a worker thread).
+    handlers: dict[str, tuple[type[BaseModel], Callable[[str, Any], types.CallToolResult]]] = {
+        "search": (search_model, search),
+        "ask": (ask_model, ask),
+    }
+    tools = [
+        types.Tool(
+            name=name,
+            description=descriptions[name],
+            input_schema=model.model_json_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        )
+        for name, (model, _) in handlers.items()
+    ]
+
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -348,22 +349,16 @@ def create_server(
             user_id = user_of(ctx)
             if limiter is not None:
                 await anyio.to_thread.run_sync(limiter.admit, user_id, None)
-            if (
-                scopes_of is not None
-                and params.name in ("search", "ask")
-                and params.name not in scopes_of(ctx)
-            ):
+            handler = handlers.get(params.name)
+            if handler is not None and scopes_of is not None and params.name not in scopes_of(ctx):
                 return _refused(Forbidden(f"this credential lacks the {params.name!r} scope"))
             refusal = unicode_refusal(arguments)
             if refusal is not None:
                 return refusal
-            if params.name == "search":
-                s_args = search_model.model_validate(arguments)
-                return await anyio.to_thread.run_sync(search, user_id, s_args)
-            if params.name == "ask":
-                a_args = ask_model.model_validate(arguments)
-                return await anyio.to_thread.run_sync(ask, user_id, a_args)
-            return _refused(NotFoundError(f"unknown tool {params.name!r} (search, ask)"))
+            if handler is None:
+                return _refused(NotFoundError(f"unknown tool {params.name!r} (search, ask)"))
+            model, answer = handler
+            return await anyio.to_thread.run_sync(answer, user_id, model.model_validate(arguments))
         except ValidationError as exc:
             return _invalid(exc)
         except ClearanceError as exc:
@@ -509,8 +504,7 @@ class BearerGate:
             try:  # the API's allowance: one per user over every door and process
                 await anyio.to_thread.run_sync(self.limiter.admit, identity.user_id, peer)
             except RateLimited as exc:
-                headers = {"Retry-After": str(exc.retry_after)}
-                await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
+                await error_response(exc)(scope, receive, send)
                 return
         state = dict(scope.get("state") or {})
         state[_IDENTITY] = identity
@@ -522,8 +516,7 @@ class BearerGate:
             with self.streams.slot(identity.user_id):
                 await self.streams.run(self.app, scope, receive, send)
         except TooManyStreams as exc:
-            headers = {"Retry-After": str(exc.retry_after)}
-            await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
+            await error_response(exc)(scope, receive, send)
 
 
 class UnicodeGate:
@@ -554,15 +547,9 @@ class UnicodeGate:
         if not self._parsed_by_the_sdk(scope):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its body
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
+        if body is None:
+            return  # the client went away before sending its body
         parsed = _surrogate_message(body)
         if parsed is None:
             await self.app(scope, replaying(body, receive), send)
