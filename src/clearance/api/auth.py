@@ -143,6 +143,13 @@ class DirectoryAdmins:
         return found.active and not self._admin_principals.isdisjoint(found.principals)
 
 
+def _directory_identity(user_id: str, is_admin: Callable[[str], bool], method: str) -> Identity:
+    """A user a credential names that cannot say more (OIDC, a proxy): reading, and the
+    administrator routes when the directory says so."""
+    admin = is_admin(user_id)
+    return Identity(user_id, admin, method, READER_SCOPES | {"admin"} if admin else READER_SCOPES)
+
+
 class OidcAuthenticator:
     """A bearer credential that is not an API token, verified as a JWT of the configured
     identity provider. The token names the user and nothing more: groups and administrator
@@ -169,11 +176,8 @@ class OidcAuthenticator:
         except AuthError as exc:
             log.info("bearer token refused: %s", exc.reason)
             return None
-        user_id = self.resolve(claimed)  # any of the user's names: UPN, mail, object id
-        admin = self.is_admin(user_id)
-        return Identity(
-            user_id, admin, "oidc", READER_SCOPES | {"admin"} if admin else READER_SCOPES
-        )
+        # The claim may be any of the user's names: UPN, mail, object id.
+        return _directory_identity(self.resolve(claimed), self.is_admin, "oidc")
 
 
 class TrustedHeaderAuthenticator:
@@ -216,11 +220,7 @@ class TrustedHeaderAuthenticator:
         if principal_id_problem(user_id) is not None:
             log.info("%s from a trusted proxy is not a valid user id; refused", self.header)
             return None
-        user_id = self.resolve(user_id)
-        admin = self.is_admin(user_id)
-        return Identity(
-            user_id, admin, "proxy", READER_SCOPES | {"admin"} if admin else READER_SCOPES
-        )
+        return _directory_identity(self.resolve(user_id), self.is_admin, "proxy")
 
 
 def default_authenticators(server: ServerSettings, engine: Clearance) -> list[Authenticator]:

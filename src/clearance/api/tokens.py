@@ -126,14 +126,18 @@ class TokenStore:
     def _read_columns(self) -> str:
         """The columns to read: an index whose table predates scopes reads none (``NULL``),
         so a server answering requests never writes to authenticate."""
-        if self._has_scopes is None:
-            try:
-                with self.store.reading() as db:
-                    db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
-                self._has_scopes = True
-            except Exception:  # the backend's "no such column", whichever backend
-                return _COLUMNS.replace(", scopes", ", NULL")
+        if self._has_scopes is None and self._scopes_column():
+            self._has_scopes = True
         return _COLUMNS if self._has_scopes else _COLUMNS.replace(", scopes", ", NULL")
+
+    def _scopes_column(self) -> bool:
+        """Whether the token table has the ``scopes`` column (read, never written)."""
+        try:
+            with self.store.reading() as db:
+                db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
+        except Exception:  # the backend's "no such column", whichever backend
+            return False
+        return True
 
     def _exists(self) -> bool:
         return self.store.has_tables("api_tokens")
@@ -149,10 +153,7 @@ class TokenStore:
     def _add_scopes_column(self) -> None:
         """An index whose token table predates scopes gets the column (SQLite; PostgreSQL
         has it from its migrations). Rows without scopes keep what they could do."""
-        try:
-            with self.store.reading() as db:
-                db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
-        except Exception:  # the backend's "no such column": add it
+        if not self._scopes_column():
             with self.store.transaction() as db:
                 db.execute("ALTER TABLE api_tokens ADD COLUMN scopes TEXT")
 
