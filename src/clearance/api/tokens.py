@@ -234,16 +234,8 @@ class TokenStore:
     def current(self, token_id: str) -> ApiToken | None:
         """The record of token ``token_id`` if it is unrevoked and unexpired right now: what
         a browser session signed in with this token re-checks on every request."""
-        if not self._exists():
-            return None
-        with self.store.reading() as db:
-            row = db.execute(
-                f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
-            ).fetchone()
-        if row is None:
-            return None
-        record = self._row(tuple(row))
-        return record if record.valid(self.clock()) else None
+        row = self._find(token_id) if self._exists() else None
+        return None if row is None else self._live(row)
 
     def verify(self, presented: str) -> ApiToken | None:
         """The record of a presented token that is well formed, known, matching, unrevoked
@@ -252,11 +244,20 @@ class TokenStore:
         if parsed is None or not self._exists():
             return None
         token_id, secret = parsed
+        row = self._find(token_id)
+        if row is None or not hmac.compare_digest(_digest(secret), str(row[3])):
+            return None
+        return self._live(row)
+
+    def _find(self, token_id: str) -> tuple[Any, ...] | None:
+        """The stored row of token ``token_id``, or ``None``."""
         with self.store.reading() as db:
             row = db.execute(
                 f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
             ).fetchone()
-        if row is None or not hmac.compare_digest(_digest(secret), str(row[3])):
-            return None
-        record = self._row(tuple(row))
+        return None if row is None else tuple(row)
+
+    def _live(self, row: tuple[Any, ...]) -> ApiToken | None:
+        """The record of ``row`` if it is unrevoked and unexpired right now."""
+        record = self._row(row)
         return record if record.valid(self.clock()) else None
