@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from clearance.ingest.pipeline import FileResult, IngestReport
     from clearance.llm.embedding import Embedder
 
-__all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
+__all__ = ["NOTE_SOURCE", "Clearance", "SearchResult", "directory_sync_summary"]
 
 #: The source system of notes (derived knowledge added with :meth:`Clearance.add_note`).
 NOTE_SOURCE = "note"
@@ -448,6 +448,20 @@ class Clearance(Runtime):
                 }
             )
         return out
+
+
+def directory_sync_summary(directory: Directory, *, delta: bool) -> dict[str, Any]:
+    """What a directory sync reports, ``clearance directory sync --json`` and ``POST
+    /v1/directory/sync`` alike: mode, version, counts, and a warning when nobody is active."""
+    active = sum(1 for u in directory.users.values() if u.active)
+    return {
+        "mode": "delta" if delta else "snapshot",
+        "version": directory.version,
+        "users": len(directory.users),
+        "active_users": active,
+        "groups": len(directory.groups),
+        "warnings": [] if active else ["no active users: every account gets nothing"],
+    }
 
 
 def _source_summary(app: Clearance) -> list[dict[str, Any]]:

@@ -40,29 +40,22 @@ def register(cli: click.Group) -> None:
         app_ctx: AppContext, file: Path, delta: bool, allow_empty: bool, as_json: bool
     ) -> None:
         """Load a directory file: Clearance JSON or SCIM 2.0 (ListResponse / BulkRequest)."""
+        from clearance.app import directory_sync_summary
+
         with (
             app_ctx.open() as app,
             app.actions().action(cli_actor(), "directory.sync", file.name) as act,
         ):
             result = app.sync_directory(file, delta=delta, allow_empty=allow_empty)
             act.detail.update(mode="delta" if delta else "snapshot", version=result.version)
-        active = sum(1 for u in result.users.values() if u.active)
-        warnings = [] if active else ["no active users: every account gets nothing"]
-        data = {
-            "mode": "delta" if delta else "snapshot",
-            "version": result.version,
-            "users": len(result.users),
-            "active_users": active,
-            "groups": len(result.groups),
-            "warnings": warnings,
-        }
+        data = directory_sync_summary(result, delta=delta)
         if printed_json(as_json, data):
             return
         console.print(
             f"directory v{safe(data['version'])} ({data['mode']}): {data['users']} users "
             f"({data['active_users']} active), {data['groups']} groups"
         )
-        _warn(warnings)
+        _warn(data["warnings"])
 
     @cli.group("acl")
     def acl() -> None:
