@@ -188,11 +188,9 @@ class Door:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        environment.filters["cited"] = _cited_html
-        environment.filters["when"] = _when
-        environment.filters["date"] = _date
-        environment.filters["duration"] = _duration
-        environment.filters["place"] = place
+        environment.filters.update(
+            cited=_cited_html, when=_when, date=_date, duration=_duration, place=place
+        )
         self.templates = Jinja2Templates(env=environment)
 
     # ------------------------------------------------------------------ cookies
