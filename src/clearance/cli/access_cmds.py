@@ -9,7 +9,6 @@ import click
 from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
-    cli_actor,
     console,
     err_console,
     json_option,
@@ -42,10 +41,7 @@ def register(cli: click.Group) -> None:
         """Load a directory file: Clearance JSON or SCIM 2.0 (ListResponse / BulkRequest)."""
         from clearance.app import directory_sync_summary
 
-        with (
-            app_ctx.open() as app,
-            app.actions().action(cli_actor(), "directory.sync", file.name) as act,
-        ):
+        with app_ctx.acting("directory.sync", file.name) as (app, act):
             result = app.sync_directory(file, delta=delta, allow_empty=allow_empty)
             act.detail.update(mode="delta" if delta else "snapshot", version=result.version)
         data = directory_sync_summary(result, delta=delta)
@@ -82,10 +78,7 @@ def register(cli: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Apply a JSONL file of {"doc_id", "acl"} lines (snapshot or delta) to one corpus."""
-        with (
-            app_ctx.open() as app,
-            app.actions().action(cli_actor(), "acl.sync", corpus) as act,
-        ):
+        with app_ctx.acting("acl.sync", corpus) as (app, act):
             report = app.sync_acls(file, corpus, delta=delta, read_at=read_at)
             act.detail.update(file=file.name, changed=report.changed)
         if printed_json(as_json, report.to_dict()):

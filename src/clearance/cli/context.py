@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from clearance.app import Clearance
     from clearance.config import Settings
+    from clearance.trace.actions import Recorder
 
 __all__ = [
     "AppContext",
@@ -55,6 +56,13 @@ class AppContext:
             yield app
         finally:
             app.close()
+
+    @contextmanager
+    def acting(self, action: str, target: str) -> Iterator[tuple[Clearance, Recorder]]:
+        """:meth:`open`, with the block recorded as an administrator action of
+        :func:`cli_actor` (its outcome, and the detail the block adds to the recorder)."""
+        with self.open() as app, app.actions().action(cli_actor(), action, target) as act:
+            yield app, act
 
 
 pass_app = click.make_pass_decorator(AppContext)

@@ -10,7 +10,6 @@ from rich.table import Table
 
 from clearance.cli.context import (
     AppContext,
-    cli_actor,
     console,
     emit_json,
     json_option,
@@ -51,10 +50,7 @@ def register(cli: click.Group) -> None:
         """
         if not paths and manifest is None:
             raise click.UsageError("give at least one PATH or --manifest")
-        with (
-            app_ctx.open() as app,
-            app.actions().action(cli_actor(), "ingest", corpus or "(by metadata)") as act,
-        ):
+        with app_ctx.acting("ingest", corpus or "(by metadata)") as (app, act):
             act.detail.update(
                 paths=len(paths), manifest=None if manifest is None else manifest.name
             )

@@ -133,7 +133,7 @@ def register(cli: click.Group) -> None:
         """Revoke token TOKEN_ID: refused from the next request on. Unknown ids exit 3."""
         from clearance.api.tokens import TokenStore
 
-        with app_ctx.open() as app, app.actions().action(cli_actor(), "token.revoke", token_id):
+        with app_ctx.acting("token.revoke", token_id) as (app, _):
             record = TokenStore(app.store, clock=app.clock).revoke(token_id)
         if printed_json(as_json, record.to_dict()):
             return
