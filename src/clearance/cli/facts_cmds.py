@@ -104,11 +104,8 @@ def suggest(facts: Iterable[Fact], settings: FactSettings) -> dict[str, Any]:
 
 
 def _toml_key(name: str) -> str:
-    return (
-        name
-        if name.isascii() and name.replace("_", "").replace("-", "").isalnum()
-        else (json.dumps(name, ensure_ascii=False))
-    )
+    bare = name.isascii() and name.replace("_", "").replace("-", "").isalnum()
+    return name if bare else json.dumps(name, ensure_ascii=False)
 
 
 def _toml_table(name: str, entries: Mapping[str, Any]) -> list[str]:
