@@ -16,6 +16,7 @@ import json
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
@@ -182,14 +183,14 @@ async def read_body(receive: Receive, limit: int | None = None) -> bytes | None:
             return b"".join(chunks)
 
 
+@dataclass(eq=False)
 class BodyLimit:
     """Refuses request bodies over ``limit`` bytes with 413, counting what actually arrives
     (a chunked body has no Content-Length to trust). The body is buffered — it is at most
     ``limit`` bytes — and replayed to the app."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
+    app: ASGIApp
+    limit: int
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -92,11 +92,11 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
     return credential if scheme.lower() == "bearer" and credential else None
 
 
+@dataclass(eq=False)
 class ApiTokenAuthenticator:
     """``Authorization: Bearer clr_…`` checked against the hashed tokens in the index."""
 
-    def __init__(self, tokens: TokenStore) -> None:
-        self.tokens = tokens
+    tokens: TokenStore
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
         credential = bearer_token(headers)
@@ -110,12 +110,12 @@ class ApiTokenAuthenticator:
         return Identity(record.user_id, record.admin, "api_token", record.scopes)
 
 
+@dataclass(eq=False)
 class ProvisioningTokenAuthenticator:
     """``/scim/v2``'s only door: an API token with the ``scim`` scope, nothing else — not a
     person's token, not an administrator's, not a single sign-on session."""
 
-    def __init__(self, tokens: TokenStore) -> None:
-        self.tokens = tokens
+    tokens: TokenStore
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
         credential = bearer_token(headers)
@@ -150,6 +150,7 @@ def _directory_identity(user_id: str, is_admin: Callable[[str], bool], method: s
     return Identity(user_id, admin, method, READER_SCOPES | {"admin"} if admin else READER_SCOPES)
 
 
+@dataclass(eq=False)
 class OidcAuthenticator:
     """A bearer credential that is not an API token, verified as a JWT of the configured
     identity provider. The token names the user and nothing more: groups and administrator
@@ -157,15 +158,9 @@ class OidcAuthenticator:
     identity (so the same 401 as any bad credential); why it was refused is logged as a
     short reason, never the token."""
 
-    def __init__(
-        self,
-        verifier: JwtVerifier,
-        is_admin: Callable[[str], bool],
-        resolve: Callable[[str], str] = lambda name: name,
-    ) -> None:
-        self.verifier = verifier
-        self.is_admin = is_admin
-        self.resolve = resolve
+    verifier: JwtVerifier
+    is_admin: Callable[[str], bool]
+    resolve: Callable[[str], str] = lambda name: name
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
         credential = bearer_token(headers)

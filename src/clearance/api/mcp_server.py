@@ -31,6 +31,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -445,6 +446,7 @@ async def serve_stdio(
 # --------------------------------------------------------------------------- streamable HTTP
 
 
+@dataclass(eq=False)
 class BearerGate:
     """Every HTTP request must carry a credential one of ``authenticators`` accepts — the
     API's authentication — else 401 in the API's error shape, before the MCP app sees it.
@@ -452,19 +454,11 @@ class BearerGate:
     cannot get there, since the scope's state is set here and nowhere else. A ``GET`` (the
     event stream) takes one of the user's stream slots and is ended when idle (``streams``)."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        authenticators: Sequence[Authenticator],
-        limiter: Limiter | None = None,
-        streams: StreamGuard | None = None,
-        public_url: str | None = None,
-    ) -> None:
-        self.app = app
-        self.authenticators = list(authenticators)
-        self.limiter = limiter
-        self.streams = streams
-        self.public_url = public_url
+    app: ASGIApp
+    authenticators: Sequence[Authenticator]
+    limiter: Limiter | None = None
+    streams: StreamGuard | None = None
+    public_url: str | None = None
 
     def _challenge(self, scope: Scope, presented: bool) -> str:
         """RFC 9728 §5.1: the 401 names where the protected resource metadata is, so an
@@ -519,6 +513,7 @@ class BearerGate:
             await error_response(exc)(scope, receive, send)
 
 
+@dataclass(eq=False)
 class UnicodeGate:
     """Answers a ``POST`` the SDK's streamable HTTP transport would refuse with its JSON
     parser's own words (400 ``Parse error: unexpected end of hex escape…``) because a
@@ -531,9 +526,8 @@ class UnicodeGate:
     Everything else is replayed to ``app`` unchanged. It sits inside :class:`BearerGate`:
     the caller is authenticated and counted first."""
 
-    def __init__(self, app: ASGIApp, path: str = MCP_PATH) -> None:
-        self.app = app
-        self.path = path
+    app: ASGIApp
+    path: str = MCP_PATH
 
     def _parsed_by_the_sdk(self, scope: Scope) -> bool:
         if scope["type"] != "http" or scope.get("method") != "POST":

@@ -184,15 +184,15 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+@dataclass(eq=False)
 class RequestObserver:
     """Times each HTTP request, counts it, and writes its access-log line.
 
     The user is whoever the route's sign-in put in ``request.state.user_id``; the line
     carries that user's pseudonym only. Unauthenticated requests log ``user=-``."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
+    app: ASGIApp
+    metrics: Metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

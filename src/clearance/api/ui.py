@@ -111,12 +111,12 @@ _TRUST_WORDS = {
 _MARKER = re.compile(r"\[S(\d{1,4})\]")
 
 
+@dataclass(eq=False)
 class SecurityHeaders:
     """Adds the Content-Security-Policy and the other browser protections to every HTTP
     response (a pure ASGI middleware, so streamed answers pass through untouched)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    app: ASGIApp
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
