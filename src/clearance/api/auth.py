@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from clearance.api.oidc import JwtVerifier
-from clearance.api.tokens import PREFIX, TokenStore
+from clearance.api.tokens import PREFIX, ApiToken, TokenStore
 from clearance.errors import AuthError
 from clearance.model import principal_id_problem
 
@@ -92,6 +92,12 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
     return credential if scheme.lower() == "bearer" and credential else None
 
 
+def _presented_token(tokens: TokenStore, headers: Mapping[str, str]) -> ApiToken | None:
+    """The live API token of an ``Authorization: Bearer`` header, else ``None``."""
+    credential = bearer_token(headers)
+    return None if credential is None else tokens.verify(credential)
+
+
 @dataclass(eq=False)
 class ApiTokenAuthenticator:
     """``Authorization: Bearer clr_…`` checked against the hashed tokens in the index."""
@@ -99,10 +105,7 @@ class ApiTokenAuthenticator:
     tokens: TokenStore
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
-        credential = bearer_token(headers)
-        if credential is None:
-            return None
-        record = self.tokens.verify(credential)
+        record = _presented_token(self.tokens, headers)
         if record is None or "scim" in record.scopes:
             # A provisioning token is no sign-in: it reaches /scim/v2 only, through its own
             # authenticator there, and is an unknown credential everywhere else.
@@ -118,10 +121,7 @@ class ProvisioningTokenAuthenticator:
     tokens: TokenStore
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
-        credential = bearer_token(headers)
-        if credential is None:
-            return None
-        record = self.tokens.verify(credential)
+        record = _presented_token(self.tokens, headers)
         if record is None or record.scopes != frozenset({"scim"}):
             return None
         return Identity(record.user_id, False, "scim_token", record.scopes)
