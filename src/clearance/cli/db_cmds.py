@@ -43,9 +43,8 @@ def register(cli: click.Group) -> None:
         from clearance.store.backends import database_status
 
         data = database_status(app_ctx.settings())
-        if printed_json(as_json, data):
-            return
-        _print_status(data)
+        if not printed_json(as_json, data):
+            _print_status(data)
 
     @db.command("upgrade")
     @json_option

@@ -276,9 +276,8 @@ def register(cli: click.Group) -> None:
                     "--assistant, --report and --baseline apply to a SUITE, not --retrieval"
                 )
             retrieval = _retrieval(app_ctx, dataset, split, quiet=as_json)
-            if printed_json(as_json, retrieval.to_dict()):
-                return
-            _print_retrieval(retrieval)
+            if not printed_json(as_json, retrieval.to_dict()):
+                _print_retrieval(retrieval)
             return
         assert suite is not None
         from clearance.evaluation.html import render_html

@@ -181,6 +181,5 @@ def register(cli: click.Group) -> None:
             found = app.store.list_facts()
             settings = app.settings.facts
         suggested = suggest(found, settings)
-        if printed_json(as_json, {**suggested, "toml": suggestion_toml(suggested)}):
-            return
-        click.echo(suggestion_toml(suggested), nl=False)
+        if not printed_json(as_json, {**suggested, "toml": suggestion_toml(suggested)}):
+            click.echo(suggestion_toml(suggested), nl=False)

@@ -187,11 +187,10 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.open() as app:
             report = FaqRepository(app.store).import_jsonl(file)
-        if printed_json(as_json, report.to_dict()):
-            return
-        console.print(
-            f"imported {safe(file)}: {len(report.added)} added, {len(report.replaced)} replaced"
-        )
+        if not printed_json(as_json, report.to_dict()):
+            console.print(
+                f"imported {safe(file)}: {len(report.added)} added, {len(report.replaced)} replaced"
+            )
 
     @faq.command("remove")
     @click.argument("entry_id", metavar="ID")

@@ -135,6 +135,5 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.acting("token.revoke", token_id) as (app, _):
             record = TokenStore(app.store, clock=app.clock).revoke(token_id)
-        if printed_json(as_json, record.to_dict()):
-            return
-        console.print(f"revoked token {safe(record.id)} of {safe(record.user_id)}")
+        if not printed_json(as_json, record.to_dict()):
+            console.print(f"revoked token {safe(record.id)} of {safe(record.user_id)}")

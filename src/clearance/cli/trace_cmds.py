@@ -88,10 +88,9 @@ def register(cli: click.Group) -> None:
             record = app.trace_log().get(trace_id)
         if record is None:
             raise NotFoundError(f"no trace {trace_id!r}")
-        if printed_json(as_json, record):
-            return
-        for key in sorted(record):
-            console.print(f"[bold]{key}[/bold]: {safe(record[key])}")
+        if not printed_json(as_json, record):
+            for key in sorted(record):
+                console.print(f"[bold]{key}[/bold]: {safe(record[key])}")
 
     @trace.command("purge")
     @click.option(
@@ -114,9 +113,8 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             purged, cutoff = app.trace_log().purge(seconds, app.clock())
         data = {"purged": purged, "older_than_seconds": seconds, "cutoff": timestamp(cutoff)}
-        if printed_json(as_json, data):
-            return
-        console.print(f"purged {purged} trace record(s) older than {timestamp(cutoff)}")
+        if not printed_json(as_json, data):
+            console.print(f"purged {purged} trace record(s) older than {timestamp(cutoff)}")
 
     @cli.command("audit")
     @click.option("--doc", "doc_id", help="Who saw this document (the request log).")
