@@ -39,7 +39,7 @@ from clearance.api.errors import (
     error_body,
     status_of,
 )
-from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
+from clearance.api.limits import Limiter, RateLimited, limiter_of
 from clearance.api.sessions import SessionStore, SessionSweeper
 from clearance.api.streaming import Asker
 from clearance.api.streams import StreamGuard, TooManyStreams
@@ -352,13 +352,9 @@ def create_app(
     app.state.engine = engine
     app.state.authenticators = list(auth)
     app.state.notifications = notifications
-    rate = settings.server.rate_limit
     # One allowance per user over the API, the UI and MCP, kept in the index for every process.
-    app.state.rate_limiter = SharedRateLimiter(engine.store, rate) if rate is not None else None
-    app.state.streams = StreamGuard(
-        per_user=settings.server.streams_per_user,
-        idle_timeout_s=settings.server.stream_idle_timeout_s,
-    )
+    app.state.rate_limiter = limiter_of(engine.store, settings.server.rate_limit)
+    app.state.streams = StreamGuard.of(settings.server)
 
     # ------------------------------------------------------------------ errors
 

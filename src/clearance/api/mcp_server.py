@@ -52,7 +52,7 @@ from clearance.answer.result import Status
 from clearance.api.app import BodyLimit, error_response, read_body, replaying
 from clearance.api.auth import Authenticator, Identity, request_headers
 from clearance.api.errors import Forbidden, Unauthenticated
-from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
+from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter, limiter_of
 from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.app import Clearance
 from clearance.bounds import unicode_problem
@@ -615,8 +615,7 @@ def discovery_routes(engine: Clearance) -> list[Route]:
 
 def shared_limiter(engine: Clearance) -> SharedRateLimiter | None:
     """``[server] rate_limit`` as the API keeps it: in the index, per user."""
-    rate = engine.settings.server.rate_limit
-    return None if rate is None else SharedRateLimiter(engine.store, rate)
+    return limiter_of(engine.store, engine.settings.server.rate_limit)
 
 
 def create_http_app(
@@ -646,10 +645,6 @@ def create_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     server_settings = engine.settings.server
-    streams = StreamGuard(
-        per_user=server_settings.streams_per_user,
-        idle_timeout_s=server_settings.stream_idle_timeout_s,
-    )
     app.router.routes.extend(discovery_routes(engine))
     # Innermost: a message the SDK cannot parse is answered once the caller is admitted.
     app.add_middleware(UnicodeGate, path=MCP_PATH)
@@ -657,7 +652,7 @@ def create_http_app(
         BearerGate,
         authenticators=authenticators,
         limiter=shared_limiter(engine),
-        streams=streams,
+        streams=StreamGuard.of(server_settings),
         public_url=server_settings.public_url,
     )
     # Outermost, as on the API: an oversize body is 413 before anything reads it.

@@ -25,11 +25,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clearance.api.errors import HttpError
+
+if TYPE_CHECKING:
+    from clearance.config import ServerSettings
 
 __all__ = ["StreamGuard", "TooManyStreams"]
 
@@ -66,6 +70,11 @@ class StreamGuard:
         self._clock = clock
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, server: ServerSettings) -> StreamGuard:
+        """The guard ``[server] streams_per_user`` and ``stream_idle_timeout`` configure."""
+        return cls(per_user=server.streams_per_user, idle_timeout_s=server.stream_idle_timeout_s)
 
     @contextmanager
     def slot(self, user_id: str) -> Iterator[None]:

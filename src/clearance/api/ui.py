@@ -56,7 +56,7 @@ from clearance.api.auth import (
     request_headers,
 )
 from clearance.api.errors import DOCUMENT_NOT_FOUND
-from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter, client_address, signin_key
+from clearance.api.limits import Limiter, RateLimited, client_address, limiter_of, signin_key
 from clearance.api.oidc import JwtVerifier
 from clearance.api.oidc_login import BrowserLogin, Pending
 from clearance.api.sessions import SessionStore
@@ -164,10 +164,7 @@ class Door:
         self.engine = engine
         self.asker = asker
         self.rate_limiter = rate_limiter
-        signin_rate = settings.server.signin_rate_limit
-        self.signin_limiter = (
-            None if signin_rate is None else SharedRateLimiter(engine.store, signin_rate)
-        )
+        self.signin_limiter = limiter_of(engine.store, settings.server.signin_rate_limit)
         self.sessions = SessionStore(engine.store, clock=engine.clock)
         self.tokens = TokenStore(engine.store, clock=engine.clock)
         server = settings.server
