@@ -322,7 +322,7 @@ def create_server(
             return _refused(NotFoundError(unknown_assistant_message(engine.settings, name)))
         return _ok(result.to_dict())
 
-    #: Each tool: its arguments, and what answers a call (in a worker thread).
+    # Each tool: its arguments, and what answers a call (in a worker thread).
     handlers: dict[str, tuple[type[BaseModel], Callable[[str, Any], types.CallToolResult]]] = {
         "search": (search_model, search),
         "ask": (ask_model, ask),
