@@ -171,7 +171,7 @@ class Asker:
         holds one of the user's stream slots from before the ask until its end."""
         stream = wants_stream(request)
         if not stream or self.streams is None:
-            return await self._respond(request, question, user_id, assistant, stream, render)
+            return await self._respond(question, user_id, assistant, stream, render)
         slot = ExitStack()
         try:
             slot.enter_context(self.streams.slot(user_id))
@@ -180,7 +180,7 @@ class Asker:
             refused.headers["Retry-After"] = str(exc.retry_after)
             return refused
         try:
-            response = await self._respond(request, question, user_id, assistant, stream, render)
+            response = await self._respond(question, user_id, assistant, stream, render)
         except BaseException:
             slot.close()
             raise
@@ -188,7 +188,6 @@ class Asker:
 
     async def _respond(
         self,
-        request: Request,
         question: str,
         user_id: str,
         assistant: str | None,
