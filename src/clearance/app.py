@@ -14,24 +14,15 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearance.access.directory import (
-    Directory,
-    unknown_principal_warning,
-)
+from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.access.ownership import BLOCKED_KEY, check_owner, owner_of
 from clearance.access.policy import Action, Decision
-from clearance.access.realtime import (
-    PermissionChecker,
-)
+from clearance.access.realtime import PermissionChecker
 from clearance.access.sync import AclSyncReport, parse_read_at, sync_acl_data, sync_acls
 from clearance.answer.result import AnswerResult
 from clearance.bounds import check_question
 from clearance.config import Settings, trace_key
-from clearance.errors import (
-    LoaderError,
-    MetadataError,
-    NotFoundError,
-)
+from clearance.errors import LoaderError, MetadataError, NotFoundError
 from clearance.ingest.metadata import parse_metadata
 from clearance.llm.base import Provider
 from clearance.retrieval.retriever import SearchResult
@@ -45,7 +36,7 @@ if TYPE_CHECKING:
     from clearance.ingest.pipeline import FileResult, IngestReport
     from clearance.llm.embedding import Embedder
 
-__all__ = ["NOTE_SOURCE", "Clearance", "SearchResult"]
+__all__ = ["NOTE_SOURCE", "Clearance", "SearchResult", "directory_sync_summary"]
 
 #: The source system of notes (derived knowledge added with :meth:`Clearance.add_note`).
 NOTE_SOURCE = "note"
@@ -457,6 +448,20 @@ class Clearance(Runtime):
                 }
             )
         return out
+
+
+def directory_sync_summary(directory: Directory, *, delta: bool) -> dict[str, Any]:
+    """What a directory sync reports, ``clearance directory sync --json`` and ``POST
+    /v1/directory/sync`` alike: mode, version, counts, and a warning when nobody is active."""
+    active = sum(1 for u in directory.users.values() if u.active)
+    return {
+        "mode": "delta" if delta else "snapshot",
+        "version": directory.version,
+        "users": len(directory.users),
+        "active_users": active,
+        "groups": len(directory.groups),
+        "warnings": [] if active else ["no active users: every account gets nothing"],
+    }
 
 
 def _source_summary(app: Clearance) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from clearance.access.directory import Directory
 from clearance.access.sync import AclSyncReport
 from clearance.api.auth import Identity
 from clearance.api.errors import ErrorBody
-from clearance.app import Clearance
+from clearance.app import Clearance, directory_sync_summary
 from clearance.ingest.pipeline import IngestReport
 from clearance.trace.log import parse_since
 
@@ -100,16 +100,7 @@ def admin_router(administrator: Callable[..., Identity]) -> APIRouter:
                 act.detail.update(mode="delta" if delta else "snapshot", version=synced.version)
                 return synced
 
-        result = await run_in_threadpool(run)
-        active = sum(1 for u in result.users.values() if u.active)
-        return {
-            "mode": "delta" if delta else "snapshot",
-            "version": result.version,
-            "users": len(result.users),
-            "active_users": active,
-            "groups": len(result.groups),
-            "warnings": [] if active else ["no active users: every account gets nothing"],
-        }
+        return directory_sync_summary(await run_in_threadpool(run), delta=delta)
 
     @router.post(
         "/acl/sync",

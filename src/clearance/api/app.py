@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
@@ -25,6 +26,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clearance.answer.result import AnswerResult
 from clearance.api import metrics
@@ -37,7 +39,7 @@ from clearance.api.errors import (
     error_body,
     status_of,
 )
-from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
+from clearance.api.limits import Limiter, RateLimited, limiter_of
 from clearance.api.sessions import SessionStore, SessionSweeper
 from clearance.api.streaming import Asker
 from clearance.api.streams import StreamGuard, TooManyStreams
@@ -49,17 +51,10 @@ from clearance.errors import ClearanceError, ConfigError, NotFoundError
 from clearance.sources.notifications import NotificationReceiver
 from clearance.sources.scheduler import BackgroundScheduler
 
-__all__ = ["API_VERSION", "create_app"]
+__all__ = ["API_VERSION", "create_app", "error_response"]
 
 #: The API's version in the OpenAPI schema: the ``/v1`` contract, not the package version.
 API_VERSION = "1"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 
 # --------------------------------------------------------------------------- request bodies
 
@@ -171,14 +166,31 @@ def replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+async def read_body(receive: Receive, limit: int | None = None) -> bytes | None:
+    """The whole request body from ``receive``, or ``None`` when the client went away
+    before sending it; :class:`PayloadTooLarge` as soon as more than ``limit`` bytes came."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if limit is not None and size > limit:
+            raise PayloadTooLarge(f"the request body is larger than {limit} bytes")
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+@dataclass(eq=False)
 class BodyLimit:
     """Refuses request bodies over ``limit`` bytes with 413, counting what actually arrives
     (a chunked body has no Content-Length to trust). The body is buffered — it is at most
     ``limit`` bytes — and replayed to the app."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
+    app: ASGIApp
+    limit: int
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -188,21 +200,13 @@ class BodyLimit:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 await self._refuse(send)
                 return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its body
-            body = message.get("body", b"")
-            size += len(body)
-            if size > self.limit:
-                await self._refuse(send)
-                return
-            chunks.append(body)
-            if not message.get("more_body", False):
-                break
-        await self.app(scope, replaying(b"".join(chunks), receive), send)
+        try:
+            body = await read_body(receive, self.limit)
+        except PayloadTooLarge:
+            await self._refuse(send)
+            return
+        if body is not None:
+            await self.app(scope, replaying(body, receive), send)
 
     async def _refuse(self, send: Send) -> None:
         error = PayloadTooLarge(f"the request body is larger than {self.limit} bytes")
@@ -229,6 +233,15 @@ def _validation_message(exc: RequestValidationError) -> str:
     if first.get("type") == "json_invalid":
         return "the request body is not valid JSON"
     return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def error_response(exc: ClearanceError) -> JSONResponse:
+    """``exc`` in the one error shape with its HTTP status, and the header that status
+    calls for: ``WWW-Authenticate`` on a 401, ``Retry-After`` on a 429."""
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
+    if isinstance(exc, RateLimited | TooManyStreams):
+        headers = {"Retry-After": str(exc.retry_after)}
+    return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
 
 
 def _json_bytes(content: Any) -> bytes:
@@ -339,25 +352,15 @@ def create_app(
     app.state.engine = engine
     app.state.authenticators = list(auth)
     app.state.notifications = notifications
-    rate = settings.server.rate_limit
     # One allowance per user over the API, the UI and MCP, kept in the index for every process.
-    app.state.rate_limiter = SharedRateLimiter(engine.store, rate) if rate is not None else None
-    app.state.streams = StreamGuard(
-        per_user=settings.server.streams_per_user,
-        idle_timeout_s=settings.server.stream_idle_timeout_s,
-    )
+    app.state.rate_limiter = limiter_of(engine.store, settings.server.rate_limit)
+    app.state.streams = StreamGuard.of(settings.server)
 
     # ------------------------------------------------------------------ errors
 
-    def respond(exc: ClearanceError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
-        if isinstance(exc, RateLimited | TooManyStreams):
-            headers = {"Retry-After": str(exc.retry_after)}
-        return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
-
     @app.exception_handler(ClearanceError)
     async def clearance_error(_: Request, exc: ClearanceError) -> JSONResponse:
-        return respond(exc)
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from clearance.api.oidc import JwtVerifier
-from clearance.api.tokens import PREFIX, TokenStore
+from clearance.api.tokens import PREFIX, ApiToken, TokenStore
 from clearance.errors import AuthError
 from clearance.model import principal_id_problem
 
@@ -92,17 +92,20 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
     return credential if scheme.lower() == "bearer" and credential else None
 
 
+def _presented_token(tokens: TokenStore, headers: Mapping[str, str]) -> ApiToken | None:
+    """The live API token of an ``Authorization: Bearer`` header, else ``None``."""
+    credential = bearer_token(headers)
+    return None if credential is None else tokens.verify(credential)
+
+
+@dataclass(eq=False)
 class ApiTokenAuthenticator:
     """``Authorization: Bearer clr_…`` checked against the hashed tokens in the index."""
 
-    def __init__(self, tokens: TokenStore) -> None:
-        self.tokens = tokens
+    tokens: TokenStore
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
-        credential = bearer_token(headers)
-        if credential is None:
-            return None
-        record = self.tokens.verify(credential)
+        record = _presented_token(self.tokens, headers)
         if record is None or "scim" in record.scopes:
             # A provisioning token is no sign-in: it reaches /scim/v2 only, through its own
             # authenticator there, and is an unknown credential everywhere else.
@@ -110,18 +113,15 @@ class ApiTokenAuthenticator:
         return Identity(record.user_id, record.admin, "api_token", record.scopes)
 
 
+@dataclass(eq=False)
 class ProvisioningTokenAuthenticator:
     """``/scim/v2``'s only door: an API token with the ``scim`` scope, nothing else — not a
     person's token, not an administrator's, not a single sign-on session."""
 
-    def __init__(self, tokens: TokenStore) -> None:
-        self.tokens = tokens
+    tokens: TokenStore
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
-        credential = bearer_token(headers)
-        if credential is None:
-            return None
-        record = self.tokens.verify(credential)
+        record = _presented_token(self.tokens, headers)
         if record is None or record.scopes != frozenset({"scim"}):
             return None
         return Identity(record.user_id, False, "scim_token", record.scopes)
@@ -143,6 +143,14 @@ class DirectoryAdmins:
         return found.active and not self._admin_principals.isdisjoint(found.principals)
 
 
+def _directory_identity(user_id: str, is_admin: Callable[[str], bool], method: str) -> Identity:
+    """A user a credential names that cannot say more (OIDC, a proxy): reading, and the
+    administrator routes when the directory says so."""
+    admin = is_admin(user_id)
+    return Identity(user_id, admin, method, READER_SCOPES | {"admin"} if admin else READER_SCOPES)
+
+
+@dataclass(eq=False)
 class OidcAuthenticator:
     """A bearer credential that is not an API token, verified as a JWT of the configured
     identity provider. The token names the user and nothing more: groups and administrator
@@ -150,15 +158,9 @@ class OidcAuthenticator:
     identity (so the same 401 as any bad credential); why it was refused is logged as a
     short reason, never the token."""
 
-    def __init__(
-        self,
-        verifier: JwtVerifier,
-        is_admin: Callable[[str], bool],
-        resolve: Callable[[str], str] = lambda name: name,
-    ) -> None:
-        self.verifier = verifier
-        self.is_admin = is_admin
-        self.resolve = resolve
+    verifier: JwtVerifier
+    is_admin: Callable[[str], bool]
+    resolve: Callable[[str], str] = lambda name: name
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
         credential = bearer_token(headers)
@@ -169,11 +171,8 @@ class OidcAuthenticator:
         except AuthError as exc:
             log.info("bearer token refused: %s", exc.reason)
             return None
-        user_id = self.resolve(claimed)  # any of the user's names: UPN, mail, object id
-        admin = self.is_admin(user_id)
-        return Identity(
-            user_id, admin, "oidc", READER_SCOPES | {"admin"} if admin else READER_SCOPES
-        )
+        # The claim may be any of the user's names: UPN, mail, object id.
+        return _directory_identity(self.resolve(claimed), self.is_admin, "oidc")
 
 
 class TrustedHeaderAuthenticator:
@@ -216,11 +215,7 @@ class TrustedHeaderAuthenticator:
         if principal_id_problem(user_id) is not None:
             log.info("%s from a trusted proxy is not a valid user id; refused", self.header)
             return None
-        user_id = self.resolve(user_id)
-        admin = self.is_admin(user_id)
-        return Identity(
-            user_id, admin, "proxy", READER_SCOPES | {"admin"} if admin else READER_SCOPES
-        )
+        return _directory_identity(self.resolve(user_id), self.is_admin, "proxy")
 
 
 def default_authenticators(server: ServerSettings, engine: Clearance) -> list[Authenticator]:

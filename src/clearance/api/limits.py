@@ -56,6 +56,7 @@ __all__ = [
     "RateLimiter",
     "SharedRateLimiter",
     "client_address",
+    "limiter_of",
     "signin_key",
     "user_key",
 ]
@@ -119,6 +120,11 @@ class RateLimiter:
             for k, (t, u) in self._buckets.items()
             if t + (now - u) * self._refill_per_s < full
         }
+
+
+def limiter_of(store: Store, rate: Rate | None) -> SharedRateLimiter | None:
+    """A :class:`SharedRateLimiter` of ``rate`` in ``store``; ``None`` when no rate is set."""
+    return None if rate is None else SharedRateLimiter(store, rate)
 
 
 class Limiter(Protocol):

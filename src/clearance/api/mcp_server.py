@@ -31,6 +31,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -48,10 +49,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clearance.answer.result import Status
-from clearance.api.app import BodyLimit, replaying
+from clearance.api.app import BodyLimit, error_response, read_body, replaying
 from clearance.api.auth import Authenticator, Identity, request_headers
 from clearance.api.errors import Forbidden, Unauthenticated
-from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter
+from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter, limiter_of
 from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.app import Clearance
 from clearance.bounds import unicode_problem
@@ -296,26 +297,12 @@ def create_server(
     ask_model: type[AskArgs] = AskArgsWithAssistant if narrowable else AskArgs
     orchestrator_lock = threading.Lock()
 
-    tools = [
-        types.Tool(
-            name="search",
-            description=(
-                "Search the documents the signed-in user may read now. Results are the JSON "
-                "of `clearance search --json`; nothing outside the user's permissions."
-            ),
-            input_schema=search_model.model_json_schema(),
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-        types.Tool(
-            name="ask",
-            description=(
-                "Answer a question from what the signed-in user may read, citing every "
-                "source, or refuse. The JSON of `clearance ask --json`."
-            ),
-            input_schema=ask_model.model_json_schema(),
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-    ]
+    descriptions = {
+        "search": "Search the documents the signed-in user may read now. Results are the JSON "
+        "of `clearance search --json`; nothing outside the user's permissions.",
+        "ask": "Answer a question from what the signed-in user may read, citing every "
+        "source, or refuse. The JSON of `clearance ask --json`.",
+    }
 
     def chosen(args: BaseModel) -> str | None:
         return getattr(args, "assistant", None) if narrowable else assistant
@@ -335,6 +322,21 @@ def create_server(
             return _refused(NotFoundError(unknown_assistant_message(engine.settings, name)))
         return _ok(result.to_dict())
 
+    # Each tool: its arguments, and what answers a call (in a worker thread).
+    handlers: dict[str, tuple[type[BaseModel], Callable[[str, Any], types.CallToolResult]]] = {
+        "search": (search_model, search),
+        "ask": (ask_model, ask),
+    }
+    tools = [
+        types.Tool(
+            name=name,
+            description=descriptions[name],
+            input_schema=model.model_json_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        )
+        for name, (model, _) in handlers.items()
+    ]
+
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -348,22 +350,16 @@ def create_server(
             user_id = user_of(ctx)
             if limiter is not None:
                 await anyio.to_thread.run_sync(limiter.admit, user_id, None)
-            if (
-                scopes_of is not None
-                and params.name in ("search", "ask")
-                and params.name not in scopes_of(ctx)
-            ):
+            handler = handlers.get(params.name)
+            if handler is not None and scopes_of is not None and params.name not in scopes_of(ctx):
                 return _refused(Forbidden(f"this credential lacks the {params.name!r} scope"))
             refusal = unicode_refusal(arguments)
             if refusal is not None:
                 return refusal
-            if params.name == "search":
-                s_args = search_model.model_validate(arguments)
-                return await anyio.to_thread.run_sync(search, user_id, s_args)
-            if params.name == "ask":
-                a_args = ask_model.model_validate(arguments)
-                return await anyio.to_thread.run_sync(ask, user_id, a_args)
-            return _refused(NotFoundError(f"unknown tool {params.name!r} (search, ask)"))
+            if handler is None:
+                return _refused(NotFoundError(f"unknown tool {params.name!r} (search, ask)"))
+            model, answer = handler
+            return await anyio.to_thread.run_sync(answer, user_id, model.model_validate(arguments))
         except ValidationError as exc:
             return _invalid(exc)
         except ClearanceError as exc:
@@ -450,6 +446,7 @@ async def serve_stdio(
 # --------------------------------------------------------------------------- streamable HTTP
 
 
+@dataclass(eq=False)
 class BearerGate:
     """Every HTTP request must carry a credential one of ``authenticators`` accepts — the
     API's authentication — else 401 in the API's error shape, before the MCP app sees it.
@@ -457,19 +454,11 @@ class BearerGate:
     cannot get there, since the scope's state is set here and nowhere else. A ``GET`` (the
     event stream) takes one of the user's stream slots and is ended when idle (``streams``)."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        authenticators: Sequence[Authenticator],
-        limiter: Limiter | None = None,
-        streams: StreamGuard | None = None,
-        public_url: str | None = None,
-    ) -> None:
-        self.app = app
-        self.authenticators = list(authenticators)
-        self.limiter = limiter
-        self.streams = streams
-        self.public_url = public_url
+    app: ASGIApp
+    authenticators: Sequence[Authenticator]
+    limiter: Limiter | None = None
+    streams: StreamGuard | None = None
+    public_url: str | None = None
 
     def _challenge(self, scope: Scope, presented: bool) -> str:
         """RFC 9728 §5.1: the 401 names where the protected resource metadata is, so an
@@ -509,8 +498,7 @@ class BearerGate:
             try:  # the API's allowance: one per user over every door and process
                 await anyio.to_thread.run_sync(self.limiter.admit, identity.user_id, peer)
             except RateLimited as exc:
-                headers = {"Retry-After": str(exc.retry_after)}
-                await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
+                await error_response(exc)(scope, receive, send)
                 return
         state = dict(scope.get("state") or {})
         state[_IDENTITY] = identity
@@ -522,10 +510,10 @@ class BearerGate:
             with self.streams.slot(identity.user_id):
                 await self.streams.run(self.app, scope, receive, send)
         except TooManyStreams as exc:
-            headers = {"Retry-After": str(exc.retry_after)}
-            await JSONResponse(exc.to_dict(), 429, headers=headers)(scope, receive, send)
+            await error_response(exc)(scope, receive, send)
 
 
+@dataclass(eq=False)
 class UnicodeGate:
     """Answers a ``POST`` the SDK's streamable HTTP transport would refuse with its JSON
     parser's own words (400 ``Parse error: unexpected end of hex escape…``) because a
@@ -538,9 +526,8 @@ class UnicodeGate:
     Everything else is replayed to ``app`` unchanged. It sits inside :class:`BearerGate`:
     the caller is authenticated and counted first."""
 
-    def __init__(self, app: ASGIApp, path: str = MCP_PATH) -> None:
-        self.app = app
-        self.path = path
+    app: ASGIApp
+    path: str = MCP_PATH
 
     def _parsed_by_the_sdk(self, scope: Scope) -> bool:
         if scope["type"] != "http" or scope.get("method") != "POST":
@@ -554,15 +541,9 @@ class UnicodeGate:
         if not self._parsed_by_the_sdk(scope):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its body
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
+        if body is None:
+            return  # the client went away before sending its body
         parsed = _surrogate_message(body)
         if parsed is None:
             await self.app(scope, replaying(body, receive), send)
@@ -634,8 +615,7 @@ def discovery_routes(engine: Clearance) -> list[Route]:
 
 def shared_limiter(engine: Clearance) -> SharedRateLimiter | None:
     """``[server] rate_limit`` as the API keeps it: in the index, per user."""
-    rate = engine.settings.server.rate_limit
-    return None if rate is None else SharedRateLimiter(engine.store, rate)
+    return limiter_of(engine.store, engine.settings.server.rate_limit)
 
 
 def create_http_app(
@@ -665,10 +645,6 @@ def create_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     server_settings = engine.settings.server
-    streams = StreamGuard(
-        per_user=server_settings.streams_per_user,
-        idle_timeout_s=server_settings.stream_idle_timeout_s,
-    )
     app.router.routes.extend(discovery_routes(engine))
     # Innermost: a message the SDK cannot parse is answered once the caller is admitted.
     app.add_middleware(UnicodeGate, path=MCP_PATH)
@@ -676,7 +652,7 @@ def create_http_app(
         BearerGate,
         authenticators=authenticators,
         limiter=shared_limiter(engine),
-        streams=streams,
+        streams=StreamGuard.of(server_settings),
         public_url=server_settings.public_url,
     )
     # Outermost, as on the API: an oversize body is 413 before anything reads it.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clearance.app import Clearance
 from clearance.errors import ClearanceError
@@ -54,12 +55,6 @@ ACCESS_LOGGER = "clearance.access"
 #: The route label of a request no route matched: its path is the caller's to choose,
 #: so it is never a label (unbounded, and it may carry an id).
 UNMATCHED = "unmatched"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger(ACCESS_LOGGER)
 
@@ -189,15 +184,15 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+@dataclass(eq=False)
 class RequestObserver:
     """Times each HTTP request, counts it, and writes its access-log line.
 
     The user is whoever the route's sign-in put in ``request.state.user_id``; the line
     carries that user's pseudonym only. Unauthenticated requests log ``user=-``."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
+    app: ASGIApp
+    metrics: Metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -207,12 +207,12 @@ def _describe(exc: BaseException) -> str:
 
 
 _REJECTIONS: tuple[tuple[type[jwt.PyJWTError], str, str], ...] = (
-    # Most specific first: several of these subclass DecodeError / InvalidTokenError.
+    # Most specific first: several of these subclass DecodeError / InvalidTokenError. A
+    # missing claim is answered before these, naming the claim (JwtVerifier.verify_claims).
     (jwt.ExpiredSignatureError, "expired", "the token has expired"),
     (jwt.ImmatureSignatureError, "not_yet_valid", "the token is not valid yet"),
     (jwt.InvalidIssuerError, "wrong_issuer", "the token was issued by another issuer"),
     (jwt.InvalidAudienceError, "wrong_audience", "the token is meant for another audience"),
-    (jwt.MissingRequiredClaimError, "missing_claim", "the token lacks a required claim"),
     (jwt.InvalidSignatureError, "bad_signature", "the token's signature does not verify"),
     (jwt.InvalidAlgorithmError, "algorithm_not_allowed", "the token's algorithm is not allowed"),
     (jwt.InvalidKeyError, "bad_key", "the signing key cannot verify this token"),

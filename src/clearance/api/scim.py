@@ -18,9 +18,10 @@ in ``ServiceProviderConfig``): bulk, sorting, ETags, password changes.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import scim2_models as sm
 from fastapi import APIRouter, Request
@@ -35,6 +36,9 @@ from clearance.app import Clearance
 __all__ = ["MEDIA_TYPE", "scim_router"]
 
 MEDIA_TYPE = "application/scim+json"
+
+#: A route of the router: the request, then its own parameters.
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Response]])
 
 
 def _answer(content: Any, status: int = 200, location: str | None = None) -> Response:
@@ -153,122 +157,114 @@ def scim_router(on_write: Callable[[Identity, scim.ScimWrite], None] | None = No
     router = APIRouter(prefix="/scim/v2", tags=["scim"], include_in_schema=True)
     discovery = _discovery()
 
-    async def guarded(request: Request, run: Callable[[], Awaitable[Response]]) -> Response:
-        try:
-            _provisioner(request)
-            return await run()
-        except _Refused:
-            return _answer(
-                scim.ScimError(401, "a provisioning token (scope scim) is required").body(), 401
-            )
-        except scim.ScimError as exc:
-            return _error(exc)
+    def guarded(handler: Handler) -> Handler:
+        """``handler`` answered only for a provisioning token (else a SCIM 401), with a
+        :class:`~clearance.access.scim.ScimError` it raises as its SCIM error body."""
+
+        async def route(request: Request, *args: Any, **kwargs: Any) -> Response:
+            try:
+                _provisioner(request)
+                return await handler(request, *args, **kwargs)
+            except _Refused:
+                return _answer(
+                    scim.ScimError(401, "a provisioning token (scope scim) is required").body(),
+                    401,
+                )
+            except scim.ScimError as exc:
+                return _error(exc)
+
+        functools.update_wrapper(route, handler)  # FastAPI reads the handler's parameters
+        return cast(Handler, route)
 
     @router.get("/ServiceProviderConfig")
+    @guarded
     async def service_provider_config(request: Request) -> Response:
-        async def run() -> Response:
-            return _answer(discovery["config"])
-
-        return await guarded(request, run)
+        return _answer(discovery["config"])
 
     @router.get("/ResourceTypes")
+    @guarded
     async def resource_types(request: Request) -> Response:
-        async def run() -> Response:
-            return _answer(_list_response(list(discovery["types"].values())))
-
-        return await guarded(request, run)
+        return _answer(_list_response(list(discovery["types"].values())))
 
     @router.get("/ResourceTypes/{name}")
+    @guarded
     async def resource_type(request: Request, name: str) -> Response:
-        async def run() -> Response:
-            if name not in discovery["types"]:
-                raise scim.ScimError(404, f"no resource type {name!r}")
-            return _answer(discovery["types"][name])
-
-        return await guarded(request, run)
+        if name not in discovery["types"]:
+            raise scim.ScimError(404, f"no resource type {name!r}")
+        return _answer(discovery["types"][name])
 
     @router.get("/Schemas")
+    @guarded
     async def schemas(request: Request) -> Response:
-        async def run() -> Response:
-            return _answer(_list_response(list(discovery["schemas"].values())))
-
-        return await guarded(request, run)
+        return _answer(_list_response(list(discovery["schemas"].values())))
 
     @router.get("/Schemas/{schema_id}")
+    @guarded
     async def schema(request: Request, schema_id: str) -> Response:
-        async def run() -> Response:
-            if schema_id not in discovery["schemas"]:
-                raise scim.ScimError(404, f"no schema {schema_id!r}")
-            return _answer(discovery["schemas"][schema_id])
-
-        return await guarded(request, run)
+        if schema_id not in discovery["schemas"]:
+            raise scim.ScimError(404, f"no schema {schema_id!r}")
+        return _answer(discovery["schemas"][schema_id])
 
     def collection(kind: str) -> None:
         @router.get(f"/{kind}", name=f"list_{kind.lower()}")
+        @guarded
         async def list_(request: Request) -> Response:
-            async def run() -> Response:
-                q = request.query_params
-                engine = _engine(request)
-                resources = await run_in_threadpool(_resources, engine, kind, _base(request))
-                found = scim.list_resources(
-                    resources,
-                    filter_text=q.get("filter"),
-                    start_index=_int(q.get("startIndex"), "startIndex", 1) or 1,
-                    count=_int(q.get("count"), "count", None),
-                )
-                excluded = q.get("excludedAttributes")
-                found["Resources"] = [_excluded(r, excluded) for r in found["Resources"]]
-                return _answer(found)
-
-            return await guarded(request, run)
+            q = request.query_params
+            engine = _engine(request)
+            resources = await run_in_threadpool(_resources, engine, kind, _base(request))
+            found = scim.list_resources(
+                resources,
+                filter_text=q.get("filter"),
+                start_index=_int(q.get("startIndex"), "startIndex", 1) or 1,
+                count=_int(q.get("count"), "count", None),
+            )
+            excluded = q.get("excludedAttributes")
+            found["Resources"] = [_excluded(r, excluded) for r in found["Resources"]]
+            return _answer(found)
 
         @router.get(f"/{kind}/{{ident}}", name=f"get_{kind.lower()}")
+        @guarded
         async def get(request: Request, ident: str) -> Response:
-            async def run() -> Response:
-                engine = _engine(request)
-                resources = await run_in_threadpool(_resources, engine, kind, _base(request))
-                for resource in resources:
-                    if resource["id"] == ident:
-                        return _answer(
-                            _excluded(resource, request.query_params.get("excludedAttributes"))
-                        )
-                raise scim.ScimError(404, f"{kind[:-1]} {ident!r} not found")
-
-            return await guarded(request, run)
-
-        async def write(request: Request, method: str, ident: str | None) -> Response:
-            async def run() -> Response:
-                identity = _provisioner(request)
-                engine = _engine(request)
-                if engine.settings.directories:
-                    # A directory source owns the whole directory: its next read would
-                    # undo a SCIM write, so one of the two keeps it, never both.
-                    owner = ", ".join(sorted(engine.settings.directories))
-                    raise scim.ScimError(
-                        409,
-                        f"the directory is kept by the directory source {owner}: provision "
-                        "there, or remove [directories] to provision through SCIM",
-                        "mutability",
+            engine = _engine(request)
+            resources = await run_in_threadpool(_resources, engine, kind, _base(request))
+            for resource in resources:
+                if resource["id"] == ident:
+                    return _answer(
+                        _excluded(resource, request.query_params.get("excludedAttributes"))
                     )
-                body = None if method == "DELETE" else await _body(request)
-                base = _base(request)
+            raise scim.ScimError(404, f"{kind[:-1]} {ident!r} not found")
 
-                def change(directory: Any, state: scim.ScimState) -> scim.ScimWrite:
-                    return scim.apply(
-                        directory, state, kind=kind, method=method, ident=ident, body=body,
-                        base=base,
-                    )  # fmt: skip
+        @guarded
+        async def write(request: Request, method: str, ident: str | None) -> Response:
+            identity = _provisioner(request)
+            engine = _engine(request)
+            if engine.settings.directories:
+                # A directory source owns the whole directory: its next read would
+                # undo a SCIM write, so one of the two keeps it, never both.
+                owner = ", ".join(sorted(engine.settings.directories))
+                raise scim.ScimError(
+                    409,
+                    f"the directory is kept by the directory source {owner}: provision "
+                    "there, or remove [directories] to provision through SCIM",
+                    "mutability",
+                )
+            body = None if method == "DELETE" else await _body(request)
+            base = _base(request)
 
-                done = await run_in_threadpool(engine.provision, change)
-                if on_write is not None:
-                    on_write(identity, done)
-                if done.resource is None:
-                    return Response(status_code=204)
-                if method == "POST":
-                    return _answer(done.resource, 201, done.resource["meta"]["location"])
-                return _answer(done.resource)
+            def change(directory: Any, state: scim.ScimState) -> scim.ScimWrite:
+                return scim.apply(
+                    directory, state, kind=kind, method=method, ident=ident, body=body,
+                    base=base,
+                )  # fmt: skip
 
-            return await guarded(request, run)
+            done = await run_in_threadpool(engine.provision, change)
+            if on_write is not None:
+                on_write(identity, done)
+            if done.resource is None:
+                return Response(status_code=204)
+            if method == "POST":
+                return _answer(done.resource, 201, done.resource["meta"]["location"])
+            return _answer(done.resource)
 
         @router.post(f"/{kind}", name=f"create_{kind.lower()}")
         async def create(request: Request) -> Response:

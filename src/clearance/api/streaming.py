@@ -49,10 +49,11 @@ import anyio
 import anyio.to_thread
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from clearance.answer.result import AnswerResult, Status
 from clearance.api.errors import error_body, status_of
-from clearance.api.streams import Receive, Scope, Send, StreamGuard, TooManyStreams
+from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.errors import ClearanceError, ProviderError
 from clearance.llm.extractive import split_sentences
 
@@ -170,7 +171,7 @@ class Asker:
         holds one of the user's stream slots from before the ask until its end."""
         stream = wants_stream(request)
         if not stream or self.streams is None:
-            return await self._respond(request, question, user_id, assistant, stream, render)
+            return await self._respond(question, user_id, assistant, stream, render)
         slot = ExitStack()
         try:
             slot.enter_context(self.streams.slot(user_id))
@@ -179,7 +180,7 @@ class Asker:
             refused.headers["Retry-After"] = str(exc.retry_after)
             return refused
         try:
-            response = await self._respond(request, question, user_id, assistant, stream, render)
+            response = await self._respond(question, user_id, assistant, stream, render)
         except BaseException:
             slot.close()
             raise
@@ -187,7 +188,6 @@ class Asker:
 
     async def _respond(
         self,
-        request: Request,
         question: str,
         user_id: str,
         assistant: str | None,

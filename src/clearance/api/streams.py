@@ -23,21 +23,19 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clearance.api.errors import HttpError
 
-__all__ = ["StreamGuard", "TooManyStreams"]
+if TYPE_CHECKING:
+    from clearance.config import ServerSettings
 
-Message = MutableMapping[str, Any]
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+__all__ = ["StreamGuard", "TooManyStreams"]
 
 
 class TooManyStreams(HttpError):
@@ -73,9 +71,10 @@ class StreamGuard:
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}
 
-    def open_streams(self, user_id: str) -> int:
-        with self._lock:
-            return self._open.get(user_id, 0)
+    @classmethod
+    def of(cls, server: ServerSettings) -> StreamGuard:
+        """The guard ``[server] streams_per_user`` and ``stream_idle_timeout`` configure."""
+        return cls(per_user=server.streams_per_user, idle_timeout_s=server.stream_idle_timeout_s)
 
     @contextmanager
     def slot(self, user_id: str) -> Iterator[None]:

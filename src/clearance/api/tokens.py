@@ -126,14 +126,18 @@ class TokenStore:
     def _read_columns(self) -> str:
         """The columns to read: an index whose table predates scopes reads none (``NULL``),
         so a server answering requests never writes to authenticate."""
-        if self._has_scopes is None:
-            try:
-                with self.store.reading() as db:
-                    db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
-                self._has_scopes = True
-            except Exception:  # the backend's "no such column", whichever backend
-                return _COLUMNS.replace(", scopes", ", NULL")
+        if self._has_scopes is None and self._scopes_column():
+            self._has_scopes = True
         return _COLUMNS if self._has_scopes else _COLUMNS.replace(", scopes", ", NULL")
+
+    def _scopes_column(self) -> bool:
+        """Whether the token table has the ``scopes`` column (read, never written)."""
+        try:
+            with self.store.reading() as db:
+                db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
+        except Exception:  # the backend's "no such column", whichever backend
+            return False
+        return True
 
     def _exists(self) -> bool:
         return self.store.has_tables("api_tokens")
@@ -149,10 +153,7 @@ class TokenStore:
     def _add_scopes_column(self) -> None:
         """An index whose token table predates scopes gets the column (SQLite; PostgreSQL
         has it from its migrations). Rows without scopes keep what they could do."""
-        try:
-            with self.store.reading() as db:
-                db.execute("SELECT scopes FROM api_tokens LIMIT 0").fetchall()
-        except Exception:  # the backend's "no such column": add it
+        if not self._scopes_column():
             with self.store.transaction() as db:
                 db.execute("ALTER TABLE api_tokens ADD COLUMN scopes TEXT")
 
@@ -233,16 +234,8 @@ class TokenStore:
     def current(self, token_id: str) -> ApiToken | None:
         """The record of token ``token_id`` if it is unrevoked and unexpired right now: what
         a browser session signed in with this token re-checks on every request."""
-        if not self._exists():
-            return None
-        with self.store.reading() as db:
-            row = db.execute(
-                f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
-            ).fetchone()
-        if row is None:
-            return None
-        record = self._row(tuple(row))
-        return record if record.valid(self.clock()) else None
+        row = self._find(token_id) if self._exists() else None
+        return None if row is None else self._live(row)
 
     def verify(self, presented: str) -> ApiToken | None:
         """The record of a presented token that is well formed, known, matching, unrevoked
@@ -251,11 +244,20 @@ class TokenStore:
         if parsed is None or not self._exists():
             return None
         token_id, secret = parsed
+        row = self._find(token_id)
+        if row is None or not hmac.compare_digest(_digest(secret), str(row[3])):
+            return None
+        return self._live(row)
+
+    def _find(self, token_id: str) -> tuple[Any, ...] | None:
+        """The stored row of token ``token_id``, or ``None``."""
         with self.store.reading() as db:
             row = db.execute(
                 f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
             ).fetchone()
-        if row is None or not hmac.compare_digest(_digest(secret), str(row[3])):
-            return None
-        record = self._row(tuple(row))
+        return None if row is None else tuple(row)
+
+    def _live(self, row: tuple[Any, ...]) -> ApiToken | None:
+        """The record of ``row`` if it is unrevoked and unexpired right now."""
+        record = self._row(row)
         return record if record.valid(self.clock()) else None

@@ -30,7 +30,7 @@ import hmac
 import logging
 import re
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,6 +44,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clearance.answer.result import AnswerResult, Status
 from clearance.api.auth import (
@@ -55,13 +56,7 @@ from clearance.api.auth import (
     request_headers,
 )
 from clearance.api.errors import DOCUMENT_NOT_FOUND
-from clearance.api.limits import (
-    Limiter,
-    RateLimited,
-    SharedRateLimiter,
-    client_address,
-    signin_key,
-)
+from clearance.api.limits import Limiter, RateLimited, client_address, limiter_of, signin_key
 from clearance.api.oidc import JwtVerifier
 from clearance.api.oidc_login import BrowserLogin, Pending
 from clearance.api.sessions import SessionStore
@@ -115,19 +110,13 @@ _TRUST_WORDS = {
 }
 _MARKER = re.compile(r"\[S(\d{1,4})\]")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-
+@dataclass(eq=False)
 class SecurityHeaders:
     """Adds the Content-Security-Policy and the other browser protections to every HTTP
     response (a pure ASGI middleware, so streamed answers pass through untouched)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    app: ASGIApp
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -175,10 +164,7 @@ class Door:
         self.engine = engine
         self.asker = asker
         self.rate_limiter = rate_limiter
-        signin_rate = settings.server.signin_rate_limit
-        self.signin_limiter = (
-            None if signin_rate is None else SharedRateLimiter(engine.store, signin_rate)
-        )
+        self.signin_limiter = limiter_of(engine.store, settings.server.signin_rate_limit)
         self.sessions = SessionStore(engine.store, clock=engine.clock)
         self.tokens = TokenStore(engine.store, clock=engine.clock)
         server = settings.server
@@ -199,11 +185,9 @@ class Door:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        environment.filters["cited"] = _cited_html
-        environment.filters["when"] = _when
-        environment.filters["date"] = _date
-        environment.filters["duration"] = _duration
-        environment.filters["place"] = place
+        environment.filters.update(
+            cited=_cited_html, when=_when, date=_date, duration=_duration, place=place
+        )
         self.templates = Jinja2Templates(env=environment)
 
     # ------------------------------------------------------------------ cookies
@@ -237,6 +221,10 @@ class Door:
             httponly=True,
             samesite=samesite,  # type: ignore[arg-type]
         )
+
+    def delete_cookie(self, response: Response, request: Request, name: str) -> Response:
+        response.delete_cookie(self.cookie(request, name), path="/", secure=self.secure(request))
+        return response
 
     def base_url(self, request: Request) -> str:
         public = self.settings.server.public_url
@@ -317,6 +305,19 @@ class Door:
         ):
             self.set_cookie(response, request, "clearance_csrf", visitor.csrf, samesite="strict")
         return response
+
+    def over_limit(self, request: Request, visitor: Visitor) -> int | None:
+        """Seconds to wait when ``visitor`` is over ``[server] rate_limit`` (counted like
+        the API's requests, per user), else ``None``; a request within it is counted."""
+        if self.rate_limiter is None:
+            return None
+        try:
+            self.rate_limiter.admit(
+                visitor.user_id, request.client.host if request.client else None
+            )
+        except RateLimited as exc:
+            return exc.retry_after
+        return None
 
     def not_found(self, request: Request, visitor: Visitor | None) -> HTMLResponse:
         return self.page(request, "not_found.html", visitor, 404)
@@ -542,16 +543,21 @@ def install_ui(
         record = door.tokens.verify(form.get("token", "").strip())
         if record is None or "scim" in record.scopes:  # a provisioning token signs nobody in
             return RedirectResponse("/signin?error=token", status_code=303)
-        lifetime = timedelta(seconds=settings.server.session_lifetime_s)
-        expires = engine.clock() + lifetime
-        if record.expires_at is not None:
-            expires = min(expires, record.expires_at)
-        session_id, _ = door.sessions.create(
-            record.user_id, "api_token", expires, token_id=record.id
-        )
-        return _signed_in(request, session_id, expires)
+        return _signed_in(request, record.user_id, "api_token", record.expires_at, record.id)
 
-    def _signed_in(request: Request, session_id: str, expires: datetime) -> Response:
+    def _signed_in(
+        request: Request,
+        user_id: str,
+        method: str,
+        until: datetime | None,
+        token_id: str | None = None,
+    ) -> Response:
+        """A new session for ``user_id``, ending after ``[server] session_lifetime`` or at
+        ``until`` (the credential's own expiry), whichever is first; its cookie is set."""
+        expires = engine.clock() + timedelta(seconds=settings.server.session_lifetime_s)
+        if until is not None:
+            expires = min(expires, until)
+        session_id, _ = door.sessions.create(user_id, method, expires, token_id=token_id)
         response = RedirectResponse("/", status_code=303)
         max_age = max(1, int((expires - engine.clock()).total_seconds()))
         door.set_cookie(response, request, "clearance_session", session_id, max_age=max_age)
@@ -594,17 +600,12 @@ def install_ui(
         except AuthError as exc:
             _log_refusal(exc)
             return _without_pending(request, RedirectResponse("/signin?error=sso", 303))
-        lifetime = timedelta(seconds=settings.server.session_lifetime_s)
-        expires = min(engine.clock() + lifetime, token_expires)
         # The session holds the directory user the claim names through any alias.
-        session_id, _ = door.sessions.create(engine.resolve_user(user_id), "oidc", expires)
-        return _without_pending(request, _signed_in(request, session_id, expires))
+        signed_in = _signed_in(request, engine.resolve_user(user_id), "oidc", token_expires)
+        return _without_pending(request, signed_in)
 
     def _without_pending(request: Request, response: Response) -> Response:
-        response.delete_cookie(
-            door.cookie(request, "clearance_oidc"), path="/", secure=door.secure(request)
-        )
-        return response
+        return door.delete_cookie(response, request, "clearance_oidc")
 
     @router.post("/signout")
     async def signout(request: Request) -> Response:
@@ -612,11 +613,7 @@ def install_ui(
         form = await _form(request)
         if visitor is not None and not door.forged(request, form.get("csrf"), visitor.csrf):
             door.sessions.end(visitor.session_id)
-        response = signin_redirect()
-        response.delete_cookie(
-            door.cookie(request, "clearance_session"), path="/", secure=door.secure(request)
-        )
-        return response
+        return door.delete_cookie(signin_redirect(), request, "clearance_session")
 
     # ------------------------------------------------------------------ asking
 
@@ -650,17 +647,9 @@ def install_ui(
             return _refuse(request, stream, 403, "forbidden", _FORGED, visitor)
         if "ask" not in visitor.scopes:
             return _refuse(request, stream, 403, "forbidden", _NO_ASK_SCOPE, visitor)
-        if door.rate_limiter is not None:
-            try:
-                await anyio.to_thread.run_sync(
-                    door.rate_limiter.admit,
-                    visitor.user_id,
-                    request.client.host if request.client else None,
-                )
-            except RateLimited as exc:
-                return _refuse(
-                    request, stream, 429, "rate_limited", _SLOW_DOWN, visitor, exc.retry_after
-                )
+        retry_after = await anyio.to_thread.run_sync(door.over_limit, request, visitor)
+        if retry_after is not None:
+            return _refuse(request, stream, 429, "rate_limited", _SLOW_DOWN, visitor, retry_after)
         request.state.user_id = visitor.user_id  # the access log's pseudonym
         question = form.get("question", "")
         assistant = form.get("assistant") or None
@@ -722,15 +711,11 @@ def install_ui(
         visitor = door.visitor(request)
         if visitor is None:
             return signin_redirect()
-        if door.rate_limiter is not None:  # previews count like the API's, per user
-            try:
-                door.rate_limiter.admit(
-                    visitor.user_id, request.client.host if request.client else None
-                )
-            except RateLimited as exc:
-                return _refuse(
-                    request, False, 429, "rate_limited", _SLOW_DOWN_PAGES, visitor, exc.retry_after
-                )
+        retry_after = door.over_limit(request, visitor)  # previews count like the API's
+        if retry_after is not None:
+            return _refuse(
+                request, False, 429, "rate_limited", _SLOW_DOWN_PAGES, visitor, retry_after
+            )
         request.state.user_id = visitor.user_id  # the access log's pseudonym
         try:
             found = preview(engine, visitor.user_id, doc_id, assistant, locator)

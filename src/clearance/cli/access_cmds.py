@@ -9,12 +9,11 @@ import click
 from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
-    cli_actor,
     console,
-    emit_json,
     err_console,
     json_option,
     pass_app,
+    printed_json,
 )
 from clearance.cli.safe import safe
 
@@ -40,30 +39,19 @@ def register(cli: click.Group) -> None:
         app_ctx: AppContext, file: Path, delta: bool, allow_empty: bool, as_json: bool
     ) -> None:
         """Load a directory file: Clearance JSON or SCIM 2.0 (ListResponse / BulkRequest)."""
-        with (
-            app_ctx.open() as app,
-            app.actions().action(cli_actor(), "directory.sync", file.name) as act,
-        ):
+        from clearance.app import directory_sync_summary
+
+        with app_ctx.acting("directory.sync", file.name) as (app, act):
             result = app.sync_directory(file, delta=delta, allow_empty=allow_empty)
             act.detail.update(mode="delta" if delta else "snapshot", version=result.version)
-        active = sum(1 for u in result.users.values() if u.active)
-        warnings = [] if active else ["no active users: every account gets nothing"]
-        data = {
-            "mode": "delta" if delta else "snapshot",
-            "version": result.version,
-            "users": len(result.users),
-            "active_users": active,
-            "groups": len(result.groups),
-            "warnings": warnings,
-        }
-        if as_json:
-            emit_json(data)
+        data = directory_sync_summary(result, delta=delta)
+        if printed_json(as_json, data):
             return
         console.print(
             f"directory v{safe(data['version'])} ({data['mode']}): {data['users']} users "
             f"({data['active_users']} active), {data['groups']} groups"
         )
-        _warn(warnings)
+        _warn(data["warnings"])
 
     @cli.group("acl")
     def acl() -> None:
@@ -90,14 +78,10 @@ def register(cli: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Apply a JSONL file of {"doc_id", "acl"} lines (snapshot or delta) to one corpus."""
-        with (
-            app_ctx.open() as app,
-            app.actions().action(cli_actor(), "acl.sync", corpus) as act,
-        ):
+        with app_ctx.acting("acl.sync", corpus) as (app, act):
             report = app.sync_acls(file, corpus, delta=delta, read_at=read_at)
             act.detail.update(file=file.name, changed=report.changed)
-        if as_json:
-            emit_json(report.to_dict())
+        if printed_json(as_json, report.to_dict()):
             return
         console.print(
             f"{safe(corpus)} ({report.mode}): {report.changed} changed, {report.unchanged} unchanged, "
@@ -125,8 +109,7 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             require_assistant(app.settings, assistant)
             data = app.explain(user_id, doc_id, assistant=assistant)
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         p, d = data["principal"], data["document"]
         state = "unknown" if not p["known"] else ("active" if p["active"] else "DISABLED")

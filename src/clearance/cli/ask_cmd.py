@@ -10,10 +10,10 @@ from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
     console,
-    emit_json,
     json_option,
     pass_app,
     print_error,
+    printed_json,
 )
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
@@ -72,13 +72,11 @@ def register(cli: click.Group) -> None:
             # The refusal is answered (and traced) in order, after identity and scope; the
             # operator still needs a failing exit code and to learn which names exist.
             message = unknown_assistant_message(settings, assistant)
-            if not as_json:
+            if not printed_json(as_json, result.to_dict()):
                 raise NotFoundError(message)
-            emit_json(result.to_dict())
             print_error(message)
             ctx.exit(NotFoundError.exit_code)
-        if as_json:
-            emit_json(result.to_dict())
+        if printed_json(as_json, result.to_dict()):
             return
         style = "green" if result.status.value == "answered" else "yellow"
         console.print(f"[{style}]{result.status.value}[/{style}] [dim]({result.route.value})[/dim]")

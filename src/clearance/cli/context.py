@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from clearance.app import Clearance
     from clearance.config import Settings
+    from clearance.trace.actions import Recorder
 
 __all__ = [
     "AppContext",
@@ -28,6 +29,7 @@ __all__ = [
     "json_option",
     "pass_app",
     "print_error",
+    "printed_json",
     "progress",
 ]
 
@@ -55,6 +57,13 @@ class AppContext:
         finally:
             app.close()
 
+    @contextmanager
+    def acting(self, action: str, target: str) -> Iterator[tuple[Clearance, Recorder]]:
+        """:meth:`open`, with the block recorded as an administrator action of
+        :func:`cli_actor` (its outcome, and the detail the block adds to the recorder)."""
+        with self.open() as app, app.actions().action(cli_actor(), action, target) as act:
+            yield app, act
+
 
 pass_app = click.make_pass_decorator(AppContext)
 
@@ -62,6 +71,14 @@ pass_app = click.make_pass_decorator(AppContext)
 def emit_json(data: Any) -> None:
     """Machine-readable output: one JSON document on stdout."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def printed_json(as_json: bool, data: Any) -> bool:
+    """With ``--json``: ``data`` printed by :func:`emit_json`, and ``True`` so the command
+    skips its human output; without it, nothing printed and ``False``."""
+    if as_json:
+        emit_json(data)
+    return as_json
 
 
 def progress(label: str) -> Progress:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 
 __all__ = ["register"]
@@ -43,10 +43,8 @@ def register(cli: click.Group) -> None:
         from clearance.store.backends import database_status
 
         data = database_status(app_ctx.settings())
-        if as_json:
-            emit_json(data)
-            return
-        _print_status(data)
+        if not printed_json(as_json, data):
+            _print_status(data)
 
     @db.command("upgrade")
     @json_option
@@ -59,8 +57,7 @@ def register(cli: click.Group) -> None:
         from clearance.store.backends import upgrade_database
 
         data = upgrade_database(app_ctx.settings())
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         for name in data["applied"]:
             console.print(f"applied {safe(name)}")

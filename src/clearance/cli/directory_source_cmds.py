@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
+from clearance.cli.context import (
+    AppContext,
+    console,
+    err_console,
+    json_option,
+    pass_app,
+    printed_json,
+)
 from clearance.cli.safe import safe, terminal_safe
 
 
@@ -36,9 +43,7 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             configured_directory_source(app, name)
             report = sync_directory_source(app, name, progress=None if as_json else _progress)
-        if as_json:
-            emit_json(report.to_dict())
-        else:
+        if not printed_json(as_json, report.to_dict()):
             verdict = "[green]ok[/green]" if report.ok else "[red]FAILED[/red]"
             console.print(
                 f"{safe(report.source)} {safe(report.kind)}: {verdict} {report.users} users, "
@@ -61,8 +66,7 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.open() as app:
             rows = directory_source_status(app)
-        if as_json:
-            emit_json(rows)
+        if printed_json(as_json, rows):
             return
         if not rows:
             console.print("no directory source configured ([directories.NAME] in clearance.toml)")

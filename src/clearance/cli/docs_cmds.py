@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -55,8 +55,7 @@ def register(cli: click.Group) -> None:
         """One row per document. Ids are never shortened: a long one wraps within its column."""
         with app_ctx.open() as app:
             documents = app.store.list_documents(corpus)
-        if as_json:
-            emit_json([document_dict(d) for d in documents])
+        if printed_json(as_json, [document_dict(d) for d in documents]):
             return
         table = Table(show_header=True)
         for column in ("doc_id", "corpus", "sensitivity", "format", "title"):
@@ -88,8 +87,7 @@ def register(cli: click.Group) -> None:
             | ({"text": c.text} if show_chunks else {})
             for c in chunks
         ]
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         for key, value in data.items():
             if key != "chunks":

@@ -14,10 +14,10 @@ from rich.table import Table
 from clearance.cli.context import (
     AppContext,
     console,
-    emit_json,
     json_option,
     pass_app,
     print_error,
+    printed_json,
     progress,
 )
 from clearance.cli.safe import make_console, safe, terminal_safe
@@ -92,16 +92,8 @@ def _print_retrieval(report: RetrievalReport) -> None:
         console.print(f"[yellow]skipped[/yellow] {safe(query_id)}: {safe(why)}")
 
 
-_COLUMNS = (
-    ("usefulness", "answer_usefulness"),
-    ("numeric", "numeric_accuracy"),
-    ("citations", "citation_validity"),
-    ("refusals", "refusal_correctness"),
-    ("clarify", "clarification_correctness"),
-    ("status", "expected_status"),
-    ("denied rate", "denied_source_rate"),
-    ("stale ratio", "stale_source_ratio"),
-)
+#: The ratios a suite table shows after the rates (``RATE_LABELS``), with their labels.
+_RATIOS = {"denied_source_rate": "denied rate", "stale_source_ratio": "stale ratio"}
 
 
 def _cell(measure: dict[str, Any]) -> str:
@@ -151,6 +143,8 @@ def _suite(
 def _print_suite(data: dict[str, Any], regressions: list[str] | None) -> None:
     """Measures down, stages across (then all cases together): fits a terminal however
     many measures there are."""
+    from clearance.evaluation.suite import RATE_LABELS
+
     columns = [(s["name"], s["measures"], s) for s in data["stages"]]
     columns.append(("all", data["overall"], None))
     table = Table(title=f"{safe(data['suite'])}: {data['overall']['cases']} cases")
@@ -158,7 +152,7 @@ def _print_suite(data: dict[str, Any], regressions: list[str] | None) -> None:
     for name, _, _ in columns:
         table.add_column(safe(name), justify="right")
     table.add_row("cases", *(str(m["cases"]) for _, m, _ in columns))
-    for label, key in _COLUMNS:
+    for key, label in {**RATE_LABELS, **_RATIOS}.items():
         table.add_row(label, *(_cell(m[key]) for _, m, _ in columns))
     table.add_row("leaks", *(str(m["leaks"]) for _, m, _ in columns))
     table.add_row("fabricated", *(str(m["fabricated_numbers"]) for _, m, _ in columns))
@@ -282,10 +276,8 @@ def register(cli: click.Group) -> None:
                     "--assistant, --report and --baseline apply to a SUITE, not --retrieval"
                 )
             retrieval = _retrieval(app_ctx, dataset, split, quiet=as_json)
-            if as_json:
-                emit_json(retrieval.to_dict())
-                return
-            _print_retrieval(retrieval)
+            if not printed_json(as_json, retrieval.to_dict()):
+                _print_retrieval(retrieval)
             return
         assert suite is not None
         from clearance.evaluation.html import render_html
@@ -304,9 +296,7 @@ def register(cli: click.Group) -> None:
             (report_dir / "report.html").write_text(
                 render_html(data, regressions), encoding="utf-8"
             )
-        if as_json:
-            emit_json(data)
-        else:
+        if not printed_json(as_json, data):
             _print_suite(data, regressions)
             if report_dir is not None:
                 console.print(f"report: {safe(report_dir / 'report.html')}")

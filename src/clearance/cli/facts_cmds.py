@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -104,11 +104,8 @@ def suggest(facts: Iterable[Fact], settings: FactSettings) -> dict[str, Any]:
 
 
 def _toml_key(name: str) -> str:
-    return (
-        name
-        if name.isascii() and name.replace("_", "").replace("-", "").isalnum()
-        else (json.dumps(name, ensure_ascii=False))
-    )
+    bare = name.isascii() and name.replace("_", "").replace("-", "").isalnum()
+    return name if bare else json.dumps(name, ensure_ascii=False)
 
 
 def _toml_table(name: str, entries: Mapping[str, Any]) -> list[str]:
@@ -162,23 +159,15 @@ def register(cli: click.Group) -> None:
             found = app.store.list_facts(doc_id)
         if metric is not None:
             found = [f for f in found if f.metric == metric]
-        if as_json:
-            emit_json([fact_dict(f) for f in found])
+        if printed_json(as_json, [fact_dict(f) for f in found]):
             return
         table = Table(show_header=True)
         for column in ("doc_id", "entity", "period", "metric", "channel", "value", "locator"):
             table.add_column(column, justify="right" if column == "value" else "left")
         for f in found:
             value = format_number(f.value) + (f" {f.unit}" if f.unit else "")
-            table.add_row(
-                safe(f.doc_id),
-                safe(f.entity),
-                safe(f.period),
-                safe(f.metric),
-                safe(f.channel),
-                safe(value),
-                safe(f.locator),
-            )
+            cells = (f.doc_id, f.entity, f.period, f.metric, f.channel, value, f.locator)
+            table.add_row(*map(safe, cells))
         console.print(table)
         docs = len({f.doc_id for f in found})
         console.print(f"{len(found)} facts from {docs} documents")
@@ -192,7 +181,5 @@ def register(cli: click.Group) -> None:
             found = app.store.list_facts()
             settings = app.settings.facts
         suggested = suggest(found, settings)
-        if as_json:
-            emit_json({**suggested, "toml": suggestion_toml(suggested)})
-            return
-        click.echo(suggestion_toml(suggested), nl=False)
+        if not printed_json(as_json, {**suggested, "toml": suggestion_toml(suggested)}):
+            click.echo(suggestion_toml(suggested), nl=False)

@@ -14,14 +14,19 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
+from clearance.cli.context import (
+    AppContext,
+    console,
+    err_console,
+    json_option,
+    pass_app,
+    printed_json,
+)
 from clearance.cli.safe import safe
 from clearance.errors import MetadataError, NotFoundError
 
 if TYPE_CHECKING:
     from clearance.answer.result import Citation
-
-if TYPE_CHECKING:
     from clearance.store.base import Store
 
 __all__ = ["register"]
@@ -136,8 +141,7 @@ def register(cli: click.Group) -> None:
                 valid_until=end,
             )
             replaced = FaqRepository(app.store).add(entry, replace=replace)
-        if as_json:
-            emit_json(entry.to_dict() | {"replaced": replaced})
+        if printed_json(as_json, entry.to_dict() | {"replaced": replaced}):
             return
         console.print(f"{'replaced' if replaced else 'added'} faq entry {safe(entry.id)}")
         if not entry.acl:
@@ -154,12 +158,9 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.open() as app:
             entries = FaqRepository(app.store).list()
-        if as_json:
-            emit_json([e.to_dict() for e in entries])
+        if printed_json(as_json, [e.to_dict() for e in entries]):
             return
-        table = Table(show_header=True)
-        for column in ("id", "sensitivity", "acl", "valid", "question"):
-            table.add_column(column)
+        table = Table("id", "sensitivity", "acl", "valid", "question")
         for e in entries:
             start = e.valid_from.isoformat() if e.valid_from else "…"
             end = e.valid_until.isoformat() if e.valid_until else "…"
@@ -186,12 +187,10 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.open() as app:
             report = FaqRepository(app.store).import_jsonl(file)
-        if as_json:
-            emit_json(report.to_dict())
-            return
-        console.print(
-            f"imported {safe(file)}: {len(report.added)} added, {len(report.replaced)} replaced"
-        )
+        if not printed_json(as_json, report.to_dict()):
+            console.print(
+                f"imported {safe(file)}: {len(report.added)} added, {len(report.replaced)} replaced"
+            )
 
     @faq.command("remove")
     @click.argument("entry_id", metavar="ID")
@@ -205,7 +204,5 @@ def register(cli: click.Group) -> None:
             removed = FaqRepository(app.store).remove(entry_id)
         if not removed:
             raise NotFoundError(f"no faq entry {entry_id!r}")
-        if as_json:
-            emit_json({"removed": entry_id})
-        else:
+        if not printed_json(as_json, {"removed": entry_id}):
             console.print(f"removed faq entry {safe(entry_id)}")

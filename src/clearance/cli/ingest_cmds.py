@@ -10,11 +10,11 @@ from rich.table import Table
 
 from clearance.cli.context import (
     AppContext,
-    cli_actor,
     console,
     emit_json,
     json_option,
     pass_app,
+    printed_json,
     progress,
 )
 from clearance.cli.safe import safe, terminal_safe
@@ -50,10 +50,7 @@ def register(cli: click.Group) -> None:
         """
         if not paths and manifest is None:
             raise click.UsageError("give at least one PATH or --manifest")
-        with (
-            app_ctx.open() as app,
-            app.actions().action(cli_actor(), "ingest", corpus or "(by metadata)") as act,
-        ):
+        with app_ctx.acting("ingest", corpus or "(by metadata)") as (app, act):
             act.detail.update(
                 paths=len(paths), manifest=None if manifest is None else manifest.name
             )
@@ -112,7 +109,5 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             if not app.remove(doc_id):
                 raise NotFoundError(f"no document {doc_id!r} in the index")
-        if as_json:
-            emit_json({"removed": doc_id})
-        else:
+        if not printed_json(as_json, {"removed": doc_id}):
             console.print(f"removed {safe(doc_id)}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from clearance.cli.context import console, emit_json, json_option
+from clearance.cli.context import console, json_option, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import ConfigError
 
@@ -42,9 +42,7 @@ def register(cli: click.Group) -> None:
         target.mkdir(parents=True, exist_ok=True)
         config.write_text(default_config_text(), encoding="utf-8")
         (target / "data").mkdir(exist_ok=True)
-        if as_json:
-            emit_json({"config": str(config), "data": str(target / "data")})
-        else:
+        if not printed_json(as_json, {"config": str(config), "data": str(target / "data")}):
             console.print(f"wrote {safe(config)}")
             console.print(f"created {safe(target / 'data')}/")
             home = safe(shlex.quote(str(target.resolve())))

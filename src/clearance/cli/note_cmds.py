@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 
 __all__ = ["register"]
@@ -94,8 +94,7 @@ def register(cli: click.Group) -> None:
             "trust": trust,
             "warnings": list(result.warnings),
         }
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         style = "green" if trust == "trusted" else "yellow"
         console.print(

@@ -10,9 +10,9 @@ from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
     console,
-    emit_json,
     json_option,
     pass_app,
+    printed_json,
 )
 from clearance.cli.safe import safe
 
@@ -55,8 +55,7 @@ def register(cli: click.Group) -> None:
             result = app.search(user_id, query, assistant=assistant, k=k)
         data = search_json(user_id, query, result)
         rows = data["results"]
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         if not rows:
             console.print("no results" + (f" ({safe(result.refused)})" if result.refused else ""))

@@ -23,10 +23,9 @@ from clearance.cli.safe import safe
 from clearance.errors import ClearanceError
 
 if TYPE_CHECKING:
-    from clearance.app import Clearance
-
-if TYPE_CHECKING:
     from fastapi import FastAPI
+
+    from clearance.app import Clearance
 
 __all__ = ["register", "worker_app"]
 

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from clearance.cli.context import AppContext, console, emit_json, err_console, json_option, pass_app
+from clearance.cli.context import (
+    AppContext,
+    console,
+    err_console,
+    json_option,
+    pass_app,
+    printed_json,
+)
 from clearance.cli.safe import safe, terminal_safe
 
 if TYPE_CHECKING:
@@ -79,8 +86,7 @@ def register(cli: click.Group) -> None:
             }
             for s in sorted(settings.sources.values(), key=lambda s: s.name)
         ]
-        if as_json:
-            emit_json(rows)
+        if printed_json(as_json, rows):
             return
         if not rows:
             console.print("no sources configured ([sources.NAME] in clearance.toml)")
@@ -140,9 +146,7 @@ def register(cli: click.Group) -> None:
             if name is not None:
                 configured_source(app, name)
             rows = [r for r in source_status(app) if name is None or r["source"] == name]
-        if as_json:
-            emit_json(rows)
-        else:
+        if not printed_json(as_json, rows):
             _print_status(rows)
 
     @cli.command("sync")
@@ -196,9 +200,9 @@ def register(cli: click.Group) -> None:
 
 
 def _finish(ctx: click.Context, reports: list[SyncReport], as_json: bool) -> None:
-    if as_json:
-        emit_json({"ok": all(r.ok for r in reports), "syncs": [r.to_dict() for r in reports]})
-    else:
+    if not printed_json(
+        as_json, {"ok": all(r.ok for r in reports), "syncs": [r.to_dict() for r in reports]}
+    ):
         for report in reports:
             _print_report(report)
     if not all(r.ok for r in reports):

@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 
 
@@ -37,8 +37,7 @@ def register(cli: click.Group) -> None:
         `clearance source status` adds documents visible to nobody and unknown principals."""
         with app_ctx.open() as app:
             data = app.status()
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         directory = data["directory"]
         console.print(
@@ -59,9 +58,7 @@ def register(cli: click.Group) -> None:
                 f"  [red]FAILING CLOSED[/red]: {safe(directory['failing_closed'])}; "
                 "every user gets nothing until the next successful sync"
             )
-        table = Table(show_header=True)
-        for column in ("corpus", "documents", "last ACL sync", "SLA", "serving"):
-            table.add_column(column)
+        table = Table("corpus", "documents", "last ACL sync", "SLA", "serving")
         for c in data["corpora"]:
             table.add_row(
                 safe(c["corpus"]),

@@ -12,10 +12,10 @@ from clearance.cli.context import (
     AppContext,
     cli_actor,
     console,
-    emit_json,
     err_console,
     json_option,
     pass_app,
+    printed_json,
 )
 from clearance.cli.safe import safe
 
@@ -85,8 +85,7 @@ def register(cli: click.Group) -> None:
                 f"[yellow]warning:[/yellow] user {safe(user_id)!s} is not in the directory: "
                 "requests with this token are refused until it is synced"
             )
-        if as_json:
-            emit_json({"token": secret, **record.to_dict()})
+        if printed_json(as_json, {"token": secret, **record.to_dict()}):
             return
         console.print(
             f"token {safe(record.id)} for {safe(user_id)}" + (" (admin)" if admin else "")
@@ -107,15 +106,12 @@ def register(cli: click.Group) -> None:
 
         with app_ctx.open() as app:
             records = TokenStore(app.store, clock=app.clock).list()
-        if as_json:
-            emit_json({"tokens": [r.to_dict() for r in records]})
+        if printed_json(as_json, {"tokens": [r.to_dict() for r in records]}):
             return
         if not records:
             console.print("no API tokens")
             return
-        table = Table(show_header=True)
-        for column in ("id", "user", "admin", "scopes", "created", "expires", "revoked"):
-            table.add_column(column)
+        table = Table("id", "user", "admin", "scopes", "created", "expires", "revoked")
         for r in records:
             row = r.to_dict()
             table.add_row(
@@ -137,9 +133,7 @@ def register(cli: click.Group) -> None:
         """Revoke token TOKEN_ID: refused from the next request on. Unknown ids exit 3."""
         from clearance.api.tokens import TokenStore
 
-        with app_ctx.open() as app, app.actions().action(cli_actor(), "token.revoke", token_id):
+        with app_ctx.acting("token.revoke", token_id) as (app, _):
             record = TokenStore(app.store, clock=app.clock).revoke(token_id)
-        if as_json:
-            emit_json(record.to_dict())
-            return
-        console.print(f"revoked token {safe(record.id)} of {safe(record.user_id)}")
+        if not printed_json(as_json, record.to_dict()):
+            console.print(f"revoked token {safe(record.id)} of {safe(record.user_id)}")

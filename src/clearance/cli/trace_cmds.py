@@ -12,7 +12,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app
+from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -51,8 +51,7 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             start = None if since is None else parse_since(since, app.clock())
             records = app.trace_log().entries(since=start, limit=limit)
-        if as_json:
-            emit_json({"count": len(records), "traces": records})
+        if printed_json(as_json, {"count": len(records), "traces": records}):
             return
         if not records:
             console.print("no trace records")
@@ -89,11 +88,9 @@ def register(cli: click.Group) -> None:
             record = app.trace_log().get(trace_id)
         if record is None:
             raise NotFoundError(f"no trace {trace_id!r}")
-        if as_json:
-            emit_json(record)
-            return
-        for key in sorted(record):
-            console.print(f"[bold]{key}[/bold]: {safe(record[key])}")
+        if not printed_json(as_json, record):
+            for key in sorted(record):
+                console.print(f"[bold]{key}[/bold]: {safe(record[key])}")
 
     @trace.command("purge")
     @click.option(
@@ -116,10 +113,8 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             purged, cutoff = app.trace_log().purge(seconds, app.clock())
         data = {"purged": purged, "older_than_seconds": seconds, "cutoff": timestamp(cutoff)}
-        if as_json:
-            emit_json(data)
-            return
-        console.print(f"purged {purged} trace record(s) older than {timestamp(cutoff)}")
+        if not printed_json(as_json, data):
+            console.print(f"purged {purged} trace record(s) older than {timestamp(cutoff)}")
 
     @cli.command("audit")
     @click.option("--doc", "doc_id", help="Who saw this document (the request log).")
@@ -155,8 +150,7 @@ def register(cli: click.Group) -> None:
                 entries = app.actions().entries(
                     actor=actor, action=action, since=start, limit=limit
                 )
-            if as_json:
-                emit_json({"count": len(entries), "actions": entries})
+            if printed_json(as_json, {"count": len(entries), "actions": entries}):
                 return
             if not entries:
                 console.print("no administrator action recorded")
@@ -165,21 +159,15 @@ def register(cli: click.Group) -> None:
             for column in ("time", "actor", "action", "target", "outcome"):
                 table.add_column(column, overflow="fold")
             for e in entries:
-                table.add_row(
-                    safe(e["at"][:19]),
-                    safe(e["actor"]),
-                    safe(e["action"]),
-                    safe(e["target"]),
-                    safe(e["outcome"]),
-                )
+                rest = (e[key] for key in ("actor", "action", "target", "outcome"))
+                table.add_row(safe(e["at"][:19]), *map(safe, rest))
             console.print(table)
             return
         if actor or action or since:
             raise click.UsageError("--actor, --action and --since list actions, not --doc")
         with app_ctx.open() as app:
             events = app.trace_log().audit(doc_id)
-        if as_json:
-            emit_json({"doc_id": doc_id, "count": len(events), "events": events})
+        if printed_json(as_json, {"doc_id": doc_id, "count": len(events), "events": events}):
             return
         if not events:
             console.print(f"no request retrieved or cited {safe(doc_id)}")
@@ -218,13 +206,10 @@ def register(cli: click.Group) -> None:
         with app_ctx.open() as app:
             start = None if since is None else parse_since(since, app.clock())
             data: dict[str, Any] = app.trace_log().stats(since=start)
-        if as_json:
-            emit_json(data)
+        if printed_json(as_json, data):
             return
         console.print(f"{data['requests']} request(s)" + (f" since {safe(since)}" if since else ""))
-        table = Table(show_header=True)
-        for column in ("assistant", "requests", "answered", "refused", "not found", "degraded"):
-            table.add_column(column)
+        table = Table("assistant", "requests", "answered", "refused", "not found", "degraded")
         for name, counts in data["assistants"].items():
             table.add_row(
                 safe(name),

@@ -143,18 +143,17 @@ def check_citations(
     chunks: dict[str, list[Chunk]] = {}
     for citation in result.citations:
         document = evidence.get_document(citation.doc_id)
+        problem: str | None = None
         if document is None:
-            out.append(CitationCheck(citation, "no such document"))
-            continue
-        if not _readable(access, user_id, document, assistant):
-            out.append(CitationCheck(citation, f"{user_id} may not read it"))
-            continue
-        if citation.doc_id not in chunks:
-            chunks[citation.doc_id] = evidence.get_chunks(citation.doc_id)
-        if locate(chunks[citation.doc_id], citation.locator) is None:
-            out.append(CitationCheck(citation, "the locator opens no stored text"))
-            continue
-        out.append(CitationCheck(citation))
+            problem = "no such document"
+        elif not _readable(access, user_id, document, assistant):
+            problem = f"{user_id} may not read it"
+        else:
+            if citation.doc_id not in chunks:
+                chunks[citation.doc_id] = evidence.get_chunks(citation.doc_id)
+            if locate(chunks[citation.doc_id], citation.locator) is None:
+                problem = "the locator opens no stored text"
+        out.append(CitationCheck(citation, problem))
     return out
 
 

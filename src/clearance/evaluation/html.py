@@ -19,14 +19,7 @@ from matplotlib.figure import Figure
 
 __all__ = ["render_html"]
 
-_RATE_LABELS = {
-    "answer_usefulness": "usefulness",
-    "numeric_accuracy": "numeric",
-    "citation_validity": "citations",
-    "refusal_correctness": "refusals",
-    "clarification_correctness": "clarify",
-    "expected_status": "status",
-}
+from clearance.evaluation.suite import RATE_LABELS
 
 _TEMPLATE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(
     """<!doctype html>
@@ -99,7 +92,7 @@ def _svg(figure: Figure) -> str:
 
 def _rates(measures: Mapping[str, Any]) -> list[float]:
     """The rates to draw; a rate with nothing to judge is NaN, so no bar is drawn for it."""
-    rates = [(measures.get(k) or {}).get("rate") for k in _RATE_LABELS]
+    rates = [(measures.get(k) or {}).get("rate") for k in RATE_LABELS]
     return [float("nan") if r is None else float(r) for r in rates]
 
 
@@ -107,11 +100,11 @@ def _stage_chart(stages: Sequence[Mapping[str, Any]]) -> str:
     figure = Figure(figsize=(9, 3.2))
     ax = figure.subplots()
     width = 0.8 / max(1, len(stages))
-    positions = range(len(_RATE_LABELS))
+    positions = range(len(RATE_LABELS))
     for i, stage in enumerate(stages):
         offsets = [p + (i - (len(stages) - 1) / 2) * width for p in positions]
         ax.bar(offsets, _rates(stage["measures"]), width, label=stage["name"])
-    ax.set_xticks(list(positions), list(_RATE_LABELS.values()))
+    ax.set_xticks(list(positions), list(RATE_LABELS.values()))
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("rate")
     ax.legend(
@@ -127,7 +120,7 @@ def _stage_chart(stages: Sequence[Mapping[str, Any]]) -> str:
 def _one_stage_chart(stage: Mapping[str, Any]) -> str:
     figure = Figure(figsize=(6, 2.2))
     ax = figure.subplots()
-    ax.barh(list(_RATE_LABELS.values()), _rates(stage["measures"]), color="#4a78b0")
+    ax.barh(list(RATE_LABELS.values()), _rates(stage["measures"]), color="#4a78b0")
     ax.set_xlim(0, 1.0)
     ax.invert_yaxis()
     ax.set_xlabel("rate")

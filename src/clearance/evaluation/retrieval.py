@@ -98,9 +98,6 @@ class RetrievalReport:
             "skipped_queries": self.skipped_queries,
         }
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
-
 
 def evaluation_settings(settings: Settings, root: Path) -> Settings:
     """``settings`` with the index, corpora and access rules replaced by a throwaway index
@@ -233,37 +230,20 @@ def evaluate_retrieval(
     with tempfile.TemporaryDirectory(prefix="clearance-eval-") as tmp:
         root = Path(tmp)
         eval_settings = evaluation_settings(settings, root)
-        store = SQLiteStore(eval_settings.db_path)
-        app = Clearance(eval_settings, store, trace_key=None)
-        try:
-            return _evaluate(app, dataset, root, on_plan, on_result, on_queries, on_query)
-        finally:
-            app.close()
-
-
-def _evaluate(
-    app: Clearance,
-    dataset: BeirDataset,
-    root: Path,
-    on_plan: Callable[[int], None] | None,
-    on_result: Callable[[FileResult], None] | None,
-    on_queries: Callable[[int], None] | None,
-    on_query: Callable[[str], None] | None,
-) -> RetrievalReport:
-    settings = app.settings
-    chunk_doc = _index(app, dataset, root, on_plan, on_result)
-    indexed = len(set(chunk_doc.values()))
-    if not indexed:
-        raise EvaluationError(f"{dataset.name}: no document of the corpus could be indexed")
-    per_doc = math.ceil(len(chunk_doc) / indexed)
-    pool = max(settings.retrieval.candidates, DEPTH * per_doc)
-    judge = _judge(settings)
-    try:
-        return _search_all(app, dataset, chunk_doc, pool, judge, on_queries, on_query)
-    finally:
-        close = getattr(judge, "close", None)
-        if callable(close):
-            close()
+        with Clearance(eval_settings, SQLiteStore(eval_settings.db_path), trace_key=None) as app:
+            chunk_doc = _index(app, dataset, root, on_plan, on_result)
+            indexed = len(set(chunk_doc.values()))
+            if not indexed:
+                raise EvaluationError(f"{dataset.name}: no document of the corpus could be indexed")
+            per_doc = math.ceil(len(chunk_doc) / indexed)
+            pool = max(eval_settings.retrieval.candidates, DEPTH * per_doc)
+            judge = _judge(eval_settings)
+            try:
+                return _search_all(app, dataset, chunk_doc, pool, judge, on_queries, on_query)
+            finally:
+                close = getattr(judge, "close", None)
+                if callable(close):
+                    close()
 
 
 def _search_all(

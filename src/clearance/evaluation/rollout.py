@@ -42,21 +42,13 @@ import numpy as np
 
 from clearance.errors import EvaluationError
 from clearance.evaluation.runner import CaseRun
-from clearance.evaluation.scoring import Rate, summarise
-from clearance.evaluation.suite import THRESHOLDS, Direction, Stage, Suite
+from clearance.evaluation.scoring import Rate, rate_of, summarise
+from clearance.evaluation.suite import RATE_LABELS, THRESHOLDS, Direction, Stage, Suite
 
 __all__ = ["Measures", "StageGate", "SuiteReport", "compare", "load_baseline", "measures_of"]
 
 #: Report format version, so a baseline of another shape is refused rather than misread.
 FORMAT = 1
-_RATES = (
-    "answer_usefulness",
-    "numeric_accuracy",
-    "citation_validity",
-    "refusal_correctness",
-    "clarification_correctness",
-    "expected_status",
-)
 _COUNTS = ("leaks", "fabricated_numbers")
 _RATIOS = ("denied_source_rate", "stale_source_ratio")
 _EPSILON = 1e-9
@@ -119,20 +111,15 @@ def _percentiles(values: Sequence[float]) -> tuple[float | None, float | None]:
     return round(float(p50), 3), round(float(p95), 3)
 
 
-def _rate(verdicts: Sequence[bool | None]) -> Rate:
-    judged = [v for v in verdicts if v is not None]
-    return Rate(sum(judged), len(judged))
-
-
 def measures_of(runs: Sequence[CaseRun]) -> Measures:
     summary = summarise([r.score for r in runs])
     rates = {
-        "answer_usefulness": _rate([r.useful for r in runs]),
+        "answer_usefulness": rate_of([r.useful for r in runs]),
         "numeric_accuracy": summary.numeric_accuracy,
         "citation_validity": summary.citation_validity,
         "refusal_correctness": summary.refusal_correctness,
         "clarification_correctness": summary.clarification_correctness,
-        "expected_status": _rate([r.status_right for r in runs]),
+        "expected_status": rate_of([r.status_right for r in runs]),
     }
     p50, p95 = _percentiles([r.latency_ms for r in runs])
     return Measures(
@@ -290,7 +277,7 @@ def load_baseline(path: Path) -> dict[str, Any]:
 
 def _measure_regressions(where: str, now: Mapping[str, Any], then: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
-    for name in _RATES:
+    for name in RATE_LABELS:
         new, old = (now.get(name) or {}).get("rate"), (then.get(name) or {}).get("rate")
         if new is not None and old is not None and new < old - _EPSILON:
             out.append(f"{where}: {name} fell from {old:.3f} to {new:.3f}")

@@ -67,6 +67,7 @@ __all__ = [
     "Summary",
     "figure_problems",
     "outcome_of",
+    "rate_of",
     "score_case",
     "summarise",
 ]
@@ -285,7 +286,8 @@ class Rate:
         return {"right": self.right, "total": self.total, "rate": self.value}
 
 
-def _rate(verdicts: Sequence[bool | None]) -> Rate:
+def rate_of(verdicts: Sequence[bool | None]) -> Rate:
+    """The share of ``verdicts`` that are right, over those that were judged (not ``None``)."""
     judged = [v for v in verdicts if v is not None]
     return Rate(sum(judged), len(judged))
 
@@ -304,10 +306,10 @@ class Summary:
     def __post_init__(self) -> None:
         s = self.scores
         set_ = object.__setattr__
-        set_(self, "numeric_accuracy", _rate([c.figure_right for c in s]))
-        set_(self, "refusal_correctness", _rate([c.refusal_right for c in s]))
-        set_(self, "clarification_correctness", _rate([c.clarification_right for c in s]))
-        set_(self, "citation_validity", _rate([x.valid for c in s for x in c.citations]))
+        set_(self, "numeric_accuracy", rate_of([c.figure_right for c in s]))
+        set_(self, "refusal_correctness", rate_of([c.refusal_right for c in s]))
+        set_(self, "clarification_correctness", rate_of([c.clarification_right for c in s]))
+        set_(self, "citation_validity", rate_of([x.valid for c in s for x in c.citations]))
         set_(self, "fabricated_numbers", sum(len(c.fabricated) for c in s))
 
     def rates(self) -> dict[str, Rate]:

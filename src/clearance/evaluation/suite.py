@@ -59,6 +59,7 @@ from clearance.evaluation.scoring import Case, Figure, Outcome
 from clearance.validation import Invalid, Wording, non_empty, validate
 
 __all__ = [
+    "RATE_LABELS",
     "ROLLOUT",
     "THRESHOLDS",
     "Direction",
@@ -78,14 +79,20 @@ class Direction(enum.Enum):
     AT_MOST = "<="
 
 
-#: Measure → which way its threshold points.
+#: The rates of a suite run (right / judged), each with the short label tables and charts
+#: show it by.
+RATE_LABELS = {
+    "answer_usefulness": "usefulness",
+    "numeric_accuracy": "numeric",
+    "citation_validity": "citations",
+    "refusal_correctness": "refusals",
+    "clarification_correctness": "clarify",
+    "expected_status": "status",
+}
+
+#: Measure → which way its threshold points: a rate is a minimum, the rest maximums.
 THRESHOLDS: dict[str, Direction] = {
-    "answer_usefulness": Direction.AT_LEAST,
-    "numeric_accuracy": Direction.AT_LEAST,
-    "citation_validity": Direction.AT_LEAST,
-    "refusal_correctness": Direction.AT_LEAST,
-    "clarification_correctness": Direction.AT_LEAST,
-    "expected_status": Direction.AT_LEAST,
+    **dict.fromkeys(RATE_LABELS, Direction.AT_LEAST),
     "denied_source_rate": Direction.AT_MOST,
     "leaks": Direction.AT_MOST,
     "stale_source_ratio": Direction.AT_MOST,

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AdminActions", "Recorder"]
 
-_COLUMNS = "id, at, actor, action, target, outcome, detail"
+_FIELDS = ("at", "actor", "action", "target", "outcome")
+_COLUMNS = f"id, {', '.join(_FIELDS)}, detail"
 _MAX_LIMIT = 10_000
 
 
@@ -124,14 +125,7 @@ class AdminActions:
                 f"LIMIT {limit}",
                 tuple(args),
             ).fetchall()
+        # The columns after the id, the last (detail) decoded from JSON.
         return [
-            {
-                "at": r[1],
-                "actor": r[2],
-                "action": r[3],
-                "target": r[4],
-                "outcome": r[5],
-                "detail": json.loads(r[6]),
-            }
-            for r in rows
+            {**dict(zip(_FIELDS, r[1:6], strict=True)), "detail": json.loads(r[6])} for r in rows
         ]

@@ -21,7 +21,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -42,32 +42,6 @@ __all__ = [
     "timestamp",
     "validate_record",
 ]
-
-#: Fields a trace may carry. Anything else — in particular ``question``, ``answer``,
-#: ``prompt``, ``text``, ``chunk``, ``value`` — is rejected.
-ALLOWED_FIELDS: frozenset[str] = frozenset(
-    {
-        "trace_id",
-        "created_at",
-        "user",
-        "assistant",
-        "route",
-        "status",
-        "reason",
-        "retrieved",
-        "cited",
-        "filter_counts",
-        "realtime_dropped",
-        "fabrication_guard_triggered",
-        "guard_fired",
-        "latency_ms",
-        "provider_errors",
-        "denied_retrieved",  # retrieved documents the egress re-check denies: must stay 0
-        "cited_past_review",  # cited documents past their review date
-        "answer_id",
-        "question_text",  # only when an operator enabled it for every corpus involved
-    }
-)
 
 
 def pseudonymise(user_id: str, key: bytes) -> str:
@@ -112,26 +86,11 @@ class TraceRecord:
             self.latency_ms[stage] = round((time.perf_counter() - began) * 1000, 3)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "trace_id": self.trace_id,
-            "created_at": self.created_at,
-            "user": self.user,
-            "assistant": self.assistant,
-            "route": self.route,
-            "status": self.status,
-            "reason": self.reason,
-            "retrieved": self.retrieved,
-            "cited": self.cited,
-            "filter_counts": self.filter_counts,
-            "realtime_dropped": self.realtime_dropped,
-            "fabrication_guard_triggered": self.fabrication_guard_triggered,
-            "guard_fired": self.guard_fired,
-            "latency_ms": self.latency_ms,
-            "provider_errors": self.provider_errors,
-            "denied_retrieved": self.denied_retrieved,
-            "cited_past_review": self.cited_past_review,
-            **({} if self.question_text is None else {"question_text": self.question_text}),
-        }
+        """Every field but the stage timers; ``question_text`` only when it is set."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        if self.question_text is None:
+            del out["question_text"]
+        return out
 
 
 def _is(*kinds: type) -> Callable[[object], bool]:
@@ -173,11 +132,15 @@ _SHAPES: Mapping[str, Callable[[object], bool]] = {
     "guard_fired": _is(bool),
     "latency_ms": _map_of(int, float),
     "provider_errors": _list_of_str,
-    "denied_retrieved": _is(int),
-    "cited_past_review": _is(int),
+    "denied_retrieved": _is(int),  # retrieved documents the egress re-check denies: must stay 0
+    "cited_past_review": _is(int),  # cited documents past their review date
     "answer_id": _is(str, type(None)),
-    "question_text": _is(str),
+    "question_text": _is(str),  # only when an operator enabled it for every corpus involved
 }
+
+#: Fields a trace may carry. Anything else — in particular ``question``, ``answer``,
+#: ``prompt``, ``text``, ``chunk``, ``value`` — is rejected.
+ALLOWED_FIELDS: frozenset[str] = frozenset(_SHAPES)
 
 
 def validate_record(record: Mapping[str, Any]) -> None:
