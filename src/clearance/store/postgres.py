@@ -23,7 +23,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -34,23 +33,29 @@ from psycopg_pool import ConnectionPool
 
 from clearance.analysis import document_terms, search_terms
 from clearance.errors import StoreError
-from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store import pg_schema, pg_search
-from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
+from clearance.store.base import (
+    Retrieved,
+    SearchFilter,
+    SqlConnection,
+    StoreStats,
+    TermStatistics,
+    Vector,
+)
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
-    CHUNK_SELECT,
+    CHUNK_COLUMNS,
     DOC_COLUMNS,
-    FACT_SELECT,
+    SqlStore,
+    allowed_facts_sql,
     check_upsert,
-    chunk_from_row,
-    document_from_row,
+    chunk_row,
     document_row,
-    fact_from_row,
+    insert_acl,
+    insert_facts,
     merge_patch,
 )
-from clearance.store.writes import insert_acl, insert_facts, record_acl_sync, replace_acl
 
 __all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
 
@@ -114,12 +119,15 @@ def connect_writer(dsn: str, password: str | None) -> psycopg.Connection[Any]:
     return psycopg.connect(_with_password(dsn, password), autocommit=True)
 
 
-class PostgresStore(Closing):
+class PostgresStore(SqlStore):
     """The PostgreSQL :class:`~clearance.store.base.Store`. ``dsn`` is the reading role's
     connection, ``writer_dsn`` the owner's; passwords come separately (from the
     environment, never from the settings file)."""
 
     dialect = "postgres"
+    _BY_DOC_ID = 'doc_id COLLATE "C"'
+    _ACL_COLUMN = "ARRAY(SELECT principal FROM doc_acl a WHERE a.doc_key = documents.key)"
+    _ROW_LOCK = "FOR UPDATE"
 
     def __init__(
         self,
@@ -173,12 +181,7 @@ class PostgresStore(Closing):
         )
         try:
             pool.open(wait=True, timeout=10.0)
-        except psycopg.Error as exc:
-            pool.close()
-            raise StoreError(
-                f"cannot connect to {_safe_dsn(conninfo)} as the {role}: {exc}"
-            ) from exc
-        except Exception as exc:  # the pool's timeout when no connection can be made
+        except Exception as exc:  # psycopg's errors, and the pool's timeout
             pool.close()
             raise StoreError(
                 f"cannot connect to {_safe_dsn(conninfo)} as the {role}: {exc}"
@@ -219,12 +222,8 @@ class PostgresStore(Closing):
     @contextmanager
     def transaction(self) -> Iterator[QmarkConnection]:
         """One write transaction as the writer; everything inside commits together."""
-        with self._writer.connection() as conn:
-            try:
-                with conn.transaction():
-                    yield QmarkConnection(conn)
-            except psycopg.Error as exc:
-                raise StoreError(f"write to {self.location} failed: {exc}") from exc
+        with self._writing() as conn:
+            yield QmarkConnection(conn)
 
     @contextmanager
     def reading(self) -> Iterator[QmarkConnection]:
@@ -252,6 +251,11 @@ class PostgresStore(Closing):
                     yield conn
             except psycopg.Error as exc:
                 raise StoreError(f"read from {self.location} failed: {exc}") from exc
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[QmarkConnection]:
+        with self._read() as conn:
+            yield QmarkConnection(conn)
 
     @contextmanager
     def _searching(self, flt: SearchFilter) -> Iterator[psycopg.Connection[Any]]:
@@ -286,19 +290,6 @@ class PostgresStore(Closing):
     def has_tables(self, *names: str) -> bool:
         """Every table of this store comes from its migrations."""
         return True
-
-    def get_meta(self, key: str) -> Any:
-        with self.reading() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def set_meta(self, key: str, value: Any) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, json.dumps(value)),
-            )
 
     def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
         """``(generation, value)`` of the stored directory, or ``None`` when its row's
@@ -413,26 +404,11 @@ class PostgresStore(Closing):
             insert_acl(QmarkConnection(conn), doc_key, document.acl)
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
-                    "origin, length, terms, tfs, embedding) "
+                    f"INSERT INTO chunks ({CHUNK_COLUMNS}, length, terms, tfs, embedding) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [
-                        (
-                            c.chunk_id,
-                            doc_key,
-                            c.ordinal,
-                            c.text,
-                            c.locator,
-                            int(c.sensitivity),
-                            c.origin,
-                            length,
-                            terms,
-                            tfs,
-                            embedding,
-                        )
-                        for c, (length, terms, tfs), embedding in zip(
-                            chunks, analysed, embeddings, strict=True
-                        )
+                        (*chunk_row(doc_key, c), *analysis, embedding)
+                        for c, analysis, embedding in zip(chunks, analysed, embeddings, strict=True)
                     ],
                 )
                 cur.executemany(
@@ -451,72 +427,31 @@ class PostgresStore(Closing):
         with self._writing() as conn:
             return self._delete_in(conn, doc_id)
 
-    def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
-        with self.transaction() as db:
-            return replace_acl(db, doc_id, acl, lock="FOR UPDATE")
-
-    def set_acls(
-        self,
-        acls: Mapping[str, frozenset[str]],
-        *,
-        synced: tuple[str, datetime] | None = None,
-        extra: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> list[str]:
-        """Replace many ACLs in one transaction (see :meth:`SQLiteStore.set_acls`)."""
-        missing: list[str] = []
-        with self._writing() as conn:
-            db = QmarkConnection(conn)
-            for doc_id, acl in acls.items():
-                if not replace_acl(db, doc_id, acl, lock="FOR UPDATE"):
-                    missing.append(doc_id)
-            for doc_id, patch in (extra or {}).items():
-                row = conn.execute(
-                    "SELECT extra FROM documents WHERE doc_id = %s FOR UPDATE", (doc_id,)
-                ).fetchone()
-                if row is not None:
-                    merged = merge_patch(json.loads(row[0]), json.loads(json.dumps(dict(patch))))
-                    conn.execute(
-                        "UPDATE documents SET extra = %s WHERE doc_id = %s",
-                        (json.dumps(merged, separators=(",", ":")), doc_id),
-                    )
-            if synced is not None:
-                record_acl_sync(db, *synced)
-        return missing
-
-    def record_acl_sync(self, corpus: str, at: datetime) -> None:
-        with self.transaction() as db:
-            record_acl_sync(db, corpus, at)
-
-    def last_acl_syncs(self) -> dict[str, datetime]:
-        with self._read() as conn:
-            rows = conn.execute("SELECT corpus, last_acl_sync FROM corpus_sync").fetchall()
-        return {str(c): datetime.fromtimestamp(t, UTC) for c, t in rows}
-
-    # ------------------------------------------------------------------ reads
+    def _merge_extra(self, db: SqlConnection, doc_id: str, patch: Mapping[str, Any]) -> None:
+        """Merged in Python: PostgreSQL has no JSON merge patch."""
+        row = db.execute(
+            "SELECT extra FROM documents WHERE doc_id = ? FOR UPDATE", (doc_id,)
+        ).fetchone()
+        if row is not None:
+            merged = merge_patch(json.loads(row[0]), json.loads(json.dumps(dict(patch))))
+            db.execute(
+                "UPDATE documents SET extra = ? WHERE doc_id = ?",
+                (json.dumps(merged, separators=(",", ":")), doc_id),
+            )
 
     @staticmethod
-    def _documents_where(
-        conn: psycopg.Connection[Any], where: str, params: Sequence[Any]
-    ) -> list[Document]:
-        rows = conn.execute(
-            f"SELECT key, {DOC_COLUMNS}, ARRAY(SELECT principal FROM doc_acl a "
-            f"WHERE a.doc_key = documents.key) FROM documents {where}",
-            tuple(params),
-        ).fetchall()
-        return [document_from_row(r[1:-1], frozenset(r[-1])) for r in rows]
+    def _in(column: str) -> str:
+        return f"{column} = ANY (?::text[])"
 
-    def get_document(self, doc_id: str) -> Document | None:
-        with self._read() as conn:
-            docs = self._documents_where(conn, "WHERE doc_id = %s", (doc_id,))
-        return docs[0] if docs else None
+    @staticmethod
+    def _list(values: Sequence[str]) -> list[str]:
+        return list(values)
 
-    def list_documents(self, corpus: str | None = None) -> list[Document]:
-        with self._read() as conn:
-            if corpus is None:
-                return self._documents_where(conn, 'ORDER BY doc_id COLLATE "C"', ())
-            return self._documents_where(
-                conn, 'WHERE corpus = %s ORDER BY doc_id COLLATE "C"', (corpus,)
-            )
+    @staticmethod
+    def _acl(value: list[str]) -> frozenset[str]:
+        return frozenset(value)
+
+    # ------------------------------------------------------------------ reads
 
     def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
         """A document's stored vectors keyed by chunk text, to reuse when only metadata changed."""
@@ -541,37 +476,6 @@ class PostgresStore(Closing):
                 "SELECT corpus FROM found WHERE corpus IS NOT NULL"
             ).fetchall()
         return sorted(str(r[0]) for r in rows)
-
-    def content_hash(self, doc_id: str) -> str | None:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT content_hash FROM documents WHERE doc_id = %s", (doc_id,)
-            ).fetchone()
-        return None if row is None else str(row[0])
-
-    def get_chunks(self, doc_id: str) -> list[Chunk]:
-        with self._read() as conn:
-            rows = conn.execute(
-                f"{CHUNK_SELECT} WHERE d.doc_id = %s ORDER BY c.ordinal", (doc_id,)
-            ).fetchall()
-        return [chunk_from_row(r) for r in rows]
-
-    def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
-        """Chunks with their documents, in the order asked (ids a search returned)."""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"{CHUNK_SELECT} WHERE c.chunk_id = ANY (%s::text[])", (list(chunk_ids),)
-            ).fetchall()
-            chunks = {r[0]: chunk_from_row(r) for r in rows}
-            docs = {
-                d.doc_id: d
-                for d in self._documents_where(
-                    conn,
-                    "WHERE doc_id = ANY (%s::text[])",
-                    (sorted({c.doc_id for c in chunks.values()}),),
-                )
-            }
-        return [(chunks[c], docs[chunks[c].doc_id]) for c in chunk_ids if c in chunks]
 
     # ------------------------------------------------------------------ filtered search
 
@@ -678,10 +582,6 @@ class PostgresStore(Closing):
         df = {wanted[int(o) - 1]: int(d) for _, o, d in rows if o is not None and d}
         return TermStatistics(n, df)
 
-    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""
-        return self.retrieve(query, None, flt, k).lexical
-
     def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """Cosine top-k of the allowed chunks that have a vector."""
         if k <= 0 or not flt.principals:
@@ -692,57 +592,18 @@ class PostgresStore(Closing):
 
     # ------------------------------------------------------------------ facts
 
-    def query_facts(
-        self,
-        flt: SearchFilter,
-        *,
-        metric: str | None = None,
-        entity: str | None = None,
-        period: str | None = None,
-        channel: str | None = None,
-    ) -> list[tuple[Fact, Document]]:
-        """Facts matching every given slot, each with its document, filtered inside the
-        query by the same SQL as search and, as the reading role, by the row policies."""
-        if not flt.principals:
-            return []
+    def _allowed_facts(
+        self, flt: SearchFilter, slots: Mapping[str, str]
+    ) -> tuple[list[Any], dict[str, Document]]:
+        """Filtered by the same SQL as search and, as the reading role, by the row
+        policies; the documents are read as the writer."""
         sql, params = pg_search.allowed(flt)
-        where: list[str] = []
-        for column, value in (
-            ("metric", metric),
-            ("entity", entity),
-            ("period", period),
-            ("channel", channel),
-        ):
-            if value is not None:
-                where.append(f"f.{column} = %(slot_{column})s")
-                params[f"slot_{column}"] = value
-        query = (
-            f"WITH allowed AS MATERIALIZED ({sql}) {FACT_SELECT} "
-            "JOIN allowed a ON a.key = f.doc_key"
-        )
-        if where:
-            query += " WHERE " + " AND ".join(where)
-        query += " ORDER BY f.id"
+        query = allowed_facts_sql(sql, "key", [f"f.{c} = %(slot_{c})s" for c in slots])
+        params.update({f"slot_{column}": value for column, value in slots.items()})
         with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
             rows = conn.execute(query, params).fetchall()
-        ids = sorted({str(r[0]) for r in rows})
-        with self._read() as conn:
-            docs = {
-                d.doc_id: d
-                for d in self._documents_where(conn, "WHERE doc_id = ANY (%s::text[])", (ids,))
-            }
-        return [(fact_from_row(r), docs[str(r[0])]) for r in rows if str(r[0]) in docs]
-
-    def list_facts(self, doc_id: str | None = None) -> list[Fact]:
-        """Every stored fact (or one document's), unfiltered: for operators only."""
-        with self._read() as conn:
-            if doc_id is None:
-                rows = conn.execute(f'{FACT_SELECT} ORDER BY d.doc_id COLLATE "C", f.id').fetchall()
-            else:
-                rows = conn.execute(
-                    f"{FACT_SELECT} WHERE d.doc_id = %s ORDER BY f.id", (doc_id,)
-                ).fetchall()
-        return [fact_from_row(r) for r in rows]
+        with self._snapshot() as db:
+            return rows, self._documents_by_id(db, sorted({str(r[0]) for r in rows}))
 
     def database_admits_faq(
         self, entry_id: str, principals: frozenset[str], ceiling: Sensitivity

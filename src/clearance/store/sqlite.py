@@ -30,26 +30,31 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from clearance.analysis import document_terms, search_terms
 from clearance.errors import StoreError
-from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
-from clearance.store.rows import (
-    CHUNK_SELECT,
-    DOC_COLUMNS,
-    FACT_SELECT,
-    check_upsert,
-    chunk_from_row,
-    document_from_row,
-    document_row,
-    fact_from_row,
+from clearance.store.base import (
+    Retrieved,
+    SearchFilter,
+    SqlConnection,
+    StoreStats,
+    TermStatistics,
+    Vector,
 )
-from clearance.store.writes import insert_acl, insert_facts, record_acl_sync, replace_acl
+from clearance.store.rows import (
+    CHUNK_COLUMNS,
+    DOC_COLUMNS,
+    SqlStore,
+    allowed_facts_sql,
+    check_upsert,
+    chunk_row,
+    document_row,
+    insert_acl,
+    insert_facts,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -240,8 +245,6 @@ _LOG_KEPT = 300_000
 _PATCH_TOUCHED = 0.2
 _PATCH_DEAD = 0.25
 
-_DOC_COLUMNS = DOC_COLUMNS
-
 
 class _Analysed(NamedTuple):
     """Texts analysed for the term index, before any transaction (analysis is most of the
@@ -339,7 +342,7 @@ def _consistent(
     return read
 
 
-class SQLiteStore(Closing):
+class SQLiteStore(SqlStore):
     """The embedded :class:`~clearance.store.base.Store` implementation.
 
     Readers never wait for a writer: opening an index that is already current only reads
@@ -348,6 +351,11 @@ class SQLiteStore(Closing):
     :class:`StoreError` saying the index is busy."""
 
     dialect = "sqlite"
+    _BY_DOC_ID = "doc_id"
+    _ACL_COLUMN = (
+        "(SELECT json_group_array(principal) FROM doc_acl a WHERE a.doc_key = documents.key)"
+    )
+    _ROW_LOCK = ""
 
     def __init__(
         self,
@@ -634,10 +642,6 @@ class SQLiteStore(Closing):
             ).fetchone()[0]
         return int(found) == len(set(names))
 
-    def set_corpus_slas(self, slas: Mapping[str, float]) -> None:
-        """Nothing to record: freshness is enforced by the application's filter alone here
-        (the PostgreSQL store also checks it in the database)."""
-
     def database_admits_faq(
         self, entry_id: str, principals: frozenset[str], ceiling: Sensitivity
     ) -> bool:
@@ -647,18 +651,6 @@ class SQLiteStore(Closing):
     def _meta_raw(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
-
-    @_consistent
-    def get_meta(self, key: str) -> Any:
-        raw = self._meta_raw(key)
-        return None if raw is None else json.loads(raw)
-
-    def set_meta(self, key: str, value: Any) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, json.dumps(value)),
-            )
 
     @_consistent
     def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
@@ -753,7 +745,7 @@ class SQLiteStore(Closing):
                     f"the index holds {row[0] // 4}-dimensional ones"
                 )
             cur = db.execute(
-                f"INSERT INTO documents ({_DOC_COLUMNS}, ingested_at) "
+                f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*document_values, time.time()),
             )
@@ -761,20 +753,8 @@ class SQLiteStore(Closing):
             assert doc_key is not None  # an INSERT into a rowid table
             insert_acl(db, doc_key, document.acl)
             db.executemany(
-                "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
-                "origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        c.chunk_id,
-                        doc_key,
-                        c.ordinal,
-                        c.text,
-                        c.locator,
-                        int(c.sensitivity),
-                        c.origin,
-                    )
-                    for c in chunks
-                ],
+                f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [chunk_row(doc_key, c) for c in chunks],
             )
             key_of = dict(
                 db.execute("SELECT chunk_id, id FROM chunks WHERE doc_key = ?", (doc_key,))
@@ -809,77 +789,25 @@ class SQLiteStore(Closing):
             self._prune_log(db)
             return deleted
 
-    def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
-        with self.transaction() as db:
-            return replace_acl(db, doc_id, acl)
+    def _merge_extra(self, db: SqlConnection, doc_id: str, patch: Mapping[str, Any]) -> None:
+        db.execute(
+            "UPDATE documents SET extra = json_patch(extra, ?) WHERE doc_id = ?",
+            (json.dumps(dict(patch)), doc_id),
+        )
 
-    def set_acls(
-        self,
-        acls: Mapping[str, frozenset[str]],
-        *,
-        synced: tuple[str, datetime] | None = None,
-        extra: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> list[str]:
-        """Replace many ACLs in one transaction, optionally recording ``(corpus, time)`` as
-        that corpus's successful ACL sync in the same transaction. Returns unknown doc ids.
+    @staticmethod
+    def _in(column: str) -> str:
+        return f"{column} IN (SELECT value FROM json_each(?))"
 
-        ``extra`` merges keys into documents' ``extra`` in the same transaction (a ``None``
-        value removes the key): what a sync notes beside an ACL, such as why it is empty."""
-        missing: list[str] = []
-        with self.transaction() as db:
-            for doc_id, acl in acls.items():
-                if not replace_acl(db, doc_id, acl):
-                    missing.append(doc_id)
-            for doc_id, patch in (extra or {}).items():
-                db.execute(
-                    "UPDATE documents SET extra = json_patch(extra, ?) WHERE doc_id = ?",
-                    (json.dumps(dict(patch)), doc_id),
-                )
-            if synced is not None:
-                record_acl_sync(db, *synced)
-        return missing
+    @staticmethod
+    def _list(values: Sequence[str]) -> str:
+        return json.dumps(list(values))
 
-    def record_acl_sync(self, corpus: str, at: datetime) -> None:
-        with self.transaction() as db:
-            record_acl_sync(db, corpus, at)
-
-    @_consistent
-    def last_acl_syncs(self) -> dict[str, datetime]:
-        rows = self._db.execute("SELECT corpus, last_acl_sync FROM corpus_sync").fetchall()
-        return {str(c): datetime.fromtimestamp(t, UTC) for c, t in rows}
+    @staticmethod
+    def _acl(value: str) -> frozenset[str]:
+        return frozenset(json.loads(value))
 
     # ------------------------------------------------------------------ reads
-
-    def _document(self, row: Sequence[Any], acl: frozenset[str]) -> Document:
-        return document_from_row(row, acl)
-
-    def _acls(self, doc_keys: Sequence[int]) -> dict[int, frozenset[str]]:
-        out: dict[int, set[str]] = {k: set() for k in doc_keys}
-        rows = self._db.execute(
-            "SELECT doc_key, principal FROM doc_acl WHERE doc_key IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(doc_keys)),),
-        ).fetchall()
-        for key, principal in rows:
-            out[key].add(principal)
-        return {k: frozenset(v) for k, v in out.items()}
-
-    def _documents_where(self, where: str, params: Sequence[Any]) -> list[Document]:
-        rows = self._db.execute(
-            f"SELECT key, {_DOC_COLUMNS} FROM documents {where}", tuple(params)
-        ).fetchall()
-        acls = self._acls([r[0] for r in rows])
-        return [self._document(r[1:], acls[r[0]]) for r in rows]
-
-    @_consistent
-    def get_document(self, doc_id: str) -> Document | None:
-        docs = self._documents_where("WHERE doc_id = ?", (doc_id,))
-        return docs[0] if docs else None
-
-    @_consistent
-    def list_documents(self, corpus: str | None = None) -> list[Document]:
-        if corpus is None:
-            return self._documents_where("ORDER BY doc_id", ())
-        return self._documents_where("WHERE corpus = ? ORDER BY doc_id", (corpus,))
 
     @_consistent
     def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
@@ -903,40 +831,6 @@ class SQLiteStore(Closing):
             rows = self._db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
             cached = self._corpora = (generation, tuple(str(r[0]) for r in rows))
         return list(cached[1])
-
-    @_consistent
-    def content_hash(self, doc_id: str) -> str | None:
-        row = self._db.execute(
-            "SELECT content_hash FROM documents WHERE doc_id = ?", (doc_id,)
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    @staticmethod
-    def _chunk(row: Sequence[Any]) -> Chunk:
-        return chunk_from_row(row)
-
-    @_consistent
-    def get_chunks(self, doc_id: str) -> list[Chunk]:
-        rows = self._db.execute(
-            f"{CHUNK_SELECT} WHERE d.doc_id = ? ORDER BY c.ordinal", (doc_id,)
-        ).fetchall()
-        return [self._chunk(r) for r in rows]
-
-    @_consistent
-    def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
-        rows = self._db.execute(
-            f"{CHUNK_SELECT} WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(chunk_ids)),),
-        ).fetchall()
-        chunks = {r[0]: self._chunk(r) for r in rows}
-        docs = {
-            d.doc_id: d
-            for d in self._documents_where(
-                "WHERE doc_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(sorted({c.doc_id for c in chunks.values()})),),
-            )
-        }
-        return [(chunks[c], docs[chunks[c].doc_id]) for c in chunk_ids if c in chunks]
 
     # ------------------------------------------------------------------ filtered search
 
@@ -1175,10 +1069,6 @@ class SQLiteStore(Closing):
                     df[term] = count
         return TermStatistics(int(np.count_nonzero(mask)), df)
 
-    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""
-        return self.retrieve(query, None, flt, k).lexical
-
     def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """Exact cosine top-k of the allowed chunks that have a vector."""
         if k <= 0 or not flt.principals:
@@ -1188,67 +1078,19 @@ class SQLiteStore(Closing):
 
     # ------------------------------------------------------------------ facts
 
-    @staticmethod
-    def _fact(row: Sequence[Any]) -> Fact:
-        return fact_from_row(row)
-
-    @_consistent
-    def query_facts(
-        self,
-        flt: SearchFilter,
-        *,
-        metric: str | None = None,
-        entity: str | None = None,
-        period: str | None = None,
-        channel: str | None = None,
-    ) -> list[tuple[Fact, Document]]:
-        """Facts matching every given slot, each with its document, filtered *inside the
-        query* by the same ``_allowed`` SQL as chunk search: a fact is visible exactly where
-        its document is (its sensitivity and ACL are its document's). Storage order."""
-        if not flt.principals:
-            return []
+    def _allowed_facts(
+        self, flt: SearchFilter, slots: Mapping[str, str]
+    ) -> tuple[list[Any], dict[str, Document]]:
+        """Filtered by the same ``_allowed`` SQL as chunk search, in one snapshot with the
+        documents."""
         allowed, params = self._allowed(flt)
-        where: list[str] = []
-        args: list[Any] = []
-        for column, value in (
-            ("metric", metric),
-            ("entity", entity),
-            ("period", period),
-            ("channel", channel),
-        ):
-            if value is not None:
-                where.append(f"f.{column} = ?")
-                args.append(value)
-        sql = (
-            f"WITH allowed AS MATERIALIZED ({allowed}) {FACT_SELECT} "
-            "JOIN allowed a ON a.doc_key = f.doc_key"
-        )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY f.id"
-        try:
-            rows = self._db.execute(sql, [*params, *args]).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"fact query failed: {exc}") from exc
-        ids = sorted({str(r[0]) for r in rows})
-        docs = {
-            d.doc_id: d
-            for d in self._documents_where(
-                "WHERE doc_id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
-            )
-        }
-        return [(self._fact(r), docs[str(r[0])]) for r in rows if str(r[0]) in docs]
-
-    @_consistent
-    def list_facts(self, doc_id: str | None = None) -> list[Fact]:
-        """Every stored fact (or one document's), unfiltered: for operators only."""
-        if doc_id is None:
-            rows = self._db.execute(f"{FACT_SELECT} ORDER BY d.doc_id, f.id").fetchall()
-        else:
-            rows = self._db.execute(
-                f"{FACT_SELECT} WHERE d.doc_id = ? ORDER BY f.id", (doc_id,)
-            ).fetchall()
-        return [self._fact(r) for r in rows]
+        sql = allowed_facts_sql(allowed, "doc_key", [f"f.{column} = ?" for column in slots])
+        with self._snapshot() as db:
+            try:
+                rows = db.execute(sql, [*params, *slots.values()]).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"fact query failed: {exc}") from exc
+            return rows, self._documents_by_id(db, sorted({str(r[0]) for r in rows}))
 
     # ------------------------------------------------------------------ end facts
 
