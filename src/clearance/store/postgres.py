@@ -22,7 +22,8 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,6 @@ from clearance.store.base import (
     Retrieved,
     SearchFilter,
     SqlConnection,
-    StoreStats,
     TermStatistics,
     Vector,
 )
@@ -62,6 +62,7 @@ __all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
 _DIRECTORY_META = "directory"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VectorPlan:
     """Whether vector search may use the HNSW index, when, and how far its iterative scan
     may go.
@@ -74,18 +75,10 @@ class VectorPlan:
     ``max_scan_tuples`` rows to expect ``k`` allowed ones, the exact plan runs anyway: it
     is then both cheaper and exact."""
 
-    def __init__(
-        self,
-        *,
-        approximate: bool = False,
-        exact_below: int = 20_000,
-        ef_search: int = 100,
-        max_scan_tuples: int = 50_000,
-    ) -> None:
-        self.approximate = approximate
-        self.exact_below = exact_below
-        self.ef_search = ef_search
-        self.max_scan_tuples = max_scan_tuples
+    approximate: bool = False
+    exact_below: int = 20_000
+    ef_search: int = 100
+    max_scan_tuples: int = 50_000
 
     def exact(self, allowed: int, total: int, k: int) -> bool:
         if not self.approximate or allowed <= self.exact_below or allowed <= k:
@@ -98,6 +91,10 @@ def _analysed(text: str) -> tuple[int, list[str], list[int]]:
     found = document_terms(text)
     counts = sorted(Counter(found).items())
     return len(found), [t for t, _ in counts], [n for _, n in counts]
+
+
+def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
+    return [(str(c), float(s)) for c, s in rows]
 
 
 def _safe_dsn(dsn: str) -> str:
@@ -125,7 +122,8 @@ class PostgresStore(SqlStore):
     environment, never from the settings file)."""
 
     dialect = "postgres"
-    _BY_DOC_ID = 'doc_id COLLATE "C"'
+    _COLLATE = ' COLLATE "C"'
+    _VECTOR_COUNT = "SELECT count(*) FROM chunks WHERE embedding IS NOT NULL"
     _ACL_COLUMN = "ARRAY(SELECT principal FROM doc_acl a WHERE a.doc_key = documents.key)"
     _ROW_LOCK = "FOR UPDATE"
 
@@ -233,24 +231,26 @@ class PostgresStore(SqlStore):
             yield QmarkConnection(conn)
 
     @contextmanager
-    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
-        with self._writer.connection() as conn:
+    def _in_transaction(
+        self, pool: ConnectionPool[psycopg.Connection[Any]], doing: str, *, read_only: bool
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction on a connection of ``pool`` (a read-only snapshot with
+        ``read_only``); a database error fails it as a :class:`StoreError` naming ``doing``."""
+        with pool.connection() as conn:
             try:
                 with conn.transaction():
+                    if read_only:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     yield conn
             except psycopg.Error as exc:
-                raise StoreError(f"write to {self.location} failed: {exc}") from exc
+                raise StoreError(f"{doing} {self.location} failed: {exc}") from exc
 
-    @contextmanager
-    def _read(self) -> Iterator[psycopg.Connection[Any]]:
+    def _writing(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._in_transaction(self._writer, "write to", read_only=False)
+
+    def _read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """An operator's consistent read of several tables, as the writer."""
-        with self._writer.connection() as conn:
-            try:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield conn
-            except psycopg.Error as exc:
-                raise StoreError(f"read from {self.location} failed: {exc}") from exc
+        return self._in_transaction(self._writer, "read from", read_only=True)
 
     @contextmanager
     def _snapshot(self) -> Iterator[QmarkConnection]:
@@ -274,18 +274,13 @@ class PostgresStore(SqlStore):
     ) -> Iterator[psycopg.Connection[Any]]:
         """A read-only snapshot as the reading role, with the caller's principal set and
         ceiling set for this transaction only: what the row-level policies admit."""
-        with self._reader.connection() as conn:
-            try:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    conn.execute(
-                        "SELECT set_config('clearance.principals', %s, true), "
-                        "set_config('clearance.ceiling', %s, true)",
-                        (json.dumps(sorted(principals)), str(int(ceiling))),
-                    )
-                    yield conn
-            except psycopg.Error as exc:
-                raise StoreError(f"search in {self.location} failed: {exc}") from exc
+        with self._in_transaction(self._reader, "search in", read_only=True) as conn:
+            conn.execute(
+                "SELECT set_config('clearance.principals', %s, true), "
+                "set_config('clearance.ceiling', %s, true)",
+                (json.dumps(sorted(principals)), str(int(ceiling))),
+            )
+            yield conn
 
     def has_tables(self, *names: str) -> bool:
         """Every table of this store comes from its migrations."""
@@ -511,7 +506,7 @@ class PostgresStore(SqlStore):
         if not terms:
             return []
         rows = conn.execute(pg_search.bm25_sql(sql), {**params, "terms": terms, "k": k}).fetchall()
-        return [(str(c), float(s)) for c, s in rows]
+        return _ranked(rows)
 
     def _vector(
         self,
@@ -534,7 +529,7 @@ class PostgresStore(SqlStore):
             if found is not None:
                 return found
         rows = conn.execute(pg_search.exact_vector_sql(sql), args).fetchall()
-        return [(str(c), float(s)) for c, s in rows]
+        return _ranked(rows)
 
     def _hnsw(
         self,
@@ -566,7 +561,7 @@ class PostgresStore(SqlStore):
         # The scan stopped before k allowed rows: rank the allowed rows exactly.
         if len(rows) < min(k, allowed):
             return None
-        return [(str(c), float(s)) for c, s in rows]
+        return _ranked(rows)
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
         """Allowed-chunk count and document frequencies, from the same SQL as BM25."""
@@ -618,30 +613,5 @@ class PostgresStore(SqlStore):
 
     # ------------------------------------------------------------------ status
 
-    def stats(self) -> StoreStats:
-        with self._read() as conn:
-            by_corpus = dict(
-                conn.execute(
-                    'SELECT corpus COLLATE "C", count(*) FROM documents GROUP BY 1 ORDER BY 1'
-                ).fetchall()
-            )
-            by_sens = {
-                Sensitivity(s).name: int(n)
-                for s, n in conn.execute(
-                    "SELECT sensitivity, count(*) FROM documents GROUP BY 1"
-                ).fetchall()
-            }
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
-                "(SELECT count(*) FROM chunks WHERE embedding IS NOT NULL), "
-                "pg_database_size(current_database())"
-            ).fetchone()
-        assert row is not None
-        return StoreStats(
-            documents=int(row[0]),
-            chunks=int(row[1]),
-            vectors=int(row[2]),
-            by_corpus={str(c): int(n) for c, n in by_corpus.items()},
-            by_sensitivity=by_sens,
-            size_bytes=int(row[3]),
-        )
+    def _size_bytes(self, db: SqlConnection) -> int:
+        return int(db.execute("SELECT pg_database_size(current_database())").fetchone()[0])

@@ -21,7 +21,7 @@ from typing import Any
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.store.base import Retrieved, SearchFilter, SqlConnection, Vector
+from clearance.store.base import Retrieved, SearchFilter, SqlConnection, StoreStats, Vector
 
 __all__ = [
     "CHUNK_SELECT",
@@ -274,8 +274,10 @@ class SqlStore(Closing, ABC):
 
     #: ``"sqlite"`` or ``"postgres"``.
     dialect: str
-    #: How ``ORDER BY`` spells document ids in code point order.
-    _BY_DOC_ID: str
+    #: What orders text in code point order (after a column or expression).
+    _COLLATE: str
+    #: A query of the number of stored vectors.
+    _VECTOR_COUNT: str
     #: A document's ACL as one column of a ``FROM documents`` query.
     _ACL_COLUMN: str
     #: The row lock an ACL writer takes on its document.
@@ -304,6 +306,10 @@ class SqlStore(Closing, ABC):
     @abstractmethod
     def _acl(value: Any) -> frozenset[str]:
         """The ACL from the value of :attr:`_ACL_COLUMN`."""
+
+    @abstractmethod
+    def _size_bytes(self, db: SqlConnection) -> int:
+        """How much room the index takes."""
 
     @abstractmethod
     def _merge_extra(self, db: SqlConnection, doc_id: str, patch: Mapping[str, Any]) -> None:
@@ -393,9 +399,9 @@ class SqlStore(Closing, ABC):
     def list_documents(self, corpus: str | None = None) -> list[Document]:
         with self._snapshot() as db:
             if corpus is None:
-                return self._documents_where(db, f"ORDER BY {self._BY_DOC_ID}", ())
+                return self._documents_where(db, f"ORDER BY doc_id{self._COLLATE}", ())
             return self._documents_where(
-                db, f"WHERE corpus = ? ORDER BY {self._BY_DOC_ID}", (corpus,)
+                db, f"WHERE corpus = ? ORDER BY doc_id{self._COLLATE}", (corpus,)
             )
 
     def content_hash(self, doc_id: str) -> str | None:
@@ -426,13 +432,35 @@ class SqlStore(Closing, ABC):
         """Every stored fact (or one document's), unfiltered: for operators only."""
         with self._snapshot() as db:
             if doc_id is None:
-                sql = f"{FACT_SELECT} ORDER BY d.{self._BY_DOC_ID}, f.id"
+                sql = f"{FACT_SELECT} ORDER BY d.doc_id{self._COLLATE}, f.id"
                 rows = db.execute(sql).fetchall()
             else:
                 rows = db.execute(
                     f"{FACT_SELECT} WHERE d.doc_id = ? ORDER BY f.id", (doc_id,)
                 ).fetchall()
         return [fact_from_row(r) for r in rows]
+
+    def stats(self) -> StoreStats:
+        with self._snapshot() as db:
+            by_corpus = db.execute(
+                f"SELECT corpus{self._COLLATE}, count(*) FROM documents GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+            by_sensitivity = db.execute(
+                "SELECT sensitivity, count(*) FROM documents GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+            documents, chunks, vectors = db.execute(
+                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
+                f"({self._VECTOR_COUNT})"
+            ).fetchone()
+            size = self._size_bytes(db)
+        return StoreStats(
+            documents=int(documents),
+            chunks=int(chunks),
+            vectors=int(vectors),
+            by_corpus={str(c): int(n) for c, n in by_corpus},
+            by_sensitivity={Sensitivity(s).name: int(n) for s, n in by_sensitivity},
+            size_bytes=size,
+        )
 
     # ------------------------------------------------------------------ facts
 

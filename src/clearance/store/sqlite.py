@@ -40,7 +40,6 @@ from clearance.store.base import (
     Retrieved,
     SearchFilter,
     SqlConnection,
-    StoreStats,
     TermStatistics,
     Vector,
 )
@@ -351,7 +350,8 @@ class SQLiteStore(SqlStore):
     :class:`StoreError` saying the index is busy."""
 
     dialect = "sqlite"
-    _BY_DOC_ID = "doc_id"
+    _COLLATE = ""
+    _VECTOR_COUNT = "SELECT count(*) FROM vectors"
     _ACL_COLUMN = (
         "(SELECT json_group_array(principal) FROM doc_acl a WHERE a.doc_key = documents.key)"
     )
@@ -414,12 +414,7 @@ class SQLiteStore(SqlStore):
 
         Raises for a schema this release does not know, before anything is written: an
         index written by a newer release is left exactly as it is."""
-        found = self._schema_version()
-        if found not in (None, 1, SCHEMA_VERSION):
-            raise StoreError(
-                f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
-            )
-        if found != SCHEMA_VERSION:
+        if self._known_schema_version() != SCHEMA_VERSION:
             return False
         objects = dict(self._db.execute("SELECT name, sql FROM sqlite_master").fetchall())
         generations = self._db.execute(
@@ -438,12 +433,7 @@ class SQLiteStore(SqlStore):
         never left half-migrated. Every step is idempotent, and the file is checked again
         once the lock is held: another process may have prepared it meanwhile."""
         with self.transaction() as db:
-            found = self._schema_version()
-            if found not in (None, 1, SCHEMA_VERSION):
-                raise StoreError(
-                    f"{self.path}: index schema {found} is not supported "
-                    f"(expected {SCHEMA_VERSION})"
-                )
+            found = self._known_schema_version()
             for statement in _SCHEMA_STATEMENTS:
                 db.execute(statement)
             self._install_triggers(db)
@@ -475,6 +465,15 @@ class SQLiteStore(SqlStore):
             return None
         raw = self._meta_raw("schema_version")
         return None if raw is None else json.loads(raw)
+
+    def _known_schema_version(self) -> Any:
+        """:meth:`_schema_version`, refused unless this release can open or migrate it."""
+        found = self._schema_version()
+        if found not in (None, 1, SCHEMA_VERSION):
+            raise StoreError(
+                f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
+            )
+        return found
 
     def _busy(self) -> StoreError:
         return StoreError(
@@ -637,8 +636,8 @@ class SQLiteStore(SqlStore):
         use, through :meth:`transaction`)."""
         with self.reading() as db:
             found = db.execute(
-                "SELECT count(*) FROM sqlite_master WHERE name IN (SELECT value FROM json_each(?))",
-                (json.dumps(sorted(set(names))),),
+                f"SELECT count(*) FROM sqlite_master WHERE {self._in('name')}",
+                (self._list(sorted(set(names))),),
             ).fetchone()[0]
         return int(found) == len(set(names))
 
@@ -688,6 +687,15 @@ class SQLiteStore(SqlStore):
         self._vocabulary = vocabulary
         return vocabulary
 
+    @staticmethod
+    def _term_ids(db: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+        """The dictionary's ids of those of ``terms`` it holds."""
+        rows = db.execute(
+            "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(terms)),),
+        )
+        return dict(rows.fetchall())
+
     def _write_terms(self, db: sqlite3.Connection, keys: Sequence[int], texts: _Analysed) -> None:
         """Index analysed texts under their chunk keys, adding new terms to the dictionary;
         call inside a transaction."""
@@ -697,12 +705,7 @@ class SQLiteStore(SqlStore):
         new = [term for term in texts.distinct if term not in vocabulary]
         if new:
             db.executemany("INSERT INTO terms (term) VALUES (?)", [(term,) for term in new])
-            vocabulary.update(
-                db.execute(
-                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-                    (json.dumps(new),),
-                )
-            )
+            vocabulary.update(self._term_ids(db, new))
         ids = np.fromiter(
             (vocabulary[term] for term in texts.distinct), np.int64, len(texts.distinct)
         )
@@ -973,12 +976,7 @@ class SQLiteStore(SqlStore):
         if not terms:
             return []
         with self._lock:
-            found = dict(
-                self._db.execute(
-                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-                    (json.dumps(terms),),
-                ).fetchall()
-            )
+            found = self._term_ids(self._db, terms)
         ids = [found[t] for t in terms if t in found]
         return [(content.chunk_ids[p], s) for p, s in bm25_top_k(content, ids, mask, k)]
 
@@ -1054,12 +1052,7 @@ class SQLiteStore(SqlStore):
         content, access = self._indexes(vectors=False)
         mask = access.chunk_mask(flt, content)
         with self._lock:
-            found = dict(
-                self._db.execute(
-                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-                    (json.dumps(wanted),),
-                ).fetchall()
-            )
+            found = self._term_ids(self._db, wanted)
         df: dict[str, int] = {}
         for term in wanted:
             if term in found:
@@ -1096,26 +1089,9 @@ class SQLiteStore(SqlStore):
 
     # ------------------------------------------------------------------ status
 
-    @_consistent
-    def stats(self) -> StoreStats:
-        db = self._db
-        by_corpus = dict(db.execute("SELECT corpus, COUNT(*) FROM documents GROUP BY corpus"))
-        by_sens = {
-            Sensitivity(s).name: n
-            for s, n in db.execute("SELECT sensitivity, COUNT(*) FROM documents GROUP BY 1")
-        }
-        size = 0
-        if str(self.path) != ":memory:":
-            size = sum(
-                p.stat().st_size
-                for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
-                if p.exists()
-            )
-        return StoreStats(
-            documents=db.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
-            chunks=db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0],
-            vectors=db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0],
-            by_corpus=by_corpus,
-            by_sensitivity=by_sens,
-            size_bytes=size,
-        )
+    def _size_bytes(self, db: SqlConnection) -> int:
+        """The file's size with its write-ahead log and shared memory."""
+        if str(self.path) == ":memory:":
+            return 0
+        files = (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
+        return sum(p.stat().st_size for p in files if p.exists())
