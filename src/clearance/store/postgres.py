@@ -32,7 +32,7 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
-from clearance.analysis import document_terms, search_terms
+from clearance.analysis import document_terms
 from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store import pg_schema, pg_search
@@ -55,6 +55,7 @@ from clearance.store.rows import (
     insert_acl,
     insert_facts,
     merge_patch,
+    refuse_other_width,
 )
 
 __all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
@@ -358,12 +359,8 @@ class PostgresStore(SqlStore):
         *,
         facts: Sequence[Fact] = (),
     ) -> None:
-        dims = check_upsert(document, chunks, vectors, facts)
+        width, embeddings = check_upsert(document, chunks, vectors, facts)
         analysed = [_analysed(f"{document.title}\n{chunk.text}") for chunk in chunks]
-        embeddings = [
-            None if v is None else np.ascontiguousarray(v, dtype=np.float32).reshape(-1)
-            for v in (vectors if vectors is not None else [None] * len(chunks))
-        ]
         levels: dict[int, list[int]] = {}
         for chunk, (length, _, _) in zip(chunks, analysed, strict=True):
             level = levels.setdefault(int(chunk.sensitivity), [0, 0])
@@ -375,18 +372,12 @@ class PostgresStore(SqlStore):
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (document.doc_id,)
             )
             self._delete_in(conn, document.doc_id)
-            if dims:
-                (dim,) = dims
-                stored = self._vector_dims(conn)
-                if stored is not None and stored != dim:
-                    raise StoreError(
-                        f"{document.doc_id}: {dim}-dimensional vectors, "
-                        f"the index holds {stored}-dimensional ones"
-                    )
+            if width is not None:
+                refuse_other_width(document.doc_id, width, self._vector_dims(conn))
                 # Only the HNSW opt-in reads the graph; the exact default would pay for
                 # keeping it on every insert and never use it.
                 if self.vector_plan.approximate:
-                    self._ensure_vector_index(conn, dim)
+                    self._ensure_vector_index(conn, width)
             row = document_row(document)
             found = conn.execute(
                 f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) VALUES "
@@ -487,12 +478,10 @@ class PostgresStore(SqlStore):
     def warm(self, *, vectors: bool) -> None:
         """Nothing to build: the indexes live in the database."""
 
-    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
-        """Lexical and (given a query vector) vector top-k of the allowed set, both in one
-        snapshot, as the reading role under the caller's settings."""
-        terms = search_terms(query)
-        if k <= 0 or not flt.principals or (not terms and vector is None):
-            return Retrieved([], [])
+    def _retrieve(
+        self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
+    ) -> Retrieved:
+        """Both in one snapshot, as the reading role under the caller's settings."""
         sql, params = pg_search.allowed(flt)
         with self._searching(flt) as conn:
             lexical = self._lexical(conn, sql, params, terms, k)
@@ -576,14 +565,6 @@ class PostgresStore(SqlStore):
         n = int(rows[0][0]) if rows else 0
         df = {wanted[int(o) - 1]: int(d) for _, o, d in rows if o is not None and d}
         return TermStatistics(n, df)
-
-    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """Cosine top-k of the allowed chunks that have a vector."""
-        if k <= 0 or not flt.principals:
-            return []
-        sql, params = pg_search.allowed(flt)
-        with self._searching(flt) as conn:
-            return self._vector(conn, sql, params, vector, k)
 
     # ------------------------------------------------------------------ facts
 

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
+from clearance.analysis import search_terms
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
@@ -40,6 +41,7 @@ __all__ = [
     "insert_acl",
     "insert_facts",
     "merge_patch",
+    "refuse_other_width",
     "replace_acl",
 ]
 
@@ -63,9 +65,9 @@ def check_upsert(
     chunks: Sequence[Chunk],
     vectors: Sequence[Vector | None] | None,
     facts: Sequence[Fact],
-) -> set[int]:
-    """Refuse a write no store may hold, naming the document; returns the vectors' widths
-    (one at most)."""
+) -> tuple[int | None, list[Vector | None]]:
+    """Refuse a write no store may hold, naming the document; returns the vectors' width
+    (``None`` without one) and each chunk's vector as a flat float32 row, or ``None``."""
     if vectors is not None and len(vectors) != len(chunks):
         raise StoreError(f"{document.doc_id}: {len(chunks)} chunks but {len(vectors)} vectors")
     for chunk in chunks:
@@ -81,13 +83,26 @@ def check_upsert(
     # vector search, so it is refused here, naming the document.
     import numpy as np  # loaded with the first write, not with every command
 
-    for i, vector in enumerate(vectors or ()):
-        if vector is not None and not np.isfinite(np.asarray(vector, dtype=np.float32)).all():
+    rows: list[Vector | None] = [
+        None if v is None else np.ascontiguousarray(v, dtype=np.float32).reshape(-1)
+        for v in (vectors if vectors is not None else [None] * len(chunks))
+    ]
+    for i, row in enumerate(rows):
+        if row is not None and not np.isfinite(row).all():
             raise StoreError(f"{document.doc_id}: the vector of chunk {i} is not finite")
-    dims = {int(np.asarray(v).size) for v in vectors or () if v is not None}
+    dims = {row.size for row in rows if row is not None}
     if len(dims) > 1:
         raise StoreError(f"{document.doc_id}: vectors of different dimensions {sorted(dims)}")
-    return dims
+    return (dims.pop() if dims else None), rows
+
+
+def refuse_other_width(doc_id: str, width: int | None, stored: int | None) -> None:
+    """One index holds one vector space: a row of another width would break every later
+    vector search."""
+    if width is not None and stored is not None and stored != width:
+        raise StoreError(
+            f"{doc_id}: {width}-dimensional vectors, the index holds {stored}-dimensional ones"
+        )
 
 
 def document_row(document: Document) -> tuple[Any, ...]:
@@ -489,11 +504,29 @@ class SqlStore(Closing, ABC):
         """The fact rows the filter admits with every slot's column equal to its value,
         and the documents they name."""
 
+    # ------------------------------------------------------------------ search
+
+    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
+        """Lexical and (given a query vector) vector top-k of the allowed set, with the
+        permission filter applied once for both."""
+        terms = search_terms(query)
+        if k <= 0 or not flt.principals or (not terms and vector is None):
+            return Retrieved([], [])
+        return self._retrieve(terms, vector, flt, k)
+
     def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""
         return self.retrieve(query, None, flt, k).lexical
 
+    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
+        """Cosine top-k of the allowed chunks that have a vector."""
+        if k <= 0 or not flt.principals:
+            return []
+        return self._retrieve([], vector, flt, k).vector
+
     @abstractmethod
-    def retrieve(
-        self, query: str, vector: Vector | None, flt: SearchFilter, k: int
-    ) -> Retrieved: ...
+    def _retrieve(
+        self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
+    ) -> Retrieved:
+        """:meth:`retrieve` for analysed query terms (none: the vector search alone), a
+        filter naming principals and a positive ``k``."""

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from clearance.analysis import document_terms, search_terms
+from clearance.analysis import document_terms
 from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import (
@@ -53,6 +53,7 @@ from clearance.store.rows import (
     document_row,
     insert_acl,
     insert_facts,
+    refuse_other_width,
 )
 
 if TYPE_CHECKING:
@@ -463,8 +464,7 @@ class SQLiteStore(SqlStore):
         ).fetchone()
         if exists is None:
             return None
-        raw = self._meta_raw("schema_version")
-        return None if raw is None else json.loads(raw)
+        return self.get_meta("schema_version")
 
     def _known_schema_version(self) -> Any:
         """:meth:`_schema_version`, refused unless this release can open or migrate it."""
@@ -647,10 +647,6 @@ class SQLiteStore(SqlStore):
         """There is no second wall in one file: the application's check is the only one."""
         return True
 
-    def _meta_raw(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
     @_consistent
     def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
         """``(generation, value)`` of the stored directory (value ``None`` when there is
@@ -663,8 +659,7 @@ class SQLiteStore(SqlStore):
         current = int(row[0])
         if current == generation:
             return None
-        raw = self._meta_raw(_DIRECTORY_META)
-        return current, None if raw is None else json.loads(raw)
+        return current, self.get_meta(_DIRECTORY_META)
 
     def _generations(self) -> tuple[int, int]:
         found = dict(
@@ -724,29 +719,20 @@ class SQLiteStore(SqlStore):
         *,
         facts: Sequence[Fact] = (),
     ) -> None:
-        import numpy as np
-
-        dims = check_upsert(document, chunks, vectors, facts)
+        width, rows = check_upsert(document, chunks, vectors, facts)
         # Everything that needs no lock is done before the transaction: analysing the text
         # (most of the cost), packing vectors, building rows. Inside it only rows are
         # written, so a large document holds the write lock for as short a time as its
         # rows allow, and still commits all or nothing.
         analysed = _analyse(f"{document.title}\n{chunk.text}" for chunk in chunks)
-        blobs = [
-            None if v is None else np.ascontiguousarray(v, dtype=np.float32).tobytes()
-            for v in (vectors if vectors is not None else [None] * len(chunks))
-        ]
+        blobs = [None if row is None else row.tobytes() for row in rows]
         document_values = document_row(document)
         with self._snapshot() as db:
             self._load_vocabulary(db)  # inside the transaction, only the tail is fetched
         with self.transaction() as db:
             self._delete_in(db, document.doc_id)
-            row = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
-            if dims and row is not None and row[0] // 4 not in dims:
-                raise StoreError(
-                    f"{document.doc_id}: {dims.pop()}-dimensional vectors, "
-                    f"the index holds {row[0] // 4}-dimensional ones"
-                )
+            stored = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
+            refuse_other_width(document.doc_id, width, None if stored is None else stored[0] // 4)
             cur = db.execute(
                 f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1029,12 +1015,10 @@ class SQLiteStore(SqlStore):
         if vectors and self._classes is not None and content.vectors is not None:
             self._classes.prepare(content, access)
 
-    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
-        """Lexical and (given a query vector) vector top-k of the allowed set, with the
-        permission mask computed once for both."""
-        terms = search_terms(query)
-        if k <= 0 or not flt.principals or (not terms and vector is None):
-            return Retrieved([], [])
+    def _retrieve(
+        self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
+    ) -> Retrieved:
+        """Both rank inside one permission mask over the in-memory copies."""
         content, access = self._indexes(vectors=vector is not None)
         mask = access.chunk_mask(flt, content)
         return Retrieved(
@@ -1061,13 +1045,6 @@ class SQLiteStore(SqlStore):
                 if count:
                     df[term] = count
         return TermStatistics(int(np.count_nonzero(mask)), df)
-
-    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """Exact cosine top-k of the allowed chunks that have a vector."""
-        if k <= 0 or not flt.principals:
-            return []
-        content, access = self._indexes(vectors=True)
-        return self._vector(content, access, vector, access.chunk_mask(flt, content), k)
 
     # ------------------------------------------------------------------ facts
 
