@@ -5,7 +5,8 @@ what an upsert must satisfy, and of how a stored row becomes a model object agai
 style (``?``): a ``sqlite3.Connection`` takes them as they are, a PostgreSQL connection
 through :class:`~clearance.store.pg_connection.QmarkConnection`. Each backend supplies its
 connections and the few fragments the dialects spell apart (a list parameter, collation,
-an ACL as one column, a row lock, a JSON merge). What differs beyond that stays in each
+an ACL as one column, a row lock, a JSON merge, the vector count, the index's size). What
+differs beyond that stays in each
 backend: the search structures (SQLite's term tables and in-memory copies, PostgreSQL's
 term arrays and ``pgvector``) and how a document's rows are inserted."""
 
@@ -25,10 +26,12 @@ from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import Retrieved, SearchFilter, SqlConnection, StoreStats, Vector
 
 __all__ = [
+    "CHUNK_COLUMNS",
     "CHUNK_SELECT",
     "DOC_COLUMNS",
     "FACT_SELECT",
     "SqlStore",
+    "allowed_facts_sql",
     "check_upsert",
     "chunk_from_row",
     "chunk_row",
@@ -276,7 +279,10 @@ def insert_facts(db: SqlConnection, doc_key: int, facts: Sequence[Fact]) -> None
 def allowed_facts_sql(allowed: str, key: str, slots: Sequence[str]) -> str:
     """The facts of the documents ``allowed`` (a query of ``(key, ceiling)`` with its key
     column named ``key``) whose ``slots`` conditions all hold, in storage order."""
-    sql = f"WITH allowed AS MATERIALIZED ({allowed}) {FACT_SELECT} JOIN allowed a ON a.{key} = f.doc_key"
+    sql = (
+        f"WITH allowed AS MATERIALIZED ({allowed}) {FACT_SELECT} "
+        f"JOIN allowed a ON a.{key} = f.doc_key"
+    )
     if slots:
         sql += " WHERE " + " AND ".join(slots)
     return sql + " ORDER BY f.id"

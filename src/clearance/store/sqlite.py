@@ -19,7 +19,6 @@ the tests compare the mask with.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -28,10 +27,10 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clearance.analysis import document_terms
 from clearance.errors import StoreError
@@ -324,24 +323,6 @@ def _switch_to_wal(db: sqlite3.Connection, patience_s: float) -> None:
             pause = min(pause * 2, 0.1)
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _consistent(
-    method: Callable[Concatenate[SQLiteStore, _P], _R],
-) -> Callable[Concatenate[SQLiteStore, _P], _R]:
-    """Run a read under the store's lock, in one read snapshot: the connection is shared,
-    and without the lock a read could see another thread's uncommitted write."""
-
-    @functools.wraps(method)
-    def read(self: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._snapshot():
-            return method(self, *args, **kwargs)
-
-    return read
-
-
 class SQLiteStore(SqlStore):
     """The embedded :class:`~clearance.store.base.Store` implementation.
 
@@ -601,7 +582,9 @@ class SQLiteStore(SqlStore):
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        """A consistent read of several tables (WAL: one snapshot until the end)."""
+        """A consistent read of several tables (WAL: one snapshot until the end), under the
+        store's lock: the connection is shared, and without the lock a read could see
+        another thread's uncommitted write."""
         with self._lock:
             if self._db.in_transaction:
                 yield self._db
@@ -647,19 +630,19 @@ class SQLiteStore(SqlStore):
         """There is no second wall in one file: the application's check is the only one."""
         return True
 
-    @_consistent
     def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
         """``(generation, value)`` of the stored directory (value ``None`` when there is
         none), or ``None`` when its generation is still ``generation``. A trigger bumps the
         generation on every write of the directory, by any writer, so an unchanged
         generation means an unchanged value; both are read in one snapshot."""
-        row = self._db.execute(
-            "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'directory_generation'"
-        ).fetchone()
-        current = int(row[0])
-        if current == generation:
-            return None
-        return current, self.get_meta(_DIRECTORY_META)
+        with self._snapshot() as db:
+            row = db.execute(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'directory_generation'"
+            ).fetchone()
+            current = int(row[0])
+            if current == generation:
+                return None
+            return current, self.get_meta(_DIRECTORY_META)
 
     def _generations(self) -> tuple[int, int]:
         found = dict(
@@ -798,28 +781,28 @@ class SQLiteStore(SqlStore):
 
     # ------------------------------------------------------------------ reads
 
-    @_consistent
     def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
         """A document's stored vectors keyed by chunk text, to reuse when only metadata changed."""
         import numpy as np
 
-        rows = self._db.execute(
-            "SELECT c.text, v.vec FROM vectors v JOIN chunks c ON c.id = v.chunk "
-            "JOIN documents d ON d.key = c.doc_key WHERE d.doc_id = ?",
-            (doc_id,),
-        ).fetchall()
+        with self._snapshot() as db:
+            rows = db.execute(
+                "SELECT c.text, v.vec FROM vectors v JOIN chunks c ON c.id = v.chunk "
+                "JOIN documents d ON d.key = c.doc_key WHERE d.doc_id = ?",
+                (doc_id,),
+            ).fetchall()
         return {str(t): np.frombuffer(b, dtype=np.float32).copy() for t, b in rows}
 
-    @_consistent
     def corpora(self) -> list[str]:
         """Every corpus that holds at least one document. Every search asks, and the answer
         only changes with the documents table, so it is kept per access generation."""
-        _, generation = self._generations()
-        cached = self._corpora
-        if cached is None or cached[0] != generation:
-            rows = self._db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
-            cached = self._corpora = (generation, tuple(str(r[0]) for r in rows))
-        return list(cached[1])
+        with self._snapshot() as db:
+            _, generation = self._generations()
+            cached = self._corpora
+            if cached is None or cached[0] != generation:
+                rows = db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
+                cached = self._corpora = (generation, tuple(str(r[0]) for r in rows))
+            return list(cached[1])
 
     # ------------------------------------------------------------------ filtered search
 
@@ -861,13 +844,13 @@ class SQLiteStore(SqlStore):
             params.append(json.dumps(sorted(flt.exclude_doc_ids)))
         return sql, params
 
-    @_consistent
     def allowed_doc_ids(self, flt: SearchFilter) -> set[str]:
         """Every document id the filter admits (for previews, tests, counts and operators)."""
         sql, params = self._allowed(flt)
-        rows = self._db.execute(
-            f"SELECT doc_id FROM documents WHERE key IN (SELECT doc_key FROM ({sql}))", params
-        ).fetchall()
+        with self._snapshot() as db:
+            rows = db.execute(
+                f"SELECT doc_id FROM documents WHERE key IN (SELECT doc_key FROM ({sql}))", params
+            ).fetchall()
         return {str(r[0]) for r in rows}
 
     def _indexes(self, *, vectors: bool) -> tuple[ContentIndex, AccessIndex]:
