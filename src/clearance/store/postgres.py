@@ -36,13 +36,7 @@ from clearance.analysis import document_terms
 from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store import pg_schema, pg_search
-from clearance.store.base import (
-    Retrieved,
-    SearchFilter,
-    SqlConnection,
-    TermStatistics,
-    Vector,
-)
+from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermStatistics, Vector
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
     CHUNK_COLUMNS,

@@ -35,13 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from clearance.analysis import document_terms
 from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.store.base import (
-    Retrieved,
-    SearchFilter,
-    SqlConnection,
-    TermStatistics,
-    Vector,
-)
+from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermStatistics, Vector
 from clearance.store.rows import (
     CHUNK_COLUMNS,
     DOC_COLUMNS,
