@@ -22,7 +22,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,19 +136,15 @@ class PostgresStore(SqlStore):
         self.vector_plan = vector_plan or VectorPlan()
         self._indexed: int | None = None  # the width whose HNSW index is known to exist
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
-        try:
+        with ExitStack() as opened:  # if anything below fails, the pools opened are closed
+            opened.callback(self._writer.close)
             with self._writer.connection() as conn:
                 pg_schema.require_current(conn, self.location)
             self._reader = self._pool(_with_password(dsn, password), pool_size, "reader")
-            try:
-                with self._reader.connection() as conn:
-                    self._refuse_privileged_reader(conn)
-            except BaseException:
-                self._reader.close()
-                raise
-        except BaseException:
-            self._writer.close()
-            raise
+            opened.callback(self._reader.close)
+            with self._reader.connection() as conn:
+                self._refuse_privileged_reader(conn)
+            opened.pop_all()
 
     def _pool(self, conninfo: str, size: int, role: str) -> ConnectionPool[psycopg.Connection[Any]]:
         def configure(conn: psycopg.Connection[Any]) -> None:
