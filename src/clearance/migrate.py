@@ -134,18 +134,16 @@ TABLES: tuple[Table, ...] = (
     ),
 )
 
-# How each backend counts the index's own rows (vectors live in their own table in SQLite,
-# in a column of chunks in PostgreSQL).
+# Where each backend counts the index's own rows (vectors live in their own table in
+# SQLite, in a column of chunks in PostgreSQL).
 _INDEX_COUNTS = {
-    "documents": {"sqlite": "SELECT count(*) FROM documents"},
-    "acl_entries": {"sqlite": "SELECT count(*) FROM doc_acl"},
-    "chunks": {"sqlite": "SELECT count(*) FROM chunks"},
-    "vectors": {
-        "sqlite": "SELECT count(*) FROM vectors",
-        "postgres": "SELECT count(*) FROM chunks WHERE embedding IS NOT NULL",
-    },
-    "facts": {"sqlite": "SELECT count(*) FROM facts"},
+    "documents": "documents",
+    "acl_entries": "doc_acl",
+    "chunks": "chunks",
+    "vectors": "vectors",
+    "facts": "facts",
 }
+_POSTGRES_VECTORS = "chunks WHERE embedding IS NOT NULL"
 
 
 # ---------------------------------------------------------------------------- endpoints
@@ -219,6 +217,13 @@ def open_endpoint(
 # ---------------------------------------------------------------------------- counting
 
 
+def _copied(table: Table) -> str:
+    """The ``WHERE`` clause of the rows of ``table`` a migration copies, if not all."""
+    if table.name != "meta":
+        return ""
+    return f" WHERE key NOT IN ({', '.join(repr(k) for k in _INTERNAL_META)})"
+
+
 def _existing(store: Store, table: Table) -> bool:
     return store.dialect == "postgres" or store.has_tables(table.name)
 
@@ -227,19 +232,17 @@ def table_counts(store: Store) -> dict[str, int]:
     """Rows per copied table (metadata without the embedded store's internal keys)."""
     counts: dict[str, int] = {}
     with store.reading() as db:
-        for name, queries in _INDEX_COUNTS.items():
-            sql = queries.get(store.dialect, queries["sqlite"])
-            counts[name] = int(db.execute(sql).fetchone()[0])
+        for name, rows in _INDEX_COUNTS.items():
+            if name == "vectors" and store.dialect == "postgres":
+                rows = _POSTGRES_VECTORS
+            counts[name] = int(db.execute(f"SELECT count(*) FROM {rows}").fetchone()[0])
     for table in TABLES:
         if not _existing(store, table):
             counts[table.name] = 0
             continue
-        where = ""
-        if table.name == "meta":
-            where = f" WHERE key NOT IN ({', '.join(repr(k) for k in _INTERNAL_META)})"
         with store.reading() as db:
             counts[table.name] = int(
-                db.execute(f"SELECT count(*) FROM {table.name}{where}").fetchone()[0]
+                db.execute(f"SELECT count(*) FROM {table.name}{_copied(table)}").fetchone()[0]
             )
     return counts
 
@@ -264,9 +267,7 @@ def copy_document(source: Store, target: Store, document: Document) -> int:
 def _rows(store: Store, table: Table) -> list[tuple[Any, ...]]:
     if not _existing(store, table):
         return []
-    sql = f"SELECT {', '.join(table.columns)} FROM {table.name}"
-    if table.name == "meta":
-        sql += f" WHERE key NOT IN ({', '.join(repr(k) for k in _INTERNAL_META)})"
+    sql = f"SELECT {', '.join(table.columns)} FROM {table.name}{_copied(table)}"
     order = table.order.get(store.dialect, table.key)
     with store.reading() as db:
         return [tuple(r) for r in db.execute(f"{sql} ORDER BY {order}").fetchall()]
@@ -298,13 +299,7 @@ def _empty(target: Store) -> None:
         for table in TABLES:
             if not _existing(target, table):
                 continue
-            if table.name == "meta":
-                db.execute(
-                    "DELETE FROM meta WHERE key NOT IN "
-                    f"({', '.join(repr(k) for k in _INTERNAL_META)})"
-                )
-            else:
-                db.execute(f"DELETE FROM {table.name}")
+            db.execute(f"DELETE FROM {table.name}{_copied(table)}")
 
 
 # ---------------------------------------------------------------------------- verification

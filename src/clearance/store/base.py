@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AclStore",
-    "CorpusSync",
     "DocumentStore",
     "MetaStore",
     "Retrieved",
@@ -83,12 +82,6 @@ class SearchFilter:
         if document.expires_at is not None and document.expires_at <= self.now:
             return False
         return not (self.require_ai_allowed and not document.ai_allowed)
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusSync:
-    corpus: str
-    last_acl_sync: datetime | None
 
 
 @dataclass(frozen=True, slots=True)

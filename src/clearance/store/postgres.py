@@ -22,8 +22,8 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,31 +32,32 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
-from clearance.analysis import document_terms, search_terms
+from clearance.analysis import document_terms
 from clearance.errors import StoreError
-from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store import pg_schema, pg_search
-from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
+from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermStatistics, Vector
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
-    CHUNK_SELECT,
+    CHUNK_COLUMNS,
     DOC_COLUMNS,
-    FACT_SELECT,
+    SqlStore,
+    allowed_facts_sql,
     check_upsert,
-    chunk_from_row,
-    document_from_row,
+    chunk_row,
     document_row,
-    fact_from_row,
+    insert_acl,
+    insert_facts,
     merge_patch,
+    refuse_other_width,
 )
-from clearance.store.writes import insert_acl, insert_facts, record_acl_sync, replace_acl
 
 __all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
 
 _DIRECTORY_META = "directory"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VectorPlan:
     """Whether vector search may use the HNSW index, when, and how far its iterative scan
     may go.
@@ -69,18 +70,10 @@ class VectorPlan:
     ``max_scan_tuples`` rows to expect ``k`` allowed ones, the exact plan runs anyway: it
     is then both cheaper and exact."""
 
-    def __init__(
-        self,
-        *,
-        approximate: bool = False,
-        exact_below: int = 20_000,
-        ef_search: int = 100,
-        max_scan_tuples: int = 50_000,
-    ) -> None:
-        self.approximate = approximate
-        self.exact_below = exact_below
-        self.ef_search = ef_search
-        self.max_scan_tuples = max_scan_tuples
+    approximate: bool = False
+    exact_below: int = 20_000
+    ef_search: int = 100
+    max_scan_tuples: int = 50_000
 
     def exact(self, allowed: int, total: int, k: int) -> bool:
         if not self.approximate or allowed <= self.exact_below or allowed <= k:
@@ -93,6 +86,10 @@ def _analysed(text: str) -> tuple[int, list[str], list[int]]:
     found = document_terms(text)
     counts = sorted(Counter(found).items())
     return len(found), [t for t, _ in counts], [n for _, n in counts]
+
+
+def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
+    return [(str(c), float(s)) for c, s in rows]
 
 
 def _safe_dsn(dsn: str) -> str:
@@ -114,12 +111,16 @@ def connect_writer(dsn: str, password: str | None) -> psycopg.Connection[Any]:
     return psycopg.connect(_with_password(dsn, password), autocommit=True)
 
 
-class PostgresStore(Closing):
+class PostgresStore(SqlStore):
     """The PostgreSQL :class:`~clearance.store.base.Store`. ``dsn`` is the reading role's
     connection, ``writer_dsn`` the owner's; passwords come separately (from the
     environment, never from the settings file)."""
 
     dialect = "postgres"
+    _COLLATE = ' COLLATE "C"'
+    _VECTOR_COUNT = "SELECT count(*) FROM chunks WHERE embedding IS NOT NULL"
+    _ACL_COLUMN = "ARRAY(SELECT principal FROM doc_acl a WHERE a.doc_key = documents.key)"
+    _ROW_LOCK = "FOR UPDATE"
 
     def __init__(
         self,
@@ -135,19 +136,15 @@ class PostgresStore(Closing):
         self.vector_plan = vector_plan or VectorPlan()
         self._indexed: int | None = None  # the width whose HNSW index is known to exist
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
-        try:
+        with ExitStack() as opened:  # if anything below fails, the pools opened are closed
+            opened.callback(self._writer.close)
             with self._writer.connection() as conn:
                 pg_schema.require_current(conn, self.location)
             self._reader = self._pool(_with_password(dsn, password), pool_size, "reader")
-            try:
-                with self._reader.connection() as conn:
-                    self._refuse_privileged_reader(conn)
-            except BaseException:
-                self._reader.close()
-                raise
-        except BaseException:
-            self._writer.close()
-            raise
+            opened.callback(self._reader.close)
+            with self._reader.connection() as conn:
+                self._refuse_privileged_reader(conn)
+            opened.pop_all()
 
     def _pool(self, conninfo: str, size: int, role: str) -> ConnectionPool[psycopg.Connection[Any]]:
         def configure(conn: psycopg.Connection[Any]) -> None:
@@ -173,12 +170,7 @@ class PostgresStore(Closing):
         )
         try:
             pool.open(wait=True, timeout=10.0)
-        except psycopg.Error as exc:
-            pool.close()
-            raise StoreError(
-                f"cannot connect to {_safe_dsn(conninfo)} as the {role}: {exc}"
-            ) from exc
-        except Exception as exc:  # the pool's timeout when no connection can be made
+        except Exception as exc:  # psycopg's errors, and the pool's timeout
             pool.close()
             raise StoreError(
                 f"cannot connect to {_safe_dsn(conninfo)} as the {role}: {exc}"
@@ -219,12 +211,8 @@ class PostgresStore(Closing):
     @contextmanager
     def transaction(self) -> Iterator[QmarkConnection]:
         """One write transaction as the writer; everything inside commits together."""
-        with self._writer.connection() as conn:
-            try:
-                with conn.transaction():
-                    yield QmarkConnection(conn)
-            except psycopg.Error as exc:
-                raise StoreError(f"write to {self.location} failed: {exc}") from exc
+        with self._writing() as conn:
+            yield QmarkConnection(conn)
 
     @contextmanager
     def reading(self) -> Iterator[QmarkConnection]:
@@ -234,24 +222,31 @@ class PostgresStore(Closing):
             yield QmarkConnection(conn)
 
     @contextmanager
-    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
-        with self._writer.connection() as conn:
+    def _in_transaction(
+        self, pool: ConnectionPool[psycopg.Connection[Any]], doing: str, *, read_only: bool
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction on a connection of ``pool`` (a read-only snapshot with
+        ``read_only``); a database error fails it as a :class:`StoreError` naming ``doing``."""
+        with pool.connection() as conn:
             try:
                 with conn.transaction():
+                    if read_only:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     yield conn
             except psycopg.Error as exc:
-                raise StoreError(f"write to {self.location} failed: {exc}") from exc
+                raise StoreError(f"{doing} {self.location} failed: {exc}") from exc
+
+    def _writing(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._in_transaction(self._writer, "write to", read_only=False)
+
+    def _read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """An operator's consistent read of several tables, as the writer."""
+        return self._in_transaction(self._writer, "read from", read_only=True)
 
     @contextmanager
-    def _read(self) -> Iterator[psycopg.Connection[Any]]:
-        """An operator's consistent read of several tables, as the writer."""
-        with self._writer.connection() as conn:
-            try:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield conn
-            except psycopg.Error as exc:
-                raise StoreError(f"read from {self.location} failed: {exc}") from exc
+    def _snapshot(self) -> Iterator[QmarkConnection]:
+        with self._read() as conn:
+            yield QmarkConnection(conn)
 
     @contextmanager
     def _searching(self, flt: SearchFilter) -> Iterator[psycopg.Connection[Any]]:
@@ -270,35 +265,17 @@ class PostgresStore(Closing):
     ) -> Iterator[psycopg.Connection[Any]]:
         """A read-only snapshot as the reading role, with the caller's principal set and
         ceiling set for this transaction only: what the row-level policies admit."""
-        with self._reader.connection() as conn:
-            try:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    conn.execute(
-                        "SELECT set_config('clearance.principals', %s, true), "
-                        "set_config('clearance.ceiling', %s, true)",
-                        (json.dumps(sorted(principals)), str(int(ceiling))),
-                    )
-                    yield conn
-            except psycopg.Error as exc:
-                raise StoreError(f"search in {self.location} failed: {exc}") from exc
+        with self._in_transaction(self._reader, "search in", read_only=True) as conn:
+            conn.execute(
+                "SELECT set_config('clearance.principals', %s, true), "
+                "set_config('clearance.ceiling', %s, true)",
+                (json.dumps(sorted(principals)), str(int(ceiling))),
+            )
+            yield conn
 
     def has_tables(self, *names: str) -> bool:
         """Every table of this store comes from its migrations."""
         return True
-
-    def get_meta(self, key: str) -> Any:
-        with self.reading() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def set_meta(self, key: str, value: Any) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, json.dumps(value)),
-            )
 
     def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
         """``(generation, value)`` of the stored directory, or ``None`` when its row's
@@ -372,12 +349,8 @@ class PostgresStore(Closing):
         *,
         facts: Sequence[Fact] = (),
     ) -> None:
-        dims = check_upsert(document, chunks, vectors, facts)
+        width, embeddings = check_upsert(document, chunks, vectors, facts)
         analysed = [_analysed(f"{document.title}\n{chunk.text}") for chunk in chunks]
-        embeddings = [
-            None if v is None else np.ascontiguousarray(v, dtype=np.float32).reshape(-1)
-            for v in (vectors if vectors is not None else [None] * len(chunks))
-        ]
         levels: dict[int, list[int]] = {}
         for chunk, (length, _, _) in zip(chunks, analysed, strict=True):
             level = levels.setdefault(int(chunk.sensitivity), [0, 0])
@@ -389,18 +362,12 @@ class PostgresStore(Closing):
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (document.doc_id,)
             )
             self._delete_in(conn, document.doc_id)
-            if dims:
-                (dim,) = dims
-                stored = self._vector_dims(conn)
-                if stored is not None and stored != dim:
-                    raise StoreError(
-                        f"{document.doc_id}: {dim}-dimensional vectors, "
-                        f"the index holds {stored}-dimensional ones"
-                    )
+            if width is not None:
+                refuse_other_width(document.doc_id, width, self._vector_dims(conn))
                 # Only the HNSW opt-in reads the graph; the exact default would pay for
                 # keeping it on every insert and never use it.
                 if self.vector_plan.approximate:
-                    self._ensure_vector_index(conn, dim)
+                    self._ensure_vector_index(conn, width)
             row = document_row(document)
             found = conn.execute(
                 f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) VALUES "
@@ -413,26 +380,11 @@ class PostgresStore(Closing):
             insert_acl(QmarkConnection(conn), doc_key, document.acl)
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
-                    "origin, length, terms, tfs, embedding) "
+                    f"INSERT INTO chunks ({CHUNK_COLUMNS}, length, terms, tfs, embedding) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [
-                        (
-                            c.chunk_id,
-                            doc_key,
-                            c.ordinal,
-                            c.text,
-                            c.locator,
-                            int(c.sensitivity),
-                            c.origin,
-                            length,
-                            terms,
-                            tfs,
-                            embedding,
-                        )
-                        for c, (length, terms, tfs), embedding in zip(
-                            chunks, analysed, embeddings, strict=True
-                        )
+                        (*chunk_row(doc_key, c), *analysis, embedding)
+                        for c, analysis, embedding in zip(chunks, analysed, embeddings, strict=True)
                     ],
                 )
                 cur.executemany(
@@ -451,72 +403,31 @@ class PostgresStore(Closing):
         with self._writing() as conn:
             return self._delete_in(conn, doc_id)
 
-    def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
-        with self.transaction() as db:
-            return replace_acl(db, doc_id, acl, lock="FOR UPDATE")
-
-    def set_acls(
-        self,
-        acls: Mapping[str, frozenset[str]],
-        *,
-        synced: tuple[str, datetime] | None = None,
-        extra: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> list[str]:
-        """Replace many ACLs in one transaction (see :meth:`SQLiteStore.set_acls`)."""
-        missing: list[str] = []
-        with self._writing() as conn:
-            db = QmarkConnection(conn)
-            for doc_id, acl in acls.items():
-                if not replace_acl(db, doc_id, acl, lock="FOR UPDATE"):
-                    missing.append(doc_id)
-            for doc_id, patch in (extra or {}).items():
-                row = conn.execute(
-                    "SELECT extra FROM documents WHERE doc_id = %s FOR UPDATE", (doc_id,)
-                ).fetchone()
-                if row is not None:
-                    merged = merge_patch(json.loads(row[0]), json.loads(json.dumps(dict(patch))))
-                    conn.execute(
-                        "UPDATE documents SET extra = %s WHERE doc_id = %s",
-                        (json.dumps(merged, separators=(",", ":")), doc_id),
-                    )
-            if synced is not None:
-                record_acl_sync(db, *synced)
-        return missing
-
-    def record_acl_sync(self, corpus: str, at: datetime) -> None:
-        with self.transaction() as db:
-            record_acl_sync(db, corpus, at)
-
-    def last_acl_syncs(self) -> dict[str, datetime]:
-        with self._read() as conn:
-            rows = conn.execute("SELECT corpus, last_acl_sync FROM corpus_sync").fetchall()
-        return {str(c): datetime.fromtimestamp(t, UTC) for c, t in rows}
-
-    # ------------------------------------------------------------------ reads
+    def _merge_extra(self, db: SqlConnection, doc_id: str, patch: Mapping[str, Any]) -> None:
+        """Merged in Python: PostgreSQL has no JSON merge patch."""
+        row = db.execute(
+            "SELECT extra FROM documents WHERE doc_id = ? FOR UPDATE", (doc_id,)
+        ).fetchone()
+        if row is not None:
+            merged = merge_patch(json.loads(row[0]), json.loads(json.dumps(dict(patch))))
+            db.execute(
+                "UPDATE documents SET extra = ? WHERE doc_id = ?",
+                (json.dumps(merged, separators=(",", ":")), doc_id),
+            )
 
     @staticmethod
-    def _documents_where(
-        conn: psycopg.Connection[Any], where: str, params: Sequence[Any]
-    ) -> list[Document]:
-        rows = conn.execute(
-            f"SELECT key, {DOC_COLUMNS}, ARRAY(SELECT principal FROM doc_acl a "
-            f"WHERE a.doc_key = documents.key) FROM documents {where}",
-            tuple(params),
-        ).fetchall()
-        return [document_from_row(r[1:-1], frozenset(r[-1])) for r in rows]
+    def _in(column: str) -> str:
+        return f"{column} = ANY (?::text[])"
 
-    def get_document(self, doc_id: str) -> Document | None:
-        with self._read() as conn:
-            docs = self._documents_where(conn, "WHERE doc_id = %s", (doc_id,))
-        return docs[0] if docs else None
+    @staticmethod
+    def _list(values: Sequence[str]) -> list[str]:
+        return list(values)
 
-    def list_documents(self, corpus: str | None = None) -> list[Document]:
-        with self._read() as conn:
-            if corpus is None:
-                return self._documents_where(conn, 'ORDER BY doc_id COLLATE "C"', ())
-            return self._documents_where(
-                conn, 'WHERE corpus = %s ORDER BY doc_id COLLATE "C"', (corpus,)
-            )
+    @staticmethod
+    def _acl(value: list[str]) -> frozenset[str]:
+        return frozenset(value)
+
+    # ------------------------------------------------------------------ reads
 
     def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
         """A document's stored vectors keyed by chunk text, to reuse when only metadata changed."""
@@ -542,37 +453,6 @@ class PostgresStore(Closing):
             ).fetchall()
         return sorted(str(r[0]) for r in rows)
 
-    def content_hash(self, doc_id: str) -> str | None:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT content_hash FROM documents WHERE doc_id = %s", (doc_id,)
-            ).fetchone()
-        return None if row is None else str(row[0])
-
-    def get_chunks(self, doc_id: str) -> list[Chunk]:
-        with self._read() as conn:
-            rows = conn.execute(
-                f"{CHUNK_SELECT} WHERE d.doc_id = %s ORDER BY c.ordinal", (doc_id,)
-            ).fetchall()
-        return [chunk_from_row(r) for r in rows]
-
-    def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
-        """Chunks with their documents, in the order asked (ids a search returned)."""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"{CHUNK_SELECT} WHERE c.chunk_id = ANY (%s::text[])", (list(chunk_ids),)
-            ).fetchall()
-            chunks = {r[0]: chunk_from_row(r) for r in rows}
-            docs = {
-                d.doc_id: d
-                for d in self._documents_where(
-                    conn,
-                    "WHERE doc_id = ANY (%s::text[])",
-                    (sorted({c.doc_id for c in chunks.values()}),),
-                )
-            }
-        return [(chunks[c], docs[chunks[c].doc_id]) for c in chunk_ids if c in chunks]
-
     # ------------------------------------------------------------------ filtered search
 
     def allowed_doc_ids(self, flt: SearchFilter) -> set[str]:
@@ -588,12 +468,10 @@ class PostgresStore(Closing):
     def warm(self, *, vectors: bool) -> None:
         """Nothing to build: the indexes live in the database."""
 
-    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
-        """Lexical and (given a query vector) vector top-k of the allowed set, both in one
-        snapshot, as the reading role under the caller's settings."""
-        terms = search_terms(query)
-        if k <= 0 or not flt.principals or (not terms and vector is None):
-            return Retrieved([], [])
+    def _retrieve(
+        self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
+    ) -> Retrieved:
+        """Both in one snapshot, as the reading role under the caller's settings."""
         sql, params = pg_search.allowed(flt)
         with self._searching(flt) as conn:
             lexical = self._lexical(conn, sql, params, terms, k)
@@ -607,7 +485,7 @@ class PostgresStore(Closing):
         if not terms:
             return []
         rows = conn.execute(pg_search.bm25_sql(sql), {**params, "terms": terms, "k": k}).fetchall()
-        return [(str(c), float(s)) for c, s in rows]
+        return _ranked(rows)
 
     def _vector(
         self,
@@ -630,7 +508,7 @@ class PostgresStore(Closing):
             if found is not None:
                 return found
         rows = conn.execute(pg_search.exact_vector_sql(sql), args).fetchall()
-        return [(str(c), float(s)) for c, s in rows]
+        return _ranked(rows)
 
     def _hnsw(
         self,
@@ -662,7 +540,7 @@ class PostgresStore(Closing):
         # The scan stopped before k allowed rows: rank the allowed rows exactly.
         if len(rows) < min(k, allowed):
             return None
-        return [(str(c), float(s)) for c, s in rows]
+        return _ranked(rows)
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
         """Allowed-chunk count and document frequencies, from the same SQL as BM25."""
@@ -678,71 +556,20 @@ class PostgresStore(Closing):
         df = {wanted[int(o) - 1]: int(d) for _, o, d in rows if o is not None and d}
         return TermStatistics(n, df)
 
-    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""
-        return self.retrieve(query, None, flt, k).lexical
-
-    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """Cosine top-k of the allowed chunks that have a vector."""
-        if k <= 0 or not flt.principals:
-            return []
-        sql, params = pg_search.allowed(flt)
-        with self._searching(flt) as conn:
-            return self._vector(conn, sql, params, vector, k)
-
     # ------------------------------------------------------------------ facts
 
-    def query_facts(
-        self,
-        flt: SearchFilter,
-        *,
-        metric: str | None = None,
-        entity: str | None = None,
-        period: str | None = None,
-        channel: str | None = None,
-    ) -> list[tuple[Fact, Document]]:
-        """Facts matching every given slot, each with its document, filtered inside the
-        query by the same SQL as search and, as the reading role, by the row policies."""
-        if not flt.principals:
-            return []
+    def _allowed_facts(
+        self, flt: SearchFilter, slots: Mapping[str, str]
+    ) -> tuple[list[Any], dict[str, Document]]:
+        """Filtered by the same SQL as search and, as the reading role, by the row
+        policies; the documents are read as the writer."""
         sql, params = pg_search.allowed(flt)
-        where: list[str] = []
-        for column, value in (
-            ("metric", metric),
-            ("entity", entity),
-            ("period", period),
-            ("channel", channel),
-        ):
-            if value is not None:
-                where.append(f"f.{column} = %(slot_{column})s")
-                params[f"slot_{column}"] = value
-        query = (
-            f"WITH allowed AS MATERIALIZED ({sql}) {FACT_SELECT} "
-            "JOIN allowed a ON a.key = f.doc_key"
-        )
-        if where:
-            query += " WHERE " + " AND ".join(where)
-        query += " ORDER BY f.id"
+        query = allowed_facts_sql(sql, "key", [f"f.{c} = %(slot_{c})s" for c in slots])
+        params.update({f"slot_{column}": value for column, value in slots.items()})
         with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
             rows = conn.execute(query, params).fetchall()
-        ids = sorted({str(r[0]) for r in rows})
-        with self._read() as conn:
-            docs = {
-                d.doc_id: d
-                for d in self._documents_where(conn, "WHERE doc_id = ANY (%s::text[])", (ids,))
-            }
-        return [(fact_from_row(r), docs[str(r[0])]) for r in rows if str(r[0]) in docs]
-
-    def list_facts(self, doc_id: str | None = None) -> list[Fact]:
-        """Every stored fact (or one document's), unfiltered: for operators only."""
-        with self._read() as conn:
-            if doc_id is None:
-                rows = conn.execute(f'{FACT_SELECT} ORDER BY d.doc_id COLLATE "C", f.id').fetchall()
-            else:
-                rows = conn.execute(
-                    f"{FACT_SELECT} WHERE d.doc_id = %s ORDER BY f.id", (doc_id,)
-                ).fetchall()
-        return [fact_from_row(r) for r in rows]
+        with self._snapshot() as db:
+            return rows, self._documents_by_id(db, sorted({str(r[0]) for r in rows}))
 
     def database_admits_faq(
         self, entry_id: str, principals: frozenset[str], ceiling: Sensitivity
@@ -757,30 +584,5 @@ class PostgresStore(Closing):
 
     # ------------------------------------------------------------------ status
 
-    def stats(self) -> StoreStats:
-        with self._read() as conn:
-            by_corpus = dict(
-                conn.execute(
-                    'SELECT corpus COLLATE "C", count(*) FROM documents GROUP BY 1 ORDER BY 1'
-                ).fetchall()
-            )
-            by_sens = {
-                Sensitivity(s).name: int(n)
-                for s, n in conn.execute(
-                    "SELECT sensitivity, count(*) FROM documents GROUP BY 1"
-                ).fetchall()
-            }
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
-                "(SELECT count(*) FROM chunks WHERE embedding IS NOT NULL), "
-                "pg_database_size(current_database())"
-            ).fetchone()
-        assert row is not None
-        return StoreStats(
-            documents=int(row[0]),
-            chunks=int(row[1]),
-            vectors=int(row[2]),
-            by_corpus={str(c): int(n) for c, n in by_corpus.items()},
-            by_sensitivity=by_sens,
-            size_bytes=int(row[3]),
-        )
+    def _size_bytes(self, db: SqlConnection) -> int:
+        return int(db.execute("SELECT pg_database_size(current_database())").fetchone()[0])

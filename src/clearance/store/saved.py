@@ -74,19 +74,11 @@ def _without_dead(content: ContentIndex) -> dict[str, Any]:
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(np.bincount(term_of[keep], minlength=counts.size), out=offsets[1:])
         postings, frequencies = postings[keep], frequencies[keep]
-    out: dict[str, Any] = {
-        "keys": content.keys,
-        "doc_keys": content.doc_keys,
-        "sensitivity": content.sensitivity,
-        "lengths": content.lengths,
-        "live": live,
-        "offsets": offsets,
-        "postings": postings,
-        "frequencies": frequencies,
-        "chunk_ids": [
-            c if alive else "" for c, alive in zip(content.chunk_ids, live.tolist(), strict=True)
-        ],
-    }
+    out: dict[str, Any] = {name: getattr(content, name) for name in _ARRAYS}
+    out.update(offsets=offsets, postings=postings, frequencies=frequencies)
+    out["chunk_ids"] = [
+        c if alive else "" for c, alive in zip(content.chunk_ids, live.tolist(), strict=True)
+    ]
     if content.vectors is not None:
         positions, matrix = content.vectors.positions, content.vectors.matrix
         alive_rows = live[positions]

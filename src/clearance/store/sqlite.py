@@ -19,7 +19,6 @@ the tests compare the mask with.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -28,28 +27,27 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from clearance.analysis import document_terms, search_terms
+from clearance.analysis import document_terms
 from clearance.errors import StoreError
-from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.store.base import Retrieved, SearchFilter, StoreStats, TermStatistics, Vector
+from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermStatistics, Vector
 from clearance.store.rows import (
-    CHUNK_SELECT,
+    CHUNK_COLUMNS,
     DOC_COLUMNS,
-    FACT_SELECT,
+    SqlStore,
+    allowed_facts_sql,
     check_upsert,
-    chunk_from_row,
-    document_from_row,
+    chunk_row,
     document_row,
-    fact_from_row,
+    insert_acl,
+    insert_facts,
+    refuse_other_width,
 )
-from clearance.store.writes import insert_acl, insert_facts, record_acl_sync, replace_acl
 
 if TYPE_CHECKING:
     import numpy as np
@@ -240,8 +238,6 @@ _LOG_KEPT = 300_000
 _PATCH_TOUCHED = 0.2
 _PATCH_DEAD = 0.25
 
-_DOC_COLUMNS = DOC_COLUMNS
-
 
 class _Analysed(NamedTuple):
     """Texts analysed for the term index, before any transaction (analysis is most of the
@@ -321,25 +317,7 @@ def _switch_to_wal(db: sqlite3.Connection, patience_s: float) -> None:
             pause = min(pause * 2, 0.1)
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _consistent(
-    method: Callable[Concatenate[SQLiteStore, _P], _R],
-) -> Callable[Concatenate[SQLiteStore, _P], _R]:
-    """Run a read under the store's lock, in one read snapshot: the connection is shared,
-    and without the lock a read could see another thread's uncommitted write."""
-
-    @functools.wraps(method)
-    def read(self: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._snapshot():
-            return method(self, *args, **kwargs)
-
-    return read
-
-
-class SQLiteStore(Closing):
+class SQLiteStore(SqlStore):
     """The embedded :class:`~clearance.store.base.Store` implementation.
 
     Readers never wait for a writer: opening an index that is already current only reads
@@ -348,6 +326,12 @@ class SQLiteStore(Closing):
     :class:`StoreError` saying the index is busy."""
 
     dialect = "sqlite"
+    _COLLATE = ""
+    _VECTOR_COUNT = "SELECT count(*) FROM vectors"
+    _ACL_COLUMN = (
+        "(SELECT json_group_array(principal) FROM doc_acl a WHERE a.doc_key = documents.key)"
+    )
+    _ROW_LOCK = ""
 
     def __init__(
         self,
@@ -406,12 +390,7 @@ class SQLiteStore(Closing):
 
         Raises for a schema this release does not know, before anything is written: an
         index written by a newer release is left exactly as it is."""
-        found = self._schema_version()
-        if found not in (None, 1, SCHEMA_VERSION):
-            raise StoreError(
-                f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
-            )
-        if found != SCHEMA_VERSION:
+        if self._known_schema_version() != SCHEMA_VERSION:
             return False
         objects = dict(self._db.execute("SELECT name, sql FROM sqlite_master").fetchall())
         generations = self._db.execute(
@@ -430,12 +409,7 @@ class SQLiteStore(Closing):
         never left half-migrated. Every step is idempotent, and the file is checked again
         once the lock is held: another process may have prepared it meanwhile."""
         with self.transaction() as db:
-            found = self._schema_version()
-            if found not in (None, 1, SCHEMA_VERSION):
-                raise StoreError(
-                    f"{self.path}: index schema {found} is not supported "
-                    f"(expected {SCHEMA_VERSION})"
-                )
+            found = self._known_schema_version()
             for statement in _SCHEMA_STATEMENTS:
                 db.execute(statement)
             self._install_triggers(db)
@@ -465,8 +439,16 @@ class SQLiteStore(Closing):
         ).fetchone()
         if exists is None:
             return None
-        raw = self._meta_raw("schema_version")
-        return None if raw is None else json.loads(raw)
+        return self.get_meta("schema_version")
+
+    def _known_schema_version(self) -> Any:
+        """:meth:`_schema_version`, refused unless this release can open or migrate it."""
+        found = self._schema_version()
+        if found not in (None, 1, SCHEMA_VERSION):
+            raise StoreError(
+                f"{self.path}: index schema {found} is not supported (expected {SCHEMA_VERSION})"
+            )
+        return found
 
     def _busy(self) -> StoreError:
         return StoreError(
@@ -594,7 +576,9 @@ class SQLiteStore(Closing):
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        """A consistent read of several tables (WAL: one snapshot until the end)."""
+        """A consistent read of several tables (WAL: one snapshot until the end), under the
+        store's lock: the connection is shared, and without the lock a read could see
+        another thread's uncommitted write."""
         with self._lock:
             if self._db.in_transaction:
                 yield self._db
@@ -629,14 +613,10 @@ class SQLiteStore(Closing):
         use, through :meth:`transaction`)."""
         with self.reading() as db:
             found = db.execute(
-                "SELECT count(*) FROM sqlite_master WHERE name IN (SELECT value FROM json_each(?))",
-                (json.dumps(sorted(set(names))),),
+                f"SELECT count(*) FROM sqlite_master WHERE {self._in('name')}",
+                (self._list(sorted(set(names))),),
             ).fetchone()[0]
         return int(found) == len(set(names))
-
-    def set_corpus_slas(self, slas: Mapping[str, float]) -> None:
-        """Nothing to record: freshness is enforced by the application's filter alone here
-        (the PostgreSQL store also checks it in the database)."""
 
     def database_admits_faq(
         self, entry_id: str, principals: frozenset[str], ceiling: Sensitivity
@@ -644,36 +624,19 @@ class SQLiteStore(Closing):
         """There is no second wall in one file: the application's check is the only one."""
         return True
 
-    def _meta_raw(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    @_consistent
-    def get_meta(self, key: str) -> Any:
-        raw = self._meta_raw(key)
-        return None if raw is None else json.loads(raw)
-
-    def set_meta(self, key: str, value: Any) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, json.dumps(value)),
-            )
-
-    @_consistent
     def directory_if_changed(self, generation: int | None) -> tuple[int, Any] | None:
         """``(generation, value)`` of the stored directory (value ``None`` when there is
         none), or ``None`` when its generation is still ``generation``. A trigger bumps the
         generation on every write of the directory, by any writer, so an unchanged
         generation means an unchanged value; both are read in one snapshot."""
-        row = self._db.execute(
-            "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'directory_generation'"
-        ).fetchone()
-        current = int(row[0])
-        if current == generation:
-            return None
-        raw = self._meta_raw(_DIRECTORY_META)
-        return current, None if raw is None else json.loads(raw)
+        with self._snapshot() as db:
+            row = db.execute(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'directory_generation'"
+            ).fetchone()
+            current = int(row[0])
+            if current == generation:
+                return None
+            return current, self.get_meta(_DIRECTORY_META)
 
     def _generations(self) -> tuple[int, int]:
         found = dict(
@@ -696,6 +659,15 @@ class SQLiteStore(Closing):
         self._vocabulary = vocabulary
         return vocabulary
 
+    @staticmethod
+    def _term_ids(db: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+        """The dictionary's ids of those of ``terms`` it holds."""
+        rows = db.execute(
+            "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(terms)),),
+        )
+        return dict(rows.fetchall())
+
     def _write_terms(self, db: sqlite3.Connection, keys: Sequence[int], texts: _Analysed) -> None:
         """Index analysed texts under their chunk keys, adding new terms to the dictionary;
         call inside a transaction."""
@@ -705,12 +677,7 @@ class SQLiteStore(Closing):
         new = [term for term in texts.distinct if term not in vocabulary]
         if new:
             db.executemany("INSERT INTO terms (term) VALUES (?)", [(term,) for term in new])
-            vocabulary.update(
-                db.execute(
-                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-                    (json.dumps(new),),
-                )
-            )
+            vocabulary.update(self._term_ids(db, new))
         ids = np.fromiter(
             (vocabulary[term] for term in texts.distinct), np.int64, len(texts.distinct)
         )
@@ -729,31 +696,22 @@ class SQLiteStore(Closing):
         *,
         facts: Sequence[Fact] = (),
     ) -> None:
-        import numpy as np
-
-        dims = check_upsert(document, chunks, vectors, facts)
+        width, rows = check_upsert(document, chunks, vectors, facts)
         # Everything that needs no lock is done before the transaction: analysing the text
         # (most of the cost), packing vectors, building rows. Inside it only rows are
         # written, so a large document holds the write lock for as short a time as its
         # rows allow, and still commits all or nothing.
         analysed = _analyse(f"{document.title}\n{chunk.text}" for chunk in chunks)
-        blobs = [
-            None if v is None else np.ascontiguousarray(v, dtype=np.float32).tobytes()
-            for v in (vectors if vectors is not None else [None] * len(chunks))
-        ]
+        blobs = [None if row is None else row.tobytes() for row in rows]
         document_values = document_row(document)
         with self._snapshot() as db:
             self._load_vocabulary(db)  # inside the transaction, only the tail is fetched
         with self.transaction() as db:
             self._delete_in(db, document.doc_id)
-            row = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
-            if dims and row is not None and row[0] // 4 not in dims:
-                raise StoreError(
-                    f"{document.doc_id}: {dims.pop()}-dimensional vectors, "
-                    f"the index holds {row[0] // 4}-dimensional ones"
-                )
+            stored = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
+            refuse_other_width(document.doc_id, width, None if stored is None else stored[0] // 4)
             cur = db.execute(
-                f"INSERT INTO documents ({_DOC_COLUMNS}, ingested_at) "
+                f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*document_values, time.time()),
             )
@@ -761,20 +719,8 @@ class SQLiteStore(Closing):
             assert doc_key is not None  # an INSERT into a rowid table
             insert_acl(db, doc_key, document.acl)
             db.executemany(
-                "INSERT INTO chunks (chunk_id, doc_key, ordinal, text, locator, sensitivity, "
-                "origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        c.chunk_id,
-                        doc_key,
-                        c.ordinal,
-                        c.text,
-                        c.locator,
-                        int(c.sensitivity),
-                        c.origin,
-                    )
-                    for c in chunks
-                ],
+                f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [chunk_row(doc_key, c) for c in chunks],
             )
             key_of = dict(
                 db.execute("SELECT chunk_id, id FROM chunks WHERE doc_key = ?", (doc_key,))
@@ -809,134 +755,48 @@ class SQLiteStore(Closing):
             self._prune_log(db)
             return deleted
 
-    def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
-        with self.transaction() as db:
-            return replace_acl(db, doc_id, acl)
+    def _merge_extra(self, db: SqlConnection, doc_id: str, patch: Mapping[str, Any]) -> None:
+        db.execute(
+            "UPDATE documents SET extra = json_patch(extra, ?) WHERE doc_id = ?",
+            (json.dumps(dict(patch)), doc_id),
+        )
 
-    def set_acls(
-        self,
-        acls: Mapping[str, frozenset[str]],
-        *,
-        synced: tuple[str, datetime] | None = None,
-        extra: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> list[str]:
-        """Replace many ACLs in one transaction, optionally recording ``(corpus, time)`` as
-        that corpus's successful ACL sync in the same transaction. Returns unknown doc ids.
+    @staticmethod
+    def _in(column: str) -> str:
+        return f"{column} IN (SELECT value FROM json_each(?))"
 
-        ``extra`` merges keys into documents' ``extra`` in the same transaction (a ``None``
-        value removes the key): what a sync notes beside an ACL, such as why it is empty."""
-        missing: list[str] = []
-        with self.transaction() as db:
-            for doc_id, acl in acls.items():
-                if not replace_acl(db, doc_id, acl):
-                    missing.append(doc_id)
-            for doc_id, patch in (extra or {}).items():
-                db.execute(
-                    "UPDATE documents SET extra = json_patch(extra, ?) WHERE doc_id = ?",
-                    (json.dumps(dict(patch)), doc_id),
-                )
-            if synced is not None:
-                record_acl_sync(db, *synced)
-        return missing
+    @staticmethod
+    def _list(values: Sequence[str]) -> str:
+        return json.dumps(list(values))
 
-    def record_acl_sync(self, corpus: str, at: datetime) -> None:
-        with self.transaction() as db:
-            record_acl_sync(db, corpus, at)
-
-    @_consistent
-    def last_acl_syncs(self) -> dict[str, datetime]:
-        rows = self._db.execute("SELECT corpus, last_acl_sync FROM corpus_sync").fetchall()
-        return {str(c): datetime.fromtimestamp(t, UTC) for c, t in rows}
+    @staticmethod
+    def _acl(value: str) -> frozenset[str]:
+        return frozenset(json.loads(value))
 
     # ------------------------------------------------------------------ reads
 
-    def _document(self, row: Sequence[Any], acl: frozenset[str]) -> Document:
-        return document_from_row(row, acl)
-
-    def _acls(self, doc_keys: Sequence[int]) -> dict[int, frozenset[str]]:
-        out: dict[int, set[str]] = {k: set() for k in doc_keys}
-        rows = self._db.execute(
-            "SELECT doc_key, principal FROM doc_acl WHERE doc_key IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(doc_keys)),),
-        ).fetchall()
-        for key, principal in rows:
-            out[key].add(principal)
-        return {k: frozenset(v) for k, v in out.items()}
-
-    def _documents_where(self, where: str, params: Sequence[Any]) -> list[Document]:
-        rows = self._db.execute(
-            f"SELECT key, {_DOC_COLUMNS} FROM documents {where}", tuple(params)
-        ).fetchall()
-        acls = self._acls([r[0] for r in rows])
-        return [self._document(r[1:], acls[r[0]]) for r in rows]
-
-    @_consistent
-    def get_document(self, doc_id: str) -> Document | None:
-        docs = self._documents_where("WHERE doc_id = ?", (doc_id,))
-        return docs[0] if docs else None
-
-    @_consistent
-    def list_documents(self, corpus: str | None = None) -> list[Document]:
-        if corpus is None:
-            return self._documents_where("ORDER BY doc_id", ())
-        return self._documents_where("WHERE corpus = ? ORDER BY doc_id", (corpus,))
-
-    @_consistent
     def vectors_by_text(self, doc_id: str) -> dict[str, Vector]:
         """A document's stored vectors keyed by chunk text, to reuse when only metadata changed."""
         import numpy as np
 
-        rows = self._db.execute(
-            "SELECT c.text, v.vec FROM vectors v JOIN chunks c ON c.id = v.chunk "
-            "JOIN documents d ON d.key = c.doc_key WHERE d.doc_id = ?",
-            (doc_id,),
-        ).fetchall()
+        with self._snapshot() as db:
+            rows = db.execute(
+                "SELECT c.text, v.vec FROM vectors v JOIN chunks c ON c.id = v.chunk "
+                "JOIN documents d ON d.key = c.doc_key WHERE d.doc_id = ?",
+                (doc_id,),
+            ).fetchall()
         return {str(t): np.frombuffer(b, dtype=np.float32).copy() for t, b in rows}
 
-    @_consistent
     def corpora(self) -> list[str]:
         """Every corpus that holds at least one document. Every search asks, and the answer
         only changes with the documents table, so it is kept per access generation."""
-        _, generation = self._generations()
-        cached = self._corpora
-        if cached is None or cached[0] != generation:
-            rows = self._db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
-            cached = self._corpora = (generation, tuple(str(r[0]) for r in rows))
-        return list(cached[1])
-
-    @_consistent
-    def content_hash(self, doc_id: str) -> str | None:
-        row = self._db.execute(
-            "SELECT content_hash FROM documents WHERE doc_id = ?", (doc_id,)
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    @staticmethod
-    def _chunk(row: Sequence[Any]) -> Chunk:
-        return chunk_from_row(row)
-
-    @_consistent
-    def get_chunks(self, doc_id: str) -> list[Chunk]:
-        rows = self._db.execute(
-            f"{CHUNK_SELECT} WHERE d.doc_id = ? ORDER BY c.ordinal", (doc_id,)
-        ).fetchall()
-        return [self._chunk(r) for r in rows]
-
-    @_consistent
-    def hits(self, chunk_ids: Sequence[str]) -> list[tuple[Chunk, Document]]:
-        rows = self._db.execute(
-            f"{CHUNK_SELECT} WHERE c.chunk_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(chunk_ids)),),
-        ).fetchall()
-        chunks = {r[0]: self._chunk(r) for r in rows}
-        docs = {
-            d.doc_id: d
-            for d in self._documents_where(
-                "WHERE doc_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(sorted({c.doc_id for c in chunks.values()})),),
-            )
-        }
-        return [(chunks[c], docs[chunks[c].doc_id]) for c in chunk_ids if c in chunks]
+        with self._snapshot() as db:
+            _, generation = self._generations()
+            cached = self._corpora
+            if cached is None or cached[0] != generation:
+                rows = db.execute("SELECT DISTINCT corpus FROM documents ORDER BY 1")
+                cached = self._corpora = (generation, tuple(str(r[0]) for r in rows))
+            return list(cached[1])
 
     # ------------------------------------------------------------------ filtered search
 
@@ -978,13 +838,13 @@ class SQLiteStore(Closing):
             params.append(json.dumps(sorted(flt.exclude_doc_ids)))
         return sql, params
 
-    @_consistent
     def allowed_doc_ids(self, flt: SearchFilter) -> set[str]:
         """Every document id the filter admits (for previews, tests, counts and operators)."""
         sql, params = self._allowed(flt)
-        rows = self._db.execute(
-            f"SELECT doc_id FROM documents WHERE key IN (SELECT doc_key FROM ({sql}))", params
-        ).fetchall()
+        with self._snapshot() as db:
+            rows = db.execute(
+                f"SELECT doc_id FROM documents WHERE key IN (SELECT doc_key FROM ({sql}))", params
+            ).fetchall()
         return {str(r[0]) for r in rows}
 
     def _indexes(self, *, vectors: bool) -> tuple[ContentIndex, AccessIndex]:
@@ -1079,12 +939,7 @@ class SQLiteStore(Closing):
         if not terms:
             return []
         with self._lock:
-            found = dict(
-                self._db.execute(
-                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-                    (json.dumps(terms),),
-                ).fetchall()
-            )
+            found = self._term_ids(self._db, terms)
         ids = [found[t] for t in terms if t in found]
         return [(content.chunk_ids[p], s) for p, s in bm25_top_k(content, ids, mask, k)]
 
@@ -1137,12 +992,10 @@ class SQLiteStore(Closing):
         if vectors and self._classes is not None and content.vectors is not None:
             self._classes.prepare(content, access)
 
-    def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
-        """Lexical and (given a query vector) vector top-k of the allowed set, with the
-        permission mask computed once for both."""
-        terms = search_terms(query)
-        if k <= 0 or not flt.principals or (not terms and vector is None):
-            return Retrieved([], [])
+    def _retrieve(
+        self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
+    ) -> Retrieved:
+        """Both rank inside one permission mask over the in-memory copies."""
         content, access = self._indexes(vectors=vector is not None)
         mask = access.chunk_mask(flt, content)
         return Retrieved(
@@ -1160,12 +1013,7 @@ class SQLiteStore(Closing):
         content, access = self._indexes(vectors=False)
         mask = access.chunk_mask(flt, content)
         with self._lock:
-            found = dict(
-                self._db.execute(
-                    "SELECT term, id FROM terms WHERE term IN (SELECT value FROM json_each(?))",
-                    (json.dumps(wanted),),
-                ).fetchall()
-            )
+            found = self._term_ids(self._db, wanted)
         df: dict[str, int] = {}
         for term in wanted:
             if term in found:
@@ -1175,105 +1023,29 @@ class SQLiteStore(Closing):
                     df[term] = count
         return TermStatistics(int(np.count_nonzero(mask)), df)
 
-    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """BM25 top-k of the allowed chunks, with statistics over the allowed chunks only."""
-        return self.retrieve(query, None, flt, k).lexical
-
-    def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
-        """Exact cosine top-k of the allowed chunks that have a vector."""
-        if k <= 0 or not flt.principals:
-            return []
-        content, access = self._indexes(vectors=True)
-        return self._vector(content, access, vector, access.chunk_mask(flt, content), k)
-
     # ------------------------------------------------------------------ facts
 
-    @staticmethod
-    def _fact(row: Sequence[Any]) -> Fact:
-        return fact_from_row(row)
-
-    @_consistent
-    def query_facts(
-        self,
-        flt: SearchFilter,
-        *,
-        metric: str | None = None,
-        entity: str | None = None,
-        period: str | None = None,
-        channel: str | None = None,
-    ) -> list[tuple[Fact, Document]]:
-        """Facts matching every given slot, each with its document, filtered *inside the
-        query* by the same ``_allowed`` SQL as chunk search: a fact is visible exactly where
-        its document is (its sensitivity and ACL are its document's). Storage order."""
-        if not flt.principals:
-            return []
+    def _allowed_facts(
+        self, flt: SearchFilter, slots: Mapping[str, str]
+    ) -> tuple[list[Any], dict[str, Document]]:
+        """Filtered by the same ``_allowed`` SQL as chunk search, in one snapshot with the
+        documents."""
         allowed, params = self._allowed(flt)
-        where: list[str] = []
-        args: list[Any] = []
-        for column, value in (
-            ("metric", metric),
-            ("entity", entity),
-            ("period", period),
-            ("channel", channel),
-        ):
-            if value is not None:
-                where.append(f"f.{column} = ?")
-                args.append(value)
-        sql = (
-            f"WITH allowed AS MATERIALIZED ({allowed}) {FACT_SELECT} "
-            "JOIN allowed a ON a.doc_key = f.doc_key"
-        )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY f.id"
-        try:
-            rows = self._db.execute(sql, [*params, *args]).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"fact query failed: {exc}") from exc
-        ids = sorted({str(r[0]) for r in rows})
-        docs = {
-            d.doc_id: d
-            for d in self._documents_where(
-                "WHERE doc_id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
-            )
-        }
-        return [(self._fact(r), docs[str(r[0])]) for r in rows if str(r[0]) in docs]
-
-    @_consistent
-    def list_facts(self, doc_id: str | None = None) -> list[Fact]:
-        """Every stored fact (or one document's), unfiltered: for operators only."""
-        if doc_id is None:
-            rows = self._db.execute(f"{FACT_SELECT} ORDER BY d.doc_id, f.id").fetchall()
-        else:
-            rows = self._db.execute(
-                f"{FACT_SELECT} WHERE d.doc_id = ? ORDER BY f.id", (doc_id,)
-            ).fetchall()
-        return [self._fact(r) for r in rows]
+        sql = allowed_facts_sql(allowed, "doc_key", [f"f.{column} = ?" for column in slots])
+        with self._snapshot() as db:
+            try:
+                rows = db.execute(sql, [*params, *slots.values()]).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"fact query failed: {exc}") from exc
+            return rows, self._documents_by_id(db, sorted({str(r[0]) for r in rows}))
 
     # ------------------------------------------------------------------ end facts
 
     # ------------------------------------------------------------------ status
 
-    @_consistent
-    def stats(self) -> StoreStats:
-        db = self._db
-        by_corpus = dict(db.execute("SELECT corpus, COUNT(*) FROM documents GROUP BY corpus"))
-        by_sens = {
-            Sensitivity(s).name: n
-            for s, n in db.execute("SELECT sensitivity, COUNT(*) FROM documents GROUP BY 1")
-        }
-        size = 0
-        if str(self.path) != ":memory:":
-            size = sum(
-                p.stat().st_size
-                for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
-                if p.exists()
-            )
-        return StoreStats(
-            documents=db.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
-            chunks=db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0],
-            vectors=db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0],
-            by_corpus=by_corpus,
-            by_sensitivity=by_sens,
-            size_bytes=size,
-        )
+    def _size_bytes(self, db: SqlConnection) -> int:
+        """The file's size with its write-ahead log and shared memory."""
+        if str(self.path) == ":memory:":
+            return 0
+        files = (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
+        return sum(p.stat().st_size for p in files if p.exists())
