@@ -101,7 +101,18 @@ TABLES: tuple[Table, ...] = (
     Table(
         "api_tokens",
         "id",
-        ("id", "user_id", "admin", "secret_sha256", "created_at", "expires_at", "revoked_at"),
+        # scopes too: a token copied without them reads as one made before scopes, and a
+        # provisioning (scim) token would then search and ask
+        (
+            "id",
+            "user_id",
+            "admin",
+            "secret_sha256",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "scopes",
+        ),
     ),
     Table(
         "ui_sessions",

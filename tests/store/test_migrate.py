@@ -70,7 +70,7 @@ def _with_vectors(index: Path) -> None:
 @pytest.fixture
 def homes(tmp_path: Path) -> Iterator[Homes]:
     """The ACME demo ingested and synced into SQLite through the CLI, with a FAQ entry, an
-    API token and traces; and a PostgreSQL home on an upgraded, empty database."""
+    API token, a SCIM-only token and traces; and a PostgreSQL home on an upgraded, empty database."""
     found = server()
     database = found.database()
     try:
@@ -96,6 +96,9 @@ def homes(tmp_path: Path) -> Iterator[Homes]:
             "group:all-staff",
         )
         run_json(sqlite_config, "token", "create", "--user", "alice")
+        # A provisioning token: were its scope lost on the way, it would read as a token
+        # made before scopes, which may search and ask.
+        run_json(sqlite_config, "token", "create", "--user", "provisioner", "--scope", "scim")
         run_json(sqlite_config, "ask", "travel policy", "--user", "alice")
         index = tmp_path / "sqlite" / "data" / "clearance.db"
         _with_vectors(index)
