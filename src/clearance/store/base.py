@@ -1,4 +1,4 @@
-"""The ``Store`` protocol: what every backend (SQLite now, PostgreSQL later) must provide.
+"""The ``Store`` protocol: what every backend (SQLite, PostgreSQL) must provide.
 
 The one rule every backend obeys: **the filter is part of the search**. ``lexical_search``
 and ``vector_search`` return the top-k *of the allowed set*, computed inside the index
