@@ -646,22 +646,6 @@ _ASKS_COMPARISON = re.compile(
     r"|前期比|前年比|同比|環比|环比|増え|増加|減少|伸び|增长|增加|减少|下降|增减|増減",
     re.IGNORECASE,
 )
-# "What was the deficit for the first eight months of fiscal year 2019?": a question for
-# the value of something in a period it names (not "why", not "what was the reason").
-_WHAT_WAS = re.compile(r"^\s*what\s+(?:was|were)\b", re.IGNORECASE)
-_ASKS_REASON = re.compile(r"\b(?:why|reasons?|causes?|because|explain)\b", re.IGNORECASE)
-
-
-def _asks_one_amount(question: str) -> bool:
-    """Whether ``question`` asks for one amount: "how much …", "いくら", or "what was …"
-    of a period it names; not a question about how one amount compares with another."""
-    if _ASKS_COMPARISON.search(question) or _ASKS_REASON.search(question):
-        return False
-    return bool(
-        _ASKS_AMOUNT.search(question) or (_WHAT_WAS.search(question) and _names_period(question))
-    )
-
-
 # Where a clause of an English sentence ends: a comma, semicolon or dash before more words.
 _CLAUSE_END = re.compile(r",\s+(?=[a-z$])|;\s+|\s+--\s+|\s+[—–]\s+")
 
@@ -1046,7 +1030,7 @@ class ExtractiveProvider:
                 at.append(m)
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
-        if _asks_one_amount(request.question):
+        if _ASKS_AMOUNT.search(request.question) and not _ASKS_COMPARISON.search(request.question):
             if _names_period(request.question):
                 chosen = _one_amount(chosen)
             chosen = [
