@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from clearance.ingest.pipeline import FileResult
 
 
+_STYLES = {"failed": "red", "skipped": "yellow"}
+
+
 def register(cli: click.Group) -> None:
     @cli.command("ingest")
     @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
@@ -44,8 +47,8 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Ingest files and folders (and a manifest) into the index.
 
-        Prints a line per failed or skipped file and per warning, with the reason, then a
-        summary. A failed file never stops the others. Exits 2 if any metadata, manifest
+        Prints a line per failed or skipped file and per warning, with the reason (a failure
+        shared by several files once, with how many more it stopped), then a summary. A failed file never stops the others. Exits 2 if any metadata, manifest
         line or path was refused (bad input), else 1 if any file could not be read or stored.
         """
         if not paths and manifest is None:
@@ -64,15 +67,26 @@ def register(cli: click.Group) -> None:
                     def planned(n: int) -> None:
                         bar.update(task, total=n)
 
+                    # (status, reason) → files left unprinted: a failure shared by a
+                    # folder's files (its corpus not configured) is printed once
+                    repeated: dict[tuple[str, str], int] = {}
+
                     def done(result: FileResult) -> None:
                         bar.update(task, advance=1, description=terminal_safe(result.source))
                         source = safe(result.source)
                         if result.status in ("failed", "skipped"):
-                            style = "red" if result.status == "failed" else "yellow"
-                            reason = f": {safe(result.error)}" if result.error else ""
-                            bar.console.print(
-                                f"[{style}]{result.status}[/{style}] {source}{reason}"
-                            )
+                            key = (result.status, result.error or "")
+                            # a failure's reason names its cause (a folder's metadata), a
+                            # skip's is about the file itself: every skipped file is named
+                            if result.status == "failed" and result.error and key in repeated:
+                                repeated[key] += 1
+                            else:
+                                repeated[key] = 0
+                                style = _STYLES[result.status]
+                                reason = f": {safe(result.error)}" if result.error else ""
+                                bar.console.print(
+                                    f"[{style}]{result.status}[/{style}] {source}{reason}"
+                                )
                         for warning in result.warnings:
                             bar.console.print(f"[yellow]warning[/yellow] {source}: {safe(warning)}")
 
@@ -87,6 +101,14 @@ def register(cli: click.Group) -> None:
                         on_result=done,
                         on_progress=working,
                     )
+                for (status, _), more in repeated.items():
+                    if more:
+                        style = _STYLES[status]
+                        files = "file" if more == 1 else "files"
+                        console.print(
+                            f"[{style}]{status}[/{style}] {more} more {files} "
+                            "for the same reason (--json lists each)"
+                        )
                 for warning in report.warnings:  # about the run, not one file
                     console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
                 counts = report.counts
