@@ -278,6 +278,24 @@ def test_an_amounts_bracketed_comparison_is_left_out_when_one_amount_is_asked() 
     assert quoted(answer("2024年3月期の売上高はいくらでしたか?", snippet("S1", plain))) == [plain]
 
 
+def test_how_much_is_not_answered_by_sentences_without_a_number() -> None:
+    """ "How much is the transit benefit per month?" over a page that says how to enrol and
+    never what the benefit pays: no sentence of it answers how much, so nothing is quoted
+    (the answer path then refuses). Reverse proof: with a sentence stating the amount,
+    that sentence answers."""
+    page = (
+        "This page outlines how to sign up for and how to cancel the transit benefit.\n\n"
+        "All employees who take public transit to work are eligible for transit subsidies."
+    )
+    question = "How much is the transit benefit per month?"
+    assert quoted(answer(question, snippet("S1", page))) == []
+    stated = page + " The transit benefit pays up to $315 per month."
+    assert any("$315" in u for u in quoted(answer(question, snippet("S1", stated))))
+    # a count written in words is a number too
+    words = "Employees get twelve weeks of paid parental leave."
+    assert quoted(answer("How many weeks of paid parental leave?", snippet("S1", words))) == [words]
+
+
 def test_whom_a_question_names_does_not_choose_its_sentence() -> None:
     """ "コニカミノルタの…営業利益は?": the company's name is six terms of a script written
     without spaces, and a sentence about sales that names the company ("コニカとミノルタ")

@@ -743,6 +743,16 @@ _QUANTITY = re.compile(
 )
 
 
+# Any number a sentence may state: digits, a number word, CJK numerals.
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
+    r"sixty|seventy|eighty|ninety|hundred|thousand|million|billion|dozen|half|once|twice|"
+    r"single|double|no|none|zero)\b|[一二三四五六七八九十百千万億兆两]",
+    re.IGNORECASE,
+)
+
+
 def _with_quantity(
     chosen: list[Quote],
     at: Sequence[tuple[int, int] | None],
@@ -1030,6 +1040,12 @@ class ExtractiveProvider:
                 at.append(m)
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
+        if _ASKS_AMOUNT.search(request.question) and not any(
+            _NUMBER.search(q.sentence) for q in chosen
+        ):
+            # "How much is the transit benefit?" over a page that says how to enrol and
+            # never what it pays: sentences without a number do not answer how much.
+            return []
         if _ASKS_AMOUNT.search(request.question) and not _ASKS_COMPARISON.search(request.question):
             if _names_period(request.question):
                 chosen = _one_amount(chosen)
