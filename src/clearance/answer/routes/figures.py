@@ -490,8 +490,8 @@ class FiguresRoute:
         path's answer is given when one of its sentences names the metric, states an amount
         for no part of a year and no forecast, and names the year (itself, or by its
         section); the first such sentence is the answer, alone. Otherwise nothing is taken
-        from it and the table's "not found" stands. The sentences
-        are quoted as written (no model is asked), so its numbers are its source's own."""
+        from it and the table's "not found" stands. The sentence is quoted as written (no
+        model is asked), so its numbers are its source's own."""
         if self.quote is None or query.metric is None or query.qualifier is not None:
             return None
         year = _WHOLE_YEAR.fullmatch(query.period or "")
