@@ -547,7 +547,7 @@ _PART_OF_YEAR = re.compile(
 _EXPECTED = re.compile(
     r"\b(?:expect(?:s|ed)?|forecasts?|outlook|guidance|plans?|planned|budget(?:ed)?|project(?:s|ed)|"
     r"target(?:s|ed)?|estimates?|anticipate[sd]?)\b|見通し|予想|計画|目標|见込|見込|预计|预测|计划|目标|预算"
-    r"|今期|来期|次期|としている|本年度",
+    r"|今期|来期|次期|としている",
     re.IGNORECASE,
 )
 
@@ -555,9 +555,8 @@ _EXPECTED = re.compile(
 def states_whole_year_amount(sentence: str) -> bool:
     """Whether ``sentence`` is one statement of a reported amount for a whole year: it
     states at most three amounts ("1兆1,599億円(前期比2.6%増)"; a page of table cells read
-    as one run states many), names
-    no part of a year (a quarter, a half, a count of months other than twelve, year to
-    date), and no forecast, plan or budget."""
+    as one run states many), names no part of a year (a quarter, a half, a count of months
+    other than twelve, year to date), and no forecast, plan or budget."""
     amounts = _stated_amounts(sentence)
     if not 0 < len(amounts) <= 3 or len(re.findall(r"\d[\d,.]*", sentence)) > 6:
         return False
@@ -694,11 +693,11 @@ def _names_period(question: str) -> bool:
 
 
 def _one_amount(chosen: Sequence[Quote]) -> list[Quote]:
-    """For a question naming its period, ``chosen`` without the prose sentences after the first one that states an amount
-    and that state amounts of their own: a question asking for one amount gets the one its
-    best sentence states ("営業利益は…260億円となった。"), not the next best sentence's
-    forecast or prior-year figure beside it. List items and table lines are kept: they are
-    chosen as a whole (a table's rows, a list's items)."""
+    """``chosen`` without the prose sentences that state amounts of their own after the first
+    one that states an amount: a question asking for one amount of a period it names gets
+    the one its best sentence states ("営業利益は…260億円となった。"), not the next best
+    sentence's forecast or prior-year figure beside it. List items and table lines are
+    kept: they are chosen as a whole (a table's rows, a list's items)."""
     kept: list[Quote] = []
     stated = False
     for q in chosen:
@@ -748,7 +747,7 @@ _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
     r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
     r"sixty|seventy|eighty|ninety|hundred|thousand|million|billion|dozen|half|once|twice|"
-    r"single|double|no|none|zero)\b|[一二三四五六七八九十百千万億兆两]",
+    r"single|double|none|zero)\b|[一二三四五六七八九十百千万億兆两]",
     re.IGNORECASE,
 )
 
