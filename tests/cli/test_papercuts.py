@@ -152,25 +152,27 @@ def test_ingest_names_every_skipped_file_and_why(run: Run, project: Path) -> Non
     assert "skipped notes.xyz: unsupported file type\n" in out
 
 
-def test_a_reason_shared_by_a_folders_files_is_printed_once(run: Run, project: Path) -> None:
-    """A folder whose corpus is not configured fails every file for one reason: one line
-    says it, then how many more files it stopped, instead of the same line per file. The
-    JSON report keeps each file. Skipped files are each named, whatever their reason."""
+def test_a_reason_shared_by_many_files_is_printed_for_the_first_three(
+    run: Run, project: Path
+) -> None:
+    """A folder whose corpus is not configured fails every file for one reason: the first
+    three files are printed with it, then how many more it stopped, instead of the same
+    line per file. The JSON report keeps each file. Skipped files are each named."""
     folder = project / "handbook"
     folder.mkdir()
     (folder / "_meta.json").write_text(
         json.dumps({"corpus": "handbook", "acl": ["group:staff"]}), encoding="utf-8"
     )
-    for name in ("leave.md", "travel.md", "equipment.md"):
+    for name in ("leave.md", "travel.md", "equipment.md", "fmla.md", "overtime.md"):
         (folder / name).write_text(f"# {name}\n\nText.\n", encoding="utf-8")
 
     rc, out, _ = run("ingest", str(folder))
 
     assert rc != 0
-    assert out.count("corpus 'handbook' is not configured") == 1, out
+    assert out.count("corpus 'handbook' is not configured") == 3, out
     assert "failed 2 more files for the same reason (--json lists each)" in out
     rc, data, _ = run("ingest", str(folder), "--json")
-    assert [r["status"] for r in json.loads(data)["results"]] == ["failed"] * 3
+    assert [r["status"] for r in json.loads(data)["results"]] == ["failed"] * 5
 
     (project / "docs" / "a.xyz").write_text("x", encoding="utf-8")
     (project / "docs" / "b.zzz").write_text("x", encoding="utf-8")

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 
 _STYLES = {"failed": "red", "skipped": "yellow"}
+#: How many files one failure's reason is printed for before the rest are counted.
+_SHOWN = 3
 
 
 def register(cli: click.Group) -> None:
@@ -48,7 +50,8 @@ def register(cli: click.Group) -> None:
         """Ingest files and folders (and a manifest) into the index.
 
         Prints a line per failed or skipped file and per warning, with the reason (a failure
-        shared by several files once, with how many more it stopped), then a summary. A failed file never stops the others. Exits 2 if any metadata, manifest
+        shared by many files for the first three, then how many more it stopped), then a
+        summary. A failed file never stops the others. Exits 2 if any metadata, manifest
         line or path was refused (bad input), else 1 if any file could not be read or stored.
         """
         if not paths and manifest is None:
@@ -67,8 +70,10 @@ def register(cli: click.Group) -> None:
                     def planned(n: int) -> None:
                         bar.update(task, total=n)
 
-                    # (status, reason) → files left unprinted: a failure shared by a
-                    # folder's files (its corpus not configured) is printed once
+                    # (status, reason) → files printed, and files left unprinted: a
+                    # failure shared by a folder's files (its corpus not configured) is
+                    # printed for the first few, then counted
+                    printed: dict[tuple[str, str], int] = {}
                     repeated: dict[tuple[str, str], int] = {}
 
                     def done(result: FileResult) -> None:
@@ -78,10 +83,11 @@ def register(cli: click.Group) -> None:
                             key = (result.status, result.error or "")
                             # a failure's reason names its cause (a folder's metadata), a
                             # skip's is about the file itself: every skipped file is named
-                            if result.status == "failed" and result.error and key in repeated:
-                                repeated[key] += 1
+                            shown = printed.get(key, 0)
+                            if result.status == "failed" and result.error and shown >= _SHOWN:
+                                repeated[key] = repeated.get(key, 0) + 1
                             else:
-                                repeated[key] = 0
+                                printed[key] = shown + 1
                                 style = _STYLES[result.status]
                                 reason = f": {safe(result.error)}" if result.error else ""
                                 bar.console.print(
