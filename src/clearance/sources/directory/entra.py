@@ -41,14 +41,12 @@ from pydantic import BeforeValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
 from clearance.errors import ConfigError, SourceError
-from clearance.secrets import Secret
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.graph import (
     DEFAULT_GRAPH_URL,
     DEFAULT_LOGIN_URL,
     USER_IDS,
-    AssertionCredentials,
     ClientCredentials,
     Credential,
     FederatedTokenFile,
@@ -301,11 +299,8 @@ def entra_reader(
     tokens = SourceClient(source=name, max_concurrency=1, sleep=sleep, transport=transport)
     parts = urlsplit(options.graph_url)
     scope = f"{parts.scheme}://{parts.netloc}/.default"
-    auth: ClientCredentials | AssertionCredentials
-    if isinstance(credential, Secret):
-        auth = ClientCredentials(tokens, token_url, options.client_id, credential, scope)
-    else:
-        auth = AssertionCredentials(tokens, token_url, options.client_id, credential, scope)
+    # a client secret, or an assertion from a certificate or a federated token file
+    auth = ClientCredentials(tokens, token_url, options.client_id, credential, scope)
     client = SourceClient(
         source=name,
         auth=auth,
