@@ -29,6 +29,7 @@ __all__ = [
     "is_restricted",
     "parse_principal",
     "principal_id_problem",
+    "shown",
 ]
 
 EVERYONE = "everyone"
@@ -49,7 +50,7 @@ _INVISIBLE = {
 }
 
 
-def _shown(value: str) -> str:
+def shown(value: str) -> str:
     """``repr`` of ``value``, cut short so an error message stays one readable line."""
     return repr(value) if len(value) <= 80 else repr(value[:80]) + "…"
 
@@ -69,17 +70,17 @@ def principal_id_problem(ident: str) -> str | None:
     if not ident:
         return "must not be empty"
     if len(ident) > _ID_MAX:
-        return f"{_shown(ident)} is longer than {_ID_MAX} characters"
+        return f"{shown(ident)} is longer than {_ID_MAX} characters"
     for char in ident:
         if char.isspace():
-            return f"{_shown(ident)} must not contain whitespace"
+            return f"{shown(ident)} must not contain whitespace"
         if char in _ID_PUNCTUATION:
-            return f"{_shown(ident)} must not contain {char!r}"
+            return f"{shown(ident)} must not contain {char!r}"
         if not char.isprintable():
             what = _INVISIBLE.get(unicodedata.category(char), "unprintable characters")
-            return f"{_shown(ident)} must not contain {what} (U+{ord(char):04X})"
+            return f"{shown(ident)} must not contain {what} (U+{ord(char):04X})"
     if not unicodedata.is_normalized("NFC", ident):
-        return f"{_shown(ident)} must be in Unicode NFC form"
+        return f"{shown(ident)} must be in Unicode NFC form"
     return None
 
 
@@ -97,11 +98,11 @@ def parse_principal(value: object) -> str:
     kind, sep, ident = value.partition(":")
     if not sep or kind not in ("user", "group"):
         raise ValueError(
-            f"bad principal {_shown(value)}: use 'user:<id>', 'group:<id>' or 'everyone'"
+            f"bad principal {shown(value)}: use 'user:<id>', 'group:<id>' or 'everyone'"
         )
     problem = principal_id_problem(ident)
     if problem is not None:
-        raise ValueError(f"bad principal {_shown(value)}: id {problem}")
+        raise ValueError(f"bad principal {shown(value)}: id {problem}")
     return value
 
 

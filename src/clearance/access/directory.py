@@ -82,7 +82,7 @@ from pydantic.alias_generators import to_camel
 
 from clearance import jsonio
 from clearance.errors import ConfigError, DirectoryError
-from clearance.model import EVERYONE, parse_principal, principal_id_problem
+from clearance.model import EVERYONE, parse_principal, principal_id_problem, shown
 from clearance.validation import Invalid, Loc, Wording, validate
 
 __all__ = [
@@ -119,18 +119,13 @@ def _member_problem(value: str) -> str | None:
     kind, sep, ident = value.partition(":")
     if sep and kind in ("user", "group"):
         problem = principal_id_problem(ident)
-        return None if problem is None else f"bad member {_shown(value)}: id {problem}"
+        return None if problem is None else f"bad member {shown(value)}: id {problem}"
     try:
         parse_principal(value)
     except ValueError as exc:
         return str(exc)
     # The only principal without a kind prefix is EVERYONE.
     return "'everyone' cannot be a group member; members are 'user:<id>' or 'group:<id>'"
-
-
-def _shown(value: str) -> str:
-    """``repr`` of ``value``, cut short so an error message stays one readable line."""
-    return repr(value) if len(value) <= 80 else repr(value[:80]) + "…"
 
 
 def alias_key(name: str) -> str:
