@@ -92,7 +92,7 @@ from clearance.retrieval.hybrid import HybridSearcher
 from clearance.store import pg_schema, pg_search
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan, _analysed
-from clearance.store.rows import document_row
+from clearance.store.rows import chunk_row, document_row
 from clearance.store.sqlite import SQLiteStore
 
 OWNER, READER = "bench_owner", "bench_reader"
@@ -225,8 +225,8 @@ def pg_ingest(
     for table in _FORCED:
         conn.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
     key_row = conn.execute("SELECT coalesce(max(key), 0) FROM documents").fetchone()
-    chunk_row = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
-    doc_key, chunk_key = int(key_row[0]), int(chunk_row[0])
+    max_chunk = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
+    doc_key, chunk_key = int(key_row[0]), int(max_chunk[0])
     copied = 0
     load_s = analyse_s = 0.0
     batch = 500
@@ -250,13 +250,7 @@ def pg_ingest(
                     chunks_rows.append(
                         (
                             chunk_key,
-                            chunk.chunk_id,
-                            doc_key,
-                            chunk.ordinal,
-                            chunk.text,
-                            chunk.locator,
-                            int(chunk.sensitivity),
-                            chunk.origin,
+                            *chunk_row(doc_key, chunk),
                             length,
                             terms,
                             tfs,

@@ -25,12 +25,14 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from pathlib import PurePosixPath
 
 import Stemmer
 
 __all__ = [
     "cjk_share",
     "document_terms",
+    "file_name_words",
     "index_terms",
     "phrase_keys",
     "query_terms",
@@ -228,3 +230,9 @@ def search_terms(text: str) -> list[str]:
     """Distinct index terms of a query, stopwords removed before and after stemming."""
     # Checked again after stemming: "what's" and "it's" stem to stopwords.
     return [t for t in dict.fromkeys(_index_forms(query_terms(text))) if t not in _STOPWORDS]
+
+
+def file_name_words(uri: str) -> str:
+    """The words of a document's file name as a reader sees them in its link:
+    ``…/konica-minolta-fy2023-overview.md`` → ``konica minolta fy2023 overview``."""
+    return re.sub(r"[-_.]+", " ", PurePosixPath(uri).stem)

@@ -46,9 +46,8 @@ import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
-from clearance.analysis import cjk_share, document_terms, phrase_keys, search_terms
+from clearance.analysis import cjk_share, document_terms, file_name_words, phrase_keys, search_terms
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
@@ -233,7 +232,7 @@ def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
     text, with each of ``compounds`` (the question's words written as one → the two words)
     whose term it holds or writes open. The file name is the organisation's own name for
     the document ("konica-minolta-fy2023-overview.md" beside a title in Japanese)."""
-    name = re.sub(r"[-_.]+", " ", PurePosixPath(snippet.uri).stem)
+    name = file_name_words(snippet.uri)
     text = f"{snippet.title}\n{name}\n{snippet.locator}\n{snippet.text}"
     held = set(document_terms(text))
     if held & _CHANGE_TERMS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from clearance.ingest.pipeline import FileResult
 
 
-_STYLES = {"failed": "red", "skipped": "yellow"}
 #: How many files one failure's reason is printed for before the rest are counted.
 _SHOWN = 3
 
@@ -70,29 +70,25 @@ def register(cli: click.Group) -> None:
                     def planned(n: int) -> None:
                         bar.update(task, total=n)
 
-                    # (status, reason) → files printed, and files left unprinted: a
-                    # failure shared by a folder's files (its corpus not configured) is
-                    # printed for the first few, then counted
-                    printed: dict[tuple[str, str], int] = {}
-                    repeated: dict[tuple[str, str], int] = {}
+                    # a failure's reason → the files it stopped: a reason shared by a
+                    # folder's files (its corpus not configured) is printed for the first
+                    # few, then counted. A skip's reason is about the file itself: every
+                    # skipped file is named.
+                    failures: Counter[str] = Counter()
 
                     def done(result: FileResult) -> None:
                         bar.update(task, advance=1, description=terminal_safe(result.source))
                         source = safe(result.source)
-                        if result.status in ("failed", "skipped"):
-                            key = (result.status, result.error or "")
-                            # a failure's reason names its cause (a folder's metadata), a
-                            # skip's is about the file itself: every skipped file is named
-                            shown = printed.get(key, 0)
-                            if result.status == "failed" and result.error and shown >= _SHOWN:
-                                repeated[key] = repeated.get(key, 0) + 1
-                            else:
-                                printed[key] = shown + 1
-                                style = _STYLES[result.status]
-                                reason = f": {safe(result.error)}" if result.error else ""
-                                bar.console.print(
-                                    f"[{style}]{result.status}[/{style}] {source}{reason}"
-                                )
+                        if result.status == "failed" and result.error:
+                            failures[result.error] += 1
+                        if result.status in ("failed", "skipped") and (
+                            result.status == "skipped" or failures[result.error or ""] <= _SHOWN
+                        ):
+                            style = "red" if result.status == "failed" else "yellow"
+                            reason = f": {safe(result.error)}" if result.error else ""
+                            bar.console.print(
+                                f"[{style}]{result.status}[/{style}] {source}{reason}"
+                            )
                         for warning in result.warnings:
                             bar.console.print(f"[yellow]warning[/yellow] {source}: {safe(warning)}")
 
@@ -107,14 +103,12 @@ def register(cli: click.Group) -> None:
                         on_result=done,
                         on_progress=working,
                     )
-                for (status, _), more in repeated.items():
-                    if more:
-                        style = _STYLES[status]
-                        files = "file" if more == 1 else "files"
-                        console.print(
-                            f"[{style}]{status}[/{style}] {more} more {files} "
-                            "for the same reason (--json lists each)"
-                        )
+                for more in (n - _SHOWN for n in failures.values() if n > _SHOWN):
+                    files = "file" if more == 1 else "files"
+                    console.print(
+                        f"[red]failed[/red] {more} more {files} for the same reason "
+                        "(--json lists each)"
+                    )
                 for warning in report.warnings:  # about the run, not one file
                     console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
                 counts = report.counts

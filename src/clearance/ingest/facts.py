@@ -95,6 +95,7 @@ __all__ = [
     "periods_without_year",
     "sub_markers",
     "vocab_fingerprint",
+    "year_to_quarter",
 ]
 
 log = logging.getLogger(__name__)
@@ -372,21 +373,27 @@ _DATE_SPAN = re.compile(
     r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*\d{1,2}\s*日\s*[-–~〜～至]\s*"
     r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*\d{1,2}\s*日"
 )
-_QUARTER_PERIOD = re.compile(r"^Q([1-4]) (\d{4})$")
+_LATER_QUARTER = re.compile(r"^Q([2-4]) (\d{4})$")
+
+
+def year_to_quarter(period: str | None) -> str | None:
+    """``Q2 2024`` → ``Q1–Q2 FY2024``: the year to a quarter (not for the first)."""
+    m = _LATER_QUARTER.match(period or "")
+    return f"Q1–Q{m.group(1)} FY{m.group(2)}" if m else None
 
 
 def _cumulative(period: str, contexts: Sequence[str]) -> str:
-    """``Qn YYYY`` as ``Q1–Qn FYYYYY`` when a context's dates span ``3n`` months (the
-    year to that quarter, as Japanese quarterly results report it), else ``period``."""
-    quarter = _QUARTER_PERIOD.match(period)
-    if quarter is None or quarter.group(1) == "1":
+    """``Qn YYYY`` as :func:`year_to_quarter` gives it when a context's dates span ``3n``
+    months (as Japanese quarterly results report it), else ``period``."""
+    whole = year_to_quarter(period)
+    if whole is None:
         return period
-    n = int(quarter.group(1))
+    n = int(period[1])
     for context in contexts:
         for m in _DATE_SPAN.finditer(context):
             months = (int(m.group(3)) - int(m.group(1))) * 12 + int(m.group(4)) - int(m.group(2))
             if months + 1 == 3 * n:
-                return f"Q1–Q{n} FY{quarter.group(2)}"
+                return whole
     return period
 
 
@@ -1175,16 +1182,6 @@ class _Resolved:
 
 
 class _Extractor:
-    def _company(self, corner: str) -> str:
-        """The company a table's corner names with its legal form, else the document's
-        entity; a file name that calls that company otherwise gives it another name."""
-        company = company_named(corner)
-        if company is None:
-            return self.entity
-        if self._file_entity and self._file_entity.casefold() != company.casefold():
-            self.other_names.setdefault(company, set()).add(self._file_entity)
-        return company
-
     def __init__(self, vocab: Vocabulary, doc_id: str, title: str) -> None:
         self.vocab = vocab
         self.settings = vocab.settings
@@ -1200,6 +1197,16 @@ class _Extractor:
         self.skipped: dict[tuple[str, str], int] = {}
         # entity → the months its fiscal years end in, as its tables say
         self.year_ends: dict[str, set[int]] = {}
+
+    def _company(self, corner: str) -> str:
+        """The company a table's corner names with its legal form, else the document's
+        entity; a file name that calls that company otherwise gives it another name."""
+        company = company_named(corner)
+        if company is None:
+            return self.entity
+        if self._file_entity and self._file_entity.casefold() != company.casefold():
+            self.other_names.setdefault(company, set()).add(self._file_entity)
+        return company
 
     def _note_year_end(self, entity: str, period: str, labels: Sequence[str]) -> None:
         """Keep the month a full year's labels say the entity's fiscal years end in."""

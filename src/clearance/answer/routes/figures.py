@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date
-from pathlib import PurePosixPath
 
+from clearance.analysis import file_name_words
 from clearance.answer.context import AnswerContext
 from clearance.answer.intent import (
     MAX_PARTS,
@@ -36,7 +36,7 @@ from clearance.answer.structured import (
     sole_entity,
 )
 from clearance.config import LATEST_PERIOD
-from clearance.ingest.facts import YEAR_ENDS_KEY, Vocabulary
+from clearance.ingest.facts import YEAR_ENDS_KEY, Vocabulary, year_to_quarter
 from clearance.llm.extractive import states_whole_year_amount, without_asides, years_named
 from clearance.model import Document, Fact
 from clearance.trust import resolve_trust
@@ -72,15 +72,9 @@ def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: C
     (any of its names): a company total is never another company's, nor a line's."""
     if entity is None:
         return True
-    file_words = re.sub(r"[-_.]+", " ", PurePosixPath(cited.uri).stem)
+    file_words = file_name_words(cited.uri)
     text = f"{sentence}\n{cited.locator}\n{cited.title}\n{file_words}"
     return any(m.canonical == entity for m in vocab.find("entity", text))
-
-
-def _year_to_quarter(period: str | None) -> str | None:
-    """``Q2 2024`` → ``Q1–Q2 FY2024``: the year to a quarter, for a quarter no fact holds."""
-    m = re.fullmatch(r"Q([2-4]) (\d{4})", period or "")
-    return f"Q1–Q{m.group(1)} FY{m.group(2)}" if m else None
 
 
 def _plain_sentence(sentence: str, cited: Citation) -> str:
@@ -130,7 +124,7 @@ class FiguresRoute:
             authority=authority,
             rate=asks_for_rate(request.masked or request.question),
         )
-        if result.status == "not_found" and (cumulative := _year_to_quarter(part.period)):
+        if result.status == "not_found" and (cumulative := year_to_quarter(part.period)):
             # "第2四半期の売上高": a Japanese report gives the year to the quarter; the answer
             # says so by the figure's own label (Q1–Q2 FY2024).
             again = self._tool(request, replace(part, period=cumulative))
@@ -227,7 +221,7 @@ class FiguresRoute:
         sole = sole_entity(rows)
         if sole is None and part.period is not None:
             period = self.ctx.vocab.canonical_period(part.period) or part.period
-            periods = {period, _year_to_quarter(period)}
+            periods = {period, year_to_quarter(period)}
             sole = sole_entity((f, d) for f, d in rows if f.period in periods)
         if sole is None:
             sole = sole_entity((f, d) for f, d in rows if f.metric == part.metric)
