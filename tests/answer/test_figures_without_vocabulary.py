@@ -340,3 +340,19 @@ def test_an_entity_only_in_an_unreadable_document_is_never_offered_or_named(
     board = ask(app, "Initech revenue in 2025?", user="bo")
     assert board.status is Status.ANSWERED, board.answer
     assert "950" in board.answer and "Initech Corp" in board.answer
+
+
+def test_another_company_reporting_part_of_the_year_asked_means_asking_which(
+    corpus_app: tuple[Clearance, list[Any]],
+) -> None:
+    """ "Revenue in 2024?" where Apple reports the whole of 2024 and 华星 the first half of
+    it: the question is about either, so it asks which, instead of assuming the company
+    with the whole year. Reverse proof: for 2022, which only Apple reports (in whole or in
+    part), Apple is assumed and said."""
+    app, _ = corpus_app
+    both = ask(app, "What was revenue in 2024?")
+    assert both.status is Status.CLARIFY, both.answer
+    assert both.assumptions == () and "201,183" not in both.answer
+    apple = ask(app, "What was revenue in 2022?")
+    assert apple.status is Status.ANSWERED, apple.answer
+    assert "Assuming Apple Inc.: " in apple.answer and "394,328" in apple.answer

@@ -223,6 +223,13 @@ class FiguresRoute:
             period = self.ctx.vocab.canonical_period(part.period) or part.period
             periods = {period, year_to_quarter(period)}
             sole = sole_entity((f, d) for f, d in rows if f.period in periods)
+            # Another company reporting part of the year asked makes the question theirs
+            # too ("revenue in 2024" beside a half year of FY2024): ask, don't assume.
+            if (
+                sole is not None
+                and len({f.entity for f, _ in rows if _within(f.period, period)}) > 1
+            ):
+                return None
         if sole is None:
             sole = sole_entity((f, d) for f, d in rows if f.metric == part.metric)
         return sole
@@ -536,13 +543,7 @@ class FiguresRoute:
             request, metric=query.metric, entity=query.entity, channel=query.channel
         )
         parts = [
-            (f, d)
-            for f, d in rows
-            if f.period != query.period
-            and (
-                f.period.endswith(" " + query.period)
-                or re.fullmatch(rf"[HQ][1-4] {year.group(1)}", f.period) is not None
-            )
+            (f, d) for f, d in rows if f.period != query.period and _within(f.period, query.period)
         ]
         parts.sort(key=lambda row: (row[0].period, row[0].doc_id), reverse=True)
         return parts[:MAX_OPTIONS]
@@ -564,6 +565,19 @@ class FiguresRoute:
             )
             out.append(replace(c, trust=trust))
         return tuple(out)
+
+
+def _within(period: str, year: str) -> bool:
+    """Whether ``period`` is ``year`` (``FY2023``, ``CY2023``) or a part of it: ``Q1–Q3
+    FY2023``, ``9M FY2023``, ``H1 2023``, ``Q3 2023``."""
+    whole = re.fullmatch(r"(?:FY|CY)(\d{4})", year)
+    if whole is None:
+        return period == year
+    return (
+        period == year
+        or period.endswith(" " + year)
+        or re.fullmatch(rf"[HQ][1-4] {whole.group(1)}", period) is not None
+    )
 
 
 def _year_end(document: Document, entity: str) -> int | None:
