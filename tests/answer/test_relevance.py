@@ -235,3 +235,47 @@ def test_a_document_holding_every_asked_word_is_not_refused_for_a_low_cosine() -
     assert gate.decide(1.0, 0.163)
     assert not gate.decide(0.9, 0.163)
     assert gate.decide(0.9, 0.4)
+
+
+def test_the_asked_words_together_in_one_sentence_outweigh_a_diluted_cosine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Can I claim the cost of mailing my travel voucher?" against a list of a dozen
+    incidental expenses, one of which is "C. Mailing cost associated with filing travel
+    vouchers": coverage 0.74, but the chunk's cosine (0.31) is diluted by the other items
+    and sank it below min_score. The question's words standing together in one item are
+    judged on coverage. Reverse proof: the same words spread over three items of the list
+    are judged with the cosine and refused, and so is the case with the rule taken out."""
+    from clearance.answer import relevance
+    from clearance.model import Sensitivity
+
+    question = "Can I claim the cost of mailing my travel voucher?"
+    weights = {"claim": 4.62, "cost": 3.02, "mail": 3.53, "travel": 3.02, "voucher": 3.53}
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(100, {})
+
+    def judged(text: str) -> bool:
+        snippet = Snippet(
+            "S1", "c1", "d1", "Incidental expenses", "p", "", text,
+            Sensitivity.INTERNAL, "hr", "human",
+        )  # fmt: skip
+        gate = RelevanceGate(RelevanceSettings())
+        return gate.judge(question, [snippet], stats, cosines={"c1": 0.31})[0].relevant
+
+    monkeypatch.setattr(relevance, "question_weights", lambda q, s: dict(weights))
+    together = (
+        "A. Fees and tips given to porters and baggage carriers.\n"
+        "C. Mailing cost associated with filing travel vouchers and payment of charge card "
+        "billings.\n"
+        "D. Laundry and dry cleaning while on official travel."
+    )
+    spread = (
+        "A. Mailing of forms to the payroll office.\n"
+        "C. The cost of hotel tips abroad.\n"
+        "D. Travel vouchers are filed within five days."
+    )
+    assert judged(together)
+    assert not judged(spread)
+    monkeypatch.setattr(relevance, "_in_one_sentence", lambda *args: False)
+    assert not judged(together)

@@ -26,7 +26,9 @@ material the caller may read, so a hidden document can change neither:
   in "US operating profit" counts, where "tell us" does not.
 * **cosine** — the embedding similarity of question and chunk, where the hybrid search
   computed one (:attr:`~clearance.model.SearchHit.cosine`) and the question is not mostly
-  CJK (the bundled model is English-only; on Japanese it ranks near chance).
+  CJK (the bundled model is English-only; on Japanese it ranks near chance). The cosine
+  is the whole chunk's, which a long list dilutes: a snippet with one sentence or list
+  item holding more than 70 % of the question's IDF mass is judged on coverage alone.
 
 Without a cosine, a snippet is relevant when its coverage reaches ``min_coverage``. With
 one, the two signals are weighed together: ``coverage + cosine_weight * cosine`` must reach
@@ -266,6 +268,27 @@ def _stated(held: set[str], used: Sequence[Used]) -> set[str]:
     return out
 
 
+# Where a sentence or a list item ends.
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；])\s+|\n+")
+
+
+def _in_one_sentence(
+    text: str, weights: Mapping[str, float], total: float, used: Sequence[Used]
+) -> bool:
+    """Whether one sentence of ``text`` holds most of the question's IDF mass (more than
+    :data:`_TOGETHER`): "C. Mailing cost associated with filing travel vouchers …" for
+    "Can I claim the cost of mailing my travel voucher?"."""
+    for sentence in _SENTENCE_END.split(text):
+        held = _stated(set(document_terms(sentence)), used) & weights.keys()
+        if _share(weights, total, held) > _TOGETHER:
+            return True
+    return False
+
+
+#: The share of the question's IDF mass one sentence must hold for :func:`_in_one_sentence`.
+_TOGETHER = 0.7
+
+
 def _share(weights: Mapping[str, float], total: float, held: set[str]) -> float:
     return sum(weights[t] for t in held) / total if total > 0.0 else 0.0
 
@@ -318,6 +341,11 @@ class RelevanceGate:
         for snippet, terms in zip(snippets, held, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
             cosine = cosines.get(snippet.chunk_id) if use_cosine and cosines else None
+            if cosine is not None and _in_one_sentence(snippet.text, weights, total, used):
+                # The question's words standing together in one sentence are the evidence
+                # a cosine over the whole chunk only approximates, and a long chunk (a list
+                # of a dozen expenses) dilutes: judged on coverage, as without an embedder.
+                cosine = None
             # A question about a change is answered by a passage that says one happened.
             says_change = CHANGE not in weights or CHANGE in terms
             relevant = bool(terms) and says_change and self.decide(coverage, cosine)
