@@ -283,6 +283,24 @@ def test_what_a_period_came_to_is_not_answered_with_a_forecast_beside_it() -> No
     assert any("$400 billion" in u for u in undated), undated
 
 
+def test_a_sentence_saying_the_opposite_of_the_question_does_not_answer_it() -> None:
+    """ "How many weeks of paid parental leave do federal employees get?" over the FMLA page:
+    "12 administrative weeks of unpaid leave" is the opposite of what is asked, not its
+    answer, and with nothing else stating a number the question gets no quote (the answer
+    path refuses). Reverse proof: asked about unpaid leave, the same sentence answers, and a
+    sentence naming both paid and unpaid leave still counts."""
+    fmla = (
+        "Employees are entitled to 12 administrative weeks of unpaid leave in any 12-month "
+        "period for the birth of a child and care of the newborn."
+    )
+    paid = "How many weeks of paid parental leave do federal employees get?"
+    assert quoted(answer(paid, snippet("S1", fmla))) == []
+    unpaid = "How many weeks of unpaid leave do federal employees get?"
+    assert quoted(answer(unpaid, snippet("S1", fmla))) == [fmla]
+    both = "Paid leave may be substituted for the 12 weeks of unpaid leave."
+    assert quoted(answer(paid, snippet("S1", both))) == [both]
+
+
 def test_an_amounts_bracketed_comparison_is_left_out_when_one_amount_is_asked() -> None:
     """ "営業利益はいくら?": "260億円(前期は951億円の営業損失)" gives the prior year's figure
     beside the one asked for, a comparison nobody asked for; the aside is cut, marked.

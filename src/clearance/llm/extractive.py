@@ -867,11 +867,17 @@ def _score(
         for abbr in terms & expansions.keys():
             terms |= expansions[abbr]
     own = question.intersection(terms)
-    if not own:
+    if not own or _contradicts(question, terms):
         return 0
     held = own | question.intersection(document_terms(unit.heading))
     period = sum(1 for t in held if _is_period_word(t) or t in named)
     return _SUBJECT * (len(held) - period) + period
+
+
+def _contradicts(question: set[str], terms: set[str]) -> bool:
+    """Whether a unit says the opposite of a word of the question and never the word itself:
+    "12 weeks of unpaid leave" does not answer "How many weeks of paid leave?"."""
+    return any(t not in terms and (f"un{t}" in terms or f"non{t}" in terms) for t in question)
 
 
 def _floor(scores: Iterable[int], share: float = 0.5) -> int:
