@@ -407,6 +407,32 @@ def test_a_split_list_without_the_fuller_sentence_shows_the_fragment(
     assert any(u.startswith("not be") for u in units), units
 
 
+def test_half_a_sentence_no_passage_completes_is_never_beside_whole_ones() -> None:
+    """A chunk that opens mid-sentence ("should outline the specifics of the telework
+    arrangement", its subject in the chunk before, which was not retrieved): never quoted
+    beside whole sentences; where it is the best unit it is still quoted (verbatim).
+    Reverse proof: a passage opening with a name in lower case ("iPhone …") is a sentence."""
+    cut = (
+        "should outline the specifics of the telework arrangement (e.g., location of "
+        "telework, frequency, expectations, etc.). Additionally, the employee will be "
+        "required to complete an interactive telework training program prior to entering a "
+        "written telework agreement."
+    )
+    units = quoted(answer("What training must I finish before telework?", snippet("S1", cut)))
+    assert units == [
+        "Additionally, the employee will be required to complete an interactive telework "
+        "training program prior to entering a written telework agreement."
+    ], units
+    best = quoted(
+        answer("What should the telework arrangement specifics outline?", snippet("S1", cut))
+    )
+    assert best[0].startswith("should outline the specifics"), best
+    name = "iPhone net sales rose in 2024. Mac net sales fell."
+    assert quoted(answer("How did iPhone and Mac net sales change?", snippet("S1", name)))[
+        0
+    ].startswith("iPhone net sales rose"), name
+
+
 def test_a_full_years_amount_never_answers_a_quarter() -> None:
     """ "2024年3月期第2四半期の売上高は?" over a results overview stating the full year's
     sales: the full-year amount is not quoted for the quarter (held-out results deck);

@@ -990,6 +990,11 @@ class ExtractiveProvider:
         table_of = {row: key for key, table in tables.items() for row in table.rows}
         selected, undecided = _selected_rows(tables, units, question, scores)
         fuller = _fuller_units(request.snippets, units)
+        fragments = {
+            (s, 0)
+            for s, snippet_units in enumerate(units)
+            if snippet_units and (s, 0) not in fuller and _starts_mid_sentence(snippet_units[0])
+        }
         chosen: list[Quote] = []
         at: list[tuple[int, int] | None] = []  # where each chosen unit stands
         picked: set[tuple[object, ...]] = set()
@@ -1058,6 +1063,8 @@ class ExtractiveProvider:
                 flat = " ".join(units[m[0]][m[1]].text.split())
                 if m in quoted or flat in texts:
                     continue
+                if m in fragments and chosen:
+                    continue  # half a sentence no passage here completes: not beside whole ones
                 quoted.add(m)
                 texts.add(flat)
                 ref = request.snippets[m[0]].ref
@@ -1207,6 +1214,16 @@ def _whole_steps(
         chain.append(after[0])
     members = [(s, i) for s, group in chain for i in _list_members(units[s], group)]
     return members, set(chain)
+
+
+def _starts_mid_sentence(unit: _Unit) -> bool:
+    """Whether a passage's first unit is the end of a sentence a chunk cut ("should outline
+    the specifics of …"): prose opening with a word in lower case ("iPhone" is a name, and
+    a table's header line or a list item is not prose)."""
+    if unit.table or unit.header or is_line_unit(unit.text) or not unit.text.strip():
+        return False
+    first = unit.text.split(maxsplit=1)[0]
+    return first.isalpha() and first.islower()
 
 
 def _fuller_units(
