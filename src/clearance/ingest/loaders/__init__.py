@@ -26,6 +26,7 @@ format modules; they are not part of the pipeline's API.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,15 +56,16 @@ SUPPORTED: dict[str, str] = {
     ".csv": "csv",
 }
 
-_FORMAT_LABEL = {
-    "md": "Markdown",
-    "txt": "text",
-    "html": "HTML",
-    "pdf": "PDF",
-    "docx": "DOCX",
-    "pptx": "PPTX",
-    "xlsx": "XLSX",
-    "csv": "CSV",
+#: Format name → the module of this package that loads it, and the format's name in messages.
+_FORMATS: dict[str, tuple[str, str]] = {
+    "md": ("markdown", "Markdown"),
+    "txt": ("text", "text"),
+    "html": ("html", "HTML"),
+    "pdf": ("pdf", "PDF"),
+    "docx": ("docx", "DOCX"),
+    "pptx": ("pptx", "PPTX"),
+    "xlsx": ("xlsx", "XLSX"),
+    "csv": ("csv", "CSV"),
 }
 
 Loader = Callable[[BinaryIO, int, FileBudget], tuple[str | None, list[Section]]]
@@ -82,39 +84,9 @@ class Extracted:
 
 def _loader(fmt: str) -> Loader:
     """Import the module of one format on first use (the libraries are heavy)."""
-    if fmt == "md":
-        from clearance.ingest.loaders import markdown
-
-        return markdown.load
-    if fmt == "txt":
-        from clearance.ingest.loaders import text
-
-        return text.load
-    if fmt == "html":
-        from clearance.ingest.loaders import html
-
-        return html.load
-    if fmt == "pdf":
-        from clearance.ingest.loaders import pdf
-
-        return pdf.load
-    if fmt == "docx":
-        from clearance.ingest.loaders import docx
-
-        return docx.load
-    if fmt == "pptx":
-        from clearance.ingest.loaders import pptx
-
-        return pptx.load
-    if fmt == "xlsx":
-        from clearance.ingest.loaders import xlsx
-
-        return xlsx.load
-    if fmt == "csv":
-        from clearance.ingest.loaders import csv
-
-        return csv.load
-    raise AssertionError(f"no loader for format {fmt!r}")  # SUPPORTED and this must agree
+    module = importlib.import_module(f"{__name__}.{_FORMATS[fmt][0]}")
+    load: Loader = module.load
+    return load
 
 
 def extract(
@@ -173,7 +145,7 @@ def extract(
         # Parsing libraries raise whatever their internals hit on malformed input
         # (KeyError, struct.error, zlib.error, lxml errors, …): translate them all here,
         # at the boundary, so no third-party exception ever reaches the pipeline.
-        label = _FORMAT_LABEL[fmt]
+        label = _FORMATS[fmt][1]
         raise LoaderError(
             f"{path.name}: corrupt or unreadable {label} file ({type(exc).__name__}: {exc})"
         ) from exc
@@ -198,7 +170,7 @@ def _refuse_ole(handle: BinaryIO, name: str, fmt: str) -> None:
     if magic == _OLE_MAGIC:
         raise LoaderError(
             f"{name}: encrypted (password-protected) or legacy binary Office file, "
-            f"not a {_FORMAT_LABEL[fmt]} package; save it unprotected as .{fmt}"
+            f"not a {_FORMATS[fmt][1]} package; save it unprotected as .{fmt}"
         )
 
 
