@@ -74,7 +74,6 @@ __all__ = [
     "find_config",
     "load_settings",
     "parse_duration",
-    "parse_rate",
     "require_assistant",
     "serve_worker_config",
     "unknown_assistant_message",
@@ -123,14 +122,6 @@ def parse_duration(value: object, key: str = "duration") -> float:
     """``"15m"`` → 900.0 seconds. A bare number is seconds."""
     try:
         return _seconds(value)
-    except Invalid as exc:
-        raise ConfigError(f"{key}: {exc.message}") from None
-
-
-def parse_rate(value: object, key: str = "rate") -> Rate | None:
-    """``"60/m"`` → ``Rate(60, 60.0)`` (``/s``, ``/m``, ``/h``); ``"off"`` → ``None``."""
-    try:
-        return _rate(value)
     except Invalid as exc:
         raise ConfigError(f"{key}: {exc.message}") from None
 

@@ -574,7 +574,3 @@ def _existing(ident: str | None, known: Mapping[str, Any], kind: str) -> str:
     if ident is None or ident not in known:
         raise ScimError(404, f"{kind} {ident!r} not found")
     return ident
-
-
-#: What a stored write looks like to :func:`apply`'s callers.
-Writer = Callable[[Directory, ScimState], ScimWrite]

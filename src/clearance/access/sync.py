@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AclSyncReport",
     "parse_acl_data",
-    "parse_acl_file",
     "parse_read_at",
     "sync_acl_data",
     "sync_acls",
@@ -81,17 +80,6 @@ class AclSyncReport:
         }
 
 
-def parse_acl_file(path: Path) -> dict[str, frozenset[str]]:
-    """Read and validate the whole file first; any bad line fails the sync before writing.
-
-    Every error is one :class:`DirectoryError` naming ``file:line`` and the key (``acl[2]``).
-    Lines are JSON read strictly (:func:`clearance.jsonio.loads`): a repeated key or nesting
-    too deep is an error, not "last wins" or a traceback. Lines end at ``\\n`` only, so line
-    numbers are the ones an editor shows even when a string holds U+2028 or a form feed.
-    """
-    return {doc_id: acl for doc_id, (acl, _) in parse_acl_data(_read(path), path.name).items()}
-
-
 def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()
@@ -101,8 +89,14 @@ def _read(path: Path) -> bytes:
 
 def parse_acl_data(data: bytes, source: str) -> dict[str, tuple[frozenset[str], str]]:
     """doc_id → (ACL, where it was given) for JSONL ``data`` (as in an ACL file) or one JSON
-    array of the same objects; ``source`` names the input in every error (``source:3``
-    for a line, ``source[2]`` for an array item). See :func:`parse_acl_file`."""
+    array of the same objects, all validated before anything is written: any bad line fails
+    the sync.
+
+    Every error is one :class:`DirectoryError` naming the place (``source:3`` for a line,
+    ``source[2]`` for an array item) and the key (``acl[2]``). Lines are JSON read strictly
+    (:func:`clearance.jsonio.loads`): a repeated key or nesting too deep is an error, not
+    "last wins" or a traceback. Lines end at ``\\n`` only, so line numbers are the ones an
+    editor shows even when a string holds U+2028 or a form feed."""
     unmarked = data.removeprefix(b"\xef\xbb\xbf")
     if unmarked.lstrip().startswith(b"["):
         try:

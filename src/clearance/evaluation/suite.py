@@ -60,7 +60,6 @@ from clearance.validation import Invalid, Wording, non_empty, validate
 
 __all__ = [
     "RATE_LABELS",
-    "ROLLOUT",
     "THRESHOLDS",
     "Direction",
     "Stage",
@@ -69,9 +68,6 @@ __all__ = [
     "load_suite",
     "parse_suite",
 ]
-
-#: The rollout order stages are usually named after; a suite may use any names.
-ROLLOUT = ("public", "internal", "departmental", "customer", "sensitive")
 
 
 class Direction(enum.Enum):

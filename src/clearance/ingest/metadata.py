@@ -247,11 +247,6 @@ class ManifestEntry:
     error: str | None = None
 
 
-def normalise_manifest_path(manifest: Path, written: str) -> tuple[Path, str]:
-    """``written`` (as on a manifest line) → (absolute normalised path, display path)."""
-    return _normalise(Path(os.path.abspath(manifest.parent)), written)
-
-
 def _normalise(base: Path, written: str) -> tuple[Path, str]:
     full = Path(os.path.normpath(base / written))
     display = full.relative_to(base).as_posix() if full.is_relative_to(base) else str(full)

@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -763,7 +763,3 @@ def _refuse_duplicates(jobs: list[Job]) -> list[Job]:
                     out[i], error=f"{what} also comes from {others}; refused"
                 )
     return out
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)
