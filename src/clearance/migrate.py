@@ -41,7 +41,7 @@ from clearance.errors import ConfigError, StoreError
 from clearance.model import Document, Sensitivity
 from clearance.store.backends import open_postgres, postgres_module
 from clearance.store.base import SearchFilter, Store
-from clearance.store.side_tables import create_table
+from clearance.store.side_tables import columns, create_table
 from clearance.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -78,71 +78,21 @@ class Table:
     order: Mapping[str, str] = field(default_factory=dict)
 
 
+def _side_table(name: str, **order: str) -> Table:
+    """A side table copied whole: every column its statement defines, keyed by the first
+    (an API token's scopes too: one copied without them reads as made before scopes, and
+    a provisioning token would then search and ask)."""
+    found = columns(name)
+    return Table(name, found[0], found, order)
+
+
 #: The tables copied as rows, after the documents: everything but the index itself.
 TABLES: tuple[Table, ...] = (
     Table("meta", "key", ("key", "value")),
     Table("corpus_sync", "corpus", ("corpus", "last_acl_sync")),
-    Table(
-        "faq_entries",
-        "id",
-        (
-            "id",
-            "question",
-            "aliases",
-            "answer",
-            "citations",
-            "acl",
-            "sensitivity",
-            "valid_from",
-            "valid_until",
-        ),
-    ),
-    Table("faq_state", "key", ("key", "value")),
-    Table(
-        "api_tokens",
-        "id",
-        # scopes too: a token copied without them reads as one made before scopes, and a
-        # provisioning (scim) token would then search and ask
-        (
-            "id",
-            "user_id",
-            "admin",
-            "secret_sha256",
-            "created_at",
-            "expires_at",
-            "revoked_at",
-            "scopes",
-        ),
-    ),
-    Table(
-        "ui_sessions",
-        "id_sha256",
-        ("id_sha256", "user_id", "method", "token_id", "csrf", "created_at", "expires_at"),
-    ),
-    Table(
-        "source_state",
-        "name",
-        (
-            "name",
-            "content_cursor",
-            "permission_cursor",
-            "content_synced_at",
-            "permission_synced_at",
-            "content_attempted_at",
-            "permission_attempted_at",
-            "last_error",
-            "failing_since",
-            "groups",
-            "stats",
-        ),
-    ),
+    *map(_side_table, ("faq_entries", "faq_state", "api_tokens", "ui_sessions", "source_state")),
     # Traces are listed newest first by write order: SQLite's rowid, PostgreSQL's seq.
-    Table(
-        "traces",
-        "trace_id",
-        ("trace_id", "created_at", "record"),
-        order={"sqlite": "rowid", "postgres": "seq"},
-    ),
+    _side_table("traces", sqlite="rowid", postgres="seq"),
 )
 
 # Where each backend counts the index's own rows (vectors live in their own table in

@@ -10,10 +10,11 @@ module, :mod:`clearance.migrate` and the schema cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SIDE_TABLES", "create_table"]
+__all__ = ["SIDE_TABLES", "columns", "create_table"]
 
 SIDE_TABLES: Mapping[str, tuple[str, ...]] = {
     "faq_entries": (
@@ -62,3 +63,9 @@ def create_table(db: Any, name: str) -> None:
     """Create side table ``name`` (if absent) on an open transaction's connection."""
     for statement in SIDE_TABLES[name]:
         db.execute(statement)
+
+
+def columns(name: str) -> tuple[str, ...]:
+    """Side table ``name``'s columns, in the order its statement defines them (the first
+    is its primary key): what a copy of its rows reads and writes."""
+    return tuple(re.findall(r"[(,]\s*(\w+) (?:TEXT|INTEGER|REAL)\b", SIDE_TABLES[name][0]))
