@@ -526,9 +526,7 @@ class SqlStore(Closing, ABC):
 
     def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """Cosine top-k of the allowed chunks that have a vector."""
-        if k <= 0 or not flt.principals:
-            return []
-        return self._retrieve([], vector, flt, k).vector
+        return self.retrieve("", vector, flt, k).vector
 
     @abstractmethod
     def _retrieve(
