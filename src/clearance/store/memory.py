@@ -264,16 +264,14 @@ class ContentIndex:
         return self.postings[lo:hi], self.frequencies[lo:hi]
 
 
+@dataclass(slots=True, eq=False)
 class _Rows:
     """A float32 matrix with room to grow: the first ``used`` rows are taken. Appending
     writes below them, so views of the first rows (older copies still in use by a search)
     never see a change."""
 
-    __slots__ = ("array", "used")
-
-    def __init__(self, array: npt.NDArray[np.float32], used: int) -> None:
-        self.array = array
-        self.used = used
+    array: npt.NDArray[np.float32]
+    used: int
 
 
 def _room(rows: int) -> int:
