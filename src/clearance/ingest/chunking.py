@@ -84,10 +84,7 @@ CJK_WEIGHT = 4
 
 def _scaled(text: str, size: int, overlap: int) -> tuple[int, int]:
     """``size`` and ``overlap`` in characters of ``text``: smaller by its share of CJK."""
-    cjk = sum(1 for char in text if _is_cjk(char))
-    if not cjk:
-        return size, overlap
-    ratio = len(text) / (len(text) + (CJK_WEIGHT - 1) * cjk)
+    ratio = len(text) / _weighted_len(text)
     scaled = max(1, int(size * ratio))
     return scaled, min(int(overlap * ratio), scaled - 1)
 
