@@ -234,13 +234,15 @@ class Ingestor:
         skip = {Path(os.path.realpath(manifest))} if manifest is not None else set()
         for given in paths:
             jobs.extend(self._plan_path(given, corpus, skip))
+        configured = self.settings.ingest.roots
         if manifest is not None:
-            jobs = self._plan_manifest(manifest, corpus, jobs)
+            roots = configured or (Path(os.path.abspath(manifest.parent)),)
+            entries = list(read_manifest(manifest))
+            jobs = self._plan_entries(entries, manifest.name, roots, corpus, jobs)
         if manifest_data is not None:
             name, data = manifest_data
-            roots = self.settings.ingest.roots
-            entries = list(parse_manifest(data, source=name, base=roots[0]))
-            jobs = self._plan_entries(entries, name, roots, corpus, jobs)
+            entries = list(parse_manifest(data, source=name, base=configured[0]))
+            jobs = self._plan_entries(entries, name, configured, corpus, jobs)
         return _refuse_duplicates(jobs)
 
     def _roots_for(self, folder: Path) -> tuple[Path, ...] | None:
@@ -301,15 +303,6 @@ class Ingestor:
             return None, "symbolic link to a file outside the ingested root, not followed"
         return target, None
 
-    def _plan_manifest(self, manifest: Path, corpus: str | None, walked: list[Job]) -> list[Job]:
-        """Manifest lines as jobs. A file both found by a folder walk and listed in the
-        manifest is ingested once, with the manifest's metadata (the highest precedence)."""
-        configured = self.settings.ingest.roots
-        roots = configured or (Path(os.path.abspath(manifest.parent)),)
-        return self._plan_entries(
-            list(read_manifest(manifest)), manifest.name, roots, corpus, walked
-        )
-
     def _plan_entries(
         self,
         entries: list[ManifestEntry],
@@ -319,7 +312,8 @@ class Ingestor:
         walked: list[Job],
     ) -> list[Job]:
         """Manifest ``entries`` (of the manifest called ``name``) as jobs confined to
-        ``roots``; see :meth:`_plan_manifest`."""
+        ``roots``. A file both found by a folder walk (``walked``) and listed in the manifest
+        is ingested once, with the manifest's metadata (the highest precedence)."""
         listed = {Path(os.path.realpath(e.path)) for e in entries if e.path is not None}
         jobs = [j for j in walked if j.path is None or j.path not in listed]
         for entry in entries:
