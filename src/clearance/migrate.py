@@ -185,10 +185,6 @@ def _copied(table: Table) -> str:
     return f" WHERE key NOT IN ({', '.join(repr(k) for k in _INTERNAL_META)})"
 
 
-def _existing(store: Store, table: Table) -> bool:
-    return store.dialect == "postgres" or store.has_tables(table.name)
-
-
 def table_counts(store: Store) -> dict[str, int]:
     """Rows per copied table (metadata without the embedded store's internal keys)."""
     counts: dict[str, int] = {}
@@ -198,7 +194,7 @@ def table_counts(store: Store) -> dict[str, int]:
                 rows = _POSTGRES_VECTORS
             counts[name] = int(db.execute(f"SELECT count(*) FROM {rows}").fetchone()[0])
     for table in TABLES:
-        if not _existing(store, table):
+        if not store.has_tables(table.name):
             counts[table.name] = 0
             continue
         with store.reading() as db:
@@ -226,7 +222,7 @@ def copy_document(source: Store, target: Store, document: Document) -> int:
 
 
 def _rows(store: Store, table: Table) -> list[tuple[Any, ...]]:
-    if not _existing(store, table):
+    if not store.has_tables(table.name):
         return []
     sql = f"SELECT {', '.join(table.columns)} FROM {table.name}{_copied(table)}"
     order = table.order.get(store.dialect, table.key)
@@ -238,7 +234,7 @@ def _copy_table(source: Store, target: Store, table: Table) -> int:
     rows = _rows(source, table)
     if not rows:
         return 0
-    if target.dialect == "sqlite" and not target.has_tables(table.name):
+    if not target.has_tables(table.name):
         with target.transaction() as db:
             create_table(db, table.name)
     columns = ", ".join(table.columns)
@@ -258,7 +254,7 @@ def _empty(target: Store) -> None:
     with target.transaction() as db:
         db.execute("DELETE FROM documents")
         for table in TABLES:
-            if not _existing(target, table):
+            if not target.has_tables(table.name):
                 continue
             db.execute(f"DELETE FROM {table.name}{_copied(table)}")
 
