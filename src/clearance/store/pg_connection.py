@@ -7,7 +7,7 @@ psycopg only knows the *format* style (``%s``). Rather than give every module tw
 its SQL, the PostgreSQL store hands them a :class:`QmarkConnection`: a thin wrapper whose
 ``execute`` / ``executemany`` translate the placeholders and otherwise pass straight through.
 Their SQL keeps to what both databases accept (``INSERT … ON CONFLICT``, no ``INSERT OR
-IGNORE``); where a statement cannot be portable the module asks :attr:`dialect`.
+IGNORE``); where a statement cannot be portable the module asks the store's ``dialect``.
 """
 
 from __future__ import annotations
@@ -61,8 +61,6 @@ def qmark_to_format(sql: str) -> str:
 
 class QmarkConnection:
     """A psycopg connection that takes ``sqlite3``-style statements."""
-
-    dialect = "postgres"
 
     def __init__(self, connection: psycopg.Connection[Any]) -> None:
         self._connection = connection
