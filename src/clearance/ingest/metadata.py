@@ -204,20 +204,17 @@ def folder_metadata(
     if not directory.is_relative_to(root):
         return {}
     chain = [directory, *(p for p in directory.parents if p.is_relative_to(root))]
+    layers = {} if cache is None else cache
     merged: Metadata = {}
     for folder in reversed(chain):
-        if cache is not None and folder in cache:
-            layer = cache[folder]
-        else:
+        if folder not in layers:
             meta_file = folder / FOLDER_META
-            layer = (
+            layers[folder] = (
                 parse_metadata(_read_json(meta_file), str(meta_file), _FOLDER_FORBIDDEN)
                 if meta_file.is_file()
                 else {}
             )
-            if cache is not None:
-                cache[folder] = layer
-        merged.update(layer)
+        merged.update(layers[folder])
     return merged
 
 
