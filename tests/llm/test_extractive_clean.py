@@ -301,6 +301,34 @@ def test_a_sentence_saying_the_opposite_of_the_question_does_not_answer_it() -> 
     assert quoted(answer(paid, snippet("S1", both))) == [both]
 
 
+def test_what_a_period_was_is_quoted_up_to_its_amount_without_the_comparison_after_it() -> None:
+    """ "What was the deficit in the first 10 months of fiscal year 2008?": the clause that
+    states it, not the "$213 billion more than …" after it (an unasked second amount read
+    as the answer). Reverse proof: a question about the change keeps the whole sentence, and
+    so does one that names no period; no other sentence is left out."""
+    text = (
+        "CBO estimates that for the first 10 months of fiscal year 2008, the federal budget "
+        "deficit was about $371 billion, $213 billion more than the deficit recorded over the "
+        "same period in 2007. Receipts were $2.1 trillion."
+    )
+    cut = quoted(
+        answer(
+            "What was the deficit in the first 10 months of fiscal year 2008?",
+            snippet("S1", text),
+        )
+    )
+    assert cut[0].endswith("was about $371 billion …") and "$213" not in cut[0], cut
+    change = quoted(
+        answer(
+            "What was the change in the deficit in the first 10 months of fiscal year 2008?",
+            snippet("S1", text),
+        )
+    )
+    assert any("$213 billion more" in u for u in change), change
+    undated = quoted(answer("What was the federal budget deficit?", snippet("S1", text)))
+    assert any("$213 billion more" in u for u in undated), undated
+
+
 def test_an_amounts_bracketed_comparison_is_left_out_when_one_amount_is_asked() -> None:
     """ "営業利益はいくら?": "260億円(前期は951億円の営業損失)" gives the prior year's figure
     beside the one asked for, a comparison nobody asked for; the aside is cut, marked.

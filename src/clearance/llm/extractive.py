@@ -709,6 +709,8 @@ def _one_amount(chosen: Sequence[Quote]) -> list[Quote]:
     return kept
 
 
+# A question for what something was: "What was the deficit in …?", "What were receipts …?".
+_ASKS_WHAT_WAS = re.compile(r"^\s*what\s+(?:was|were)\b", re.IGNORECASE)
 # A question about what a period came to ("What was the deficit in …", "How much did …").
 _ASKS_PAST = re.compile(r"\b(?:was|were|did|had)\b", re.IGNORECASE)
 # What a sentence says will be: a forecast, not what a period came to ("CBO estimates that
@@ -1078,15 +1080,23 @@ class ExtractiveProvider:
             # "How much is the transit benefit?" over a page that says how to enrol and
             # never what it pays: sentences without a number do not answer how much.
             return []
-        if _ASKS_PAST.search(request.question) and _names_period(request.question):
+        dated = _names_period(request.question)
+        if _ASKS_PAST.search(request.question) and dated:
             chosen = _without_forecasts(chosen)
-        if _ASKS_AMOUNT.search(request.question) and not _ASKS_COMPARISON.search(request.question):
-            if _names_period(request.question):
+        if _ASKS_COMPARISON.search(request.question):
+            return chosen
+        if _ASKS_AMOUNT.search(request.question):
+            if dated:
                 chosen = _one_amount(chosen)
             chosen = [
                 replace(q, sentence=without_asides(_first_amount(q.sentence, question)))
                 for q in chosen
             ]
+        elif _ASKS_WHAT_WAS.search(request.question) and dated:
+            # "What was the deficit in the first 10 months of fiscal year 2008?" asks for one
+            # amount too, but which sentence states it is less sure than for "how much":
+            # each sentence keeps its first amount, and no sentence is left out.
+            chosen = [replace(q, sentence=_first_amount(q.sentence, question)) for q in chosen]
         return chosen
 
     @staticmethod
