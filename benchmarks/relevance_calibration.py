@@ -145,7 +145,10 @@ def scores(pairs: Iterable[Pair], predict: Callable[[Pair], bool]) -> tuple[floa
 
 def gate_predict(settings: RelevanceSettings, use_cosine: bool) -> Callable[[Pair], bool]:
     gate = RelevanceGate(settings)
-    return lambda p: any(gate.decide(cov, cos if use_cosine else None) for cov, cos in p.chunks)
+    return lambda p: any(
+        gate.decide(cov, cos if use_cosine else None, cjk=p.lang in ("ja", "zh"))
+        for cov, cos in p.chunks
+    )
 
 
 def _steps(lo: float, hi: float, step: float) -> list[float]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 import Stemmer
@@ -34,6 +35,7 @@ __all__ = [
     "document_terms",
     "file_name_words",
     "index_terms",
+    "kana_free",
     "phrase_keys",
     "query_terms",
     "search_terms",
@@ -150,6 +152,29 @@ def searchable(text: str) -> bool:
     "・" too) and whitespace are not. Stopwords count ("IT", "who"): they carry meaning
     for the vector search even where the lexical index drops them."""
     return any(ch.isalnum() for ch in _normalise(text))
+
+
+def _is_hiragana(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u309f"
+
+
+def kana_free(terms: Sequence[str]) -> list[str]:
+    """A question's terms without the grammar of Japanese: hiragana are its particles,
+    endings and auxiliaries ("って", "んですか", "の健"), so a two-character term holding
+    one names its other character at most ("休み" → "休"), and only when no other term of
+    the question holds that character already ("の健" beside "健康" → nothing). Terms of any
+    other kind are kept as they are."""
+    kept = [t for t in terms if not (len(t) == 2 and any(_is_hiragana(c) for c in t))]
+    covered = {c for t in kept if _IS_CJK.match(t) for c in t}
+    out = list(kept)
+    for term in terms:
+        if len(term) == 2 and any(_is_hiragana(c) for c in term):
+            for ch in term:
+                # the long-vowel mark only lengthens the character before it
+                if not _is_hiragana(ch) and ch != "ー" and _IS_CJK.match(ch) and ch not in covered:
+                    covered.add(ch)
+                    out.append(ch)
+    return out
 
 
 def cjk_share(text: str) -> float:

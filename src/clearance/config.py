@@ -825,7 +825,9 @@ class RelevanceSettings:
     """The narrative path's relevance gate (:mod:`clearance.answer.relevance`). Without an
     embedding cosine, a snippet bears on the question when it holds ``min_coverage`` of the
     question's IDF mass; with one, when ``coverage + cosine_weight * cosine`` reaches
-    ``min_score`` and the coverage reaches ``min_coverage_with_cosine``. Calibrated by
+    ``min_score`` and the coverage reaches ``min_coverage_with_cosine``. A mostly-CJK
+    question (no cosine: the embedder is English-only) needs ``min_coverage_cjk``, since
+    character pairs match by chance more often than words. Calibrated by
     benchmarks/relevance_calibration.py."""
 
     __pydantic_config__ = _TABLE
@@ -834,6 +836,7 @@ class RelevanceSettings:
     cosine_weight: NonNegative = 1.5
     min_score: NonNegative = 1.3
     min_coverage_with_cosine: Share = 0.45
+    min_coverage_cjk: Share = 0.7
 
 
 #: The values of ``[answer] inferred``.

@@ -717,7 +717,7 @@ def test_invariant_8_answers_do_not_depend_on_hidden_documents(
     # relevance gate would refuse, and a refusal has no ranking to compare. Every snippet
     # is let through, so the answer shows the ranking (the gate's own statistics are the
     # caller's too: tests/answer/test_relevance.py).
-    monkeypatch.setattr(RelevanceGate, "decide", lambda self, coverage, cosine: True)
+    monkeypatch.setattr(RelevanceGate, "decide", lambda self, coverage, cosine, **_: True)
     answered = acme.app.ask(question, persona)
     assert answered.status is Status.ANSWERED, answered.to_dict()
     assert refusal_differences(acme, acme_without_hidden, [HIDDEN_STATISTICS_CASE]) == []

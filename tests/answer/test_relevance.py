@@ -279,3 +279,51 @@ def test_the_asked_words_together_in_one_sentence_outweigh_a_diluted_cosine(
     assert not judged(spread)
     monkeypatch.setattr(relevance, "_in_one_sentence", lambda *args: False)
     assert not judged(together)
+
+
+def test_the_grammar_of_a_japanese_question_weighs_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "会社の健康診断って、費用はいくらまで会社が出してくれるんですか?" asked as a person
+    would: its particles and endings ("って", "んですか", "の健") are character pairs that
+    no passage about health checks holds, and with their weight the page answering it fell
+    under the coverage bar. A pair holding a hiragana counts as its other character at most,
+    and not where another pair holds that already. Reverse proof: with every pair weighed,
+    the same passage is refused."""
+    from clearance import analysis
+    from clearance.answer import relevance
+    from clearance.model import Sensitivity
+
+    question = "会社の健康診断って、費用はいくらまで会社が出してくれるんですか?"
+    assert analysis.kana_free(analysis.search_terms(question)) == [
+        "会社", "健康", "康診", "診断", "費用", "出",
+    ]  # fmt: skip
+    passage = Snippet(
+        "S1", "c1", "d1", "福利厚生", "section=年次健康診断", "",
+        "会社の年次健康診断の費用は、年間最大 ¥15,000 を払い戻します。",
+        Sensitivity.INTERNAL, "hr", "human",
+    )  # fmt: skip
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(100, dict.fromkeys(terms, 5))  # every term in some chunk
+
+    def relevant() -> bool:
+        return RelevanceGate(RelevanceSettings()).judge(question, [passage], stats)[0].relevant
+
+    assert relevant()
+    monkeypatch.setattr(relevance, "kana_free", lambda terms: list(terms))
+    assert not relevant()
+
+
+def test_a_question_mostly_in_cjk_needs_the_cjk_coverage() -> None:
+    """A mostly-CJK question has no cosine and is judged on character pairs, which match by
+    chance more often than words: a sales meeting's minutes mentioning the board meeting
+    hold 0.65 of "取締役会の議事録の内容を教えてください" and are not its answer; the
+    labelled pairs' relevant JA and ZH documents hold 0.71 and more. Reverse proof: the
+    same coverage in an English question, and with ``min_coverage_cjk`` at 0.6, passes."""
+    gate = RelevanceGate(RelevanceSettings())
+    assert not gate.decide(0.65, None, cjk=True)
+    assert gate.decide(0.71, None, cjk=True)
+    assert gate.decide(0.65, None)
+    lower = RelevanceGate(RelevanceSettings(min_coverage_cjk=0.6))
+    assert lower.decide(0.65, None, cjk=True)

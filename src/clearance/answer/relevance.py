@@ -9,6 +9,9 @@ material the caller may read, so a hidden document can change neither:
   chunks (:meth:`~clearance.store.base.Store.term_statistics`): matching "phishing" weighs
   far more than matching "documents", and a question term that no readable chunk holds
   ("freeze", when the release checklist is hidden) counts fully against every snippet.
+  A pair of a Japanese question holding a hiragana character is grammar (a particle, an
+  ending: "って", "んですか", "の健") and counts only as its other character, where no
+  other pair of the question holds that (:func:`clearance.analysis.kana_free`).
   A CJK character pair that no readable chunk holds is judged as its two characters
   instead: questions are not segmented into words, and most such pairs straddle a word
   boundary ("处的", "址在") rather than name something.
@@ -49,7 +52,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from clearance.analysis import cjk_share, document_terms, file_name_words, phrase_keys, search_terms
+from clearance.analysis import (
+    cjk_share,
+    document_terms,
+    file_name_words,
+    kana_free,
+    phrase_keys,
+    search_terms,
+)
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
@@ -182,7 +192,7 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     has no term."""
     question = _HOW_FORM.sub(r"\1", _HOW_DOES_IT_WORK.sub(r"\1", question))
     names = {t for word in _CAPITALS.findall(question) for t in search_terms(word)}
-    terms = [t for t in search_terms(question) if not _frame(t) or t in names]
+    terms = [t for t in kana_free(search_terms(question)) if not _frame(t) or t in names]
     own = _OWN_CIRCUMSTANCE.search(question)
     circumstance = set(search_terms(own.group(1))) if own else set()
     circumstance -= set(search_terms(question[: own.start()])) if own else set()
@@ -330,7 +340,8 @@ class RelevanceGate:
         one that holds no word of change when the question asks about a change."""
         weights = question_weights(question, statistics)
         total = sum(weights.values())
-        use_cosine = cosines is not None and cjk_share(question) <= 0.5
+        cjk = cjk_share(question) > 0.5
+        use_cosine = cosines is not None and not cjk
         used = self.synonyms.used(question)
         compounds = _compounds(question, weights)
         held = [_stated(_held(s, compounds), used) & weights.keys() for s in snippets]
@@ -348,12 +359,17 @@ class RelevanceGate:
                 cosine = None
             # A question about a change is answered by a passage that says one happened.
             says_change = CHANGE not in weights or CHANGE in terms
-            relevant = bool(terms) and says_change and self.decide(coverage, cosine)
+            relevant = bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk)
             out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
         return out
 
-    def decide(self, coverage: float, cosine: float | None) -> bool:
+    def decide(self, coverage: float, cosine: float | None, *, cjk: bool = False) -> bool:
         s = self.settings
+        if cjk:
+            # Character pairs match by chance more often than words: a sales meeting's
+            # minutes mentioning the board meeting share 取締役会 and 議事録 with a
+            # question for the board's minutes (coverage 0.65).
+            return coverage >= s.min_coverage_cjk
         if cosine is None or coverage >= _WHOLE:
             # A document holding every word the question asks about is judged on that: the
             # cosine of a short question ("How much did outlays grow?") to a long passage
