@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clearance.ingest.loaders import extract
+import pytest
+
+from clearance.ingest.loaders import extract, markdown
 from clearance.ingest.loaders.markup import front_matter, plain_links, strip_templates
 
 HANDBOOK = """---
@@ -155,3 +157,52 @@ def test_a_tag_that_only_shows_its_string_becomes_that_string() -> None:
     assert plain_links(out).splitlines()[1] == "FMLA leave"
     assert "step-indicator" not in out and "site.x" not in out and "shown" in out
     assert out.count("\n") == text.count("\n")
+
+
+BOLD_HEADINGS = """# Benefits
+
+## Health
+
+<details>
+<summary><strong>Annual health check</strong></summary>
+
+**Overview**
+
+Every team member may have one health check a year.
+
+**Key features**
+
+GitLab reimburses up to JPY 15,000 a year.
+
+**Note:** bring your insurance card.
+
+</details>
+
+**Contact**
+
+Write to total-rewards@example.com.
+"""
+
+
+def test_bold_lines_and_a_details_summary_are_headings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Handbooks title their parts with a bold line of its own ("**Key features**") and
+    fold them into <details> whose <summary> names them: those are headings, so the
+    locator says where a passage stands and no answer starts with "Overview". A bold
+    label opening a sentence ("**Note:** bring …") is text. Reverse proof: the same page
+    read with bold lines as text glues "Key features" to the sentence after it."""
+    _, texts, locators = load(tmp_path, "benefits.md", BOLD_HEADINGS)
+    assert locators == [
+        "section=Benefits > Health > Annual health check > Overview",
+        "section=Benefits > Health > Annual health check > Key features",
+        "section=Benefits > Health > Contact",
+    ], locators
+    assert texts[1] == (
+        "Key features\nGitLab reimburses up to JPY 15,000 a year.\nNote: bring your insurance card."
+    ), texts
+    assert texts[0] == "Overview\nEvery team member may have one health check a year."
+    monkeypatch.setattr(markdown, "_bold_heading", lambda token, text: False)
+    _, texts, locators = load(tmp_path, "benefits.md", BOLD_HEADINGS)
+    assert "Key features\nGitLab reimburses" in "\n".join(texts)
+    assert "section=Benefits > Health > Annual health check > Key features" not in locators

@@ -76,6 +76,28 @@ def _inline_text(token: Token) -> str:
     return "".join(parts)
 
 
+# A collapsible section's title, and its end.
+_SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.IGNORECASE | re.DOTALL)
+_DETAILS_END = re.compile(r"</details\s*>", re.IGNORECASE)
+
+
+def _bold_heading(token: Token, text: str) -> bool:
+    """Whether a paragraph is one short run of bold text and nothing else, ending in no
+    sentence or label punctuation ("**Key features**", not "**Note:**" nor a bold
+    sentence): a heading written without heading syntax, as handbooks often do."""
+    children = [c for c in token.children or [] if not (c.type == "text" and not c.content.strip())]
+    if (
+        len(children) < 3
+        or children[0].type != "strong_open"
+        or children[-1].type != "strong_close"
+    ):
+        return False
+    if any(c.type == "strong_open" for c in children[1:]):
+        return False
+    words = collapse(text)
+    return 0 < len(words) <= 60 and "\n" not in text and words[-1] not in ".。!?！？:：;；"
+
+
 def _plain(lines: list[str]) -> str:
     """Lines as plain text, each without its leading list and quote markers."""
     return "\n".join(_MARKERS.sub("", line, count=1) for line in lines)
@@ -127,6 +149,8 @@ class _Reader:
         self.outline = Outline()
         self.title: str | None = None
         self.rereads = 0
+        self.level = 0  # of the last heading: a bold line on its own is below it
+        self.below = 1  # how far below: 2 inside a <details> whose <summary> titles it
         self.env: dict[str, Any] = {}  # link reference definitions, shared by the segments
         self.md = MarkdownIt("commonmark").enable("table")
         self.deepest = int(self.md.options["maxNesting"]) - 1  # a container here is not parsed
@@ -180,8 +204,13 @@ class _Reader:
                         rows[-1].append(text)
                 elif heading_level is not None:
                     self.outline.heading(heading_level, text)
+                    self.level = heading_level
                     if heading_level == 1 and self.title is None:
                         self.title = collapse(text) or None
+                elif not marker and _bold_heading(token, text):
+                    # "**Eligibility**" on a line of its own titles what follows, as a
+                    # heading below the last one (and below an open <details>' summary).
+                    self.outline.heading(self.level + self.below, text)
                 elif marker:
                     # A nested item keeps its depth: "   1." under "2." is no new first step.
                     self.outline.text(f"{marker}{text}", indent=_NESTED * depth)
@@ -191,7 +220,22 @@ class _Reader:
             elif kind in ("fence", "code_block"):
                 self.outline.text(token.content)
             elif kind == "html_block":
-                self.outline.text(plain_links(html_text(token.content)))
+                self._html_block(token.content)
+
+    def _html_block(self, content: str) -> None:
+        """Raw HTML: its text, except that a collapsible section's ``<summary>`` is the
+        heading of what the ``<details>`` holds, one below the last heading."""
+        summary = _SUMMARY.search(content)
+        if summary is None:
+            self.outline.text(plain_links(html_text(content)))
+        else:
+            before, after = content[: summary.start()], content[summary.end() :]
+            self.outline.text(plain_links(html_text(before)))
+            self.outline.heading(self.level + 1, html_text(summary.group(1)))
+            self.below = 2
+            self.outline.text(plain_links(html_text(after)))
+        if _DETAILS_END.search(content[summary.end() :] if summary else content):
+            self.below = 1
 
     def _reread(self, first: int, last: int, start: int, end: int) -> None:
         """Read ``lines[first:last]``, which markdown-it skipped, as a document of their own.
