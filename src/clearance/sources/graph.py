@@ -832,16 +832,8 @@ class GraphConnector(RestConnector):
         """Every item of the delta with sharing changes from ``url``, and the feed's new end
         (``"<drive id> <deltaLink>"``)."""
         items: list[dict[str, Any]] = []
-        following: str | None = url
-        seen: set[str] = set()
-        while following is not None:
-            if following in seen:
-                raise self._error("the delta feed returned a page it had already returned")
-            seen.add(following)
-            body = self.client.get_json(following, headers=_SHARING_DELTA)
+        for body in self.client.pages(url, self._next, headers=_SHARING_DELTA):
             items.extend(self._listed(body, "value", "delta"))
-            step = self._next(body)
-            following = None if step is None else step[0]
         return items, f"{self.options.drive_id} {self._delta_end(body)}"
 
     def changed_since(self, cursor: str | None) -> tuple[frozenset[str], str]:

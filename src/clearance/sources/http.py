@@ -57,13 +57,15 @@ _TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 
 
 class BearerAuth(httpx.Auth):
-    """``Authorization: Bearer <secret>``, revealed at the last moment, per request."""
+    """``Authorization: Bearer <secret>`` (or another ``scheme``: Okta's ``SSWS``), revealed
+    at the last moment, per request."""
 
-    def __init__(self, token: Secret) -> None:
+    def __init__(self, token: Secret, scheme: str = "Bearer") -> None:
         self._token = token
+        self._scheme = scheme
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self._token.reveal()}"
+        request.headers["Authorization"] = f"{self._scheme} {self._token.reveal()}"
         yield request
 
     def __repr__(self) -> str:
@@ -154,10 +156,7 @@ _BUDGETS_LOCK = threading.Lock()
 def throttle_budget(source: str) -> ThrottleBudget:
     """The process-wide :class:`ThrottleBudget` of the source named ``source``."""
     with _BUDGETS_LOCK:
-        budget = _BUDGETS.get(source)
-        if budget is None:
-            budget = _BUDGETS[source] = ThrottleBudget()
-        return budget
+        return _BUDGETS.setdefault(source, ThrottleBudget())
 
 
 class SourceClient:
@@ -321,9 +320,10 @@ class SourceClient:
         next_request: Callable[[Any], tuple[str, Mapping[str, Any] | None] | None],
         *,
         params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         max_pages: int = 1_000_000,
     ) -> Iterator[Any]:
-        """JSON bodies of ``url`` and of every page after it.
+        """JSON bodies of ``url`` and of every page after it, each asked with ``headers``.
 
         ``next_request(body)`` returns ``(url, params)`` of the next page — an absolute next
         link with ``None`` params (``@odata.nextLink``) or the same URL with a page token —
@@ -343,7 +343,9 @@ class SourceClient:
             count += 1
             if count > max_pages:
                 raise SourceError(f"source {self.source!r}: more than {max_pages} pages")
-            body = self.get_json(page_url, params=dict(page_params) if page_params else None)
+            body = self.get_json(
+                page_url, params=dict(page_params) if page_params else None, headers=headers
+            )
             yield body
             current = next_request(body)
 

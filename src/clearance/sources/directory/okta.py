@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -45,7 +45,7 @@ from clearance.errors import SourceError
 from clearance.secrets import Secret
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
-from clearance.sources.http import SourceClient
+from clearance.sources.http import BearerAuth, SourceClient
 from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Positive, between, choice
 from clearance.sources.options import parse as parse_table
 from clearance.validation import Invalid
@@ -53,20 +53,6 @@ from clearance.validation import Invalid
 __all__ = ["ACTIVE_STATUSES", "OktaReader", "build"]
 
 ACTIVE_STATUSES = frozenset({"ACTIVE", "PASSWORD_EXPIRED", "RECOVERY"})
-
-
-class _SSWSAuth(httpx.Auth):
-    """``Authorization: SSWS <token>``, the token revealed only into the header."""
-
-    def __init__(self, token: Secret) -> None:
-        self._token = token
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = f"SSWS {self._token.reveal()}"
-        yield request
-
-    def __repr__(self) -> str:
-        return "_SSWSAuth(<secret>)"
 
 
 class _OktaClient(SourceClient):
@@ -111,7 +97,7 @@ class OktaReader:
         self.client = _OktaClient(
             org_url.rstrip("/"),
             source=name,
-            auth=_SSWSAuth(token),
+            auth=BearerAuth(token, scheme="SSWS"),
             headers={"Accept": "application/json"},
             max_concurrency=max_concurrency,
             transport=transport,
