@@ -1052,18 +1052,23 @@ def graph_connector(
     )
 
 
-def credential_of(context: SourceContext, options: GraphOptions) -> Credential:
-    """The one credential ``[sources.<name>]`` configures; a :class:`ConfigError` naming the
-    keys when it configures none or several, or one SharePoint will not take."""
-    source = context.source
-    key = f"sources.{source.name}"
-    given = [f"credentials.{role}" for role in ("client_secret", "certificate")]
-    given = [g for g in given if g.removeprefix("credentials.") in source.credentials]
-    given += [
-        f"options.{name}"
-        for name in ("certificate_file", "federated_token_file")
-        if getattr(options, name) is not None
-    ]
+def read_credential(
+    key: str,
+    credentials: Mapping[str, str],
+    secret: Callable[[str], Secret],
+    certificate_file: str | None,
+    federated_token_file: str | None,
+    *,
+    refusing_secrets: str | None = None,
+) -> Credential:
+    """The one credential the table at ``key`` configures (``[sources.<name>]`` of the
+    ``graph`` kind, ``[directories.<name>]`` of the ``entra`` kind): a client secret or a
+    certificate among ``credentials`` (read through ``secret``), or one of the two files. A
+    :class:`ConfigError` naming the keys when it configures none or several, and, when the
+    one is a client secret, the error ``refusing_secrets`` says why none will do."""
+    given = [f"credentials.{r}" for r in ("client_secret", "certificate") if r in credentials]
+    files = {"certificate_file": certificate_file, "federated_token_file": federated_token_file}
+    given += [f"options.{name}" for name, path in files.items() if path is not None]
     if len(given) != 1:
         raise ConfigError(
             f"{key}: give exactly one of credentials.client_secret, credentials.certificate, "
@@ -1071,39 +1076,46 @@ def credential_of(context: SourceContext, options: GraphOptions) -> Credential:
             + (f" (got {', '.join(given)})" if given else "")
         )
     (chosen,) = given
-    if chosen == "credentials.client_secret" and options.sync_site_groups:
-        raise ConfigError(
-            f"{key}.options.sync_site_groups: SharePoint refuses app-only tokens obtained with "
-            "a client secret; use a certificate or a federated token"
-        )
+    if chosen == "credentials.client_secret" and refusing_secrets is not None:
+        raise ConfigError(refusing_secrets)
     if chosen == "credentials.client_secret":
-        return context.secret("client_secret")
+        return secret("client_secret")
     if chosen == "credentials.certificate":
-        pem = context.secret("certificate").reveal().encode()
-        return parse_certificate(pem, f"{key}.{chosen}")
-    if chosen == "options.certificate_file":
-        assert options.certificate_file is not None
-        try:
-            pem = Path(options.certificate_file).read_bytes()
-        except OSError as exc:
-            raise ConfigError(
-                f"{key}.{chosen}: cannot read it ({exc.strerror or type(exc).__name__})"
-            ) from None
-        return parse_certificate(pem, f"{key}.{chosen}")
-    assert options.federated_token_file is not None
-    return FederatedTokenFile(Path(options.federated_token_file), f"{key}.{chosen}")
+        return parse_certificate(secret("certificate").reveal().encode(), f"{key}.{chosen}")
+    path = Path(str(files[chosen.removeprefix("options.")]))
+    if chosen == "options.federated_token_file":
+        return FederatedTokenFile(path, f"{key}.{chosen}")
+    try:
+        pem = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"{key}.{chosen}: cannot read it ({exc.strerror or type(exc).__name__})"
+        ) from None
+    return parse_certificate(pem, f"{key}.{chosen}")
 
 
 def _build(context: SourceContext) -> Connector:
     source = context.source
     options = parse_options(source.name, source.options)
-    notification_secret = context.secret_if_given("notification_secret")
+    key = f"sources.{source.name}"
+    refusing_secrets = (
+        f"{key}.options.sync_site_groups: SharePoint refuses app-only tokens obtained with "
+        "a client secret; use a certificate or a federated token"
+    )
+    credential = read_credential(
+        key,
+        source.credentials,
+        context.secret,
+        options.certificate_file,
+        options.federated_token_file,
+        refusing_secrets=refusing_secrets if options.sync_site_groups else None,
+    )
     return graph_connector(
         source.name,
         options,
-        credential_of(context, options),
+        credential,
         max_concurrency=source.max_concurrency,
-        notification_secret=notification_secret,
+        notification_secret=context.secret_if_given("notification_secret"),
     )
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
@@ -40,7 +39,7 @@ import httpx
 from pydantic import BeforeValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
-from clearance.errors import ConfigError, SourceError
+from clearance.errors import SourceError
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.graph import (
@@ -49,8 +48,7 @@ from clearance.sources.graph import (
     USER_IDS,
     ClientCredentials,
     Credential,
-    FederatedTokenFile,
-    parse_certificate,
+    read_credential,
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.options import (
@@ -311,36 +309,16 @@ def entra_reader(
     return EntraReader(name, options, client, tokens)
 
 
-def _credential(context: DirectoryContext, options: EntraOptions) -> Credential:
-    key = f"directories.{context.source.name}"
-    given = [r for r in ("client_secret", "certificate") if r in context.source.credentials]
-    given = [f"credentials.{r}" for r in given]
-    files = ("certificate_file", "federated_token_file")
-    given += [f"options.{o}" for o in files if getattr(options, o) is not None]
-    if len(given) != 1:
-        raise ConfigError(
-            f"{key}: give exactly one of credentials.client_secret, credentials.certificate, "
-            "options.certificate_file and options.federated_token_file"
-            + (f" (got {', '.join(given)})" if given else "")
-        )
-    (chosen,) = given
-    if chosen == "credentials.client_secret":
-        return context.secret("client_secret")
-    if chosen == "credentials.certificate":
-        return parse_certificate(context.secret("certificate").reveal().encode(), f"{key}.{chosen}")
-    path = getattr(options, chosen.removeprefix("options."))
-    if chosen == "options.federated_token_file":
-        return FederatedTokenFile(Path(path), f"{key}.{chosen}")
-    try:
-        pem = Path(path).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{key}.{chosen}: cannot read it ({exc.strerror})") from None
-    return parse_certificate(pem, f"{key}.{chosen}")
-
-
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> EntraReader:
     parsed = parse_options(name, options)
-    return entra_reader(name, parsed, _credential(context, parsed))
+    credential = read_credential(
+        f"directories.{name}",
+        context.source.credentials,
+        context.secret,
+        parsed.certificate_file,
+        parsed.federated_token_file,
+    )
+    return entra_reader(name, parsed, credential)
 
 
 register_directory_reader("entra", build)
