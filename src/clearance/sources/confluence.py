@@ -1251,10 +1251,7 @@ def _storage(raw: Mapping[str, Any]) -> str | None:
 def parse_options(name: str, raw: Mapping[str, Any], *, oauth: bool = False) -> ConfluenceOptions:
     """Validate ``[sources.<name>.options]`` of a ``confluence`` source (``oauth``: the
     source authenticates with OAuth 2.0, so no e-mail is needed)."""
-    options: ConfluenceOptions = parse_table(
-        ConfluenceOptions, raw, f"sources.{name}.options", oauth=oauth
-    )
-    return options
+    return parse_table(ConfluenceOptions, raw, f"sources.{name}.options", oauth=oauth)
 
 
 def _client(

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
-from pydantic import BeforeValidator, Field, PlainValidator, ValidationInfo
+from pydantic import Field, PlainValidator, ValidationInfo
 
 from clearance.config import Settings
 from clearance.errors import SourceError
@@ -631,9 +631,11 @@ class FilesystemOptions:
 
 def _options(context: SourceContext) -> tuple[Path, PosixMapping | None, bool]:
     source = context.source
-    schema = Annotated[FilesystemOptions, BeforeValidator(_posix_keys_need_posix)]
-    options: FilesystemOptions = parse_table(
-        schema, source.options, f"sources.{source.name}.options"
+    options = parse_table(
+        FilesystemOptions,
+        source.options,
+        f"sources.{source.name}.options",
+        before=_posix_keys_need_posix,
     )
     path = Path(options.path).expanduser()
     if not path.is_absolute():

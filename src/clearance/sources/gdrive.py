@@ -89,7 +89,7 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from pydantic import AfterValidator, BeforeValidator, PlainValidator
+from pydantic import AfterValidator, PlainValidator
 
 from clearance.errors import ConfigError, ItemUnavailable, SourceError
 from clearance.secrets import Secret
@@ -1116,9 +1116,7 @@ def _one_drive(raw: object) -> object:
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> DriveOptions:
     """Validate ``[sources.<name>.options]`` of a ``gdrive`` source."""
-    schema = Annotated[DriveOptions, BeforeValidator(_one_drive)]
-    options: DriveOptions = parse_table(schema, raw, f"sources.{name}.options")
-    return options
+    return parse_table(DriveOptions, raw, f"sources.{name}.options", before=_one_drive)
 
 
 def parse_service_account(secret: Secret, key: str) -> ServiceAccount:

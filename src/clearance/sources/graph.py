@@ -981,8 +981,7 @@ def _shared_changed(raw: Mapping[str, Any]) -> bool:
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> GraphOptions:
     """Validate ``[sources.<name>.options]`` of a ``graph`` source."""
-    options: GraphOptions = parse_table(GraphOptions, raw, f"sources.{name}.options")
-    return options
+    return parse_table(GraphOptions, raw, f"sources.{name}.options")
 
 
 def parse_certificate(pem: bytes, key: str) -> ClientCertificate:

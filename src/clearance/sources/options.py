@@ -6,11 +6,11 @@ table against it with :mod:`clearance.validation`, every problem named by its ke
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, PlainValidator
+from pydantic import BeforeValidator, ConfigDict, PlainValidator
 
 from clearance.model import parse_principal
 from clearance.validation import Invalid, Wording, non_empty, validate
@@ -28,9 +28,12 @@ __all__ = [
     "Url",
     "between",
     "choice",
+    "directory_options",
     "parse",
     "url",
 ]
+
+T = TypeVar("T")
 
 #: The pydantic configuration of every options dataclass: unknown keys are errors.
 OPTIONS = ConfigDict(extra="forbid")
@@ -101,14 +104,28 @@ PrincipalTable = Annotated[Mapping[str, str], PlainValidator(_principal_table)]
 
 
 def parse(
-    schema: Any, raw: Mapping[str, Any], at: str, *, unknown: Wording | None = None, **context: Any
-) -> Any:
+    schema: type[T],
+    raw: Mapping[str, Any],
+    at: str,
+    *,
+    before: Callable[[object], object] | None = None,
+    unknown: Wording | None = None,
+    **context: Any,
+) -> T:
     """``raw`` (the options table at key ``at``) validated as ``schema`` (an options
-    dataclass, or one ``Annotated`` with a check on the whole table); ``context`` is what a
-    check across options may need (``oauth``: whether the source signs in with OAuth),
-    beside ``at`` itself. ``unknown`` words the problems otherwise than as settings."""
+    dataclass), after ``before``, a check on the whole table; ``context`` is what a check
+    across options may need (``oauth``: whether the source signs in with OAuth), beside
+    ``at`` itself. ``unknown`` words the problems otherwise than as settings."""
+    checked = schema if before is None else Annotated[schema, BeforeValidator(before)]
     wording = {"wording": unknown} if unknown else {}
-    return validate(schema, dict(raw), at=at, context={"at": at, **context}, **wording)
+    parsed: T = validate(checked, dict(raw), at=at, context={"at": at, **context}, **wording)
+    return parsed
+
+
+def directory_options(schema: type[T], name: str, raw: Mapping[str, Any], **kw: Any) -> T:
+    """``[directories.<name>.options]`` validated as ``schema`` (see :func:`parse`), an
+    unknown key named as an unknown option."""
+    return parse(schema, raw, f"directories.{name}.options", unknown=UNKNOWN_OPTION, **kw)
 
 
 def between(low: int, high: int | None) -> Any:

@@ -36,7 +36,6 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
 import httpx
-from pydantic import BeforeValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
 from clearance.errors import SourceError
@@ -53,7 +52,6 @@ from clearance.sources.graph import (
 from clearance.sources.http import SourceClient
 from clearance.sources.options import (
     OPTIONS,
-    UNKNOWN_OPTION,
     FilePath,
     Flag,
     Positive,
@@ -61,8 +59,8 @@ from clearance.sources.options import (
     Url,
     between,
     choice,
+    directory_options,
 )
-from clearance.sources.options import parse as parse_table
 
 __all__ = ["EntraOptions", "EntraReader", "build", "entra_reader"]
 
@@ -276,14 +274,6 @@ def _delta_by_default(raw: object) -> object:
     return {"delta": True, **raw} if isinstance(raw, dict) else raw
 
 
-def parse_options(name: str, raw: Mapping[str, Any]) -> EntraOptions:
-    schema = Annotated[EntraOptions, BeforeValidator(_delta_by_default)]
-    options: EntraOptions = parse_table(
-        schema, raw, f"directories.{name}.options", unknown=UNKNOWN_OPTION
-    )
-    return options
-
-
 def entra_reader(
     name: str,
     options: EntraOptions,
@@ -307,6 +297,10 @@ def entra_reader(
         transport=transport,
     )
     return EntraReader(name, options, client, tokens)
+
+
+def parse_options(name: str, raw: Mapping[str, Any]) -> EntraOptions:
+    return directory_options(EntraOptions, name, raw, before=_delta_by_default)
 
 
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> EntraReader:

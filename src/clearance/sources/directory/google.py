@@ -40,8 +40,7 @@ from clearance.sources.gdrive import (
     parse_service_account,
 )
 from clearance.sources.http import SourceClient
-from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Positive, Text, Url, between
-from clearance.sources.options import parse as parse_table
+from clearance.sources.options import OPTIONS, Positive, Text, Url, between, directory_options
 from clearance.validation import Invalid
 
 __all__ = ["SCOPES", "GoogleOptions", "GoogleReader", "build", "google_reader"]
@@ -189,10 +188,7 @@ def google_reader(
 
 
 def parse_options(name: str, raw: Mapping[str, Any]) -> GoogleOptions:
-    options: GoogleOptions = parse_table(
-        GoogleOptions, raw, f"directories.{name}.options", unknown=UNKNOWN_OPTION
-    )
-    return options
+    return directory_options(GoogleOptions, name, raw)
 
 
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> GoogleReader:

@@ -59,8 +59,7 @@ from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
-from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Flag, Positive, Text, choice
-from clearance.sources.options import parse as parse_table
+from clearance.sources.options import OPTIONS, Flag, Positive, Text, choice, directory_options
 from clearance.validation import Invalid, non_empty
 
 __all__ = ["FLAVOURS", "LdapReader", "build", "normal_dn"]
@@ -412,7 +411,7 @@ class LdapOptions:
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> LdapReader:
     """The reader for ``[directories.<name>] kind = "ldap"``; errors name the bad key."""
     key = f"directories.{name}.options"
-    parsed: LdapOptions = parse_table(LdapOptions, options, key, unknown=UNKNOWN_OPTION)
+    parsed = directory_options(LdapOptions, name, options)
     password = context.secret("password") if parsed.bind_dn is not None else None
     settings = {f.name: getattr(parsed, f.name) for f in dataclasses.fields(parsed)}
     try:

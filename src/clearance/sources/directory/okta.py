@@ -46,8 +46,7 @@ from clearance.secrets import Secret
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.http import BearerAuth, SourceClient
-from clearance.sources.options import OPTIONS, UNKNOWN_OPTION, Positive, between, choice
-from clearance.sources.options import parse as parse_table
+from clearance.sources.options import OPTIONS, Positive, between, choice, directory_options
 from clearance.validation import Invalid
 
 __all__ = ["ACTIVE_STATUSES", "OktaReader", "build"]
@@ -201,9 +200,7 @@ class OktaOptions:
 
 
 def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> OktaReader:
-    parsed: OktaOptions = parse_table(
-        OktaOptions, options, f"directories.{name}.options", unknown=UNKNOWN_OPTION
-    )
+    parsed = directory_options(OktaOptions, name, options)
     return OktaReader(
         name,
         parsed.org_url,
