@@ -436,7 +436,7 @@ class ConfluenceConnector(RestConnector):
         self.source = source
         self._notification_secret = notification_secret
         self._clock = clock
-        self._tokens = tokens
+        self._owned = () if tokens is None else (tokens,)
         self.options = options
         self.client = client
         self._site = options.base_url.rstrip("/")
@@ -450,13 +450,6 @@ class ConfluenceConnector(RestConnector):
         self._restrictions: dict[str, frozenset[str] | None] = {}
         self._folders: dict[str, tuple[str | None, str | None]] = {}
         self._members: dict[str, frozenset[str]] = {}
-
-    def close(self) -> None:
-        try:
-            self.client.close()
-        finally:
-            if self._tokens is not None:
-                self._tokens.close()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -510,15 +503,13 @@ class ConfluenceConnector(RestConnector):
         if not isinstance(page_id, (str, int)):
             raise self._error(f"{kind}s: an item without an id")
         parent = raw.get("parentId") if kind == "page" else None
-        links = raw.get("_links")
-        webui = links.get("webui") if isinstance(links, dict) else None
         return _Page(
             id=str(page_id),
             title=text(raw.get("title")) or str(page_id),
             version=_number(raw),
             parent=rest.ident(parent),
             parent_type=text(raw.get("parentType")),
-            webui=webui if isinstance(webui, str) else "",
+            webui=_webui(raw),
             kind=kind,
         )
 
@@ -590,26 +581,25 @@ class ConfluenceConnector(RestConnector):
 
     def _comments_of(self, page: _Page) -> list[dict[str, Any]]:
         """The footer comments of a page or blog post, replies (at any depth) included."""
+        # none when the page (or a comment) went away while the space was listed
+        return unless_gone(lambda: self._read_comments(page), [])
+
+    def _read_comments(self, page: _Page) -> list[dict[str, Any]]:
         params = {"limit": _LIST_LIMIT}
         path = f"{_V2}/{page.kind}s/{quote(page.id, safe='')}/footer-comments"
         out: list[dict[str, Any]] = []
-        try:
-            pending = self._all(path, "footer comments", params)
-            seen: set[str] = set()
-            while pending:
-                raw = pending.pop()
-                comment_id = raw.get("id")
-                if not isinstance(comment_id, (str, int)) or str(comment_id) in seen:
-                    continue
-                seen.add(str(comment_id))
-                if raw.get("status", "current") == "current":
-                    out.append(raw)
-                children = f"{_V2}/footer-comments/{quote(str(comment_id), safe='')}/children"
-                pending.extend(self._all(children, "comment replies", params))
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return []  # the page (or a comment) went away while the space was listed
+        pending = self._all(path, "footer comments", params)
+        seen: set[str] = set()
+        while pending:
+            raw = pending.pop()
+            comment_id = raw.get("id")
+            if not isinstance(comment_id, (str, int)) or str(comment_id) in seen:
+                continue
+            seen.add(str(comment_id))
+            if raw.get("status", "current") == "current":
+                out.append(raw)
+            children = f"{_V2}/footer-comments/{quote(str(comment_id), safe='')}/children"
+            pending.extend(self._all(children, "comment replies", params))
         return sorted(out, key=lambda c: str(c["id"]))
 
     def _items(self, listing: _Listing) -> list[ItemRef | Tombstone]:
@@ -701,13 +691,11 @@ class ConfluenceConnector(RestConnector):
         title = text(raw.get("title")) or att_id
         media_type = rest.media_type(text(raw.get("mediaType")), title)
         data = rest.content(media_type, lambda: self._download(raw, item.doc_id, page_id))
-        links = raw.get("_links")
-        webui = links.get("webui") if isinstance(links, dict) else None
         return SourceDocument(
             doc_id=item.doc_id,
             version=item.version,
             title=title,
-            uri=self._web(webui if isinstance(webui, str) else ""),
+            uri=self._web(_webui(raw)),
             access=self._access(page_id),
             media_type=media_type,
             data=data,
@@ -1019,20 +1007,18 @@ class ConfluenceConnector(RestConnector):
                 return None
             return path, {**params, "start": int(body.get("start") or 0) + size}
 
+        # a group that was deleted has no members
+        found: list[dict[str, Any]] = unless_gone(
+            lambda: self._every(path, "results", "group members", params, following=following), []
+        )
         out: set[str] = set()
-        try:
-            for body in self.client.pages(path, following, params=params):
-                for member in self._listed(body, "results", "group members"):
-                    account = text(member.get("accountId"))
-                    if account and member.get("accountType", "atlassian") == "atlassian":
-                        try:
-                            out.add(parse_principal(f"user:{account}"))
-                        except ValueError:
-                            continue  # an id no principal can carry grants no one
-        except SourceError as exc:
-            if exc.status != 404:
-                raise
-            return frozenset()  # the group was deleted: it has no members
+        for member in found:
+            account = text(member.get("accountId"))
+            if account and member.get("accountType", "atlassian") == "atlassian":
+                try:
+                    out.add(parse_principal(f"user:{account}"))
+                except ValueError:
+                    continue  # an id no principal can carry grants no one
         return frozenset(out)
 
     def _forget(self) -> None:
@@ -1238,6 +1224,11 @@ def _carried(message: Mapping[str, Any]) -> list[str]:
     for raw in attachments if isinstance(attachments, list) else ():
         found.append(_content_id(raw) or "")
     return [content_id for content_id in dict.fromkeys(found) if content_id]
+
+
+def _webui(raw: Mapping[str, Any]) -> str:
+    """The content's web UI path (``_links.webui``), or ``""``."""
+    return text(facet(raw, "_links").get("webui")) or ""
 
 
 def _storage(raw: Mapping[str, Any]) -> str | None:

@@ -414,7 +414,7 @@ class DriveConnector(RestConnector):
         self.source = source
         self.options = options
         self.client = client
-        self._token_clients = tuple(token_clients)
+        self._owned = tuple(token_clients)
         self._errors = errors or GoogleErrors()
         self._notification_secret = notification_secret
         self._wall_clock = wall_clock
@@ -426,11 +426,6 @@ class DriveConnector(RestConnector):
         self._nodes_lock = threading.Lock()
         #: What the last :meth:`groups` could not read, one line per group.
         self.warnings: list[str] = []
-
-    def close(self) -> None:
-        self.client.close()
-        for tokens in self._token_clients:
-            tokens.close()
 
     # ------------------------------------------------------------------ plumbing
 

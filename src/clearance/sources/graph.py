@@ -354,7 +354,7 @@ class GraphConnector(RestConnector):
         self.sharepoint = sharepoint
         self._notification_secret = notification_secret
         self._now = now
-        self._token_client = token_client
+        self._owned = tuple(c for c in (sharepoint, token_client) if c is not None)
         self._base = options.graph_url.rstrip("/")
         self._drive = f"{self._base}/drives/{quote(options.drive_id, safe='')}"
         self._site = (options.site_url or "").rstrip("/")
@@ -362,13 +362,6 @@ class GraphConnector(RestConnector):
         self._groups_lock = threading.Lock()
         self._entra_groups: set[str] = set()
         self._site_groups: set[str] = set()
-
-    def close(self) -> None:
-        self.client.close()
-        if self.sharepoint is not None:
-            self.sharepoint.close()
-        if self._token_client is not None:
-            self._token_client.close()
 
     # ------------------------------------------------------------------ plumbing
 

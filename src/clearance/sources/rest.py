@@ -182,11 +182,17 @@ class RestConnector:
     """What the cloud connectors share as objects: errors that name the source, the list of
     objects a JSON page holds, every page of a listing joined, each item's access read
     concurrently, and the permission snapshot that ``groups()`` reads and the permission
-    listing of the same sync reuses (``_snapshot``)."""
+    listing of the same sync reuses (``_snapshot``), and the clients it owns closed with it."""
 
     source: str
     client: SourceClient
+    #: The clients besides ``client`` the connector owns (token endpoints, SharePoint's API).
+    _owned: tuple[SourceClient, ...] = ()
     _snapshot: list[PermissionChange] | None = None
+
+    def close(self) -> None:
+        for client in (self.client, *self._owned):
+            client.close()
 
     def doc_id(self, native_id: str) -> str:
         raise NotImplementedError
