@@ -72,7 +72,6 @@ as that user and the Directory API as ``subject``.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
@@ -116,6 +115,7 @@ from clearance.sources.rest import (
     RestConnector,
     Unrepresentable,
     access_from,
+    page_token,
     principal,
     text,
     timestamp,
@@ -441,21 +441,9 @@ class DriveConnector(RestConnector):
     def _corpus(self) -> dict[str, str]:
         return {"corpora": "drive" if self.options.drive_id is not None else "user"}
 
-    @staticmethod
-    def _following(
-        url: str, params: Mapping[str, str]
-    ) -> Callable[[Any], tuple[str, Mapping[str, Any]] | None]:
-        """The page of ``url`` after a body: its ``nextPageToken`` as ``pageToken``."""
-
-        def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
-            token = text(body.get("nextPageToken")) if isinstance(body, dict) else None
-            return None if token is None else (url, {**params, "pageToken": token})
-
-        return following
-
     def _paged(self, url: str, key: str, params: Mapping[str, str], **kw: bool) -> Iterator[Any]:
         """The ``key`` lists of every page of ``url``, following ``nextPageToken``."""
-        for body in self.client.pages(url, self._following(url, params), params=params):
+        for body in self.client.pages(url, page_token(url, params), params=params):
             yield self._listed(body, key, url.rpartition("/")[2], **kw)
 
     def _files_where(self, query: str, fields: str) -> Iterator[list[dict[str, Any]]]:
@@ -489,8 +477,7 @@ class DriveConnector(RestConnector):
         """Checksum, modification time, size, name and type: every content-side change
         moves it; a sharing change does not."""
         keys = ("md5Checksum", "modifiedTime", "size", "name", "mimeType")
-        digest = hashlib.sha256("\x1f".join(str(raw.get(k, "")) for k in keys).encode())
-        return f"gdrive:{digest.hexdigest()[:24]}"
+        return rest.version("gdrive", (raw.get(k, "") for k in keys))
 
     def _in_scope(self, raw: Mapping[str, Any]) -> bool:
         """In the shared drive; or, for a My Drive, owned by its user and in no shared drive."""
@@ -602,7 +589,7 @@ class DriveConnector(RestConnector):
             "fields": "nextPageToken,newStartPageToken,changes(changeType,fileId,removed,"
             f"file({file_fields}))",
         }
-        following = self._following(url, params)
+        following = page_token(url, params)
         for body in self.client.pages(url, following, params={**params, "pageToken": token}):
             changes = self._listed(body, "changes", "changes", optional=True)
             resume = following(body)

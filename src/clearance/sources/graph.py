@@ -420,12 +420,9 @@ class GraphConnector(RestConnector):
         """Content hash, modification time, size, name and link: every content-side change
         moves it; a sharing change does not."""
         hashes = facet(facet(raw, "file"), "hashes")
-        parts = [
-            str(hashes.get(k, "")) for k in ("quickXorHash", "sha256Hash", "sha1Hash", "crc32Hash")
-        ]
-        parts += [str(raw.get(k, "")) for k in ("lastModifiedDateTime", "size", "name", "webUrl")]
-        digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
-        return f"graph:{digest}"
+        parts = [hashes.get(k, "") for k in ("quickXorHash", "sha256Hash", "sha1Hash", "crc32Hash")]
+        parts += [raw.get(k, "") for k in ("lastModifiedDateTime", "size", "name", "webUrl")]
+        return rest.version("graph", parts)
 
     def _entry(self, raw: dict[str, Any]) -> ItemRef | Tombstone | None:
         item_id = text(raw.get("id"))

@@ -12,9 +12,10 @@ when the service refuses it early. Those pieces live here once (:class:`RestConn
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
@@ -41,10 +42,12 @@ __all__ = [
     "ident",
     "inside",
     "media_type",
+    "page_token",
     "principal",
     "text",
     "timestamp",
     "unless_gone",
+    "version",
 ]
 
 T = TypeVar("T")
@@ -107,6 +110,27 @@ def media_type(declared: str | None, name: str) -> str:
     if found in MEDIA_SUFFIXES:
         return found
     return _SUFFIX_MEDIA.get(PurePosixPath(name).suffix.lower(), found or "unknown")
+
+
+def version(system: str, parts: Iterable[object]) -> str:
+    """An item's version from the ``parts`` every content-side change moves (a hash, a
+    modification time, a size, a name), as ``<system>:<digest>``."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+    return f"{system}:{digest[:24]}"
+
+
+def page_token(
+    url: str, params: Mapping[str, Any]
+) -> Callable[[Any], tuple[str, Mapping[str, Any]] | None]:
+    """The ``next_request`` of :meth:`SourceClient.pages` for Google's APIs: ``url`` again
+    with the body's ``nextPageToken`` as ``pageToken`` (any token given is followed: a
+    listing is never cut short on a token of an unexpected type)."""
+
+    def following(body: Any) -> tuple[str, Mapping[str, Any]] | None:
+        token = body.get("nextPageToken") if isinstance(body, dict) else None
+        return (url, {**params, "pageToken": token}) if token else None
+
+    return following
 
 
 def content(media_type: str, download: Callable[[], bytes]) -> bytes:

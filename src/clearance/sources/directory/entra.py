@@ -61,6 +61,7 @@ from clearance.sources.options import (
     choice,
     directory_options,
 )
+from clearance.sources.rest import inside
 
 __all__ = ["EntraOptions", "EntraReader", "build", "entra_reader"]
 
@@ -115,10 +116,7 @@ class EntraReader:
         link = body.get("@odata.nextLink") if isinstance(body, dict) else None
         if link is None:
             return None
-        parts, base = urlsplit(str(link)), urlsplit(self.base)
-        if (parts.scheme, parts.netloc) != (base.scheme, base.netloc) or not parts.path.startswith(
-            base.path + "/"
-        ):
+        if not inside(str(link), self.base):
             raise self._error("a next link points outside graph_url; it is not followed")
         return str(link), None
 

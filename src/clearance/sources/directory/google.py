@@ -41,6 +41,7 @@ from clearance.sources.gdrive import (
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.options import OPTIONS, Positive, Text, Url, between, directory_options
+from clearance.sources.rest import page_token
 from clearance.validation import Invalid
 
 __all__ = ["SCOPES", "GoogleOptions", "GoogleReader", "build", "google_reader"]
@@ -94,14 +95,9 @@ class GoogleReader:
         self.tokens.close()
 
     def _all(self, path: str, key: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        def following(body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-            token = body.get("nextPageToken") if isinstance(body, dict) else None
-            if not token:
-                return None
-            return f"{self.base}{path}", {**params, "pageToken": token}
-
+        url = f"{self.base}{path}"
         out: list[dict[str, Any]] = []
-        for body in self.client.pages(f"{self.base}{path}", following, params=params):
+        for body in self.client.pages(url, page_token(url, params), params=params):
             items = body.get(key, []) if isinstance(body, dict) else None
             if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
                 raise SourceError(f"source {self.name!r}: GET {path}: no '{key}' list")
