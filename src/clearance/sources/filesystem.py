@@ -244,10 +244,6 @@ def _unescape(field: bytes) -> bytes:
     return re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field)
 
 
-def _is_network(fstype: str) -> bool:
-    return fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse")
-
-
 @dataclass(frozen=True, slots=True)
 class PosixMapping:
     """How owners, groups and "others" of POSIX permissions become principals."""
@@ -436,7 +432,7 @@ class FilesystemConnector:
         except ValueError as exc:
             raise refused(f"{unknown}: {exc}") from None
         for point, fstype in mounts:
-            if _is_network(fstype):
+            if fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse"):
                 raise refused(
                     f"{point} is a {fstype} mount, whose modes need not show the server's access"
                 )

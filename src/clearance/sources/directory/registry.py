@@ -43,10 +43,6 @@ class DirectoryContext:
     source: DirectorySourceSettings
     secret: Callable[[str], Secret]
 
-    def key(self, option: str) -> str:
-        """``directories.<name>.options.<option>``, for an error naming the bad key."""
-        return f"directories.{self.source.name}.options.{option}"
-
 
 DirectoryReaderFactory = Callable[[str, Mapping[str, Any], DirectoryContext], DirectoryReader]
 
