@@ -8,16 +8,14 @@ import click
 
 from clearance.cli.context import (
     ASSISTANT_HELP,
+    EXISTING_FILE,
     AppContext,
     console,
-    err_console,
-    json_option,
-    pass_app,
+    pass_app_json,
     printed_json,
+    warn,
 )
 from clearance.cli.safe import safe
-
-_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def register(cli: click.Group) -> None:
@@ -26,15 +24,14 @@ def register(cli: click.Group) -> None:
         """Users and (nested) groups, synced from the identity provider."""
 
     @directory.command("sync")
-    @click.argument("file", type=_FILE)
+    @click.argument("file", type=EXISTING_FILE)
     @click.option("--delta", is_flag=True, help="Apply changes only (default: full snapshot).")
     @click.option(
         "--allow-empty",
         is_flag=True,
         help="Apply a snapshot with no users (it disables every account); refused without.",
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     def directory_sync(
         app_ctx: AppContext, file: Path, delta: bool, allow_empty: bool, as_json: bool
     ) -> None:
@@ -51,14 +48,15 @@ def register(cli: click.Group) -> None:
             f"directory v{safe(data['version'])} ({data['mode']}): {data['users']} users "
             f"({data['active_users']} active), {data['groups']} groups"
         )
-        _warn(data["warnings"])
+        for warning in data["warnings"]:
+            warn(warning)
 
     @cli.group("acl")
     def acl() -> None:
         """Document permissions, synced without touching content."""
 
     @acl.command("sync")
-    @click.argument("file", type=_FILE)
+    @click.argument("file", type=EXISTING_FILE)
     @click.option("--corpus", required=True, help="The corpus this file describes.")
     @click.option("--delta", is_flag=True, help="Only the named documents change.")
     @click.option(
@@ -67,8 +65,7 @@ def register(cli: click.Group) -> None:
         help="When the export began reading the source (ISO 8601 with a time zone); the "
         "revocation SLA counts from it. Default: the file's modification time.",
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     def acl_sync(
         app_ctx: AppContext,
         file: Path,
@@ -92,14 +89,14 @@ def register(cli: click.Group) -> None:
             console.print(f"  revoked (not in snapshot): {safe(doc_id)}")
         for doc_id in report.unknown:
             console.print(f"  [yellow]unknown document[/yellow]: {safe(doc_id)}")
-        _warn(report.warnings)
+        for warning in report.warnings:
+            warn(warning)
 
     @cli.command("explain")
     @click.option("--user", "user_id", required=True)
     @click.option("--doc", "doc_id", required=True)
     @click.option("--assistant", help="Evaluate as seen through this assistant. " + ASSISTANT_HELP)
-    @json_option
-    @pass_app
+    @pass_app_json
     def explain(
         app_ctx: AppContext, user_id: str, doc_id: str, assistant: str | None, as_json: bool
     ) -> None:
@@ -132,10 +129,5 @@ def register(cli: click.Group) -> None:
             console.print(f"{safe(action)}: {verdict}")
             for reason, detail in zip(decision["reasons"], decision["details"], strict=False):
                 console.print(f"  - {safe(reason)}: {safe(detail)}")
-        _warn(data["warnings"])
-
-
-def _warn(warnings: list[str]) -> None:
-    """Warnings go to stderr, one line each, after the result they qualify."""
-    for warning in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
+        for warning in data["warnings"]:
+            warn(warning)

@@ -10,8 +10,7 @@ from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
     console,
-    json_option,
-    pass_app,
+    pass_app_json,
     print_error,
     printed_json,
 )
@@ -30,8 +29,7 @@ def register(cli: click.Group) -> None:
         help="Read relative periods (last year, 去年, 前期) as if asked on this date "
         "(YYYY-MM-DD); default: today (UTC).",
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     @click.pass_context
     def ask(
         ctx: click.Context,

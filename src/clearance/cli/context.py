@@ -12,25 +12,31 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from clearance.cli.safe import make_console, safe
+from clearance.cli.safe import make_console, safe, terminal_safe
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+    from rich.table import Table
 
     from clearance.app import Clearance
     from clearance.config import Settings
     from clearance.trace.actions import Recorder
 
 __all__ = [
+    "EXISTING_FILE",
     "AppContext",
     "console",
     "emit_json",
     "err_console",
+    "folded_table",
     "json_option",
     "pass_app",
+    "pass_app_json",
     "print_error",
+    "print_progress",
     "printed_json",
     "progress",
+    "warn",
 ]
 
 #: Human output. Data goes through :func:`clearance.cli.safe.safe` before it is printed.
@@ -104,6 +110,28 @@ def progress(label: str) -> Progress:
     )
 
 
+def print_progress(message: str) -> None:
+    """A line of progress on stderr, dimmed and printed as its literal text."""
+    err_console.print(terminal_safe(message), style="dim", markup=False, highlight=False)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, one line, after the result it qualifies."""
+    err_console.print(f"[yellow]warning:[/yellow] {safe(message)}")
+
+
+def folded_table(*columns: str, **options: Any) -> Table:
+    """A table with a header whose long cells break across lines within their column
+    instead of being cut off with "…": the ids it shows are needed whole ('trace show',
+    'explain', 'remove' and 'docs show' take them)."""
+    from rich.table import Table
+
+    table = Table(show_header=True, **options)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
 def print_error(message: str) -> None:
     """The one-line error on stderr: ``error: MESSAGE``, with the message made safe (it
     may quote a file name or an id, and must not break onto a second line)."""
@@ -112,6 +140,16 @@ def print_error(message: str) -> None:
 
 def json_option(func: Any) -> Any:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(func)
+
+
+def pass_app_json(func: Any) -> Any:
+    """What nearly every command takes: the :class:`AppContext` and, last of its options,
+    ``--json`` (``as_json``)."""
+    return json_option(pass_app(func))
+
+
+#: An argument naming a file that must exist.
+EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 #: What omitting ``--assistant`` means, shared by every command that takes it.

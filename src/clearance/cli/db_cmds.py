@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
+from clearance.cli.context import AppContext, console, pass_app_json, printed_json
 from clearance.cli.safe import safe
 
 __all__ = ["register"]
@@ -34,8 +34,7 @@ def register(cli: click.Group) -> None:
         """The index's schema: its version, and migrations."""
 
     @db.command("status")
-    @json_option
-    @pass_app
+    @pass_app_json
     def status(app_ctx: AppContext, as_json: bool) -> None:
         """The backend, where it is, its schema version and the migrations not yet applied.
 
@@ -47,8 +46,7 @@ def register(cli: click.Group) -> None:
             _print_status(data)
 
     @db.command("upgrade")
-    @json_option
-    @pass_app
+    @pass_app_json
     def upgrade(app_ctx: AppContext, as_json: bool) -> None:
         """Apply the missing schema migrations, each in its own transaction, and grant the
         reading role ([store] dsn) what search needs. Safe to run again.

@@ -7,16 +7,16 @@ import click
 from clearance.cli.context import (
     AppContext,
     console,
-    err_console,
-    json_option,
-    pass_app,
+    pass_app_json,
+    print_progress,
     printed_json,
+    warn,
 )
-from clearance.cli.safe import safe, terminal_safe
+from clearance.cli.safe import safe
 
 
 def _progress(what: str, count: int) -> None:
-    err_console.print(terminal_safe(f"{what}: {count}"), style="dim", markup=False, highlight=False)
+    print_progress(f"{what}: {count}")
 
 
 def register(cli: click.Group) -> None:
@@ -27,8 +27,7 @@ def register(cli: click.Group) -> None:
 
     @directory_source.command("sync")
     @click.argument("name")
-    @json_option
-    @pass_app
+    @pass_app_json
     @click.pass_context
     def sync(ctx: click.Context, app_ctx: AppContext, name: str, as_json: bool) -> None:
         """Read directory source NAME now and apply it as one directory version.
@@ -52,13 +51,12 @@ def register(cli: click.Group) -> None:
             if report.error:
                 console.print(f"  [red]error:[/red] {safe(report.error)}")
             for warning in report.warnings:
-                err_console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
+                warn(warning)
         if not report.ok:
             ctx.exit(1)
 
     @directory_source.command("status")
-    @json_option
-    @pass_app
+    @pass_app_json
     def status(app_ctx: AppContext, as_json: bool) -> None:
         """Per directory source: last success, API calls, lag against its sla, last error,
         and whether it is failing closed (and why)."""

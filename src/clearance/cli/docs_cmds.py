@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
-from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
+from clearance.cli.context import AppContext, console, folded_table, pass_app_json, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -49,19 +48,14 @@ def register(cli: click.Group) -> None:
 
     @docs.command("list")
     @click.option("--corpus", help="Only this corpus.")
-    @json_option
-    @pass_app
+    @pass_app_json
     def list_docs(app_ctx: AppContext, corpus: str | None, as_json: bool) -> None:
         """One row per document. Ids are never shortened: a long one wraps within its column."""
         with app_ctx.open() as app:
             documents = app.store.list_documents(corpus)
         if printed_json(as_json, [document_dict(d) for d in documents]):
             return
-        table = Table(show_header=True)
-        for column in ("doc_id", "corpus", "sensitivity", "format", "title"):
-            # 'fold' breaks a long id across lines instead of cutting it off with "…":
-            # explain, remove and docs show need the whole id.
-            table.add_column(column, overflow="fold", no_wrap=False)
+        table = folded_table("doc_id", "corpus", "sensitivity", "format", "title")
         for d in documents:
             table.add_row(
                 safe(d.doc_id), safe(d.corpus), d.sensitivity.name, safe(d.format), safe(d.title)
@@ -72,8 +66,7 @@ def register(cli: click.Group) -> None:
     @docs.command("show")
     @click.argument("doc_id")
     @click.option("--chunks", "show_chunks", is_flag=True, help="Also print every chunk.")
-    @json_option
-    @pass_app
+    @pass_app_json
     def show(app_ctx: AppContext, doc_id: str, show_chunks: bool, as_json: bool) -> None:
         """Full metadata of one document (and its chunks with locators)."""
         with app_ctx.open() as app:

@@ -14,8 +14,7 @@ from rich.table import Table
 from clearance.cli.context import (
     AppContext,
     console,
-    json_option,
-    pass_app,
+    pass_app_json,
     print_error,
     printed_json,
     progress,
@@ -235,8 +234,7 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--split", default="test", show_default=True, help="The qrels file of the dataset."
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     @click.pass_context
     def eval_(
         ctx: click.Context,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
+from clearance.cli.context import AppContext, console, pass_app_json, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -145,8 +145,7 @@ def register(cli: click.Group) -> None:
     @facts.command("list")
     @click.option("--doc", "doc_id", help="Only the facts of this document.")
     @click.option("--metric", help="Only this metric (its canonical name).")
-    @json_option
-    @pass_app
+    @pass_app_json
     def list_facts(
         app_ctx: AppContext, doc_id: str | None, metric: str | None, as_json: bool
     ) -> None:
@@ -173,8 +172,7 @@ def register(cli: click.Group) -> None:
         console.print(f"{len(found)} facts from {docs} documents")
 
     @facts.command("suggest")
-    @json_option
-    @pass_app
+    @pass_app_json
     def suggest_vocabulary(app_ctx: AppContext, as_json: bool) -> None:
         """Propose [facts] vocabulary entries (TOML to paste) from the facts in the index."""
         with app_ctx.open() as app:

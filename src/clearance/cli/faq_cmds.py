@@ -15,12 +15,12 @@ import click
 from rich.table import Table
 
 from clearance.cli.context import (
+    EXISTING_FILE,
     AppContext,
     console,
-    err_console,
-    json_option,
-    pass_app,
+    pass_app_json,
     printed_json,
+    warn,
 )
 from clearance.cli.safe import safe
 from clearance.errors import MetadataError, NotFoundError
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from clearance.store.base import Store
 
 __all__ = ["register"]
-
-_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _citation(store: Store, spec: str) -> Citation:
@@ -101,8 +99,7 @@ def register(cli: click.Group) -> None:
     @click.option("--valid-from", help="ISO 8601; not served before (naive times are UTC).")
     @click.option("--valid-until", help="ISO 8601; not served from then on (naive times are UTC).")
     @click.option("--replace", is_flag=True, help="Replace an existing entry with this id.")
-    @json_option
-    @pass_app
+    @pass_app_json
     def add(
         app_ctx: AppContext,
         entry_id: str,
@@ -145,13 +142,12 @@ def register(cli: click.Group) -> None:
             return
         console.print(f"{'replaced' if replaced else 'added'} faq entry {safe(entry.id)}")
         if not entry.acl:
-            err_console.print("[yellow]warning:[/yellow] no --acl given: nobody will be served")
+            warn("no --acl given: nobody will be served")
         if entry.sensitivity is Sensitivity.RESTRICTED:
-            err_console.print("[yellow]warning:[/yellow] RESTRICTED entries are never served")
+            warn("RESTRICTED entries are never served")
 
     @faq.command("list")
-    @json_option
-    @pass_app
+    @pass_app_json
     def list_entries(app_ctx: AppContext, as_json: bool) -> None:
         """One line per entry."""
         from clearance.answer.faq import FaqRepository
@@ -178,9 +174,8 @@ def register(cli: click.Group) -> None:
         console.print(f"{len(entries)} faq entries")
 
     @faq.command("import")
-    @click.argument("file", type=_FILE)
-    @json_option
-    @pass_app
+    @click.argument("file", type=EXISTING_FILE)
+    @pass_app_json
     def import_entries(app_ctx: AppContext, file: Path, as_json: bool) -> None:
         """Add or replace entries from a JSONL file; a bad line changes nothing."""
         from clearance.answer.faq import FaqRepository
@@ -194,8 +189,7 @@ def register(cli: click.Group) -> None:
 
     @faq.command("remove")
     @click.argument("entry_id", metavar="ID")
-    @json_option
-    @pass_app
+    @pass_app_json
     def remove(app_ctx: AppContext, entry_id: str, as_json: bool) -> None:
         """Delete one entry."""
         from clearance.answer.faq import FaqRepository

@@ -13,8 +13,7 @@ from clearance.cli.context import (
     AppContext,
     console,
     emit_json,
-    json_option,
-    pass_app,
+    pass_app_json,
     printed_json,
     progress,
 )
@@ -36,8 +35,7 @@ def register(cli: click.Group) -> None:
         "--manifest", type=click.Path(dir_okay=False, path_type=Path), help="JSONL manifest."
     )
     @click.option("--corpus", help="Corpus for documents whose metadata names none.")
-    @json_option
-    @pass_app
+    @pass_app_json
     @click.pass_context
     def ingest(
         ctx: click.Context,
@@ -124,8 +122,7 @@ def register(cli: click.Group) -> None:
 
     @cli.command("remove")
     @click.argument("doc_id")
-    @json_option
-    @pass_app
+    @pass_app_json
     def remove(app_ctx: AppContext, doc_id: str, as_json: bool) -> None:
         """Purge a document with its chunks and vectors."""
         with app_ctx.open() as app:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, emit_json, json_option, pass_app, progress
+from clearance.cli.context import AppContext, console, emit_json, pass_app_json, progress
 from clearance.cli.safe import safe, terminal_safe
 from clearance.errors import ConfigError
 
@@ -60,8 +60,7 @@ def register(cli: click.Group) -> None:
         "interrupted migration): documents already copied are skipped.",
     )
     @click.option("--force", is_flag=True, help="Empty a target that holds anything first.")
-    @json_option
-    @pass_app
+    @pass_app_json
     def migrate_cmd(
         app_ctx: AppContext,
         source: str,

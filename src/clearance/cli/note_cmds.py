@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
+from clearance.cli.context import AppContext, console, pass_app_json, printed_json
 from clearance.cli.safe import safe
 
 __all__ = ["register"]
@@ -51,8 +51,7 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--title", help="Human title (default: the doc_id).")
     @click.option("--doc-id", "doc_id", help="Stable id 'source:native_id' (default: note:<uuid>).")
-    @json_option
-    @pass_app
+    @pass_app_json
     def add(
         app_ctx: AppContext,
         text: str,

@@ -10,8 +10,7 @@ from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
     console,
-    json_option,
-    pass_app,
+    pass_app_json,
     printed_json,
 )
 from clearance.cli.safe import safe
@@ -37,8 +36,7 @@ def register(cli: click.Group) -> None:
         help="Restrict to one assistant's corpora and ceiling. " + ASSISTANT_HELP,
     )
     @click.option("-k", "k", type=click.IntRange(1, 1000), help="Number of results.")
-    @json_option
-    @pass_app
+    @pass_app_json
     def search(
         app_ctx: AppContext,
         query: str,

@@ -12,12 +12,12 @@ import click
 from clearance.cli.context import (
     AppContext,
     console,
-    err_console,
-    json_option,
-    pass_app,
+    pass_app_json,
+    print_progress,
     printed_json,
+    warn,
 )
-from clearance.cli.safe import safe, terminal_safe
+from clearance.cli.safe import safe
 
 if TYPE_CHECKING:
     from clearance.sources.sync import SyncReport
@@ -32,11 +32,7 @@ def _print_report(report: SyncReport) -> None:
     for error in report.item_errors:
         console.print(f"  [red]failed[/red] {safe(error)}")
     for warning in report.warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
-
-
-def _progress(message: str) -> None:
-    err_console.print(terminal_safe(message), style="dim", markup=False, highlight=False)
+        warn(warning)
 
 
 def _print_status(rows: list[dict[str, Any]]) -> None:
@@ -70,8 +66,7 @@ def register(cli: click.Group) -> None:
         """Connectors that keep a corpus in step with a source system (docs/sources.md)."""
 
     @source.command("list")
-    @json_option
-    @pass_app
+    @pass_app_json
     def source_list(app_ctx: AppContext, as_json: bool) -> None:
         """The configured sources: kind, corpus and sync intervals (never credentials)."""
         settings = app_ctx.settings()
@@ -103,8 +98,7 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--permissions", "only_permissions", is_flag=True, help="Only the permission sync."
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     @click.pass_context
     def source_sync(
         ctx: click.Context,
@@ -129,14 +123,13 @@ def register(cli: click.Group) -> None:
                 name,
                 content=not only_permissions,
                 permissions=not only_content,
-                on_progress=None if as_json else _progress,
+                on_progress=None if as_json else print_progress,
             )
         _finish(ctx, reports, as_json)
 
     @source.command("status")
     @click.argument("name", required=False)
-    @json_option
-    @pass_app
+    @pass_app_json
     def status(app_ctx: AppContext, name: str | None, as_json: bool) -> None:
         """Per source: last content and permission syncs, lag against the corpus's SLA, the
         last error, documents visible to nobody (and why) and principals the directory lacks."""
@@ -156,8 +149,7 @@ def register(cli: click.Group) -> None:
         is_flag=True,
         help="Keep syncing every source on its intervals until interrupted.",
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     @click.pass_context
     def sync(
         ctx: click.Context, app_ctx: AppContext, sync_all: bool, watch: bool, as_json: bool
@@ -176,7 +168,7 @@ def register(cli: click.Group) -> None:
             if not app.settings.sources:
                 raise click.UsageError("no sources configured ([sources.NAME] in clearance.toml)")
             if sync_all:
-                once = Scheduler(app, on_progress=None if as_json else _progress)
+                once = Scheduler(app, on_progress=None if as_json else print_progress)
                 _finish(ctx, once.tick(), as_json)
                 return
 
@@ -187,7 +179,9 @@ def register(cli: click.Group) -> None:
                 else:
                     _print_report(report)
 
-            scheduler = Scheduler(app, on_report=show, on_progress=None if as_json else _progress)
+            scheduler = Scheduler(
+                app, on_report=show, on_progress=None if as_json else print_progress
+            )
             stop = threading.Event()
             if not as_json:
                 console.print(

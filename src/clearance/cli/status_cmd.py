@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
+from clearance.cli.context import AppContext, console, pass_app_json, printed_json
 from clearance.cli.safe import safe
 
 
@@ -21,8 +21,7 @@ def _duration(seconds: float) -> str:
 
 def register(cli: click.Group) -> None:
     @cli.command("status")
-    @json_option
-    @pass_app
+    @pass_app_json
     def status(app_ctx: AppContext, as_json: bool) -> None:
         """Counts per corpus and sensitivity, index size, which corpora fail closed, and
         each configured source's last syncs, lag against its corpus's SLA and last error.

@@ -13,8 +13,7 @@ from clearance.cli.context import (
     cli_actor,
     console,
     err_console,
-    json_option,
-    pass_app,
+    pass_app_json,
     printed_json,
 )
 from clearance.cli.safe import safe
@@ -42,8 +41,7 @@ def register(cli: click.Group) -> None:
         "scim alone — a provisioning token for /scim/v2 that signs nobody in. "
         "Default: search and ask, and admin with --admin.",
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     def create(
         app_ctx: AppContext,
         user_id: str,
@@ -94,8 +92,7 @@ def register(cli: click.Group) -> None:
         console.print(secret, markup=False, highlight=False)
 
     @token.command("list")
-    @json_option
-    @pass_app
+    @pass_app_json
     def list_(app_ctx: AppContext, as_json: bool) -> None:
         """Every token: id, user, admin, created, expires, revoked (never the secret).
 
@@ -127,8 +124,7 @@ def register(cli: click.Group) -> None:
 
     @token.command("revoke")
     @click.argument("token_id")
-    @json_option
-    @pass_app
+    @pass_app_json
     def revoke(app_ctx: AppContext, token_id: str, as_json: bool) -> None:
         """Revoke token TOKEN_ID: refused from the next request on. Unknown ids exit 3."""
         from clearance.api.tokens import TokenStore

@@ -12,7 +12,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from clearance.cli.context import AppContext, console, json_option, pass_app, printed_json
+from clearance.cli.context import AppContext, console, folded_table, pass_app_json, printed_json
 from clearance.cli.safe import safe
 from clearance.errors import NotFoundError
 
@@ -39,8 +39,7 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most N."
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     def list_(app_ctx: AppContext, since: str | None, limit: int, as_json: bool) -> None:
         """Recent trace records, newest first.
 
@@ -56,9 +55,9 @@ def register(cli: click.Group) -> None:
         if not records:
             console.print("no trace records")
             return
-        table = Table(show_header=True)
-        for column in ("trace id", "time", "user", "assistant", "route", "status", "reason", "ms"):
-            table.add_column(column, overflow="fold")  # 'trace show' needs the whole id
+        table = folded_table(
+            "trace id", "time", "user", "assistant", "route", "status", "reason", "ms"
+        )
         for r in records:
             table.add_row(
                 safe(r["trace_id"]),
@@ -74,8 +73,7 @@ def register(cli: click.Group) -> None:
 
     @trace.command("show")
     @click.argument("trace_id")
-    @json_option
-    @pass_app
+    @pass_app_json
     def show(app_ctx: AppContext, trace_id: str, as_json: bool) -> None:
         """One trace record.
 
@@ -99,8 +97,7 @@ def register(cli: click.Group) -> None:
         required=True,
         help="Delete records older than this duration, e.g. '30d'.",
     )
-    @json_option
-    @pass_app
+    @pass_app_json
     def purge(app_ctx: AppContext, older_than: str, as_json: bool) -> None:
         """Delete old trace records now ([trace] retention also does it automatically).
 
@@ -122,8 +119,7 @@ def register(cli: click.Group) -> None:
     @click.option("--action", help="Only these actions: a name or a prefix ('scim', 'token').")
     @click.option("--since", help=_SINCE_HELP)
     @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
-    @json_option
-    @pass_app
+    @pass_app_json
     def audit(
         app_ctx: AppContext,
         doc_id: str | None,
@@ -155,9 +151,7 @@ def register(cli: click.Group) -> None:
             if not entries:
                 console.print("no administrator action recorded")
                 return
-            table = Table(show_header=True)
-            for column in ("time", "actor", "action", "target", "outcome"):
-                table.add_column(column, overflow="fold")
+            table = folded_table("time", "actor", "action", "target", "outcome")
             for e in entries:
                 rest = (e[key] for key in ("actor", "action", "target", "outcome"))
                 table.add_row(safe(e["at"][:19]), *map(safe, rest))
@@ -172,9 +166,7 @@ def register(cli: click.Group) -> None:
         if not events:
             console.print(f"no request retrieved or cited {safe(doc_id)}")
             return
-        table = Table(show_header=True)
-        for column in ("time", "user", "trace id", "assistant", "status", "how"):
-            table.add_column(column, overflow="fold")  # 'trace show' needs the whole id
+        table = folded_table("time", "user", "trace id", "assistant", "status", "how")
         for e in events:
             how = "cited" if e["cited"] else "retrieved"
             table.add_row(
@@ -189,8 +181,7 @@ def register(cli: click.Group) -> None:
 
     @cli.command("stats")
     @click.option("--since", help=_SINCE_HELP)
-    @json_option
-    @pass_app
+    @pass_app_json
     def stats(app_ctx: AppContext, since: str | None, as_json: bool) -> None:
         """Outcomes per assistant, denied-source and stale-source rates, citations, latency.
 
