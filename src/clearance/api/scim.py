@@ -18,14 +18,14 @@ in ``ServiceProviderConfig``): bulk, sorting, ETags, password changes.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import scim2_models as sm
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from clearance.access import scim
@@ -36,9 +36,6 @@ from clearance.app import Clearance
 __all__ = ["MEDIA_TYPE", "scim_router"]
 
 MEDIA_TYPE = "application/scim+json"
-
-#: A route of the router: the request, then its own parameters.
-Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Response]])
 
 
 def _answer(content: Any, status: int = 200, location: str | None = None) -> Response:
@@ -67,6 +64,27 @@ def _provisioner(request: Request) -> Identity:
 
 class _Refused(Exception):
     """No provisioning token: answered as a SCIM 401."""
+
+
+class _ProvisioningRoute(APIRoute):
+    """A route answered only for a provisioning token (else a SCIM 401), whose identity it
+    leaves in ``request.state.provisioner``, with a :class:`~clearance.access.scim.ScimError`
+    it raises as its SCIM error body. Every route of the router is one, so a route added
+    there cannot forget the check."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                request.state.provisioner = _provisioner(request)
+                return await handler(request)
+            except _Refused:
+                return _error(scim.ScimError(401, "a provisioning token (scope scim) is required"))
+            except scim.ScimError as exc:
+                return _error(exc)
+
+        return route
 
 
 def _base(request: Request) -> str:
@@ -154,52 +172,30 @@ def _list_response(items: list[dict[str, Any]]) -> dict[str, Any]:
 def scim_router(on_write: Callable[[Identity, scim.ScimWrite], None] | None = None) -> APIRouter:
     """The ``/scim/v2`` routes. ``on_write`` hears of every write that was stored (an audit
     log, say), with the provisioning token's identity."""
-    router = APIRouter(prefix="/scim/v2", tags=["scim"], include_in_schema=True)
+    router = APIRouter(
+        prefix="/scim/v2", tags=["scim"], include_in_schema=True, route_class=_ProvisioningRoute
+    )
     discovery = _discovery()
 
-    def guarded(handler: Handler) -> Handler:
-        """``handler`` answered only for a provisioning token (else a SCIM 401), with a
-        :class:`~clearance.access.scim.ScimError` it raises as its SCIM error body."""
-
-        async def route(request: Request, *args: Any, **kwargs: Any) -> Response:
-            try:
-                _provisioner(request)
-                return await handler(request, *args, **kwargs)
-            except _Refused:
-                return _answer(
-                    scim.ScimError(401, "a provisioning token (scope scim) is required").body(),
-                    401,
-                )
-            except scim.ScimError as exc:
-                return _error(exc)
-
-        functools.update_wrapper(route, handler)  # FastAPI reads the handler's parameters
-        return cast(Handler, route)
-
     @router.get("/ServiceProviderConfig")
-    @guarded
     async def service_provider_config(request: Request) -> Response:
         return _answer(discovery["config"])
 
     @router.get("/ResourceTypes")
-    @guarded
     async def resource_types(request: Request) -> Response:
         return _answer(_list_response(list(discovery["types"].values())))
 
     @router.get("/ResourceTypes/{name}")
-    @guarded
     async def resource_type(request: Request, name: str) -> Response:
         if name not in discovery["types"]:
             raise scim.ScimError(404, f"no resource type {name!r}")
         return _answer(discovery["types"][name])
 
     @router.get("/Schemas")
-    @guarded
     async def schemas(request: Request) -> Response:
         return _answer(_list_response(list(discovery["schemas"].values())))
 
     @router.get("/Schemas/{schema_id}")
-    @guarded
     async def schema(request: Request, schema_id: str) -> Response:
         if schema_id not in discovery["schemas"]:
             raise scim.ScimError(404, f"no schema {schema_id!r}")
@@ -207,7 +203,6 @@ def scim_router(on_write: Callable[[Identity, scim.ScimWrite], None] | None = No
 
     def collection(kind: str) -> None:
         @router.get(f"/{kind}", name=f"list_{kind.lower()}")
-        @guarded
         async def list_(request: Request) -> Response:
             q = request.query_params
             engine = _engine(request)
@@ -223,7 +218,6 @@ def scim_router(on_write: Callable[[Identity, scim.ScimWrite], None] | None = No
             return _answer(found)
 
         @router.get(f"/{kind}/{{ident}}", name=f"get_{kind.lower()}")
-        @guarded
         async def get(request: Request, ident: str) -> Response:
             engine = _engine(request)
             resources = await run_in_threadpool(_resources, engine, kind, _base(request))
@@ -234,9 +228,8 @@ def scim_router(on_write: Callable[[Identity, scim.ScimWrite], None] | None = No
                     )
             raise scim.ScimError(404, f"{kind[:-1]} {ident!r} not found")
 
-        @guarded
         async def write(request: Request, method: str, ident: str | None) -> Response:
-            identity = _provisioner(request)
+            identity: Identity = request.state.provisioner
             engine = _engine(request)
             if engine.settings.directories:
                 # A directory source owns the whole directory: its next read would
