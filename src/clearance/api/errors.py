@@ -27,6 +27,7 @@ from clearance.errors import (
 
 __all__ = [
     "DOCUMENT_NOT_FOUND",
+    "SIGN_IN_REQUIRED",
     "ErrorBody",
     "Forbidden",
     "HttpError",
@@ -74,6 +75,9 @@ class InvalidRequest(HttpError):
     status = 422
     code = "invalid_request"
 
+
+#: The 401 of every door that takes a bearer credential, whatever was wrong with it.
+SIGN_IN_REQUIRED = "sign-in required: a valid bearer token (Authorization: Bearer …)"
 
 #: The one answer for a document that does not exist *or* that the caller may not read.
 DOCUMENT_NOT_FOUND = NotFoundError("no such document")

@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from clearance.api.auth import Network
 from clearance.api.errors import HttpError
 from clearance.config import Rate
 from clearance.store.side_tables import create_table
@@ -213,9 +214,6 @@ class SharedRateLimiter:
                 with self.store.transaction() as db:
                     create_table(db, "rate_limits")
             self._ready = True
-
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def client_address(headers: Mapping[str, str], peer: str | None, proxies: Sequence[Network]) -> str:

@@ -51,7 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from clearance.answer.result import Status
 from clearance.api.app import BodyLimit, error_response, read_body, replaying
 from clearance.api.auth import Authenticator, Identity, request_headers
-from clearance.api.errors import Forbidden, Unauthenticated
+from clearance.api.errors import SIGN_IN_REQUIRED, Forbidden, Unauthenticated
 from clearance.api.limits import Limiter, RateLimited, SharedRateLimiter, limiter_of
 from clearance.api.streams import StreamGuard, TooManyStreams
 from clearance.app import Clearance
@@ -97,7 +97,7 @@ def request_user(ctx: ServerRequestContext[Any, Any]) -> str:
     request = ctx.request
     identity = getattr(request.state, _IDENTITY, None) if isinstance(request, Request) else None
     if not isinstance(identity, Identity):
-        raise Unauthenticated("sign-in required: a valid bearer token (Authorization: Bearer …)")
+        raise Unauthenticated(SIGN_IN_REQUIRED)
     return identity.user_id
 
 
@@ -477,9 +477,7 @@ class BearerGate:
         client = scope.get("client")
         peer = client[0] if client else None
         identity = None
-        error: ClearanceError = Unauthenticated(
-            "sign-in required: a valid bearer token (Authorization: Bearer …)"
-        )
+        error: ClearanceError = Unauthenticated(SIGN_IN_REQUIRED)
         try:
             for authenticator in self.authenticators:
                 identity = await anyio.to_thread.run_sync(authenticator.authenticate, headers, peer)
@@ -527,12 +525,11 @@ class UnicodeGate:
     the caller is authenticated and counted first."""
 
     app: ASGIApp
-    path: str = MCP_PATH
 
     def _parsed_by_the_sdk(self, scope: Scope) -> bool:
         if scope["type"] != "http" or scope.get("method") != "POST":
             return False
-        if scope.get("path") != self.path:
+        if scope.get("path") != MCP_PATH:
             return False
         versions = [v for k, v in scope["headers"] if k == b"mcp-protocol-version"]
         return not versions or versions[0].decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
@@ -647,7 +644,7 @@ def create_http_app(
     server_settings = engine.settings.server
     app.router.routes.extend(discovery_routes(engine))
     # Innermost: a message the SDK cannot parse is answered once the caller is admitted.
-    app.add_middleware(UnicodeGate, path=MCP_PATH)
+    app.add_middleware(UnicodeGate)
     app.add_middleware(
         BearerGate,
         authenticators=authenticators,
