@@ -179,13 +179,12 @@ class BrowserLogin:
     def _post(
         self, url: str, form: Mapping[str, str], auth: tuple[str, str] | None
     ) -> Mapping[str, Any]:
-        basic = httpx.BasicAuth(*auth) if auth is not None else None
         try:
             with self._client() as client:
                 reply = client.post(
                     url,
                     data=form,
-                    auth=basic if basic is not None else httpx.USE_CLIENT_DEFAULT,
+                    auth=httpx.BasicAuth(*auth) if auth is not None else httpx.USE_CLIENT_DEFAULT,
                     headers={"Accept": "application/json"},
                 )
                 return _json(reply)

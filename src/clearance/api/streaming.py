@@ -172,19 +172,16 @@ class Asker:
         stream = wants_stream(request)
         if not stream or self.streams is None:
             return await self._respond(question, user_id, assistant, stream, render)
-        slot = ExitStack()
         try:
-            slot.enter_context(self.streams.slot(user_id))
+            with ExitStack() as slot:
+                slot.enter_context(self.streams.slot(user_id))
+                response = await self._respond(question, user_id, assistant, stream, render)
+                # The slot goes with the response, given back when its last event is sent.
+                return _Bounded(response, self.streams, slot.pop_all())
         except TooManyStreams as exc:
             refused = self._error(exc, stream)
             refused.headers["Retry-After"] = str(exc.retry_after)
             return refused
-        try:
-            response = await self._respond(question, user_id, assistant, stream, render)
-        except BaseException:
-            slot.close()
-            raise
-        return _Bounded(response, self.streams, slot)
 
     async def _respond(
         self,

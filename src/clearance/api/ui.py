@@ -55,7 +55,7 @@ from clearance.api.auth import (
     TrustedHeaderAuthenticator,
     request_headers,
 )
-from clearance.api.errors import DOCUMENT_NOT_FOUND
+from clearance.api.errors import DOCUMENT_NOT_FOUND, error_body
 from clearance.api.limits import Limiter, RateLimited, client_address, limiter_of, signin_key
 from clearance.api.oidc import JwtVerifier
 from clearance.api.oidc_login import BrowserLogin, Pending
@@ -145,7 +145,6 @@ class Visitor:
     admin: bool
     csrf: str
     session_id: str | None
-    method: str
     scopes: frozenset[str] = READER_SCOPES
 
 
@@ -251,11 +250,10 @@ class Door:
                     record.admin and "admin" in record.scopes,
                     session.csrf,
                     session_id,
-                    session.method,
                     record.scopes,
                 )
             admin = self.admins(session.user_id)
-            return Visitor(session.user_id, admin, session.csrf, session_id, session.method)
+            return Visitor(session.user_id, admin, session.csrf, session_id)
         if self.proxy is not None:
             peer = request.client.host if request.client else None
             headers = request_headers(request.headers.items())
@@ -264,7 +262,7 @@ class Door:
                 # No session behind a proxy: the CSRF token is a double-submit cookie,
                 # set with the first page (``page``).
                 csrf = request.cookies.get(self.cookie(request, "clearance_csrf")) or _new_token()
-                return Visitor(identity.user_id, identity.admin, csrf, None, "proxy")
+                return Visitor(identity.user_id, identity.admin, csrf, None)
         return None
 
     def forged(self, request: Request, presented: str | None, expected: str) -> bool:
@@ -692,14 +690,12 @@ def install_ui(
         visitor: Visitor | None,
         retry_after: int | None = None,
     ) -> Response:
-        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
         if stream:
-            error = {"error": code, "message": message}
-            response: Response = event_stream([event("error", error)], status)
+            response: Response = event_stream([event("error", error_body(code, message))], status)
         else:
             response = door.page(request, "error.html", visitor, status, message=message)
-        if headers:
-            response.headers.update(headers)
+        if retry_after is not None:
+            response.headers["Retry-After"] = str(retry_after)
         return response
 
     # ------------------------------------------------------------------ previews
