@@ -180,9 +180,6 @@ class Metrics:
         if seen is not None:
             seen.trace_id = record.trace_id
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
 
 @dataclass(eq=False)
 class RequestObserver:
@@ -242,7 +239,7 @@ def install(app: FastAPI, engine: Clearance, *, public: bool, admin: Callable[..
 
     @app.get("/metrics", include_in_schema=False, dependencies=guard)
     def scrape(_: Request) -> Response:
-        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     app.add_middleware(RequestObserver, metrics=metrics)
 

@@ -46,10 +46,6 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _not_found() -> JSONResponse:
-    return JSONResponse(error_body("not_found", "not found"), 404)
-
-
 def notifications_router() -> APIRouter:
     """The notification route; the app keeps its
     :class:`~clearance.sources.notifications.NotificationReceiver` in ``state.notifications``."""
@@ -86,8 +82,8 @@ def notifications_router() -> APIRouter:
         headers = {k.lower(): v for k, v in request.headers.items()}
         query = {k: request.query_params.getlist(k)[0] for k in request.query_params}
         notice = await run_in_threadpool(receiver.receive, name, headers, query, body)
-        if notice is None:
-            return _not_found()
+        if notice is None:  # the 404 of any unknown path
+            return JSONResponse(error_body("not_found", "not found"), 404)
         return Response(notice.body, status_code=notice.status, media_type=notice.content_type)
 
     return router

@@ -224,11 +224,9 @@ class TokenStore:
                     "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                     (_iso(self.clock()), token_id),
                 )
-                row = db.execute(
-                    f"SELECT {self._read_columns()} FROM api_tokens WHERE id = ?", (token_id,)
-                ).fetchone()
+            row = self._find(token_id)
             if row is not None:
-                return self._row(tuple(row))
+                return self._row(row)
         raise NotFoundError(f"no API token with id {token_id!r}")
 
     def current(self, token_id: str) -> ApiToken | None:

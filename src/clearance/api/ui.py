@@ -591,18 +591,19 @@ def install_ui(
         if refused is not None:
             return refused
         pending = Pending.from_cookie(request.cookies.get(door.cookie(request, "clearance_oidc")))
+        response: Response
         if error is not None:
-            return _without_pending(request, RedirectResponse("/signin?error=provider", 303))
-        try:
-            user_id, token_expires = door.login.finish(code, state, pending, _callback(request))
-        except AuthError as exc:
-            _log_refusal(exc)
-            return _without_pending(request, RedirectResponse("/signin?error=sso", 303))
-        # The session holds the directory user the claim names through any alias.
-        signed_in = _signed_in(request, engine.resolve_user(user_id), "oidc", token_expires)
-        return _without_pending(request, signed_in)
-
-    def _without_pending(request: Request, response: Response) -> Response:
+            response = RedirectResponse("/signin?error=provider", 303)
+        else:
+            try:
+                user_id, expires = door.login.finish(code, state, pending, _callback(request))
+            except AuthError as exc:
+                log.info("browser sign-in refused: %s", exc.reason)
+                response = RedirectResponse("/signin?error=sso", 303)
+            else:
+                # The session holds the directory user the claim names through any alias.
+                response = _signed_in(request, engine.resolve_user(user_id), "oidc", expires)
+        # However the started sign-in ended, it is over: its cookie goes.
         return door.delete_cookie(response, request, "clearance_oidc")
 
     @router.post("/signout")
@@ -772,10 +773,6 @@ _NOT_ADMIN = "This page is for administrators."
 
 def _new_token() -> str:
     return secrets.token_urlsafe(32)
-
-
-def _log_refusal(exc: AuthError) -> None:
-    log.info("browser sign-in refused: %s", exc.reason)
 
 
 def _trace_row(record: dict[str, Any]) -> dict[str, Any]:
