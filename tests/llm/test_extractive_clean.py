@@ -260,29 +260,6 @@ def test_a_question_for_one_amount_gets_the_one_its_best_sentence_states() -> No
     assert len(both) == 2, both
 
 
-def test_what_a_period_came_to_is_not_answered_with_a_forecast_beside_it() -> None:
-    """ "What was the deficit in the first 10 months of fiscal year 2008?": the sentence
-    stating that period's deficit, without the next one's forecast for the whole year (an
-    amount that will be reads as the answer's second figure). Reverse proof: a question
-    about what will be keeps the forecast, and so does one that names no period."""
-    text = (
-        "CBO estimates that for the first 10 months of fiscal year 2008, the federal budget "
-        "deficit was about $371 billion. CBO estimates that the federal budget deficit for "
-        "fiscal year 2008 will be in the vicinity of $400 billion."
-    )
-    asked = quoted(
-        answer(
-            "What was the deficit in the first 10 months of fiscal year 2008?",
-            snippet("S1", text),
-        )
-    )
-    assert len(asked) == 1 and "$371 billion" in asked[0], asked
-    ahead = quoted(answer("What will the deficit for fiscal year 2008 be?", snippet("S1", text)))
-    assert any("$400 billion" in u for u in ahead), ahead
-    undated = quoted(answer("What was the federal budget deficit?", snippet("S1", text)))
-    assert any("$400 billion" in u for u in undated), undated
-
-
 def test_a_sentence_saying_the_opposite_of_the_question_does_not_answer_it() -> None:
     """ "How many weeks of paid parental leave do federal employees get?" over the FMLA page:
     "12 administrative weeks of unpaid leave" is the opposite of what is asked, not its

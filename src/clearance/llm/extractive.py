@@ -711,26 +711,6 @@ def _one_amount(chosen: Sequence[Quote]) -> list[Quote]:
 
 # A question for what something was: "What was the deficit in …?", "What were receipts …?".
 _ASKS_WHAT_WAS = re.compile(r"^\s*what\s+(?:was|were)\b", re.IGNORECASE)
-# A question about what a period came to ("What was the deficit in …", "How much did …").
-_ASKS_PAST = re.compile(r"\b(?:was|were|did|had)\b", re.IGNORECASE)
-# What a sentence says will be: a forecast, not what a period came to ("CBO estimates that
-# the deficit for fiscal year 2008 will be in the vicinity of $400 billion").
-_WILL_BE = re.compile(
-    r"\bwill\b|\b(?:is|are)\s+(?:expected|projected|forecast|likely)\s+to\b", re.IGNORECASE
-)
-
-
-def _without_forecasts(chosen: Sequence[Quote]) -> list[Quote]:
-    """``chosen`` without the prose sentences after the first that state an amount that
-    will be: a question about what a period it names came to is not answered by another
-    sentence's forecast beside it. The first sentence stays whatever it says."""
-    return [
-        q
-        for i, q in enumerate(chosen)
-        if i == 0 or q.line or not (_stated_amounts(q.sentence) and _WILL_BE.search(q.sentence))
-    ]
-
-
 # Words that name when, not what: a year, a month, a count of months, "fiscal", "first".
 # They select the period (see _of_the_period_asked) and only break ties between units that
 # hold the same words of what the question asks about: a sentence restating "the first 11
@@ -1081,8 +1061,6 @@ class ExtractiveProvider:
             # never what it pays: sentences without a number do not answer how much.
             return []
         dated = _names_period(request.question)
-        if _ASKS_PAST.search(request.question) and dated:
-            chosen = _without_forecasts(chosen)
         if _ASKS_COMPARISON.search(request.question):
             return chosen
         if _ASKS_AMOUNT.search(request.question):
