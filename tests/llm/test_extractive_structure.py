@@ -208,3 +208,28 @@ def test_the_organisations_equivalents_are_matched_as_the_question_is() -> None:
     assert "The list price is USD 1,480 per unit." in with_vocabulary
     plain = [s for s, _ in quoted(answer(question, snippet("S1", PRICE)))]
     assert plain == ["The Sentinel S4 has been available since 3 February 2025."]
+
+
+LONG_FORMAT = (
+    "component | category | subcategory | fiscal_year | actual_value\n"
+    "revenue | Total | Total | 2008 | 2523.991\n"
+    "revenue | Total | Total | 2009 | 2104.989\n"
+    "revenue | Total | Total | 2010 | 2162.706"
+)
+
+
+def test_a_long_format_table_is_quoted_as_the_row_of_the_year_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Published data sets print one row per line and year ("revenue | Total | Total |
+    2009 | 2104.989"): "revenue" and "Total" name every row's category, and the year asked
+    tells the rows apart, so the answer is the header and the 2009 row, not the whole
+    block. Reverse proof: without telling the named rows apart, every year is quoted."""
+    question = "What were total federal revenues in fiscal year 2009?"
+    block = snippet("S1", LONG_FORMAT, "rows=1-4")
+    assert [s for s, _ in quoted(answer(question, block))] == [
+        "component | category | subcategory | fiscal_year | actual_value",
+        "revenue | Total | Total | 2009 | 2104.989",
+    ]
+    without(monkeypatch, "_telling_apart", lambda kept, held: kept)
+    assert len(quoted(answer(question, block))) == 4

@@ -1139,11 +1139,27 @@ def _selected_rows(
         for counts in (named, telling, ranked):
             best = max(counts)
             if best > 0:
-                out.update(row for row, n in zip(rows, counts, strict=True) if n == best)
+                kept = [i for i, n in enumerate(counts) if n == best]
+                if counts is named:
+                    kept = _telling_apart(kept, held)
+                out.update(rows[i] for i in kept)
                 if counts is ranked:
                     undecided.add(key)
                 break
     return out, undecided
+
+
+def _telling_apart(kept: list[int], held: Sequence[set[str]]) -> list[int]:
+    """Of the rows of the categories a question names, those holding the most of its other
+    terms that tell them apart: "revenues in fiscal year 2009" names the revenue rows of a
+    long-format table, and its year names one of them. All of them when nothing tells
+    them apart ("Which holidays does the Frankfurt office observe?")."""
+    if len(kept) < 2:
+        return kept
+    shared = set.intersection(*(held[i] for i in kept))
+    telling = {i: len(held[i] - shared) for i in kept}
+    best = max(telling.values())
+    return kept if best == 0 else [i for i in kept if telling[i] == best]
 
 
 def _table_members(
