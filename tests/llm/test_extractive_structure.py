@@ -233,3 +233,23 @@ def test_a_long_format_table_is_quoted_as_the_row_of_the_year_asked(
     ]
     without(monkeypatch, "_telling_apart", lambda kept, held: kept)
     assert len(quoted(answer(question, block))) == 4
+
+
+def test_rows_of_the_category_asked_without_the_year_asked_are_not_quoted() -> None:
+    """ "What did customs duties raise in fiscal year 2025?" over a retrieved block holding
+    customs duties for 1982 and 1983 only (and another line's 2025): quoting those years
+    would answer another question, so nothing is quoted and the answer path refuses.
+    Reverse proof: asked for 1983, that row is the answer."""
+    block = snippet(
+        "S1",
+        "component | category | fiscal_year | actual_value\n"
+        "revenue | Corporate Income Taxes | 2025 | 452.1\n"
+        "revenue | Customs Duties | 1982 | 8.854\n"
+        "revenue | Customs Duties | 1983 | 8.655",
+        "rows=1-4",
+    )
+    assert quoted(answer("What did customs duties raise in fiscal year 2025?", block)) == []
+    asked = [
+        s for s, _ in quoted(answer("What did customs duties raise in fiscal year 1983?", block))
+    ]
+    assert asked[-1] == "revenue | Customs Duties | 1983 | 8.655" and len(asked) == 2, asked

@@ -1131,6 +1131,8 @@ def _selected_rows(
         if not rows:
             continue
         texts = [units[s][u].text for s, u in rows]
+        if _lacks_the_year_asked(question, texts):
+            continue
         named = [len(question & c) for c in _category_terms(texts)]
         held = [question.intersection(document_terms(t)) for t in texts]
         shared = set.intersection(*held)
@@ -1140,6 +1142,10 @@ def _selected_rows(
             best = max(counts)
             if best > 0:
                 kept = [i for i, n in enumerate(counts) if n == best]
+                if counts is not ranked and _lacks_the_year_asked(
+                    question, [texts[i] for i in kept]
+                ):
+                    break  # the rows of the line asked, none of them of the year asked
                 if counts is named:
                     kept = _telling_apart(kept, held)
                 out.update(rows[i] for i in kept)
@@ -1147,6 +1153,21 @@ def _selected_rows(
                     undecided.add(key)
                 break
     return out, undecided
+
+
+_YEAR_TERM = re.compile(r"(?:19|20)\d{2}")
+
+
+def _lacks_the_year_asked(question: set[str], rows: Sequence[str]) -> bool:
+    """Whether the table's rows are years (a cell of most is one) and none is a year the
+    question asks about: "customs duties in fiscal year 2025" is not answered by the rows
+    of 1982 to 1990 that a long-format block retrieved holds (beside another line's 2025)."""
+    asked = {t for t in question if _YEAR_TERM.fullmatch(t)}
+    if not asked:
+        return False
+    years = [{c.strip() for c in _cells(r) if _YEAR_TERM.fullmatch(c.strip())} for r in rows]
+    dated = sum(1 for y in years if y)
+    return dated * 2 >= len(years) and not any(y & asked for y in years)
 
 
 def _telling_apart(kept: list[int], held: Sequence[set[str]]) -> list[int]:
