@@ -41,7 +41,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clearance import jsonio
-from clearance.access.directory import (
+from clearance.access.directory_file import (
     SCIM_BULK_REQUEST,
     SCIM_ENTERPRISE_USER,
     SCIM_GROUP,

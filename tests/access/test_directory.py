@@ -17,17 +17,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clearance.access.directory import (
+    Directory,
+    DirectoryDoc,
+    Group,
+    User,
+    parse_directory,
+)
+from clearance.access.directory_file import (
     SCIM_BULK_REQUEST,
     SCIM_ENTERPRISE_USER,
     SCIM_GROUP,
     SCIM_LIST_RESPONSE,
     SCIM_PATCH_OP,
     SCIM_USER,
-    Directory,
-    DirectoryDoc,
-    Group,
-    User,
-    parse_directory,
 )
 from clearance.errors import ClearanceError, DirectoryError
 from clearance.model import EVERYONE
@@ -752,6 +754,68 @@ def test_to_json_is_sorted_and_round_trips() -> None:
 def test_from_json_refuses_a_delta() -> None:
     with pytest.raises(DirectoryError, match=r"d\.json: is a delta"):
         Directory.from_json({"removed_users": []}, source="d.json")
+
+
+def _stored_with(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    """The stored form of the test snapshot with the value at ``path`` replaced."""
+    data = json.loads(json.dumps(load(CLEARANCE_SNAPSHOT).to_json()))
+    *parents, last = path
+    target = data
+    for key in parents:
+        target = target[key]
+    target[last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("version",), -1),
+        (("version",), True),
+        (("version",), None),
+        (("users",), {"alice": True}),
+        (("users", 0, "id"), "al ice"),
+        (("users", 0, "id"), 7),
+        (("users", 0, "active"), "yes"),
+        (("users", 0, "attributes"), {"": "x"}),
+        (("users", 0, "attributes"), {"department": 1}),
+        (("users", 0, "attributes"), []),
+        (("users", 0, "aliases"), [" "]),
+        (("users", 0, "aliases"), ""),
+        (("users", 0, "colour"), "blue"),
+        (("users", 1), {"id": "alice", "active": True}),
+        (("groups", 0, "members"), ["alice"]),
+        (("groups", 0, "members"), None),
+        (("groups", 0, "members"), [1]),
+        (("groups", 1, "id"), "finance-emea"),
+        (("colour",), "blue"),
+    ],
+)
+def test_from_json_refuses_a_bad_stored_form_as_the_reader_does(
+    path: tuple[str | int, ...], value: Any
+) -> None:
+    """The index's copy is read without the document reader, but a copy that is not valid
+    is refused with the reader's own message, as a file with the same content is."""
+    data = _stored_with(path, value)
+    with pytest.raises(DirectoryError) as info:
+        Directory.from_json(data, source="index")
+    assert info.value.message == error_of(data, source="index")
+    with pytest.raises(DirectoryError) as from_text:
+        Directory.from_json(json.dumps(data), source="index")
+    assert from_text.value.message == info.value.message
+
+
+def test_from_json_reads_what_the_reader_reads_beyond_the_stored_form() -> None:
+    """A document the stored form does not cover (SCIM, a tuple, JSON with a repeated key)
+    is read, or refused, by the reader."""
+    scim = list_response(scim_user("ann"), scim_group("g", [{"value": "ann", "type": "User"}]))
+    assert Directory.from_json(scim).groups["g"].members == frozenset({"user:ann"})
+    as_tuple = {"users": ({"id": "ann", "active": True},)}
+    assert Directory.from_json(as_tuple) == Directory([User("ann", True)])
+    repeated = '{"users": [{"id": "ann", "active": true, "active": false}]}'
+    with pytest.raises(DirectoryError) as info:
+        Directory.from_json(repeated, source="index")
+    assert info.value.message == error_of(repeated, source="index")
 
 
 def test_directory_doc_defaults_are_an_empty_snapshot() -> None:

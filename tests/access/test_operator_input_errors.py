@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from clearance.access.directory import SCIM_LIST_RESPONSE, SCIM_USER
+from clearance.access.directory_file import SCIM_LIST_RESPONSE, SCIM_USER
 from clearance.errors import DirectoryError
 
 from .syncenv import DIRECTORY, SyncEnv, one_line_error, sync_env

@@ -23,7 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clearance import model
-from clearance.access.directory import SCIM_LIST_RESPONSE, SCIM_USER, parse_directory
+from clearance.access.directory import parse_directory
+from clearance.access.directory_file import SCIM_LIST_RESPONSE, SCIM_USER
 from clearance.errors import MetadataError
 from clearance.ingest.metadata import parse_metadata
 from clearance.model import EVERYONE, parse_principal
