@@ -18,22 +18,22 @@ from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.access.ownership import BLOCKED_KEY, check_owner, owner_of
 from clearance.access.policy import Action, Decision
 from clearance.access.realtime import PermissionChecker
-from clearance.access.sync import AclSyncReport, parse_read_at, sync_acl_data, sync_acls
-from clearance.answer.result import AnswerResult
 from clearance.bounds import check_question
 from clearance.config import Settings, trace_key
 from clearance.errors import LoaderError, MetadataError, NotFoundError
-from clearance.ingest.metadata import parse_metadata
-from clearance.llm.base import Provider
 from clearance.retrieval.retriever import SearchResult
 from clearance.runtime import DIRECTORY_KEY, Runtime, meta_json
 from clearance.store.backends import open_store
 from clearance.store.base import Store
 
 if TYPE_CHECKING:
+    # Each loads where it is used (ACL files, notes, answers), not with every command.
     from clearance.access.scim import ScimState, ScimWrite
+    from clearance.access.sync import AclSyncReport
     from clearance.answer.orchestrator import Orchestrator
+    from clearance.answer.result import AnswerResult
     from clearance.ingest.pipeline import FileResult, IngestReport
+    from clearance.llm.base import Provider
     from clearance.llm.embedding import Embedder
 
 __all__ = ["NOTE_SOURCE", "Clearance", "SearchResult", "directory_sync_summary"]
@@ -218,8 +218,10 @@ class Clearance(Runtime):
         }
         if title is not None:
             raw["title"] = title
-        meta = parse_metadata(raw, "note")
+        from clearance.ingest.metadata import parse_metadata
         from clearance.ingest.pipeline import Ingestor, Job
+
+        meta = parse_metadata(raw, "note")
 
         ingestor = Ingestor(self.settings, self.store, self.embedder)
         job = Job(meta["doc_id"], None, meta, default_doc_id=meta["doc_id"])
@@ -277,6 +279,8 @@ class Clearance(Runtime):
         """Apply an ACL file; ``read_at`` (ISO 8601) is when the exporter began reading the
         source, from which the revocation SLA counts (default: the file's modification
         time)."""
+        from clearance.access.sync import parse_read_at, sync_acls
+
         now = self.clock()
         moment = None if read_at is None else parse_read_at(read_at, now, "--read-at")
         return sync_acls(
@@ -300,6 +304,8 @@ class Clearance(Runtime):
     ) -> AclSyncReport:
         """:meth:`sync_acls` of JSONL (or a JSON array) already read; ``source`` names it in
         errors (``request body:3``). Without ``read_at`` the data counts as read now."""
+        from clearance.access.sync import parse_read_at, sync_acl_data
+
         now = self.clock()
         moment = None if read_at is None else parse_read_at(read_at, now)
         return sync_acl_data(

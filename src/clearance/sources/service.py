@@ -20,10 +20,11 @@ from clearance.access.ownership import BLOCKED_KEY, owner_of
 from clearance.config import SourceSettings
 from clearance.errors import ClearanceError, NotFoundError
 from clearance.runtime import Runtime
-from clearance.sources.base import Subscribing, Subscription
 from clearance.sources.state import SourceState, StateTable
 
 if TYPE_CHECKING:
+    # The connector protocols load with subscriptions, not with `clearance status`.
+    from clearance.sources.base import Subscription
     from clearance.sources.sync import SourceSync, SyncReport
 
 __all__ = [
@@ -225,6 +226,8 @@ SUBSCRIPTION_KEY = "subscription"
 
 def stored_subscription(runtime: Runtime, name: str) -> tuple[Subscription, datetime] | None:
     """The source's current subscription and when it was made, as kept in its state."""
+    from clearance.sources.base import Subscription
+
     raw = StateTable(runtime.store).get(name).stats.get(SUBSCRIPTION_KEY)
     if not isinstance(raw, dict):
         return None
@@ -260,6 +263,7 @@ def renew_subscription(
     source = configured_source(runtime, name)
     if source.notification_url is None:
         return None
+    from clearance.sources.base import Subscribing
     from clearance.sources.registry import build_connector  # the connectors load here
 
     connector = build_connector(runtime.settings, source, env)
