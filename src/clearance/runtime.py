@@ -15,10 +15,10 @@ import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearance import glossary
 from clearance.access.caller import Caller
 from clearance.access.directory import Directory, DirectoryDoc, parse_directory
 from clearance.access.directory_sla import failing_closed
@@ -31,12 +31,14 @@ from clearance.lifecycle import Closing
 from clearance.retrieval.retriever import Retriever, SearchResult
 from clearance.retrieval.synonyms import Synonyms
 from clearance.store.base import Store
-from clearance.trace.actions import AdminActions
-from clearance.trace.log import TraceLog
-from clearance.trace.record import TraceRecord, TraceWriter, pseudonymise
 
 if TYPE_CHECKING:
+    # The embedder loads with the first search or write, the trace modules with the first
+    # trace or log read: a command that only opens the index loads neither.
     from clearance.llm.embedding import Embedder
+    from clearance.trace.actions import AdminActions
+    from clearance.trace.log import TraceLog
+    from clearance.trace.record import TraceRecord, TraceWriter
 
 __all__ = ["DIRECTORY_KEY", "Runtime", "meta_json"]
 
@@ -66,13 +68,6 @@ class Runtime(Closing):
         self.settings = settings
         self.store = store
         self.clock = clock
-        # The organisation's own equivalences: the lexical search looks for them too.
-        self.synonyms = Synonyms(settings.retrieval.synonyms)
-        # Those and the standard names of statement lines across languages ("operating
-        # profit" = 営業利益 = 营业利润): what judges whether a passage states what is
-        # asked. Not searched for: a dozen names of revenue in three scripts would outrank
-        # the two words of "London revenue".
-        self.equivalents = Synonyms((*settings.retrieval.synonyms, *glossary.lines()))
         self.trace_key = trace_key
         # Without a configured key, pseudonyms are per-process — but one key for the process,
         # so traces and the access log name a user alike.
@@ -94,6 +89,22 @@ class Runtime(Closing):
         self.store.close()
 
     # ------------------------------------------------------------------ components
+
+    @cached_property
+    def synonyms(self) -> Synonyms:
+        """The organisation's own equivalences: the lexical search looks for them too."""
+        return Synonyms(self.settings.retrieval.synonyms)
+
+    @cached_property
+    def equivalents(self) -> Synonyms:
+        """The organisation's equivalences and the standard names of statement lines across
+        languages ("operating profit" = 営業利益 = 营业利润): what judges whether a passage
+        states what is asked. Not searched for: a dozen names of revenue in three scripts
+        would outrank the two words of "London revenue". Built with the first answer, which
+        is when the statement lines are read from the package's data."""
+        from clearance import glossary
+
+        return Synonyms((*self.settings.retrieval.synonyms, *glossary.lines()))
 
     @property
     def embedder(self) -> Embedder | None:
@@ -144,6 +155,8 @@ class Runtime(Closing):
 
     def actions(self) -> AdminActions:
         """The log of administrator actions in this index (:mod:`clearance.trace.actions`)."""
+        from clearance.trace.actions import AdminActions
+
         return AdminActions(self.store, clock=self.clock)
 
     def resolve_user(self, name: str) -> str:
@@ -255,6 +268,8 @@ class Runtime(Closing):
 
     def pseudonym(self, user_id: str) -> str:
         """The user's pseudonym in this process's traces (a keyed hash; never the id)."""
+        from clearance.trace.record import pseudonymise
+
         return pseudonymise(user_id, self._pseudonym_key)
 
     def write_trace(self, user_id: str, record: TraceRecord) -> None:
@@ -264,6 +279,8 @@ class Runtime(Closing):
         if not self.settings.trace.enabled:
             return
         if self._traces is None:
+            from clearance.trace.record import TraceWriter
+
             self._traces = TraceWriter(
                 self.store,
                 self._pseudonym_key,
@@ -276,4 +293,6 @@ class Runtime(Closing):
     def trace_log(self) -> TraceLog:
         """The trace log for operators (list, show, purge, audit, stats); opening it applies
         ``[trace] retention`` like the writer does."""
+        from clearance.trace.log import TraceLog
+
         return TraceLog(self.store, retention_s=self.settings.trace.retention_s, now=self.clock())

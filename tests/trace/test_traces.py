@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import clearance.runtime as runtime_module
+import clearance.trace.record as record_module
 from clearance.access.realtime import RealtimeResult
 from clearance.answer.orchestrator import Orchestrator
 from clearance.app import Clearance, SearchResult
@@ -315,7 +315,7 @@ def test_invariant_10_reverse_proof_a_trace_that_records_the_question(
 ) -> None:
     """A leaky variant — the question and the answer put in the record, and a writer that
     skips validation — must be caught by the same helper."""
-    monkeypatch.setattr(runtime_module, "TraceWriter", NaiveWriter)
+    monkeypatch.setattr(record_module, "TraceWriter", NaiveWriter)
     real_ask = Orchestrator.ask
 
     def leaky_ask(
