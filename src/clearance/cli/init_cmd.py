@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from importlib import resources
 from pathlib import Path
 
 import click
@@ -23,6 +22,8 @@ ORIGIN_NOTE = (
 
 
 def default_config_text() -> str:
+    from importlib import resources
+
     return (resources.files("clearance") / "data" / "default-config.toml").read_text("utf-8")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 from typing import TYPE_CHECKING
 
 import click
@@ -23,6 +22,8 @@ from clearance.cli.safe import safe
 from clearance.errors import ClearanceError
 
 if TYPE_CHECKING:
+    import socket
+
     from fastapi import FastAPI
 
     from clearance.app import Clearance
@@ -51,6 +52,8 @@ def no_delay(sock: socket.socket) -> socket.socket:
     on the connections it accepts, as it does for a socket of its own: every response sent
     in two writes then waited for the client's delayed ACK (+40 ms a request, measured).
     Accepted connections inherit the option from the listening socket."""
+    import socket
+
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
@@ -59,6 +62,8 @@ def listen(host: str, port: int) -> socket.socket:
     """The listening socket on ``host:port``, bound before anything says the server is
     serving: a port in use (or an address that is not this machine's) is a one-line error
     with exit code 1. Nagle's algorithm is off (:func:`no_delay`)."""
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
