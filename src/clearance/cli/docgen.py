@@ -42,8 +42,12 @@ Python API refuses it the same way).
 def _walk(command: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
     out = [(path, command)]
     if isinstance(command, click.Group):
-        for name in sorted(command.commands):
-            out.extend(_walk(command.commands[name], [*path, name]))
+        # Listed as help lists them: the top group registers its commands when listed.
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
+            out.extend(_walk(sub, [*path, name]))
     return out
 
 

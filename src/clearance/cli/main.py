@@ -3,42 +3,83 @@ traceback: 1 operational failure, 2 bad configuration or input, 3 not found."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from clearance import __version__
-from clearance.cli import (
-    access_cmds,
-    ask_cmd,
-    db_cmds,
-    directory_source_cmds,
-    docs_cmds,
-    eval_cmd,
-    facts_cmds,
-    faq_cmds,
-    ingest_cmds,
-    init_cmd,
-    mcp_cmd,
-    migrate_cmd,
-    note_cmds,
-    search_cmd,
-    serve_cmd,
-    source_cmds,
-    status_cmd,
-    token_cmds,
-    trace_cmds,
-)
 from clearance.cli.context import AppContext, emit_json, err_console, print_error
 from clearance.cli.safe import terminal_safe
 from clearance.errors import ClearanceError
 
-__all__ = ["cli", "main", "run"]
+__all__ = ["COMMANDS", "cli", "main", "run"]
+
+#: The module of ``clearance.cli`` that defines each command. A module registers its
+#: commands when one of them is run, asked for help or listed, so running a command does not
+#: load the others and what they import (``tests/cli/test_command_table.py`` holds this table
+#: to what the modules register).
+COMMANDS = {
+    "acl": "access_cmds",
+    "ask": "ask_cmd",
+    "audit": "trace_cmds",
+    "db": "db_cmds",
+    "directory": "access_cmds",
+    "directory-source": "directory_source_cmds",
+    "docs": "docs_cmds",
+    "eval": "eval_cmd",
+    "explain": "access_cmds",
+    "facts": "facts_cmds",
+    "faq": "faq_cmds",
+    "ingest": "ingest_cmds",
+    "init": "init_cmd",
+    "mcp": "mcp_cmd",
+    "migrate": "migrate_cmd",
+    "note": "note_cmds",
+    "remove": "ingest_cmds",
+    "search": "search_cmd",
+    "serve": "serve_cmd",
+    "source": "source_cmds",
+    "stats": "trace_cmds",
+    "status": "status_cmd",
+    "sync": "source_cmds",
+    "token": "token_cmds",
+    "trace": "trace_cmds",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The ``clearance`` group: each command is registered by its module (:data:`COMMANDS`)
+    on first use, so help, errors and the commands themselves are those the modules
+    define."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._registered: set[str] = set()
+
+    def _register(self, modules: set[str]) -> None:
+        for module in sorted(modules - self._registered):
+            importlib.import_module(f"clearance.cli.{module}").register(self)
+            self._registered.add(module)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            self._register({COMMANDS[cmd_name]})
+        else:
+            # No command has this name (a typo): with every command registered, the error
+            # suggests the closest ones, as it always has.
+            self._register(set(COMMANDS.values()))
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._register(set(COMMANDS.values()))
+        return super().list_commands(ctx)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -50,30 +91,6 @@ __all__ = ["cli", "main", "run"]
 def cli(ctx: click.Context, config: Path | None) -> None:
     """Clearance: answers only from what the asker may read, with every source cited."""
     ctx.obj = AppContext(config)
-
-
-for module in (
-    init_cmd,
-    ingest_cmds,
-    docs_cmds,
-    search_cmd,
-    ask_cmd,
-    status_cmd,
-    db_cmds,
-    migrate_cmd,
-    access_cmds,
-    directory_source_cmds,
-    source_cmds,
-    faq_cmds,
-    facts_cmds,
-    note_cmds,
-    trace_cmds,
-    eval_cmd,
-    token_cmds,
-    serve_cmd,
-    mcp_cmd,
-):
-    module.register(cli)
 
 
 class _SafeFormatter(logging.Formatter):
