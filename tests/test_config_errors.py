@@ -225,7 +225,9 @@ def test_reverse_proof_a_lax_reader_fails_the_fuzz_contract(
     def lax(data: object) -> dict[str, Any]:
         return {}
 
-    monkeypatch.setattr(config_module, "_SETTINGS", Annotated[Settings, BeforeValidator(lax)])
+    monkeypatch.setattr(
+        config_module, "_schema", lambda tables: Annotated[Settings, BeforeValidator(lax)]
+    )
     for key, value in ((("ingest", "chunk_size"), "800"), (("store", "zz"), 1)):
         with pytest.raises((AssertionError, pytest.fail.Exception)):
             assert_refused_naming(tmp_path / "clearance.toml", broken(SHIPPED, key, value), key)

@@ -21,6 +21,7 @@ is read here and nowhere else.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import json
 import math
@@ -1183,12 +1184,16 @@ class Settings:
         return self.corpora.get(name) or CorpusSettings(name=name)
 
 
+#: Not tables of the file: where it was read from, added by :func:`_from_file`.
+_WHERE_READ = ("root", "source")
+
+
 def _from_file(data: object, info: ValidationInfo) -> object:
     """The file's tables, with where it was read from: ``root`` and ``source`` are not
     settings a file may write."""
     if not isinstance(data, dict):
         return data
-    for internal in ("root", "source"):
+    for internal in _WHERE_READ:
         if internal in data:
             raise Invalid(f"unknown setting {internal!r}", keyed=True)
     context = info.context or {}
@@ -1207,13 +1212,40 @@ def _across_tables(settings: Settings) -> Settings:
     return settings
 
 
-#: The file's schema: its tables, then the checks across them.
-_SETTINGS = Annotated[Settings, BeforeValidator(_from_file), AfterValidator(_across_tables)]
+def _settings_of(tables: Any) -> Settings:
+    """The :class:`Settings` of a file's validated tables; a table it does not have is its
+    default, as pydantic would have made it (defaults are not validated either way)."""
+    return Settings(**{f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)})
+
+
+@functools.cache
+def _schema(tables: frozenset[str]) -> Any:
+    """The schema of a file whose top-level keys are ``tables``: :class:`Settings` with only
+    the fields the file writes (in their order, with their annotations, so with every check
+    and message), then the checks across tables. Building a validator costs most of loading
+    the settings, and a table the file leaves out only ever takes its default, so the
+    validator is built for what the file holds (once per process and shape of file). A key
+    that is no field stays out of the fields, and is refused as an unknown setting."""
+    written = [f for f in dataclasses.fields(Settings) if f.name in tables or f.name in _WHERE_READ]
+    fields = [
+        (f.name, f.type, dataclasses.field(default=f.default, default_factory=f.default_factory))
+        for f in written
+    ]
+    # The annotations are text (postponed), resolved by pydantic in this module.
+    namespace = {"__pydantic_config__": _TABLE, "__module__": __name__}
+    file = dataclasses.make_dataclass("Settings", fields, namespace=namespace, frozen=True)
+    return Annotated[
+        file,
+        BeforeValidator(_from_file),
+        AfterValidator(_settings_of),
+        AfterValidator(_across_tables),
+    ]
 
 
 def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings:
     """The settings of ``data``, or one :class:`ConfigError` naming every problem found."""
-    settings: Settings = validate(_SETTINGS, dict(data), context={"root": root, "source": source})
+    schema = _schema(frozenset(data))
+    settings: Settings = validate(schema, dict(data), context={"root": root, "source": source})
     return settings
 
 
