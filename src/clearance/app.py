@@ -471,7 +471,10 @@ def directory_sync_summary(directory: Directory, *, delta: bool) -> dict[str, An
 
 
 def _source_summary(app: Clearance) -> list[dict[str, Any]]:
-    """Per-source sync health for :meth:`Clearance.status`; the connectors load only here."""
+    """Per-source sync health for :meth:`Clearance.status`; the connectors load only here,
+    and with no source configured (nothing to report) not at all."""
+    if not app.settings.sources:
+        return []
     from clearance.sources.service import source_summary
 
     return source_summary(app)
