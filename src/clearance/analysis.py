@@ -22,6 +22,7 @@ nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -56,9 +57,21 @@ _MARKS = (
     "\u20d0-\u20ff\ufe20-\ufe2f"
 )
 _WORD = rf"[^\W_{_CJK}](?:[^\W_{_CJK}]|[{_MARKS}])*"
-# Latin-script words exclude CJK characters, so "6時間" splits into "6" and a CJK run.
-_TOKEN = re.compile(rf"[{_CJK}]+|{_WORD}(?:['’]{_WORD})*", re.UNICODE)
-_IS_CJK = re.compile(rf"^[{_CJK}]+$")
+
+
+# Both patterns are compiled with their first use, not on import: their classes span tens
+# of thousands of code points, and compiling them (about 12 ms) was most of what loading
+# this module cost a command that analyses no text, such as `clearance status`.
+@functools.cache
+def _tokens() -> re.Pattern[str]:
+    # Latin-script words exclude CJK characters, so "6時間" splits into "6" and a CJK run.
+    return re.compile(rf"[{_CJK}]+|{_WORD}(?:['’]{_WORD})*", re.UNICODE)
+
+
+@functools.cache
+def _is_cjk() -> re.Pattern[str]:
+    return re.compile(rf"^[{_CJK}]+$")
+
 
 # Only dropped from queries (documents keep them), to keep OR-queries selective.
 _STOPWORDS = frozenset(
@@ -133,9 +146,10 @@ def _normalise(text: str) -> str:
 
 def _terms(text: str, *, for_query: bool = False) -> list[str]:
     out: list[str] = []
-    for match in _TOKEN.finditer(_normalise(text)):
+    is_cjk = _is_cjk()
+    for match in _tokens().finditer(_normalise(text)):
         token = match.group(0)
-        if _IS_CJK.match(token):
+        if is_cjk.match(token):
             # Documents get unigrams and bigrams; a query uses its bigrams (selective) and
             # falls back to the unigram only for a one-character run.
             if not for_query or len(token) == 1:
@@ -182,7 +196,8 @@ def cjk_share(text: str) -> float:
     letters = [ch for ch in _normalise(text) if ch.isalnum()]
     if not letters:
         return 0.0
-    return sum(1 for ch in letters if _IS_CJK.match(ch)) / len(letters)
+    is_cjk = _is_cjk()
+    return sum(1 for ch in letters if is_cjk.match(ch)) / len(letters)
 
 
 def index_terms(text: str) -> str:
@@ -224,7 +239,8 @@ def _fold(term: str) -> str:
 
 
 def _index_forms(terms: list[str]) -> list[str]:
-    latin = [i for i, t in enumerate(terms) if not _IS_CJK.match(t)]
+    is_cjk = _is_cjk()
+    latin = [i for i, t in enumerate(terms) if not is_cjk.match(t)]
     if not latin:
         return terms
     stemmed = _stemmer().stemWords([_fold(terms[i]) for i in latin])
@@ -245,9 +261,10 @@ def phrase_keys(text: str) -> list[str]:
     occurs in a text when its keys are a contiguous run of the text's keys, so "litigation
     holds" contains "litigation hold" and "訴訟ホールドの通知" contains "訴訟ホールド"."""
     pieces: list[str] = []
-    for match in _TOKEN.finditer(_normalise(text)):
+    is_cjk = _is_cjk()
+    for match in _tokens().finditer(_normalise(text)):
         token = match.group(0)
-        pieces.extend(token if _IS_CJK.match(token) else [token.replace("’", "'")])
+        pieces.extend(token if is_cjk.match(token) else [token.replace("’", "'")])
     return _index_forms(pieces)
 
 
