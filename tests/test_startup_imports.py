@@ -4,8 +4,10 @@
 the HTTP and JWT libraries. `clearance status` opens the index, so it loads the store, but
 not numpy (the in-memory search copies and the embedder load with the first search), the
 answer engine, the connectors, the HTTP client or the feature-only libraries (SCIM's models
-and filter parser, the LDAP client). Measured with ``python -X importtime``: these
-modules are most of the CPU a command spends before it does any work.
+and filter parser, the LDAP client), nor what other commands load where they use it: the
+directory file reader (status reads the index's own copy of the directory), ACL sync,
+trace and note modules, the other commands' modules. Measured with ``python -X importtime``:
+these modules are most of the CPU a command spends before it does any work.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+
 #: Loaded by no command that does not use them.
 FEATURE_ONLY = ("scim2_models", "scim2_filter_parser", "ldap3", "fastapi", "onnxruntime")
-#: Loaded by `clearance status` neither: the answer engine, the connectors, HTTP and JWT.
-NOT_FOR_STATUS = (
-    *FEATURE_ONLY,
+#: The answer engine, the connectors, HTTP and JWT.
+ENGINE = (
     "httpx",
     "jwt",
     "numpy",
@@ -34,8 +37,43 @@ NOT_FOR_STATUS = (
     "clearance.ingest.pipeline",
     "clearance.sources.sync",
 )
+#: Loaded where a command uses them: opening the index and reading its settings and its
+#: copy of the directory need none of them.
+LOADED_WHERE_USED = (
+    "clearance.access.directory_file",  # reads directory documents, not the index's copy
+    "clearance.access.sync",
+    "clearance.answer.result",
+    "clearance.glossary",
+    "clearance.ingest.metadata",
+    "clearance.llm.base",
+    "clearance.sources.base",
+    "clearance.sources.service",  # with no source configured
+    "clearance.trace.actions",
+    "clearance.trace.log",
+    "clearance.trace.record",
+)
+#: Other commands' modules, and what they load to register: a command loads its own
+#: (`--help`, which lists every command, loads them all).
+OTHER_COMMANDS = (
+    "clearance.api.tokens",
+    "clearance.cli.ask_cmd",
+    "clearance.cli.ingest_cmds",
+    "clearance.cli.serve_cmd",
+    "clearance.cli.token_cmds",
+)
+#: Loaded by `clearance status` neither.
+NOT_FOR_STATUS = (*FEATURE_ONLY, *ENGINE, *LOADED_WHERE_USED, *OTHER_COMMANDS)
 #: Loaded by `clearance --help` neither: nothing of the engine at all.
-NOT_FOR_HELP = (*NOT_FOR_STATUS, "clearance.config", "clearance.app")
+NOT_FOR_HELP = (
+    *FEATURE_ONLY,
+    *ENGINE,
+    *LOADED_WHERE_USED,
+    "clearance.config",
+    "clearance.app",
+    "pydantic",
+    "socket",
+    "importlib.resources",
+)
 
 _PROBE = """
 import json, sys
@@ -74,6 +112,33 @@ def test_status_loads_the_store_but_not_the_answer_engine_or_connectors(tmp_path
     assert loaded_by(["status"], ("clearance.store.sqlite",), tmp_path) == [
         "clearance.store.sqlite"
     ]
+
+
+def test_status_of_a_synced_directory_loads_nothing_another_command_uses(tmp_path: Path) -> None:
+    """The demo's settings (most tables) and its directory synced into the index: status
+    reads both, and loads neither the directory file reader nor any other command's
+    modules."""
+    acme = ROOT / "examples" / "acme"
+    (tmp_path / "clearance.toml").write_text(
+        (acme / "clearance.toml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    env = {**os.environ, "CLEARANCE_HOME": str(tmp_path)}
+    subprocess.run(
+        [sys.executable, "-c", _PROBE, "[]", "directory", "sync", str(acme / "directory.json")],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    assert loaded_by(["status"], NOT_FOR_STATUS, tmp_path) == []
+    # It did read the stored directory (so the check above is about a directory it read).
+    shown = subprocess.run(
+        [sys.executable, "-c", _PROBE, "[]", "status"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    assert "directory v1: 18 users, 25 groups" in shown
 
 
 @pytest.mark.parametrize(
