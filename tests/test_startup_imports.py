@@ -46,6 +46,7 @@ LOADED_WHERE_USED = (
     "clearance.glossary",
     "clearance.ingest.metadata",
     "clearance.llm.base",
+    "clearance.retrieval.retriever",  # with the first search
     "clearance.sources.base",
     "clearance.sources.service",  # with no source configured
     "clearance.trace.actions",

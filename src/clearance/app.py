@@ -21,7 +21,6 @@ from clearance.access.realtime import PermissionChecker
 from clearance.bounds import check_question
 from clearance.config import Settings, trace_key
 from clearance.errors import LoaderError, MetadataError, NotFoundError
-from clearance.retrieval.retriever import SearchResult
 from clearance.runtime import DIRECTORY_KEY, Runtime, meta_json
 from clearance.store.backends import open_store
 from clearance.store.base import Store
@@ -35,11 +34,27 @@ if TYPE_CHECKING:
     from clearance.ingest.pipeline import FileResult, IngestReport
     from clearance.llm.base import Provider
     from clearance.llm.embedding import Embedder
+    from clearance.retrieval.retriever import SearchResult
 
 __all__ = ["NOTE_SOURCE", "Clearance", "SearchResult", "directory_sync_summary"]
 
 #: The source system of notes (derived knowledge added with :meth:`Clearance.add_note`).
 NOTE_SOURCE = "note"
+
+
+def __getattr__(name: str) -> Any:
+    # SearchResult is the public API's name for a search's result; retrieval loads with
+    # the first search, not with every command that opens the index.
+    if name == "SearchResult":
+        from clearance.retrieval.retriever import SearchResult
+
+        return SearchResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 _SCIM_KEY = "scim"
 

@@ -19,7 +19,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearance.access.caller import Caller
 from clearance.access.directory import Directory, DirectoryDoc, parse_directory
 from clearance.access.directory_sla import failing_closed
 from clearance.access.policy import AccessControl, Action, Principal
@@ -28,14 +27,16 @@ from clearance.bounds import check_question
 from clearance.config import Settings
 from clearance.errors import DirectoryError, EmbeddingError
 from clearance.lifecycle import Closing
-from clearance.retrieval.retriever import Retriever, SearchResult
-from clearance.retrieval.synonyms import Synonyms
 from clearance.store.base import Store
 
 if TYPE_CHECKING:
-    # The embedder loads with the first search or write, the trace modules with the first
-    # trace or log read: a command that only opens the index loads neither.
+    # The embedder loads with the first search or write, retrieval with the first search,
+    # the trace modules with the first trace or log read: a command that only opens the
+    # index loads none of them.
+    from clearance.access.caller import Caller
     from clearance.llm.embedding import Embedder
+    from clearance.retrieval.retriever import Retriever, SearchResult
+    from clearance.retrieval.synonyms import Synonyms
     from clearance.trace.actions import AdminActions
     from clearance.trace.log import TraceLog
     from clearance.trace.record import TraceRecord, TraceWriter
@@ -93,6 +94,8 @@ class Runtime(Closing):
     @cached_property
     def synonyms(self) -> Synonyms:
         """The organisation's own equivalences: the lexical search looks for them too."""
+        from clearance.retrieval.synonyms import Synonyms
+
         return Synonyms(self.settings.retrieval.synonyms)
 
     @cached_property
@@ -103,6 +106,7 @@ class Runtime(Closing):
         would outrank the two words of "London revenue". Built with the first answer, which
         is when the statement lines are read from the package's data."""
         from clearance import glossary
+        from clearance.retrieval.synonyms import Synonyms
 
         return Synonyms((*self.settings.retrieval.synonyms, *glossary.lines()))
 
@@ -229,10 +233,14 @@ class Runtime(Closing):
     def caller(self, user_id: str, assistant: str | None = None) -> Caller:
         """The caller ``user_id`` through ``assistant``, under the policy as it is now: what
         every read on that person's behalf is decided by (:class:`Caller`)."""
+        from clearance.access.caller import Caller
+
         return Caller.resolve(self.access(), user_id, assistant)
 
     def retriever(self) -> Retriever:
         """The retriever over this index, with the configured embedder and checkers."""
+        from clearance.retrieval.retriever import Retriever
+
         return Retriever(
             self.store, self.embedder, self.settings.retrieval, self.synonyms, self.checkers
         )
