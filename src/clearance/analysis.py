@@ -179,13 +179,18 @@ def kana_free(terms: Sequence[str]) -> list[str]:
     the question holds that character already ("の健" beside "健康" → nothing). Terms of any
     other kind are kept as they are."""
     kept = [t for t in terms if not (len(t) == 2 and any(_is_hiragana(c) for c in t))]
-    covered = {c for t in kept if _IS_CJK.match(t) for c in t}
+    covered = {c for t in kept if _is_cjk().match(t) for c in t}
     out = list(kept)
     for term in terms:
         if len(term) == 2 and any(_is_hiragana(c) for c in term):
             for ch in term:
                 # the long-vowel mark only lengthens the character before it
-                if not _is_hiragana(ch) and ch != "ー" and _IS_CJK.match(ch) and ch not in covered:
+                if (
+                    not _is_hiragana(ch)
+                    and ch != "ー"
+                    and _is_cjk().match(ch)
+                    and ch not in covered
+                ):
                     covered.add(ch)
                     out.append(ch)
     return out
