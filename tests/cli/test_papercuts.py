@@ -173,6 +173,17 @@ def test_a_reason_shared_by_many_files_is_printed_for_the_first_three(
     assert "failed 2 more files for the same reason (--json lists each)" in out
     rc, data, _ = run("ingest", str(folder), "--json")
     assert [r["status"] for r in json.loads(data)["results"]] == ["failed"] * 5
+    # With a second reason, each count says which reason it is: its first file.
+    other = project / "finance"
+    other.mkdir()
+    (other / "_meta.json").write_text(
+        json.dumps({"corpus": "finance", "acl": ["group:staff"]}), encoding="utf-8"
+    )
+    for name in ("a.md", "b.md", "c.md", "d.md"):
+        (other / name).write_text(f"# {name}\n\nText.\n", encoding="utf-8")
+    rc, out, _ = run("ingest", str(folder), str(other))
+    assert "failed 2 more files for the same reason as " in out, out
+    assert "failed 1 more file for the same reason as " in out, out
 
     (project / "docs" / "a.xyz").write_text("x", encoding="utf-8")
     (project / "docs" / "b.zzz").write_text("x", encoding="utf-8")

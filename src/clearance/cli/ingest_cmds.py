@@ -73,12 +73,14 @@ def register(cli: click.Group) -> None:
                     # few, then counted. A skip's reason is about the file itself: every
                     # skipped file is named.
                     failures: Counter[str] = Counter()
+                    first: dict[str, str] = {}  # reason → the first file it failed
 
                     def done(result: FileResult) -> None:
                         bar.update(task, advance=1, description=terminal_safe(result.source))
                         source = safe(result.source)
                         if result.status == "failed" and result.error:
                             failures[result.error] += 1
+                            first.setdefault(result.error, source)
                         if result.status in ("failed", "skipped") and (
                             result.status == "skipped" or failures[result.error or ""] <= _SHOWN
                         ):
@@ -101,10 +103,13 @@ def register(cli: click.Group) -> None:
                         on_result=done,
                         on_progress=working,
                     )
-                for more in (n - _SHOWN for n in failures.values() if n > _SHOWN):
+                stopped = {e: n - _SHOWN for e, n in failures.items() if n > _SHOWN}
+                for error, more in stopped.items():
                     files = "file" if more == 1 else "files"
+                    # With two reasons or more, say which one: the first file it failed.
+                    which = f" as {safe(first[error])}" if len(stopped) > 1 else ""
                     console.print(
-                        f"[red]failed[/red] {more} more {files} for the same reason "
+                        f"[red]failed[/red] {more} more {files} for the same reason{which} "
                         "(--json lists each)"
                     )
                 for warning in report.warnings:  # about the run, not one file
