@@ -264,8 +264,9 @@ def test_a_sentence_saying_the_opposite_of_the_question_does_not_answer_it() -> 
     """ "How many weeks of paid parental leave do federal employees get?" over the FMLA page:
     "12 administrative weeks of unpaid leave" is the opposite of what is asked, not its
     answer, and with nothing else stating a number the question gets no quote (the answer
-    path refuses). Reverse proof: asked about unpaid leave, the same sentence answers, and a
-    sentence naming both paid and unpaid leave still counts."""
+    path refuses). Reverse proof: asked about unpaid leave, the same sentence answers, a
+    sentence naming both paid and unpaid leave still counts, and so does the sentence for a
+    question asking whether leave is paid."""
     fmla = (
         "Employees are entitled to 12 administrative weeks of unpaid leave in any 12-month "
         "period for the birth of a child and care of the newborn."
@@ -276,6 +277,8 @@ def test_a_sentence_saying_the_opposite_of_the_question_does_not_answer_it() -> 
     assert quoted(answer(unpaid, snippet("S1", fmla))) == [fmla]
     both = "Paid leave may be substituted for the 12 weeks of unpaid leave."
     assert quoted(answer(paid, snippet("S1", both))) == [both]
+    # Asked whether, not how many: "unpaid" is the answer.
+    assert quoted(answer("Is FMLA leave paid?", snippet("S1", fmla))) == [fmla]
 
 
 def test_what_a_period_was_is_quoted_up_to_its_amount_without_the_comparison_after_it() -> None:

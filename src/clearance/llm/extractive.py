@@ -836,6 +836,7 @@ def _score(
     unit: _Unit,
     expansions: Mapping[str, set[str]] | None = None,
     named: frozenset[str] = frozenset(),
+    counting: bool = False,
 ) -> int:
     """The question terms ``unit`` holds, plus those of its heading when it holds any (a
     list item under "Class of travel" answers a question about the class of travel), the
@@ -843,13 +844,15 @@ def _score(
     terms of the names in ``named``: "コニカミノルタ", six terms of a script written without
     spaces, does not make a sentence about sales outrank one about operating profit).
     ``expansions``: the document's abbreviations, whose written-out terms a unit using one
-    holds too."""
+    holds too. ``counting``: the question asks how much or how many, so a unit saying the
+    opposite of one of its words counts nothing (:func:`_contradicts`); asked whether
+    ("Is FMLA leave paid?"), "unpaid" is the answer."""
     terms = set(document_terms(unit.text))
     if expansions:
         for abbr in terms & expansions.keys():
             terms |= expansions[abbr]
     own = question.intersection(terms)
-    if not own or _contradicts(question, terms):
+    if not own or (counting and _contradicts(question, terms)):
         return 0
     held = own | question.intersection(document_terms(unit.heading))
     period = sum(1 for t in held if _is_period_word(t) or t in named)
@@ -943,6 +946,7 @@ class ExtractiveProvider:
             t for phrase in request.equivalents for t in search_terms(phrase)
         }
         defined = _abbreviations(request.snippets)
+        counting = bool(_ASKS_QUANTITY.search(request.question))
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
         for s_index, snippet_units in enumerate(units):
@@ -952,7 +956,9 @@ class ExtractiveProvider:
                 flat = " ".join(unit.text.split())
                 if flat in seen:
                     continue
-                score = _score(question, unit, defined.get(request.snippets[s_index].doc_id), named)
+                score = _score(
+                    question, unit, defined.get(request.snippets[s_index].doc_id), named, counting
+                )
                 if score > 0:
                     seen.add(flat)
                     candidates.append((-score, s_index, u_index, score))
