@@ -33,7 +33,9 @@ material the caller may read, so a hidden document can change neither:
   is the whole chunk's, which a long list dilutes: a snippet with one sentence or list
   item holding more than 70 % of the question's IDF mass is judged on coverage alone.
 
-Without a cosine, a snippet is relevant when its coverage reaches ``min_coverage``. With
+A mostly-CJK question is relevant when its coverage reaches ``min_coverage_cjk`` (character
+pairs match by chance more often than words). Otherwise, without a cosine, a snippet is
+relevant when its coverage reaches ``min_coverage``. With
 one, the two signals are weighed together: ``coverage + cosine_weight * cosine`` must reach
 ``min_score`` and the coverage ``min_coverage_with_cosine``. So a press release that shares
 "release" and "window" with a question about release freeze windows (coverage 0.52, cosine
