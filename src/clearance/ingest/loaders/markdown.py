@@ -12,6 +12,10 @@ Title: the front matter's ``title``, else the text of the first level-1 heading,
 Front matter (YAML or TOML) is metadata, never text, and template tags (``{% … %}``,
 ``{{ … }}``) are not text either (:mod:`clearance.ingest.loaders.markup`). Inline markup is
 dropped (a link keeps its label, an image its alt text); raw HTML keeps only its text.
+Headings written without heading syntax, as handbooks write them, open sections too: a
+paragraph that is one short run of bold text ("**Key features**", not "**Note:** …"), one
+level below the last heading, and a ``<details>`` block's ``<summary>``, whose bold lines
+then sit one level below it.
 
 Long files are parsed in segments of about 1 MB (markdown-it's tokens take ~25× the text),
 cut only where CommonMark closes every open block: before a line at column 0 that starts
