@@ -306,7 +306,8 @@ def test_a_hidden_document_is_refused_with_the_fixed_text(live: Live) -> None:
     page = b.ask("What is the board travel allowance per night in the salary bands?")
     assert page.status_code == 200
     assert 'data-status="answered"' not in page.text
-    assert "900" not in page.text and "Salary bands" not in page.text
+    # the hidden allowance as a number, not three digits of the page's random trace id
+    assert re.search(r"\b900\b", page.text) is None and "Salary bands" not in page.text
     b.close()
 
 
