@@ -64,6 +64,7 @@ from clearance.analysis import (
 )
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
+from clearance.llm.extractive import split_sentences
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 
@@ -280,17 +281,13 @@ def _stated(held: set[str], used: Sequence[Used]) -> set[str]:
     return out
 
 
-# Where a sentence or a list item ends.
-_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；])\s+|\n+")
-
-
 def _in_one_sentence(
     text: str, weights: Mapping[str, float], total: float, used: Sequence[Used]
 ) -> bool:
     """Whether one sentence of ``text`` holds most of the question's IDF mass (more than
     :data:`_TOGETHER`): "C. Mailing cost associated with filing travel vouchers …" for
     "Can I claim the cost of mailing my travel voucher?"."""
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in split_sentences(text):
         held = _stated(set(document_terms(sentence)), used) & weights.keys()
         if _share(weights, total, held) > _TOGETHER:
             return True

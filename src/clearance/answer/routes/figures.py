@@ -536,8 +536,7 @@ class FiguresRoute:
         year it asks about (``Q1–Q3 FY2023``, ``9M FY2023``, ``H1 2023``), latest part first."""
         if query.period is None or query.metric is None or query.entity is None:
             return []
-        year = re.fullmatch(r"(?:FY|CY)(\d{4})", query.period)
-        if year is None or query.qualifier is not None:
+        if _WHOLE_YEAR.fullmatch(query.period) is None or query.qualifier is not None:
             return []
         rows = self.ctx.readable_facts(
             request, metric=query.metric, entity=query.entity, channel=query.channel
@@ -567,10 +566,14 @@ class FiguresRoute:
         return tuple(out)
 
 
+#: A whole fiscal or calendar year: ``FY2023``, ``CY2023``.
+_WHOLE_YEAR = re.compile(r"(?:FY|CY)(\d{4})")
+
+
 def _within(period: str, year: str) -> bool:
     """Whether ``period`` is ``year`` (``FY2023``, ``CY2023``) or a part of it: ``Q1–Q3
     FY2023``, ``9M FY2023``, ``H1 2023``, ``Q3 2023``."""
-    whole = re.fullmatch(r"(?:FY|CY)(\d{4})", year)
+    whole = _WHOLE_YEAR.fullmatch(year)
     if whole is None:
         return period == year
     return (
