@@ -345,6 +345,32 @@ def test_how_much_is_not_answered_by_sentences_without_a_number() -> None:
     assert quoted(answer("How many weeks of paid parental leave?", snippet("S1", words))) == [words]
 
 
+def test_what_was_in_a_year_is_not_answered_by_sentences_about_other_years() -> None:
+    """ "What was the federal budget deficit in fiscal year 1980?" over a README that
+    describes the deficit data and names other years ("From 1984 to 2023"), stating no
+    amount: nothing of it says what the deficit was in 1980, so nothing is quoted (the
+    answer path then refuses). Reverse proofs: a sentence naming 1980, one stating an
+    amount, and a table line with its figure each answer; a question naming no year is
+    answered by the README as before."""
+    readme = (
+        "The code and data in this repository allow users to replicate the evaluations of "
+        "projections of budget components: outlays, revenues, deficits, and debt.\n\n"
+        "- An Evaluation of Projections of Deficits and Debt From 1984 to 2023"
+    )
+    question = "What was the federal budget deficit in fiscal year 1980?"
+    assert quoted(answer(question, snippet("S1", readme))) == []
+    named = readme + "\n\nThe federal budget deficit in fiscal year 1980 is not covered."
+    assert any("1980" in u for u in quoted(answer(question, snippet("S1", named))))
+    stated = readme + "\n\nThe federal budget deficit was $74 billion that fiscal year."
+    assert any("$74 billion" in u for u in quoted(answer(question, snippet("S1", stated))))
+    row = "component | fiscal_year | actual_value\ndeficit | 1980 | -73.8"
+    assert any("-73.8" in u for u in quoted(answer(question, snippet("S1", row))))
+    undated = quoted(
+        answer("What was the federal budget deficit data used for?", snippet("S1", readme))
+    )
+    assert undated, undated
+
+
 def test_whom_a_question_names_does_not_choose_its_sentence() -> None:
     """ "コニカミノルタの…営業利益は?": the company's name is six terms of a script written
     without spaces, and a sentence about sales that names the company ("コニカとミノルタ")

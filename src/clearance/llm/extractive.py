@@ -692,6 +692,18 @@ def _names_period(question: str) -> bool:
     )
 
 
+def _answers_for_the_year(quote: Quote, question: str) -> bool:
+    """Whether ``quote`` may answer what something was in the period ``question`` names:
+    it states an amount (a table line: a number besides its years), or names a year the
+    question names, or the question names no year."""
+    if _stated_amounts(quote.sentence):
+        return True
+    if quote.line and re.search(r"\d", _YEAR_WORD.sub(" ", quote.sentence)):
+        return True
+    years = set(_YEAR_WORD.findall(question))
+    return not years or bool(years_named(quote.sentence) & years)
+
+
 def _one_amount(chosen: Sequence[Quote]) -> list[Quote]:
     """``chosen`` without the prose sentences that state amounts of their own after the first
     one that states an amount: a question asking for one amount of a period it names gets
@@ -1067,6 +1079,15 @@ class ExtractiveProvider:
             # never what it pays: sentences without a number do not answer how much.
             return []
         dated = _names_period(request.question)
+        if (
+            _ASKS_WHAT_WAS.search(request.question)
+            and dated
+            and not any(_answers_for_the_year(q, request.question) for q in chosen)
+        ):
+            # "What was the federal budget deficit in fiscal year 1980?" over a README whose
+            # sentences state no amount and name other years (1984, 2023): about the topic,
+            # not an answer for the period asked.
+            return []
         if _ASKS_COMPARISON.search(request.question):
             return chosen
         if _ASKS_AMOUNT.search(request.question):
