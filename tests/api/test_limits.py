@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -345,3 +346,55 @@ def test_sign_in_and_stream_bounds_default_and_refuse_bad_values() -> None:
     ):
         with pytest.raises(ConfigError, match=rf"server\.{key}"):
             settings_from_dict({"server": {key: bad}})
+
+
+def _reads_mapped_addresses_as_auth_does() -> None:
+    import ipaddress
+
+    from clearance.api.auth import TrustedHeaderAuthenticator
+
+    proxies = [ipaddress.ip_network("10.0.0.0/8")]
+    forwarded = {"x-forwarded-for": "203.0.113.9"}
+    assert client_address(forwarded, "::ffff:10.0.0.2", proxies) == "203.0.113.9"
+    assert client_address({}, "::ffff:198.51.100.4", proxies) == "198.51.100.4"
+    mapped_hop = {"x-forwarded-for": "::ffff:203.0.113.9"}
+    assert client_address(mapped_hop, "10.0.0.2", proxies) == "203.0.113.9"
+    header = TrustedHeaderAuthenticator(proxies, "X-User", lambda _: False)
+    for peer in ("10.0.0.2", "::ffff:10.0.0.2", "198.51.100.4", "::ffff:198.51.100.4", "junk"):
+        trusted_by_limiter = client_address(forwarded, peer, proxies) == "203.0.113.9"
+        assert trusted_by_limiter == header.trusted(peer), peer
+
+
+def test_a_proxy_seen_as_an_ipv4_mapped_peer_is_the_proxy_for_the_limiter_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dual-stack listener reports an IPv4 proxy as ``::ffff:10.0.0.2``. Trusted-header
+    sign-in took it for the proxy it is while the limiter did not, so every sign-in through
+    that proxy counted against the proxy's one address (one client locking everyone out)
+    instead of the client it forwarded for. Both now read addresses with one function, and
+    a client's address is counted in one form whichever way it arrived. Reverse proof: with
+    the limiter's former check (the mapped address compared as IPv6) the same assertions
+    fail."""
+    import ipaddress
+
+    import clearance.api.limits as limits
+
+    _reads_mapped_addresses_as_auth_does()
+
+    def former(address: str | None, networks: Sequence[Any]) -> bool:
+        try:
+            parsed = ipaddress.ip_address(address or "")
+        except ValueError:
+            return False
+        return any(parsed in network for network in networks)
+
+    def unmapped(text: str | None) -> Any:
+        try:
+            return ipaddress.ip_address(text or "")
+        except ValueError:
+            return None
+
+    monkeypatch.setattr(limits, "in_networks", former)
+    monkeypatch.setattr(limits, "ip_address", unmapped)
+    with pytest.raises(AssertionError):
+        _reads_mapped_addresses_as_auth_does()

@@ -196,15 +196,7 @@ class TrustedHeaderAuthenticator:
 
     def trusted(self, peer: str | None) -> bool:
         """Whether ``peer`` (the TCP peer address) is one of the proxies."""
-        if peer is None:
-            return False
-        try:
-            address = ipaddress.ip_address(peer)
-        except ValueError:
-            return False
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return any(address in network for network in self.proxies)
+        return in_networks(peer, self.proxies)
 
     def authenticate(self, headers: Mapping[str, str], peer: str | None) -> Identity | None:
         if not self.trusted(peer):
@@ -216,6 +208,25 @@ class TrustedHeaderAuthenticator:
             log.info("%s from a trusted proxy is not a valid user id; refused", self.header)
             return None
         return _directory_identity(self.resolve(user_id), self.is_admin, "proxy")
+
+
+def ip_address(text: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``text`` as an IP address, an IPv4-mapped IPv6 address (``::ffff:10.0.0.2``, as a
+    dual-stack socket reports an IPv4 peer) as the IPv4 address it is; ``None`` when it is
+    none."""
+    try:
+        address = ipaddress.ip_address(text or "")
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def in_networks(text: str | None, networks: Sequence[Network]) -> bool:
+    """Whether the address ``text`` (see :func:`ip_address`) is in one of ``networks``."""
+    address = ip_address(text)
+    return address is not None and any(address in network for network in networks)
 
 
 def default_authenticators(server: ServerSettings, engine: Clearance) -> list[Authenticator]:

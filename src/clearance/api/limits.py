@@ -36,14 +36,13 @@ Sign-in attempts (``[server] signin_rate_limit``) are counted per client address
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from clearance.api.auth import Network
+from clearance.api.auth import Network, in_networks, ip_address
 from clearance.api.errors import HttpError
 from clearance.config import Rate
 from clearance.store.side_tables import create_table
@@ -221,20 +220,12 @@ def client_address(headers: Mapping[str, str], peer: str | None, proxies: Sequen
     one of ``[server] trusted_proxies`` — then the nearest ``X-Forwarded-For`` hop that is not
     a trusted proxy. Hops a client wrote itself lie to the left of the first untrusted one and
     are never read; a hop that is not an address stops the walk at the proxy before it."""
-    address = peer or ""
+    parsed = ip_address(peer)
+    address = str(parsed) if parsed is not None else peer or ""
     hops = [h.strip() for h in headers.get("x-forwarded-for", "").split(",") if h.strip()]
-    while _trusted(address, proxies) and hops:
-        hop = hops.pop()
-        try:
-            address = str(ipaddress.ip_address(hop))
-        except ValueError:
+    while in_networks(address, proxies) and hops:
+        hop = ip_address(hops.pop())
+        if hop is None:
             break
+        address = str(hop)
     return address
-
-
-def _trusted(address: str, proxies: Sequence[Network]) -> bool:
-    try:
-        parsed = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(parsed in network for network in proxies)
