@@ -86,7 +86,8 @@ def suggest(facts: Iterable[Fact], settings: FactSettings) -> dict[str, Any]:
                 folded, metric = label.casefold(), fact.metric.casefold()
                 if metric in folded and folded != metric and label not in spellings:
                     spellings.append(label)
-        if fact.entity.casefold() not in known["entities"]:
+        if fact.entity and fact.entity.casefold() not in known["entities"]:
+            # an unnamed entity (a table naming no one) has no name to configure
             spelled = entities.setdefault(fact.entity, [])
             for alias in entity_aliases(fact.entity):
                 if alias not in spelled:

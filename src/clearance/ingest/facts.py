@@ -48,6 +48,11 @@ Never a guess:
 * ``—``, ``-``, ``n/a`` and empty cells are no number, so they are no fact (never 0);
   ``(12.5)`` is −12.5.
 
+A long-format table (a column of years headed ``fiscal_year``, ``Year`` or ``年度`` and a
+column of the row's value headed ``value``, ``actual_value`` or ``amount``) gives one fact
+per row and value column (:meth:`_Extractor._long_fact`): the labels of the row name the
+measure and its line, a column headed as a share gives the line's percentage.
+
 A cell that fails for any reason is skipped, never the document. A table that names a
 metric but whose values were skipped (no entity or period, two of one, an unknown unit)
 is reported through ``warn``, one line per table and reason with its locator.
@@ -921,6 +926,33 @@ def _table_place(parts: Sequence[tuple[str, str]], locator: str) -> str:
 # --------------------------------------------------------------------------- derived names
 
 _YEAR_CELL = re.compile(r"^(?:19|20)\d{2}$")
+# A long-format table's column of periods (``fiscal_year``, ``Year``, ``年度``) and of the
+# row's value (``value``, ``actual_value``, ``amount``).
+_PERIOD_HEADER = re.compile(
+    r"(?i:^(?:(?:fiscal|financial|calendar)\s+)?years?$|^fy$|^period$)|^(?:年度|年|会計年度|会计年度|年份|財年|财年)$"
+)
+_VALUE_HEADER = re.compile(
+    r"(?i:^(?:(?:actual|reported)s?\s+)?(?:value|amount)s?$|^actuals?$)|^(?:値|金額|金额|数値|数值)$"
+)
+
+
+_RATE_HEADER = re.compile(r"(?i:\b(?:pct|percent|percentage|share|ratio)\b)|%|％|比率|占比|構成比")
+_UNIT_HEADER = re.compile(r"(?i:^(?:units?|currency|scale)$)|^(?:単位|单位|通貨|货币)$")
+
+
+def _period_column(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int | None:
+    """The column of a long-format table that holds each row's year: headed as one
+    (``fiscal_year``, ``Year``, ``年度``) and holding a year in every row that has a cell
+    there. ``None`` for any other table."""
+    for i, text in enumerate(header):
+        if not _PERIOD_HEADER.match(normalize(_label(text).replace("_", " "))):
+            continue
+        cells = [normalize(row[i]) for row in rows if i < len(row) and row[i].strip()]
+        if cells and all(_YEAR_CELL.match(c) for c in cells):
+            return i
+    return None
+
+
 # A column for the whole year the titles name ("Full year", 通期, 全年).
 _WHOLE_YEAR = re.compile(r"(?i:\bfull[\s-]year\b)|通期|通年|全年度?")
 _BY = re.compile(r"^(?P<measure>.+?)\s+by\s+(?P<by>.+)$", re.IGNORECASE)
@@ -1287,8 +1319,15 @@ class _Extractor:
         facts: list[Fact] = []
         skipped_before = sum(n for (at, _), n in self.skipped.items() if at == place)
         numbers = 0
+        period_col = _period_column(header, table[1:])
+        # Long format: a column of years and one of the row's value (``fiscal_year |
+        # actual_value``); with a column of years beside columns headed by what they
+        # measure (``Year | Revenue | Profit``) each column is read as in a wide table.
+        long = period_col is not None and any(
+            _VALUE_HEADER.match(normalize(h.replace("_", " "))) for h in header
+        )
         for row in table[1:]:
-            cells = [self._cell(text, first=i == 0) for i, text in enumerate(row)]
+            cells = [self._cell(text, first=i in (0, period_col)) for i, text in enumerate(row)]
             numbers += sum(c.number is not None for c in cells)
             leading: list[str] = []
             for c in cells:
@@ -1300,7 +1339,11 @@ class _Extractor:
                 if cell.number is None:
                     continue
                 try:
-                    fact = self._fact(section, parts, keys, outer, header, cells, leading, col)
+                    if long:
+                        assert period_col is not None
+                        fact = self._long_fact(parts, keys, outer, header, cells, period_col, col)
+                    else:
+                        fact = self._fact(section, parts, keys, outer, header, cells, leading, col)
                 except Exception:  # a bad cell is skipped, never the document
                     log.warning("facts: skipped a cell of %s at %s", self.doc_id, section.locator)
                     continue
@@ -1486,6 +1529,89 @@ class _Extractor:
         if len(distinct) > 1:
             return None
         return combine_period(period, distinct[0])
+
+    def _long_fact(
+        self,
+        parts: Sequence[tuple[str, str]],
+        keys: set[str],
+        outer: Sequence[str],
+        header: Sequence[str],
+        cells: Sequence[_Cell],
+        period_col: int,
+        col: int,
+    ) -> Fact | str | None:
+        """A long-format table's cell (``component | category | subcategory | fiscal_year |
+        actual_value``, one row per line and year): the period from the row's period
+        column, what is measured from its first label column (``outlay``), the line from
+        the most specific label below it that is not a total (``Social Security``; ``Total
+        Mandatory`` is the line ``Mandatory``), the entity from a label, the titles or the
+        document as in a wide table. A column headed as the row's value (``value``,
+        ``actual_value``, ``amount``) gives the line's figure, one headed as a share of it
+        (``actuals_pct_GDP``, ``% of revenue``) the line's percentage, under that heading;
+        another numeric column (``GDP``) measures something the row's labels do not say, and
+        gives no fact. A column headed ``unit`` or ``currency`` gives the row's unit."""
+        column = header[col] if col < len(header) else ""
+        heading = normalize(column.replace("_", " "))
+        rate = _RATE_HEADER.search(heading) is not None
+        if not rate and not _VALUE_HEADER.match(heading):
+            return f"column '{_clip(normalize(column))}' is not the row's value"
+        number = cells[col].number
+        assert number is not None
+        period_text = cells[period_col].text
+        period = self.resolve("period", [period_text, *outer], 1)
+        if period.ambiguous is not None:
+            return f"two periods named in '{_clip(period.ambiguous)}'"
+        if period.value is None:
+            return "no period named"
+        units = [
+            c.text
+            for i, c in enumerate(cells)
+            if i < len(header) and _UNIT_HEADER.match(normalize(header[i])) and c.text.strip()
+        ]
+        labels = [
+            normalize(_label(c.text))
+            for i, c in enumerate(cells)
+            if i not in (col, period_col)
+            and c.number is None
+            and c.text.strip()
+            and c.text not in units
+        ]
+        narrowed = self._narrow(period.value, [period_text, *labels, *outer], 1 + len(labels))
+        if narrowed is None:
+            return "two partial periods named"
+        named = [self._read_label(t).values for t in labels]
+        entity = next((v["entity"][0] for v in named if v["entity"]), None)
+        dims = [t for t, v in zip(labels, named, strict=True) if not v["entity"]]
+        measure = measure_name(dims[0]) if dims else None
+        if measure is None:
+            return None
+        lines = [t for t in dims[1:] if not _is_total(t, measure)]
+        member = measure_name(lines[-1]) if lines else None
+        if entity is None:
+            found = self.resolve("entity", outer)
+            if found.ambiguous is not None:
+                return f"two entities named in '{_clip(found.ambiguous)}'"
+            # A data file's name ("actuals.csv") is no one's name: unnamed, its figures are
+            # stated without an entity rather than as "actuals'".
+            entity = found.value or company_named(self.title) or self._file_entity
+        metric = self.vocab.values("metric", measure)
+        locator_parts: list[tuple[str, object]] = list(parts)
+        if "row" not in keys:
+            row = " / ".join([*labels, normalize(period_text)])
+            locator_parts.append(("row", _clip(row)))
+        if "col" not in keys:
+            locator_parts.append(("col", _clip(normalize(column))))
+        return Fact(
+            entity=entity,
+            period=narrowed,
+            metric=metric[0] if len(metric) == 1 else _metric_name(measure),
+            channel=member or self.settings.default_channel,
+            value=number.value,
+            unit="%" if rate else self._derived_unit(number, [*units, column], outer),
+            doc_id=self.doc_id,
+            locator=format_locator(*locator_parts),
+            raw=cells[col].text.strip(),
+        )
 
     def _derived_fact(
         self,
