@@ -68,6 +68,7 @@ from clearance.ingest.facts import Match, Vocabulary, normalize, periods_without
 
 __all__ = [
     "MAX_PARTS",
+    "SHARE_OF",
     "Intent",
     "IntentParser",
     "MetricQuery",
@@ -185,6 +186,9 @@ _COMPARE = re.compile(
 _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
     full-year entire whole combined consolidated actual actuals figure much many"""
 _NOT_QUALIFIERS = frozenset(_NOT_QUALIFIERS_TEXT.split())
+# Words that name the government whose budget a figure is, as "company" names the firm:
+# "total federal revenues" asks for the revenue total (see RuleIntentParser).
+_ISSUER_WORDS = frozenset({"federal", "government", "governmental"})
 _WORDS_BEFORE = re.compile(r"((?:[0-9A-Za-z\u00c0-\u024f][\w&.-]*\s+){1,3})$")
 _LINE_AFTER = re.compile(
     r"^\s+(?:in|for|of|from)\s+(?:the\s+|its\s+|our\s+)?"
@@ -200,6 +204,14 @@ _BARE_YEAR = re.compile(r"(?<![0-9A-Za-z'])(?:19|20)\d{2}(?![0-9A-Za-z])")
 # asking for that figure.
 _MAX_RESIDUAL_WORDS = 1
 _MAX_RESIDUAL_CJK = 2
+
+
+#: A share of something asked for ("as a percentage of GDP", "as a share of revenue",
+#: "% of sales"): a percentage is asked, and its base is no metric of the question.
+SHARE_OF = re.compile(
+    r"(?i:\b(?:as\s+an?\s+)?(?:percentage|percent|share|proportion|fraction)\s+of|%\s+of)"
+    r"\s+(?:the\s+|its\s+|total\s+)*[\w&.-]+"
+)
 
 
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
@@ -333,6 +345,15 @@ class RuleIntentParser:
             if words
             else None
         )
+        # "federal" names whose figure it is, as "company" does, unless a line or metric is
+        # called so ("U.S. federal" among a tax table's rows): then it may narrow the metric.
+        settings = self.vocab.settings
+        lines = {
+            w.casefold()
+            for name in (*settings.channels, *settings.metrics)
+            for w in _LATIN_WORD.findall(name)
+        }
+        self._issuer_words = _ISSUER_WORDS - lines
 
     def _names_entity(self, words: str) -> bool:
         """Whether every word of ``words`` is a word of an entity's name."""
@@ -478,7 +499,12 @@ class RuleIntentParser:
 
     def _parse(self, text: str, today: date | None) -> Intent:
         vocab = self.vocab
-        found = {kind: vocab.find(kind, text) for kind in ("metric", "entity", "channel", "unit")}
+        # "the deficit as a percentage of GDP": what the share is of names no slot.
+        share_of = [m.span() for m in SHARE_OF.finditer(text)]
+        slotted = _blank(text, share_of)
+        found = {
+            kind: vocab.find(kind, slotted) for kind in ("metric", "entity", "channel", "unit")
+        }
         lines = self._lines_named(text, found["metric"])
         found["metric"] = [m for m, _ in lines]
         metrics = list(dict.fromkeys(m.canonical for m in found["metric"]))
@@ -492,7 +518,7 @@ class RuleIntentParser:
             )
         )
         slots_present = bool(metrics or entities or periods or unrecognized or ambiguous)
-        spans = [(m.start, m.end) for ms in found.values() for m in ms] + period_spans
+        spans = [(m.start, m.end) for ms in found.values() for m in ms] + period_spans + share_of
         spans += [span for _, span in lines if span is not None]
         yearless = periods_without_year(normalize(text), period_spans) if not periods else []
         spans += [(m.start, m.end) for m in yearless]
@@ -501,7 +527,9 @@ class RuleIntentParser:
         qualifiers = {
             m.canonical: q
             for m in found["metric"]
-            if (q := _qualifier(quiet, m.start, m.end)) and not self._names_entity(q)
+            if (q := _qualifier(quiet, m.start, m.end))
+            and not self._names_entity(q)
+            and not set(q.casefold().split()) <= self._issuer_words
         }
         # CJK words attached to a metric: 日本のサービス売上高, 香港去年营收.
         for m in found["metric"]:

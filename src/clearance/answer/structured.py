@@ -121,7 +121,9 @@ class ToolResult:
 
     @property
     def disagreements(self) -> tuple[tuple[Fact, Document], ...]:
-        """One fact per other source whose value (or unit) differs from the answer's."""
+        """One fact per other source whose value (or unit) differs from the answer's. A
+        value that is the other one rounded to the places it is written with (2,411.6 beside
+        2,411.558) is the same figure printed to fewer places, not a disagreement."""
         if self.answer is None:
             return ()
         first = self.answer[0]
@@ -129,11 +131,28 @@ class ToolResult:
         out: list[tuple[Fact, Document]] = []
         for fact, doc in self.facts[1:]:
             key = (doc.doc_id, fact.value, fact.unit)
-            if (fact.value, fact.unit) == (first.value, first.unit) or key in seen:
+            if (fact.unit == first.unit and _same_when_rounded(fact, first)) or key in seen:
                 continue
             seen.add(key)
             out.append((fact, doc))
         return tuple(out)
+
+
+_PLACES = re.compile(r"\d[\d,]*(?:\.(\d+))?")
+
+
+def _places(fact: Fact) -> int:
+    """The decimal places the fact's cell is written with (``2411.6`` → 1)."""
+    m = _PLACES.search(fact.raw)
+    return len(m.group(1) or "") if m else 0
+
+
+def _same_when_rounded(a: Fact, b: Fact) -> bool:
+    """Whether the value written to fewer places is the other one rounded to them."""
+    coarse, fine = (a, b) if _places(a) <= _places(b) else (b, a)
+    step = Decimal(1).scaleb(-_places(coarse))
+    rounded = _decimal(fine.value).quantize(step, rounding=ROUND_HALF_UP)
+    return rounded == _decimal(coarse.value).quantize(step, rounding=ROUND_HALF_UP)
 
 
 # --------------------------------------------------------------------------- look-up
@@ -151,7 +170,7 @@ def _known(kind: str, names: Sequence[str]) -> str:
 
 _RATE_WORDS = re.compile(
     r"[%％]|\b(?:percent(?:age)?|per\s+cent|rate|ratio|margin|yoy|year[-\s]on[-\s]year|"
-    r"year\s+over\s+year)\b|前年同期比|前期比|前年比|同比|环比|百分比|率",
+    r"year\s+over\s+year|(?:share|proportion|fraction)\s+of)\b|前年同期比|前期比|前年比|同比|环比|百分比|率",
     re.IGNORECASE,
 )
 
@@ -174,6 +193,7 @@ def query_metric(
     vocab: FactSettings | Vocabulary,
     authority: Mapping[str, int],
     rate: bool = False,
+    share: bool = False,
 ) -> ToolResult:
     """Look one figure up (see the module docstring). ``authority`` maps a corpus name to
     its authority rank (higher wins); ``channel=None`` is the default channel; a
@@ -182,7 +202,9 @@ def query_metric(
     When the facts of the slot hold both amounts and percentages (a results table prints
     the change or the share beside the figure, under the same heading: 売上高 百万円 | %),
     the amounts answer, and the percentages are neither the answer nor "another source";
-    only a question that asks for a rate (``rate``) is answered by the percentages."""
+    only a question that asks for a rate (``rate``) is answered by the percentages. A
+    question asking for a share of something (``share``: "as a percentage of GDP") is
+    answered by percentages only, never by the amount."""
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
     settings = compiled.settings
     default = settings.default_channel
@@ -197,7 +219,7 @@ def query_metric(
         return bad(f"unknown metric '{metric}'" + _known("metrics", list(settings.metrics)))
     if entity is None:
         return bad("no entity given" + _known("entities", list(settings.entities)))
-    if entity not in settings.entities:
+    if entity and entity not in settings.entities:  # "": the figures of a table naming no one
         return bad(f"unknown entity '{entity}'" + _known("entities", list(settings.entities)))
     if period is None:
         return bad("no period given")
@@ -235,7 +257,9 @@ def query_metric(
             break
     rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
     rates = [(f, d) for f, d in rows if f.unit == "%"]
-    if rates and len(rates) < len(rows):
+    if share:
+        rows = rates
+    elif rates and len(rates) < len(rows):
         rows = rates if rate else [(f, d) for f, d in rows if f.unit != "%"]
     if not rows:
         return ToolResult("not_found", query, (), None)
@@ -400,8 +424,11 @@ def _sentence(fact: Fact, query: MetricQuery, marker: str) -> str:
         metric = f"{metric} ({heading})"
     period = _period_label(fact.period)
     if _CJK.search(metric):
-        return f"{fact.entity} {period} {metric}: {_amount(fact)} {marker}"
+        return f"{fact.entity} {period} {metric}: {_amount(fact)} {marker}".lstrip()
     verb = "were" if _plural(fact.metric) else "was"
+    if not fact.entity:
+        # A table that names no one (a data file's long-format rows): its figure alone.
+        return f"{metric[:1].upper()}{metric[1:]} in {period} {verb} {_amount(fact)} {marker}."
     return f"{_possessive(fact.entity)} {metric} in {period} {verb} {_amount(fact)} {marker}."
 
 
@@ -476,7 +503,8 @@ def render_not_found(query: MetricQuery) -> str:
         metric = f"{query.qualifier} {metric}"
     # A period the question did not name is not said ("… in (unspecified)").
     period = "" if query.period is None else f" in {_label(query.period)}"
-    return f"No figure found for {metric}{channel} of {_label(query.entity)}{period}."
+    of = "" if query.entity == "" else f" of {_label(query.entity)}"
+    return f"No figure found for {metric}{channel}{of}{period}."
 
 
 def render_unrecognized(result: ToolResult) -> str:
@@ -539,7 +567,7 @@ def comparison(first: ToolResult, second: ToolResult) -> str | None:
     elif a.period == b.period and a.entity != b.entity:
         labels = (b.entity, a.entity)
     else:
-        labels = (f"{b.entity} {b.period}", f"{a.entity} {a.period}")
+        labels = (f"{b.entity} {b.period}".strip(), f"{a.entity} {a.period}".strip())
     base, new = _decimal(a.value), _decimal(b.value)
     diff = new - base
     text = f"{labels[0]} vs {labels[1]}: "
@@ -639,13 +667,17 @@ def readable_vocabulary(
             ("entity", fact.entity, entities),
             ("channel", fact.channel, channels),
         ):
-            if name.casefold() in known[kind]:
-                continue
+            if name.casefold() in known[kind] or not name.strip():
+                continue  # an unnamed entity (a table that names no one) is no name to read
             known[kind].add(name.casefold())
             table[name] = (
                 (*entity_aliases(name), *names.get(name, ()))
                 if kind == "entity"
-                else (*metric_aliases(name, measures), *_other_names(name, measures))
+                else (
+                    *metric_aliases(name, measures),
+                    *_other_names(name, measures),
+                    *_number_forms(name),
+                )
                 if kind == "metric"
                 else ()
             )
@@ -655,6 +687,27 @@ def readable_vocabulary(
     return Vocabulary(
         dataclasses.replace(settings, metrics=metrics, entities=entities, channels=channels)
     )
+
+
+_PLURAL_ES = re.compile(r"(?:s|x|z|ch|sh)$")
+
+
+def _number_forms(name: str) -> tuple[str, ...]:
+    """A derived metric's name with its last word in the other number, as questions write
+    it: a table's ``outlay`` is asked for as "outlays", ``Net sales`` may be "net sale"
+    nowhere but "sales" stays. Latin-letter words only."""
+    head, _, last = name.rpartition(" ")
+    if not last.isascii() or not last.isalpha() or len(last) < 3 or last.isupper():
+        return ()
+    if last.endswith("ies"):
+        other = last[:-3] + "y"
+    elif last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        other = last[:-2] if _PLURAL_ES.search(last[:-2]) and last.endswith("es") else last[:-1]
+    elif last.endswith("y") and last[-2] not in "aeiou":
+        other = last[:-1] + "ies"
+    else:
+        other = last + ("es" if _PLURAL_ES.search(last) else "s")
+    return (f"{head} {other}".strip(),)
 
 
 def _other_names(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:

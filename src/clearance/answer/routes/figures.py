@@ -12,11 +12,13 @@ from clearance.analysis import file_name_words
 from clearance.answer.context import AnswerContext
 from clearance.answer.intent import (
     MAX_PARTS,
+    SHARE_OF,
     Intent,
     MetricQuery,
 )
 from clearance.answer.periods import span_of_fiscal_part
 from clearance.answer.request import (
+    ALL_CHANNELS,
     CLARIFY,
     CLARIFY_OPTIONS,
     MAX_OPTIONS,
@@ -107,6 +109,14 @@ class FiguresRoute:
             # A question that names a metric but asks about something else as well: the
             # documents are the better judge, and a figure nobody asked for is never offered.
             return None
+        if SHARE_OF.search(request.masked or request.question) and not any(
+            f.unit == "%"
+            for part in intent.parts
+            for f, _ in self.ctx.readable_facts(request, metric=part.metric, channel=ALL_CHANNELS)
+        ):
+            # A share asked for ("debt as a share of GDP") where no table gives one as a
+            # percentage: the passages may state it; the amount never answers it.
+            return None
         return self.structured(request, intent)
 
     def _tool(self, request: AnswerRequest, part: MetricQuery) -> ToolResult:
@@ -123,6 +133,7 @@ class FiguresRoute:
             vocab=request.vocab or self.ctx.vocab,
             authority=authority,
             rate=asks_for_rate(request.masked or request.question),
+            share=SHARE_OF.search(request.masked or request.question) is not None,
         )
         if result.status == "not_found" and (cumulative := year_to_quarter(part.period)):
             # "第2四半期の売上高": a Japanese report gives the year to the quarter; the answer
@@ -187,7 +198,8 @@ class FiguresRoute:
                     sole = self._sole_entity(request, part)
                     if sole is not None:
                         part = replace(part, entity=sole)
-                        assume(f"entity: {sole} (the only one with this figure)")
+                        if sole:
+                            assume(f"entity: {sole} (the only one with this figure)")
                 filled.append(part)
                 continue
             if part.entity is None and facts.default_entity and configured and part.metric:
@@ -197,7 +209,8 @@ class FiguresRoute:
                 sole = self._sole_entity(request, part)
                 if sole is not None:
                     part = replace(part, entity=sole)
-                    assume(f"entity: {sole} (the only one with this figure)")
+                    if sole:  # an unnamed one is not said ("entity: ")
+                        assume(f"entity: {sole} (the only one with this figure)")
             if part.period is None and self.ctx.default_period and configured and part.metric:
                 if self.ctx.default_period == LATEST_PERIOD:
                     if part.entity is not None:

@@ -1,0 +1,262 @@
+"""Figure questions over long-format tables with no ``[facts]`` vocabulary: a budget's
+actuals published one row per component, category and fiscal year (``component | category
+| subcategory | fiscal_year | actual_value``), as statistical agencies and data repositories
+publish them, with a second file giving each year's share of GDP. Every case is one the
+held-out set over such files found:
+
+* the rows gave no fact, and figure questions were answered by quoting table rows;
+* a data file's name ("actuals") is no one's name, and must not be stated as the entity;
+* "total federal revenues": "federal" names whose budget it is, not a line of revenue,
+  while in a tax table with a "U.S. federal" line it does narrow the metric;
+* "outlays" asked for a line the table calls "outlay";
+* "the deficit as a percentage of GDP": the share is asked, never the amount, and "GDP"
+  is no entity;
+* the same figure printed to fewer places in a second file is no disagreement.
+
+Each answer's numbers must be stored fact values (nothing made up), with reverse proofs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import clearance.answer.intent as intent_module
+from clearance.answer.intent import MetricQuery
+from clearance.answer.result import AnswerResult, Route, Status
+from clearance.answer.structured import ToolResult, _number_forms
+from clearance.app import Clearance
+from clearance.cli.facts_cmds import suggest
+from clearance.config import FactSettings, Settings
+from clearance.llm.mock import MockProvider
+from clearance.model import Document, Fact
+from clearance.store.sqlite import SQLiteStore
+from factories import document
+
+HEADER = ["component", "category", "subcategory", "fiscal_year", "actual_value"]
+ACTUALS = [
+    ["revenue", "Total", "Total", "2009", "2104.989"],
+    ["revenue", "Total", "Total", "2010", "2162.706"],
+    ["revenue", "Excise Taxes", "Excise Taxes", "2010", "66.909"],
+    ["outlay", "Total", "Total", "2015", "3688.383"],
+    ["outlay", "Mandatory", "Medicare", "2015", "539.873"],
+    ["outlay", "Mandatory", "Total Mandatory", "2015", "2299.866"],
+    ["deficit", "Total", "Total", "2009", "-1412.686"],
+    ["debt", "Total", "Total", "1990", "2411.558"],
+    ["debt", "Total", "Total", "2020", "21016.7"],
+]
+SHARES = [
+    ["deficit", "Total", "Total", "2009", "-1412.7", "14467.3", "-9.8"],
+    ["deficit", "Total", "Total", "2010", "-1294.4", "14837.4", "-8.7"],
+]
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+
+
+def write_corpus(root: Path) -> None:
+    data = root / "budget"
+    data.mkdir(parents=True)
+    (data / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    write_csv(data / "actuals.csv", [HEADER, *ACTUALS])
+    write_csv(
+        data / "deficit_actuals_pct_GDP.csv",
+        [[*HEADER, "GDP", "actuals_pct_GDP"], *SHARES],
+    )
+    tax = root / "tax"
+    tax.mkdir()
+    (tax / "_meta.json").write_text(json.dumps({"acl": ["group:tax"]}), encoding="utf-8")
+    write_csv(
+        tax / "initrode-income-tax.csv",
+        [
+            ["Income tax provision ($ in millions)", "2024", "2023"],
+            ["U.S. federal", "100", "90"],
+            ["State", "20", "18"],
+            ["Total income tax provision", "120", "108"],
+        ],
+    )
+    write_csv(
+        tax / "globex-results.csv",
+        [["Year", "Revenue (USD m)", "Operating profit (USD m)"], ["2023", "800", "95"]],
+    )
+
+
+@pytest.fixture
+def app(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Iterator[Clearance]:
+    write_corpus(tmp_path / "corpus")
+    # No [facts] vocabulary at all: the defaults a new user starts with.
+    engine = Clearance(settings_factory({}), store, provider=MockProvider())
+    report = engine.ingest([tmp_path / "corpus" / "budget", tmp_path / "corpus" / "tax"])
+    assert report.failed == []
+    engine.sync_directory(
+        write_directory(
+            tmp_path / "directory.json", {"fay": ["finance"], "tom": ["finance", "tax"]}
+        )
+    )
+    engine.warnings = [w for r in report.results for w in r.warnings]  # type: ignore[attr-defined]
+    yield engine
+
+
+def ask(app: Clearance, question: str, user: str = "fay") -> AnswerResult:
+    return app.ask(question, user)
+
+
+def facts_by(app: Clearance, doc: str) -> dict[tuple[str, str, str, str, str], float]:
+    return {
+        (f.entity, f.period, f.metric, f.channel, f.unit): f.value
+        for f in app.store.list_facts(f"files:{doc}")
+    }
+
+
+def test_a_long_format_table_gives_one_fact_per_row_and_value_column(app: Clearance) -> None:
+    actuals = facts_by(app, "actuals.csv")
+    # the period from the year column, what is measured from the first label, the line
+    # from the most specific label that is no total; a data file's name is no entity
+    assert actuals[("", "FY2009", "revenue", "total", "")] == 2104.989
+    assert actuals[("", "FY2010", "revenue", "Excise Taxes", "")] == 66.909
+    assert actuals[("", "FY2015", "outlay", "Medicare", "")] == 539.873
+    assert actuals[("", "FY2015", "outlay", "Mandatory", "")] == 2299.866  # Total Mandatory
+    assert len(actuals) == len(ACTUALS)
+    shares = facts_by(app, "deficit_actuals_pct_GDP.csv")
+    assert shares[("", "FY2009", "deficit", "total", "%")] == -9.8
+    assert shares[("", "FY2009", "deficit", "total", "")] == -1412.7
+    # GDP measures something the row's labels do not name: no fact, and the operator hears
+    assert 14467.3 not in shares.values()
+    warned = [w for w in app.warnings if "deficit_actuals_pct_GDP" in w or "GDP" in w]  # type: ignore[attr-defined]
+    assert any("column 'GDP' is not the row's value" in w for w in warned), warned
+    locator = next(
+        f.locator for f in app.store.list_facts("files:actuals.csv") if f.value == 66.909
+    )
+    assert "row=revenue / Excise Taxes / Excise Taxes / 2010" in locator
+    assert "col=actual_value" in locator
+    # an unnamed entity has no name to propose for the vocabulary
+    assert "" not in suggest(app.store.list_facts(), FactSettings())["entities"]
+    # a column of years beside columns headed by what they measure is read as before
+    globex = facts_by(app, "globex-results.csv")
+    assert globex[("Globex", "FY2023", "revenue", "total", "USD m")] == 800
+
+
+def test_a_long_format_table_without_a_year_column_gives_no_fact_and_says_so(
+    tmp_path: Path, settings_factory: Callable[..., Settings], store: SQLiteStore
+) -> None:
+    """Reverse proof of the first test: the same rows with the year column headed as a
+    note are no long-format table; nothing is guessed, and the operator hears why."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "_meta.json").write_text(json.dumps({"acl": ["everyone"]}), encoding="utf-8")
+    write_csv(folder / "actuals.csv", [[*HEADER[:3], "note", HEADER[4]], *ACTUALS])
+    engine = Clearance(settings_factory({}), store, provider=MockProvider())
+    report = engine.ingest([folder])
+    assert store.list_facts("files:actuals.csv") == []
+    warnings = [w for r in report.results for w in r.warnings]
+    assert any("reads as a period" in w for w in warnings), warnings
+
+
+def test_a_figure_of_a_table_naming_no_one_is_stated_without_an_entity(app: Clearance) -> None:
+    question = "What were total federal revenues in fiscal year 2009?"
+    found = ask(app, question)
+    assert found.status is Status.ANSWERED, found.answer
+    assert found.route is Route.STRUCTURED
+    assert found.answer.startswith("Revenue in FY2009 was 2,104.989 [S1].")
+    assert "'s" not in found.answer and "Assuming" not in found.answer
+    assert [c.doc_id for c in found.citations] == ["files:actuals.csv"]
+
+    missing = ask(app, "What was the deficit in fiscal year 1980?")
+    assert missing.status is Status.NOT_FOUND
+    assert missing.answer.endswith("No figure found for deficit in FY1980."), missing.answer
+
+    # a line no row carries is still not found, never the total
+    iphone = ask(app, "What were iPhone revenues in 2009?")
+    assert iphone.status is Status.NOT_FOUND and "2,104.989" not in iphone.answer
+
+
+def test_federal_narrows_nothing_unless_a_line_is_called_so(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "federal" names whose budget it is ("total federal revenues"), but for a reader of
+    a tax table with a "U.S. federal" line, "the federal income tax provision" is that
+    line's, and the total (120) never answers it; for that reader "federal" narrows the
+    budget's revenue too (not found, never a guess). Decided from what the caller may
+    read only. Reverse proof: with "federal" never narrowing, the total is given."""
+    assert ask(app, "What were total federal revenues in fiscal year 2009?").status is (
+        Status.ANSWERED
+    )
+    question = "What was Initrode's federal income tax provision in 2024?"
+    narrowed = ask(app, question, "tom")
+    assert "120" not in narrowed.answer, narrowed.answer
+    assert ask(app, "What were total federal revenues in fiscal year 2009?", "tom").status is (
+        Status.NOT_FOUND
+    )
+    monkeypatch.setattr(
+        intent_module.RuleIntentParser,
+        "__init__",
+        _issuer_everywhere(intent_module.RuleIntentParser.__init__),
+    )
+    leaky = ask(app, question, "tom")
+    assert "120" in leaky.answer, leaky.answer
+
+
+def _issuer_everywhere(init: Callable[..., None]) -> Callable[..., None]:
+    def patched(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._issuer_words = frozenset({"federal"})  # whatever the lines are called
+
+    return patched
+
+
+def test_a_line_asked_for_in_the_plural_is_found(app: Clearance) -> None:
+    medicare = ask(app, "What were Medicare outlays in 2015?")
+    assert medicare.status is Status.ANSWERED and medicare.route is Route.STRUCTURED
+    assert "539.873" in medicare.answer and "3,688.383" not in medicare.answer
+    assert _number_forms("outlay") == ("outlays",)
+    assert _number_forms("revenues") == ("revenue",)
+    assert _number_forms("Customs Duties") == ("Customs Duty",)
+    assert _number_forms("liability") == ("liabilities",)
+    assert _number_forms("EBITDA") == () and _number_forms("売上高") == ()
+
+
+def test_a_share_asked_for_is_the_percentage_never_the_amount(app: Clearance) -> None:
+    share = ask(app, "What was the deficit as a percentage of GDP in fiscal year 2009?")
+    assert share.status is Status.ANSWERED, share.answer
+    assert "-9.8%" in share.answer and "1,412" not in share.answer
+    amount = ask(app, "What was the deficit in fiscal year 2009?")
+    assert "-1,412.686" in amount.answer and "%" not in amount.answer
+    # no table gives debt as a share: the figure route does not give the amount for it
+    debt = ask(app, "What was debt as a share of GDP in fiscal year 2020?")
+    assert "was 21,016.7" not in debt.answer, debt.answer
+
+
+def _fact(value: float, raw: str, doc: str) -> tuple[Fact, Document]:
+    fact = Fact("", "FY1990", "debt", "total", value, "", f"files:{doc}", "row=1", raw)
+    return fact, document(f"files:{doc}", corpus="budget", title=doc)
+
+
+def test_a_figure_printed_to_fewer_places_elsewhere_is_no_disagreement(app: Clearance) -> None:
+    debt = ask(app, "What was the debt in 1990?")
+    assert debt.answer.count("2,411.558") == 1 and "Another source" not in debt.answer
+    query = MetricQuery("debt", "", "FY1990")
+    rounded = ToolResult(
+        "found", query, (_fact(2411.558, "2411.558", "a.csv"), _fact(2411.6, "2411.6", "b.csv"))
+    )
+    assert rounded.disagreements == ()
+    # reverse proof: a value that is not the other rounded is a disagreement
+    other = ToolResult(
+        "found", query, (_fact(2411.558, "2411.558", "a.csv"), _fact(2411.7, "2411.7", "b.csv"))
+    )
+    assert [f.value for f, _ in other.disagreements] == [2411.7]
+    whole = ToolResult(
+        "found", query, (_fact(2411.558, "2411.558", "a.csv"), _fact(2412, "2,412", "b.csv"))
+    )
+    assert whole.disagreements == ()
