@@ -670,7 +670,7 @@ _BUILTIN_PERIOD_FORMS: tuple[PeriodForm, ...] = (
     # fiscal years
     PeriodForm(r"\bFY\s*'?(\d{4})\b", "FY{1}"),
     PeriodForm(r"\bFY\s*'?(\d{2})\b", "FY20{1}"),
-    PeriodForm(r"(\d{4})\s*年度", "FY{1}"),
+    PeriodForm(r"(\d{4})\s*(?:会計|會計|会计)?年度", "FY{1}"),  # 2024年度, 2024会計年度
     PeriodForm(r"(\d{4})\s*[财財](?:政)?年(?:度)?", "FY{1}"),
     PeriodForm(r"\bfiscal\s+(?:year\s+)?(\d{4})\b", "FY{1}"),
     # calendar years

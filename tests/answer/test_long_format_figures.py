@@ -260,3 +260,41 @@ def test_a_figure_printed_to_fewer_places_elsewhere_is_no_disagreement(app: Clea
         "found", query, (_fact(2411.558, "2411.558", "a.csv"), _fact(2412, "2,412", "b.csv"))
     )
     assert whole.disagreements == ()
+
+
+def test_a_budget_line_is_asked_by_its_names_in_english_and_japanese(app: Clearance) -> None:
+    """ "2009会計年度の米国連邦政府の財政赤字": 会計年度 is the fiscal year, 財政赤字 the deficit
+    (src/clearance/data/statement-lines.toml), and 米国連邦政府 whose budget it is, which
+    narrows nothing, as "federal" does not; "the budget deficit" is the deficit, where a
+    budget channel ("budget revenue") stays a plan. Reverse proof: a government's line
+    that no row carries (歳出 of Medicare, written メディケア) is not the total."""
+    for question in (
+        "2009会計年度の米国連邦政府の財政赤字はいくらでしたか?",
+        "2009会計年度の財政赤字はいくらでしたか?",
+        "What was the budget deficit in fiscal year 2009?",
+        "What was the federal budget deficit in fiscal year 2009?",
+    ):
+        answer = ask(app, question)
+        assert answer.status is Status.ANSWERED, (question, answer.answer)
+        assert "-1,412.686" in answer.answer, answer.answer
+    assert ask(app, "2010年度の歳入はいくらでしたか?").answer.startswith(
+        "Revenue in FY2010 was 2,162.706"
+    )
+    assert "Medicare" in ask(app, "What was Medicare spending in fiscal year 2015?").answer
+    medicare = ask(app, "2015会計年度のメディケアの歳出はいくらでしたか?")
+    assert "3,688.383" not in medicare.answer and medicare.status is not Status.ANSWERED
+    assert ask(app, "What was budget revenue in fiscal year 2009?").status is Status.NOT_FOUND
+    federal_iphone = ask(app, "What was federal iPhone revenue in fiscal year 2009?")
+    assert federal_iphone.status is Status.NOT_FOUND, federal_iphone.answer
+    assert "iPhone revenue" in federal_iphone.answer
+
+
+def test_no_entity_is_asked_for_when_no_table_the_caller_reads_names_one(app: Clearance) -> None:
+    """fay reads only the budget's files, which name no one: a question naming no figure is
+    asked which figure, never which entity (there is none to name). tom also reads a
+    company's tax table: for him the entity is asked too."""
+    fay = ask(app, "What was the total for fiscal year 2009?")
+    assert fay.status is Status.CLARIFY
+    assert "which figure you mean" in fay.answer and "entity" not in fay.answer
+    tom = ask(app, "What was the total for fiscal year 2024?", "tom")
+    assert tom.status is Status.CLARIFY and "entity" in tom.answer, tom.answer

@@ -189,6 +189,10 @@ _NOT_QUALIFIERS = frozenset(_NOT_QUALIFIERS_TEXT.split())
 # Words that name the government whose budget a figure is, as "company" names the firm:
 # "total federal revenues" asks for the revenue total (see RuleIntentParser).
 _ISSUER_WORDS = frozenset({"federal", "government", "governmental"})
+_BUDGET_BALANCES = frozenset({"deficit", "surplus", "balance"})
+_ISSUER = re.compile(
+    r"(?i:\b(?:federal|government|governmental)\b)|米国連邦政府|美国联邦政府|連邦政府|联邦政府|政府"
+)
 _WORDS_BEFORE = re.compile(r"((?:[0-9A-Za-z\u00c0-\u024f][\w&.-]*\s+){1,3})$")
 _LINE_AFTER = re.compile(
     r"^\s+(?:in|for|of|from)\s+(?:the\s+|its\s+|our\s+)?"
@@ -282,6 +286,8 @@ def _qualifier(blanked: str, start: int, end: int) -> str | None:
 # "actual", "the annual report says", period words … (the English _NOT_QUALIFIERS).
 _NOT_QUALIFIERS_CJK = re.compile(
     "公司|會社|会社|当社|當社|弊社|本社|我司|贵司|貴司|企業|企业|全体|全體|全社|合計|合计|総額|总额|總額"
+    # the government whose budget it is, as "federal" (_ISSUER_WORDS)
+    "|米国連邦政府|美国联邦政府|連邦政府|联邦政府|政府"
     "|年間|年间|通期|全年|実績|実际|實際|实际|实绩|實績|業績|业绩|年報|年报|決算|决算|財報|财报|報告|报告"
     "|根据|根據|按照|依据|依據|请问|請問|告诉我|告訴我|教えて|我们|我們|你们|你們"
     # period words, also where no relative period is read (no request date, 上期 in Chinese)
@@ -354,6 +360,20 @@ class RuleIntentParser:
             for w in _LATIN_WORD.findall(name)
         }
         self._issuer_words = _ISSUER_WORDS - lines
+
+    def _narrowing(self, qualifier: str | None, metric: str) -> str | None:
+        """``qualifier`` without the words that narrow nothing: whose budget it is
+        ("federal"), and "budget" before the budget's balance ("the federal budget
+        deficit" is the deficit; "budget revenue" stays a plan)."""
+        if qualifier is None:
+            return None
+        balance = metric.casefold() in _BUDGET_BALANCES
+        words = [
+            w
+            for w in qualifier.split()
+            if w.casefold() not in self._issuer_words and not (balance and w.casefold() == "budget")
+        ]
+        return " ".join(words) or None
 
     def _names_entity(self, words: str) -> bool:
         """Whether every word of ``words`` is a word of an entity's name."""
@@ -527,9 +547,8 @@ class RuleIntentParser:
         qualifiers = {
             m.canonical: q
             for m in found["metric"]
-            if (q := _qualifier(quiet, m.start, m.end))
+            if (q := self._narrowing(_qualifier(quiet, m.start, m.end), m.canonical))
             and not self._names_entity(q)
-            and not set(q.casefold().split()) <= self._issuer_words
         }
         # CJK words attached to a metric: 日本のサービス売上高, 香港去年营收.
         for m in found["metric"]:
@@ -543,6 +562,12 @@ class RuleIntentParser:
                 qualifiers[m.canonical] = q
         if self._entity_words is not None and not entities:
             spans += [m.span() for m in self._entity_words.finditer(_blank(text, spans))]
+        # whose budget it is ("federal", 連邦政府) leaves nothing unexplained either
+        spans += [
+            m.span()
+            for m in _ISSUER.finditer(text)
+            if _CJK.search(m.group(0)) or m.group(0).casefold() in self._issuer_words
+        ]
         blanked = _blank(text, spans)
         common, names, cjk = _residual(blanked)
         small = common <= _MAX_RESIDUAL_WORDS and cjk <= _MAX_RESIDUAL_CJK

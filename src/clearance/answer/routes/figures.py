@@ -189,7 +189,14 @@ class FiguresRoute:
             if text not in assumptions:
                 assumptions.append(text)
 
+        unnamed = any(p.entity is None for p in parts) and {
+            f.entity for f, _ in self.ctx.readable_facts(request, channel=ALL_CHANNELS)
+        } == {""}
         for part in parts:
+            if part.entity is None and unnamed:
+                # Every figure the caller may read is of tables naming no one: no entity
+                # is left to name or ask for.
+                part = replace(part, entity="")
             if not configured and part.qualifier is None:
                 # Words the question has besides its slots may name what it left out; only
                 # a name can name an entity ("How much revenue did Globex make?"), so with
