@@ -371,6 +371,34 @@ def test_what_was_in_a_year_is_not_answered_by_sentences_about_other_years() -> 
     assert undated, undated
 
 
+def test_months_asked_are_not_answered_beside_the_whole_year_or_one_month() -> None:
+    """ "What was the deficit in the first 10 months of fiscal year 2008?": the review
+    states it ($371 billion), then the whole year's estimate ("for fiscal year 2008 will
+    be … $400 billion") and one month's ("for the month of July"): those answer other
+    questions and are left out once a sentence states the months asked. Reverse proofs:
+    without that sentence the others stay, and a question about the whole year keeps the
+    estimate."""
+    months = (
+        "CBO estimates that for the first 10 months of fiscal year 2008, the federal budget "
+        "deficit was about $371 billion."
+    )
+    others = (
+        " CBO estimates that the federal budget deficit for fiscal year 2008 will be in the "
+        "vicinity of $400 billion. CBO estimates that a deficit of $102 billion was recorded "
+        "for the month of July."
+    )
+    question = "What was the deficit in the first 10 months of fiscal year 2008?"
+    units = quoted(answer(question, snippet("S1", months + others)))
+    assert any("$371 billion" in u for u in units), units
+    assert not any("$400 billion" in u or "$102 billion" in u for u in units), units
+    alone = quoted(answer(question, snippet("S1", others.strip())))
+    assert any("$400 billion" in u for u in alone), alone
+    year = quoted(
+        answer("What will the deficit be for fiscal year 2008?", snippet("S1", months + others))
+    )
+    assert any("$400 billion" in u for u in year), year
+
+
 def test_whom_a_question_names_does_not_choose_its_sentence() -> None:
     """ "コニカミノルタの…営業利益は?": the company's name is six terms of a script written
     without spaces, and a sentence about sales that names the company ("コニカとミノルタ")

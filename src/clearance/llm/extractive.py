@@ -574,6 +574,12 @@ def _with_table_header(units: Sequence[_Unit], index: int) -> str:
     return f"{header}\n{unit.text}"
 
 
+# A whole fiscal year named as such: "for fiscal year 2008", "in FY2008", "fiscal 2008".
+_WHOLE_FISCAL_YEAR = re.compile(
+    r"\b(?:for|in)\s+(?:fiscal\s+(?:year\s+)?|FY\s*)(?:19|20)\d{2}\b", re.I
+)
+
+
 def _of_the_period_asked(
     question: str,
     candidates: list[tuple[int, int, int, int]],
@@ -607,6 +613,26 @@ def _of_the_period_asked(
             or not (found := _month_spans(units[c[1]][c[2]].text))
             or found & spans
         ]
+        # An amount for a whole fiscal year it names ("the deficit for fiscal year 2008
+        # will be … $400 billion") or for a month ("recorded for the month of July") is
+        # not the months asked, once a unit states an amount for those months.
+        counted = [
+            c
+            for c in candidates
+            if _stated_amounts(units[c[1]][c[2]].text)
+            and _month_spans(units[c[1]][c[2]].text) & spans
+        ]
+        if counted:
+            candidates = [
+                c
+                for c in candidates
+                if c in counted
+                or not _stated_amounts(units[c[1]][c[2]].text)
+                or not (
+                    _WHOLE_FISCAL_YEAR.search(units[c[1]][c[2]].text)
+                    or _MONTH_WORD.search(units[c[1]][c[2]].text)
+                )
+            ]
     months = {m.casefold() for m in _MONTH_WORD.findall(question)}
     years = set(_YEAR_WORD.findall(question))
     asked = months or years
