@@ -124,7 +124,14 @@ def test_the_shipped_suite_names_the_minutes_from_the_demo(demo: AcmeIndex, tmp_
 
 
 def test_the_search_of_before_is_caught(demo: AcmeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reverse proof: naming from the top hits of a search over everything viewable."""
+    """Reverse proof: naming from the top hits of a search over everything viewable, fused
+    as that search then fused (plain RRF). Each retriever's first hit is now kept among
+    the fused, which happens to bring these two reports into the general search's top
+    five; naming still searches the caller's RESTRICTED material on its own, which does
+    not depend on where a general search ranks them."""
+    import clearance.retrieval.hybrid as hybrid
+
+    monkeypatch.setattr(hybrid, "_with_each_lists_first", lambda ranked, lists, k: ranked[:k])
 
     def top_hits(self: RestrictedNamingRoute, request: Any) -> tuple[Citation, ...]:
         found = self.ctx.runtime.search_viewable(request.user_id, request.masked)

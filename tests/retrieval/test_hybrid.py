@@ -134,3 +134,23 @@ def test_a_permission_revoked_between_ranking_and_reading_is_honoured(
     monkeypatch.setattr(SearchFilter, "admits", lambda self, d, c=None: True)
     leaky = HybridSearcher(store, None).search("revenue Tokyo", EVERYONE, 4)
     assert "files:en-sales" in {h.document.doc_id for h in leaky}
+
+
+def test_each_retrievers_first_hit_is_kept_among_the_fused() -> None:
+    """RRF can push the chunk one retriever ranks first below chunks both rank middling:
+    the README section answering "on which baselines are the projection errors
+    calculated?" was the lexical first and sixth after fusion, so five hits missed it.
+    Each list's first hit takes the place of the last fused one that is no list's first.
+    Reverse proof: plain RRF leaves it out."""
+    from clearance.retrieval.fusion import reciprocal_rank_fusion
+    from clearance.retrieval.hybrid import _with_each_lists_first
+
+    lexical = [("spring", 9.0), ("b", 8.0), ("c", 7.0), ("d", 6.0), ("e", 5.0), ("f", 4.0)]
+    vector = [("b", 0.9), ("c", 0.8), ("d", 0.7), ("e", 0.6), ("f", 0.5), ("g", 0.4)]
+    ranked = reciprocal_rank_fusion([[c for c, _ in lexical], [c for c, _ in vector]])
+    assert "spring" not in [c for c, _ in ranked[:5]]  # what plain fusion does
+    top = [c for c, _ in _with_each_lists_first(ranked, [lexical, vector], 5)]
+    assert top == ["b", "c", "d", "e", "spring"]
+    # a list's first already among the fused, an empty list, k=1: left as fused
+    assert _with_each_lists_first(ranked, [vector, []], 5) == ranked[:5]
+    assert [c for c, _ in _with_each_lists_first(ranked, [lexical, vector], 1)] == ["b"]

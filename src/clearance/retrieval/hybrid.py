@@ -9,6 +9,11 @@ default embedder is English-only, and fusing its near-random ranking of a Japane
 with the bigram lexical ranking was measured to lower MRR@10 from 0.72 to 0.66
 (benchmarks/RESULTS.md). At weight 0 the vector search is skipped for such queries.
 
+Each retriever's own first hit is always among the ``k`` returned: where fusion ranks it
+lower, it takes the place of the last fused hit that is no list's first. A chunk that holds
+every word of the question, ranked first by BM25 and middling by the embedder, was otherwise
+lost to chunks both rank middling.
+
 A query with nothing to search for (:func:`~clearance.analysis.searchable`: only
 emoji, invisible characters, punctuation or whitespace) finds nothing, and its embedding is
 never computed: the embedder turns any string into a vector, whose nearest neighbours would
@@ -57,9 +62,10 @@ class HybridSearcher:
         lex_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
         vec_rank = {cid: i for i, (cid, _) in enumerate(vector, start=1)}
         cosines = dict(vector)
-        fused = reciprocal_rank_fusion(
+        ranked = reciprocal_rank_fusion(
             [[c for c, _ in lexical], [c for c, _ in vector]], k=self.rrf_k, weights=[1.0, weight]
-        )[:k]
+        )
+        fused = _with_each_lists_first(ranked, [lexical, vector if weight > 0.0 else []], k)
         # The chunks and documents are read again here; a permission change committed since
         # the ranking is honoured by checking each against the filter once more (a hit may
         # then be missing, never shown under a permission that no longer holds).
@@ -80,3 +86,21 @@ class HybridSearcher:
     def vector_weight(self, query: str) -> float:
         """The vector list's RRF weight for ``query`` (the lexical list's is 1)."""
         return self.cjk_vector_weight if cjk_share(query) > 0.5 else 1.0
+
+
+def _with_each_lists_first(
+    ranked: list[tuple[str, float]], lists: list[list[tuple[str, float]]], k: int
+) -> list[tuple[str, float]]:
+    """The first ``k`` of ``ranked`` with each list's own first hit among them, in place of
+    the last fused hit that is no list's first (none such: left as fused). RRF can push a
+    chunk one retriever ranks first below ones both rank middling: the README section
+    answering "on which baselines are the projection errors calculated?" was the lexical
+    first and sixth after fusion."""
+    top = ranked[:k]
+    firsts = {hits[0][0] for hits in lists if hits}
+    for cid in sorted(firsts - {c for c, _ in top}, key=[c for c, _ in ranked].index):
+        others = [i for i, (c, _) in enumerate(top) if c not in firsts]
+        if not others:
+            break
+        top[others[-1]] = next(item for item in ranked if item[0] == cid)
+    return top
