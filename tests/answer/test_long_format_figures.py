@@ -70,6 +70,18 @@ def write_corpus(root: Path) -> None:
         data / "deficit_actuals_pct_GDP.csv",
         [[*HEADER, "GDP", "actuals_pct_GDP"], *SHARES],
     )
+    world = root / "world"
+    world.mkdir()
+    (world / "_meta.json").write_text(json.dumps({"acl": ["group:tax"]}), encoding="utf-8")
+    write_csv(
+        world / "gdp.csv",
+        [
+            ["Country Name", "Country Code", "Year", "Value"],
+            ["Japan", "JPN", "2015", "4444930651964.18"],
+            ["Japan", "JPN", "2020", "5055587093501.588"],
+            ["Germany", "DEU", "2020", "3940142541354.1"],
+        ],
+    )
     tax = root / "tax"
     tax.mkdir()
     (tax / "_meta.json").write_text(json.dumps({"acl": ["group:tax"]}), encoding="utf-8")
@@ -98,7 +110,7 @@ def app(
     write_corpus(tmp_path / "corpus")
     # No [facts] vocabulary at all: the defaults a new user starts with.
     engine = Clearance(settings_factory({}), store, provider=MockProvider())
-    report = engine.ingest([tmp_path / "corpus" / "budget", tmp_path / "corpus" / "tax"])
+    report = engine.ingest([tmp_path / "corpus" / n for n in ("budget", "tax", "world")])
     assert report.failed == []
     engine.sync_directory(
         write_directory(
@@ -298,3 +310,36 @@ def test_no_entity_is_asked_for_when_no_table_the_caller_reads_names_one(app: Cl
     assert "which figure you mean" in fay.answer and "entity" not in fay.answer
     tom = ask(app, "What was the total for fiscal year 2024?", "tom")
     assert tom.status is Status.CLARIFY and "entity" in tom.answer, tom.answer
+
+
+def test_whom_the_rows_name_is_the_entity_and_the_file_names_the_measure(app: Clearance) -> None:
+    """``Country Name | Country Code | Year | Value``, as the World Bank's GDP series is
+    published (gdp.csv): the rows name whom (the entity), its code is another name of it,
+    and the values measure what the file is. Reverse proof: the same rows under headers
+    that say nothing of their roles are read as the budget's (the first label is what is
+    measured), and "Japan's GDP" is then no figure."""
+    gdp = facts_by(app, "gdp.csv")
+    assert gdp[("Japan", "FY2020", "gdp", "total", "")] == 5055587093501.588
+    japan = ask(app, "What was Japan's GDP in 2020?", "tom")
+    assert japan.status is Status.ANSWERED and "5,055,587,093,501.588" in japan.answer
+    assert ask(app, "What was the GDP of JPN in 2015?", "tom").answer.startswith(
+        "(2015 = FY2015) Japan's gdp in FY2015 was 4,444,930,651,964.18"
+    )
+    germany = ask(app, "What was Germany's GDP in 2020?", "tom")
+    assert "3,940,142,541,354.1" in germany.answer and "5,055" not in germany.answer
+
+
+def test_label_columns_without_roles_are_read_as_lines(
+    tmp_path: Path, settings_factory: Callable[..., Settings], store: SQLiteStore
+) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "_meta.json").write_text(json.dumps({"acl": ["everyone"]}), encoding="utf-8")
+    write_csv(
+        folder / "gdp.csv",
+        [["Label", "Abbreviation", "Year", "Value"], ["Japan", "JPN", "2020", "5055587093501.588"]],
+    )
+    engine = Clearance(settings_factory({}), store, provider=MockProvider())
+    assert engine.ingest([folder]).failed == []
+    (fact,) = store.list_facts("files:gdp.csv")
+    assert (fact.entity, fact.metric, fact.channel) == ("", "japan", "JPN")

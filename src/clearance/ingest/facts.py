@@ -940,6 +940,32 @@ _RATE_HEADER = re.compile(r"(?i:\b(?:pct|percent|percentage|share|ratio)\b)|%|�
 _UNIT_HEADER = re.compile(r"(?i:^(?:units?|currency|scale)$)|^(?:単位|单位|通貨|货币)$")
 
 
+# What a long-format table's label column holds, by its header (see _label_role).
+_ENTITY_HEADER = re.compile(
+    r"(?i:^(?:country|nation|economy|company|entity|issuer|organi[sz]ation|state|province|"
+    r"city|municipality)(?:\s+name)?$)|^(?:国|国名|国家|会社名|企業名|公司|公司名称|国家名称)$"
+)
+_CODE_HEADER = re.compile(r"(?i:(?:^|\s)(?:code|iso\s*code|iso3?|id|ticker|symbol)$)")
+_MEASURE_HEADER = re.compile(
+    r"(?i:^(?:component|metric|measure|indicator|series|variable|item|line\s+item|account|"
+    r"concept)(?:\s+name)?$)|^(?:指標|項目|科目|指标|项目)$"
+)
+
+
+def _label_role(header: str) -> str:
+    """``"entity"`` for a column of whom (``Country Name``, ``company``), ``"code"`` for a
+    code of it (``Country Code``, ``iso_code``), ``"measure"`` for what is measured
+    (``component``, ``Indicator Name``), else ``"line"``."""
+    text = normalize(_label(header).replace("_", " "))
+    if _CODE_HEADER.search(text):
+        return "code"
+    if _ENTITY_HEADER.match(text):
+        return "entity"
+    if _MEASURE_HEADER.match(text):
+        return "measure"
+    return "line"
+
+
 def _period_column(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int | None:
     """The column of a long-format table that holds each row's year: headed as one
     (``fiscal_year``, ``Year``, ``年度``) and holding a year in every row that has a cell
@@ -1542,10 +1568,14 @@ class _Extractor:
     ) -> Fact | str | None:
         """A long-format table's cell (``component | category | subcategory | fiscal_year |
         actual_value``, one row per line and year): the period from the row's period
-        column, what is measured from its first label column (``outlay``), the line from
-        the most specific label below it that is not a total (``Social Security``; ``Total
-        Mandatory`` is the line ``Mandatory``), the entity from a label, the titles or the
-        document as in a wide table. A column headed as the row's value (``value``,
+        column; each label column by the role its header names (:func:`_label_role`): the
+        entity (``Country Name``; a code column is another name of it), what is measured
+        (``component``), else a line. With no measure column, what is measured is the
+        file's subject where the rows name whom (``gdp.csv``), else the first label
+        (``outlay``); the line is the most specific other label that is not a total
+        (``Social Security``; ``Total Mandatory`` is the line ``Mandatory``); the entity,
+        when no column names it, from a label, the titles or the document as in a wide
+        table. A column headed as the row's value (``value``,
         ``actual_value``, ``amount``) gives the line's figure, one headed as a share of it
         (``actuals_pct_GDP``, ``% of revenue``) the line's percentage, under that heading;
         another numeric column (``GDP``) measures something the row's labels do not say, and
@@ -1568,24 +1598,37 @@ class _Extractor:
             for i, c in enumerate(cells)
             if i < len(header) and _UNIT_HEADER.match(normalize(header[i])) and c.text.strip()
         ]
-        labels = [
-            normalize(_label(c.text))
-            for i, c in enumerate(cells)
-            if i not in (col, period_col)
-            and c.number is None
-            and c.text.strip()
-            and c.text not in units
-        ]
+        # label columns by what their headers say they hold: whom (Country Name), a code
+        # of it (Country Code), what is measured (component, indicator), else a line
+        roles: dict[str, list[str]] = {"entity": [], "code": [], "measure": [], "line": []}
+        labels: list[str] = []
+        for i, c in enumerate(cells):
+            if i in (col, period_col) or c.number is not None or not c.text.strip():
+                continue
+            if c.text in units:
+                continue
+            text = normalize(_label(c.text))
+            labels.append(text)
+            roles[_label_role(header[i] if i < len(header) else "")].append(text)
         narrowed = self._narrow(period.value, [period_text, *labels, *outer], 1 + len(labels))
         if narrowed is None:
             return "two partial periods named"
-        named = [self._read_label(t).values for t in labels]
-        entity = next((v["entity"][0] for v in named if v["entity"]), None)
-        dims = [t for t, v in zip(labels, named, strict=True) if not v["entity"]]
-        measure = measure_name(dims[0]) if dims else None
+        entity = roles["entity"][0] if roles["entity"] else None
+        dims = roles["line"]
+        if entity is None:
+            named = [self._read_label(t).values for t in dims]
+            entity = next((v["entity"][0] for v in named if v["entity"]), None)
+            dims = [t for t, v in zip(dims, named, strict=True) if not v["entity"]]
+        if roles["measure"]:
+            measure, lines = measure_name(roles["measure"][0]), dims
+        elif entity is not None or roles["code"]:
+            # the rows name whom, not what: the values measure what the file is (gdp.csv)
+            measure, lines = measure_name(self.title.replace("_", " ")), dims
+        else:
+            measure, lines = (measure_name(dims[0]) if dims else None), dims[1:]
         if measure is None:
             return None
-        lines = [t for t in dims[1:] if not _is_total(t, measure)]
+        lines = [t for t in lines if not _is_total(t, measure)]
         member = measure_name(lines[-1]) if lines else None
         if entity is None:
             found = self.resolve("entity", outer)
@@ -1594,6 +1637,8 @@ class _Extractor:
             # A data file's name ("actuals.csv") is no one's name: unnamed, its figures are
             # stated without an entity rather than as "actuals'".
             entity = found.value or company_named(self.title) or self._file_entity
+        elif roles["code"]:
+            self.other_names.setdefault(entity, set()).update(roles["code"])
         metric = self.vocab.values("metric", measure)
         locator_parts: list[tuple[str, object]] = list(parts)
         if "row" not in keys:
