@@ -144,10 +144,10 @@ def test_a_long_format_table_gives_one_fact_per_row_and_value_column(app: Cleara
     shares = facts_by(app, "deficit_actuals_pct_GDP.csv")
     assert shares[("", "FY2009", "deficit", "total", "%")] == -9.8
     assert shares[("", "FY2009", "deficit", "total", "")] == -1412.7
-    # GDP measures something the row's labels do not name: no fact, and the operator hears
-    assert 14467.3 not in shares.values()
-    warned = [w for w in app.warnings if "deficit_actuals_pct_GDP" in w or "GDP" in w]  # type: ignore[attr-defined]
-    assert any("column 'GDP' is not the row's value" in w for w in warned), warned
+    # a column headed by what it measures is that measure, broken down by the lines only
+    # (the component names what actual_value measures, not GDP)
+    assert shares[("", "FY2009", "GDP", "total", "")] == 14467.3
+    assert not [w for w in app.warnings if "deficit_actuals_pct_GDP" in w], app.warnings  # type: ignore[attr-defined]
     locator = next(
         f.locator for f in app.store.list_facts("files:actuals.csv") if f.value == 66.909
     )
@@ -315,7 +315,8 @@ def test_no_entity_is_asked_for_when_no_table_the_caller_reads_names_one(app: Cl
 def test_whom_the_rows_name_is_the_entity_and_the_file_names_the_measure(app: Clearance) -> None:
     """``Country Name | Country Code | Year | Value``, as the World Bank's GDP series is
     published (gdp.csv): the rows name whom (the entity), its code is another name of it,
-    and the values measure what the file is. Reverse proof: the same rows under headers
+    and the values measure what the file is; tom also reads the budget's ``GDP`` column,
+    the same measure in capitals, and "Japan's GDP" finds both. Reverse proof: the same rows under headers
     that say nothing of their roles are read as the budget's (the first label is what is
     measured), and "Japan's GDP" is then no figure."""
     gdp = facts_by(app, "gdp.csv")
@@ -343,3 +344,34 @@ def test_label_columns_without_roles_are_read_as_lines(
     assert engine.ingest([folder]).failed == []
     (fact,) = store.list_facts("files:gdp.csv")
     assert (fact.entity, fact.metric, fact.channel) == ("", "japan", "JPN")
+
+
+def test_a_column_of_labels_beside_the_years_makes_each_measure_column_long(
+    tmp_path: Path, settings_factory: Callable[..., Settings], store: SQLiteStore
+) -> None:
+    """``year | fuel | emissions_mt`` (the Global Carbon Project's fuel breakdown): the
+    rows are lines (fuels) and the one numeric column names what it measures. Beside it, a
+    table of nothing but a year column and measure columns (``Year | Total | Gas Fuel``) is
+    read as a wide table, and its corner ``Year`` names no measure (the ``Total`` column
+    was read as a measure called "year")."""
+    folder = tmp_path / "co2"
+    folder.mkdir()
+    (folder / "_meta.json").write_text(json.dumps({"acl": ["everyone"]}), encoding="utf-8")
+    write_csv(
+        folder / "fuel-breakdown.csv",
+        [
+            ["year", "fuel", "emissions_mt"],
+            ["2023", "Solid Fuel", "15634.7"],
+            ["2023", "Cement", "1540"],
+        ],
+    )
+    write_csv(
+        folder / "global.csv",
+        [["Year", "Total", "Gas Fuel", "Per Capita"], ["2023", "10389", "2128", "1.28"]],
+    )
+    engine = Clearance(settings_factory({}), store, provider=MockProvider())
+    assert engine.ingest([folder]).failed == []
+    fuel = {(f.metric, f.channel): f.value for f in store.list_facts("files:fuel-breakdown.csv")}
+    assert fuel == {("emissions mt", "Solid Fuel"): 15634.7, ("emissions mt", "Cement"): 1540}
+    wide = {(f.metric, f.channel): f.value for f in store.list_facts("files:global.csv")}
+    assert wide[("gas fuel", "total")] == 2128 and ("year", "total") not in wide

@@ -245,9 +245,15 @@ def query_metric(
     capped = dataclasses.replace(
         flt, max_sensitivity=min(flt.max_sensitivity, Sensitivity.CONFIDENTIAL)
     )
-    rows = store.query_facts(
-        capped, metric=metric, entity=entity, period=canonical_period, channel=wanted_channel
-    )
+    # One look-up per part, its metric compared without case: the same measure is named
+    # "GDP" by one table's header and "gdp" by another's file name.
+    rows = [
+        (f, d)
+        for f, d in store.query_facts(
+            capped, entity=entity, period=canonical_period, channel=wanted_channel
+        )
+        if f.metric.casefold() == metric.casefold()
+    ]
     for other in glossary.same_line(metric, settings.metrics) if not rows else ():
         # The same statement line under the entity's own name for it (売上高 for revenue).
         rows = store.query_facts(

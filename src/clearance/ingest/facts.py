@@ -952,6 +952,18 @@ _MEASURE_HEADER = re.compile(
 )
 
 
+def _label_columns(
+    header: Sequence[str], rows: Sequence[Sequence[str]], period_col: int | None
+) -> list[int]:
+    """The columns besides the period column whose cells are all labels (text, no number)."""
+    out = []
+    for i in range(len(header)):
+        cells = [row[i] for row in rows if i < len(row) and row[i].strip()]
+        if i != period_col and cells and all(parse_number(c) is None for c in cells):
+            out.append(i)
+    return out
+
+
 def _label_role(header: str) -> str:
     """``"entity"`` for a column of whom (``Country Name``, ``company``), ``"code"`` for a
     code of it (``Country Code``, ``iso_code``), ``"measure"`` for what is measured
@@ -1346,11 +1358,13 @@ class _Extractor:
         skipped_before = sum(n for (at, _), n in self.skipped.items() if at == place)
         numbers = 0
         period_col = _period_column(header, table[1:])
-        # Long format: a column of years and one of the row's value (``fiscal_year |
-        # actual_value``); with a column of years beside columns headed by what they
-        # measure (``Year | Revenue | Profit``) each column is read as in a wide table.
-        long = period_col is not None and any(
-            _VALUE_HEADER.match(normalize(h.replace("_", " "))) for h in header
+        # Long format: a column of years beside one of the row's value (``fiscal_year |
+        # actual_value``) or beside columns of labels (``year | fuel | emissions_mt``);
+        # a column of years beside nothing but columns headed by what they measure
+        # (``Year | Revenue | Profit``) is read as a wide table.
+        long = period_col is not None and (
+            any(_VALUE_HEADER.match(normalize(h.replace("_", " "))) for h in header)
+            or bool(_label_columns(header, table[1:], period_col))
         )
         for row in table[1:]:
             cells = [self._cell(text, first=i in (0, period_col)) for i, text in enumerate(row)]
@@ -1583,8 +1597,9 @@ class _Extractor:
         column = header[col] if col < len(header) else ""
         heading = normalize(column.replace("_", " "))
         rate = _RATE_HEADER.search(heading) is not None
-        if not rate and not _VALUE_HEADER.match(heading):
-            return f"column '{_clip(normalize(column))}' is not the row's value"
+        # a column headed by what it measures (GDP, emissions_mt) beside the row's value
+        # measures that, broken down by the row's lines only
+        headed = not rate and not _VALUE_HEADER.match(heading)
         number = cells[col].number
         assert number is not None
         period_text = cells[period_col].text
@@ -1619,7 +1634,9 @@ class _Extractor:
             named = [self._read_label(t).values for t in dims]
             entity = next((v["entity"][0] for v in named if v["entity"]), None)
             dims = [t for t, v in zip(dims, named, strict=True) if not v["entity"]]
-        if roles["measure"]:
+        if headed:
+            measure, lines = measure_name(heading), dims
+        elif roles["measure"]:
             measure, lines = measure_name(roles["measure"][0]), dims
         elif entity is not None or roles["code"]:
             # the rows name whom, not what: the values measure what the file is (gdp.csv)
@@ -1730,7 +1747,12 @@ class _Extractor:
             if measure is not None and not _is_total(measure_text, split):
                 member = _member_name(measure_text, split)
             measure = split
-        elif measure is None and corner.strip() and not self._periodish(corner):
+        elif (
+            measure is None
+            and corner.strip()
+            and not self._periodish(corner)
+            and not _PERIOD_HEADER.match(normalize(_label(corner).replace("_", " ")))
+        ):
             measure = measure_name(corner)
         if measure is None:
             return None
