@@ -506,7 +506,22 @@ class Ingestor:
         if doc_id is None:
             raise MetadataError(f"{job.source}: no doc_id")
         what = f"{'deletion' if meta.get('deleted') else 'ingest'} of {job.source}"
-        check_owner(self.store.get_document(doc_id), self.source, what)
+        held = self.store.get_document(doc_id)
+        check_owner(held, self.source, what)
+        if (
+            held is not None
+            and held.path
+            and job.path is not None
+            and not meta.get("doc_id")
+            and _another_file(held.path, job.path)
+        ):
+            # Two folders with a file at the same place (gdp/README.md, co2/README.md)
+            # derive one doc_id: the second, ingested on its own, replaced the first.
+            raise MetadataError(
+                f"doc_id {doc_id!r} is already the document read from "
+                f"{held.path}, which still exists; not replaced. Ingest the folders' common "
+                f"parent folder, or give one of them a doc_id in its {job.path.name}.meta.json"
+            )
         if meta.get("deleted"):
             return FileResult(
                 job.source, "deleted" if self.store.delete(doc_id) else "absent", doc_id
@@ -734,6 +749,16 @@ def _walk(folder: Path) -> Iterator[tuple[str, Path, str | None]]:
     yield from sorted(found, key=lambda item: item[0])
 
 
+def _another_file(stored: str, path: Path) -> bool:
+    """Whether ``stored`` (a document's path) is a file other than ``path`` that still
+    exists: a file moved away is the same document, a file beside it another one."""
+    old = Path(stored)
+    try:
+        return old.is_file() and old.resolve() != path.resolve()
+    except OSError:
+        return False
+
+
 def _refuse_duplicates(jobs: list[Job]) -> list[Job]:
     """Two jobs that would write the same document, or read the same file, are ambiguous —
     which ACL is meant? — so both fail, naming each other, and neither is written."""
@@ -750,10 +775,22 @@ def _refuse_duplicates(jobs: list[Job]) -> list[Job]:
         if len(indices) < 2:
             continue
         for i in indices:
-            others = ", ".join(jobs[j].source for j in indices if j != i)
+            # Two folders' README.md are both "README.md" to the run: named by their paths.
+            same = [j for j in indices if j != i and jobs[j].source == jobs[i].source]
+            others = ", ".join(
+                str(jobs[j].path) if j in same and jobs[j].path is not None else jobs[j].source
+                for j in indices
+                if j != i
+            )
             what = f"doc_id {key!r}" if kind == "doc_id" else f"the same file ({key})"
+            hint = (
+                " (ingest the folders' common parent folder, or give one a doc_id in its"
+                " <file>.meta.json)"
+                if kind == "doc_id" and same
+                else ""
+            )
             if out[i].error is None:
                 out[i] = dataclasses.replace(
-                    out[i], error=f"{what} also comes from {others}; refused"
+                    out[i], error=f"{what} also comes from {others}; refused{hint}"
                 )
     return out
