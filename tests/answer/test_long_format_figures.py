@@ -347,7 +347,10 @@ def test_label_columns_without_roles_are_read_as_lines(
 
 
 def test_a_column_of_labels_beside_the_years_makes_each_measure_column_long(
-    tmp_path: Path, settings_factory: Callable[..., Settings], store: SQLiteStore
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
 ) -> None:
     """``year | fuel | emissions_mt`` (the Global Carbon Project's fuel breakdown): the
     rows are lines (fuels) and the one numeric column names what it measures. Beside it, a
@@ -363,6 +366,7 @@ def test_a_column_of_labels_beside_the_years_makes_each_measure_column_long(
             ["year", "fuel", "emissions_mt"],
             ["2023", "Solid Fuel", "15634.7"],
             ["2023", "Cement", "1540"],
+            ["2023", "Gas Fuel", "7802.1"],
         ],
     )
     write_csv(
@@ -372,6 +376,10 @@ def test_a_column_of_labels_beside_the_years_makes_each_measure_column_long(
     engine = Clearance(settings_factory({}), store, provider=MockProvider())
     assert engine.ingest([folder]).failed == []
     fuel = {(f.metric, f.channel): f.value for f in store.list_facts("files:fuel-breakdown.csv")}
-    assert fuel == {("emissions mt", "Solid Fuel"): 15634.7, ("emissions mt", "Cement"): 1540}
+    assert fuel[("emissions mt", "Solid Fuel")] == 15634.7 and len(fuel) == 3
     wide = {(f.metric, f.channel): f.value for f in store.list_facts("files:global.csv")}
     assert wide[("gas fuel", "total")] == 2128 and ("year", "total") not in wide
+    # "gas fuel" is global.csv's measure and fuel-breakdown's line: read as the measure
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"ana": []}))
+    gas = engine.ask("What were global gas fuel emissions in 2023?", "ana")
+    assert gas.status is Status.ANSWERED and "2,128" in gas.answer, gas.answer

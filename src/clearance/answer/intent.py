@@ -525,6 +525,13 @@ class RuleIntentParser:
         found = {
             kind: vocab.find(kind, slotted) for kind in ("metric", "entity", "channel", "unit")
         }
+        # Words a table names as a measure and another as a line ("gas fuel": a column of
+        # one, a row of the other) are read as the measure: its line is its total.
+        found["channel"] = [
+            c
+            for c in found["channel"]
+            if not any(m.start <= c.start and c.end <= m.end for m in found["metric"])
+        ]
         lines = self._lines_named(text, found["metric"])
         found["metric"] = [m for m, _ in lines]
         metrics = list(dict.fromkeys(m.canonical for m in found["metric"]))
