@@ -272,6 +272,11 @@ def test_a_figure_printed_to_fewer_places_elsewhere_is_no_disagreement(app: Clea
         "found", query, (_fact(2411.558, "2411.558", "a.csv"), _fact(2412, "2,412", "b.csv"))
     )
     assert whole.disagreements == ()
+    # cells as written not kept: only equal values agree
+    unwritten = ToolResult(
+        "found", query, (_fact(2411.558, "", "a.csv"), _fact(2411.6, "", "b.csv"))
+    )
+    assert [f.value for f, _ in unwritten.disagreements] == [2411.6]
 
 
 def test_a_budget_line_is_asked_by_its_names_in_english_and_japanese(app: Clearance) -> None:

@@ -141,16 +141,21 @@ class ToolResult:
 _PLACES = re.compile(r"\d[\d,]*(?:\.(\d+))?")
 
 
-def _places(fact: Fact) -> int:
-    """The decimal places the fact's cell is written with (``2411.6`` → 1)."""
+def _places(fact: Fact) -> int | None:
+    """The decimal places the fact's cell is written with (``2411.6`` → 1); ``None`` when
+    the cell as written is not kept."""
     m = _PLACES.search(fact.raw)
-    return len(m.group(1) or "") if m else 0
+    return len(m.group(1) or "") if m else None
 
 
 def _same_when_rounded(a: Fact, b: Fact) -> bool:
-    """Whether the value written to fewer places is the other one rounded to them."""
-    coarse, fine = (a, b) if _places(a) <= _places(b) else (b, a)
-    step = Decimal(1).scaleb(-_places(coarse))
+    """Whether the value written to fewer places is the other one rounded to them (equal
+    values, when either cell as written is not kept)."""
+    pa, pb = _places(a), _places(b)
+    if pa is None or pb is None:
+        return a.value == b.value
+    coarse, places, fine = (a, pa, b) if pa <= pb else (b, pb, a)
+    step = Decimal(1).scaleb(-places)
     rounded = _decimal(fine.value).quantize(step, rounding=ROUND_HALF_UP)
     return rounded == _decimal(coarse.value).quantize(step, rounding=ROUND_HALF_UP)
 
@@ -700,8 +705,8 @@ _PLURAL_ES = re.compile(r"(?:s|x|z|ch|sh)$")
 
 def _number_forms(name: str) -> tuple[str, ...]:
     """A derived metric's name with its last word in the other number, as questions write
-    it: a table's ``outlay`` is asked for as "outlays", ``Net sales`` may be "net sale"
-    nowhere but "sales" stays. Latin-letter words only."""
+    it: a table's ``outlay`` is asked for as "outlays", ``revenues`` as "revenue".
+    Words of Latin letters only, and not acronyms (``EBITDA``)."""
     head, _, last = name.rpartition(" ")
     if not last.isascii() or not last.isalpha() or len(last) < 3 or last.isupper():
         return ()

@@ -48,10 +48,11 @@ Never a guess:
 * ``—``, ``-``, ``n/a`` and empty cells are no number, so they are no fact (never 0);
   ``(12.5)`` is −12.5.
 
-A long-format table (a column of years headed ``fiscal_year``, ``Year`` or ``年度`` and a
-column of the row's value headed ``value``, ``actual_value`` or ``amount``) gives one fact
-per row and value column (:meth:`_Extractor._long_fact`): the labels of the row name the
-measure and its line, a column headed as a share gives the line's percentage.
+A long-format table (a column of years headed ``fiscal_year``, ``Year`` or ``年度`` beside a
+column of the row's value headed ``value``, ``actual_value`` or ``amount``, or beside
+columns of labels) gives one fact per row and numeric column (:meth:`_Extractor._long_fact`):
+the label columns name, by their headers, whom, what is measured and its line; a column
+headed as a share gives the line's percentage.
 
 A cell that fails for any reason is skipped, never the document. A table that names a
 metric but whose values were skipped (no entity or period, two of one, an unknown unit)
@@ -1592,8 +1593,9 @@ class _Extractor:
         table. A column headed as the row's value (``value``,
         ``actual_value``, ``amount``) gives the line's figure, one headed as a share of it
         (``actuals_pct_GDP``, ``% of revenue``) the line's percentage, under that heading;
-        another numeric column (``GDP``) measures something the row's labels do not say, and
-        gives no fact. A column headed ``unit`` or ``currency`` gives the row's unit."""
+        another numeric column is the measure its header names (``GDP``, ``emissions_mt``),
+        broken down by the row's lines only. A column headed ``unit`` or ``currency`` gives
+        the row's unit."""
         column = header[col] if col < len(header) else ""
         heading = normalize(column.replace("_", " "))
         rate = _RATE_HEADER.search(heading) is not None
