@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -154,3 +155,31 @@ def test_each_retrievers_first_hit_is_kept_among_the_fused() -> None:
     # a list's first already among the fused, an empty list, k=1: left as fused
     assert _with_each_lists_first(ranked, [vector, []], 5) == ranked[:5]
     assert [c for c, _ in _with_each_lists_first(ranked, [lexical, vector], 1)] == ["b"]
+
+
+def test_a_hit_the_vector_search_did_not_rank_gets_its_cosine(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lexical first kept among the hits although the vector search did not rank it
+    carried no cosine, so the relevance gate judged it by words alone: "Is there a fitness
+    benefit?" was answered with a designers' table row that shares only the stem "fit".
+    Such a hit gets the cosine of its stored vector (here: the vector list is cut to leave
+    the lexical first out)."""
+    real = store.retrieve
+
+    def without_the_lexical_first(*args: Any, **kwargs: Any) -> Any:
+        found = real(*args, **kwargs)
+        first = found.lexical[0][0]
+        return type(found)(found.lexical, [h for h in found.vector if h[0] != first])
+
+    monkeypatch.setattr(store, "retrieve", without_the_lexical_first)
+    embedder = CountingEmbedder()
+    query = "Leave requests and HR rules"
+    hits = HybridSearcher(store, embedder).search(query, EVERYONE, 2)
+    outside = [h for h in hits if h.vector_rank is None]
+    assert len(outside) == 1, hits
+    q = embedder.inner.embed([query])[0]
+    for hit in hits:
+        v = embedder.inner.embed([hit.chunk.text])[0]
+        expected = float(np.dot(q, v) / (np.linalg.norm(q) * np.linalg.norm(v)))
+        assert hit.cosine is not None and abs(hit.cosine - expected) < 1e-5, hit
