@@ -399,6 +399,26 @@ def test_months_asked_are_not_answered_beside_the_whole_year_or_one_month() -> N
     assert any("$400 billion" in u for u in year), year
 
 
+def test_how_long_names_the_form_of_the_answer_not_its_subject() -> None:
+    """ "How long is the sabbatical and how often can I take it?" over a handbook whose
+    sabbatical section says "every three years employees may take a 6-week paid
+    sabbatical": the sentence about "longer absences like sabbatical" held "long" as well
+    and was quoted instead. "long" and "often" after "how" say what form the answer takes,
+    as "much" does. Reverse proof: a question about long absences keeps that sentence."""
+    page = (
+        "Sabbatical\nIn addition to annual PTO and holidays, every three years employees may "
+        "take a 6-week paid sabbatical.\n\nScheduling Time Off\nThe sooner you can inform "
+        "your manager, the better, especially longer absences like sabbatical or long "
+        "vacations."
+    )
+    units = quoted(
+        answer("How long is the sabbatical and how often can I take it?", snippet("S1", page))
+    )
+    assert units and "6-week paid sabbatical" in units[0], units
+    longer = quoted(answer("What about long absences like a sabbatical?", snippet("S1", page)))
+    assert longer and "longer absences" in longer[0], longer
+
+
 def test_whom_a_question_names_does_not_choose_its_sentence() -> None:
     """ "コニカミノルタの…営業利益は?": the company's name is six terms of a script written
     without spaces, and a sentence about sales that names the company ("コニカとミノルタ")

@@ -769,6 +769,10 @@ def _is_period_word(term: str) -> bool:
     return term in _PERIOD_WORDS or term.isdigit()
 
 
+# The word after "how" that names the form of the answer, as "much" and "many" do.
+_HOW_FORM = re.compile(r"\bhow\s+(long|far|often|soon|big|large|high|old)\b", re.IGNORECASE)
+
+
 # A question asking how much, how many or how long, and a quantity a sentence states.
 _ASKS_QUANTITY = re.compile(
     r"\bhow\s+(?:much|many|long|often|far|large|big|high)\b"
@@ -974,6 +978,9 @@ class ExtractiveProvider:
     def quotes(self, request: ChatRequest) -> list[Quote]:
         """The units an ``answer`` consists of, in output order (possibly none)."""
         question = set(search_terms(request.question))
+        # "how long", "how often": the form of the answer (a duration, a frequency), not
+        # what it is about ("longer absences like sabbatical" answers no "how long")
+        question -= {t for m in _HOW_FORM.finditer(request.question) for t in search_terms(m[1])}
         if not question:
             return []
         question.update(t for phrase in request.equivalents for t in search_terms(phrase))
