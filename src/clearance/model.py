@@ -206,7 +206,8 @@ class SearchHit:
     score: float
     lexical_rank: int | None = None
     vector_rank: int | None = None
-    # The embedding cosine of question and chunk, where the vector list ranked the chunk.
+    # The embedding cosine of question and chunk, where the vector list ranked the chunk;
+    # below a full vector list, the list's lowest cosine (an upper bound of the chunk's).
     cosine: float | None = None
 
 

@@ -12,8 +12,8 @@ with the bigram lexical ranking was measured to lower MRR@10 from 0.72 to 0.66
 Each retriever's own first hit is always among the ``k`` returned: where fusion ranks it
 lower, it takes the place of the last fused hit that is no list's first. A chunk that holds
 every word of the question, ranked first by BM25 and middling by the embedder, was otherwise
-lost to chunks both rank middling. A hit the vector search did not rank still carries the
-embedder's cosine, from its stored vector, for the relevance gate to weigh.
+lost to chunks both rank middling. A hit the vector search did not rank carries the lowest
+cosine of the vector list as its own (an upper bound), for the relevance gate to weigh.
 
 A query with nothing to search for (:func:`~clearance.analysis.searchable`: only
 emoji, invisible characters, punctuation or whitespace) finds nothing, and its embedding is
@@ -27,13 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from clearance.analysis import cjk_share, searchable
-from clearance.model import Chunk, SearchHit
+from clearance.model import SearchHit
 from clearance.retrieval.fusion import reciprocal_rank_fusion
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms
-from clearance.store.base import SearchFilter, Vector
+from clearance.store.base import SearchFilter
 
 if TYPE_CHECKING:
     from clearance.llm.embedding import Embedder
@@ -74,12 +72,13 @@ class HybridSearcher:
         # then be missing, never shown under a permission that no longer holds).
         rows = [(c, d) for c, d in self.store.hits([cid for cid, _ in fused]) if flt.admits(d, c)]
         scores = dict(fused)
-        if embedded is not None:
+        if embedded is not None and vector and len(vector) >= pool:
             # A hit the vector search did not rank (a lexical first kept by the rule above)
-            # still has the embedder's judgement: its cosine, from its stored vector.
-            cosines.update(
-                self._cosines(embedded, [c for c, _ in rows if c.chunk_id not in cosines])
-            )
+            # lies below every chunk it did: the lowest cosine it returned bounds its own,
+            # so the relevance gate still weighs the embedder's judgement, with no vector
+            # read. A shorter list holds every embedded chunk: one missing has no vector.
+            below = min(s for _, s in vector)
+            cosines.update((c.chunk_id, below) for c, _ in rows if c.chunk_id not in cosines)
         return [
             SearchHit(
                 chunk=chunk,
@@ -91,24 +90,6 @@ class HybridSearcher:
             )
             for chunk, document in rows
         ]
-
-    def _cosines(self, query: Vector, chunks: list[Chunk]) -> dict[str, float]:
-        """The cosine of ``query`` to each chunk's stored vector (none stored: left out,
-        as for a RESTRICTED chunk, which is never embedded)."""
-        out: dict[str, float] = {}
-        stored: dict[str, dict[str, Vector]] = {}
-        q = np.asarray(query, dtype=np.float32)
-        for chunk in chunks:
-            if chunk.doc_id not in stored:
-                stored[chunk.doc_id] = self.store.vectors_by_text(chunk.doc_id)
-            vector = stored[chunk.doc_id].get(chunk.text)
-            if vector is None:
-                continue
-            v = np.asarray(vector, dtype=np.float32)
-            norm = float(np.linalg.norm(q) * np.linalg.norm(v))
-            if norm > 0.0:
-                out[chunk.chunk_id] = float(np.dot(q, v) / norm)
-        return out
 
     def vector_weight(self, query: str) -> float:
         """The vector list's RRF weight for ``query`` (the lexical list's is 1)."""
