@@ -62,6 +62,7 @@ is reported through ``warn``, one line per table and reason with its locator.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import logging
@@ -965,6 +966,7 @@ def _label_columns(
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _label_role(header: str) -> str:
     """``"entity"`` for a column of whom (``Country Name``, ``company``), ``"code"`` for a
     code of it (``Country Code``, ``iso_code``), ``"measure"`` for what is measured

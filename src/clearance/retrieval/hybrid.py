@@ -105,10 +105,11 @@ def _with_each_lists_first(
     answering "on which baselines are the projection errors calculated?" was the lexical
     first and sixth after fusion."""
     top = ranked[:k]
+    at = {cid: i for i, (cid, _) in enumerate(ranked)}
     firsts = {hits[0][0] for hits in lists if hits}
-    for cid in sorted(firsts - {c for c, _ in top}, key=[c for c, _ in ranked].index):
+    for cid in sorted(firsts - {c for c, _ in top}, key=at.__getitem__):
         others = [i for i, (c, _) in enumerate(top) if c not in firsts]
         if not others:
             break
-        top[others[-1]] = next(item for item in ranked if item[0] == cid)
+        top[others[-1]] = ranked[at[cid]]
     return top
