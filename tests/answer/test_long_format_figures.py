@@ -317,6 +317,41 @@ def test_no_entity_is_asked_for_when_no_table_the_caller_reads_names_one(app: Cl
     assert tom.status is Status.CLARIFY and "entity" in tom.answer, tom.answer
 
 
+def test_a_line_asked_without_its_measure_is_of_the_one_measure_holding_it(
+    app: Clearance,
+) -> None:
+    """ "How much did the government spend on Medicare?", "What did excise taxes raise?":
+    a verb, or nothing at all, says what is measured, and only one measure the caller may
+    read holds the line (outlays hold Medicare, revenue holds excise taxes). The figure is
+    given with the measure assumed and said, never a question back. Reverse proofs: a line
+    two measures hold for the year asked ("the total": revenue and the deficit in 2009)
+    is still asked about, and a year the line has no figure for is not found, never
+    answered by another year's figure."""
+    spend = ask(app, "How much did the federal government spend on Medicare in fiscal year 2015?")
+    assert spend.status is Status.ANSWERED, spend.answer
+    assert "539.873" in spend.answer and "Assuming outlay" in spend.answer
+    assert spend.assumptions == ("metric: outlay (the only one with this line)",)
+    for question in (
+        "What did excise taxes raise in fiscal year 2010?",
+        "What were excise taxes in fiscal year 2010?",
+    ):
+        raised = ask(app, question)
+        assert raised.status is Status.ANSWERED, (question, raised.answer)
+        assert "66.909" in raised.answer and "Assuming revenue" in raised.answer
+    # metric, line and year named, and no table fay reads names anyone: nothing is missing
+    brought = ask(app, "How much revenue did excise taxes bring in during fiscal year 2010?")
+    assert brought.route is Route.STRUCTURED and "66.909" in brought.answer, brought.answer
+    assert "Assuming" not in brought.answer
+
+    total = ask(app, "What was the total for fiscal year 2009?")
+    assert total.status is Status.CLARIFY and set(total.options) >= {"revenue", "deficit"}
+    elsewhere = ask(
+        app, "How much did the federal government spend on Medicare in fiscal year 2010?"
+    )
+    assert elsewhere.status is Status.NOT_FOUND, elsewhere.answer
+    assert "No figure found for outlay (Medicare) in FY2010." in elsewhere.answer
+
+
 def test_whom_the_rows_name_is_the_entity_and_the_file_names_the_measure(app: Clearance) -> None:
     """``Country Name | Country Code | Year | Value``, as the World Bank's GDP series is
     published (gdp.csv): the rows name whom (the entity), its code is another name of it,

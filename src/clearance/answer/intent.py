@@ -25,11 +25,14 @@ A question goes to the figures path only when it asks for a figure:
   informed …`` is narrative even with ``employees`` as a metric alias);
 * what is left once its metric, entity, period, channel and unit, its figure words
   ("how much", いくら, 多少) and its small words are taken out is at most a word or two —
-  or it names all three of metric, entity and period. Otherwise the question is about
+  or it names all three of metric, entity and period (the entity needs no naming where no
+  table the parser reads names one: a budget's actuals are nobody's). Otherwise the question is about
   something else that merely mentions a metric ("How many employees entered credentials in
   the phishing test?"): it is **uncertain**, and the orchestrator tries the narrative path;
 * a question with a figure word ("how much", いくら, 多少) and an entity or period but no
   metric ("Hong Kong last year, how much?") is a metric question whose metric is missing;
+  so is one naming a table's line and a period with at most a word besides ("What did
+  customs duties raise in 2025?");
 * a question that asks for a figure *and* for an explanation ("How much …, and why …?",
   "…はいくらで、なぜ…", "…多少，为什么…") is **composite**: the clause before the
   explanation is parsed as a metric question and :attr:`Intent.narrative` holds the rest.
@@ -594,8 +597,15 @@ class RuleIntentParser:
         compare = bool(_COMPARE.search(text))
         # Two values of one slot named in the question ("Q1 and Q2") are set side by side.
         compare = compare or len(metrics) > 1 or len(entities) > 1 or len(periods) > 1
+        # A line and a period with nothing else ("What were customs duties in 2025?") ask
+        # for the line's figure as surely as "how much" does.
+        line_asked = bool(channels and periods)
         if not metrics:
-            if asks_quantity and (entities or periods or ambiguous) and small and not explains:
+            if (
+                ((asks_quantity and (entities or periods or ambiguous)) or line_asked)
+                and small
+                and not explains
+            ):
                 parts = tuple(
                     MetricQuery(None, *slots)
                     for slots in itertools.islice(
@@ -611,7 +621,9 @@ class RuleIntentParser:
             return Intent("narrative", (), slots_present, unrecognized, *extra)
         if explains and not asks_quantity:
             return Intent("narrative", (), slots_present, unrecognized, *extra)
-        complete = bool(entities and (periods or unrecognized or ambiguous))
+        # Whom the figure is of is named, or nobody is: no table the parser reads names one.
+        whom = bool(entities) or not self.vocab.settings.entities
+        complete = whom and bool(periods or unrecognized or ambiguous)
         uncertain = not small and not complete
         product = itertools.product(
             _options(metrics), _options(entities), _options(periods), _options(channels)

@@ -197,6 +197,11 @@ class FiguresRoute:
                 # Every figure the caller may read is of tables naming no one: no entity
                 # is left to name or ask for.
                 part = replace(part, entity="")
+            if part.metric is None and part.channel is not None:
+                sole_metric = self._sole_metric(request, part)
+                if sole_metric is not None:
+                    part = replace(part, metric=sole_metric)
+                    assume(f"metric: {sole_metric} (the only one with this line)")
             if not configured and part.qualifier is None:
                 # Words the question has besides its slots may name what it left out; only
                 # a name can name an entity ("How much revenue did Globex make?"), so with
@@ -230,6 +235,17 @@ class FiguresRoute:
                     assume(f"period: {self.ctx.default_period}")
             filled.append(part)
         return filled, assumptions
+
+    def _sole_metric(self, request: AnswerRequest, part: MetricQuery) -> str | None:
+        """The one measure the caller's readable facts hold the part's line under ("How
+        much was spent on Social Security in 2024?": only outlays have that line), else
+        the one holding it for the period asked, else ``None``, and the question is asked
+        which figure it means. A year the line has no figure for is then not found."""
+        rows = self.ctx.readable_facts(request, entity=part.entity, channel=part.channel)
+        metrics = {f.metric for f, _ in rows}
+        if len(metrics) > 1 and part.period is not None:
+            metrics = {f.metric for f, _ in rows if f.period == part.period}
+        return metrics.pop() if len(metrics) == 1 else None
 
     def _sole_entity(self, request: AnswerRequest, part: MetricQuery) -> str | None:
         """The one entity whose figure for the part's metric the caller may read; else the
