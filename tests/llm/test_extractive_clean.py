@@ -737,3 +737,45 @@ def test_a_nested_step_is_quoted_at_its_depth_through_the_answer_checks() -> Non
     lines = check_answer(raw, [source]).render().splitlines()
     assert "   1. Google Calendar has an OOO setting. [S1]" in lines, lines
     assert "2. Mark your out of office time on your calendar. [S1]" in lines, lines
+
+
+def test_how_much_in_japanese_is_answered_by_the_sentence_stating_the_amount() -> None:
+    """ "費用はいくらまで出ますか?" over a benefit's page: the sentence naming the check states
+    no amount, the one after it ("年間最大 ¥15,000 を払い戻します") holds none of the question's
+    words but says how much, and the steps to claim (numbered, no amount of their own: a
+    step's "1." is its place) do not answer how much. Reverse proof: asked how to claim,
+    the steps are the answer."""
+    text = (
+        "概要\n協会けんぽを通じて、年に一度の健康診断を受けられます。"
+        "GitLab は年間最大 ¥15,000 を払い戻します。\n\n"
+        "申請方法\n1. 予約: 施設に予約する\n2. 受診: 健康診断を受ける\n3. 提出: 領収書を提出する"
+    )
+    cost = quoted(answer("健康診断の費用はいくらまで出ますか?", snippet("S1", text)))
+    assert any("¥15,000" in u for u in cost), cost
+    assert not [u for u in cost if u.startswith(("1.", "2.", "3."))], cost
+    steps = quoted(answer("健康診断の申請方法は？", snippet("S1", text)))
+    assert "1. 予約: 施設に予約する" in steps, steps
+
+
+def test_how_much_looks_again_at_what_states_a_number() -> None:
+    """ "出張保険の緊急医療はいくらまで補償されますか?": the prose around the coverage table holds
+    more of the question's words than its row "緊急医療 | 最大$250,000", and states no
+    amount; the row is what answers, so it is quoted rather than nothing. Reverse proof: a
+    page stating no amount anywhere still gets nothing (the answer path then refuses)."""
+    prose = snippet(
+        "S1",
+        "出張中に医療支援が必要な場合\n出張保険の緊急医療の補償については、出張中に医療機関を"
+        "受診する前に International SOS に連絡してください。",
+        doc="files:travel.md",
+    )
+    row = snippet(
+        "S2",
+        "カバレッジの種類: 緊急医療 | 給付: 1件あたり最大$250,000",
+        "section=出張保険 > 主なカバレッジ,table=1,row=緊急医療",
+        "files:travel.md",
+    )
+    question = "海外出張中に病院にかかった場合、出張保険の緊急医療はいくらまで補償されますか?"
+    assert quoted(answer(question, prose, row)) == [
+        "カバレッジの種類: 緊急医療 | 給付: 1件あたり最大$250,000"
+    ]
+    assert quoted(answer(question, prose)) == []

@@ -679,6 +679,13 @@ _CLAUSE_END = re.compile(r",\s+(?=[a-z$])|;\s+|\s+--\s+|\s+[—–]\s+")
 _ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 
 
+def _without_marker(sentence: str) -> str:
+    """A list item's text without its marker ("1. 予約: …" → "予約: …")."""
+    text = sentence.lstrip()
+    marker = _LIST_ITEM.match(text)
+    return text[marker.end() :] if marker else text
+
+
 def without_asides(sentence: str) -> str:
     """``sentence`` without the bracketed asides that state an amount of their own, when
     what remains still states one: "…260億円(前期は951億円の営業損失)となった。" →
@@ -776,7 +783,8 @@ _HOW_FORM = re.compile(r"\bhow\s+(long|far|often|soon|big|large|high|old)\b", re
 # A question asking how much, how many or how long, and a quantity a sentence states.
 _ASKS_QUANTITY = re.compile(
     r"\bhow\s+(?:much|many|long|often|far|large|big|high)\b"
-    r"|\b(?:maximum|minimum|limit)\b|多少|几|幾|何(?:時間|日|週|か月|ヶ月|%|％|円|人|回)",
+    r"|\b(?:maximum|minimum|limit)\b|多少|几|幾|いくら|どのくらい|どれくらい"
+    r"|何(?:時間|日|週|か月|ヶ月|%|％|円|人|回)",
     re.IGNORECASE,
 )
 _QUANTITY = re.compile(
@@ -975,8 +983,10 @@ class ExtractiveProvider:
             text = "".join(parts)
         return ChatResponse(text=text, model=self.name)
 
-    def quotes(self, request: ChatRequest) -> list[Quote]:
-        """The units an ``answer`` consists of, in output order (possibly none)."""
+    def quotes(self, request: ChatRequest, *, stating_only: bool = False) -> list[Quote]:
+        """The units an ``answer`` consists of, in output order (possibly none).
+        ``stating_only``: only units that state a number are candidates (the second look
+        of a question asking how much, when the units chosen first state none)."""
         question = set(search_terms(request.question))
         # "how long", "how often": the form of the answer (a duration, a frequency), not
         # what it is about ("longer absences like sabbatical" answers no "how long")
@@ -1012,6 +1022,12 @@ class ExtractiveProvider:
         candidates = _of_the_period_asked(request.question, candidates, units)
         if not candidates:
             return []
+        if stating_only:
+            candidates = [
+                c for c in candidates if _NUMBER.search(_without_marker(units[c[1]][c[2]].text))
+            ]
+            if not candidates:
+                return []
         floor = _floor(c[3] for c in candidates)
         best_place = _place(request.snippets, units, *min(candidates)[1:3])
         elsewhere = _floor((c[3] for c in candidates), _ELSEWHERE)
@@ -1106,11 +1122,14 @@ class ExtractiveProvider:
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
         if _ASKS_AMOUNT.search(request.question) and not any(
-            _NUMBER.search(q.sentence) for q in chosen
+            _NUMBER.search(_without_marker(q.sentence)) for q in chosen
         ):
             # "How much is the transit benefit?" over a page that says how to enrol and
-            # never what it pays: sentences without a number do not answer how much.
-            return []
+            # never what it pays: sentences without a number do not answer how much (a
+            # step's "1." is its place in the list, no number it states). What does state
+            # one is looked at once more on its own: the coverage table's row "緊急医療 |
+            # 最大$250,000" holds fewer of the question's words than the prose around it.
+            return [] if stating_only else self.quotes(request, stating_only=True)
         dated = _names_period(request.question)
         if (
             _ASKS_WHAT_WAS.search(request.question)
@@ -1124,6 +1143,16 @@ class ExtractiveProvider:
         if _ASKS_COMPARISON.search(request.question):
             return chosen
         if _ASKS_AMOUNT.search(request.question):
+            # How much is asked: a list's items or a table's rows stating no number beside
+            # a sentence saying how much (the steps to claim beside "GitLab pays back up to
+            # ¥15,000 a year") do not answer it, nor the line introducing them. A sentence
+            # of prose stays: it says what the amount is of.
+            chosen = [
+                q
+                for q in chosen
+                if _NUMBER.search(_without_marker(q.sentence))
+                or not (q.line or q.sentence.rstrip().endswith((":", "：")))
+            ]
             if dated:
                 chosen = _one_amount(chosen)
             chosen = [
