@@ -18,7 +18,9 @@ recall all the same). Precision and recall are over pairs, per language and over
 
 Printed side by side: the previous term-overlap gate (40 % of the question's content terms),
 the lexical-only gate and the gate with cosine, each at the configured defaults and at the
-thresholds a grid search picks (best F1, ties to higher precision).
+thresholds a grid search picks (best F1, ties to higher precision); last, the gate exactly
+as the answer path runs it, where a mostly-CJK question's snippets in doubt are also read by
+the multilingual model (``[answer.relevance] multilingual``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from clearance.answer.narrative import relevant_snippets
 from clearance.answer.relevance import RelevanceGate
 from clearance.app import Clearance
 from clearance.config import RelevanceSettings, load_settings
+from clearance.llm.multilingual import Similarity, get_similarity
 from clearance.retrieval.link_exit import to_snippets
 from clearance.retrieval.synonyms import NO_SYNONYMS
 from clearance.store.base import SearchFilter, TermStatistics
@@ -58,6 +61,7 @@ class Pair:
     relevant: bool
     chunks: list[tuple[float, float | None]]  # (coverage, cosine) per chunk
     old_gate: bool
+    judged: bool = False  # the gate as the answer path runs it, multilingual model included
 
 
 def build(work: Path, lexical_only: bool) -> Clearance:
@@ -84,7 +88,9 @@ def build(work: Path, lexical_only: bool) -> Clearance:
     return Clearance.open(load_settings(config))
 
 
-def judge_pairs(app: Clearance, data: dict, gate: RelevanceGate) -> list[Pair]:
+def judge_pairs(
+    app: Clearance, data: dict, gate: RelevanceGate, similarity: Similarity | None = None
+) -> list[Pair]:
     for note in data["notes"]:
         app.add_note(
             note["text"],
@@ -110,7 +116,7 @@ def judge_pairs(app: Clearance, data: dict, gate: RelevanceGate) -> list[Pair]:
             if app.embedder is not None
             else None
         )
-        judged = gate.judge(q["question"], snippets, stats, cosines)
+        judged = gate.judge(q["question"], snippets, stats, cosines, similarity)
         labelled = [(d, True) for d in q["relevant"]] + [(d, False) for d in q["irrelevant"]]
         for doc_id, label in labelled:
             document = app.store.get_document(doc_id)
@@ -125,6 +131,7 @@ def judge_pairs(app: Clearance, data: dict, gate: RelevanceGate) -> list[Pair]:
                     label,
                     [(j.coverage, j.cosine) for j in mine if j.snippet_holds_terms],
                     bool(relevant_snippets(q["question"], [j.snippet for j in mine])),
+                    any(j.relevant for j in mine),
                 )
             )
     return pairs
@@ -209,7 +216,8 @@ def main() -> None:
         app = build(Path(tmp), args.lexical_only)
         try:
             synonyms = NO_SYNONYMS if args.no_synonyms else app.synonyms
-            pairs = judge_pairs(app, data, RelevanceGate(defaults, synonyms))
+            similarity = get_similarity(defaults.multilingual)
+            pairs = judge_pairs(app, data, RelevanceGate(defaults, synonyms), similarity)
         finally:
             app.close()
     n_rel = sum(p.relevant for p in pairs)
@@ -247,6 +255,12 @@ def main() -> None:
             pairs,
             gate_predict(combined, True),
         )
+    report(
+        f"the defaults as answers run them (CJK in doubt: {defaults.multilingual} cosine ≥ "
+        f"{defaults.min_cosine_cjk}, coverage ≥ {defaults.min_coverage_cjk_with_cosine})",
+        pairs,
+        lambda p: p.judged,
+    )
     if args.misses:
         predict = gate_predict(chosen, not args.lexical_only)
         print(f"\nJudged wrong at the grid best ({chosen}):")

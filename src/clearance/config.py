@@ -827,6 +827,10 @@ def _with_builtin_periods(facts: FactSettings) -> FactSettings:
     return dataclasses.replace(facts, periods=configured + builtin)
 
 
+#: The values of ``[answer.relevance] multilingual`` (clearance.llm.multilingual).
+MULTILINGUAL_MODELS = ("e5", "none")
+
+
 @dataclass(frozen=True, slots=True)
 class RelevanceSettings:
     """The narrative path's relevance gate (:mod:`clearance.answer.relevance`). Without an
@@ -834,8 +838,9 @@ class RelevanceSettings:
     question's IDF mass; with one, when ``coverage + cosine_weight * cosine`` reaches
     ``min_score`` and the coverage reaches ``min_coverage_with_cosine``. A mostly-CJK
     question (no cosine: the embedder is English-only) needs ``min_coverage_cjk``, since
-    character pairs match by chance more often than words. Calibrated by
-    benchmarks/relevance_calibration.py."""
+    character pairs match by chance more often than words, or, with a ``multilingual``
+    model, ``min_coverage_cjk_with_cosine`` and that model's cosine ``min_cosine_cjk``.
+    Calibrated by benchmarks/relevance_calibration.py."""
 
     __pydantic_config__ = _TABLE
 
@@ -844,6 +849,12 @@ class RelevanceSettings:
     min_score: NonNegative = 1.3
     min_coverage_with_cosine: Share = 0.45
     min_coverage_cjk: Share = 0.7
+    multilingual: Annotated[
+        str,
+        _check(lambda v: v in MULTILINGUAL_MODELS, 'must be "e5" or "none", got {value!r}'),
+    ] = "e5"
+    min_coverage_cjk_with_cosine: Share = 0.4
+    min_cosine_cjk: Share = 0.86
 
 
 #: The values of ``[answer] inferred``.

@@ -23,6 +23,7 @@ from clearance.ingest.facts import Vocabulary, normalize
 from clearance.llm.base import Provider
 from clearance.llm.extractive import ExtractiveProvider
 from clearance.llm.guard import EgressGuard, Recheck, RecheckResult
+from clearance.llm.multilingual import get_similarity
 from clearance.model import Document, Fact, Sensitivity, is_restricted
 from clearance.runtime import Runtime
 
@@ -56,6 +57,9 @@ class AnswerContext:
         self.default_period = self._default_period()
         self.faq = FaqMatcher(FaqRepository(runtime.store))
         self.relevance = RelevanceGate(self.settings.answer.relevance, runtime.equivalents)
+        #: The multilingual model the narrative path's gate reads CJK snippets in doubt
+        #: with (never the RESTRICTED route's: RESTRICTED text is never embedded).
+        self.similarity = get_similarity(self.settings.answer.relevance.multilingual)
 
     def periods_named(self, text: str) -> set[str]:
         """The absolute periods ``text`` names, canonical ("FY2025", "Q2 FY2025")."""

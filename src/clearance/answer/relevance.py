@@ -65,6 +65,8 @@ from clearance.analysis import (
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
 from clearance.llm.extractive import split_sentences
+from clearance.llm.multilingual import Similarity
+from clearance.model import is_restricted
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 
@@ -328,9 +330,13 @@ class RelevanceGate:
         snippets: Sequence[Snippet],
         statistics: StatisticsFor,
         cosines: Mapping[str, float] | None = None,
+        similarity: Similarity | None = None,
     ) -> list[Judgement]:
         """One judgement per snippet, in order. ``cosines`` maps chunk ids to the
-        question's embedding cosine (ignored for a mostly-CJK question).
+        question's embedding cosine (ignored for a mostly-CJK question). ``similarity``
+        (a multilingual model) reads, for a mostly-CJK question none of whose snippets
+        passes on coverage, those whose coverage falls short of ``min_coverage_cjk`` but
+        reaches ``min_coverage_cjk_with_cosine``; a RESTRICTED snippet is never shown to it.
 
         Coverage is counted per document, over all of its snippets here: a question is
         often answered across two sections of one document (the escalation rule in one,
@@ -348,6 +354,7 @@ class RelevanceGate:
         for snippet, terms in zip(snippets, held, strict=True):
             by_document.setdefault(snippet.doc_id, set()).update(terms)
         out: list[Judgement] = []
+        doubt: list[int] = []  # a CJK question's snippets for the multilingual model
         for snippet, terms in zip(snippets, held, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
             cosine = cosines.get(snippet.chunk_id) if use_cosine and cosines else None
@@ -360,6 +367,39 @@ class RelevanceGate:
             says_change = CHANGE not in weights or CHANGE in terms
             relevant = bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk)
             out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
+            floor = self.settings.min_coverage_cjk_with_cosine
+            if cjk and terms and says_change and not relevant and coverage >= floor:
+                doubt.append(len(out) - 1)
+        if cjk and similarity is not None and doubt and not any(j.relevant for j in out):
+            # Only against a refusal: where a passage holds the question's words, it is the
+            # answer, and one merely near it in meaning (the October sales minutes beside
+            # the pipeline sheet) would only add noise.
+            out = self._read_in_doubt(question, out, doubt, similarity)
+        return out
+
+    def _read_in_doubt(
+        self,
+        question: str,
+        judged: list[Judgement],
+        doubt: Sequence[int],
+        similarity: Similarity,
+    ) -> list[Judgement]:
+        """``judged`` with each snippet in ``doubt`` (a CJK question's snippet that holds
+        some of its terms, says a change where one is asked, and whose document's coverage
+        reaches ``min_coverage_cjk_with_cosine`` but not ``min_coverage_cjk``) judged by
+        ``similarity`` too: a cosine reaching ``min_cosine_cjk`` makes it relevant. A
+        RESTRICTED snippet is never read, whatever ``doubt`` holds."""
+        s = self.settings
+        shown = [i for i in doubt if not is_restricted(judged[i].snippet.sensitivity)]
+        if not shown:
+            return judged
+        passages = [f"{judged[i].snippet.title}\n{judged[i].snippet.text}" for i in shown]
+        out = list(judged)
+        for i, cosine in zip(shown, similarity.similarity(question, passages), strict=True):
+            j = judged[i]
+            out[i] = Judgement(
+                j.snippet, j.coverage, cosine, cosine >= s.min_cosine_cjk, j.snippet_holds_terms
+            )
         return out
 
     def decide(self, coverage: float, cosine: float | None, *, cjk: bool = False) -> bool:

@@ -286,6 +286,7 @@ class NarrativeRoute:
             snippets,
             lambda terms: self.ctx.runtime.store.term_statistics(terms, flt),
             cosines,
+            self.ctx.similarity,
         )
         return [j.snippet for j in judged if j.relevant]
 
