@@ -192,6 +192,10 @@ def test_relevance_settings_are_read_and_checked() -> None:
         ),
         ("How far in advance do I request leave?", {"far"}, {"advanc", "request", "leav"}),
         ("What is long-term disability?", set(), {"long", "term", "disabl"}),
+        # 何 asks what or how many, as 什么 and 几 do; 週 and 間 are what is counted (GitLab
+        # handbook case: "何週間休めますか" gave 何 a fifth of the weight). No pair is held
+        # here, so each is weighed as its characters.
+        ("産休は何週間ですか？", {"何"}, {"産", "休", "週", "間"}),
     ],
 )
 def test_words_that_frame_a_question_weigh_nothing(

@@ -80,7 +80,8 @@ StatisticsFor = Callable[[Sequence[str]], TermStatistics]
 # evidence that a snippet answers it ("What do our documents say about …", "…是什么？"),
 # or name the form an answer takes rather than its topic ("the escalation procedure").
 # Index forms (stemmed English); single CJK characters are the function characters of
-# Chinese questions, and any lone hiragana (Japanese particles and endings) is one too.
+# Chinese questions and the Japanese 何 (what, how many: 何週間, 何時), and any lone hiragana
+# (Japanese particles and endings) is one too.
 _FRAME_WORDS = frozenset(
     [
         "about",
@@ -134,7 +135,7 @@ _FUNCTION_WORDS = frozenset(
         few more most some nor or but because while until whether"""
     )
 )
-_FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么")
+_FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么何")
 
 
 # A readable set smaller than this many chunks is weighed as if it had this many: in a set
