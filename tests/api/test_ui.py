@@ -277,8 +277,9 @@ def test_an_answer_page_shows_the_cited_answer(live: Live) -> None:
     assert 'data-status="answered"' in page.text and "Tokyo" in page.text
     assert 'href="#S1"' in page.text and 'id="S1"' in page.text
     assert 'class="title">Travel policy</a>' in page.text
-    # A file of unknown origin is labelled untrusted (docs/design.md: origin decides trust).
-    assert 'class="trust trust-untrusted">untrusted source</span>' in page.text
+    # Each citation is labelled with its trust (docs/design.md: origin decides trust); a file
+    # of the operator's own folder is the organisation's writing.
+    assert 'class="trust trust-trusted">trusted source</span>' in page.text
     # The preview opens at the cited passage: the citation's locator travels with the link.
     assert re.search(
         r'href="/documents/files%3Atravel\.md\?locator=section%3D[^"]+#cited"', page.text

@@ -221,26 +221,44 @@ def test_a_document_without_acl_is_stored_for_nobody_and_reported(
 
 
 def test_the_run_says_once_how_to_fix_missing_acls_and_origins(
-    tmp_path: Path, make_app: Callable[..., Clearance]
+    tmp_path: Path, make_app: Callable[..., Clearance], store: SQLiteStore
 ) -> None:
-    """A new user's first folder: every file warns, and the run ends with the fix."""
+    """A new user's first folder: the files without readers warn, and the run ends with the
+    fix. The folder's files are the organisation's own (origin "human", as a filesystem
+    source's are), so they need no origin; an export from a chat platform that names none
+    is untrusted, and the run says how to change that. Reverse proof: the chat export's
+    warning is the one the local files gave before they were taken as the organisation's."""
     first = write(tmp_path / "open" / "a.md", "Vacation is 20 days.")
     write(tmp_path / "open" / "b.md", "Sabbaticals come every three years.")
     owned = write(tmp_path / "own" / "c.md", "Our own note.")
     meta(owned, {"acl": ["everyone"], "origin": "human"})
+    manifest = write(
+        tmp_path / "m.jsonl",
+        json.dumps(
+            {"text": "Lunch is at noon.", "doc_id": "slack:c1", "source_system": "slack"}
+            | {"acl": ["everyone"]}
+        )
+        + "\n",
+    )
 
-    report = make_app().ingest([first.parent, owned.parent])
+    report = make_app().ingest([first.parent, owned.parent], manifest=manifest)
 
-    assert sorted(statuses(report).values()) == ["added"] * 3
+    assert sorted(statuses(report).values()) == ["added"] * 4
     assert report.warnings == [
         '2 document(s) have no ACL and are visible to nobody: name who may read them with "acl" '
         "in a _meta.json beside them, a <file>.meta.json sidecar or the manifest "
         "(docs/metadata.md)",
-        "2 document(s) from source system 'files' name no origin and count as untrusted "
+        "1 document(s) from source system 'slack' name no origin and count as untrusted "
         "(marked so in citations, kept apart in prompts): if they are your organisation's "
-        'own, set "origin": "human" in their metadata or [trust.source_origins] files = '
+        'own, set "origin": "human" in their metadata or [trust.source_origins] slack = '
         '"human"',
     ]
+    origins = {d: store.get_document(d) for d in ("files:a.md", "files:c.md", "slack:c1")}
+    assert {d: doc.origin for d, doc in origins.items() if doc is not None} == {
+        "files:a.md": "human",
+        "files:c.md": "human",
+        "slack:c1": "unknown",
+    }
 
 
 def test_a_run_with_readers_and_origins_has_nothing_to_fix(

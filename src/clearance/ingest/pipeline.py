@@ -9,7 +9,10 @@ Guarantees:
 * a document with no ACL is stored visible to nobody, and reported;
 * RESTRICTED chunks get no vector unless ``[embedding] persist_restricted = true``;
 * a document's origin comes from its metadata, else from ``[trust.source_origins]`` for its
-  source system, else ``unknown`` — trust itself is never stored.
+  source system, else :data:`FILES_ORIGIN` for a file under a path the operator named (of
+  the default source system: the operator's folder is the organisation's, as a filesystem
+  source's files are) and ``unknown`` for anything else, a manifest's lines included —
+  trust itself is never stored.
 """
 
 from __future__ import annotations
@@ -59,7 +62,11 @@ from clearance.model import Chunk, Document, Fact, Section, Sensitivity
 if TYPE_CHECKING:
     from clearance.store.base import Store
 
-__all__ = ["FileResult", "IngestReport", "Ingestor", "Job"]
+__all__ = ["FILES_ORIGIN", "FileResult", "IngestReport", "Ingestor", "Job"]
+
+#: The origin of a local file whose metadata and ``[trust.source_origins]`` name none:
+#: written by the organisation's own people.
+FILES_ORIGIN = "human"
 
 #: Chunks embedded per call, so a long document reports progress between calls.
 _EMBED_STEP = 256
@@ -82,6 +89,7 @@ class Job:
     root: Path | None = None  # the folder the file must stay inside when it is read
     label: str | None = None  # the path the classifier's filename patterns see
     extra: Mapping[str, Any] | None = None  # kept in the document's extra (a source's notes)
+    local: bool = False  # a file under a path the operator named (not a manifest line)
 
     @property
     def doc_id(self) -> str | None:
@@ -429,7 +437,13 @@ class Ingestor:
             return Job(source or rel, path, {}, error=exc.message)
         system = meta.get("source_system", self.settings.ingest.default_source_system)
         job = Job(
-            source or rel, path, meta, default_doc_id=f"{system}:{rel}", root=root, label=label
+            source or rel,
+            path,
+            meta,
+            default_doc_id=f"{system}:{rel}",
+            root=root,
+            label=label,
+            local=source is None,
         )
         if "corpus" in line_meta:
             named_in = None  # the manifest line: the job's source already names it
@@ -585,9 +599,12 @@ class Ingestor:
         acl: frozenset[str] = meta.get("acl", frozenset())
         source_system = meta.get("source_system", settings.ingest.default_source_system)
         # Metadata names the origin; else [trust.source_origins] for the source system; else
-        # "unknown" (untrusted). Only the origin is stored: trust is derived when read.
+        # a local file is the organisation's own (as a filesystem source's are) and anything
+        # else "unknown" (untrusted). Only the origin is stored: trust is derived when read.
+        system = source_system.strip().lower()
+        own = job.local and system == settings.ingest.default_source_system.strip().lower()
         origin = meta.get("origin") or settings.trust.source_origins.get(
-            source_system.strip().lower(), "unknown"
+            system, FILES_ORIGIN if own else "unknown"
         )
         fields: dict[str, Any] = {
             "source_system": source_system,

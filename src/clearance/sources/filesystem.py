@@ -70,7 +70,7 @@ from pydantic import Field, PlainValidator, ValidationInfo
 
 from clearance.config import Settings
 from clearance.errors import SourceError
-from clearance.ingest.pipeline import Ingestor, Job
+from clearance.ingest.pipeline import FILES_ORIGIN, Ingestor, Job
 from clearance.model import EVERYONE, parse_principal
 from clearance.sources.base import (
     Access,
@@ -356,8 +356,9 @@ def _narrow(reachable: Access, folder: Access) -> Access:
 
 
 #: The origin of a file whose metadata names none and whose source system
-#: ``[trust.source_origins]`` does not name: written by the organisation's own people.
-DEFAULT_ORIGIN = "human"
+#: ``[trust.source_origins]`` does not name: written by the organisation's own people, as
+#: a file ingested from a local folder is.
+DEFAULT_ORIGIN = FILES_ORIGIN
 
 
 class FilesystemConnector:
