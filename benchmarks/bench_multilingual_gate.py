@@ -62,11 +62,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     collection = heldout.COLLECTIONS["gitlab"]
-    items = [
-        q
-        for q in heldout.load_questions("all", collection)
-        if cjk_share(q["question"]) > 0.5
-    ]
+    items = [q for q in heldout.load_questions("all", collection) if cjk_share(q["question"]) > 0.5]
     with tempfile.TemporaryDirectory() as tmp:
         bench = heldout.Bench(Path(tmp), collection)
         ctx = bench.engine.orchestrator().ctx

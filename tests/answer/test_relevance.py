@@ -192,6 +192,14 @@ def test_relevance_settings_are_read_and_checked() -> None:
         ),
         ("How far in advance do I request leave?", {"far"}, {"advanc", "request", "leav"}),
         ("What is long-term disability?", set(), {"long", "term", "disabl"}),
+        # "even" and "got" hold the sentence together and name nothing (Sourcegraph handbook
+        # trial: "even" carried a quarter of the weight and the countries page was refused).
+        (
+            "Which countries can't I work from, even temporarily while travelling?",
+            {"even"},
+            {"countri", "work", "temporarili", "travel"},
+        ),
+        ("I got married, how do I update my surname?", {"got"}, {"marri", "updat", "surnam"}),
         # 何 asks what or how many, as 什么 and 几 do; 週 and 間 are what is counted (GitLab
         # handbook case: "何週間休めますか" gave 何 a fifth of the weight). No pair is held
         # here, so each is weighed as its characters.

@@ -779,3 +779,39 @@ def test_how_much_looks_again_at_what_states_a_number() -> None:
         "カバレッジの種類: 緊急医療 | 給付: 1件あたり最大$250,000"
     ]
     assert quoted(answer(question, prose)) == []
+
+
+def test_a_list_another_section_names_does_not_hide_this_one() -> None:
+    """ "Do I need my manager's sign-off before taking a few days of vacation?": the page's
+    ground rules are a list under "PTO ground rules"; its "Types of time off" list, in
+    another chunk, has an item labelled "Vacation:". That label names an item of *that*
+    list, not of this one, which still answers (Sourcegraph handbook trial: the answer was
+    empty). Reverse proof: the rest of the same list, in another chunk of the same
+    section, naming the item still leaves the part naming none out."""
+    doc = "files:time-off.md"
+    rules = snippet(
+        "S1",
+        "PTO ground rules\n"
+        "- Tell your manager about your time off at least 5 business days before, with no "
+        "formal sign-off needed for a few days.\n"
+        "- Record your time off in the PTO app before you take it.",
+        "section=Time off > PTO ground rules",
+        doc,
+    )
+    types = snippet(
+        "S2",
+        "Types of time off\n- Vacation: plan it with your team.\n- Sick days: rest.",
+        "section=Time off > Types of time off",
+        doc,
+    )
+    question = "Do I need my manager's sign-off before taking a few days of vacation?"
+    got = quoted(answer(question, rules, types))
+    assert any("5 business days" in u for u in got), got
+    same_list = snippet(
+        "S2",
+        "- Vacation days: plan them with your team.\n- Sick days: rest.",
+        "section=Time off > PTO ground rules",
+        doc,
+    )
+    got = quoted(answer(question, rules, same_list))
+    assert not any("5 business days" in u for u in got), got

@@ -132,7 +132,8 @@ _FUNCTION_WORDS = frozenset(
         you your yours they them their theirs he him his she her hers its this that these
         those there here then than so not no just only very too else what which who whom
         whose when where why into onto again further once same other own such both each
-        few more most some nor or but because while until whether"""
+        few more most some nor or but because while until whether even ever still yet
+        already really actually quite rather perhaps maybe got gotten might"""
     )
 )
 _FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么何")

@@ -1090,12 +1090,15 @@ class ExtractiveProvider:
                         units,
                         members,
                         question,
+                        # the rest of this list in another chunk: same document, same
+                        # section (a list of another section naming "Vacation:" is not it)
                         named_elsewhere=any(
                             _is_named(units[s2][i2], question)
                             for s2, snippet_units in enumerate(units)
                             if s2 != s_index
                             and request.snippets[s2].doc_id == request.snippets[s_index].doc_id
                             for i2 in range(len(snippet_units))
+                            if snippet_units[i2].heading == unit.heading
                         ),
                     )
             else:
