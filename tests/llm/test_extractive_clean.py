@@ -815,3 +815,23 @@ def test_a_list_another_section_names_does_not_hide_this_one() -> None:
     )
     got = quoted(answer(question, rules, same_list))
     assert not any("5 business days" in u for u in got), got
+
+
+def test_which_ones_is_answered_by_the_list_after_the_sentence() -> None:
+    """ "Which countries can't I work from, even temporarily while travelling?": the sentence
+    that holds the question's words ends in a full stop, and the countries are the list
+    right after it, holding none of them; the list is the answer (Sourcegraph handbook
+    trial: only the sentence was quoted). Reverse proof: a question asking no "which" is
+    answered by the sentence alone."""
+    text = (
+        "Countries where we cannot support employment\n"
+        "We cannot employ teammates in any of these countries due to embargoes. "
+        "This includes work while traveling for personal reasons.\n"
+        "- Cuba\n- Iran\n- North Korea"
+    )
+    which = quoted(
+        answer("Which countries can't I work from while travelling?", snippet("S1", text))
+    )
+    assert which[-3:] == ["- Cuba", "- Iran", "- North Korea"], which
+    whether = quoted(answer("Does this include work while travelling?", snippet("S1", text)))
+    assert "- Cuba" not in whether, whether

@@ -839,6 +839,48 @@ def _with_quantity(
     return chosen
 
 
+# A question asking which ones ("Which countries can't I work from?"): the enumeration is
+# the answer.
+_ASKS_WHICH = re.compile(r"^\W*which\b|^\W*what\s+are\b|どの|哪些", re.IGNORECASE)
+
+
+def _with_the_list(
+    chosen: list[Quote],
+    at: Sequence[tuple[int, int] | None],
+    units: Sequence[Sequence[_Unit]],
+    quoted: set[tuple[int, int]],
+    snippets: Sequence[Snippet],
+) -> list[Quote]:
+    """``chosen`` with, when the question asks which ones and none of it is a list's item,
+    the list right after the first chosen sentence under the same heading: "We cannot
+    employ teammates in any of these countries … This includes work while traveling." is
+    followed by "- Cuba", "- Iran" …, which hold none of the question's words but are what
+    it asks for (a sentence ending in a colon introduces its list already)."""
+    if any(place is not None and units[place[0]][place[1]].group is not None for place in at):
+        return chosen
+    for i, place in enumerate(at):
+        if place is None:
+            continue
+        s_index, u_index = place
+        unit = units[s_index][u_index]
+        if unit.group is not None or u_index + 1 >= len(units[s_index]):
+            continue
+        after = units[s_index][u_index + 1]
+        if after.group is None or after.table or after.heading != unit.heading:
+            continue
+        members = [
+            (s_index, j)
+            for j in _list_members(units[s_index], after.group)
+            if (s_index, j) not in quoted and units[s_index][j].group is not None
+        ]
+        if not members or any(_MARKER.search(units[s_index][j].text) for _, j in members):
+            continue
+        ref = snippets[s_index].ref
+        listed = [Quote(ref, units[s_index][j].text, 0) for _, j in members]
+        return [*chosen[: i + 1], *listed, *chosen[i + 1 :]]
+    return chosen
+
+
 def _place(
     snippets: Sequence[Snippet], units: Sequence[Sequence[_Unit]], s: int, u: int
 ) -> tuple[str, str]:
@@ -1124,6 +1166,8 @@ class ExtractiveProvider:
                 at.append(m)
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
+        elif _ASKS_WHICH.search(request.question):
+            chosen = _with_the_list(chosen, at, units, quoted, request.snippets)
         if _ASKS_AMOUNT.search(request.question) and not any(
             _NUMBER.search(_without_marker(q.sentence)) for q in chosen
         ):
