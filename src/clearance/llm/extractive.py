@@ -1132,15 +1132,19 @@ class ExtractiveProvider:
                         units,
                         members,
                         question,
-                        # the rest of this list in another chunk: same document, same
-                        # section (a list of another section naming "Vacation:" is not it)
+                        # the rest of this list in another chunk: same document, not
+                        # another section (a list of another section naming "Vacation:" is
+                        # not it; a chunk starting mid-list knows no heading)
                         named_elsewhere=any(
                             _is_named(units[s2][i2], question)
                             for s2, snippet_units in enumerate(units)
                             if s2 != s_index
                             and request.snippets[s2].doc_id == request.snippets[s_index].doc_id
                             for i2 in range(len(snippet_units))
-                            if snippet_units[i2].heading == unit.heading
+                            if not _other_section(
+                                _place(request.snippets, units, s2, i2),
+                                _place(request.snippets, units, s_index, u_index),
+                            )
                         ),
                     )
             else:
