@@ -190,8 +190,11 @@ def test_bold_lines_and_a_details_summary_are_headings(
     """Handbooks title their parts with a bold line of its own ("**Key features**") and
     fold them into <details> whose <summary> names them: those are headings, so the
     locator says where a passage stands and no answer starts with "Overview". A bold
-    label opening a sentence ("**Note:** bring …") is text. Reverse proof: the same page
-    read with bold lines as text glues "Key features" to the sentence after it."""
+    label opening a sentence ("**Note:** bring …") is text. A bold line labels a part of
+    the topic above it, so the line above its text names that topic too: "Annual health
+    check — Key features" is found by a question about the health check, which "Key
+    features" alone never was. Reverse proof: the same page read with bold lines as text
+    glues "Key features" to the sentence after it."""
     _, texts, locators = load(tmp_path, "benefits.md", BOLD_HEADINGS)
     assert locators == [
         "section=Benefits > Health > Annual health check > Overview",
@@ -199,9 +202,13 @@ def test_bold_lines_and_a_details_summary_are_headings(
         "section=Benefits > Health > Contact",
     ], locators
     assert texts[1] == (
-        "Key features\nGitLab reimburses up to JPY 15,000 a year.\nNote: bring your insurance card."
+        "Annual health check — Key features\nGitLab reimburses up to JPY 15,000 a year.\n"
+        "Note: bring your insurance card."
     ), texts
-    assert texts[0] == "Overview\nEvery team member may have one health check a year."
+    assert texts[0] == (
+        "Annual health check — Overview\nEvery team member may have one health check a year."
+    )
+    assert texts[2] == "Health — Contact\nWrite to total-rewards@example.com."
     monkeypatch.setattr(markdown, "_bold_heading", lambda token, text: False)
     _, texts, locators = load(tmp_path, "benefits.md", BOLD_HEADINGS)
     assert "Key features\nGitLab reimburses" in "\n".join(texts)

@@ -276,6 +276,18 @@ def _section_heading(locator: str) -> str | None:
     return None
 
 
+def _heading_lines(locator: str) -> tuple[str, ...]:
+    """The lines the ingest may put above a section's text: its innermost heading, and that
+    heading after its parent's for a handbook's run-in label ("Annual health check — Key
+    features", clearance.ingest.loaders.common.Outline)."""
+    for part in locator.split(","):
+        key, _, value = part.partition("=")
+        if key == "section" and value and value != "(top)":
+            path = value.split(" > ")
+            return (path[-1], " — ".join(path[-2:])) if len(path) > 1 else (path[-1],)
+    return ()
+
+
 def _looks_like_heading(line: str, following: str | None) -> bool:
     """A short line without closing punctuation that opens a paragraph, before text that
     starts as a new block would (not a wrapped sentence's lower-case or numeric tail)."""
@@ -298,7 +310,7 @@ def _headings(snippet: Snippet, lines: Sequence[tuple[int, int]]) -> set[tuple[i
     text = snippet.text
     if len(lines) < 2:
         return set()
-    named = {_flat(n) for n in (_section_heading(snippet.locator), snippet.title) if n}
+    named = {_flat(n) for n in (*_heading_lines(snippet.locator), snippet.title) if n}
     out: set[tuple[int, int]] = set()
     previous_end = -1
     for i, (s, e) in enumerate(lines):
@@ -1056,6 +1068,11 @@ class ExtractiveProvider:
                 score = _score(
                     question, unit, defined.get(request.snippets[s_index].doc_id), named, counting
                 )
+                if score == 0 and stating_only and _NUMBER.search(_without_marker(unit.text)):
+                    # Looking again for an amount: a sentence stating one under a heading
+                    # that names what is asked ("年次健康診断 — 主な機能": "GitLab は年間最大
+                    # ¥15,000 を払い戻します") says how much of it, in words of its own.
+                    score = _score(question, _Unit(unit.heading), None, named, counting)
                 if score > 0:
                     seen.add(flat)
                     candidates.append((-score, s_index, u_index, score))

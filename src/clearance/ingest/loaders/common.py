@@ -112,8 +112,12 @@ class Outline:
         """The current heading path, ``A > B``, or ``(top)`` before the first heading."""
         return " > ".join(text for _, text in self._path) or TOP
 
-    def heading(self, level: int, text: str) -> None:
-        """Open a heading of ``level`` (smaller is outer); blank headings are ignored."""
+    def heading(self, level: int, text: str, *, label: bool = False) -> None:
+        """Open a heading of ``level`` (smaller is outer); blank headings are ignored.
+        ``label``: a handbook's run-in label ("**Key features**", "**概要**") that says what
+        part of its parent topic follows, not the topic: the line above its text names
+        the parent too ("Annual health check — Key features"), so a passage saying "we pay
+        back up to ¥15,000" is found by the topic it belongs to."""
         text = collapse(text)
         if not text:
             return
@@ -122,8 +126,9 @@ class Outline:
             self._bare_headings.append(Section(self._pending_heading, self._locator()))
         while self._path and self._path[-1][0] >= level:
             self._path.pop()
+        parent = self._path[-1][1] if label and self._path else None
         self._path.append((level, text))
-        self._pending_heading = text
+        self._pending_heading = f"{parent} — {text}" if parent else text
 
     def text(self, text: str, *, indent: str = "") -> None:
         """Add one block of body text (a paragraph, list item, code block …); ``indent``

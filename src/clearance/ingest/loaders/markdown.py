@@ -15,7 +15,9 @@ dropped (a link keeps its label, an image its alt text); raw HTML keeps only its
 Headings written without heading syntax, as handbooks write them, open sections too: a
 paragraph that is one short run of bold text ("**Key features**", not "**Note:** …"), one
 level below the last heading, and a ``<details>`` block's ``<summary>``, whose bold lines
-then sit one level below it.
+then sit one level below it. Such a bold line labels a part of the topic above it, so the
+line above its text names both ("Annual health check — Key features"): the passage is found
+by its topic, while the locator keeps the path as written.
 
 Long files are parsed in segments of about 1 MB (markdown-it's tokens take ~25× the text),
 cut only where CommonMark closes every open block: before a line at column 0 that starts
@@ -214,7 +216,7 @@ class _Reader:
                 elif not marker and _bold_heading(token, text):
                     # "**Eligibility**" on a line of its own titles what follows, as a
                     # heading below the last one (and below an open <details>' summary).
-                    self.outline.heading(self.level + self.below, text)
+                    self.outline.heading(self.level + self.below, text, label=True)
                 elif marker:
                     # A nested item keeps its depth: "   1." under "2." is no new first step.
                     self.outline.text(f"{marker}{text}", indent=_NESTED * depth)
