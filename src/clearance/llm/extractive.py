@@ -47,7 +47,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from clearance.analysis import document_terms, query_terms, search_terms
@@ -816,6 +816,23 @@ _NUMBER = re.compile(
 )
 
 
+def _prose_then_next(
+    at: Sequence[tuple[int, int] | None], units: Sequence[Sequence[_Unit]]
+) -> Iterator[tuple[int, int, int, _Unit]]:
+    """For each chosen sentence of prose (in order) that a unit under the same heading
+    follows in its snippet: its place in ``chosen``, snippet, unit and that next unit."""
+    for i, place in enumerate(at):
+        if place is None:
+            continue
+        s_index, u_index = place
+        unit = units[s_index][u_index]
+        if unit.group is not None or u_index + 1 >= len(units[s_index]):
+            continue
+        after = units[s_index][u_index + 1]
+        if after.heading == unit.heading:
+            yield i, s_index, u_index + 1, after
+
+
 def _with_quantity(
     chosen: list[Quote],
     at: Sequence[tuple[int, int] | None],
@@ -830,19 +847,11 @@ def _with_quantity(
     election event.", which holds none of the question's words."""
     if any(_QUANTITY.search(q.sentence) for q in chosen):
         return chosen
-    for i, place in enumerate(at):
-        if place is None:
-            continue
-        s_index, u_index = place
-        unit = units[s_index][u_index]
-        if unit.group is not None or u_index + 1 >= len(units[s_index]):
-            continue
-        after = units[s_index][u_index + 1]
+    for i, s_index, next_index, after in _prose_then_next(at, units):
         if (
             after.group is None
             and after.lead is None
-            and after.heading == unit.heading
-            and (s_index, u_index + 1) not in quoted
+            and (s_index, next_index) not in quoted
             and not _MARKER.search(after.text)
             and _QUANTITY.search(after.text)
         ):
@@ -870,15 +879,8 @@ def _with_the_list(
     it asks for (a sentence ending in a colon introduces its list already)."""
     if any(place is not None and units[place[0]][place[1]].group is not None for place in at):
         return chosen
-    for i, place in enumerate(at):
-        if place is None:
-            continue
-        s_index, u_index = place
-        unit = units[s_index][u_index]
-        if unit.group is not None or u_index + 1 >= len(units[s_index]):
-            continue
-        after = units[s_index][u_index + 1]
-        if after.group is None or after.table or after.heading != unit.heading:
+    for i, s_index, _, after in _prose_then_next(at, units):
+        if after.group is None or after.table:
             continue
         members = [
             (s_index, j)
