@@ -259,6 +259,21 @@ def test_the_restricted_route_never_consults_the_model(
     assert not [p for p in recorder.shown if "二重請求" in p], recorder.shown
 
 
+class Broken:
+    """A model that cannot run (a damaged install)."""
+
+    def similarity(self, question: str, passages: Sequence[str]) -> list[float]:
+        raise EmbeddingError("multilingual model: cannot load")
+
+
+def test_a_model_that_cannot_run_leaves_the_refusal_standing(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app.orchestrator().ctx, "similarity", Broken())
+    result = app.ask(ASKED[0][0], "kenji")
+    assert result.status is Status.NO_AUTHORIZED_SOURCE, result.answer
+
+
 def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path: Path) -> None:
     tampered = tmp_path / "e5-small-q4.bin"
     tampered.write_bytes(b"not the model")

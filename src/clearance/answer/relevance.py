@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ from clearance.analysis import (
     search_terms,
 )
 from clearance.config import RelevanceSettings
+from clearance.errors import EmbeddingError
 from clearance.llm.base import Snippet
 from clearance.llm.extractive import split_sentences
 from clearance.llm.multilingual import Similarity
@@ -71,6 +73,8 @@ from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 
 __all__ = ["Judgement", "RelevanceGate", "question_weights"]
+
+log = logging.getLogger(__name__)
 
 #: ``terms -> statistics`` over the caller's allowed chunks.
 StatisticsFor = Callable[[Sequence[str]], TermStatistics]
@@ -396,8 +400,14 @@ class RelevanceGate:
         if not shown:
             return judged
         passages = [f"{judged[i].snippet.title}\n{judged[i].snippet.text}" for i in shown]
+        try:
+            cosines = similarity.similarity(question, passages)
+        except EmbeddingError as exc:
+            # A model that cannot run adds nothing: the coverage judgement stands (closed).
+            log.warning("multilingual relevance model unavailable: %s", exc.message)
+            return judged
         out = list(judged)
-        for i, cosine in zip(shown, similarity.similarity(question, passages), strict=True):
+        for i, cosine in zip(shown, cosines, strict=True):
             j = judged[i]
             out[i] = Judgement(
                 j.snippet, j.coverage, cosine, cosine >= s.min_cosine_cjk, j.snippet_holds_terms
