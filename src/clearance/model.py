@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "EVERYONE",
+    "LABEL_SEPARATOR",
     "Chunk",
     "Document",
     "Fact",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 EVERYONE = "everyone"
+#: Between a topic and a run-in label of it in the line above a section's text ("Annual
+#: health check — Key features"): written by the ingest, read back by the quoting reader.
+LABEL_SEPARATOR = " — "
 
 # The longest id a principal may carry (an e-mail address is at most 254 characters).
 _ID_MAX = 256

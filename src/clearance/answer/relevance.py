@@ -361,6 +361,7 @@ class RelevanceGate:
             by_document.setdefault(snippet.doc_id, set()).update(terms)
         out: list[Judgement] = []
         doubt: list[int] = []  # a CJK question's snippets for the multilingual model
+        floor = self.settings.min_coverage_cjk_with_cosine
         for snippet, terms in zip(snippets, held, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
             cosine = cosines.get(snippet.chunk_id) if use_cosine and cosines else None
@@ -373,7 +374,6 @@ class RelevanceGate:
             says_change = CHANGE not in weights or CHANGE in terms
             relevant = bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk)
             out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
-            floor = self.settings.min_coverage_cjk_with_cosine
             if cjk and terms and says_change and not relevant and coverage >= floor:
                 doubt.append(len(out) - 1)
         if cjk and similarity is not None and doubt and not any(j.relevant for j in out):

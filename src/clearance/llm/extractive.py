@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 
 from clearance.analysis import document_terms, query_terms, search_terms
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
+from clearance.model import LABEL_SEPARATOR
 
 __all__ = [
     "ExtractiveProvider",
@@ -267,25 +268,27 @@ def _flat(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _section_heading(locator: str) -> str | None:
-    """The innermost heading of a ``section=A > B`` locator part, if there is one."""
+def _section_path(locator: str) -> list[str]:
+    """The headings of a ``section=A > B`` locator part, outermost first (none at the top)."""
     for part in locator.split(","):
         key, _, value = part.partition("=")
         if key == "section" and value and value != "(top)":
-            return value.rsplit(" > ", 1)[-1]
-    return None
+            return value.split(" > ")
+    return []
+
+
+def _section_heading(locator: str) -> str | None:
+    """The innermost heading of a ``section=A > B`` locator part, if there is one."""
+    path = _section_path(locator)
+    return path[-1] if path else None
 
 
 def _heading_lines(locator: str) -> tuple[str, ...]:
     """The lines the ingest may put above a section's text: its innermost heading, and that
     heading after its parent's for a handbook's run-in label ("Annual health check — Key
     features", clearance.ingest.loaders.common.Outline)."""
-    for part in locator.split(","):
-        key, _, value = part.partition("=")
-        if key == "section" and value and value != "(top)":
-            path = value.split(" > ")
-            return (path[-1], " — ".join(path[-2:])) if len(path) > 1 else (path[-1],)
-    return ()
+    path = _section_path(locator)
+    return (path[-1], LABEL_SEPARATOR.join(path[-2:])) if len(path) > 1 else tuple(path)
 
 
 def _looks_like_heading(line: str, following: str | None) -> bool:

@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from clearance.ingest.loaders.encoding import decode
 from clearance.ingest.locator import format_locator
-from clearance.model import Section
+from clearance.model import LABEL_SEPARATOR, Section
 
 _SPACE = re.compile(r"\s+")
 TOP = "(top)"
@@ -128,7 +128,7 @@ class Outline:
             self._path.pop()
         parent = self._path[-1][1] if label and self._path else None
         self._path.append((level, text))
-        self._pending_heading = f"{parent} — {text}" if parent else text
+        self._pending_heading = f"{parent}{LABEL_SEPARATOR}{text}" if parent else text
 
     def text(self, text: str, *, indent: str = "") -> None:
         """Add one block of body text (a paragraph, list item, code block …); ``indent``
