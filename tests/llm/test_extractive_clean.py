@@ -835,3 +835,52 @@ def test_which_ones_is_answered_by_the_list_after_the_sentence() -> None:
     assert which[-3:] == ["- Cuba", "- Iran", "- North Korea"], which
     whether = quoted(answer("Does this include work while travelling?", snippet("S1", text)))
     assert "- Cuba" not in whether, whether
+
+
+DESK_POINTER = (
+    "Directions for how to determine how much spend you have left in each travel category, "
+    "professional development, or desk setup can be found here."
+)
+DESK_BUDGET = (
+    "Full-time teammates\n"
+    "We expect new teammates to spend up to $2,000 for desk setup, which includes all the "
+    "items in the desk items section.\n\n"
+    "If you don't spend all of your budget when you first join, it's ok to spend it later."
+)
+
+
+def desk_snippets() -> tuple[Snippet, Snippet]:
+    return (
+        snippet("S1", DESK_POINTER, "section=Spending company money", "files:money.md"),
+        snippet(
+            "S2",
+            DESK_BUDGET,
+            "section=Spending company money > Desk set-up > Full-time teammates",
+            "files:money.md",
+        ),
+    )
+
+
+def test_how_much_opens_with_the_sentence_stating_the_amount() -> None:
+    """ "How much money can I spend setting up my home desk when I join?" (Sourcegraph
+    handbook trial): the page's opening section points to where "how much spend you have
+    left" is looked up, sharing the question's own "how much", which names the form of the
+    answer, not its topic; the answer opens with "up to $2,000", not with the pointer. The
+    reverse proof is the next test."""
+    question = "How much money can I spend setting up my home desk when I join?"
+    units = quoted(answer(question, *desk_snippets()))
+    assert units[0].startswith("We expect new teammates to spend up to $2,000"), units
+
+
+def test_how_much_opens_with_the_amount_the_former_reading_misses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reverse proof of the test above: with "much" counted as a word of the topic and
+    no amount put first, the pointer opens the answer."""
+    monkeypatch.setattr(
+        extractive, "_HOW_FORM", re.compile(r"\bhow\s+(long|far|often)\b", re.IGNORECASE)
+    )
+    monkeypatch.setattr(extractive, "_ASKS_AMOUNT", re.compile(r"(?!x)x"))
+    question = "How much money can I spend setting up my home desk when I join?"
+    units = quoted(answer(question, *desk_snippets()))
+    assert units[0].startswith("Directions"), units

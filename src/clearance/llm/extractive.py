@@ -791,8 +791,11 @@ def _is_period_word(term: str) -> bool:
     return term in _PERIOD_WORDS or term.isdigit()
 
 
-# The word after "how" that names the form of the answer, as "much" and "many" do.
-_HOW_FORM = re.compile(r"\bhow\s+(long|far|often|soon|big|large|high|old)\b", re.IGNORECASE)
+# The word after "how" that names the form of the answer (an amount, a count, a duration),
+# not what it is about: "how much spend you have left" answers no "How much can I spend?".
+_HOW_FORM = re.compile(
+    r"\bhow\s+(much|many|long|far|often|soon|big|large|high|old)\b", re.IGNORECASE
+)
 
 
 # A question asking how much, how many or how long, and a quantity a sentence states.
@@ -1098,6 +1101,22 @@ class ExtractiveProvider:
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
         candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
+        if _ASKS_AMOUNT.search(request.question):
+            # How much is asked: the answer opens with the best unit stating an amount ("We
+            # expect new teammates to spend up to $2,000"), not with a pointer to where the
+            # budget is looked up; one continuing the best unit's sentence stays after it.
+            stating = next(
+                (
+                    c
+                    for c in candidates
+                    if c[3] >= floor and _NUMBER.search(_without_marker(units[c[1]][c[2]].text))
+                ),
+                None,
+            )
+            if stating is not None and stating != candidates[0]:
+                follows = candidates[0][1:3] == (stating[1], stating[2] - 1)
+                candidates.remove(stating)
+                candidates.insert(1 if follows else 0, stating)
         scores = {(c[1], c[2]): c[3] for c in candidates}
         tables = _tables(request.snippets, units)
         table_of = {row: key for key, table in tables.items() for row in table.rows}
