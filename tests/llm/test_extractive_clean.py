@@ -884,3 +884,31 @@ def test_how_much_opens_with_the_amount_the_former_reading_misses(
     question = "How much money can I spend setting up my home desk when I join?"
     units = quoted(answer(question, *desk_snippets()))
     assert units[0].startswith("Directions"), units
+
+
+WEEKENDS = (
+    "Is there an expectation to work over the weekends?\n"
+    "There is no expectation that people will be responsive over the weekend, except on-call "
+    "duty announced early.\n\n"
+    "Why is there so much activity over the weekend on Slack?\n"
+    "Due to our global team one person's weekend can be someone else's weekday."
+)
+
+
+def test_a_question_the_page_asks_is_never_quoted_as_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Am I expected to reply to Slack messages on weekends?" over a page of questions and
+    answers (Sourcegraph handbook trial): the page's own question "Why is there so much
+    activity over the weekend on Slack?" holds the most of the asked words and opened the
+    answer, echoing a question instead of answering. A question the page asks is never
+    quoted; the unit after it, its answer, is scored for what the two share with the
+    question asked. Reverse proof: scored as a unit of its own, the page's question is
+    quoted."""
+    question = "Am I expected to reply to Slack messages on weekends?"
+    page = snippet("S1", WEEKENDS, "section=Remote work > FAQ")
+    units = quoted(answer(question, page))
+    assert not [u for u in units if u.endswith("?")], units
+    assert any(u.startswith("There is no expectation") for u in units), units
+    monkeypatch.setattr(extractive, "_asks", lambda unit: False)
+    assert any(u.endswith("?") for u in quoted(answer(question, page)))

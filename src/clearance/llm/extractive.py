@@ -971,6 +971,11 @@ def _score(
     return _SUBJECT * (len(held) - period) + period
 
 
+def _asks(unit: _Unit) -> bool:
+    """Whether ``unit`` is a question of the page's own (a sentence of prose ending in "?")."""
+    return unit.group is None and unit.text.rstrip().endswith(("?", "？"))
+
+
 def _contradicts(question: set[str], terms: set[str]) -> bool:
     """Whether a unit says the opposite of a word of the question and never the word itself:
     "12 weeks of unpaid leave" does not answer "How many weeks of paid leave?"."""
@@ -1067,6 +1072,7 @@ class ExtractiveProvider:
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
         for s_index, snippet_units in enumerate(units):
+            asked = 0  # the score of a question the page asks, for the unit answering it
             for u_index, unit in enumerate(snippet_units):
                 if unit.header or _MARKER.search(unit.text):
                     continue
@@ -1076,6 +1082,13 @@ class ExtractiveProvider:
                 score = _score(
                     question, unit, defined.get(request.snippets[s_index].doc_id), named, counting
                 )
+                score, asked = max(score, asked), 0
+                if _asks(unit):
+                    # A page's own question ("Is there an expectation to work over the
+                    # weekends?") is what it answers next, never an answer: the unit after it
+                    # is quoted for what the two share with the question asked.
+                    asked = score
+                    continue
                 if score == 0 and stating_only and _NUMBER.search(_without_marker(unit.text)):
                     # Looking again for an amount: a sentence stating one under a heading
                     # that names what is asked ("年次健康診断 — 主な機能": "GitLab は年間最大
