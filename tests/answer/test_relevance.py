@@ -200,6 +200,21 @@ def test_relevance_settings_are_read_and_checked() -> None:
             {"countri", "work", "temporarili", "travel"},
         ),
         ("I got married, how do I update my surname?", {"got"}, {"marri", "updat", "surnam"}),
+        # "How far back does it go" asks for a point in time, and "i.e." restates: "go",
+        # "back" and the letters of "i.e." held over half the weight (GitLab set, probe
+        # split: the README's data-start dates were refused).
+        (
+            "How far back does the actuals file go, i.e. for other categories?",
+            {"far", "back", "go", "e"},
+            {"actual", "file", "categori"},
+        ),
+        # "actually" and "quite" are no function words: their index forms are words that
+        # name something (Sourcegraph handbook trial: "quit" weighed nothing).
+        (
+            "What happens to my health insurance after I quit?",
+            {"happen", "my"},
+            {"health", "insur", "after", "quit"},
+        ),
         # 何 asks what or how many, as 什么 and 几 do; 週 and 間 are what is counted (GitLab
         # handbook case: "何週間休めますか" gave 何 a fifth of the weight). No pair is held
         # here, so each is weighed as its characters.

@@ -912,3 +912,36 @@ def test_a_question_the_page_asks_is_never_quoted_as_the_answer(
     assert any(u.startswith("There is no expectation") for u in units), units
     monkeypatch.setattr(extractive, "_asks", lambda unit: False)
     assert any(u.endswith("?") for u in quoted(answer(question, page)))
+
+
+ACTUALS_FILE = (
+    "Fannie Mae and Freddie Mac Outlays\n"
+    "This affects the Total Outlays, the Mandatory category and Other Mandatory subcategory "
+    "of outlays, as well as the deficit projections."
+)
+ACTUALS_DATES = (
+    "2. actuals.csv\n"
+    "This file contains actual outlay, revenue, deficit, and debt data.\n"
+    "   - For Total Outlays, data begin in fiscal year 1984. For every other category, data "
+    "start in 1989.\n"
+    "   - For revenues, data begin in fiscal year 1982."
+)
+
+
+def test_how_far_back_opens_with_the_unit_stating_when() -> None:
+    """ "How far back does the actuals file go for outlay categories other than total
+    outlays?" (GitLab set, probe split): a note on the Fannie Mae outlays holds as many of
+    the question's words as the item saying when the data start, and came first; how far
+    back is a quantity asked, answered by the unit stating it. Reverse proof: asked which
+    categories the note affects, no date opens the answer."""
+    note = snippet("S1", ACTUALS_FILE, "section=Technical Data Notes", "files:readme.md")
+    dates = snippet("S2", ACTUALS_DATES, "section=Input Data Descriptions", "files:readme.md")
+    question = (
+        "How far back does the actuals file go for outlay categories other than total outlays?"
+    )
+    units = quoted(answer(question, note, dates))
+    assert "start in 1989" in units[0], units
+    which = quoted(
+        answer("Which outlay categories other than total outlays does it affect?", note, dates)
+    )
+    assert "1989" not in which[0], which

@@ -128,7 +128,9 @@ _FRAME_WORDS = frozenset(
 )
 # English function words: they hold a sentence together and name nothing, so a snippet
 # that lacks them lacks no evidence ("What happens if I am off sick and don't tell my
-# supervisor?" is about being off sick and telling a supervisor). Index forms.
+# supervisor?" is about being off sick and telling a supervisor). Index forms; not
+# "actually" nor "quite", whose index forms "actual" and "quit" name something ("the
+# actuals file", "after I quit").
 _FUNCTION_WORDS = frozenset(
     document_terms(
         """if am was were been being had having don't doesn't didn't isn't aren't wasn't
@@ -137,7 +139,7 @@ _FUNCTION_WORDS = frozenset(
         those there here then than so not no just only very too else what which who whom
         whose when where why into onto again further once same other own such both each
         few more most some nor or but because while until whether even ever still yet
-        already really actually quite rather perhaps maybe got gotten might"""
+        already really rather perhaps maybe got gotten might go goes went gone going"""
     )
 )
 _FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么何")
@@ -169,7 +171,11 @@ _HOW_DOES_IT_WORK = re.compile(
 
 # "How long must I …?", "how far in advance": the word after "how" names the form the
 # answer takes (a duration, a distance), as "much" and "many" do, not what it is about.
-_HOW_FORM = re.compile(r"\b(how)\s+(?:long|far|often|soon|big|large|high|old)\b", re.IGNORECASE)
+_HOW_FORM = re.compile(
+    r"\b(how)\s+(?:long|far(?:\s+back)?|often|soon|big|large|high|old)\b", re.IGNORECASE
+)
+# "i.e." and "e.g." introduce a restatement or an example: their letters name nothing.
+_LATIN_ABBREVIATION = re.compile(r"\b(?:i\.\s?e|e\.\s?g)\.", re.IGNORECASE)
 
 
 # The asker's own circumstance closing a question: "… on my laptop?", "… from my phone".
@@ -202,6 +208,7 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     CJK back-off, the asker's circumstance and words of change). Empty when the question
     has no term."""
     question = _HOW_FORM.sub(r"\1", _HOW_DOES_IT_WORK.sub(r"\1", question))
+    question = _LATIN_ABBREVIATION.sub(" ", question)
     names = {t for word in _CAPITALS.findall(question) for t in search_terms(word)}
     terms = [t for t in kana_free(search_terms(question)) if not _frame(t) or t in names]
     own = _OWN_CIRCUMSTANCE.search(question)

@@ -794,7 +794,7 @@ def _is_period_word(term: str) -> bool:
 # The word after "how" that names the form of the answer (an amount, a count, a duration),
 # not what it is about: "how much spend you have left" answers no "How much can I spend?".
 _HOW_FORM = re.compile(
-    r"\bhow\s+(much|many|long|far|often|soon|big|large|high|old)\b", re.IGNORECASE
+    r"\bhow\s+(much|many|long|far(?:\s+back)?|often|soon|big|large|high|old)\b", re.IGNORECASE
 )
 
 
@@ -1114,10 +1114,11 @@ class ExtractiveProvider:
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
         candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
-        if _ASKS_AMOUNT.search(request.question):
-            # How much is asked: the answer opens with the best unit stating an amount ("We
-            # expect new teammates to spend up to $2,000"), not with a pointer to where the
-            # budget is looked up; one continuing the best unit's sentence stays after it.
+        if counting or _ASKS_AMOUNT.search(request.question):
+            # How much, how many or how far back is asked: the answer opens with the best unit
+            # stating a number ("We expect new teammates to spend up to $2,000"), not with a
+            # pointer to where the budget is looked up; one continuing the best unit's
+            # sentence stays after it.
             stating = next(
                 (
                     c
