@@ -945,3 +945,43 @@ def test_how_far_back_opens_with_the_unit_stating_when() -> None:
         answer("Which outlay categories other than total outlays does it affect?", note, dates)
     )
     assert "1989" not in which[0], which
+
+
+EMBARGOED = (
+    "Embargoed countries\n"
+    "We cannot support or employ candidates or teammates in any of these countries due to "
+    "U.S. embargoes and sanctions. This includes work while traveling for personal reasons.\n"
+    "- Cuba\n"
+    "- Iran\n"
+    "- North Korea"
+)
+
+
+def test_an_answer_never_opens_with_a_sentence_pointing_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Which countries can't I work from, even temporarily while travelling?" (Sourcegraph
+    handbook trial): the sentence holding most of the question's words is "This includes
+    work while traveling for personal reasons.", whose "This" is the rule the sentence
+    before it states; the answer opened with it and never said what "this" was. The sentence
+    it points back to is quoted before it. Reverse proof: without that step the answer
+    opens with "This includes"."""
+    question = "Which countries can't I work from, even temporarily while travelling?"
+    page = snippet("S1", EMBARGOED, "section=Nomad life > Embargoed countries", "files:nomad.md")
+    units = quoted(answer(question, page))
+    assert units[0].startswith("We cannot support or employ candidates"), units
+    assert units[1].startswith("This includes work while traveling"), units
+    assert "Cuba" in " ".join(units), units
+    monkeypatch.setattr(extractive, "_with_antecedent", lambda *args: None)
+    assert quoted(answer(question, page))[0].startswith("This includes"), answer(question, page)
+
+
+def test_what_a_chunk_opens_with_is_no_antecedent() -> None:
+    """A chunk may open with the end of a sentence its cut left ("ンバウンド需要の増加…"):
+    that is not quoted before the sentence pointing back to it ("このような経営環境の下で…")."""
+    text = (
+        "ンバウンド需要の増加などもあり景気は緩やかに回復しております。"
+        "このような経営環境の下で、当期の連結売上高は1兆1,599億円となりました。"
+    )
+    units = quoted(answer("当期の連結売上高は?", snippet("S1", text)))
+    assert units and units[0].startswith("このような経営環境"), units

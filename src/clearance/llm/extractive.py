@@ -871,6 +871,41 @@ def _with_quantity(
 _ASKS_WHICH = re.compile(r"^\W*which\b|^\W*what\s+are\b|どの|哪些", re.IGNORECASE)
 
 
+# A sentence opening with a word that points back ("This includes work while traveling",
+# "They are paid at …", "この休暇は…"): what it points to is in the sentence before it. Not
+# "It", which opens as many sentences pointing nowhere ("It is important to …").
+_POINTS_BACK = re.compile(
+    r"^(?:(?:This|These|That|Those|They|Such|Its|Their)\b|この|これ|その|それ|此|该|這|这)"
+)
+
+
+def _with_antecedent(
+    chosen: list[Quote],
+    at: list[tuple[int, int] | None],
+    units: Sequence[Sequence[_Unit]],
+    quoted: set[tuple[int, int]],
+    snippets: Sequence[Snippet],
+) -> None:
+    """An answer opening with a sentence that points back ("This includes work while
+    traveling for personal reasons.") opens with the sentence of prose before it instead
+    ("We cannot support or employ teammates in any of these countries …"), where the snippet
+    holds one that is not quoted yet. In place."""
+    if not chosen or at[0] is None or not _POINTS_BACK.match(chosen[0].sentence.lstrip()):
+        return
+    s_index, u_index = at[0]
+    before = (s_index, u_index - 1)
+    if u_index == 0 or before in quoted:
+        return
+    unit = units[s_index][u_index - 1]
+    if unit.group is not None or unit.lead is not None or unit.header or _asks(unit):
+        return
+    if u_index == 1 and snippets[s_index].text.lstrip().startswith(unit.text.strip()):
+        return  # what opens a chunk may be half a sentence its cut left: it explains nothing
+    quoted.add(before)
+    chosen.insert(0, Quote(snippets[s_index].ref, unit.text, 0))
+    at.insert(0, before)
+
+
 def _with_the_list(
     chosen: list[Quote],
     at: Sequence[tuple[int, int] | None],
@@ -1223,6 +1258,7 @@ class ExtractiveProvider:
                 ref = request.snippets[m[0]].ref
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
                 at.append(m)
+        _with_antecedent(chosen, at, units, quoted, request.snippets)
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
         elif _ASKS_WHICH.search(request.question):
