@@ -985,3 +985,31 @@ def test_what_a_chunk_opens_with_is_no_antecedent() -> None:
     )
     units = quoted(answer("当期の連結売上高は?", snippet("S1", text)))
     assert units and units[0].startswith("このような経営環境"), units
+
+
+REVIEWS = (
+    "Performance reviews\n"
+    "You'll meet with your manager for formal performance reviews. When you're new, you'll "
+    "meet at the 3-month, 6-month, and 1-year marks."
+)
+SUPPORT_MANAGER = (
+    "Category: Mastery | Customer Support Manager (M1): Oversees performance management for "
+    "a team of 2-4 reps. Runs 3/6/12 performance reviews."
+)
+
+
+def test_how_often_is_not_answered_by_any_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "How often will my manager review my performance?" (37signals handbook trial): a
+    support manager's job table row states "3/6/12 performance reviews"; put first as the
+    unit stating a number, it opened the answer about someone else's job. How often and how
+    long are answered in the best unit's order; only how much, how many and how far back
+    open with a number. Reverse proof: with every quantity question opening with a number,
+    the row opens the answer."""
+    question = "How often will my manager review my performance?"
+    prose = snippet("S1", REVIEWS, "section=Your first year > Performance reviews")
+    row = snippet(
+        "S2", SUPPORT_MANAGER, "section=Support > Roles,table=1,row=Mastery", "files:r.md"
+    )
+    assert quoted(answer(question, prose, row))[0].startswith("You'll meet with your manager")
+    monkeypatch.setattr(extractive, "_ASKS_SINCE", re.compile(r"how\s+often", re.IGNORECASE))
+    assert quoted(answer(question, prose, row))[0].startswith("Category: Mastery")

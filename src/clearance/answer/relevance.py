@@ -134,7 +134,9 @@ _FRAME_WORDS = frozenset(
 _FUNCTION_WORDS = frozenset(
     document_terms(
         """if am was were been being had having don't doesn't didn't isn't aren't wasn't
-        weren't won't wouldn't can't cannot couldn't shouldn't i'm i've i'd i'll we our ours
+        weren't won't wouldn't can't cannot couldn't shouldn't haven't hasn't hadn't mustn't
+        needn't shan't you're we're they're you've we've they've you'll we'll they'll he's
+        she's i'm i've i'd i'll we our ours
         you your yours they them their theirs he him his she her hers its this that these
         those there here then than so not no just only very too else what which who whom
         whose when where why into onto again further once same other own such both each

@@ -798,6 +798,10 @@ _HOW_FORM = re.compile(
 )
 
 
+# A question asking since when: "How far back does the actuals file go?"
+_ASKS_SINCE = re.compile(r"\bhow\s+far\s+back\b|\bsince\s+when\b", re.IGNORECASE)
+
+
 # A question asking how much, how many or how long, and a quantity a sentence states.
 _ASKS_QUANTITY = re.compile(
     r"\bhow\s+(?:much|many|long|often|far|large|big|high)\b"
@@ -1149,16 +1153,19 @@ class ExtractiveProvider:
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
         candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
-        if counting or _ASKS_AMOUNT.search(request.question):
+        if _ASKS_AMOUNT.search(request.question) or _ASKS_SINCE.search(request.question):
             # How much, how many or how far back is asked: the answer opens with the best unit
             # stating a number ("We expect new teammates to spend up to $2,000"), not with a
             # pointer to where the budget is looked up; one continuing the best unit's
-            # sentence stays after it.
+            # sentence stays after it, and one scoring under three quarters of the best (a data
+            # file's rows beside the README's sentence) does not move. Not how often or how
+            # long: a unit stating any number ("Runs 3/6/12 performance reviews", a manager's
+            # job table) is no answer to them.
             stating = next(
                 (
                     c
                     for c in candidates
-                    if c[3] >= floor and _NUMBER.search(_without_marker(units[c[1]][c[2]].text))
+                    if c[3] >= elsewhere and _NUMBER.search(_without_marker(units[c[1]][c[2]].text))
                 ),
                 None,
             )
