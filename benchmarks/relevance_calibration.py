@@ -43,6 +43,7 @@ from clearance.answer.narrative import relevant_snippets
 from clearance.answer.relevance import RelevanceGate
 from clearance.app import Clearance
 from clearance.config import RelevanceSettings, load_settings
+from clearance.llm.embedding import EmbedderSimilarity
 from clearance.llm.multilingual import Similarity, get_similarity
 from clearance.retrieval.link_exit import to_snippets
 from clearance.retrieval.synonyms import NO_SYNONYMS
@@ -116,7 +117,8 @@ def judge_pairs(
             if app.embedder is not None
             else None
         )
-        judged = gate.judge(q["question"], snippets, stats, cosines, similarity)
+        sentences = EmbedderSimilarity(app.embedder) if app.embedder is not None else None
+        judged = gate.judge(q["question"], snippets, stats, cosines, similarity, sentences)
         labelled = [(d, True) for d in q["relevant"]] + [(d, False) for d in q["irrelevant"]]
         for doc_id, label in labelled:
             document = app.store.get_document(doc_id)
@@ -257,7 +259,8 @@ def main() -> None:
         )
     report(
         f"the defaults as answers run them (CJK in doubt: {defaults.multilingual} cosine ≥ "
-        f"{defaults.min_cosine_cjk}, coverage ≥ {defaults.min_coverage_cjk_with_cosine})",
+        f"{defaults.min_cosine_cjk}, coverage ≥ {defaults.min_coverage_cjk_with_cosine}; "
+        "other questions in doubt: the best sentence's cosine)",
         pairs,
         lambda p: p.judged,
     )

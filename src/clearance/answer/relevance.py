@@ -39,7 +39,10 @@ relevant when its coverage reaches ``min_coverage``. With
 one, the two signals are weighed together: ``coverage + cosine_weight * cosine`` must reach
 ``min_score`` and the coverage ``min_coverage_with_cosine``. So a press release that shares
 "release" and "window" with a question about release freeze windows (coverage 0.52, cosine
-0.13) is dropped with the embedder although coverage alone is close. What neither signal
+0.13) is dropped with the embedder although coverage alone is close. The chunk's cosine is
+diluted by what else the chunk says: where no snippet passes, the sentences of those that
+fall short on the cosine alone are embedded too, and the best sentence's cosine stands for
+the chunk's where it is higher (never a RESTRICTED snippet's). What neither signal
 sees is an answer in entirely other words (a customer record that answers a question about
 a litigation hold with "preserve all records"): that is refused. The defaults were
 calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` by
@@ -330,6 +333,8 @@ class Judgement:
 
 #: Coverage at which a document holds every weighed word of the question.
 _WHOLE = 0.999
+#: The sentences of one snippet the gate reads at most (a chunk holds a dozen or so).
+_SENTENCES_READ = 24
 
 
 class RelevanceGate:
@@ -346,12 +351,17 @@ class RelevanceGate:
         statistics: StatisticsFor,
         cosines: Mapping[str, float] | None = None,
         similarity: Similarity | None = None,
+        sentences: Similarity | None = None,
     ) -> list[Judgement]:
         """One judgement per snippet, in order. ``cosines`` maps chunk ids to the
         question's embedding cosine (ignored for a mostly-CJK question). ``similarity``
         (a multilingual model) reads, for a mostly-CJK question none of whose snippets
         passes on coverage, those whose coverage falls short of ``min_coverage_cjk`` but
         reaches ``min_coverage_cjk_with_cosine``; a RESTRICTED snippet is never shown to it.
+        ``sentences`` (the embedder), for any other question none of whose snippets passes,
+        reads the sentences of those that hold its terms, reach ``min_coverage_with_cosine``
+        and fall short on the cosine: the best sentence's cosine stands for the chunk's where
+        it is higher (see :meth:`_read_sentences`); never a RESTRICTED snippet's.
 
         Coverage is counted per document, over all of its snippets here: a question is
         often answered across two sections of one document (the escalation rule in one,
@@ -370,6 +380,7 @@ class RelevanceGate:
             by_document.setdefault(snippet.doc_id, set()).update(terms)
         out: list[Judgement] = []
         doubt: list[int] = []  # a CJK question's snippets for the multilingual model
+        diluted: list[int] = []  # the snippets whose cosine alone fell short
         floor = self.settings.min_coverage_cjk_with_cosine
         for snippet, terms in zip(snippets, held, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
@@ -385,11 +396,63 @@ class RelevanceGate:
             out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
             if cjk and terms and says_change and not relevant and coverage >= floor:
                 doubt.append(len(out) - 1)
+            elif (
+                cosine is not None
+                and terms
+                and says_change
+                and not relevant
+                and coverage >= self.settings.min_coverage_with_cosine
+            ):
+                diluted.append(len(out) - 1)
         if cjk and similarity is not None and doubt and not any(j.relevant for j in out):
             # Only against a refusal: where a passage holds the question's words, it is the
             # answer, and one merely near it in meaning (the October sales minutes beside
             # the pipeline sheet) would only add noise.
             out = self._read_in_doubt(question, out, doubt, similarity)
+        if sentences is not None and diluted and not any(j.relevant for j in out):
+            out = self._read_sentences(question, out, diluted, sentences)
+        return out
+
+    def _read_sentences(
+        self,
+        question: str,
+        judged: list[Judgement],
+        diluted: Sequence[int],
+        sentences: Similarity,
+    ) -> list[Judgement]:
+        """``judged`` with each snippet in ``diluted`` judged again on the cosine of its
+        sentence closest to the question, where that is higher than the whole chunk's. A
+        question worded as people ask it ("Am I allowed to move to another country and keep
+        working for the company?") is near the one sentence answering it ("You can work from
+        anywhere, but please be sure to inform your People Ops team when you move – especially
+        across state or country borders."), and far from the paragraph about the distributed
+        company that the hybrid search embedded with it (cosine 0.45, against 0.58).
+        Only sentences of four words or more count, at most :data:`_SENTENCES_READ` of each
+        snippet; a RESTRICTED snippet is never read, whatever ``diluted`` holds."""
+        shown = [i for i in diluted if not is_restricted(judged[i].snippet.sensitivity)]
+        parts = {
+            i: [t for t in split_sentences(judged[i].snippet.text) if len(t.split()) >= 4][
+                :_SENTENCES_READ
+            ]
+            for i in shown
+        }
+        passages = [t for i in shown for t in parts[i]]
+        if not passages:
+            return judged
+        try:
+            cosines = iter(sentences.similarity(question, passages))
+        except EmbeddingError as exc:
+            log.warning("embedder unavailable for the relevance gate: %s", exc.message)
+            return judged
+        out = list(judged)
+        for i in shown:
+            best = max((next(cosines) for _ in parts[i]), default=None)
+            j = judged[i]
+            if best is None or j.cosine is None or best <= j.cosine:
+                continue
+            out[i] = Judgement(
+                j.snippet, j.coverage, best, self.decide(j.coverage, best), j.snippet_holds_terms
+            )
         return out
 
     def _read_in_doubt(

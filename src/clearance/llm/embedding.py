@@ -44,6 +44,7 @@ __all__ = [
     "MINILM_TOKENIZER_SHA256",
     "Embedder",
     "EmbedderFactory",
+    "EmbedderSimilarity",
     "HashingEmbedder",
     "MiniLMEmbedder",
     "get_embedder",
@@ -85,6 +86,20 @@ class Embedder(Protocol):
 
 
 EmbedderFactory = Callable[[EmbeddingSettings], Embedder]
+
+
+class EmbedderSimilarity:
+    """An embedder as the relevance gate's ``similarity(question, passages)``: the cosine of
+    the question's vector with each passage's (vectors are unit length)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def similarity(self, question: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        vectors = self.embedder.embed([question, *passages])
+        return [float(v) for v in vectors[1:] @ vectors[0]]
 
 
 # --------------------------------------------------------------------------- helpers

@@ -281,12 +281,16 @@ class NarrativeRoute:
             if self.ctx.runtime.embedder is not None
             else None
         )
+        embedder = self.ctx.runtime.embedder
+        if embedder is not None:
+            from clearance.llm.embedding import EmbedderSimilarity  # loaded with the embedder
         judged = self.ctx.relevance.judge(
             request.masked,
             snippets,
             lambda terms: self.ctx.runtime.store.term_statistics(terms, flt),
             cosines,
             self.ctx.similarity,
+            EmbedderSimilarity(embedder) if embedder is not None else None,
         )
         return [j.snippet for j in judged if j.relevant]
 
