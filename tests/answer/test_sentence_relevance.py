@@ -10,7 +10,10 @@ Pinned here, each with its reverse proof:
 
 * a snippet whose best sentence is near the question passes; judged on the chunk's cosine
   alone, the same snippet is refused;
-* the sentences are only read against a refusal: where a snippet passes, they are not;
+* the sentences of other snippets are only read against a refusal: where a snippet
+  passes, they are not;
+* a sentence holding most of the question's words is judged on its own cosine: one that
+  merely shares the words is refused, where coverage alone let it pass;
 * RESTRICTED text is never embedded: a variant of the gate that forgets the check is caught
   by the same assertion;
 * an embedder that cannot run leaves the refusal standing;
@@ -46,9 +49,11 @@ REMOTELY = (
 )
 
 
-def snippet(ref: str, text: str, sensitivity: Sensitivity = Sensitivity.INTERNAL) -> Snippet:
+def snippet(
+    ref: str, text: str, sensitivity: Sensitivity = Sensitivity.INTERNAL, title: str = "Remotely"
+) -> Snippet:
     return Snippet(
-        ref, f"c-{ref}", f"doc-{ref}", "How we work", "section=Remotely", f"files:{ref}.md",
+        ref, f"c-{ref}", f"doc-{ref}", title, "section=Remotely", f"files:{ref}.md",
         text, sensitivity, "handbook", "human",
     )  # fmt: skip
 
@@ -92,7 +97,44 @@ def test_the_sentences_are_not_read_where_a_snippet_passes() -> None:
     )
     judged = judge(RelevanceGate(RelevanceSettings()), [whole, snippet("S1", REMOTELY)], sentences)
     assert judged[0].relevant
-    assert sentences.shown == []
+    assert not [p for p in sentences.shown if "distributed" in p or "anywhere" in p]
+
+
+README = (
+    "Please note that this company handbook may be updated at any time, and it's up to you to keep "
+    "abreast of those updates. If you're new to the company, welcome!"
+)
+
+
+class Far:
+    """The embedder: the handbook's note on its own updates is far from a question about
+    keeping the company updated on one's work."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+
+    def similarity(self, question: str, passages: Sequence[str]) -> list[float]:
+        self.shown.extend(passages)
+        return [0.1] * len(passages)
+
+
+def test_the_sentence_holding_the_question_is_judged_on_its_own_cosine() -> None:
+    """ "How do I keep the company updated on what I'm working on?" (37signals trial): one
+    sentence of the handbook's README holds "keep", "updated" and "company", and a sentence
+    holding most of the question's weight was judged on coverage alone. It is now judged on
+    that sentence's cosine, and a sentence merely sharing the words is refused. Reverse
+    proof: without the embedder, coverage alone lets it pass, as before."""
+    question = "How do I keep the company updated on what I'm working on?"
+    readme = snippet("S1", README, title="README")
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(200, dict.fromkeys(terms, 10))
+
+    gate = RelevanceGate(RelevanceSettings())
+    far = Far()
+    judged = gate.judge(question, [readme], stats, {"c-S1": 0.1}, None, far)
+    assert far.shown and not judged[0].relevant
+    assert gate.judge(question, [readme], stats, {"c-S1": 0.1}, None, None)[0].relevant
 
 
 def shown_restricted(gate: RelevanceGate) -> list[str]:
@@ -176,3 +218,30 @@ def test_through_the_answer_path_the_paraphrase_is_answered(
     # Reverse proof: a gate that reads no sentences refuses the paraphrase.
     monkeypatch.setattr(RelevanceGate, "_read_sentences", lambda self, q, judged, *a: judged)
     assert app.ask(QUESTION, "ana").status is Status.NO_AUTHORIZED_SOURCE
+
+
+def test_a_restricted_sentence_holding_the_question_is_never_embedded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sentence holding most of a question's words is embedded to judge it, except in a
+    RESTRICTED snippet, which keeps the coverage judgement. Reverse proof: a gate that
+    forgets the sensitivity check embeds the board's sentence."""
+    question = "How do I keep the company updated on what I'm working on?"
+    board = snippet(
+        "S9",
+        "The board asks how to keep the company updated on the work of the Tamarind review.",
+        Sensitivity.RESTRICTED,
+        title="Board minutes",
+    )
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(200, dict.fromkeys(terms, 10))
+
+    def shown() -> list[str]:
+        far = Far()
+        RelevanceGate(RelevanceSettings()).judge(question, [board], stats, {"c-S9": 0.1}, None, far)
+        return far.shown
+
+    assert shown() == []
+    monkeypatch.setattr(relevance_module, "is_restricted", lambda label: False)
+    assert [p for p in shown() if "Tamarind" in p]

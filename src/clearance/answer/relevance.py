@@ -31,7 +31,10 @@ material the caller may read, so a hidden document can change neither:
   computed one (:attr:`~clearance.model.SearchHit.cosine`) and the question is not mostly
   CJK (the bundled model is English-only; on Japanese it ranks near chance). The cosine
   is the whole chunk's, which a long list dilutes: a snippet with one sentence or list
-  item holding more than 70 % of the question's IDF mass is judged on coverage alone.
+  item holding more than 70 % of the question's IDF mass is judged on that sentence's own
+  cosine where higher (a sentence merely sharing the words, "it's up to you to keep abreast
+  of those updates" for "How do I keep the company updated on what I'm working on?", is
+  then refused), or on coverage alone where no embedder reads sentences.
 
 A mostly-CJK question is relevant when its coverage reaches ``min_coverage_cjk`` (character
 pairs match by chance more often than words). Otherwise, without a cosine, a snippet is
@@ -303,15 +306,16 @@ def _stated(held: set[str], used: Sequence[Used]) -> set[str]:
 
 def _in_one_sentence(
     text: str, weights: Mapping[str, float], total: float, used: Sequence[Used]
-) -> bool:
-    """Whether one sentence of ``text`` holds most of the question's IDF mass (more than
+) -> list[str]:
+    """The sentences of ``text`` that each hold most of the question's IDF mass (more than
     :data:`_TOGETHER`): "C. Mailing cost associated with filing travel vouchers …" for
     "Can I claim the cost of mailing my travel voucher?"."""
+    out = []
     for sentence in split_sentences(text):
         held = _stated(set(document_terms(sentence)), used) & weights.keys()
         if _share(weights, total, held) > _TOGETHER:
-            return True
-    return False
+            out.append(sentence)
+    return out
 
 
 #: The share of the question's IDF mass one sentence must hold for :func:`_in_one_sentence`.
@@ -385,11 +389,21 @@ class RelevanceGate:
         for snippet, terms in zip(snippets, held, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
             cosine = cosines.get(snippet.chunk_id) if use_cosine and cosines else None
-            if cosine is not None and _in_one_sentence(snippet.text, weights, total, used):
+            together = (
+                _in_one_sentence(snippet.text, weights, total, used) if cosine is not None else []
+            )
+            if together and (sentences is None or is_restricted(snippet.sensitivity)):
                 # The question's words standing together in one sentence are the evidence
                 # a cosine over the whole chunk only approximates, and a long chunk (a list
                 # of a dozen expenses) dilutes: judged on coverage, as without an embedder.
                 cosine = None
+            elif together and sentences is not None and cosine is not None:
+                # ... and that sentence's own cosine says whether it is about the question
+                # or merely shares its words. RESTRICTED text is never embedded (above).
+                try:
+                    cosine = max(cosine, *sentences.similarity(question, together))
+                except EmbeddingError:
+                    cosine = None
             # A question about a change is answered by a passage that says one happened.
             says_change = CHANGE not in weights or CHANGE in terms
             relevant = bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk)
