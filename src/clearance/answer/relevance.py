@@ -402,7 +402,8 @@ class RelevanceGate:
                 # or merely shares its words. RESTRICTED text is never embedded (above).
                 try:
                     cosine = max(cosine, *sentences.similarity(question, together))
-                except EmbeddingError:
+                except EmbeddingError as exc:  # judged on coverage, as without an embedder
+                    log.warning("embedder unavailable for the relevance gate: %s", exc.message)
                     cosine = None
             # A question about a change is answered by a passage that says one happened.
             says_change = CHANGE not in weights or CHANGE in terms
