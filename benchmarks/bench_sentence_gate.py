@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "heldout"))
 
 import run as heldout  # noqa: E402
+from bench_multilingual_gate import percentile  # noqa: E402
 
 import clearance.llm.embedding as embedding  # noqa: E402
 from clearance.analysis import cjk_share  # noqa: E402
@@ -54,11 +55,6 @@ class Counted:
         Counted.calls += 1
         Counted.sentences += len(passages)
         return out
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:

@@ -55,6 +55,22 @@ HIDDEN: dict[str, str] = {
 }
 
 
+def staff_handbook(
+    root: Path, pages: Mapping[str, str], settings: Any, store: Any, directory: Path
+) -> Clearance:
+    """An engine over one folder of ``pages`` (name → text) that group ``staff`` may read,
+    ingested, with ``directory`` synced: a handbook as a company publishes one."""
+    folder = root / "handbook"
+    folder.mkdir(parents=True)
+    (folder / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
+    for name, text in pages.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    engine = Clearance(settings, store)
+    assert engine.ingest([folder]).failed == []
+    engine.sync_directory(directory)
+    return engine
+
+
 def readable(persona: str) -> frozenset[str]:
     """What the oracle says ``persona`` may retrieve."""
     return frozenset(PERSONAS[persona]["expected_docs"])

@@ -10,7 +10,6 @@ reverse proof, with the label read as a topic of its own (as before), it is not.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from clearance.app import Clearance
 from clearance.config import Settings
 from clearance.ingest.loaders.common import Outline
 from clearance.store.sqlite import SQLiteStore
+
+from .conftest import staff_handbook
 
 PAGES = {
     "health.md": """# Health benefits
@@ -55,18 +56,6 @@ You can work from anywhere. The company pays part of your home internet each mon
 QUESTION = "How much is the annual health check allowance?"
 
 
-def build(root: Path, settings: Settings, store: SQLiteStore, directory: Path) -> Clearance:
-    folder = root / "handbook"
-    folder.mkdir(parents=True)
-    (folder / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
-    for name, text in PAGES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    engine = Clearance(settings, store)  # the default reader: passages quoted, no model
-    assert engine.ingest([folder]).failed == []
-    engine.sync_directory(directory)
-    return engine
-
-
 def ask(
     tmp_path: Path,
     settings_factory: Callable[..., Settings],
@@ -74,7 +63,8 @@ def ask(
     write_directory: Callable[..., Path],
 ) -> tuple[Clearance, str]:
     directory = write_directory(tmp_path / "directory.json", {"ana": ["staff"]})
-    engine = build(tmp_path / "corpus", settings_factory(), store, directory)
+    # the default reader: passages quoted, no model
+    engine = staff_handbook(tmp_path / "corpus", PAGES, settings_factory(), store, directory)
     result = engine.ask(QUESTION, "ana")
     assert result.status in (Status.ANSWERED, Status.NO_AUTHORIZED_SOURCE), result.answer
     return engine, result.answer

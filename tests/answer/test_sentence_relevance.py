@@ -23,7 +23,6 @@ Pinned here, each with its reverse proof:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -32,13 +31,14 @@ import pytest
 import clearance.answer.relevance as relevance_module
 from clearance.answer.relevance import RelevanceGate
 from clearance.answer.result import Status
-from clearance.app import Clearance
 from clearance.config import RelevanceSettings, Settings
 from clearance.errors import EmbeddingError
 from clearance.llm.base import Snippet
 from clearance.model import Sensitivity
 from clearance.store.base import TermStatistics
 from clearance.store.sqlite import SQLiteStore
+
+from .conftest import staff_handbook
 
 QUESTION = "Am I allowed to move to another country and keep working for the company?"
 REMOTELY = (
@@ -185,23 +185,6 @@ HANDBOOK = {
 }
 
 
-def build(
-    root: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-) -> Clearance:
-    handbook = root / "handbook"
-    handbook.mkdir(parents=True)
-    (handbook / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
-    for name, text in HANDBOOK.items():
-        (handbook / name).write_text(text, encoding="utf-8")
-    engine = Clearance(settings_factory({"embedding": {"provider": "minilm"}}), store)
-    assert engine.ingest([handbook]).failed == []
-    engine.sync_directory(write_directory(root / "directory.json", {"ana": ["staff"]}))
-    return engine
-
-
 def test_through_the_answer_path_the_paraphrase_is_answered(
     tmp_path: Path,
     settings_factory: Callable[..., Settings],
@@ -209,7 +192,9 @@ def test_through_the_answer_path_the_paraphrase_is_answered(
     write_directory: Callable[..., Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    app = build(tmp_path / "corpus", settings_factory, store, write_directory)
+    settings = settings_factory({"embedding": {"provider": "minilm"}})
+    directory = write_directory(tmp_path / "directory.json", {"ana": ["staff"]})
+    app = staff_handbook(tmp_path / "corpus", HANDBOOK, settings, store, directory)
     result = app.ask(QUESTION, "ana")
     assert result.status is Status.ANSWERED, result.answer
     assert "work from anywhere" in result.answer
