@@ -386,25 +386,10 @@ class RelevanceGate:
         doubt: list[int] = []  # a CJK question's snippets for the multilingual model
         diluted: list[int] = []  # the snippets whose cosine alone fell short
         floor = self.settings.min_coverage_cjk_with_cosine
-        for snippet, terms in zip(snippets, held, strict=True):
+        chunk = [cosines.get(s.chunk_id) if use_cosine and cosines else None for s in snippets]
+        near = self._with_sentences_together(question, snippets, chunk, weights, used, sentences)
+        for snippet, terms, cosine in zip(snippets, held, near, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
-            cosine = cosines.get(snippet.chunk_id) if use_cosine and cosines else None
-            together = (
-                _in_one_sentence(snippet.text, weights, total, used) if cosine is not None else []
-            )
-            if together and (sentences is None or is_restricted(snippet.sensitivity)):
-                # The question's words standing together in one sentence are the evidence
-                # a cosine over the whole chunk only approximates, and a long chunk (a list
-                # of a dozen expenses) dilutes: judged on coverage, as without an embedder.
-                cosine = None
-            elif together and sentences is not None and cosine is not None:
-                # ... and that sentence's own cosine says whether it is about the question
-                # or merely shares its words. RESTRICTED text is never embedded (above).
-                try:
-                    cosine = max(cosine, *sentences.similarity(question, together))
-                except EmbeddingError as exc:  # judged on coverage, as without an embedder
-                    log.warning("embedder unavailable for the relevance gate: %s", exc.message)
-                    cosine = None
             # A question about a change is answered by a passage that says one happened.
             says_change = CHANGE not in weights or CHANGE in terms
             relevant = bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk)
@@ -426,6 +411,46 @@ class RelevanceGate:
             out = self._read_in_doubt(question, out, doubt, similarity)
         if sentences is not None and diluted and not any(j.relevant for j in out):
             out = self._read_sentences(question, out, diluted, sentences)
+        return out
+
+    @staticmethod
+    def _with_sentences_together(
+        question: str,
+        snippets: Sequence[Snippet],
+        cosines: Sequence[float | None],
+        weights: Mapping[str, float],
+        used: Sequence[Used],
+        sentences: Similarity | None,
+    ) -> list[float | None]:
+        """Each snippet's cosine, but where one of its sentences holds most of the question's
+        IDF mass (:func:`_in_one_sentence`). The question's words standing together in one
+        sentence are the evidence a cosine over the whole chunk only approximates, and a
+        long chunk (a list of a dozen expenses) dilutes; that sentence's own cosine, where
+        higher, says whether it is about the question or merely shares its words. Every such
+        sentence is embedded in one call. Judged on coverage alone (``None``) without an
+        embedder, for a RESTRICTED snippet (never embedded), or when the embedder fails."""
+        total = sum(weights.values())
+        together = [
+            _in_one_sentence(s.text, weights, total, used) if c is not None else []
+            for s, c in zip(snippets, cosines, strict=True)
+        ]
+        out = [None if t else c for t, c in zip(together, cosines, strict=True)]
+        read = [
+            i
+            for i, t in enumerate(together)
+            if t and sentences is not None and not is_restricted(snippets[i].sensitivity)
+        ]
+        if not read or sentences is None:
+            return out
+        try:
+            near = iter(sentences.similarity(question, [t for i in read for t in together[i]]))
+        except EmbeddingError as exc:  # judged on coverage, as without an embedder
+            log.warning("embedder unavailable for the relevance gate: %s", exc.message)
+            return out
+        for i in read:
+            best = max(next(near) for _ in together[i])
+            chunk = cosines[i]
+            out[i] = best if chunk is None else max(chunk, best)
         return out
 
     def _read_sentences(
