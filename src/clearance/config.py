@@ -839,8 +839,9 @@ class RelevanceSettings:
     ``min_score`` and the coverage reaches ``min_coverage_with_cosine``. A mostly-CJK
     question (no cosine: the embedder is English-only) needs ``min_coverage_cjk``, since
     character pairs match by chance more often than words, or, with a ``multilingual``
-    model, ``min_coverage_cjk_with_cosine`` and that model's cosine ``min_cosine_cjk``.
-    Calibrated by benchmarks/relevance_calibration.py."""
+    model, ``min_coverage_cjk_with_cosine`` and that model's cosine ``min_cosine_cjk``,
+    and to be the snippet nearest the question. Calibrated by
+    benchmarks/relevance_calibration.py."""
 
     __pydantic_config__ = _TABLE
 
@@ -853,7 +854,7 @@ class RelevanceSettings:
         str,
         _check(lambda v: v in MULTILINGUAL_MODELS, 'must be "e5" or "none", got {value!r}'),
     ] = "e5"
-    min_coverage_cjk_with_cosine: Share = 0.4
+    min_coverage_cjk_with_cosine: Share = 0.3
     min_cosine_cjk: Share = 0.86
 
 

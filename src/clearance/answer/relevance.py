@@ -159,6 +159,18 @@ _FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多
 _MIN_CHUNKS = 50
 
 
+# A year and the words of a fiscal calendar say when, not what: a results deck's title slide
+# ("2025年度 決算説明資料 … 2026年5月14日") shares only "2026" and "年度" with a question
+# about the 2026年度 domestic pipeline.
+_WHEN = frozenset(["年度", "年间", "年間", "半期", "上期", "下期", "四半", "半年", "季度"])
+
+
+def _names_what(terms: set[str]) -> bool:
+    """Whether ``terms`` (those of a question a snippet holds) hold one that names what is
+    asked about, not only when: a number or a calendar word (:data:`_WHEN`) is not one."""
+    return any(not t.isdigit() and t not in _WHEN for t in terms)
+
+
 def _is_cjk_pair(term: str) -> bool:
     return len(term) == 2 and cjk_share(term) == 1.0
 
@@ -339,6 +351,8 @@ class Judgement:
 _WHOLE = 0.999
 #: The sentences of one snippet the gate reads at most (a chunk holds a dozen or so).
 _SENTENCES_READ = 24
+#: How far below the nearest snippet in doubt another may be and still be taken with it.
+_NEAREST_MARGIN = 0.005
 
 
 class RelevanceGate:
@@ -361,7 +375,9 @@ class RelevanceGate:
         question's embedding cosine (ignored for a mostly-CJK question). ``similarity``
         (a multilingual model) reads, for a mostly-CJK question none of whose snippets
         passes on coverage, those whose coverage falls short of ``min_coverage_cjk`` but
-        reaches ``min_coverage_cjk_with_cosine``; a RESTRICTED snippet is never shown to it.
+        reaches ``min_coverage_cjk_with_cosine`` and that hold a term naming what is asked,
+        not only when (:func:`_names_what`); the nearest passes (:meth:`_read_in_doubt`). A
+        RESTRICTED snippet is never shown to it.
         ``sentences`` (the embedder), for any other question none of whose snippets passes,
         reads the sentences of those that hold its terms, reach ``min_coverage_with_cosine``
         and fall short on the cosine: the best sentence's cosine stands for the chunk's where
@@ -394,7 +410,7 @@ class RelevanceGate:
             says_change = CHANGE not in weights or CHANGE in terms
             relevant = bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk)
             out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
-            if cjk and terms and says_change and not relevant and coverage >= floor:
+            if cjk and _names_what(terms) and says_change and not relevant and coverage >= floor:
                 doubt.append(len(out) - 1)
             elif (
                 cosine is not None
@@ -505,25 +521,30 @@ class RelevanceGate:
         """``judged`` with each snippet in ``doubt`` (a CJK question's snippet that holds
         some of its terms, says a change where one is asked, and whose document's coverage
         reaches ``min_coverage_cjk_with_cosine`` but not ``min_coverage_cjk``) judged by
-        ``similarity`` too: a cosine reaching ``min_cosine_cjk`` makes it relevant. A
-        RESTRICTED snippet is never read, whatever ``doubt`` holds."""
+        ``similarity`` too: of those whose cosine reaches ``min_cosine_cjk``, the nearest the
+        question is relevant (with any within :data:`_NEAREST_MARGIN` of it). The model
+        ranks what the characters could not, and places every passage about the question's
+        topic near it: asked when statutory annual leave starts, the leave overview (0.877),
+        the jury-duty pay (0.865) and the maternity leave (0.869) all reach the threshold,
+        and only the first answers. A RESTRICTED snippet is never read, whatever ``doubt``
+        holds."""
         s = self.settings
         shown = [i for i in doubt if not is_restricted(judged[i].snippet.sensitivity)]
         if not shown:
             return judged
         passages = [f"{judged[i].snippet.title}\n{judged[i].snippet.text}" for i in shown]
         try:
-            cosines = similarity.similarity(question, passages)
+            cosines = dict(zip(shown, similarity.similarity(question, passages), strict=True))
         except EmbeddingError as exc:
             # A model that cannot run adds nothing: the coverage judgement stands (closed).
             log.warning("multilingual relevance model unavailable: %s", exc.message)
             return judged
+        top = max(cosines.values())
         out = list(judged)
-        for i, cosine in zip(shown, cosines, strict=True):
+        for i, cosine in cosines.items():
             j = judged[i]
-            out[i] = Judgement(
-                j.snippet, j.coverage, cosine, cosine >= s.min_cosine_cjk, j.snippet_holds_terms
-            )
+            relevant = cosine >= s.min_cosine_cjk and cosine >= top - _NEAREST_MARGIN
+            out[i] = Judgement(j.snippet, j.coverage, cosine, relevant, j.snippet_holds_terms)
         return out
 
     def decide(self, coverage: float, cosine: float | None, *, cjk: bool = False) -> bool:
