@@ -19,7 +19,6 @@ schema is versioned (:mod:`.pg_schema`); a store opened on an older schema refus
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -40,14 +39,14 @@ from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermSta
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
     CHUNK_COLUMNS,
-    DOC_COLUMNS,
     SqlStore,
     allowed_facts_sql,
     check_upsert,
     chunk_row,
-    document_row,
-    insert_acl,
+    delete_document,
+    insert_document,
     insert_facts,
+    marks,
     merge_patch,
     refuse_other_width,
 )
@@ -361,47 +360,32 @@ class PostgresStore(SqlStore):
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (document.doc_id,)
             )
-            self._delete_in(conn, document.doc_id)
+            db = QmarkConnection(conn)
+            delete_document(db, document.doc_id)
             if width is not None:
                 refuse_other_width(document.doc_id, width, self._vector_dims(conn))
                 # Only the HNSW opt-in reads the graph; the exact default would pay for
                 # keeping it on every insert and never use it.
                 if self.vector_plan.approximate:
                     self._ensure_vector_index(conn, width)
-            row = document_row(document)
-            found = conn.execute(
-                f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::integer::boolean, "
-                "%s::integer::boolean, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING key",
-                (*row, time.time()),
-            ).fetchone()
-            assert found is not None
-            doc_key = int(found[0])
-            insert_acl(QmarkConnection(conn), doc_key, document.acl)
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO chunks ({CHUNK_COLUMNS}, length, terms, tfs, embedding) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (*chunk_row(doc_key, c), *analysis, embedding)
-                        for c, analysis, embedding in zip(chunks, analysed, embeddings, strict=True)
-                    ],
-                )
-                cur.executemany(
-                    "INSERT INTO doc_levels (doc_key, sensitivity, chunks, length) "
-                    "VALUES (%s, %s, %s, %s)",
-                    [(doc_key, level, n, total) for level, (n, total) in sorted(levels.items())],
-                )
-            insert_facts(QmarkConnection(conn), doc_key, facts)
-
-    @staticmethod
-    def _delete_in(conn: psycopg.Connection[Any], doc_id: str) -> bool:
-        cursor = conn.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
-        return cursor.rowcount > 0
+            doc_key = insert_document(db, document)
+            db.executemany(
+                f"INSERT INTO chunks ({CHUNK_COLUMNS}, length, terms, tfs, embedding) "
+                f"VALUES ({marks(11)})",
+                [
+                    (*chunk_row(doc_key, c), *analysis, embedding)
+                    for c, analysis, embedding in zip(chunks, analysed, embeddings, strict=True)
+                ],
+            )
+            db.executemany(
+                "INSERT INTO doc_levels (doc_key, sensitivity, chunks, length) VALUES (?, ?, ?, ?)",
+                [(doc_key, level, n, total) for level, (n, total) in sorted(levels.items())],
+            )
+            insert_facts(db, doc_key, facts)
 
     def delete(self, doc_id: str) -> bool:
-        with self._writing() as conn:
-            return self._delete_in(conn, doc_id)
+        with self.transaction() as db:
+            return delete_document(db, doc_id)
 
     def _merge_extra(self, db: SqlConnection, doc_id: str, patch: Mapping[str, Any]) -> None:
         """Merged in Python: PostgreSQL has no JSON merge patch."""

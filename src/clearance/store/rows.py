@@ -6,13 +6,14 @@ style (``?``): a ``sqlite3.Connection`` takes them as they are, a PostgreSQL con
 through :class:`~clearance.store.pg_connection.QmarkConnection`. Each backend supplies its
 connections and the few fragments the dialects spell apart (a list parameter, collation,
 an ACL as one column, a row lock, a JSON merge, the vector count, the index's size). What
-differs beyond that stays in each
-backend: the search structures (SQLite's term tables and in-memory copies, PostgreSQL's
-term arrays and ``pgvector``) and how a document's rows are inserted."""
+differs beyond that stays in each backend: the search structures (SQLite's term tables and
+in-memory copies, PostgreSQL's term arrays and ``pgvector``) and how a document's chunks
+are inserted."""
 
 from __future__ import annotations
 
 import json
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -35,6 +36,7 @@ __all__ = [
     "check_upsert",
     "chunk_from_row",
     "chunk_row",
+    "delete_document",
     "document_from_row",
     "document_row",
     "epoch",
@@ -42,7 +44,9 @@ __all__ = [
     "fact_row",
     "from_epoch",
     "insert_acl",
+    "insert_document",
     "insert_facts",
+    "marks",
     "merge_patch",
     "refuse_other_width",
     "replace_acl",
@@ -109,7 +113,8 @@ def refuse_other_width(doc_id: str, width: int | None, stored: int | None) -> No
 
 
 def document_row(document: Document) -> tuple[Any, ...]:
-    """The values of :data:`DOC_COLUMNS`, in order (booleans as 0/1)."""
+    """The values of :data:`DOC_COLUMNS`, in order (booleans as ``bool``: SQLite stores
+    them as 0/1, PostgreSQL as ``boolean``)."""
     return (
         document.doc_id,
         document.source_system,
@@ -122,8 +127,8 @@ def document_row(document: Document) -> tuple[Any, ...]:
         epoch(document.updated_at),
         epoch(document.review_at),
         epoch(document.expires_at),
-        int(document.ai_allowed),
-        int(document.personal_data),
+        bool(document.ai_allowed),
+        bool(document.personal_data),
         document.origin,
         json.dumps(list(document.origin_chain)),
         document.content_hash,
@@ -267,13 +272,34 @@ def replace_acl(db: SqlConnection, doc_id: str, acl: frozenset[str], *, lock: st
     return True
 
 
+def marks(count: int) -> str:
+    """``count`` qmark placeholders, comma-separated: the ``VALUES`` of one row."""
+    return ", ".join("?" * count)
+
+
+def insert_document(db: SqlConnection, document: Document) -> int:
+    """Insert a document's row and its ACL; returns the document's key."""
+    [(doc_key,)] = db.execute(
+        f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) VALUES ({marks(21)}) RETURNING key",
+        (*document_row(document), time.time()),
+    ).fetchall()
+    insert_acl(db, int(doc_key), document.acl)
+    return int(doc_key)
+
+
 def insert_facts(db: SqlConnection, doc_key: int, facts: Sequence[Fact]) -> None:
     """A document's facts (the old ones went with its rows, by ON DELETE CASCADE)."""
     db.executemany(
         "INSERT INTO facts (doc_key, entity, period, metric, channel, value, unit, raw, "
-        "locator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"locator) VALUES ({marks(9)})",
         [fact_row(doc_key, f) for f in facts],
     )
+
+
+def delete_document(db: SqlConnection, doc_id: str) -> bool:
+    """Delete a document (its chunks, vectors, ACL and facts go with it); ``False`` if
+    there was no such document."""
+    return db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount > 0
 
 
 def allowed_facts_sql(allowed: str, key: str, slots: Sequence[str]) -> str:

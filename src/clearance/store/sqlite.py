@@ -38,14 +38,14 @@ from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermStatistics, Vector
 from clearance.store.rows import (
     CHUNK_COLUMNS,
-    DOC_COLUMNS,
     SqlStore,
     allowed_facts_sql,
     check_upsert,
     chunk_row,
-    document_row,
-    insert_acl,
+    delete_document,
+    insert_document,
     insert_facts,
+    marks,
     refuse_other_width,
 )
 
@@ -703,23 +703,15 @@ class SQLiteStore(SqlStore):
         # rows allow, and still commits all or nothing.
         analysed = _analyse(f"{document.title}\n{chunk.text}" for chunk in chunks)
         blobs = [None if row is None else row.tobytes() for row in rows]
-        document_values = document_row(document)
         with self._snapshot() as db:
             self._load_vocabulary(db)  # inside the transaction, only the tail is fetched
         with self.transaction() as db:
-            self._delete_in(db, document.doc_id)
+            delete_document(db, document.doc_id)
             stored = db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
             refuse_other_width(document.doc_id, width, None if stored is None else stored[0] // 4)
-            cur = db.execute(
-                f"INSERT INTO documents ({DOC_COLUMNS}, ingested_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*document_values, time.time()),
-            )
-            doc_key = cur.lastrowid
-            assert doc_key is not None  # an INSERT into a rowid table
-            insert_acl(db, doc_key, document.acl)
+            doc_key = insert_document(db, document)
             db.executemany(
-                f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES ({marks(7)})",
                 [chunk_row(doc_key, c) for c in chunks],
             )
             key_of = dict(
@@ -741,17 +733,9 @@ class SQLiteStore(SqlStore):
             "DELETE FROM chunk_log WHERE seq <= (SELECT max(seq) FROM chunk_log) - ?", (_LOG_KEPT,)
         )
 
-    @staticmethod
-    def _delete_in(db: sqlite3.Connection, doc_id: str) -> bool:
-        row = db.execute("SELECT key FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-        if row is None:
-            return False
-        db.execute("DELETE FROM documents WHERE key = ?", (row[0],))
-        return True
-
     def delete(self, doc_id: str) -> bool:
         with self.transaction() as db:
-            deleted = self._delete_in(db, doc_id)
+            deleted = delete_document(db, doc_id)
             self._prune_log(db)
             return deleted
 
