@@ -77,10 +77,6 @@ class _Scan:
     def __init__(self, vectors: npt.NDArray[np.float32]) -> None:
         self.vectors = np.ascontiguousarray(vectors)
 
-    @property
-    def serialized_length(self) -> int:
-        return int(self.vectors.nbytes)
-
     def search(self, query: npt.NDArray[np.float32], count: int, threads: int = 1) -> Any:
         """The ``count`` best rows, and every row tied with the last of them (so the cut
         at ``count`` never decides between equal scores)."""

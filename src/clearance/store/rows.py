@@ -380,8 +380,7 @@ class SqlStore(Closing, ABC):
     # ------------------------------------------------------------------ ACLs
 
     def set_acl(self, doc_id: str, acl: frozenset[str]) -> bool:
-        with self.transaction() as db:
-            return replace_acl(db, doc_id, acl, lock=self._ROW_LOCK)
+        return not self.set_acls({doc_id: acl})
 
     def set_acls(
         self,
@@ -391,7 +390,8 @@ class SqlStore(Closing, ABC):
         extra: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> list[str]:
         """Replace many ACLs in one transaction, optionally recording ``(corpus, time)`` as
-        that corpus's successful ACL sync in the same transaction. Returns unknown doc ids.
+        that corpus's successful ACL sync (the revocation clock's start) in the same
+        transaction. Returns unknown doc ids.
 
         ``extra`` merges keys into documents' ``extra`` in the same transaction (a ``None``
         value removes the key): what a sync notes beside an ACL, such as why it is empty."""
@@ -403,21 +403,16 @@ class SqlStore(Closing, ABC):
             for doc_id, patch in (extra or {}).items():
                 self._merge_extra(db, doc_id, patch)
             if synced is not None:
-                self._record_acl_sync(db, *synced)
+                corpus, at = synced
+                db.execute(
+                    "INSERT INTO corpus_sync VALUES (?, ?) ON CONFLICT (corpus) "
+                    "DO UPDATE SET last_acl_sync = excluded.last_acl_sync",
+                    (corpus, at.timestamp()),
+                )
         return missing
 
-    @staticmethod
-    def _record_acl_sync(db: SqlConnection, corpus: str, at: datetime) -> None:
-        """``corpus``'s last complete ACL sync (the revocation clock's start)."""
-        db.execute(
-            "INSERT INTO corpus_sync VALUES (?, ?) ON CONFLICT (corpus) "
-            "DO UPDATE SET last_acl_sync = excluded.last_acl_sync",
-            (corpus, at.timestamp()),
-        )
-
     def record_acl_sync(self, corpus: str, at: datetime) -> None:
-        with self.transaction() as db:
-            self._record_acl_sync(db, corpus, at)
+        self.set_acls({}, synced=(corpus, at))
 
     def last_acl_syncs(self) -> dict[str, datetime]:
         with self._snapshot() as db:
