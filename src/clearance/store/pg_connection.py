@@ -13,6 +13,7 @@ IGNORE``); where a statement cannot be portable the module asks the store's ``di
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,40 +24,20 @@ from clearance.store.base import SqlCursor
 __all__ = ["QmarkConnection", "qmark_to_format"]
 
 
+# A quoted string or identifier (a doubled quote stays inside; one left open runs to the
+# end), a comment to the end of its line, or a placeholder or percent sign outside them.
+_TOKEN = re.compile(r"""'(?:[^']|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|[?%]""")
+
+
+def _translated(token: re.Match[str]) -> str:
+    return "%s" if token.group() == "?" else token.group().replace("%", "%%")
+
+
 @functools.lru_cache(maxsize=512)
 def qmark_to_format(sql: str) -> str:
     """``?`` placeholders to ``%s``, and a literal ``%`` to ``%%``, outside quoted strings,
     quoted identifiers and comments (where both are left as they are)."""
-    out: list[str] = []
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch in "'\"":  # a quoted string or identifier; a doubled quote stays inside
-            end = i + 1
-            while end < n:
-                if sql[end] == ch:
-                    if end + 1 < n and sql[end + 1] == ch:
-                        end += 2
-                        continue
-                    break
-                end += 1
-            out.append(sql[i : end + 1].replace("%", "%%"))
-            i = end + 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        elif ch == "?":
-            out.append("%s")
-            i += 1
-        elif ch == "%":
-            out.append("%%")
-            i += 1
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
+    return _TOKEN.sub(_translated, sql)
 
 
 class QmarkConnection:
