@@ -378,17 +378,6 @@ class GraphConnector(RestConnector):
             body, "odata.nextLink", lambda link: inside(link, self._site), "site_url"
         )
 
-    def _next_link(
-        self, body: Any, key: str, ours: Callable[[str], bool], setting: str
-    ) -> tuple[str, Mapping[str, Any] | None] | None:
-        """The next link at ``key``, followed only where ``ours`` (below ``setting``)."""
-        link = body.get(key) if isinstance(body, dict) else None
-        if link is None:
-            return None
-        if not isinstance(link, str) or not ours(link):
-            raise self._error(f"a next link points outside {setting}; it is not followed")
-        return link, None
-
     def _all(self, url: str, what: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         return self._every(url, "value", what, params)
 

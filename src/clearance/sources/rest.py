@@ -6,8 +6,9 @@ wrong type), pages through listings whose next links it must keep inside the con
 API, maps each item's permission list to the principals it grants (failing closed on what
 it cannot state), reads every item's access concurrently for a permission snapshot, and
 authenticates with an OAuth token that must be renewed before it expires and once more
-when the service refuses it early. Those pieces live here once (:class:`RestConnector`,
-:class:`RenewingToken` and the functions beside them), so a fix reaches every connector.
+when the service refuses it early. Those pieces live here once (:class:`RestReader`, which
+the directory readers share too, :class:`RestConnector`, :class:`RenewingToken` and the
+functions beside them), so a fix reaches every connector.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "PermissionReader",
     "RenewingToken",
     "RestConnector",
+    "RestReader",
     "Unrepresentable",
     "access_from",
     "combine",
@@ -42,6 +44,7 @@ __all__ = [
     "ident",
     "inside",
     "media_type",
+    "objects",
     "page_token",
     "principal",
     "text",
@@ -78,6 +81,15 @@ def facet(raw: Any, name: str) -> Mapping[str, Any]:
     an empty one."""
     value = raw.get(name) if isinstance(raw, dict) else None
     return value if isinstance(value, dict) else {}
+
+
+def objects(body: Any, key: str, *, optional: bool = False) -> list[dict[str, Any]] | None:
+    """The list of objects a JSON ``body`` holds at ``key`` (``optional``: none is an empty
+    one), or ``None`` when it holds no such list."""
+    values = body.get(key, [] if optional else None) if isinstance(body, dict) else None
+    if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+        return None
+    return values
 
 
 def inside(link: str, base: str) -> bool:
@@ -202,28 +214,23 @@ def unless_gone(read: Callable[[], T], gone: T) -> T:
 # ---------------------------------------------------------------------- connectors
 
 
-class RestConnector:
-    """What the cloud connectors share as objects: errors that name the source, the list of
-    objects a JSON page holds, every page of a listing joined, each item's access read
-    concurrently, and the permission snapshot that ``groups()`` reads and the permission
-    listing of the same sync reuses (``_snapshot``), and the clients it owns closed with it."""
+class RestReader:
+    """What every reader of a REST API shares as an object: errors that name the source,
+    next links followed only below the configured API, the list of objects a JSON page
+    holds, every page of a listing joined, and the clients it owns closed with it."""
 
     source: str
     client: SourceClient
-    #: The clients besides ``client`` the connector owns (token endpoints, SharePoint's API).
+    #: The clients besides ``client`` the reader owns (token endpoints, SharePoint's API).
     _owned: tuple[SourceClient, ...] = ()
-    _snapshot: list[PermissionChange] | None = None
 
     def close(self) -> None:
         for client in (self.client, *self._owned):
             client.close()
 
-    def doc_id(self, native_id: str) -> str:
-        raise NotImplementedError
-
-    def _read_permissions(self) -> list[PermissionChange]:
-        """Every item's access, read afresh."""
-        raise NotImplementedError
+    def _requests(self) -> int:
+        """The requests sent so far by every client the reader owns."""
+        return sum(client.requests for client in (self.client, *self._owned))
 
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
         """The page after ``body`` (see :meth:`SourceClient.pages`)."""
@@ -232,13 +239,24 @@ class RestConnector:
     def _error(self, message: str) -> SourceError:
         return SourceError(f"source {self.source!r}: {message}")
 
+    def _next_link(
+        self, body: Any, key: str, ours: Callable[[str], bool], setting: str
+    ) -> tuple[str, Mapping[str, Any] | None] | None:
+        """The next link at ``key``, followed only where ``ours`` (below ``setting``)."""
+        link = body.get(key) if isinstance(body, dict) else None
+        if link is None:
+            return None
+        if not isinstance(link, str) or not ours(link):
+            raise self._error(f"a next link points outside {setting}; it is not followed")
+        return link, None
+
     def _listed(
         self, body: Any, key: str, what: str, *, optional: bool = False
     ) -> list[dict[str, Any]]:
         """The list of objects ``body`` holds at ``key`` (``optional``: none is an empty
         one); anything else is an error naming ``what``."""
-        values = body.get(key, [] if optional else None) if isinstance(body, dict) else None
-        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+        values = objects(body, key, optional=optional)
+        if values is None:
             raise self._error(f"{what}: the response has no '{key}' list")
         return values
 
@@ -256,6 +274,21 @@ class RestConnector:
         joined."""
         pages = (client or self.client).pages(url, following or self._next, params=params)
         return [value for body in pages for value in self._listed(body, key, what)]
+
+
+class RestConnector(RestReader):
+    """What the cloud connectors share besides :class:`RestReader`: each item's access read
+    concurrently, and the permission snapshot that ``groups()`` reads and the permission
+    listing of the same sync reuses (``_snapshot``)."""
+
+    _snapshot: list[PermissionChange] | None = None
+
+    def doc_id(self, native_id: str) -> str:
+        raise NotImplementedError
+
+    def _read_permissions(self) -> list[PermissionChange]:
+        """Every item's access, read afresh."""
+        raise NotImplementedError
 
     def _accesses(
         self, ids: Sequence[str], read: Callable[[str], Access | None]

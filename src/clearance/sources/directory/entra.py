@@ -61,7 +61,7 @@ from clearance.sources.options import (
     choice,
     directory_options,
 )
-from clearance.sources.rest import inside
+from clearance.sources.rest import RestReader, inside, objects
 
 __all__ = ["EntraOptions", "EntraReader", "build", "entra_reader"]
 
@@ -88,53 +88,29 @@ class EntraOptions:
     federated_token_file: FilePath | None = None
 
 
-class EntraReader:
+class EntraReader(RestReader):
     """One tenant's users and groups (see the module docstring)."""
 
     def __init__(
         self, name: str, options: EntraOptions, client: SourceClient, tokens: SourceClient | None
     ) -> None:
-        self.name = name
+        self.source = name
         self.options = options
         self.client = client
-        self.tokens = tokens
+        self._owned = () if tokens is None else (tokens,)
         self.base = options.graph_url.rstrip("/")
         # delta state: raw users and group members by object id, and the round's links
         self._users: dict[str, dict[str, Any]] = {}
         self._members: dict[str, set[tuple[str, str]]] = {}
         self._links: tuple[str, str] | None = None
 
-    def close(self) -> None:
-        self.client.close()
-        if self.tokens is not None:
-            self.tokens.close()
-
-    def _error(self, message: str) -> SourceError:
-        return SourceError(f"source {self.name!r}: {message}")
-
     def _next(self, body: Any) -> tuple[str, Mapping[str, Any] | None] | None:
-        link = body.get("@odata.nextLink") if isinstance(body, dict) else None
-        if link is None:
-            return None
-        if not inside(str(link), self.base):
-            raise self._error("a next link points outside graph_url; it is not followed")
-        return str(link), None
+        return self._next_link(
+            body, "@odata.nextLink", lambda link: inside(link, self.base), "graph_url"
+        )
 
     def _all(self, path: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for body in self.client.pages(f"{self.base}{path}", self._next, params=params):
-            out.extend(self._values(body, f"GET {path}: the response"))
-        return out
-
-    def _values(self, body: Any, what: str) -> list[dict[str, Any]]:
-        """A page's ``value`` list of objects; a page without one fails the read."""
-        values = body.get("value") if isinstance(body, dict) else None
-        if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-            raise self._error(f"{what} has no 'value' list")
-        return values
-
-    def _requests(self) -> int:
-        return self.client.requests + (0 if self.tokens is None else self.tokens.requests)
+        return self._every(f"{self.base}{path}", "value", f"GET {path}", params)
 
     def _round(
         self, url: str, params: Mapping[str, Any] | None
@@ -155,7 +131,10 @@ class EntraReader:
             return found
 
         for body in self.client.pages(url, following, params=params):
-            items.extend(self._values(body, "a delta page"))
+            values = objects(body, "value")
+            if values is None:
+                raise self._error("a delta page has no 'value' list")
+            items.extend(values)
         assert link is not None
         return items, link
 
@@ -249,7 +228,7 @@ class EntraReader:
         }
         if progress is not None and not self.options.delta:
             progress("groups", len(groups))
-        doc = DirectoryDoc(source=f"entra:{self.name}", users=users, groups=groups)
+        doc = DirectoryDoc(source=f"entra:{self.source}", users=users, groups=groups)
         return DirectoryRead(
             doc,
             api_calls=self._requests() - before,

@@ -28,7 +28,6 @@ import httpx
 from pydantic import PlainValidator
 
 from clearance.access.directory import DirectoryDoc, Group, User
-from clearance.errors import SourceError
 from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.gdrive import (
@@ -41,7 +40,7 @@ from clearance.sources.gdrive import (
 )
 from clearance.sources.http import SourceClient
 from clearance.sources.options import OPTIONS, Positive, Text, Url, between, directory_options
-from clearance.sources.rest import page_token
+from clearance.sources.rest import RestReader, objects, page_token
 from clearance.validation import Invalid
 
 __all__ = ["SCOPES", "GoogleOptions", "GoogleReader", "build", "google_reader"]
@@ -78,41 +77,37 @@ def _email(value: object) -> str | None:
     return value.lower() if isinstance(value, str) and "@" in value else None
 
 
-class GoogleReader:
+class GoogleReader(RestReader):
     """One Workspace account's users and groups (see the module docstring)."""
 
     def __init__(
         self, name: str, options: GoogleOptions, client: SourceClient, tokens: SourceClient
     ) -> None:
-        self.name = name
+        self.source = name
         self.options = options
         self.client = client
-        self.tokens = tokens
+        self._owned = (tokens,)
         self.base = options.directory_url.rstrip("/")
-
-    def close(self) -> None:
-        self.client.close()
-        self.tokens.close()
 
     def _all(self, path: str, key: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         url = f"{self.base}{path}"
         out: list[dict[str, Any]] = []
         for body in self.client.pages(url, page_token(url, params), params=params):
-            items = body.get(key, []) if isinstance(body, dict) else None
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-                raise SourceError(f"source {self.name!r}: GET {path}: no '{key}' list")
+            items = objects(body, key, optional=True)
+            if items is None:
+                raise self._error(f"GET {path}: no '{key}' list")
             out.extend(items)
         return out
 
     def read(self, cursor: str | None, progress: Progress | None = None) -> DirectoryRead:
-        before = self.client.requests + self.tokens.requests
+        before = self._requests()
         size = {"maxResults": self.options.page_size}
         users: dict[str, User] = {}
         listing = self._all("/users", "users", {"customer": self.options.customer, **size})
         for raw in listing:
             email = _email(raw.get("primaryEmail"))
             if email is None:
-                raise SourceError(f"source {self.name!r}: a user without a primaryEmail")
+                raise self._error("a user without a primaryEmail")
             names = [raw.get("id")]
             for key in ("aliases", "nonEditableAliases"):
                 more = raw.get(key)
@@ -126,7 +121,7 @@ class GoogleReader:
         for raw in self._all("/groups", "groups", {"customer": self.options.customer, **size}):
             email = _email(raw.get("email"))
             if email is None:
-                raise SourceError(f"source {self.name!r}: a group without an email")
+                raise self._error("a group without an email")
             group_emails.append(email)
         everyone = frozenset(f"user:{u}" for u in users)
 
@@ -150,9 +145,8 @@ class GoogleReader:
         groups = {g.id: g for g in self.client.map(members, group_emails)}
         if progress is not None:
             progress("groups", len(groups))
-        doc = DirectoryDoc(source=f"google:{self.name}", users=users, groups=groups)
-        after = self.client.requests + self.tokens.requests
-        return DirectoryRead(doc, api_calls=after - before)
+        doc = DirectoryDoc(source=f"google:{self.source}", users=users, groups=groups)
+        return DirectoryRead(doc, api_calls=self._requests() - before)
 
 
 def google_reader(
