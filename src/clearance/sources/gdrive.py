@@ -942,22 +942,18 @@ class DriveConnector(RestConnector):
         start = self._start_token()
         requested = int((self._wall_clock() + self.options.channel_hours * 3600) * 1000)
         channel_id = str(uuid.uuid4())
-        response = self.client.request(
+        made = self._send(
             "POST",
             f"{self.options.drive_url}/changes/watch",
-            params={**self._feed_params(), "pageToken": start},
-            json={
+            {
                 "id": channel_id,
                 "type": "web_hook",
                 "address": url,
                 "token": token.reveal(),
                 "expiration": str(requested),
             },
+            params={**self._feed_params(), "pageToken": start},
         )
-        try:
-            made = response.json()
-        except ValueError:
-            made = None
         resource = text(made.get("resourceId")) if isinstance(made, dict) else None
         if resource is None or not isinstance(made, dict) or made.get("id") != channel_id:
             raise self._error("changes.watch answered without the channel it opened")

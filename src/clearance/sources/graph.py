@@ -386,11 +386,14 @@ class GraphConnector(RestConnector):
 
     # ------------------------------------------------------------------ content
 
-    def _delta(self, cursor: str | None) -> Iterator[tuple[list[dict[str, Any]], str, bool]]:
-        """``(items, cursor, last)`` per delta page; the last page's cursor is the
-        ``@odata.deltaLink``, every other page's the link that resumes after it."""
+    def _delta(
+        self, cursor: str | None, headers: Mapping[str, str] | None = None
+    ) -> Iterator[tuple[list[dict[str, Any]], str, bool]]:
+        """``(items, cursor, last)`` per delta page, each asked with ``headers``; the last
+        page's cursor is the ``@odata.deltaLink``, every other page's the link that resumes
+        after it."""
         url = cursor or f"{self._drive}/root/delta"
-        for body in self.client.pages(url, self._next):
+        for body in self.client.pages(url, self._next, headers=headers):
             items = self._listed(body, "value", "delta")
             following = self._next(body)  # checked before its page's cursor is stored
             if following is not None:
@@ -811,9 +814,11 @@ class GraphConnector(RestConnector):
         """Every item of the delta with sharing changes from ``url``, and the feed's new end
         (``"<drive id> <deltaLink>"``)."""
         items: list[dict[str, Any]] = []
-        for body in self.client.pages(url, self._next, headers=_SHARING_DELTA):
-            items.extend(self._listed(body, "value", "delta"))
-        return items, f"{self.options.drive_id} {self._delta_end(body)}"
+        end = ""
+        for page, resume, _ in self._delta(url, _SHARING_DELTA):
+            items += page
+            end = resume  # the last page's is the deltaLink
+        return items, f"{self.options.drive_id} {end}"
 
     def changed_since(self, cursor: str | None) -> tuple[frozenset[str], str]:
         """The files whose access may have changed since ``cursor``, and the feed's new end
@@ -915,14 +920,6 @@ class GraphConnector(RestConnector):
         if current is not None and current.state.get("resource") != resource:
             self._unsubscribe(current.id)
         return made
-
-    def _send(self, method: str, url: str, body: Mapping[str, Any]) -> Any:
-        """``method`` with a JSON ``body``; the answer's JSON, or ``None`` when it has none."""
-        response = self.client.request(method, url, json=body)
-        try:
-            return response.json()
-        except ValueError:
-            return None
 
     def _client_state(self) -> Secret:
         secret = self._notification_secret

@@ -250,6 +250,15 @@ class RestReader:
             raise self._error(f"a next link points outside {setting}; it is not followed")
         return link, None
 
+    def _send(self, method: str, url: str, body: Mapping[str, Any], **kwargs: Any) -> Any:
+        """``method`` with a JSON ``body`` (and ``kwargs``, such as ``params``); the answer's
+        JSON, or ``None`` when it has none."""
+        response = self.client.request(method, url, json=body, **kwargs)
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
     def _listed(
         self, body: Any, key: str, what: str, *, optional: bool = False
     ) -> list[dict[str, Any]]:
