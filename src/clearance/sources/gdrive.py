@@ -1131,20 +1131,19 @@ def drive_connector(
     for Drive) through ``account``'s key, or keyless through ``options.impersonate`` when
     ``account`` is ``None``; ``notification_secret`` authenticates its changes channel
     (``sleep`` and ``wall_clock``: injectable for tests)."""
-    tokens = SourceClient(source=name, max_concurrency=1, sleep=sleep)
+
+    def token_client(auth: httpx.Auth | None = None) -> SourceClient:
+        """A client for one token or signing endpoint, one request at a time."""
+        return SourceClient(source=name, auth=auth, max_concurrency=1, sleep=sleep)
+
+    tokens = token_client()
     token_clients = [tokens]
     if account is not None:
         issuer, sign = account.client_email, account.sign
     elif options.impersonate is not None:
-        ambient = SourceClient(source=name, max_concurrency=1, sleep=sleep)
-        iam = SourceClient(
-            source=name,
-            auth=MetadataToken(
-                ambient, f"{options.metadata_url}/instance/service-accounts/default/token"
-            ),
-            max_concurrency=1,
-            sleep=sleep,
-        )
+        ambient = token_client()
+        metadata = f"{options.metadata_url}/instance/service-accounts/default/token"
+        iam = token_client(MetadataToken(ambient, metadata))
         token_clients += [ambient, iam]
         issuer, sign = (
             options.impersonate,
