@@ -259,8 +259,8 @@ def main() -> None:
         )
     report(
         f"the defaults as answers run them (CJK in doubt: {defaults.multilingual} cosine ≥ "
-        f"{defaults.min_cosine_cjk}, coverage ≥ {defaults.min_coverage_cjk_with_cosine}; "
-        "other questions in doubt: the best sentence's cosine)",
+        f"{defaults.min_cosine_cjk}, coverage ≥ {defaults.min_coverage_cjk_with_cosine}, "
+        "the nearest; other questions in doubt: the best sentence's cosine)",
         pairs,
         lambda p: p.judged,
     )

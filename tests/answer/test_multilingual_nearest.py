@@ -20,7 +20,6 @@ Each has its reverse proof: the same assertion fails on a gate without the rule.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -35,6 +34,8 @@ from clearance.llm.base import Snippet
 from clearance.model import Sensitivity
 from clearance.store.base import TermStatistics
 from clearance.store.sqlite import SQLiteStore
+
+from .conftest import staff_handbook
 
 LEAVE_QUESTION = "日本で働く場合、法定の年次有給休暇は入社後いつから何日もらえますか?"
 
@@ -192,17 +193,11 @@ def build(
     write_directory: Callable[..., Path],
     floor: float | None = None,
 ) -> Clearance:
-    handbook = root / "handbook"
-    handbook.mkdir(parents=True)
-    (handbook / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
-    for name, text in HANDBOOK.items():
-        (handbook / name).write_text(text, encoding="utf-8")
     relevance = {} if floor is None else {"min_coverage_cjk_with_cosine": floor}
-    engine = Clearance(settings_factory({"answer": {"relevance": relevance}}), store)
-    report = engine.ingest([handbook])
-    assert report.failed == []
-    engine.sync_directory(write_directory(root / "directory.json", {"kenji": ["staff"]}))
-    return engine
+    settings = settings_factory({"answer": {"relevance": relevance}})
+    root.mkdir(parents=True)
+    directory = write_directory(root / "directory.json", {"kenji": ["staff"]})
+    return staff_handbook(root, HANDBOOK, settings, store, directory)
 
 
 @pytest.fixture

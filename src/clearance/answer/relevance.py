@@ -519,7 +519,8 @@ class RelevanceGate:
         similarity: Similarity,
     ) -> list[Judgement]:
         """``judged`` with each snippet in ``doubt`` (a CJK question's snippet that holds
-        some of its terms, says a change where one is asked, and whose document's coverage
+        some of its terms naming what is asked (:func:`_names_what`), says a change where
+        one is asked, and whose document's coverage
         reaches ``min_coverage_cjk_with_cosine`` but not ``min_coverage_cjk``) judged by
         ``similarity`` too: of those whose cosine reaches ``min_cosine_cjk``, the nearest the
         question is relevant (with any within :data:`_NEAREST_MARGIN` of it). The model
