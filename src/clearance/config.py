@@ -867,7 +867,7 @@ class AnswerSettings:
     __pydantic_config__ = _TABLE
 
     max_question_chars: PositiveInt = 2000  # longer questions are refused before any work
-    context_budget_tokens: PositiveInt = 700
+    context_budget_tokens: PositiveInt = 1500  # k chunks of chunk_size, titles and locators
     min_snippets: PositiveInt = 1
     relevance: RelevanceSettings = field(default_factory=RelevanceSettings)
     no_source_message: str = "I have no approved source I can use to answer that."
