@@ -215,6 +215,14 @@ def test_relevance_settings_are_read_and_checked() -> None:
             {"haven't"},
             {"paid", "vacat", "day", "use", "leav"},
         ),
+        # "Am I supposed to" asks what one should do, as "should" does: "supposed" held a
+        # third of the weight (Mattermost handbook trial: the notice period was refused).
+        (
+            "I'm handing in my resignation. How much notice am I supposed to give?",
+            {"suppos", "much", "give"},
+            {"hand", "resign", "notic"},
+        ),
+        ("Ought I to tell my manager first?", {"ought", "tell"}, {"manag", "first"}),
         # "actually" and "quite" are no function words: their index forms are words that
         # name something (Sourcegraph handbook trial: "quit" weighed nothing).
         (

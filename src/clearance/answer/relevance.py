@@ -147,7 +147,8 @@ _FUNCTION_WORDS = frozenset(
         those there here then than so not no just only very too else what which who whom
         whose when where why into onto again further once same other own such both each
         few more most some nor or but because while until whether even ever still yet
-        already really rather perhaps maybe got gotten might go goes went gone going"""
+        already really rather perhaps maybe got gotten might go goes went gone going
+        supposed ought"""
     )
 )
 _FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么何")
