@@ -20,7 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -57,6 +57,17 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def print_latencies(column: str, times: Mapping[str, Sequence[float]]) -> None:
+    """One Markdown row per setting: its asks, p50 and p95 in milliseconds."""
+    print(f"| {column} | asks | p50 ms | p95 ms |")
+    print("|---|---:|---:|---:|")
+    for name, values in times.items():
+        print(
+            f"| {name} | {len(values)} | {statistics.median(values):.1f} | "
+            f"{percentile(values, 0.95):.1f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -78,13 +89,7 @@ def main() -> None:
                     times[name].append((time.perf_counter() - started) * 1000)
         bench.close()
     print(f"{len(items)} mostly-CJK questions x {args.rounds} rounds, one index, 2 settings\n")
-    print("| multilingual | asks | p50 ms | p95 ms |")
-    print("|---|---:|---:|---:|")
-    for name, values in times.items():
-        print(
-            f"| {name} | {len(values)} | {statistics.median(values):.1f} | "
-            f"{percentile(values, 0.95):.1f} |"
-        )
+    print_latencies("multilingual", times)
     per_call = model.seconds / model.calls * 1000 if model.calls else 0.0
     print(
         f"\nThe model read snippets for {model.calls} of {len(times['e5'])} asks "

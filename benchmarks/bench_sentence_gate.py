@@ -18,7 +18,6 @@ time that took.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "heldout"))
 
 import run as heldout  # noqa: E402
-from bench_multilingual_gate import percentile  # noqa: E402
+from bench_multilingual_gate import print_latencies  # noqa: E402
 
 import clearance.llm.embedding as embedding  # noqa: E402
 from clearance.analysis import cjk_share  # noqa: E402
@@ -86,13 +85,7 @@ def main() -> None:
             bench.close()
         print(f"{name}: {len(items)} questions", file=sys.stderr)
     print(f"{asked} questions not mostly CJK x {args.rounds} rounds, one index per set\n")
-    print("| gate | asks | p50 ms | p95 ms |")
-    print("|---|---:|---:|---:|")
-    for setting, values in times.items():
-        print(
-            f"| {setting} | {len(values)} | {statistics.median(values):.1f} | "
-            f"{percentile(values, 0.95):.1f} |"
-        )
+    print_latencies("gate", times)
     per_call = Counted.seconds / Counted.calls * 1000 if Counted.calls else 0.0
     print(
         f"\nThe gate embedded sentences {Counted.calls} times for {len(times['sentences'])} "

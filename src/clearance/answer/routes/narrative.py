@@ -276,21 +276,21 @@ class NarrativeRoute:
         over the caller's allowed chunks only (:mod:`clearance.answer.relevance`)."""
         flt = request.flt
         assert flt is not None
-        cosines = (
-            {h.chunk.chunk_id: h.cosine for h in hits if h.cosine is not None}
-            if self.ctx.runtime.embedder is not None
-            else None
-        )
         embedder = self.ctx.runtime.embedder
+        cosines = None
+        sentences = None
         if embedder is not None:
             from clearance.llm.embedding import EmbedderSimilarity  # loaded with the embedder
+
+            cosines = {h.chunk.chunk_id: h.cosine for h in hits if h.cosine is not None}
+            sentences = EmbedderSimilarity(embedder)
         judged = self.ctx.relevance.judge(
             request.masked,
             snippets,
             lambda terms: self.ctx.runtime.store.term_statistics(terms, flt),
             cosines,
             self.ctx.similarity,
-            EmbedderSimilarity(embedder) if embedder is not None else None,
+            sentences,
         )
         return [j.snippet for j in judged if j.relevant]
 
