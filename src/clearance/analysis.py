@@ -26,7 +26,7 @@ import functools
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
 import Stemmer
@@ -36,11 +36,14 @@ __all__ = [
     "document_terms",
     "file_name_words",
     "index_terms",
+    "is_cjk_frame",
+    "is_cjk_pair",
     "kana_free",
     "phrase_keys",
     "query_terms",
     "search_terms",
     "searchable",
+    "unseen_pairs_as_characters",
 ]
 
 _CJK = (
@@ -194,6 +197,54 @@ def kana_free(terms: Sequence[str]) -> list[str]:
                     covered.add(ch)
                     out.append(ch)
     return out
+
+
+# Chinese particles, pronouns and question words: like hiragana in Japanese, they frame a
+# question ("的", "吗", "什么") and name nothing it asks about.
+_CJK_FRAME_CHARACTERS = frozenset(
+    "的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么何"
+)
+
+
+def is_cjk_frame(character: str) -> bool:
+    """Whether ``character`` is a hiragana or a Chinese function character: the grammar of
+    a question, not what it is about."""
+    return len(character) == 1 and (_is_hiragana(character) or character in _CJK_FRAME_CHARACTERS)
+
+
+def _is_han(character: str) -> bool:
+    return (
+        "\u4e00" <= character <= "\u9fff"
+        or "\u3400" <= character <= "\u4dbf"
+        or "\uf900" <= character <= "\ufaff"
+    )
+
+
+def is_cjk_pair(term: str) -> bool:
+    """Whether ``term`` is a query's CJK bigram (two CJK characters)."""
+    return len(term) == 2 and cjk_share(term) == 1.0
+
+
+def unseen_pairs_as_characters(terms: Sequence[str], df: Mapping[str, int]) -> list[str]:
+    """``terms`` (distinct, in order) with each CJK pair that ``df`` says no chunk holds
+    given way to its Han characters, frames dropped (:func:`is_cjk_frame`). Japanese
+    shortens words by their first characters: "育休" is 育児休業, which the documents spell
+    out and never hold as the pair "育休", so the pair finds nothing and its characters
+    find the passage. A pair stays as it is where one of its characters is held by no
+    chunk either ("京都" beside documents holding 東京 and no 都: Kyoto is not Tokyo) or
+    where it has none to give: a kana or Hangul character only spells a sound ("カイ" is no
+    part of "ガイド"). ``df`` must count the caller's readable chunks only, as the lexical
+    search's own statistics do, so what this gives depends on nothing the caller may not
+    read; it must hold the pairs' characters too."""
+    out: dict[str, None] = {}
+    for term in terms:
+        if is_cjk_pair(term) and df.get(term, 0) == 0:
+            characters = [ch for ch in term if _is_han(ch) and not is_cjk_frame(ch)]
+            if characters and all(df.get(ch, 0) for ch in characters):
+                out.update((ch, None) for ch in characters)
+                continue
+        out[term] = None
+    return list(out)
 
 
 def cjk_share(text: str) -> float:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from clearance.analysis import is_cjk_pair, search_terms, unseen_pairs_as_characters
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter, Store, TermStatistics, Vector
 
@@ -73,6 +74,20 @@ class PostFilter(Wrapper):
         lexical = self.lexical_search(query, flt, k)
         found = [] if vector is None else self.vector_search(vector, flt, k)
         return type(self.inner.retrieve(query, vector, flt, 0))(lexical, found)
+
+
+class BackOffOverEverything(Wrapper):
+    """Ranks inside the filter, but decides which CJK pairs to search as their characters
+    from every chunk's statistics: a hidden chunk holding the pair "育休" keeps the caller's
+    search from backing off to 育 and 休, and their 育児休業 passage is not found."""
+
+    def lexical_search(self, query: str, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
+        terms = search_terms(query)
+        pairs = [t for t in terms if is_cjk_pair(t)]
+        wanted = [*pairs, *(ch for t in pairs for ch in t)]
+        seen = self.inner.term_statistics(wanted, _widened(self.inner, flt)).df
+        searched = unseen_pairs_as_characters(terms, seen)
+        return self.inner._retrieve(searched, None, flt, k).lexical  # type: ignore[no-any-return]
 
 
 def over_fetch(inner: Store) -> PostFilter:

@@ -24,7 +24,7 @@ from clearance.analysis import search_terms
 from clearance.model import Sensitivity
 from clearance.store.base import SearchFilter, Store
 from conformance.backends import Stores, examples
-from conformance.leaks import global_statistics
+from conformance.leaks import BackOffOverEverything, global_statistics
 from conformance.world import (
     EMBEDDER,
     NOW,
@@ -155,3 +155,39 @@ def test_reverse_proof_global_statistics_fail_both_checks(stores: Stores) -> Non
     # the variant returns the chunks ANN may read, so only the ranking gives it away
     got = {c for c, _ in leaky.lexical_search("revenue margin", ANN, 3)}
     assert got == {c for c, _ in store.lexical_search("revenue margin", ANN, 3)}
+
+
+def abbreviated() -> tuple[World, World]:
+    """ANN's leave page spells out 育児休業; a hidden page holds its short form 育休."""
+    leave = factories.document("ann:leave", corpus="ops", acl={"user:ann"})
+    pay = factories.document("ann:pay", corpus="ops", acl={"user:ann"})
+    secret = factories.document("hidden:leave", corpus="ops", acl={"group:legal"})
+    readable = World(
+        [
+            embedded(leave, [factories.chunk(leave, "育児休業の給付は給与の 67% です。")]),
+            embedded(pay, [factories.chunk(pay, "給料は毎月 25 日に支払われます。")]),
+        ]
+    )
+    hidden = World([embedded(secret, [factories.chunk(secret, "育休の調査メモ")])])
+    return readable, hidden
+
+
+def check_hidden_pair_changes_no_search(store: Store) -> None:
+    readable, hidden = abbreviated()
+    fill(store, readable)
+    before = store.lexical_search("育休の給付", ANN, 3)
+    assert [c for c, _ in before][:1] == ["ann:leave#0"]
+    fill(store, hidden)
+    assert store.lexical_search("育休の給付", ANN, 3) == before
+
+
+def test_a_hidden_chunk_holding_a_pair_changes_how_the_caller_searches_it_not(
+    store: Store,
+) -> None:
+    """Whether "育休" is searched as 育 and 休 is decided on ANN's chunks alone."""
+    check_hidden_pair_changes_no_search(store)
+
+
+def test_reverse_proof_backing_off_by_every_chunk_fails(stores: Stores) -> None:
+    with pytest.raises(AssertionError):
+        check_hidden_pair_changes_no_search(BackOffOverEverything(stores.new()))

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearance.analysis import document_terms, index_terms, query_terms, search_terms
+from clearance.analysis import (
+    document_terms,
+    index_terms,
+    query_terms,
+    search_terms,
+    unseen_pairs_as_characters,
+)
 from clearance.model import Sensitivity
 from clearance.store.base import SearchFilter
 from clearance.store.sqlite import SQLiteStore
@@ -34,6 +40,44 @@ def found(store: SQLiteStore, query: str, k: int = 10) -> list[str]:
 def test_cjk_runs_are_indexed_as_unigrams_and_bigrams() -> None:
     assert index_terms("売上高") == "売 上 高 売上 上高"
     assert index_terms("東京タワー") == "東 京 タ ワ ー 東京 京タ タワ ワー"
+
+
+@pytest.mark.parametrize(
+    ("terms", "df", "searched"),
+    [
+        # 育休 is 育児休業 shortened: no chunk holds the pair, every chunk of the leave
+        # section holds its characters
+        (
+            ["日本", "育休", "給料"],
+            {"日本": 4, "給料": 2, "育": 3, "休": 5},
+            ["日本", "育", "休", "給料"],
+        ),
+        # a pair some chunk holds is searched as it is
+        (["育休"], {"育休": 1, "育": 3, "休": 5}, ["育休"]),
+        # Kyoto is not Tokyo: 都 is held by no chunk, so 京都 stays a pair (and finds nothing)
+        (["京都"], {"京": 2}, ["京都"]),
+        # kana only spell a sound; hiragana and Chinese particles frame the question
+        (
+            ["カイ", "で育", "在哪"],
+            {"カ": 1, "イ": 9, "育": 3, "在": 4, "哪": 1},
+            ["カイ", "育", "在哪"],
+        ),
+        # a character given twice is searched once; Latin terms pass through
+        (["育休", "休業", "leav"], {"育": 1, "休": 2, "休業": 2}, ["育", "休", "休業", "leav"]),
+    ],
+)
+def test_a_cjk_pair_no_chunk_holds_is_searched_as_its_han_characters(
+    terms: list[str], df: dict[str, int], searched: list[str]
+) -> None:
+    assert unseen_pairs_as_characters(terms, df) == searched
+
+
+def test_the_store_searches_an_unseen_pair_by_its_characters(store: SQLiteStore) -> None:
+    add(store, "s:leave", "育児休業の給付は給与の 67% です。")
+    add(store, "s:pay", "給料は毎月 25 日に支払われます。")
+    add(store, "s:tokyo", "東京本社の所在地。")
+    assert found(store, "育休") == ["s:leave#0"]
+    assert found(store, "京都") == []  # 都 is in no chunk: the pair is kept, and finds nothing
 
 
 def test_cjk_queries_use_bigrams_and_fall_back_to_the_unigram_of_a_single_character() -> None:

@@ -65,6 +65,8 @@ from clearance.analysis import (
     cjk_share,
     document_terms,
     file_name_words,
+    is_cjk_frame,
+    is_cjk_pair,
     kana_free,
     phrase_keys,
     search_terms,
@@ -151,7 +153,6 @@ _FUNCTION_WORDS = frozenset(
         supposed ought"""
     )
 )
-_FRAME_CHARS = frozenset("的了吗呢吧啊呀是有在什么怎样哪里几多少请问我你他她们这那个些吗么何")
 
 
 # A readable set smaller than this many chunks is weighed as if it had this many: in a set
@@ -172,14 +173,8 @@ def _names_what(terms: set[str]) -> bool:
     return any(not t.isdigit() and t not in _WHEN for t in terms)
 
 
-def _is_cjk_pair(term: str) -> bool:
-    return len(term) == 2 and cjk_share(term) == 1.0
-
-
 def _frame(term: str) -> bool:
-    if len(term) == 1 and ("\u3040" <= term <= "\u309f" or term in _FRAME_CHARS):
-        return True
-    return term in _FRAME_WORDS or term in _FUNCTION_WORDS
+    return is_cjk_frame(term) or term in _FRAME_WORDS or term in _FUNCTION_WORDS
 
 
 # "How does the sabbatical work?" asks how the sabbatical goes: its closing "work" frames
@@ -236,7 +231,7 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     circumstance = set(search_terms(own.group(1))) if own else set()
     circumstance -= set(search_terms(question[: own.start()])) if own else set()
     change = sorted(_CHANGE_TERMS) if any(t in _CHANGE_TERMS for t in terms) else []
-    found = statistics([*terms, *(ch for t in terms if _is_cjk_pair(t) for ch in t), *change])
+    found = statistics([*terms, *(ch for t in terms if is_cjk_pair(t) for ch in t), *change])
     stats = TermStatistics(max(found.chunks, _MIN_CHUNKS), found.df)
     weights: dict[str, float] = {}
     if change:
@@ -246,7 +241,7 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     for term in terms:
         if term in _CHANGE_TERMS:
             continue
-        if _is_cjk_pair(term) and stats.df.get(term, 0) == 0:
+        if is_cjk_pair(term) and stats.df.get(term, 0) == 0:
             for ch in term:
                 if not _frame(ch):
                     weights.setdefault(ch, stats.idf(ch))
@@ -313,7 +308,7 @@ def _stated(held: set[str], used: Sequence[Used]) -> set[str]:
     for use in used:
         if any(equivalent <= held for equivalent in use.equivalents):
             out |= use.terms
-            out.update(ch for t in use.terms if _is_cjk_pair(t) for ch in t)
+            out.update(ch for t in use.terms if is_cjk_pair(t) for ch in t)
     return out
 
 

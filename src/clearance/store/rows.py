@@ -20,11 +20,18 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from clearance.analysis import search_terms
+from clearance.analysis import is_cjk_pair, search_terms, unseen_pairs_as_characters
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.store.base import Retrieved, SearchFilter, SqlConnection, StoreStats, Vector
+from clearance.store.base import (
+    Retrieved,
+    SearchFilter,
+    SqlConnection,
+    StoreStats,
+    TermStatistics,
+    Vector,
+)
 
 __all__ = [
     "CHUNK_COLUMNS",
@@ -537,6 +544,12 @@ class SqlStore(Closing, ABC):
         """Lexical and (given a query vector) vector top-k of the allowed set, with the
         permission filter applied once for both."""
         terms = search_terms(query)
+        if k > 0 and flt.principals and (pairs := [t for t in terms if is_cjk_pair(t)]):
+            # A CJK pair none of the caller's chunks holds ("育休", the short form of the
+            # 育児休業 the documents spell out) is searched as its characters; the relevance
+            # gate weighs it the same way. Counted over the allowed chunks only.
+            seen = self.term_statistics([*pairs, *(ch for t in pairs for ch in t)], flt).df
+            terms = unseen_pairs_as_characters(terms, seen)
         if k <= 0 or not flt.principals or (not terms and vector is None):
             return Retrieved([], [])
         return self._retrieve(terms, vector, flt, k)
@@ -548,6 +561,11 @@ class SqlStore(Closing, ABC):
     def vector_search(self, vector: Vector, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
         """Cosine top-k of the allowed chunks that have a vector."""
         return self.retrieve("", vector, flt, k).vector
+
+    @abstractmethod
+    def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
+        """How many allowed chunks there are and how many of them hold each index term
+        (:meth:`clearance.store.base.Store.term_statistics`)."""
 
     @abstractmethod
     def _retrieve(
