@@ -28,8 +28,9 @@ material the caller may read, so a hidden document can change neither:
   together. A word the question writes in capitals is a name, never a frame word: "US"
   in "US operating profit" counts, where "tell us" does not.
 * **cosine** — the embedding similarity of question and chunk, where the hybrid search
-  computed one (:attr:`~clearance.model.SearchHit.cosine`) and the question is not mostly
-  CJK (the bundled model is English-only; on Japanese it ranks near chance). The cosine
+  computed one (:attr:`~clearance.model.SearchHit.cosine`) and neither the question nor
+  the chunk is mostly CJK (the bundled model is English-only; on Japanese it ranks near
+  chance). The cosine
   is the whole chunk's, which a long list dilutes: a snippet with one sentence or list
   item holding more than 70 % of the question's IDF mass is judged on that sentence's own
   cosine where higher (a sentence merely sharing the words, "it's up to you to keep abreast
@@ -37,7 +38,8 @@ material the caller may read, so a hidden document can change neither:
   then refused), or on coverage alone where no embedder reads sentences.
 
 A mostly-CJK question is relevant when its coverage reaches ``min_coverage_cjk`` (character
-pairs match by chance more often than words). Otherwise, without a cosine, a snippet is
+pairs match by chance more often than words), and so is a mostly-CJK snippet of any other
+question; in doubt, both are read by the multilingual model. Otherwise, without a cosine, a snippet is
 relevant when its coverage reaches ``min_coverage``. With
 one, the two signals are weighed together: ``coverage + cosine_weight * cosine`` must reach
 ``min_score`` and the coverage ``min_coverage_with_cosine``. So a press release that shares
@@ -171,6 +173,15 @@ def _names_what(terms: set[str]) -> bool:
     """Whether ``terms`` (those of a question a snippet holds) hold one that names what is
     asked about, not only when: a number or a calendar word (:data:`_WHEN`) is not one."""
     return any(not t.isdigit() and t not in _WHEN for t in terms)
+
+
+def _embedder_reads(text: str) -> bool:
+    """Whether the bundled (English-only) embedder can read ``text``: not when it is mostly
+    CJK. Its cosine between an English question and a Japanese FAQ entry answering it
+    (0.18) lies below that of unrelated English passages, so a snippet it cannot read is
+    judged as a CJK question is: coverage ``min_coverage_cjk``, or the multilingual model
+    in doubt."""
+    return cjk_share(text) <= 0.5
 
 
 def _frame(term: str) -> bool:
@@ -368,9 +379,10 @@ class RelevanceGate:
         sentences: Similarity | None = None,
     ) -> list[Judgement]:
         """One judgement per snippet, in order. ``cosines`` maps chunk ids to the
-        question's embedding cosine (ignored for a mostly-CJK question). ``similarity``
-        (a multilingual model) reads, for a mostly-CJK question none of whose snippets
-        passes on coverage, those whose coverage falls short of ``min_coverage_cjk`` but
+        question's embedding cosine (ignored for a mostly-CJK question or snippet:
+        :func:`_embedder_reads`). ``similarity`` (a multilingual model) reads, where none
+        of the snippets passes, the mostly-CJK question's snippets (or any question's
+        mostly-CJK ones) whose coverage falls short of ``min_coverage_cjk`` but
         reaches ``min_coverage_cjk_with_cosine`` and that hold a term naming what is asked,
         not only when (:func:`_names_what`); the nearest passes (:meth:`_read_in_doubt`). A
         RESTRICTED snippet is never shown to it.
@@ -398,15 +410,27 @@ class RelevanceGate:
         doubt: list[int] = []  # a CJK question's snippets for the multilingual model
         diluted: list[int] = []  # the snippets whose cosine alone fell short
         floor = self.settings.min_coverage_cjk_with_cosine
-        chunk = [cosines.get(s.chunk_id) if use_cosine and cosines else None for s in snippets]
+        across = [not cjk and not _embedder_reads(s.text) for s in snippets]
+        chunk = [
+            cosines.get(s.chunk_id) if use_cosine and cosines and not a else None
+            for s, a in zip(snippets, across, strict=True)
+        ]
         near = self._with_sentences_together(question, snippets, chunk, weights, used, sentences)
-        for snippet, terms, cosine in zip(snippets, held, near, strict=True):
+        for snippet, terms, cosine, other in zip(snippets, held, near, across, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
             # A question about a change is answered by a passage that says one happened.
             says_change = CHANGE not in weights or CHANGE in terms
-            relevant = bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk)
+            relevant = (
+                bool(terms) and says_change and self.decide(coverage, cosine, cjk=cjk or other)
+            )
             out.append(Judgement(snippet, coverage, cosine, relevant, bool(terms)))
-            if cjk and _names_what(terms) and says_change and not relevant and coverage >= floor:
+            if (
+                (cjk or other)
+                and _names_what(terms)
+                and says_change
+                and not relevant
+                and coverage >= floor
+            ):
                 doubt.append(len(out) - 1)
             elif (
                 cosine is not None
@@ -416,7 +440,7 @@ class RelevanceGate:
                 and coverage >= self.settings.min_coverage_with_cosine
             ):
                 diluted.append(len(out) - 1)
-        if cjk and similarity is not None and doubt and not any(j.relevant for j in out):
+        if similarity is not None and doubt and not any(j.relevant for j in out):
             # Only against a refusal: where a passage holds the question's words, it is the
             # answer, and one merely near it in meaning (the October sales minutes beside
             # the pipeline sheet) would only add noise.
@@ -514,7 +538,8 @@ class RelevanceGate:
         doubt: Sequence[int],
         similarity: Similarity,
     ) -> list[Judgement]:
-        """``judged`` with each snippet in ``doubt`` (a CJK question's snippet that holds
+        """``judged`` with each snippet in ``doubt`` (a CJK question's snippet, or any
+        question's mostly-CJK one, that holds
         some of its terms naming what is asked (:func:`_names_what`), says a change where
         one is asked, and whose document's coverage
         reaches ``min_coverage_cjk_with_cosine`` but not ``min_coverage_cjk``) judged by
