@@ -218,34 +218,38 @@ def statistics(terms: Sequence[str]) -> TermStatistics:
     return TermStatistics(100, {t: 5 for t in terms})
 
 
-def shown_restricted(gate: RelevanceGate) -> list[str]:
+# A Japanese question, and an English one over Japanese snippets (judged as a Japanese
+# question is: the English-only embedder cannot read them).
+IN_DOUBT = [
+    ("会社の健康診断って、費用はいくらまで会社が出してくれるんですか?", "健康診断"),
+    ("How do I book Kenko in Workday?", "Kenko 健康診断"),
+]
+
+
+def shown_restricted(gate: RelevanceGate, question: str, topic: str) -> list[str]:
     """What the gate shows the model of a RESTRICTED snippet in doubt beside an internal
     one; empty when the guard holds."""
     recorder = Recorder()
     snippets = [
-        snippet("S1", "健康診断の費用について。二重請求の調査中。", Sensitivity.RESTRICTED),
-        snippet("S2", "健康診断の予約方法。", Sensitivity.INTERNAL),
+        snippet("S1", f"{topic}の費用について。二重請求の調査中。", Sensitivity.RESTRICTED),
+        snippet("S2", f"{topic}の予約方法。", Sensitivity.INTERNAL),
     ]
-    judged = gate.judge(
-        "会社の健康診断って、費用はいくらまで会社が出してくれるんですか?",
-        snippets,
-        statistics,
-        None,
-        recorder,
-    )
+    cosines = {s.chunk_id: 0.1 for s in snippets} if question.isascii() else None
+    judged = gate.judge(question, snippets, statistics, cosines, recorder)
     assert any("予約方法" in p for p in recorder.shown), "the internal snippet must be read"
     assert judged[1].relevant
     return [p for p in recorder.shown if "二重請求" in p]
 
 
+@pytest.mark.parametrize(("question", "topic"), IN_DOUBT)
 def test_the_gate_never_shows_restricted_text_to_the_model(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, question: str, topic: str
 ) -> None:
     gate = RelevanceGate(RelevanceSettings())
-    assert shown_restricted(gate) == []
+    assert shown_restricted(gate, question, topic) == []
     # Reverse proof: a gate that forgets the sensitivity check shows it.
     monkeypatch.setattr(relevance_module, "is_restricted", lambda label: False)
-    assert shown_restricted(gate) != []
+    assert shown_restricted(gate, question, topic) != []
 
 
 def test_the_restricted_route_never_consults_the_model(
