@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,24 @@ def staff_handbook(
     assert engine.ingest([folder]).failed == []
     engine.sync_directory(directory)
     return engine
+
+
+#: ``handbook(pages, user)`` (the fixture below).
+Handbook = Callable[[Mapping[str, str], str], Clearance]
+
+
+@pytest.fixture
+def handbook(tmp_path: Path, settings_factory: Any, store: Any, write_directory: Any) -> Handbook:
+    """``handbook(pages, user)``: an engine over ``pages`` (name → text), which ``user``, a
+    member of group ``staff``, may read (:func:`staff_handbook`, default settings)."""
+
+    def build(pages: Mapping[str, str], user: str) -> Clearance:
+        root = tmp_path / "corpus"
+        root.mkdir()
+        directory = write_directory(root / "directory.json", {user: ["staff"]})
+        return staff_handbook(root, pages, settings_factory(), store, directory)
+
+    return build
 
 
 def readable(persona: str) -> frozenset[str]:

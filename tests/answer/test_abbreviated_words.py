@@ -11,18 +11,12 @@ the relevance gate already weighed it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 import clearance.store.rows as rows_module
 from clearance.answer.result import Status
-from clearance.app import Clearance
-from clearance.config import Settings
-from clearance.store.sqlite import SQLiteStore
 
-from .conftest import staff_handbook
+from .conftest import Handbook
 
 HANDBOOK = {
     "japan-benefits.md": """# 日本の福利厚生
@@ -86,25 +80,10 @@ HANDBOOK |= {
 QUESTION = "日本で育休を取ったら、そのあいだ給料はどのくらい出るんですか?"
 
 
-def build(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-) -> Clearance:
-    root = tmp_path / "corpus"
-    root.mkdir()
-    directory = write_directory(root / "directory.json", {"kenji": ["staff"]})
-    return staff_handbook(root, HANDBOOK, settings_factory(), store, directory)
-
-
 def test_the_short_form_of_childcare_leave_finds_the_childcare_leave_pay(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
+    handbook: Handbook,
 ) -> None:
-    engine = build(tmp_path, settings_factory, store, write_directory)
+    engine = handbook(HANDBOOK, "kenji")
     result = engine.ask(QUESTION, "kenji")
     assert result.status is Status.ANSWERED, result.answer
     assert "67%" in result.answer
@@ -112,14 +91,10 @@ def test_the_short_form_of_childcare_leave_finds_the_childcare_leave_pay(
 
 
 def test_searched_by_its_pairs_alone_the_question_got_the_maternity_pay(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-    monkeypatch: pytest.MonkeyPatch,
+    handbook: Handbook, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reverse proof: without the back-off the same engine misses the childcare section."""
     monkeypatch.setattr(rows_module, "unseen_pairs_as_characters", lambda terms, df: list(terms))
-    engine = build(tmp_path, settings_factory, store, write_directory)
+    engine = handbook(HANDBOOK, "kenji")
     result = engine.ask(QUESTION, "kenji")
     assert "67%" not in result.answer

@@ -10,18 +10,12 @@ entry nearest (0.863 here, the other entries 0.849 and below).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 import clearance.answer.relevance as relevance_module
 from clearance.answer.result import Status
-from clearance.app import Clearance
-from clearance.config import Settings
-from clearance.store.sqlite import SQLiteStore
 
-from .conftest import staff_handbook
+from .conftest import Handbook
 
 # The FAQ as the handbook publishes it (GitLab's offboarding FAQ in Japanese, abridged).
 PAY_STUBS = (
@@ -75,25 +69,8 @@ QUESTION = (
 )
 
 
-def build(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-) -> Clearance:
-    root = tmp_path / "corpus"
-    root.mkdir()
-    directory = write_directory(root / "directory.json", {"ana": ["staff"]})
-    return staff_handbook(root, HANDBOOK, settings_factory(), store, directory)
-
-
-def test_an_english_question_is_answered_from_the_japanese_entry(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-) -> None:
-    engine = build(tmp_path, settings_factory, store, write_directory)
+def test_an_english_question_is_answered_from_the_japanese_entry(handbook: Handbook) -> None:
+    engine = handbook(HANDBOOK, "ana")
     result = engine.ask(QUESTION, "ana")
     assert result.status is Status.ANSWERED, result.answer
     assert "3 年間" in result.answer
@@ -101,14 +78,10 @@ def test_an_english_question_is_answered_from_the_japanese_entry(
 
 
 def test_judged_on_the_english_embedder_s_cosine_the_entry_was_refused(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-    monkeypatch: pytest.MonkeyPatch,
+    handbook: Handbook, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reverse proof: the embedder taken to read Japanese, as before, refuses the question."""
     monkeypatch.setattr(relevance_module, "_embedder_reads", lambda text: True)
-    engine = build(tmp_path, settings_factory, store, write_directory)
+    engine = handbook(HANDBOOK, "ana")
     result = engine.ask(QUESTION, "ana")
     assert "3 年間" not in result.answer
