@@ -175,6 +175,20 @@ def _names_what(terms: set[str]) -> bool:
     return any(not t.isdigit() and t not in _WHEN for t in terms)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def asking_sentence(question: str) -> str | None:
+    """The sentence that asks, where ``question`` first tells the asker's situation in
+    sentences of its own ("I've got a 12-hour flight to see a customer. Can I expense an
+    upgrade to business class?"); ``None`` for a question of one sentence, or one whose
+    last sentence asks nothing."""
+    parts = [p.strip() for p in _SENTENCE_END.split(question.strip()) if p.strip()]
+    if len(parts) < 2 or not parts[-1].endswith("?"):
+        return None
+    return parts[-1]
+
+
 def _embedder_reads(text: str) -> bool:
     """Whether the bundled (English-only) embedder can read ``text``: not when it is mostly
     CJK. Its cosine between an English question and a Japanese FAQ entry answering it
@@ -447,7 +461,46 @@ class RelevanceGate:
             out = self._read_in_doubt(question, out, doubt, similarity)
         if sentences is not None and diluted and not any(j.relevant for j in out):
             out = self._read_sentences(question, out, diluted, sentences)
+        if sentences is not None and not cjk and not any(j.relevant for j in out):
+            ask = asking_sentence(question)
+            if ask is not None:
+                out = self._judge_the_ask(ask, out, statistics, similarity, sentences)
         return out
+
+    def _judge_the_ask(
+        self,
+        ask: str,
+        judged: list[Judgement],
+        statistics: StatisticsFor,
+        similarity: Similarity | None,
+        sentences: Similarity,
+    ) -> list[Judgement]:
+        """``judged``, or where a snippet bears on the question sentence ``ask`` alone, the
+        judgement of ``ask``: its own weights and its own cosines (the embedder reads the
+        snippets against it; never a RESTRICTED one, which is judged on coverage). Asked "I've
+        been here two years and I'm resigning. Do I have to pay anything to keep my laptop?",
+        the asker's years and resignation held half the weight, and the buy-back policy that
+        answers ("one calendar year or more … keep their device at no cost") was refused."""
+        snippets = [j.snippet for j in judged]
+        # A snippet holding none of the question's terms holds none of the ask's either.
+        shown = [
+            i
+            for i, (s, j) in enumerate(zip(snippets, judged, strict=True))
+            if j.snippet_holds_terms
+            and not is_restricted(s.sensitivity)
+            and _embedder_reads(s.text)
+        ]
+        if not shown:
+            return judged
+        passages = [f"{snippets[i].title}\n{snippets[i].text}" for i in shown]
+        try:
+            near = sentences.similarity(ask, passages)
+        except EmbeddingError as exc:  # the judgement of the whole question stands
+            log.warning("embedder unavailable for the relevance gate: %s", exc.message)
+            return judged
+        cosines = {snippets[i].chunk_id: c for i, c in zip(shown, near, strict=True)}
+        again = self.judge(ask, snippets, statistics, cosines, similarity, sentences)
+        return again if any(j.relevant for j in again) else judged
 
     @staticmethod
     def _with_sentences_together(
