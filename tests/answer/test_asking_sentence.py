@@ -39,6 +39,8 @@ NOT_IN_PAGES = "I just joined the company last week. Does it match what I put in
         ("How do I book time off?", None),  # one sentence
         ("I booked my time off. Thanks.", None),  # the last sentence asks nothing
         ("Up to 2.5 days? Or more?", "Or more?"),
+        # an abbreviation ends no sentence
+        ("Which forms, e.g. the W-2, do I get?", None),
     ],
 )
 def test_the_asking_sentence_is_the_last_when_it_asks(question: str, asks: str | None) -> None:

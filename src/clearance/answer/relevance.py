@@ -39,8 +39,8 @@ material the caller may read, so a hidden document can change neither:
 
 A mostly-CJK question is relevant when its coverage reaches ``min_coverage_cjk`` (character
 pairs match by chance more often than words), and so is a mostly-CJK snippet of any other
-question; in doubt, both are read by the multilingual model. Otherwise, without a cosine, a snippet is
-relevant when its coverage reaches ``min_coverage``. With
+question; in doubt, both are read by the multilingual model. Otherwise, without a cosine, a
+snippet is relevant when its coverage reaches ``min_coverage``. With
 one, the two signals are weighed together: ``coverage + cosine_weight * cosine`` must reach
 ``min_score`` and the coverage ``min_coverage_with_cosine``. So a press release that shares
 "release" and "window" with a question about release freeze windows (coverage 0.52, cosine
@@ -175,15 +175,13 @@ def _names_what(terms: set[str]) -> bool:
     return any(not t.isdigit() and t not in _WHEN for t in terms)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def asking_sentence(question: str) -> str | None:
     """The sentence that asks, where ``question`` first tells the asker's situation in
     sentences of its own ("I've got a 12-hour flight to see a customer. Can I expense an
     upgrade to business class?"); ``None`` for a question of one sentence, or one whose
-    last sentence asks nothing."""
-    parts = [p.strip() for p in _SENTENCE_END.split(question.strip()) if p.strip()]
+    last sentence asks nothing. Sentences as answers split them ("e.g." and "2.5" end
+    none)."""
+    parts = [p.strip() for p in split_sentences(question.strip()) if p.strip()]
     if len(parts) < 2 or not parts[-1].endswith("?"):
         return None
     return parts[-1]
