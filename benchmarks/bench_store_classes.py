@@ -14,10 +14,12 @@ up to 3,000 small classes; each document's ACL is its class's one group. **The c
 read about 0.1 %, 1 %, 10 % and 60-100 % of the chunks.
 
 The store is opened on that file once exact and once per ``--exact-below`` threshold with
-permission classes (``vector_exact_below``; ``hnsw_ef_search`` ``--ef``), and once more with
-the first threshold and classes of ``--scan-above`` chunks or more scanned exactly instead of
-graphed (``vector_scan_above``), one after the other, side by side in one run. Reported per variant: the time from opening to the first
-search of the widest caller (graphs are then built on the store's worker thread, and that
+permission classes (``vector_exact_below``; ``hnsw_ef_search`` ``--ef``), then with the first
+threshold and classes of ``--scan-above`` chunks or more scanned instead of graphed
+(``vector_scan_above``), once per ``--scan-rescore`` (``vector_scan_rescore``: 0 scans the
+float vectors exactly; otherwise their signs are scanned and that many nearest rows scored
+exactly), one after the other, side by side in one run. Reported per variant: the time from
+opening to the first search of the widest caller (graphs are then built on the store's worker thread, and that
 search ranks exactly meanwhile), the time until every caller's graphs are built, and per
 caller p50/p95 of the vector search and of the hybrid retrieval (lexical and vector, one
 mask) and recall@10 of the vector search against exact ranking, over SciFact claims as
@@ -116,12 +118,19 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     ]
     if args.scan_above:
         first = args.exact_below[0]
-        variants.append(
-            (
-                f"classes {first:,}, scan from {args.scan_above:,}",
-                ClassPlan(exact_below=first, expansion_search=args.ef, scan_above=args.scan_above),
+        for rescore in args.scan_rescore:
+            how = f"signs, {rescore:,} rescored" if rescore else "floats"
+            variants.append(
+                (
+                    f"classes {first:,}, scan from {args.scan_above:,} ({how})",
+                    ClassPlan(
+                        exact_below=first,
+                        expansion_search=args.ef,
+                        scan_above=args.scan_above,
+                        scan_rescore=rescore,
+                    ),
+                )
             )
-        )
     reopened = reopen_from_saved_copy(path, filters[-1], query_vectors[0], claims[0])
     results: dict[str, dict[str, Any]] = {}
     for label, plan in variants:
@@ -330,6 +339,13 @@ def main() -> None:
     parser.add_argument("--move", type=int, default=10_000, help="chunks to move (by ACL)")
     parser.add_argument(
         "--scan-above", type=int, default=100_000, help="one more variant: scan classes this large"
+    )
+    parser.add_argument(
+        "--scan-rescore",
+        type=int,
+        nargs="+",
+        default=[0, 4000],
+        help="one scan variant each: rows rescored after the sign scan (0: float scan)",
     )
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     parser.add_argument("--json", type=Path)

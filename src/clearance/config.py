@@ -403,8 +403,13 @@ class StoreSettings:
         ),
     ] = "exact"
     vector_exact_below: _StorePositive = 20_000
-    # With "classes": a class of this many chunks or more is scanned exactly, not graphed.
+    # With "classes": a class of this many chunks or more is scanned, not graphed: the
+    # signs of its vectors, whose vector_scan_rescore nearest rows are scored exactly
+    # (0: its float vectors, scanned exactly).
     vector_scan_above: _StorePositive = 100_000
+    vector_scan_rescore: Annotated[
+        StrictInt, _check(lambda v: v >= 0, "expected an integer of at least 0, got {value!r}")
+    ] = 4000
     hnsw_ef_search: _StorePositive = 100
     hnsw_max_scan_tuples: _StorePositive = 50_000
     # The embedded store keeps its in-memory search copy in "<path>.saved/" between

@@ -42,14 +42,15 @@ def sqlite_backend(request: pytest.FixtureRequest) -> Backend:
 
 
 def sqlite_classes_backend(request: pytest.FixtureRequest) -> Backend:
-    """SQLite with ``vector_search = "classes"``: every class of two chunks or more
-    searched through its own graph (built in the search that needs it). The graphs'
-    default breadth covers every row of these small worlds, so exact references hold; the
-    property tests then show that no graph lets a hidden row in
-    (tests/store/test_vector_classes.py has the worlds where graphs do miss rows)."""
+    """SQLite with ``vector_search = "classes"``: every class of two to five chunks
+    searched through its own graph (built in the search that needs it), every larger one
+    by the signs of its vectors. The graphs' default breadth and the scan's default rescore
+    count cover every row of these small worlds, so exact references hold; the property
+    tests then show that no graph or scan lets a hidden row in
+    (tests/store/test_vector_classes.py has the worlds where both do miss rows)."""
     from clearance.store.classes import ClassPlan
 
-    plan = ClassPlan(exact_below=2, background=False)
+    plan = ClassPlan(exact_below=2, scan_above=6, background=False)
     return Backend(
         "sqlite-classes",
         create=lambda directory: str(directory / "index.db"),

@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 
 import factories
 from clearance.config import settings_from_dict
+from clearance.errors import ConfigError
 from clearance.model import Sensitivity
 from clearance.store.backends import open_store
 from clearance.store.base import SearchFilter
-from clearance.store.classes import ClassIndexes, ClassPlan
+from clearance.store.classes import ClassIndexes, ClassPlan, _SignScan
 from clearance.store.sqlite import SQLiteStore
 from conformance.world import ADMIT_ALL, EMBEDDER, NOW, Entry, World, fill, filters, worlds
 
@@ -60,6 +61,15 @@ class StaleInTheGraph(ClassIndexes):
             got = self._search(self._whole(content, known), known.members, query, k)
             found.append(got[admitted[got]])
         return np.concatenate(found)
+
+
+class SignsOfEveryChunk(ClassIndexes):
+    """The leaky sign scan: the signs of every chunk scanned, the nearest cut, then
+    filtered, as one shared code table would be."""
+
+    def candidates(self, content: Any, access: Any, admitted: Any, query: Any, k: int) -> Any:
+        found = _SignScan(content.vectors.matrix, SIGNS.scan_rescore).search(query, k).keys
+        return found[admitted[found]]
 
 
 def store_at(
@@ -160,10 +170,14 @@ def world() -> World:
 
 
 #: The staff class (400 documents) scanned exactly, the departments graphed.
-SCANNED = replace(WEAK, scan_above=300)
+SCANNED = replace(WEAK, scan_above=300, scan_rescore=0)
+#: The staff class scanned by its signs, 40 of its rows scored exactly: close calls missed.
+SIGNS = replace(WEAK, scan_above=300, scan_rescore=40)
 
 
-@pytest.mark.parametrize("plan", [WEAK, SCANNED], ids=["graphs", "graphs and a scan"])
+@pytest.mark.parametrize(
+    "plan", [WEAK, SCANNED, SIGNS], ids=["graphs", "graphs and a scan", "graphs and signs"]
+)
 @pytest.mark.parametrize("who", list(CALLERS))
 def test_a_callers_results_equal_those_of_a_store_of_their_rows_alone(
     tmp_path: Path, world: World, who: str, plan: ClassPlan
@@ -194,17 +208,61 @@ def test_the_graphs_are_used_and_approximate(tmp_path: Path, world: World) -> No
         assert {c.split("#")[0] for c, _ in got} <= allowed
 
 
-def test_a_scanned_class_is_ranked_exactly(tmp_path: Path, world: World) -> None:
-    """A caller reading only the staff class, scanned whole, gets the exact results."""
+@pytest.mark.parametrize(
+    ("plan", "kind"),
+    [(SCANNED, "_Scan"), (replace(SIGNS, scan_rescore=5000), "_SignScan")],
+    ids=["floats", "signs, every row rescored"],
+)
+def test_a_scanned_class_is_ranked_exactly(
+    tmp_path: Path, world: World, plan: ClassPlan, kind: str
+) -> None:
+    """A caller reading only the staff class, scanned whole (its floats, or its signs with
+    more rows rescored than it holds), gets the exact results."""
     staff = caller("group:staff")
     fill(store_at(tmp_path / "index.db", None), world)
-    exact, scanned = store_at(tmp_path / "index.db", None), store_at(tmp_path / "index.db", SCANNED)
+    exact, scanned = store_at(tmp_path / "index.db", None), store_at(tmp_path / "index.db", plan)
     for q in queries():
         assert scanned.vector_search(q, staff, 10) == exact.vector_search(q, staff, 10)
     assert scanned._classes is not None
     # (the part of it past no freshness deadline, as this caller reads it)
     used = [*scanned._classes._graphs.values(), *scanned._classes._parts.values()]
-    assert any(type(g).__name__ == "_Scan" for g in used)
+    assert any(type(g).__name__ == kind for g in used)
+
+
+def test_the_sign_scan_is_used_and_approximate(tmp_path: Path, world: World) -> None:
+    """Without this, the equality above could be the exact search's: 40 rows by their
+    signs' Hamming distance miss some of the staff class's true neighbours."""
+    staff = caller("group:staff")
+    fill(store_at(tmp_path / "index.db", None), world)
+    exact, signs = store_at(tmp_path / "index.db", None), store_at(tmp_path / "index.db", SIGNS)
+    differ = sum(
+        signs.vector_search(q, staff, 10) != exact.vector_search(q, staff, 10) for q in queries()
+    )
+    assert differ > 0
+    assert signs._classes is not None
+    used = [*signs._classes._graphs.values(), *signs._classes._parts.values()]
+    assert any(isinstance(g, _SignScan) for g in used)
+    allowed = signs.allowed_doc_ids(staff)
+    for q in queries(5):
+        got = signs.vector_search(q, staff, 10)
+        assert len(got) == 10 and {c.split("#")[0] for c, _ in got} <= allowed
+
+
+@pytest.mark.parametrize("dim", [24, 64, 100, 384])
+def test_the_sign_scan_keeps_every_row_as_near_as_the_last_it_must_keep(dim: int) -> None:
+    """The candidates are exactly the rows within the Hamming distance of the
+    ``rescore``-th nearest, computed here bit by bit, whatever the width."""
+    rng = np.random.default_rng(dim)
+    vectors = rng.standard_normal((500, dim)).astype(np.float32)
+    scan = _SignScan(vectors, rescore=60)
+    for query in rng.standard_normal((10, dim)).astype(np.float32):
+        distance = ((vectors > 0) != (query > 0)).sum(axis=1)
+        last = np.sort(distance)[59]
+        got = scan.search(query, 10).keys
+        assert got.tolist() == np.flatnonzero(distance <= last).tolist()
+        assert len(got) >= 60
+    assert len(scan.search(vectors[0], 600).keys) == 500  # asked for more than it holds
+    assert scan.serialized_length == 500 * 8 * -(-dim // 64)
 
 
 def test_a_permission_change_moves_a_chunk_to_another_graph(tmp_path: Path, world: World) -> None:
@@ -282,7 +340,7 @@ def test_warming_builds_every_large_classes_graph(tmp_path: Path, world: World) 
     assert store._classes._graphs == built  # nothing built again
 
 
-@pytest.mark.parametrize("variant", [GlobalGraph, StaleInTheGraph])
+@pytest.mark.parametrize("variant", [GlobalGraph, StaleInTheGraph, SignsOfEveryChunk])
 def test_reverse_proof_a_graph_holding_hidden_rows_fails_the_same_check(
     tmp_path: Path, world: World, variant: type[ClassIndexes]
 ) -> None:
@@ -329,6 +387,7 @@ def test_the_setting_opens_the_embedded_store_with_classes(tmp_path: Path) -> No
                 "vector_exact_below": 500,
                 "hnsw_ef_search": 64,
                 "vector_scan_above": 9000,
+                "vector_scan_rescore": 0,
             }
         },
         root=tmp_path,
@@ -338,8 +397,14 @@ def test_the_setting_opens_the_embedded_store_with_classes(tmp_path: Path) -> No
         assert isinstance(store, SQLiteStore) and store._classes is not None
         plan = store._classes.plan
         assert (plan.exact_below, plan.expansion_search, plan.scan_above) == (500, 64, 9000)
+        assert plan.scan_rescore == 0
     finally:
         store.close()
+
+
+def test_a_negative_rescore_count_is_refused_by_its_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"vector_scan_rescore.*at least 0, got -1"):
+        settings_from_dict({"store": {"vector_scan_rescore": -1}}, root=tmp_path)
 
 
 def test_each_backend_ranks_exactly_under_the_others_value(tmp_path: Path) -> None:

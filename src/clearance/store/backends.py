@@ -50,6 +50,7 @@ def open_store(settings: Settings) -> Store:
                 exact_below=store.vector_exact_below,
                 expansion_search=store.hnsw_ef_search,
                 scan_above=store.vector_scan_above,
+                scan_rescore=store.vector_scan_rescore,
             )
         return SQLiteStore(
             settings.db_path,
