@@ -1,5 +1,5 @@
-"""The embedded store with ``vector_search = "classes"`` against exact ranking, side by side
-in one run, on real MiniLM vectors and a company's ACL layout (the scale issue).
+"""The embedded store's approximate vector searches against exact ranking, side by side in
+one run, on real MiniLM vectors and a company's ACL layout (the scale issue).
 
 Run from the repository root::
 
@@ -13,17 +13,23 @@ are made from them with small perturbations; a copy keeps its source passage's t
 up to 3,000 small classes; each document's ACL is its class's one group. **The callers**
 read about 0.1 %, 1 %, 10 % and 60-100 % of the chunks.
 
-The store is opened on that file once exact and once per ``--exact-below`` threshold with
-permission classes (``vector_exact_below``; ``hnsw_ef_search`` ``--ef``), then with the first
-threshold and classes of ``--scan-above`` chunks or more scanned instead of graphed
-(``vector_scan_above``), once per ``--scan-rescore`` (``vector_scan_rescore``: 0 scans the
-float vectors exactly; otherwise their signs are scanned and that many nearest rows scored
-exactly), one after the other, side by side in one run. Reported per variant: the time from
-opening to the first search of the widest caller (graphs are then built on the store's worker thread, and that
-search ranks exactly meanwhile), the time until every caller's graphs are built, and per
-caller p50/p95 of the vector search and of the hybrid retrieval (lexical and vector, one
-mask) and recall@10 of the vector search against exact ranking, over SciFact claims as
-queries.
+The store is opened on that file one variant after the other:
+
+* exact ranking;
+* ``vector_search = "classes"`` once per ``--exact-below`` threshold (``vector_exact_below``;
+  ``hnsw_ef_search`` ``--ef``), unless ``--no-graphs-only``;
+* the first threshold with classes of ``--scan-above`` chunks or more scanned instead of
+  graphed (``vector_scan_above``), once per ``--scan-rescore`` (``vector_scan_rescore``: 0
+  scans the float vectors exactly; otherwise their signs, that many nearest scored exactly);
+* ``vector_search = "signs"`` once per ``--signs`` rescore count, from
+  ``--signs-exact-below`` chunks.
+
+Reported per variant: the time from opening to the first search of the widest caller
+(graphs are then built on the store's worker thread, and that search ranks exactly
+meanwhile), the time until every caller's graphs are built, what the graphs or codes hold,
+and per caller p50/p95 of the vector search and of the hybrid retrieval (lexical and
+vector, one mask) and recall@10 of the vector search against exact ranking, over SciFact
+claims as queries. The last variant also moves chunks between classes by their ACL.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from clearance.model import Chunk, Sensitivity
 from clearance.store.base import SearchFilter
 from clearance.store.classes import ClassPlan
 from clearance.store.saved import saved_path
+from clearance.store.signs import SignPlan
 from clearance.store.sqlite import SQLiteStore
 
 K = 10
@@ -111,11 +118,12 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         for w in who
     ]
     shares = [round(100 * float(np.isin(doc_classes, list(w.classes)).mean()), 2) for w in who]
-    variants: list[tuple[str, ClassPlan | None]] = [("exact", None)]
-    variants += [
-        (f"classes {t:,}", ClassPlan(exact_below=t, expansion_search=args.ef))
-        for t in args.exact_below
-    ]
+    variants: list[tuple[str, ClassPlan | SignPlan | None]] = [("exact", None)]
+    if not args.no_graphs_only:
+        variants += [
+            (f"classes {t:,}", ClassPlan(exact_below=t, expansion_search=args.ef))
+            for t in args.exact_below
+        ]
     if args.scan_above:
         first = args.exact_below[0]
         for rescore in args.scan_rescore:
@@ -131,11 +139,21 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                     ),
                 )
             )
+    for rescore in args.signs:
+        variants.append(
+            (
+                f"signs from {args.signs_exact_below:,}, {rescore:,} rescored",
+                SignPlan(exact_below=args.signs_exact_below, rescore=rescore),
+            )
+        )
     reopened = reopen_from_saved_copy(path, filters[-1], query_vectors[0], claims[0])
     results: dict[str, dict[str, Any]] = {}
     for label, plan in variants:
         t0 = time.perf_counter()
-        store = SQLiteStore(path, vector_classes=plan)
+        if isinstance(plan, SignPlan):
+            store = SQLiteStore(path, vector_signs=plan)
+        else:
+            store = SQLiteStore(path, vector_classes=plan)
         store.vector_search(query_vectors[0], filters[-1], K)  # the widest caller
         first_s = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -146,6 +164,8 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         if store._classes is not None:  # saved size of every graph: vectors and links
             graphs = store._classes._graphs.values()
             graphs_mb = sum(g.serialized_length for g in graphs) / 2**20
+        if store._signs is not None and store._signs._words is not None:  # the codes
+            graphs_mb = store._signs._words[:, : store._signs._coded].nbytes / 2**20
         per_caller = []
         for flt in filters:
             vector_ms, hybrid_ms, found = [], [], []
@@ -165,7 +185,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 }
             )
         move: dict[str, float] = {}
-        if store._classes is not None and plan is not None and plan is variants[-1][1]:
+        if plan is not None and plan is variants[-1][1]:
             move = permission_move(store, lay, filters[-1], query_vectors[0], args.move)
         store.close()
         results[label] = {
@@ -260,7 +280,8 @@ def permission_move(
     store.vector_search(query, widest, K)
     next_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    settle(store, [widest], query)
+    if store._classes is not None:  # (sign codes have nothing to rebuild)
+        settle(store, [widest], query)
     rebuilt_s = time.perf_counter() - t0
     return {
         "chunks": len(moved) * 10,
@@ -287,7 +308,7 @@ def table(result: dict[str, Any]) -> str:
         "| every caller's graphs built, on the worker (s) | "
         + " | ".join(str(result["variants"][n]["graphs_s"]) for n in names)
         + " |",
-        "| graphs' size (MB) | "
+        "| graphs' or codes' size (MB) | "
         + " | ".join(f"{result['variants'][n]['graphs_mb']:,}" for n in names)
         + " |",
     ]
@@ -321,9 +342,13 @@ def table(result: dict[str, Any]) -> str:
                 "",
                 f"{n}: a permission change moving {move['chunks']:,} chunks from a department "
                 f"to the all-staff class: written in {move['write_s']} s; the next search, "
-                f"under the new permissions, {move['next_search_s']} s; both classes' graphs "
-                f"rebuilt on the worker in {move['graphs_rebuilt_s']} s (searched exactly "
-                "until then).",
+                f"under the new permissions, {move['next_search_s']} s"
+                + (
+                    f"; both classes' graphs rebuilt on the worker in "
+                    f"{move['graphs_rebuilt_s']} s (searched exactly until then)."
+                    if n.startswith("classes")
+                    else " (nothing to rebuild)."
+                ),
             ]
     return "\n".join(lines)
 
@@ -347,6 +372,17 @@ def main() -> None:
         default=[0, 4000],
         help="one scan variant each: rows rescored after the sign scan (0: float scan)",
     )
+    parser.add_argument(
+        "--no-graphs-only", action="store_true", help="leave out the variants without a scan"
+    )
+    parser.add_argument(
+        "--signs",
+        type=int,
+        nargs="*",
+        default=[8000],
+        help='one "signs" variant each: rows rescored after the sign codes',
+    )
+    parser.add_argument("--signs-exact-below", type=int, default=20_000)
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -393,13 +393,15 @@ class StoreSettings:
     # chunks scan the HNSW index (iterative scans: hnsw_ef_search candidates, at most
     # hnsw_max_scan_tuples rows), trading that guarantee for speed. The embedded store's
     # "classes" gives each permission class of vector_exact_below chunks or more its own
-    # HNSW graph, searched with hnsw_ef_search candidates (docs/search.md). Each backend
-    # ranks exactly under the other's value, so one file can prepare a migration.
+    # HNSW graph, searched with hnsw_ef_search candidates; its "signs" searches a caller
+    # who may read vector_exact_below chunks or more by the signs of their vectors, the
+    # vector_scan_rescore nearest scored exactly (docs/search.md). Each backend ranks
+    # exactly under the other's values, so one file can prepare a migration.
     vector_search: Annotated[
         str,
         _check(
-            lambda v: v in ("exact", "hnsw", "classes"),
-            "expected 'exact', 'hnsw' or 'classes', got {value!r}",
+            lambda v: v in ("exact", "hnsw", "classes", "signs"),
+            "expected 'exact', 'hnsw', 'classes' or 'signs', got {value!r}",
         ),
     ] = "exact"
     vector_exact_below: _StorePositive = 20_000
@@ -409,7 +411,7 @@ class StoreSettings:
     vector_scan_above: _StorePositive = 100_000
     vector_scan_rescore: Annotated[
         StrictInt, _check(lambda v: v >= 0, "expected an integer of at least 0, got {value!r}")
-    ] = 4000
+    ] = 8000
     hnsw_ef_search: _StorePositive = 100
     hnsw_max_scan_tuples: _StorePositive = 50_000
     # The embedded store keeps its in-memory search copy in "<path>.saved/" between

@@ -58,6 +58,21 @@ def sqlite_classes_backend(request: pytest.FixtureRequest) -> Backend:
     )
 
 
+def sqlite_signs_backend(request: pytest.FixtureRequest) -> Backend:
+    """SQLite with ``vector_search = "signs"``: every caller who may read a chunk searched
+    by sign codes. The default rescore count covers every row of these small worlds, so
+    exact references hold; the property tests then show that the codes let no hidden row in
+    (tests/store/test_vector_signs.py has the worlds where they do miss rows)."""
+    from clearance.store.signs import SignPlan
+
+    plan = SignPlan(exact_below=1)
+    return Backend(
+        "sqlite-signs",
+        create=lambda directory: str(directory / "index.db"),
+        open=lambda location: SQLiteStore(location, vector_signs=plan),
+    )
+
+
 def postgres_backend(request: pytest.FixtureRequest) -> Backend:
     """One database per store on the session's PostgreSQL server (tests/pg.py), migrated,
     with the reading and the owning role. Its corpora count as freshly synced: the suite
@@ -87,6 +102,7 @@ def postgres_backend(request: pytest.FixtureRequest) -> Backend:
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
     "sqlite": sqlite_backend,
     "sqlite-classes": sqlite_classes_backend,
+    "sqlite-signs": sqlite_signs_backend,
     "postgres": postgres_backend,
 }
 

@@ -52,10 +52,18 @@ def open_store(settings: Settings) -> Store:
                 scan_above=store.vector_scan_above,
                 scan_rescore=store.vector_scan_rescore,
             )
+        signs = None
+        if store.vector_search == "signs":
+            from clearance.store.signs import SignPlan
+
+            signs = SignPlan(
+                exact_below=store.vector_exact_below, rescore=store.vector_scan_rescore
+            )
         return SQLiteStore(
             settings.db_path,
             busy_timeout_s=store.busy_timeout_s,
             vector_classes=plan,
+            vector_signs=signs,
             saved_copy=store.saved_copy,
         )
     return open_postgres(settings, store.dsn, store.writer_dsn)

@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clearance.store.memory import AccessIndex, BoolArray, ContentIndex, IntArray
+from clearance.store.signs import hamming, nearest_by_signs, sign_words
 
 __all__ = ["ClassIndexes", "ClassPlan", "permission_classes"]
 
@@ -75,7 +76,7 @@ class ClassPlan:
     #: last of them, are handed on to be scored exactly. ``0``: the float vectors are
     #: scanned whole, exactly (four times the memory traffic of the codes, and 32 times
     #: their size).
-    scan_rescore: int = 4000
+    scan_rescore: int = 8000
 
 
 class _Scan:
@@ -100,25 +101,13 @@ class _Scan:
 
 class _SignScan:
     """A class's vectors as one bit per dimension (the sign), scanned whole: the rows
-    nearest the query by Hamming distance are the candidates that are then scored exactly.
-
-    The bits are stored a column of 64 dimensions at a time (``words`` × rows), so the
-    distance is a few passes of XOR and popcount over contiguous memory: 48 bytes a row for
-    384 dimensions, against 1,536 for the float vectors. The codes and the cut are a function
-    of the class's rows and the query alone, so the candidates are too."""
+    nearest the query by Hamming distance are the candidates that are then scored exactly
+    (:mod:`clearance.store.signs`). The codes and the cut are a function of the class's
+    rows and the query alone, so the candidates are too."""
 
     def __init__(self, vectors: npt.NDArray[np.float32], rescore: int) -> None:
-        self.dim = int(vectors.shape[1])
         self.rescore = rescore
-        self.rows = int(vectors.shape[0])
-        self.words = np.ascontiguousarray(self._codes(vectors).T)
-
-    @staticmethod
-    def _codes(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
-        bits = np.packbits(vectors > 0, axis=1)
-        padded = np.zeros((bits.shape[0], -(-bits.shape[1] // 8) * 8), dtype=np.uint8)
-        padded[:, : bits.shape[1]] = bits
-        return padded.view(np.uint64)
+        self.words = sign_words(vectors)
 
     @property
     def serialized_length(self) -> int:
@@ -127,19 +116,10 @@ class _SignScan:
     def search(self, query: npt.NDArray[np.float32], count: int, threads: int = 1) -> Any:
         """At least ``max(count, rescore)`` rows: all those within the Hamming distance of
         the one ranked there (ties are kept whole, so no order among equals decides)."""
-        want = max(count, self.rescore)
-        if want >= self.rows:
-            return _Found(np.arange(self.rows, dtype=np.int64))
-        code = self._codes(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
-        distance = np.bitwise_count(self.words[0] ^ code[0]).astype(np.uint16)
-        spare = np.empty_like(self.words[0])
-        for word, bits in zip(self.words[1:], code[1:], strict=True):
-            np.bitwise_xor(word, bits, out=spare)
-            distance += np.bitwise_count(spare)
-        # Distances are small integers: the cut is where the running count reaches ``want``.
-        running = np.cumsum(np.bincount(distance, minlength=self.dim + 1))
-        cut = int(np.searchsorted(running, want))
-        return _Found(np.flatnonzero(distance <= cut).astype(np.int64))
+        rows = np.arange(self.words.shape[1], dtype=np.int64)
+        if max(count, self.rescore) >= rows.size:
+            return _Found(rows)
+        return _Found(nearest_by_signs(hamming(self.words, query), rows, max(count, self.rescore)))
 
 
 @dataclass(frozen=True, slots=True)

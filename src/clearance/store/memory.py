@@ -293,6 +293,11 @@ class VectorRows:
     def dim(self) -> int:
         return int(self.matrix.shape[1])
 
+    def source(self) -> npt.NDArray[np.float32]:
+        """The array this copy's rows are the first rows of: the growable buffer, the same
+        object while later copies only append to it; else the matrix itself."""
+        return self.matrix if self._buffer is None else self._buffer.array
+
     @classmethod
     def load(
         cls,

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
     from clearance.store.classes import ClassIndexes, ClassPlan
     from clearance.store.memory import AccessIndex, ContentIndex
+    from clearance.store.signs import SignCodes, SignPlan
 
 __all__ = ["SQLiteStore"]
 
@@ -339,10 +340,13 @@ class SQLiteStore(SqlStore):
         *,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         vector_classes: ClassPlan | None = None,
+        vector_signs: SignPlan | None = None,
         saved_copy: bool = False,
     ) -> None:
         """``vector_classes``: rank vectors approximately inside permission classes
-        (:mod:`clearance.store.classes`); ``None`` ranks every allowed vector exactly.
+        (:mod:`clearance.store.classes`); ``vector_signs``: approximately, from the nearest
+        by sign codes (:mod:`clearance.store.signs`); neither ranks every allowed vector
+        exactly.
         ``saved_copy``: keep the in-memory search copy in ``<path>.saved/`` between
         processes (:mod:`clearance.store.saved`), so opening a large index does not
         rebuild it."""
@@ -354,6 +358,11 @@ class SQLiteStore(SqlStore):
             from clearance.store.classes import ClassIndexes
 
             self._classes = ClassIndexes(vector_classes)
+        self._signs: SignCodes | None = None
+        if vector_signs is not None:
+            from clearance.store.signs import SignCodes
+
+            self._signs = SignCodes(vector_signs)
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -948,10 +957,12 @@ class SQLiteStore(SqlStore):
         # The permission mask picks the candidate rows; ranking happens after masking. With
         # permission classes, graphs built from the caller's rows of each class narrow them.
         admitted = mask[rows.positions]
-        if self._classes is None:
-            candidates = np.flatnonzero(admitted)
-        else:
+        if self._classes is not None:
             candidates = self._classes.candidates(content, access, admitted, query, k)
+        elif self._signs is not None:
+            candidates = self._signs.candidates(rows, admitted, query, k)
+        else:
+            candidates = np.flatnonzero(admitted)
         if candidates.size == 0:
             return []
         # einsum, not `@`: BLAS sums rows in a different order depending on where they fall
@@ -975,6 +986,8 @@ class SQLiteStore(SqlStore):
         self.save_copy()
         if vectors and self._classes is not None and content.vectors is not None:
             self._classes.prepare(content, access)
+        if vectors and self._signs is not None and content.vectors is not None:
+            self._signs.words(content.vectors)
 
     def _retrieve(
         self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
