@@ -345,8 +345,8 @@ class SQLiteStore(SqlStore):
     ) -> None:
         """``vector_classes``: rank vectors approximately inside permission classes
         (:mod:`clearance.store.classes`); ``vector_signs``: approximately, from the nearest
-        by sign codes (:mod:`clearance.store.signs`); neither ranks every allowed vector
-        exactly.
+        by sign codes (:mod:`clearance.store.signs`); with neither, every allowed vector is
+        ranked exactly.
         ``saved_copy``: keep the in-memory search copy in ``<path>.saved/`` between
         processes (:mod:`clearance.store.saved`), so opening a large index does not
         rebuild it."""
@@ -955,7 +955,8 @@ class SQLiteStore(SqlStore):
         if query.shape[0] != rows.dim:
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {rows.dim}")
         # The permission mask picks the candidate rows; ranking happens after masking. With
-        # permission classes, graphs built from the caller's rows of each class narrow them.
+        # permission classes, graphs built from the caller's rows of each class narrow them;
+        # with sign codes, the nearest by code among the caller's rows.
         admitted = mask[rows.positions]
         if self._classes is not None:
             candidates = self._classes.candidates(content, access, admitted, query, k)
