@@ -24,8 +24,15 @@ from clearance.store.backends import open_store
 from clearance.store.memory import VectorRows, _Rows
 from clearance.store.signs import SignCodes, SignPlan, hamming, nearest_by_signs, sign_words
 from clearance.store.sqlite import SQLiteStore
-from conformance.world import ADMIT_ALL, EMBEDDER, World, fill, filters, worlds
-from store.test_vector_classes import CALLERS, EVERYTHING, caller, company, queries
+from conformance.world import World, fill
+from store.test_vector_classes import (
+    CALLERS,
+    EVERYTHING,
+    company,
+    move_a_document_out_of_staffs_reach,
+    queries,
+    rank_alike_in_a_random_world,
+)
 
 #: A caller reading 40 chunks or more is searched by signs, 30 of them scored exactly.
 PLAN = SignPlan(exact_below=40, rescore=30)
@@ -110,23 +117,8 @@ def test_reverse_proof_a_cut_before_the_mask_fails_the_same_check(
 
 
 def test_a_permission_change_governs_the_next_search(tmp_path: Path, world: World) -> None:
-    """A document leaving the staff's reach is gone from their very next search, which
-    equals a store that never held it: the codes stay, only the mask changes."""
-    store = store_at(tmp_path / "all.db")
-    fill(store, world)
-    staff = caller("group:staff")
-    probe = world.entries[0].vectors[0]
-    assert probe is not None
-    moved = world.entries[0].document
-    assert store.vector_search(probe, staff, 1)[0][0].startswith(moved.doc_id)
-    store.set_acl(moved.doc_id, frozenset({"group:team-0"}))
-    assert not any(c.startswith(moved.doc_id) for c, _ in store.vector_search(probe, staff, 10))
-    alone = store_at(tmp_path / "alone.db")
-    fill(
-        alone,
-        World([e for e in world.entries if e.document.doc_id != moved.doc_id]).admitted_only(staff),
-    )
-    check_alike(store, alone, staff, 10)
+    """The codes stay; only the mask changes."""
+    move_a_document_out_of_staffs_reach(tmp_path, world, store_at)
 
 
 def test_documents_written_later_are_coded_and_ranked_alike(tmp_path: Path, world: World) -> None:
@@ -182,19 +174,11 @@ def test_the_cut_keeps_every_row_as_near_as_the_last_it_must_keep(dim: int) -> N
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_random_worlds_and_filters_rank_alike(tmp_path_factory: Any, data: st.DataObject) -> None:
-    """The conformance worlds (every filter field varies: ACLs, ceilings, corpora,
-    expiries, AI use, named and excluded documents), searched by signs from one row up."""
+    """Searched by signs from one row up, one row rescored."""
     plan = SignPlan(exact_below=1, rescore=1)
-    world = data.draw(worlds(max_size=14), label="world")
-    flt = data.draw(filters(world), label="filter")
-    words = data.draw(st.lists(st.sampled_from(["revenue", "tokyo", "売上", "margin"]), min_size=1))
-    k = data.draw(st.sampled_from([1, 3]), label="k")
-    where = tmp_path_factory.mktemp("w")
-    store, alone = store_at(where / "a.db", plan), store_at(where / "b.db", plan)
-    fill(store, world)
-    fill(alone, world.admitted_only(flt))
-    probe = EMBEDDER.embed([" ".join(words)])[0]
-    assert store.vector_search(probe, flt, k) == alone.vector_search(probe, ADMIT_ALL, k)
+    rank_alike_in_a_random_world(
+        data, tmp_path_factory.mktemp("w"), lambda path: store_at(path, plan)
+    )
 
 
 def test_the_setting_opens_the_embedded_store_with_signs(tmp_path: Path) -> None:
