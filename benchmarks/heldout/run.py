@@ -203,10 +203,23 @@ def score_text(
 class Bench:
     """One index of the held-out corpora, and what each user may read in it."""
 
-    def __init__(self, workdir: Path, collection: Collection | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        collection: Collection | None = None,
+        store: Sequence[str] = (),
+    ) -> None:
+        """``store``: ``key = value`` lines (TOML) added to the ``[store]`` table."""
         self.collection = collection = collection or COLLECTIONS["federal"]
         config = workdir / "clearance.toml"
-        config.write_text(default_config_text() + collection.corpora, encoding="utf-8")
+        text = default_config_text()
+        if store and "[store]\n" not in text:
+            raise SystemExit("error: the default configuration has no [store] table")
+        if store:
+            text = text.replace(
+                "[store]\n", "[store]\n" + "".join(f"{line}\n" for line in store), 1
+            )
+        config.write_text(text + collection.corpora, encoding="utf-8")
         (workdir / "data").mkdir(exist_ok=True)
         self.engine = Clearance.open(load_settings(config))
         self.engine.sync_directory(collection.directory)
@@ -294,12 +307,15 @@ def load_questions(split: str | None, collection: Collection | None = None) -> l
 
 
 def run(
-    items: Sequence[dict[str, Any]], progress: bool = True, collection: Collection | None = None
+    items: Sequence[dict[str, Any]],
+    progress: bool = True,
+    collection: Collection | None = None,
+    store: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="clearance-heldout-") as tmp:
         started = time.monotonic()
-        bench = Bench(Path(tmp), collection)
+        bench = Bench(Path(tmp), collection, store)
         if progress:
             print(f"index built in {time.monotonic() - started:.1f}s", file=sys.stderr)
         try:
@@ -364,10 +380,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print every answer and the table")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="'KEY = VALUE'",
+        help="a [store] setting, as a TOML line (repeatable), e.g. 'vector_search = \"signs\"'",
+    )
     args = parser.parse_args(argv)
     collection = COLLECTIONS[args.set]
     items = load_questions(args.split, collection)
-    rows = run(items, progress=not args.quiet, collection=collection)
+    rows = run(items, progress=not args.quiet, collection=collection, store=args.store)
     table = summary(rows)
     if args.json:
         print(
