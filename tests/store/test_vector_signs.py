@@ -206,3 +206,11 @@ def test_an_unknown_mode_is_refused_with_the_modes_named(tmp_path: Path) -> None
 
     with pytest.raises(ConfigError, match="'exact', 'hnsw', 'classes' or 'signs'"):
         settings_from_dict({"store": {"vector_search": "sign"}}, root=tmp_path)
+
+
+def test_warming_codes_every_vector_before_the_first_search(tmp_path: Path, world: World) -> None:
+    store = store_at(tmp_path / "index.db")
+    fill(store, world)
+    assert store._signs is not None and store._signs._coded == 0
+    store.warm(vectors=True)
+    assert store._signs._coded == len(world.entries)
