@@ -213,3 +213,43 @@ def test_bold_lines_and_a_details_summary_are_headings(
     _, texts, locators = load(tmp_path, "benefits.md", BOLD_HEADINGS)
     assert "Key features\nGitLab reimburses" in "\n".join(texts)
     assert "section=Benefits > Health > Annual health check > Key features" not in locators
+
+
+LODGING = """# Travel
+
+## Lodging
+
+We advise spending within reason for the location you are visiting, with a $300 USD per
+night maximum spend limit (including taxes, fees, and parking).
+
+> [!NOTE]
+> Spending over $300 USD per night requires additional approvals from Finance.
+
+> [!WARNING] Book early
+> Rates double in the week of the offsite.
+
+> [!tip]- Receipts
+> Keep them until the claim is paid.
+
+> A quote that names [!NOTE] in passing keeps it as written.
+"""
+
+
+def test_an_alert_or_callout_reads_as_its_label(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handbook's "> [!NOTE]" block quote shows as a "Note" box, and an answer quoting it
+    said "[!NOTE] Spending over $300 USD per night requires …". The marker reads as the
+    label GitHub shows (Obsidian's callouts, any word and folded, likewise), a callout's
+    title stays after it, and the marker anywhere but at a quote's start is text. Reverse
+    proof: read without the alert rule, the marker is in the text again."""
+    _, texts, _ = load(tmp_path, "travel.md", LODGING)
+    text = "\n".join(texts)
+    assert "Note: Spending over $300 USD per night requires additional approvals" in text
+    assert "Warning: Book early\nRates double" in text
+    assert "Tip: Receipts\nKeep them" in text
+    assert "[!WARNING]" not in text and "[!tip]" not in text
+    assert "A quote that names [!NOTE] in passing keeps it as written." in text
+    monkeypatch.setattr(markdown, "_alert", lambda text: text)
+    _, texts, _ = load(tmp_path, "travel.md", LODGING)
+    assert "[!NOTE]" in "\n".join(texts).split("in passing")[0]

@@ -11,7 +11,9 @@ Locators:
 Title: the front matter's ``title``, else the text of the first level-1 heading, if any.
 Front matter (YAML or TOML) is metadata, never text, and template tags (``{% … %}``,
 ``{{ … }}``) are not text either (:mod:`clearance.ingest.loaders.markup`). Inline markup is
-dropped (a link keeps its label, an image its alt text); raw HTML keeps only its text.
+dropped (a link keeps its label, an image its alt text); raw HTML keeps only its text. A
+block quote opening with an alert or callout marker (GitHub's ``> [!NOTE]``, Obsidian's
+``> [!tip]- Title``) reads as the label GitHub shows: "Note: Spending over $300 …".
 Headings written without heading syntax, as handbooks write them, open sections too: a
 paragraph that is one short run of bold text ("**Key features**", not "**Note:** …"), one
 level below the last heading, and a ``<details>`` block's ``<summary>``, whose bold lines
@@ -69,6 +71,23 @@ _CONTAINERS = frozenset({"list_item_open", "blockquote_open"})  # rules that par
 _NESTED = "   "  # the indent of a list item per level it is nested
 _MAX_REREADS = 64
 _MARKERS = re.compile(r"^(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|[0-9]{1,9}[.)](?=[ \t]|$)))*[ \t]*")
+
+
+# An alert (GitHub: NOTE, TIP, IMPORTANT, WARNING, CAUTION) or a callout (Obsidian: any word,
+# folded with "+" or "-") opening a block quote's first paragraph, and what follows on its line.
+_ALERT = re.compile(r"\A\[!([A-Za-z][\w-]*)\][+-]?[ \t]*(?:\n|\Z)?")
+
+
+def _alert(text: str) -> str:
+    """``text`` (a block quote's first paragraph) with an alert marker as its label: "[!NOTE]
+    Spending over …" → "Note: Spending over …"; a callout's title stays after the label
+    ("[!tip] Receipts" → "Tip: Receipts")."""
+    m = _ALERT.match(text)
+    if m is None:
+        return text
+    label = m[1].replace("-", " ").replace("_", " ").capitalize()
+    rest = text[m.end() :]
+    return f"{label}: {rest}" if rest else f"{label}:"
 
 
 def _inline_text(token: Token) -> str:
@@ -170,6 +189,7 @@ class _Reader:
         depth = 0  # how deep that list item is nested
         rows: list[list[str]] | None = None  # the table being read
         skipping: int | None = None  # level of an unparsed container, until its close
+        quote_opens = False  # the next paragraph is the first of a block quote
         for token in tokens:
             kind = token.type
             if skipping is not None:
@@ -181,6 +201,8 @@ class _Reader:
             if kind in _CONTAINERS and token.level >= self.deepest and token.map is not None:
                 self._reread(start + token.map[0], start + token.map[1], start, end)
                 skipping = token.level
+            elif kind == "blockquote_open":
+                quote_opens = True
             elif kind == "heading_open":
                 heading_level = int(token.tag[1:])
             elif kind == "heading_close":
@@ -205,6 +227,9 @@ class _Reader:
                 rows.append([])
             elif kind == "inline":
                 text = _inline_text(token)
+                if quote_opens and heading_level is None and rows is None:
+                    text = _alert(text)
+                quote_opens = False
                 if rows is not None:
                     if rows:
                         rows[-1].append(text)
