@@ -334,6 +334,19 @@ def test_find_config_prefers_explicit_then_clearance_home_then_cwd(
     assert find_config(None, {"CLEARANCE_HOME": ""}) == tmp_path / "clearance.toml"
 
 
+def test_load_settings_takes_a_path_as_text_or_the_home_folder(tmp_path: Path) -> None:
+    """``load_settings("home/clearance.toml")`` from a script stopped on an AttributeError
+    of ``str``; a path as text and a home folder (standing for its clearance.toml, as
+    ``CLEARANCE_HOME`` does) load the same settings as the Path of the file."""
+    path = write_config(tmp_path / "home", "[retrieval]\nk = 7\n")
+    assert load_settings(path).retrieval.k == 7
+    assert load_settings(str(path)).retrieval.k == 7
+    assert load_settings(str(tmp_path / "home")).retrieval.k == 7
+    assert load_settings(tmp_path / "home").retrieval.k == 7
+    with pytest.raises(ConfigError, match="no configuration at"):
+        load_settings(str(tmp_path / "missing.toml"))
+
+
 def test_find_config_reads_the_process_environment_only_without_an_env_mapping(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1292,10 +1292,15 @@ def settings_from_dict(data: Mapping[str, Any], root: Path | None = None) -> Set
     return _parse(data, (root or Path.cwd()).resolve(), None)
 
 
-def find_config(explicit: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """Apply the lookup contract of the module docstring; the file need not exist."""
+def find_config(
+    explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Path:
+    """Apply the lookup contract of the module docstring; the file need not exist. An
+    ``explicit`` path may be given as text, and a folder stands for its ``clearance.toml``
+    (as ``CLEARANCE_HOME`` does)."""
     if explicit is not None:
-        return explicit
+        path = Path(explicit)
+        return path / CONFIG_NAME if path.is_dir() else path
     environ = os.environ if env is None else env
     home = environ.get(HOME_ENV)
     if home:
@@ -1303,7 +1308,9 @@ def find_config(explicit: Path | None = None, env: Mapping[str, str] | None = No
     return Path.cwd() / CONFIG_NAME
 
 
-def load_settings(explicit: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+def load_settings(
+    explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
     """Find and parse the configuration. A missing file is an error naming where we looked."""
     path = find_config(explicit, env)
     if not path.is_file():
