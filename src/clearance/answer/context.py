@@ -44,10 +44,20 @@ class AnswerContext:
     ) -> None:
         self.runtime = runtime
         self.settings = runtime.settings
+        reading = None
+        if runtime.embedder is not None:
+            from clearance.llm.embedding import EmbedderSimilarity  # loaded with the embedder
+
+            # The quoting reader ranks what a question telling a story asks with the
+            # embedder (clearance.llm.extractive): never a RESTRICTED snippet, which the
+            # guard keeps from every provider and the reader skips.
+            reading = EmbedderSimilarity(runtime.embedder)
+        if isinstance(provider, ExtractiveProvider) and provider.similarity is None:
+            provider = provider.reading_with(reading)
         self.guard = EgressGuard(provider)
         self.judge_guard = EgressGuard(judge) if judge is not None else None
         #: The built-in extractive reader behind the same guard: passages quoted, no model.
-        self.quoting_guard = EgressGuard(ExtractiveProvider())
+        self.quoting_guard = EgressGuard(ExtractiveProvider(similarity=reading))
         self._providers = tuple(dict.fromkeys(p for p in (provider, judge) if p is not None))
         self.scope = ScopeGate(self.settings.scope)
         # Compiled once: the structured tool runs once per part of a multi question.

@@ -76,7 +76,7 @@ from clearance.analysis import (
 from clearance.config import RelevanceSettings
 from clearance.errors import EmbeddingError
 from clearance.llm.base import Snippet
-from clearance.llm.extractive import split_sentences
+from clearance.llm.extractive import asking_sentence, split_sentences
 from clearance.llm.multilingual import Similarity
 from clearance.model import is_restricted
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
@@ -173,18 +173,6 @@ def _names_what(terms: set[str]) -> bool:
     """Whether ``terms`` (those of a question a snippet holds) hold one that names what is
     asked about, not only when: a number or a calendar word (:data:`_WHEN`) is not one."""
     return any(not t.isdigit() and t not in _WHEN for t in terms)
-
-
-def asking_sentence(question: str) -> str | None:
-    """The sentence that asks, where ``question`` first tells the asker's situation in
-    sentences of its own ("I've got a 12-hour flight to see a customer. Can I expense an
-    upgrade to business class?"); ``None`` for a question of one sentence, or one whose
-    last sentence asks nothing. Sentences as answers split them ("e.g." and "2.5" end
-    none)."""
-    parts = [p.strip() for p in split_sentences(question.strip()) if p.strip()]
-    if len(parts) < 2 or not parts[-1].endswith("?"):
-        return None
-    return parts[-1]
 
 
 def _embedder_reads(text: str) -> bool:
