@@ -218,3 +218,24 @@ def test_an_encoder_failure_leaves_the_order_by_words(caplog: pytest.LogCaptureF
         failing = quoted(ExtractiveProvider(similarity=Spy(fail=True)), question, *PAGES)
     assert failing == quoted(ExtractiveProvider(), question, *PAGES)
     assert "the encoder stopped" in caplog.text
+
+
+def test_a_unit_quoted_already_takes_no_place() -> None:
+    """A case of the Mattermost trial: a chunk starting mid-sentence ("on purchasing a new
+    laptop …") is quoted as the whole sentence another chunk holds, which was quoted
+    already. That choice quoted nothing, yet it took one of the places, and the sentence
+    that answers was left out."""
+    whole = snippet(
+        "S1",
+        "For guidance on buying a new laptop, read the spending policy. "
+        "Staff who leave after one year keep the laptop at no cost.",
+        doc="buy-back",
+    )
+    cut = snippet("S2", "on buying a new laptop, read the spending policy.", doc="buy-back")
+    answer = quoted(
+        ExtractiveProvider(max_sentences=2), "Can I buy a new laptop when I leave?", whole, cut
+    )
+    assert answer == [
+        "For guidance on buying a new laptop, read the spending policy.",
+        "Staff who leave after one year keep the laptop at no cost.",
+    ]

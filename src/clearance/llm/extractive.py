@@ -1227,6 +1227,7 @@ class ExtractiveProvider:
         chosen: list[Quote] = []
         at: list[tuple[int, int] | None] = []  # where each chosen unit stands
         picked: set[tuple[object, ...]] = set()
+        places = 0  # the choices that quoted something: a unit quoted already takes none
         quoted: set[tuple[int, int]] = set()
         texts: set[str] = set()
         for _, s_index, u_index, score in candidates:
@@ -1236,7 +1237,7 @@ class ExtractiveProvider:
                 _place(request.snippets, units, s_index, u_index), best_place
             ):
                 continue
-            if len(picked) >= self.max_sentences:
+            if places >= self.max_sentences:
                 break
             unit = units[s_index][u_index]
             key: tuple[object, ...]
@@ -1291,6 +1292,7 @@ class ExtractiveProvider:
             if key in picked or not members:
                 continue
             picked.add(key)
+            before = len(chosen)
             if note is not None:
                 chosen.append(Quote(request.snippets[members[0][0]].ref, note, 0))
                 at.append(None)
@@ -1306,6 +1308,7 @@ class ExtractiveProvider:
                 ref = request.snippets[m[0]].ref
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
                 at.append(m)
+            places += len(chosen) > before
         _with_antecedent(chosen, at, units, quoted, request.snippets)
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
