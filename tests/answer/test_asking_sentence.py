@@ -12,6 +12,7 @@ against a refusal, and a question the pages do not answer stays refused.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -151,3 +152,36 @@ def test_the_asking_sentence_never_shows_restricted_text_to_the_embedder(
     # Reverse proof: a gate that forgets the sensitivity check shows it.
     monkeypatch.setattr(relevance_module, "is_restricted", lambda label: False)
     assert shown_restricted(gate) != []
+
+
+# A case of the CivicActions trial: the story names the topic, the ask only points at it.
+UPGRADE = (
+    "I'd like to fly business class to the conference and pay the difference myself. "
+    "Is that allowed?"
+)
+TIMESHEETS = "Labour that is not allowed under the contract is recorded as unallowable cost."
+
+
+def judge_timesheets(question: str) -> bool:
+    gate = RelevanceGate(RelevanceSettings())
+    reader = Recorder(question.split(". ")[-1])
+    snippets = [snippet("S1", TIMESHEETS, Sensitivity.INTERNAL)]
+    cosines = {"c-S1": 0.05}  # the whole question is far from timekeeping: refused
+    stats = TermStatistics(200, {"allow": 4, "busi": 20, "class": 3, "pay": 20, "differ": 6})
+    judged = gate.judge(question, snippets, lambda terms: stats, cosines, None, reader)
+    return judged[0].relevant
+
+
+def test_an_ask_pointing_back_at_the_story_is_not_judged_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ask that points back at the story and names one thing only ("Is that allowed?")
+    is not judged alone: alone, a timekeeping passage on allowable costs held all of it, and
+    the upgrade question was answered from timesheets. One that names two things of its own
+    still is. Reverse proof: without the rule, the timesheets pass."""
+    assert not judge_timesheets(UPGRADE)
+    assert judge_timesheets(
+        "I'd like to fly business class to the conference. Is that allowed under the contract?"
+    )
+    monkeypatch.setattr(relevance_module, "_POINTS_BACK", re.compile(r"(?!)"))
+    assert judge_timesheets(UPGRADE)

@@ -354,6 +354,9 @@ class Judgement:
     snippet_holds_terms: bool
 
 
+#: A word by which an asking sentence points back at the story told before it ("Is that
+#: allowed?", "Can I use it for this?").
+_POINTS_BACK = re.compile(r"\b(?:that|this|it|these|those|they|them)\b", re.IGNORECASE)
 #: Coverage at which a document holds every weighed word of the question.
 _WHOLE = 0.999
 #: The sentences of one snippet the gate reads at most (a chunk holds a dozen or so).
@@ -466,7 +469,14 @@ class RelevanceGate:
         snippets against it; never a RESTRICTED one, which is judged on coverage). Asked "I've
         been here two years and I'm resigning. Do I have to pay anything to keep my laptop?",
         the asker's years and resignation held half the weight, and the buy-back policy that
-        answers ("one calendar year or more … keep their device at no cost") was refused."""
+        answers ("one calendar year or more … keep their device at no cost") was refused.
+
+        An ask that points back at the story and names one thing at most is not judged
+        alone (:data:`_POINTS_BACK`): "Is that allowed?" after "I'd like to fly business
+        class and pay the difference myself" asks about the story, and alone it is about
+        "allowed", which a timekeeping passage on allowable costs holds whole."""
+        if _POINTS_BACK.search(ask) and len(question_weights(ask, statistics)) < 2:
+            return judged
         snippets = [j.snippet for j in judged]
         # A snippet holding none of the question's terms holds none of the ask's either.
         shown = [
