@@ -1013,3 +1013,24 @@ def test_how_often_is_not_answered_by_any_number(monkeypatch: pytest.MonkeyPatch
     assert quoted(answer(question, prose, row))[0].startswith("You'll meet with your manager")
     monkeypatch.setattr(extractive, "_ASKS_SINCE", re.compile(r"how\s+often", re.IGNORECASE))
     assert quoted(answer(question, prose, row))[0].startswith("Category: Mastery")
+
+
+CHAT = (
+    "[2026-10-05 08:12 ET] Tom Reyes (Globex, external): Morning. 37 of the Sentinel gateways "
+    'in Building C show "offline" since Saturday night.\n'
+    "[2026-10-05 08:20 ET] Frank Müller (ACME Support): Thanks Tom. Which firmware do they run?\n"
+    "[2026-10-05 08:41 ET] Tom Reyes (Globex, external): 2.3.1 on all of them."
+)
+
+
+def test_who_posted_a_chat_message_is_not_what_it_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked why Globex's gateways went offline, the answer quoted "[…] Tom Reyes (Globex,
+    external): Morning." and "… 2.3.1 on all of them.": the speaker's company held the
+    question's "Globex". The label of who posted a message counts nothing; the message
+    still does. Reverse proof: counting the label, "Morning." is quoted again."""
+    question = "Why did the gateways at Globex go offline?"
+    text = answer(question, snippet("S1", CHAT))
+    assert text.startswith("37 of the Sentinel gateways"), text
+    assert "Morning." not in text and "2.3.1 on all of them" not in text
+    monkeypatch.setattr(extractive, "_without_speaker", lambda text: text)
+    assert "Morning." in answer(question, snippet("S1", CHAT))

@@ -722,6 +722,22 @@ _CLAUSE_END = re.compile(r",\s+(?=[a-z$])|;\s+|\s+--\s+|\s+[—–]\s+")
 _ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 
 
+# Who posted a chat message, as exports write it before the message: "[2026-10-05 08:12 ET]
+# Tom Reyes (Globex, external): ", "2026-10-05 08:12 - Tom Reyes: ". The speaker's name and
+# company say who wrote, not what: "Tom Reyes (Globex, external): Morning." is no answer
+# to a question about Globex's gateways.
+_SPEAKER = re.compile(
+    r"^\s*(?:\[[^\]\n]{0,30}\d{1,2}:\d{2}[^\]\n]{0,20}\]|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4},?\s+\d{1,2}:\d{2}(?::\d{2})?"
+    r"(?:\s*[AaPp][Mm])?\s+-)\s*[^:\n]{1,80}:\s"
+)
+
+
+def _without_speaker(text: str) -> str:
+    """``text`` without the label of who posted it (:data:`_SPEAKER`)."""
+    m = _SPEAKER.match(text)
+    return text[m.end() :] if m else text
+
+
 def _without_marker(sentence: str) -> str:
     """A list item's text without its marker ("1. 予約: …" → "予約: …")."""
     text = sentence.lstrip()
@@ -1030,7 +1046,7 @@ def _score(
     holds too. ``counting``: the question asks how much or how many, so a unit saying the
     opposite of one of its words counts nothing (:func:`_contradicts`); asked whether
     ("Is FMLA leave paid?"), "unpaid" is the answer."""
-    terms = set(document_terms(unit.text))
+    terms = set(document_terms(_without_speaker(unit.text)))
     if expansions:
         for abbr in terms & expansions.keys():
             terms |= expansions[abbr]
