@@ -10,8 +10,9 @@ search, as a single shared index would be: the same check must catch it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -397,27 +398,30 @@ def test_random_worlds_and_filters_rank_alike(tmp_path_factory: Any, data: st.Da
 # --------------------------------------------------------------------------- settings
 
 
-def test_the_setting_opens_the_embedded_store_with_classes(tmp_path: Path) -> None:
-    s = settings_from_dict(
-        {
-            "store": {
-                "vector_search": "classes",
-                "vector_exact_below": 500,
-                "hnsw_ef_search": 64,
-                "vector_scan_above": 9000,
-                "vector_scan_rescore": 0,
-            }
-        },
-        root=tmp_path,
-    )
-    store = open_store(s)
+@contextlib.contextmanager
+def opened_with(tmp_path: Path, **store: Any) -> Iterator[SQLiteStore]:
+    """The embedded store that ``clearance.toml``'s ``[store]`` table ``store`` opens."""
+    opened = open_store(settings_from_dict({"store": store}, root=tmp_path))
     try:
-        assert isinstance(store, SQLiteStore) and store._classes is not None
+        assert isinstance(opened, SQLiteStore)
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_the_setting_opens_the_embedded_store_with_classes(tmp_path: Path) -> None:
+    with opened_with(
+        tmp_path,
+        vector_search="classes",
+        vector_exact_below=500,
+        hnsw_ef_search=64,
+        vector_scan_above=9000,
+        vector_scan_rescore=0,
+    ) as store:
+        assert store._classes is not None
         plan = store._classes.plan
         assert (plan.exact_below, plan.expansion_search, plan.scan_above) == (500, 64, 9000)
         assert plan.scan_rescore == 0
-    finally:
-        store.close()
 
 
 def test_a_negative_rescore_count_is_refused_by_its_key(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clearance.config import settings_from_dict
-from clearance.store.backends import open_store
 from clearance.store.memory import VectorRows, _Rows
 from clearance.store.signs import SignCodes, SignPlan, hamming, nearest_by_signs, sign_words
 from clearance.store.sqlite import SQLiteStore
@@ -30,6 +29,7 @@ from store.test_vector_classes import (
     EVERYTHING,
     company,
     move_a_document_out_of_staffs_reach,
+    opened_with,
     queries,
     rank_alike_in_a_random_world,
 )
@@ -182,23 +182,11 @@ def test_random_worlds_and_filters_rank_alike(tmp_path_factory: Any, data: st.Da
 
 
 def test_the_setting_opens_the_embedded_store_with_signs(tmp_path: Path) -> None:
-    s = settings_from_dict(
-        {
-            "store": {
-                "vector_search": "signs",
-                "vector_exact_below": 500,
-                "vector_scan_rescore": 3000,
-            }
-        },
-        root=tmp_path,
-    )
-    store = open_store(s)
-    try:
-        assert isinstance(store, SQLiteStore) and store._signs is not None
-        assert store._classes is None
+    with opened_with(
+        tmp_path, vector_search="signs", vector_exact_below=500, vector_scan_rescore=3000
+    ) as store:
+        assert store._signs is not None and store._classes is None
         assert (store._signs.plan.exact_below, store._signs.plan.rescore) == (500, 3000)
-    finally:
-        store.close()
 
 
 def test_an_unknown_mode_is_refused_with_the_modes_named(tmp_path: Path) -> None:
