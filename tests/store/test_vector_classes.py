@@ -166,6 +166,17 @@ def check_alike(store: SQLiteStore, alone: SQLiteStore, flt: SearchFilter, k: in
         assert store.vector_search(q, flt, k) == alone.vector_search(q, EVERYTHING, k)
 
 
+def alike_to_its_own_rows(
+    make: Callable[[Path], SQLiteStore], tmp_path: Path, world: World, flt: SearchFilter
+) -> None:
+    """A store holding ``world`` searches for ``flt`` as one holding only its rows does."""
+    store, alone = make(tmp_path / "all.db"), make(tmp_path / "alone.db")
+    fill(store, world)
+    fill(alone, world.admitted_only(flt))
+    for k in (1, 10):
+        check_alike(store, alone, flt, k)
+
+
 @pytest.fixture(scope="module")
 def world() -> World:
     return company()
@@ -185,11 +196,7 @@ def test_a_callers_results_equal_those_of_a_store_of_their_rows_alone(
     tmp_path: Path, world: World, who: str, plan: ClassPlan
 ) -> None:
     flt = CALLERS[who]
-    store, alone = store_at(tmp_path / "all.db", plan), store_at(tmp_path / "alone.db", plan)
-    fill(store, world)
-    fill(alone, world.admitted_only(flt))
-    for k in (1, 10):
-        check_alike(store, alone, flt, k)
+    alike_to_its_own_rows(lambda path: store_at(path, plan), tmp_path, world, flt)
 
 
 def test_the_graphs_are_used_and_approximate(tmp_path: Path, world: World) -> None:
@@ -198,11 +205,16 @@ def test_the_graphs_are_used_and_approximate(tmp_path: Path, world: World) -> No
     store, exact = store_at(tmp_path / "classes.db"), store_at(tmp_path / "exact.db", None)
     fill(store, world)
     fill(exact, world)
+    approximate_and_readable(store, exact, flt)
+
+
+def approximate_and_readable(store: SQLiteStore, exact: SQLiteStore, flt: SearchFilter) -> None:
+    """``store`` ranks some queries otherwise than ``exact``, and returns a full top 10 of
+    chunks ``flt`` admits."""
     differ = sum(
         store.vector_search(q, flt, 10) != exact.vector_search(q, flt, 10) for q in queries()
     )
     assert differ > 0
-    # and every result is one the caller may read, exactly scored
     allowed = store.allowed_doc_ids(flt)
     for q in queries(5):
         got = store.vector_search(q, flt, 10)

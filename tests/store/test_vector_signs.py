@@ -26,13 +26,21 @@ from clearance.store.sqlite import SQLiteStore
 from conformance.world import World, fill
 from store.test_vector_classes import (
     CALLERS,
-    EVERYTHING,
+    alike_to_its_own_rows,
+    approximate_and_readable,
+    check_alike,
     company,
     move_a_document_out_of_staffs_reach,
     opened_with,
     queries,
     rank_alike_in_a_random_world,
 )
+
+
+@pytest.fixture(scope="module")
+def world() -> World:
+    return company()
+
 
 #: A caller reading 40 chunks or more is searched by signs, 30 of them scored exactly.
 PLAN = SignPlan(exact_below=40, rescore=30)
@@ -54,26 +62,12 @@ def store_at(path: Path, plan: SignPlan | None = PLAN, leaky: bool = False) -> S
     return store
 
 
-def check_alike(store: SQLiteStore, alone: SQLiteStore, flt: Any, k: int) -> None:
-    for q in queries():
-        assert store.vector_search(q, flt, k) == alone.vector_search(q, EVERYTHING, k)
-
-
-@pytest.fixture(scope="module")
-def world() -> World:
-    return company()
-
-
 @pytest.mark.parametrize("who", list(CALLERS))
 def test_a_callers_results_equal_those_of_a_store_of_their_rows_alone(
     tmp_path: Path, world: World, who: str
 ) -> None:
     flt = CALLERS[who]
-    store, alone = store_at(tmp_path / "all.db"), store_at(tmp_path / "alone.db")
-    fill(store, world)
-    fill(alone, world.admitted_only(flt))
-    for k in (1, 10):
-        check_alike(store, alone, flt, k)
+    alike_to_its_own_rows(store_at, tmp_path, world, flt)
 
 
 def test_the_codes_are_used_and_approximate(tmp_path: Path, world: World) -> None:
@@ -81,14 +75,7 @@ def test_the_codes_are_used_and_approximate(tmp_path: Path, world: World) -> Non
     flt = CALLERS["staff and three departments (60 %)"]
     fill(store_at(tmp_path / "index.db", None), world)
     signs, exact = store_at(tmp_path / "index.db"), store_at(tmp_path / "index.db", None)
-    differ = sum(
-        signs.vector_search(q, flt, 10) != exact.vector_search(q, flt, 10) for q in queries()
-    )
-    assert differ > 0
-    allowed = signs.allowed_doc_ids(flt)
-    for q in queries(5):
-        got = signs.vector_search(q, flt, 10)
-        assert len(got) == 10 and {c.split("#")[0] for c, _ in got} <= allowed
+    approximate_and_readable(signs, exact, flt)
 
 
 def test_below_the_threshold_and_with_no_rescore_count_the_ranking_is_exact(
