@@ -52,7 +52,11 @@ class AnswerContext:
             # embedder (clearance.llm.extractive): never a RESTRICTED snippet, which the
             # guard keeps from every provider and the reader skips.
             reading = EmbedderSimilarity(runtime.embedder)
-        if isinstance(provider, ExtractiveProvider) and provider.similarity is None:
+        if (
+            reading is not None
+            and isinstance(provider, ExtractiveProvider)
+            and provider.similarity is None
+        ):
             provider = provider.reading_with(reading)
         self.guard = EgressGuard(provider)
         self.judge_guard = EgressGuard(judge) if judge is not None else None
