@@ -220,6 +220,32 @@ def test_a_document_without_acl_is_stored_for_nobody_and_reported(
     assert doc is not None and doc.acl == frozenset()
 
 
+def above_ceiling_warnings(app: Clearance, folder: Path) -> list[str]:
+    write(folder / "_meta.json", json.dumps({"corpus": "hb", "acl": ["group:staff"]}))
+    write(folder / f"{folder.name}-leave.md", "25 days of leave a year.")  # INTERNAL: no label
+    public = {"corpus": "hb", "acl": ["group:staff"], "sensitivity": "PUBLIC"}
+    write(folder / "public" / "_meta.json", json.dumps(public))
+    write(folder / "public" / f"{folder.name}-notice.md", "The office opens at 9.")
+    report = app.ingest([folder])
+    assert {r.status for r in report.results} == {"added"}, [r.error for r in report.results]
+    return [w for r in report.results for w in r.warnings]
+
+
+def test_a_document_above_its_corpus_ceiling_is_reported_as_visible_to_nobody(
+    tmp_path: Path, settings_factory: Any, store: SQLiteStore
+) -> None:
+    """A corpus configured with max_sensitivity PUBLIC over pages that carry no label (so
+    INTERNAL) served nothing to anyone, and ingest said nothing: search answered "no
+    results" and only explain told why. The ingest now says so per file, and only for the
+    page above the ceiling. With the ceiling at INTERNAL the same pages give no warning."""
+    low = settings_factory({"corpora": {"hb": {"max_sensitivity": "PUBLIC"}}})
+    assert above_ceiling_warnings(Clearance(low, store), tmp_path / "low") == [
+        "INTERNAL is above corpus hb's max_sensitivity PUBLIC: the document is visible to nobody"
+    ]
+    internal = settings_factory({"corpora": {"hb": {"max_sensitivity": "INTERNAL"}}})
+    assert above_ceiling_warnings(Clearance(internal, store), tmp_path / "internal") == []
+
+
 def test_the_run_says_once_how_to_fix_missing_acls_and_origins(
     tmp_path: Path, make_app: Callable[..., Clearance], store: SQLiteStore
 ) -> None:

@@ -672,6 +672,13 @@ class Ingestor:
             document = replace(document, extra={**document.extra, **read})
         self.store.upsert(document, chunks, vectors, facts=facts)
         warnings: tuple[str, ...] = () if acl else ("no ACL: the document is visible to nobody",)
+        ceiling = self.settings.corpus(document.corpus).max_sensitivity
+        if sensitivity > ceiling:
+            # Decided by the access policy's ceiling rule: served, named and viewed to nobody.
+            warnings += (
+                f"{sensitivity.name} is above corpus {document.corpus}'s max_sensitivity "
+                f"{ceiling.name}: the document is visible to nobody",
+            )
         self._no_acl += not acl
         if origin == "unknown" and not meta.get("origin"):
             self._no_origin[source_system] += 1
