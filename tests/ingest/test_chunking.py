@@ -273,3 +273,93 @@ def test_an_overlap_begins_where_a_list_item_or_sentence_begins_inside_it(
     monkeypatch.setattr(chunking, "_opens_unit", lambda text, index: True)
     anywhere = [p for p, _ in chunk_sections([Section("\n".join(items), "s")], 300, 120)]
     assert not all(p.startswith("- Step ") for p in anywhere[1:])
+
+
+def _opens_at_a_unit(text: str, piece: str) -> bool:
+    """Whether ``piece`` begins where ``text`` begins or where a sentence, a list item or a
+    paragraph of it begins."""
+    at = text.index(piece)
+    before = text[:at].rstrip()
+    return (
+        at == 0 or before.endswith(("。", "！", "？", ".", "!", "?")) or text[at:].startswith("- ")
+    )
+
+
+# GitLab's Japanese bereavement policy, as its handbook page words it: sentences with no
+# space after "。", one of them a list item.
+_BEREAVEMENT = (
+    "GitLab では、愛する人を失うことが人生で最も困難な経験の一つであることを理解しています。"
+    "このポリシーは、困難な時期のチームメンバーへの柔軟性とサポートへのコミットメントを維持"
+    "しながら、忌引休暇のガイドラインを定めています。\n"
+    "GitLab の忌引休暇は、私たちの Flexible PTO フレームワークの下に含まれており、損失に直面"
+    "したときに必要な時間を取ることができます。この給付は、すべてのチームメンバーに勤務初日"
+    "から利用可能です。\n"
+    "- 柔軟な期間: 忌引日数に設定された制限はありません。悲しみが各人と状況に固有であることを"
+    "認識しています。忌引を継続的または断続的に取ることができます。\n"
+    "- 包括的なアプローチ: 故人との関係に基づいて休暇を制限したり段階的にしたりしません。"
+)
+
+
+def test_a_japanese_piece_opens_at_a_sentence_with_no_space_after_the_last() -> None:
+    """Japanese puts no space after "。", so the overlap of a piece found no sentence start
+    and the next piece opened inside a word ("ットメントを維持しながら", quoted as an answer's
+    first sentence). Every piece now opens at a sentence or list item, and the text is
+    still covered. Reverse proof: the pattern without the CJK sentence end opens mid-word."""
+    pieces = [p for p, _ in chunk_sections([Section(_BEREAVEMENT, "s")], 800, 200)]
+    assert len(pieces) > 2
+    assert all(_opens_at_a_unit(_BEREAVEMENT, p) for p in pieces), [p[:12] for p in pieces]
+    assert "".join(_BEREAVEMENT.split()).endswith("".join(pieces[-1].split()))
+    for sentence in _BEREAVEMENT.replace("\n", "").split("。")[:-1]:
+        assert any(sentence in p for p in pieces), sentence
+
+
+def test_reverse_proof_without_the_cjk_sentence_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clearance.ingest import chunking
+
+    spaced_only = re.compile(
+        r"(?<=[.!?。！？])[\s]+|\n[^\S\n]*(?=[-*•]\s|\d+[.)]\s)|\n[^\S\n]*\n\s*"
+    )
+    monkeypatch.setattr(chunking, "_UNIT_START", spaced_only)
+    monkeypatch.setattr(
+        chunking,
+        "_overlap_unit",
+        lambda text, pos, start, end: chunking._next_unit(text, start, end),
+    )
+    pieces = [p for p, _ in chunk_sections([Section(_BEREAVEMENT, "s")], 800, 200)]
+    assert not all(_opens_at_a_unit(_BEREAVEMENT, p) for p in pieces)
+
+
+def test_an_overlap_with_no_unit_start_reaches_back_or_gives_way() -> None:
+    """English sentences longer than the overlap: where no sentence begins inside the
+    overlap, the next piece opens at the last sentence of the earlier piece's second half,
+    or, with none there, where the earlier piece ends; never mid-sentence. Each piece
+    still reaches past the one before."""
+    sentences = [
+        f"Sentence {n} is long enough that an overlap of forty characters never holds the "
+        f"start of another sentence, number {n}."
+        for n in range(12)
+    ]
+    text = " ".join(sentences)
+    pieces = [p for p, _ in chunk_sections([Section(text, "s")], 300, 40)]
+    assert len(pieces) > 3
+    assert all(p.startswith("Sentence ") for p in pieces), [p[:20] for p in pieces]
+    ends = [text.index(p) + len(p) for p in pieces]
+    assert ends == sorted(set(ends)) and ends[-1] == len(text)
+    assert all(s in " ".join(pieces) for s in sentences)
+
+
+def test_reverse_proof_an_overlap_taken_where_it_falls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clearance.ingest import chunking
+
+    monkeypatch.setattr(
+        chunking,
+        "_overlap_unit",
+        lambda text, pos, start, end: chunking._next_unit(text, start, end),
+    )
+    text = " ".join(
+        f"Sentence {n} is long enough that an overlap of forty characters never holds the "
+        f"start of another sentence, number {n}."
+        for n in range(12)
+    )
+    pieces = [p for p, _ in chunk_sections([Section(text, "s")], 300, 40)]
+    assert not all(p.startswith("Sentence ") for p in pieces)

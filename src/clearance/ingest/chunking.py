@@ -17,8 +17,10 @@
 * consecutive pieces of one section overlap by about ``overlap`` characters (at most half of
   the earlier piece, and starting at a word boundary, so the overlap never begins mid-word);
   where a sentence, a list item or a paragraph begins inside that overlap, the overlap
-  begins there (it is then shorter), so a piece opens mid-sentence only when no unit
-  starts within the overlap;
+  begins there (it is then shorter); where none does, at the last one in the earlier
+  piece's second half (it is then longer), else where the earlier piece ends if a unit
+  begins there (no overlap). A piece opens mid-sentence only when no unit starts in any
+  of these places;
 * non-atomic pieces are stripped of surrounding whitespace and never empty; every piece keeps
   its section's locator; the same input always gives the same output.
 
@@ -50,7 +52,12 @@ _BOUNDARIES: tuple[re.Pattern[str], ...] = (
 
 
 # Where a quotable unit begins: after a sentence's end, at a list item or a paragraph.
-_UNIT_START = re.compile(r"(?<=[.!?。！？])[\s]+|\n[^\S\n]*(?=[-*•]\s|\d+[.)]\s)|\n[^\S\n]*\n\s*")
+# Chinese and Japanese put no space after "。": the next sentence begins right after it
+# (after a closing quote or bracket when one follows).
+_UNIT_START = re.compile(
+    r"(?<=[.!?。！？])[\s]+|[。！？][」』）)]*(?=\S)"
+    r"|\n[^\S\n]*(?=[-*•]\s|\d+[.)]\s)|\n[^\S\n]*\n\s*"
+)
 
 
 def _opens_unit(text: str, index: int) -> bool:
@@ -62,6 +69,29 @@ def _next_unit(text: str, start: int, end: int) -> int:
     """The first unit start in ``(start, end)``, else ``start``."""
     unit = _UNIT_START.search(text, start, end)
     return unit.end() if unit is not None and start < unit.end() < end else start
+
+
+def _overlap_unit(text: str, pos: int, start: int, end: int) -> int:
+    """Where the piece after ``text[pos:end]`` begins when its overlap would begin at
+    ``start``, inside a unit: the first unit start in ``(start, end)``; else the last one
+    in the earlier piece's second half (a longer overlap, still at most half of it); else
+    ``end`` when a unit begins there (no overlap: a short overlap of Japanese, about 40
+    characters, often holds no sentence start, and a piece opening "ットメントを維持し
+    ながら" quotes as a fragment); else ``start``."""
+    unit = _next_unit(text, start, end)
+    if unit != start:
+        return unit
+    earlier = [
+        m.end()
+        for m in _UNIT_START.finditer(text, pos + (end - pos) // 2, start)
+        if pos + (end - pos) // 2 <= m.end() < start
+    ]
+    if earlier:
+        return earlier[-1]
+    after = end
+    while after < len(text) and text[after].isspace():
+        after += 1
+    return after if after < len(text) and _opens_unit(text, after) else start
 
 
 def _is_cjk(char: str) -> bool:
@@ -175,7 +205,7 @@ def _split(text: str, size: int, overlap: int) -> list[str]:
         # Begin the overlap where a sentence, a list item or a paragraph begins, when one
         # does inside it: a piece that opens mid-sentence ("listed, have your supervisor
         # …", a hard-wrapped line) quotes as a fragment when its neighbour is not retrieved.
-        pos = start if _opens_unit(text, start) else _next_unit(text, start, end)
+        pos = start if _opens_unit(text, start) else _overlap_unit(text, pos, start, end)
     return pieces
 
 
