@@ -223,6 +223,15 @@ def test_relevance_settings_are_read_and_checked() -> None:
             {"hand", "resign", "notic"},
         ),
         ("Ought I to tell my manager first?", {"ought", "tell"}, {"manag", "first"}),
+        # "give" frames a question; so do its irregular forms, which the stemmer leaves as
+        # they are: "given" held a fifth of the weight (GitLab set, probe split: the
+        # projection years of the error files were refused).
+        (
+            "Up to which projection year are errors given?",
+            {"given"},
+            {"up", "project", "year", "error"},
+        ),
+        ("What notice was I gave?", {"gave"}, {"notic"}),
         # "actually" and "quite" are no function words: their index forms are words that
         # name something (Sourcegraph handbook trial: "quit" weighed nothing).
         (
@@ -369,3 +378,38 @@ def test_a_question_mostly_in_cjk_needs_the_cjk_coverage() -> None:
     assert gate.decide(0.65, None)
     lower = RelevanceGate(RelevanceSettings(min_coverage_cjk=0.6))
     assert lower.decide(0.65, None, cjk=True)
+
+
+def test_a_passage_is_not_refused_for_lacking_given() -> None:
+    """The README line answering "How many years ahead do the projection error files go,
+    i.e. up to which projection year are errors given?" holds every topic word but "ahead"
+    and "up" (coverage 0.51 with a cosine of 0.735). Reverse proof: with "given" weighed
+    as a topic word, as before, the same passage falls below the coverage bar (0.40)."""
+    from clearance.answer import relevance
+    from clearance.model import Sensitivity
+
+    question = (
+        "How many years ahead do the projection error files go, i.e. up to which projection "
+        "year are errors given?"
+    )
+    passage = Snippet(
+        "S1", "c1", "d1", "README", "p", "",
+        "These output files contain the projection errors for each budget component "
+        "projection for each projection year (1st to 11th) and for each year.",
+        Sensitivity.INTERNAL, "finance", "human",
+    )  # fmt: skip
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        # the held-out GitLab index's frequencies: "ahead" and "given" in no chunk
+        return TermStatistics(400, {"year": 80, "project": 20, "error": 4, "file": 10, "up": 1})
+
+    def relevant() -> bool:
+        # the embedder's cosine of question and passage in that index
+        gate = RelevanceGate(RelevanceSettings())
+        return gate.judge(question, [passage], stats, {"c1": 0.735})[0].relevant
+
+    assert relevant()
+    words = relevance._FUNCTION_WORDS
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(relevance, "_FUNCTION_WORDS", words - {"given", "gave"})
+        assert not relevant()

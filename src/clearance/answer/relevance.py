@@ -152,7 +152,7 @@ _FUNCTION_WORDS = frozenset(
         whose when where why into onto again further once same other own such both each
         few more most some nor or but because while until whether even ever still yet
         already really rather perhaps maybe got gotten might go goes went gone going
-        supposed ought"""
+        supposed ought gave given"""
     )
 )
 
