@@ -281,6 +281,35 @@ def test_a_sentence_saying_the_opposite_of_the_question_does_not_answer_it() -> 
     assert quoted(answer("Is FMLA leave paid?", snippet("S1", fmla))) == [fmla]
 
 
+def test_a_page_whose_best_answer_says_the_opposite_offers_no_lesser_sentence() -> None:
+    """The FMLA page in two chunks: its entitlement ("12 administrative weeks of unpaid
+    leave") is what it answers "how many weeks of paid parental leave?" with, and its
+    eligibility sentence ("12 months of Federal government service") answers something
+    else: neither is quoted, and the answer path refuses (held-out federal set, dev split).
+    Reverse proofs: asked about unpaid leave, the entitlement answers; another document's
+    sentence that does not say the opposite is still quoted."""
+    entitlement = snippet(
+        "S2",
+        "Employees are entitled to 12 administrative weeks of unpaid leave in any 12-month "
+        "period for the birth of a child and care of the newborn.",
+        "section=Family and Medical Leave Act > Entitlement",
+        "files:fmla.md",
+    )
+    eligibility = snippet(
+        "S1",
+        "All employees who have completed 12 months of Federal government service, "
+        "regardless of appointment or pay schedule, are eligible.",
+        "section=Family and Medical Leave Act > Eligibility",
+        "files:fmla.md",
+    )
+    paid = "How many weeks of paid parental leave do federal employees get?"
+    assert quoted(answer(paid, eligibility, entitlement)) == []
+    unpaid = "How many weeks of unpaid parental leave do federal employees get?"
+    assert quoted(answer(unpaid, eligibility, entitlement))[0].startswith("Employees are entitled")
+    elsewhere = snippet("S1", eligibility.text, eligibility.locator, "files:other.md")
+    assert quoted(answer(paid, elsewhere, entitlement)) == [" ".join(eligibility.text.split())]
+
+
 def test_what_a_period_was_is_quoted_up_to_its_amount_without_the_comparison_after_it() -> None:
     """ "What was the deficit in the first 10 months of fiscal year 2008?": the clause that
     states it, not the "$213 billion more than …" after it (an unasked second amount read

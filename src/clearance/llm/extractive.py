@@ -1166,6 +1166,7 @@ class ExtractiveProvider:
         counting = bool(_ASKS_QUANTITY.search(request.question))
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
+        opposite: dict[str, int] = {}  # per document, its best unit saying the opposite
         for s_index, snippet_units in enumerate(units):
             asked = 0  # the score of a question the page asks, for the unit answering it
             for u_index, unit in enumerate(snippet_units):
@@ -1174,9 +1175,11 @@ class ExtractiveProvider:
                 flat = " ".join(unit.text.split())
                 if flat in seen:
                     continue
-                score = _score(
-                    question, unit, defined.get(request.snippets[s_index].doc_id), named, counting
-                )
+                doc_id = request.snippets[s_index].doc_id
+                score = _score(question, unit, defined.get(doc_id), named, counting)
+                if counting and score == 0:
+                    said = _score(question, unit, defined.get(doc_id), named)
+                    opposite[doc_id] = max(opposite.get(doc_id, 0), said)
                 score, asked = max(score, asked), 0
                 if _asks(unit):
                     # A page's own question ("Is there an expectation to work over the
@@ -1192,6 +1195,13 @@ class ExtractiveProvider:
                 if score > 0:
                     seen.add(flat)
                     candidates.append((-score, s_index, u_index, score))
+        # What a document answers the count with is its best unit: where that says the
+        # opposite ("12 administrative weeks of unpaid leave" to "how many weeks of paid
+        # parental leave?"), the document's lesser units (who is eligible) answer something
+        # else, and none of them is quoted.
+        candidates = [
+            c for c in candidates if c[3] >= opposite.get(request.snippets[c[1]].doc_id, 0)
+        ]
         if not candidates:
             return []
         candidates = _of_the_period_asked(request.question, candidates, units)
