@@ -847,8 +847,10 @@ class RelevanceSettings:
     question (no cosine: the embedder is English-only) needs ``min_coverage_cjk``, since
     character pairs match by chance more often than words, or, with a ``multilingual``
     model, ``min_coverage_cjk_with_cosine`` and that model's cosine ``min_cosine_cjk``,
-    and to be the snippet nearest the question. Calibrated by
-    benchmarks/relevance_calibration.py."""
+    and to be the snippet nearest the question. A snippet whose cosine reaches
+    ``near_cosine`` needs only ``min_coverage_near``: the embedder places it that near a
+    question worded unlike it ("keep earning holiday" against "continue to accrue
+    holiday"). Calibrated by benchmarks/relevance_calibration.py and the held-out sets."""
 
     __pydantic_config__ = _TABLE
 
@@ -863,6 +865,8 @@ class RelevanceSettings:
     ] = "e5"
     min_coverage_cjk_with_cosine: Share = 0.3
     min_cosine_cjk: Share = 0.86
+    near_cosine: Share = 0.7
+    min_coverage_near: Share = 0.3
 
 
 #: The values of ``[answer] inferred``.

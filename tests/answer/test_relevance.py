@@ -404,8 +404,9 @@ def test_a_passage_is_not_refused_for_lacking_given() -> None:
         return TermStatistics(400, {"year": 80, "project": 20, "error": 4, "file": 10, "up": 1})
 
     def relevant() -> bool:
-        # the embedder's cosine of question and passage in that index
-        gate = RelevanceGate(RelevanceSettings())
+        # the embedder's cosine of question and passage in that index; judged on coverage
+        # and cosine weighed together (a cosine this near alone needs less coverage)
+        gate = RelevanceGate(RelevanceSettings(near_cosine=1.0))
         return gate.judge(question, [passage], stats, {"c1": 0.735})[0].relevant
 
     assert relevant()
@@ -413,3 +414,34 @@ def test_a_passage_is_not_refused_for_lacking_given() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(relevance, "_FUNCTION_WORDS", words - {"given", "gave"})
         assert not relevant()
+
+
+def test_a_passage_the_embedder_places_near_needs_less_coverage() -> None:
+    """ "Do I keep earning holiday while I'm on unpaid leave?" over a handbook that says "you
+    will continue to accrue holiday": coverage 0.37 ("earning" and "keep" are in no chunk),
+    cosine 0.72. It was refused on the coverage floor of the weighed signals (0.45); a
+    cosine of ``near_cosine`` needs only ``min_coverage_near``. Reverse proofs: with
+    ``near_cosine`` out of reach the same passage is refused, and a passage as near sharing
+    less than ``min_coverage_near`` is refused too."""
+    from clearance.model import Sensitivity
+
+    question = "Do I keep earning holiday while I'm on unpaid leave?"
+    passage = Snippet(
+        "S1", "c1", "d1", "Sabbatical and unpaid leave", "p", "",
+        "Whilst on a period of unpaid leave or sabbatical, you will continue to accrue "
+        "holiday, and this will be at the dxw rate detailed above.",
+        Sensitivity.INTERNAL, "hr", "human",
+    )  # fmt: skip
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        # the trial handbook's 60 chunks: "keep" in 3, "earn" in none
+        return TermStatistics(60, {"keep": 3, "holiday": 5, "unpaid": 12, "leav": 30})
+
+    def relevant(settings: RelevanceSettings, cosine: float = 0.721) -> bool:
+        gate = RelevanceGate(settings)
+        return gate.judge(question, [passage], stats, {"c1": cosine})[0].relevant
+
+    assert relevant(RelevanceSettings())
+    assert not relevant(RelevanceSettings(near_cosine=1.0))
+    assert not relevant(RelevanceSettings(min_coverage_near=0.5))
+    assert not relevant(RelevanceSettings(), cosine=0.55)

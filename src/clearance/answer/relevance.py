@@ -44,7 +44,9 @@ snippet is relevant when its coverage reaches ``min_coverage``. With
 one, the two signals are weighed together: ``coverage + cosine_weight * cosine`` must reach
 ``min_score`` and the coverage ``min_coverage_with_cosine``. So a press release that shares
 "release" and "window" with a question about release freeze windows (coverage 0.52, cosine
-0.13) is dropped with the embedder although coverage alone is close. The chunk's cosine is
+0.13) is dropped with the embedder although coverage alone is close. A cosine of
+``near_cosine`` or more needs only ``min_coverage_near``: the embedder places the passage
+that near a question asked in other words. The chunk's cosine is
 diluted by what else the chunk says: where no snippet passes, the sentences of those that
 fall short on the cosine alone are embedded too, and the best sentence's cosine stands for
 the chunk's where it is higher (never a RESTRICTED snippet's). What neither signal
@@ -630,6 +632,11 @@ class RelevanceGate:
             # cosine of a short question ("How much did outlays grow?") to a long passage
             # is low however well the passage answers it.
             return coverage >= s.min_coverage
+        if cosine >= s.near_cosine:
+            # The embedder places the passage this near the question: it says what is asked
+            # in words of its own ("continue to accrue holiday" to "Do I keep earning
+            # holiday while I'm on unpaid leave?", coverage 0.37, cosine 0.72).
+            return coverage >= s.min_coverage_near
         return (
             coverage >= s.min_coverage_with_cosine
             and coverage + s.cosine_weight * cosine >= s.min_score
