@@ -253,18 +253,21 @@ def test_words_that_frame_a_question_weigh_nothing(
     assert not framing & set(weights)
 
 
+def _passage(title: str, text: str, corpus: str = "hr") -> Snippet:
+    """An INTERNAL, human-written snippet of document ``d1``, chunk ``c1``."""
+    from clearance.model import Sensitivity
+
+    return Snippet("S1", "c1", "d1", title, "p", "", text, Sensitivity.INTERNAL, corpus, "human")
+
+
 def test_function_words_no_longer_outweigh_the_topic(monkeypatch: pytest.MonkeyPatch) -> None:
     """A passage holding every topic word of the question is relevant; reverse proof: with
     "if", "am" and "don't" weighed as topic words (the gate before), the same passage
     falls below the coverage bar and the same assertion fails."""
     from clearance.answer import relevance
-    from clearance.model import Sensitivity
 
     question = "What happens if I am off sick and don't tell my supervisor?"
-    passage = Snippet(
-        "S1", "c1", "d1", "Leave", "p", "", "An employee off sick must tell the supervisor.",
-        Sensitivity.INTERNAL, "hr", "human",
-    )  # fmt: skip
+    passage = _passage("Leave", "An employee off sick must tell the supervisor.")
 
     def stats(terms: Sequence[str]) -> TermStatistics:
         return TermStatistics(100, {})  # every term equally rare
@@ -386,18 +389,17 @@ def test_a_passage_is_not_refused_for_lacking_given() -> None:
     and "up" (coverage 0.51 with a cosine of 0.735). Reverse proof: with "given" weighed
     as a topic word, as before, the same passage falls below the coverage bar (0.40)."""
     from clearance.answer import relevance
-    from clearance.model import Sensitivity
 
     question = (
         "How many years ahead do the projection error files go, i.e. up to which projection "
         "year are errors given?"
     )
-    passage = Snippet(
-        "S1", "c1", "d1", "README", "p", "",
+    passage = _passage(
+        "README",
         "These output files contain the projection errors for each budget component "
         "projection for each projection year (1st to 11th) and for each year.",
-        Sensitivity.INTERNAL, "finance", "human",
-    )  # fmt: skip
+        "finance",
+    )
 
     def stats(terms: Sequence[str]) -> TermStatistics:
         # the held-out GitLab index's frequencies: "ahead" and "given" in no chunk
@@ -423,15 +425,13 @@ def test_a_passage_the_embedder_places_near_needs_less_coverage() -> None:
     cosine of ``near_cosine`` needs only ``min_coverage_near``. Reverse proofs: with
     ``near_cosine`` out of reach the same passage is refused, and a passage as near sharing
     less than ``min_coverage_near`` is refused too."""
-    from clearance.model import Sensitivity
 
     question = "Do I keep earning holiday while I'm on unpaid leave?"
-    passage = Snippet(
-        "S1", "c1", "d1", "Sabbatical and unpaid leave", "p", "",
+    passage = _passage(
+        "Sabbatical and unpaid leave",
         "Whilst on a period of unpaid leave or sabbatical, you will continue to accrue "
         "holiday, and this will be at the dxw rate detailed above.",
-        Sensitivity.INTERNAL, "hr", "human",
-    )  # fmt: skip
+    )
 
     def stats(terms: Sequence[str]) -> TermStatistics:
         # the trial handbook's 60 chunks: "keep" in 3, "earn" in none
