@@ -310,6 +310,20 @@ def test_a_page_whose_best_answer_says_the_opposite_offers_no_lesser_sentence() 
     assert quoted(answer(paid, elsewhere, entitlement)) == [" ".join(eligibility.text.split())]
 
 
+def test_a_number_naming_a_day_is_no_amount() -> None:
+    """ "How much is the home office setup budget?" over dxw's page, which names the budget
+    and no amount: "from day 1 of your employment" states no amount, so nothing is quoted
+    and the answer path refuses (dxw playbook trial). Reverse proofs: the same sentence
+    with an amount is quoted, and so is one whose only number is a duration."""
+    named = "We provide a MacBook and home office setup budget from day 1 of your employment."
+    question = "How much is the home office setup budget?"
+    assert quoted(answer(question, snippet("S1", named))) == []
+    with_amount = "We provide a home office setup budget of £500 from day 1 of your employment."
+    assert quoted(answer(question, snippet("S1", with_amount))) == [with_amount]
+    duration = "The home office setup budget is renewed every 3 years."
+    assert quoted(answer(question, snippet("S1", duration))) == [duration]
+
+
 def test_what_a_period_was_is_quoted_up_to_its_amount_without_the_comparison_after_it() -> None:
     """ "What was the deficit in the first 10 months of fiscal year 2008?": the clause that
     states it, not the "$213 billion more than …" after it (an unasked second amount read

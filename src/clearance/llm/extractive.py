@@ -745,6 +745,20 @@ def _without_marker(sentence: str) -> str:
     return text[marker.end() :] if marker else text
 
 
+# A number that names a place in a sequence, not an amount: "from day 1 of your
+# employment", "step 3", "page 12".
+_LABEL_NUMBER = re.compile(
+    r"\b(?:day|page|step|section|chapter|item|version|phase|stage|floor|room)\s+\d+\b",
+    re.IGNORECASE,
+)
+
+
+def _states_number(sentence: str) -> bool:
+    """Whether ``sentence`` states a number other than a list marker or a label ("We
+    provide a home office setup budget from day 1" states no amount)."""
+    return bool(_NUMBER.search(_LABEL_NUMBER.sub(" ", _without_marker(sentence))))
+
+
 def without_asides(sentence: str) -> str:
     """``sentence`` without the bracketed asides that state an amount of their own, when
     what remains still states one: "…260億円(前期は951億円の営業損失)となった。" →
@@ -1187,7 +1201,7 @@ class ExtractiveProvider:
                     # is quoted for what the two share with the question asked.
                     asked = score
                     continue
-                if score == 0 and stating_only and _NUMBER.search(_without_marker(unit.text)):
+                if score == 0 and stating_only and _states_number(unit.text):
                     # Looking again for an amount: a sentence stating one under a heading
                     # that names what is asked ("年次健康診断 — 主な機能": "GitLab は年間最大
                     # ¥15,000 を払い戻します") says how much of it, in words of its own.
@@ -1209,9 +1223,7 @@ class ExtractiveProvider:
             return []
         candidates = self._as_asked(request, candidates, units)
         if stating_only:
-            candidates = [
-                c for c in candidates if _NUMBER.search(_without_marker(units[c[1]][c[2]].text))
-            ]
+            candidates = [c for c in candidates if _states_number(units[c[1]][c[2]].text)]
             if not candidates:
                 return []
         floor = _floor(c[3] for c in candidates)
@@ -1232,7 +1244,7 @@ class ExtractiveProvider:
                 (
                     c
                     for c in candidates
-                    if c[3] >= elsewhere and _NUMBER.search(_without_marker(units[c[1]][c[2]].text))
+                    if c[3] >= elsewhere and _states_number(units[c[1]][c[2]].text)
                 ),
                 None,
             )
@@ -1341,7 +1353,7 @@ class ExtractiveProvider:
         elif _ASKS_WHICH.search(request.question):
             chosen = _with_the_list(chosen, at, units, quoted, request.snippets)
         if _ASKS_AMOUNT.search(request.question) and not any(
-            _NUMBER.search(_without_marker(q.sentence)) for q in chosen
+            _states_number(q.sentence) for q in chosen
         ):
             # "How much is the transit benefit?" over a page that says how to enrol and
             # never what it pays: sentences without a number do not answer how much (a
@@ -1369,7 +1381,7 @@ class ExtractiveProvider:
             chosen = [
                 q
                 for q in chosen
-                if _NUMBER.search(_without_marker(q.sentence))
+                if _states_number(q.sentence)
                 or not (q.line or q.sentence.rstrip().endswith((":", "：")))
             ]
             if dated:
