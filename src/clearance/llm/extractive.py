@@ -1060,16 +1060,29 @@ def _score(
     holds too. ``counting``: the question asks how much or how many, so a unit saying the
     opposite of one of its words counts nothing (:func:`_contradicts`); asked whether
     ("Is FMLA leave paid?"), "unpaid" is the answer."""
+    score, opposite = _score_saying(question, unit, expansions, named, counting)
+    return 0 if opposite else score
+
+
+def _score_saying(
+    question: set[str],
+    unit: _Unit,
+    expansions: Mapping[str, set[str]] | None,
+    named: frozenset[str],
+    counting: bool,
+) -> tuple[int, bool]:
+    """:func:`_score` before a contradiction counts, and whether ``unit`` says the opposite
+    of what a question asking how much or how many asks (the unit analysed once)."""
     terms = set(document_terms(_without_speaker(unit.text)))
     if expansions:
         for abbr in terms & expansions.keys():
             terms |= expansions[abbr]
     own = question.intersection(terms)
-    if not own or (counting and _contradicts(question, terms)):
-        return 0
+    if not own:
+        return 0, False
     held = own | question.intersection(document_terms(unit.heading))
     period = sum(1 for t in held if _is_period_word(t) or t in named)
-    return _SUBJECT * (len(held) - period) + period
+    return _SUBJECT * (len(held) - period) + period, counting and _contradicts(question, terms)
 
 
 def _asks(unit: _Unit) -> bool:
@@ -1190,10 +1203,12 @@ class ExtractiveProvider:
                 if flat in seen:
                     continue
                 doc_id = request.snippets[s_index].doc_id
-                score = _score(question, unit, defined.get(doc_id), named, counting)
-                if counting and score == 0:
-                    said = _score(question, unit, defined.get(doc_id), named)
-                    opposite[doc_id] = max(opposite.get(doc_id, 0), said)
+                score, says_opposite = _score_saying(
+                    question, unit, defined.get(doc_id), named, counting
+                )
+                if says_opposite:
+                    opposite[doc_id] = max(opposite.get(doc_id, 0), score)
+                    score = 0
                 score, asked = max(score, asked), 0
                 if _asks(unit):
                     # A page's own question ("Is there an expectation to work over the
