@@ -203,6 +203,13 @@ _LINE_AFTER = re.compile(
     r"(?:segment|division|region|business|unit|line|category|product|market)s?\b",
     re.IGNORECASE,
 )
+# What a metric is counted per ("GDP per capita", "income per share", "sales per employee")
+# makes it another metric: the metric's total never answers it. Per year, month or quarter
+# only says how often, and per cent is a rate.
+_PER_AFTER = re.compile(
+    r"^[\s-]*(?P<line>per[\s-]+(?!(?:year|annum|month|quarter|cent)\b)[A-Za-z]+)\b",
+    re.IGNORECASE,
+)
 _POSSESSIVE = re.compile(
     r"(?<![0-9A-Za-z])((?:[A-Z][\w&.-]*\s+){0,2}[A-Z][\w&.-]*)(?:'s|’s|')(?![A-Za-z])"
 )
@@ -268,8 +275,8 @@ def _names_left(text: str) -> list[str]:
 
 def _qualifier(blanked: str, start: int, end: int) -> str | None:
     """The words that narrow the metric at ``blanked[start:end]`` to a line: the words
-    right before it that are no slot and no small word ("Services" net sales), or a line
-    after it ("in the Greater China segment")."""
+    right before it that are no slot and no small word ("Services" net sales), a line
+    after it ("in the Greater China segment") or what it is counted per ("per capita")."""
     before = _WORDS_BEFORE.search(blanked[:start])
     words: list[str] = []
     if before is not None and blanked[before.end() - 1 : start].strip() == "":
@@ -282,6 +289,9 @@ def _qualifier(blanked: str, start: int, end: int) -> str | None:
     if after is not None:
         line = [w for w in after.group("line").split() if w.casefold() not in _SMALL_WORDS]
         words.extend(line)
+    per = _PER_AFTER.match(blanked[end:])
+    if per is not None:
+        words.extend(per.group("line").replace("-", " ").split())
     return " ".join(words) or None
 
 

@@ -180,6 +180,10 @@ _RATE_WORDS = re.compile(
 )
 
 
+#: The qualifier of a rate asked for where the tables give the metric as amounts only.
+AS_RATE = "(%)"
+
+
 def asks_for_rate(question: str) -> bool:
     """Whether a question asks for a percentage (a change, a share, a margin) rather than
     an amount: "by what percent", 前年同期比, 增长率."""
@@ -207,7 +211,8 @@ def query_metric(
     When the facts of the slot hold both amounts and percentages (a results table prints
     the change or the share beside the figure, under the same heading: 売上高 百万円 | %),
     the amounts answer, and the percentages are neither the answer nor "another source";
-    only a question that asks for a rate (``rate``) is answered by the percentages. A
+    only a question that asks for a rate (``rate``) is answered by the percentages, and
+    never by an amount: with no percentage for the slot it is not found. A
     question asking for a share of something (``share``: "as a percentage of GDP") is
     answered by percentages only, never by the amount."""
     compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
@@ -268,6 +273,9 @@ def query_metric(
             break
     rows = [(f, d) for f, d in rows if d.sensitivity < Sensitivity.RESTRICTED]
     rates = [(f, d) for f, d in rows if f.unit == "%"]
+    if rate and not rates and not _RATE_WORDS.search(metric):
+        # "the percent change in GDP" where no table gives one: the amount is no answer
+        return ToolResult("not_found", dataclasses.replace(query, qualifier=AS_RATE), (), None)
     if share:
         rows = rates
     elif rates and len(rates) < len(rows):
@@ -511,7 +519,8 @@ def render_not_found(query: MetricQuery) -> str:
     channel = _channel_note(query)
     metric = _label(query.metric)
     if query.qualifier is not None:
-        metric = f"{query.qualifier} {metric}"
+        after = query.qualifier.casefold().startswith(("per ", AS_RATE))
+        metric = f"{metric} {query.qualifier}" if after else f"{query.qualifier} {metric}"
     # A period the question did not name is not said ("… in (unspecified)").
     period = "" if query.period is None else f" in {_label(query.period)}"
     of = "" if query.entity == "" else f" of {_label(query.entity)}"

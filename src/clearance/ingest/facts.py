@@ -62,6 +62,7 @@ is reported through ``warn``, one line per table and reason with its locator.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import hashlib
 import json
@@ -74,6 +75,7 @@ from decimal import Decimal
 from typing import Literal
 
 from clearance.config import FactSettings, fiscal_year_start_month
+from clearance.countries import country_name, country_names
 from clearance.ingest.locator import format_locator, parse_locator
 from clearance.model import Fact, Section
 
@@ -750,7 +752,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 2
+_DERIVED_NAMES = 3
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -936,6 +938,40 @@ _PERIOD_HEADER = re.compile(
 _VALUE_HEADER = re.compile(
     r"(?i:^(?:(?:actual|reported)s?\s+)?(?:value|amount)s?$|^actuals?$)|^(?:値|金額|金额|数値|数值)$"
 )
+
+
+# A header's trailing unit, as data files write it: "gdp_trillion", "market_cap_b",
+# "revenue_usd_m", "Sales, USD millions", "Population in thousands". A lone scale letter
+# counts only after an underscore, where it cannot be a word ("cap_b"; "Vitamin B" is not).
+_SCALE_WORDS = {
+    "thousand": "thousand", "thousands": "thousand", "k": "thousand",
+    "million": "million", "millions": "million", "mn": "million", "mm": "million", "m": "million",
+    "billion": "billion", "billions": "billion", "bn": "billion", "b": "billion",
+    "trillion": "trillion", "trillions": "trillion", "tn": "trillion",
+}  # fmt: skip
+_UNIT_TAIL = re.compile(
+    rf"(?:_|\s*,\s*|\s+in\s+|\s+)(?P<unit>(?:(?P<cur>{_CURRENCY_CODES})[\s_]*)?"
+    r"(?P<scale>thousands?|millions?|billions?|trillions?|bn|mn|mm|tn)"
+    rf"|(?<=_)(?:(?P<cur2>{_CURRENCY_CODES})_)?(?P<letter>[kmb])"
+    rf"|(?P<cur3>{_CURRENCY_CODES}))$",
+    re.IGNORECASE,
+)
+
+
+def unit_tail(header: str) -> tuple[str, str]:
+    """A header split into what it measures and the unit its end writes (``gdp_trillion``
+    → ``("gdp", "trillion")``, ``market_cap_usd_b`` → ``("market_cap", "USD billion")``,
+    ``Revenue, USD millions`` → ``("Revenue", "USD million")``); ``(header, "")`` when its
+    end writes none or nothing would be left to name the measure."""
+    m = _UNIT_TAIL.search(header.strip())
+    if m is None:
+        return header, ""
+    rest = header.strip()[: m.start()].strip(" ,_")
+    if not re.search(r"[^\W\d_]", rest):
+        return header, ""
+    currency = (m.group("cur") or m.group("cur2") or m.group("cur3") or "").upper()
+    scale = _SCALE_WORDS.get((m.group("scale") or m.group("letter") or "").casefold(), "")
+    return rest, " ".join(w for w in (currency, scale) if w)
 
 
 _RATE_HEADER = re.compile(r"(?i:\b(?:pct|percent|percentage|share|ratio)\b)|%|％|比率|占比|構成比")
@@ -1162,6 +1198,9 @@ _SLUG_STOP = re.compile(
     r"presentation|deck|statements?|key|figures|highlights|summary|overview|supplement(?:al)?|"
     r"data|segments?|revenues?|sales|income|operating|balance|budget|tanshin|kessan|"
     r"chairman|letter|fact|sheet|form|slides?|table|tables|metrics|kpis?|"
+    # measures a data file is named after (us-gdp-annual.csv is the US's GDP)
+    r"gdp|gnp|cpi|ebitda|inflation|population|(?:un)?employment|prices?|profits?|costs?|"
+    r"expenses?|assets|liabilities|debt|deficit|growth|financials|indicators?|statistics|"
     r"for|and|of|the|on|in|to|a|.*\d.*)"
 )
 _SLUG = re.compile(r"^[\w]+(?:[-_][\w]+)+$")
@@ -1216,9 +1255,21 @@ def company_named(text: str) -> str | None:
 
 def entity_aliases(name: str) -> tuple[str, ...]:
     """Other spellings a question may use for a derived entity: without its legal form
-    (``Apple Inc.`` → ``Apple``, ``株式会社ACME`` → ``ACME``)."""
+    (``Apple Inc.`` → ``Apple``, ``株式会社ACME`` → ``ACME``); a country's other names
+    (``United States`` → ``US``, ``USA``, ``米国``, ``美国`` …: :mod:`clearance.countries`)."""
     short = normalize(_LEGAL_SUFFIX.sub("", name))
-    return (short,) if short and short != name else ()
+    legal = (short,) if short and short != name else ()
+    return tuple(dict.fromkeys((*legal, *country_names(name))))
+
+
+def _known_country(fact: Fact, vocab: Vocabulary) -> Fact:
+    """``fact`` with a derived entity that names a country under the name the country is
+    known by: ``us-gdp-annual.csv``'s ``US`` and a World Bank table's ``United States`` are
+    one entity. A name the vocabulary configures stays as configured."""
+    if not fact.entity or fact.entity in vocab.settings.entities:
+        return fact
+    name = country_name(fact.entity)
+    return fact if name is None or name == fact.entity else dataclasses.replace(fact, entity=name)
 
 
 #: The key of a document's ``extra`` holding ``{entity: month}``: the month each entity's
@@ -1599,7 +1650,9 @@ class _Extractor:
         broken down by the row's lines only. A column headed ``unit`` or ``currency`` gives
         the row's unit."""
         column = header[col] if col < len(header) else ""
-        heading = normalize(column.replace("_", " "))
+        # "gdp_trillion" measures GDP, in trillions: the unit is no part of the metric's name
+        measured, tail = unit_tail(column)
+        heading = normalize(measured.replace("_", " "))
         rate = _RATE_HEADER.search(heading) is not None
         # a column headed by what it measures (GDP, emissions_mt) beside the row's value
         # measures that, broken down by the row's lines only
@@ -1673,7 +1726,7 @@ class _Extractor:
             metric=metric[0] if len(metric) == 1 else _metric_name(measure),
             channel=member or self.settings.default_channel,
             value=number.value,
-            unit="%" if rate else self._derived_unit(number, [*units, column], outer),
+            unit="%" if rate else self._derived_unit(number, [*units, column], outer) or tail,
             doc_id=self.doc_id,
             locator=format_locator(*locator_parts),
             raw=cells[col].text.strip(),
@@ -1990,6 +2043,7 @@ def extract_facts(
             facts.extend(extractor.section_facts(section))
         except Exception:
             log.warning("facts: skipped a table of %s at %s", doc_id, section.locator)
+    facts = [_known_country(f, compiled) for f in facts]
     if warn is not None:
         for line in extractor.warnings():
             warn(line)

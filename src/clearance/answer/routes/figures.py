@@ -79,6 +79,12 @@ def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: C
     return any(m.canonical == entity for m in vocab.find("entity", text))
 
 
+def _names_someone(words: str) -> bool:
+    """Whether ``words`` read as a name (``Greater China``, ``香港``), not as a common word
+    that narrows a metric (``real``, ``per capita``)."""
+    return any(ch.isupper() or not ch.isascii() for ch in words)
+
+
 def _plain_sentence(sentence: str, cited: Citation) -> str:
     """A sentence of a narrative answer without what the answer put before it: the note
     that another source disagrees, and its section's heading."""
@@ -362,8 +368,11 @@ class FiguresRoute:
             # An entity or line no readable fact holds: not found, never a list of others.
             trace.reason = "not_found"
             asked = parts[0]
-            if asked.entity is None:
+            if asked.entity is None and (intent.unknown_entity or _names_someone(unknown)):
                 asked = replace(asked, entity=unknown, qualifier=None)
+            elif asked.entity is None:
+                # "real GDP": a word narrowing the metric, whose figure nobody's table holds
+                asked = replace(asked, entity="")
             return AnswerResult(
                 Status.NOT_FOUND,
                 _preamble(resolved, assumptions) + render_not_found(asked),
