@@ -1362,6 +1362,7 @@ class ExtractiveProvider:
                 chosen.append(Quote(ref, units[m[0]][m[1]].text, scores.get(m, 0)))
                 at.append(m)
             places += len(chosen) > before
+        _narrow_columns(chosen, at, units, question)
         _with_antecedent(chosen, at, units, quoted, request.snippets)
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
@@ -1566,6 +1567,74 @@ def _table_members(
         group = units[s][u].group
         lead += [(s, i) for i, x in enumerate(units[s]) if x.lead is not None and x.lead == group]
     return [*lead, *table.headers, *rows]
+
+
+#: A table at least this wide is quoted with only the columns a question asks about.
+WIDE_TABLE = 5
+_FIGURE_CELL = re.compile(r"[-+(]?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?\s?%?")
+
+
+def _row_cells(line: str) -> list[str]:
+    """A table line's cells, empty ones kept ("25.03 | | 3.18" has three)."""
+    return [" ".join(c.split()) for c in line.split("|")]
+
+
+def _narrow_columns(
+    chosen: list[Quote],
+    at: list[tuple[int, int] | None],
+    units: Sequence[Sequence[_Unit]],
+    question: set[str],
+) -> None:
+    """Quote a wide table's header and rows with only the columns that answer: the columns
+    of figures whose header holds the most of the question's words ("EBITDA" of
+    fourteen), and those where
+    a quoted row holds one (the company's name, the year asked). "What is 3M's EBITDA?"
+    over a row of fourteen figures is answered "Name | EBITDA / 3M | 6488000000". A table
+    whose asked cell is empty in every row quoted is not quoted at all (it does not say).
+    Nothing changes when no header names what is asked, or the table is narrow already."""
+    i = 0
+    while i < len(chosen):
+        place = at[i]
+        if place is None or not units[place[0]][place[1]].header:
+            i += 1
+            continue
+        header = _row_cells(chosen[i].sentence)
+        end = i + 1
+        while end < len(chosen) and (row := at[end]) is not None and chosen[end].line:
+            unit = units[row[0]][row[1]]
+            if not unit.table or unit.header:
+                break
+            end += 1
+        rows = [_row_cells(q.sentence) for q in chosen[i + 1 : end]]
+        if len(header) >= WIDE_TABLE and rows and all(len(r) == len(header) for r in rows):
+            # only a column of figures is what is asked: a header matching the question
+            # over names or years ("fiscal_year") says which rows, not what they state
+            figures = [
+                all(not r[c] or _FIGURE_CELL.fullmatch(r[c]) for r in rows)
+                and not any(_YEAR_TERM.fullmatch(r[c]) for r in rows)
+                for c in range(len(header))
+            ]
+            overlap = [
+                len(question.intersection(document_terms(h))) if figures[c] else 0
+                for c, h in enumerate(header)
+            ]
+            best = max(overlap)
+            asked = {c for c, n in enumerate(overlap) if best and n == best}
+            naming = {
+                c
+                for r in rows
+                for c, cell in enumerate(r)
+                if c not in asked and question.intersection(document_terms(cell))
+            } or {0}
+            keep = sorted(asked | naming)
+            if asked and not any(r[c] for r in rows for c in asked):
+                # the cell asked for is empty in every row quoted: the table does not say
+                del chosen[i:end], at[i:end]
+                continue
+            if asked and len(keep) < len(header):
+                for j, cells in zip(range(i, end), [header, *rows], strict=True):
+                    chosen[j] = replace(chosen[j], sentence=" | ".join(cells[c] for c in keep))
+        i = end
 
 
 def _step_lists(units: Sequence[Sequence[_Unit]]) -> dict[tuple[int, int], tuple[int, int]]:

@@ -1,0 +1,273 @@
+"""Figure questions over data files as open-data portals publish them, with no ``[facts]``
+vocabulary: a World Bank extract (``country,year,gdp_trillion``), a national accounts file
+named after whom it is about (``us-gdp-annual.csv``: ``date,level-current,…``) and a wide
+table of company financials with no period at all (``Symbol,Name,…,Market Cap,EBITDA,…``).
+Each case is one a trial on such files found, as a new user would ask:
+
+* "Japan's GDP in 2015" was answered by quoting table rows: the header's unit
+  (``_trillion``) had become part of the metric's name, so no question named the metric;
+* "the UK's GDP" was not found beside a row ``United Kingdom``, and "日本のGDP" asked which
+  figure was meant: a country is one entity whatever it is called;
+* "China's GDP per capita" was answered with China's GDP: a wrong figure;
+* "the percent change in US GDP" was answered with the GDP itself: a wrong figure;
+* "real GDP" was refused as the figure "of real", a word taken for a name;
+* "3M's EBITDA" quoted the whole row of fourteen figures, and "JPMorgan Chase's EBITDA",
+  whose cell is empty, quoted the row as if it answered.
+
+Reverse proofs put each old reading back and require the same test to fail.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import clearance.answer.intent as intent_module
+import clearance.answer.structured as structured_module
+import clearance.ingest.facts as facts_module
+import clearance.llm.extractive as extractive_module
+from clearance.answer.result import AnswerResult, Route, Status
+from clearance.app import Clearance
+from clearance.config import Settings
+from clearance.countries import country_name, country_names, country_of
+from clearance.ingest.facts import unit_tail
+from clearance.llm.extractive import ExtractiveProvider
+from clearance.store.sqlite import SQLiteStore
+
+WORLD = [
+    ["country", "year", "gdp_trillion"],
+    ["United States", "2008", "14.7699"],
+    ["United States", "2022", "25.7441"],
+    ["United Kingdom", "2008", "2.9294"],
+    ["France", "2008", "2.9303"],
+    ["Japan", "2015", "4.4449"],
+    ["Japan", "2020", "5.0556"],
+    ["China", "2020", "14.6877"],
+    ["China", "2022", "17.8818"],
+]
+US_ANNUAL = [
+    ["date", "level-current", "level-chained", "change-current", "change-chained"],
+    ["2022", "26006.9", "22034.8", "6.6", "2.9"],
+    ["2023", "27720.7", "22671.1", "5.3", "2.8"],
+]
+COMPANIES = [
+    ["Symbol", "Name", "Sector", "Price", "Price/Earnings", "Market Cap", "EBITDA", "Price/Book"],
+    ["MMM", "3M", "Industrial Conglomerates", "178.96", "31.79", "92293693440", "6488000000",
+     "31.26"],
+    ["JPM", "JPMorgan Chase", "Diversified Banks", "351.58", "15.06", "934565052416", "",
+     "2.64"],
+    ["ABT", "Abbott Laboratories", "Health Care Equipment", "116.64", "37.75", "201831907328",
+     "11681000448", "3.95"],
+]  # fmt: skip
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+
+
+def build(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Clearance:
+    data = tmp_path / "corpus" / "data"
+    data.mkdir(parents=True)
+    (data / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
+    write_csv(data / "top-economies-gdp.csv", WORLD)
+    write_csv(data / "us-gdp-annual.csv", US_ANNUAL)
+    write_csv(data / "constituents-financials.csv", COMPANIES)
+    # No [facts] vocabulary and no model: the defaults a new user starts with.
+    engine = Clearance(settings_factory({}), store, provider=ExtractiveProvider())
+    report = engine.ingest([data])
+    assert report.failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"ana": ["staff"]}))
+    return engine
+
+
+@pytest.fixture
+def app(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Iterator[Clearance]:
+    yield build(tmp_path, settings_factory, store, write_directory)
+
+
+def ask(app: Clearance, question: str) -> AnswerResult:
+    return app.ask(question, "ana")
+
+
+# ------------------------------------------------------------------ a header's unit
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("gdp_trillion", ("gdp", "trillion")),
+        ("market_cap_b", ("market_cap", "billion")),
+        ("revenue_usd_m", ("revenue", "USD million")),
+        ("Sales, USD millions", ("Sales", "USD million")),
+        ("Population in thousands", ("Population", "thousand")),
+        # nothing that is a word of the measure is taken for a unit
+        ("Vitamin B", ("Vitamin B", "")),
+        ("emissions_mt", ("emissions_mt", "")),
+        ("level-current", ("level-current", "")),
+        ("b", ("b", "")),
+    ],
+)
+def test_a_headers_trailing_unit_is_split_from_what_it_measures(
+    header: str, expected: tuple[str, str]
+) -> None:
+    assert unit_tail(header) == expected
+
+
+def test_a_column_headed_with_its_unit_measures_the_metric_the_question_names(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    facts = {(f.entity, f.period, f.metric, f.unit): f.value for f in app.store.list_facts()}
+    assert facts.get(("Japan", "FY2015", "gdp", "trillion")) == 4.4449
+    answered = ask(app, "What was Japan's GDP in 2015?")
+    assert answered.status is Status.ANSWERED and answered.route is Route.STRUCTURED
+    assert "Japan's gdp in FY2015 was 4.4449 trillion [S1]." in answered.answer
+    assert "|" not in answered.answer  # a sentence, not a table row
+
+
+def test_reverse_proof_a_unit_kept_in_the_name_leaves_the_metric_unnamed(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(facts_module, "unit_tail", lambda header: (header, ""))
+    engine = build(tmp_path, settings_factory, store, write_directory)
+    with pytest.raises(AssertionError):
+        test_a_column_headed_with_its_unit_measures_the_metric_the_question_names(
+            engine, monkeypatch
+        )
+
+
+# ------------------------------------------------------------------ countries
+
+
+def test_a_country_is_known_by_its_names_codes_and_japanese_and_chinese_names() -> None:
+    assert country_name("US") == country_name("USA") == "United States"
+    assert country_name("UK") == country_name("U.K.") == "United Kingdom"
+    assert {"UK", "Britain", "英国"} <= set(country_names("United Kingdom"))
+    assert {"日本", "JPN"} <= set(country_names("Japan"))
+    assert {"中国", "中國"} <= set(country_names("China"))
+    # two-letter codes are words far more often than countries; lower case is no code
+    assert country_of("IT") is None and country_of("NO") is None and country_of("usa") is None
+    assert country_of("Acme") is None and country_names("Acme") == ()
+    # an official name is recognised, never offered: its words would read as a name
+    assert country_name("Federal Republic of Germany") == "Germany"
+    assert not any("Federal" in n for n in country_names("Germany"))
+
+
+def test_one_country_is_one_entity_whatever_a_file_or_question_calls_it(
+    app: Clearance,
+) -> None:
+    entities = {f.entity for f in app.store.list_facts()}
+    # us-gdp-annual.csv is the United States', as the World Bank rows are
+    assert "United States" in entities and "US" not in entities and "US GDP" not in entities
+    uk = ask(app, "What was the UK's GDP in 2008?")
+    assert uk.status is Status.ANSWERED, uk.answer
+    assert "2.9294" in uk.answer and "2.9303" not in uk.answer  # never France's beside it
+    japan = ask(app, "2020年の日本のGDPはいくらでしたか?")
+    assert japan.status is Status.ANSWERED and "5.0556" in japan.answer, japan.answer
+    china = ask(app, "2022年中国的GDP是多少?")
+    assert china.status is Status.ANSWERED and "17.8818" in china.answer, china.answer
+
+
+def test_reverse_proof_without_country_names_the_uk_is_not_found(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(facts_module, "country_names", lambda name: ())
+    monkeypatch.setattr(facts_module, "country_name", lambda name: None)
+    engine = build(tmp_path, settings_factory, store, write_directory)
+    with pytest.raises(AssertionError):
+        test_one_country_is_one_entity_whatever_a_file_or_question_calls_it(engine)
+
+
+# ------------------------------------------------------------------ never the wrong figure
+
+
+def test_a_figure_counted_per_something_is_never_the_total(app: Clearance) -> None:
+    per_capita = ask(app, "What was China's GDP per capita in 2020?")
+    assert per_capita.status is Status.NOT_FOUND, per_capita.answer
+    assert "14.6877" not in per_capita.answer
+    assert per_capita.answer.endswith("No figure found for gdp per capita of China in FY2020.")
+    # how often is no narrowing: "per year" still asks for the year's GDP
+    yearly = ask(app, "What was China's GDP per year in 2020?")
+    assert yearly.status is Status.ANSWERED and "14.6877" in yearly.answer, yearly.answer
+
+
+def test_reverse_proof_with_per_capita_ignored_the_total_is_given(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intent_module, "_PER_AFTER", intent_module.re.compile(r"(?!)"))
+    with pytest.raises(AssertionError):
+        test_a_figure_counted_per_something_is_never_the_total(app)
+
+
+def test_a_percentage_asked_is_never_answered_with_an_amount(app: Clearance) -> None:
+    rate = ask(app, "What was the percent change in US GDP in 2022?")
+    assert rate.status is Status.NOT_FOUND, rate.answer
+    assert "25.7441" not in rate.answer and "26006.9" not in rate.answer
+    assert rate.answer.endswith("No figure found for gdp (%) of United States in FY2022.")
+    amount = ask(app, "What was US GDP in 2022?")
+    assert amount.status is Status.ANSWERED and "25.7441" in amount.answer, amount.answer
+
+
+def test_reverse_proof_a_rate_answered_by_amounts(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(structured_module, "_RATE_WORDS", structured_module.re.compile(r"(?!)"))
+    with pytest.raises(AssertionError):
+        test_a_percentage_asked_is_never_answered_with_an_amount(app)
+
+
+def test_a_common_word_narrowing_a_metric_is_not_taken_for_a_name(app: Clearance) -> None:
+    real = ask(app, "What was real GDP in 2023?")
+    assert real.status is Status.NOT_FOUND, real.answer
+    assert real.answer.endswith("No figure found for real gdp in FY2023."), real.answer
+
+
+# ------------------------------------------------------------------ wide rows
+
+
+def test_a_wide_row_is_quoted_with_the_column_asked_only(app: Clearance) -> None:
+    ebitda = ask(app, "What is 3M's EBITDA?")
+    assert ebitda.status is Status.ANSWERED, ebitda.answer
+    lines = [line.rsplit(" [S", 1)[0] for line in ebitda.answer.splitlines()]
+    assert lines == ["Name | EBITDA", "3M | 6488000000"], ebitda.answer
+    cap = ask(app, "What is Abbott Laboratories' market cap?")
+    assert "Abbott Laboratories | 201831907328" in cap.answer, cap.answer
+    assert "11681000448" not in cap.answer  # its EBITDA, not asked
+
+
+def test_an_empty_cell_asked_for_is_no_answer(app: Clearance) -> None:
+    empty = ask(app, "What is JPMorgan Chase's EBITDA?")
+    assert empty.status is not Status.ANSWERED, empty.answer
+    assert "934565052416" not in empty.answer and "JPM" not in empty.answer
+
+
+def test_reverse_proof_without_narrowing_the_whole_row_is_quoted(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(extractive_module, "_narrow_columns", lambda *args: None)
+    with pytest.raises(AssertionError):
+        test_a_wide_row_is_quoted_with_the_column_asked_only(app)
+    with pytest.raises(AssertionError):
+        test_an_empty_cell_asked_for_is_no_answer(app)
