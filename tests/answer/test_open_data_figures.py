@@ -12,7 +12,9 @@ Each case is one a trial on such files found, as a new user would ask:
 * "the percent change in US GDP" was answered with the GDP itself: a wrong figure;
 * "real GDP" was refused as the figure "of real", a word taken for a name;
 * "3M's EBITDA" quoted the whole row of fourteen figures, and "JPMorgan Chase's EBITDA",
-  whose cell is empty, quoted the row as if it answered.
+  whose cell is empty, quoted the row as if it answered;
+* a monthly price series (``Month,Price`` with ``2008-07``) gave no fact at all, so "the
+  natural gas price in July 2008" was refused.
 
 Reverse proofs put each old reading back and require the same test to fail.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -30,12 +33,15 @@ import clearance.answer.intent as intent_module
 import clearance.answer.structured as structured_module
 import clearance.ingest.facts as facts_module
 import clearance.llm.extractive as extractive_module
+from clearance.answer.periods import FiscalCalendar
 from clearance.answer.result import AnswerResult, Route, Status
+from clearance.answer.structured import readable_vocabulary
 from clearance.app import Clearance
-from clearance.config import Settings
+from clearance.config import FactSettings, Settings
 from clearance.countries import country_name, country_names, country_of
-from clearance.ingest.facts import unit_tail
+from clearance.ingest.facts import Vocabulary, unit_tail
 from clearance.llm.extractive import ExtractiveProvider
+from clearance.model import Fact
 from clearance.store.sqlite import SQLiteStore
 
 WORLD = [
@@ -65,6 +71,15 @@ COMPANIES = [
 ]  # fmt: skip
 
 
+MONTHLY = [
+    ["Month", "Price"],
+    ["2008-07", "11.09"],
+    ["2020-04", "1.74"],
+    ["2022-01", "4.38"],
+    ["2022-02", "4.69"],
+]
+
+
 def write_csv(path: Path, rows: list[list[str]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         csv.writer(fh).writerows(rows)
@@ -82,6 +97,7 @@ def build(
     write_csv(data / "top-economies-gdp.csv", WORLD)
     write_csv(data / "us-gdp-annual.csv", US_ANNUAL)
     write_csv(data / "constituents-financials.csv", COMPANIES)
+    write_csv(data / "natural-gas-monthly.csv", MONTHLY)
     # No [facts] vocabulary and no model: the defaults a new user starts with.
     engine = Clearance(settings_factory({}), store, provider=ExtractiveProvider())
     report = engine.ingest([data])
@@ -271,3 +287,69 @@ def test_reverse_proof_without_narrowing_the_whole_row_is_quoted(
         test_a_wide_row_is_quoted_with_the_column_asked_only(app)
     with pytest.raises(AssertionError):
         test_an_empty_cell_asked_for_is_no_answer(app)
+
+
+# ------------------------------------------------------------------ months
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("July 2008", ["Jul 2008"]),
+        ("Jul. 2008", ["Jul 2008"]),
+        ("Sep-2020", ["Sep 2020"]),
+        ("2008-07", ["Jul 2008"]),
+        ("2008年7月", ["Jul 2008"]),
+        ("in the month of July 2008", ["Jul 2008"]),
+        # a day, the fiscal year ending in a month, the end of a month: no month
+        ("2008-07-01", []),
+        ("2024年3月期", ["FY2024"]),
+        ("2008年7月末", []),
+        # a month that ends or opens a span is left to the partial periods
+        ("Oct–Jun 2024", ["Oct–Jun FY2024"]),
+        ("nine months ended September 2024", ["9M ended Sep 2024"]),
+        ("from July 2008 to June 2009", []),
+        ("FY2011-12", ["FY2011"]),
+    ],
+)
+def test_a_single_month_is_a_period(text: str, expected: list[str]) -> None:
+    months = Vocabulary(FactSettings()).with_months()
+    assert [m.canonical for m in months.find_periods(text)] == expected
+
+
+def test_months_are_read_in_questions_only_beside_monthly_figures() -> None:
+    base = Vocabulary(FactSettings())
+    assert not base.months and base.find_periods("in the month of July 2008") == []
+    yearly = Fact("Japan", "FY2015", "gdp", "total", 4.4449, "trillion", "files:a.csv", "row=1")
+    monthly = Fact("", "Jul 2008", "price", "total", 11.09, "", "files:b.csv", "row=1")
+    assert not readable_vocabulary(base, [yearly]).months
+    assert readable_vocabulary(base, [yearly, monthly]).months
+
+
+def test_a_month_spans_its_days_in_any_fiscal_calendar() -> None:
+    for start in ("01-01", "04-01"):
+        calendar = FiscalCalendar.from_settings(FactSettings(fiscal_year_start=start))
+        assert calendar.span("Jul 2008") == (date(2008, 7, 1), date(2008, 7, 31))
+        assert calendar.span("Feb 2024") == (date(2024, 2, 1), date(2024, 2, 29))
+
+
+def test_a_monthly_series_answers_the_month_asked_and_never_the_year(app: Clearance) -> None:
+    july = ask(app, "What was the natural gas price in July 2008?")
+    assert july.status is Status.ANSWERED and july.route is Route.STRUCTURED, july.answer
+    assert "in Jul 2008 was 11.09 [S1]." in july.answer
+    year = ask(app, "What was the natural gas price for the whole of 2022?")
+    assert year.status is Status.NOT_FOUND, year.answer
+    assert "4.38" not in year.answer and "4.69" not in year.answer
+
+
+def test_reverse_proof_without_months_the_series_gives_no_fact(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(facts_module, "_months", lambda norm: iter(()))
+    engine = build(tmp_path, settings_factory, store, write_directory)
+    with pytest.raises(AssertionError):
+        test_a_monthly_series_answers_the_month_asked_and_never_the_year(engine)

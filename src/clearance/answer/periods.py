@@ -45,6 +45,8 @@ __all__ = [
 Language = Literal["en", "ja", "zh"]
 
 _CANONICAL = re.compile(r"^(?:(FY|CY)(\d{4})|(H[12]|Q[1-4]) (\d{4}))$")
+#: A single month (``Jul 2008``), the same in every fiscal calendar.
+_MONTH_PERIOD = re.compile(rf"^({'|'.join(MONTH_NAMES)}) (\d{{4}})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,12 @@ class FiscalCalendar:
 
     def span(self, period: str) -> tuple[date, date] | None:
         """First and last day of a canonical period (``FY2025``, ``CY2025``, ``H1 2025``,
-        ``Q3 2025``); ``None`` for any other label (a configured form of another shape)."""
+        ``Q3 2025``, ``Jul 2025``); ``None`` for any other label (a configured form of
+        another shape)."""
+        month = _MONTH_PERIOD.match(period)
+        if month is not None:
+            first = date(int(month.group(2)), MONTH_NAMES.index(month.group(1)) + 1, 1)
+            return first, date.fromordinal(_add_months(first, 1).toordinal() - 1)
         m = _CANONICAL.match(period)
         if m is None:
             return None

@@ -58,6 +58,7 @@ from clearance.answer.intent import MetricQuery
 from clearance.answer.result import Citation
 from clearance.config import FactSettings
 from clearance.ingest.facts import (
+    MONTH_NAMES,
     Vocabulary,
     entity_aliases,
     format_number,
@@ -556,6 +557,9 @@ def _period_key(period: str) -> tuple[int, ...] | None:
     if len(years) != 1:
         return None
     rest = [n for n in numbers if n != years[0]]
+    month = period.split(" ", 1)[0]
+    if month in MONTH_NAMES:  # "Jul 2008": its month, not a number, orders it
+        rest = [MONTH_NAMES.index(month) + 1]
     return (years[0], *rest)
 
 
@@ -667,7 +671,8 @@ def readable_vocabulary(
     ``Apple Inc.`` is ``Apple`` too). Give it only facts the caller may read: the names
     it adds are what questions are read with, offered back and named in refusals.
     ``names``: other names of entities, from the same readable documents
-    (``ENTITY_NAMES_KEY``: "BYD" for the 比亚迪 of ``byd-2023-q3-key-figures.csv``)."""
+    (``ENTITY_NAMES_KEY``: "BYD" for the 比亚迪 of ``byd-2023-q3-key-figures.csv``). Single
+    months are read as periods when one of ``facts`` is a month's (``Jul 2008``)."""
     names = names or {}
     settings = base.settings
     metrics = {k: tuple(v) for k, v in settings.metrics.items()}
@@ -702,11 +707,17 @@ def readable_vocabulary(
                 else ()
             )
             added = True
+    # Months are read in questions only where a readable table gives monthly figures.
+    months = base.months or any(_MONTHLY.match(f.period) for f in facts)
     if not added:
-        return base
+        return base.with_months() if months else base
     return Vocabulary(
-        dataclasses.replace(settings, metrics=metrics, entities=entities, channels=channels)
+        dataclasses.replace(settings, metrics=metrics, entities=entities, channels=channels),
+        months=months,
     )
+
+
+_MONTHLY = re.compile(rf"^(?:{'|'.join(MONTH_NAMES)}) \d{{4}}$")
 
 
 _PLURAL_ES = re.compile(r"(?:s|x|z|ch|sh)$")

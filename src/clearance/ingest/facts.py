@@ -571,8 +571,13 @@ class Vocabulary:
     periods in text. All methods take raw text and normalise it themselves; spans refer to
     :func:`normalize` of the text."""
 
-    def __init__(self, settings: FactSettings) -> None:
+    def __init__(self, settings: FactSettings, *, months: bool = False) -> None:
         self.settings = settings
+        #: Whether single months ("July 2008", "2008-07", "2008年7月") are periods: always
+        #: for reading tables; for reading questions only where a readable table has
+        #: monthly figures (:func:`clearance.answer.structured.readable_vocabulary`), so a
+        #: month asked about a document that states it in prose is read as before.
+        self.months = months
         self._aliases: dict[SlotKind, list[_Alias]] = {
             "metric": self._compile(settings.metrics),
             "entity": self._compile(settings.entities),
@@ -640,7 +645,18 @@ class Vocabulary:
             return _at_end(norm, _longest(found))
         found.extend(self._ending_years(norm))
         found.extend(self._split_years(norm))
+        if self.months:
+            found.extend(_months(norm))
         return _at_end(norm, _with_partials(norm, _longest(found)))
+
+    def with_months(self) -> Vocabulary:
+        """This vocabulary reading single months as periods too (:attr:`months`)."""
+        if self.months:
+            return self
+        out = Vocabulary.__new__(Vocabulary)
+        out.settings, out.months = self.settings, True
+        out._aliases, out._periods = self._aliases, self._periods
+        return out
 
     def _split_years(self, norm: str) -> Iterator[Match]:
         """``FY 2024/25``, ``FY2024-25``, ``2024/25年度``: a fiscal year written with both
@@ -739,6 +755,45 @@ class Vocabulary:
     @property
     def has_metrics(self) -> bool:
         return bool(self._aliases["metric"])
+
+
+# A single month: "July 2008", "Jul. 2008", "2008-07", "2008年7月" (not 2008年7月期, the
+# fiscal year ending then, nor 7月末, a day). Canonical: "Jul 2008".
+_MONTH_WORDS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_SINGLE_MONTH = re.compile(
+    rf"{_LW}(?P<name>{_MONTH_WORDS})\.?(?:\s*,\s*|\s+|-)(?P<year>(?:19|20)\d{{2}}){_RW}"
+    r"|(?<![\d./\-])(?P<iso_year>(?:19|20)\d{2})-(?P<iso_month>0[1-9]|1[0-2])(?![\d.])(?!-\d)"
+    r"|(?<!\d)(?P<cjk_year>(?:19|20)\d{2})\s*年\s*(?P<cjk_month>1[0-2]|0?[1-9])\s*月"
+    r"(?!\s*(?:期|度|末|初|[0-9０-９]|中旬|上旬|下旬))",
+    re.IGNORECASE,
+)
+# What makes a month one end of a span ("Oct–Jun 2024", "ended June 2024", "from July 2008
+# to June 2009"): such a month is no period of its own, and is left to the partial periods.
+_SPAN_BEFORE = re.compile(
+    rf"(?i:(?:{_LW}(?:ended|ending|ends?|through|thru|to|until|till|from|since|between|and)"
+    r"|[–—~〜\-]|至|から)\s*$)"
+)
+_SPAN_AFTER = re.compile(
+    r"(?i:^\s*(?:(?:to|through|thru|until|till|and)\b|[–—~〜]|至|から|まで|\-\s*\D))"
+)
+
+
+def _months(norm: str) -> Iterator[Match]:
+    """Single months in ``norm`` as ``Jul 2008``, none that is one end of a span."""
+    for m in _SINGLE_MONTH.finditer(norm):
+        if _SPAN_BEFORE.search(norm[max(0, m.start() - 12) : m.start()]):
+            continue
+        if _SPAN_AFTER.match(norm[m.end() : m.end() + 12]):
+            continue
+        if m.group("name"):
+            name, year = _month(m.group("name")), m.group("year")
+        else:
+            number = m.group("iso_month") or m.group("cjk_month")
+            name, year = MONTH_NAMES[int(number) - 1], m.group("iso_year") or m.group("cjk_year")
+        yield Match(f"{name} {year}", m.start(), m.end())
 
 
 def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
@@ -2035,7 +2090,8 @@ def extract_facts(
     as the span it is (:mod:`clearance.answer.routes.figures`). ``names``, if given, is
     filled with other names of the companies its tables name (``ENTITY_NAMES_KEY``).
     """
-    compiled = vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)
+    # a table's months are periods whatever its readers' questions are read with
+    compiled = (vocab if isinstance(vocab, Vocabulary) else Vocabulary(vocab)).with_months()
     extractor = _Extractor(compiled, doc_id, title or "")
     facts: list[Fact] = []
     for section in sections:
