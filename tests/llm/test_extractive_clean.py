@@ -388,6 +388,32 @@ def test_how_much_is_not_answered_by_sentences_without_a_number() -> None:
     assert quoted(answer("How many weeks of paid parental leave?", snippet("S1", words))) == [words]
 
 
+def test_what_is_an_allowance_asks_its_amount(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "What is the daily meal allowance when travelling for work?" over a travel policy
+    that links to the rates and states none: "This includes evening meals when working
+    late" says what the allowance covers, not what it is, so nothing is quoted (the answer
+    path then refuses), as for "how much". A sentence stating the rate answers; a question
+    about the process around a budget is no amount question. Reverse proof: without the
+    allowance form, the sentence without a number is quoted."""
+    page = (
+        "Meal allowances are paid at the rates in the travel rates document.\n\n"
+        "This includes evening meals when working late."
+    )
+    question = "What is the daily meal allowance when travelling for work?"
+    assert quoted(answer(question, snippet("S1", page))) == []
+    stated = page + " The daily meal allowance is £25."
+    assert any("£25" in u for u in quoted(answer(question, snippet("S1", stated))))
+    process = "Budget requests are approved by the finance team each quarter."
+    asked = "What is the budget approval process?"
+    assert quoted(answer(asked, snippet("S1", process))) == [process]
+    monkeypatch.setattr(
+        extractive,
+        "_ASKS_AMOUNT",
+        re.compile(extractive._ASKS_AMOUNT.pattern.split("|\\bwhat(?:'s")[0], re.IGNORECASE),
+    )
+    assert quoted(answer(question, snippet("S1", page))) != []
+
+
 def test_what_was_in_a_year_is_not_answered_by_sentences_about_other_years() -> None:
     """ "What was the federal budget deficit in fiscal year 1980?" over a README that
     describes the deficit data and names other years ("From 1984 to 2023"), stating no

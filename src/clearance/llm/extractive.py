@@ -701,7 +701,16 @@ def _of_the_period_asked(
 # A question asking for one amount.
 _ASKS_AMOUNT = re.compile(
     r"\bhow\s+(?:much|many|large|big|high)\b|\bwhat\s+(?:was|were|is|are)\s+the\s+"
-    r"(?:amount|total|number|size|value)\b|いくら|幾ら|多少|何(?:円|%|％)",
+    r"(?:amount|total|number|size|value)\b|いくら|幾ら|多少|何(?:円|%|％)"
+    # "What is the daily meal allowance?", "… the hotel limit in Tokyo?": a noun phrase
+    # ending in what is paid or allowed asks for its amount ("the budget process" and "the
+    # federal budget deficit" end in another noun, and ask no amount of it)
+    r"|\bwhat(?:'s|\s+(?:was|were|is|are))\s+(?:the|my|our|your)\s+"
+    r"(?:(?!(?:of|for|on|in|to|the|a|an)\b)[\w-]+\s+){0,3}?"
+    r"(?:allowance|limit|cap|budget|rate|fee|cost|price|salary|stipend|per\s+diem|threshold"
+    r"|deductible|reimbursement|payment|bonus)s?"
+    r"(?=\s*(?:[?.,;!]|$)|\s+(?:for|in|on|of|when|per|at|to|that|if|while|during|under|from"
+    r"|with|each|a|an|the|this|my|our|your)\b)",
     re.IGNORECASE,
 )
 # A question asking how one amount compares with another ("How much larger was the deficit
@@ -1306,7 +1315,7 @@ class ExtractiveProvider:
                 names = _unlisted(request) if key in undecided else []
                 if names:
                     note = f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} "
-                    note += "not among those listed:"
+                    note += UNLISTED
                     listed = {r for r in table.rows if not _MARKER.search(units[r[0]][r[1]].text)}
                     members = _table_members(table, listed, units)
                 else:
@@ -1398,6 +1407,7 @@ class ExtractiveProvider:
                 q
                 for q in chosen
                 if _states_number(q.sentence)
+                or q.sentence.endswith(UNLISTED)  # what is listed follows, with its amounts
                 or not (q.line or q.sentence.rstrip().endswith((":", "：")))
             ]
             if dated:
@@ -1568,6 +1578,9 @@ def _table_members(
         lead += [(s, i) for i, x in enumerate(units[s]) if x.lead is not None and x.lead == group]
     return [*lead, *table.headers, *rows]
 
+
+#: The end of the line an answer opens with when a table does not list what is asked.
+UNLISTED = "not among those listed:"
 
 #: A table at least this wide is quoted with only the columns a question asks about.
 WIDE_TABLE = 5
