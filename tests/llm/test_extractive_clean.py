@@ -414,6 +414,28 @@ def test_what_is_an_allowance_asks_its_amount(monkeypatch: pytest.MonkeyPatch) -
     assert quoted(answer(question, snippet("S1", page))) != []
 
 
+def test_when_is_answered_by_the_sentence_saying_when(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "When do summer hours apply?" under the heading "Summer Hours": the sentence saying
+    when ("from May 1 through August 31") repeats none of the question's words, the one
+    that does ("When a holiday occurs during summer hours, …") says nothing of when. The
+    first answers, first; a question asking no "when" is quoted as before. Reverse proof:
+    without reading "when", only the sentence repeating the words is quoted."""
+    page = (
+        "### Summer Hours\n\n"
+        "We work 4-day work weeks from May 1 through August 31 every year. When a holiday "
+        "occurs during summer hours, you can take the holiday off or your normal summer day off."
+    )
+    question = "When do summer hours apply?"
+    units = quoted(answer(question, snippet("S1", page, "section=Summer Hours")))
+    assert units[0] == "We work 4-day work weeks from May 1 through August 31 every year."
+    other = quoted(answer("What happens to summer hours on a holiday?", snippet("S1", page)))
+    assert not any("May 1" in u for u in other), other
+    monkeypatch.setattr(extractive, "_ASKS_WHEN", re.compile(r"(?!)"))
+    assert not any(
+        "May 1" in u for u in quoted(answer(question, snippet("S1", page, "section=Summer Hours")))
+    )
+
+
 def test_what_was_in_a_year_is_not_answered_by_sentences_about_other_years() -> None:
     """ "What was the federal budget deficit in fiscal year 1980?" over a README that
     describes the deficit data and names other years ("From 1984 to 2023"), stating no

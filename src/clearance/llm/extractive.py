@@ -762,6 +762,35 @@ _LABEL_NUMBER = re.compile(
 )
 
 
+# A question asking when: "When do summer hours apply?", "By when must I …?" (not "When I
+# travel, how much …?", which asks how much).
+_ASKS_WHEN = re.compile(
+    r"^\s*(?:by\s+|from\s+|until\s+|since\s+)?when\s+(?:do|does|did|is|are|was|were|will|can|"
+    r"should|must|may|would)\b|^\s*what\s+(?:date|day|time|month)\b|いつ|何時から|何日から|什么时候|何时",
+    re.IGNORECASE,
+)
+# A sentence saying when: a date, a month or weekday, a time of day, or a span in days or
+# weeks ("May 1 through August 31", "by 10:00", "within 30 days", "every Friday").
+_TIME = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|march|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,2}\b"
+    r"|\b\d{1,2}\s+(?:jan(?:uary)?|feb(?:ruary)?|march|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
+    r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b"
+    r"|\b\d{1,2}[:.]\d{2}\s*(?:am|pm)?\b|\b\d{1,2}\s*(?:am|pm)\b"
+    r"|\b(?:within|before|after|by|until)\s+(?:\d+|one|two|three|four|five|six|seven|ten|thirty)"
+    r"\s+(?:business\s+|working\s+|calendar\s+)?(?:days?|weeks?|months?|hours?)\b"
+    r"|\d+\s*月\s*\d+\s*日|\d+\s*月|\d+\s*日(?:まで|以内)|\d{4}\s*年",
+    re.IGNORECASE,
+)
+
+
+def _states_time(sentence: str) -> bool:
+    """Whether ``sentence`` says when: a date, a month with its day, a weekday, a time of
+    day or a span of days or weeks (:data:`_TIME`)."""
+    return bool(_TIME.search(_without_marker(sentence)))
+
+
 def _states_number(sentence: str) -> bool:
     """Whether ``sentence`` states a number other than a list marker or a label ("We
     provide a home office setup budget from day 1" states no amount)."""
@@ -1203,6 +1232,7 @@ class ExtractiveProvider:
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
         opposite: dict[str, int] = {}  # per document, its best unit saying the opposite
+        asks_when = bool(_ASKS_WHEN.match(request.question))
         for s_index, snippet_units in enumerate(units):
             asked = 0  # the score of a question the page asks, for the unit answering it
             for u_index, unit in enumerate(snippet_units):
@@ -1225,6 +1255,11 @@ class ExtractiveProvider:
                     # is quoted for what the two share with the question asked.
                     asked = score
                     continue
+                if score == 0 and asks_when and _states_time(unit.text):
+                    # "When do summer hours apply?" under the heading "Summer Hours": "We
+                    # work 4-day weeks from May 1 through August 31" says when, in words of
+                    # its own; the heading says of what.
+                    score = _score(question, _Unit(unit.heading), None, named, counting)
                 if score == 0 and stating_only and _states_number(unit.text):
                     # Looking again for an amount: a sentence stating one under a heading
                     # that names what is asked ("年次健康診断 — 主な機能": "GitLab は年間最大
@@ -1256,7 +1291,21 @@ class ExtractiveProvider:
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
         candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
-        if _ASKS_AMOUNT.search(request.question) or _ASKS_SINCE.search(request.question):
+        if asks_when:
+            # When is asked: the answer opens with the best unit saying when (a date, a
+            # month, a weekday, "within 30 days"), not with one that only names the topic.
+            timed = next(
+                (
+                    c
+                    for c in candidates
+                    if c[3] >= elsewhere and _states_time(units[c[1]][c[2]].text)
+                ),
+                None,
+            )
+            if timed is not None and timed != candidates[0]:
+                candidates.remove(timed)
+                candidates.insert(0, timed)
+        elif _ASKS_AMOUNT.search(request.question) or _ASKS_SINCE.search(request.question):
             # How much, how many or how far back is asked: the answer opens with the best unit
             # stating a number ("We expect new teammates to spend up to $2,000"), not with a
             # pointer to where the budget is looked up; one continuing the best unit's
