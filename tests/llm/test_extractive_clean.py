@@ -436,6 +436,32 @@ def test_when_is_answered_by_the_sentence_saying_when(monkeypatch: pytest.Monkey
     )
 
 
+def test_a_sibling_section_named_otherwise_does_not_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "How much of my medical insurance premium does the company pay?" over a benefits
+    page: under Medical Insurance, "The company pays 75% of the premium …" answers; under
+    Dental Insurance, "The company pays 100% of the premium." holds every other word of the
+    question but answers for another plan, and is not quoted beside it. Reverse proof:
+    judged by its words alone, the dental sentence is quoted too."""
+    medical = snippet(
+        "S1",
+        "Medical Insurance\n\nThe company pays 75% of the premium and the employee pays the "
+        "other 25%.",
+        "section=Benefits > Medical Insurance",
+    )
+    dental = snippet(
+        "S2",
+        "Dental Insurance\n\nThe company pays 100% of the premium.",
+        "section=Benefits > Dental Insurance",
+    )
+    question = "How much of my medical insurance premium does the company pay?"
+    units = quoted(answer(question, medical, dental))
+    assert units == ["The company pays 75% of the premium and the employee pays the other 25%."]
+    monkeypatch.setattr(extractive, "_named_otherwise", lambda *args: False)
+    assert "The company pays 100% of the premium." in quoted(answer(question, medical, dental))
+
+
 def test_what_was_in_a_year_is_not_answered_by_sentences_about_other_years() -> None:
     """ "What was the federal budget deficit in fiscal year 1980?" over a README that
     describes the deficit data and names other years ("From 1984 to 2023"), stating no

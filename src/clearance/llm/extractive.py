@@ -1054,6 +1054,22 @@ def _other_section(a: tuple[str, str], b: tuple[str, str]) -> bool:
     return a[0] == b[0] and bool(a[1]) and bool(b[1]) and a[1] != b[1]
 
 
+def _named_otherwise(question: set[str], best_heading: str, unit: _Unit) -> bool:
+    """Whether ``unit`` stands in a sibling of the best unit's section, one of the same
+    kind (the headings share a word: Dental Insurance beside Medical Insurance), and lacks a
+    word of the question the best unit's heading is named by: asked about the medical plan's
+    premium, "The company pays 100% of the premium" under Dental Insurance answers for
+    another plan, though it holds every other word. A section of another kind ("Flights"
+    beside "Class of travel") may answer the same question, and is judged as before."""
+    best = set(document_terms(best_heading))
+    if not best & set(document_terms(unit.heading)):
+        return False
+    held = question.intersection(document_terms(unit.text)) | question.intersection(
+        document_terms(unit.heading)
+    )
+    return bool(question.intersection(best) - held)
+
+
 # "Paid parental leave (PPL)": a name written out, then its abbreviation in brackets.
 _DEFINED = re.compile(r"([^\W\d_][\w'’-]*(?:[ \t]+[\w'’-]+){0,9})[ \t]*\(([A-Z][A-Za-z]{1,7})\)")
 _SMALL_WORDS = frozenset(["a", "an", "and", "for", "in", "of", "on", "or", "the", "to", "with"])
@@ -1344,8 +1360,10 @@ class ExtractiveProvider:
         for _, s_index, u_index, score in candidates:
             if score < floor or (s_index, u_index) in quoted:
                 continue
-            if score < elsewhere and _other_section(
-                _place(request.snippets, units, s_index, u_index), best_place
+            place = _place(request.snippets, units, s_index, u_index)
+            if _other_section(place, best_place) and (
+                score < elsewhere
+                or _named_otherwise(question, best_place[1], units[s_index][u_index])
             ):
                 continue
             if places >= self.max_sentences:
