@@ -462,6 +462,28 @@ def test_a_sibling_section_named_otherwise_does_not_answer(
     assert "The company pays 100% of the premium." in quoted(answer(question, medical, dental))
 
 
+def test_a_list_item_is_named_by_the_words_its_label_does_not_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "I'm on the family medical plan. How much is deducted from each paycheck?" over the
+    payroll deductions per plan: "family" names "Employee-family medical coverage:" among
+    labels that all say "employee … medical coverage", though the question says neither
+    "employee" nor "coverage". That item is quoted, not the list. Reverse proof: named by
+    whole labels only, the four lines come back."""
+    page = (
+        "Each pay period, you'll see a payroll deduction for medical insurance:\n\n"
+        "* Employee-only medical coverage: $96.05\n"
+        "* Employee-partner medical coverage: $197.27\n"
+        "* Employee-child(ren) medical coverage: $186.44\n"
+        "* Employee-family medical coverage: $287.65"
+    )
+    question = "I'm on the family medical plan. How much is deducted from each paycheck?"
+    units = quoted(answer(question, snippet("S1", page)))
+    assert [u for u in units if "$" in u] == ["* Employee-family medical coverage: $287.65"], units
+    monkeypatch.setattr(extractive, "_named_by_difference", lambda *args: [])
+    assert len([u for u in quoted(answer(question, snippet("S1", page))) if "$" in u]) == 4
+
+
 def test_what_was_in_a_year_is_not_answered_by_sentences_about_other_years() -> None:
     """ "What was the federal budget deficit in fiscal year 1980?" over a README that
     describes the deficit data and names other years ("From 1984 to 2023"), stating no

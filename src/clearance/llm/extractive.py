@@ -1404,7 +1404,7 @@ class ExtractiveProvider:
                         # another section (a list of another section naming "Vacation:" is
                         # not it; a chunk starting mid-list knows no heading)
                         named_elsewhere=any(
-                            _is_named(units[s2][i2], question)
+                            _names_item(units, s2, i2, question)
                             for s2, snippet_units in enumerate(units)
                             if s2 != s_index
                             and request.snippets[s2].doc_id == request.snippets[s_index].doc_id
@@ -1815,14 +1815,50 @@ def _fuller_units(
     return out
 
 
-def _is_named(unit: _Unit, question: set[str]) -> bool:
-    """Whether a list item's label ("Level 4:", "APHIS:") is all words of the question."""
+def _label_terms(unit: _Unit) -> set[str]:
+    """The terms of a list item's label ("Level 4:", "Employee-family medical coverage:")."""
     if unit.group is None:
-        return False
+        return set()
     body = _LIST_ITEM.sub("", unit.text, count=1)
     cut = _LABEL_END.search(body)
-    terms = set(search_terms(body[: cut.start()])) if cut else set()
+    return set(search_terms(body[: cut.start()])) if cut else set()
+
+
+def _is_named(unit: _Unit, question: set[str]) -> bool:
+    """Whether a list item's label ("Level 4:", "APHIS:") is all words of the question."""
+    terms = _label_terms(unit)
     return bool(terms) and len(terms) <= _LABEL_MAX_TERMS and terms <= question
+
+
+def _names_item(units: Sequence[Sequence[_Unit]], s: int, i: int, question: set[str]) -> bool:
+    """Whether the question names list item ``i`` of snippet ``s``, by its whole label or by
+    its label's own words among its list's part in that snippet."""
+    unit = units[s][i]
+    if unit.group is None:
+        return False
+    if _is_named(unit, question):
+        return True
+    part = [(s, j) for j in _list_members(units[s], unit.group)]
+    return (s, i) in _named_by_difference(units, part, question)
+
+
+def _named_by_difference(
+    units: Sequence[Sequence[_Unit]], members: list[tuple[int, int]], question: set[str]
+) -> list[tuple[int, int]]:
+    """The items whose label's own words — those not every label of the list shares — are
+    all words of the question: "the family medical plan" names "Employee-family medical
+    coverage:" among the employee-only, -partner and -child(ren) lines, though the question
+    says neither "employee" nor "coverage". None unless every item has a label."""
+    items = [m for m in members if units[m[0]][m[1]].group is not None]
+    labels = [_label_terms(units[s][i]) for s, i in items]
+    if len(items) < 2 or not all(labels):
+        return []
+    shared = set.intersection(*labels)
+    return [
+        m
+        for m, terms in zip(items, labels, strict=True)
+        if (own := terms - shared) and own <= question
+    ]
 
 
 def _named_items(
@@ -1838,6 +1874,7 @@ def _named_items(
     document's list in another passage (a list split across two chunks), a part naming
     none is nothing."""
     named = [m for m in members if _is_named(units[m[0]][m[1]], question)]
+    named = named or _named_by_difference(units, members, question)
     items = sum(units[s][i].group is not None for s, i in members)
     if not named:
         return [] if named_elsewhere else members
