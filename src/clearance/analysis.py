@@ -34,6 +34,7 @@ import Stemmer
 __all__ = [
     "cjk_share",
     "document_terms",
+    "ends_with_abbreviation",
     "file_name_words",
     "index_terms",
     "is_cjk_frame",
@@ -161,6 +162,24 @@ def _terms(text: str, *, for_query: bool = False) -> list[str]:
         else:
             out.append(token.replace("’", "'"))
     return out
+
+
+# Words after which a period does not end a sentence (case matters: "no." may end one).
+_ABBREVIATIONS = frozenset(
+    {"Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr", "No", "Nr", "Fig", "Vol"}
+    | {"vs", "cf", "approx", "incl", "ca", "ie", "eg", "viz", "esp"}
+)
+_SINGLE_LETTERS = re.compile(r"(?:^|[\s(])(?:[A-Za-z]\.)+$")
+_LAST_WORD = re.compile(r"(?:^|[^\w])([A-Za-z]+)\.$")
+
+
+def ends_with_abbreviation(before: str) -> bool:
+    """Whether ``before`` (text ending in a period) ends with an abbreviation, whose period
+    ends no sentence: ``e.g.``, ``i.e.``, ``U.S.``, ``Dr.``, ``vs.``, ``(ie.`` …"""
+    if _SINGLE_LETTERS.search(before):
+        return True
+    m = _LAST_WORD.search(before)
+    return bool(m and m.group(1) in _ABBREVIATIONS)
 
 
 def searchable(text: str) -> bool:

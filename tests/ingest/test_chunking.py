@@ -363,3 +363,23 @@ def test_reverse_proof_an_overlap_taken_where_it_falls(monkeypatch: pytest.Monke
     )
     pieces = [p for p, _ in chunk_sections([Section(text, "s")], 300, 40)]
     assert not all(p.startswith("Sentence ") for p in pieces)
+
+
+def test_no_piece_opens_after_an_abbreviations_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "… check in with the Exec team member for your team (ie. James, Tim, or Charles) to
+    get their confirmation …" is one sentence: a piece opened at "James, Tim, or Charles) to
+    get their confirmation", quoted as an answer's first sentence. Reverse proof: with the
+    period of "ie." ending a sentence, a piece opens there."""
+    from clearance.ingest import chunking
+
+    text = " ".join(
+        f"Rule {n}: please check in with the relevant Exec team member for your team (ie. "
+        f"James, Tim, or Charles) to get their confirmation before any side gig."
+        for n in range(12)
+    )
+    pieces = [p for p, _ in chunk_sections([Section(text, "s")], 300, 80)]
+    assert len(pieces) > 2
+    assert all(p.startswith("Rule ") for p in pieces), [p[:30] for p in pieces]
+    monkeypatch.setattr(chunking, "ends_with_abbreviation", lambda before: False)
+    pieces = [p for p, _ in chunk_sections([Section(text, "s")], 300, 80)]
+    assert any(p.startswith("James") for p in pieces), [p[:30] for p in pieces]

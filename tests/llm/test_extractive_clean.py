@@ -1173,3 +1173,19 @@ def test_who_posted_a_chat_message_is_not_what_it_says(monkeypatch: pytest.Monke
     assert "Morning." not in text and "2.3.1 on all of them" not in text
     monkeypatch.setattr(extractive, "_without_speaker", lambda text: text)
     assert "Morning." in answer(question, snippet("S1", CHAT))
+
+
+def test_an_abbreviations_period_ends_no_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "(ie. James, Tim, or Charles)" is inside the sentence that answers whom to ask: it is
+    quoted whole, never from "James, Tim, or Charles) to get …". Reverse proof: with every
+    period ending a sentence, the sentence is cut at "ie."."""
+    page = (
+        "We ask you to please just check in with the relevant Exec team member for your team "
+        "(ie. James, Tim, or Charles) to get their confirmation before going ahead with any "
+        "side gigs."
+    )
+    units = quoted(answer("Who do I need to ask before starting a side gig?", snippet("S1", page)))
+    assert units == [page], units
+    monkeypatch.setattr(extractive, "ends_with_abbreviation", lambda before: False)
+    cut = quoted(answer("Who do I need to ask before starting a side gig?", snippet("S1", page)))
+    assert cut != [page], cut

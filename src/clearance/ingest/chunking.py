@@ -35,8 +35,9 @@ own mix of scripts, so English text is cut exactly as before.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+from clearance.analysis import ends_with_abbreviation
 from clearance.model import Section
 
 __all__ = ["CJK_WEIGHT", "chunk_sections"]
@@ -60,15 +61,26 @@ _UNIT_START = re.compile(
 )
 
 
+def _unit_starts(text: str, lo: int, hi: int) -> Iterator[int]:
+    """Where units begin in ``text[lo:hi]`` (see :data:`_UNIT_START`), in order; never after
+    an abbreviation's period ("(ie. James, Tim, or Charles)" is one sentence)."""
+    for m in _UNIT_START.finditer(text, lo, hi):
+        if text[m.start() - 1 : m.start()] == "." and ends_with_abbreviation(
+            text[max(0, m.start() - 24) : m.start()]
+        ):
+            continue
+        yield m.end()
+
+
 def _opens_unit(text: str, index: int) -> bool:
     """Whether a unit begins at ``index`` (see :data:`_UNIT_START`)."""
-    return any(m.end() == index for m in _UNIT_START.finditer(text, max(0, index - 16), index + 1))
+    return index in _unit_starts(text, max(0, index - 16), index + 1)
 
 
 def _next_unit(text: str, start: int, end: int) -> int:
     """The first unit start in ``(start, end)``, else ``start``."""
-    unit = _UNIT_START.search(text, start, end)
-    return unit.end() if unit is not None and start < unit.end() < end else start
+    unit = next((u for u in _unit_starts(text, start, end) if start < u), None)
+    return unit if unit is not None and unit < end else start
 
 
 def _overlap_unit(text: str, pos: int, start: int, end: int) -> int:
@@ -82,9 +94,9 @@ def _overlap_unit(text: str, pos: int, start: int, end: int) -> int:
     if unit != start:
         return unit
     earlier = [
-        m.end()
-        for m in _UNIT_START.finditer(text, pos + (end - pos) // 2, start)
-        if pos + (end - pos) // 2 <= m.end() < start
+        u
+        for u in _unit_starts(text, pos + (end - pos) // 2, start)
+        if pos + (end - pos) // 2 <= u < start
     ]
     if earlier:
         return earlier[-1]

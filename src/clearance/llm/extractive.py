@@ -62,7 +62,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from clearance.analysis import cjk_share, document_terms, query_terms, search_terms
+from clearance.analysis import (
+    cjk_share,
+    document_terms,
+    ends_with_abbreviation,
+    query_terms,
+    search_terms,
+)
 from clearance.errors import EmbeddingError
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
 from clearance.llm.multilingual import Similarity
@@ -97,13 +103,6 @@ _LINE = re.compile(r"[^\r\n\u2028\u2029]+")
 _CELL = " | "
 _LIST_ITEM = re.compile(r"(?:[-*•・]|\d+[.)])\s")
 _TABLE_RULE = re.compile(r"^[\s|:\-–—]+$")
-# Words after which a period does not end a sentence (case matters: "no." may end one).
-_ABBREVIATIONS = frozenset(
-    {"Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr", "No", "Nr", "Fig", "Vol"}
-    | {"vs", "cf", "approx", "incl", "ca"}
-)
-_SINGLE_LETTERS = re.compile(r"(?:^|[\s(])(?:[A-Za-z]\.)+$")
-_LAST_WORD = re.compile(r"([A-Za-z]+)\.$")
 _MARKER = re.compile(r"\[\s*S\d+\s*\]", re.IGNORECASE)
 # A heading ends without punctuation and is short.
 _HEADING_END = re.compile(r"[.!?。！？:：;；,，、]$")
@@ -136,14 +135,6 @@ _HEADING_MAX_WORDS = 8
 MAX_SENTENCES = 3
 #: At most this many items of one list, or rows of one table block, are quoted.
 MAX_ENUMERATION = 25
-
-
-def _is_abbreviation(before: str) -> bool:
-    """Whether the text ``before`` (ending in a period) ends with an abbreviation."""
-    if _SINGLE_LETTERS.search(before):  # e.g.  i.e.  U.S.
-        return True
-    m = _LAST_WORD.search(before)
-    return bool(m and m.group(1) in _ABBREVIATIONS)
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -221,7 +212,7 @@ def _spans(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, 
     cuts: set[int] = set()
     for m in _LATIN_END.finditer(text):
         single_period = m.group(0).rstrip("\"'”’)]") == "."
-        if single_period and _is_abbreviation(text[: m.start() + 1]):
+        if single_period and ends_with_abbreviation(text[: m.start() + 1]):
             continue
         cuts.add(m.end())
     for m in _CJK_END.finditer(text):
