@@ -23,6 +23,7 @@ nothing.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import threading
 import unicodedata
@@ -45,6 +46,7 @@ __all__ = [
     "search_terms",
     "searchable",
     "unseen_pairs_as_characters",
+    "word_pairs",
 ]
 
 _CJK = (
@@ -353,3 +355,37 @@ def file_name_words(uri: str) -> str:
     """The words of a document's file name as a reader sees them in its link:
     ``…/konica-minolta-fy2023-overview.md`` → ``konica minolta fy2023 overview``."""
     return re.sub(r"[-_.]+", " ", PurePosixPath(uri).stem)
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+@functools.lru_cache(maxsize=65536)
+def _index_form(word: str) -> str | None:
+    terms = document_terms(word)
+    return terms[0] if len(terms) == 1 else None
+
+
+@functools.lru_cache(maxsize=65536)
+def _joined(first: str, second: str) -> str | None:
+    """The index term of two adjacent words written as one ("set" "up" → "setup"), or
+    ``None`` when either is not a word of Latin letters."""
+    if not (first.isalpha() and second.isalpha() and first.isascii() and second.isascii()):
+        return None
+    terms = document_terms(first + second)
+    return terms[0] if len(terms) == 1 else None
+
+
+def word_pairs(text: str) -> list[tuple[str, str, str]]:
+    """Each pair of adjacent words of ``text`` — their index terms — with the term they make
+    written as one: a question's "AppleCare" is a page's "Apple Care", its "set up" a page's
+    "setup". The words are joined as written, not as stemmed ("Apple Care" is "applecare",
+    indexed "applecar", where the stems would make "applcare")."""
+    out = []
+    words = [m.group(0) for m in _LETTERS.finditer(text.casefold())]
+    for first, second in itertools.pairwise(words):
+        joined = _joined(first, second)
+        a, b = _index_form(first), _index_form(second)
+        if joined is not None and a is not None and b is not None:
+            out.append((a, b, joined))
+    return out

@@ -50,7 +50,7 @@ def test_the_vpn_guide_answers_how_to_set_up_the_vpn_on_a_laptop(
 def test_the_gate_of_before_refuses_it(acme: AcmeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reverse proof: a gate that takes "set up" and "Setup" for different words and weighs
     "laptop" like the topic refuses, as the demo did."""
-    monkeypatch.setattr(relevance, "_pairs", lambda text: [])
+    monkeypatch.setattr(relevance, "word_pairs", lambda text: [])
     monkeypatch.setattr(relevance, "_CIRCUMSTANCE_WEIGHT", 1.0)
     assert acme.app.ask(VPN, "alice").status is Status.NO_AUTHORIZED_SOURCE
 

@@ -1189,3 +1189,23 @@ def test_an_abbreviations_period_ends_no_sentence(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(extractive, "ends_with_abbreviation", lambda before: False)
     cut = quoted(answer("Who do I need to ask before starting a side gig?", snippet("S1", page)))
     assert cut != [page], cut
+
+
+def test_a_word_the_page_writes_as_two_is_the_questions_word(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Should I buy AppleCare with my laptop?" over a page that writes "Apple Care": the
+    sentence saying not to buy it answers, first, though it shares only "buy" with the
+    question word for word. Reverse proof: with no words read as one, the cashback sentence
+    beside it (which says "buying" and "Apple") comes first."""
+    page = (
+        "When buying something at Apple we can get 3% cashback on purchases through Brex. "
+        "If you buy from Apple, you may be asked if you wanted to purchase Apple Care - please "
+        "don't buy this as it's not great value for money."
+    )
+    question = "Should I buy AppleCare with my laptop?"
+    units = quoted(answer(question, snippet("S1", page)))
+    assert units[0].startswith("If you buy from Apple"), units
+    assert ("appl", "care", "applecar") in extractive.word_pairs("purchase Apple Care - please")
+    monkeypatch.setattr(extractive, "word_pairs", lambda text: [])
+    assert not quoted(answer(question, snippet("S1", page)))[0].startswith("If you buy"), units

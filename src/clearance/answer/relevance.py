@@ -58,8 +58,6 @@ calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` b
 
 from __future__ import annotations
 
-import functools
-import itertools
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -72,8 +70,8 @@ from clearance.analysis import (
     is_cjk_frame,
     is_cjk_pair,
     kana_free,
-    phrase_keys,
     search_terms,
+    word_pairs,
 )
 from clearance.config import RelevanceSettings
 from clearance.errors import EmbeddingError
@@ -265,27 +263,6 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     return weights
 
 
-@functools.lru_cache(maxsize=65536)
-def _joined(first: str, second: str) -> str | None:
-    """The index term of two adjacent words written as one ("set" "up" → "setup"), or
-    ``None`` when either is not a word of letters."""
-    if not (first.isalpha() and second.isalpha() and first.isascii() and second.isascii()):
-        return None
-    terms = document_terms(first + second)
-    return terms[0] if len(terms) == 1 else None
-
-
-def _pairs(text: str) -> list[tuple[str, str, str]]:
-    """Each pair of adjacent words of ``text`` with the term they make written as one."""
-    keys = phrase_keys(text)
-    out = []
-    for first, second in itertools.pairwise(keys):
-        joined = _joined(first, second)
-        if joined is not None:
-            out.append((first, second, joined))
-    return out
-
-
 def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
     """The index terms a reader of the snippet sees: its title, file name, locator and
     text, with each of ``compounds`` (the question's words written as one → the two words)
@@ -296,7 +273,7 @@ def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
     held = set(document_terms(text))
     if held & _CHANGE_TERMS:
         held.add(CHANGE)
-    held.update(joined for _, _, joined in _pairs(text) if joined in compounds)
+    held.update(joined for _, _, joined in word_pairs(text) if joined in compounds)
     for joined, parts in compounds.items():
         if joined in held:
             held |= parts
@@ -307,7 +284,7 @@ def _compounds(question: str, weights: Mapping[str, float]) -> dict[str, set[str
     """Every term the question holds as one word or as two, with its parts as the weights
     count them: "set up" gives ``setup → {set, up}``, "login" gives ``login → {login}``."""
     out: dict[str, set[str]] = {t: {t} for t in weights}
-    for first, second, joined in _pairs(question):
+    for first, second, joined in word_pairs(question):
         out.setdefault(joined, set()).update(t for t in (first, second) if t in weights)
     return out
 

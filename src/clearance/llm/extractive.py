@@ -68,6 +68,7 @@ from clearance.analysis import (
     ends_with_abbreviation,
     query_terms,
     search_terms,
+    word_pairs,
 )
 from clearance.errors import EmbeddingError
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
@@ -1118,7 +1119,11 @@ def _score_saying(
 ) -> tuple[int, bool]:
     """:func:`_score` before a contradiction counts, and whether ``unit`` says the opposite
     of what a question asking how much or how many asks (the unit analysed once)."""
-    terms = set(document_terms(_without_speaker(unit.text)))
+    text = _without_speaker(unit.text)
+    terms = set(document_terms(text))
+    # a question's word the unit writes as two ("AppleCare" / "Apple Care"), or one
+    # ("set up" / "setup"), is held as the question writes it
+    terms.update(joined for _, _, joined in word_pairs(text) if joined in question)
     if expansions:
         for abbr in terms & expansions.keys():
             terms |= expansions[abbr]
