@@ -107,13 +107,19 @@ def build(
 
 
 @pytest.fixture
-def app(
+def fresh(
     tmp_path: Path,
     settings_factory: Callable[..., Settings],
     store: SQLiteStore,
     write_directory: Callable[..., Path],
-) -> Iterator[Clearance]:
-    yield build(tmp_path, settings_factory, store, write_directory)
+) -> Callable[[], Clearance]:
+    """Builds the index when called: a reverse proof patches what ingest reads first."""
+    return lambda: build(tmp_path, settings_factory, store, write_directory)
+
+
+@pytest.fixture
+def app(fresh: Callable[[], Clearance]) -> Iterator[Clearance]:
+    yield fresh()
 
 
 def ask(app: Clearance, question: str) -> AnswerResult:
@@ -156,14 +162,10 @@ def test_a_column_headed_with_its_unit_measures_the_metric_the_question_names(
 
 
 def test_reverse_proof_a_unit_kept_in_the_name_leaves_the_metric_unnamed(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-    monkeypatch: pytest.MonkeyPatch,
+    fresh: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(facts_module, "unit_tail", lambda header: (header, ""))
-    engine = build(tmp_path, settings_factory, store, write_directory)
+    engine = fresh()
     with pytest.raises(AssertionError):
         test_a_column_headed_with_its_unit_measures_the_metric_the_question_names(
             engine, monkeypatch
@@ -203,15 +205,11 @@ def test_one_country_is_one_entity_whatever_a_file_or_question_calls_it(
 
 
 def test_reverse_proof_without_country_names_the_uk_is_not_found(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-    monkeypatch: pytest.MonkeyPatch,
+    fresh: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(facts_module, "country_names", lambda name: ())
     monkeypatch.setattr(facts_module, "country_name", lambda name: None)
-    engine = build(tmp_path, settings_factory, store, write_directory)
+    engine = fresh()
     with pytest.raises(AssertionError):
         test_one_country_is_one_entity_whatever_a_file_or_question_calls_it(engine)
 
@@ -343,13 +341,9 @@ def test_a_monthly_series_answers_the_month_asked_and_never_the_year(app: Cleara
 
 
 def test_reverse_proof_without_months_the_series_gives_no_fact(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-    monkeypatch: pytest.MonkeyPatch,
+    fresh: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(facts_module, "_months", lambda norm: iter(()))
-    engine = build(tmp_path, settings_factory, store, write_directory)
+    engine = fresh()
     with pytest.raises(AssertionError):
         test_a_monthly_series_answers_the_month_asked_and_never_the_year(engine)
