@@ -32,7 +32,7 @@ from datetime import date
 from typing import Literal
 
 from clearance.config import FactSettings, fiscal_year_start_month
-from clearance.ingest.facts import AT_END, MONTH_NAMES
+from clearance.ingest.facts import AT_END, MONTH_NAMES, MONTH_PERIOD
 
 __all__ = [
     "FiscalCalendar",
@@ -45,8 +45,6 @@ __all__ = [
 Language = Literal["en", "ja", "zh"]
 
 _CANONICAL = re.compile(r"^(?:(FY|CY)(\d{4})|(H[12]|Q[1-4]) (\d{4}))$")
-#: A single month (``Jul 2008``), the same in every fiscal calendar.
-_MONTH_PERIOD = re.compile(rf"^({'|'.join(MONTH_NAMES)}) (\d{{4}})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +90,7 @@ class FiscalCalendar:
         """First and last day of a canonical period (``FY2025``, ``CY2025``, ``H1 2025``,
         ``Q3 2025``, ``Jul 2025``); ``None`` for any other label (a configured form of
         another shape)."""
-        month = _MONTH_PERIOD.match(period)
+        month = MONTH_PERIOD.match(period)  # the same in every fiscal calendar
         if month is not None:
             first = date(int(month.group(2)), MONTH_NAMES.index(month.group(1)) + 1, 1)
             return first, date.fromordinal(_add_months(first, 1).toordinal() - 1)

@@ -59,6 +59,7 @@ from clearance.answer.result import Citation
 from clearance.config import FactSettings
 from clearance.ingest.facts import (
     MONTH_NAMES,
+    MONTH_PERIOD,
     Vocabulary,
     entity_aliases,
     format_number,
@@ -708,16 +709,13 @@ def readable_vocabulary(
             )
             added = True
     # Months are read in questions only where a readable table gives monthly figures.
-    months = base.months or any(_MONTHLY.match(f.period) for f in facts)
+    months = base.months or any(MONTH_PERIOD.match(f.period) for f in facts)
     if not added:
         return base.with_months() if months else base
     return Vocabulary(
         dataclasses.replace(settings, metrics=metrics, entities=entities, channels=channels),
         months=months,
     )
-
-
-_MONTHLY = re.compile(rf"^(?:{'|'.join(MONTH_NAMES)}) \d{{4}}$")
 
 
 _PLURAL_ES = re.compile(r"(?:s|x|z|ch|sh)$")

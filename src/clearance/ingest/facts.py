@@ -62,6 +62,7 @@ is reported through ``warn``, one line per table and reason with its locator.
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -83,6 +84,7 @@ __all__ = [
     "AT_END",
     "ENTITY_NAMES_KEY",
     "MONTH_NAMES",
+    "MONTH_PERIOD",
     "YEAR_ENDS_KEY",
     "Match",
     "ParsedNumber",
@@ -653,9 +655,8 @@ class Vocabulary:
         """This vocabulary reading single months as periods too (:attr:`months`)."""
         if self.months:
             return self
-        out = Vocabulary.__new__(Vocabulary)
-        out.settings, out.months = self.settings, True
-        out._aliases, out._periods = self._aliases, self._periods
+        out = copy.copy(self)  # the compiled aliases and forms are shared, never changed
+        out.months = True
         return out
 
     def _split_years(self, norm: str) -> Iterator[Match]:
@@ -779,6 +780,10 @@ _SPAN_BEFORE = re.compile(
 _SPAN_AFTER = re.compile(
     r"(?i:^\s*(?:(?:to|through|thru|until|till|and)\b|[–—~〜]|至|から|まで|\-\s*\D))"
 )
+
+
+#: A canonical single month, ``Jul 2008``: its month name and year.
+MONTH_PERIOD = re.compile(rf"^({'|'.join(MONTH_NAMES)}) (\d{{4}})$")
 
 
 def _months(norm: str) -> Iterator[Match]:
