@@ -14,7 +14,15 @@ Each case is one a trial on such files found, as a new user would ask:
 * "3M's EBITDA" quoted the whole row of fourteen figures, and "JPMorgan Chase's EBITDA",
   whose cell is empty, quoted the row as if it answered;
 * a monthly price series (``Month,Price`` with ``2008-07``) gave no fact at all, so "the
-  natural gas price in July 2008" was refused.
+  natural gas price in July 2008" was refused;
+* a column headed ``Total`` (``Year,Country,Total,Solid Fuel,…``) gave no fact, so "Japan's
+  total CO2 emissions" was refused;
+* ``population-2015-2024.csv`` measured "population-2015-2024", which no question names;
+* ``Korea, Rep.`` beside the code ``KOR`` was no country, so "South Korea" was not found;
+* an OECD file (``LOCATION,TIME,…``) gave no fact: ``TIME`` was no period's header;
+* "the price of silver" was answered with gold's price, "Assuming Gold": a wrong figure;
+* "How much did Canada spend on medicines per head?" was answered with the total spent,
+  and "… in US dollars" added the United States' figure and a comparison: wrong figures.
 
 Reverse proofs put each old reading back and require the same test to fail.
 """
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
@@ -79,6 +88,25 @@ MONTHLY = [
     ["2022-02", "4.69"],
 ]
 
+EMISSIONS = [
+    ["Year", "Country", "Total", "Solid Fuel", "Per Capita"],
+    ["2014", "JAPAN", "332216", "123075", "2.60"],
+    ["2014", "GERMANY", "196534", "83220", "2.38"],
+]
+POPULATION = [
+    ["Country Name", "Country Code", "Year", "Value"],
+    ["Korea, Rep.", "KOR", "2020", "51836239"],
+    ["Korea, Dem. People's Rep.", "PRK", "2020", "26136312"],
+    ["World", "WLD", "2023", "8064057930"],
+]
+DRUG_SPENDING = [
+    ["LOCATION", "TIME", "PC_HEALTHXP", "USD_CAP", "TOTAL_SPEND"],
+    ["CAN", "2022", "15.1", "914.325", "35602.95"],
+    ["GBR", "2019", "10.976", "481.75", "32198.4"],
+    ["USA", "2019", "12.2", "1276.2", "419287.86"],
+]
+GOLD = [["Date", "Price"], ["2011-09", "1772.000"], ["1980-01", "675.310"]]
+
 
 def write_csv(path: Path, rows: list[list[str]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -98,6 +126,10 @@ def build(
     write_csv(data / "us-gdp-annual.csv", US_ANNUAL)
     write_csv(data / "constituents-financials.csv", COMPANIES)
     write_csv(data / "natural-gas-monthly.csv", MONTHLY)
+    write_csv(data / "co2-fossil-by-nation-2010-2020.csv", EMISSIONS)
+    write_csv(data / "population-2015-2024.csv", POPULATION)
+    write_csv(data / "pharmaceutical-drug-spending.csv", DRUG_SPENDING)
+    write_csv(data / "gold-prices-monthly.csv", GOLD)
     # No [facts] vocabulary and no model: the defaults a new user starts with.
     engine = Clearance(settings_factory({}), store, provider=ExtractiveProvider())
     report = engine.ingest([data])
@@ -231,6 +263,7 @@ def test_reverse_proof_with_per_capita_ignored_the_total_is_given(
     app: Clearance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(intent_module, "_PER_AFTER", intent_module.re.compile(r"(?!)"))
+    monkeypatch.setattr(intent_module, "_PER_ANYWHERE", intent_module.re.compile(r"(?!)"))
     with pytest.raises(AssertionError):
         test_a_figure_counted_per_something_is_never_the_total(app)
 
@@ -347,3 +380,122 @@ def test_reverse_proof_without_months_the_series_gives_no_fact(
     engine = fresh()
     with pytest.raises(AssertionError):
         test_a_monthly_series_answers_the_month_asked_and_never_the_year(engine)
+
+
+# ------------------------------------------------------------------ files as portals name them
+
+
+def test_a_column_headed_total_is_the_rows_total(app: Clearance) -> None:
+    result = ask(app, "What were Japan's total CO2 emissions from fossil fuels in 2014?")
+    assert result.status is Status.ANSWERED and result.route is Route.STRUCTURED, result.answer
+    assert "332,216" in result.answer and "123,075" not in result.answer
+
+
+def test_reverse_proof_without_the_total_column_emissions_are_not_answered(
+    fresh: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(facts_module, "_total_column", lambda heading: False)
+    engine = fresh()
+    with pytest.raises(AssertionError):
+        test_a_column_headed_total_is_the_rows_total(engine)
+
+
+def test_a_file_named_with_its_years_measures_its_subject(app: Clearance) -> None:
+    result = ask(app, "What was the world's population in 2023?")
+    assert result.status is Status.ANSWERED and result.route is Route.STRUCTURED, result.answer
+    assert "population in FY2023 was 8,064,057,930 [S1]" in result.answer
+
+
+def test_reverse_proof_a_title_kept_whole_names_a_metric_nobody_asks(
+    fresh: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(facts_module, "_file_subject", lambda title: title.replace("_", " "))
+    engine = fresh()
+    with pytest.raises(AssertionError):
+        test_a_file_named_with_its_years_measures_its_subject(engine)
+
+
+def test_a_statistics_offices_country_name_is_read_by_its_iso_code(app: Clearance) -> None:
+    result = ask(app, "What was the population of South Korea in 2020?")
+    assert result.status is Status.ANSWERED, result.answer
+    assert "South Korea's population in FY2020 was 51,836,239 [S1]" in result.answer
+    assert "26,136,312" not in result.answer  # North Korea's, beside it
+
+
+def test_reverse_proof_without_the_code_korea_rep_is_no_country(
+    fresh: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(facts_module, "_coded_country", lambda name, codes: name)
+    engine = fresh()
+    with pytest.raises(AssertionError):
+        test_a_statistics_offices_country_name_is_read_by_its_iso_code(engine)
+
+
+def test_an_oecd_file_gives_facts_by_location_and_time(app: Clearance) -> None:
+    facts = {
+        (f.entity, f.period, f.metric): f.value
+        for f in app.store.list_facts()
+        if f.doc_id.endswith("pharmaceutical-drug-spending.csv")
+    }
+    assert facts[("United Kingdom", "FY2019", "USD CAP")] == 481.75
+    assert facts[("Canada", "FY2022", "PC HEALTHXP")] == 15.1
+
+
+def test_reverse_proof_time_no_period_header_gives_no_fact(
+    fresh: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        facts_module, "_PERIOD_HEADER", re.compile(r"(?i:^(?:fiscal\s+)?years?$|^fy$|^period$)")
+    )
+    engine = fresh()
+    with pytest.raises(KeyError):
+        test_an_oecd_file_gives_facts_by_location_and_time(engine)
+
+
+def test_what_a_metric_is_of_narrows_it(app: Clearance) -> None:
+    silver = ask(app, "What was the price of silver in September 2011?")
+    assert silver.status is Status.NOT_FOUND, silver.answer
+    assert "1,772" not in silver.answer and "silver" in silver.answer
+    gold = ask(app, "What was the price of gold in September 2011?")
+    assert gold.status is Status.ANSWERED and "1,772" in gold.answer, gold.answer
+
+
+def test_reverse_proof_without_of_the_price_of_silver_is_golds(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intent_module, "_OF_AFTER", re.compile(r"(?!x)x"))
+    with pytest.raises(AssertionError):
+        test_what_a_metric_is_of_narrows_it(app)
+
+
+def test_per_anywhere_in_the_question_is_never_the_total(app: Clearance) -> None:
+    for question in (
+        "How much did Canada spend on medicines per head in 2022?",
+        "How much did the UK spend on pharmaceuticals per person in 2019?",
+    ):
+        result = ask(app, question)
+        assert result.status is Status.NOT_FOUND, result.answer
+        assert "35,602.95" not in result.answer and "32,198.4" not in result.answer
+
+
+def test_reverse_proof_per_read_only_after_the_metric(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intent_module, "_PER_ANYWHERE", re.compile(r"(?!x)x"))
+    with pytest.raises(AssertionError):
+        test_per_anywhere_in_the_question_is_never_the_total(app)
+
+
+def test_a_currency_named_by_its_country_names_no_entity(app: Clearance) -> None:
+    result = ask(app, "How much did the UK spend on pharmaceuticals in 2019, in US dollars?")
+    assert result.status is Status.ANSWERED, result.answer
+    assert "32,198.4" in result.answer
+    assert "United States" not in result.answer and "419,287.86" not in result.answer
+
+
+def test_reverse_proof_us_dollars_read_as_the_united_states(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intent_module, "_CURRENCY_OF_COUNTRY", re.compile(r"(?!x)x"))
+    with pytest.raises(AssertionError):
+        test_a_currency_named_by_its_country_names_no_entity(app)

@@ -210,6 +210,23 @@ _PER_AFTER = re.compile(
     r"^[\s-]*(?P<line>per[\s-]+(?!(?:year|annum|month|quarter|cent)\b)[A-Za-z]+)\b",
     re.IGNORECASE,
 )
+# What a metric is "of", in lower case ("the price of silver"): the thing the figure is
+# about, which narrows it as "silver price" does; a name the vocabulary knows is a slot and
+# already blanked, and a capitalised word is left for the entity's checks.
+_OF_AFTER = re.compile(
+    r"^\s+of\s+(?:the\s+)?(?P<line>[a-z][a-z-]+)"
+    r"(?=\s*(?:[?.,;!]|$)|\s+(?:in|for|during|at|on|over|from|between|and|by)\b)"
+)
+# What a figure is counted per, wherever the question says it ("How much did Canada spend on
+# medicines per head?"): a total never answers it, whichever word named the metric.
+_PER_ANYWHERE = re.compile(
+    r"(?<![\w-])per[\s-]+(?!(?:year|annum|month|quarter|week|day|cent)\b)[a-z]+\b",
+    re.IGNORECASE,
+)
+# A currency named by its country ("in US dollars", "U.S.$"): it names no entity.
+_CURRENCY_OF_COUNTRY = re.compile(
+    r"(?<![\w.])(?:US|U\.S\.|USA)\s*(?:dollars?\b|\$)|(?<![\w.])US\$", re.IGNORECASE
+)
 _POSSESSIVE = re.compile(
     r"(?<![0-9A-Za-z])((?:[A-Z][\w&.-]*\s+){0,2}[A-Z][\w&.-]*)(?:'s|’s|')(?![A-Za-z])"
 )
@@ -292,6 +309,9 @@ def _qualifier(blanked: str, start: int, end: int) -> str | None:
     per = _PER_AFTER.match(blanked[end:])
     if per is not None:
         words.extend(per.group("line").replace("-", " ").split())
+    of = _OF_AFTER.match(blanked[end:]) if after is None else None
+    if of is not None and of.group("line").casefold() not in _SMALL_WORDS | _NOT_QUALIFIERS:
+        words.append(of.group("line"))
     return " ".join(words) or None
 
 
@@ -534,10 +554,24 @@ class RuleIntentParser:
         vocab = self.vocab
         # "the deficit as a percentage of GDP": what the share is of names no slot.
         share_of = [m.span() for m in SHARE_OF.finditer(text)]
+        share_of += [m.span() for m in _CURRENCY_OF_COUNTRY.finditer(text)]
         slotted = _blank(text, share_of)
         found = {
             kind: vocab.find(kind, slotted) for kind in ("metric", "entity", "channel", "unit")
         }
+        # "GDP per capita" beside a table with a "Per Capita" column (of emissions): what
+        # follows a metric as what it is counted per narrows it, and is no metric of its own.
+        found["metric"] = [
+            m
+            for m in found["metric"]
+            if not (
+                re.match(r"per[\s-]", slotted[m.start : m.end], re.IGNORECASE)
+                and any(
+                    o.end <= m.start and not slotted[o.end : m.start].strip(" -")
+                    for o in found["metric"]
+                )
+            )
+        ]
         # Words a table names as a measure and another as a line ("gas fuel": a column of
         # one, a row of the other) are read as the measure: its line is its total.
         found["channel"] = [
@@ -570,6 +604,11 @@ class RuleIntentParser:
             if (q := self._narrowing(_qualifier(quiet, m.start, m.end), m.canonical))
             and not self._names_entity(q)
         }
+        per = [m.group(0) for m in _PER_ANYWHERE.finditer(quiet)]
+        for m in found["metric"] if per else ():
+            q = qualifiers.get(m.canonical) or ""
+            if not any(p.casefold() in q.casefold() for p in per):
+                qualifiers[m.canonical] = " ".join([q, *per]).strip()
         # CJK words attached to a metric: 日本のサービス売上高, 香港去年营收.
         for m in found["metric"]:
             if m.canonical in qualifiers or not _CJK.search(quiet[: m.start]):

@@ -812,7 +812,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 3
+_DERIVED_NAMES = 4
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -993,7 +993,8 @@ _YEAR_CELL = re.compile(r"^(?:19|20)\d{2}$")
 # A long-format table's column of periods (``fiscal_year``, ``Year``, ``年度``) and of the
 # row's value (``value``, ``actual_value``, ``amount``).
 _PERIOD_HEADER = re.compile(
-    r"(?i:^(?:(?:fiscal|financial|calendar)\s+)?years?$|^fy$|^period$)|^(?:年度|年|会計年度|会计年度|年份|財年|财年)$"
+    r"(?i:^(?:(?:fiscal|financial|calendar)\s+)?years?$|^fy$|^period$|^time(?:\s+period)?$)"
+    r"|^(?:年度|年|会計年度|会计年度|年份|財年|财年)$"
 )
 _VALUE_HEADER = re.compile(
     r"(?i:^(?:(?:actual|reported)s?\s+)?(?:value|amount)s?$|^actuals?$)|^(?:値|金額|金额|数値|数值)$"
@@ -1041,7 +1042,7 @@ _UNIT_HEADER = re.compile(r"(?i:^(?:units?|currency|scale)$)|^(?:単位|单位|�
 # What a long-format table's label column holds, by its header (see _label_role).
 _ENTITY_HEADER = re.compile(
     r"(?i:^(?:country|nation|economy|company|entity|issuer|organi[sz]ation|state|province|"
-    r"city|municipality)(?:\s+name)?$)|^(?:国|国名|国家|会社名|企業名|公司|公司名称|国家名称)$"
+    r"city|municipality|location|geo|country\s+or\s+area|ref(?:erence)?\s+area)(?:\s+name)?$)|^(?:国|国名|国家|会社名|企業名|公司|公司名称|国家名称)$"
 )
 _CODE_HEADER = re.compile(r"(?i:(?:^|\s)(?:code|iso\s*code|iso3?|id|ticker|symbol)$)")
 _MEASURE_HEADER = re.compile(
@@ -1278,6 +1279,40 @@ def _slug_entity(slug: str) -> str:
     if not words or len(words) > 3:
         return ""
     return " ".join(w.upper() if len(w) <= 3 else w[:1].upper() + w[1:] for w in words)
+
+
+def _total_column(heading: str) -> bool:
+    """Whether a long-format table's value column is headed ``Total`` and nothing else
+    (``Year | Country | Total | Solid Fuel | …``): it holds the row's total of the columns
+    beside it, a figure of its own named as the table prints it."""
+    return _TOTAL.fullmatch(heading) is not None
+
+
+def _coded_country(name: str, codes: Sequence[str]) -> str:
+    """``name``, or the country its row's ISO code names when ``name`` is a statistics
+    office's short form no country list holds (``Korea, Rep.`` beside ``KOR``)."""
+    coded = [c for code in codes if (c := country_name(code)) is not None]
+    if len(coded) == 1 and country_name(name) is None:
+        return coded[0]
+    return name
+
+
+_FREQUENCY_WORD = re.compile(r"(?i:annual|yearly|quarterly|monthly|weekly|daily)")
+_TITLE_PERIOD_WORD = re.compile(r"(?i:(?:fy)?(?:19|20)?\d{2}|[qh][1-4])")
+
+
+def _file_subject(title: str) -> str:
+    """What a data file named after its subject measures, in words: ``population-2015-2024``
+    → ``population``, ``gdp_annual`` → ``gdp``. A file name's years and how often its rows
+    come name no measure; a title that is no file name is kept as it is."""
+    if not _SLUG.match(title.strip()):
+        return title.replace("_", " ")
+    words = [
+        w
+        for w in re.split(r"[-_]+", title.strip())
+        if w and not _TITLE_PERIOD_WORD.fullmatch(w) and not _FREQUENCY_WORD.fullmatch(w)
+    ]
+    return " ".join(words) or title.replace("_", " ")
 
 
 def document_entity(title: str) -> str:
@@ -1753,11 +1788,13 @@ class _Extractor:
             dims = [t for t, v in zip(dims, named, strict=True) if not v["entity"]]
         if headed:
             measure, lines = measure_name(heading), dims
+            if measure is None and _total_column(heading):
+                measure = "total"
         elif roles["measure"]:
             measure, lines = measure_name(roles["measure"][0]), dims
         elif entity is not None or roles["code"]:
             # the rows name whom, not what: the values measure what the file is (gdp.csv)
-            measure, lines = measure_name(self.title.replace("_", " ")), dims
+            measure, lines = measure_name(_file_subject(self.title)), dims
         else:
             measure, lines = (measure_name(dims[0]) if dims else None), dims[1:]
         if measure is None:
@@ -1772,6 +1809,9 @@ class _Extractor:
             # stated without an entity rather than as "actuals'".
             entity = found.value or company_named(self.title) or self._file_entity
         elif roles["code"]:
+            # "Korea, Rep." beside the code "KOR": a name written as a statistics office
+            # abbreviates it is the country its ISO code says
+            entity = _coded_country(entity, roles["code"])
             self.other_names.setdefault(entity, set()).update(roles["code"])
         metric = self.vocab.values("metric", measure)
         locator_parts: list[tuple[str, object]] = list(parts)
