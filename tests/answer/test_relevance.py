@@ -418,6 +418,38 @@ def test_a_passage_is_not_refused_for_lacking_given() -> None:
         assert not relevant()
 
 
+def test_where_something_comes_from_is_asked_by_its_source_not_by_come() -> None:
+    """ "Where do the gold prices before 1960 come from?" over a data file's README saying
+    "Historical data (1833–1959) is sourced from records compiled by Timothy Green": "come
+    from" asks for a source, as "where" does, and no README says "come". Weighed as a topic
+    word (a rare one), it sank the README below the bar (coverage 0.41, cosine 0.70).
+    Reverse proof: with "come" a topic word again, the same passage is refused."""
+    from clearance.answer import relevance
+
+    question = "Where do the gold prices before 1960 come from?"
+    passage = _passage(
+        "gold-prices-readme",
+        "Monthly gold prices in USD since 1833. Historical data (1833–1959) is sourced from "
+        "records compiled by Timothy Green; data from 1960 to the present is sourced from "
+        "the World Bank.",
+        "data",
+    )
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        # the trial index's frequencies: "before" and "come" in no chunk
+        return TermStatistics(320, {"gold": 60, "price": 90, "1960": 3})
+
+    def relevant() -> bool:
+        gate = RelevanceGate(RelevanceSettings())
+        return gate.judge(question, [passage], stats, {"c1": 0.699})[0].relevant
+
+    assert "come" not in question_weights(question, stats)
+    assert relevant()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(relevance, "_FRAME_WORDS", relevance._FRAME_WORDS - {"come"})
+        assert not relevant()
+
+
 def test_a_passage_the_embedder_places_near_needs_less_coverage() -> None:
     """ "Do I keep earning holiday while I'm on unpaid leave?" over a handbook that says "you
     will continue to accrue holiday": coverage 0.37 ("earning" and "keep" are in no chunk),

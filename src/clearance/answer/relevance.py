@@ -103,6 +103,7 @@ _FRAME_WORDS = frozenset(
         "any",
         "anyth",
         "can",
+        "come",
         "could",
         "did",
         "document",
