@@ -1209,3 +1209,37 @@ def test_a_word_the_page_writes_as_two_is_the_questions_word(
     assert ("appl", "care", "applecar") in extractive.word_pairs("purchase Apple Care - please")
     monkeypatch.setattr(extractive, "word_pairs", lambda text: [])
     assert not quoted(answer(question, snippet("S1", page)))[0].startswith("If you buy"), units
+
+
+INVITES = (
+    "Postmortem Meeting\n"
+    "These meetings should generally last 15-30 minutes.\n\n"
+    "You should invite the following people to the postmortem meeting,\n\n"
+    "- The Incident Commander.\n"
+    "- Service owners involved in the incident.\n"
+    "- Engineering manager for impacted systems.\n"
+)
+
+
+def test_a_sentence_ending_in_a_comma_before_a_list_brings_the_list() -> None:
+    """ "Who has to be invited to the postmortem meeting?" (PagerDuty incident response
+    trial): the page introduces whom to invite with a sentence ending in a comma, and the
+    answer quoted that sentence alone, naming no one. Like one ending in a colon, it
+    introduces the list after it, which is quoted with it. Reverse proof: read as a sentence
+    of its own, it is quoted without the people."""
+    question = "Who has to be invited to the postmortem meeting?"
+    units = quoted(answer(question, snippet("S1", INVITES, "section=Postmortem Meeting")))
+    lead = units.index("You should invite the following people to the postmortem meeting,")
+    assert units[lead + 1 : lead + 4] == [
+        "- The Incident Commander.",
+        "- Service owners involved in the incident.",
+        "- Engineering manager for impacted systems.",
+    ], units
+
+
+def test_reverse_proof_a_comma_lead_read_alone_names_no_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(extractive, "_LEAD_ENDINGS", (":", "："))
+    with pytest.raises(AssertionError):
+        test_a_sentence_ending_in_a_comma_before_a_list_brings_the_list()

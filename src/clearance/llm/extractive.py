@@ -395,6 +395,10 @@ class _Unit:
     heading: str = ""
 
 
+#: How a sentence introducing the list after it ends (see :func:`_units`).
+_LEAD_ENDINGS = (":", "：", ",", "，")
+
+
 def _units(snippet: Snippet) -> list[_Unit]:
     text = snippet.text
     lines = _lines(text)
@@ -436,13 +440,15 @@ def _units(snippet: Snippet) -> list[_Unit]:
         else u
         for u in units
     ]
-    # A sentence ending in a colon introduces the enumeration that follows it.
+    # A sentence ending in a colon introduces the enumeration that follows it, as one ending
+    # in a comma right before a list does ("You should invite the following people to the
+    # postmortem meeting," quoted alone names no one).
     out: list[_Unit] = []
     for i, unit in enumerate(units):
         after = units[i + 1] if i + 1 < len(units) else None
         if (
             unit.group is None
-            and unit.text.rstrip().endswith((":", "："))
+            and unit.text.rstrip().endswith(_LEAD_ENDINGS)
             and after is not None
             and after.group is not None
         ):
