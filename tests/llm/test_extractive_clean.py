@@ -1298,6 +1298,8 @@ def test_reverse_proof_how_long_read_as_any_question(monkeypatch: pytest.MonkeyP
         ("Schedule it within 3 calendar days for a SEV-1.", True),
         ("Reports are sent weekly.", True),
         ("30分以内に投稿します。", True),
+        ("- Engineering and Product: 2.5yrs", True),
+        ("Every three years employees may take a 6-week paid sabbatical.", True),
         ("Post it about 24 hours before the meeting is scheduled.", False),
         ("Give your team a heads-up three months in advance.", False),
         ("Attend the postmortem meeting.", False),
@@ -1305,3 +1307,32 @@ def test_reverse_proof_how_long_read_as_any_question(monkeypatch: pytest.MonkeyP
 )
 def test_a_duration_is_how_long_not_when(sentence: str, states: bool) -> None:
     assert extractive._states_duration(sentence) is states
+
+
+SHADOWING = (
+    "Incident Commander\n"
+    "Trainees are typically on the Incident Commander Shadow schedule. Anyone on the "
+    "Incident Commander on-call schedule can act as the Incident Commander."
+)
+
+
+def test_how_long_with_no_duration_on_the_page_is_no_answer() -> None:
+    """ "How long do I have to shadow an existing IC before I join the rotation?" (PagerDuty
+    incident response trial): the page says who shadows, never for how long; the linked
+    training guide does. Sentences stating no duration do not answer how long, as those
+    stating no amount do not answer how much, so nothing is quoted and the question is
+    refused. Reverse proof: read as any question, they are quoted as the answer."""
+    question = (
+        "I'd like to become an incident commander. How long do I have to shadow an existing "
+        "IC before I join the rotation?"
+    )
+    text = answer(question, snippet("S1", SHADOWING, "section=Different Roles > IC"))
+    assert "Trainees" not in text, text
+
+
+def test_reverse_proof_how_long_answered_by_who_shadows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(extractive, "_ASKS_DURATION", re.compile(r"(?!x)x"))
+    with pytest.raises(AssertionError):
+        test_how_long_with_no_duration_on_the_page_is_no_answer()

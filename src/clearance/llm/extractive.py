@@ -794,9 +794,9 @@ _ASKS_DURATION = re.compile(
 # something.
 _DURATION = re.compile(
     r"\b(?:\d+(?:\.\d+)?(?:\s*(?:-|–|to|or)\s*\d+(?:\.\d+)?)?|an?|one|two|three|four|five|six"
-    r"|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|forty|sixty|ninety)\s*"
+    r"|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|forty|sixty|ninety)[\s-]*"
     r"(?:business\s+|working\s+|calendar\s+)?"
-    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b"
+    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|months?|mos?|years?|yrs?)\b"
     # "about 24 hours before the meeting" says when, not how long
     r"(?!\s+(?:before|after|prior|ago|earlier|later|in\s+advance)\b)"
     r"|\b(?:hourly|daily|weekly|fortnightly|monthly|quarterly|annually|yearly)\b"
@@ -1257,8 +1257,10 @@ class ExtractiveProvider:
 
     def quotes(self, request: ChatRequest, *, stating_only: bool = False) -> list[Quote]:
         """The units an ``answer`` consists of, in output order (possibly none).
-        ``stating_only``: only units that state a number are candidates (the second look
-        of a question asking how much, when the units chosen first state none)."""
+        ``stating_only``: only units that state what the question asks for are candidates
+        (the second look of a question asking how much, how long or how often, when the
+        units chosen first state no amount or duration)."""
+        states = _states_duration if _ASKS_DURATION.search(request.question) else _states_number
         question = set(search_terms(request.question))
         # "how long", "how often": the form of the answer (a duration, a frequency), not
         # what it is about ("longer absences like sabbatical" answers no "how long")
@@ -1305,7 +1307,7 @@ class ExtractiveProvider:
                     # work 4-day weeks from May 1 through August 31" says when, in words of
                     # its own; the heading says of what.
                     score = _score(question, _Unit(unit.heading), None, named, counting)
-                if score == 0 and stating_only and _states_number(unit.text):
+                if score == 0 and stating_only and states(unit.text):
                     # Looking again for an amount: a sentence stating one under a heading
                     # that names what is asked ("年次健康診断 — 主な機能": "GitLab は年間最大
                     # ¥15,000 を払い戻します") says how much of it, in words of its own.
@@ -1327,7 +1329,7 @@ class ExtractiveProvider:
             return []
         candidates = self._as_asked(request, candidates, units)
         if stating_only:
-            candidates = [c for c in candidates if _states_number(units[c[1]][c[2]].text)]
+            candidates = [c for c in candidates if states(units[c[1]][c[2]].text)]
             if not candidates:
                 return []
         floor = _floor(c[3] for c in candidates)
@@ -1499,6 +1501,13 @@ class ExtractiveProvider:
             # step's "1." is its place in the list, no number it states). What does state
             # one is looked at once more on its own: the coverage table's row "緊急医療 |
             # 最大$250,000" holds fewer of the question's words than the prose around it.
+            return [] if stating_only else self.quotes(request, stating_only=True)
+        if _ASKS_DURATION.search(request.question) and not any(
+            _states_duration(q.sentence) for q in chosen
+        ):
+            # "How long do we keep the recordings of incident calls?" over a page that says
+            # to link the recording and never for how long: no duration, no answer, and what
+            # states one is looked at once more on its own.
             return [] if stating_only else self.quotes(request, stating_only=True)
         dated = _names_period(request.question)
         if (
