@@ -88,6 +88,7 @@ def test_a_question_telling_a_story_opens_with_what_it_asks(
 
     monkeypatch.setattr(extractive, "_READ_WEIGHT", 0.0)
     monkeypatch.setattr(extractive, "_ASKS_DURATION", re.compile(r"(?!x)x"))
+    monkeypatch.setattr(extractive, "_ASKS_DURATION_IN_WORDS", re.compile(r"(?!x)x"))
     assert engine.ask(STORY, "ana").answer.startswith(INTERNS)
 
 

@@ -1286,6 +1286,7 @@ def test_how_long_opens_with_the_sentence_stating_a_duration() -> None:
 
 def test_reverse_proof_how_long_read_as_any_question(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(extractive, "_ASKS_DURATION", re.compile(r"(?!x)x"))
+    monkeypatch.setattr(extractive, "_ASKS_DURATION_IN_WORDS", re.compile(r"(?!x)x"))
     with pytest.raises(AssertionError):
         test_how_long_opens_with_the_sentence_stating_a_duration()
 
@@ -1334,5 +1335,40 @@ def test_reverse_proof_how_long_answered_by_who_shadows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(extractive, "_ASKS_DURATION", re.compile(r"(?!x)x"))
+    monkeypatch.setattr(extractive, "_ASKS_DURATION_IN_WORDS", re.compile(r"(?!x)x"))
     with pytest.raises(AssertionError):
         test_how_long_with_no_duration_on_the_page_is_no_answer()
+
+
+def test_how_long_over_a_japanese_sentence_is_not_refused_for_its_spelling() -> None:
+    """A question asking how long in English over a Japanese page, whose sentence spells the
+    length as Japanese does ("最長2年"): the duration pattern reads English lengths, so a
+    sentence in another script is no proof that nothing states one, and it is quoted.
+    Reverse proof: required to state a length in English words, it is refused."""
+    text = "休職制度\n休職期間は勤続年数に応じて最長2年とします。"
+    quoted_text = answer(
+        "How long can a leave of absence (休職) last?", snippet("S1", text, "section=休職制度")
+    )
+    assert "最長2年" in quoted_text, quoted_text
+
+
+def test_reverse_proof_a_japanese_length_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(extractive, "cjk_share", lambda text: 0.0)
+    with pytest.raises(AssertionError):
+        test_how_long_over_a_japanese_sentence_is_not_refused_for_its_spelling()
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("How long is the sabbatical?", True),
+        ("How often are reviews held?", True),
+        ("有給休暇は何日間取れますか？", True),
+        ("带薪育儿假有多久？", True),
+        ("申請は何日までに出せばいいですか？", False),  # by what date: when, not how long
+        ("何年に導入されましたか？", False),  # in which year
+        ("How much is the allowance?", False),
+    ],
+)
+def test_asking_how_long_is_told_from_asking_when(question: str, asks: bool) -> None:
+    assert bool(extractive._ASKS_DURATION.search(question)) is asks
