@@ -253,3 +253,70 @@ def test_an_alert_or_callout_reads_as_its_label(
     monkeypatch.setattr(markdown, "_alert", lambda text: text)
     _, texts, _ = load(tmp_path, "travel.md", LODGING)
     assert "[!NOTE]" in "\n".join(texts).split("in passing")[0]
+
+
+SEVERITY = """# Severity levels {#severity-levels}
+
+Incidents are classified by severity.
+
+!!! tip "Always Assume The Worst"
+     If you are unsure which level an incident is, **treat it as the higher one**.
+
+!!! question "Can a SEV-3 be a major incident?"
+     All SEV-2's are major incidents.
+
+!!! note
+    Check the status page first.
+
+    - Post in Slack.
+    - Page the IC.
+
+See [Failure Friday](https://example.com/ff){:target="_blank" } for testing.
+
+## Alert priority {: #priority .wide }
+
+???+ warning "High Priority Alerts"
+    Anything that wakes up a human must be actionable.
+
+```
+config = {:keep => "this"}
+```
+"""
+
+
+def test_a_mkdocs_admonition_reads_as_the_box_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PagerDuty's incident response docs (MkDocs) write notes as admonitions, and their
+    text was indexed as '!!! tip "Always Assume The Worst"' with the body run on after it.
+    An admonition reads as the box shows it: its title (else its kind) opening its body,
+    whose list stays a list. Reverse proof: without the rule, the markers are text again."""
+    _, texts, _ = load(tmp_path, "severity.md", SEVERITY)
+    text = "\n".join(texts)
+    assert "Always Assume The Worst:\nIf you are unsure which level an incident is" in text
+    assert "Can a SEV-3 be a major incident?\nAll SEV-2's are major incidents." in text
+    assert "Note:\nCheck the status page first.\n- Post in Slack.\n- Page the IC." in text
+    assert "High Priority Alerts:\nAnything that wakes up a human" in text
+    assert "!!!" not in text and "???" not in text
+    monkeypatch.setattr(markdown, "_admonitions", lambda lines: lines)
+    _, texts, _ = load(tmp_path, "severity.md", SEVERITY)
+    assert '!!! tip "Always Assume The Worst"' in "\n".join(texts)
+
+
+def test_an_attribute_list_is_markup_not_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A heading's custom id ("## 試用期間 {#probation-period}", as Hugo and MkDocs pages
+    write them) was part of the section's name in every locator, and a link's
+    "{:target="_blank" }" part of the sentence quoted. Both are markup; code keeps what it
+    says. Reverse proof: read as text, they are back."""
+    title, texts, locators = load(tmp_path, "severity.md", SEVERITY)
+    text = "\n".join(texts)
+    assert title == "Severity levels"
+    assert "section=Severity levels > Alert priority" in locators
+    assert "See Failure Friday for testing." in text
+    assert "{:" not in text.replace('{:keep => "this"}', "") and "{#" not in text
+    assert 'config = {:keep => "this"}' in text
+    monkeypatch.setattr(markdown, "_ATTRIBUTE_LIST", markdown.re.compile(r"(?!x)x"))
+    title, texts, _ = load(tmp_path, "severity.md", SEVERITY)
+    assert title == "Severity levels {#severity-levels}"

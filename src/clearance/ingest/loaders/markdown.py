@@ -90,11 +90,58 @@ def _alert(text: str) -> str:
     return f"{label}: {rest}" if rest else f"{label}:"
 
 
+# A MkDocs (Python-Markdown) admonition's first line: "!!! tip \"Always Assume The Worst\"",
+# "??? note" or "???+ warning \"Title\"" (collapsible); its body is the lines indented below.
+_ADMONITION = re.compile(
+    r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[A-Za-z][\w-]*)"
+    r'(?:[ \t]+"(?P<title>[^"\n]*)")?[ \t]*$'
+)
+_BODY_INDENT = "    "
+# An attribute list (Python-Markdown's attr_list, kramdown's IAL, a heading's custom id):
+# "{#probation-period}", "{: .note }", "{:target=\"_blank\" }". Markup, never text.
+_ATTRIBUTE = r"(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s}]+))"
+_ATTRIBUTE_LIST = re.compile(
+    rf"[ \t]*\{{:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}|[ \t]*\{{:[ \t]*\}}"
+)
+
+
+def _admonitions(lines: list[str]) -> list[str]:
+    """``lines`` with each admonition read as the box MkDocs shows: its title (else its kind,
+    "Note:") opening the paragraph of its body, the body unindented so that its paragraphs
+    and lists are read as such, not as code. A title ending in no sentence mark ends in a
+    colon ("Always Assume The Worst: If you are unsure …"); a question stays one ("Can a
+    SEV-3 be a major incident? All SEV-2's are …"). Line for line: nothing moves."""
+    out = list(lines)
+    i = 0
+    while i < len(out):
+        m = _ADMONITION.match(out[i])
+        if m is None:
+            i += 1
+            continue
+        indent = m["indent"]
+        title = m["title"] if m["title"] is not None else m["kind"].replace("-", " ").capitalize()
+        title = title.strip()
+        if title and title[-1] not in ".。!?！？:：":
+            title += ":"
+        out[i] = indent + title
+        body = indent + _BODY_INDENT
+        j = i + 1
+        while j < len(out) and (out[j].startswith(body) or not out[j].strip()):
+            if out[j].strip():
+                out[j] = indent + out[j][len(body) :]
+            j += 1
+        i = j
+    return out
+
+
 def _inline_text(token: Token) -> str:
-    """The plain text of an ``inline`` token: markup dropped, soft/hard breaks kept as newlines."""
+    """The plain text of an ``inline`` token: markup dropped (attribute lists too), soft/hard
+    breaks kept as newlines."""
     parts: list[str] = []
     for child in token.children or []:
-        if child.type in ("text", "code_inline", "image"):
+        if child.type == "text":
+            parts.append(_ATTRIBUTE_LIST.sub("", child.content))
+        elif child.type in ("code_inline", "image"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append("\n")
@@ -290,7 +337,7 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     later, at sentence boundaries)."""
     del max_chars
     fields, text = front_matter(read_text(handle, budget.name, "text"))
-    reader = _Reader(strip_templates(text, fields).split("\n"), budget)
+    reader = _Reader(_admonitions(strip_templates(text, fields).split("\n")), budget)
     for start, end in _segments(reader.lines):
         reader.read(start, end)
     return fields.get("title") or reader.title, reader.outline.finish()
