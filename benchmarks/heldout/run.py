@@ -298,9 +298,9 @@ class Bench:
 def load_questions(split: str | None, collection: Collection | None = None) -> list[dict[str, Any]]:
     questions = (collection or COLLECTIONS["federal"]).questions
     items = yaml.safe_load(questions.read_text(encoding="utf-8"))
-    probe = questions.with_name("probe.yaml")  # a set's probe split may stand on its own
-    if split == "probe" and probe.exists():
-        items += yaml.safe_load(probe.read_text(encoding="utf-8"))
+    if split == "probe":  # a set's probe split may stand on its own, in one file or more
+        for probe in sorted(questions.parent.glob("probe*.yaml")):
+            items += yaml.safe_load(probe.read_text(encoding="utf-8"))
     if split in (None, "all"):
         return [q for q in items if q["split"] in ("dev", "test")]
     return [q for q in items if q["split"] == split]
