@@ -499,3 +499,28 @@ def test_reverse_proof_us_dollars_read_as_the_united_states(
     monkeypatch.setattr(intent_module, "_CURRENCY_OF_COUNTRY", re.compile(r"(?!x)x"))
     with pytest.raises(AssertionError):
         test_a_currency_named_by_its_country_names_no_entity(app)
+
+
+def test_a_projection_or_its_error_is_never_the_actual_figure(app: Clearance) -> None:
+    """ "By how much did CBO's projection of the fiscal year 2025 deficit miss the actual
+    deficit?" (GitLab set, second probe file) was answered with the actual deficit: the
+    words that make a figure a projection, or a projection's error, narrow it wherever the
+    question says them, as "projected deficit" does. The actual figure still answers a
+    question asking for it."""
+    for question in (
+        "By how much did the forecast of Japan's GDP in 2015 miss the actual figure?",
+        "What was the error in the projection of China's GDP for 2020?",
+    ):
+        result = ask(app, question)
+        assert result.status is Status.NOT_FOUND, result.answer
+        assert "4.4449" not in result.answer and "14.6877" not in result.answer
+    actual = ask(app, "What was Japan's GDP in 2015?")
+    assert actual.status is Status.ANSWERED and "4.4449" in actual.answer, actual.answer
+
+
+def test_reverse_proof_a_projection_named_apart_from_the_metric_is_ignored(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intent_module, "_OTHER_KIND_ANYWHERE", re.compile(r"(?!x)x"))
+    with pytest.raises(AssertionError):
+        test_a_projection_or_its_error_is_never_the_actual_figure(app)

@@ -223,6 +223,14 @@ _PER_ANYWHERE = re.compile(
     r"(?<![\w-])per[\s-]+(?!(?:year|annum|month|quarter|week|day|cent)\b)[a-z]+\b",
     re.IGNORECASE,
 )
+# What makes a figure another kind of figure, wherever the question says it ("By how much
+# did CBO's projection of the 2025 deficit miss the actual deficit?"): a projection, a
+# forecast or the error of one is not the figure as it turned out.
+_OTHER_KIND_ANYWHERE = re.compile(
+    r"(?<![\w-])(?:projections?|projected|forecasts?|forecasted|estimates?|estimated"
+    r"|misse[sd]|miss|errors?|variances?|deviations?)(?![\w-])",
+    re.IGNORECASE,
+)
 # A currency named by its country ("in US dollars", "U.S.$"): it names no entity.
 _CURRENCY_OF_COUNTRY = re.compile(
     r"(?<![\w.])(?:US|U\.S\.|USA)\s*(?:dollars?\b|\$)|(?<![\w.])US\$", re.IGNORECASE
@@ -605,6 +613,7 @@ class RuleIntentParser:
             and not self._names_entity(q)
         }
         per = [m.group(0) for m in _PER_ANYWHERE.finditer(quiet)]
+        per += [m.group(0).casefold() for m in _OTHER_KIND_ANYWHERE.finditer(quiet)]
         for m in found["metric"] if per else ():
             q = qualifiers.get(m.canonical) or ""
             if not any(p.casefold() in q.casefold() for p in per):
