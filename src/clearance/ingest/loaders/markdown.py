@@ -13,7 +13,10 @@ Front matter (YAML or TOML) is metadata, never text, and template tags (``{% …
 ``{{ … }}``) are not text either (:mod:`clearance.ingest.loaders.markup`). Inline markup is
 dropped (a link keeps its label, an image its alt text); raw HTML keeps only its text. A
 block quote opening with an alert or callout marker (GitHub's ``> [!NOTE]``, Obsidian's
-``> [!tip]- Title``) reads as the label GitHub shows: "Note: Spending over $300 …".
+``> [!tip]- Title``) reads as the label GitHub shows: "Note: Spending over $300 …"; a MkDocs
+admonition (``!!! tip "Always Assume The Worst"`` over its indented body, or ``???`` folded)
+as the box shows it, its title (else its kind) opening its body; and an attribute list
+(``{#probation-period}`` after a heading, ``{:target="_blank"}`` after a link) is markup.
 Headings written without heading syntax, as handbooks write them, open sections too: a
 paragraph that is one short run of bold text ("**Key features**", not "**Note:** …"), one
 level below the last heading, and a ``<details>`` block's ``<summary>``, whose bold lines
