@@ -612,12 +612,15 @@ class RuleIntentParser:
             if (q := self._narrowing(_qualifier(quiet, m.start, m.end), m.canonical))
             and not self._names_entity(q)
         }
-        per = [m.group(0) for m in _PER_ANYWHERE.finditer(quiet)]
-        per += [m.group(0).casefold() for m in _OTHER_KIND_ANYWHERE.finditer(quiet)]
-        for m in found["metric"] if per else ():
+        # what the figure is counted per, or what other kind of figure it is, narrows every
+        # metric named, wherever the question says it
+        apart = [m.group(0) for m in _PER_ANYWHERE.finditer(quiet)]
+        apart += [m.group(0).casefold() for m in _OTHER_KIND_ANYWHERE.finditer(quiet)]
+        for m in found["metric"] if apart else ():
             q = qualifiers.get(m.canonical) or ""
-            if not any(p.casefold() in q.casefold() for p in per):
-                qualifiers[m.canonical] = " ".join([q, *per]).strip()
+            missing = [word for word in apart if word.casefold() not in q.casefold()]
+            if missing:
+                qualifiers[m.canonical] = " ".join([q, *missing]).strip()
         # CJK words attached to a metric: 日本のサービス売上高, 香港去年营收.
         for m in found["metric"]:
             if m.canonical in qualifiers or not _CJK.search(quiet[: m.start]):
