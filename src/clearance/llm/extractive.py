@@ -802,8 +802,9 @@ _ASKS_DURATION_IN_WORDS = re.compile(
 # "within 5 minutes", "3 calendar days", "weekly", "30分以内"), not a time before or after
 # something.
 _DURATION = re.compile(
-    r"\b(?:\d+(?:\.\d+)?(?:\s*(?:-|–|to|or)\s*\d+(?:\.\d+)?)?|an?|one|two|three|four|five|six"
-    r"|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|forty|sixty|ninety)[\s-]*"
+    r"\b(?:\d+(?:\.\d+)?(?:\s*(?:-|–|to|or)\s*\d+(?:\.\d+)?)?[\s-]*"
+    r"|(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty"
+    r"|forty|sixty|ninety)[\s-]+)"
     r"(?:business\s+|working\s+|calendar\s+)?"
     r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|months?|mos?|years?|yrs?)\b"
     # "about 24 hours before the meeting" says when, not how long
@@ -1516,9 +1517,9 @@ class ExtractiveProvider:
         if _ASKS_DURATION_IN_WORDS.search(request.question) and not any(
             _states_duration(q.sentence) or cjk_share(q.sentence) > 0.5 for q in chosen
         ):
-            # "How long do we keep the recordings of incident calls?" over a page that says
-            # to link the recording and never for how long: no duration, no answer, and what
-            # states one is looked at once more on its own.
+            # "How long do I have to shadow an existing IC before I join the rotation?" over
+            # a page saying who shadows and never for how long: no duration, no answer, and
+            # what states one is looked at once more on its own.
             return [] if stating_only else self.quotes(request, stating_only=True)
         dated = _names_period(request.question)
         if (
