@@ -214,13 +214,14 @@ _PER_AFTER = re.compile(
 # about, which narrows it as "silver price" does; a name the vocabulary knows is a slot and
 # already blanked, and a capitalised word is left for the entity's checks.
 _OF_AFTER = re.compile(
-    r"^\s+of\s+(?:the\s+)?(?P<line>[a-z][a-z-]+)"
+    r"^\s+of\s+(?:the\s+)?(?P<line>[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?)"
     r"(?=\s*(?:[?.,;!]|$)|\s+(?:in|for|during|at|on|over|from|between|and|by)\b)"
 )
 # What a figure is counted per, wherever the question says it ("How much did Canada spend on
 # medicines per head?"): a total never answers it, whichever word named the metric.
 _PER_ANYWHERE = re.compile(
-    r"(?<![\w-])per[\s-]+(?!(?:year|annum|month|quarter|week|day|cent)\b)[a-z]+\b",
+    r"(?<![\w-])(?<!\bas\s)per[\s-]+"
+    r"(?!(?:year|annum|month|quarter|week|day|cent|the|a|an|its|our|their|your|my)\b)[a-z]+\b",
     re.IGNORECASE,
 )
 # What makes a figure another kind of figure, wherever the question says it ("By how much
@@ -318,8 +319,12 @@ def _qualifier(blanked: str, start: int, end: int) -> str | None:
     if per is not None:
         words.extend(per.group("line").replace("-", " ").split())
     of = _OF_AFTER.match(blanked[end:]) if after is None else None
-    if of is not None and of.group("line").casefold() not in _SMALL_WORDS | _NOT_QUALIFIERS:
-        words.append(of.group("line"))
+    if of is not None:
+        words.extend(
+            w
+            for w in of.group("line").split()
+            if w.casefold() not in _SMALL_WORDS | _NOT_QUALIFIERS
+        )
     return " ".join(words) or None
 
 
@@ -580,6 +585,12 @@ class RuleIntentParser:
                 )
             )
         ]
+        # "Total" is a measure of its own only where it is the one named: "Japan's total
+        # GDP" asks for GDP, beside a table whose column "Total" sums emissions.
+        if any(m.canonical.casefold() not in _SMALL_WORDS for m in found["metric"]):
+            found["metric"] = [
+                m for m in found["metric"] if m.canonical.casefold() not in _SMALL_WORDS
+            ]
         # Words a table names as a measure and another as a line ("gas fuel": a column of
         # one, a row of the other) are read as the measure: its line is its total.
         found["channel"] = [
@@ -655,6 +666,10 @@ class RuleIntentParser:
             # "How much revenue did Globex make?": a name no slot took, beside a metric, is
             # the entity asked about, and not one the caller's facts hold.
             unknown = _names_left(blanked)
+        if unknown and metrics and all(m.casefold() in _SMALL_WORDS for m in metrics):
+            # "the total EBITDA of 3M" beside a table whose column "Total" sums emissions:
+            # "total" says how much of a measure the question names otherwise, not its own.
+            return Intent("narrative", (), slots_present, unrecognized, *extra)
         compare = bool(_COMPARE.search(text))
         # Two values of one slot named in the question ("Q1 and Q2") are set side by side.
         compare = compare or len(metrics) > 1 or len(entities) > 1 or len(periods) > 1

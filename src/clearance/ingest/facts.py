@@ -1282,15 +1282,21 @@ def _slug_entity(slug: str) -> str:
 
 
 def _total_column(heading: str) -> bool:
-    """Whether a long-format table's value column is headed ``Total`` and nothing else
-    (``Year | Country | Total | Solid Fuel | …``): it holds the row's total of the columns
-    beside it, a figure of its own named as the table prints it."""
+    """Whether a long-format table's value column is headed only as a total (``Total``,
+    ``Grand total``, ``合計``; ``Year | Country | Total | Solid Fuel | …``): it holds the
+    row's total of the columns beside it, a figure of its own named "total"."""
     return _TOTAL.fullmatch(heading) is not None
+
+
+# A column of countries' codes ("Country Code", "iso_code", "ISO3"), not a ticker's or an id's.
+_COUNTRY_CODE_HEADER = re.compile(r"(?i:\bcountry\s+code\b|\biso\s*(?:code|3|alpha\s*3)?\b)")
 
 
 def _coded_country(name: str, codes: Sequence[str]) -> str:
     """``name``, or the country its row's ISO code names when ``name`` is a statistics
-    office's short form no country list holds (``Korea, Rep.`` beside ``KOR``)."""
+    office's short form no country list holds (``Korea, Rep.`` beside ``KOR``). ``codes``
+    are the row's cells under a header naming countries' codes: a ticker is no country
+    (``MAR`` is Marriott's, not Morocco's)."""
     coded = [c for code in codes if (c := country_name(code)) is not None]
     if len(coded) == 1 and country_name(name) is None:
         return coded[0]
@@ -1298,13 +1304,14 @@ def _coded_country(name: str, codes: Sequence[str]) -> str:
 
 
 _FREQUENCY_WORD = re.compile(r"(?i:annual|yearly|quarterly|monthly|weekly|daily)")
-_TITLE_PERIOD_WORD = re.compile(r"(?i:(?:fy)?(?:19|20)?\d{2}|[qh][1-4])")
+_TITLE_PERIOD_WORD = re.compile(r"(?i:(?:fy)?(?:19|20)\d{2}|fy\d{2}|q[1-4])")
 
 
 def _file_subject(title: str) -> str:
     """What a data file named after its subject measures, in words: ``population-2015-2024``
-    → ``population``, ``gdp_annual`` → ``gdp``. A file name's years and how often its rows
-    come name no measure; a title that is no file name is kept as it is."""
+    → ``population``, ``gdp_annual`` → ``gdp``. A file name's years, fiscal years and
+    quarters, and how often its rows come, name no measure (``covid-19-deaths`` keeps its
+    19). A title that is no file name is kept, its underscores read as spaces."""
     if not _SLUG.match(title.strip()):
         return title.replace("_", " ")
     words = [
@@ -1768,6 +1775,7 @@ class _Extractor:
         # label columns by what their headers say they hold: whom (Country Name), a code
         # of it (Country Code), what is measured (component, indicator), else a line
         roles: dict[str, list[str]] = {"entity": [], "code": [], "measure": [], "line": []}
+        country_codes: list[str] = []  # the codes of a column headed as countries' codes
         labels: list[str] = []
         for i, c in enumerate(cells):
             if i in (col, period_col) or c.number is not None or not c.text.strip():
@@ -1776,7 +1784,10 @@ class _Extractor:
                 continue
             text = normalize(_label(c.text))
             labels.append(text)
-            roles[_label_role(header[i] if i < len(header) else "")].append(text)
+            head = header[i] if i < len(header) else ""
+            roles[_label_role(head)].append(text)
+            if _COUNTRY_CODE_HEADER.search(normalize(_label(head).replace("_", " "))):
+                country_codes.append(c.text.strip())
         narrowed = self._narrow(period.value, [period_text, *labels, *outer], 1 + len(labels))
         if narrowed is None:
             return "two partial periods named"
@@ -1811,7 +1822,7 @@ class _Extractor:
         elif roles["code"]:
             # "Korea, Rep." beside the code "KOR": a name written as a statistics office
             # abbreviates it is the country its ISO code says
-            entity = _coded_country(entity, roles["code"])
+            entity = _coded_country(entity, country_codes)
             self.other_names.setdefault(entity, set()).update(roles["code"])
         metric = self.vocab.values("metric", measure)
         locator_parts: list[tuple[str, object]] = list(parts)
