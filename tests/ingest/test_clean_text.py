@@ -317,6 +317,36 @@ def test_an_attribute_list_is_markup_not_text(
     assert "See Failure Friday for testing." in text
     assert "{:" not in text.replace('{:keep => "this"}', "") and "{#" not in text
     assert 'config = {:keep => "this"}' in text
-    monkeypatch.setattr(markdown, "_ATTRIBUTE_LIST", markdown.re.compile(r"(?!x)x"))
+    monkeypatch.setattr(markdown, "_attributes_dropped", lambda text, after_link: text)
+    monkeypatch.setattr(markdown, "_TRAILING_ATTRIBUTES", markdown.re.compile(r"(?!x)x"))
     title, texts, _ = load(tmp_path, "severity.md", SEVERITY)
     assert title == "Severity levels {#severity-levels}"
+    assert '{:target="_blank" }' in "\n".join(texts)
+
+
+BRACES = """# Settings
+
+Set {x=1} in prose, pass {a=1, b=2} and cite {#1}: these are text.
+
+!!! note "Outer"
+    Outer body.
+
+    !!! warning "Inner"
+        Inner body.
+
+```
+!!! note "Example"
+    code stays as written
+```
+"""
+
+
+def test_braces_and_admonitions_that_are_text_or_code_stay(tmp_path: Path) -> None:
+    """Braces in prose that are no attribute list after a heading, a paragraph or a link
+    stay text; an admonition inside another is read in turn; one inside fenced code is
+    code, left as written."""
+    _, texts, _ = load(tmp_path, "settings.md", BRACES)
+    text = "\n".join(texts)
+    assert "Set {x=1} in prose, pass {a=1, b=2} and cite {#1}: these are text." in text
+    assert "Outer:\nOuter body.\nInner:\nInner body." in text
+    assert '!!! note "Example"\n    code stays as written' in text

@@ -94,30 +94,46 @@ def _alert(text: str) -> str:
 
 
 # A MkDocs (Python-Markdown) admonition's first line: "!!! tip \"Always Assume The Worst\"",
-# "??? note" or "???+ warning \"Title\"" (collapsible); its body is the lines indented below.
+# "??? note" or "???+ warning \"Title\"" (collapsible), "!!! info inline end" (its kind and
+# placement); its body is the lines indented below it.
 _ADMONITION = re.compile(
-    r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[A-Za-z][\w-]*)"
+    r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[A-Za-z][\w-]*)(?:[ \t]+[A-Za-z][\w-]*)*"
     r'(?:[ \t]+"(?P<title>[^"\n]*)")?[ \t]*$'
 )
-_BODY_INDENT = "    "
+_BODY_INDENTS = ("    ", "\t")
 # An attribute list (Python-Markdown's attr_list, kramdown's IAL, a heading's custom id):
-# "{#probation-period}", "{: .note }", "{:target=\"_blank\" }". Markup, never text.
-_ATTRIBUTE = r"(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s}]+))"
-_ATTRIBUTE_LIST = re.compile(
-    rf"[ \t]*\{{:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}|[ \t]*\{{:[ \t]*\}}"
-)
+# "{#probation-period}", "{: .note }", "{:target=\"_blank\" }". Markup, never text: at the end
+# of a heading or paragraph, or right after a link; one opening "{:" anywhere.
+_ATTRIBUTE = r"(?:[#.][A-Za-z][\w-]*|[A-Za-z][\w-]*=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s},]+))"
+_ATTRIBUTES = rf"\{{:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}"
+_COLON_ATTRIBUTES = re.compile(rf"[ \t]*\{{:(?:[ \t]*{_ATTRIBUTE})*[ \t]*\}}")
+_TRAILING_ATTRIBUTES = re.compile(rf"[ \t]*{_ATTRIBUTES}[ \t]*$")
+_LEADING_ATTRIBUTES = re.compile(rf"^{_ATTRIBUTES}")
 
 
 def _admonitions(lines: list[str]) -> list[str]:
     """``lines`` with each admonition read as the box MkDocs shows: its title (else its kind,
     "Note:") opening the paragraph of its body, the body unindented so that its paragraphs
-    and lists are read as such, not as code. A title ending in no sentence mark ends in a
-    colon ("Always Assume The Worst: If you are unsure …"); a question stays one ("Can a
-    SEV-3 be a major incident? All SEV-2's are …"). Line for line: nothing moves."""
+    and lists are read as such, not as code (an admonition inside it is read in turn).
+    Fenced code is left as written. A title ending in no sentence mark ends in a colon
+    ("Always Assume The Worst: If you are unsure …"); a question stays one ("Can a SEV-3
+    be a major incident? All SEV-2's are …"). Line for line: nothing moves."""
     out = list(lines)
+    fence: str | None = None
     i = 0
     while i < len(out):
-        m = _ADMONITION.match(out[i])
+        line = out[i]
+        if fence is not None:
+            if _FENCE_END.match(line) and line.strip().startswith(fence):
+                fence = None
+            i += 1
+            continue
+        opened = _FENCE.match(line)
+        if opened is not None:
+            fence = opened.group(1)[0] * 3
+            i += 1
+            continue
+        m = _ADMONITION.match(line)
         if m is None:
             i += 1
             continue
@@ -127,28 +143,40 @@ def _admonitions(lines: list[str]) -> list[str]:
         if title and title[-1] not in ".。!?！？:：":
             title += ":"
         out[i] = indent + title
-        body = indent + _BODY_INDENT
         j = i + 1
-        while j < len(out) and (out[j].startswith(body) or not out[j].strip()):
-            if out[j].strip():
+        while j < len(out):
+            body = next((indent + b for b in _BODY_INDENTS if out[j].startswith(indent + b)), None)
+            if body is None and out[j].strip():
+                break
+            if body is not None:
                 out[j] = indent + out[j][len(body) :]
             j += 1
-        i = j
+        i += 1
     return out
+
+
+def _attributes_dropped(text: str, after_link: bool) -> str:
+    """``text`` (a text run of an inline token) without the attribute lists it holds as
+    markup: any opening "{:", and one right after a link or image."""
+    text = _COLON_ATTRIBUTES.sub("", text)
+    return _LEADING_ATTRIBUTES.sub("", text) if after_link else text
 
 
 def _inline_text(token: Token) -> str:
     """The plain text of an ``inline`` token: markup dropped (attribute lists too), soft/hard
     breaks kept as newlines."""
     parts: list[str] = []
+    previous = ""
     for child in token.children or []:
         if child.type == "text":
-            parts.append(_ATTRIBUTE_LIST.sub("", child.content))
+            parts.append(_attributes_dropped(child.content, previous in ("link_close", "image")))
         elif child.type in ("code_inline", "image"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append("\n")
-    return "".join(parts)
+        previous = child.type
+    # a heading's or paragraph's own attributes close it: "## Probation {#probation-period}"
+    return _TRAILING_ATTRIBUTES.sub("", "".join(parts))
 
 
 # A collapsible section's title, and its end.
