@@ -1300,6 +1300,14 @@ def test_reverse_proof_how_long_read_as_any_question(monkeypatch: pytest.MonkeyP
         ("Reports are sent weekly.", True),
         ("30分以内に投稿します。", True),
         ("- Engineering and Product: 2.5yrs", True),
+        ("Reviews happen every quarter.", True),
+        ("It takes a couple of weeks.", True),
+        ("Coverage lasts as long as you are employed.", True),
+        ("Access is removed immediately.", True),
+        ("A second engineer joins the call.", False),
+        ("Filed on 2024年4月15日.", False),
+        ("Every employee must sign it.", False),
+        ("The 2019 year-end report.", False),
         ("Every three years employees may take a 6-week paid sabbatical.", True),
         ("Post it about 24 hours before the meeting is scheduled.", False),
         ("Give your team a heads-up three months in advance.", False),
@@ -1328,7 +1336,7 @@ def test_how_long_with_no_duration_on_the_page_is_no_answer() -> None:
         "IC before I join the rotation?"
     )
     text = answer(question, snippet("S1", SHADOWING, "section=Different Roles > IC"))
-    assert "Trainees" not in text, text
+    assert text == "", text
 
 
 def test_reverse_proof_how_long_answered_by_who_shadows(
@@ -1353,7 +1361,7 @@ def test_how_long_over_a_japanese_sentence_is_not_refused_for_its_spelling() -> 
 
 
 def test_reverse_proof_a_japanese_length_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extractive, "cjk_share", lambda text: 0.0)
+    monkeypatch.setattr(extractive, "_spelled_otherwise", lambda sentence: False)
     with pytest.raises(AssertionError):
         test_how_long_over_a_japanese_sentence_is_not_refused_for_its_spelling()
 
@@ -1372,3 +1380,25 @@ def test_reverse_proof_a_japanese_length_refused(monkeypatch: pytest.MonkeyPatch
 )
 def test_asking_how_long_is_told_from_asking_when(question: str, asks: bool) -> None:
     assert bool(extractive._ASKS_DURATION.search(question)) is asks
+
+
+def test_how_long_puts_the_duration_first_among_sentences_already_quoted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ordering alone, apart from the second look for a length: both sentences are
+    quoted, and the one stating the length opens the answer although the other shares more
+    of the question's words. Reverse proof: with how long read as any question, the other
+    opens it."""
+    text = (
+        "Postmortem meeting\n"
+        "We discuss the postmortem at the review meeting with the whole team. "
+        "The review meeting lasts 30 minutes."
+    )
+    question = "How long does the postmortem review meeting with the team last?"
+
+    def first() -> str:
+        return quoted(answer(question, snippet("S1", text, "section=Postmortem meeting")))[0]
+
+    assert first() == "The review meeting lasts 30 minutes."
+    monkeypatch.setattr(extractive, "_ASKS_DURATION", re.compile(r"(?!x)x"))
+    assert first().startswith("We discuss the postmortem")

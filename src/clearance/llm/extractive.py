@@ -801,18 +801,42 @@ _ASKS_DURATION_IN_WORDS = re.compile(
 # A sentence stating a duration or a frequency ("last 15-30 minutes", "every 30 mins",
 # "within 5 minutes", "3 calendar days", "weekly", "30分以内"), not a time before or after
 # something.
+_NUMBER_WORD = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
+    r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy"
+    r"|eighty|ninety|hundred|few|several|couple\s+of|many"
+)
+_UNIT = (
+    r"minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|fortnights?|months?|mos?|quarters?"
+    r"|years?|yrs?|decades?"
+)
 _DURATION = re.compile(
-    r"\b(?:\d+(?:\.\d+)?(?:\s*(?:-|–|to|or)\s*\d+(?:\.\d+)?)?[\s-]*"
-    r"|(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty"
-    r"|forty|sixty|ninety)[\s-]+)"
-    r"(?:business\s+|working\s+|calendar\s+)?"
-    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|months?|mos?|years?|yrs?)\b"
+    # a number and a unit: "15-30 minutes", "2.5yrs", "6-week", "a couple of weeks"
+    # (a year's number is no count of years: "2019 year-end")
+    rf"(?:\b(?!(?:19|20)\d\d\b)\d+(?:\.\d+)?(?:\s*(?:-|–|to|or)\s*\d+(?:\.\d+)?)?[\s-]*"
+    rf"(?:(?:business|working|calendar)\s+)?(?:seconds?|secs?|{_UNIT})"
+    rf"|\b(?:an?\s+)?(?:{_NUMBER_WORD})[\s-]+(?:(?:business|working|calendar)\s+)?(?:{_UNIT})"
+    rf"|\ban?[\s-]+(?:(?:business|working|calendar)\s+)?(?:{_UNIT}))\b"
     # "about 24 hours before the meeting" says when, not how long
     r"(?!\s+(?:before|after|prior|ago|earlier|later|in\s+advance)\b)"
+    # how often: "weekly", "every sprint", "twice a year"; how long: "as long as you are
+    # employed", "immediately"
     r"|\b(?:hourly|daily|weekly|fortnightly|monthly|quarterly|annually|yearly)\b"
-    r"|\d+\s*(?:分|時間|日|週間|か月|ヶ月|カ月|年間|天|周|个月|個月|小时|小時|分钟|分鐘)",
+    rf"|\b(?:every|each)\s+(?:other\s+)?(?:\d+(?:\.\d+)?\s*|(?:{_NUMBER_WORD})\s+)?"
+    rf"(?:{_UNIT}|sprints?|releases?|cycles?|pay\s+periods?|paydays?|shifts?|terms?|semesters?"
+    r"|mornings?|evenings?|nights?|weekdays?|weekends?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"
+    r"|\b(?:once|twice|three\s+times)\s+(?:a|an|per|every)\b"
+    r"|\bas\s+long\s+as\b|\b(?:immediately|right\s+away|at\s+once|indefinitely)\b"
+    # Japanese and Chinese: "30分以内", "3か月"; not a date's day ("4月15日") nor "3分の1"
+    r"|(?<![月\d])\d+\s*(?:分(?!の)|時間|日|週間|か月|ヶ月|カ月|年間|天|周|个月|個月|小时|小時|分钟|分鐘)",
     re.IGNORECASE,
 )
+
+
+def _spelled_otherwise(sentence: str) -> bool:
+    """Whether ``sentence`` is mostly Japanese or Chinese, which may spell a length in ways
+    :data:`_DURATION` does not read ("三日", "一年", "2年"): it is not held to state none."""
+    return cjk_share(sentence) > 0.5
 
 
 def _states_duration(sentence: str) -> bool:
@@ -1515,7 +1539,7 @@ class ExtractiveProvider:
             # 最大$250,000" holds fewer of the question's words than the prose around it.
             return [] if stating_only else self.quotes(request, stating_only=True)
         if _ASKS_DURATION_IN_WORDS.search(request.question) and not any(
-            _states_duration(q.sentence) or cjk_share(q.sentence) > 0.5 for q in chosen
+            _states_duration(q.sentence) or _spelled_otherwise(q.sentence) for q in chosen
         ):
             # "How long do I have to shadow an existing IC before I join the rotation?" over
             # a page saying who shadows and never for how long: no duration, no answer, and
