@@ -299,6 +299,25 @@ def _names_left(text: str) -> list[str]:
     return [" ".join(run)] if run else []
 
 
+def _measures_named(found: Sequence[Match], text: str) -> list[Match]:
+    """The metrics ``found`` in ``text`` that the question names as measures of their own.
+    Not "per capita" right after another metric ("GDP per capita" beside a table with a
+    "Per Capita" column of emissions): what a metric is counted per narrows it. Not a small
+    word such as "total" where another metric is named ("Japan's total GDP" beside a table
+    whose column "Total" sums emissions): it says how much of that one."""
+    kept = [
+        m
+        for m in found
+        if not (
+            re.match(r"per[\s-]", text[m.start : m.end], re.IGNORECASE)
+            and any(o.end <= m.start and not text[o.end : m.start].strip(" -") for o in found)
+        )
+    ]
+    if any(m.canonical.casefold() not in _SMALL_WORDS for m in kept):
+        kept = [m for m in kept if m.canonical.casefold() not in _SMALL_WORDS]
+    return kept
+
+
 def _qualifier(blanked: str, start: int, end: int) -> str | None:
     """The words that narrow the metric at ``blanked[start:end]`` to a line: the words
     right before it that are no slot and no small word ("Services" net sales), a line
@@ -572,25 +591,7 @@ class RuleIntentParser:
         found = {
             kind: vocab.find(kind, slotted) for kind in ("metric", "entity", "channel", "unit")
         }
-        # "GDP per capita" beside a table with a "Per Capita" column (of emissions): what
-        # follows a metric as what it is counted per narrows it, and is no metric of its own.
-        found["metric"] = [
-            m
-            for m in found["metric"]
-            if not (
-                re.match(r"per[\s-]", slotted[m.start : m.end], re.IGNORECASE)
-                and any(
-                    o.end <= m.start and not slotted[o.end : m.start].strip(" -")
-                    for o in found["metric"]
-                )
-            )
-        ]
-        # "Total" is a measure of its own only where it is the one named: "Japan's total
-        # GDP" asks for GDP, beside a table whose column "Total" sums emissions.
-        if any(m.canonical.casefold() not in _SMALL_WORDS for m in found["metric"]):
-            found["metric"] = [
-                m for m in found["metric"] if m.canonical.casefold() not in _SMALL_WORDS
-            ]
+        found["metric"] = _measures_named(found["metric"], slotted)
         # Words a table names as a measure and another as a line ("gas fuel": a column of
         # one, a row of the other) are read as the measure: its line is its total.
         found["channel"] = [

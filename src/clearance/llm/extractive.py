@@ -786,18 +786,16 @@ _TIME = re.compile(
 # A question asking how long or how often: a duration or a frequency answers it. In
 # Japanese and Chinese only the forms that ask for a length ("何日間", not "何日まで", which
 # may ask by what date).
+_HOW_LONG = r"\bhow\s+(?:long|often|soon|quickly|frequently)\b"
 _ASKS_DURATION = re.compile(
-    r"\bhow\s+(?:long|often|soon|quickly|frequently)\b"
-    r"|何(?:時間|分間|日間|週間|[かヶカケ]月|年間)|どのくらいの(?:期間|頻度)"
+    _HOW_LONG + r"|何(?:時間|分間|日間|週間|[かヶカケ]月|年間)|どのくらいの(?:期間|頻度)"
     r"|多久|多长时间|多長時間|几天|幾天|几周|幾週|几个月|幾個月",
     re.IGNORECASE,
 )
 # The English forms: where an English page's sentences state no length in the words
 # :data:`_DURATION` reads, they are no answer to them. A Japanese or Chinese question, or a
 # sentence quoted in either, may spell a length otherwise ("三日", "一年", "2年").
-_ASKS_DURATION_IN_WORDS = re.compile(
-    r"\bhow\s+(?:long|often|soon|quickly|frequently)\b", re.IGNORECASE
-)
+_ASKS_DURATION_IN_WORDS = re.compile(_HOW_LONG, re.IGNORECASE)
 # A sentence stating a duration or a frequency ("last 15-30 minutes", "every 30 mins",
 # "within 5 minutes", "3 calendar days", "weekly", "30分以内"), not a time before or after
 # something.
@@ -1294,9 +1292,8 @@ class ExtractiveProvider:
         ``stating_only``: only units that state what the question asks for are candidates
         (the second look of a question asking how much, how long or how often, when the
         units chosen first state no amount or duration)."""
-        states = (
-            _states_duration if _ASKS_DURATION_IN_WORDS.search(request.question) else _states_number
-        )
+        asks_length = bool(_ASKS_DURATION_IN_WORDS.search(request.question))
+        states = _states_duration if asks_length else _states_number
         question = set(search_terms(request.question))
         # "how long", "how often": the form of the answer (a duration, a frequency), not
         # what it is about ("longer absences like sabbatical" answers no "how long")
@@ -1538,7 +1535,7 @@ class ExtractiveProvider:
             # one is looked at once more on its own: the coverage table's row "緊急医療 |
             # 最大$250,000" holds fewer of the question's words than the prose around it.
             return [] if stating_only else self.quotes(request, stating_only=True)
-        if _ASKS_DURATION_IN_WORDS.search(request.question) and not any(
+        if asks_length and not any(
             _states_duration(q.sentence) or _spelled_otherwise(q.sentence) for q in chosen
         ):
             # "How long do I have to shadow an existing IC before I join the rotation?" over
