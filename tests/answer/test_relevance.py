@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from clearance.answer.narrative import relevant_snippets
-from clearance.answer.relevance import RelevanceGate, question_weights
+from clearance.answer.relevance import RelevanceGate, asked_clauses, question_weights
 from clearance.answer.result import Status
 from clearance.answer.routes.restricted import RESTRICTED_FLAG
 from clearance.config import RelevanceSettings, settings_from_dict
@@ -187,8 +187,8 @@ def test_relevance_settings_are_read_and_checked() -> None:
         # elsewhere is a topic word (TTS handbook case).
         (
             "How long must I keep working after paid parental leave ends?",
-            {"long"},
-            {"keep", "work", "after", "paid", "parent", "leav", "end"},
+            {"long", "after"},
+            {"keep", "work", "paid", "parent", "leav", "end"},
         ),
         ("How far in advance do I request leave?", {"far"}, {"advanc", "request", "leav"}),
         ("What is long-term disability?", set(), {"long", "term", "disabl"}),
@@ -223,6 +223,23 @@ def test_relevance_settings_are_read_and_checked() -> None:
             {"hand", "resign", "notic"},
         ),
         ("Ought I to tell my manager first?", {"ought", "tell"}, {"manag", "first"}),
+        # "Done" and "anyway" hold a question together, "the whole thing for every
+        # component" names only the component, and "after" and "before" in no chunk say
+        # nothing; a plural written in capitals is its singular (GitLab set, second probe
+        # file: each of these was a word of no chunk that weighed as much as a topic word
+        # and sank the README).
+        (
+            "After the environment is built, how do I switch into it before running "
+            "anything, and how do I get out when I'm done?",
+            {"after", "befor", "anyth", "done"},
+            {"environ", "built", "switch", "run", "out"},
+        ),
+        (
+            "If I run the whole thing for every component, how many CSVs should I expect?",
+            {"whole", "thing", "everi", "csvs"},
+            {"run", "compon", "csv", "expect"},
+        ),
+        ("How can I get the code onto my machine anyway?", {"anyway"}, {"code", "machin"}),
         # "give" frames a question; so do its irregular forms, which the stemmer leaves as
         # they are: "given" held a fifth of the weight (GitLab set, probe split: the
         # projection years of the error files were refused).
@@ -236,8 +253,8 @@ def test_relevance_settings_are_read_and_checked() -> None:
         # name something (Sourcegraph handbook trial: "quit" weighed nothing).
         (
             "What happens to my health insurance after I quit?",
-            {"happen", "my"},
-            {"health", "insur", "after", "quit"},
+            {"happen", "my", "after"},
+            {"health", "insur", "quit"},
         ),
         # 何 asks what or how many, as 什么 and 几 do; 週 and 間 are what is counted (GitLab
         # handbook case: "何週間休めますか" gave 何 a fifth of the weight). No pair is held
@@ -423,7 +440,8 @@ def test_where_something_comes_from_is_asked_by_its_source_not_by_come() -> None
     "Historical data (1833–1959) is sourced from records compiled by Timothy Green": "come
     from" asks for a source, as "where" does, and no README says "come". Weighed as a topic
     word (a rare one), it sank the README below the bar (coverage 0.41, cosine 0.70).
-    Reverse proof: with "come" a topic word again, the same passage is refused."""
+    Reverse proof: with "come" (and "before") topic words again, the same passage is
+    refused."""
     from clearance.answer import relevance
 
     question = "Where do the gold prices before 1960 come from?"
@@ -447,6 +465,7 @@ def test_where_something_comes_from_is_asked_by_its_source_not_by_come() -> None
     assert relevant()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(relevance, "_FRAME_WORDS", relevance._FRAME_WORDS - {"come"})
+        patch.setattr(relevance, "_WHEN_WORDS", frozenset())
         assert not relevant()
 
 
@@ -477,3 +496,127 @@ def test_a_passage_the_embedder_places_near_needs_less_coverage() -> None:
     assert not relevant(RelevanceSettings(near_cosine=1.0))
     assert not relevant(RelevanceSettings(min_coverage_near=0.5))
     assert not relevant(RelevanceSettings(), cosine=0.55)
+
+
+class _Near:
+    """An embedder placing every passage at ``cosine`` from any question."""
+
+    def __init__(self, cosine: float) -> None:
+        self.cosine = cosine
+        self.asked: list[str] = []
+
+    def similarity(self, question: str, passages: Sequence[str]) -> list[float]:
+        self.asked.append(question)
+        return [self.cosine] * len(passages)
+
+
+def test_a_question_joining_two_asks_is_judged_on_each() -> None:
+    """ "Why did they strip Fannie Mae and Freddie Mac out of the outlay numbers, and which
+    series does that touch?" over the README's note on those outlays: the second ask's
+    "series" and "touch", in no chunk, weighed as much as the first's names, and the note
+    answering the why was refused (coverage 0.40, cosine 0.64). Each ask joined by "and"
+    is judged on its own where the whole is refused, but for one pointing back at the first
+    ("does that touch"), which alone would ask about something else. Reverse proof: with
+    the asks not split, the same passage is refused."""
+    from clearance.answer import relevance
+
+    question = (
+        "Why did they strip Fannie Mae and Freddie Mac out of the outlay numbers, and which "
+        "series does that touch?"
+    )
+    note = _passage(
+        "Fannie Mae and Freddie Mac Outlays",
+        "For the purposes of these analyses, outlays for the housing entities Fannie Mae and "
+        "Freddie Mac have been removed from CBO's projections, because CBO and the "
+        "Administration account for those entities' transactions differently.",
+        "finance",
+    )
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        # the held-out GitLab index: "strip", "numbers", "series", "touch" in no chunk
+        return TermStatistics(
+            40, {"fanni": 2, "mae": 1, "freddi": 2, "mac": 1, "out": 2, "outlay": 12}
+        )
+
+    def relevant() -> bool:
+        gate = RelevanceGate(RelevanceSettings())
+        judged = gate.judge(question, [note], stats, {"c1": 0.635}, None, _Near(0.635))
+        return judged[0].relevant
+
+    assert asked_clauses(question) == [
+        "Why did they strip Fannie Mae and Freddie Mac out of the outlay numbers"
+    ]
+    assert asked_clauses("Who approves my leave, and how long does it take?") == [
+        "Who approves my leave"
+    ]
+    assert asked_clauses("Is the laptop mine, and who pays the shipping?") == [
+        "Is the laptop mine",
+        "who pays the shipping?",
+    ]
+    assert asked_clauses("Who approves my leave?") == []
+    assert asked_clauses("Do Fannie Mae and Freddie Mac count?") == []
+    assert relevant()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(relevance, "asked_clauses", lambda question: [])
+        assert not relevant()
+
+
+def test_a_plural_written_in_capitals_is_held_as_its_singular() -> None:
+    """ "Which CSVs hold the projection errors?" over a README on "each CSV": the stemmer
+    leaves "csvs" as it is, so the question's file type was a word of no chunk. Reverse
+    proof: with plurals in capitals left as they are, the same passage is refused."""
+    from clearance.answer import relevance
+
+    question = "Which CSVs hold the projection errors?"
+    passage = _passage("README", "Each CSV holds the projection errors by year.", "finance")
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(60, {"csv": 6, "hold": 4, "project": 10, "error": 5})
+
+    def relevant() -> bool:
+        return RelevanceGate(RelevanceSettings()).judge(question, [passage], stats)[0].relevant
+
+    assert "csv" in question_weights(question, stats)
+    assert relevant()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(relevance, "_singular_capitals", lambda text: text)
+        assert not relevant()
+
+
+def test_after_and_before_weigh_only_where_a_readable_chunk_holds_them() -> None:
+    """ "How long must I keep working after paid parental leave ends?" is answered by "at
+    least 12 weeks after your final day on PPL": "after" narrows it (TTS handbook case,
+    refused when "after" weighed nothing). "How do I switch into the environment before
+    running anything?" over a README that never says "before" asks about switching and
+    running (GitLab set, second probe file). Reverse proof: with "after" weighed as a word
+    of grammar wherever it is, the parental leave passage is refused."""
+    from clearance.answer import relevance
+
+    question = "How long must I keep working after paid parental leave ends?"
+    passage = _passage(
+        "Paid parental leave",
+        "You will need to sign an agreement, stating that you will return to work for at "
+        "least 12 weeks after your final day on PPL.",
+    )
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        # the TTS handbook index's frequencies (coverage 0.52 with "after", 0.43 without)
+        return TermStatistics(
+            400,
+            {"keep": 5, "work": 187, "after": 37, "paid": 68, "parent": 43, "leav": 200, "end": 20},
+        )
+
+    def relevant() -> bool:
+        gate = RelevanceGate(RelevanceSettings())
+        return gate.judge(question, [passage], stats, {"c1": 0.637})[0].relevant
+
+    assert "after" in question_weights(question, stats)
+    none = question_weights(
+        "How do I switch into the environment before running anything?",
+        lambda terms: TermStatistics(60, {"environ": 5, "run": 8}),
+    )
+    assert set(none) == {"switch", "environ", "run"}
+    assert relevant()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(relevance, "_FUNCTION_WORDS", relevance._FUNCTION_WORDS | {"after"})
+        assert not relevant()

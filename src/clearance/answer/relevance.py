@@ -82,7 +82,7 @@ from clearance.model import is_restricted
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 
-__all__ = ["Judgement", "RelevanceGate", "question_weights"]
+__all__ = ["Judgement", "RelevanceGate", "asked_clauses", "question_weights"]
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,8 @@ _FUNCTION_WORDS = frozenset(
         whose when where why into onto again further once same other own such both each
         few more most some nor or but because while until whether even ever still yet
         already really rather perhaps maybe got gotten might go goes went gone going
-        supposed ought gave given"""
+        supposed ought gave given done anyway anyhow every whole thing things something
+        everything nothing"""
     )
 )
 
@@ -213,6 +214,12 @@ _OWN_CIRCUMSTANCE = re.compile(
 #: The weight of a readable word of the asker's circumstance, against one of the topic.
 _CIRCUMSTANCE_WEIGHT = 0.5
 
+# "After" and "before" say when: they narrow a question where a passage holds them ("12
+# weeks after your final day" for "How long must I keep working after paid parental leave
+# ends?"), and where no readable chunk holds either they are the asker's grammar ("how do I
+# switch into it before running anything?") and weigh nothing. Index forms.
+_WHEN_WORDS = frozenset(["after", "befor"])
+
 
 # Words of change: "why did it grow?" is answered by a passage saying the deficit widened,
 # rose or fell, or that new contracts drove growth. Index forms, so "growth" and "grew"
@@ -229,6 +236,16 @@ _CHANGE_TERMS = frozenset(document_terms(_CHANGE_WORDS_TEXT)) | frozenset(_CHANG
 CHANGE = "<change>"
 # A frame word written in capitals names something: "US" in "US operating profit".
 _CAPITALS = re.compile(r"(?<![\w])[A-Z]{2,}(?![\w])")
+# The plural of a word written in capitals: "CSVs", "PDFs", "KPIs".
+_CAPITALS_PLURAL = re.compile(r"(?<![\w])([A-Z]{2,})s(?![\w])")
+
+
+def _singular_capitals(text: str) -> str:
+    """``text`` with each plural of a word written in capitals made singular ("How many
+    CSVs?" → "How many CSV?"), as the stemmer does for words written in lower case: it
+    leaves "csvs" as it is, and a question about the CSVs would hold no term of a passage
+    about each CSV."""
+    return _CAPITALS_PLURAL.sub(r"\1", text)
 
 
 def question_weights(question: str, statistics: StatisticsFor) -> dict[str, float]:
@@ -236,7 +253,7 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     CJK back-off, the asker's circumstance and words of change). Empty when the question
     has no term."""
     question = _HOW_FORM.sub(r"\1", _HOW_DOES_IT_WORK.sub(r"\1", question))
-    question = _LATIN_ABBREVIATION.sub(" ", question)
+    question = _singular_capitals(_LATIN_ABBREVIATION.sub(" ", question))
     names = {t for word in _CAPITALS.findall(question) for t in search_terms(word)}
     terms = [t for t in kana_free(search_terms(question)) if not _frame(t) or t in names]
     own = _OWN_CIRCUMSTANCE.search(question)
@@ -257,6 +274,8 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
             for ch in term:
                 if not _frame(ch):
                     weights.setdefault(ch, stats.idf(ch))
+        elif term in _WHEN_WORDS and stats.df.get(term, 0) == 0:
+            continue
         elif term in circumstance and stats.df.get(term, 0) > 0:
             weights[term] = _CIRCUMSTANCE_WEIGHT * stats.idf(term)
         else:
@@ -270,7 +289,7 @@ def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
     whose term it holds or writes open. The file name is the organisation's own name for
     the document ("konica-minolta-fy2023-overview.md" beside a title in Japanese)."""
     name = file_name_words(snippet.uri)
-    text = f"{snippet.title}\n{name}\n{snippet.locator}\n{snippet.text}"
+    text = _singular_capitals(f"{snippet.title}\n{name}\n{snippet.locator}\n{snippet.text}")
     held = set(document_terms(text))
     if held & _CHANGE_TERMS:
         held.add(CHANGE)
@@ -311,7 +330,7 @@ def _in_one_sentence(
     "Can I claim the cost of mailing my travel voucher?"."""
     out = []
     for sentence in split_sentences(text):
-        held = _stated(set(document_terms(sentence)), used) & weights.keys()
+        held = _stated(set(document_terms(_singular_capitals(sentence))), used) & weights.keys()
         if _share(weights, total, held) > _TOGETHER:
             out.append(sentence)
     return out
@@ -325,6 +344,32 @@ def _share(weights: Mapping[str, float], total: float, held: set[str]) -> float:
     return sum(weights[t] for t in held) / total if total > 0.0 else 0.0
 
 
+#: A word by which an asking sentence points back at the story told before it ("Is that
+#: allowed?", "Can I use it for this?").
+_POINTS_BACK = re.compile(r"\b(?:that|this|it|these|those|they|them)\b", re.IGNORECASE)
+# "…, and which series does that touch?": a second question joined to the first.
+_AND_ASKS = re.compile(
+    r",?\s+and\s+(?=(?:how|what|which|when|where|who|whom|why|is|are|was|were|do|does|did"
+    r"|can|could|should|will|would|must)\s)",
+    re.IGNORECASE,
+)
+
+
+def asked_clauses(question: str) -> list[str]:
+    """The questions ``question`` joins with "and" that can be judged on their own ("Why did
+    they strip Fannie Mae out of the outlays, and which series does that touch?" → the
+    why), or none where it asks one thing. Each is judged alone where the whole is refused:
+    the words of the second half ("series", "touch") are not the passage's, which answers
+    the first in full. A later question pointing back at the first (:data:`_POINTS_BACK`)
+    is not one of them: alone, "what command runs them?" after "Does the repo come with
+    automated tests" asks about commands and running, which a README's install steps hold."""
+    parts = [p.strip(" ,;") for p in _AND_ASKS.split(question)]
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        return []
+    return parts[:1] + [p for p in parts[1:] if not _POINTS_BACK.search(p)]
+
+
 @dataclass(frozen=True, slots=True)
 class Judgement:
     snippet: Snippet
@@ -334,9 +379,6 @@ class Judgement:
     snippet_holds_terms: bool
 
 
-#: A word by which an asking sentence points back at the story told before it ("Is that
-#: allowed?", "Can I use it for this?").
-_POINTS_BACK = re.compile(r"\b(?:that|this|it|these|those|they|them)\b", re.IGNORECASE)
 #: Coverage at which a document holds every weighed word of the question.
 _WHOLE = 0.999
 #: The sentences of one snippet the gate reads at most (a chunk holds a dozen or so).
@@ -434,6 +476,10 @@ class RelevanceGate:
             ask = asking_sentence(question)
             if ask is not None:
                 out = self._judge_the_ask(ask, out, statistics, similarity, sentences)
+            for clause in asked_clauses(ask or question):
+                if any(j.relevant for j in out):
+                    break
+                out = self._judge_the_ask(clause, out, statistics, similarity, sentences)
         return out
 
     def _judge_the_ask(
