@@ -20,7 +20,12 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from clearance.analysis import is_cjk_pair, search_terms, unseen_pairs_as_characters
+from clearance.analysis import (
+    is_cjk_pair,
+    kana_free,
+    search_terms,
+    unseen_pairs_as_characters,
+)
 from clearance.errors import StoreError
 from clearance.lifecycle import Closing
 from clearance.model import Chunk, Document, Fact, Sensitivity
@@ -543,7 +548,11 @@ class SqlStore(Closing, ABC):
     def retrieve(self, query: str, vector: Vector | None, flt: SearchFilter, k: int) -> Retrieved:
         """Lexical and (given a query vector) vector top-k of the allowed set, with the
         permission filter applied once for both."""
-        terms = search_terms(query)
+        # The grammar of a Japanese question ("って", "ますか", "の健") is in every Japanese
+        # chunk: searched for, it ranks the passages holding most of it first, and a
+        # question about bereavement leave found the FAQ entries asking "…必要がありますか".
+        # The relevance gate weighs the same terms (:func:`clearance.analysis.kana_free`).
+        terms = kana_free(search_terms(query)) or search_terms(query)
         if k > 0 and flt.principals and (pairs := [t for t in terms if is_cjk_pair(t)]):
             # A CJK pair none of the caller's chunks holds ("育休", the short form of the
             # 育児休業 the documents spell out) is searched as its characters; the relevance
