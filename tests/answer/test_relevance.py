@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from clearance.answer.narrative import relevant_snippets
-from clearance.answer.relevance import RelevanceGate, asked_clauses, question_weights
+from clearance.answer.relevance import (
+    OPTIONS,
+    RelevanceGate,
+    asked_clauses,
+    option_terms,
+    question_weights,
+)
 from clearance.answer.result import Status
 from clearance.answer.routes.restricted import RESTRICTED_FLAG
 from clearance.config import RelevanceSettings, settings_from_dict
@@ -223,7 +229,7 @@ def test_relevance_settings_are_read_and_checked() -> None:
             {"hand", "resign", "notic"},
         ),
         ("Ought I to tell my manager first?", {"ought", "tell"}, {"manag", "first"}),
-        # "Done" and "anyway" hold a question together, "the whole thing for every
+        # "Done" and "anyway" hold a question together, "the whole thing for each
         # component" names only the component, and "after" and "before" in no chunk say
         # nothing; a plural written in capitals is its singular (GitLab set, second probe
         # file: each of these was a word of no chunk that weighed as much as a topic word
@@ -235,11 +241,14 @@ def test_relevance_settings_are_read_and_checked() -> None:
             {"environ", "built", "switch", "run", "out"},
         ),
         (
-            "If I run the whole thing for every component, how many CSVs should I expect?",
-            {"whole", "thing", "everi", "csvs"},
+            "If I run the whole thing for each component, how many CSVs should I expect?",
+            {"whole", "thing", "csvs"},
             {"run", "compon", "csv", "expect"},
         ),
         ("How can I get the code onto my machine anyway?", {"anyway"}, {"code", "machin"}),
+        # The word after "what" naming the form of the answer, as after "how".
+        ("What units are the input numbers in?", {"unit"}, {"input", "number"}),
+        ("Which format must the receipts be in?", {"format"}, {"receipt"}),
         # "give" frames a question; so do its irregular forms, which the stemmer leaves as
         # they are: "given" held a fifth of the weight (GitLab set, probe split: the
         # projection years of the error files were refused).
@@ -619,4 +628,41 @@ def test_after_and_before_weigh_only_where_a_readable_chunk_holds_them() -> None
     assert relevant()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(relevance, "_FUNCTION_WORDS", relevance._FUNCTION_WORDS | {"after"})
+        assert not relevant()
+
+
+def test_the_options_a_question_closes_with_are_held_by_a_passage_stating_one() -> None:
+    """ "What units are the numbers in the input CSVs in — millions, billions, percent of
+    GDP?" over the README's "For each of the four files, data are shown in billions of
+    dollars": the asker's three guesses weighed as three topic words, two of them in no
+    chunk, and the README was refused (coverage 0.29). The options are one term, held by a
+    passage stating any of them. Reverse proof: with the options weighed one by one, the
+    same passage is refused."""
+    from clearance.answer import relevance
+
+    question = (
+        "What units are the numbers in the input CSVs in — millions, billions, percent of GDP?"
+    )
+    passage = _passage(
+        "Input Data Descriptions",
+        "These input CSV files hold the baselines and actuals of each component. For each of the "
+        "four files, data are shown in billions of dollars.",
+        "finance",
+    )
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        # the held-out GitLab index: "units", "numbers", "millions", "percent" in no chunk
+        return TermStatistics(40, {"input": 3, "csv": 9, "billion": 2, "gdp": 11})
+
+    def relevant() -> bool:
+        gate = RelevanceGate(RelevanceSettings())
+        return gate.judge(question, [passage], stats, {"c1": 0.567})[0].relevant
+
+    assert option_terms(question) == {"million", "billion", "percent", "gdp"}
+    assert OPTIONS in question_weights(question, stats)
+    assert option_terms("Who approves travel - my manager?") == frozenset()
+    assert option_terms("Can I fly business class?") == frozenset()
+    assert relevant()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(relevance, "option_terms", lambda question: frozenset())
         assert not relevant()

@@ -26,7 +26,9 @@ material the caller may read, so a hidden document can change neither:
   deficit widened, rose or fell, or that contracts "drove growth" (grow, increase, rise,
   widen, decline, fall … and their CJK counterparts), weighed as common as all of them
   together. A word the question writes in capitals is a name, never a frame word: "US"
-  in "US operating profit" counts, where "tell us" does not.
+  in "US operating profit" counts, where "tell us" does not; its plural is its singular
+  ("CSVs"). "After" and "before" narrow a question where a readable chunk holds them and
+  weigh nothing where none does.
 * **cosine** — the embedding similarity of question and chunk, where the hybrid search
   computed one (:attr:`~clearance.model.SearchHit.cosine`) and neither the question nor
   the chunk is mostly CJK (the bundled model is English-only; on Japanese it ranks near
@@ -51,7 +53,12 @@ diluted by what else the chunk says: where no snippet passes, the sentences of t
 fall short on the cosine alone are embedded too, and the best sentence's cosine stands for
 the chunk's where it is higher (never a RESTRICTED snippet's). What neither signal
 sees is an answer in entirely other words (a customer record that answers a question about
-a litigation hold with "preserve all records"): that is refused. The defaults were
+a litigation hold with "preserve all records"): that is refused.
+
+A question joining two asks with "and" ("Why did they strip Fannie Mae out of the outlays,
+and which series does that touch?") is judged on each where the whole is refused
+(:func:`asked_clauses`), as a question telling a story first is judged on its asking
+sentence. The defaults were
 calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` by
 ``benchmarks/relevance_calibration.py``; the figures are in ``benchmarks/RESULTS.md``.
 """
@@ -82,7 +89,7 @@ from clearance.model import is_restricted
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
 from clearance.store.base import TermStatistics
 
-__all__ = ["Judgement", "RelevanceGate", "asked_clauses", "question_weights"]
+__all__ = ["Judgement", "RelevanceGate", "asked_clauses", "option_terms", "question_weights"]
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +160,7 @@ _FUNCTION_WORDS = frozenset(
         whose when where why into onto again further once same other own such both each
         few more most some nor or but because while until whether even ever still yet
         already really rather perhaps maybe got gotten might go goes went gone going
-        supposed ought gave given done anyway anyhow every whole thing things something
+        supposed ought gave given done anyway anyhow whole thing things something
         everything nothing"""
     )
 )
@@ -203,6 +210,15 @@ _HOW_DOES_IT_WORK = re.compile(
 _HOW_FORM = re.compile(
     r"\b(how)\s+(?:long|far(?:\s+back)?|often|soon|big|large|high|old)\b", re.IGNORECASE
 )
+# "What units …?", "what format": the word after "what" names the form of the answer, as
+# the one after "how" does ("What units are the numbers in?" is about the numbers).
+_WHAT_FORM = re.compile(r"\b(what|which)\s+(?:units?|formats?|types?)\b", re.IGNORECASE)
+# The options a question closes with after a dash or colon: "What units are the numbers in
+# — millions, billions, percent of GDP?". The asker guesses; a passage stating one of them
+# holds them all.
+_OPTIONS = re.compile(r"\s[—–:-]\s*([^—–:?]*(?:,|\bor\b)[^—–:?]*)[?.!]*\s*$", re.IGNORECASE)
+#: The one term the options a question closes with are weighed and held as.
+OPTIONS = "<options>"
 # "i.e." and "e.g." introduce a restatement or an example: their letters name nothing.
 _LATIN_ABBREVIATION = re.compile(r"\b(?:i\.\s?e|e\.\s?g)\.", re.IGNORECASE)
 
@@ -248,25 +264,49 @@ def _singular_capitals(text: str) -> str:
     return _CAPITALS_PLURAL.sub(r"\1", text)
 
 
+def option_terms(question: str) -> frozenset[str]:
+    """The index terms of the options ``question`` closes with after a dash or colon
+    (:data:`_OPTIONS`), those it names nowhere else; none where it closes with fewer than
+    two such terms."""
+    found = _OPTIONS.search(question)
+    if found is None:
+        return frozenset()
+    before = set(search_terms(question[: found.start()]))
+    terms = {
+        t
+        for t in search_terms(_singular_capitals(found.group(1)))
+        if not _frame(t) and t not in before
+    }
+    return frozenset(terms) if len(terms) >= 2 else frozenset()
+
+
 def question_weights(question: str, statistics: StatisticsFor) -> dict[str, float]:
     """The question's index terms with their IDF weights (see the module docstring for the
-    CJK back-off, the asker's circumstance and words of change). Empty when the question
-    has no term."""
+    CJK back-off, the asker's circumstance, words of change and closing options). Empty
+    when the question has no term."""
+    options = option_terms(question)
     question = _HOW_FORM.sub(r"\1", _HOW_DOES_IT_WORK.sub(r"\1", question))
+    question = _WHAT_FORM.sub(r"\1", question)
     question = _singular_capitals(_LATIN_ABBREVIATION.sub(" ", question))
     names = {t for word in _CAPITALS.findall(question) for t in search_terms(word)}
-    terms = [t for t in kana_free(search_terms(question)) if not _frame(t) or t in names]
+    terms = [
+        t
+        for t in kana_free(search_terms(question))
+        if (not _frame(t) or t in names) and t not in options
+    ]
     own = _OWN_CIRCUMSTANCE.search(question)
     circumstance = set(search_terms(own.group(1))) if own else set()
     circumstance -= set(search_terms(question[: own.start()])) if own else set()
     change = sorted(_CHANGE_TERMS) if any(t in _CHANGE_TERMS for t in terms) else []
-    found = statistics([*terms, *(ch for t in terms if is_cjk_pair(t) for ch in t), *change])
+    pairs = (ch for t in terms if is_cjk_pair(t) for ch in t)
+    found = statistics([*terms, *pairs, *change, *sorted(options)])
     stats = TermStatistics(max(found.chunks, _MIN_CHUNKS), found.df)
     weights: dict[str, float] = {}
-    if change:
-        # As common as all its words together: a passage holding any of them holds it.
-        df = min(stats.chunks, sum(stats.df.get(t, 0) for t in change))
-        weights[CHANGE] = TermStatistics(stats.chunks, {CHANGE: df}).idf(CHANGE)
+    for group, members in ((CHANGE, change), (OPTIONS, options)):
+        if members:
+            # As common as all its words together: a passage holding any of them holds it.
+            df = min(stats.chunks, sum(stats.df.get(t, 0) for t in members))
+            weights[group] = TermStatistics(stats.chunks, {group: df}).idf(group)
     for term in terms:
         if term in _CHANGE_TERMS:
             continue
@@ -283,16 +323,24 @@ def question_weights(question: str, statistics: StatisticsFor) -> dict[str, floa
     return weights
 
 
-def _held(snippet: Snippet, compounds: Mapping[str, set[str]]) -> set[str]:
+def _groups_held(held: set[str], options: frozenset[str]) -> set[str]:
+    """``held`` with the terms standing for a group of the question's words (words of
+    change, its closing options) where it holds one of them."""
+    if held & _CHANGE_TERMS:
+        held.add(CHANGE)
+    if held & options:
+        held.add(OPTIONS)
+    return held
+
+
+def _held(snippet: Snippet, compounds: Mapping[str, set[str]], options: frozenset[str]) -> set[str]:
     """The index terms a reader of the snippet sees: its title, file name, locator and
     text, with each of ``compounds`` (the question's words written as one → the two words)
     whose term it holds or writes open. The file name is the organisation's own name for
     the document ("konica-minolta-fy2023-overview.md" beside a title in Japanese)."""
     name = file_name_words(snippet.uri)
     text = _singular_capitals(f"{snippet.title}\n{name}\n{snippet.locator}\n{snippet.text}")
-    held = set(document_terms(text))
-    if held & _CHANGE_TERMS:
-        held.add(CHANGE)
+    held = _groups_held(set(document_terms(text)), options)
     held.update(joined for _, _, joined in word_pairs(text) if joined in compounds)
     for joined, parts in compounds.items():
         if joined in held:
@@ -323,14 +371,19 @@ def _stated(held: set[str], used: Sequence[Used]) -> set[str]:
 
 
 def _in_one_sentence(
-    text: str, weights: Mapping[str, float], total: float, used: Sequence[Used]
+    text: str,
+    weights: Mapping[str, float],
+    total: float,
+    used: Sequence[Used],
+    options: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The sentences of ``text`` that each hold most of the question's IDF mass (more than
     :data:`_TOGETHER`): "C. Mailing cost associated with filing travel vouchers …" for
     "Can I claim the cost of mailing my travel voucher?"."""
     out = []
     for sentence in split_sentences(text):
-        held = _stated(set(document_terms(_singular_capitals(sentence))), used) & weights.keys()
+        terms = _groups_held(set(document_terms(_singular_capitals(sentence))), options)
+        held = _stated(terms, used) & weights.keys()
         if _share(weights, total, held) > _TOGETHER:
             out.append(sentence)
     return out
@@ -427,7 +480,8 @@ class RelevanceGate:
         use_cosine = cosines is not None and not cjk
         used = self.synonyms.used(question)
         compounds = _compounds(question, weights)
-        held = [_stated(_held(s, compounds), used) & weights.keys() for s in snippets]
+        options = option_terms(question)
+        held = [_stated(_held(s, compounds, options), used) & weights.keys() for s in snippets]
         by_document: dict[str, set[str]] = {}
         for snippet, terms in zip(snippets, held, strict=True):
             by_document.setdefault(snippet.doc_id, set()).update(terms)
@@ -440,7 +494,9 @@ class RelevanceGate:
             cosines.get(s.chunk_id) if use_cosine and cosines and not a else None
             for s, a in zip(snippets, across, strict=True)
         ]
-        near = self._with_sentences_together(question, snippets, chunk, weights, used, sentences)
+        near = self._with_sentences_together(
+            question, snippets, chunk, weights, used, sentences, options
+        )
         for snippet, terms, cosine, other in zip(snippets, held, near, across, strict=True):
             coverage = _share(weights, total, by_document[snippet.doc_id])
             # A question about a change is answered by a passage that says one happened.
@@ -532,6 +588,7 @@ class RelevanceGate:
         weights: Mapping[str, float],
         used: Sequence[Used],
         sentences: Similarity | None,
+        options: frozenset[str] = frozenset(),
     ) -> list[float | None]:
         """Each snippet's cosine, but where one of its sentences holds most of the question's
         IDF mass (:func:`_in_one_sentence`). The question's words standing together in one
@@ -542,7 +599,7 @@ class RelevanceGate:
         embedder, for a RESTRICTED snippet (never embedded), or when the embedder fails."""
         total = sum(weights.values())
         together = [
-            _in_one_sentence(s.text, weights, total, used) if c is not None else []
+            _in_one_sentence(s.text, weights, total, used, options) if c is not None else []
             for s, c in zip(snippets, cosines, strict=True)
         ]
         out = [None if t else c for t, c in zip(together, cosines, strict=True)]
