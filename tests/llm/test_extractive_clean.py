@@ -1075,15 +1075,18 @@ def test_how_far_back_opens_with_the_unit_stating_when() -> None:
     """ "How far back does the actuals file go for outlay categories other than total
     outlays?" (GitLab set, probe split): a note on the Fannie Mae outlays holds as many of
     the question's words as the item saying when the data start, and came first; how far
-    back is a quantity asked, answered by the unit stating it. Reverse proof: asked which
-    categories the note affects, no date opens the answer."""
+    back is a quantity asked, answered by the unit stating it (in the file's list, which
+    opens with the file's name and what it holds). Reverse proof: asked which categories
+    the note affects, no date opens the answer."""
     note = snippet("S1", ACTUALS_FILE, "section=Technical Data Notes", "files:readme.md")
     dates = snippet("S2", ACTUALS_DATES, "section=Input Data Descriptions", "files:readme.md")
     question = (
         "How far back does the actuals file go for outlay categories other than total outlays?"
     )
-    units = quoted(answer(question, note, dates))
-    assert "start in 1989" in units[0], units
+    text = answer(question, note, dates)
+    # the file's list, its name and what it holds opening it, comes before the note
+    assert text.startswith("2. actuals.csv\n   This file contains"), text
+    assert text.index("start in 1989") < text.index("This affects"), text
     which = quoted(
         answer("Which outlay categories other than total outlays does it affect?", note, dates)
     )
@@ -1402,3 +1405,44 @@ def test_how_long_puts_the_duration_first_among_sentences_already_quoted(
     assert first() == "The review meeting lasts 30 minutes."
     monkeypatch.setattr(extractive, "_ASKS_DURATION", re.compile(r"(?!x)x"))
     assert first().startswith("We discuss the postmortem")
+
+
+INPUT_FILES = (
+    "Input Data Descriptions\n"
+    "The input data consists of the four files listed below.\n"
+    "1. actual_gdp.csv\n"
+    "This file contains GDP data beginning in 1982.\n"
+    "2. actuals.csv\n"
+    "This file contains actual outlay, revenue, deficit, and debt data.\n"
+    "   - For revenues, data begin in fiscal year 1982.\n"
+    "- Activate the virtual environment with the command:\n"
+    "conda activate CBO-eval-projections\n"
+    "(Run the code from within that environment.)"
+)
+
+
+def test_a_list_item_naming_a_file_is_quoted_with_the_line_describing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A README names each input file in a list item and says what it holds on the next
+    line, after a hard break that the Markdown loader writes at no indent (GitLab set,
+    second probe file). The description read as prose after the item: asked which file
+    holds the revenue data, the answer quoted "This file contains actual outlay, revenue
+    …" without the file's name, the one thing asked. The line a list item naming a file
+    (or ending in a colon) goes on to is the item's own, and an answer quotes them as one
+    item, which the answer check keeps whole. Reverse proof: with that line read as prose
+    again, the same answer names no file."""
+    from clearance.answer.narrative import check_answer
+
+    readme = snippet("S1", INPUT_FILES, "section=Input Data Descriptions", "files:readme.md")
+
+    def checked(question: str) -> str:
+        return check_answer(answer(question, readme), [readme]).render()
+
+    question = "Which input file has the actual revenue data?"
+    assert "actuals.csv" in checked(question)
+    assert "This file contains actual outlay" in checked(question)
+    command = checked("What command activates the virtual environment?")
+    assert "conda activate CBO-eval-projections" in command, command
+    monkeypatch.setattr(extractive, "_carries_on", lambda item: False)
+    assert "actuals.csv" not in checked(question)

@@ -409,12 +409,36 @@ def _units(snippet: Snippet) -> list[_Unit]:
     group = -1
     previous: str | None = None  # "item" | "row" | "prose"
     heading = _section_heading(snippet.locator) or ""
+    item_end = 0  # where the last list item ends
+    carried = -1  # the end of the line a list item carries on to
     for s, e in _spans(text, headings | headers):
         piece = text[s:e]
         if (s, e) in headings:
             previous, heading = None, piece
             continue
         if (s, e) in headers or _BARE_MARKER.fullmatch(piece):
+            continue
+        if (
+            previous == "item"
+            and (s, e) not in table_lines
+            and not _LIST_ITEM.match(piece.lstrip(" "))
+            and "\n" in text[item_end:s]
+            and not text[item_end:s].strip()
+            and (s < carried or (carried < 0 and _carries_on(units[-1].text)))
+        ) or (previous == "item" and 0 <= s < carried):
+            # The line a list item naming a file or ending in a colon goes on to is the
+            # item's own ("2. actuals.csv" / "This file contains actual outlay …", "…
+            # with the command:" / "conda activate …"): a loader of Markdown writes a hard
+            # break's line at no indent. Quoted at the item's indent, as one item.
+            if carried < 0:
+                newline = text.find("\n", s)
+                carried = len(text) if newline < 0 else newline
+                joint = "\n" + _item_indent(units[-1].text)
+            else:
+                joint = text[item_end:s]
+            last = units[-1]
+            units[-1] = _Unit(last.text + joint + piece, last.group, heading=last.heading)
+            item_end = e
             continue
         if (s, e) in table_lines:
             if _TABLE_RULE.match(piece):
@@ -428,7 +452,7 @@ def _units(snippet: Snippet) -> list[_Unit]:
             if previous != "item":
                 group += 1
             units.append(_Unit(piece, group, heading=heading))
-            previous = "item"
+            previous, item_end, carried = "item", e, -1
         else:
             units.append(_Unit(piece, heading=heading))
             previous = "prose"
@@ -455,6 +479,25 @@ def _units(snippet: Snippet) -> list[_Unit]:
             unit = _Unit(unit.text, lead=after.group, heading=unit.heading)
         out.append(unit)
     return out
+
+
+def _carries_on(item: str) -> bool:
+    """Whether the list item ``item`` (one line) goes on on the line after it: it ends in a
+    colon ("… with the command:"), or it is a name alone ("1. [component]_errors.csv", one
+    word holding a dot, slash or underscore) that the next line describes."""
+    if "\n" in item:
+        return False
+    body = _LIST_ITEM.sub("", item.strip(), count=1).strip()
+    return body.endswith((":", "：")) or (
+        len(body.split()) == 1 and any(ch in body for ch in "._/")
+    )
+
+
+def _item_indent(item: str) -> str:
+    """The indent a list item's own later lines are written at: its text's."""
+    stripped = item.lstrip(" ")
+    marker = _LIST_ITEM.match(stripped)
+    return " " * (len(item) - len(stripped) + (marker.end() if marker else 0))
 
 
 @dataclass(frozen=True, slots=True)
