@@ -705,7 +705,7 @@ def readable_vocabulary(
                     *_number_forms(name),
                 )
                 if kind == "metric"
-                else ()
+                else _number_forms(name)  # a line: "excise tax revenues" of "Excise Taxes"
             )
             added = True
     # Months are read in questions only where a readable table gives monthly figures.
@@ -722,8 +722,9 @@ _PLURAL_ES = re.compile(r"(?:s|x|z|ch|sh)$")
 
 
 def _number_forms(name: str) -> tuple[str, ...]:
-    """A derived metric's name with its last word in the other number, as questions write
-    it: a table's ``outlay`` is asked for as "outlays", ``revenues`` as "revenue".
+    """A derived metric's or line's name with its last word in the other number, as
+    questions write it: a table's ``outlay`` is asked for as "outlays", ``revenues`` as
+    "revenue", its line ``Excise Taxes`` as "excise tax revenues".
     Words of Latin letters only, and not acronyms (``EBITDA``)."""
     head, _, last = name.rpartition(" ")
     if not last.isascii() or not last.isalpha() or len(last) < 3 or last.isupper():

@@ -79,6 +79,16 @@ def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: C
     return any(m.canonical == entity for m in vocab.find("entity", text))
 
 
+def _unnamed(intent: Intent, parts: Sequence[MetricQuery]) -> bool:
+    """Whether the question gives the figure a name no readable fact carries, where the
+    facts name no one and no slot is missing ("outlays for Fannie Mae and Freddie Mac"
+    beside a table of federal outlays by line): its figure is not found, never the
+    table's total."""
+    return bool(intent.unknown_entity) and all(
+        not p.entity and not p.channel and not p.qualifier for p in parts
+    )
+
+
 def _names_someone(words: str) -> bool:
     """Whether ``words`` read as a name (``Greater China``, ``香港``), not as a common word
     that narrows a metric (``real``, ``per capita``)."""
@@ -364,13 +374,13 @@ class FiguresRoute:
             return self._which_year(request, parts[0], intent.yearless, resolved)
         missing = _missing_slots(parts)
         unknown = intent.unknown_entity or next((p.qualifier for p in parts if p.qualifier), "")
-        if missing and unknown and "metric" not in missing:
+        if (missing or _unnamed(intent, parts)) and unknown and "metric" not in missing:
             # An entity or line no readable fact holds: not found, never a list of others.
             trace.reason = "not_found"
             asked = parts[0]
-            if asked.entity is None and (intent.unknown_entity or _names_someone(unknown)):
+            if not asked.entity and (intent.unknown_entity or _names_someone(unknown)):
                 asked = replace(asked, entity=unknown, qualifier=None)
-            elif asked.entity is None:
+            elif not asked.entity:
                 # "real GDP": a word narrowing the metric, whose figure nobody's table holds
                 asked = replace(asked, entity="")
             return AnswerResult(
