@@ -1446,3 +1446,34 @@ def test_a_list_item_naming_a_file_is_quoted_with_the_line_describing_it(
     assert "conda activate CBO-eval-projections" in command, command
     monkeypatch.setattr(extractive, "_carries_on", lambda item: False)
     assert "actuals.csv" not in checked(question)
+
+
+SCREENING_JA = (
+    "バックグラウンドスクリーニング\n"
+    "追加のスクリーニングには、該当する場合、現地法に従って、デジタルまたは文書ベースの身元確認"
+    "およびクレジットチェックが含まれる場合があります。"
+    "すべての候補者について、過去 5 年間の雇用履歴および/または直近の 3 つの雇用主が検証されます。"
+    "犯罪記録のレビューが可能な管轄区域では、犯罪記録が要求されます。"
+)
+
+
+def test_how_far_back_in_japanese_opens_with_the_sentence_stating_the_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "入社前のバックグラウンドチェックでは前の職歴をどこまでさかのぼって確認されますか?"
+    (how far back is my work history checked; GitLab set, probe split) was answered with the
+    sentences sharing its other words (確認, スクリーニング) and never the one saying "過去 5
+    年間": "どこまでさかのぼって" asks a length, as 何年間 does. Reverse proof: without that
+    reading, the sentence stating the length does not open the answer."""
+    page = snippet("S1", SCREENING_JA, "section=バックグラウンドスクリーニング", "files:ja.md")
+    question = (
+        "内定をもらったんですが、入社前のバックグラウンドチェックでは前の職歴をどこまで"
+        "さかのぼって確認されますか?"
+    )
+    assert "過去 5 年間" in quoted(answer(question, page))[0]
+    monkeypatch.setattr(
+        extractive,
+        "_ASKS_DURATION",
+        re.compile(extractive._ASKS_DURATION.pattern.replace("|どこまで(?:さかのぼ|遡)", "")),
+    )
+    assert "過去 5 年間" not in quoted(answer(question, page))[0]

@@ -828,10 +828,11 @@ _TIME = re.compile(
 
 # A question asking how long or how often: a duration or a frequency answers it. In
 # Japanese and Chinese only the forms that ask for a length ("何日間", not "何日まで", which
-# may ask by what date).
+# may ask by what date), and how far back ("どこまでさかのぼって": "過去 5 年間").
 _HOW_LONG = r"\bhow\s+(?:long|often|soon|quickly|frequently)\b"
 _ASKS_DURATION = re.compile(
     _HOW_LONG + r"|何(?:時間|分間|日間|週間|[かヶカケ]月|年間)|どのくらいの(?:期間|頻度)"
+    r"|どこまで(?:さかのぼ|遡)|何年前まで"
     r"|多久|多长时间|多長時間|几天|幾天|几周|幾週|几个月|幾個月",
     re.IGNORECASE,
 )
