@@ -11,7 +11,10 @@ held-out set over such files found:
 * "outlays" asked for a line the table calls "outlay";
 * "the deficit as a percentage of GDP": the share is asked, never the amount, and "GDP"
   is no entity;
-* the same figure printed to fewer places in a second file is no disagreement.
+* the same figure printed to fewer places in a second file is no disagreement;
+* "excise tax revenues" asked for the line ``Excise Taxes``;
+* "outlays for Fannie Mae and Freddie Mac", a line no fact carries, was answered with the
+  total outlays: a wrong figure.
 
 Each answer's numbers must be stored fact values (nothing made up), with reverse proofs.
 """
@@ -27,6 +30,8 @@ from typing import Any
 import pytest
 
 import clearance.answer.intent as intent_module
+import clearance.answer.routes.figures as figures_module
+import clearance.answer.structured as structured_module
 from clearance.answer.intent import MetricQuery
 from clearance.answer.result import AnswerResult, Route, Status
 from clearance.answer.structured import ToolResult, _number_forms
@@ -237,6 +242,40 @@ def test_a_line_asked_for_in_the_plural_is_found(app: Clearance) -> None:
     assert _number_forms("Customs Duties") == ("Customs Duty",)
     assert _number_forms("liability") == ("liabilities",)
     assert _number_forms("EBITDA") == () and _number_forms("売上高") == ()
+
+
+def test_a_line_is_read_in_either_number(app: Clearance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "What were excise tax revenues in fiscal year 2000?" was not found beside the line
+    ``Excise Taxes`` (GitLab set, third probe file): a line was read only as the table
+    writes it, where a metric is read in either number. Reverse proof: with lines read only
+    as written, the same question finds no figure."""
+    excise = ask(app, "What were excise tax revenues in fiscal year 2010?")
+    assert excise.status is Status.ANSWERED, excise.answer
+    assert "66.909" in excise.answer and "2,162.706" not in excise.answer
+    real = structured_module._number_forms
+    # the table's lines are written in Title Case, its measures in lower case
+    monkeypatch.setattr(
+        structured_module, "_number_forms", lambda n: () if n[:1].isupper() else real(n)
+    )
+    assert "66.909" not in ask(app, "What were excise tax revenues in fiscal year 2010?").answer
+
+
+def test_a_name_no_fact_carries_is_never_answered_with_the_total(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "What were outlays for Fannie Mae and Freddie Mac in fiscal year 2010?" was answered
+    with the year's total outlays (GitLab set, third probe file): the table names no one and
+    no slot was missing, so the name the question gives the figure was ignored. A wrong
+    figure. It is not found, and the not-found names it. Reverse proof: with the name
+    ignored, the total is given."""
+    question = "What were outlays for Fannie Mae and Freddie Mac in fiscal year 2015?"
+    result = ask(app, question)
+    assert result.status is Status.NOT_FOUND, result.answer
+    assert "3,688.383" not in result.answer and "Fannie Mae" in result.answer, result.answer
+    total = ask(app, "What were total outlays in fiscal year 2015?")
+    assert total.status is Status.ANSWERED and "3,688.383" in total.answer, total.answer
+    monkeypatch.setattr(figures_module, "_unnamed", lambda intent, parts: False)
+    assert "3,688.383" in ask(app, question).answer
 
 
 def test_a_share_asked_for_is_the_percentage_never_the_amount(app: Clearance) -> None:
