@@ -11,6 +11,8 @@ the relevance gate already weighed it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import clearance.store.rows as rows_module
@@ -102,3 +104,26 @@ def test_searched_by_its_pairs_alone_the_question_got_the_maternity_pay(
     engine = handbook(HANDBOOK, "kenji")
     result = engine.ask(QUESTION, "kenji")
     assert "67%" not in result.answer
+
+
+
+# 育休 beside no hiragana that would lend its characters (kana_free): only the back-off
+# finds the childcare section.
+QUESTION_WITHOUT_GRAMMAR_BESIDE = "日本の給料、育休中はどのくらい出ますか?"
+
+
+def test_the_back_off_alone_finds_the_childcare_section(
+    handbook: Handbook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reverse proof of the back-off on its own, with the grammar left out as the search
+    leaves it: with the back-off the childcare section is found first; without it, the
+    payroll pages sharing 日本 and 給料 are."""
+
+    def first(engine: Any) -> str:
+        hits = engine.search("kenji", QUESTION_WITHOUT_GRAMMAR_BESIDE, k=3).hits
+        return hits[0].chunk.text
+
+    engine = handbook(HANDBOOK, "kenji")
+    assert "育児休業" in first(engine)
+    monkeypatch.setattr(rows_module, "unseen_pairs_as_characters", lambda terms, df: list(terms))
+    assert "育児休業" not in first(engine)

@@ -248,7 +248,9 @@ def test_relevance_settings_are_read_and_checked() -> None:
         ("How can I get the code onto my machine anyway?", {"anyway"}, {"code", "machin"}),
         # The word after "what" naming the form of the answer, as after "how".
         ("What units are the input numbers in?", {"unit"}, {"input", "number"}),
-        ("Which format must the receipts be in?", {"format"}, {"receipt"}),
+        ("What format must the receipts be in?", {"format"}, {"receipt"}),
+        # "which units" may ask about business units
+        ("Which units were restructured?", set(), {"unit", "restructur"}),
         # "give" frames a question; so do its irregular forms, which the stemmer leaves as
         # they are: "given" held a fifth of the weight (GitLab set, probe split: the
         # projection years of the error files were refused).
@@ -563,6 +565,8 @@ def test_a_question_joining_two_asks_is_judged_on_each() -> None:
         "who pays the shipping?",
     ]
     assert asked_clauses("Who approves my leave?") == []
+    # one ask with two verbs, no comma: not two questions
+    assert asked_clauses("Which benefits are reimbursable and are taxed as income?") == []
     assert asked_clauses("Do Fannie Mae and Freddie Mac count?") == []
     assert relevant()
     with pytest.MonkeyPatch.context() as patch:
@@ -661,6 +665,12 @@ def test_the_options_a_question_closes_with_are_held_by_a_passage_stating_one() 
     assert option_terms(question) == {"million", "billion", "percent", "gdp"}
     assert OPTIONS in question_weights(question, stats)
     assert option_terms("Who approves travel - my manager?") == frozenset()
+    # a question going on after a dash, or a number's minus, closes with no options
+    assert option_terms("What is the 2023 - 2024 travel budget for Berlin, Paris or Rome?") == (
+        frozenset()
+    )
+    assert option_terms("Was the deficit -1412.7 or -1294.4?") == frozenset()
+    assert option_terms("Time off: is it paid, unpaid or partial?") == {"paid", "unpaid", "partial"}
     assert option_terms("Can I fly business class?") == frozenset()
     assert relevant()
     with pytest.MonkeyPatch.context() as patch:

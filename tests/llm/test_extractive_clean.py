@@ -1444,6 +1444,22 @@ def test_a_list_item_naming_a_file_is_quoted_with_the_line_describing_it(
     assert "This file contains actual outlay" in checked(question)
     command = checked("What command activates the virtual environment?")
     assert "conda activate CBO-eval-projections" in command, command
+    # a paragraph after the list, and an item that is no name, stay as they are
+    units = extractive._units(
+        snippet(
+            "S2",
+            "Two files:\n- actuals.csv\n- baseline.csv\n\nClaims are filed by the 5th.\n"
+            "- e.g.\nAnother line.",
+            "section=Files",
+            "files:readme.md",
+        )
+    )
+    assert [u.text for u in units][2:] == [
+        "- baseline.csv",
+        "Claims are filed by the 5th.",
+        "- e.g.",
+        "Another line.",
+    ]
     monkeypatch.setattr(extractive, "_carries_on", lambda item: False)
     assert "actuals.csv" not in checked(question)
 

@@ -55,10 +55,10 @@ the chunk's where it is higher (never a RESTRICTED snippet's). What neither sign
 sees is an answer in entirely other words (a customer record that answers a question about
 a litigation hold with "preserve all records"): that is refused.
 
-A question joining two asks with "and" ("Why did they strip Fannie Mae out of the outlays,
-and which series does that touch?") is judged on each where the whole is refused
-(:func:`asked_clauses`), as a question telling a story first is judged on its asking
-sentence. The defaults were
+A question joining two asks with ", and" ("What was the deficit in FY2024, and why did it
+grow?") is judged on each where the whole is refused (:func:`asked_clauses`), as a question
+telling a story first is judged on its asking sentence; an ask pointing back at the first
+("…, and which series does that touch?") is not judged alone. The defaults were
 calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` by
 ``benchmarks/relevance_calibration.py``; the figures are in ``benchmarks/RESULTS.md``.
 """
@@ -212,11 +212,17 @@ _HOW_FORM = re.compile(
 )
 # "What units …?", "what format": the word after "what" names the form of the answer, as
 # the one after "how" does ("What units are the numbers in?" is about the numbers).
-_WHAT_FORM = re.compile(r"\b(what|which)\s+(?:units?|formats?|types?)\b", re.IGNORECASE)
+_WHAT_FORM = re.compile(r"\b(what)\s+(?:units?|formats?|types?)\b", re.IGNORECASE)
 # The options a question closes with after a dash or colon: "What units are the numbers in
 # — millions, billions, percent of GDP?". The asker guesses; a passage stating one of them
 # holds them all.
-_OPTIONS = re.compile(r"\s[—–:-]\s*([^—–:?]*(?:,|\bor\b)[^—–:?]*)[?.!]*\s*$", re.IGNORECASE)
+_OPTIONS = re.compile(
+    r"(?:\s[—–]|\s-(?=\s)|[:：])\s*([^—–:：?？-]*(?:,|\bor\b)[^—–:：?？-]*)[?.!？]*\s*$",
+    re.IGNORECASE,
+)
+_OPTION_SEPARATORS = re.compile(r",|\bor\b", re.IGNORECASE)
+#: The most words one option may have: "percent of GDP", not "2024 travel budget for Berlin".
+_OPTION_WORDS = 3
 #: The one term the options a question closes with are weighed and held as.
 OPTIONS = "<options>"
 # "i.e." and "e.g." introduce a restatement or an example: their letters name nothing.
@@ -271,6 +277,10 @@ def option_terms(question: str) -> frozenset[str]:
     found = _OPTIONS.search(question)
     if found is None:
         return frozenset()
+    items = [i.split() for i in _OPTION_SEPARATORS.split(found.group(1))]
+    items = [i for i in items if i]
+    if len(items) < 2 or any(len(i) > _OPTION_WORDS for i in items):
+        return frozenset()  # no list of options, but a question going on after a dash
     before = set(search_terms(question[: found.start()]))
     terms = {
         t
@@ -400,9 +410,10 @@ def _share(weights: Mapping[str, float], total: float, held: set[str]) -> float:
 #: A word by which an asking sentence points back at the story told before it ("Is that
 #: allowed?", "Can I use it for this?").
 _POINTS_BACK = re.compile(r"\b(?:that|this|it|these|those|they|them)\b", re.IGNORECASE)
-# "…, and which series does that touch?": a second question joined to the first.
+# "…, and which series does that touch?": a second question joined to the first after a
+# comma ("Which benefits are reimbursable and are taxed?" asks one thing).
 _AND_ASKS = re.compile(
-    r",?\s+and\s+(?=(?:how|what|which|when|where|who|whom|why|is|are|was|were|do|does|did"
+    r",\s+and\s+(?=(?:how|what|which|when|where|who|whom|why|is|are|was|were|do|does|did"
     r"|can|could|should|will|would|must)\s)",
     re.IGNORECASE,
 )

@@ -419,13 +419,16 @@ def _units(snippet: Snippet) -> list[_Unit]:
         if (s, e) in headers or _BARE_MARKER.fullmatch(piece):
             continue
         if (
-            previous == "item"
-            and (s, e) not in table_lines
-            and not _LIST_ITEM.match(piece.lstrip(" "))
-            and "\n" in text[item_end:s]
-            and not text[item_end:s].strip()
-            and (s < carried or (carried < 0 and _carries_on(units[-1].text)))
-        ) or (previous == "item" and 0 <= s < carried):
+            (
+                previous == "item"
+                and (s, e) not in table_lines
+                and not _LIST_ITEM.match(piece.lstrip(" "))
+                and text[item_end:s].count("\n") == 1  # the next line, not a paragraph on
+                and not text[item_end:s].strip()
+                and (s < carried or (carried < 0 and _carries_on(units[-1].text)))
+            )
+            or (previous == "item" and 0 <= s < carried)
+        ):
             # The line a list item naming a file or ending in a colon goes on to is the
             # item's own ("2. actuals.csv" / "This file contains actual outlay …", "…
             # with the command:" / "conda activate …"): a loader of Markdown writes a hard
@@ -488,8 +491,13 @@ def _carries_on(item: str) -> bool:
     if "\n" in item:
         return False
     body = _LIST_ITEM.sub("", item.strip(), count=1).strip()
+    # a name: one word with a letter and a dot, slash or underscore inside ("e.g.", "3.5"
+    # and "etc." are none)
     return body.endswith((":", "：")) or (
-        len(body.split()) == 1 and any(ch in body for ch in "._/")
+        len(body.split()) == 1
+        and any(ch.isalpha() for ch in body)
+        and bool(re.search(r"[._/]\w", body))
+        and not body.endswith(".")
     )
 
 

@@ -79,14 +79,18 @@ def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: C
     return any(m.canonical == entity for m in vocab.find("entity", text))
 
 
-def _unnamed(intent: Intent, parts: Sequence[MetricQuery]) -> bool:
+def _unnamed(question: str, intent: Intent, parts: Sequence[MetricQuery]) -> bool:
     """Whether the question gives the figure a name no readable fact carries, where the
     facts name no one and no slot is missing ("outlays for Fannie Mae and Freddie Mac"
     beside a table of federal outlays by line): its figure is not found, never the
-    table's total."""
-    return bool(intent.unknown_entity) and all(
-        not p.entity and not p.channel and not p.qualifier for p in parts
-    )
+    table's total. Only a name the figure is said to be of or for ("for Fannie Mae", "of
+    Fannie Mae", "Fannie Mae's"): one saying whose count it is ("according to CBO") or in
+    what ("in USD") narrows nothing."""
+    name = intent.unknown_entity
+    if not name or not all(not p.entity and not p.channel and not p.qualifier for p in parts):
+        return False
+    named = re.escape(name)
+    return bool(re.search(rf"(?:\b(?:for|of|on)\s+(?:the\s+)?{named}\b|{named}['’]s\b)", question))
 
 
 def _names_someone(words: str) -> bool:
@@ -374,7 +378,11 @@ class FiguresRoute:
             return self._which_year(request, parts[0], intent.yearless, resolved)
         missing = _missing_slots(parts)
         unknown = intent.unknown_entity or next((p.qualifier for p in parts if p.qualifier), "")
-        if (missing or _unnamed(intent, parts)) and unknown and "metric" not in missing:
+        if (
+            (missing or _unnamed(request.masked or request.question, intent, parts))
+            and unknown
+            and "metric" not in missing
+        ):
             # An entity or line no readable fact holds: not found, never a list of others.
             trace.reason = "not_found"
             asked = parts[0]
