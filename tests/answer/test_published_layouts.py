@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+import clearance.answer.routes.figures as figures_module
 from clearance.answer.result import Route, Status
 from clearance.answer.structured import written_amount
 from clearance.app import Clearance
@@ -175,6 +176,27 @@ def test_a_balance_at_the_end_of_the_quarter_is_the_quarters_and_at_the_years_en
     assert "623,283,496,000" in answer and "493,860,646,000" not in answer, answer
     answer = ask(app, "比亚迪2022年末归属于上市公司股东的所有者权益是多少?")
     assert "111,029,299,000" in answer and "129,855,730,000" not in answer, answer
+
+
+def test_a_relative_period_written_as_the_table_heads_it_is_that_columns(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "比亚迪上年度末归属于上市公司股东的所有者权益是多少?" quotes the column heading of the
+    report's balance (上年度末: the end of the year before the report, FY2022); counted back
+    from today it was a year no table holds, and not found (federal set, probe split). A
+    relative period the question writes as a readable table heads a column of the figure is
+    that column's period, and the answer says which. Reverse proof: read from today again,
+    it is not found."""
+    question = "比亚迪上年度末归属于上市公司股东的所有者权益是多少?"
+    answer = ask(app, question)
+    assert answer.startswith("(上年度末 = FY2022)"), answer
+    assert "111,029,299,000" in answer and "129,855,730,000" not in answer, answer
+    monkeypatch.setattr(
+        figures_module.FiguresRoute,
+        "_as_the_table_heads",
+        lambda self, request, parts, resolved: (list(parts), resolved),
+    )
+    assert "111,029,299,000" not in app.ask(question, "fay").answer
 
 
 # --------------------------------------------------------------------------- answers

@@ -79,6 +79,12 @@ def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: C
     return any(m.canonical == entity for m in vocab.find("entity", text))
 
 
+def _column_heading(locator: str) -> str:
+    """The heading of the column a fact's locator names (``…,col=上年度末`` → 上年度末)."""
+    _, found, heading = locator.rpartition(",col=")
+    return " ".join(heading.split()) if found else ""
+
+
 def _unnamed(question: str, intent: Intent, parts: Sequence[MetricQuery]) -> bool:
     """Whether the question gives the figure a name no readable fact carries, where the
     facts name no one and no slot is missing ("outlays for Fannie Mae and Freddie Mac"
@@ -372,6 +378,7 @@ class FiguresRoute:
             configured=not intent.unexplained,
             names_left=intent.names_left,
         )
+        parts, resolved = self._as_the_table_heads(request, parts, resolved)
         parts, spans = self._fiscal_spans(request, parts)
         resolved = (*resolved, *spans)
         if intent.yearless and parts and parts[0].period is None:
@@ -408,6 +415,36 @@ class FiguresRoute:
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )
         return replace(answer, assumptions=tuple(assumptions), resolved_periods=resolved)
+
+    def _as_the_table_heads(
+        self,
+        request: AnswerRequest,
+        parts: Sequence[MetricQuery],
+        resolved: tuple[ResolvedPeriod, ...],
+    ) -> tuple[list[MetricQuery], tuple[ResolvedPeriod, ...]]:
+        """Each relative period the question writes as a readable table heads a column of
+        the figure asked ("上年度末" in "比亚迪上年度末归属于上市公司股东的所有者权益是多少?",
+        the column of a third-quarter report beside "本报告期末"), read as that column's period
+        (FY2022), not counted back from today (FY2025): the question quotes the table. Only
+        where the column gives the figure one period."""
+        out = list(parts)
+        readings = list(resolved)
+        for i, reading in enumerate(readings):
+            periods = {
+                fact.period
+                for part in out
+                if part.period == reading.period and part.metric
+                for fact, _ in self.ctx.readable_facts(
+                    request, metric=part.metric, entity=part.entity or None
+                )
+                if _column_heading(fact.locator) == reading.text
+            }
+            if len(periods) != 1:
+                continue
+            period = periods.pop()
+            out = [replace(p, period=period) if p.period == reading.period else p for p in out]
+            readings[i] = ResolvedPeriod(reading.text, period)
+        return out, tuple(readings)
 
     def _fiscal_spans(
         self, request: AnswerRequest, parts: Sequence[MetricQuery]
