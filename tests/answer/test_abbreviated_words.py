@@ -106,7 +106,6 @@ def test_searched_by_its_pairs_alone_the_question_got_the_maternity_pay(
     assert "67%" not in result.answer
 
 
-
 # 育休 beside no hiragana that would lend its characters (kana_free): only the back-off
 # finds the childcare section.
 QUESTION_WITHOUT_GRAMMAR_BESIDE = "日本の給料、育休中はどのくらい出ますか?"
