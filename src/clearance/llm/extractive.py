@@ -419,15 +419,18 @@ def _units(snippet: Snippet) -> list[_Unit]:
         if (s, e) in headers or _BARE_MARKER.fullmatch(piece):
             continue
         if (
-            (
-                previous == "item"
-                and (s, e) not in table_lines
-                and not _LIST_ITEM.match(piece.lstrip(" "))
-                and text[item_end:s].count("\n") == 1  # the next line, not a paragraph on
-                and not text[item_end:s].strip()
-                and (s < carried or (carried < 0 and _carries_on(units[-1].text)))
+            previous == "item"
+            and (
+                s < carried  # the rest of the line the item goes on to
+                or (
+                    carried < 0
+                    and (s, e) not in table_lines
+                    and not _LIST_ITEM.match(piece.lstrip(" "))
+                    and text[item_end:s].count("\n") == 1  # the next line, not a paragraph on
+                    and not text[item_end:s].strip()
+                    and _carries_on(units[-1].text)
+                )
             )
-            or (previous == "item" and 0 <= s < carried)
         ):
             # The line a list item naming a file or ending in a colon goes on to is the
             # item's own ("2. actuals.csv" / "This file contains actual outlay …", "…

@@ -39,6 +39,7 @@ from clearance.answer.structured import (
 )
 from clearance.config import LATEST_PERIOD
 from clearance.ingest.facts import YEAR_ENDS_KEY, Vocabulary, year_to_quarter
+from clearance.ingest.locator import parse_locator
 from clearance.llm.extractive import states_whole_year_amount, without_asides, years_named
 from clearance.model import Document, Fact
 from clearance.trust import resolve_trust
@@ -77,12 +78,6 @@ def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: C
     file_words = file_name_words(cited.uri)
     text = f"{sentence}\n{cited.locator}\n{cited.title}\n{file_words}"
     return any(m.canonical == entity for m in vocab.find("entity", text))
-
-
-def _column_heading(locator: str) -> str:
-    """The heading of the column a fact's locator names (``…,col=上年度末`` → 上年度末)."""
-    _, found, heading = locator.rpartition(",col=")
-    return " ".join(heading.split()) if found else ""
 
 
 def _unnamed(question: str, intent: Intent, parts: Sequence[MetricQuery]) -> bool:
@@ -437,7 +432,7 @@ class FiguresRoute:
                 for fact, _ in self.ctx.readable_facts(
                     request, metric=part.metric, entity=part.entity or None
                 )
-                if _column_heading(fact.locator) == reading.text
+                if dict(parse_locator(fact.locator)).get("col") == reading.text
             }
             if len(periods) != 1:
                 continue
