@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import pytest
 
 import clearance.answer.relevance as relevance_module
-from clearance.answer.relevance import RelevanceGate, asking_sentence
+from clearance.answer.relevance import RelevanceGate, asked_clauses, told_then_asked
 from clearance.config import RelevanceSettings
 from clearance.llm.base import Snippet
 from clearance.model import Sensitivity
@@ -38,14 +38,49 @@ NOT_IN_PAGES = "I just joined the company last week. Does it match what I put in
         (LAPTOP, "Do I have to pay anything to keep my laptop?"),
         ("I'm new here! How do I book time off?", "How do I book time off?"),
         ("How do I book time off?", None),  # one sentence
-        ("I booked my time off. Thanks.", None),  # the last sentence asks nothing
-        ("Up to 2.5 days? Or more?", "Or more?"),
+        ("I booked my time off. Thanks.", None),  # no sentence asks
+        ("Up to 2.5 days? Or more?", None),  # the first sentence asks: no story
         # an abbreviation ends no sentence
         ("Which forms, e.g. the W-2, do I get?", None),
+        # every sentence from the first that asks, with its question mark or without
+        (
+            "my mom is having major surgery and I'm out of leave. how do I sign up for VLTP? "
+            "what are the steps",
+            "how do I sign up for VLTP? what are the steps",
+        ),
     ],
 )
-def test_the_asking_sentence_is_the_last_when_it_asks(question: str, asks: str | None) -> None:
-    assert asking_sentence(question) == asks
+def test_the_ask_is_what_follows_the_story(question: str, asks: str | None) -> None:
+    assert told_then_asked(question) == asks
+
+
+@pytest.mark.parametrize(
+    ("question", "clauses"),
+    [
+        (
+            "how do I sign up for VLTP? what are the steps",
+            ["how do I sign up for VLTP?", "what are the steps"],
+        ),
+        (
+            "How far ahead do I put in leave requests, and since I'm billable, is HR Links "
+            "the only place to record it?",
+            ["How far ahead do I put in leave requests"],  # the second points back ("it")
+        ),
+        (
+            "How far ahead do I put in leave requests, and since I'm billable, is HR Links "
+            "the only place to record time off?",
+            [
+                "How far ahead do I put in leave requests",
+                "is HR Links the only place to record time off?",
+            ],
+        ),
+        ("Which benefits are reimbursable and are taxed?", []),  # one ask
+    ],
+)
+def test_each_sentence_and_each_joined_question_is_an_ask(
+    question: str, clauses: list[str]
+) -> None:
+    assert asked_clauses(question) == clauses
 
 
 # Statistics as in a handbook of 16 pages: the asker's story ("two years", "resigning") is
@@ -89,7 +124,8 @@ def test_judged_as_a_whole_the_story_question_was_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Reverse proof: without the asking sentence's judgement the buy-back is refused."""
-    monkeypatch.setattr(relevance_module, "asking_sentence", lambda question: None)
+    monkeypatch.setattr(relevance_module, "told_then_asked", lambda question: None)
+    monkeypatch.setattr(relevance_module, "asked_clauses", lambda question: [])
     relevant, _ = judge_buy_back(LAPTOP)
     assert not relevant
 
@@ -185,3 +221,63 @@ def test_an_ask_pointing_back_at_the_story_is_not_judged_alone(
     )
     monkeypatch.setattr(relevance_module, "_POINTS_BACK", re.compile(r"(?!)"))
     assert judge_timesheets(UPGRADE)
+
+
+# A case of the TTS handbook probe: the story names what the page says (a funeral), the
+# ask asks in words the pages never use ("charge … to my sick leave").
+FUNERAL = (
+    "My grandfather passed away last week and I'm helping plan the funeral. Can I charge "
+    "that time to my sick leave, and how much of it can I use for this?"
+)
+BEREAVEMENT = (
+    "You can use up to 13 days (104 hours) per year of your sick leave for bereavement, "
+    "funeral planning, or attending the funeral."
+)
+# Statistics of a twelve-page handbook: the story's words and "charge" are in no chunk or
+# in few; sick leave is everywhere.
+HANDBOOK_DF = {"pass": 1, "last": 2, "funer": 3, "plan": 4, "help": 8, "sick": 14, "week": 16,
+               "time": 22, "use": 30, "leav": 50}  # fmt: skip
+
+
+def judge_bereavement(question: str, text: str = BEREAVEMENT) -> bool:
+    gate = RelevanceGate(RelevanceSettings())
+    reader = Scripted("never the same")  # every cosine 0.45: the words decide
+    snippets = [snippet("S1", text, Sensitivity.INTERNAL)]
+    stats = TermStatistics(200, HANDBOOK_DF)
+    judged = gate.judge(question, snippets, lambda terms: stats, {"c-S1": 0.45}, None, reader)
+    return judged[0].relevant
+
+
+def test_the_story_a_passage_holds_counts_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ask alone holds too little of its weight (its "charge" is in no page); the
+    story's funeral, which the passage holds, makes up for it. Reverse proof: a gate that
+    weighs the ask alone refuses the page that answers."""
+    assert judge_bereavement(FUNERAL)
+    judge = RelevanceGate.judge
+
+    def ask_alone(self: RelevanceGate, *args: object, **kwargs: object) -> object:
+        return judge(self, *args[:6], **{k: v for k, v in kwargs.items() if k != "context"})
+
+    monkeypatch.setattr(RelevanceGate, "judge", ask_alone)
+    assert not judge_bereavement(FUNERAL)
+
+
+def test_the_story_a_passage_lacks_takes_nothing_from_it() -> None:
+    """The story only adds: a passage holding the ask's own words but none of the story's
+    is judged on the ask, and one holding only the story's words is refused."""
+    assert not judge_bereavement(FUNERAL, "Funeral planning for a grandfather last week.")
+    assert not judge_bereavement(
+        "My grandfather passed away last week. How many hours of jury duty can I claim?"
+    )
+
+
+@pytest.mark.parametrize("opening", ["ugh, I think", "Hey, I guess", "ok so I wonder if"])
+def test_interjections_and_hedges_weigh_nothing(opening: str) -> None:
+    """ "ugh", "I think" and their kind are in no page, and weighed fully they sank the
+    stolen-laptop steps for "ugh, I think my work laptop was stolen out of my car. what am
+    I supposed to do?"."""
+    stats = TermStatistics(200, {"laptop": 6, "stolen": 2, "car": 1})
+    weights = relevance_module.question_weights(
+        f"{opening} my laptop was stolen from my car", lambda terms: stats
+    )
+    assert set(weights) == {"laptop", "stolen", "car"}

@@ -1464,6 +1464,39 @@ def test_a_list_item_naming_a_file_is_quoted_with_the_line_describing_it(
     assert "actuals.csv" not in checked(question)
 
 
+STOLEN = (
+    "For lost work laptops, phones, etc., do the following as quickly as possible:\n"
+    "1. Follow the\n"
+    "GSA-wide steps.\n"
+    "1. Inform your team.\n"
+    "   - Your access to various systems may need to be temporarily removed.\n"
+    "1. Inform equipment."
+)
+
+
+def test_a_list_item_cut_mid_sentence_is_quoted_with_its_next_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hard-wrapped step ("1. Follow the" / "[GSA-wide steps](…)." in the TTS handbook's
+    equipment page) ended the answer at "1. Follow the". An item ending in a word no
+    sentence ends with (an article, a preposition, a comma) goes on to the next line.
+    Reverse proof: read as the item's end, the step is cut."""
+    from clearance.answer.narrative import check_answer
+
+    page = snippet("S1", STOLEN, "section=Lost or stolen equipment", "files:equipment.md")
+    question = "My work laptop was stolen. What are the steps?"
+
+    def checked() -> str:
+        return check_answer(answer(question, page), [page]).render()
+
+    assert "Follow the GSA-wide steps." in " ".join(checked().split())
+    # an item ending a sentence, or naming something, does not go on
+    assert not extractive._carries_on("1. Inform your team.")
+    assert not extractive._carries_on("- Paid leave")
+    monkeypatch.setattr(extractive, "_MID_SENTENCE", re.compile(r"(?!x)x"))
+    assert "Follow the [S1]" in checked()
+
+
 SCREENING_JA = (
     "バックグラウンドスクリーニング\n"
     "追加のスクリーニングには、該当する場合、現地法に従って、デジタルまたは文書ベースの身元確認"

@@ -56,9 +56,13 @@ sees is an answer in entirely other words (a customer record that answers a ques
 a litigation hold with "preserve all records"): that is refused.
 
 A question joining two asks with ", and" ("What was the deficit in FY2024, and why did it
-grow?") is judged on each where the whole is refused (:func:`asked_clauses`), as a question
-telling a story first is judged on its asking sentence; an ask pointing back at the first
-("…, and which series does that touch?") is not judged alone. The defaults were
+grow?") is judged on each where the whole is refused (:func:`asked_clauses`), and so is
+each sentence that asks; a question telling a story first is judged on what it asks after
+the story (:func:`told_then_asked`). An ask judged alone weighs the rest of the question
+only for a passage: the story's words it holds ("the funeral") count for it, those it
+lacks count against nothing. An ask pointing back at the first ("…, and which series does
+that touch?") is not judged alone. Interjections and hedges ("ugh", "I think") weigh
+nothing. The defaults were
 calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` by
 ``benchmarks/relevance_calibration.py``; the figures are in ``benchmarks/RESULTS.md``.
 """
@@ -83,7 +87,7 @@ from clearance.analysis import (
 from clearance.config import RelevanceSettings
 from clearance.errors import EmbeddingError
 from clearance.llm.base import Snippet
-from clearance.llm.extractive import asking_sentence, split_sentences
+from clearance.llm.extractive import split_sentences
 from clearance.llm.multilingual import Similarity
 from clearance.model import is_restricted
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
@@ -161,7 +165,8 @@ _FUNCTION_WORDS = frozenset(
         few more most some nor or but because while until whether even ever still yet
         already really rather perhaps maybe got gotten might go goes went gone going
         supposed ought gave given done anyway anyhow whole thing things something
-        everything nothing"""
+        everything nothing think guess wonder ugh hey hi hello oh um uh hmm ok okay yeah
+        thanks thank"""
     )
 )
 
@@ -410,24 +415,53 @@ def _share(weights: Mapping[str, float], total: float, held: set[str]) -> float:
 #: A word by which an asking sentence points back at the story told before it ("Is that
 #: allowed?", "Can I use it for this?").
 _POINTS_BACK = re.compile(r"\b(?:that|this|it|these|those|they|them)\b", re.IGNORECASE)
+_ASK_WORDS = (
+    r"how|what|which|when|where|who|whom|whose|why|is|are|was|were|do|does|did|can|could"
+    r"|should|will|would|must|may|am|have|has"
+)
 # "…, and which series does that touch?": a second question joined to the first after a
 # comma ("Which benefits are reimbursable and are taxed?" asks one thing).
+# "…, and since I'm billable, is HR Links the only place …?": the same, after a clause
+# saying why.
 _AND_ASKS = re.compile(
-    r",\s+and\s+(?=(?:how|what|which|when|where|who|whom|why|is|are|was|were|do|does|did"
-    r"|can|could|should|will|would|must)\s)",
+    rf",\s+and\s+(?:(?:since|as|because|if|given)\s[^,?]{{1,60}},\s+)?(?=(?:{_ASK_WORDS})\s)",
     re.IGNORECASE,
 )
+# A sentence that asks, with its question mark or without ("what are the steps").
+_ASKS = re.compile(rf"(?:{_ASK_WORDS})\b|.*\?$", re.IGNORECASE | re.DOTALL)
+
+
+def _sentences(question: str) -> list[str]:
+    return [p.strip() for p in split_sentences(question.strip()) if p.strip()]
+
+
+def told_then_asked(question: str) -> str | None:
+    """What ``question`` asks after the story it tells first, in sentences of their own
+    ("My grandfather passed away last week and I'm helping plan the funeral. Can I charge
+    that time to my sick leave, and how much of it can I use for this?" → from "Can I" on);
+    ``None`` where it tells nothing first. Every sentence from the first that asks is the
+    ask ("… I'm out of leave. how do I sign up for VLTP? what are the steps")."""
+    parts = _sentences(question)
+    first = next((i for i, p in enumerate(parts) if _ASKS.match(p)), None)
+    if not first:  # none asks, or the first does: no story
+        return None
+    return " ".join(parts[first:])
 
 
 def asked_clauses(question: str) -> list[str]:
-    """The questions ``question`` joins with "and" that can be judged on their own ("Why did
-    they strip Fannie Mae out of the outlays, and which series does that touch?" → the
-    why), or none where it asks one thing. Each is judged alone where the whole is refused:
-    the words of the second half ("series", "touch") are not the passage's, which answers
-    the first in full. A later question pointing back at the first (:data:`_POINTS_BACK`)
-    is not one of them: alone, "what command runs them?" after "Does the repo come with
-    automated tests" asks about commands and running, which a README's install steps hold."""
-    parts = [p.strip(" ,;") for p in _AND_ASKS.split(question)]
+    """The questions ``question`` asks that can be judged on their own, each sentence that
+    asks and each question it joins with ", and" ("Why did they strip Fannie Mae out of
+    the outlays, and which series does that touch?" → the why), or none where it asks one
+    thing. Each is judged alone where the whole is refused: the words of the second half
+    ("series", "touch") are not the passage's, which answers the first in full. A later
+    question pointing back at the first (:data:`_POINTS_BACK`) is not one of them: alone,
+    "what command runs them?" after "Does the repo come with automated tests" asks about
+    commands and running, which a README's install steps hold."""
+    parts = [
+        clause.strip(" ,;")
+        for sentence in _sentences(question)
+        for clause in _AND_ASKS.split(sentence)
+    ]
     parts = [p for p in parts if p]
     if len(parts) < 2:
         return []
@@ -466,6 +500,7 @@ class RelevanceGate:
         cosines: Mapping[str, float] | None = None,
         similarity: Similarity | None = None,
         sentences: Similarity | None = None,
+        context: Mapping[str, float] | None = None,
     ) -> list[Judgement]:
         """One judgement per snippet, in order. ``cosines`` maps chunk ids to the
         question's embedding cosine (ignored for a mostly-CJK question or snippet:
@@ -484,18 +519,25 @@ class RelevanceGate:
         often answered across two sections of one document (the escalation rule in one,
         the priority it applies to in another). A snippet that holds none of the
         question's terms is never relevant, whatever its document's coverage, and neither is
-        one that holds no word of change when the question asks about a change."""
+        one that holds no word of change when the question asks about a change.
+
+        ``context``: the weights of the words around ``question`` where it is one ask of a
+        longer question (the story told before it, the other asks). A snippet holding them
+        holds that much more of the question, up to all of it; one lacking them lacks
+        nothing: they tell the circumstances, not what is asked."""
         weights = question_weights(question, statistics)
+        around = {t: w for t, w in (context or {}).items() if t not in weights}
         total = sum(weights.values())
         cjk = cjk_share(question) > 0.5
         use_cosine = cosines is not None and not cjk
         used = self.synonyms.used(question)
         compounds = _compounds(question, weights)
         options = option_terms(question)
-        held = [_stated(_held(s, compounds, options), used) & weights.keys() for s in snippets]
+        seen = [_stated(_held(s, compounds, options), used) for s in snippets]
+        held = [terms & weights.keys() for terms in seen]
         by_document: dict[str, set[str]] = {}
-        for snippet, terms in zip(snippets, held, strict=True):
-            by_document.setdefault(snippet.doc_id, set()).update(terms)
+        for snippet, terms in zip(snippets, seen, strict=True):
+            by_document.setdefault(snippet.doc_id, set()).update(terms & (weights | around).keys())
         out: list[Judgement] = []
         doubt: list[int] = []  # a CJK question's snippets for the multilingual model
         diluted: list[int] = []  # the snippets whose cosine alone fell short
@@ -509,7 +551,7 @@ class RelevanceGate:
             question, snippets, chunk, weights, used, sentences, options
         )
         for snippet, terms, cosine, other in zip(snippets, held, near, across, strict=True):
-            coverage = _share(weights, total, by_document[snippet.doc_id])
+            coverage = min(1.0, _share(weights | around, total, by_document[snippet.doc_id]))
             # A question about a change is answered by a passage that says one happened.
             says_change = CHANGE not in weights or CHANGE in terms
             relevant = (
@@ -539,14 +581,15 @@ class RelevanceGate:
             out = self._read_in_doubt(question, out, doubt, similarity)
         if sentences is not None and diluted and not any(j.relevant for j in out):
             out = self._read_sentences(question, out, diluted, sentences)
-        if sentences is not None and not cjk and not any(j.relevant for j in out):
-            ask = asking_sentence(question)
+        if sentences is not None and not cjk and not any(j.relevant for j in out) and not around:
+            whole = {**weights, **(context or {})}
+            ask = told_then_asked(question)
             if ask is not None:
-                out = self._judge_the_ask(ask, out, statistics, similarity, sentences)
+                out = self._judge_the_ask(ask, out, statistics, similarity, sentences, whole)
             for clause in asked_clauses(ask or question):
                 if any(j.relevant for j in out):
                     break
-                out = self._judge_the_ask(clause, out, statistics, similarity, sentences)
+                out = self._judge_the_ask(clause, out, statistics, similarity, sentences, whole)
         return out
 
     def _judge_the_ask(
@@ -556,9 +599,11 @@ class RelevanceGate:
         statistics: StatisticsFor,
         similarity: Similarity | None,
         sentences: Similarity,
+        whole: Mapping[str, float],
     ) -> list[Judgement]:
         """``judged``, or where a snippet bears on the question sentence ``ask`` alone, the
-        judgement of ``ask``: its own weights and its own cosines (the embedder reads the
+        judgement of ``ask``: its own weights and its own cosines, the rest of the question
+        (``whole``'s other words) counting only where a snippet holds it (the embedder reads the
         snippets against it; never a RESTRICTED one, which is judged on coverage). Asked "I've
         been here two years and I'm resigning. Do I have to pay anything to keep my laptop?",
         the asker's years and resignation held half the weight, and the buy-back policy that
@@ -568,7 +613,8 @@ class RelevanceGate:
         alone (:data:`_POINTS_BACK`): "Is that allowed?" after "I'd like to fly business
         class and pay the difference myself" asks about the story, and alone it is about
         "allowed", which a timekeeping passage on allowable costs holds whole."""
-        if _POINTS_BACK.search(ask) and len(question_weights(ask, statistics)) < 2:
+        own = question_weights(ask, statistics)
+        if not own or (_POINTS_BACK.search(ask) and len(own) < 2):
             return judged
         snippets = [j.snippet for j in judged]
         # A snippet holding none of the question's terms holds none of the ask's either.
@@ -588,7 +634,7 @@ class RelevanceGate:
             log.warning("embedder unavailable for the relevance gate: %s", exc.message)
             return judged
         cosines = {snippets[i].chunk_id: c for i, c in zip(shown, near, strict=True)}
-        again = self.judge(ask, snippets, statistics, cosines, similarity, sentences)
+        again = self.judge(ask, snippets, statistics, cosines, similarity, sentences, whole)
         return again if any(j.relevant for j in again) else judged
 
     @staticmethod

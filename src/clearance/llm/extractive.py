@@ -432,8 +432,8 @@ def _units(snippet: Snippet) -> list[_Unit]:
                 )
             )
         ):
-            # The line a list item naming a file or ending in a colon goes on to is the
-            # item's own ("2. actuals.csv" / "This file contains actual outlay …", "…
+            # The line a list item naming a file or ending in a colon or mid-sentence goes
+            # on to is the item's own ("2. actuals.csv" / "This file contains actual outlay …", "…
             # with the command:" / "conda activate …"): a loader of Markdown writes a hard
             # break's line at no indent. Quoted at the item's indent, as one item.
             if carried < 0:
@@ -487,20 +487,33 @@ def _units(snippet: Snippet) -> list[_Unit]:
     return out
 
 
+# The words no sentence ends with: a line ending in one is cut mid-sentence.
+_MID_SENTENCE = re.compile(
+    r"(?:,|\b(?:the|a|an|to|of|for|and|or|nor|with|in|on|at|by|from|into|onto|via|your|our"
+    r"|their|its|my|this|these|those|than|as|is|are|be))$",
+    re.IGNORECASE,
+)
+
+
 def _carries_on(item: str) -> bool:
     """Whether the list item ``item`` (one line) goes on on the line after it: it ends in a
-    colon ("… with the command:"), or it is a name alone ("1. [component]_errors.csv", one
-    word holding a dot, slash or underscore) that the next line describes."""
+    colon ("… with the command:") or mid-sentence ("1. Follow the" / "GSA-wide steps.", a
+    hard-wrapped item), or it is a name alone ("1. [component]_errors.csv", one word
+    holding a dot, slash or underscore) that the next line describes."""
     if "\n" in item:
         return False
     body = _LIST_ITEM.sub("", item.strip(), count=1).strip()
     # a name: one word with a letter and a dot, slash or underscore inside ("e.g.", "3.5"
     # and "etc." are none)
-    return body.endswith((":", "：")) or (
-        len(body.split()) == 1
-        and any(ch.isalpha() for ch in body)
-        and bool(re.search(r"[._/]\w", body))
-        and not body.endswith(".")
+    return (
+        body.endswith((":", "："))
+        or bool(_MID_SENTENCE.search(body))
+        or (
+            len(body.split()) == 1
+            and any(ch.isalpha() for ch in body)
+            and bool(re.search(r"[._/]\w", body))
+            and not body.endswith(".")
+        )
     )
 
 
