@@ -398,6 +398,91 @@ def test_an_unknown_name_beside_a_metric_is_not_found_and_reveals_nothing(
     assert board.status is Status.ANSWERED and "900" in board.answer
 
 
+def test_a_line_of_the_entitys_no_table_carries_is_not_found_never_the_total(
+    tmp_path: Path,
+    app: Clearance,
+    write_directory: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "How much revenue did LinkedIn generate for Microsoft in fiscal 2024?" (federal
+    probe): Microsoft is named, LinkedIn is a line of its that no table carries. It gave
+    Microsoft's total revenue. Not found, naming LinkedIn, and the same answer when a
+    hidden table carries LinkedIn; a name the tables hold as a line ("Intelligent Cloud")
+    or a month ("closed on June 30") is no such name. Reverse proof: without the check,
+    the total comes back."""
+    question = "How much revenue did LinkedIn generate for Microsoft in fiscal 2024?"
+    before = app.ask(question, "fay")
+    assert before.status is Status.NOT_FOUND, before.answer
+    assert "LinkedIn" in before.answer and "245,122" not in before.answer
+    assert "87,464" in ask(
+        app, "How much revenue did Intelligent Cloud make for Microsoft in fiscal 2024?"
+    )
+    assert "211,915" in ask(
+        app, "For the fiscal year that closed on June 30, 2023, what was Microsoft's total revenue?"
+    )
+    hidden = tmp_path / "board"
+    hidden.mkdir()
+    (hidden / "_meta.json").write_text(json.dumps({"acl": ["group:board"]}), encoding="utf-8")
+    write_csv(
+        hidden / "microsoft-linkedin.csv",
+        [["(In millions)", "2024"], ["LinkedIn Revenue", "16,372"]],
+    )
+    assert app.ingest([hidden]).failed == []
+    app.sync_directory(
+        write_directory(tmp_path / "directory2.json", {"fay": ["finance"], "bo": ["board"]})
+    )
+    after = app.ask(question, "fay")
+    assert (after.status, after.answer) == (before.status, before.answer)
+    monkeypatch.setattr(figures_module, "_alien_line", lambda *args: "")
+    assert "245,122" in app.ask(question, "fay").answer
+
+
+@pytest.mark.parametrize(
+    ("question", "value"),
+    [
+        # "the quarter ended …" is the three months ended then
+        ("What was Intelligent Cloud revenue for the quarter ended December 31, 2023?", "25,880"),
+        # a period ruled out ("not year to date") is not a second period to compare
+        (
+            "Can you pull the Intelligent Cloud revenue for the three months ended December 31, "
+            "2023? Just that quarter, not year to date.",
+            "25,880",
+        ),
+        # what a line "brings in" is its revenue
+        ("How much did Intelligent Cloud bring in for Microsoft in fiscal 2024?", "87,464"),
+        # "more" in a question is a comparison, never a line narrowing the metric
+        ("How much more revenue did Intelligent Cloud make in FY2024 than in FY2023?", "14,520"),
+    ],
+)
+def test_figure_questions_worded_as_people_ask_them(
+    app: Clearance, question: str, value: str
+) -> None:
+    """Cases of the federal set's second probe file, written by someone who had not run
+    Clearance: each was refused, asked back or answered with a whole table row."""
+    result = app.ask(question, "fay")  # (a comparison states its difference too)
+    assert result.status is Status.ANSWERED and value in result.answer, result.answer
+
+
+def test_opex_is_operating_expenses_and_a_ruled_out_period_is_not_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The statement-lines glossary names "opex" (and "capex", 归母净利润) as the lines they
+    abbreviate; "not year to date" rules that period out. Reverse proof: without the rule,
+    two periods are read and set side by side."""
+    from clearance import glossary
+    from clearance.answer import intent as intent_module
+    from clearance.config import FactSettings
+
+    assert "operating expenses" in glossary.equivalents("opex")
+    assert "归属于上市公司股东的净利润" in glossary.equivalents("归母净利润")
+    question = "What was revenue in FY2024, not FY2023?"
+    parsed = intent_module.parse_intent(question, FactSettings(metrics={"revenue": ["revenue"]}))
+    assert [p.period for p in parsed.parts] == ["FY2024"] and not parsed.compare
+    monkeypatch.setattr(intent_module, "_NOT_THIS", re.compile(r"(?!x)x"))
+    parsed = intent_module.parse_intent(question, FactSettings(metrics={"revenue": ["revenue"]}))
+    assert len(parsed.parts) == 2
+
+
 def test_a_half_or_quarter_of_a_fiscal_year_is_the_span_the_companys_tables_make_it(
     app: Clearance,
 ) -> None:

@@ -131,6 +131,10 @@ class Intent:
     # Words besides the slots that may be a name: capitalised words or CJK characters
     # (an entity the vocabulary does not know). Ordinary words ("did … make") name none.
     names_left: bool = True
+    # The run of capitalised words no slot took, past the question's first word, where an
+    # entity was named too: "LinkedIn" in "How much revenue did LinkedIn generate for
+    # Microsoft?" (a line of the entity's that no table may carry).
+    name_left: str = ""
 
 
 @runtime_checkable
@@ -169,7 +173,8 @@ _SMALL_WORDS_TEXT = """a an the what whats what's was is are were be been being 
     please total figure figures number numbers value amount and or vs versus compare compared
     between it its this that there about so far reported as per s year years fiscal period
     whole full overall latest current segment segments division region business unit line
-    category"""
+    category can could would pull get find look up just only alone itself single not
+    quarter make made makes generate generated generates earn earned than"""
 _SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
 _LATIN_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u30a0-\u30ff]")
@@ -177,6 +182,23 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u30a0-\u30ff]")
 # "we", "total" …); kana particles are dropped wholesale.
 _SMALL_CJK = frozenset(
     "的是了吗嗎呢吧啊在和与與及有请請问問告诉訴给給我们們你您这這那个個总總共计計额額数數少几幾何教下"
+)
+# Months and days, written in capitals and naming no one.
+_CALENDAR_WORDS_TEXT = """january february march april may june july august september october
+    november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday
+    wednesday thursday friday saturday sunday"""
+_CALENDAR_WORDS = frozenset(_CALENDAR_WORDS_TEXT.split())
+# Verbs saying how much a business or a line sold: its revenue, where no metric is named.
+_BROUGHT_IN = re.compile(
+    r"\b(?:bring|brings|brought|bringing|take|takes|took|pull|pulls|pulled|rake|rakes|raked)"
+    r"\s+in\b",
+    re.IGNORECASE,
+)
+# Words before a period that rule it out ("not year to date", "rather than the full year").
+_NOT_THIS = re.compile(
+    r"\b(?:not|rather\s+than|instead\s+of|excluding|other\s+than|as\s+opposed\s+to)"
+    r"\s+(?:the\s+|a\s+)?$",
+    re.IGNORECASE,
 )
 # Asking to set figures against each other.
 _COMPARE = re.compile(
@@ -187,7 +209,8 @@ _COMPARE = re.compile(
 )
 # Words before a metric that do not narrow it to a line.
 _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
-    full-year entire whole combined consolidated actual actuals figure much many"""
+    full-year entire whole combined consolidated actual actuals figure much many more less
+    higher lower bigger smaller larger"""
 _NOT_QUALIFIERS = frozenset(_NOT_QUALIFIERS_TEXT.split())
 # Words that name the government whose budget a figure is, as "company" names the firm:
 # "total federal revenues" asks for the revenue total (see RuleIntentParser).
@@ -283,7 +306,7 @@ def _residual(text: str) -> tuple[int, int, int]:
 
 
 def _names_left(text: str) -> list[str]:
-    """The run of capitalised words (past the first word of the question) that no slot
+    """The run of capitalised words (past the first word of each sentence) that no slot
     took: ``Globex`` in "How much revenue did Globex make?"; empty when there is none."""
     rest = _QUANTITY.sub(lambda m: " " * len(m.group(0)), text)
     words = list(_LATIN_WORD.finditer(rest))
@@ -291,7 +314,14 @@ def _names_left(text: str) -> list[str]:
     for i, m in enumerate(words):
         word = m.group(0)
         folded = word.casefold()
-        named = word[0].isupper() and i > 0 and folded not in _SMALL_WORDS
+        # a sentence's first word is capitalised whatever it is ("… FY24? Just that quarter")
+        opens = i == 0 or bool(re.search(r"[.?!]\s*$", rest[words[i - 1].end() : m.start()]))
+        named = (
+            word[0].isupper()
+            and not opens
+            and folded not in _SMALL_WORDS
+            and folded not in _CALENDAR_WORDS  # "closed on June 30"
+        )
         if named:
             run.append(word)
         elif run:
@@ -529,6 +559,8 @@ class RuleIntentParser:
         used: list[RelativeMatch] = []
         ambiguous: list[RelativeMatch] = []
         for m in chosen:
+            if _NOT_THIS.search(text[: m.start]):
+                continue  # "Just that quarter, not year to date": a period ruled out
             if isinstance(m, RelativeMatch):
                 if m.alternatives:
                     ambiguous.append(m)
@@ -584,6 +616,9 @@ class RuleIntentParser:
 
     def _parse(self, text: str, today: date | None) -> Intent:
         vocab = self.vocab
+        if not vocab.find("metric", text):
+            # "How much did Intelligent Cloud bring in?": what a line brings in is its revenue
+            text = _BROUGHT_IN.sub("revenue", text)
         # "the deficit as a percentage of GDP": what the share is of names no slot.
         share_of = [m.span() for m in SHARE_OF.finditer(text)]
         share_of += [m.span() for m in _CURRENCY_OF_COUNTRY.finditer(text)]
@@ -671,7 +706,8 @@ class RuleIntentParser:
             # "the total EBITDA of 3M" beside a table whose column "Total" sums emissions:
             # "total" says how much of a measure the question names otherwise, not its own.
             return Intent("narrative", (), slots_present, unrecognized, *extra)
-        compare = bool(_COMPARE.search(text))
+        # (not a word of a slot's name: "More Personal Computing revenue")
+        compare = bool(_COMPARE.search(blanked))
         # Two values of one slot named in the question ("Q1 and Q2") are set side by side.
         compare = compare or len(metrics) > 1 or len(entities) > 1 or len(periods) > 1
         # A line and a period with nothing else ("What were customs duties in 2025?") ask
@@ -722,6 +758,7 @@ class RuleIntentParser:
             unknown_entity=" ".join(unknown) if not entities else "",
             yearless=tuple(dict.fromkeys(m.canonical for m in yearless)),
             names_left=bool(names or cjk),
+            name_left=" ".join(_names_left(blanked)) if entities else "",
         )
 
 

@@ -318,6 +318,16 @@ _PARTIAL_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | Non
         ),
         _count_marker,
     ),
+    # "the quarter ended December 31, 2023", "Half-Year Ended June 30": a count of months
+    # by name, read with the month it ends in as "Three Months Ended" is
+    (
+        re.compile(r"(?<![A-Za-z])quarter(?=\s+end(?:ed|ing)\s)", re.I),
+        lambda m: "3M",
+    ),
+    (
+        re.compile(r"(?<![A-Za-z])half[\s-]?year(?=\s+end(?:ed|ing)\s)", re.I),
+        lambda m: "6M",
+    ),
     (
         re.compile(rf"{_LW}(?:Q([1-4])\s*[-–~]\s*Q|([1-4])Q\s*[-–~]\s*)([1-4])Q?{_RW}", re.I),
         lambda m: f"Q{m.group(1) or m.group(2)}–Q{m.group(3)}",

@@ -4,7 +4,7 @@ deterministically with their provenance; missing data is an honest "not found"."
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import date
 
@@ -92,6 +92,25 @@ def _unnamed(question: str, intent: Intent, parts: Sequence[MetricQuery]) -> boo
         return False
     named = re.escape(name)
     return bool(re.search(rf"(?:\b(?:for|of|on)\s+(?:the\s+)?{named}\b|{named}['’]s\b)", question))
+
+
+def _alien_line(
+    question: str, intent: Intent, parts: Sequence[MetricQuery], known: Iterable[str]
+) -> str:
+    """The name the question gives the figure's line where the entity is named too and no
+    readable fact's metric, entity or line holds a word of it ("LinkedIn" in "How much
+    revenue did LinkedIn generate for Microsoft in fiscal 2025?"): that line's figure is
+    not found, never the entity's total. Only a name the figure is said to be of, for, by
+    or from, or that did something ("did LinkedIn generate"); empty otherwise."""
+    name = intent.name_left
+    if not name or any(p.channel or p.qualifier for p in parts):
+        return ""
+    words = {w.casefold() for w in re.findall(r"\w+", name)}
+    if any(words & set(re.findall(r"\w+", k.casefold())) for k in known):
+        return ""
+    named = re.escape(name)
+    said = rf"\b(?:did|does|do|for|of|on|by|from)\s+(?:the\s+)?{named}\b|{named}['’]s\b"
+    return name if re.search(said, question) else ""
 
 
 def _names_someone(words: str) -> bool:
@@ -379,6 +398,27 @@ class FiguresRoute:
         if intent.yearless and parts and parts[0].period is None:
             return self._which_year(request, parts[0], intent.yearless, resolved)
         missing = _missing_slots(parts)
+        alien = intent.name_left and _alien_line(
+            request.masked or request.question,
+            intent,
+            parts,
+            [
+                name
+                for fact, _ in self.ctx.readable_facts(request, channel=ALL_CHANNELS)
+                for name in (fact.metric, fact.entity, fact.channel or "")
+            ],
+        )
+        if alien and "metric" not in missing:
+            # A line of the entity's that no readable table carries: not found, never the
+            # entity's total.
+            trace.reason = "not_found"
+            return AnswerResult(
+                Status.NOT_FOUND,
+                _preamble(resolved, assumptions)
+                + render_not_found(replace(parts[0], qualifier=alien)),
+                Route.STRUCTURED,
+                resolved_periods=resolved,
+            )
         unknown = intent.unknown_entity or next((p.qualifier for p in parts if p.qualifier), "")
         if (
             (missing or _unnamed(request.masked or request.question, intent, parts))
