@@ -697,6 +697,55 @@ def test_words_of_what_is_asked_outweigh_words_of_when() -> None:
     assert total[0].startswith("Total receipts for the first 11 months"), total
 
 
+def test_an_amount_for_the_period_is_quoted_with_the_sentence_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "By how much did corporate tax receipts drop over fiscal year 2008?" (federal probe):
+    the answer quoted "corporate receipts fell by about 15 percent during the period", an
+    amount for the first 11 months given as the year's. A sentence stating an amount for
+    "the period" is quoted after the one naming it. Reverse proof: without that, the
+    period is nowhere in the answer."""
+    question = "By how much did corporate tax receipts drop over fiscal year 2008?"
+    review = (
+        "Monthly Budget Review, September 5, 2008\n"
+        "CBO anticipates that the government will realize a surplus in September, stemming "
+        "from quarterly payments of estimated income taxes.\n\n"
+        "Total receipts for the first 11 months of fiscal year 2008 were about 1.4 percent "
+        "lower than receipts in the same period in fiscal year 2007, CBO estimates. "
+        "Individual income taxes showed a decline in receipts of 3 percent, primarily due to "
+        "tax rebates. Social insurance (payroll tax) receipts grew by about 4 percent, and "
+        "corporate receipts fell by about 15 percent during the period."
+    )
+
+    def text() -> str:
+        return " ".join(quoted(answer(question, snippet("S1", review))))
+
+    said = text()
+    assert -1 < said.find("first 11 months") < said.find("15 percent"), said
+    monkeypatch.setattr(extractive, "_THE_PERIOD", re.compile(r"(?!x)x"))
+    said = text()
+    assert "15 percent" in said and "first 11 months" not in said, said
+
+
+def test_what_a_figure_did_asks_for_one_amount(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "What deficit did the government run in July 2008?" asks for one amount as "What
+    was the deficit …" does: the sentence is cut after the clause stating it, not run on
+    to July 2007's and the rebates' amounts. Reverse proof: read as any other question,
+    all three amounts are quoted."""
+    july = (
+        "CBO estimates that a deficit of $102 billion was recorded for the month of July, about "
+        "$65 billion more than recorded in July 2007; approximately $14 billion of that "
+        "increase was due to rebate payments."
+    )
+    question = "What deficit did the government run in July 2008 by itself?"
+    said = " ".join(quoted(answer(question, snippet("S1", july))))
+    assert "$102 billion" in said and "$65 billion" not in said, said
+    monkeypatch.setattr(
+        extractive, "_ASKS_WHAT_WAS", re.compile(r"^\s*what\s+(?:was|were)\b", re.I)
+    )
+    assert "$65 billion" in " ".join(quoted(answer(question, snippet("S1", july))))
+
+
 def test_an_amount_for_another_count_of_months_is_left_out() -> None:
     """ "The first nine months": the amount stated for "the first 10 months" beside it
     answers another question. A sentence naming no count of months stays (it may be the

@@ -990,8 +990,12 @@ def _one_amount(chosen: Sequence[Quote]) -> list[Quote]:
     return kept
 
 
-# A question for what something was: "What was the deficit in …?", "What were receipts …?".
-_ASKS_WHAT_WAS = re.compile(r"^\s*what\s+(?:was|were)\b", re.IGNORECASE)
+# A question for what something was: "What was the deficit in …?", "What were receipts …?",
+# "What deficit did the government run in July 2008?".
+_ASKS_WHAT_WAS = re.compile(
+    r"^\s*what\s+(?:was|were|(?:[\w-]+\s+){1,3}(?:did|was|were)\b(?!\s+(?:it|that|this)\b))\b",
+    re.IGNORECASE,
+)
 # Words that name when, not what: a year, a month, a count of months, "fiscal", "first".
 # They select the period (see _of_the_period_asked) and only break ties between units that
 # hold the same words of what the question asks about: a sentence restating "the first 11
@@ -1133,6 +1137,57 @@ def _with_antecedent(
     quoted.add(before)
     chosen.insert(0, Quote(snippets[s_index].ref, unit.text, 0))
     at.insert(0, before)
+
+
+# A sentence stating an amount "during the period" names its period in a sentence before.
+_THE_PERIOD = re.compile(
+    r"\b(?:the|that|this|same)\s+(?:same\s+)?period\b|同期間|该期间|該期間|同期内", re.IGNORECASE
+)
+
+
+def _with_the_period(
+    chosen: list[Quote],
+    at: list[tuple[int, int] | None],
+    units: Sequence[Sequence[_Unit]],
+    quoted: set[tuple[int, int]],
+    snippets: Sequence[Snippet],
+) -> None:
+    """Each quoted sentence of prose stating an amount for "the period" without naming it
+    ("… corporate receipts fell by about 15 percent during the period.") with the sentence
+    of prose before it in front, where that one names the period ("Total receipts for the
+    first 11 months of fiscal year 2008 were …") and is not quoted yet: an amount is
+    never shown without the period it covers, least of all a part of a year. In place."""
+    i = 0
+    while i < len(chosen):
+        place = at[i]
+        quote = chosen[i]
+        i += 1
+        if (
+            place is None
+            or quote.line
+            or not _stated_amounts(quote.sentence)
+            or not _THE_PERIOD.search(quote.sentence)
+            or _month_spans(quote.sentence)
+            or _YEAR_WORD.search(quote.sentence)
+        ):
+            continue
+        s_index, u_index = place
+        for j in range(u_index - 1, -1, -1):
+            unit = units[s_index][j]
+            if (
+                unit.group is not None
+                or unit.header
+                or unit.heading != units[s_index][u_index].heading
+            ):
+                break
+            if not (_month_spans(unit.text) or _YEAR_WORD.search(unit.text)):
+                continue
+            if (s_index, j) not in quoted:
+                quoted.add((s_index, j))
+                chosen.insert(i - 1, Quote(snippets[s_index].ref, unit.text, 0))
+                at.insert(i - 1, (s_index, j))
+                i += 1
+            break
 
 
 def _with_the_list(
@@ -1590,6 +1645,7 @@ class ExtractiveProvider:
             places += len(chosen) > before
         _narrow_columns(chosen, at, units, question)
         _with_antecedent(chosen, at, units, quoted, request.snippets)
+        _with_the_period(chosen, at, units, quoted, request.snippets)
         if _ASKS_QUANTITY.search(request.question):
             chosen = _with_quantity(chosen, at, units, quoted, request.snippets)
         elif _ASKS_WHICH.search(request.question):
