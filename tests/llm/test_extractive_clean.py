@@ -727,6 +727,44 @@ def test_an_amount_for_the_period_is_quoted_with_the_sentence_naming_it(
     assert "15 percent" in said and "first 11 months" not in said, said
 
 
+MAY_2019 = (
+    "Monthly Budget Review for May 2019\n"
+    "The federal budget deficit was $738 billion for the first eight months of fiscal year "
+    "2019, the CBO estimates, $206 billion more than the deficit recorded during the same "
+    "period last year. Revenues were $49 billion higher and outlays were $255 billion higher "
+    "than during the first eight months of 2018."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "kept", "cut"),
+    [
+        (
+            "How much did outlays rise in the first eight months of fiscal 2019 compared with "
+            "a year earlier?",
+            "… outlays were $255 billion higher than during the first eight months of 2018.",
+            "$49 billion",
+        ),
+        (
+            "By how much were revenues higher in the first eight months of fiscal year 2019 "
+            "than in the same period last year?",
+            "Revenues were $49 billion higher … than during the first eight months of 2018.",
+            "$255 billion",
+        ),
+    ],
+)
+def test_of_two_clauses_stating_amounts_the_one_asked_about_is_quoted(
+    monkeypatch: pytest.MonkeyPatch, question: str, kept: str, cut: str
+) -> None:
+    """Asked how much outlays rose, the answer quoted revenues' $49 billion beside outlays'
+    $255 billion: a second figure nobody asked for. The clause whose subject the question
+    names is kept, with what both are compared with. Reverse proof: uncut, both amounts."""
+    said = quoted(answer(question, snippet("S1", MAY_2019)))
+    assert kept in said and not any(cut in q for q in said), said
+    monkeypatch.setattr(extractive, "_asked_clause", lambda sentence, question: sentence)
+    assert any(cut in q for q in quoted(answer(question, snippet("S1", MAY_2019))))
+
+
 def test_what_a_figure_did_asks_for_one_amount(monkeypatch: pytest.MonkeyPatch) -> None:
     """ "What deficit did the government run in July 2008?" asks for one amount as "What
     was the deficit …" does: the sentence is cut after the clause stating it, not run on

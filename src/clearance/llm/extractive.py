@@ -950,6 +950,41 @@ def _first_amount(sentence: str, question: set[str]) -> str:
     return head.rstrip(" ,;") + " …"
 
 
+# Where a sentence joins two clauses each stating an amount of its own subject
+# ("Revenues were $49 billion higher and outlays were $255 billion higher than …").
+_JOINED_CLAUSE = re.compile(r",?\s+(?:and|while|whereas)\s+|;\s+")
+# What an amount is compared with, said once for both clauses (" than during …").
+_COMPARED_WITH = re.compile(r"\s+(?:than|compared\s+(?:with|to))\s+")
+
+
+def _asked_clause(sentence: str, question: set[str]) -> str:
+    """A sentence joining two clauses that each state an amount, cut to the one whose
+    subject the question names where the other names none of it: asked how much outlays
+    rose, "Revenues were $49 billion higher and outlays were $255 billion higher than
+    during the first eight months of 2018." → "… outlays were $255 billion higher than
+    during the first eight months of 2018." What both clauses are compared with ("than
+    …") stays with the clause kept. The cut is marked; what is kept is verbatim."""
+    amounts = _stated_amounts(sentence)
+    if len(amounts) != 2 or is_line_unit(sentence):
+        return sentence
+    join = _JOINED_CLAUSE.search(sentence, amounts[0].end(), amounts[1].start())
+    if join is None:
+        return sentence
+    first, second = sentence[: join.start()], sentence[join.end() :]
+    subject = {t for t in question if t not in _PERIOD_WORDS}
+    # what tells the clauses apart: the question's words one holds and the other not
+    held_first = subject.intersection(document_terms(first))
+    held_second = subject.intersection(document_terms(_COMPARED_WITH.split(second)[0]))
+    own_first, own_second = held_first - held_second, held_second - held_first
+    if own_second and not own_first:
+        return "… " + second
+    if own_first and not own_second:
+        compared = _COMPARED_WITH.search(second, amounts[1].end() - join.end())
+        tail = second[compared.start() :] if compared else ""
+        return f"{first.rstrip(' ,;')} …{tail}" if tail else f"{first.rstrip(' ,;')} …"
+    return sentence
+
+
 def _names_period(question: str) -> bool:
     """Whether ``question`` names the period it asks about (a year, month, quarter, half or
     count of months)."""
@@ -1677,7 +1712,11 @@ class ExtractiveProvider:
             # not an answer for the period asked.
             return []
         if _ASKS_COMPARISON.search(request.question):
-            return chosen
+            if not _ASKS_AMOUNT.search(request.question):
+                return chosen
+            # "How much did outlays rise …?": the amount of what is asked, not the other
+            # clause's
+            return [replace(q, sentence=_asked_clause(q.sentence, question)) for q in chosen]
         if _ASKS_AMOUNT.search(request.question):
             # How much is asked: a list's items or a table's rows stating no number beside
             # a sentence saying how much (the steps to claim beside "GitLab pays back up to
