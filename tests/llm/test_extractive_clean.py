@@ -1584,6 +1584,45 @@ def test_a_list_item_cut_mid_sentence_is_quoted_with_its_next_line(
     assert "Follow the [S1]" in checked()
 
 
+UNPAID = (
+    "Unpaid leave\n"
+    "If you have exhausted all other paid leave options, you can request Leave Without Pay "
+    "(LWOP). You can request unpaid leave of less than four weeks at any time. Written "
+    "requests for unpaid leave should say how much leave you need and for how long.\n\n"
+    "To take a leave of absence without pay, you'll need justification and supervisory "
+    "oversight. For longer periods, you'll also need 2nd level supervisory approval:\n\n"
+    "- To request 80 hours or less of LWOP, you must get written approval from your immediate "
+    "supervisor.\n"
+    "- To request over 80 hours of LWOP, you must get written approval from your immediate "
+    "supervisor and Business Unit Director.\n\n"
+    "Once approvals are received, please submit a copy of the email thread to "
+    "TTS-peopleops@gsa.gov."
+)
+
+
+def test_each_thing_a_question_asks_is_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "Whose written sign-off do I need for that much, and where do I send the approvals
+    once I have them?" (TTS probe): the quotes followed the words of the first ask, and
+    where to send was left out. Each ask gets its best unit from the documents quoted.
+    Reverse proof: read as one question, the address is missing."""
+    question = (
+        "I'd like to take about three weeks of unpaid leave, so roughly 120 hours. Whose "
+        "written sign-off do I need for that much, and where do I send the approvals once I "
+        "have them?"
+    )
+    assert extractive.asks_of(question) == [
+        "Whose written sign-off do I need for that much",
+        "where do I send the approvals once I have them?",
+    ]
+    assert extractive.asks_of("Which benefits are reimbursable and are taxed?") == []
+    page = snippet("S1", UNPAID, "section=Types of leave > Unpaid leave", "files:leave.md")
+    said = answer(question, page)
+    assert "Business Unit Director" in said and "TTS-peopleops@gsa.gov" in said, said
+    monkeypatch.setattr(extractive, "asks_of", lambda question: [])
+    said = answer(question, page)
+    assert "Business Unit Director" in said and "TTS-peopleops@gsa.gov" not in said, said
+
+
 SCREENING_JA = (
     "バックグラウンドスクリーニング\n"
     "追加のスクリーニングには、該当する場合、現地法に従って、デジタルまたは文書ベースの身元確認"

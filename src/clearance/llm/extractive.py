@@ -264,6 +264,37 @@ def split_sentences(text: str) -> list[str]:
     return [text[s:e] for s, e in _spans(text)]
 
 
+_ASK_WORDS = (
+    r"how|what|which|when|where|who|whom|whose|why|is|are|was|were|do|does|did|can|could"
+    r"|should|will|would|must|may|am|have|has"
+)
+# A question joined to another with "and" ("…, and is there a limit …?", "What's the
+# process and who has to approve it?"); "Which benefits are reimbursable and are taxed?"
+# asks one thing (no question word after "and" but a verb).
+_AND_ASKS = re.compile(
+    r"(?:,\s+and|\s+and)\s+(?=(?:how|what|which|when|where|who|whom|why)\b"
+    r"|(?:is|are|do|does|can|should|will|would|must)\s+(?:there|it|i|we|you|they|that|this)\b)",
+    re.IGNORECASE,
+)
+_ASKING = re.compile(rf"(?:{_ASK_WORDS})\b|.*\?$", re.IGNORECASE | re.DOTALL)
+#: The units quoted at most for one ask of a question asking several things.
+_PER_ASK = 2
+
+
+def asks_of(question: str) -> list[str]:
+    """Each thing ``question`` asks: its sentences that ask, each question one of them joins
+    with "and"; none where it asks one thing. "How do I request paid parental leave? What
+    do I need to send, and to whom?" → three asks."""
+    parts = [
+        clause.strip(" ,;")
+        for sentence in split_sentences(question.strip())
+        if _ASKING.match(sentence.strip())
+        for clause in _AND_ASKS.split(sentence.strip())
+    ]
+    parts = [p for p in parts if p]
+    return parts if len(parts) >= 2 else []
+
+
 def asking_sentence(question: str) -> str | None:
     """The sentence that asks, where ``question`` first tells the asker's situation in
     sentences of its own ("I've got a 12-hour flight to see a customer. Can I expense an
@@ -1437,13 +1468,40 @@ class ExtractiveProvider:
         else:
             parts: list[str] = []
             previous: Quote | None = None
-            for q in self.quotes(request):
+            for q in self.answering_each_ask(request):
                 if previous is not None:
                     parts.append("\n" if q.line or previous.line else " ")
                 parts.append(f"{q.sentence} [{q.ref}]")
                 previous = q
             text = "".join(parts)
         return ChatResponse(text=text, model=self.name)
+
+    def answering_each_ask(self, request: ChatRequest) -> list[Quote]:
+        """:meth:`quotes`, and where the question asks two things or more (each sentence that
+        asks, each question joined with "and": "What's the process and who has to approve
+        it?"), the best unit for each ask that the quotes lack, from the documents already
+        quoted, after them. The quotes of the whole follow its most frequent words, and
+        answered one ask only ("… the 240-hour carry-over" to "How much annual leave will I
+        earn each pay period, and is there a limit on how much I can roll over?")."""
+        chosen = self.quotes(request)
+        asks = asks_of(request.question)
+        if not chosen or len(asks) < 2:
+            return chosen
+        refs = {q.ref for q in chosen}
+        quoted = {" ".join(q.sentence.split()) for q in chosen}
+        within = tuple(s for s in request.snippets if s.ref in refs)
+        for ask in asks:
+            found = self.quotes(replace(request, question=ask, snippets=within))
+            if not found:
+                continue
+            top = max(q.score for q in found)
+            best = [q for q in found if q.score == top]
+            if any(" ".join(q.sentence.split()) in quoted for q in best):
+                continue
+            for q in best[:_PER_ASK]:
+                quoted.add(" ".join(q.sentence.split()))
+                chosen.append(q)
+        return chosen
 
     def quotes(self, request: ChatRequest, *, stating_only: bool = False) -> list[Quote]:
         """The units an ``answer`` consists of, in output order (possibly none).
