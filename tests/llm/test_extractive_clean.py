@@ -1584,6 +1584,34 @@ def test_a_list_item_cut_mid_sentence_is_quoted_with_its_next_line(
     assert "Follow the [S1]" in checked()
 
 
+TANSHIN = (
+    "1.2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日) | 売上高(百万円) | 売上高(%) | "
+    "事業貢献利益(百万円) | 事業貢献利益(%) | 営業利益(百万円) | 営業利益(%) | 税引前利益(百万円) | "
+    "四半期利益(百万円)\n"
+    "2024年3月期第2四半期 | 552,763 | 4.1 | 2,288 | 211.3 | 785 | - | △3,746 | △4,496\n"
+    "2023年3月期第2四半期 | 530,743 | 19.2 | 735 | - | △5,138 | - | △3,111 | △7,035"
+)
+
+
+def test_a_japanese_tables_losses_are_figures_and_the_rows_words_pick_no_column(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "2023年3月期第2四半期の営業利益は赤字でしたか?" (federal probe) over a 決算短信 table: its
+    operating loss is written "△5,138", which was not read as a figure, so the column was
+    dropped and the neighbours' 735 and △3,111 were quoted instead (a wrong figure). A loss
+    marked △ or ▲ and a "-" are figure cells; the words naming the row (四半期) choose no
+    column, and a value ("19.2") names none. Reverse proof: with the old figure pattern,
+    the operating loss is not quoted."""
+    table = snippet("S1", TANSHIN, "rows=1-3", "files:konica-minolta-2024-q2-tanshin.csv")
+    question = "前の年の同じ時期、つまり2023年3月期第2四半期の営業利益は赤字でしたか?金額も教えてください。"
+    said = answer(question, table)
+    assert "△5,138" in said and "△3,111" not in said and "19.2" not in said, said
+    monkeypatch.setattr(
+        extractive, "_FIGURE_CELL", re.compile(r"[-+(]?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?\s?%?")
+    )
+    assert "△5,138" not in answer(question, table)
+
+
 UNPAID = (
     "Unpaid leave\n"
     "If you have exhausted all other paid leave options, you can request Leave Without Pay "

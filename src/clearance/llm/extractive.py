@@ -1961,7 +1961,9 @@ UNLISTED = "not among those listed:"
 
 #: A table at least this wide is quoted with only the columns a question asks about.
 WIDE_TABLE = 5
-_FIGURE_CELL = re.compile(r"[-+(]?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?\s?%?")
+# A cell stating a figure; "△3,746" and "▲" are how Japanese tables write a loss, and "-" or
+# "—" stands for a figure not given.
+_FIGURE_CELL = re.compile(r"[-+(△▲]?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?\s?%?|[-—–]")
 
 
 def _row_cells(line: str) -> list[str]:
@@ -2004,8 +2006,11 @@ def _narrow_columns(
                 and not any(_YEAR_TERM.fullmatch(r[c]) for r in rows)
                 for c in range(len(header))
             ]
+            # the words naming the rows quoted ("2023年3月期第2四半期") say which row, not
+            # which column ("四半期利益" shares 四半期 with the row, not with what is asked)
+            which = question.intersection(*(set(document_terms(r[0])) for r in rows[:1]))
             overlap = [
-                len(question.intersection(document_terms(h))) if figures[c] else 0
+                len((question - which).intersection(document_terms(h))) if figures[c] else 0
                 for c, h in enumerate(header)
             ]
             best = max(overlap)
@@ -2014,7 +2019,9 @@ def _narrow_columns(
                 c
                 for r in rows
                 for c, cell in enumerate(r)
-                if c not in asked and question.intersection(document_terms(cell))
+                if c not in asked
+                and not _FIGURE_CELL.fullmatch(cell)  # a value names nothing ("19.2": "2")
+                and question.intersection(document_terms(cell))
             } or {0}
             keep = sorted(asked | naming)
             if asked and not any(r[c] for r in rows for c in asked):
