@@ -23,6 +23,7 @@ import csv
 import json
 import re
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -461,6 +462,24 @@ def test_figure_questions_worded_as_people_ask_them(
     Clearance: each was refused, asked back or answered with a whole table row."""
     result = app.ask(question, "fay")  # (a comparison states its difference too)
     assert result.status is Status.ANSWERED and value in result.answer, result.answer
+
+
+def test_a_quarter_named_without_its_year_that_no_table_reports_asks_which(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "How much was revenue in Q2?" was read as this year's second quarter and answered
+    "No figure found for revenue of Microsoft in Q2 2026": a year nobody named. It asks
+    which period, offering those the tables hold. A quarter the tables do report, and a
+    year named in words ("this year"), are answered as before. Reverse proof: without the
+    rule, the not-found answer for the guessed year comes back."""
+    asked = app.ask("How much was revenue in Q2?", "fay", today=date(2026, 12, 5))
+    assert asked.status is Status.CLARIFY, asked.answer
+    assert "3M ended Dec 2023" in asked.options and "2026" not in asked.answer, asked.answer
+    this_year = app.ask("What was revenue this year?", "fay", today=date(2026, 12, 5))
+    assert this_year.status is Status.NOT_FOUND, this_year.answer
+    monkeypatch.setattr(figures_module, "_PART_WITHOUT_YEAR", re.compile(r"(?!x)x"))
+    again = app.ask("How much was revenue in Q2?", "fay", today=date(2026, 12, 5))
+    assert again.status is Status.NOT_FOUND and "Q2 2026" in again.answer, again.answer
 
 
 def test_opex_is_operating_expenses_and_a_ruled_out_period_is_not_asked(

@@ -113,6 +113,14 @@ def _alien_line(
     return name if re.search(said, question) else ""
 
 
+# A quarter or a half named without its year ("Q2", "the second quarter", "H1", 上半期).
+_PART_WITHOUT_YEAR = re.compile(
+    r"(?:the\s+)?(?:Q[1-4]|[1-4]Q|H[12]|(?:first|second|third|fourth)\s+(?:quarter|half)"
+    r"|第\s*[1-4一二三四]\s*(?:四半期|季度)|上半期|下半期|上期|下期|上半年|下半年)",
+    re.IGNORECASE,
+)
+
+
 def _names_someone(words: str) -> bool:
     """Whether ``words`` read as a name (``Greater China``, ``香港``), not as a common word
     that narrows a metric (``real``, ``per capita``)."""
@@ -449,6 +457,17 @@ class FiguresRoute:
         answer = self._figures(
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )
+        if (
+            answer.status is Status.NOT_FOUND
+            and not answer.flags
+            and len(parts) == 1
+            and intent.resolved
+            and all(_PART_WITHOUT_YEAR.fullmatch(m.text.strip()) for m in intent.resolved)
+        ):
+            # "How much was revenue in Q2?": read as this year's second quarter, which no
+            # readable table reports. The question gave no year: ask which period, with
+            # those the tables hold, rather than a "not found" for a year nobody named.
+            return self._clarify(request, parts[0], ["period"], ())
         return replace(answer, assumptions=tuple(assumptions), resolved_periods=resolved)
 
     def _as_the_table_heads(
