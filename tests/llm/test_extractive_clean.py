@@ -1577,6 +1577,19 @@ def test_a_list_item_cut_mid_sentence_is_quoted_with_its_next_line(
         return check_answer(answer(question, page), [page]).render()
 
     assert "Follow the GSA-wide steps." in " ".join(checked().split())
+    # an item cut twice goes on twice ("… over 12 hours in" / "duration is … a Voucher
+    # From" / "Authorization.")
+    voucher = snippet(
+        "S2",
+        "- Any travel over 12 hours in\nduration is considered a Voucher From\nAuthorization.\n"
+        "- For local travel choose the Local voucher.",
+        "section=Vouchers",
+        "files:travel.md",
+    )
+    assert [" ".join(u.text.split()) for u in extractive._units(voucher)] == [
+        "- Any travel over 12 hours in duration is considered a Voucher From Authorization.",
+        "- For local travel choose the Local voucher.",
+    ]
     # an item ending a sentence, or naming something, does not go on
     assert not extractive._carries_on("1. Inform your team.")
     assert not extractive._carries_on("- Paid leave")

@@ -454,7 +454,7 @@ def _units(snippet: Snippet) -> list[_Unit]:
             and (
                 s < carried  # the rest of the line the item goes on to
                 or (
-                    carried < 0
+                    s >= carried  # a next line (none carried on yet, or past the one that was)
                     and (s, e) not in table_lines
                     and not _LIST_ITEM.match(piece.lstrip(" "))
                     and text[item_end:s].count("\n") == 1  # the next line, not a paragraph on
@@ -467,7 +467,7 @@ def _units(snippet: Snippet) -> list[_Unit]:
             # on to is the item's own ("2. actuals.csv" / "This file contains actual outlay …", "…
             # with the command:" / "conda activate …"): a loader of Markdown writes a hard
             # break's line at no indent. Quoted at the item's indent, as one item.
-            if carried < 0:
+            if s >= carried:
                 newline = text.find("\n", s)
                 carried = len(text) if newline < 0 else newline
                 joint = "\n" + _item_indent(units[-1].text)
@@ -532,7 +532,10 @@ def _carries_on(item: str) -> bool:
     hard-wrapped item), or it is a name alone ("1. [component]_errors.csv", one word
     holding a dot, slash or underscore) that the next line describes."""
     if "\n" in item:
-        return False
+        # an item already carried on goes on again only where its last line is cut too
+        # ("- Any travel … over 12 hours in" / "duration is … a Voucher From" /
+        # "Authorization.")
+        return bool(_MID_SENTENCE.search(item.rstrip().rsplit("\n", 1)[-1]))
     body = _LIST_ITEM.sub("", item.strip(), count=1).strip()
     # a name: one word with a letter and a dot, slash or underscore inside ("e.g.", "3.5"
     # and "etc." are none)
