@@ -42,6 +42,12 @@ NOT_IN_PAGES = "I just joined the company last week. Does it match what I put in
         ("Up to 2.5 days? Or more?", None),  # the first sentence asks: no story
         # an abbreviation ends no sentence
         ("Which forms, e.g. the W-2, do I get?", None),
+        # what follows the ask without asking is said about the answer, not asked
+        (
+            "I just became a manager. What am I responsible for when it comes to leave? "
+            "A list is fine.",
+            "What am I responsible for when it comes to leave?",
+        ),
         # every sentence from the first that asks, with its question mark or without
         (
             "my mom is having major surgery and I'm out of leave. how do I sign up for VLTP? "
@@ -281,3 +287,35 @@ def test_interjections_and_hedges_weigh_nothing(opening: str) -> None:
         f"{opening} my laptop was stolen from my car", lambda terms: stats
     )
     assert set(weights) == {"laptop", "stolen", "car"}
+
+
+TERMINAL = (
+    "Terminal annual leave means the employee earns leave, while on leave, even though it "
+    "is known that he/she will be separated."
+)
+
+
+def test_a_quoted_phrase_is_what_the_question_asks_about(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "Someone brought up 'terminal annual leave' at my retirement planning meeting. What
+    does that actually mean?" (federal probe): the ask points back, and the story's words
+    (someone, brought, retirement, planning) outweighed the term asked about. A phrase the
+    question quotes is judged as an ask of its own. Reverse proof: without it, refused."""
+    question = (
+        "Someone brought up 'terminal annual leave' at my retirement planning meeting. "
+        "What does that actually mean?"
+    )
+    assert relevance_module._QUOTED.findall(question) == ["terminal annual leave"]
+    assert relevance_module._QUOTED.findall("Don't quote me, it's the employee's") == []
+    stats = TermStatistics(200, {"termin": 2, "annual": 30, "leav": 120, "plan": 8, "meet": 9})
+
+    def judged() -> bool:
+        gate = RelevanceGate(RelevanceSettings())
+        snippets = [snippet("S1", TERMINAL, Sensitivity.INTERNAL)]
+        out = gate.judge(
+            question, snippets, lambda terms: stats, {"c-S1": 0.45}, None, Scripted("never")
+        )
+        return out[0].relevant
+
+    assert judged()
+    monkeypatch.setattr(relevance_module, "_QUOTED", re.compile(r"(?!x)x"))
+    assert not judged()

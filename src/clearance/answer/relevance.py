@@ -61,8 +61,8 @@ each sentence that asks; a question telling a story first is judged on what it a
 the story (:func:`told_then_asked`). An ask judged alone weighs the rest of the question
 only for a passage: the story's words it holds ("the funeral") count for it, those it
 lacks count against nothing. An ask pointing back at the first ("…, and which series does
-that touch?") is not judged alone. Interjections and hedges ("ugh", "I think") weigh
-nothing. The defaults were
+that touch?") is not judged alone, but a phrase the question quotes ("'terminal annual
+leave'") is. Interjections and hedges ("ugh", "I think") weigh nothing. The defaults were
 calibrated on the labelled pairs of ``tests/answer/data/relevance_pairs.json`` by
 ``benchmarks/relevance_calibration.py``; the figures are in ``benchmarks/RESULTS.md``.
 """
@@ -435,6 +435,11 @@ def _sentences(question: str) -> list[str]:
     return [p.strip() for p in split_sentences(question.strip()) if p.strip()]
 
 
+# A phrase of two words or more the question quotes ("Someone brought up 'terminal annual
+# leave' at my retirement meeting. What does that actually mean?"): what it asks about.
+_QUOTED = re.compile(r"""(?:^|(?<=[\s(]))['‘"“]([^'‘’"“”]+?\s[^'‘’"“”]+?)['’"”](?=[\s.,;:?!)]|$)""")
+
+
 def told_then_asked(question: str) -> str | None:
     """What ``question`` asks after the story it tells first, in sentences of their own
     ("My grandfather passed away last week and I'm helping plan the funeral. Can I charge
@@ -445,7 +450,8 @@ def told_then_asked(question: str) -> str | None:
     first = next((i for i, p in enumerate(parts) if _ASKS.match(p)), None)
     if not first:  # none asks, or the first does: no story
         return None
-    return " ".join(parts[first:])
+    # what follows the ask without asking ("A list is fine.") is said about the answer
+    return " ".join(p for p in parts[first:] if _ASKS.match(p))
 
 
 def asked_clauses(question: str) -> list[str]:
@@ -586,7 +592,7 @@ class RelevanceGate:
             ask = told_then_asked(question)
             if ask is not None:
                 out = self._judge_the_ask(ask, out, statistics, similarity, sentences, whole)
-            for clause in asked_clauses(ask or question):
+            for clause in [*asked_clauses(ask or question), *_QUOTED.findall(question)]:
                 if any(j.relevant for j in out):
                     break
                 out = self._judge_the_ask(clause, out, statistics, similarity, sentences, whole)
