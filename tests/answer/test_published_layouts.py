@@ -482,6 +482,35 @@ def test_a_quarter_named_without_its_year_that_no_table_reports_asks_which(
     assert again.status is Status.NOT_FOUND and "Q2 2026" in again.answer, again.answer
 
 
+def test_the_first_months_or_quarters_are_the_columns_to_the_quarter(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Chinese report heads its cumulative column 年初至报告期末 (Q1–Q3 FY2023); "the first
+    three quarters" or "the first nine months of 2023" is that span, as 前三季度 is, and
+    "the first half" is Q1–Q2 (a Japanese 第2四半期累計). They were not found. Reverse
+    proofs: without the form "first three quarters", and with the quarter-only reading of
+    a span, not found again."""
+    from clearance.ingest import facts as facts_module
+
+    quarters = "What was BYD's revenue in the first three quarters of 2023?"
+    months = "What was BYD's revenue in the first nine months of 2023?"
+    assert facts_module.year_to_quarter("H1 2024") == "Q1–Q2 FY2024"
+    assert facts_module.year_to_quarter("9M FY2023") == "Q1–Q3 FY2023"
+    assert facts_module.year_to_quarter("H2 2024") is None
+    assert "422,274,838,000" in ask(app, quarters)
+    assert "422,274,838,000" in ask(app, months)
+    quarter_only = facts_module.year_to_quarter
+    monkeypatch.setattr(
+        figures_module,
+        "year_to_quarter",
+        lambda period: quarter_only(period) if (period or "").startswith("Q") else None,
+    )
+    assert app.ask(months, "fay").status is Status.NOT_FOUND
+    forms = [f for f in facts_module._PARTIAL_FORMS if "quarters" not in f[0].pattern]
+    monkeypatch.setattr(facts_module, "_PARTIAL_FORMS", tuple(forms))
+    assert app.ask(quarters, "fay").status is not Status.ANSWERED
+
+
 def test_opex_is_operating_expenses_and_a_ruled_out_period_is_not_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -493,6 +522,7 @@ def test_opex_is_operating_expenses_and_a_ruled_out_period_is_not_asked(
     from clearance.config import FactSettings
 
     assert "operating expenses" in glossary.equivalents("opex")
+    assert "营业收入" in glossary.equivalents("operating revenue")
     assert "归属于上市公司股东的净利润" in glossary.equivalents("归母净利润")
     question = "What was revenue in FY2024, not FY2023?"
     parsed = intent_module.parse_intent(question, FactSettings(metrics={"revenue": ["revenue"]}))

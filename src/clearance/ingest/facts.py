@@ -334,6 +334,12 @@ _PARTIAL_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | Non
     ),
     (re.compile(r"第\s*([1-4])\s*四半期\s*累[計计]"), lambda m: f"Q1–Q{m.group(1)}"),
     (
+        re.compile(rf"{_LW}first\s+(two|three|2|3)\s+quarters{_RW}", re.I),
+        lambda m: _first_quarters(
+            {"two": "2", "three": "3"}.get(m.group(1).casefold(), m.group(1))
+        ),
+    ),
+    (
         re.compile(r"前\s*([一二三四1-4])\s*(?:个|個)?\s*季度"),
         lambda m: _first_quarters(m.group(1)),
     ),
@@ -398,9 +404,20 @@ _LATER_QUARTER = re.compile(r"^Q([2-4]) (\d{4})$")
 
 
 def year_to_quarter(period: str | None) -> str | None:
-    """``Q2 2024`` → ``Q1–Q2 FY2024``: the year to a quarter (not for the first)."""
+    """``Q2 2024`` → ``Q1–Q2 FY2024``: the year to a quarter (not for the first). Also the
+    same span written otherwise: ``H1 2024`` (the first half), ``6M FY2024`` and ``9M
+    FY2024`` (the first six or nine months) are ``Q1–Q2 FY2024`` and ``Q1–Q3 FY2024``, as a
+    Japanese or Chinese report heads its cumulative columns."""
     m = _LATER_QUARTER.match(period or "")
-    return f"Q1–Q{m.group(1)} FY{m.group(2)}" if m else None
+    if m:
+        return f"Q1–Q{m.group(1)} FY{m.group(2)}"
+    half = re.fullmatch(r"H1 (\d{4})", period or "")
+    if half:
+        return f"Q1–Q2 FY{half.group(1)}"
+    months = re.fullmatch(r"([69])M FY(\d{4})", period or "")
+    if months:
+        return f"Q1–Q{int(months.group(1)) // 3} FY{months.group(2)}"
+    return None
 
 
 def _cumulative(period: str, contexts: Sequence[str]) -> str:
