@@ -319,3 +319,17 @@ def test_a_quoted_phrase_is_what_the_question_asks_about(monkeypatch: pytest.Mon
     assert judged()
     monkeypatch.setattr(relevance_module, "_QUOTED", re.compile(r"(?!x)x"))
     assert not judged()
+
+
+def test_a_sentence_that_asks_nothing_is_never_judged_alone() -> None:
+    """ "What is the telework policy? My manager is in Denver.": the second sentence is said,
+    not asked, and alone it made a passage on the Denver office manager relevant. At most
+    four asks of a question are judged alone (each is an embedder call)."""
+    assert (
+        relevance_module.asked_clauses("What is the telework policy? My manager is in Denver.")
+        == []
+    )
+    assert relevance_module.asked_clauses("I booked my time off. Thanks.") == []
+    assert relevance_module.asked_clauses(" . ? !") == []
+    many = " ".join(f"What is rule {n}?" for n in range(70))
+    assert len(relevance_module.asked_clauses(many)) == 4

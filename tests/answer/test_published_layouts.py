@@ -23,8 +23,10 @@ import csv
 import json
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -421,6 +423,13 @@ def test_a_line_of_the_entitys_no_table_carries_is_not_found_never_the_total(
     assert "211,915" in ask(
         app, "For the fiscal year that closed on June 30, 2023, what was Microsoft's total revenue?"
     )
+    # whose count it is ("as reported by the SEC") names no line
+    assert "245,122" in ask(
+        app, "What was Microsoft's total revenue for fiscal 2024 as reported by the SEC?"
+    )
+    # "take in fiscal 2024": the period's "in", not what was brought in
+    took = app.ask("How many days did Microsoft take in fiscal 2024 to close its books?", "fay")
+    assert "245,122" not in took.answer, took.answer
     hidden = tmp_path / "board"
     hidden.mkdir()
     (hidden / "_meta.json").write_text(json.dumps({"acl": ["group:board"]}), encoding="utf-8")
@@ -688,6 +697,48 @@ def test_a_whole_years_figure_no_table_reports_is_quoted_from_the_document_that_
         assert other.status is Status.NOT_FOUND, (question, other.answer)
         assert "260億円" not in other.answer
         no_part_as_the_year(other.answer)
+
+
+def test_a_whole_years_figure_is_looked_for_by_its_name_alone_too(
+    konica: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "What was Konica Minolta's revenue for the fiscal year ended March 2024?" (federal
+    probe): searched with the question's words, the briefing's forecast paragraph ("今期は、
+    売上高は横ばいの1兆1600億円としている") was all that was quoted, which is no year's figure,
+    and the answer was "not found" beside a half year's. The line is then looked for by its
+    name alone, which finds the summary stating the year. Here the first search is made to
+    quote the forecast only; reverse proof: the second made to as well, not found."""
+    question = "What was Konica Minolta's revenue for the fiscal year ended March 2024?"
+    forecast = "今期は、売上高は横ばいの1兆1600億円としている。 [S1]"
+    real = figures_module.FiguresRoute._stated_in_prose
+    searched: list[str] = []
+
+    def stated(self: Any, request: Any, query: Any, *, alone: bool = True) -> Any:
+        original = self.quote
+
+        def quote(r: Any) -> Any:
+            searched.append(r.masked)
+            found = original(r)
+            if r.masked != query.metric or not alone:
+                return replace(found, answer=forecast)
+            return found
+
+        self.quote = quote
+        try:
+            return real(self, request, query)
+        finally:
+            self.quote = original
+
+    monkeypatch.setattr(figures_module.FiguresRoute, "_stated_in_prose", stated)
+    result = konica.ask(question, "kenji")
+    assert result.status is Status.ANSWERED and "1兆1,599億円" in result.answer, result.answer
+    assert searched[-1] == "売上高"  # the line's name as the table writes it
+    monkeypatch.setattr(
+        figures_module.FiguresRoute,
+        "_stated_in_prose",
+        lambda self, request, query: stated(self, request, query, alone=False),
+    )
+    assert konica.ask(question, "kenji").status is Status.NOT_FOUND
 
 
 def test_a_part_a_forecast_or_another_companys_sentence_is_never_the_years(

@@ -1590,7 +1590,10 @@ def test_a_list_item_cut_mid_sentence_is_quoted_with_its_next_line(
         "- Any travel over 12 hours in duration is considered a Voucher From Authorization.",
         "- For local travel choose the Local voucher.",
     ]
-    # an item ending a sentence, or naming something, does not go on
+    # an item ending a sentence, or naming something, does not go on, nor a short step
+    # ending in a particle ("1. Sign in") or a name ending in a capital letter
+    assert not extractive._carries_on("1. Sign in")
+    assert not extractive._carries_on("- Medicare Part A")
     assert not extractive._carries_on("1. Inform your team.")
     assert not extractive._carries_on("- Paid leave")
     monkeypatch.setattr(extractive, "_MID_SENTENCE", re.compile(r"(?!x)x"))
@@ -1693,3 +1696,23 @@ def test_how_far_back_in_japanese_opens_with_the_sentence_stating_the_length(
         re.compile(extractive._ASKS_DURATION.pattern.replace("|どこまで(?:さかのぼ|遡)", "")),
     )
     assert "過去 5 年間" not in quoted(answer(question, page))[0]
+
+
+def test_review_cases_of_the_reader_stay_as_they_were() -> None:
+    """Cases a review of the reader's mends found: "What training was required …" asks for
+    no amount; a sentence naming a year but no figure is not "the period" of a later
+    amount; an ask already answered by a quote (whole or cut) adds no copy of it."""
+    assert not extractive._ASKS_WHAT_WAS.search("What training was required in 2024?")
+    assert extractive._ASKS_WHAT_WAS.search("What deficit did the government run in July 2008?")
+    section = (
+        "Treasury moved its offices in 1998. Staffing levels were unchanged. Corporate "
+        "receipts totaled $280 billion during the period."
+    )
+    said = quoted(answer("How much were corporate receipts?", snippet("S1", section)))
+    assert not any("1998" in q for q in said), said
+    question = (
+        "What was the deficit for the first eight months of fiscal 2019? How much did "
+        "outlays rise compared with a year earlier?"
+    )
+    said = quoted(answer(question, snippet("S1", MAY_2019)))
+    assert sum("$738 billion" in q for q in said) == 1, said

@@ -191,9 +191,12 @@ _CALENDAR_WORDS = frozenset(_CALENDAR_WORDS_TEXT.split())
 # Verbs saying how much a business or a line sold: its revenue, where no metric is named.
 _BROUGHT_IN = re.compile(
     r"\b(?:bring|brings|brought|bringing|take|takes|took|pull|pulls|pulled|rake|rakes|raked)"
-    r"\s+in\b",
+    r"\s+in\b(?!\s+(?:fiscal|fy|q[1-4]|h[12]|the\s+(?:first|second|third|fourth|last|quarter"
+    r"|year|month|half)|\d))",  # "take in fiscal 2024 to close its books": a period's "in"
     re.IGNORECASE,
 )
+# A question asking how much, whose "brought in" is the amount sold.
+_HOW_MUCH_OR_WHAT_DID = re.compile(r"\bhow\s+much\b|^\W*what\s+did\b", re.IGNORECASE)
 # Words before a period that rule it out ("not year to date", "rather than the full year").
 _NOT_THIS = re.compile(
     r"\b(?:not|rather\s+than|instead\s+of|excluding|other\s+than|as\s+opposed\s+to)"
@@ -616,7 +619,7 @@ class RuleIntentParser:
 
     def _parse(self, text: str, today: date | None) -> Intent:
         vocab = self.vocab
-        if not vocab.find("metric", text):
+        if not vocab.find("metric", text) and _HOW_MUCH_OR_WHAT_DID.search(text):
             # "How much did Intelligent Cloud bring in?": what a line brings in is its revenue
             text = _BROUGHT_IN.sub("revenue", text)
         # "the deficit as a percentage of GDP": what the share is of names no slot.

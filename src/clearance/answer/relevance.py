@@ -454,6 +454,10 @@ def told_then_asked(question: str) -> str | None:
     return " ".join(p for p in parts[first:] if _ASKS.match(p))
 
 
+#: The asks of one question judged alone at most (each is an embedder call).
+_MOST_ASKS = 4
+
+
 def asked_clauses(question: str) -> list[str]:
     """The questions ``question`` asks that can be judged on their own, each sentence that
     asks and each question it joins with ", and" ("Why did they strip Fannie Mae out of
@@ -466,12 +470,14 @@ def asked_clauses(question: str) -> list[str]:
     parts = [
         clause.strip(" ,;")
         for sentence in _sentences(question)
+        if _ASKS.match(sentence)  # "My manager is in Denver." asks nothing
         for clause in _AND_ASKS.split(sentence)
     ]
-    parts = [p for p in parts if p]
+    parts = list(dict.fromkeys(p for p in parts if any(ch.isalnum() for ch in p)))
     if len(parts) < 2:
         return []
-    return parts[:1] + [p for p in parts[1:] if not _POINTS_BACK.search(p)]
+    later = [p for p in parts[1:] if not _POINTS_BACK.search(p)]
+    return (parts[:1] + later)[:_MOST_ASKS]
 
 
 @dataclass(frozen=True, slots=True)

@@ -518,11 +518,12 @@ def _units(snippet: Snippet) -> list[_Unit]:
     return out
 
 
-# The words no sentence ends with: a line ending in one is cut mid-sentence.
+# The words no sentence ends with: a line ending in one is cut mid-sentence. "a" in lower
+# case only ("Medicare Part A" ends a name); "in" and "on" only after five words or more
+# ("1. Sign in" is a step of its own, "… over 12 hours in" is cut).
 _MID_SENTENCE = re.compile(
-    r"(?:,|\b(?:the|a|an|to|of|for|and|or|nor|with|in|on|at|by|from|into|onto|via|your|our"
-    r"|their|its|my|this|these|those|than|as|is|are|be))$",
-    re.IGNORECASE,
+    r"(?:,|\ba|(?i:\b(?:the|an|to|of|for|and|or|nor|with|at|by|from|into|onto|via|your|our"
+    r"|their|its|my|this|these|those|than|as|is|are|be))|(?i:(?:\S+\s+){5,}(?:in|on)))$"
 )
 
 
@@ -1062,7 +1063,8 @@ def _one_amount(chosen: Sequence[Quote]) -> list[Quote]:
 # A question for what something was: "What was the deficit in …?", "What were receipts …?",
 # "What deficit did the government run in July 2008?".
 _ASKS_WHAT_WAS = re.compile(
-    r"^\s*what\s+(?:was|were|(?:[\w-]+\s+){1,3}(?:did|was|were)\b(?!\s+(?:it|that|this)\b))\b",
+    r"^\s*what\s+(?:was|were|(?:[\w-]+\s+){0,2}(?:deficit|surplus|revenues?|receipts|outlays"
+    r"|income|profit|loss|spending|sales|debt|amount|total)\s+(?:did|was|were)\b)",
     re.IGNORECASE,
 )
 # Words that name when, not what: a year, a month, a count of months, "fiscal", "first".
@@ -1214,6 +1216,10 @@ _THE_PERIOD = re.compile(
 )
 
 
+#: How many sentences back the one naming "the period" may be.
+_PERIOD_LOOKBACK = 3
+
+
 def _with_the_period(
     chosen: list[Quote],
     at: list[tuple[int, int] | None],
@@ -1241,7 +1247,7 @@ def _with_the_period(
         ):
             continue
         s_index, u_index = place
-        for j in range(u_index - 1, -1, -1):
+        for j in range(u_index - 1, max(u_index - 1 - _PERIOD_LOOKBACK, -1), -1):
             unit = units[s_index][j]
             if (
                 unit.group is not None
@@ -1249,8 +1255,10 @@ def _with_the_period(
                 or unit.heading != units[s_index][u_index].heading
             ):
                 break
-            if not (_month_spans(unit.text) or _YEAR_WORD.search(unit.text)):
-                continue
+            if not _stated_amounts(unit.text) or not (
+                _month_spans(unit.text) or _YEAR_WORD.search(unit.text)
+            ):
+                continue  # the period is named by a sentence stating the paragraph's figures
             if (s_index, j) not in quoted:
                 quoted.add((s_index, j))
                 chosen.insert(i - 1, Quote(snippets[s_index].ref, unit.text, 0))
@@ -1491,19 +1499,27 @@ class ExtractiveProvider:
         if not chosen or len(asks) < 2:
             return chosen
         refs = {q.ref for q in chosen}
-        quoted = {" ".join(q.sentence.split()) for q in chosen}
         within = tuple(s for s in request.snippets if s.ref in refs)
+        room = self.max_sentences  # what the asks may add, at most
+
+        def plain(text: str) -> str:
+            return " ".join(text.replace("…", " ").split())
+
+        def quoted(q: Quote) -> bool:  # already in the answer, whole or cut ("…")
+            mine = plain(q.sentence)
+            return any(mine in plain(c.sentence) or plain(c.sentence) in mine for c in chosen)
+
         for ask in asks:
             found = self.quotes(replace(request, question=ask, snippets=within))
             if not found:
                 continue
             top = max(q.score for q in found)
             best = [q for q in found if q.score == top]
-            if any(" ".join(q.sentence.split()) in quoted for q in best):
+            if any(quoted(q) for q in best):
                 continue
-            for q in best[:_PER_ASK]:
-                quoted.add(" ".join(q.sentence.split()))
+            for q in best[: min(_PER_ASK, room)]:
                 chosen.append(q)
+                room -= 1
         return chosen
 
     def quotes(self, request: ChatRequest, *, stating_only: bool = False) -> list[Quote]:

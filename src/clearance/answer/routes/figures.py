@@ -100,8 +100,9 @@ def _alien_line(
     """The name the question gives the figure's line where the entity is named too and no
     readable fact's metric, entity or line holds a word of it ("LinkedIn" in "How much
     revenue did LinkedIn generate for Microsoft in fiscal 2025?"): that line's figure is
-    not found, never the entity's total. Only a name the figure is said to be of, for, by
-    or from, or that did something ("did LinkedIn generate"); empty otherwise."""
+    not found, never the entity's total. Only a name the figure is said to be of or for, or
+    that did something ("did LinkedIn generate"): "as reported by the SEC" or "from the
+    Annual Report" says whose count it is, not whose figure; empty otherwise."""
     name = intent.name_left
     if not name or any(p.channel or p.qualifier for p in parts):
         return ""
@@ -109,7 +110,7 @@ def _alien_line(
     if any(words & set(re.findall(r"\w+", k.casefold())) for k in known):
         return ""
     named = re.escape(name)
-    said = rf"\b(?:did|does|do|for|of|on|by|from)\s+(?:the\s+)?{named}\b|{named}['’]s\b"
+    said = rf"\b(?:did|does|do|for|of)\s+(?:the\s+)?{named}\b|{named}['’]s\b"
     return name if re.search(said, question) else ""
 
 
@@ -657,8 +658,12 @@ class FiguresRoute:
         kept = (list(trace.retrieved), trace.denied_retrieved, trace.reason)
         # Searched also by the table's own name of the line: "operating profit" finds the
         # Japanese overview that says 営業利益.
-        prose = self.quote(replace(request, masked=f"{request.masked}\n{query.metric}"))
-        if prose is not None and prose.status is Status.ANSWERED:
+        # Then by that name alone: the question's other words ("revenue for the fiscal year
+        # ended March 2024") may rank the page's forecast paragraph above its summary.
+        for masked in (f"{request.masked}\n{query.metric}", query.metric):
+            prose = self.quote(replace(request, masked=masked))
+            if prose is None or prose.status is not Status.ANSWERED:
+                continue
             for sentence, n in _CITED.findall(prose.answer):
                 if not 0 < int(n) <= len(prose.citations):
                     continue
