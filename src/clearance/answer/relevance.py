@@ -87,7 +87,7 @@ from clearance.analysis import (
 from clearance.config import RelevanceSettings
 from clearance.errors import EmbeddingError
 from clearance.llm.base import Snippet
-from clearance.llm.extractive import split_sentences
+from clearance.llm.extractive import ASK_WORDS, ASKING, split_sentences
 from clearance.llm.multilingual import Similarity
 from clearance.model import is_restricted
 from clearance.retrieval.synonyms import NO_SYNONYMS, Synonyms, Used
@@ -415,20 +415,15 @@ def _share(weights: Mapping[str, float], total: float, held: set[str]) -> float:
 #: A word by which an asking sentence points back at the story told before it ("Is that
 #: allowed?", "Can I use it for this?").
 _POINTS_BACK = re.compile(r"\b(?:that|this|it|these|those|they|them)\b", re.IGNORECASE)
-_ASK_WORDS = (
-    r"how|what|which|when|where|who|whom|whose|why|is|are|was|were|do|does|did|can|could"
-    r"|should|will|would|must|may|am|have|has"
-)
 # "…, and which series does that touch?": a second question joined to the first after a
 # comma ("Which benefits are reimbursable and are taxed?" asks one thing).
 # "…, and since I'm billable, is HR Links the only place …?": the same, after a clause
 # saying why.
 _AND_ASKS = re.compile(
-    rf",\s+and\s+(?:(?:since|as|because|if|given)\s[^,?]{{1,60}},\s+)?(?=(?:{_ASK_WORDS})\s)",
+    rf",\s+and\s+(?:(?:since|as|because|if|given)\s[^,?]{{1,60}},\s+)?(?=(?:{ASK_WORDS})\s)",
     re.IGNORECASE,
 )
-# A sentence that asks, with its question mark or without ("what are the steps").
-_ASKS = re.compile(rf"(?:{_ASK_WORDS})\b|.*\?$", re.IGNORECASE | re.DOTALL)
+_ASKS = ASKING  # a sentence that asks, with its question mark or without
 
 
 def _sentences(question: str) -> list[str]:

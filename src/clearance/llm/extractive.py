@@ -264,7 +264,8 @@ def split_sentences(text: str) -> list[str]:
     return [text[s:e] for s, e in _spans(text)]
 
 
-_ASK_WORDS = (
+#: The words a sentence that asks opens with (the relevance gate reads asks by them too).
+ASK_WORDS = (
     r"how|what|which|when|where|who|whom|whose|why|is|are|was|were|do|does|did|can|could"
     r"|should|will|would|must|may|am|have|has"
 )
@@ -276,7 +277,8 @@ _AND_ASKS = re.compile(
     r"|(?:is|are|do|does|can|should|will|would|must)\s+(?:there|it|i|we|you|they|that|this)\b)",
     re.IGNORECASE,
 )
-_ASKING = re.compile(rf"(?:{_ASK_WORDS})\b|.*\?$", re.IGNORECASE | re.DOTALL)
+#: A sentence that asks, with its question mark or without ("what are the steps").
+ASKING = re.compile(rf"(?:{ASK_WORDS})\b|.*\?$", re.IGNORECASE | re.DOTALL)
 #: The units quoted at most for one ask of a question asking several things.
 _PER_ASK = 2
 
@@ -288,7 +290,7 @@ def asks_of(question: str) -> list[str]:
     parts = [
         clause.strip(" ,;")
         for sentence in split_sentences(question.strip())
-        if _ASKING.match(sentence.strip())
+        if ASKING.match(sentence.strip())
         for clause in _AND_ASKS.split(sentence.strip())
     ]
     parts = [p for p in parts if p]
