@@ -520,6 +520,21 @@ def test_the_first_months_or_quarters_are_the_columns_to_the_quarter(
     assert app.ask(quarters, "fay").status is not Status.ANSWERED
 
 
+def test_the_quarter_by_itself_is_no_line(app: Clearance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "比亚迪2023年第三季度单季的营业收入是多少?" (federal probe): 单季 says the quarter by
+    itself, as against the year to date; it was read as a line of revenue no table carries
+    ("No figure found for 单季 营业收入"). Reverse proof: read as a line again, not found."""
+    from clearance.answer import intent as intent_module
+
+    question = "比亚迪2023年第三季度单季的营业收入是多少?"
+    assert "162,150,695,000" in ask(app, question)
+    pattern = intent_module._NOT_QUALIFIERS_CJK.pattern.replace(
+        "|单季度|单季|單季度|單季|当季|當季", ""
+    )
+    monkeypatch.setattr(intent_module, "_NOT_QUALIFIERS_CJK", re.compile(pattern))
+    assert app.ask(question, "fay").status is Status.NOT_FOUND
+
+
 def test_opex_is_operating_expenses_and_a_ruled_out_period_is_not_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
