@@ -535,6 +535,20 @@ def test_the_quarter_by_itself_is_no_line(app: Clearance, monkeypatch: pytest.Mo
     assert app.ask(question, "fay").status is Status.NOT_FOUND
 
 
+def test_two_names_of_one_span_are_one_look_up(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "Q2 FY2024, the quarter ended December 31, 2023" names one span twice (a review's
+    case): the figure is given once, not twice and compared with itself. Reverse proof:
+    without merging the look-ups, it is given twice."""
+    question = (
+        "What was Intelligent Cloud revenue in Q2 FY2024, the quarter ended December 31, 2023?"
+    )
+    assert ask(app, question).count("25,880") == 1
+    monkeypatch.setattr(figures_module, "_one_look_up_each", list)
+    assert app.ask(question, "fay").answer.count("25,880") >= 2
+
+
 def test_opex_is_operating_expenses_and_a_ruled_out_period_is_not_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

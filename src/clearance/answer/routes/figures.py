@@ -122,6 +122,12 @@ _PART_WITHOUT_YEAR = re.compile(
 )
 
 
+def _one_look_up_each(parts: Sequence[MetricQuery]) -> list[MetricQuery]:
+    """``parts`` without repeats: "Q2 FY2024, the quarter ended December 31, 2023" names one
+    span twice, and its figure is given once, never set beside itself."""
+    return list(dict.fromkeys(parts))
+
+
 def _names_someone(words: str) -> bool:
     """Whether ``words`` read as a name (``Greater China``, ``香港``), not as a common word
     that narrows a metric (``real``, ``per capita``)."""
@@ -403,6 +409,7 @@ class FiguresRoute:
         )
         parts, resolved = self._as_the_table_heads(request, parts, resolved)
         parts, spans = self._fiscal_spans(request, parts)
+        parts = _one_look_up_each(parts)
         resolved = (*resolved, *spans)
         if intent.yearless and parts and parts[0].period is None:
             return self._which_year(request, parts[0], intent.yearless, resolved)
