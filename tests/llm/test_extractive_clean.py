@@ -1667,6 +1667,51 @@ def test_each_thing_a_question_asks_is_answered(monkeypatch: pytest.MonkeyPatch)
     assert "Business Unit Director" in said and "TTS-peopleops@gsa.gov" not in said, said
 
 
+TRANSIT = (
+    "Enrolling in transit benefit\n"
+    "Make sure to select the Transit Coordinator in the Region in which you reside.\n"
+    "- Go to\n"
+    "  https://transitapp.ost.dot.gov/\n"
+    "- Click on Register\n"
+    "- Enter information into the application. Here are common selections:\n"
+    "    - Transit Coordinator:\n"
+    "      - DC employees: FAS-Transit Subsidy\n"
+    "      - Other regions: consult the transit subsidy coordinators list\n"
+    "    - Point of Contact:\n"
+    "      - DC employees: Central Office FAS Transit Subsidy\n"
+    "- Questions go to gsa-transit-subsidy@gsa.gov\n"
+    "- Scroll down and click Continue to submit"
+)
+
+
+def test_a_label_alone_is_quoted_with_its_sub_items_and_an_address_is_a_website(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "I work for TTS in DC and want to sign up for the transit subsidy. Which website do I
+    enroll on, and what do I pick for the transit coordinator?" (TTS probe) was answered
+    "- Transit Coordinator:" and nothing under it, and never with the address: the item
+    the question names is a label alone, whose sub-items say what to pick, and a unit
+    holding a web address is what "which website" asks for, though it says no "website".
+    An e-mail address is no website. Reverse proofs: without the sub-items the choice is
+    missing; without reading an address as a website it is not quoted."""
+    page = snippet("S1", TRANSIT, "section=Enrolling in transit benefit", "files:transit.md")
+    question = (
+        "I work for TTS in DC and want to sign up for the transit subsidy. Which website do I "
+        "enroll on, and what do I pick for the transit coordinator?"
+    )
+    said = answer(question, page)
+    assert "FAS-Transit Subsidy" in said and "transitapp.ost.dot.gov" in said, said
+    # the sub-items of the label named, not those of the next label
+    assert "Central Office" not in said and "gsa-transit-subsidy@" not in said, said
+    assert extractive._WEB_ADDRESS.search("- Go to vltp.gsa.gov and log in")
+    assert not extractive._WEB_ADDRESS.search("Questions go to gsa-transit-subsidy@gsa.gov")
+    monkeypatch.setattr(extractive, "_with_sub_items", lambda units, members, named: named)
+    assert "FAS-Transit Subsidy" not in answer(question, page)
+    monkeypatch.undo()
+    monkeypatch.setattr(extractive, "_WEB_WORDS", frozenset())
+    assert "transitapp.ost.dot.gov" not in answer(question, page)
+
+
 SCREENING_JA = (
     "バックグラウンドスクリーニング\n"
     "追加のスクリーニングには、該当する場合、現地法に従って、デジタルまたは文書ベースの身元確認"

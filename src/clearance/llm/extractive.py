@@ -1377,6 +1377,14 @@ def _score(
     return 0 if opposite else score
 
 
+#: A web address written out, with or without its scheme ("vltp.gsa.gov").
+_WEB_ADDRESS = re.compile(
+    r"\bhttps?://\S|\bwww\.\w|(?<![\w@.-])[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:gov|com|org|net|edu|mil|io)\b(?!@)"
+)
+#: What a unit holding a web address is, in the words a question asks for one with.
+_WEB_WORDS = frozenset(document_terms("website web site url link"))
+
+
 def _score_saying(
     question: set[str],
     unit: _Unit,
@@ -1394,6 +1402,10 @@ def _score_saying(
     if expansions:
         for abbr in terms & expansions.keys():
             terms |= expansions[abbr]
+    if _WEB_ADDRESS.search(text):
+        # "Which website do I enroll on?" is answered by "- Go to https://transitapp…",
+        # which says no "website": an address is one
+        terms |= _WEB_WORDS
     own = question.intersection(terms)
     if not own:
         return 0, False
@@ -2216,9 +2228,33 @@ def _named_items(
     items = sum(units[s][i].group is not None for s, i in members)
     if not named:
         return [] if named_elsewhere else members
+    named = _with_sub_items(units, members, named)
     if len(named) == items:
         return members
     return [m for m in members if units[m[0]][m[1]].group is None or m in named]
+
+
+def _with_sub_items(
+    units: Sequence[Sequence[_Unit]], members: list[tuple[int, int]], named: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """``named`` with the items nested under each one that is a label alone: "- Transit
+    Coordinator:" says nothing by itself, and its sub-items ("- DC employees: FAS-Transit
+    Subsidy", "- Other regions: …") are what it is set to. The items after it written at a
+    deeper indent, up to the next one at its own."""
+    out = list(named)
+    for m in named:
+        unit = units[m[0]][m[1]]
+        body = _LIST_ITEM.sub("", unit.text.strip(), count=1).strip()
+        if "\n" in unit.text.strip() or not body.endswith((":", "：")):
+            continue
+        indent = len(unit.text) - len(unit.text.lstrip(" "))
+        for other in members[members.index(m) + 1 :]:
+            text = units[other[0]][other[1]].text
+            if other[0] != m[0] or len(text) - len(text.lstrip(" ")) <= indent:
+                break
+            if other not in out:
+                out.append(other)
+    return out
 
 
 def _unlisted(request: ChatRequest) -> list[str]:
