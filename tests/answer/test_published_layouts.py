@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 import clearance.answer.routes.figures as figures_module
+import clearance.answer.structured as structured_module
 from clearance.answer.result import Route, Status
 from clearance.answer.structured import written_amount
 from clearance.app import Clearance
@@ -69,6 +70,23 @@ QUARTERLY_ZH = [
     ["营业收入（元）", "162,150,695,000.00", "38.49%", "422,274,838,000.00", "57.75%"],
     ["基本每股收益（元/股）", "3.58", "81.73%", "7.35", "129.69%"],
 ]
+PROFIT_ZH = [
+    QUARTERLY_ZH[0],
+    [
+        "归属于上市公司股东的净利润（元）",
+        "10,412,751,000.00",
+        "82.16%",
+        "21,366,896,000.00",
+        "129.47%",
+    ],
+    [
+        "归属于上市公司股东的扣除非经常性损益的净利润（元）",
+        "9,653,906,000.00",
+        "80.95%",
+        "19,348,761,000.00",
+        "131.32%",
+    ],
+]
 
 BALANCE_ZH = [
     ["比亚迪股份有限公司 2023年第三季度报告", "本报告期末", "上年度末", "本报告期末比上年度末增减"],
@@ -96,6 +114,7 @@ def app(
     write_csv(corpus / "microsoft-segment-results-fy2025-10k.csv", ANNUAL)
     write_csv(corpus / "byd-2023-q3-key-figures.csv", QUARTERLY_ZH)
     write_csv(corpus / "byd-2023-q3-balance.csv", BALANCE_ZH)
+    write_csv(corpus / "byd-2023-q3-net-profit.csv", PROFIT_ZH)
     engine = Clearance(settings_factory({}), store, provider=MockProvider())
     report = engine.ingest([corpus])
     assert report.failed == []
@@ -533,6 +552,37 @@ def test_the_quarter_by_itself_is_no_line(app: Clearance, monkeypatch: pytest.Mo
     )
     monkeypatch.setattr(intent_module, "_NOT_QUALIFIERS_CJK", re.compile(pattern))
     assert app.ask(question, "fay").status is Status.NOT_FOUND
+
+
+def test_net_profit_is_the_plainest_line_ending_in_it_and_the_first_quarters_no_quarter(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "比亚迪的净利润是多少?" (federal probe) quoted the whole table, both net profit lines
+    and both periods, where the question named no period: no line is called 净利润, so no
+    metric was read. A Chinese line's name ending in the measure after its last 的 is
+    asked for by the measure when it is the plainest such line (归属于上市公司股东的净利润,
+    not the one without non-recurring items, which 扣非净利润 names); 前三季度 is the
+    first three quarters, no third quarter of this year. Reverse proofs: without the
+    measure's name, no period is asked; with 前三季度 read as this year's Q3, the line is
+    not found."""
+    from clearance.answer import periods as periods_module
+
+    result = app.ask("比亚迪的净利润是多少?", "fay")
+    assert result.status is Status.CLARIFY and "period" in result.missing, result.answer
+    quarter = ask(app, "比亚迪2023年第三季度的净利润是多少?")
+    assert "10,412,751,000" in quarter and "归属于上市公司股东的净利润" in quarter, quarter
+    assert "19,348,761,000" in ask(app, "比亚迪2023年前三季度扣非净利润是多少?")
+    yearless = app.ask("比亚迪前三季度扣非净利润是多少?", "fay")
+    assert yearless.status is Status.CLARIFY and "Q1–Q3 FY2023" in yearless.options
+    monkeypatch.setitem(
+        periods_module._SUB_RE,
+        "zh",
+        re.compile(periods_module._SUB_RE["zh"].pattern.replace("(?<!前)", ""), re.I),
+    )
+    assert app.ask("比亚迪前三季度扣非净利润是多少?", "fay").status is Status.NOT_FOUND
+    monkeypatch.undo()
+    monkeypatch.setattr(structured_module, "_head_name", lambda metric, metrics: ())
+    assert app.ask("比亚迪的净利润是多少?", "fay").status is not Status.CLARIFY
 
 
 def test_two_names_of_one_span_are_one_look_up(

@@ -191,18 +191,20 @@ _SUBS: tuple[tuple[str, str], ...] = (
         "Q1",
     ),
     (
-        rf"{_L}(?:(?:second|2nd)\s+quarter|Q2|2Q){_R}|第\s*[2二]\s*(?:四半期|季度?)|[二2]\s*季度",
+        rf"{_L}(?:(?:second|2nd)\s+quarter|Q2|2Q){_R}|第\s*[2二]\s*(?:四半期|季度?)|(?<!前)[二2]\s*季度",
         "Q2",
     ),
     (
-        rf"{_L}(?:(?:third|3rd)\s+quarter|Q3|3Q){_R}|第\s*[3三]\s*(?:四半期|季度?)|[三3]\s*季度",
+        rf"{_L}(?:(?:third|3rd)\s+quarter|Q3|3Q){_R}|第\s*[3三]\s*(?:四半期|季度?)|(?<!前)[三3]\s*季度",
         "Q3",
     ),
     (
-        rf"{_L}(?:(?:fourth|4th)\s+quarter|Q4|4Q){_R}|第\s*[4四]\s*(?:四半期|季度?)|[四4]\s*季度",
+        rf"{_L}(?:(?:fourth|4th)\s+quarter|Q4|4Q){_R}|第\s*[4四]\s*(?:四半期|季度?)|(?<!前)[四4]\s*季度",
         "Q4",
     ),
 )
+# 前三季度 is the first three quarters, no third quarter (the tables' Q1–Q3): named without
+# a year, it is no period the question names, and which one is asked.
 # 上期 / 下期 are the fiscal halves in Japanese; in Chinese they mean "the previous / next
 # issue", so a Chinese question never reads them as periods.
 _SUBS_JA: tuple[tuple[str, str], ...] = ((r"上期", "H1"), (r"下期", "H2"))

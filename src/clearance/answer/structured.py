@@ -703,6 +703,7 @@ def readable_vocabulary(
                     *metric_aliases(name, measures),
                     *_other_names(name, measures),
                     *_number_forms(name),
+                    *_head_name(name, measures),
                 )
                 if kind == "metric"
                 else _number_forms(name)  # a line: "excise tax revenues" of "Excise Taxes"
@@ -738,6 +739,32 @@ def _number_forms(name: str) -> tuple[str, ...]:
     else:
         other = last + ("es" if _PLURAL_ES.search(last) else "s")
     return (f"{head} {other}".strip(),)
+
+
+#: Where a Chinese or Japanese line's name says whose or which part it is before the
+#: measure ("归属于上市公司股东的净利润": 的 then the measure).
+_OF = re.compile(r"[的之の]")
+
+
+def _head_name(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
+    """The measure a Chinese or Japanese line's name ends in, after its last 的 ("净利润" of
+    "归属于上市公司股东的净利润"), when that line is the plainest of ``metrics`` that end so:
+    "比亚迪的净利润是多少?" is asked of the table whose lines are the net profit attributable
+    to shareholders and the same without non-recurring items, and means the first, as the
+    reports' readers say it. None when a metric is called the measure itself, or two of the
+    plainest length end in it."""
+    parts = _OF.split(metric)
+    head = parts[-1].strip()
+    if len(parts) < 2 or len(head) < 2 or not head.isalpha() or head.isascii():
+        return ()
+    names = list(metrics)
+    if any(glossary.key(m) == glossary.key(head) for m in names) or glossary.same_line(head, names):
+        return ()  # a table has the measure itself, by this name or another
+    ending = [m for m in names if len(_OF.split(m)) > 1 and _OF.split(m)[-1].strip() == head]
+    plainest = min(len(m) for m in ending)
+    if len(metric) != plainest or sum(len(m) == plainest for m in ending) > 1:
+        return ()
+    return (head,)
 
 
 def _other_names(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
