@@ -1712,6 +1712,66 @@ def test_a_label_alone_is_quoted_with_its_sub_items_and_an_address_is_a_website(
     assert "transitapp.ost.dot.gov" not in answer(question, page)
 
 
+AUGUST_2008 = (
+    "Monthly Budget Review, August 6, 2008\n"
+    "CBO estimates that for the first 10 months of fiscal year 2008, the federal budget "
+    "deficit was about $371 billion, $213 billion more than the deficit recorded over the "
+    "same period in 2007. While revenues were about 1 percent lower than in the same period "
+    "last year, outlays over the same period have grown by almost 9 percent.\n\n"
+    "CBO estimates that a deficit of $102 billion was recorded for the month of July, about "
+    "$65 billion more than recorded in July 2007. Another major factor contributing to the "
+    "increase was the $15 billion disbursed in July 2008 by the FDIC."
+)
+
+
+def test_a_year_named_only_as_what_is_compared_with_is_no_year_of_the_amounts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "What was the deficit in July 2007?" (a new variant of the federal figures) was
+    answered "a deficit of $102 billion was recorded for the month of July", July 2008's,
+    because the sentence goes on "… more than recorded in July 2007"; "the first nine
+    months of fiscal year 2007" got fiscal 2008's ten months. A year named only after
+    "than" or "compared with" is what the amounts are compared with, and a month or a
+    count of months of another year (by the sentence or its heading) answers none of the
+    year asked: nothing is said rather than a wrong figure. Reverse proof: reading the
+    comparison's year as the sentence's own, July 2008's deficit is given for July 2007."""
+    page = snippet("S1", AUGUST_2008, "lines=1-9", "files:cbo.md")
+    assert answer("What was the deficit in July 2007?", page) == ""
+    assert answer("What was the deficit for the first nine months of fiscal year 2007?", page) == ""
+    assert "$102 billion" in answer("How large was the federal deficit in July 2008?", page)
+    grew = answer("How much more was the deficit in July 2008 than in July 2007?", page)
+    assert "$65 billion" in grew, grew
+    monkeypatch.setattr(extractive, "_COMPARED_TAIL", re.compile(r"(?!x)x"))
+    monkeypatch.setattr(extractive, "years_named", lambda text: {"2007", "2008"})
+    assert "$102 billion" in answer("What was the deficit in July 2007?", page)
+
+
+def test_how_much_a_line_was_up_is_the_clause_about_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "How much were outlays up in the first eight months of fiscal 2019?" got both the
+    revenues' and the outlays' amounts: "were … up" asks how much it rose, as "rise" does,
+    so the clause about outlays is the answer; "how much was down to the rebates" asks
+    what it was owed to, no comparison. Reverse proof: without "up" read as a change, the
+    revenues' amount is quoted too."""
+    page = snippet(
+        "S1",
+        "Revenues were $49 billion higher and outlays were $255 billion higher than during the "
+        "first eight months of 2018.",
+        "section=Monthly Budget Review for May 2019",
+        "files:cbo.md",
+    )
+    question = "How much were outlays up in the first eight months of fiscal 2019?"
+    said = answer(question, page)
+    assert "$255 billion" in said and "$49 billion" not in said, said
+    assert not extractive._ASKS_COMPARISON.search("How much was down to the tax rebates?")
+    assert not extractive._ASKS_COMPARISON.search("How do I sign up for the transit subsidy?")
+    pattern = extractive._ASKS_COMPARISON.pattern.replace(
+        r"|\b(?:was|were|is|are)\s+(?:\w+\s+){0,3}(?:up|down)\b(?!\s+to\b)", ""
+    )
+    assert pattern != extractive._ASKS_COMPARISON.pattern
+    monkeypatch.setattr(extractive, "_ASKS_COMPARISON", re.compile(pattern, re.IGNORECASE))
+    assert "$49 billion" in answer(question, page)
+
+
 SCREENING_JA = (
     "バックグラウンドスクリーニング\n"
     "追加のスクリーニングには、該当する場合、現地法に従って、デジタルまたは文書ベースの身元確認"

@@ -725,6 +725,15 @@ _WHOLE_FISCAL_YEAR = re.compile(
 )
 
 
+#: What a sentence compares its amounts with, to the clause's end: "… more than recorded in
+#: July 2007", "… compared with the same period in 2007".
+_COMPARED_TAIL = re.compile(
+    r"\b(?:than|compared\s+(?:with|to)|relative\s+to|(?:over|during|in)\s+the\s+same\s+"
+    r"period)\b[^.;,]*",
+    re.IGNORECASE,
+)
+
+
 def _of_the_period_asked(
     question: str,
     candidates: list[tuple[int, int, int, int]],
@@ -788,13 +797,48 @@ def _of_the_period_asked(
         unit = units[c[1]][c[2]]
         return f"{unit.heading} {unit.text}"
 
+    def own_years(c: tuple[int, int, int, int]) -> set[str]:
+        # the years of its amounts: not one it compares them with
+        unit = units[c[1]][c[2]]
+        return years_named(f"{unit.heading} {_COMPARED_TAIL.sub(' ', unit.text)}")
+
+    def only_compared_with(c: tuple[int, int, int, int]) -> bool:
+        # "a deficit of $102 billion was recorded for the month of July, about $65 billion
+        # more than recorded in July 2007" under "… August 6, 2008": July 2007 is what
+        # July 2008 is compared with, and none of the amounts is its own
+        unit = units[c[1]][c[2]]
+        tails = " ".join(m.group(0) for m in _COMPARED_TAIL.finditer(unit.text))
+        own = f"{unit.heading} {_COMPARED_TAIL.sub(' ', unit.text)}"
+        return bool(years_named(tails) & years) and not years_named(own) & years
+
+    candidates = [
+        c
+        for c in candidates
+        if not (_stated_amounts(units[c[1]][c[2]].text) and only_compared_with(c))
+    ]
+
+    # A month of a year or a count of months of one ("July 2007", "the first nine months
+    # of fiscal year 2007") is a span of the calendar no other year's amount answers.
+    calendar = bool(years) and bool(months or spans)
+
     def names(c: tuple[int, int, int, int]) -> bool:
         if months:  # the sentence's own month: a heading's is the date it was written
             own = units[c[1]][c[2]].text
-            return bool({m.casefold() for m in _MONTH_WORD.findall(own)} & months)
+            if not {m.casefold() for m in _MONTH_WORD.findall(own)} & months:
+                return False
+            # of the year asked, or of no year it says (a heading may say none)
+            named = own_years(c)
+            return not calendar or not named or bool(named & years)
         return bool(years_named(text(c)) & years)
 
     stating = [c for c in candidates if _stated_amounts(units[c[1]][c[2]].text)]
+    if calendar:
+        # the amounts of a span in another year, by the sentence or its heading ("… in
+        # July 2008", "While revenues were about 1 percent lower …" under "… August 6,
+        # 2008"), are none of the year asked, even when nothing else is left
+        other = [c for c in stating if own_years(c) and not own_years(c) & years]
+        candidates = [c for c in candidates if c not in other]
+        stating = [c for c in stating if c not in other]
     if not any(names(c) for c in stating):
         return candidates
     return [c for c in candidates if c not in stating or names(c)]
@@ -822,6 +866,9 @@ _ASKS_COMPARISON = re.compile(
     r"\b(?:more|less|fewer|larger|smaller|bigger|higher|lower|greater|than|compared?|versus"
     r"|vs|differ(?:ence)?|change[ds]?|grow|grew|grown|growth|increase[ds]?|decrease[ds]?"
     r"|rise|rose|risen|fall|fell|fallen|drop(?:ped)?|decline[ds]?)\b"
+    # "How much were outlays up …?" ("sign up" and "look up" compare nothing, nor "how
+    # much was down to the rebates", what it was owed to)
+    r"|\b(?:was|were|is|are)\s+(?:\w+\s+){0,3}(?:up|down)\b(?!\s+to\b)"
     r"|前期比|前年比|同比|環比|环比|増え|増加|減少|伸び|增长|增加|减少|下降|增减|増減",
     re.IGNORECASE,
 )
