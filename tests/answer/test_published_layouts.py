@@ -585,6 +585,44 @@ def test_net_profit_is_the_plainest_line_ending_in_it_and_the_first_quarters_no_
     assert app.ask("比亚迪的净利润是多少?", "fay").status is not Status.CLARIFY
 
 
+def test_a_change_asked_over_one_period_sets_the_year_before_beside_it(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "How much did Intelligent Cloud revenue grow in fiscal 2024?" (a new variant of the
+    federal figures) was answered with the year's revenue alone, which says nothing of the
+    growth; "How did … change between FY2023 and FY2024?" was refused as a request for an
+    explanation; "How much revenue did … bring in during fiscal 2023?" quoted the whole
+    table. A change asked over one period is the same span a year before, beside it, with
+    the difference; "how did … change" asks for figures; "bring in" and "during" say
+    nothing besides the slots. Reverse proofs: without the year before, the growth is not
+    given; with "how did" read as an explanation, the change is refused."""
+    from clearance.answer import intent as intent_module
+
+    def answered(question: str) -> str:  # the difference is the figures', no fact
+        result = app.ask(question, "fay")
+        assert result.status is Status.ANSWERED, (question, result.answer)
+        return result.answer
+
+    grew = answered("How much did Intelligent Cloud revenue grow in fiscal 2024?")
+    assert "72,944" in grew and "87,464" in grew and "14,520" in grew, grew
+    between = answered("How did Intelligent Cloud revenue change between FY2023 and FY2024?")
+    assert "14,520" in between, between
+    brought = ask(app, "How much revenue did Intelligent Cloud bring in during fiscal 2023?")
+    assert "72,944" in brought and "87,464" not in brought, brought
+    monkeypatch.setattr(
+        figures_module.FiguresRoute, "_with_the_year_before", lambda self, request, part: [part]
+    )
+    assert "14,520" not in answered("How much did Intelligent Cloud revenue grow in fiscal 2024?")
+    monkeypatch.setattr(intent_module, "_HOW_IT_CHANGED", re.compile(r"(?!x)x"))
+    result = app.ask("How did Intelligent Cloud revenue change between FY2023 and FY2024?", "fay")
+    assert "14,520" not in result.answer
+    monkeypatch.setattr(
+        intent_module, "_SMALL_WORDS", intent_module._SMALL_WORDS - {"during", "bring"}
+    )
+    result = app.ask("How much revenue did Intelligent Cloud bring in during fiscal 2023?", "fay")
+    assert result.route is not Route.STRUCTURED, result.answer
+
+
 def test_two_names_of_one_span_are_one_look_up(
     app: Clearance, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -174,7 +174,8 @@ _SMALL_WORDS_TEXT = """a an the what whats what's was is are were be been being 
     between it its this that there about so far reported as per s year years fiscal period
     whole full overall latest current segment segments division region business unit line
     category can could would pull get find look up just only alone itself single not
-    quarter make made makes generate generated generates earn earned than"""
+    quarter make made makes generate generated generates earn earned than during bring brings
+    brought"""
 _SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
 _LATIN_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u30a0-\u30ff]")
@@ -209,6 +210,11 @@ _COMPARE = re.compile(
     rf"growth|grow|grew|increased?|decreased?|declined?|rose|fell|higher|lower|more|less){_R}"
     r"|比較|比べ|対比|増減|前年比|伸び|同比|环比|環比|对比|對比|相比|比较|增长|增長|变化|變化|差异|差異",
     re.IGNORECASE,
+)
+# "How did revenue change between FY2023 and FY2024?" asks for figures side by side, as
+# "How much did it change" does: no explanation.
+_HOW_IT_CHANGED = re.compile(
+    rf"{_L}how\s+(?:did|has|have|does|do)(?=\s.*(?:{_COMPARE.pattern}))", re.IGNORECASE
 )
 # Words before a metric that do not narrow it to a line.
 _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
@@ -696,7 +702,7 @@ class RuleIntentParser:
         small = common <= _MAX_RESIDUAL_WORDS and cjk <= _MAX_RESIDUAL_CJK
         unexplained = bool(common or names or cjk)
         asks_quantity = bool(_QUANTITY.search(text))
-        explains = bool(_NARRATIVE.search(text))
+        explains = bool(_NARRATIVE.search(_HOW_IT_CHANGED.sub(" ", text)))
         extra = (tuple(resolved), tuple(ambiguous))
         unknown = [
             m.group(1)

@@ -115,6 +115,8 @@ def _alien_line(
 
 
 # A quarter or a half named without its year ("Q2", "the second quarter", "H1", 上半期).
+#: The year a canonical period names ("FY2024", "Q3 2023", "3M ended Dec 2023").
+_YEAR_IN_PERIOD = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
 _PART_WITHOUT_YEAR = re.compile(
     r"(?:the\s+)?(?:Q[1-4]|[1-4]Q|H[12]|(?:first|second|third|fourth)\s+(?:quarter|half)"
     r"|第\s*[1-4一二三四]\s*(?:四半期|季度)|上半期|下半期|上期|下期|上半年|下半年)",
@@ -462,6 +464,8 @@ class FiguresRoute:
             # Nothing to offer, and the question says more than its slots ("今期の事業貢献
             # 利益の見通しは"): the documents are the better judge than an empty question.
             return None
+        if intent.compare and len(intent.parts) == 1 and len(parts) == 1:
+            parts = self._with_the_year_before(request, parts[0])
         answer = self._figures(
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )
@@ -570,6 +574,19 @@ class FiguresRoute:
             options=options,
             resolved_periods=resolved,
         )
+
+    def _with_the_year_before(self, request: AnswerRequest, part: MetricQuery) -> list[MetricQuery]:
+        """A change asked over one period ("How much did Intelligent Cloud revenue grow in
+        fiscal 2024?"): the same span a year before, then the period asked, so the answer
+        sets the two side by side, as a report's year-over-year column does. The part alone
+        when no readable figure is the year before's."""
+        before = _YEAR_IN_PERIOD.sub(lambda m: str(int(m.group(0)) - 1), part.period or "", 1)
+        if not before or before == part.period:
+            return [part]
+        earlier = replace(part, period=before)
+        if self._tool(request, earlier).status != "found":
+            return [part]
+        return [earlier, part]
 
     def _figures(
         self,
