@@ -32,7 +32,7 @@ import pytest
 
 import clearance.answer.routes.figures as figures_module
 import clearance.answer.structured as structured_module
-from clearance.answer.result import Route, Status
+from clearance.answer.result import Citation, Route, Status
 from clearance.answer.structured import written_amount
 from clearance.app import Clearance
 from clearance.config import Settings
@@ -740,7 +740,11 @@ def konica(
     write_csv(
         corpus / "konica-minolta-2024-q2-tanshin.csv",
         [
-            ["2024年3月期第2四半期の連結業績", "売上高(百万円)", "営業利益(百万円)"],
+            [
+                "2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日)",
+                "売上高(百万円)",
+                "営業利益(百万円)",
+            ],
             ["2024年3月期第2四半期", "552,763", "785"],
         ],
     )
@@ -768,6 +772,40 @@ def konica(
     assert engine.ingest([corpus]).failed == []
     engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
     return engine
+
+
+def test_the_years_sentence_is_found_by_the_lines_other_name_and_the_reports_title(
+    konica: Clearance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "What was Konica Minolta's operating profit for the fiscal year ended March 2024?"
+    beside another company's English table whose line is called "operating income" (a new
+    variant of the federal figures): the question's line was that table's, and its
+    overview was searched by "operating income" alone and never found, so the year was
+    "not found". The overview is searched by every name the readable tables give the
+    line (its 営業利益), and a sentence naming no year is of the year its report's title
+    names, unless it names the year next to it. "The first half of the fiscal year ending
+    March 2024" is the first half of FY2024. Reverse proof: searched by the question's
+    name of the line alone, the year is not found."""
+    write_csv(
+        tmp_path / "ir" / "contoso-segment-results-fy2025-10k.csv",
+        [["(In millions) Year Ended June 30,", "2024"], ["Total Operating income", "109,433"]],
+    )
+    assert konica.ingest([tmp_path / "ir"]).failed == []
+    question = "What was Konica Minolta's operating profit for the fiscal year ended March 2024?"
+    english = konica.ask(question, "kenji")
+    assert english.status is Status.ANSWERED and "260億円" in english.answer, english.answer
+    no_part_as_the_year(english.answer)
+    half = konica.ask(
+        "What were Konica Minolta's net sales in the first half of the fiscal year ending "
+        "March 2024?",
+        "kenji",
+    )
+    assert "552,763" in half.answer and "Q1–Q2 FY2024" in half.answer, half.answer
+    cited = Citation("d", "Annual report 2024", "section=Results", "file:///d.md")
+    assert figures_module._of_the_year("2024", "Revenue rose 3 % since the 2003 merger.", cited)
+    assert not figures_module._of_the_year("2024", "Revenue was $10 bn in 2023.", cited)
+    monkeypatch.setattr(figures_module.glossary, "same_line", lambda name, names: [])
+    assert konica.ask(question, "kenji").status is Status.NOT_FOUND
 
 
 def no_part_as_the_year(result_answer: str) -> None:

@@ -182,6 +182,12 @@ _YEARS: tuple[tuple[str, int | None], ...] = (
 # An absolute fiscal year that a half or quarter without a year may lean on ("first half
 # of FY2024", "2024年度の上期").
 _ABSOLUTE_YEAR = rf"{_L}FY\s*'?(?P<fy>\d{{4}}){_R}|{_L}fiscal\s+(?:year\s+)?(?P<fiscal>\d{{4}}){_R}|(?P<nendo>\d{{4}})\s*(?:年度|[财財]年度?)"
+# "the first half of the fiscal year ending March 2024": a fiscal year is named by the
+# year it ends in.
+_ABSOLUTE_YEAR += (
+    rf"|{_L}(?:fiscal|financial)\s+year\s+end(?:ed|ing)\s+(?:in\s+)?[A-Za-z]{{3,9}}\.?\s+"
+    rf"(?:\d{{1,2}},?\s+)?(?P<ending>\d{{4}}){_R}"
+)
 # Halves and quarters named without a year.
 _SUBS: tuple[tuple[str, str], ...] = (
     (rf"{_L}(?:first\s+half|H1|1H){_R}|上半期|上半年度?", "H1"),
@@ -305,7 +311,7 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
     for pattern in _COMBINED[language]:
         for m in pattern.finditer(text):
             sub = _sub(m.group("sub"))
-            absolute = m.group("fy") or m.group("fiscal") or m.group("nendo")
+            absolute = m.group("fy") or m.group("fiscal") or m.group("nendo") or m.group("ending")
             if absolute:
                 years: Sequence[int] = [int(absolute)]
             else:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import date
 
+from clearance import glossary
 from clearance.analysis import file_name_words
 from clearance.answer.context import AnswerContext
 from clearance.answer.intent import (
@@ -68,6 +69,18 @@ TOO_MANY_PARTS = (
     "That asks for more than {limit} figures at once; please ask about fewer metrics, "
     "entities, periods or channels."
 )
+
+
+def _of_the_year(year: str, sentence: str, cited: Citation) -> bool:
+    """Whether a sentence states its amount for ``year``: it names it, or its section or
+    its document's title does ("コニカミノルタ 2024年3月期 連結業績の概要") and the sentence
+    names no year next to it ("… in 2023" under a 2024 title is the year before's; "the
+    highest since the 2003 merger" dates no amount)."""
+    own = years_named(sentence)
+    if year in own:
+        return True
+    near = any(abs(int(y) - int(year)) <= 1 for y in own)
+    return not near and year in years_named(f"{cited.locator}\n{cited.title}")
 
 
 def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: Citation) -> bool:
@@ -684,7 +697,11 @@ class FiguresRoute:
         # Japanese overview that says 営業利益.
         # Then by that name alone: the question's other words ("revenue for the fiscal year
         # ended March 2024") may rank the page's forecast paragraph above its summary.
-        for masked in (f"{request.masked}\n{query.metric}", query.metric):
+        # By each name of the line the readable tables use, too: "operating income" is a
+        # Japanese table's 営業利益, and its overview says so.
+        names = [query.metric, *glossary.same_line(query.metric, vocab.settings.metrics)]
+        tries = [f"{request.masked}\n{name}" for name in names] + names
+        for masked in dict.fromkeys(tries):
             prose = self.quote(replace(request, masked=masked))
             if prose is None or prose.status is not Status.ANSWERED:
                 continue
@@ -695,8 +712,14 @@ class FiguresRoute:
                 sentence = _plain_sentence(sentence, cited)
                 if (
                     states_whole_year_amount(sentence)
-                    and year.group(1) in years_named(f"{sentence}\n{cited.locator}")
-                    and any(m.canonical == query.metric for m in vocab.find("metric", sentence))
+                    and _of_the_year(year.group(1), sentence, cited)
+                    and any(
+                        # the line asked, by its name or another of the same line's (a
+                        # Japanese overview's 営業利益 is the operating income asked)
+                        m.canonical == query.metric
+                        or glossary.same_line(query.metric, [m.canonical])
+                        for m in vocab.find("metric", sentence)
+                    )
                     and _names_entity(vocab, query.entity, sentence, cited)
                 ):
                     # The best sentence stating it, alone: the others may give another
