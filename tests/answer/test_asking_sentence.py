@@ -277,16 +277,38 @@ def test_the_story_a_passage_lacks_takes_nothing_from_it() -> None:
     )
 
 
-@pytest.mark.parametrize("opening", ["ugh, I think", "Hey, I guess", "ok so I wonder if"])
+@pytest.mark.parametrize(
+    "opening",
+    ["ugh, I think", "Hey, I guess", "ok so I wonder if", "what exactly", "honestly"],
+)
 def test_interjections_and_hedges_weigh_nothing(opening: str) -> None:
     """ "ugh", "I think" and their kind are in no page, and weighed fully they sank the
     stolen-laptop steps for "ugh, I think my work laptop was stolen out of my car. what am
-    I supposed to do?"."""
+    I supposed to do?". Nor does an intensifier: "exactly" in "What exactly do I need to
+    send, and to whom?" (TTS probe) was the ask's heaviest word and sank the paid
+    parental leave page that lists what to send."""
     stats = TermStatistics(200, {"laptop": 6, "stolen": 2, "car": 1})
     weights = relevance_module.question_weights(
         f"{opening} my laptop was stolen from my car", lambda terms: stats
     )
     assert set(weights) == {"laptop", "stolen", "car"}
+
+
+def test_reverse_proof_an_intensifier_weighed_is_the_heaviest_word(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reverse proof of the above: weighed as a word of the ask, "exactly" (in no page)
+    outweighs what the ask is about."""
+    stats = TermStatistics(200, {"send": 20, "birth": 20})
+    question = "What exactly do I need to send before the birth?"
+    assert "exact" not in relevance_module.question_weights(question, lambda terms: stats)
+    monkeypatch.setattr(
+        relevance_module,
+        "_FUNCTION_WORDS",
+        relevance_module._FUNCTION_WORDS - {"exact", "exactli"},
+    )
+    weights = relevance_module.question_weights(question, lambda terms: stats)
+    assert max(weights, key=weights.__getitem__) == "exact", weights
 
 
 TERMINAL = (
