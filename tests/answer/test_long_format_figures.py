@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -294,6 +295,20 @@ def test_a_share_asked_for_is_the_percentage_never_the_amount(app: Clearance) ->
     # no table gives debt as a share: the figure route does not give the amount for it
     debt = ask(app, "What was debt as a share of GDP in fiscal year 2020?")
     assert "was 21,016.7" not in debt.answer, debt.answer
+
+
+def test_relative_to_gdp_is_a_share(app: Clearance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "How big was the deficit in 2009 relative to GDP?" got the deficit and GDP in
+    dollars (a new variant of the GitLab set's figures): "relative to" asks for the
+    share. Reverse proof: without reading "relative to", the amount is given."""
+    question = "How big was the deficit in 2009 relative to GDP?"
+    share = ask(app, question)
+    assert "-9.8%" in share.answer and "1,412" not in share.answer, share.answer
+    pattern = intent_module.SHARE_OF.pattern.replace(r"|\b(?:relative|in\s+relation)\s+to", "")
+    assert pattern != intent_module.SHARE_OF.pattern
+    monkeypatch.setattr(intent_module, "SHARE_OF", re.compile(pattern))
+    monkeypatch.setattr(figures_module, "SHARE_OF", intent_module.SHARE_OF)
+    assert "-9.8%" not in ask(app, question).answer
 
 
 def _fact(value: float, raw: str, doc: str) -> tuple[Fact, Document]:

@@ -571,6 +571,17 @@ def test_net_profit_is_the_plainest_line_ending_in_it_and_the_first_quarters_no_
     assert result.status is Status.CLARIFY and "period" in result.missing, result.answer
     quarter = ask(app, "比亚迪2023年第三季度的净利润是多少?")
     assert "10,412,751,000" in quarter and "归属于上市公司股东的净利润" in quarter, quarter
+    assert "9,653,906,000" not in quarter
+    # only a statement line's measure, only the plainest line of one company's, and only
+    # where the others hold its qualifier
+    byd = ["归属于上市公司股东的净利润", "归属于上市公司股东的扣除非经常性损益的净利润"]
+    assert structured_module._head_name(byd[0], byd) == ("净利润",)
+    assert structured_module._head_name(byd[1], byd) == ()
+    assert structured_module._head_name(byd[0], [*byd, "扣除非经常性损益的净利润"]) == ()
+    assert (
+        structured_module._head_name("经营活动产生的现金流量净额", ["经营活动产生的现金流量净额"])
+        == ()
+    )
     assert "19,348,761,000" in ask(app, "比亚迪2023年前三季度扣非净利润是多少?")
     yearless = app.ask("比亚迪前三季度扣非净利润是多少?", "fay")
     assert yearless.status is Status.CLARIFY and "Q1–Q3 FY2023" in yearless.options
@@ -582,7 +593,8 @@ def test_net_profit_is_the_plainest_line_ending_in_it_and_the_first_quarters_no_
     assert app.ask("比亚迪前三季度扣非净利润是多少?", "fay").status is Status.NOT_FOUND
     monkeypatch.undo()
     monkeypatch.setattr(structured_module, "_head_name", lambda metric, metrics: ())
-    assert app.ask("比亚迪的净利润是多少?", "fay").status is not Status.CLARIFY
+    plain = app.ask("比亚迪的净利润是多少?", "fay")
+    assert plain.status is not Status.CLARIFY and plain.route is not Route.STRUCTURED
 
 
 def test_a_change_asked_over_one_period_sets_the_year_before_beside_it(
@@ -621,6 +633,34 @@ def test_a_change_asked_over_one_period_sets_the_year_before_beside_it(
     )
     result = app.ask("How much revenue did Intelligent Cloud bring in during fiscal 2023?", "fay")
     assert result.route is not Route.STRUCTURED, result.answer
+
+
+def test_a_span_no_table_reports_for_anyone_is_read_in_the_documents(
+    app: Clearance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "What were revenues in the first eight months of fiscal year 2019?" beside a
+    company's annual and quarterly tables (a new variant of the federal figures): the
+    company was assumed as the only one with revenue, and its eight months were "not
+    found", though a budget review states them. When whose figure it is was assumed and
+    no readable table reports such a count of months for anyone, the documents answer; a
+    year, a half or a quarter stays not found. Reverse proof: taking the company's "not
+    found", the review is not quoted."""
+    (tmp_path / "finance" / "budget-reviews.md").write_text(
+        "# Monthly Budget Review for May 2019\n\n"
+        "Revenues were $2,255 billion in the first eight months of fiscal year 2019, CBO "
+        "estimates.\n",
+        encoding="utf-8",
+    )
+    assert app.ingest([tmp_path / "finance"]).failed == []
+    question = "What were revenues in the first eight months of fiscal year 2019?"
+    said = app.ask(question, "fay")
+    assert said.status is Status.ANSWERED and "$2,255 billion" in said.answer, said.answer
+    assert "Microsoft" not in said.answer
+    assert app.ask("What were revenues in fiscal year 2019?", "fay").status is Status.NOT_FOUND
+    monkeypatch.setattr(
+        figures_module.FiguresRoute, "_reported_for", lambda self, request, period: True
+    )
+    assert app.ask(question, "fay").status is Status.NOT_FOUND
 
 
 def test_two_names_of_one_span_are_one_look_up(
@@ -784,14 +824,15 @@ def test_the_years_sentence_is_found_by_the_lines_other_name_and_the_reports_tit
     "not found". The overview is searched by every name the readable tables give the
     line (its 営業利益), and a sentence naming no year is of the year its report's title
     names, unless it names the year next to it. "The first half of the fiscal year ending
-    March 2024" is the first half of FY2024. Reverse proof: searched by the question's
-    name of the line alone, the year is not found."""
+    March 2024" is the first half of FY2024. Reverse proof: without the line's other
+    names, to search by and to match the sentence with, the year is not found."""
     write_csv(
         tmp_path / "ir" / "contoso-segment-results-fy2025-10k.csv",
         [["(In millions) Year Ended June 30,", "2024"], ["Total Operating income", "109,433"]],
     )
     assert konica.ingest([tmp_path / "ir"]).failed == []
-    question = "What was Konica Minolta's operating profit for the fiscal year ended March 2024?"
+    # "operating income" is the other table's own name of the line, not the overview's
+    question = "What was Konica Minolta's operating income for the fiscal year ended March 2024?"
     english = konica.ask(question, "kenji")
     assert english.status is Status.ANSWERED and "260億円" in english.answer, english.answer
     no_part_as_the_year(english.answer)
@@ -804,7 +845,7 @@ def test_the_years_sentence_is_found_by_the_lines_other_name_and_the_reports_tit
     cited = Citation("d", "Annual report 2024", "section=Results", "file:///d.md")
     assert figures_module._of_the_year("2024", "Revenue rose 3 % since the 2003 merger.", cited)
     assert not figures_module._of_the_year("2024", "Revenue was $10 bn in 2023.", cited)
-    monkeypatch.setattr(figures_module.glossary, "same_line", lambda name, names: [])
+    monkeypatch.setattr(figures_module, "_line_names", lambda metric, vocab: [])
     assert konica.ask(question, "kenji").status is Status.NOT_FOUND
 
 

@@ -214,7 +214,11 @@ _COMPARE = re.compile(
 # "How did revenue change between FY2023 and FY2024?" asks for figures side by side, as
 # "How much did it change" does: no explanation.
 _HOW_IT_CHANGED = re.compile(
-    rf"{_L}how\s+(?:did|has|have|does|do)(?=\s.*(?:{_COMPARE.pattern}))", re.IGNORECASE
+    rf"{_L}how\s+(?:did|has|have|does|do)\s+(?:[\w&.'’-]+\s+){{1,6}}?"
+    r"(?:change[ds]?|grow|grown|increase[ds]?|decrease[ds]?|rise|risen|fall|fallen|decline[ds]?)"
+    # the change ends the clause: "how did Microsoft increase its revenue" asks how
+    r"(?=\s+(?:between|from|in|over|since|during|year)\b|\s*[?？.,]|\s*$)",
+    re.IGNORECASE,
 )
 # Words before a metric that do not narrow it to a line.
 _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
@@ -281,8 +285,10 @@ _MAX_RESIDUAL_CJK = 2
 #: A share of something asked for ("as a percentage of GDP", "as a share of revenue",
 #: "% of sales"): a percentage is asked, and its base is no metric of the question.
 SHARE_OF = re.compile(
-    r"(?i:\b(?:as\s+an?\s+)?(?:percentage|percent|share|proportion|fraction)\s+of|%\s+of)"
-    r"\s+(?:the\s+|its\s+|total\s+)*[\w&.-]+"
+    r"(?i:\b(?:as\s+an?\s+)?(?:percentage|percent|share|proportion|fraction)\s+of|%\s+of"
+    # "the deficit in 2009 relative to GDP", "… compared to the size of the economy"
+    r"|\b(?:relative|in\s+relation)\s+to)"
+    r"\s+(?:the\s+|its\s+|total\s+|size\s+of\s+the\s+)*[\w&.-]+"
 )
 
 

@@ -185,7 +185,7 @@ _ABSOLUTE_YEAR = rf"{_L}FY\s*'?(?P<fy>\d{{4}}){_R}|{_L}fiscal\s+(?:year\s+)?(?P<
 # "the first half of the fiscal year ending March 2024": a fiscal year is named by the
 # year it ends in.
 _ABSOLUTE_YEAR += (
-    rf"|{_L}(?:fiscal|financial)\s+year\s+end(?:ed|ing)\s+(?:in\s+)?[A-Za-z]{{3,9}}\.?\s+"
+    rf"|{_L}(?:fiscal|financial)\s+year\s+end(?:ed|ing)\s+(?:in\s+)?(?P<endmonth>[A-Za-z]{{3,9}})\.?\s+"
     rf"(?:\d{{1,2}},?\s+)?(?P<ending>\d{{4}}){_R}"
 )
 # Halves and quarters named without a year.
@@ -193,7 +193,7 @@ _SUBS: tuple[tuple[str, str], ...] = (
     (rf"{_L}(?:first\s+half|H1|1H){_R}|上半期|上半年度?", "H1"),
     (rf"{_L}(?:second\s+half|H2|2H){_R}|下半期|下半年度?", "H2"),
     (
-        rf"{_L}(?:(?:first|1st)\s+quarter|Q1|1Q){_R}|第\s*[1一]\s*(?:四半期|季度?)|[一1]\s*季度",
+        rf"{_L}(?:(?:first|1st)\s+quarter|Q1|1Q){_R}|第\s*[1一]\s*(?:四半期|季度?)|(?<!前)[一1]\s*季度",
         "Q1",
     ),
     (
@@ -210,13 +210,18 @@ _SUBS: tuple[tuple[str, str], ...] = (
     ),
 )
 # 前三季度 is the first three quarters, no third quarter (the tables' Q1–Q3): named without
-# a year, it is no period the question names, and which one is asked.
+# a year, it is no period the question names, and which one is asked; 前一季度 is the
+# quarter before this one (_STEPS).
 # 上期 / 下期 are the fiscal halves in Japanese; in Chinese they mean "the previous / next
 # issue", so a Chinese question never reads them as periods.
 _SUBS_JA: tuple[tuple[str, str], ...] = ((r"上期", "H1"), (r"下期", "H2"))
 # Quarters and halves relative to the current one.
 _STEPS: tuple[tuple[str, str, int], ...] = (
-    (rf"{_L}(?:last|previous|prior)\s+quarter{_R}|前四半期|上一?[个個]?季度", "Q", -1),
+    (
+        rf"{_L}(?:last|previous|prior)\s+quarter{_R}|前四半期|上一?[个個]?季度|前一[个個]?季度",
+        "Q",
+        -1,
+    ),
     (
         rf"{_L}(?:this|current)\s+quarter{_R}|今四半期|当四半期|本季度|这个季度|這個季度|当季|當季",
         "Q",
@@ -229,6 +234,14 @@ _STEPS: tuple[tuple[str, str, int], ...] = (
 )
 _JOIN_AFTER_YEAR = r"\s*(?:'s|’s|の|的)?\s*"  # "last year's Q3", "去年的上半年", "昨年度の上期"
 _JOIN_BEFORE_YEAR = r"\s*(?:of\s+|in\s+)?(?:the\s+)?"  # "Q3 of last year", "H1 last year"
+
+
+_MONTH_NUMBER = {
+    name: number
+    for number, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
+    )
+}
 
 
 def _alternation(forms: Sequence[tuple[str, object]] | Sequence[tuple[str, str, int]]) -> str:
@@ -311,9 +324,15 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
     for pattern in _COMBINED[language]:
         for m in pattern.finditer(text):
             sub = _sub(m.group("sub"))
-            absolute = m.group("fy") or m.group("fiscal") or m.group("nendo") or m.group("ending")
-            if absolute:
-                years: Sequence[int] = [int(absolute)]
+            absolute = m.group("fy") or m.group("fiscal") or m.group("nendo")
+            month = _MONTH_NUMBER.get((m.group("endmonth") or "")[:3].casefold())
+            if m.group("ending") and month is not None:
+                # the label of the fiscal year that month ends, in the calendar's naming
+                years: Sequence[int] = [
+                    calendar.fiscal_year(date(int(m.group("ending")), month, 1))
+                ]
+            elif absolute:
+                years = [int(absolute)]
             else:
                 years = [current + o for o in _year_offsets(m.group("year"), language)]
             add(m.start(), m.end(), [f"{sub} {y}" for y in years])

@@ -166,7 +166,7 @@ _FUNCTION_WORDS = frozenset(
         already really rather perhaps maybe got gotten might go goes went gone going
         supposed ought gave given done anyway anyhow whole thing things something
         everything nothing think guess wonder ugh hey hi hello oh um uh hmm ok okay yeah
-        thanks thank exactly precisely honestly"""
+        thanks thank exactly"""
     )
 )
 

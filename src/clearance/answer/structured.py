@@ -687,6 +687,14 @@ def readable_vocabulary(
     added = False
     facts = list(facts)
     measures = {f.metric for f in facts} | set(metrics)
+    # each metric's neighbours: the metrics of the entities that report it
+    of_entity: dict[str, set[str]] = {}
+    for fact in facts:
+        of_entity.setdefault(fact.entity, set()).add(fact.metric)
+    beside: dict[str, set[str]] = {}
+    for held in of_entity.values():
+        for metric in held:
+            beside.setdefault(metric, set()).update(held)
     for fact in facts:
         for kind, name, table in (
             ("metric", fact.metric, metrics),
@@ -703,7 +711,7 @@ def readable_vocabulary(
                     *metric_aliases(name, measures),
                     *_other_names(name, measures),
                     *_number_forms(name),
-                    *_head_name(name, measures),
+                    *_head_name(name, beside.get(name, set())),
                 )
                 if kind == "metric"
                 else _number_forms(name)  # a line: "excise tax revenues" of "Excise Taxes"
@@ -748,21 +756,24 @@ _OF = re.compile(r"[的之の]")
 
 def _head_name(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
     """The measure a Chinese or Japanese line's name ends in, after its last 的 ("净利润" of
-    "归属于上市公司股东的净利润"), when that line is the plainest of ``metrics`` that end so:
-    "比亚迪的净利润是多少?" is asked of the table whose lines are the net profit attributable
-    to shareholders and the same without non-recurring items, and means the first, as the
-    reports' readers say it. None when a metric is called the measure itself, or two of the
-    plainest length end in it."""
+    "归属于上市公司股东的净利润"), as a name of it: "比亚迪的净利润是多少?" is asked of a
+    company whose lines are the net profit attributable to shareholders and the same
+    without non-recurring items, and means the first, as readers of its reports say it.
+    ``metrics`` are the lines of the companies reporting ``metric``. Only a measure a
+    statement line is called (:mod:`clearance.glossary`), and only for the plainest of
+    ``metrics`` ending in it, whose qualifier every other one's name holds ("归属于上市公司
+    股东的" in "归属于上市公司股东的扣除非经常性损益的净利润"); none when a line is called the
+    measure itself, by this name or another."""
     parts = _OF.split(metric)
     head = parts[-1].strip()
-    if len(parts) < 2 or len(head) < 2 or not head.isalpha() or head.isascii():
+    if len(parts) < 2 or len(head) < 2 or not glossary.equivalents(head):
         return ()
     names = list(metrics)
     if any(glossary.key(m) == glossary.key(head) for m in names) or glossary.same_line(head, names):
         return ()  # a table has the measure itself, by this name or another
     ending = [m for m in names if len(_OF.split(m)) > 1 and _OF.split(m)[-1].strip() == head]
-    plainest = min(len(m) for m in ending)
-    if len(metric) != plainest or sum(len(m) == plainest for m in ending) > 1:
+    qualifier = metric[: len(metric) - len(head)]
+    if any(m != metric and (len(m) <= len(metric) or qualifier not in m) for m in ending):
         return ()
     return (head,)
 

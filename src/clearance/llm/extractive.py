@@ -728,8 +728,10 @@ _WHOLE_FISCAL_YEAR = re.compile(
 #: What a sentence compares its amounts with, to the clause's end: "… more than recorded in
 #: July 2007", "… compared with the same period in 2007".
 _COMPARED_TAIL = re.compile(
-    r"\b(?:than|compared\s+(?:with|to)|relative\s+to|(?:over|during|in)\s+the\s+same\s+"
-    r"period)\b[^.;,]*",
+    # "than" before an amount says how much ("more than $500 billion in 2007"); the clause
+    # ends at a comma, a semicolon or a full stop (not a decimal point)
+    r"\b(?:than(?!\s+(?:about\s+|around\s+)?[$€£¥]?\d)|compared\s+(?:with|to)|relative\s+to"
+    r"|(?:over|during|in)\s+the\s+same\s+period|(?:up|down)\s+from)\b(?:[^.;,]|\.\d)*",
     re.IGNORECASE,
 )
 
@@ -811,23 +813,24 @@ def _of_the_period_asked(
         own = f"{unit.heading} {_COMPARED_TAIL.sub(' ', unit.text)}"
         return bool(years_named(tails) & years) and not years_named(own) & years
 
-    candidates = [
-        c
-        for c in candidates
-        if not (_stated_amounts(units[c[1]][c[2]].text) and only_compared_with(c))
+    compared = [
+        c for c in candidates if _stated_amounts(units[c[1]][c[2]].text) and only_compared_with(c)
     ]
+    candidates = [c for c in candidates if c not in compared]
 
     # A month of a year or a count of months of one ("July 2007", "the first nine months
-    # of fiscal year 2007") is a span of the calendar no other year's amount answers.
-    calendar = bool(years) and bool(months or spans)
+    # of fiscal year 2007") is a span of the calendar no other year's amount answers; nor
+    # is a year whose only sentence was what another is compared with.
+    calendar = bool(years) and bool(months or spans or compared)
 
     def names(c: tuple[int, int, int, int]) -> bool:
         if months:  # the sentence's own month: a heading's is the date it was written
             own = units[c[1]][c[2]].text
             if not {m.casefold() for m in _MONTH_WORD.findall(own)} & months:
                 return False
-            # of the year asked, or of no year it says (a heading may say none)
-            named = own_years(c)
+            # of the year asked, or of no year it says: the sentence's own (a heading's
+            # is the date it was written, "… January 8, 2009" over December 2008's)
+            named = years_named(_COMPARED_TAIL.sub(" ", own))
             return not calendar or not named or bool(named & years)
         return bool(years_named(text(c)) & years)
 
@@ -836,7 +839,7 @@ def _of_the_period_asked(
         # the amounts of a span in another year, by the sentence or its heading ("… in
         # July 2008", "While revenues were about 1 percent lower …" under "… August 6,
         # 2008"), are none of the year asked, even when nothing else is left
-        other = [c for c in stating if own_years(c) and not own_years(c) & years]
+        other = [c for c in stating if not names(c) and own_years(c) and not own_years(c) & years]
         candidates = [c for c in candidates if c not in other]
         stating = [c for c in stating if c not in other]
     if not any(names(c) for c in stating):
@@ -866,9 +869,10 @@ _ASKS_COMPARISON = re.compile(
     r"\b(?:more|less|fewer|larger|smaller|bigger|higher|lower|greater|than|compared?|versus"
     r"|vs|differ(?:ence)?|change[ds]?|grow|grew|grown|growth|increase[ds]?|decrease[ds]?"
     r"|rise|rose|risen|fall|fell|fallen|drop(?:ped)?|decline[ds]?)\b"
-    # "How much were outlays up …?" ("sign up" and "look up" compare nothing, nor "how
-    # much was down to the rebates", what it was owed to)
-    r"|\b(?:was|were|is|are)\s+(?:\w+\s+){0,3}(?:up|down)\b(?!\s+to\b)"
+    # "How much were outlays up in …?" ("What is the sign up fee?", "Is the VPN down?"
+    # and "how much was down to the rebates" compare nothing)
+    r"|\b(?:was|were|is|are)\s+(?:\w+\s+){1,3}(?:up|down)\s+(?:by|from|in|over|on|during"
+    r"|since|compared|year)\b"
     r"|前期比|前年比|同比|環比|环比|増え|増加|減少|伸び|增长|增加|减少|下降|增减|増減",
     re.IGNORECASE,
 )
@@ -1426,7 +1430,9 @@ def _score(
 
 #: A web address written out, with or without its scheme ("vltp.gsa.gov").
 _WEB_ADDRESS = re.compile(
-    r"\bhttps?://\S|\bwww\.\w|(?<![\w@.-])[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:gov|com|org|net|edu|mil|io)\b(?!@)"
+    r"\bhttps?://\S|(?<![\w@.-])(?:www\.\w|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:gov|com|org|net|edu"
+    r"|mil|io)\b(?![@.\w]))",
+    re.IGNORECASE,
 )
 #: What a unit holding a web address is, in the words a question asks for one with.
 _WEB_WORDS = frozenset(document_terms("website web site url link"))

@@ -71,15 +71,27 @@ TOO_MANY_PARTS = (
 )
 
 
+def _line_names(metric: str, vocab: Vocabulary) -> list[str]:
+    """The other names the readable tables give the line ``metric`` (a Japanese table's
+    営業利益 for "operating income")."""
+    return glossary.same_line(metric, vocab.settings.metrics)
+
+
+#: How far from the year asked a year a sentence names makes the sentence that year's
+#: rather than its report's ("… in 2019" under a 2024 title; "since the 2003 merger" dates
+#: no amount of 2024's).
+_NEAR_YEARS = 5
+
+
 def _of_the_year(year: str, sentence: str, cited: Citation) -> bool:
     """Whether a sentence states its amount for ``year``: it names it, or its section or
     its document's title does ("コニカミノルタ 2024年3月期 連結業績の概要") and the sentence
-    names no year next to it ("… in 2023" under a 2024 title is the year before's; "the
-    highest since the 2003 merger" dates no amount)."""
+    names no year near it (:data:`_NEAR_YEARS`: "… in 2023" under a 2024 title is the year
+    before's; "the highest since the 2003 merger" dates no amount)."""
     own = years_named(sentence)
     if year in own:
         return True
-    near = any(abs(int(y) - int(year)) <= 1 for y in own)
+    near = any(abs(int(y) - int(year)) <= _NEAR_YEARS for y in own)
     return not near and year in years_named(f"{cited.locator}\n{cited.title}")
 
 
@@ -127,9 +139,18 @@ def _alien_line(
     return name if re.search(said, question) else ""
 
 
-# A quarter or a half named without its year ("Q2", "the second quarter", "H1", 上半期).
+#: A count of months from a year's start, as periods are written ("11M FY2008").
+_MONTHS_COUNTED = re.compile(r"\d{1,2}M\s+FY\d{4}$")
+#: A change asked for ("How much did … grow in fiscal 2024?"), and what it may be asked
+#: against instead of the year before ("… compared with Total Revenue").
+_CHANGE = re.compile(
+    r"(?i:\b(?:grow|grew|grown|growth|increase[ds]?|decrease[ds]?|rise|rose|risen|fall|fell"
+    r"|fallen|decline[ds]?|drop(?:ped)?|change[ds]?)\b)|増加|減少|伸び|増え|減っ|增长|增加|减少|下降"
+)
+_COMPARED_WITH = re.compile(r"(?i:\b(?:compared?|than|vs\.?|versus|against|relative)\b)|比べ|相比")
 #: The year a canonical period names ("FY2024", "Q3 2023", "3M ended Dec 2023").
 _YEAR_IN_PERIOD = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
+# A quarter or a half named without its year ("Q2", "the second quarter", "H1", 上半期).
 _PART_WITHOUT_YEAR = re.compile(
     r"(?:the\s+)?(?:Q[1-4]|[1-4]Q|H[12]|(?:first|second|third|fourth)\s+(?:quarter|half)"
     r"|第\s*[1-4一二三四]\s*(?:四半期|季度)|上半期|下半期|上期|下期|上半年|下半年)",
@@ -477,11 +498,31 @@ class FiguresRoute:
             # Nothing to offer, and the question says more than its slots ("今期の事業貢献
             # 利益の見通しは"): the documents are the better judge than an empty question.
             return None
-        if intent.compare and len(intent.parts) == 1 and len(parts) == 1:
+        if (
+            intent.compare
+            and len(intent.parts) == 1
+            and len(parts) == 1
+            and _CHANGE.search(request.masked or request.question)
+            and not _COMPARED_WITH.search(request.masked or request.question)
+        ):
             parts = self._with_the_year_before(request, parts[0])
         answer = self._figures(
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )
+        if (
+            answer.status is Status.NOT_FOUND
+            and not answer.flags
+            and any(a.startswith("entity:") for a in assumptions)
+            and all(_MONTHS_COUNTED.match(part.period or "") for part in parts)
+            and not any(self._reported_for(request, part.period) for part in parts)
+        ):
+            # Whose figure it is was assumed, and no readable table reports a count of
+            # months like the one asked for anyone ("total receipts in the first 11 months
+            # of fiscal year 2008" beside annual and quarterly tables): the budget reviews
+            # that state it in prose are the better judge, not a "not found" for a company
+            # nobody named. A year, a half or a quarter stays not found: its passages
+            # state other years' amounts (a forecast) as readily.
+            return None
         if (
             answer.status is Status.NOT_FOUND
             and not answer.flags
@@ -586,6 +627,16 @@ class FiguresRoute:
             missing=("period",),
             options=options,
             resolved_periods=resolved,
+        )
+
+    def _reported_for(self, request: AnswerRequest, period: str | None) -> bool:
+        """Whether a readable fact of anyone's is for ``period`` (or the year to that part)."""
+        if period is None:
+            return True
+        canonical = self.ctx.vocab.canonical_period(period) or period
+        wanted = {canonical, year_to_quarter(canonical)}
+        return any(
+            f.period in wanted for f, _ in self.ctx.readable_facts(request, channel=ALL_CHANNELS)
         )
 
     def _with_the_year_before(self, request: AnswerRequest, part: MetricQuery) -> list[MetricQuery]:
@@ -699,7 +750,7 @@ class FiguresRoute:
         # ended March 2024") may rank the page's forecast paragraph above its summary.
         # By each name of the line the readable tables use, too: "operating income" is a
         # Japanese table's 営業利益, and its overview says so.
-        names = [query.metric, *glossary.same_line(query.metric, vocab.settings.metrics)]
+        names = [query.metric, *_line_names(query.metric, vocab)]
         tries = [f"{request.masked}\n{name}" for name in names] + names
         for masked in dict.fromkeys(tries):
             prose = self.quote(replace(request, masked=masked))
@@ -717,7 +768,7 @@ class FiguresRoute:
                         # the line asked, by its name or another of the same line's (a
                         # Japanese overview's 営業利益 is the operating income asked)
                         m.canonical == query.metric
-                        or glossary.same_line(query.metric, [m.canonical])
+                        or m.canonical in _line_names(query.metric, vocab)
                         for m in vocab.find("metric", sentence)
                     )
                     and _names_entity(vocab, query.entity, sentence, cited)
