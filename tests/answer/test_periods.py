@@ -301,3 +301,25 @@ def test_the_labels_of_a_full_year_say_when_fiscal_years_end(
     labels: list[str], month: int | None
 ) -> None:
     assert fiscal_year_end(labels) == month
+
+
+def test_a_fiscal_year_named_by_the_month_it_ends_is_labelled_by_the_calendar() -> None:
+    """ "the first half of the fiscal year ending March 2024" is the half of the year that
+    ends then, as the calendar labels it: FY2024 in calendar years, FY2023 where fiscal
+    years start in April and are named by their start, FY2024 where named by their end.
+    Reading the year written as the label gave an April calendar's half a year late."""
+    text = "the first half of the fiscal year ending March 2024"
+    assert find_relative(text, FiscalCalendar(), OCTOBER_15)[0].period == "H1 2024"
+    assert find_relative(text, APRIL, OCTOBER_15)[0].period == "H1 2023"
+    by_end = FiscalCalendar(4, "end")
+    assert find_relative(text, by_end, OCTOBER_15)[0].period == "H1 2024"
+    ended = "Q2 of the fiscal year ended June 30, 2024"
+    assert find_relative(ended, FiscalCalendar(7, "end"), OCTOBER_15)[0].period == "Q2 2024"
+
+
+def test_the_first_three_quarters_and_the_quarter_before_are_no_quarter_of_this_year() -> None:
+    """前三季度 is the first three quarters and 前一季度 the quarter before this one; both
+    were read as a quarter of this year (Q3, Q1)."""
+    assert not find_relative("比亚迪前三季度营业收入", APRIL, OCTOBER_15)
+    (before,) = find_relative("比亚迪前一季度营业收入", APRIL, OCTOBER_15)
+    assert before.period == find_relative("上季度", APRIL, OCTOBER_15)[0].period
