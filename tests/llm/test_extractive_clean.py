@@ -1759,6 +1759,39 @@ def test_a_year_named_only_as_what_is_compared_with_is_no_year_of_the_amounts(
     assert "$102 billion" in answer("What was the deficit in July 2007?", page)
 
 
+OVERVIEW_JA = (
+    "当期における当社グループの連結売上高は、1兆1,599億円(前期比2.6%増)となりました。"
+    "今期は、売上高は横ばいの1兆1600億円としている。"
+)
+
+
+def test_a_forecast_asked_is_a_sentence_stating_one_and_a_whole_year_no_part_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "コニカミノルタの2025年3月期の売上高の予想はいくらですか?" (a new variant of the federal
+    figures) was answered with the year before's actual (1兆1,599億円), a wrong figure: a
+    forecast asked is a sentence stating one (今期…としている). "What deficit did CBO expect
+    for all of fiscal year 2008?" opened with the first ten months' $371 billion, a part sold
+    as the year: where a sentence states the whole year, one stating part of it (months, a
+    month) is left out. Reverse proofs: without either reading, the actual and the part
+    are quoted."""
+    page = snippet("S1", OVERVIEW_JA, "section=決算会見", "files:konica-overview.md")
+    question = "コニカミノルタの2025年3月期の売上高の予想はいくらですか?"
+    said = answer(question, page)
+    assert "1兆1600億円" in said and "1兆1,599億円" not in said, said
+    year = "What deficit did CBO expect for all of fiscal year 2008?"
+    whole = " CBO estimates that the deficit for fiscal year 2008 will be about $400 billion."
+    page = snippet("S2", AUGUST_2008 + whole, "lines=1-9", "files:cbo.md")
+    said = answer(year, page)
+    assert "$400 billion" in said, said
+    assert "$371 billion" not in said and "$102 billion" not in said, said
+    monkeypatch.setattr(extractive, "_ASKS_FORECAST", re.compile(r"(?!x)x"))
+    assert "1兆1,599億円" in answer(question, snippet("S1", OVERVIEW_JA))
+    monkeypatch.setattr(extractive, "_ONE_MONTH", re.compile(r"(?!x)x"))
+    monkeypatch.setattr(extractive, "_month_spans", lambda text: set())
+    assert "$371 billion" in answer(year, page)
+
+
 def test_how_much_a_line_was_up_is_the_clause_about_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """ "How much were outlays up in the first eight months of fiscal 2019?" got both the
     revenues' and the outlays' amounts: "were … up" asks how much it rose, as "rise" does,

@@ -697,6 +697,16 @@ _EXPECTED = re.compile(
 )
 
 
+#: An amount stated for one month ("for the month of July").
+_ONE_MONTH = re.compile(r"\b(?:the\s+)?month\s+of\b", re.IGNORECASE)
+#: A question asking for what is expected rather than what was.
+_ASKS_FORECAST = re.compile(
+    r"\b(?:forecasts?|outlook|guidance|projected|projections?|expected|predicted)\b"
+    r"|予想|見通し|予測|見込み|预计|预测|展望|指引",
+    re.IGNORECASE,
+)
+
+
 def states_whole_year_amount(sentence: str) -> bool:
     """Whether ``sentence`` is one statement of a reported amount for a whole year: it
     states at most three amounts ("1兆1,599億円(前期比2.6%増)"; a page of table cells read
@@ -844,7 +854,30 @@ def _of_the_period_asked(
         stating = [c for c in stating if c not in other]
     if not any(names(c) for c in stating):
         return candidates
-    return [c for c in candidates if c not in stating or names(c)]
+    kept = [c for c in candidates if c not in stating or names(c)]
+    if years and not months and not spans:
+        # A whole year asked, and a sentence states the year's amount ("the federal budget
+        # deficit for fiscal year 2008 will be in the vicinity of $400 billion"): one stating
+        # part of it ("for the first 10 months of fiscal year 2008 … $371 billion") answers
+        # another question.
+
+        def partial(c: tuple[int, int, int, int]) -> bool:
+            own = units[c[1]][c[2]].text
+            return bool(
+                _month_spans(own)
+                or _year_parts(own)
+                or _PART_OF_YEAR.search(own)
+                or _ONE_MONTH.search(own)  # "recorded for the month of July"
+            )
+
+        def whole_year(c: tuple[int, int, int, int]) -> bool:
+            # the sentence names the year itself (a heading's is when it was written)
+            own = units[c[1]][c[2]].text
+            return bool(years_named(own) & years) and not partial(c)
+
+        if any(whole_year(c) for c in stating):
+            kept = [c for c in kept if c not in stating or not partial(c)]
+    return kept
 
 
 # A question asking for one amount.
@@ -1660,6 +1693,15 @@ class ExtractiveProvider:
         if not candidates:
             return []
         candidates = _of_the_period_asked(request.question, candidates, units)
+        if _ASKS_FORECAST.search(request.question):
+            # A forecast is asked ("2025年3月期の売上高の予想は?"): an amount a sentence states
+            # as done (the year's actual, "当期における…連結売上高は…1兆1,599億円") is not it.
+            candidates = [
+                c
+                for c in candidates
+                if not _stated_amounts(units[c[1]][c[2]].text)
+                or _EXPECTED.search(units[c[1]][c[2]].text)
+            ]
         if not candidates:
             return []
         candidates = self._as_asked(request, candidates, units)
