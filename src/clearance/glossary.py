@@ -18,7 +18,7 @@ import tomllib
 from collections.abc import Iterable
 from importlib import resources
 
-__all__ = ["equivalents", "key", "lines", "same_line"]
+__all__ = ["equivalents", "key", "lines", "same_line", "weak_names"]
 
 
 def key(name: str) -> str:
@@ -40,6 +40,22 @@ def _by_name() -> dict[str, tuple[str, ...]]:
         for name in names:
             out[key(name)] = names
     return out
+
+
+@functools.cache
+def _weak_by_name() -> dict[str, tuple[str, ...]]:
+    text = resources.files("clearance").joinpath("data/statement-lines.toml").read_text("utf-8")
+    out: dict[str, tuple[str, ...]] = {}
+    for line in tomllib.loads(text)["line"]:
+        for name in line["names"]:
+            out[key(name)] = tuple(line.get("weak", ()))
+    return out
+
+
+def weak_names(name: str) -> tuple[str, ...]:
+    """The names a question may give the line ``name`` names where no table has a line by
+    them ("receipts" for revenue): never a name of the line in :func:`same_line`."""
+    return _weak_by_name().get(key(name), ())
 
 
 def equivalents(name: str) -> tuple[str, ...]:

@@ -311,6 +311,18 @@ def test_relative_to_gdp_is_a_share(app: Clearance, monkeypatch: pytest.MonkeyPa
     assert "-9.8%" not in ask(app, question).answer
 
 
+def test_receipts_are_a_budgets_revenue(app: Clearance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "What were total receipts in FY 2025?" (GitLab probe) was refused: a budget's data
+    file calls the line revenue, and budget documents call it receipts. Receipts are a weak
+    name of revenue (``statement-lines.toml``): a name of it only for tables naming no one,
+    and only where no table has a line called so. Reverse proof: without weak names, the
+    figure is not given."""
+    question = "What were total federal receipts in fiscal year 2010?"
+    assert "2,162.706" in ask(app, question).answer
+    monkeypatch.setattr(structured_module, "_weak_names", lambda metric, metrics, unnamed: ())
+    assert "2,162.706" not in ask(app, question).answer
+
+
 def _fact(value: float, raw: str, doc: str) -> tuple[Fact, Document]:
     fact = Fact("", "FY1990", "debt", "total", value, "", f"files:{doc}", "row=1", raw)
     return fact, document(f"files:{doc}", corpus="budget", title=doc)

@@ -663,6 +663,24 @@ def test_a_span_no_table_reports_for_anyone_is_read_in_the_documents(
     assert app.ask(question, "fay").status is Status.NOT_FOUND
 
 
+def test_a_companys_revenue_is_never_a_governments_receipts(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Receipts are a weak name of revenue, for tables naming no one: a company's revenue is
+    never given for "total receipts". Reverse proof: a weak name for any table's revenue
+    gives the company's."""
+    question = "What were total receipts in fiscal year 2024?"
+    result = app.ask(question, "fay")
+    assert "245,122" not in result.answer and "Microsoft" not in result.answer, result.answer
+    weak = structured_module._weak_names
+    monkeypatch.setattr(
+        structured_module,
+        "_weak_names",
+        lambda metric, metrics, unnamed: weak(metric, metrics, True),
+    )
+    assert "245,122" in app.ask(question, "fay").answer
+
+
 def test_two_names_of_one_span_are_one_look_up(
     app: Clearance, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -691,6 +691,9 @@ def readable_vocabulary(
     of_entity: dict[str, set[str]] = {}
     for fact in facts:
         of_entity.setdefault(fact.entity, set()).add(fact.metric)
+    unnamed_only = of_entity.get("", set()) - {
+        m for entity, held in of_entity.items() if entity for m in held
+    }
     beside: dict[str, set[str]] = {}
     for held in of_entity.values():
         for metric in held:
@@ -712,6 +715,7 @@ def readable_vocabulary(
                     *_other_names(name, measures),
                     *_number_forms(name),
                     *_head_name(name, beside.get(name, set())),
+                    *_weak_names(name, measures, name in unnamed_only),
                 )
                 if kind == "metric"
                 else _number_forms(name)  # a line: "excise tax revenues" of "Excise Taxes"
@@ -783,6 +787,16 @@ def _other_names(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
     but those another of ``metrics`` goes by: that metric keeps its own name."""
     own = {glossary.key(m) for m in metrics}
     return tuple(n for n in glossary.equivalents(metric) if glossary.key(n) not in own)
+
+
+def _weak_names(metric: str, metrics: Iterable[str], unnamed: bool) -> tuple[str, ...]:
+    """The weak names of the statement line ``metric`` is ("receipts" for revenue), for a
+    metric only tables naming no one report (a budget's data files: no company's net sales
+    are read as a government's receipts), and none another of ``metrics`` goes by."""
+    if not unnamed:
+        return ()
+    own = {glossary.key(m) for m in metrics}
+    return tuple(n for n in glossary.weak_names(metric) if glossary.key(n) not in own)
 
 
 def sole_entity(rows: Iterable[tuple[Fact, Document]]) -> str | None:
