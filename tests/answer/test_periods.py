@@ -315,6 +315,9 @@ def test_a_fiscal_year_named_by_the_month_it_ends_is_labelled_by_the_calendar() 
     assert find_relative(text, by_end, OCTOBER_15)[0].period == "H1 2024"
     ended = "Q2 of the fiscal year ended June 30, 2024"
     assert find_relative(ended, FiscalCalendar(7, "end"), OCTOBER_15)[0].period == "Q2 2024"
+    # only a month's name ends it: "ending with 2024" is no fiscal year's end, and no error
+    (half,) = find_relative("the first half of the fiscal year ending with 2024", APRIL, OCTOBER_15)
+    assert half.text == "first half"
 
 
 def test_the_first_three_quarters_and_the_quarter_before_are_no_quarter_of_this_year() -> None:

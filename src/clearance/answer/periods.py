@@ -185,7 +185,8 @@ _ABSOLUTE_YEAR = rf"{_L}FY\s*'?(?P<fy>\d{{4}}){_R}|{_L}fiscal\s+(?:year\s+)?(?P<
 # "the first half of the fiscal year ending March 2024": a fiscal year is named by the
 # year it ends in.
 _ABSOLUTE_YEAR += (
-    rf"|{_L}(?:fiscal|financial)\s+year\s+end(?:ed|ing)\s+(?:in\s+)?(?P<endmonth>[A-Za-z]{{3,9}})\.?\s+"
+    rf"|{_L}(?:fiscal|financial)\s+year\s+end(?:ed|ing)\s+(?:in\s+)?"
+    rf"(?P<endmonth>(?:{'|'.join(MONTH_NAMES)})[a-z]*)\.?\s+"
     rf"(?:\d{{1,2}},?\s+)?(?P<ending>\d{{4}}){_R}"
 )
 # Halves and quarters named without a year.
@@ -234,14 +235,6 @@ _STEPS: tuple[tuple[str, str, int], ...] = (
 )
 _JOIN_AFTER_YEAR = r"\s*(?:'s|’s|の|的)?\s*"  # "last year's Q3", "去年的上半年", "昨年度の上期"
 _JOIN_BEFORE_YEAR = r"\s*(?:of\s+|in\s+)?(?:the\s+)?"  # "Q3 of last year", "H1 last year"
-
-
-_MONTH_NUMBER = {
-    name: number
-    for number, name in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
-    )
-}
 
 
 def _alternation(forms: Sequence[tuple[str, object]] | Sequence[tuple[str, str, int]]) -> str:
@@ -325,11 +318,11 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
         for m in pattern.finditer(text):
             sub = _sub(m.group("sub"))
             absolute = m.group("fy") or m.group("fiscal") or m.group("nendo")
-            month = _MONTH_NUMBER.get((m.group("endmonth") or "")[:3].casefold())
-            if m.group("ending") and month is not None:
+            if m.group("ending"):
                 # the label of the fiscal year that month ends, in the calendar's naming
+                month = [n.casefold() for n in MONTH_NAMES].index(m["endmonth"][:3].casefold())
                 years: Sequence[int] = [
-                    calendar.fiscal_year(date(int(m.group("ending")), month, 1))
+                    calendar.fiscal_year(date(int(m.group("ending")), month + 1, 1))
                 ]
             elif absolute:
                 years = [int(absolute)]
