@@ -27,10 +27,16 @@ def key(name: str) -> str:
 
 
 @functools.cache
-def lines() -> tuple[tuple[str, ...], ...]:
-    """Every line's names, as the data file lists them (read once)."""
+def _lines_read() -> tuple[dict[str, list[str]], ...]:
+    """The data file's lines, each with its ``names`` and ``weak`` names (read once)."""
     text = resources.files("clearance").joinpath("data/statement-lines.toml").read_text("utf-8")
-    return tuple(tuple(line["names"]) for line in tomllib.loads(text)["line"])
+    return tuple(tomllib.loads(text)["line"])
+
+
+@functools.cache
+def lines() -> tuple[tuple[str, ...], ...]:
+    """Every line's names, as the data file lists them."""
+    return tuple(tuple(line["names"]) for line in _lines_read())
 
 
 @functools.cache
@@ -44,9 +50,8 @@ def _by_name() -> dict[str, tuple[str, ...]]:
 
 @functools.cache
 def _weak_by_name() -> dict[str, tuple[str, ...]]:
-    text = resources.files("clearance").joinpath("data/statement-lines.toml").read_text("utf-8")
     out: dict[str, tuple[str, ...]] = {}
-    for line in tomllib.loads(text)["line"]:
+    for line in _lines_read():
         for name in line["names"]:
             out[key(name)] = tuple(line.get("weak", ()))
     return out

@@ -135,6 +135,9 @@ class Intent:
     # entity was named too: "LinkedIn" in "How much revenue did LinkedIn generate for
     # Microsoft?" (a line of the entity's that no table may carry).
     name_left: str = ""
+    # A change is asked ("How much did … grow in fiscal 2024?") against nothing the
+    # question names ("… compared with Total Revenue"): the year before is what it is of.
+    change: bool = False
 
 
 @runtime_checkable
@@ -211,11 +214,20 @@ _COMPARE = re.compile(
     r"|比較|比べ|対比|増減|前年比|伸び|同比|环比|環比|对比|對比|相比|比较|增长|增長|变化|變化|差异|差異",
     re.IGNORECASE,
 )
+# The verbs of a change ("grow", "fell", "changed").
+_CHANGE_VERBS = (
+    r"grow|grew|grown|increase[ds]?|decrease[ds]?|rise|rose|risen|fall|fell|fallen"
+    r"|decline[ds]?|drop(?:ped)?|change[ds]?"
+)
+# A change asked for, and what it may be asked against instead of the year before.
+_CHANGE = re.compile(
+    rf"(?i:\b(?:{_CHANGE_VERBS}|growth)\b)|増加|減少|伸び|増え|減っ|增长|增加|减少|下降"
+)
+_COMPARED_WITH = re.compile(r"(?i:\b(?:compared?|than|vs\.?|versus|against|relative)\b)|比べ|相比")
 # "How did revenue change between FY2023 and FY2024?" asks for figures side by side, as
 # "How much did it change" does: no explanation.
 _HOW_IT_CHANGED = re.compile(
-    rf"{_L}how\s+(?:did|has|have|does|do)\s+(?:[\w&.'’-]+\s+){{1,6}}?"
-    r"(?:change[ds]?|grow|grown|increase[ds]?|decrease[ds]?|rise|risen|fall|fallen|decline[ds]?)"
+    rf"{_L}how\s+(?:did|has|have|does|do)\s+(?:[\w&.'’-]+\s+){{1,6}}?(?:{_CHANGE_VERBS})"
     # the change ends the clause: "how did Microsoft increase its revenue" asks how
     r"(?=\s+(?:between|from|in|over|since|during|year)\b|\s*[?？.,]|\s*$)",
     re.IGNORECASE,
@@ -776,6 +788,7 @@ class RuleIntentParser:
             yearless=tuple(dict.fromkeys(m.canonical for m in yearless)),
             names_left=bool(names or cjk),
             name_left=" ".join(_names_left(blanked)) if entities else "",
+            change=bool(_CHANGE.search(text)) and not _COMPARED_WITH.search(text),
         )
 
 

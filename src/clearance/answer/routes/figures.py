@@ -141,13 +141,6 @@ def _alien_line(
 
 #: A count of months from a year's start, as periods are written ("11M FY2008").
 _MONTHS_COUNTED = re.compile(r"\d{1,2}M\s+FY\d{4}$")
-#: A change asked for ("How much did … grow in fiscal 2024?"), and what it may be asked
-#: against instead of the year before ("… compared with Total Revenue").
-_CHANGE = re.compile(
-    r"(?i:\b(?:grow|grew|grown|growth|increase[ds]?|decrease[ds]?|rise|rose|risen|fall|fell"
-    r"|fallen|decline[ds]?|drop(?:ped)?|change[ds]?)\b)|増加|減少|伸び|増え|減っ|增长|增加|减少|下降"
-)
-_COMPARED_WITH = re.compile(r"(?i:\b(?:compared?|than|vs\.?|versus|against|relative)\b)|比べ|相比")
 #: The year a canonical period names ("FY2024", "Q3 2023", "3M ended Dec 2023").
 _YEAR_IN_PERIOD = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
 # A quarter or a half named without its year ("Q2", "the second quarter", "H1", 上半期).
@@ -498,13 +491,7 @@ class FiguresRoute:
             # Nothing to offer, and the question says more than its slots ("今期の事業貢献
             # 利益の見通しは"): the documents are the better judge than an empty question.
             return None
-        if (
-            intent.compare
-            and len(intent.parts) == 1
-            and len(parts) == 1
-            and _CHANGE.search(request.masked or request.question)
-            and not _COMPARED_WITH.search(request.masked or request.question)
-        ):
+        if intent.compare and intent.change and len(intent.parts) == 1 and len(parts) == 1:
             parts = self._with_the_year_before(request, parts[0])
         answer = self._figures(
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
@@ -767,8 +754,7 @@ class FiguresRoute:
                     and any(
                         # the line asked, by its name or another of the same line's (a
                         # Japanese overview's 営業利益 is the operating income asked)
-                        m.canonical == query.metric
-                        or m.canonical in _line_names(query.metric, vocab)
+                        m.canonical in names
                         for m in vocab.find("metric", sentence)
                     )
                     and _names_entity(vocab, query.entity, sentence, cited)
