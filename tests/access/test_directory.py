@@ -638,7 +638,8 @@ OK_USER = {"id": "ok", "active": True}
         ),
         (
             _users({"id": "a", "active": True, "groups": []}),
-            "users[0].groups: unknown key (expected one of id, active, attributes, aliases)",
+            "users[0].groups: unknown key (expected one of id, active, attributes, aliases); "
+            'a user\'s groups are those whose "members" name "user:<id>" (docs/access.md)',
         ),
         (
             _users(OK_USER, {"id": "ok", "active": False}),

@@ -197,15 +197,18 @@ def _member_type(value: str) -> _Kind:
     return "user" if value.lower() == "user" else "group"
 
 
-def _closed(record: type) -> BeforeValidator:
+def _closed(record: type, hints: Mapping[str, str] | None = None) -> BeforeValidator:
     """Refuse a key ``record`` has no field for, naming the keys it has: Clearance JSON is
-    the operator's own format, so an unknown key is a mistake, not an extension."""
+    the operator's own format, so an unknown key is a mistake, not an extension. ``hints``:
+    where what a key meant to say is written instead."""
     names = tuple(f.name for f in fields(record))
 
     def check(value: object) -> object:
         for key in value if isinstance(value, Mapping) else ():
             if key not in names:
                 message = f"unknown key (expected one of {', '.join(names)})"
+                if hints and key in hints:
+                    message += f"; {hints[key]}"
                 raise Invalid(message, at=(str(key),))
         return value
 
@@ -244,7 +247,13 @@ class _GroupRecord:
     members: list[Annotated[StrictStr, AfterValidator(_member)]] = field(default_factory=list)
 
 
-_USER_RECORD = Annotated[_UserRecord, _closed(_UserRecord)]
+_USER_RECORD = Annotated[
+    _UserRecord,
+    _closed(
+        _UserRecord,
+        {"groups": 'a user\'s groups are those whose "members" name "user:<id>" (docs/access.md)'},
+    ),
+]
 _GROUP_RECORD = Annotated[_GroupRecord, _closed(_GroupRecord)]
 
 
