@@ -286,8 +286,10 @@ def test_a_page_whose_best_answer_says_the_opposite_offers_no_lesser_sentence() 
     leave") is what it answers "how many weeks of paid parental leave?" with, and its
     eligibility sentence ("12 months of Federal government service") answers something
     else: neither is quoted, and the answer path refuses (held-out federal set, dev split).
+    Nor is the eligibility sentence when another document holds it: it names no kind of
+    leave, and answers less of the question than the entitlement that says the opposite.
     Reverse proofs: asked about unpaid leave, the entitlement answers; another document's
-    sentence that does not say the opposite is still quoted."""
+    lesser sentence that names the kind asked (paid leave) is still quoted."""
     entitlement = snippet(
         "S2",
         "Employees are entitled to 12 administrative weeks of unpaid leave in any 12-month "
@@ -307,7 +309,43 @@ def test_a_page_whose_best_answer_says_the_opposite_offers_no_lesser_sentence() 
     unpaid = "How many weeks of unpaid parental leave do federal employees get?"
     assert quoted(answer(unpaid, eligibility, entitlement))[0].startswith("Employees are entitled")
     elsewhere = snippet("S1", eligibility.text, eligibility.locator, "files:other.md")
-    assert quoted(answer(paid, elsewhere, entitlement)) == [" ".join(eligibility.text.split())]
+    assert quoted(answer(paid, elsewhere, entitlement)) == []
+    paid_elsewhere = "Paid leave is granted for 12 weeks after a birth."
+    kind_named = snippet("S1", paid_elsewhere, eligibility.locator, "files:other.md")
+    assert quoted(answer(paid, kind_named, entitlement)) == [paid_elsewhere]
+
+
+def test_a_sentence_counting_another_kind_does_not_answer_the_count() -> None:
+    """ "How many hours of annual leave does a full-time employee with ten years of service
+    earn each pay period?" over the FWS leave page, which gives only the sick leave rate:
+    "4 hours of sick leave per pay period" counts another kind of leave, the page's other
+    sentences (who earns leave) answer less, and the answer path refuses (held-out federal
+    set, probe split). Reverse proofs: asked about sick leave, the sentence answers; a
+    sentence counting leave of no kind, or naming the kind asked beside another, still
+    counts; and a question naming no kind is answered by the same sentence."""
+    fws = snippet(
+        "S1",
+        "Full-time employees earn leave based on their length of service. Additionally, "
+        "full-time employees earn 4 hours of sick leave per pay period.",
+        "section=Leave and Hours of Duty",
+        "files:fws.md",
+    )
+    sick_rate = "Additionally, full-time employees earn 4 hours of sick leave per pay period."
+    annual = (
+        "How many hours of annual leave does a full-time employee with ten years of service "
+        "earn each pay period?"
+    )
+    assert quoted(answer(annual, fws)) == []
+    sick = "How many hours of sick leave does a full-time employee earn each pay period?"
+    assert sick_rate in quoted(answer(sick, fws))
+    no_kind = "Full-time employees earn 4 hours of leave per pay period."
+    assert quoted(answer(annual, snippet("S1", no_kind))) == [no_kind]
+    both = (
+        "Full-time employees earn 4 hours of sick leave and 6 hours of annual leave a pay period."
+    )
+    assert quoted(answer(annual, snippet("S1", both))) == [both]
+    unqualified = "How many hours of leave does a full-time employee earn each pay period?"
+    assert sick_rate in quoted(answer(unqualified, fws))
 
 
 def test_a_number_naming_a_day_is_no_amount() -> None:

@@ -1446,7 +1446,7 @@ def _score(
     unit: _Unit,
     expansions: Mapping[str, set[str]] | None = None,
     named: frozenset[str] = frozenset(),
-    counting: bool = False,
+    counted: _Counted | None = None,
 ) -> int:
     """The question terms ``unit`` holds, plus those of its heading when it holds any (a
     list item under "Class of travel" answers a question about the class of travel), the
@@ -1454,10 +1454,11 @@ def _score(
     terms of the names in ``named``: "コニカミノルタ", six terms of a script written without
     spaces, does not make a sentence about sales outrank one about operating profit).
     ``expansions``: the document's abbreviations, whose written-out terms a unit using one
-    holds too. ``counting``: the question asks how much or how many, so a unit saying the
-    opposite of one of its words counts nothing (:func:`_contradicts`); asked whether
-    ("Is FMLA leave paid?"), "unpaid" is the answer."""
-    score, opposite = _score_saying(question, unit, expansions, named, counting)
+    holds too. ``counted``: what a question asking how much or how many counts, so a unit
+    saying the opposite of one of its words (:func:`_contradicts`), or counting another
+    kind of it (:func:`_counts_another_kind`), counts nothing; asked whether ("Is FMLA
+    leave paid?"), "unpaid" is the answer."""
+    score, opposite = _score_saying(question, unit, expansions, named, counted)
     return 0 if opposite else score
 
 
@@ -1476,7 +1477,7 @@ def _score_saying(
     unit: _Unit,
     expansions: Mapping[str, set[str]] | None,
     named: frozenset[str],
-    counting: bool,
+    counted: _Counted | None,
 ) -> tuple[int, bool]:
     """:func:`_score` before a contradiction counts, and whether ``unit`` says the opposite
     of what a question asking how much or how many asks (the unit analysed once)."""
@@ -1497,12 +1498,75 @@ def _score_saying(
         return 0, False
     held = own | question.intersection(document_terms(unit.heading))
     period = sum(1 for t in held if _is_period_word(t) or t in named)
-    return _SUBJECT * (len(held) - period) + period, counting and _contradicts(question, terms)
+    opposite = counted is not None and (
+        _contradicts(question, terms) or _counts_another_kind(counted, text, terms)
+    )
+    return _SUBJECT * (len(held) - period) + period, opposite
 
 
 def _asks(unit: _Unit) -> bool:
     """Whether ``unit`` is a question of the page's own (a sentence of prose ending in "?")."""
     return unit.group is None and unit.text.rstrip().endswith(("?", "？"))
+
+
+# What a question asking how much or how many counts, and the words before it naming its
+# kind: "How many hours of annual leave does …" counts "leave" of the kind "annual".
+_ASKED_COUNT = re.compile(
+    r"\bhow\s+(?:much|many)\s+(?:(?:hours?|days?|weeks?|months?|years?)\s+of\s+)?"
+    r"(?P<kinds>(?:[^\W\d_][\w'’-]*\s+){1,3}?)(?P<head>[^\W\d_][\w'’-]*)\s+"
+    r"(?:do|does|did|can|could|will|would|is|are|was|were|may|might|should|must|has|have)\b",
+    re.IGNORECASE,
+)
+# A quantity a sentence states and the few words after it: "4 hours of sick leave".
+_COUNTED_PHRASE = re.compile(
+    rf"(?:\d[\d,.]*|\b(?:{'|'.join(_COUNTS)})\b)[\s-]+"
+    r"(?P<words>[^\W\d_][\w'’-]*(?:\s+[^\W\d_][\w'’-]*){0,5})",
+    re.IGNORECASE,
+)
+
+
+# The units a quantity is counted in, which name no kind of what is counted.
+_UNIT_TERMS = frozenset(search_terms("hours days weeks months years workweeks"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """What a question asking how much or how many counts (index terms): ``head`` the thing
+    counted and ``kinds`` the words naming which kind of it, both empty when the question
+    says no kind ("How much revenue did …")."""
+
+    head: str = ""
+    kinds: frozenset[str] = frozenset()
+
+
+def _counted(question: str) -> _Counted | None:
+    """What ``question`` counts, or None when it asks no quantity."""
+    if not _ASKS_QUANTITY.search(question):
+        return None
+    m = _ASKED_COUNT.search(question)
+    head = search_terms(m["head"]) if m else []
+    if m is None or len(head) != 1:
+        return _Counted()
+    kinds = frozenset(search_terms(m["kinds"]))
+    return _Counted(head[0], kinds) if kinds else _Counted()
+
+
+def _counts_another_kind(counted: _Counted, text: str, terms: set[str]) -> bool:
+    """Whether ``text`` (of index ``terms``) states the quantity of another kind of what is
+    counted, and nowhere names the kind asked: "Full-time employees earn 4 hours of sick
+    leave per pay period" does not say how many hours of annual leave they earn."""
+    if not counted.kinds or counted.kinds & terms:
+        return False
+    found = False
+    for m in _COUNTED_PHRASE.finditer(text):
+        words = [search_terms(w) for w in m["words"].split()]
+        if [counted.head] not in words:
+            continue
+        kinds = {t for w in words[: words.index([counted.head])] for t in w} - _UNIT_TERMS
+        if not kinds:
+            return False  # "4 hours of leave": of any kind, the one asked too
+        found = True
+    return found
 
 
 def _contradicts(question: set[str], terms: set[str]) -> bool:
@@ -1643,7 +1707,7 @@ class ExtractiveProvider:
             t for phrase in request.equivalents for t in search_terms(phrase)
         }
         defined = _abbreviations(request.snippets)
-        counting = bool(_ASKS_QUANTITY.search(request.question))
+        counted = _counted(request.question)
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
         opposite: dict[str, int] = {}  # per document, its best unit saying the opposite
@@ -1658,7 +1722,7 @@ class ExtractiveProvider:
                     continue
                 doc_id = request.snippets[s_index].doc_id
                 score, says_opposite = _score_saying(
-                    question, unit, defined.get(doc_id), named, counting
+                    question, unit, defined.get(doc_id), named, counted
                 )
                 if says_opposite:
                     opposite[doc_id] = max(opposite.get(doc_id, 0), score)
@@ -1674,21 +1738,28 @@ class ExtractiveProvider:
                     # "When do summer hours apply?" under the heading "Summer Hours": "We
                     # work 4-day weeks from May 1 through August 31" says when, in words of
                     # its own; the heading says of what.
-                    score = _score(question, _Unit(unit.heading), None, named, counting)
+                    score = _score(question, _Unit(unit.heading), None, named, counted)
                 if score == 0 and stating_only and states(unit.text):
                     # Looking again for an amount: a sentence stating one under a heading
                     # that names what is asked ("年次健康診断 — 主な機能": "GitLab は年間最大
                     # ¥15,000 を払い戻します") says how much of it, in words of its own.
-                    score = _score(question, _Unit(unit.heading), None, named, counting)
+                    score = _score(question, _Unit(unit.heading), None, named, counted)
                 if score > 0:
                     seen.add(flat)
                     candidates.append((-score, s_index, u_index, score))
         # What a document answers the count with is its best unit: where that says the
         # opposite ("12 administrative weeks of unpaid leave" to "how many weeks of paid
-        # parental leave?"), the document's lesser units (who is eligible) answer something
-        # else, and none of them is quoted.
+        # parental leave?") or counts another kind ("4 hours of sick leave" to "how many
+        # hours of annual leave?"), the document's lesser units (who is eligible) answer
+        # something else, and none of them is quoted; nor is another document's lesser
+        # unit, unless it names the kind asked.
+        least = max(opposite.values(), default=0)
+        kinds = counted.kinds if counted is not None else frozenset()
         candidates = [
-            c for c in candidates if c[3] >= opposite.get(request.snippets[c[1]].doc_id, 0)
+            c
+            for c in candidates
+            if c[3] >= opposite.get(request.snippets[c[1]].doc_id, 0)
+            and (c[3] >= least or bool(kinds.intersection(search_terms(units[c[1]][c[2]].text))))
         ]
         if not candidates:
             return []
