@@ -326,3 +326,35 @@ def test_the_first_three_quarters_and_the_quarter_before_are_no_quarter_of_this_
     assert not find_relative("比亚迪前三季度营业收入", APRIL, OCTOBER_15)
     (before,) = find_relative("比亚迪前一季度营业收入", APRIL, OCTOBER_15)
     assert before.period == find_relative("上季度", APRIL, OCTOBER_15)[0].period
+
+
+def test_a_half_of_a_year_named_by_the_month_it_ends_in_japanese_is_that_years() -> None:
+    """ "コニカミノルタの2024年3月期の上期" is the first half of the fiscal year ending March
+    2024, labelled by the calendar as the English "fiscal year ending March 2024" is; with
+    の between them the two were read apart, as FY2024 and this year's first half
+    (federal probe). A month no calendar has names no year, and is no error."""
+    text = "コニカミノルタの2024年3月期の上期って、売上高どれくらいだった?"
+    (half,) = find_relative(text, FiscalCalendar(), OCTOBER_15)
+    assert (half.text, half.period) == ("2024年3月期の上期", "H1 2024")
+    assert find_relative(text, APRIL, OCTOBER_15)[0].period == "H1 2023"
+    (quarter,) = find_relative("2024年3月期の第2四半期の営業利益", FiscalCalendar(), OCTOBER_15)
+    assert quarter.period == "Q2 2024"
+    # Reverse proof: the half alone is this year's, as before.
+    (alone,) = find_relative("2024年13月期の上期の売上高", FiscalCalendar(), OCTOBER_15)
+    assert alone.text == "上期" and alone.period == "H1 2026"
+
+
+@pytest.mark.parametrize("text", ["売上高は前期比何%増えましたか", "営業利益の前年同期比は?"])
+def test_a_year_the_figure_is_compared_with_is_no_period_asked(text: str) -> None:
+    """前期比 ("against the previous year") says what the figure is compared with: read as
+    a period, it was the year before today's, a second year nobody asked about."""
+    assert find_relative(text, APRIL, OCTOBER_15) == []
+
+
+def test_a_year_with_its_own_change_or_ratio_is_still_asked() -> None:
+    """Reverse proofs: 去年同比 is last year's year-on-year change, and 去年比率 last year's
+    ratio; both ask about last year."""
+    (last,) = find_relative("比亚迪去年同比增长多少", APRIL, OCTOBER_15)
+    assert last.period == "FY2025"
+    (ratio,) = find_relative("去年比率是多少", APRIL, OCTOBER_15)
+    assert ratio.period == "FY2025"

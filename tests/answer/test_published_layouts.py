@@ -1060,3 +1060,99 @@ def test_a_quarter_under_dates_from_the_years_start_is_the_year_to_that_quarter(
     assert result.status is Status.ANSWERED, result.answer
     assert "552,763" in result.answer and "Q1–Q2 FY2024" in result.answer, result.answer
     assert "Q2 2024" not in result.answer.replace("Q1–Q2 FY2024", "")
+
+
+def test_a_company_written_in_katakana_is_the_tables_latin_named_company(
+    konica: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "コニカミノルタの2024年3月期の上期って、売上高どれくらいだった?" over a table whose
+    company is named by its file, in Latin letters (Konica Minolta): コニカミノルタ was read
+    as a word narrowing the line, a line no table has, and the question was refused
+    (federal probe). The katakana is the company's name, and the half year's figure is
+    answered under its own label. "連結" (consolidated) narrows nothing either: the
+    consolidated sales are the company's. Reverse proof: without reading the katakana as
+    the name, the half year's figure is not answered."""
+    half = konica.ask("コニカミノルタの2024年3月期の上期って、売上高どれくらいだった?", "kenji")
+    assert half.status is Status.ANSWERED, half.answer
+    assert "Konica Minolta Q1–Q2 FY2024" in half.answer and "552,763" in half.answer
+    assert "Assuming" not in half.answer  # named, not assumed
+    year = konica.ask("コニカミノルタの2024年3月期の連結売上高は?", "kenji")
+    assert year.status is Status.ANSWERED and "1兆1,599億円" in year.answer, year.answer
+    import clearance.answer.orchestrator as orchestrator
+
+    monkeypatch.setattr(orchestrator, "names_in_katakana", lambda question, entities: {})
+    leaky = konica.ask("コニカミノルタの2024年3月期の上期って、売上高どれくらいだった?", "kenji")
+    assert "552,763" not in leaky.answer, leaky.answer
+
+
+def test_a_rate_no_table_reports_is_quoted_with_the_sentences_aside(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """ "コニカミノルタの2024年3月期の売上高は前期比何%増えましたか" when the table holds only
+    the second quarter: the year's overview states the change in an aside
+    ("1兆1,599億円(前期比2.6%増)"), quoted as written. 前期比 is what the figure is compared
+    with, not a second year asked. Reverse proofs: an amount asked is quoted without the
+    aside, and a sentence stating no percentage does not answer a rate."""
+    corpus = tmp_path / "ir"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
+    write_csv(
+        corpus / "konica-minolta-2024-q2-tanshin.csv",
+        [
+            ["2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日)", "売上高(百万円)"],
+            ["2024年3月期第2四半期", "552,763"],
+        ],
+    )
+    (corpus / "overview.md").write_text(
+        "# コニカミノルタ 2024年3月期 連結業績の概要\n\n"
+        "当期の連結売上高は、円安の進行もあり1兆1,599億円(前期比2.6%増)となりました。\n",
+        encoding="utf-8",
+    )
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
+    rate = engine.ask("コニカミノルタの2024年3月期の売上高は前期比何%増えましたか", "kenji")
+    assert rate.status is Status.ANSWERED and "2.6%" in rate.answer, rate.answer
+    assert "FY2025" not in rate.answer and "FY2023" not in rate.answer  # no second year
+    amount = engine.ask("コニカミノルタの2024年3月期の売上高は?", "kenji")
+    assert "1兆1,599億円" in amount.answer and "2.6%" not in amount.answer, amount.answer
+    (corpus / "overview.md").write_text(
+        "# コニカミノルタ 2024年3月期 連結業績の概要\n\n当期の連結売上高は1兆1,599億円となりました。\n",
+        encoding="utf-8",
+    )
+    assert engine.ingest([corpus]).failed == []
+    plain = engine.ask("コニカミノルタの2024年3月期の売上高は前期比何%増えましたか", "kenji")
+    assert plain.status is not Status.ANSWERED or "1兆1,599億円" not in plain.answer, plain.answer
+
+
+def test_a_part_of_the_year_names_the_row_its_table_gives_it(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """A 決算短信 table's periods are its rows ("2024年3月期第2四半期") and its columns name
+    the metric ("事業貢献利益(百万円)"): asked for the whole year, the second quarter's
+    figure is given under the row's label, as the source writes it, not the column's,
+    which only repeats the line (federal probe). Reverse proof: a table whose columns are
+    the periods still gives the column's heading (BYD's 年初至报告期末, above)."""
+    corpus = tmp_path / "ir"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
+    write_csv(
+        corpus / "konica-minolta-2024-q2-tanshin.csv",
+        [
+            ["2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日)", "事業貢献利益(百万円)"],
+            ["2024年3月期第2四半期", "2,288"],
+        ],
+    )
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
+    result = engine.ask("コニカミノルタの2024年3月期の事業貢献利益は通期でいくら?", "kenji")
+    assert result.status is Status.NOT_FOUND and "parts_of_period" in result.flags
+    assert "(part of FY2024 only; row 2024年3月期第2四半期)" in result.answer, result.answer
+    assert "headed 事業貢献利益" not in result.answer

@@ -411,6 +411,8 @@ _NOT_QUALIFIERS_CJK = re.compile(
     # the government whose budget it is, as "federal" (_ISSUER_WORDS)
     "|米国連邦政府|美国联邦政府|連邦政府|联邦政府|政府"
     "|年間|年间|通期|全年|実績|実际|實際|实际|实绩|實績|業績|业绩|年報|年报|決算|决算|財報|财报|報告|报告"
+    # consolidated, the group's: the company's whole figure (the English "consolidated")
+    "|連結|连结|合并|合併|集团|集團|グループ"
     # the quarter alone (单季: "the third quarter by itself"), not a line of it
     "|单季度|单季|單季度|單季|当季|當季"
     "|根据|根據|按照|依据|依據|请问|請問|告诉我|告訴我|教えて|我们|我們|你们|你們"

@@ -54,9 +54,7 @@ from clearance.answer.routes.figures import FiguresRoute
 from clearance.answer.routes.narrative import NarrativeRoute
 from clearance.answer.routes.refusal import NoSourceRoute
 from clearance.answer.routes.restricted import RestrictedNamingRoute
-from clearance.answer.structured import (
-    readable_vocabulary,
-)
+from clearance.answer.structured import names_in_katakana, readable_vocabulary
 from clearance.bounds import check_question
 from clearance.errors import ConfigError
 from clearance.ingest.facts import ENTITY_NAMES_KEY
@@ -259,6 +257,11 @@ class Orchestrator:
             for _, document in rows:
                 for entity, others in document.extra.get(ENTITY_NAMES_KEY, {}).items():
                     names.setdefault(entity, set()).update(others)
+            # ... and the katakana a Japanese question writes a company's Latin name in
+            for entity, spelt in names_in_katakana(
+                request.masked, (f.entity for f, _ in rows)
+            ).items():
+                names.setdefault(entity, set()).update(spelt)
             request.vocab = readable_vocabulary(self.ctx.vocab, (f for f, _ in rows), names)
             parser = RuleIntentParser(request.vocab, self.ctx.calendar)
         intent = parser.parse(request.masked, today=request.today)

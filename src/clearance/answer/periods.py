@@ -189,6 +189,8 @@ _ABSOLUTE_YEAR += (
     rf"(?P<endmonth>(?:{'|'.join(MONTH_NAMES)})[a-z]*)\.?\s+"
     rf"(?:\d{{1,2}},?\s+)?(?P<ending>\d{{4}}){_R}"
 )
+# "2024年3月期の上期": the fiscal year that ends in March 2024, as Japanese reports name it.
+_ABSOLUTE_YEAR += r"|(?P<kiyear>\d{4})\s*年\s*(?P<kimonth>\d{1,2})\s*月\s*期"
 # Halves and quarters named without a year.
 _SUBS: tuple[tuple[str, str], ...] = (
     (rf"{_L}(?:first\s+half|H1|1H){_R}|上半期|上半年度?", "H1"),
@@ -233,6 +235,9 @@ _STEPS: tuple[tuple[str, str, int], ...] = (
     (rf"{_L}(?:this|current)\s+half(?:[\s-]+year)?{_R}", "H", 0),
     (rf"{_L}next\s+half(?:[\s-]+year)?{_R}", "H", 1),
 )
+# A year the figure is compared with, after it: 前期比 ("against the previous year"),
+# 前年同期比; not 去年同比 (last year's year-on-year change) nor a ratio (比率, 比例, 比重).
+_BASE_AFTER = re.compile(r"\s*(?:同期)?比(?![率例重])")
 _JOIN_AFTER_YEAR = r"\s*(?:'s|’s|の|的)?\s*"  # "last year's Q3", "去年的上半年", "昨年度の上期"
 _JOIN_BEFORE_YEAR = r"\s*(?:of\s+|in\s+)?(?:the\s+)?"  # "Q3 of last year", "H1 last year"
 
@@ -306,6 +311,8 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
     found: list[RelativeMatch] = []
 
     def add(start: int, end: int, readings: Sequence[str]) -> None:
+        if _BASE_AFTER.match(text, end):
+            return  # 前期比: what the figure is compared with, no period asked
         after = AT_END.match(text, end)  # 上年度末: the end of last year is last year's
         end = after.end() if after else end
         unique = tuple(dict.fromkeys(readings))
@@ -324,6 +331,11 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
                 years: Sequence[int] = [
                     calendar.fiscal_year(date(int(m.group("ending")), month + 1, 1))
                 ]
+            elif m.group("kiyear"):
+                month = int(m.group("kimonth"))
+                if not 1 <= month <= 12:
+                    continue  # "2024年13月期" names no year; its 上期 none either
+                years = [calendar.fiscal_year(date(int(m.group("kiyear")), month, 1))]
             elif absolute:
                 years = [int(absolute)]
             else:

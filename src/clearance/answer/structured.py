@@ -69,6 +69,7 @@ from clearance.ingest.facts import (
 from clearance.ingest.locator import parse_locator
 from clearance.model import Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter
+from clearance.transliteration import katakana_words, sounds_alike
 from clearance.trust import resolve_trust
 
 __all__ = [
@@ -453,15 +454,32 @@ def _sentence(fact: Fact, query: MetricQuery, marker: str) -> str:
     return f"{_possessive(fact.entity)} {metric} in {period} {verb} {_amount(fact)} {marker}."
 
 
-def _source_heading(fact: Fact) -> str | None:
-    """The column or row heading the fact's figure stands under in its source, as written
-    (``年初至报告期末``, ``Nine Months Ended``), when the locator carries one in words."""
+def _headings(fact: Fact) -> tuple[str, str]:
+    """The fact's column and row headings as its locator writes them (empty when none)."""
     try:
         parts = dict(parse_locator(fact.locator))
     except ValueError:
-        return None
-    heading = parts.get("col", "")
-    return heading if heading and not heading.isdigit() else None
+        return "", ""
+    return parts.get("col", ""), parts.get("row", "")
+
+
+def _source_heading(fact: Fact) -> str | None:
+    """The column heading the fact's figure stands under in its source, as written
+    (``年初至报告期末``, ``Nine Months Ended``), when the locator carries one in words."""
+    col, _ = _headings(fact)
+    return col if col and not col.isdigit() else None
+
+
+def _period_heading(fact: Fact) -> str | None:
+    """Where the fact's period is written in its source, as written: its column's heading
+    (``headed 年初至报告期末``), or its row's label where the column names the metric (a
+    決算短信 table's ``row 2024年3月期第2四半期`` under ``事業貢献利益(百万円)``)."""
+    col, row = _headings(fact)
+    metric = fact.metric.casefold()
+    for word, heading in (("headed", col), ("row", row)):
+        if heading and not heading.isdigit() and metric not in heading.casefold():
+            return f"{word} {heading}"
+    return None
 
 
 def render_parts_of_year(
@@ -475,14 +493,10 @@ def render_parts_of_year(
     lines = [render_not_found(query), "Reported for part of that year only:"]
     for fact, document in rows:
         sentence = _sentence(fact, query, _marker(fact, document, citations))
-        heading = _source_heading(fact)
-        if heading and heading not in sentence:
+        heading = _period_heading(fact)
+        if heading and heading.split(" ", 1)[1] not in sentence:
             label = _period_label(fact.period)
-            headed = (
-                f"{label[:-1]}; headed {heading})"
-                if label.endswith(")")
-                else f"{label} (headed {heading})"
-            )
+            headed = f"{label[:-1]}; {heading})" if label.endswith(")") else f"{label} ({heading})"
             sentence = sentence.replace(label, headed, 1)
         lines.append(f"- {sentence}")
     return "\n".join(lines), citations
@@ -662,6 +676,21 @@ def render_multi(
 
 
 # --------------------------------------------------------------------------- readable names
+
+
+def names_in_katakana(question: str, entities: Iterable[str]) -> dict[str, set[str]]:
+    """The entities (of those given) that ``question`` writes in katakana, each with the
+    katakana it writes: a Japanese question's コニカミノルタ is the Konica Minolta of a
+    table (:mod:`clearance.transliteration`), with no vocabulary saying so. An entity
+    also sounds alike without its legal form (``Konica Minolta, Inc.``)."""
+    words = katakana_words(question)
+    out: dict[str, set[str]] = {}
+    for entity in set(entities) if words else ():
+        spellings = (entity, *entity_aliases(entity))
+        for word in words:
+            if any(sounds_alike(word, name) for name in spellings):
+                out.setdefault(entity, set()).add(word)
+    return out
 
 
 def readable_vocabulary(

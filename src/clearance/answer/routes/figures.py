@@ -28,6 +28,7 @@ from clearance.answer.request import (
 )
 from clearance.answer.result import AnswerResult, Citation, ResolvedPeriod, Route, Status
 from clearance.answer.structured import (
+    AS_RATE,
     ToolResult,
     asks_for_rate,
     query_metric,
@@ -59,11 +60,12 @@ PARTS_OF_PERIOD = "parts_of_period"
 #: Flag of a figure answer quoted from a document's sentence: no table reports it.
 STATED_IN_PROSE = "stated_in_prose"
 
-_WHOLE_YEAR = re.compile(r"(?:FY|CY)(\d{4})")
 # What the narrative answer puts before a source's sentence that disagrees with another.
 _OTHER_SOURCE = "Another source says otherwise:"
 # A sentence of an answer and the number of its citation marker.
 _CITED = re.compile(r"([^\[\]]+?)\s*\[S(\d{1,4})\]")
+# A percentage a sentence states: "2.6%", "2.6 percent", "2.6パーセント".
+_PERCENTAGE = re.compile(r"\d\s*(?:[%％]|percent\b|per\s+cent\b|パーセント)", re.IGNORECASE)
 
 TOO_MANY_PARTS = (
     "That asks for more than {limit} figures at once; please ask about fewer metrics, "
@@ -722,8 +724,11 @@ class FiguresRoute:
         for no part of a year and no forecast, and names the year (itself, or by its
         section); the first such sentence is the answer, alone. Otherwise nothing is taken
         from it and the table's "not found" stands. The sentence is quoted as written (no
-        model is asked), so its numbers are its source's own."""
-        if self.quote is None or query.metric is None or query.qualifier is not None:
+        model is asked), so its numbers are its source's own. A rate asked for (前期比何%,
+        "by what percent") is answered so only by a sentence stating a percentage, quoted
+        with its asides: "1兆1,599億円(前期比2.6%増)"."""
+        rate = query.qualifier == AS_RATE
+        if self.quote is None or query.metric is None or (query.qualifier and not rate):
             return None
         year = _WHOLE_YEAR.fullmatch(query.period or "")
         if year is None:
@@ -758,13 +763,14 @@ class FiguresRoute:
                         for m in vocab.find("metric", sentence)
                     )
                     and _names_entity(vocab, query.entity, sentence, cited)
+                    and (not rate or _PERCENTAGE.search(sentence) is not None)
                 ):
                     # The best sentence stating it, alone: the others may give another
                     # period's amount (a half year's, a forecast) or repeat it.
                     trace.reason = None
                     return AnswerResult(
                         Status.ANSWERED,
-                        f"{without_asides(sentence)} [S1]",
+                        f"{sentence if rate else without_asides(sentence)} [S1]",
                         Route.NARRATIVE,
                         (cited,),
                         flags=(STATED_IN_PROSE,),
