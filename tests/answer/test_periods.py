@@ -344,7 +344,15 @@ def test_a_half_of_a_year_named_by_the_month_it_ends_in_japanese_is_that_years()
     assert alone.text == "上期" and alone.period == "H1 2026"
 
 
-@pytest.mark.parametrize("text", ["売上高は前期比何%増えましたか", "営業利益の前年同期比は?"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "売上高は前期比何%増えましたか",
+        "営業利益の前年同期比は?",
+        "事業貢献利益は、前年同期と比べて何パーセント増加しましたか",
+        "营业收入与上年同期相比增长多少",
+    ],
+)
 def test_a_year_the_figure_is_compared_with_is_no_period_asked(text: str) -> None:
     """前期比 ("against the previous year") says what the figure is compared with: read as
     a period, it was the year before today's, a second year nobody asked about."""

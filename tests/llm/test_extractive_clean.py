@@ -6,6 +6,7 @@ the one quoted, and no answer quotes a mail header or ends on a bare "1."."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import pytest
 
@@ -1908,3 +1909,27 @@ def test_review_cases_of_the_reader_stay_as_they_were() -> None:
     )
     said = quoted(answer(question, snippet("S1", MAY_2019)))
     assert sum("$738 billion" in q for q in said) == 1, said
+
+
+@pytest.mark.parametrize("marks", [("A.", "B.", "C."), ("a)", "b)", "c)"), ("(a)", "(b)", "(c)")])
+def test_a_lettered_list_is_a_list(marks: tuple[str, str, str]) -> None:
+    """ "What counts as an incidental expense under the travel rules?" over the Federal
+    Travel Regulation's page, whose list is lettered ("A. Fees and tips …", "B. …", "C.
+    Mailing cost …"): read as paragraphs, B was left out of the answer (federal probe). A
+    lettered list is a list, quoted whole under its lead as a numbered one is. Reverse
+    proof: the same list numbered gives the same quote, markers aside."""
+    lead = "The Federal Travel Regulation describes incidental expenses as:"
+    items = [
+        "Fees and tips given to porters, baggage carriers, bellhops and hotel maids.",
+        "Transportation between places of lodging or business and places where meals are taken.",
+        "Mailing cost associated with filing travel vouchers.",
+    ]
+    question = "What counts as an incidental expense under the travel rules?"
+
+    def quote(markers: Sequence[str]) -> list[str]:
+        text = "\n\n".join([lead, *(f"{m} {item}" for m, item in zip(markers, items, strict=True))])
+        return quoted(answer(question, snippet("S1", text)))
+
+    lettered = quote(marks)
+    assert lettered == [lead, *(f"{m} {item}" for m, item in zip(marks, items, strict=True))]
+    assert [q.split(" ", 1)[1] for q in quote(("1.", "2.", "3."))[1:]] == items

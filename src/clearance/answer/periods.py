@@ -236,8 +236,9 @@ _STEPS: tuple[tuple[str, str, int], ...] = (
     (rf"{_L}next\s+half(?:[\s-]+year)?{_R}", "H", 1),
 )
 # A year the figure is compared with, after it: 前期比 ("against the previous year"),
-# 前年同期比; not 去年同比 (last year's year-on-year change) nor a ratio (比率, 比例, 比重).
-_BASE_AFTER = re.compile(r"\s*(?:同期)?比(?![率例重])")
+# 前年同期と比べて, 上年同期相比; not 去年同比 (last year's year-on-year change) nor a ratio
+# (比率, 比例, 比重).
+_BASE_AFTER = re.compile(r"\s*(?:同期)?\s*(?:比(?![率例重])|[とに]\s*比(?:べ|較)|相比|[对對]比)")
 _JOIN_AFTER_YEAR = r"\s*(?:'s|’s|の|的)?\s*"  # "last year's Q3", "去年的上半年", "昨年度の上期"
 _JOIN_BEFORE_YEAR = r"\s*(?:of\s+|in\s+)?(?:the\s+)?"  # "Q3 of last year", "H1 last year"
 
