@@ -1933,3 +1933,21 @@ def test_a_lettered_list_is_a_list(marks: tuple[str, str, str]) -> None:
     lettered = quote(marks)
     assert lettered == [lead, *(f"{m} {item}" for m, item in zip(marks, items, strict=True))]
     assert [q.split(" ", 1)[1] for q in quote(("1.", "2.", "3."))[1:]] == items
+
+
+def test_an_amount_for_a_fiscal_year_the_sentence_names_answers_no_other_year() -> None:
+    """ "What was the deficit in 2024?" over CBO's monthly reviews: "$738 billion for the
+    first eight months of fiscal year 2019" was quoted because no sentence named 2024, and
+    an amount of another year read as the year asked. A sentence naming the fiscal year of
+    its amount answers no other year, even when nothing else is left. Reverse proofs:
+    asked about 2019 it answers; a sentence naming no year may still be of the year asked
+    (its document's), and a year that is no fiscal year ("since 2003") excludes nothing."""
+    fy2019 = "The federal budget deficit was $738 billion for the first eight months of fiscal year 2019."
+    assert quoted(answer("What was the deficit in 2024?", snippet("S1", fy2019))) == []
+    assert quoted(answer("What was the deficit in fiscal year 2019?", snippet("S1", fy2019))) == [
+        fy2019
+    ]
+    unnamed = "The federal budget deficit was $1.8 trillion for the fiscal year."
+    assert quoted(answer("What was the deficit in 2024?", snippet("S1", unnamed))) == [unnamed]
+    since = "The deficit was $1.8 trillion, the largest since 2003."
+    assert quoted(answer("What was the deficit in 2024?", snippet("S1", since))) == [since]

@@ -591,6 +591,19 @@ _DATE_YEAR = re.compile(
 )
 
 
+# A fiscal year named as one: "fiscal year 2019", "fiscal 2019", "FY 2019", "2024年3月期"
+# (not 年度, which companies name by the year it starts or ends in).
+_FISCAL_YEAR_NAMED = re.compile(
+    r"\b(?:fiscal\s+(?:year\s+)?|FY\s?)((?:19|20)\d{2})\b|((?:19|20)\d{2})\s*年\s*\d{1,2}\s*月\s*期",
+    re.IGNORECASE,
+)
+
+
+def _fiscal_years_named(text: str) -> set[str]:
+    """The fiscal years ``text`` names as such."""
+    return {a or b for a, b in _FISCAL_YEAR_NAMED.findall(text)}
+
+
 def years_named(text: str) -> set[str]:
     """The years ``text`` names, but for those written as part of a date."""
     return set(_YEAR_WORD.findall(_DATE_YEAR.sub(" ", text)))
@@ -845,6 +858,18 @@ def _of_the_period_asked(
         return bool(years_named(text(c)) & years)
 
     stating = [c for c in candidates if _stated_amounts(units[c[1]][c[2]].text)]
+    # An amount a sentence states for a fiscal year it names ("$738 billion for the first
+    # eight months of fiscal year 2019") is none of another year asked, even when nothing
+    # else is left: "the deficit in 2024" is not answered with 2019's.
+    other_fiscal = [
+        c
+        for c in stating
+        if (named := _fiscal_years_named(_COMPARED_TAIL.sub(" ", units[c[1]][c[2]].text)))
+        and not named & years
+        and not own_years(c) & years
+    ]
+    candidates = [c for c in candidates if c not in other_fiscal]
+    stating = [c for c in stating if c not in other_fiscal]
     if calendar:
         # the amounts of a span in another year, by the sentence or its heading ("… in
         # July 2008", "While revenues were about 1 percent lower …" under "… August 6,
