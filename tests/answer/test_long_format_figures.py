@@ -496,3 +496,53 @@ def test_a_column_of_labels_beside_the_years_makes_each_measure_column_long(
     engine.sync_directory(write_directory(tmp_path / "directory.json", {"ana": []}))
     gas = engine.ask("What were global gas fuel emissions in 2023?", "ana")
     assert gas.status is Status.ANSWERED and "2,128" in gas.answer, gas.answer
+
+
+def test_a_line_is_asked_by_the_word_only_its_name_has(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """ "What were outlays for Fannie Mae and Freddie Mac in fiscal year 2010?" beside the
+    line ``Fannie Freddie``, and "What was spent on defense in 2012?" beside ``Defense
+    Discretionary``: the question names the line by the words only its name has, and was
+    refused or not found (GitLab set, probe). Reverse proofs: a word two lines share
+    ("discretionary") names neither, "receipts" is the government's revenue, not the line
+    ``Miscellaneous Receipts``, and without the lines' own words the questions are
+    answered no figure."""
+    data = tmp_path / "budget"
+    data.mkdir()
+    (data / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    rows = [
+        ["outlay", "Total", "Total", "2010", "3457.079"],
+        ["outlay", "Fannie Freddie", "Fannie Freddie", "2010", "40.458"],
+        ["outlay", "Discretionary", "Defense Discretionary", "2012", "670.523"],
+        ["outlay", "Discretionary", "Nondefense Discretionary", "2012", "614.669"],
+        ["revenue", "Total", "Total", "2010", "2162.706"],
+        ["revenue", "Miscellaneous Receipts", "Miscellaneous Receipts", "2010", "96.773"],
+    ]
+    write_csv(data / "actuals.csv", [HEADER, *rows])
+    engine = Clearance(settings_factory({}), store, provider=MockProvider())
+    assert engine.ingest([data]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    fannie = ask(engine, "What were outlays for Fannie Mae and Freddie Mac in fiscal year 2010?")
+    assert fannie.status is Status.ANSWERED and "40.458" in fannie.answer, fannie.answer
+    assert "3,457.079" not in fannie.answer
+    defense = ask(engine, "What was spent on defense in 2012?")
+    assert "Outlay (Defense Discretionary) in FY2012 was 670.523" in defense.answer, defense.answer
+    assert "614.669" not in defense.answer
+    shared = ask(engine, "What was discretionary spending in 2012?")
+    assert "670.523" not in shared.answer or "614.669" in shared.answer, shared.answer
+    receipts = ask(engine, "What were total receipts in fiscal year 2010?")
+    assert "2,162.706" in receipts.answer and "96.773" not in receipts.answer, receipts.answer
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(structured_module, "_own_words", lambda line, lines, measures: ())
+    try:
+        for question, figure in (
+            ("What were outlays for Fannie Mae and Freddie Mac in fiscal year 2010?", "40.458"),
+            ("What was spent on defense in 2012?", "(Defense Discretionary) in FY2012 was"),
+        ):
+            assert figure not in ask(engine, question).answer
+    finally:
+        monkeypatch.undo()
