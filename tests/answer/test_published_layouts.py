@@ -575,7 +575,7 @@ def test_net_profit_is_the_plainest_line_ending_in_it_and_the_first_quarters_no_
     # only a statement line's measure, only the plainest line of one company's, and only
     # where the others hold its qualifier
     byd = ["归属于上市公司股东的净利润", "归属于上市公司股东的扣除非经常性损益的净利润"]
-    assert structured_module._head_name(byd[0], byd) == ("净利润",)
+    assert structured_module._head_name(byd[0], byd)[0] == "净利润"
     assert structured_module._head_name(byd[1], byd) == ()
     assert structured_module._head_name(byd[0], [*byd, "扣除非经常性损益的净利润"]) == ()
     assert (
@@ -1156,3 +1156,26 @@ def test_a_part_of_the_year_names_the_row_its_table_gives_it(
     assert result.status is Status.NOT_FOUND and "parts_of_period" in result.flags
     assert "(part of FY2024 only; row 2024年3月期第2四半期)" in result.answer, result.answer
     assert "headed 事業貢献利益" not in result.answer
+
+
+def test_the_plainest_line_ending_in_a_measure_is_asked_by_its_other_names_too(
+    app: Clearance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "What was BYD's net profit in Q3 2023?" and "How much was net income?" beside a
+    Chinese report whose line is 归属于上市公司股东的净利润: 净利润 named it, but "net
+    profit", the same measure in English (clearance.glossary), named nothing, and the
+    question was refused. The measure's other names name the plainest line too, and the
+    answer says the line as its table writes it. Reverse proof: with the Chinese name
+    alone, the English question gets no figure."""
+    answer = ask(app, "What was BYD's net profit in Q3 2023?")
+    assert "10,412,751,000" in answer and "归属于上市公司股东的净利润" in answer, answer
+    assert "9,653,906,000" not in answer
+    unnamed = app.ask("How much was net income?", "fay")
+    assert unnamed.status is Status.CLARIFY and "period" in unnamed.missing, unnamed.answer
+    byd = ["归属于上市公司股东的净利润", "归属于上市公司股东的扣除非经常性损益的净利润"]
+    assert "net profit" in structured_module._head_name(byd[0], byd)
+    real = structured_module._head_name
+    monkeypatch.setattr(
+        structured_module, "_head_name", lambda metric, metrics: real(metric, metrics)[:1]
+    )
+    assert "10,412,751,000" not in app.ask("What was BYD's net profit in Q3 2023?", "fay").answer

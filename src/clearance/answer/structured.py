@@ -848,7 +848,8 @@ def _head_name(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
     statement line is called (:mod:`clearance.glossary`), and only for the plainest of
     ``metrics`` ending in it, whose qualifier every other one's name holds ("归属于上市公司
     股东的" in "归属于上市公司股东的扣除非经常性损益的净利润"); none when a line is called the
-    measure itself, by this name or another."""
+    measure itself, by this name or another. The measure's other names ("net profit",
+    "net income": :mod:`clearance.glossary`) name the line too."""
     parts = _OF.split(metric)
     head = parts[-1].strip()
     if len(parts) < 2 or len(head) < 2 or not glossary.equivalents(head):
@@ -860,7 +861,8 @@ def _head_name(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
     qualifier = metric[: len(metric) - len(head)]
     if any(m != metric and (len(m) <= len(metric) or qualifier not in m) for m in ending):
         return ()
-    return (head,)
+    # and by the measure's names in the other languages: "BYD's net profit" too
+    return (head, *glossary.equivalents(head))
 
 
 def _other_names(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
