@@ -122,6 +122,32 @@ def app(
     yield engine
 
 
+@pytest.fixture
+def ir_engine(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Callable[..., Clearance]:
+    """An engine over an investor-relations folder kenji may read: Konica Minolta's 決算短信
+    table of ``rows`` and the prose ``documents`` (file name → text), with the default
+    extractive provider, as a new user runs it."""
+
+    def build(rows: list[list[str]], documents: dict[str, str] | None = None) -> Clearance:
+        corpus = tmp_path / "ir"
+        corpus.mkdir(exist_ok=True)
+        (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
+        write_csv(corpus / "konica-minolta-2024-q2-tanshin.csv", rows)
+        for name, text in (documents or {}).items():
+            (corpus / name).write_text(text, encoding="utf-8")
+        engine = Clearance(settings_factory({}), store)
+        assert engine.ingest([corpus]).failed == []
+        engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
+        return engine
+
+    return build
+
+
 def numbers_are_facts(engine: Clearance, answer: str, question: str) -> None:
     allowed = {format_number(f.value) for f in engine.store.list_facts()}
     text = re.sub(r"\[S\d+\]", " ", answer)
@@ -302,32 +328,21 @@ def test_a_span_named_without_its_year_asks_which_year(app: Clearance) -> None:
 
 
 def test_a_figure_question_with_nothing_to_offer_is_read_in_the_documents(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
+    ir_engine: Callable[..., Clearance],
 ) -> None:
     """ "今期の事業貢献利益の見通しは?" names a metric a table holds for another period, and a
     forecast the table doesn't: asking "which entity?" with nothing to offer helped nobody.
     The results briefing's prose states the forecast, and the answer quotes it."""
-    corpus = tmp_path / "ir"
-    corpus.mkdir()
-    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
-    write_csv(
-        corpus / "konica-minolta-2024-q2-tanshin.csv",
+    engine = ir_engine(
         [
             ["2024年3月期第2四半期の連結業績", "事業貢献利益(百万円)"],
             ["2024年3月期第2四半期", "2,288"],
         ],
+        {
+            "briefing.md": "# 決算会見\n\n今期の売上高は横ばいの1兆1600億円とした。"
+            "事業貢献利益は、前期比大幅増の400億円を見込む。\n"
+        },
     )
-    (corpus / "briefing.md").write_text(
-        "# 決算会見\n\n今期の売上高は横ばいの1兆1600億円とした。事業貢献利益は、前期比大幅増の400億円を見込む。\n",
-        encoding="utf-8",
-    )
-    # The default extractive provider, as a new user runs it.
-    engine = Clearance(settings_factory({}), store)
-    assert engine.ingest([corpus]).failed == []
-    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
     result = engine.ask("今期の事業貢献利益の見通しはいくらですか?", "kenji")
     assert result.status is Status.ANSWERED, result.answer
     assert "400億円" in result.answer and "2,288" not in result.answer
@@ -1086,72 +1101,52 @@ def test_a_company_written_in_katakana_is_the_tables_latin_named_company(
 
 
 def test_a_rate_no_table_reports_is_quoted_with_the_sentences_aside(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
+    ir_engine: Callable[..., Clearance], tmp_path: Path
 ) -> None:
     """ "コニカミノルタの2024年3月期の売上高は前期比何%増えましたか" when the table holds only
     the second quarter: the year's overview states the change in an aside
     ("1兆1,599億円(前期比2.6%増)"), quoted as written. 前期比 is what the figure is compared
     with, not a second year asked. Reverse proofs: an amount asked is quoted without the
     aside, and a sentence stating no percentage does not answer a rate."""
-    corpus = tmp_path / "ir"
-    corpus.mkdir()
-    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
-    write_csv(
-        corpus / "konica-minolta-2024-q2-tanshin.csv",
-        [
-            ["2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日)", "売上高(百万円)"],
-            ["2024年3月期第2四半期", "552,763"],
-        ],
+    quarter = [
+        ["2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日)", "売上高(百万円)"],
+        ["2024年3月期第2四半期", "552,763"],
+    ]
+    title = "# コニカミノルタ 2024年3月期 連結業績の概要\n\n"
+    engine = ir_engine(
+        quarter,
+        {
+            "overview.md": title
+            + "当期の連結売上高は、円安の進行もあり1兆1,599億円(前期比2.6%増)となりました。\n"
+        },
     )
-    (corpus / "overview.md").write_text(
-        "# コニカミノルタ 2024年3月期 連結業績の概要\n\n"
-        "当期の連結売上高は、円安の進行もあり1兆1,599億円(前期比2.6%増)となりました。\n",
-        encoding="utf-8",
-    )
-    engine = Clearance(settings_factory({}), store)
-    assert engine.ingest([corpus]).failed == []
-    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
     rate = engine.ask("コニカミノルタの2024年3月期の売上高は前期比何%増えましたか", "kenji")
     assert rate.status is Status.ANSWERED and "2.6%" in rate.answer, rate.answer
     assert "FY2025" not in rate.answer and "FY2023" not in rate.answer  # no second year
     amount = engine.ask("コニカミノルタの2024年3月期の売上高は?", "kenji")
     assert "1兆1,599億円" in amount.answer and "2.6%" not in amount.answer, amount.answer
-    (corpus / "overview.md").write_text(
-        "# コニカミノルタ 2024年3月期 連結業績の概要\n\n当期の連結売上高は1兆1,599億円となりました。\n",
-        encoding="utf-8",
+    (tmp_path / "ir" / "overview.md").write_text(
+        title + "当期の連結売上高は1兆1,599億円となりました。\n", encoding="utf-8"
     )
-    assert engine.ingest([corpus]).failed == []
+    assert engine.ingest([tmp_path / "ir"]).failed == []
     plain = engine.ask("コニカミノルタの2024年3月期の売上高は前期比何%増えましたか", "kenji")
     assert plain.status is not Status.ANSWERED or "1兆1,599億円" not in plain.answer, plain.answer
 
 
 def test_a_part_of_the_year_names_the_row_its_table_gives_it(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
+    ir_engine: Callable[..., Clearance],
 ) -> None:
     """A 決算短信 table's periods are its rows ("2024年3月期第2四半期") and its columns name
     the metric ("事業貢献利益(百万円)"): asked for the whole year, the second quarter's
     figure is given under the row's label, as the source writes it, not the column's,
     which only repeats the line (federal probe). Reverse proof: a table whose columns are
     the periods still gives the column's heading (BYD's 年初至报告期末, above)."""
-    corpus = tmp_path / "ir"
-    corpus.mkdir()
-    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:ir"]}), encoding="utf-8")
-    write_csv(
-        corpus / "konica-minolta-2024-q2-tanshin.csv",
+    engine = ir_engine(
         [
             ["2024年3月期第2四半期の連結業績(2023年4月1日~2023年9月30日)", "事業貢献利益(百万円)"],
             ["2024年3月期第2四半期", "2,288"],
-        ],
+        ]
     )
-    engine = Clearance(settings_factory({}), store)
-    assert engine.ingest([corpus]).failed == []
-    engine.sync_directory(write_directory(tmp_path / "directory.json", {"kenji": ["ir"]}))
     result = engine.ask("コニカミノルタの2024年3月期の事業貢献利益は通期でいくら?", "kenji")
     assert result.status is Status.NOT_FOUND and "parts_of_period" in result.flags
     assert "(part of FY2024 only; row 2024年3月期第2四半期)" in result.answer, result.answer
