@@ -54,7 +54,6 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal, Protocol
 
 from clearance import glossary
-from clearance.analysis import search_terms
 from clearance.answer.intent import MetricQuery
 from clearance.answer.result import Citation
 from clearance.config import FactSettings
@@ -728,7 +727,6 @@ def readable_vocabulary(
     for held in of_entity.values():
         for metric in held:
             beside.setdefault(metric, set()).update(held)
-    lines = {f.channel for f in facts} | set(channels)
     for fact in facts:
         for kind, name, table in (
             ("metric", fact.metric, metrics),
@@ -749,9 +747,7 @@ def readable_vocabulary(
                     *_weak_names(name, measures, name in unnamed_only),
                 )
                 if kind == "metric"
-                # a line: "excise tax revenues" of "Excise Taxes", "defense" of "Defense
-                # Discretionary"
-                else (*_number_forms(name), *_own_words(name, lines, measures))
+                else _number_forms(name)  # a line: "excise tax revenues" of "Excise Taxes"
             )
             added = True
     # Months are read in questions only where a readable table gives monthly figures.
@@ -765,54 +761,6 @@ def readable_vocabulary(
 
 
 _PLURAL_ES = re.compile(r"(?:s|x|z|ch|sh)$")
-
-#: Words of a line's name that name no line by themselves, however few lines have them.
-_NO_LINE_WORDS = frozenset(
-    [
-        "total",
-        "other",
-        "net",
-        "all",
-        "and",
-        "gross",
-        "adjusted",
-        "federal",
-        "government",
-        "programs",
-        "program",
-    ]
-)
-
-
-def _own_words(line: str, lines: Iterable[str], measures: Iterable[str]) -> tuple[str, ...]:
-    """The words of a line's name of several words that no other line's name has, each a
-    name of the line: "spent on defense" asks for ``Defense Discretionary`` where no other
-    line says "defense" (``Nondefense Discretionary`` says another word), and "outlays for
-    Fannie Mae and Freddie Mac" for ``Fannie Freddie``. Not a word a measure's name has,
-    nor one that names a statement line ("receipts" of ``Miscellaneous Receipts`` is the
-    government's revenue: :mod:`clearance.glossary`), nor a small or general word."""
-    words = line.split()
-    if len(words) < 2:
-        return ()
-    others: set[str] = set()
-    for other in lines:
-        if other.casefold() != line.casefold():
-            others.update(w.casefold() for w in other.split())
-    for measure in measures:
-        others.update(w.casefold() for w in measure.split())
-    weak = {n.casefold() for names in glossary.lines() for n in glossary.weak_names(names[0])}
-    return tuple(
-        w
-        for w in words
-        if w.isascii()
-        and w.isalpha()
-        and len(w) >= 4
-        and w.casefold() not in others
-        and w.casefold() not in _NO_LINE_WORDS
-        and w.casefold() not in weak
-        and not glossary.equivalents(w)
-        and search_terms(w)
-    )
 
 
 def _number_forms(name: str) -> tuple[str, ...]:
