@@ -14,6 +14,7 @@ from clearance.transliteration import katakana_words, sounds_alike
         ("マイクロソフト", "Microsoft"),
         ("パナソニック", "Panasonic"),
         ("ニンテンドー", "Nintendo"),
+        ("ゴールドマン・サックス", "Goldman Sachs"),  # a name of two words
         ("ｺﾆｶﾐﾉﾙﾀ", "Konica Minolta"),  # half-width kana
     ],
 )

@@ -20,12 +20,13 @@ import unicodedata
 
 import jaconv
 
-__all__ = ["MIN_CONSONANTS", "katakana_words", "sounds_alike"]
+__all__ = ["MIN_CONSONANTS", "katakana_sound", "katakana_words", "latin_sound", "sounds_alike"]
 
 #: The fewest consonants two names must share for katakana to be read as a Latin name.
 MIN_CONSONANTS = 4
 
-_KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fc]{3,}")
+# Katakana, its long vowel mark and the dot between the words of a name (ゴールドマン・サックス).
+_KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fb\u30fc]{3,}")
 _ALIKE = str.maketrans({"c": "k", "q": "k", "l": "r", "v": "b", "z": "s", "x": "k"})
 _SILENT = re.compile(r"[^bdfgjkmnprst]")
 _DOUBLED = re.compile(r"(.)\1+")
@@ -42,10 +43,19 @@ def _consonants(latin: str) -> str:
     return _DOUBLED.sub(r"\1", _SILENT.sub("", letters.translate(_ALIKE)))
 
 
+def katakana_sound(katakana: str) -> str:
+    """What ``katakana`` sounds, read out in romaji and reduced (the module docstring)."""
+    return _consonants(
+        jaconv.kana2alphabet(jaconv.kata2hira(unicodedata.normalize("NFKC", katakana)))
+    )
+
+
+def latin_sound(latin: str) -> str:
+    """What a name in Latin letters sounds, reduced alike; empty for any other script."""
+    return _consonants(latin) if latin.isascii() else ""
+
+
 def sounds_alike(katakana: str, latin: str) -> bool:
     """Whether ``katakana`` is ``latin`` written as Japanese writes a foreign name."""
-    if not latin.isascii():
-        return False
-    romaji = jaconv.kana2alphabet(jaconv.kata2hira(unicodedata.normalize("NFKC", katakana)))
-    sound = _consonants(romaji)
-    return len(sound) >= MIN_CONSONANTS and sound == _consonants(latin)
+    sound = katakana_sound(katakana)
+    return len(sound) >= MIN_CONSONANTS and sound == latin_sound(latin)

@@ -361,8 +361,24 @@ def test_a_year_the_figure_is_compared_with_is_no_period_asked(text: str) -> Non
 
 def test_a_year_with_its_own_change_or_ratio_is_still_asked() -> None:
     """Reverse proofs: 去年同比 is last year's year-on-year change, and 去年比率 last year's
-    ratio; both ask about last year."""
+    ratio; both ask about last year. A Chinese year before 比 is no base: 去年比亚迪 is BYD
+    last year, and "今年比去年" sets this year against the last, both asked."""
     (last,) = find_relative("比亚迪去年同比增长多少", APRIL, OCTOBER_15)
     assert last.period == "FY2025"
     (ratio,) = find_relative("去年比率是多少", APRIL, OCTOBER_15)
     assert ratio.period == "FY2025"
+    (byd,) = find_relative("去年比亚迪的营业收入是多少", APRIL, OCTOBER_15)
+    assert byd.period == "FY2025"
+    both = find_relative("今年比去年增长了多少", APRIL, OCTOBER_15)
+    assert [m.period for m in both] == ["FY2026", "FY2025"]
+
+
+def test_a_year_zero_names_no_fiscal_year_and_is_no_error() -> None:
+    """ "0000年3月期の上期" and "the fiscal year ending March 0000" raised ValueError (no year
+    0 in the calendar): they name no year, and the half alone is read as before."""
+    for text in (
+        "0000年3月期の上期の売上高は?",
+        "the first half of the fiscal year ending March 0000",
+    ):
+        (half,) = find_relative(text, APRIL, OCTOBER_15)
+        assert half.period == "H1 2026"

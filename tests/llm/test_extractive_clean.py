@@ -319,13 +319,15 @@ def test_a_page_whose_best_answer_says_the_opposite_offers_no_lesser_sentence() 
 def test_a_sentence_counting_another_kind_does_not_answer_the_count() -> None:
     """ "How many hours of annual leave does a full-time employee with ten years of service
     earn each pay period?" over the FWS leave page, which gives only the sick leave rate:
-    "4 hours of sick leave per pay period" counts another kind of leave, the page's other
-    sentences (who earns leave) answer less, and the answer path refuses (held-out federal
-    set, probe split). Reverse proofs: asked about sick leave, the sentence answers; a
-    sentence counting leave of no kind, or naming the kind asked beside another, still
-    counts; and a question naming no kind is answered by the same sentence."""
+    "4 hours of sick leave per pay period" counts another kind of leave (the page sets
+    "annual and sick leave" side by side), the page's other sentences (who earns leave)
+    answer less, and the answer path refuses (held-out federal set, probe split). Reverse
+    proofs: asked about sick leave, the sentence answers; a sentence counting leave of no
+    kind, or naming the kind asked beside another, still counts; and a question naming no
+    kind is answered by the same sentence."""
     fws = snippet(
         "S1",
+        "Most permanent federal employees are eligible to earn and use annual and sick leave. "
         "Full-time employees earn leave based on their length of service. Additionally, "
         "full-time employees earn 4 hours of sick leave per pay period.",
         "section=Leave and Hours of Duty",
@@ -347,6 +349,38 @@ def test_a_sentence_counting_another_kind_does_not_answer_the_count() -> None:
     assert quoted(answer(annual, snippet("S1", both))) == [both]
     unqualified = "How many hours of leave does a full-time employee earn each pay period?"
     assert sick_rate in quoted(answer(unqualified, fws))
+    # Another document counting leave of no kind answers, though it says less.
+    staff = snippet("S2", "Staff accrue 6 hours of leave per pay period.", doc="files:staff.md")
+    assert "Staff accrue 6 hours of leave per pay period." in quoted(answer(annual, fws, staff))
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence"),
+    [
+        # words no passage sets beside the kind asked say more of the count, not another kind
+        (
+            "How much annual leave can I carry over?",
+            "You may carry over 240 hours of accrued leave.",
+        ),
+        (
+            "How many days of annual leave can employees carry over?",
+            "Employees may carry over up to 5 days of unused leave into the next year.",
+        ),
+        (
+            "How many weeks of paid leave do new parents get?",
+            "New parents receive 12 weeks of parental leave at full salary.",
+        ),
+        # the unit asked in is no kind of what is counted
+        (
+            "How many days of vacation do new employees get?",
+            "New employees get 3 weeks of paid vacation each year.",
+        ),
+    ],
+)
+def test_a_word_before_the_thing_counted_is_no_other_kind_by_itself(
+    question: str, sentence: str
+) -> None:
+    assert quoted(answer(question, snippet("S1", sentence))) == [sentence]
 
 
 def test_a_number_naming_a_day_is_no_amount() -> None:
@@ -1951,3 +1985,25 @@ def test_an_amount_for_a_fiscal_year_the_sentence_names_answers_no_other_year() 
     assert quoted(answer("What was the deficit in 2024?", snippet("S1", unnamed))) == [unnamed]
     since = "The deficit was $1.8 trillion, the largest since 2003."
     assert quoted(answer("What was the deficit in 2024?", snippet("S1", since))) == [since]
+
+
+def test_a_paragraph_opening_with_an_initial_is_prose() -> None:
+    """Reverse proof of the lettered list: a letter opens an item only where a line carries
+    the letter before or after it. "J. Smith approves all travel. …" is three sentences,
+    and "Is airport parking reimbursed?" quotes the one that answers, not the paragraph."""
+    text = (
+        "J. Smith approves all travel. Parking at the airport is not reimbursed. "
+        "Taxis are reimbursed with a receipt."
+    )
+    assert len(extractive.split_sentences(text)) == 3
+    assert quoted(answer("Is airport parking reimbursed?", snippet("S1", text))) == [
+        "Parking at the airport is not reimbursed."
+    ]
+
+
+def test_a_month_asked_without_a_year_keeps_a_sentence_naming_its_fiscal_year() -> None:
+    """Reverse proof of the fiscal-year rule: it applies only where the question names a
+    year. "What was the deficit in July?" is answered by July's sentence, which names the
+    fiscal year it falls in."""
+    july = "CBO estimates a deficit of $120 billion in July, the tenth month of fiscal year 2019."
+    assert quoted(answer("What was the deficit in July?", snippet("S1", july))) == [july]

@@ -235,10 +235,14 @@ _STEPS: tuple[tuple[str, str, int], ...] = (
     (rf"{_L}(?:this|current)\s+half(?:[\s-]+year)?{_R}", "H", 0),
     (rf"{_L}next\s+half(?:[\s-]+year)?{_R}", "H", 1),
 )
-# A year the figure is compared with, after it: 前期比 ("against the previous year"),
-# 前年同期と比べて, 上年同期相比; not 去年同比 (last year's year-on-year change) nor a ratio
-# (比率, 比例, 比重).
-_BASE_AFTER = re.compile(r"\s*(?:同期)?\s*(?:比(?![率例重])|[とに]\s*比(?:べ|較)|相比|[对對]比)")
+# A year the figure is compared with, after it. In Japanese 前期比, 前年同期比 ("against
+# the previous year") and 前年同期と比べて; not a ratio (比率, 比例, 比重). In Chinese
+# 与上年同期相比; a bare 比 after a year is no base there ("今年比去年": this year against
+# last; 去年比亚迪: BYD last year).
+_BASE_AFTER: dict[Language | None, re.Pattern[str]] = {
+    "ja": re.compile(r"\s*(?:同期)?\s*(?:比(?![率例重亜])|[とに]\s*比(?:べ|較)|と比較)"),
+    "zh": re.compile(r"\s*(?:同期)?\s*相比"),
+}
 _JOIN_AFTER_YEAR = r"\s*(?:'s|’s|の|的)?\s*"  # "last year's Q3", "去年的上半年", "昨年度の上期"
 _JOIN_BEFORE_YEAR = r"\s*(?:of\s+|in\s+)?(?:the\s+)?"  # "Q3 of last year", "H1 last year"
 
@@ -312,7 +316,8 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
     found: list[RelativeMatch] = []
 
     def add(start: int, end: int, readings: Sequence[str]) -> None:
-        if _BASE_AFTER.match(text, end):
+        base = _BASE_AFTER.get(language)
+        if base is not None and base.match(text, end):
             return  # 前期比: what the figure is compared with, no period asked
         after = AT_END.match(text, end)  # 上年度末: the end of last year is last year's
         end = after.end() if after else end
@@ -329,12 +334,14 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
             if m.group("ending"):
                 # the label of the fiscal year that month ends, in the calendar's naming
                 month = [n.casefold() for n in MONTH_NAMES].index(m["endmonth"][:3].casefold())
+                if int(m.group("ending")) < 1:
+                    continue  # "ending March 0000" names no year
                 years: Sequence[int] = [
                     calendar.fiscal_year(date(int(m.group("ending")), month + 1, 1))
                 ]
             elif m.group("kiyear"):
                 month = int(m.group("kimonth"))
-                if not 1 <= month <= 12:
+                if not 1 <= month <= 12 or int(m.group("kiyear")) < 1:
                     continue  # "2024年13月期" names no year; its 上期 none either
                 years = [calendar.fiscal_year(date(int(m.group("kiyear")), month, 1))]
             elif absolute:

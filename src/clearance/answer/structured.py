@@ -69,7 +69,7 @@ from clearance.ingest.facts import (
 from clearance.ingest.locator import parse_locator
 from clearance.model import Document, Fact, Sensitivity
 from clearance.store.base import SearchFilter
-from clearance.transliteration import katakana_words, sounds_alike
+from clearance.transliteration import MIN_CONSONANTS, katakana_sound, katakana_words, latin_sound
 from clearance.trust import resolve_trust
 
 __all__ = [
@@ -475,11 +475,11 @@ def _period_heading(fact: Fact) -> str | None:
     (``headed 年初至报告期末``), or its row's label where the column names the metric (a
     決算短信 table's ``row 2024年3月期第2四半期`` under ``事業貢献利益(百万円)``)."""
     col, row = _headings(fact)
-    metric = fact.metric.casefold()
-    for word, heading in (("headed", col), ("row", row)):
-        if heading and not heading.isdigit() and metric not in heading.casefold():
-            return f"{word} {heading}"
-    return None
+    if not col or col.isdigit():
+        return None
+    if fact.metric.casefold() not in col.casefold():
+        return f"headed {col}"
+    return f"row {row}" if row and not row.isdigit() else None
 
 
 def render_parts_of_year(
@@ -683,12 +683,14 @@ def names_in_katakana(question: str, entities: Iterable[str]) -> dict[str, set[s
     katakana it writes: a Japanese question's コニカミノルタ is the Konica Minolta of a
     table (:mod:`clearance.transliteration`), with no vocabulary saying so. An entity
     also sounds alike without its legal form (``Konica Minolta, Inc.``)."""
-    words = katakana_words(question)
+    sounds = {
+        w: s for w in katakana_words(question) if len(s := katakana_sound(w)) >= MIN_CONSONANTS
+    }
     out: dict[str, set[str]] = {}
-    for entity in set(entities) if words else ():
-        spellings = (entity, *entity_aliases(entity))
-        for word in words:
-            if any(sounds_alike(word, name) for name in spellings):
+    for entity in set(entities) if sounds else ():
+        spoken = {latin_sound(name) for name in (entity, *entity_aliases(entity))}
+        for word, sound in sounds.items():
+            if sound in spoken:
                 out.setdefault(entity, set()).add(word)
     return out
 

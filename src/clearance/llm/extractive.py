@@ -159,6 +159,28 @@ def _starts_block(line: str) -> bool:
     return first.isupper() or (first.isalpha() and not first.isascii() and not first.islower())
 
 
+_LETTERED = re.compile(r"(\(?)([A-Za-z])([.)])\s")
+
+
+def _opens_item(text: str, line: str) -> bool:
+    """Whether ``line`` (of ``text``, left-trimmed) opens a list item: a bullet or number,
+    or a letter ("A. Fees and tips …", "(b) …") where a line of ``text`` carries the letter
+    before or after it the same way. A paragraph opening with an initial ("J. Smith
+    approved …") stays prose."""
+    if not _LIST_ITEM.match(line):
+        return False
+    lettered = _LETTERED.match(line)
+    if lettered is None:
+        return True
+    opening, letter, closing = lettered.groups()
+    for step in (-1, 1):
+        other = chr(ord(letter) + step)
+        marker = re.escape(f"{opening}{other}{closing}")
+        if other.isalpha() and re.search(rf"(?m)^[ \t]*{marker}\s", text):
+            return True
+    return False
+
+
 def _list_ends(text: str) -> list[int]:
     """Where a list item ends because an unindented paragraph follows it on the next line
     ("- 31 December\nVisitors are …"): an indented or lower-case line continues it."""
@@ -166,7 +188,7 @@ def _list_ends(text: str) -> list[int]:
     return [
         line.end()
         for line, after in itertools.pairwise(raw)
-        if _LIST_ITEM.match(line.group(0).lstrip())
+        if _opens_item(text, line.group(0).lstrip())
         and not text[line.end() : after.start()].strip()
         and len(text[line.end() : after.start()].replace("\r\n", "\n")) == 1
         and _starts_block(after.group(0))
@@ -183,7 +205,7 @@ def _items(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, 
     for i, line in enumerate(raw):
         body = line.group(0).lstrip()
         begin = line.end() - len(body)
-        if not _LIST_ITEM.match(body) or begin in starts or _CELL in body:
+        if not _opens_item(text, body) or begin in starts or _CELL in body:
             continue
         end = line.end()
         for after in raw[i + 1 :]:
@@ -191,7 +213,7 @@ def _items(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, 
             follow = after.group(0)
             if gap.strip() or len(gap) != 1 or _CELL in follow or not follow.strip():
                 break
-            if _LIST_ITEM.match(follow.lstrip()) or (
+            if _opens_item(text, follow.lstrip()) or (
                 not follow[:1].isspace() and _starts_block(follow)
             ):
                 break
@@ -458,7 +480,7 @@ def _units(snippet: Snippet) -> list[_Unit]:
                 or (
                     s >= carried  # a next line (none carried on yet, or past the one that was)
                     and (s, e) not in table_lines
-                    and not _LIST_ITEM.match(piece.lstrip(" "))
+                    and not _opens_item(text, piece.lstrip(" "))
                     and text[item_end:s].count("\n") == 1  # the next line, not a paragraph on
                     and not text[item_end:s].strip()
                     and _carries_on(units[-1].text)
@@ -487,7 +509,7 @@ def _units(snippet: Snippet) -> list[_Unit]:
                 group += 1
             units.append(_Unit(piece, group, table=True, header=is_header, heading=heading))
             previous = "row"
-        elif _LIST_ITEM.match(piece.lstrip(" ")):
+        elif _opens_item(text, piece.lstrip(" ")):
             if previous != "item":
                 group += 1
             units.append(_Unit(piece, group, heading=heading))
@@ -864,7 +886,8 @@ def _of_the_period_asked(
     other_fiscal = [
         c
         for c in stating
-        if (named := _fiscal_years_named(_COMPARED_TAIL.sub(" ", units[c[1]][c[2]].text)))
+        if years
+        and (named := _fiscal_years_named(_COMPARED_TAIL.sub(" ", units[c[1]][c[2]].text)))
         and not named & years
         and not own_years(c) & years
     ]
@@ -1558,10 +1581,12 @@ _UNIT_TERMS = frozenset(search_terms("hours days weeks months years workweeks"))
 class _Counted:
     """What a question asking how much or how many counts (index terms): ``head`` the thing
     counted and ``kinds`` the words naming which kind of it, both empty when the question
-    says no kind ("How much revenue did …")."""
+    says no kind ("How much revenue did …"). ``others``: the kinds the passages set beside
+    an asked one ("annual and sick leave"), the only words that make a count another kind's."""
 
     head: str = ""
     kinds: frozenset[str] = frozenset()
+    others: frozenset[str] = frozenset()
 
 
 def _counted(question: str) -> _Counted | None:
@@ -1572,26 +1597,66 @@ def _counted(question: str) -> _Counted | None:
     head = search_terms(m["head"]) if m else []
     if m is None or len(head) != 1:
         return _Counted()
-    kinds = frozenset(search_terms(m["kinds"]))
+    kinds = frozenset(search_terms(m["kinds"])) - _UNIT_TERMS  # "days of vacation": no kind
     return _Counted(head[0], kinds) if kinds else _Counted()
+
+
+# Two kinds of one thing set side by side: "annual and sick leave", "sick or annual leave".
+# (A look-ahead, so "earn and use annual and sick leave" is read at every word.)
+_SIDE_BY_SIDE = re.compile(
+    r"(?=\b([^\W\d_][\w'’-]*),?\s+(?:and|or|&|and/or)\s+([^\W\d_][\w'’-]*)\s+"
+    r"([^\W\d_][\w'’-]*))",
+    re.IGNORECASE,
+)
+
+
+def _with_other_kinds(counted: _Counted | None, texts: Iterable[str]) -> _Counted | None:
+    """``counted`` with the kinds ``texts`` set beside one asked, before the same thing:
+    "earn and use annual and sick leave" makes sick leave another kind than annual leave.
+    Words the passages never set beside the kind asked ("unused", "accrued", "parental"
+    before "leave") say more of a count, not that it is another kind's."""
+    if counted is None or not counted.kinds:
+        return counted
+    others: set[str] = set()
+    for text in texts:
+        for m in _SIDE_BY_SIDE.finditer(text):
+            if search_terms(m[3]) != [counted.head]:
+                continue
+            pair = [set(search_terms(m[1])), set(search_terms(m[2]))]
+            for one, other in (pair, pair[::-1]):
+                if one & counted.kinds:
+                    others |= other - counted.kinds
+    return replace(counted, others=frozenset(others))
+
+
+def _count_phrases(counted: _Counted, text: str) -> Iterator[set[str]]:
+    """The kinds of each quantity ``text`` states of the thing counted ("4 hours of sick
+    leave": {"sick"}; "4 hours of leave": none)."""
+    for m in _COUNTED_PHRASE.finditer(text):
+        words = [search_terms(w) for w in m["words"].split()]
+        if [counted.head] in words:
+            yield {t for w in words[: words.index([counted.head])] for t in w} - _UNIT_TERMS
 
 
 def _counts_another_kind(counted: _Counted, text: str, terms: set[str]) -> bool:
     """Whether ``text`` (of index ``terms``) states the quantity of another kind of what is
-    counted, and nowhere names the kind asked: "Full-time employees earn 4 hours of sick
-    leave per pay period" does not say how many hours of annual leave they earn."""
-    if not counted.kinds or counted.kinds & terms:
+    counted, one the passages set beside the kind asked, and nowhere names the kind asked:
+    "Full-time employees earn 4 hours of sick leave per pay period" does not say how many
+    hours of annual leave they earn where the page speaks of "annual and sick leave"."""
+    if not counted.others or counted.kinds & terms:
         return False
     found = False
-    for m in _COUNTED_PHRASE.finditer(text):
-        words = [search_terms(w) for w in m["words"].split()]
-        if [counted.head] not in words:
-            continue
-        kinds = {t for w in words[: words.index([counted.head])] for t in w} - _UNIT_TERMS
-        if not kinds:
-            return False  # "4 hours of leave": of any kind, the one asked too
+    for kinds in _count_phrases(counted, text):
+        if not kinds & counted.others:
+            return False  # "4 hours of leave", "of accrued leave": the kind asked may be it
         found = True
     return found
+
+
+def _counts_any_kind(counted: _Counted, text: str) -> bool:
+    """Whether ``text`` states a quantity of the thing counted of no kind at all ("6 hours
+    of leave"), which the kind asked may be."""
+    return any(not kinds for kinds in _count_phrases(counted, text))
 
 
 def _contradicts(question: set[str], terms: set[str]) -> bool:
@@ -1732,7 +1797,7 @@ class ExtractiveProvider:
             t for phrase in request.equivalents for t in search_terms(phrase)
         }
         defined = _abbreviations(request.snippets)
-        counted = _counted(request.question)
+        counted = _with_other_kinds(_counted(request.question), (s.text for s in request.snippets))
         candidates: list[tuple[int, int, int, int]] = []  # (-score, snippet, unit, score)
         seen: set[str] = set()
         opposite: dict[str, int] = {}  # per document, its best unit saying the opposite
@@ -1779,12 +1844,21 @@ class ExtractiveProvider:
         # something else, and none of them is quoted; nor is another document's lesser
         # unit, unless it names the kind asked.
         least = max(opposite.values(), default=0)
-        kinds = counted.kinds if counted is not None else frozenset()
+
+        def answers_elsewhere(text: str) -> bool:
+            # a lesser unit of another document that names the kind asked, or counts the
+            # thing of no kind ("Staff accrue 6 hours of leave per pay period")
+            if counted is None:
+                return False
+            return bool(counted.kinds.intersection(search_terms(text))) or (
+                bool(counted.head) and _counts_any_kind(counted, text)
+            )
+
         candidates = [
             c
             for c in candidates
             if c[3] >= opposite.get(request.snippets[c[1]].doc_id, 0)
-            and (c[3] >= least or bool(kinds.intersection(search_terms(units[c[1]][c[2]].text))))
+            and (c[3] >= least or answers_elsewhere(units[c[1]][c[2]].text))
         ]
         if not candidates:
             return []
