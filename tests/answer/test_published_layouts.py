@@ -285,6 +285,11 @@ def test_a_span_ended_in_a_month_is_said_as_the_source_says_it(app: Clearance) -
     assert "the three months ended December 2023" in answer
     assert "25,880 million" in answer  # "(In millions)" is a scale, not a word after it
     assert written_amount("87,464", "In millions") == "87,464 million"
+    # "(In billion yen)" above a Japanese company's table, as a new user's file had it:
+    # "8,458 In billion yen" read the label, not the amount
+    assert written_amount("8,458", "In billion yen") == "8,458 billion yen"
+    assert written_amount("8,458", "in millions of dollars") == "8,458 million dollars"
+    assert written_amount("8,458", "people") == "8,458 people"  # reverse: another unit as is
 
 
 def test_a_full_year_only_reported_in_parts_is_not_found_and_each_part_is_labelled(

@@ -341,6 +341,11 @@ _SCALE_IN_UNIT = re.compile(
     re.IGNORECASE,
 )
 _BARE_SCALE = re.compile(r"^in\s+(?P<scale>thousand|million|billion|trillion)s$", re.IGNORECASE)
+# "(In billion yen)", "in millions of dollars": the scale, then what is counted.
+_SCALE_OF = re.compile(
+    r"^in\s+(?P<scale>thousand|million|billion|trillion)s?\s+(?:of\s+)?(?P<what>[^\W\d_].*)$",
+    re.IGNORECASE,
+)
 _CURRENCY_UNIT = re.compile(rf"^(?P<cur>{_CURRENCY})$")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -367,6 +372,8 @@ def written_amount(number: str, unit: str) -> str:
         return currency(m.group("cur"))
     if m := _BARE_SCALE.match(unit):
         return f"{number} {m.group('scale').lower()}"  # "(In millions)": 87,464 million
+    if m := _SCALE_OF.match(unit):
+        return f"{number} {m.group('scale').lower()} {m.group('what')}"  # 8,458 billion yen
     return f"{number} {unit}"
 
 
