@@ -315,8 +315,9 @@ def find_relative(text: str, calendar: FiscalCalendar, today: date) -> list[Rela
     current = calendar.fiscal_year(today)
     found: list[RelativeMatch] = []
 
+    base = _BASE_AFTER.get(language)
+
     def add(start: int, end: int, readings: Sequence[str]) -> None:
-        base = _BASE_AFTER.get(language)
         if base is not None and base.match(text, end):
             return  # 前期比: what the figure is compared with, no period asked
         after = AT_END.match(text, end)  # 上年度末: the end of last year is last year's

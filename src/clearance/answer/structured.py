@@ -477,16 +477,16 @@ def _source_heading(fact: Fact) -> str | None:
     return col if col and not col.isdigit() else None
 
 
-def _period_heading(fact: Fact) -> str | None:
-    """Where the fact's period is written in its source, as written: its column's heading
-    (``headed 年初至报告期末``), or its row's label where the column names the metric (a
-    決算短信 table's ``row 2024年3月期第2四半期`` under ``事業貢献利益(百万円)``)."""
+def _period_heading(fact: Fact) -> tuple[str, str] | None:
+    """Where the fact's period is written in its source, and how to say so: its column's
+    heading (``("headed", "年初至报告期末")``), or its row's label where the column names the
+    metric (a 決算短信 table's ``("row", "2024年3月期第2四半期")`` under ``事業貢献利益(百万円)``)."""
     col, row = _headings(fact)
     if not col or col.isdigit():
         return None
     if fact.metric.casefold() not in col.casefold():
-        return f"headed {col}"
-    return f"row {row}" if row and not row.isdigit() else None
+        return "headed", col
+    return ("row", row) if row and not row.isdigit() else None
 
 
 def render_parts_of_year(
@@ -500,9 +500,10 @@ def render_parts_of_year(
     lines = [render_not_found(query), "Reported for part of that year only:"]
     for fact, document in rows:
         sentence = _sentence(fact, query, _marker(fact, document, citations))
-        heading = _period_heading(fact)
-        if heading and heading.split(" ", 1)[1] not in sentence:
+        where = _period_heading(fact)
+        if where and where[1] not in sentence:
             label = _period_label(fact.period)
+            heading = " ".join(where)
             headed = f"{label[:-1]}; {heading})" if label.endswith(")") else f"{label} ({heading})"
             sentence = sentence.replace(label, headed, 1)
         lines.append(f"- {sentence}")

@@ -883,16 +883,16 @@ def _of_the_period_asked(
     # An amount a sentence states for a fiscal year it names ("$738 billion for the first
     # eight months of fiscal year 2019") is none of another year asked, even when nothing
     # else is left: "the deficit in 2024" is not answered with 2019's.
-    other_fiscal = [
-        c
-        for c in stating
-        if years
-        and (named := _fiscal_years_named(_COMPARED_TAIL.sub(" ", units[c[1]][c[2]].text)))
-        and not named & years
-        and not own_years(c) & years
-    ]
-    candidates = [c for c in candidates if c not in other_fiscal]
-    stating = [c for c in stating if c not in other_fiscal]
+    if years:
+        other_fiscal = [
+            c
+            for c in stating
+            if (named := _fiscal_years_named(_COMPARED_TAIL.sub(" ", units[c[1]][c[2]].text)))
+            and not named & years
+            and not own_years(c) & years
+        ]
+        candidates = [c for c in candidates if c not in other_fiscal]
+        stating = [c for c in stating if c not in other_fiscal]
     if calendar:
         # the amounts of a span in another year, by the sentence or its heading ("… in
         # July 2008", "While revenues were about 1 percent lower …" under "… August 6,
@@ -1850,8 +1850,8 @@ class ExtractiveProvider:
             # thing of no kind ("Staff accrue 6 hours of leave per pay period")
             if counted is None:
                 return False
-            return bool(counted.kinds.intersection(search_terms(text))) or (
-                bool(counted.head) and _counts_any_kind(counted, text)
+            return bool(counted.kinds.intersection(search_terms(text))) or _counts_any_kind(
+                counted, text
             )
 
         candidates = [
