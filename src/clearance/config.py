@@ -391,12 +391,13 @@ class StoreSettings:
     # "exact" ranks the allowed chunks exactly (the true top-k; hidden chunks change
     # nothing). PostgreSQL's "hnsw" lets searches over more than vector_exact_below allowed
     # chunks scan the HNSW index (iterative scans: hnsw_ef_search candidates, at most
-    # hnsw_max_scan_tuples rows), trading that guarantee for speed. The embedded store's
-    # "classes" gives each permission class of vector_exact_below chunks or more its own
-    # HNSW graph, searched with hnsw_ef_search candidates; its "signs" searches a caller
-    # who may read vector_exact_below chunks or more by the signs of their vectors, the
+    # hnsw_max_scan_tuples rows), trading that guarantee for speed. "classes" (both
+    # backends) gives each permission class of vector_exact_below chunks or more its own
+    # HNSW graph, searched with hnsw_ef_search candidates when the caller may read the
+    # whole class. The embedded store's "signs" searches a caller who may read
+    # vector_exact_below chunks or more by the signs of their vectors, the
     # vector_scan_rescore nearest scored exactly (docs/search.md). Each backend ranks
-    # exactly under the other's values, so one file can prepare a migration.
+    # exactly under a value only the other has, so one file can prepare a migration.
     vector_search: Annotated[
         str,
         _check(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,7 +74,7 @@ def sqlite_signs_backend(request: pytest.FixtureRequest) -> Backend:
     )
 
 
-def postgres_backend(request: pytest.FixtureRequest) -> Backend:
+def postgres_backend(request: pytest.FixtureRequest, plan: Any = None) -> Backend:
     """One database per store on the session's PostgreSQL server (tests/pg.py), migrated,
     with the reading and the owning role. Its corpora count as freshly synced: the suite
     tests the store's filter, and freshness is the row-level policies' own test
@@ -91,12 +92,27 @@ def postgres_backend(request: pytest.FixtureRequest) -> Backend:
 
     def open_store(name: str) -> Store:
         database = databases[name]
-        return PostgresStore(database.reader_dsn, database.writer_dsn, pool_size=2)
+        return PostgresStore(
+            database.reader_dsn, database.writer_dsn, pool_size=2, vector_plan=plan
+        )
 
     def drop(name: str) -> None:
         found.drop(databases.pop(name))
 
-    return Backend("postgres", create=create, open=open_store, drop=drop)
+    name = "postgres" if plan is None else "postgres-classes"
+    return Backend(name, create=create, open=open_store, drop=drop)
+
+
+def postgres_classes_backend(request: pytest.FixtureRequest) -> Backend:
+    """PostgreSQL with ``vector_search = "classes"``: every permission class of two chunks
+    or more gets its own graph, refreshed before every search. The graphs' default
+    breadth covers every row of these small worlds, so exact references hold; the property
+    tests then show that no graph lets a hidden row in, and that classes admit exactly what
+    the filter admits (tests/store/test_pg_classes.py has the class-specific tests)."""
+    from clearance.store.postgres import VectorPlan
+
+    plan = VectorPlan(classes=True, exact_below=2, refresh_s=0.0, background=False)
+    return postgres_backend(request, plan)
 
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
@@ -104,13 +120,14 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
     "sqlite-classes": sqlite_classes_backend,
     "sqlite-signs": sqlite_signs_backend,
     "postgres": postgres_backend,
+    "postgres-classes": postgres_classes_backend,
 }
 
 
 #: The share of a property test's examples each backend runs: making a store on a database
 #: server costs about a hundred times a SQLite file, so the slowest properties run fewer
 #: examples there (every example still checks the whole property).
-EXAMPLE_SHARE = {"sqlite": 1.0, "sqlite-classes": 0.5, "postgres": 0.3}
+EXAMPLE_SHARE = {"sqlite": 1.0, "sqlite-classes": 0.5, "postgres": 0.3, "postgres-classes": 0.3}
 
 
 def examples(stores: Stores, n: int) -> int:

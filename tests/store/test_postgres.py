@@ -407,12 +407,13 @@ def _chunk_scan(store: PostgresStore, flt: SearchFilter) -> dict[str, Any]:
 def test_the_row_policies_reach_the_admitted_chunks_through_the_index(
     rls_db: PgDatabase,
 ) -> None:
-    """A caller who may read one document among hundreds: the policy on ``chunks`` is an
-    index condition, so the statement reads that document's rows and not the table."""
+    """A caller who may read one document among hundreds, each shared with one person: the
+    policy on ``chunks`` (the caller's permission classes) is an index condition, so the
+    statement reads that document's rows and not the table."""
     store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
     try:
         for d in range(400):
-            acl = frozenset({"user:ann"}) if d == 7 else frozenset({"user:bo"})
+            acl = frozenset({"user:ann" if d == 7 else f"user:p{d}"})
             doc = factories.document(f"t:p{d:03d}", corpus="public", acl=acl)
             store.upsert(doc, factories.chunks(doc, [f"text {i} of {d}" for i in range(5)]))
         store.record_acl_sync("public", datetime.now(UTC))

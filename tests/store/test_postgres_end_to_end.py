@@ -44,6 +44,7 @@ MIGRATIONS = [
     "0003_rate_limits",
     "0004_token_scopes",
     "0005_admin_actions",
+    "0006_permission_classes",
 ]
 
 

@@ -85,6 +85,7 @@ def open_postgres(settings: Settings, reader_dsn: str, writer_dsn: str) -> Postg
         pool_size=store.pool_size,
         vector_plan=VectorPlan(
             approximate=store.vector_search == "hnsw",
+            classes=store.vector_search == "classes",
             exact_below=store.vector_exact_below,
             ef_search=store.hnsw_ef_search,
             max_scan_tuples=store.hnsw_max_scan_tuples,

@@ -35,6 +35,8 @@ READER_TABLES = (
     "corpus_sync",
     "corpus_sla",
     "readable_documents",
+    "access_classes",
+    "readable_classes",
 )
 
 

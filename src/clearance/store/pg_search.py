@@ -12,15 +12,22 @@ is computed in the same order with the same float64 operations as
 :func:`clearance.store.memory.bm25_top_k`, so both backends return the same scores.
 
 Vector scores are inner products with the query, as the embedded store computes them (for
-the unit vectors embedders write, the cosine). Ranking has two plans, chosen per request
-from the number of allowed chunks (the HNSW one only with ``vector_search = "hnsw"``):
+the unit vectors embedders write, the cosine). Ranking has three plans, chosen per request
+(the HNSW one only with ``vector_search = "hnsw"``, the class graphs only with
+``vector_search = "classes"``):
 
 * **exact** — the allowed chunks found through ``chunks_doc``, ranked by cosine distance
   with no index: the true top-k, cheap when a caller may read little;
 * **HNSW** — the ``chunks_embedding_<dim>`` index scanned in distance order with
   pgvector's iterative scan (``hnsw.iterative_scan = strict_order``): the scan goes on
   past ``ef_search`` candidates until ``k`` rows pass the filter or ``max_scan_tuples``
-  were visited. The filter is a hashed probe per row, so visiting costs little.
+  were visited. The filter is a hashed probe per row, so visiting costs little. The graph
+  holds every chunk, so which neighbours it finds can depend on rows the caller cannot read;
+* **class graphs** — each permission class (:func:`admitted_classes`) the caller may read
+  whole and that has a graph of its own (a partial HNSW index over exactly that class's
+  rows) gives its top-k from that graph; the caller's other chunks are ranked exactly; the
+  best ``k`` of all of them are the result. Every graph walked holds only rows the caller
+  may read, so the result is a function of the query and of those rows.
 """
 
 from __future__ import annotations
@@ -30,7 +37,15 @@ from typing import Any
 from clearance.store.base import SearchFilter
 from clearance.store.memory import BM25
 
-__all__ = ["allowed", "bm25_sql", "exact_vector_sql", "hnsw_vector_sql", "term_statistics_sql"]
+__all__ = [
+    "admitted_classes",
+    "allowed",
+    "bm25_sql",
+    "class_graphs_vector_sql",
+    "exact_vector_sql",
+    "hnsw_vector_sql",
+    "term_statistics_sql",
+]
 
 Params = dict[str, Any]
 _BM25 = BM25()
@@ -159,3 +174,81 @@ def hnsw_vector_sql(allowed_sql: str, dim: int) -> str:
         "CROSS JOIN generate_series(0, a.ceiling) AS l (level))) IS TRUE "
         f"ORDER BY c.embedding::{cast} <#> %(vector)s::{cast} LIMIT %(k)s"
     )
+
+
+def admitted_classes(flt: SearchFilter) -> tuple[str, Params]:
+    """SQL yielding the ``id`` of every permission class the filter admits, with its named
+    parameters: :func:`allowed`'s conditions read from the class (its ACL, corpus,
+    document and chunk sensitivity, AI use and expiry) instead of from each document. A
+    class is admitted whole; only ``doc_ids`` and ``exclude_doc_ids`` decide per document,
+    and the caller's plan handles those."""
+    params: Params = {
+        "principals": sorted(flt.principals),
+        "now": flt.now.timestamp(),
+        "max_sensitivity": int(flt.max_sensitivity),
+    }
+    if flt.corpora is None:
+        sql = "SELECT ac.id FROM access_classes ac"
+        ceiling = "%(max_sensitivity)s::integer"
+    else:
+        names = sorted(flt.corpora)
+        params["corpora"] = names
+        params["ceilings"] = [min(int(flt.corpora[c]), int(flt.max_sensitivity)) for c in names]
+        sql = (
+            "SELECT ac.id FROM access_classes ac JOIN "
+            "unnest(%(corpora)s::text[], %(ceilings)s::integer[]) AS cj (corpus, ceiling) "
+            "ON cj.corpus = ac.corpus"
+        )
+        ceiling = "cj.ceiling"
+    sql += (
+        " WHERE ac.acl && %(principals)s::text[]"
+        f" AND ac.doc_sensitivity BETWEEN 0 AND {ceiling}"
+        f" AND ac.sensitivity BETWEEN 0 AND {ceiling}"
+        " AND (ac.expires_at IS NULL OR ac.expires_at > %(now)s)"
+    )
+    if flt.require_ai_allowed:
+        sql += " AND ac.ai_allowed"
+    return sql + " ORDER BY ac.id", params
+
+
+def class_graph_name(class_id: int, dim: int) -> str:
+    """The partial HNSW index over one class's vectors of one width."""
+    return f"chunks_class_{int(class_id)}_{int(dim)}"
+
+
+def class_graph_ddl(class_id: int, dim: int, construction: int) -> str:
+    """``CREATE INDEX CONCURRENTLY`` of a class's graph: writers go on while it builds."""
+    cid, width = int(class_id), int(dim)
+    return (
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {class_graph_name(cid, width)} ON chunks "
+        f"USING hnsw ((embedding::vector({width})) vector_ip_ops) "
+        f"WITH (m = 16, ef_construction = {int(construction)}) "
+        f"WHERE class_id = {cid} AND vector_dims(embedding) = {width}"
+    )
+
+
+def class_graphs_vector_sql(graphed: list[int], rest: list[int], dim: int) -> str:
+    """The best ``%(k)s`` chunks, best first, ties in insertion order: the top ``k`` of each
+    class in ``graphed`` from its own graph (the class id is written into the statement, so
+    the planner matches the class's partial index), and the exact top ``k`` of the chunks
+    in the ``rest`` classes, minus the documents in ``%(excluded)s``. The graphed classes
+    must be ones the caller reads whole."""
+    cast = f"vector({int(dim)})"
+    distance = f"c.embedding::{cast} <#> %(vector)s::{cast}"
+    branches = [
+        f"(SELECT c.id, c.chunk_id, -({distance}) AS score FROM chunks c "
+        f"WHERE c.class_id = {int(cid)} AND vector_dims(c.embedding) = {int(dim)} "
+        f"ORDER BY {distance}, c.id LIMIT %(k)s)"
+        for cid in graphed
+    ]
+    if rest:
+        classes = ", ".join(str(int(c)) for c in rest)
+        branches.append(
+            "(SELECT c.id, c.chunk_id, -(c.embedding <#> %(vector)s::vector) AS score "
+            f"FROM chunks c WHERE c.class_id IN ({classes}) AND c.embedding IS NOT NULL "
+            "AND NOT (c.doc_key = ANY (ARRAY(SELECT d.key FROM documents d "
+            "WHERE d.doc_id = ANY (%(excluded)s::text[])))) "
+            "ORDER BY c.embedding <#> %(vector)s::vector, c.id LIMIT %(k)s)"
+        )
+    union = " UNION ALL ".join(branches)
+    return f"SELECT t.chunk_id, t.score FROM ({union}) t ORDER BY t.score DESC, t.id LIMIT %(k)s"

@@ -19,6 +19,10 @@ schema is versioned (:mod:`.pg_schema`); a store opened on an older schema refus
 from __future__ import annotations
 
 import json
+import logging
+import re
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -53,31 +57,52 @@ from clearance.store.rows import (
 
 __all__ = ["PostgresStore", "VectorPlan", "connect_writer"]
 
+_log = logging.getLogger(__name__)
+
 _DIRECTORY_META = "directory"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VectorPlan:
-    """Whether vector search may use the HNSW index, when, and how far its iterative scan
-    may go.
+    """How vector search ranks: exactly (the default), through one HNSW index over every
+    chunk (``approximate``), or through a graph per permission class (``classes``).
 
-    Without ``approximate`` every search ranks the allowed rows exactly: the true top-k,
-    and nothing the caller cannot read changes it. With it, the index serves large
-    allowed sets; its graph is built over every chunk, so which neighbours a scan finds
-    may depend on chunks the caller cannot read (docs/search.md). Below ``exact_below``
-    allowed chunks, or when the index would have to visit more than half of
-    ``max_scan_tuples`` rows to expect ``k`` allowed ones, the exact plan runs anyway: it
-    is then both cheaper and exact."""
+    Without either, every search ranks the allowed rows exactly: the true top-k, and
+    nothing the caller cannot read changes it. With ``approximate`` the index serves
+    large allowed sets; its graph is built over every chunk, so which neighbours a scan
+    finds may depend on chunks the caller cannot read (docs/search.md). Below
+    ``exact_below`` allowed chunks, or when the index would have to visit more than half
+    of ``max_scan_tuples`` rows to expect ``k`` allowed ones, the exact plan runs anyway: it
+    is then both cheaper and exact.
+
+    With ``classes`` every permission class of ``exact_below`` chunks or more gets a
+    graph of its own (a partial HNSW index, ``ef_construction`` at build, ``ef_search``
+    at search), made by :meth:`PostgresStore.refresh_class_graphs`; a search walks a
+    class's graph only when the caller may read the whole class, so no graph it walks
+    holds a row the caller cannot read. The graphs are refreshed on a worker thread at
+    most every ``refresh_s`` seconds while the store searches (``background=False``: in
+    the search that finds them due, before it starts)."""
 
     approximate: bool = False
+    classes: bool = False
     exact_below: int = 20_000
     ef_search: int = 100
+    ef_construction: int = 128
     max_scan_tuples: int = 50_000
+    refresh_s: float = 60.0
+    background: bool = True
 
     def exact(self, allowed: int, total: int, k: int) -> bool:
         if not self.approximate or allowed <= self.exact_below or allowed <= k:
             return True
         return k * total / allowed > self.max_scan_tuples / 2
+
+
+# Held while one process refreshes the class graphs: two servers build each graph once.
+_GRAPHS_LOCK = 0x436C_6561_7201
+# pgvector's largest hnsw.ef_search.
+_EF_SEARCH_MAX = 1000
+_CLASS_GRAPH = re.compile(r"^chunks_class_(\d+)_(\d+)$")
 
 
 def _analysed(text: str) -> tuple[int, list[str], list[int]]:
@@ -134,6 +159,12 @@ class PostgresStore(SqlStore):
         self.location = _safe_dsn(dsn)
         self.vector_plan = vector_plan or VectorPlan()
         self._indexed: int | None = None  # the width whose HNSW index is known to exist
+        # The class graphs' refresh: when it is next due, and the worker running one.
+        self._graphs_due = 0.0
+        self._graphs_worker: threading.Thread | None = None
+        self._graphs_guard = threading.Lock()
+        #: Class graphs walked by searches so far (a diagnostic, read by tests).
+        self.graph_searches = 0
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
         with ExitStack() as opened:  # if anything below fails, the pools opened are closed
             opened.callback(self._writer.close)
@@ -197,6 +228,9 @@ class PostgresStore(SqlStore):
             )
 
     def close(self) -> None:
+        worker = self._graphs_worker
+        if worker is not None:  # a graph being built goes on in the database; don't wait
+            worker.join(timeout=1.0)
         self._reader.close()
         self._writer.close()
 
@@ -450,16 +484,111 @@ class PostgresStore(SqlStore):
         return {str(r[0]) for r in rows}
 
     def warm(self, *, vectors: bool) -> None:
-        """Nothing to build: the indexes live in the database."""
+        """The indexes live in the database; with class graphs, any that a class lacks are
+        started on the worker (searches rank such a class exactly until its graph is
+        there)."""
+        if vectors and self.vector_plan.classes:
+            self._graphs_due = 0.0
+            self._refresh_graphs_if_due()
+
+    # ------------------------------------------------------------------ class graphs
+
+    def refresh_class_graphs(self) -> dict[str, Any]:
+        """Give every permission class of ``exact_below`` vectors or more its graph, and
+        drop the graphs of classes that fell below half that (or of another vector
+        width, or left invalid by a build that died). Runs as the writer, one process at
+        a time; graphs are built with ``CREATE INDEX CONCURRENTLY``, so writers go on.
+        Returns what was done: ``built``, ``dropped``, ``graphs`` (kept in all) and
+        ``seconds``; ``busy`` when another process holds the refresh."""
+        started = time.perf_counter()
+        plan = self.vector_plan
+        built = dropped = 0
+        with self._writer.connection() as conn:
+            locked = conn.execute("SELECT pg_try_advisory_lock(%s)", (_GRAPHS_LOCK,)).fetchone()
+            if locked is None or not locked[0]:
+                return {"built": 0, "dropped": 0, "graphs": 0, "seconds": 0.0, "busy": True}
+            try:
+                dim = self._vector_dims(conn)
+                sizes: dict[int, int] = {}
+                if dim is not None and plan.classes:
+                    sizes = {
+                        int(c): int(n)
+                        for c, n in conn.execute(
+                            "SELECT class_id, count(*) FROM chunks WHERE embedding IS NOT NULL "
+                            "AND class_id IS NOT NULL GROUP BY class_id"
+                        )
+                    }
+                kept: set[int] = set()
+                for name, valid in self._graph_indexes(conn, valid_only=False):
+                    cid, width = (int(g) for g in _CLASS_GRAPH.fullmatch(name).groups())  # type: ignore[union-attr]
+                    if valid and width == dim and sizes.get(cid, 0) >= plan.exact_below // 2:
+                        kept.add(cid)
+                        continue
+                    conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                    dropped += 1
+                for cid, n in sorted(sizes.items()):
+                    if n >= plan.exact_below and cid not in kept and dim is not None:
+                        conn.execute(pg_search.class_graph_ddl(cid, dim, plan.ef_construction))
+                        kept.add(cid)
+                        built += 1
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_GRAPHS_LOCK,))
+        seconds = round(time.perf_counter() - started, 3)
+        return {"built": built, "dropped": dropped, "graphs": len(kept), "seconds": seconds}
+
+    @staticmethod
+    def _graph_indexes(
+        conn: psycopg.Connection[Any], *, valid_only: bool
+    ) -> list[tuple[str, bool]]:
+        """The class graphs on ``chunks`` (name, usable), from the catalogue."""
+        rows = conn.execute(
+            "SELECT c.relname, i.indisvalid AND i.indisready FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'chunks'::regclass AND c.relname LIKE 'chunks\\_class\\_%%'"
+        ).fetchall()
+        found = [(str(n), bool(v)) for n, v in rows if _CLASS_GRAPH.fullmatch(str(n))]
+        return [(n, v) for n, v in found if v or not valid_only]
+
+    def _refresh_graphs_if_due(self) -> None:
+        """Start a refresh of the class graphs when one is due: on the worker, or here
+        (``background=False``) before the caller's search opens its transaction (a graph
+        built concurrently waits for open transactions, the caller's own included)."""
+        plan = self.vector_plan
+        now = time.monotonic()
+        if not plan.classes or now < self._graphs_due:
+            return
+        with self._graphs_guard:
+            if now < self._graphs_due or (
+                self._graphs_worker is not None and self._graphs_worker.is_alive()
+            ):
+                return
+            self._graphs_due = now + plan.refresh_s
+            if not plan.background:
+                self.refresh_class_graphs()
+                return
+            self._graphs_worker = threading.Thread(
+                target=self._refresh_quietly, name="clearance-class-graphs", daemon=True
+            )
+            self._graphs_worker.start()
+
+    def _refresh_quietly(self) -> None:
+        """The worker's refresh: a failure leaves the classes ranked exactly and is tried
+        again when the next refresh is due."""
+        try:
+            self.refresh_class_graphs()
+        except Exception as exc:  # the store may be closing; the database may be away
+            _log.warning("refreshing the class graphs of %s failed: %s", self.location, exc)
 
     def _retrieve(
         self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
     ) -> Retrieved:
         """Both in one snapshot, as the reading role under the caller's settings."""
         sql, params = pg_search.allowed(flt)
+        if vector is not None:
+            self._refresh_graphs_if_due()
         with self._searching(flt) as conn:
             lexical = self._lexical(conn, sql, params, terms, k)
-            found = [] if vector is None else self._vector(conn, sql, params, vector, k)
+            found = [] if vector is None else self._vector(conn, flt, sql, params, vector, k)
         return Retrieved(lexical, found)
 
     @staticmethod
@@ -474,6 +603,7 @@ class PostgresStore(SqlStore):
     def _vector(
         self,
         conn: psycopg.Connection[Any],
+        flt: SearchFilter,
         sql: str,
         params: dict[str, Any],
         vector: Vector,
@@ -487,6 +617,8 @@ class PostgresStore(SqlStore):
         if query.shape[0] != dim:
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {dim}")
         args = {**params, "vector": query, "k": k}
+        if self.vector_plan.classes and flt.doc_ids is None:
+            return self._by_class(conn, flt, args, dim, k)
         if self.vector_plan.approximate:
             found = self._hnsw(conn, sql, params, args, dim, k)
             if found is not None:
@@ -524,6 +656,52 @@ class PostgresStore(SqlStore):
         # The scan stopped before k allowed rows: rank the allowed rows exactly.
         if len(rows) < min(k, allowed):
             return None
+        return _ranked(rows)
+
+    def _by_class(
+        self,
+        conn: psycopg.Connection[Any],
+        flt: SearchFilter,
+        args: dict[str, Any],
+        dim: int,
+        k: int,
+    ) -> list[tuple[str, float]]:
+        """The class-graph plan (:func:`pg_search.class_graphs_vector_sql`): a class the
+        caller reads whole and that has a graph is searched through it; a class holding
+        an excluded document, or with no graph yet, is ranked exactly."""
+        classes_sql, class_params = pg_search.admitted_classes(flt)
+        admitted = [int(r[0]) for r in conn.execute(classes_sql, class_params)]
+        if not admitted:
+            return []
+        excluded = sorted(flt.exclude_doc_ids)
+        partial: set[int] = set()
+        if excluded:
+            partial = {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT c.class_id FROM chunks c JOIN documents d "
+                    "ON d.key = c.doc_key WHERE d.doc_id = ANY (%s::text[])",
+                    (excluded,),
+                )
+            }
+        graphs = set()
+        for name, _ in self._graph_indexes(conn, valid_only=True):
+            cid, width = (int(g) for g in _CLASS_GRAPH.fullmatch(name).groups())  # type: ignore[union-attr]
+            if width == dim:
+                graphs.add(cid)
+        if k > _EF_SEARCH_MAX:  # a graph gives at most this many rows in order
+            graphs.clear()
+        graphed = [c for c in admitted if c in graphs and c not in partial]
+        rest = [c for c in admitted if c not in graphs or c in partial]
+        if graphed:
+            plan = self.vector_plan
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            breadth = min(max(int(plan.ef_search), k), _EF_SEARCH_MAX)
+            conn.execute(f"SET LOCAL hnsw.ef_search = {breadth}")
+            conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
+        sql = pg_search.class_graphs_vector_sql(graphed, rest, dim)
+        rows = conn.execute(sql, {**args, "excluded": excluded}).fetchall()
+        self.graph_searches += len(graphed)
         return _ranked(rows)
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:

@@ -1,0 +1,395 @@
+"""PostgreSQL's graphs per permission class keep non-interference.
+
+With ``vector_search = "classes"`` every permission class of ``exact_below`` chunks or more
+has its own HNSW graph (a partial index over exactly that class's rows), and a search walks
+it only when the caller may read the whole class. The property: a caller's results equal
+those of a database holding only the rows the caller may read, searched with the same
+parameters. pgvector draws each graph node's level at random, so two databases build two
+different graphs from the same rows; the graphs here are therefore searched exhaustively
+(``ef_search`` above every class's size), which makes the equality hold whatever the
+draw, while the same ``ef_search`` over one graph of every chunk is far below its size.
+The reverse proof is that one global graph, searched and then filtered: the same check
+must catch it.
+
+Classes follow permissions: every chunk's class is the one its document's ACL, corpus,
+sensitivities, AI use and expiry decide, after every kind of write, and the reader's row
+policy admits chunks by their class. Its reverse proof disables the trigger that moves
+chunks when an ACL changes: the same consistency check must catch the stale class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+import factories
+from clearance.model import Sensitivity
+from clearance.store import pg_search
+from clearance.store.base import SearchFilter
+from clearance.store.postgres import PostgresStore, VectorPlan
+from conformance.world import NOW, Entry, World, fill
+from pg import PgDatabase, server
+
+DIM = 16
+#: Classes of 20 chunks or more get a graph, searched exhaustively (no class here has 200).
+GRAPHS = VectorPlan(classes=True, exact_below=20, ef_search=200, background=False)
+#: The leaky variant's graph: one over every chunk, the same breadth, no iterative scan.
+GLOBAL = VectorPlan(approximate=True, exact_below=1, ef_search=200)
+
+
+def company(seed: int = 5) -> World:
+    """About 400 one-chunk documents laid out as a company's are: an all-staff group, four
+    departments, thirty small teams; some past their deadline, some confidential. Vectors
+    are clustered, so that neighbours are close calls."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((12, DIM))
+    layout = [("group:staff", 130)] + [(f"group:dept-{d}", 40) for d in range(4)]
+    layout += [(f"group:team-{t}", 3) for t in range(30)]
+    entries = []
+    n = 0
+    for principal, docs in layout:
+        for i in range(docs):
+            doc = factories.document(
+                f"doc:{n:04d}",
+                corpus="ops",
+                acl={principal},
+                expires_at=NOW - timedelta(hours=1) if i % 17 == 3 else None,
+            )
+            n += 1
+            level = Sensitivity.CONFIDENTIAL if i % 11 == 5 else Sensitivity.INTERNAL
+            chunk = factories.chunk(doc, f"passage {n}", sensitivity=level)
+            vector = centres[rng.integers(12)] + 0.35 * rng.standard_normal(DIM)
+            vector /= np.linalg.norm(vector)
+            entries.append(Entry(doc, [chunk], [[float(x) for x in vector]]))
+    return World(entries)
+
+
+def caller(*principals: str, ceiling: Sensitivity = Sensitivity.INTERNAL) -> SearchFilter:
+    return SearchFilter(
+        principals=frozenset(principals), corpora={"ops": ceiling}, max_sensitivity=ceiling, now=NOW
+    )
+
+
+CALLERS = {
+    "one team (1 %)": caller("group:team-3"),
+    "a department (10 %)": caller("group:dept-2", "group:team-9"),
+    "staff and two departments (60 %)": caller(
+        "group:staff", "group:dept-0", "group:dept-1", "group:team-1"
+    ),
+    "everything, confidential too (100 %)": caller(
+        "group:staff",
+        *(f"group:dept-{d}" for d in range(4)),
+        *(f"group:team-{t}" for t in range(30)),
+        ceiling=Sensitivity.CONFIDENTIAL,
+    ),
+}
+#: Everything a database of one caller's rows holds.
+EVERYTHING = SearchFilter(
+    principals=frozenset(
+        ["group:staff", *(f"group:dept-{d}" for d in range(4))]
+        + [f"group:team-{t}" for t in range(30)]
+    ),
+    corpora=None,
+    max_sensitivity=Sensitivity.RESTRICTED,
+    now=NOW - timedelta(days=365),
+    require_ai_allowed=False,
+)
+
+
+def queries(count: int = 20) -> list[list[float]]:
+    rng = np.random.default_rng(11)
+    return [[float(x) for x in q / np.linalg.norm(q)] for q in rng.standard_normal((count, DIM))]
+
+
+class Databases:
+    """Fresh databases (corpora always fresh) and stores on them, dropped at the end."""
+
+    def __init__(self) -> None:
+        self.server = server()
+        self.made: list[PgDatabase] = []
+        self.stores: list[PostgresStore] = []
+
+    def store(self, plan: VectorPlan, database: PgDatabase | None = None) -> PostgresStore:
+        if database is None:
+            database = self.server.database(always_fresh=True)
+            self.made.append(database)
+        opened = PostgresStore(database.reader_dsn, database.writer_dsn, vector_plan=plan)
+        self.stores.append(opened)
+        return opened
+
+    def close(self) -> None:
+        for opened in self.stores:
+            opened.close()
+        for database in self.made:
+            self.server.drop(database)
+
+
+@pytest.fixture
+def databases() -> Iterator[Databases]:
+    made = Databases()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture(scope="module")
+def world() -> World:
+    return company()
+
+
+@pytest.fixture(scope="module")
+def filled() -> Iterator[tuple[World, PgDatabase]]:
+    """One database holding the whole company, shared by the read-only tests."""
+    found = server()
+    database = found.database(always_fresh=True)
+    world = company()
+    store = PostgresStore(database.reader_dsn, database.writer_dsn, vector_plan=GRAPHS)
+    try:
+        fill(store, world)
+        store.refresh_class_graphs()
+    finally:
+        store.close()
+    try:
+        yield world, database
+    finally:
+        found.drop(database)
+
+
+def check_alike(store: PostgresStore, alone: PostgresStore, flt: SearchFilter, k: int) -> None:
+    for q in queries():
+        assert store.vector_search(q, flt, k) == alone.vector_search(q, EVERYTHING, k)
+
+
+@pytest.mark.parametrize("who", list(CALLERS))
+def test_a_callers_results_equal_those_of_a_database_of_their_rows_alone(
+    filled: tuple[World, PgDatabase], databases: Databases, who: str
+) -> None:
+    world, database = filled
+    flt = CALLERS[who]
+    store = databases.store(GRAPHS, database)
+    alone = databases.store(GRAPHS)
+    fill(alone, world.admitted_only(flt))
+    alone.refresh_class_graphs()
+    for k in (1, 10):
+        check_alike(store, alone, flt, k)
+    if who != "one team (1 %)":  # a team's classes are below the threshold: ranked exactly
+        assert store.graph_searches > 0
+
+
+def test_the_graphs_are_partial_indexes_walked_by_the_search(
+    filled: tuple[World, PgDatabase], databases: Databases
+) -> None:
+    """The planner reads each class's own index: without it the equality above could be
+    an exact scan's."""
+    _, database = filled
+    store = databases.store(GRAPHS, database)
+    with store._writer.connection() as conn:
+        names = [n for n, _ in store._graph_indexes(conn, valid_only=True)]
+    assert len(names) >= 5  # staff and the four departments, at each sensitivity that is large
+    flt = CALLERS["staff and two departments (60 %)"]
+    with store._searching(flt) as conn:
+        classes_sql, params = pg_search.admitted_classes(flt)
+        admitted = [int(r[0]) for r in conn.execute(classes_sql, params)]
+        graphed = [c for c in admitted if pg_search.class_graph_name(c, DIM) in names]
+        assert graphed
+        sql = pg_search.class_graphs_vector_sql(graphed, [], DIM)
+        conn.execute("SET LOCAL hnsw.ef_search = 200")
+        plan = conn.execute(
+            f"EXPLAIN (FORMAT JSON) {sql}", {"vector": np.asarray(queries(1)[0]), "k": 10}
+        ).fetchone()
+    assert plan is not None
+    used = {n for n in _index_names(plan[0][0]["Plan"]) if n.startswith("chunks")}
+    assert used == {pg_search.class_graph_name(c, DIM) for c in graphed}, used
+
+
+def _index_names(node: dict[str, Any]) -> Iterator[str]:
+    if "Index Name" in node:
+        yield node["Index Name"]
+    for child in node.get("Plans", []):
+        yield from _index_names(child)
+
+
+def test_reverse_proof_one_graph_over_every_chunk_fails_the_same_check(
+    filled: tuple[World, PgDatabase], databases: Databases
+) -> None:
+    """The graph's breadth (200) covers half of the 420 chunks: a caller whose few rows lie
+    outside the half nearest the query loses them, which a database of their rows alone
+    never does."""
+    world, database = filled
+    flt = CALLERS["one team (1 %)"]
+    leaky = databases.store(GLOBAL, database)
+    with leaky._writer.connection() as conn:
+        leaky._ensure_vector_index(conn, DIM)
+    leaky._hnsw = _global_graph_without_fallback.__get__(leaky)  # type: ignore[method-assign]
+    alone = databases.store(GRAPHS)
+    fill(alone, world.admitted_only(flt))
+    with pytest.raises(AssertionError):
+        check_alike(leaky, alone, flt, 10)
+
+
+def _global_graph_without_fallback(
+    self: PostgresStore,
+    conn: Any,
+    sql: str,
+    params: dict[str, Any],
+    args: dict[str, Any],
+    dim: int,
+    k: int,
+) -> list[tuple[str, float]]:
+    """One graph over every chunk searched ``ef_search`` deep, then filtered: what a single
+    shared index gives (no iterative scan, no exact fallback)."""
+    conn.execute("SET LOCAL hnsw.iterative_scan = off")
+    conn.execute(f"SET LOCAL hnsw.ef_search = {self.vector_plan.ef_search}")
+    rows = conn.execute(pg_search.hnsw_vector_sql(sql, dim), args).fetchall()
+    return [(str(c), float(s)) for c, s in rows]
+
+
+# --------------------------------------------------------------------------- classes follow
+
+
+def classes_as_derived(store: PostgresStore) -> list[tuple[str, bool]]:
+    """Every chunk, and whether its class is the one its document decides now."""
+    with store._writer.connection() as conn:
+        rows = conn.execute(
+            "SELECT c.chunk_id, coalesce(ac.corpus = d.corpus AND ac.acl = coalesce("
+            "ARRAY(SELECT a.principal FROM doc_acl a WHERE a.doc_key = d.key "
+            "ORDER BY a.principal COLLATE \"C\"), '{}') "
+            "AND ac.doc_sensitivity = d.sensitivity AND ac.sensitivity = c.sensitivity "
+            "AND ac.ai_allowed = d.ai_allowed "
+            "AND ac.expires_at IS NOT DISTINCT FROM d.expires_at, false) "
+            "FROM chunks c JOIN documents d ON d.key = c.doc_key "
+            "LEFT JOIN access_classes ac ON ac.id = c.class_id ORDER BY c.chunk_id"
+        ).fetchall()
+    return [(str(c), bool(ok)) for c, ok in rows]
+
+
+def check_classes_follow(store: PostgresStore) -> None:
+    found = classes_as_derived(store)
+    assert found and all(ok for _, ok in found), [c for c, ok in found if not ok][:5]
+
+
+def permission_writes(store: PostgresStore) -> None:
+    """Every kind of write that changes what decides a class."""
+    store.set_acls(
+        {
+            "doc:0001": frozenset({"group:dept-3"}),
+            "doc:0002": frozenset({"group:staff", "user:ann"}),
+            "doc:0200": frozenset(),
+        }
+    )
+    store.set_acl("doc:0003", frozenset({"user:bo"}))
+    doc = factories.document("doc:0004", corpus="hr", acl={"group:staff"})
+    chunk = factories.chunk(doc, "moved", sensitivity=Sensitivity.CONFIDENTIAL)
+    store.upsert(doc, [chunk], [[1.0] * DIM])
+    store.delete("doc:0005")
+    with store.transaction() as db:  # a document's class-deciding columns changed in place
+        db.execute(
+            "UPDATE documents SET sensitivity = 2, ai_allowed = false, expires_at = 1.0 "
+            "WHERE doc_id = 'doc:0006'"
+        )
+
+
+def test_every_chunk_is_in_the_class_its_document_decides_after_every_write(
+    world: World, databases: Databases
+) -> None:
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    permission_writes(store)
+    check_classes_follow(store)
+
+
+def test_reverse_proof_without_the_acl_trigger_the_same_check_fails(
+    world: World, databases: Databases
+) -> None:
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    store_db = databases.made[-1]
+    store_db.admin("ALTER TABLE doc_acl DISABLE TRIGGER doc_acl_reclasses")
+    permission_writes(store)
+    with pytest.raises(AssertionError):
+        check_classes_follow(store)
+
+
+def test_a_permission_change_takes_a_chunk_out_of_its_old_graph_at_once(
+    world: World, databases: Databases
+) -> None:
+    """A staff document given to one team leaves the staff class (and its graph) in the
+    transaction that changes its ACL, without being embedded again; the staff caller's very
+    next search no longer finds it, and the team's does."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    store.refresh_class_graphs()
+    staff = caller("group:staff")
+    entry = next(e for e in world.entries if e.document.doc_id == "doc:0000")
+    query = entry.vectors[0]
+    chunk_id = entry.chunks[0].chunk_id
+    assert store.vector_search(query, staff, 1)[0][0] == chunk_id
+    searched = store.graph_searches
+    assert searched > 0
+    store.set_acl("doc:0000", frozenset({"group:team-7"}))
+    assert chunk_id not in [c for c, _ in store.vector_search(query, staff, 10)]
+    assert store.graph_searches > searched  # still through the staff graph
+    assert store.vector_search(query, caller("group:team-7"), 1)[0][0] == chunk_id
+    check_classes_follow(store)
+
+
+def test_graphs_follow_class_sizes(world: World, databases: Databases) -> None:
+    """A class reaching the threshold gets a graph; one emptied loses it; a refresh with
+    nothing to do changes nothing."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    first = store.refresh_class_graphs()
+    assert first["built"] == first["graphs"] >= 5
+    again = store.refresh_class_graphs()
+    assert (again["built"], again["dropped"], again["graphs"]) == (0, 0, first["graphs"])
+    for n in range(130, 170):  # department 0's documents all move to staff
+        store.set_acl(f"doc:{n:04d}", frozenset({"group:staff"}))
+    after = store.refresh_class_graphs()
+    assert after["dropped"] >= 1 and after["graphs"] < first["graphs"]
+    check_classes_follow(store)
+
+
+def test_the_reader_policy_admits_chunks_by_readable_class(
+    filled: tuple[World, PgDatabase], databases: Databases
+) -> None:
+    """As the reading role, with the application's filter left out, a bare SELECT returns
+    only the chunks of the caller's readable classes: the policy is a wall of its own."""
+    world, database = filled
+    store = databases.store(GRAPHS, database)
+    flt = CALLERS["a department (10 %)"]
+    with store._as_caller(flt.principals, flt.max_sensitivity) as conn:
+        seen = {str(r[0]) for r in conn.execute("SELECT chunk_id FROM chunks")}
+    # The policy knows no deadline: expired documents are the application's to hide.
+    readable = {
+        c.chunk_id
+        for e in world.entries
+        if e.document.acl & flt.principals and e.document.sensitivity <= flt.max_sensitivity
+        for c in e.chunks
+        if c.sensitivity <= flt.max_sensitivity
+    }
+    assert seen == readable and len(seen) > 10
+
+
+def test_the_conformance_backend_walks_class_graphs(
+    world: World, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    """The conformance suite's ``postgres-classes`` backend does search through graphs
+    (else its every property would be the exact plan's)."""
+    from conformance.backends import postgres_classes_backend
+
+    backend = postgres_classes_backend(request)
+    location = backend.create(tmp_path)
+    store = backend.open(location)
+    try:
+        assert isinstance(store, PostgresStore)
+        fill(store, World(world.entries[:60]))
+        store.vector_search(queries(1)[0], CALLERS["staff and two departments (60 %)"], 5)
+        assert store.graph_searches > 0
+    finally:
+        store.close()
+        backend.drop(location)
