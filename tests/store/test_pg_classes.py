@@ -19,6 +19,7 @@ chunks when an ACL changes: the same consistency check must catch the stale clas
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -393,3 +394,35 @@ def test_the_conformance_backend_walks_class_graphs(
     finally:
         store.close()
         backend.drop(location)
+
+
+def test_the_workers_refresh_waits_for_writes_and_an_asked_one_does_not(
+    world: World, databases: Databases
+) -> None:
+    """The worker's periodic refresh counts chunks per class only after ``chunks`` was
+    written (a million-row count every minute otherwise); a refresh asked for runs."""
+    store = databases.store(GRAPHS)
+    fill(store, World(world.entries[:60]))
+    writes_settled(store)
+    first = store.refresh_class_graphs()
+    assert first["graphs"] >= 1
+    idle = store._refresh_class_graphs(only_after_writes=True)
+    assert idle.get("idle") is True and idle["built"] == 0
+    asked = store.refresh_class_graphs()
+    assert asked.get("idle") is None and asked["graphs"] == first["graphs"]
+
+
+def writes_settled(store: PostgresStore) -> None:
+    """Wait until the server's write counter for ``chunks`` stops moving: connections
+    report their statistics when idle, up to a second after their last write."""
+    from clearance.store.postgres import _chunk_writes
+
+    with store._writer.connection() as conn:
+        last = _chunk_writes(conn)
+        for _ in range(20):
+            time.sleep(1.1)
+            now = _chunk_writes(conn)
+            if now == last:
+                return
+            last = now
+    raise AssertionError("the write counter of chunks kept moving")

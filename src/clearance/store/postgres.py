@@ -105,6 +105,24 @@ _EF_SEARCH_MAX = 1000
 _CLASS_GRAPH = re.compile(r"^chunks_class_(\d+)_(\d+)$")
 
 
+def _graph_of(name: str) -> tuple[int, int]:
+    """(class id, vector width) of a class graph's index name."""
+    found = _CLASS_GRAPH.fullmatch(name)
+    if found is None:
+        raise StoreError(f"not a class graph: {name!r}")
+    return int(found[1]), int(found[2])
+
+
+def _chunk_writes(conn: psycopg.Connection[Any]) -> int:
+    """How many rows of ``chunks`` were inserted, updated or deleted since the statistics
+    began (a change counter: the graphs are refreshed only after it moved)."""
+    row = conn.execute(
+        "SELECT coalesce(n_tup_ins + n_tup_upd + n_tup_del, 0) FROM pg_stat_all_tables "
+        "WHERE relid = 'chunks'::regclass"
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def _analysed(text: str) -> tuple[int, list[str], list[int]]:
     """A text's length in index terms, its distinct terms (sorted) and their frequencies."""
     found = document_terms(text)
@@ -163,6 +181,9 @@ class PostgresStore(SqlStore):
         self._graphs_due = 0.0
         self._graphs_worker: threading.Thread | None = None
         self._graphs_guard = threading.Lock()
+        self._graphs_writes: int | None = None  # chunks' write count at the last refresh
+        # The usable class graphs by width, as last read from the catalogue, and when.
+        self._graphs_known: tuple[float, dict[int, frozenset[int]]] = (-1e18, {})
         #: Class graphs walked by searches so far (a diagnostic, read by tests).
         self.graph_searches = 0
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
@@ -500,14 +521,21 @@ class PostgresStore(SqlStore):
         a time; graphs are built with ``CREATE INDEX CONCURRENTLY``, so writers go on.
         Returns what was done: ``built``, ``dropped``, ``graphs`` (kept in all) and
         ``seconds``; ``busy`` when another process holds the refresh."""
+        return self._refresh_class_graphs(only_after_writes=False)
+
+    def _refresh_class_graphs(self, *, only_after_writes: bool) -> dict[str, Any]:
         started = time.perf_counter()
         plan = self.vector_plan
         built = dropped = 0
         with self._writer.connection() as conn:
+            writes = _chunk_writes(conn)
+            if only_after_writes and writes == self._graphs_writes:
+                return {"built": 0, "dropped": 0, "graphs": None, "seconds": 0.0, "idle": True}
             locked = conn.execute("SELECT pg_try_advisory_lock(%s)", (_GRAPHS_LOCK,)).fetchone()
             if locked is None or not locked[0]:
                 return {"built": 0, "dropped": 0, "graphs": 0, "seconds": 0.0, "busy": True}
             try:
+                self._graphs_writes = writes
                 dim = self._vector_dims(conn)
                 sizes: dict[int, int] = {}
                 if dim is not None and plan.classes:
@@ -520,7 +548,7 @@ class PostgresStore(SqlStore):
                     }
                 kept: set[int] = set()
                 for name, valid in self._graph_indexes(conn, valid_only=False):
-                    cid, width = (int(g) for g in _CLASS_GRAPH.fullmatch(name).groups())  # type: ignore[union-attr]
+                    cid, width = _graph_of(name)
                     if valid and width == dim and sizes.get(cid, 0) >= plan.exact_below // 2:
                         kept.add(cid)
                         continue
@@ -533,6 +561,7 @@ class PostgresStore(SqlStore):
                         built += 1
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_GRAPHS_LOCK,))
+                self._graphs_known = (-1e18, {})
         seconds = round(time.perf_counter() - started, 3)
         return {"built": built, "dropped": dropped, "graphs": len(kept), "seconds": seconds}
 
@@ -548,6 +577,23 @@ class PostgresStore(SqlStore):
         ).fetchall()
         found = [(str(n), bool(v)) for n, v in rows if _CLASS_GRAPH.fullmatch(str(n))]
         return [(n, v) for n, v in found if v or not valid_only]
+
+    def _usable_graphs(self, conn: psycopg.Connection[Any]) -> dict[int, frozenset[int]]:
+        """The classes with a usable graph, by vector width: read from the catalogue at
+        most once per refresh interval (a graph another process built meanwhile is used
+        from the next reading; one it dropped is searched as a plain scan of its class,
+        exact and slower, until then)."""
+        at, known = self._graphs_known
+        now = time.monotonic()
+        if now - at < self.vector_plan.refresh_s:
+            return known
+        found: dict[int, set[int]] = {}
+        for name, _ in self._graph_indexes(conn, valid_only=True):
+            cid, width = _graph_of(name)
+            found.setdefault(width, set()).add(cid)
+        known = {width: frozenset(ids) for width, ids in found.items()}
+        self._graphs_known = (now, known)
+        return known
 
     def _refresh_graphs_if_due(self) -> None:
         """Start a refresh of the class graphs when one is due: on the worker, or here
@@ -575,7 +621,7 @@ class PostgresStore(SqlStore):
         """The worker's refresh: a failure leaves the classes ranked exactly and is tried
         again when the next refresh is due."""
         try:
-            self.refresh_class_graphs()
+            self._refresh_class_graphs(only_after_writes=True)
         except Exception as exc:  # the store may be closing; the database may be away
             _log.warning("refreshing the class graphs of %s failed: %s", self.location, exc)
 
@@ -684,11 +730,7 @@ class PostgresStore(SqlStore):
                     (excluded,),
                 )
             }
-        graphs = set()
-        for name, _ in self._graph_indexes(conn, valid_only=True):
-            cid, width = (int(g) for g in _CLASS_GRAPH.fullmatch(name).groups())  # type: ignore[union-attr]
-            if width == dim:
-                graphs.add(cid)
+        graphs = set(self._usable_graphs(conn).get(dim, ()))
         if k > _EF_SEARCH_MAX:  # a graph gives at most this many rows in order
             graphs.clear()
         graphed = [c for c in admitted if c in graphs and c not in partial]

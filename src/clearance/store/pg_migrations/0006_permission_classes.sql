@@ -98,17 +98,19 @@ CREATE INDEX chunks_class ON chunks (class_id);
 
 -- The classes the caller's settings admit: the same rule as readable_documents (an ACL
 -- entry among the caller's principals, the document within the ceiling, a fresh corpus),
--- read from the class instead of from every document. A security-invoker view.
+-- read from the class instead of from every document. A security-invoker view. The
+-- settings are read once per statement (sub-selects), not once per class: parsing the
+-- principals' JSON for each of 3,000 classes took 3 ms, once 0.2 ms.
 CREATE VIEW readable_classes WITH (security_invoker = true) AS
     SELECT c.id FROM access_classes c
-    WHERE c.acl && clearance_principals()
-      AND c.doc_sensitivity BETWEEN 0 AND clearance_ceiling()
+    WHERE c.acl && (SELECT clearance_principals())
+      AND c.doc_sensitivity BETWEEN 0 AND (SELECT clearance_ceiling())
       AND c.corpus IN (SELECT clearance_fresh_corpora());
 
--- A chunk's row policy by its class: the readable classes are a few hundred rows at most
--- where the readable documents can be a million keys, so the array is made in well under a
--- millisecond, once per statement, and a search that walks several class graphs in one
--- statement pays it once per graph at that price. A chunk without a class (none should
+-- A chunk's row policy by its class: the readable classes are a few thousand rows at most
+-- where the readable documents can be a million keys, so the array is made in a fraction
+-- of a millisecond, and a search that walks several class graphs in one statement pays
+-- that once per graph. A chunk without a class (none should
 -- exist) is never admitted.
 ALTER POLICY chunks_reader ON chunks USING (
     sensitivity BETWEEN 0 AND clearance_ceiling()
