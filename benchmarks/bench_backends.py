@@ -527,9 +527,10 @@ def explain_lexical(store: PostgresStore, flt: SearchFilter, query: str) -> str:
 
     sql, params = pg_search.allowed(flt)
     with store._as_caller(flt.principals, flt.max_sensitivity) as conn:
+        classes = store._admitted_classes(conn, flt)
         rows = conn.execute(
             "EXPLAIN (ANALYZE, BUFFERS) " + pg_search.bm25_sql(sql),
-            {**params, "terms": search_terms(query), "k": POOL},
+            {**params, "terms": search_terms(query), "k": POOL, "classes": classes},
         ).fetchall()
     return "\n".join(r[0] for r in rows)
 

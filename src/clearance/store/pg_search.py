@@ -101,12 +101,18 @@ _STATS = (
 # frequency is read at its place in the chunk's term array: unnesting every term of every
 # matching chunk to join a handful of query terms took 2–4× as long (200k chunks of 60
 # terms: 2.6 s against 0.67 s for three common words, 25 against 13 ms for two rare ones).
+# The caller's permission classes (%(classes)s, from :func:`admitted_classes`) narrow the
+# rows the term index finds before they are read: for a caller who may read little, the
+# planner intersects the term index with the class index instead of fetching every chunk
+# that holds a common word. They admit the same chunks as the allowed documents (less
+# the per-document exclusions, which the join keeps).
 _MATCHED = (
     "matched AS MATERIALIZED (SELECT c.id, c.chunk_id, c.length, q.ord, c.tfs[p.pos] AS tf "
     "FROM chunks c JOIN allowed a ON a.key = c.doc_key AND c.sensitivity BETWEEN 0 AND a.ceiling "
     "CROSS JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) "
     "CROSS JOIN LATERAL (SELECT array_position(c.terms, q.term) AS pos) p "
-    "WHERE c.terms && %(terms)s::text[] AND p.pos IS NOT NULL)"
+    "WHERE c.terms && %(terms)s::text[] AND c.class_id = ANY (%(classes)s::integer[]) "
+    "AND p.pos IS NOT NULL)"
 )
 _DF = "df AS (SELECT ord, count(*)::bigint AS df FROM matched GROUP BY ord)"
 

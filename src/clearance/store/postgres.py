@@ -633,15 +633,24 @@ class PostgresStore(SqlStore):
         if vector is not None:
             self._refresh_graphs_if_due()
         with self._searching(flt) as conn:
-            lexical = self._lexical(conn, sql, params, terms, k)
-            found = [] if vector is None else self._vector(conn, flt, sql, params, vector, k)
+            classes = self._admitted_classes(conn, flt)
+            lexical = self._lexical(conn, sql, {**params, "classes": classes}, terms, k)
+            found = (
+                [] if vector is None else self._vector(conn, flt, sql, params, vector, k, classes)
+            )
         return Retrieved(lexical, found)
+
+    @staticmethod
+    def _admitted_classes(conn: psycopg.Connection[Any], flt: SearchFilter) -> list[int]:
+        """The permission classes ``flt`` admits (:func:`pg_search.admitted_classes`)."""
+        classes_sql, params = pg_search.admitted_classes(flt)
+        return [int(r[0]) for r in conn.execute(classes_sql, params)]
 
     @staticmethod
     def _lexical(
         conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], terms: list[str], k: int
     ) -> list[tuple[str, float]]:
-        if not terms:
+        if not terms or not params["classes"]:
             return []
         rows = conn.execute(pg_search.bm25_sql(sql), {**params, "terms": terms, "k": k}).fetchall()
         return _ranked(rows)
@@ -654,6 +663,7 @@ class PostgresStore(SqlStore):
         params: dict[str, Any],
         vector: Vector,
         k: int,
+        classes: list[int],
     ) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._writer.connection() as writer:
@@ -664,7 +674,7 @@ class PostgresStore(SqlStore):
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {dim}")
         args = {**params, "vector": query, "k": k}
         if self.vector_plan.classes and flt.doc_ids is None:
-            return self._by_class(conn, flt, args, dim, k)
+            return self._by_class(conn, flt, classes, args, dim, k)
         if self.vector_plan.approximate:
             found = self._hnsw(conn, sql, params, args, dim, k)
             if found is not None:
@@ -708,15 +718,15 @@ class PostgresStore(SqlStore):
         self,
         conn: psycopg.Connection[Any],
         flt: SearchFilter,
+        admitted: list[int],
         args: dict[str, Any],
         dim: int,
         k: int,
     ) -> list[tuple[str, float]]:
-        """The class-graph plan (:func:`pg_search.class_graphs_vector_sql`): a class the
-        caller reads whole and that has a graph is searched through it; a class holding
-        an excluded document, or with no graph yet, is ranked exactly."""
-        classes_sql, class_params = pg_search.admitted_classes(flt)
-        admitted = [int(r[0]) for r in conn.execute(classes_sql, class_params)]
+        """The class-graph plan (:func:`pg_search.class_graphs_vector_sql`) over the
+        ``admitted`` classes: a class the caller reads whole and that has a graph is
+        searched through it; a class holding an excluded document, or with no graph yet,
+        is ranked exactly."""
         if not admitted:
             return []
         excluded = sorted(flt.exclude_doc_ids)
@@ -753,8 +763,9 @@ class PostgresStore(SqlStore):
             return TermStatistics(0, {})
         sql, params = pg_search.allowed(flt)
         with self._searching(flt) as conn:
+            classes = self._admitted_classes(conn, flt)
             rows = conn.execute(
-                pg_search.term_statistics_sql(sql), {**params, "terms": wanted}
+                pg_search.term_statistics_sql(sql), {**params, "terms": wanted, "classes": classes}
             ).fetchall()
         n = int(rows[0][0]) if rows else 0
         df = {wanted[int(o) - 1]: int(d) for _, o, d in rows if o is not None and d}
