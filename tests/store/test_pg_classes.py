@@ -426,3 +426,26 @@ def writes_settled(store: PostgresStore) -> None:
                 return
             last = now
     raise AssertionError("the write counter of chunks kept moving")
+
+
+def test_warming_builds_the_graphs_on_the_worker(world: World, databases: Databases) -> None:
+    """``clearance serve`` warms the store: the graphs a class lacks are built on the
+    store's worker, and searches meanwhile rank exactly (the same results)."""
+    from dataclasses import replace
+
+    exact = databases.store(VectorPlan())
+    fill(exact, world)
+    flt = CALLERS["staff and two departments (60 %)"]
+    before = [exact.vector_search(q, flt, 10) for q in queries(5)]
+    store = databases.store(replace(GRAPHS, background=True), databases.made[-1])
+    with store._writer.connection() as conn:
+        assert store._graph_indexes(conn, valid_only=False) == []
+    store.warm(vectors=True)
+    worker = store._graphs_worker
+    assert worker is not None
+    worker.join(timeout=120)
+    with store._writer.connection() as conn:
+        assert len(store._graph_indexes(conn, valid_only=True)) >= 5
+    searched = store.graph_searches
+    assert [store.vector_search(q, flt, 10) for q in queries(5)] == before
+    assert store.graph_searches > searched

