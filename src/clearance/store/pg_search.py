@@ -51,29 +51,35 @@ Params = dict[str, Any]
 _BM25 = BM25()
 
 
-def allowed(flt: SearchFilter) -> tuple[str, Params]:
-    """SQL yielding ``(key, ceiling)`` for every document the filter admits, with its
-    named parameters. The ACL test is driven from ``doc_acl (principal, doc_key)``: the
-    caller's document keys as an array probe ``documents`` by key, where a semi-join read
-    every document (20 ms against 1 ms at 100,000 documents, 100 of them readable)."""
+def _scoped(flt: SearchFilter, select: str, table: str) -> tuple[str, str, Params]:
+    """``SELECT {select} FROM {table}`` joined to the filter's corpora and their ceilings,
+    the SQL of the ceiling that applies to a row, and the filter's common parameters."""
     params: Params = {
         "principals": sorted(flt.principals),
         "now": flt.now.timestamp(),
         "max_sensitivity": int(flt.max_sensitivity),
     }
+    alias = table.split()[-1]
     if flt.corpora is None:
-        sql = "SELECT d.key, %(max_sensitivity)s::integer AS ceiling FROM documents d"
         ceiling = "%(max_sensitivity)s::integer"
-    else:
-        names = sorted(flt.corpora)
-        params["corpora"] = names
-        params["ceilings"] = [min(int(flt.corpora[c]), int(flt.max_sensitivity)) for c in names]
-        sql = (
-            "SELECT d.key, cj.ceiling FROM documents d JOIN "
-            "unnest(%(corpora)s::text[], %(ceilings)s::integer[]) AS cj (corpus, ceiling) "
-            "ON cj.corpus = d.corpus"
-        )
-        ceiling = "cj.ceiling"
+        return f"SELECT {select.format(ceiling=ceiling)} FROM {table}", ceiling, params
+    names = sorted(flt.corpora)
+    params["corpora"] = names
+    params["ceilings"] = [min(int(flt.corpora[c]), int(flt.max_sensitivity)) for c in names]
+    sql = (
+        f"SELECT {select.format(ceiling='cj.ceiling')} FROM {table} JOIN "
+        "unnest(%(corpora)s::text[], %(ceilings)s::integer[]) AS cj (corpus, ceiling) "
+        f"ON cj.corpus = {alias}.corpus"
+    )
+    return sql, "cj.ceiling", params
+
+
+def allowed(flt: SearchFilter) -> tuple[str, Params]:
+    """SQL yielding ``(key, ceiling)`` for every document the filter admits, with its
+    named parameters. The ACL test is driven from ``doc_acl (principal, doc_key)``: the
+    caller's document keys as an array probe ``documents`` by key, where a semi-join read
+    every document (20 ms against 1 ms at 100,000 documents, 100 of them readable)."""
+    sql, ceiling, params = _scoped(flt, "d.key, {ceiling} AS ceiling", "documents d")
     sql += (
         " WHERE d.key = ANY (ARRAY(SELECT a.doc_key FROM doc_acl a"
         " WHERE a.principal = ANY (%(principals)s::text[])))"
@@ -188,24 +194,7 @@ def admitted_classes(flt: SearchFilter) -> tuple[str, Params]:
     document and chunk sensitivity, AI use and expiry) instead of from each document. A
     class is admitted whole; only ``doc_ids`` and ``exclude_doc_ids`` decide per document,
     and the caller's plan handles those."""
-    params: Params = {
-        "principals": sorted(flt.principals),
-        "now": flt.now.timestamp(),
-        "max_sensitivity": int(flt.max_sensitivity),
-    }
-    if flt.corpora is None:
-        sql = "SELECT ac.id FROM access_classes ac"
-        ceiling = "%(max_sensitivity)s::integer"
-    else:
-        names = sorted(flt.corpora)
-        params["corpora"] = names
-        params["ceilings"] = [min(int(flt.corpora[c]), int(flt.max_sensitivity)) for c in names]
-        sql = (
-            "SELECT ac.id FROM access_classes ac JOIN "
-            "unnest(%(corpora)s::text[], %(ceilings)s::integer[]) AS cj (corpus, ceiling) "
-            "ON cj.corpus = ac.corpus"
-        )
-        ceiling = "cj.ceiling"
+    sql, ceiling, params = _scoped(flt, "ac.id", "access_classes ac")
     sql += (
         " WHERE ac.acl && %(principals)s::text[]"
         f" AND ac.doc_sensitivity BETWEEN 0 AND {ceiling}"
