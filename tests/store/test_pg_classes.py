@@ -19,7 +19,6 @@ chunks when an ACL changes: the same consistency check must catch the stale clas
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -162,8 +161,12 @@ def filled() -> Iterator[tuple[World, PgDatabase]]:
 
 
 def check_alike(store: PostgresStore, alone: PostgresStore, flt: SearchFilter, k: int) -> None:
+    readable = len(alone.vector_search(queries(1)[0], EVERYTHING, 1000))
+    assert readable > 0
     for q in queries():
-        assert store.vector_search(q, flt, k) == alone.vector_search(q, EVERYTHING, k)
+        found = store.vector_search(q, flt, k)
+        assert found == alone.vector_search(q, EVERYTHING, k)
+        assert len(found) == min(k, readable)
 
 
 @pytest.mark.parametrize("who", list(CALLERS))
@@ -199,7 +202,7 @@ def test_the_graphs_are_partial_indexes_walked_by_the_search(
         graphed = [c for c in admitted if pg_search.class_graph_name(c, DIM) in names]
         assert graphed
         sql = pg_search.class_graphs_vector_sql(graphed, [], DIM)
-        conn.execute("SET LOCAL hnsw.ef_search = 200")
+        store._set_graph_walk(conn, 10)
         plan = conn.execute(
             f"EXPLAIN (FORMAT JSON) {sql}", {"vector": np.asarray(queries(1)[0]), "k": 10}
         ).fetchone()
@@ -304,16 +307,65 @@ def test_every_chunk_is_in_the_class_its_document_decides_after_every_write(
     check_classes_follow(store)
 
 
-def test_reverse_proof_without_the_acl_trigger_the_same_check_fails(
-    world: World, databases: Databases
+@pytest.mark.parametrize(
+    ("table", "trigger"), [("doc_acl", "doc_acl_reclasses"), ("documents", "documents_reclass")]
+)
+def test_reverse_proof_without_a_reclassing_trigger_the_same_check_fails(
+    world: World, databases: Databases, table: str, trigger: str
 ) -> None:
     store = databases.store(GRAPHS)
     fill(store, world)
-    store_db = databases.made[-1]
-    store_db.admin("ALTER TABLE doc_acl DISABLE TRIGGER doc_acl_reclasses")
+    databases.made[-1].admin(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}")
     permission_writes(store)
     with pytest.raises(AssertionError):
         check_classes_follow(store)
+
+
+def change_twice_in_one_transaction(store: PostgresStore) -> None:
+    """An ACL changed, the commit-time triggers fired early (SET CONSTRAINTS ...
+    IMMEDIATE), the same ACL changed again, then the commit."""
+    with store.transaction() as db:
+        key = db.execute("SELECT key FROM documents WHERE doc_id = 'doc:0010'").fetchone()[0]
+        db.execute("DELETE FROM doc_acl WHERE doc_key = ?", (key,))
+        db.execute("INSERT INTO doc_acl VALUES (?, 'group:dept-1')", (key,))
+        db.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        db.execute("SET CONSTRAINTS ALL DEFERRED")
+        db.execute("DELETE FROM doc_acl WHERE doc_key = ?", (key,))
+        db.execute("INSERT INTO doc_acl VALUES (?, 'group:dept-2')", (key,))
+
+
+def test_a_document_changed_again_after_its_triggers_fired_is_reclassed_again(
+    world: World, databases: Databases
+) -> None:
+    """The commit-time triggers re-class each document once per run; a change after a
+    run clears that mark."""
+    store = databases.store(GRAPHS)
+    fill(store, World(world.entries[:40]))
+    change_twice_in_one_transaction(store)
+    check_classes_follow(store)
+
+
+def test_reverse_proof_a_mark_that_survives_a_later_change_fails_the_same_check(
+    world: World, databases: Databases
+) -> None:
+    store = databases.store(GRAPHS)
+    fill(store, World(world.entries[:40]))
+    databases.made[-1].admin("ALTER TABLE doc_acl DISABLE TRIGGER doc_acl_reclass_pending")
+    change_twice_in_one_transaction(store)
+    with pytest.raises(AssertionError):
+        check_classes_follow(store)
+
+
+def test_a_large_acl_is_classed_once_per_document(world: World, databases: Databases) -> None:
+    """An ACL of 300 principals written and rewritten: every chunk in its class."""
+    store = databases.store(GRAPHS)
+    fill(store, World(world.entries[:20]))
+    many = frozenset(f"user:u{n:03d}" for n in range(300))
+    doc = factories.document("doc:wide", corpus="ops", acl=many)
+    chunks = factories.chunks(doc, [f"wide {n}" for n in range(5)])
+    store.upsert(doc, chunks, [[1.0] * DIM for _ in chunks])
+    store.set_acl("doc:wide", many - {"user:u007"})
+    check_classes_follow(store)
 
 
 def test_a_permission_change_takes_a_chunk_out_of_its_old_graph_at_once(
@@ -399,11 +451,10 @@ def test_the_conformance_backend_walks_class_graphs(
 def test_the_workers_refresh_waits_for_writes_and_an_asked_one_does_not(
     world: World, databases: Databases
 ) -> None:
-    """The worker's periodic refresh counts chunks per class only after ``chunks`` was
-    written (a million-row count every minute otherwise); a refresh asked for runs."""
+    """The worker's periodic refresh counts chunks per class only after a chunk's class was
+    set (a million-row count every minute otherwise); a refresh asked for runs."""
     store = databases.store(GRAPHS)
     fill(store, World(world.entries[:60]))
-    writes_settled(store)
     first = store.refresh_class_graphs()
     assert first["graphs"] >= 1
     idle = store._refresh_class_graphs(only_after_writes=True)
@@ -412,40 +463,55 @@ def test_the_workers_refresh_waits_for_writes_and_an_asked_one_does_not(
     assert asked.get("idle") is None and asked["graphs"] == first["graphs"]
 
 
-def writes_settled(store: PostgresStore) -> None:
-    """Wait until the server's write counter for ``chunks`` stops moving: connections
-    report their statistics when idle, up to a second after their last write."""
-    from clearance.store.postgres import _chunk_writes
+def _plan_indexes(store: PostgresStore, flt: SearchFilter, sql: str) -> set[str]:
+    with store._searching(flt) as conn:
+        store._set_graph_walk(conn, 10)
+        plan = conn.execute(
+            f"EXPLAIN (FORMAT JSON) {sql}", {"vector": np.asarray(queries(1)[0]), "k": 10}
+        ).fetchone()
+    assert plan is not None
+    return {n for n in _index_names(plan[0][0]["Plan"]) if n.startswith("chunks")}
 
+
+def test_a_graph_over_every_chunk_is_never_walked_in_a_class_place(
+    world: World, databases: Databases
+) -> None:
+    """A database that ran the ``"hnsw"`` setting still holds its graph over every chunk,
+    whose walk hidden rows shape. While it exists the class plan ranks the caller's classes
+    exactly; the next refresh drops it, and the class graphs are walked again."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    store.refresh_class_graphs()
     with store._writer.connection() as conn:
-        last = _chunk_writes(conn)
-        for _ in range(20):
-            time.sleep(1.1)
-            now = _chunk_writes(conn)
-            if now == last:
-                return
-            last = now
-    raise AssertionError("the write counter of chunks kept moving")
-
-
-def test_warming_builds_the_graphs_on_the_worker(world: World, databases: Databases) -> None:
-    """``clearance serve`` warms the store: the graphs a class lacks are built on the
-    store's worker, and searches meanwhile rank exactly (the same results)."""
-    from dataclasses import replace
-
-    exact = databases.store(VectorPlan())
-    fill(exact, world)
+        store._ensure_vector_index(conn, DIM)
     flt = CALLERS["staff and two departments (60 %)"]
-    before = [exact.vector_search(q, flt, 10) for q in queries(5)]
-    store = databases.store(replace(GRAPHS, background=True), databases.made[-1])
+    exact = databases.store(VectorPlan(), databases.made[-1])
+    before = store.graph_searches
+    for q in queries(5):
+        assert store.vector_search(q, flt, 10) == exact.vector_search(q, flt, 10)
+    assert store.graph_searches == before
+    assert store.refresh_class_graphs()["dropped"] >= 1
+    store.vector_search(queries(1)[0], flt, 10)
+    assert store.graph_searches > before
     with store._writer.connection() as conn:
-        assert store._graph_indexes(conn, valid_only=False) == []
-    store.warm(vectors=True)
-    worker = store._graphs_worker
-    assert worker is not None
-    worker.join(timeout=120)
+        assert not conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE indexname = %s", (f"chunks_embedding_{DIM}",)
+        ).fetchall()
+
+
+def test_reverse_proof_the_planner_takes_the_global_graph_for_a_class_without_one(
+    world: World, databases: Databases
+) -> None:
+    """Why the plan checks: a class branch whose graph is gone, with the global graph
+    present, is planned through the global graph."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    store.refresh_class_graphs()
     with store._writer.connection() as conn:
-        assert len(store._graph_indexes(conn, valid_only=True)) >= 5
-    searched = store.graph_searches
-    assert [store.vector_search(q, flt, 10) for q in queries(5)] == before
-    assert store.graph_searches > searched
+        store._ensure_vector_index(conn, DIM)
+        names = [n for n, _ in store._graph_indexes(conn, valid_only=True)]
+    gone = sorted(pg_search.class_graph_name(int(n.split("_")[2]), DIM) for n in names)[0]
+    databases.made[-1].admin(f"DROP INDEX {gone}")
+    cid = int(gone.split("_")[2])
+    sql = pg_search.class_graphs_vector_sql([cid], [], DIM)
+    assert f"chunks_embedding_{DIM}" in _plan_indexes(store, EVERYTHING, sql)

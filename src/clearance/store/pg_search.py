@@ -212,7 +212,8 @@ def class_graph_name(class_id: int, dim: int) -> str:
 
 
 def class_graph_ddl(class_id: int, dim: int, construction: int) -> str:
-    """``CREATE INDEX CONCURRENTLY`` of a class's graph: writers go on while it builds."""
+    """``CREATE INDEX CONCURRENTLY`` of a class's graph: writers go on while it builds.
+    Vectors of another width (a model change under way) stay out of it."""
     cid, width = int(class_id), int(dim)
     return (
         f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {class_graph_name(cid, width)} ON chunks "
@@ -225,7 +226,8 @@ def class_graph_ddl(class_id: int, dim: int, construction: int) -> str:
 def class_graphs_vector_sql(graphed: list[int], rest: list[int], dim: int) -> str:
     """The best ``%(k)s`` chunks, best first, ties in insertion order: the top ``k`` of each
     class in ``graphed`` from its own graph (the class id is written into the statement, so
-    the planner matches the class's partial index), and the exact top ``k`` of the chunks
+    the planner matches the class's partial index; the caller makes sure no graph over
+    other rows exists that the planner could take instead), and the exact top ``k`` of the chunks
     in the ``rest`` classes, minus the documents in ``%(excluded)s``. The graphed classes
     must be ones the caller reads whole."""
     cast = f"vector({int(dim)})"

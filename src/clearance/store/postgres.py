@@ -113,13 +113,10 @@ def _graph_of(name: str) -> tuple[int, int]:
     return int(found[1]), int(found[2])
 
 
-def _chunk_writes(conn: psycopg.Connection[Any]) -> int:
-    """How many rows of ``chunks`` were inserted, updated or deleted since the statistics
-    began (a change counter: the graphs are refreshed only after it moved)."""
-    row = conn.execute(
-        "SELECT coalesce(n_tup_ins + n_tup_upd + n_tup_del, 0) FROM pg_stat_all_tables "
-        "WHERE relid = 'chunks'::regclass"
-    ).fetchone()
+def _class_changes(conn: psycopg.Connection[Any]) -> int:
+    """How often a chunk's class was set (migration 6's counter): the worker refreshes the
+    graphs only after it moved."""
+    row = conn.execute("SELECT last_value FROM clearance_class_changes").fetchone()
     return 0 if row is None else int(row[0])
 
 
@@ -181,9 +178,11 @@ class PostgresStore(SqlStore):
         self._graphs_due = 0.0
         self._graphs_worker: threading.Thread | None = None
         self._graphs_guard = threading.Lock()
-        self._graphs_writes: int | None = None  # chunks' write count at the last refresh
-        # The usable class graphs by width, as last read from the catalogue, and when.
-        self._graphs_known: tuple[float, dict[int, frozenset[int]]] = (-1e18, {})
+        self._graphs_writes: int | None = None  # class changes counted at the last refresh
+        self._closing = False
+        # The refresh builds on a connection of its own: a build waits for older
+        # snapshots, and must not hold a connection a search in one is waiting for.
+        self._writer_conninfo = _with_password(writer_dsn, writer_password)
         #: Class graphs walked by searches so far (a diagnostic, read by tests).
         self.graph_searches = 0
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
@@ -249,6 +248,7 @@ class PostgresStore(SqlStore):
             )
 
     def close(self) -> None:
+        self._closing = True  # a refresh stops before its next build
         worker = self._graphs_worker
         if worker is not None:  # a graph being built goes on in the database; don't wait
             worker.join(timeout=1.0)
@@ -424,6 +424,14 @@ class PostgresStore(SqlStore):
                 if self.vector_plan.approximate:
                     self._ensure_vector_index(conn, width)
             doc_key = insert_document(db, document)
+            # The document's classes made in one order (lowest sensitivity first) before
+            # its chunks take them one by one: two writers needing the same new classes
+            # queue on the first instead of each holding one the other waits for.
+            db.execute(
+                "SELECT clearance_class_of(?, s::smallint) FROM "
+                "(SELECT unnest(?::integer[]) AS s ORDER BY 1) levels",
+                (doc_key, sorted(levels)),
+            )
             db.executemany(
                 f"INSERT INTO chunks ({CHUNK_COLUMNS}, length, terms, tfs, embedding) "
                 f"VALUES ({marks(11)})",
@@ -521,21 +529,21 @@ class PostgresStore(SqlStore):
         a time; graphs are built with ``CREATE INDEX CONCURRENTLY``, so writers go on.
         Returns what was done: ``built``, ``dropped``, ``graphs`` (kept in all) and
         ``seconds``; ``busy`` when another process holds the refresh."""
+        self._graphs_due = time.monotonic() + self.vector_plan.refresh_s
         return self._refresh_class_graphs(only_after_writes=False)
 
     def _refresh_class_graphs(self, *, only_after_writes: bool) -> dict[str, Any]:
         started = time.perf_counter()
         plan = self.vector_plan
         built = dropped = 0
-        with self._writer.connection() as conn:
-            writes = _chunk_writes(conn)
+        with psycopg.connect(self._writer_conninfo, autocommit=True) as conn:
+            writes = _class_changes(conn)
             if only_after_writes and writes == self._graphs_writes:
                 return {"built": 0, "dropped": 0, "graphs": None, "seconds": 0.0, "idle": True}
             locked = conn.execute("SELECT pg_try_advisory_lock(%s)", (_GRAPHS_LOCK,)).fetchone()
             if locked is None or not locked[0]:
                 return {"built": 0, "dropped": 0, "graphs": 0, "seconds": 0.0, "busy": True}
             try:
-                self._graphs_writes = writes
                 dim = self._vector_dims(conn)
                 sizes: dict[int, int] = {}
                 if dim is not None and plan.classes:
@@ -546,6 +554,14 @@ class PostgresStore(SqlStore):
                             "AND class_id IS NOT NULL GROUP BY class_id"
                         )
                     }
+                if plan.classes:  # a graph over every chunk: never walked, only kept up
+                    for (name,) in conn.execute(
+                        "SELECT c.relname FROM pg_index i JOIN pg_class c "
+                        "ON c.oid = i.indexrelid WHERE i.indrelid = 'chunks'::regclass "
+                        "AND c.relname LIKE 'chunks\\_embedding\\_%%'"
+                    ).fetchall():
+                        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                        dropped += 1
                 kept: set[int] = set()
                 for name, valid in self._graph_indexes(conn, valid_only=False):
                     cid, width = _graph_of(name)
@@ -555,13 +571,16 @@ class PostgresStore(SqlStore):
                     conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                     dropped += 1
                 for cid, n in sorted(sizes.items()):
+                    if self._closing:
+                        break
                     if n >= plan.exact_below and cid not in kept and dim is not None:
                         conn.execute(pg_search.class_graph_ddl(cid, dim, plan.ef_construction))
                         kept.add(cid)
                         built += 1
+                else:  # every graph due is there: nothing to retry until classes change
+                    self._graphs_writes = writes
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_GRAPHS_LOCK,))
-                self._graphs_known = (-1e18, {})
         seconds = round(time.perf_counter() - started, 3)
         return {"built": built, "dropped": dropped, "graphs": len(kept), "seconds": seconds}
 
@@ -578,22 +597,27 @@ class PostgresStore(SqlStore):
         found = [(str(n), bool(v)) for n, v in rows if _CLASS_GRAPH.fullmatch(str(n))]
         return [(n, v) for n, v in found if v or not valid_only]
 
-    def _usable_graphs(self, conn: psycopg.Connection[Any]) -> dict[int, frozenset[int]]:
-        """The classes with a usable graph, by vector width: read from the catalogue at
-        most once per refresh interval (a graph another process built meanwhile is used
-        from the next reading; one it dropped is searched as a plain scan of its class,
-        exact and slower, until then)."""
-        at, known = self._graphs_known
-        now = time.monotonic()
-        if now - at < self.vector_plan.refresh_s:
-            return known
-        found: dict[int, set[int]] = {}
-        for name, _ in self._graph_indexes(conn, valid_only=True):
+    @staticmethod
+    def _usable_graphs(conn: psycopg.Connection[Any], dim: int) -> set[int] | None:
+        """The classes with a usable graph of this width, read in the search's own
+        transaction after it locked ``chunks`` (so no graph it lists can be dropped before
+        the statement that walks it is planned); ``None`` while a graph over every chunk
+        exists (the ``"hnsw"`` setting's), which the planner could walk in a class's place:
+        the caller's classes are then ranked exactly, and the next refresh drops it."""
+        conn.execute("LOCK TABLE chunks IN ACCESS SHARE MODE")
+        every = conn.execute(
+            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'chunks'::regclass "
+            "AND c.relname LIKE 'chunks\\_embedding\\_%%' LIMIT 1"
+        ).fetchone()
+        if every is not None:
+            return None
+        found = set()
+        for name, _ in PostgresStore._graph_indexes(conn, valid_only=True):
             cid, width = _graph_of(name)
-            found.setdefault(width, set()).add(cid)
-        known = {width: frozenset(ids) for width, ids in found.items()}
-        self._graphs_known = (now, known)
-        return known
+            if width == dim:
+                found.add(cid)
+        return found
 
     def _refresh_graphs_if_due(self) -> None:
         """Start a refresh of the class graphs when one is due: on the worker, or here
@@ -630,14 +654,19 @@ class PostgresStore(SqlStore):
     ) -> Retrieved:
         """Both in one snapshot, as the reading role under the caller's settings."""
         sql, params = pg_search.allowed(flt)
+        dim = None
         if vector is not None:
             self._refresh_graphs_if_due()
+            # Read as the writer before the search's transaction opens: a graph being built
+            # waits for that transaction, and may hold a writer's connection meanwhile.
+            with self._writer.connection() as writer:
+                dim = self._vector_dims(writer)
         with self._searching(flt) as conn:
             classes = self._admitted_classes(conn, flt)
             lexical = self._lexical(conn, sql, {**params, "classes": classes}, terms, k)
-            found = (
-                [] if vector is None else self._vector(conn, flt, sql, params, vector, k, classes)
-            )
+            found = []
+            if vector is not None and dim is not None:
+                found = self._vector(conn, flt, sql, params, vector, dim, k, classes)
         return Retrieved(lexical, found)
 
     @staticmethod
@@ -662,14 +691,11 @@ class PostgresStore(SqlStore):
         sql: str,
         params: dict[str, Any],
         vector: Vector,
+        dim: int,
         k: int,
         classes: list[int],
     ) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        with self._writer.connection() as writer:
-            dim = self._vector_dims(writer)
-        if dim is None:
-            return []
         if query.shape[0] != dim:
             raise StoreError(f"query vector has {query.shape[0]} dimensions, index has {dim}")
         args = {**params, "vector": query, "k": k}
@@ -740,26 +766,30 @@ class PostgresStore(SqlStore):
                     (excluded,),
                 )
             }
-        graphs = set(self._usable_graphs(conn).get(dim, ()))
+        graphs = self._usable_graphs(conn, dim) or set()
         if k > _EF_SEARCH_MAX:  # a graph gives at most this many rows in order
             graphs.clear()
         graphed = [c for c in admitted if c in graphs and c not in partial]
         rest = [c for c in admitted if c not in graphs or c in partial]
         if graphed:
-            plan = self.vector_plan
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            breadth = min(max(int(plan.ef_search), k), _EF_SEARCH_MAX)
-            conn.execute(f"SET LOCAL hnsw.ef_search = {breadth}")
-            conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
-            # The planner cannot know a class's size from the row policy and the index's
-            # predicate; thinking it a few rows, it sorted a 400,000-chunk class instead of
-            # walking its graph (1.3 s against 47 ms at a million chunks). No sort but the
-            # final one and the exactly ranked rest remains to be chosen.
-            conn.execute("SET LOCAL enable_sort = off")
+            self._set_graph_walk(conn, k)
         sql = pg_search.class_graphs_vector_sql(graphed, rest, dim)
         rows = conn.execute(sql, {**args, "excluded": excluded}).fetchall()
         self.graph_searches += len(graphed)
         return _ranked(rows)
+
+    def _set_graph_walk(self, conn: psycopg.Connection[Any], k: int) -> None:
+        """This transaction's settings for walking class graphs."""
+        plan = self.vector_plan
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        breadth = min(max(int(plan.ef_search), k), _EF_SEARCH_MAX)
+        conn.execute(f"SET LOCAL hnsw.ef_search = {breadth}")
+        conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
+        # The planner cannot know a class's size from the row policy and the index's
+        # predicate; thinking it a few rows, it sorted a 400,000-chunk class instead of
+        # walking its graph (1.3 s against 47 ms at a million chunks). No sort but the
+        # final one and the exactly ranked rest remains to be chosen.
+        conn.execute("SET LOCAL enable_sort = off")
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
         """Allowed-chunk count and document frequencies, from the same SQL as BM25."""
