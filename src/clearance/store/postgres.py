@@ -554,16 +554,13 @@ class PostgresStore(SqlStore):
                             "AND class_id IS NOT NULL GROUP BY class_id"
                         )
                     }
+                classes, every = self._graphs(conn)
                 if plan.classes:  # a graph over every chunk: never walked, only kept up
-                    for (name,) in conn.execute(
-                        "SELECT c.relname FROM pg_index i JOIN pg_class c "
-                        "ON c.oid = i.indexrelid WHERE i.indrelid = 'chunks'::regclass "
-                        "AND c.relname LIKE 'chunks\\_embedding\\_%%'"
-                    ).fetchall():
+                    for name in every:
                         conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                         dropped += 1
                 kept: set[int] = set()
-                for name, valid in self._graph_indexes(conn, valid_only=False):
+                for name, valid in classes:
                     cid, width = _graph_of(name)
                     if valid and width == dim and sizes.get(cid, 0) >= plan.exact_below // 2:
                         kept.add(cid)
@@ -585,17 +582,25 @@ class PostgresStore(SqlStore):
         return {"built": built, "dropped": dropped, "graphs": len(kept), "seconds": seconds}
 
     @staticmethod
+    def _graphs(conn: psycopg.Connection[Any]) -> tuple[list[tuple[str, bool]], list[str]]:
+        """The vector graphs on ``chunks``, from one read of the catalogue: the class
+        graphs (name, usable) and the names of the graphs over every chunk."""
+        rows = conn.execute(
+            "SELECT c.relname, i.indisvalid AND i.indisready FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'chunks'::regclass "
+            "AND (c.relname LIKE 'chunks\\_class\\_%%' OR c.relname LIKE 'chunks\\_embedding\\_%%')"
+        ).fetchall()
+        classes = [(str(n), bool(v)) for n, v in rows if _CLASS_GRAPH.fullmatch(str(n))]
+        every = [str(n) for n, _ in rows if str(n).startswith("chunks_embedding_")]
+        return classes, every
+
+    @staticmethod
     def _graph_indexes(
         conn: psycopg.Connection[Any], *, valid_only: bool
     ) -> list[tuple[str, bool]]:
-        """The class graphs on ``chunks`` (name, usable), from the catalogue."""
-        rows = conn.execute(
-            "SELECT c.relname, i.indisvalid AND i.indisready FROM pg_index i "
-            "JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = 'chunks'::regclass AND c.relname LIKE 'chunks\\_class\\_%%'"
-        ).fetchall()
-        found = [(str(n), bool(v)) for n, v in rows if _CLASS_GRAPH.fullmatch(str(n))]
-        return [(n, v) for n, v in found if v or not valid_only]
+        """The class graphs on ``chunks`` (name, usable)."""
+        classes, _ = PostgresStore._graphs(conn)
+        return [(n, v) for n, v in classes if v or not valid_only]
 
     @staticmethod
     def _usable_graphs(conn: psycopg.Connection[Any], dim: int) -> set[int] | None:
@@ -605,19 +610,10 @@ class PostgresStore(SqlStore):
         exists (the ``"hnsw"`` setting's), which the planner could walk in a class's place:
         the caller's classes are then ranked exactly, and the next refresh drops it."""
         conn.execute("LOCK TABLE chunks IN ACCESS SHARE MODE")
-        every = conn.execute(
-            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = 'chunks'::regclass "
-            "AND c.relname LIKE 'chunks\\_embedding\\_%%' LIMIT 1"
-        ).fetchone()
-        if every is not None:
+        classes, every = PostgresStore._graphs(conn)
+        if every:
             return None
-        found = set()
-        for name, _ in PostgresStore._graph_indexes(conn, valid_only=True):
-            cid, width = _graph_of(name)
-            if width == dim:
-                found.add(cid)
-        return found
+        return {cid for cid, width in (_graph_of(n) for n, ok in classes if ok) if width == dim}
 
     def _refresh_graphs_if_due(self) -> None:
         """Start a refresh of the class graphs when one is due: on the worker, or here
