@@ -258,6 +258,11 @@ def _admit_everything(flt: SearchFilter) -> tuple[str, dict[str, Any]]:
     return "SELECT d.key, 3 AS ceiling FROM documents d", {}
 
 
+def _admit_every_class(flt: SearchFilter) -> tuple[str, dict[str, Any]]:
+    """The same broken filter, as the permission classes it admits: all of them."""
+    return "SELECT id FROM access_classes ORDER BY id", {}
+
+
 def _secret_world(store: PostgresStore) -> None:
     """ann may read doc a (INTERNAL, fresh corpus); everything else is hidden from her
     by ACL (b), by sensitivity (c), or by a stale corpus (d)."""
@@ -288,6 +293,10 @@ def _leaks(store: PostgresStore) -> set[str]:
     return ids - {"t:a"}
 
 
+#: The tables of the permission classes' BM25 statistics (migration 7).
+CLASS_STATISTICS = ("class_sizes", "class_size_deltas", "class_terms", "class_term_deltas")
+
+
 @pytest.fixture
 def rls_db() -> Iterator[PgDatabase]:
     found = server()
@@ -306,8 +315,13 @@ def test_row_level_security_holds_when_the_application_filter_admits_everything(
         _secret_world(store)
         assert _leaks(store) == set()  # the application's filter alone
         monkeypatch.setattr(pg_search, "allowed", _admit_everything)
+        monkeypatch.setattr(pg_search, "admitted_classes", _admit_every_class)
         assert _leaks(store) == set()  # the database's wall alone
-        # Reverse proof: without the policies, the same broken filter leaks every row.
+        # Reverse proofs: without the statistics' policies, the broken filter counts
+        # hidden chunks; without every policy, it leaks every row.
+        for table in CLASS_STATISTICS:
+            rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+        assert _leaks(store) == {"statistics"}
         for table in ("chunks", "facts", "doc_levels"):
             rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
         assert _leaks(store) == {"t:b", "t:c", "t:d", "statistics"}

@@ -45,6 +45,7 @@ MIGRATIONS = [
     "0004_token_scopes",
     "0005_admin_actions",
     "0006_permission_classes",
+    "0007_class_statistics",
 ]
 
 

@@ -37,6 +37,10 @@ READER_TABLES = (
     "readable_documents",
     "access_classes",
     "readable_classes",
+    "class_sizes",
+    "class_size_deltas",
+    "class_terms",
+    "class_term_deltas",
 )
 
 

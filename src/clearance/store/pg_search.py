@@ -9,7 +9,12 @@ second, independent filter applied by the database on top of it.
 Lexical ranking is the embedded store's BM25 computed in SQL: ``N``, the average length
 and each term's document frequency come from the allowed chunks only, and every weight
 is computed in the same order with the same float64 operations as
-:func:`clearance.store.memory.bm25_top_k`, so both backends return the same scores.
+:func:`clearance.store.memory.bm25_top_k`, so both backends return the same scores. For a
+caller who reads whole permission classes (every search not scoped to named documents),
+the statistics are the classes' own counts summed (:func:`class_statistics_sql`), and the
+store reads only the chunks that can make the top k (:func:`class_bm25_sql`, driven by
+``PostgresStore._lexical_by_class``); otherwise they are counted from the allowed chunks
+(:func:`bm25_sql`).
 
 Vector scores are inner products with the query, as the embedded store computes them (for
 the unit vectors embedders write, the cosine). Ranking has three plans, chosen per request
@@ -41,7 +46,9 @@ __all__ = [
     "admitted_classes",
     "allowed",
     "bm25_sql",
+    "class_bm25_sql",
     "class_graphs_vector_sql",
+    "class_statistics_sql",
     "exact_vector_sql",
     "hnsw_vector_sql",
     "term_statistics_sql",
@@ -132,14 +139,10 @@ def term_statistics_sql(allowed_sql: str) -> str:
     )
 
 
-def bm25_sql(allowed_sql: str, params: BM25 = _BM25) -> str:
-    """``(chunk_id, score)`` of the best ``%(k)s`` allowed chunks, best first, ties by
-    chunk key. Per (chunk, term) the weight is
-    ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))`` in float64,
-    summed in query-term order: the operations of ``bm25_top_k``, in its order."""
+def _scored(params: BM25) -> str:
+    """The ``idf``, ``average`` and ranking steps over ``matched``, ``df`` and ``stats``."""
     k1, b = float(params.k1), float(params.b)
     return (
-        f"WITH allowed AS MATERIALIZED ({allowed_sql}), {_STATS}, {_MATCHED}, {_DF}, "
         "idf AS (SELECT df.ord, ln(1.0::float8 + (s.n - df.df + 0.5::float8) "
         "/ (df.df + 0.5::float8)) AS idf FROM df CROSS JOIN stats s), "
         "average AS (SELECT CASE WHEN s.n = 0 OR s.total = 0 THEN 1.0::float8 "
@@ -150,6 +153,54 @@ def bm25_sql(allowed_sql: str, params: BM25 = _BM25) -> str:
         "ORDER BY m.ord) AS score "
         "FROM matched m JOIN idf i ON i.ord = m.ord CROSS JOIN average v "
         "GROUP BY m.id, m.chunk_id ORDER BY score DESC, m.id LIMIT %(k)s"
+    )
+
+
+def bm25_sql(allowed_sql: str, params: BM25 = _BM25) -> str:
+    """``(chunk_id, score)`` of the best ``%(k)s`` allowed chunks, best first, ties by
+    chunk key. Per (chunk, term) the weight is
+    ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))`` in float64,
+    summed in query-term order: the operations of ``bm25_top_k``, in its order."""
+    return f"WITH allowed AS MATERIALIZED ({allowed_sql}), {_STATS}, {_MATCHED}, {_DF}, " + _scored(
+        params
+    )
+
+
+def class_statistics_sql() -> str:
+    """``(n, total, term, df)``: the chunks of the ``%(classes)s``, their summed length and,
+    per term of ``%(terms)s`` that any of them holds, how many hold it; one row with a null
+    term when none does. Totals and not yet folded deltas, summed (migration 7)."""
+    classes = "class_id = ANY (%(classes)s::integer[])"
+    return (
+        "WITH sizes AS (SELECT coalesce(sum(s.chunks), 0)::bigint AS n, "
+        "coalesce(sum(s.length), 0)::bigint AS total FROM ("
+        f"SELECT chunks, length FROM class_sizes WHERE {classes} UNION ALL "
+        f"SELECT chunks, length FROM class_size_deltas WHERE {classes}) s), "
+        "df AS (SELECT t.term, sum(t.df)::bigint AS df FROM ("
+        f"SELECT term, df FROM class_terms WHERE term = ANY (%(terms)s::text[]) AND {classes} "
+        "UNION ALL SELECT term, df FROM class_term_deltas "
+        f"WHERE term = ANY (%(terms)s::text[]) AND {classes}) t GROUP BY t.term) "
+        "SELECT s.n, s.total, df.term, df.df FROM sizes s LEFT JOIN df ON true"
+    )
+
+
+def class_bm25_sql(params: BM25 = _BM25) -> str:
+    """:func:`bm25_sql`'s ranking of the chunks of the ``%(classes)s`` that hold a term of
+    ``%(probe)s``, each scored for every term of ``%(terms)s``, with the caller's
+    statistics given: ``%(n)s`` chunks, ``%(total)s`` terms in them, and ``%(dfs)s``, the
+    document frequency of each query term in order (from :func:`class_statistics_sql`).
+    With every query term in ``%(probe)s`` it is :func:`bm25_sql` for a caller who reads
+    those classes whole, score for score."""
+    return (
+        "WITH matched AS MATERIALIZED (SELECT c.id, c.chunk_id, c.length, q.ord, "
+        "c.tfs[p.pos] AS tf FROM chunks c "
+        "CROSS JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) "
+        "CROSS JOIN LATERAL (SELECT array_position(c.terms, q.term) AS pos) p "
+        "WHERE c.terms && %(probe)s::text[] AND c.class_id = ANY (%(classes)s::integer[]) "
+        "AND p.pos IS NOT NULL), "
+        "stats AS (SELECT %(n)s::bigint AS n, %(total)s::bigint AS total), "
+        "df AS (SELECT d.ord, d.df FROM unnest(%(dfs)s::bigint[]) WITH ORDINALITY AS d (df, ord) "
+        "WHERE d.df > 0), " + _scored(params)
     )
 
 

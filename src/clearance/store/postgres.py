@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -40,6 +41,7 @@ from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store import pg_schema, pg_search
 from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermStatistics, Vector
+from clearance.store.memory import BM25
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
     CHUNK_COLUMNS,
@@ -103,6 +105,29 @@ _GRAPHS_LOCK = 0x436C_6561_7201
 # pgvector's largest hnsw.ef_search.
 _EF_SEARCH_MAX = 1000
 _CLASS_GRAPH = re.compile(r"^chunks_class_(\d+)_(\d+)$")
+# Lexical search first reads the chunks of the query's rarest terms, up to this many
+# postings, and widens eightfold while the terms left could still reach its top k.
+_PROBE_POSTINGS = 4_000
+# How often writes fold the class statistics' deltas into their totals (seconds).
+_FOLD_S = 10.0
+# Chunks written per INSERT: one statement per batch, so the statistics triggers append
+# one delta per class and term that the batch touches, not one per chunk.
+_CHUNKS_PER_INSERT = 1_000
+_BM25 = BM25()
+
+
+def _term_ceiling(n: int, df: int) -> float:
+    """More than any chunk's BM25 weight for a term that ``df`` of ``n`` chunks hold:
+    ``idf * tf * (k1 + 1) / (tf + norm)`` is below ``idf * (k1 + 1)`` for every ``tf``
+    and length (``norm`` is positive since ``b`` is below 1)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (_BM25.k1 + 1.0)
+
+
+def _ceilings(ceiling: Mapping[str, float], terms: Sequence[str], unread: Sequence[str]) -> float:
+    """What the query terms in ``unread`` can add to a chunk's score at most (a term asked
+    twice counts twice, as it is scored)."""
+    left = set(unread)
+    return math.fsum(ceiling[t] for t in terms if t in left)
 
 
 def _graph_of(name: str) -> tuple[int, int]:
@@ -170,6 +195,8 @@ class PostgresStore(SqlStore):
         writer_password: str | None = None,
         pool_size: int = 4,
         vector_plan: VectorPlan | None = None,
+        probe_postings: int = _PROBE_POSTINGS,
+        fold_every_s: float = _FOLD_S,
     ) -> None:
         self.location = _safe_dsn(dsn)
         self.vector_plan = vector_plan or VectorPlan()
@@ -185,6 +212,13 @@ class PostgresStore(SqlStore):
         self._writer_conninfo = _with_password(writer_dsn, writer_password)
         #: Class graphs walked by searches so far (a diagnostic, read by tests).
         self.graph_searches = 0
+        #: Lexical searches by how they ended (``pruned``: before every query term's
+        #: chunks were read; ``whole``: after) and the statements they took (``rounds``).
+        self.lexical_searches: Counter[str] = Counter()
+        self.probe_postings = probe_postings
+        self._fold_every_s = fold_every_s  # how often writes fold the statistics' deltas
+        self._fold_due = 0.0  # when they are next folded
+        self._fold_worker: threading.Thread | None = None
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
         with ExitStack() as opened:  # if anything below fails, the pools opened are closed
             opened.callback(self._writer.close)
@@ -248,10 +282,13 @@ class PostgresStore(SqlStore):
             )
 
     def close(self) -> None:
-        self._closing = True  # a refresh stops before its next build
+        with self._graphs_guard:
+            self._closing = True  # a refresh stops before its next build; no fold starts
         worker = self._graphs_worker
         if worker is not None:  # a graph being built goes on in the database; don't wait
             worker.join(timeout=1.0)
+        if self._fold_worker is not None:
+            self._fold_worker.join(timeout=5.0)
         self._reader.close()
         self._writer.close()
 
@@ -290,8 +327,41 @@ class PostgresStore(SqlStore):
             except psycopg.Error as exc:
                 raise StoreError(f"{doing} {self.location} failed: {exc}") from exc
 
-    def _writing(self) -> AbstractContextManager[psycopg.Connection[Any]]:
-        return self._in_transaction(self._writer, "write to", read_only=False)
+    @contextmanager
+    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._in_transaction(self._writer, "write to", read_only=False) as conn:
+            yield conn
+        self._fold_if_due()
+
+    def fold_class_statistics(self) -> int | None:
+        """Fold the class statistics' deltas into their totals (migration 7); returns the
+        rows folded, or ``None`` when another process was folding. Searches are exact
+        either way: they sum totals and deltas."""
+        self._fold_due = time.monotonic() + self._fold_every_s
+        with self._writer.connection() as conn:
+            row = conn.execute("SELECT clearance_fold_class_statistics()").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def _fold_if_due(self) -> None:
+        """After a write commits: fold on a worker when the last fold is ``fold_every_s`` old,
+        so the writer (a request recording its trace, say) does not wait for it."""
+        with self._graphs_guard:
+            running = self._fold_worker is not None and self._fold_worker.is_alive()
+            if time.monotonic() < self._fold_due or self._closing or running:
+                return
+            self._fold_due = time.monotonic() + self._fold_every_s
+            worker = threading.Thread(
+                target=self._fold_quietly, name="clearance-class-statistics", daemon=True
+            )
+            self._fold_worker = worker
+            worker.start()
+
+    def _fold_quietly(self) -> None:
+        """A failure leaves the deltas for the next fold; searches are exact either way."""
+        try:
+            self.fold_class_statistics()
+        except Exception as exc:  # the store may be closing; the database may be away
+            _log.warning("folding the class statistics of %s failed: %s", self.location, exc)
 
     def _read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """An operator's consistent read of several tables, as the writer."""
@@ -432,14 +502,17 @@ class PostgresStore(SqlStore):
                 "(SELECT unnest(?::integer[]) AS s ORDER BY 1) levels",
                 (doc_key, sorted(levels)),
             )
-            db.executemany(
-                f"INSERT INTO chunks ({CHUNK_COLUMNS}, length, terms, tfs, embedding) "
-                f"VALUES ({marks(11)})",
-                [
-                    (*chunk_row(doc_key, c), *analysis, embedding)
-                    for c, analysis, embedding in zip(chunks, analysed, embeddings, strict=True)
-                ],
-            )
+            rows = [
+                (*chunk_row(doc_key, c), *analysis, embedding)
+                for c, analysis, embedding in zip(chunks, analysed, embeddings, strict=True)
+            ]
+            for start in range(0, len(rows), _CHUNKS_PER_INSERT):
+                batch = rows[start : start + _CHUNKS_PER_INSERT]
+                db.execute(
+                    f"INSERT INTO chunks ({CHUNK_COLUMNS}, length, terms, tfs, embedding) "
+                    f"VALUES {', '.join([f'({marks(11)})'] * len(batch))}",
+                    [value for row in batch for value in row],
+                )
             db.executemany(
                 "INSERT INTO doc_levels (doc_key, sensitivity, chunks, length) VALUES (?, ?, ?, ?)",
                 [(doc_key, level, n, total) for level, (n, total) in sorted(levels.items())],
@@ -659,7 +732,10 @@ class PostgresStore(SqlStore):
                 dim = self._vector_dims(writer)
         with self._searching(flt) as conn:
             classes = self._admitted_classes(conn, flt)
-            lexical = self._lexical(conn, sql, {**params, "classes": classes}, terms, k)
+            if flt.doc_ids is None and not flt.exclude_doc_ids:
+                lexical = self._lexical_by_class(conn, classes, terms, k)
+            else:  # decided per document: counted from the caller's chunks
+                lexical = self._lexical(conn, sql, {**params, "classes": classes}, terms, k)
             found = []
             if vector is not None and dim is not None:
                 found = self._vector(conn, flt, sql, params, vector, dim, k, classes)
@@ -679,6 +755,76 @@ class PostgresStore(SqlStore):
             return []
         rows = conn.execute(pg_search.bm25_sql(sql), {**params, "terms": terms, "k": k}).fetchall()
         return _ranked(rows)
+
+    @staticmethod
+    def _class_statistics(
+        conn: psycopg.Connection[Any], classes: list[int], terms: Sequence[str]
+    ) -> tuple[int, int, dict[str, int]]:
+        """N, summed length and document frequencies of the ``classes``' chunks."""
+        rows = conn.execute(
+            pg_search.class_statistics_sql(), {"classes": classes, "terms": sorted(set(terms))}
+        ).fetchall()
+        if not rows:
+            return 0, 0, {}
+        df = {str(t): int(d) for _, _, t, d in rows if t is not None and d > 0}
+        return int(rows[0][0]), int(rows[0][1]), df
+
+    def _lexical_by_class(
+        self, conn: psycopg.Connection[Any], classes: list[int], terms: list[str], k: int
+    ) -> list[tuple[str, float]]:
+        """BM25 over the ``classes`` the caller reads whole, exact and without reading
+        every chunk that holds a common query word (MaxScore, Turtle and Flood 1995).
+
+        The statistics are the classes' (:func:`pg_search.class_statistics_sql`). The
+        chunks holding the query's rarest terms, up to ``probe_postings`` postings, are
+        scored for every query term. A chunk holding none of those terms scores less than
+        the sum of the other terms' ceilings, ``idf * (k1 + 1)`` each (a term's weight
+        approaches ``idf * (k1 + 1)`` as its frequency grows, and never reaches it); when
+        that sum is below the k-th score found, no such chunk can enter the top k, and the
+        result is the top k of every chunk. Otherwise the chunks of every term are read but
+        the commonest ones whose ceilings sum below that score. The scores are those of
+        :func:`pg_search.bm25_sql`, computed by the same SQL; only which chunks are read
+        differs."""
+        if not terms or not classes or k <= 0:
+            return []
+        n, total, df = self._class_statistics(conn, classes, terms)
+        present = sorted({t for t in terms if t in df}, key=lambda t: (df[t], t))
+        if n == 0 or not present:
+            return []
+        ceiling = {t: _term_ceiling(n, df[t]) for t in present}
+        args = {
+            "classes": classes,
+            "terms": terms,
+            "n": n,
+            "total": total,
+            "dfs": [df.get(t, 0) for t in terms],
+            "k": k,
+        }
+        # Round one reads the rarest terms' chunks, up to the probe's postings, for a first
+        # k-th score; round two, if needed, every term but the commonest whose ceilings sum
+        # below it. Scores can only rise as more chunks are read, so round two is the last.
+        probe: list[str] = []
+        postings = 0
+        for term in present:
+            if probe and postings + df[term] > self.probe_postings:
+                break
+            probe.append(term)
+            postings += df[term]
+        while True:
+            rows = conn.execute(pg_search.class_bm25_sql(), {**args, "probe": probe}).fetchall()
+            self.lexical_searches["rounds"] += 1
+            if len(probe) == len(present):
+                self.lexical_searches["whole"] += 1
+                return _ranked(rows)
+            # The margin covers the rounding of two sums of a handful of float64 terms.
+            threshold = float(rows[-1][1]) * (1.0 - 1e-9) if len(rows) == k else 0.0
+            unread = present[len(probe) :]
+            if _ceilings(ceiling, terms, unread) < threshold:
+                self.lexical_searches["pruned"] += 1
+                return _ranked(rows)
+            while unread and _ceilings(ceiling, terms, unread) >= threshold:
+                unread = unread[1:]  # the rarest unread term must be read
+            probe = present[: len(present) - len(unread)]
 
     def _vector(
         self,
@@ -795,6 +941,9 @@ class PostgresStore(SqlStore):
         sql, params = pg_search.allowed(flt)
         with self._searching(flt) as conn:
             classes = self._admitted_classes(conn, flt)
+            if flt.doc_ids is None and not flt.exclude_doc_ids:
+                n, _, df = self._class_statistics(conn, classes, wanted)
+                return TermStatistics(n, df)
             rows = conn.execute(
                 pg_search.term_statistics_sql(sql), {**params, "terms": wanted, "classes": classes}
             ).fetchall()
