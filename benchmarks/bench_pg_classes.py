@@ -96,8 +96,9 @@ from bench_ann_classes import (
 from bench_backends import _BUILT_AFTER_LOAD, _FORCED, OWNER, Server
 from bench_store import bench_document, console, progress
 
+from clearance.analysis import search_terms
 from clearance.model import Chunk, Sensitivity
-from clearance.store import pg_schema
+from clearance.store import pg_schema, pg_search
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan, _analysed
 from clearance.store.rows import CHUNK_COLUMNS, DOC_COLUMNS, chunk_row, document_row
@@ -331,6 +332,9 @@ def load(
     )
     for table in _FORCED:
         conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    t0 = time.perf_counter()
+    conn.execute("SELECT clearance_fold_class_statistics()")
+    fold_s = round(time.perf_counter() - t0, 1)
     builds: dict[str, float] = {}
     for index in ("chunks_terms", GLOBAL_GRAPH):
         console.print(f"building {index} …")
@@ -354,6 +358,7 @@ def load(
         "copy_chunks_per_s": round(copied / copy_s) if copy_s else None,
         "copy_phases_s": {k: round(v, 1) for k, v in phases.items()},
         "class_trigger_us_per_chunk": trigger_us,
+        "fold_s": fold_s,
         "unclassed_chunks": unclassed,
         "index_build_s": builds,
         "total_s": round(time.perf_counter() - started, 1),
@@ -381,7 +386,7 @@ def sizes(server: PgServer, name: str) -> dict[str, int]:
         rows = conn.execute(
             "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' "
-            "AND c.relname IN ('chunks', 'chunks_terms', %s)",
+            "AND c.relname IN ('chunks', 'chunks_terms', 'class_terms', 'class_term_deltas', %s)",
             (GLOBAL_GRAPH,),
         ).fetchall()
         out = {str(n): int(s) for n, s in rows}
@@ -501,6 +506,21 @@ def first_search(
     return time.perf_counter() - t0, store
 
 
+def per_document_lexical(store: PostgresStore, query: str, flt: SearchFilter) -> list[Any]:
+    """BM25 counted from the caller's chunks, as before the class statistics (migration 7):
+    the store's plan for a search scoped to named documents, run here for every search."""
+    sql, params = pg_search.allowed(flt)
+    with store._searching(flt) as conn:
+        classes = store._admitted_classes(conn, flt)
+        return store._lexical(conn, sql, {**params, "classes": classes}, search_terms(query), K)
+
+
+def timed(call: Callable[..., Any], *args: Any) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    got = call(*args)
+    return 1000 * (time.perf_counter() - t0), got
+
+
 def run_callers(
     store: PostgresStore,
     label: str,
@@ -510,7 +530,9 @@ def run_callers(
     queries: Sequence[int],
     hybrid_queries: int,
 ) -> list[dict[str, Any]]:
-    """Per caller: vector and hybrid p50/p95 and the vector top-10 of each query."""
+    """Per caller: vector and hybrid p50/p95 and the vector top-10 of each query; for the
+    hybrid queries also lexical p50/p95 by class statistics and counted per document,
+    and whether the two ranked alike."""
     out = []
     with progress() as bar:
         task = bar.add_task(f"queries: {label}", total=len(filters) * len(queries))
@@ -518,6 +540,7 @@ def run_callers(
             store.vector_search(query_vectors[queries[0]], flt, K)  # warm plans and caches
             store.retrieve(claims[queries[0]], query_vectors[queries[0]], flt, K)
             vector_ms, hybrid_ms, found = [], [], []
+            lexical_ms, per_document_ms, alike = [], [], True
             for n, q in enumerate(queries):
                 t0 = time.perf_counter()
                 got = store.vector_search(query_vectors[q], flt, K)
@@ -527,6 +550,11 @@ def run_callers(
                     t0 = time.perf_counter()
                     store.retrieve(claims[q], query_vectors[q], flt, K)
                     hybrid_ms.append(1000 * (time.perf_counter() - t0))
+                    took, by_class = timed(store.lexical_search, claims[q], flt, K)
+                    lexical_ms.append(took)
+                    took, counted = timed(per_document_lexical, store, claims[q], flt)
+                    per_document_ms.append(took)
+                    alike = alike and by_class == counted
                 bar.advance(task)
             out.append(
                 {
@@ -538,6 +566,15 @@ def run_callers(
                         round(percentile(hybrid_ms, 50), 2),
                         round(percentile(hybrid_ms, 95), 2),
                     ),
+                    "lexical_ms": (
+                        round(percentile(lexical_ms, 50), 2),
+                        round(percentile(lexical_ms, 95), 2),
+                    ),
+                    "per_document_lexical_ms": (
+                        round(percentile(per_document_ms, 50), 2),
+                        round(percentile(per_document_ms, 95), 2),
+                    ),
+                    "lexical_alike": alike,
                     "found": found,
                 }
             )
@@ -726,6 +763,7 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
                 store, label, filters, query_vectors, claims, queries, result["hybrid_queries"]
             )
             row["queries_s"] = round(time.perf_counter() - t0, 1)
+            row["lexical_searches"] = dict(store.lexical_searches)
         finally:
             store.close()
         results[label] = row
@@ -816,8 +854,20 @@ def table(result: dict[str, Any]) -> str:
     def vector(i: int) -> Callable[[dict[str, Any]], str]:
         return lambda r: f"{ms(r['callers'][i]['vector_ms'])}, {r['callers'][i]['recall_at_10']}"
 
+    def lexical(i: int) -> Callable[[dict[str, Any]], str]:
+        def cell(r: dict[str, Any]) -> str:
+            mine = r["callers"][i]
+            same = "alike" if mine["lexical_alike"] else "**differ**"
+            return f"{ms(mine['lexical_ms'])} ({ms(mine['per_document_lexical_ms'])}), {same}"
+
+        return cell
+
     for i, caller in enumerate(result["callers"]):
         head = f"{caller['name']} ({caller['chunks']:,} chunks)"
+        line(
+            f"{head}: lexical p50 / p95 (ms) by class statistics (counted per document)",
+            lexical(i),
+        )
         line(f"{head}: hybrid p50 / p95 (ms)", hybrid(i))
         line(f"{head}: vector p50 / p95 (ms), recall@10", vector(i))
     for n in missing:
@@ -864,6 +914,12 @@ def table(result: dict[str, Any]) -> str:
     ]
     if "global_rebuilt_s" in load:
         lines.append(f"(The global graph was rebuilt first: {load['global_rebuilt_s']} s.)")
+    if "fold_s" in load:
+        lines.append(f"The class statistics' deltas of the load folded in {load['fold_s']} s.")
+    lines.append(
+        "Lexical searches by how they ended, per variant: "
+        + "; ".join(f"{n}: {rows[n].get('lexical_searches')}" for n in names)
+    )
     move = result.get("move")
 
     def graphs(names: list[str]) -> str:
