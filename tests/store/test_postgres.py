@@ -265,18 +265,24 @@ def _admit_every_class(flt: SearchFilter) -> tuple[str, dict[str, Any]]:
 
 def _secret_world(store: PostgresStore) -> None:
     """ann may read doc a (INTERNAL, fresh corpus); everything else is hidden from her
-    by ACL (b), by sensitivity (c), or by a stale corpus (d)."""
+    by ACL (b), by sensitivity (c), by a stale corpus (d), or by the sensitivity of the
+    chunk alone (e)."""
     rows = [
         ("t:a", "public", frozenset({"user:ann"}), Sensitivity.INTERNAL),
         ("t:b", "public", frozenset({"user:bo"}), Sensitivity.INTERNAL),
         ("t:c", "public", frozenset({"user:ann"}), Sensitivity.RESTRICTED),
         ("t:d", "stale", frozenset({"user:ann"}), Sensitivity.INTERNAL),
+        ("t:e", "public", frozenset({"user:ann"}), Sensitivity.INTERNAL),
     ]
     for doc_id, name, acl, level in rows:
         doc = factories.document(doc_id, corpus=name, acl=acl, sensitivity=level)
-        chunk = factories.chunk(doc, "quarterly revenue tokyo")
+        # t:e's document is ann's to read, its one chunk is above her ceiling
+        above = Sensitivity.RESTRICTED if doc_id == "t:e" else None
+        chunk = factories.chunk(doc, "quarterly revenue tokyo", sensitivity=above)
         fact = Fact("ACME", "FY2024", "revenue", "total", 1.0, "JPY", doc_id, "row=1")
-        store.upsert(doc, [chunk], [EMBEDDER.embed(["revenue"])[0]], facts=[fact])
+        # (a figure is read at its document's level: t:e, the chunk test, has none)
+        facts = [] if doc_id == "t:e" else [fact]
+        store.upsert(doc, [chunk], [EMBEDDER.embed(["revenue"])[0]], facts=facts)
     store.record_acl_sync("public", datetime.now(UTC))
     store.record_acl_sync("stale", datetime.now(UTC) - timedelta(days=30))
 
@@ -317,14 +323,22 @@ def test_row_level_security_holds_when_the_application_filter_admits_everything(
         monkeypatch.setattr(pg_search, "allowed", _admit_everything)
         monkeypatch.setattr(pg_search, "admitted_classes", _admit_every_class)
         assert _leaks(store) == set()  # the database's wall alone
-        # Reverse proofs: without the statistics' policies, the broken filter counts
-        # hidden chunks; without every policy, it leaks every row.
+        # Reverse proofs: readable classes judged without their chunks' sensitivity, or
+        # no policy on the statistics, and the broken filter counts hidden chunks;
+        # without every policy, it leaks every row.
+        rls_db.admin(
+            "CREATE OR REPLACE VIEW readable_classes WITH (security_invoker = true) AS "
+            "SELECT c.id FROM access_classes c WHERE c.acl && (SELECT clearance_principals()) "
+            "AND c.doc_sensitivity BETWEEN 0 AND (SELECT clearance_ceiling()) "
+            "AND c.corpus IN (SELECT clearance_fresh_corpora())"
+        )
+        assert _leaks(store) == {"statistics"}
         for table in CLASS_STATISTICS:
             rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
         assert _leaks(store) == {"statistics"}
         for table in ("chunks", "facts", "doc_levels"):
             rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
-        assert _leaks(store) == {"t:b", "t:c", "t:d", "statistics"}
+        assert _leaks(store) == {"t:b", "t:c", "t:d", "t:e", "statistics"}
     finally:
         store.close()
 

@@ -217,7 +217,9 @@ class PostgresStore(SqlStore):
         self.lexical_searches: Counter[str] = Counter()
         self.probe_postings = probe_postings
         self._fold_every_s = fold_every_s  # how often writes fold the statistics' deltas
-        self._fold_due = 0.0  # when they are next folded
+        self._fold_due = time.monotonic() + fold_every_s  # when they are next folded
+        self._fold_guard = threading.Lock()
+        self._unfolded = False  # this store wrote since its last fold
         self._fold_worker: threading.Thread | None = None
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
         with ExitStack() as opened:  # if anything below fails, the pools opened are closed
@@ -282,13 +284,15 @@ class PostgresStore(SqlStore):
             )
 
     def close(self) -> None:
-        with self._graphs_guard:
+        with self._fold_guard:
             self._closing = True  # a refresh stops before its next build; no fold starts
         worker = self._graphs_worker
         if worker is not None:  # a graph being built goes on in the database; don't wait
             worker.join(timeout=1.0)
         if self._fold_worker is not None:
             self._fold_worker.join(timeout=5.0)
+        if self._unfolded and math.isfinite(self._fold_every_s):
+            self._fold_quietly()  # a short run's writes leave no deltas behind
         self._reader.close()
         self._writer.close()
 
@@ -338,6 +342,7 @@ class PostgresStore(SqlStore):
         rows folded, or ``None`` when another process was folding. Searches are exact
         either way: they sum totals and deltas."""
         self._fold_due = time.monotonic() + self._fold_every_s
+        self._unfolded = False
         with self._writer.connection() as conn:
             row = conn.execute("SELECT clearance_fold_class_statistics()").fetchone()
         return None if row is None or row[0] is None else int(row[0])
@@ -345,7 +350,8 @@ class PostgresStore(SqlStore):
     def _fold_if_due(self) -> None:
         """After a write commits: fold on a worker when the last fold is ``fold_every_s`` old,
         so the writer (a request recording its trace, say) does not wait for it."""
-        with self._graphs_guard:
+        self._unfolded = True
+        with self._fold_guard:
             running = self._fold_worker is not None and self._fold_worker.is_alive()
             if time.monotonic() < self._fold_due or self._closing or running:
                 return

@@ -37,6 +37,9 @@ CREATE TABLE class_term_deltas (
 );
 CREATE INDEX class_term_deltas_term ON class_term_deltas (term, class_id);
 
+-- Counted with the table held against writes until the triggers below take over, so a
+-- writer of an older release still running cannot commit chunks between the two.
+LOCK TABLE chunks IN SHARE ROW EXCLUSIVE MODE;
 INSERT INTO class_sizes (class_id, chunks, length)
     SELECT class_id, count(*), sum(length) FROM chunks
     WHERE class_id IS NOT NULL GROUP BY class_id;
@@ -98,6 +101,8 @@ CREATE TRIGGER chunks_counted_again AFTER UPDATE ON chunks
 
 CREATE FUNCTION clearance_forget_class_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- After any fold under way (its lock): totals it adds must not outlive the chunks.
+    PERFORM pg_advisory_xact_lock(74132836413954);
     DELETE FROM class_sizes;
     DELETE FROM class_size_deltas;
     DELETE FROM class_terms;
