@@ -11,9 +11,10 @@ chunks alone. The tests:
   below the true bound stops too early, and the same check catches it;
 * results equal those of a database holding only the caller's rows; reverse proof:
   statistics counted over every class, the same check catches them;
-* the per-class counts equal counts made from the chunks after every kind of write,
-  before and after folding, with a fold running beside an open write; reverse proof: each
-  counting trigger disabled, the same check catches it.
+* the per-class counts, and the postings scores are read from, equal those made from the
+  chunks after every kind of write, before and after folding, with a fold running beside
+  an open write; reverse proof: each counting or posting trigger disabled, the same check
+  catches it.
 """
 
 from __future__ import annotations
@@ -268,7 +269,7 @@ def test_reverse_proof_statistics_of_every_class_fail_the_same_check(
 
 def miscounted(store: PostgresStore) -> list[tuple[Any, ...]]:
     """Every class and (class, term) whose counts, totals and deltas summed, differ from
-    those made from the chunks now."""
+    those made from the chunks now, and every posting missing or too many."""
     with store._writer.connection() as conn:
         sizes = conn.execute(
             "WITH kept AS (SELECT class_id, sum(chunks) AS chunks, sum(length) AS length FROM "
@@ -290,7 +291,15 @@ def miscounted(store: PostgresStore) -> list[tuple[Any, ...]]:
             "FROM kept k FULL JOIN made m ON m.term = k.term AND m.class_id = k.class_id "
             "WHERE k.df IS DISTINCT FROM m.df"
         ).fetchall()
-    return [tuple(r) for r in sizes + terms]
+        postings = conn.execute(
+            "WITH made AS (SELECT u.term, c.class_id, c.id AS chunk, u.tf, c.length "
+            "FROM chunks c CROSS JOIN unnest(c.terms, c.tfs) AS u (term, tf) "
+            "WHERE c.class_id IS NOT NULL), "
+            "kept AS (SELECT term, class_id, chunk, tf, length FROM postings) "
+            "SELECT 'posting', * FROM ((SELECT * FROM made EXCEPT ALL SELECT * FROM kept) "
+            "UNION ALL (SELECT * FROM kept EXCEPT ALL SELECT * FROM made)) d"
+        ).fetchall()
+    return [tuple(r) for r in sizes + terms + postings]
 
 
 def deltas(store: PostgresStore) -> int:
@@ -394,7 +403,15 @@ def test_emptying_the_chunks_table_empties_the_counts(
 
 
 @pytest.mark.parametrize(
-    "trigger", ["chunks_counted_in", "chunks_counted_out", "chunks_counted_again"]
+    "trigger",
+    [
+        "chunks_counted_in",
+        "chunks_counted_out",
+        "chunks_counted_again",
+        "chunks_posted",
+        "chunks_unposted",
+        "chunks_reposted",
+    ],
 )
 def test_reverse_proof_without_a_counting_trigger_the_same_check_fails(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore], trigger: str

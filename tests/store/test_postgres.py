@@ -296,11 +296,19 @@ def _leaks(store: PostgresStore) -> set[str]:
     stats = store.term_statistics(["revenu"], flt)
     if stats.chunks > 1 or stats.df.get("revenu", 0) > 1:
         ids.add("statistics")
+    # The postings lexical search scores from: a hidden chunk's would take a place in
+    # the top k (its row is then refused by the chunks' policy, so only a count shows).
+    with store._as_caller(flt.principals, flt.max_sensitivity) as conn:
+        posted = {int(r[0]) for r in conn.execute("SELECT DISTINCT chunk FROM postings")}
+    if len(posted) > 1:
+        ids.add("postings")
     return ids - {"t:a"}
 
 
 #: The tables of the permission classes' BM25 statistics (migration 7).
 CLASS_STATISTICS = ("class_sizes", "class_size_deltas", "class_terms", "class_term_deltas")
+#: The postings lexical search scores from (migration 8).
+POSTINGS = ("postings",)
 
 
 @pytest.fixture
@@ -323,22 +331,26 @@ def test_row_level_security_holds_when_the_application_filter_admits_everything(
         monkeypatch.setattr(pg_search, "allowed", _admit_everything)
         monkeypatch.setattr(pg_search, "admitted_classes", _admit_every_class)
         assert _leaks(store) == set()  # the database's wall alone
-        # Reverse proofs: readable classes judged without their chunks' sensitivity, or
-        # no policy on the statistics, and the broken filter counts hidden chunks;
-        # without every policy, it leaks every row.
+        # Reverse proofs, one wall at a time: without the postings' policy, or the
+        # statistics', the broken filter reaches hidden chunks' terms; with readable
+        # classes judged without their chunks' sensitivity, both; without every policy,
+        # it leaks every row.
+        for tables, leaked in ((POSTINGS, {"postings"}), (CLASS_STATISTICS, {"statistics"})):
+            for table in tables:
+                rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+            assert _leaks(store) == leaked
+            for table in tables:
+                rls_db.admin(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         rls_db.admin(
             "CREATE OR REPLACE VIEW readable_classes WITH (security_invoker = true) AS "
             "SELECT c.id FROM access_classes c WHERE c.acl && (SELECT clearance_principals()) "
             "AND c.doc_sensitivity BETWEEN 0 AND (SELECT clearance_ceiling()) "
             "AND c.corpus IN (SELECT clearance_fresh_corpora())"
         )
-        assert _leaks(store) == {"statistics"}
-        for table in CLASS_STATISTICS:
+        assert _leaks(store) == {"statistics", "postings"}
+        for table in ("chunks", "facts", "doc_levels", *CLASS_STATISTICS, *POSTINGS):
             rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
-        assert _leaks(store) == {"statistics"}
-        for table in ("chunks", "facts", "doc_levels"):
-            rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
-        assert _leaks(store) == {"t:b", "t:c", "t:d", "t:e", "statistics"}
+        assert _leaks(store) == {"t:b", "t:c", "t:d", "t:e", "statistics", "postings"}
     finally:
         store.close()
 

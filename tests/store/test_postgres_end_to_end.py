@@ -46,6 +46,7 @@ MIGRATIONS = [
     "0005_admin_actions",
     "0006_permission_classes",
     "0007_class_statistics",
+    "0008_postings",
 ]
 
 

@@ -41,6 +41,7 @@ READER_TABLES = (
     "class_size_deltas",
     "class_terms",
     "class_term_deltas",
+    "postings",
 )
 
 

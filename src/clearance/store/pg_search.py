@@ -139,18 +139,30 @@ def term_statistics_sql(allowed_sql: str) -> str:
     )
 
 
-def _scored(params: BM25) -> str:
-    """The ``idf``, ``average`` and ranking steps over ``matched``, ``df`` and ``stats``."""
+def _weighted(params: BM25) -> tuple[str, str]:
+    """The ``idf`` and ``average`` steps over ``df`` and ``stats``, and the score of a
+    chunk: its (chunk, term) weights over ``matched m``, summed in query-term order."""
     k1, b = float(params.k1), float(params.b)
-    return (
+    steps = (
         "idf AS (SELECT df.ord, ln(1.0::float8 + (s.n - df.df + 0.5::float8) "
         "/ (df.df + 0.5::float8)) AS idf FROM df CROSS JOIN stats s), "
         "average AS (SELECT CASE WHEN s.n = 0 OR s.total = 0 THEN 1.0::float8 "
-        "ELSE s.total::float8 / s.n::float8 END AS avg FROM stats s) "
-        "SELECT m.chunk_id, sum(i.idf * m.tf::float8 * "
+        "ELSE s.total::float8 / s.n::float8 END AS avg FROM stats s)"
+    )
+    score = (
+        "sum(i.idf * m.tf::float8 * "
         f"({k1!r}::float8 + 1.0::float8) / (m.tf::float8 + {k1!r}::float8 * "
         f"(1.0::float8 - {b!r}::float8 + {b!r}::float8 * m.length::float8 / v.avg)) "
-        "ORDER BY m.ord) AS score "
+        "ORDER BY m.ord)"
+    )
+    return steps, score
+
+
+def _scored(params: BM25) -> str:
+    """The ranking over ``matched`` (which carries each chunk's ``chunk_id``)."""
+    steps, score = _weighted(params)
+    return (
+        f"{steps} SELECT m.chunk_id, {score} AS score "
         "FROM matched m JOIN idf i ON i.ord = m.ord CROSS JOIN average v "
         "GROUP BY m.id, m.chunk_id ORDER BY score DESC, m.id LIMIT %(k)s"
     )
@@ -184,23 +196,35 @@ def class_statistics_sql() -> str:
     )
 
 
-def class_bm25_sql(params: BM25 = _BM25) -> str:
-    """:func:`bm25_sql`'s ranking of the chunks of the ``%(classes)s`` that hold a term of
-    ``%(probe)s``, each scored for every term of ``%(terms)s``, with the caller's
-    statistics given: ``%(n)s`` chunks, ``%(total)s`` terms in them, and ``%(dfs)s``, the
-    document frequency of each query term in order (from :func:`class_statistics_sql`).
-    With every query term in ``%(probe)s`` it is :func:`bm25_sql` for a caller who reads
-    those classes whole, score for score."""
+def class_bm25_sql(params: BM25 = _BM25, *, probe: bool = True) -> str:
+    """:func:`bm25_sql`'s ranking of the chunks of the ``%(classes)s`` (with ``probe``,
+    only those holding a term of ``%(probe)s``), each scored for every term of
+    ``%(terms)s``, with the caller's statistics given: ``%(n)s`` chunks, ``%(total)s``
+    terms in them, and ``%(dfs)s``, the document frequency of each query term in order
+    (from :func:`class_statistics_sql`). Term frequencies and lengths come from the
+    postings (migration 8), read by (term, class) from their index alone; only the top k
+    chunks' rows are read, for their ids. Without ``probe`` it is :func:`bm25_sql` for a
+    caller who reads those classes whole, score for score."""
+    steps, score = _weighted(params)
+    narrowed = (
+        " AND p.chunk IN (SELECT x.chunk FROM postings x WHERE x.term = ANY (%(probe)s::text[]) "
+        "AND x.class_id = ANY (%(classes)s::integer[]))"
+        if probe
+        else ""
+    )
     return (
-        "WITH matched AS MATERIALIZED (SELECT c.id, c.chunk_id, c.length, q.ord, "
-        "c.tfs[p.pos] AS tf FROM chunks c "
-        "CROSS JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) "
-        "CROSS JOIN LATERAL (SELECT array_position(c.terms, q.term) AS pos) p "
-        "WHERE c.terms && %(probe)s::text[] AND c.class_id = ANY (%(classes)s::integer[]) "
-        "AND p.pos IS NOT NULL), "
+        "WITH matched AS MATERIALIZED (SELECT p.chunk AS id, p.length, q.ord, p.tf "
+        "FROM postings p JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) "
+        "ON q.term = p.term WHERE p.term = ANY (%(terms)s::text[]) "
+        f"AND p.class_id = ANY (%(classes)s::integer[]){narrowed}), "
         "stats AS (SELECT %(n)s::bigint AS n, %(total)s::bigint AS total), "
         "df AS (SELECT d.ord, d.df FROM unnest(%(dfs)s::bigint[]) WITH ORDINALITY AS d (df, ord) "
-        "WHERE d.df > 0), " + _scored(params)
+        f"WHERE d.df > 0), {steps}, "
+        f"top AS (SELECT m.id, {score} AS score "
+        "FROM matched m JOIN idf i ON i.ord = m.ord CROSS JOIN average v "
+        "GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(k)s) "
+        "SELECT c.chunk_id, t.score FROM chunks c JOIN top t ON t.id = c.id "
+        "WHERE c.id = ANY (ARRAY(SELECT id FROM top)) ORDER BY t.score DESC, t.id"
     )
 
 

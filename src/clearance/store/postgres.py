@@ -817,9 +817,12 @@ class PostgresStore(SqlStore):
             probe.append(term)
             postings += df[term]
         while True:
-            rows = conn.execute(pg_search.class_bm25_sql(), {**args, "probe": probe}).fetchall()
+            whole = len(probe) == len(present)
+            rows = conn.execute(
+                pg_search.class_bm25_sql(probe=not whole), {**args, "probe": probe}
+            ).fetchall()
             self.lexical_searches["rounds"] += 1
-            if len(probe) == len(present):
+            if whole:
                 self.lexical_searches["whole"] += 1
                 return _ranked(rows)
             # The margin covers the rounding of two sums of a handful of float64 terms.
