@@ -386,7 +386,8 @@ def sizes(server: PgServer, name: str) -> dict[str, int]:
         rows = conn.execute(
             "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' "
-            "AND c.relname IN ('chunks', 'chunks_terms', 'class_terms', 'class_term_deltas', %s)",
+            "AND c.relname IN ('chunks', 'chunks_terms', 'class_terms', 'class_term_deltas', "
+            "'postings', %s)",
             (GLOBAL_GRAPH,),
         ).fetchall()
         out = {str(n): int(s) for n, s in rows}
