@@ -30,11 +30,11 @@ import pytest
 
 import factories
 from clearance.model import Sensitivity
-from clearance.store import pg_search, postgres
+from clearance.store import pg_schema, pg_search, postgres
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore
 from conformance.world import NOW, Entry, World, check_lexical_top_k, fill
-from pg import PgDatabase, server
+from pg import READER, PgDatabase, server
 
 #: Made-up words that the analyser keeps as they are; drawn with Zipf's law, so a query
 #: mixes words most chunks hold with words a few hold.
@@ -388,6 +388,95 @@ def test_writes_fold_the_deltas_on_a_worker(world: World, dropped: list[PgDataba
         assert miscounted(store) == []
     finally:
         store.close()
+
+
+def postings_written(store: PostgresStore) -> dict[tuple[str, int], str]:
+    """Each posting and the transaction that wrote its row."""
+    with store._writer.connection() as conn:
+        rows = conn.execute("SELECT term, chunk, xmin::text FROM postings").fetchall()
+    return {(str(t), int(c)): str(x) for t, c, x in rows}
+
+
+def test_updates_of_a_chunk_keep_its_postings_and_leave_others_alone(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, 8)
+    fill(store, world)
+    before = postings_written(store)
+    with store.transaction() as db:  # nothing a posting holds changes: none rewritten
+        db.execute("UPDATE chunks SET locator = locator || '!' WHERE chunk_id LIKE 'doc:001%'")
+    assert postings_written(store) == before
+    assert miscounted(store) == []
+    with store.transaction() as db:  # a chunk's terms, frequencies and length rewritten
+        db.execute(
+            "UPDATE chunks SET terms = terms[1:2], tfs = tfs[1:2], length = 3 "
+            "WHERE chunk_id = 'doc:0020#0'"
+        )
+    assert miscounted(store) == []
+    with store.transaction() as db:  # a chunk renumbered
+        db.execute("UPDATE chunks SET id = DEFAULT WHERE chunk_id = 'doc:0021#0'")
+    assert miscounted(store) == []
+    changed = {key for key, xid in postings_written(store).items() if before.get(key) != xid}
+    assert changed and all(c in _ids(store, "doc:0020#0", "doc:0021#0") for _, c in changed)
+
+
+def _ids(store: PostgresStore, *chunk_ids: str) -> set[int]:
+    with store._writer.connection() as conn:
+        rows = conn.execute(
+            "SELECT id FROM chunks WHERE chunk_id = ANY (%s)", (list(chunk_ids),)
+        ).fetchall()
+    return {int(r[0]) for r in rows}
+
+
+#: Migrations 7 and 8 undone on a filled database, as an index made before them holds it.
+UNDO_7_AND_8 = (
+    "DROP TABLE class_sizes, class_size_deltas, class_terms, class_term_deltas, postings; "
+    "DROP FUNCTION clearance_count_class_rows, clearance_forget_class_rows, "
+    "clearance_fold_class_statistics, clearance_post_chunks, clearance_forget_postings "
+    "CASCADE; DELETE FROM schema_version WHERE version >= 7"
+)
+
+
+def migrate_filled(world: World, dropped: list[PgDatabase]) -> PgDatabase:
+    """A database filled and written to at version 6, then upgraded."""
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = PostgresStore(database.reader_dsn, database.writer_dsn, fold_every_s=math.inf)
+    try:
+        fill(store, world)
+        every_kind_of_write(store)
+    finally:
+        store.close()
+    database.admin(UNDO_7_AND_8)
+    with psycopg.connect(database.writer_dsn, autocommit=True) as conn:
+        applied = pg_schema.upgrade(conn, READER)
+    assert [m.version for m in applied] == [7, 8]
+    return database
+
+
+def test_migrations_7_and_8_count_and_post_an_index_that_holds_chunks(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    store = open_store(migrate_filled(world, dropped), stores, 8)
+    assert miscounted(store) == []
+    assert postings_written(store)
+
+
+def test_reverse_proof_a_migration_without_its_backfill_fails_the_same_check(
+    world: World,
+    dropped: list[PgDatabase],
+    stores: list[PostgresStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    last = pg_schema.MIGRATIONS[-1]
+    start = last.sql.index("INSERT INTO postings")
+    end = last.sql.index("ORDER BY 1, 2, 3;") + len("ORDER BY 1, 2, 3;")
+    hollow = pg_schema.Migration(last.version, last.name, last.sql[:start] + last.sql[end:])
+    monkeypatch.setattr(pg_schema, "MIGRATIONS", (*pg_schema.MIGRATIONS[:-1], hollow))
+    store = open_store(migrate_filled(world, dropped), stores, 8)
+    assert miscounted(store) != []
 
 
 def test_emptying_the_chunks_table_empties_the_counts(

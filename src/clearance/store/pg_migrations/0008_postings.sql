@@ -23,10 +23,12 @@ INSERT INTO postings (term, class_id, chunk, tf, length)
     CROSS JOIN unnest(c.terms, c.tfs) AS u (term, tf)
     WHERE c.class_id IS NOT NULL
     ORDER BY 1, 2, 3;
--- The search reads (term, class) ranges from this index alone; the second finds a
--- chunk's postings when it is deleted or moved.
-CREATE INDEX postings_term ON postings (term, class_id, chunk) INCLUDE (tf, length);
-CREATE INDEX postings_chunk ON postings (chunk);
+-- The search reads (term, class) ranges from the first index alone (unique: a posting is
+-- counted once), and the postings of a few candidate chunks from the second alone; the
+-- second also finds a chunk's postings when it is deleted or moved.
+CREATE UNIQUE INDEX postings_term ON postings (term, class_id, chunk) INCLUDE (tf, length);
+CREATE INDEX postings_chunk ON postings (chunk, term) INCLUDE (class_id, tf, length);
+ANALYZE postings;
 
 CREATE FUNCTION clearance_post_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -38,18 +40,18 @@ BEGIN
     ELSIF TG_OP = 'DELETE' THEN
         DELETE FROM postings WHERE chunk = ANY (ARRAY(SELECT id FROM old_rows));
     ELSE
-        -- Only the chunks whose class, terms or length changed (a new embedding: none).
+        -- Only the chunks whose id, class, terms or length changed (a new embedding:
+        -- none), compared as rows rather than paired by id: their postings are removed
+        -- by the old rows' ids and written again from the new rows.
         DELETE FROM postings WHERE chunk = ANY (ARRAY(
-            SELECT o.id FROM old_rows o JOIN new_rows n ON n.id = o.id
-            WHERE n.class_id IS DISTINCT FROM o.class_id OR n.terms IS DISTINCT FROM o.terms
-               OR n.tfs IS DISTINCT FROM o.tfs OR n.length IS DISTINCT FROM o.length));
+            SELECT id FROM (SELECT id, class_id, terms, tfs, length FROM old_rows
+                            EXCEPT SELECT id, class_id, terms, tfs, length FROM new_rows) o));
         INSERT INTO postings (term, class_id, chunk, tf, length)
-            SELECT u.term, n.class_id, n.id, u.tf, n.length FROM new_rows n
-            JOIN old_rows o ON o.id = n.id
+            SELECT u.term, n.class_id, n.id, u.tf, n.length
+            FROM (SELECT id, class_id, terms, tfs, length FROM new_rows
+                  EXCEPT SELECT id, class_id, terms, tfs, length FROM old_rows) n
             CROSS JOIN unnest(n.terms, n.tfs) AS u (term, tf)
-            WHERE n.class_id IS NOT NULL AND (
-                n.class_id IS DISTINCT FROM o.class_id OR n.terms IS DISTINCT FROM o.terms
-                OR n.tfs IS DISTINCT FROM o.tfs OR n.length IS DISTINCT FROM o.length);
+            WHERE n.class_id IS NOT NULL;
     END IF;
     RETURN NULL;
 END
@@ -66,7 +68,7 @@ CREATE TRIGGER chunks_reposted AFTER UPDATE ON chunks
 
 CREATE FUNCTION clearance_forget_postings() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM postings;
+    TRUNCATE postings;
     RETURN NULL;
 END
 $$;
