@@ -24,10 +24,9 @@ INSERT INTO postings (term, class_id, chunk, tf, length)
     WHERE c.class_id IS NOT NULL
     ORDER BY 1, 2, 3;
 -- The search reads (term, class) ranges from the first index alone (unique: a posting is
--- counted once), and the postings of a few candidate chunks from the second alone; the
--- second also finds a chunk's postings when it is deleted or moved.
+-- counted once); the second finds a chunk's postings when it is deleted or moved.
 CREATE UNIQUE INDEX postings_term ON postings (term, class_id, chunk) INCLUDE (tf, length);
-CREATE INDEX postings_chunk ON postings (chunk, term) INCLUDE (class_id, tf, length);
+CREATE INDEX postings_chunk ON postings (chunk);
 ANALYZE postings;
 
 CREATE FUNCTION clearance_post_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
