@@ -516,6 +516,10 @@ def per_document_lexical(store: PostgresStore, query: str, flt: SearchFilter) ->
         return store._lexical(conn, sql, {**params, "classes": classes}, search_terms(query), K)
 
 
+def p50_p95(values: Sequence[float]) -> tuple[float, float]:
+    return round(percentile(values, 50), 2), round(percentile(values, 95), 2)
+
+
 def timed(call: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     t0 = time.perf_counter()
     got = call(*args)
@@ -559,22 +563,10 @@ def run_callers(
                 bar.advance(task)
             out.append(
                 {
-                    "vector_ms": (
-                        round(percentile(vector_ms, 50), 2),
-                        round(percentile(vector_ms, 95), 2),
-                    ),
-                    "hybrid_ms": (
-                        round(percentile(hybrid_ms, 50), 2),
-                        round(percentile(hybrid_ms, 95), 2),
-                    ),
-                    "lexical_ms": (
-                        round(percentile(lexical_ms, 50), 2),
-                        round(percentile(lexical_ms, 95), 2),
-                    ),
-                    "per_document_lexical_ms": (
-                        round(percentile(per_document_ms, 50), 2),
-                        round(percentile(per_document_ms, 95), 2),
-                    ),
+                    "vector_ms": p50_p95(vector_ms),
+                    "hybrid_ms": p50_p95(hybrid_ms),
+                    "lexical_ms": p50_p95(lexical_ms),
+                    "per_document_lexical_ms": p50_p95(per_document_ms),
                     "lexical_alike": alike,
                     "found": found,
                 }

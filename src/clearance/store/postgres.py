@@ -778,19 +778,19 @@ class PostgresStore(SqlStore):
     def _lexical_by_class(
         self, conn: psycopg.Connection[Any], classes: list[int], terms: list[str], k: int
     ) -> list[tuple[str, float]]:
-        """BM25 over the ``classes`` the caller reads whole, exact and without reading
-        every chunk that holds a common query word (MaxScore, Turtle and Flood 1995).
+        """BM25 over the ``classes`` the caller reads whole, exact, without scoring every
+        chunk that holds a common query word (MaxScore, Turtle and Flood 1995).
 
-        The statistics are the classes' (:func:`pg_search.class_statistics_sql`). The
+        The statistics are the classes' (:func:`pg_search.class_statistics_sql`), the term
+        frequencies the postings' (:func:`pg_search.class_bm25_sql`). First only the
         chunks holding the query's rarest terms, up to ``probe_postings`` postings, are
-        scored for every query term. A chunk holding none of those terms scores less than
-        the sum of the other terms' ceilings, ``idf * (k1 + 1)`` each (a term's weight
-        approaches ``idf * (k1 + 1)`` as its frequency grows, and never reaches it); when
-        that sum is below the k-th score found, no such chunk can enter the top k, and the
-        result is the top k of every chunk. Otherwise the chunks of every term are read but
-        the commonest ones whose ceilings sum below that score. The scores are those of
-        :func:`pg_search.bm25_sql`, computed by the same SQL; only which chunks are read
-        differs."""
+        scored, for every query term. A chunk holding none of those terms scores less than
+        the sum of the other terms' ceilings (:func:`_term_ceiling`); when that sum is
+        below the k-th score found, no such chunk can enter the top k, and the result is
+        the top k of every chunk. Otherwise every term's chunks are scored but the
+        commonest ones' whose ceilings sum below that score. The scores are those of
+        :func:`pg_search.bm25_sql`, computed with the same float64 operations; only which
+        chunks are scored differs."""
         if not terms or not classes or k <= 0:
             return []
         n, total, df = self._class_statistics(conn, classes, terms)
@@ -806,9 +806,9 @@ class PostgresStore(SqlStore):
             "dfs": [df.get(t, 0) for t in terms],
             "k": k,
         }
-        # Round one reads the rarest terms' chunks, up to the probe's postings, for a first
-        # k-th score; round two, if needed, every term but the commonest whose ceilings sum
-        # below it. Scores can only rise as more chunks are read, so round two is the last.
+        # Round one scores the rarest terms' chunks, up to the probe's postings, for a first
+        # k-th score; round two, if needed, every term's but the commonest whose ceilings
+        # sum below it. Scores only rise as more chunks are scored: round two is the last.
         probe: list[str] = []
         postings = 0
         for term in present:
