@@ -208,17 +208,25 @@ class Bench:
         workdir: Path,
         collection: Collection | None = None,
         store: Sequence[str] = (),
+        answer: Sequence[str] = (),
     ) -> None:
-        """``store``: ``key = value`` lines (TOML) added to the ``[store]`` table."""
+        """``store``, ``answer``: ``key = value`` lines (TOML) added to the ``[store]`` and
+        ``[answer]`` tables."""
         self.collection = collection = collection or COLLECTIONS["federal"]
         config = workdir / "clearance.toml"
         text = default_config_text()
-        if store and "[store]\n" not in text:
-            raise SystemExit("error: the default configuration has no [store] table")
-        if store:
-            text = text.replace(
-                "[store]\n", "[store]\n" + "".join(f"{line}\n" for line in store), 1
-            )
+        for table, lines in (("store", store), ("answer", answer)):
+            if lines and f"[{table}]\n" not in text:
+                raise SystemExit(f"error: the default configuration has no [{table}] table")
+            head, _, rest = text.partition(f"[{table}]\n")
+            body, nxt, tail = rest.partition("\n[")
+            for line in lines:
+                key = line.split("=", 1)[0].strip()
+                # A key the default configuration already sets is set again, not repeated.
+                body = re.sub(rf"(?m)^{re.escape(key)}\s*=.*\n?", "", body)
+                body = f"{line}\n{body}"
+            if lines:
+                text = f"{head}[{table}]\n{body}{nxt}{tail}"
         config.write_text(text + collection.corpora, encoding="utf-8")
         (workdir / "data").mkdir(exist_ok=True)
         self.engine = Clearance.open(load_settings(config))
@@ -311,11 +319,12 @@ def run(
     progress: bool = True,
     collection: Collection | None = None,
     store: Sequence[str] = (),
+    answer: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="clearance-heldout-") as tmp:
         started = time.monotonic()
-        bench = Bench(Path(tmp), collection, store)
+        bench = Bench(Path(tmp), collection, store, answer)
         if progress:
             print(f"index built in {time.monotonic() - started:.1f}s", file=sys.stderr)
         try:
@@ -387,10 +396,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="'KEY = VALUE'",
         help="a [store] setting, as a TOML line (repeatable), e.g. 'vector_search = \"signs\"'",
     )
+    parser.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="'KEY = VALUE'",
+        help="an [answer] setting, as a TOML line (repeatable), e.g. 'across_languages = false'",
+    )
     args = parser.parse_args(argv)
     collection = COLLECTIONS[args.set]
     items = load_questions(args.split, collection)
-    rows = run(items, progress=not args.quiet, collection=collection, store=args.store)
+    rows = run(
+        items, progress=not args.quiet, collection=collection, store=args.store, answer=args.answer
+    )
     table = summary(rows)
     if args.json:
         print(

@@ -892,6 +892,10 @@ class AnswerSettings:
     inferred: Annotated[
         str, _check(lambda v: v in INFERRED_MODES, 'must be "drop" or "label", got {value!r}')
     ] = "drop"
+    # A question nothing answers as asked is asked again in the other languages' words
+    # (Japanese or Chinese in English, English in Japanese and Chinese), read from the
+    # dictionaries shipped with Clearance (clearance.bilingual).
+    across_languages: StrictBool = True
 
 
 @dataclass(frozen=True, slots=True)

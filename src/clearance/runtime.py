@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -249,13 +249,21 @@ class Runtime(Closing):
         return self.access().principal(user_id)
 
     def search(
-        self, user_id: str, query: str, *, assistant: str | None = None, k: int | None = None
+        self,
+        user_id: str,
+        query: str,
+        *,
+        assistant: str | None = None,
+        k: int | None = None,
+        renderings: Sequence[Sequence[str]] = (),
     ) -> SearchResult:
         """Hybrid search for one user: only inside what that user may retrieve right now.
+        ``renderings``: groups of phrases equivalent to the query's, beside the configured
+        ones, for a question read in another language (clearance.bilingual).
 
         A query longer than ``[answer] max_question_chars`` raises
         :class:`~clearance.errors.QuestionError`; one with no letter or digit finds nothing."""
-        return self._search(user_id, query, assistant, k, Action.RETRIEVE)
+        return self._search(user_id, query, assistant, k, Action.RETRIEVE, renderings)
 
     def search_viewable(
         self, user_id: str, query: str, *, assistant: str | None = None, k: int | None = None
@@ -267,10 +275,17 @@ class Runtime(Closing):
         return self._search(user_id, query, assistant, k, Action.VIEW)
 
     def _search(
-        self, user_id: str, query: str, assistant: str | None, k: int | None, action: Action
+        self,
+        user_id: str,
+        query: str,
+        assistant: str | None,
+        k: int | None,
+        action: Action,
+        renderings: Sequence[Sequence[str]] = (),
     ) -> SearchResult:
         check_question(query, self.settings.answer.max_question_chars, what="query")
-        return self.retriever().search(self.caller(user_id, assistant), query, k, action)
+        synonyms = self.synonyms.with_groups(renderings) if renderings else None
+        return self.retriever().search(self.caller(user_id, assistant), query, k, action, synonyms)
 
     # ------------------------------------------------------------------ traces
 

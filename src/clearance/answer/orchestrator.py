@@ -1,8 +1,8 @@
 """The request path of docs/design.md §1, in order. Each stage is its own module; this one only
 sequences them, records the trace and turns refusals into fixed texts. After stage 6 the
 question goes to the answer routes (:mod:`clearance.answer.routes`) in order — FAQ,
-composite, figures, narrative, restricted naming, refusal — and the first that answers
-answers.
+composite, figures, narrative, the narrative again across languages, restricted naming,
+refusal — and the first that answers answers.
 
 ====  ===================  ===========================================================
  #    stage                module
@@ -49,6 +49,7 @@ from clearance.answer.request import ALL_CHANNELS, AnswerRequest, refusal
 from clearance.answer.result import AnswerResult, Status
 from clearance.answer.routes import AnswerRoute
 from clearance.answer.routes.composite import CompositeRoute
+from clearance.answer.routes.crosslingual import CrossLingualRoute
 from clearance.answer.routes.faq import FaqRoute
 from clearance.answer.routes.figures import FiguresRoute
 from clearance.answer.routes.narrative import NarrativeRoute
@@ -104,6 +105,7 @@ class Orchestrator:
             CompositeRoute(self.ctx, figures, self.narrate),
             figures,
             self.narrative,
+            CrossLingualRoute(self.ctx, self.narrative),
             self.restricted,
             self.no_source,
         )

@@ -508,6 +508,7 @@ class RelevanceGate:
         similarity: Similarity | None = None,
         sentences: Similarity | None = None,
         context: Mapping[str, float] | None = None,
+        synonyms: Synonyms | None = None,
     ) -> list[Judgement]:
         """One judgement per snippet, in order. ``cosines`` maps chunk ids to the
         question's embedding cosine (ignored for a mostly-CJK question or snippet:
@@ -531,13 +532,16 @@ class RelevanceGate:
         ``context``: the weights of the words around ``question`` where it is one ask of a
         longer question (the story told before it, the other asks). A snippet holding them
         holds that much more of the question, up to all of it; one lacking them lacks
-        nothing: they tell the circumstances, not what is asked."""
+        nothing: they tell the circumstances, not what is asked.
+
+        ``synonyms`` stands for the gate's own equivalences in this judgement (a question
+        read in another language brings its words' other renderings)."""
         weights = question_weights(question, statistics)
         around = {t: w for t, w in (context or {}).items() if t not in weights}
         total = sum(weights.values())
         cjk = cjk_share(question) > 0.5
         use_cosine = cosines is not None and not cjk
-        used = self.synonyms.used(question)
+        used = (synonyms or self.synonyms).used(question)
         compounds = _compounds(question, weights)
         options = option_terms(question)
         seen = [_stated(_held(s, compounds, options), used) for s in snippets]

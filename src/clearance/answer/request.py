@@ -57,6 +57,10 @@ class AnswerRequest:
     # What the question asks (stage 6), and whether the scope gate matched an entity.
     intent: Intent | None = None
     out_of_scope: bool = False
+    # Phrases equivalent to the question's words in the language it is read in, when it is
+    # asked again across languages (answer/routes/crosslingual.py): searched for and
+    # judged as the organisation's own equivalences are.
+    renderings: tuple[tuple[str, ...], ...] = ()
 
     @property
     def caller(self) -> Caller:

@@ -49,7 +49,10 @@ class HybridSearcher:
     cjk_vector_weight: float = 1.0
     synonyms: Synonyms = NO_SYNONYMS
 
-    def search(self, query: str, flt: SearchFilter, k: int) -> list[SearchHit]:
+    def search(
+        self, query: str, flt: SearchFilter, k: int, synonyms: Synonyms | None = None
+    ) -> list[SearchHit]:
+        """The fused top ``k``; ``synonyms`` stands for the configured ones in this search."""
         if k <= 0 or not searchable(query):
             return []
         pool = max(self.candidates, k)
@@ -59,7 +62,8 @@ class HybridSearcher:
             embedded = self.embedder.embed([query])[0]
         # The lexical search also looks for the organisation's equivalents of the phrases
         # the query holds; the vector search keeps the query as asked.
-        lexical, vector = self.store.retrieve(self.synonyms.expand(query), embedded, flt, pool)
+        expanded = (synonyms or self.synonyms).expand(query)
+        lexical, vector = self.store.retrieve(expanded, embedded, flt, pool)
         lex_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
         vec_rank = {cid: i for i, (cid, _) in enumerate(vector, start=1)}
         cosines = dict(vector)

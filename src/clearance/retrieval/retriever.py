@@ -85,8 +85,16 @@ class Retriever:
             synonyms,
         )
 
-    def search(self, caller: Caller, query: str, k: int | None, action: Action) -> SearchResult:
-        """The top ``k`` hits for ``query`` among what ``caller`` may take ``action`` on."""
+    def search(
+        self,
+        caller: Caller,
+        query: str,
+        k: int | None,
+        action: Action,
+        synonyms: Synonyms | None = None,
+    ) -> SearchResult:
+        """The top ``k`` hits for ``query`` among what ``caller`` may take ``action`` on;
+        ``synonyms`` stands for the configured equivalences in this search."""
         if caller.refused is not None:
             return SearchResult(caller.user_id, [], refused=caller.refused)
         flt = caller.filter(action, self.store.corpora())
@@ -94,7 +102,7 @@ class Retriever:
         dropped: dict[str, RealtimeResult] = {}
         hits: list[SearchHit] = []
         for _ in range(_REALTIME_REFILLS + 1):
-            hits = self._searcher.search(query, flt, k)
+            hits = self._searcher.search(query, flt, k, synonyms)
             newly = self._realtime_drops(caller.user_id, hits)
             if not newly:
                 return SearchResult(caller.user_id, hits, dropped)

@@ -59,6 +59,10 @@ class Synonyms:
             for group in groups
         )
 
+    def with_groups(self, groups: Sequence[Sequence[str]]) -> Synonyms:
+        """These equivalences and ``groups`` besides."""
+        return Synonyms([*(tuple(p.text for p in g) for g in self.groups), *groups])
+
     def __bool__(self) -> bool:
         return bool(self.groups)
 

@@ -34,6 +34,7 @@ from clearance.llm.guard import AuthorizedSet
 from clearance.model import SearchHit
 from clearance.retrieval.link_exit import to_snippets
 from clearance.retrieval.rerank import rerank
+from clearance.retrieval.synonyms import Synonyms
 
 __all__ = ["INFERRED_LABEL", "NarrativeRoute"]
 
@@ -139,6 +140,7 @@ class NarrativeRoute:
             # Prose only: look as deep as the retrievers do, so table rows ranked first do
             # not crowd out the passages that remain.
             k=self.ctx.settings.retrieval.candidates if prose_only else k,
+            renderings=request.renderings,
         )
         if prose_only:
             prose = [h for h in found.hits if not is_tabular(h.chunk.locator)][:k]
@@ -216,7 +218,7 @@ class NarrativeRoute:
             snippets=prompt.snippets,
             equivalents=tuple(
                 dict.fromkeys(
-                    t for u in self.ctx.runtime.equivalents.used(request.masked) for t in u.texts
+                    t for u in self._equivalents(request).used(request.masked) for t in u.texts
                 )
             ),
             names=self._names(request, prompt.snippets),
@@ -291,8 +293,15 @@ class NarrativeRoute:
             cosines,
             self.ctx.similarity,
             sentences,
+            synonyms=self._equivalents(request),
         )
         return [j.snippet for j in judged if j.relevant]
+
+    def _equivalents(self, request: AnswerRequest) -> Synonyms:
+        """The phrases held equivalent for this question: the organisation's and the
+        statement lines', and those of a question read in another language."""
+        known = self.ctx.runtime.equivalents
+        return known.with_groups(request.renderings) if request.renderings else known
 
     def _render_narrative(
         self, checked: CheckedAnswer, snippets: Sequence[Snippet], request: AnswerRequest

@@ -1,0 +1,63 @@
+"""Questions across languages: a question nothing answers as asked, asked again in the words
+of the other languages (:mod:`clearance.bilingual`).
+
+"年次休暇は最大何時間まで繰り越せますか？" over an English handbook shares no word with the page
+that answers it; read in English, "annual holiday maximum carry forward", with each word's
+other renderings as its equivalents (休暇: *day off, furlough, absence*), it is a search
+the handbook answers. An English question over Japanese pages is read in Japanese, then in
+Chinese.
+
+The reading goes through the narrative route like any question: retrieved inside the
+caller's filter, judged by the relevance gate (a snippet holding a rendering holds the
+word it renders), quoted in the passage's own language and cited. It runs only where the
+routes before it found nothing, so a question the documents answer in its own language
+is answered as before, and a refusal stays the same fixed text whether or not a reading
+was tried. The language model, where one is configured, is still given the question as
+asked. The answer carries the flag :data:`ACROSS_LANGUAGES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from clearance.answer.context import AnswerContext
+from clearance.answer.request import AnswerRequest
+from clearance.answer.result import AnswerResult
+from clearance.answer.routes.narrative import NarrativeRoute
+from clearance.bilingual import Reading, readings
+from clearance.store.base import SearchFilter, Store
+
+__all__ = ["ACROSS_LANGUAGES", "CrossLingualRoute", "read_across"]
+
+#: The flag of an answer found by reading the question in another language.
+ACROSS_LANGUAGES = "across_languages"
+
+
+class CrossLingualRoute:
+    def __init__(self, ctx: AnswerContext, narrative: NarrativeRoute) -> None:
+        self.ctx = ctx
+        self.narrative = narrative
+
+    def answer(self, request: AnswerRequest) -> AnswerResult | None:
+        if not self.ctx.settings.answer.across_languages:
+            return None
+        assert request.flt is not None
+        for reading in read_across(self.ctx.runtime.store, request.flt, request.masked):
+            asked = replace(request, masked=reading.text, renderings=reading.groups())
+            found = self.narrative.answer(asked)
+            if found is not None:
+                return replace(found, flags=(*found.flags, ACROSS_LANGUAGES))
+        return None
+
+
+def read_across(store: Store, flt: SearchFilter, question: str) -> list[Reading]:
+    """``question``'s readings in the other languages, each word as the documents ``flt``
+    admits put it (:meth:`Reading.in_words_used`, from their own statistics only, so no
+    hidden document chooses a word), without those left with no word of their language."""
+    out = []
+    for reading in readings(question):
+        df = store.term_statistics(sorted(reading.terms()), flt).df
+        chosen = reading.in_words_used({term for term, n in df.items() if n > 0})
+        if chosen.crosses():
+            out.append(chosen)
+    return out
