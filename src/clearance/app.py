@@ -447,6 +447,20 @@ class Clearance(Runtime):
             },
             "corpora": self.corpus_status(),
             "sources": _source_summary(self),
+            "embedding": self.embedding_status(),
+        }
+
+    def embedding_status(self) -> dict[str, Any]:
+        """The embedder: its provider, the ``[embedding] device`` asked for, the installed
+        onnxruntime build that can use a GPU (None: the CPU build), and the execution
+        provider the model runs on where this process has loaded it (None: not yet). Read
+        without loading the model or onnxruntime."""
+        loaded = self._embedder if not isinstance(self._embedder, str) else None
+        return {
+            "provider": self.settings.embedding.provider,
+            "device": self.settings.embedding.device,
+            "gpu_runtime": _gpu_runtime(),
+            "running_on": getattr(loaded, "execution_provider", None),
         }
 
     def corpus_status(self) -> list[dict[str, Any]]:
@@ -483,6 +497,19 @@ def directory_sync_summary(directory: Directory, *, delta: bool) -> dict[str, An
         "groups": len(directory.groups),
         "warnings": [] if active else ["no active users: every account gets nothing"],
     }
+
+
+def _gpu_runtime() -> str | None:
+    """The installed onnxruntime build that can use a GPU ("onnxruntime-gpu 1.20.1"), from
+    the installed distributions' metadata; None where only the CPU build is."""
+    from importlib import metadata
+
+    for name in ("onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-rocm"):
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def _source_summary(app: Clearance) -> list[dict[str, Any]]:

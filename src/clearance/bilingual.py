@@ -43,7 +43,7 @@ import threading
 import unicodedata
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,9 @@ __all__ = ["Reading", "Word", "available", "readings"]
 #: The glosses kept of a word's first sense, and of its second.
 _FIRST_SENSE = 5
 _SECOND_SENSE = 2
+#: The lookups of single words kept per process: the words people ask with are few and
+#: repeat, and a question's words are the asker's to choose, so the cache is bounded.
+_WORDS_CACHED = 8192
 #: The words of a dictionary entry that a CJK word is looked up as, longest first.
 _LONGEST_RUN = 4
 #: The headwords an English word or pair is read as, per language: several, since an
@@ -223,7 +226,7 @@ def _query(sql: str, params: Sequence[object]) -> list[Any]:
         return _jmdict().execute(sql, params).fetchall()
 
 
-@cache
+@lru_cache(maxsize=_WORDS_CACHED)
 def _jmdict_glosses(word: str) -> tuple[str, ...]:
     """The English of ``word`` (a kanji or kana headword): its commonest entries' first
     sense, then the first glosses of their second."""
@@ -481,7 +484,7 @@ _ZH_FRAME = frozenset(
 )
 
 
-@cache
+@lru_cache(maxsize=_WORDS_CACHED)
 def _cedict_glosses(word: str) -> tuple[str, ...]:
     """The English of ``word``. A single character has many senses in one entry, in no
     order of use (周: "to make a circuit; … week"), so its glosses are ordered by how many
@@ -675,7 +678,7 @@ def _english_words(text: str) -> list[str]:
     return [w for w in re.findall(r"[a-z][a-z'\-]*", text.casefold()) if w not in _EN_FRAME]
 
 
-@cache
+@lru_cache(maxsize=_WORDS_CACHED)
 def _japanese_of(gloss: str) -> tuple[str, ...]:
     """The common JMdict headwords with ``gloss`` (or "to ``gloss``") as a gloss, the most
     common first: kanji form where there is one."""

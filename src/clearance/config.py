@@ -549,6 +549,10 @@ class AccessSettings:
     require_assistant: Annotated[StrictBool, AfterValidator(_assistant_configured)] = False
 
 
+#: The values of ``[embedding] device``.
+EMBEDDING_DEVICES = ("cpu", "gpu", "auto")
+
+
 @dataclass(frozen=True, slots=True)
 class EmbeddingSettings:
     __pydantic_config__ = _TABLE
@@ -560,6 +564,12 @@ class EmbeddingSettings:
     batch_size: PositiveInt = 32
     max_tokens: PositiveInt = 256
     persist_restricted: StrictBool = False
+    # Where the model runs: "cpu"; "gpu", which fails to load without a GPU that
+    # onnxruntime-gpu can use; or "auto", a GPU where there is one (clearance.llm.embedding).
+    device: Annotated[
+        str,
+        _check(lambda v: v in EMBEDDING_DEVICES, 'must be "cpu", "gpu" or "auto", got {value!r}'),
+    ] = "cpu"
 
 
 def _overlap(value: int, info: ValidationInfo) -> int:

@@ -269,8 +269,11 @@ def test_status(ingested: Run, project: Path) -> None:
         "directory",
         "corpora",
         "sources",
+        "embedding",
     ]
     assert data["sources"] == []  # none configured
+    assert data["embedding"]["device"] == "cpu"
+    assert data["embedding"]["running_on"] is None  # status never loads the model
     assert data["index"] == str(project / "data" / "index.db")
     assert (data["documents"], data["chunks"], data["vectors"]) == (2, 3, 0)
     assert data["by_sensitivity"] == {"INTERNAL": 2}

@@ -31,7 +31,8 @@ def register(cli: click.Group) -> None:
         "documents", "last_acl_sync", "revocation_sla_seconds", "failing_closed",
         "realtime_check"}], "sources": [{"source", "kind", "corpus", "state", "failing",
         "last_content_sync", "last_permission_sync", "lag_seconds", "revocation_sla_seconds",
-        "last_error"}]}. A source's state is ok, behind (permission lag past the SLA),
+        "last_error"}], "embedding": {"provider", "device", "gpu_runtime", "running_on"}}.
+        A source's state is ok, behind (permission lag past the SLA),
         failing (its last sync failed) or never_synced; no credential is ever shown.
         `clearance source status` adds documents visible to nobody and unknown principals."""
         with app_ctx.open() as app:
@@ -50,6 +51,11 @@ def register(cli: click.Group) -> None:
         console.print(
             f"directory v{safe(directory['version'])}: {directory['users']} users, "
             f"{directory['groups']} groups"
+        )
+        embedding = data["embedding"]
+        console.print(
+            f"embedding {safe(embedding['provider'])} on device {safe(embedding['device'])}"
+            f" ({safe(embedding['gpu_runtime'] or 'onnxruntime for the CPU')} installed)"
         )
         if directory.get("failing_closed"):
             # Past its directory source's SLA the directory serves nobody: say so first.

@@ -140,6 +140,34 @@ def _core_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# --------------------------------------------------------------------------- devices
+
+#: onnxruntime's GPU execution providers, in the order one is chosen.
+GPU_PROVIDERS = (
+    "CUDAExecutionProvider",
+    "ROCMExecutionProvider",
+    "DmlExecutionProvider",
+    "CoreMLExecutionProvider",
+)
+
+
+def execution_providers(device: str, available: Sequence[str]) -> list[str]:
+    """The providers a session is created with for ``[embedding] device``, from those
+    onnxruntime offers here (``available``): the CPU alone for "cpu"; a GPU first, the CPU
+    behind it, for "gpu" (an error where onnxruntime offers none: ``onnxruntime`` rather
+    than ``onnxruntime-gpu`` is installed) and for "auto" (else the CPU alone)."""
+    gpu = next((p for p in GPU_PROVIDERS if p in available), None)
+    if device == "cpu" or (device == "auto" and gpu is None):
+        return ["CPUExecutionProvider"]
+    if gpu is None:
+        raise EmbeddingError(
+            'embedding.device = "gpu": onnxruntime offers no GPU provider here (it offers '
+            f"{', '.join(available) or 'none'}); install onnxruntime-gpu in place of "
+            'onnxruntime on a machine with a GPU, or set device = "cpu" or "auto"'
+        )
+    return [gpu, "CPUExecutionProvider"]
+
+
 # --------------------------------------------------------------------------- MiniLM
 
 
@@ -174,7 +202,12 @@ class MiniLMEmbedder:
         max_batch_tokens: int = 1024,
         tokenizer_path: Path | None = None,
         model_path: Path | None = None,
+        device: str = "cpu",
     ) -> None:
+        if device not in ("cpu", "gpu", "auto"):
+            raise EmbeddingError(
+                f'embedding.device: must be "cpu", "gpu" or "auto", got {device!r}'
+            )
         if batch_size <= 0:
             raise EmbeddingError(f"embedding.batch_size: must be positive, got {batch_size}")
         if not 2 <= max_tokens <= _MINILM_POSITIONS:
@@ -192,6 +225,9 @@ class MiniLMEmbedder:
         self.threads = threads or _core_count()
         self._tokenizer_path = tokenizer_path
         self._model_path = model_path
+        self.device = device
+        #: The onnxruntime execution provider the loaded model runs on (None until loaded).
+        self.execution_provider: str | None = None
         self._lock = threading.Lock()
         self._tokenizer: Any = None
         self._session: Any = None
@@ -282,13 +318,23 @@ class MiniLMEmbedder:
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
             options.log_severity_level = 3  # errors only
-            session = ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            providers = execution_providers(self.device, ort.get_available_providers())
+            session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
             inputs = frozenset(i.name for i in session.get_inputs())
             outputs = session.get_outputs()
+            running = session.get_providers()[0]
+        except EmbeddingError:
+            raise
         except Exception as exc:  # onnxruntime's own exception types
             raise EmbeddingError(f"MiniLM model {path}: onnxruntime cannot load it: {exc}") from exc
+        if self.device == "gpu" and running == "CPUExecutionProvider":
+            # onnxruntime falls back to the CPU when a GPU provider cannot start (no driver,
+            # no CUDA libraries): asked for a GPU, that is an error, not a slow surprise.
+            raise EmbeddingError(
+                f'embedding.device = "gpu": {providers[0]} could not start, so the model would '
+                'run on the CPU; check the GPU driver and CUDA libraries, or set device = "cpu"'
+            )
+        self.execution_provider = running
         if not {"input_ids", "attention_mask"} <= inputs or outputs[0].shape[-1] != self.dim:
             raise EmbeddingError(
                 f"MiniLM model {path}: unexpected inputs {sorted(inputs)} or output shape "
@@ -463,7 +509,9 @@ def get_embedder(settings: EmbeddingSettings) -> Embedder | None:
 
 
 def _minilm_factory(settings: EmbeddingSettings) -> Embedder:
-    return MiniLMEmbedder(batch_size=settings.batch_size, max_tokens=settings.max_tokens)
+    return MiniLMEmbedder(
+        batch_size=settings.batch_size, max_tokens=settings.max_tokens, device=settings.device
+    )
 
 
 register_embedder("minilm", _minilm_factory)
