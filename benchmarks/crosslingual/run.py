@@ -11,7 +11,8 @@ no synonyms, the extractive reader):
   caller's pages put it; for a question in the pages' own language, the search as asked;
 * **cited**: ``ask`` answers citing the answering section;
 * **answered**: ``ask`` answers, and the answer holds every ``must`` string of the item;
-* **other**: ``ask`` answers without them (a neighbouring sentence, or another passage).
+* **other**: ``ask`` answers without them (a neighbouring sentence, or another passage);
+* **ask p50 / p95**: the seconds ``ask`` takes, the cross-lingual pass included where it runs.
 
 The index is the held-out sets' own (benchmarks/heldout/run.py): the TTS handbook, the federal
 set and the GitLab set, one index each, asked as their staff reader. Report the ``test``
@@ -51,20 +52,25 @@ def _set_of(source: str) -> tuple[str, str]:
     return next(v for prefix, v in SETS.items() if source.startswith(prefix))
 
 
-def _section_hit(locator: str, wanted: str) -> bool:
-    """Whether a chunk's locator (``section=A > B > C``) is the item's section: its innermost
-    heading (or the item's ``parent > child`` path) ends the chunk's path; a passage before
-    the first heading is the page's ``(top)``."""
+def _section_hit(locator: str, title: str, wanted: str) -> bool:
+    """Whether a chunk's locator (``section=A > B > C``) is the item's section: the item's
+    ``parent > child`` path, or its innermost heading, ends the chunk's path. A passage
+    before the page's first heading (``(top)``) is the section only of an item whose
+    locator is the page's title (it has no heading above it)."""
     path = locator.split("section=", 1)[-1]
-    return path == "(top)" or path.endswith(wanted) or path.endswith(wanted.split(" > ")[-1])
+    if path == "(top)":
+        return wanted == title
+    return path.endswith(wanted) or path.endswith(wanted.split(" > ")[-1])
 
 
 def _found(hits: Sequence[Any], source: str, locator: str) -> bool:
-    return any(_is(h.document.doc_id, h.chunk.locator, source, locator) for h in hits[:K])
+    return any(
+        _is(h.document.doc_id, h.chunk.locator, h.document.title, source, locator) for h in hits[:K]
+    )
 
 
-def _is(doc_id: str, at: str, source: str, locator: str) -> bool:
-    return doc_id.endswith(f":{Path(source).name}") and _section_hit(at, locator)
+def _is(doc_id: str, at: str, title: str, source: str, locator: str) -> bool:
+    return doc_id.endswith(f":{Path(source).name}") and _section_hit(at, title, locator)
 
 
 def _across(bench: heldout.Bench, user: str, question: str) -> list[Any]:
@@ -114,7 +120,13 @@ def run(split: str | None, quiet: bool, answer: Sequence[str] = ()) -> list[dict
                                 "answered": answered,
                                 "cited": result.status.value == "answered"
                                 and any(
-                                    _is(c.doc_id, c.locator, item["source"], item["locator"])
+                                    _is(
+                                        c.doc_id,
+                                        c.locator,
+                                        c.title,
+                                        item["source"],
+                                        item["locator"],
+                                    )
                                     for c in result.citations
                                 ),
                                 "status": result.status.value,
@@ -129,6 +141,11 @@ def run(split: str | None, quiet: bool, answer: Sequence[str] = ()) -> list[dict
             finally:
                 bench.close()
     return rows
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
 
 def table(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -148,6 +165,8 @@ def table(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
             "other": round(
                 sum(r["status"] == "answered" and not r["answered"] for r in members) / n, 3
             ),
+            "ask p50 s": _quantile([r["seconds"] for r in members], 0.5),
+            "ask p95 s": _quantile([r["seconds"] for r in members], 0.95),
         }
     return out
 
@@ -175,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
     print(f"split: {args.split}")
-    heads = ("asked@10", "across@10", "cited", "answered", "other")
+    heads = ("asked@10", "across@10", "cited", "answered", "other", "ask p50 s", "ask p95 s")
     print(f"{'question→pages':<16} {'n':>3} " + " ".join(f"{h:>9}" for h in heads))
     for key, line in summary.items():
         cells = " ".join(f"{line[h]:>9.2f}" for h in heads)

@@ -57,6 +57,9 @@ _SECOND_SENSE = 2
 #: The lookups of single words kept per process: the words people ask with are few and
 #: repeat, and a question's words are the asker's to choose, so the cache is bounded.
 _WORDS_CACHED = 8192
+#: The content words of an English question looked up at most (each is a few lookups): a
+#: question is read for what it names, and a page of text asks nothing a reading could add.
+_MOST_ENGLISH_WORDS = 40
 #: The words of a dictionary entry that a CJK word is looked up as, longest first.
 _LONGEST_RUN = 4
 #: The headwords an English word or pair is read as, per language: several, since an
@@ -103,7 +106,8 @@ class Reading:
         of those whose every index term is in ``used``, the one of fewest words, in the
         dictionary's order. 带薪 is read "paid", not "receive one's regular salary", and
         假 "vacation" where the pages never say "false". A rendering of several words
-        some of which are used is cut to those ("raise a child" to "child"); a word none
+        some of which are used is cut to those for the reading ("raise a child" to
+        "child"), and stays whole among the word's equivalents; a word none
         of whose renderings is used at all keeps the dictionary's in an English reading, so
         that what the documents never speak of still weighs against an answer, and leaves
         a Japanese or Chinese reading empty.
@@ -129,11 +133,15 @@ class Reading:
             # question is one the documents never use, in any rendering, there is none
             # ("What is Project Tamarind?" is not "project" alone).
             return Reading(self.language, ())
-        words = tuple(
-            Word(w.source, tuple(sorted(dict.fromkeys(map(cut, w.renderings)), key=rank)), w.ends)
-            for w in self.words
-        )
-        return Reading(self.language, words)
+        words = []
+        for w in self.words:
+            best = min(w.renderings, key=lambda r: rank(cut(r)))
+            # Only the reading's own word is cut; the others stay the dictionary's phrases,
+            # which a passage must state in full to hold the word ("carry forward").
+            first = cut(best)
+            rest = (r for r in w.renderings if r != first)
+            words.append(Word(w.source, (first, *rest), w.ends))
+        return Reading(self.language, tuple(words))
 
     def crosses(self) -> bool:
         """Whether the reading holds a word in its own language: one out of English whose
@@ -381,13 +389,17 @@ def _japanese_words(text: str) -> list[Word]:
             continue
         if pos[0] in _JA_FUNCTION or _asks(m.dictionary_form()) or _asks(m.surface()):
             continue
-        if m.surface().isascii():
-            words.append(Word(m.surface(), (m.surface().casefold(),)))
+        if pos[0] in ("動詞", "形容詞") and pos[1] == "非自立可能":
+            # a verb or adjective that builds the sentence (使わないと*いけない*, いい*ですか*)
             continue
-        if pos[1] == "数詞":
+        if m.surface().isascii() or pos[1] == "数詞":
+            # a name in Latin letters or a number stands for itself ("3営業日", "FMLA")
+            words.append(Word(m.surface(), (m.normalized_form().casefold(),)))
             continue
-        found = list(_looked_up([m]))
-        words += found or list(_looked_up(list(m.split(parts))))
+        found = list(_looked_up([m])) or list(_looked_up(list(m.split(parts))))
+        # A word JMdict lacks (a name: 山田) stands for itself, to weigh against a passage
+        # that does not name it, as a word the documents never use does.
+        words += found or [Word(m.surface(), (m.surface(),))]
     return words
 
 
@@ -480,6 +492,33 @@ _ZH_FRAME = frozenset(
         "怎么办",
         "请",
         "告诉",
+        # prepositions, the passive and object markers, aspect and place words
+        "被",
+        "把",
+        "在",
+        "到",
+        "里",
+        "当",
+        "给",
+        "让",
+        "从",
+        "对",
+        "为",
+        "向",
+        "跟",
+        "也",
+        "又",
+        "再",
+        "才",
+        "已经",
+        "过",
+        "着",
+        "么",
+        "之",
+        "其",
+        "自己",
+        "去",
+        "来",
     ]
 )
 
@@ -529,7 +568,7 @@ def _chinese(text: str) -> list[Word]:
     words: list[Word] = []
     simplified = _simplified()(text)
     for run in re.findall(
-        r"[\u3400-\u9fff\uf900-\ufaff]+|[A-Za-z][A-Za-z0-9\-]*|[。？！?!]", simplified
+        r"[\u3400-\u9fff\uf900-\ufaff]+|[A-Za-z0-9][A-Za-z0-9.\-]*|[。？！?!]", simplified
     ):
         if run in _ENDS:
             if words:
@@ -675,7 +714,9 @@ _EN_FRAME = frozenset(
 
 
 def _english_words(text: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z][a-z'\-]*", text.casefold()) if w not in _EN_FRAME]
+    """The content words of ``text``, the first :data:`_MOST_ENGLISH_WORDS` of them."""
+    words = [w for w in re.findall(r"[a-z][a-z'\-]*", text.casefold()) if w not in _EN_FRAME]
+    return words[:_MOST_ENGLISH_WORDS]
 
 
 @lru_cache(maxsize=_WORDS_CACHED)
@@ -685,7 +726,9 @@ def _japanese_of(gloss: str) -> tuple[str, ...]:
     rows = _query(
         "SELECT s.idseq, min(g.rowid) FROM SenseGloss g JOIN Sense s ON g.sid = s.ID"
         " WHERE (g.text IN (?, ?) OR g.text BETWEEN ? AND ? OR g.text BETWEEN ? AND ?)"
-        " AND g.lang = 'eng' GROUP BY s.idseq",
+        # "+g.lang": not by the language's index, which every English gloss shares (a
+        # scan of the table, 50-90 ms a word), but by the text's
+        " AND +g.lang = 'eng' GROUP BY s.idseq",
         # the gloss itself, or followed by a note: "to carry forward (i.e. on a balance sheet)"
         (
             gloss,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +77,6 @@ JAPANESE = """# 休暇
 ## 健康診断
 
 日本のチームメンバーは、年間最大 ¥15,000 の健康診断費用の払い戻しを受けられます。
-"""
-
-RESTRICTED_BOARD = """# Board minutes
-
-Annual leave for executives carries over without limit: 900 hours.
 """
 
 ANNUAL_JA = "年次休暇は最大何時間まで繰り越せますか？"
@@ -186,11 +182,20 @@ def test_an_english_question_is_read_in_japanese_and_chinese() -> None:
 
 
 def test_a_question_in_no_script_the_dictionaries_read_has_no_reading() -> None:
-    assert readings("¿Cuántos días?") == [] or all(
-        r.language != "en" for r in readings("¿Cuántos días?")
-    )
+    assert readings("연차 휴가는 며칠인가요?") == []  # Korean: no dictionary here reads it
     assert readings("   ") == []
     assert readings("!!! ???") == []
+
+
+def test_numbers_and_words_no_dictionary_knows_stand_for_themselves() -> None:
+    """A reading never drops what it cannot render: "2019年的预算赤字" is no question about
+    any year's deficit, and 山田さん's number is no helpdesk's."""
+    (chinese,) = readings("2019年的预算赤字是多少？")
+    assert "2019" in chinese.text.split()
+    (japanese,) = readings("山田さんの電話番号は何ですか？")
+    assert "山田" in [w.source for w in japanese.words]
+    (days,) = readings("3営業日を超えて休む場合は？")
+    assert days.text.startswith("3 ")
 
 
 def test_each_word_is_read_as_the_pages_put_it() -> None:
@@ -205,7 +210,7 @@ def test_each_word_is_read_as_the_pages_put_it() -> None:
     chosen = reading.in_words_used({"paid", "child", "week"})
     # the used rendering of fewest words first; a rendering cut to its used words
     assert chosen.words[0].renderings[0] == "paid"
-    assert chosen.words[1].renderings == ("child",)
+    assert chosen.words[1].renderings == ("child", "raise a child")  # whole among equivalents
     # a word the pages never use keeps its rendering, to weigh against an answer
     assert chosen.words[2].renderings == ("pet",)
     assert chosen.text == "paid child pet?"
@@ -308,13 +313,58 @@ def test_reverse_proof_a_choice_over_every_page_lets_hidden_pages_choose(build: 
     assert "furlough" in leaky[0]
 
 
-def test_restricted_pages_are_never_read_for_it(build: Build) -> None:
-    """A Japanese question only a RESTRICTED page answers is refused with the fixed text,
-    the same as with no such page; the page's figure is in no answer."""
-    restricted = {"acl": ["group:staff"], "sensitivity": "RESTRICTED"}
-    beside = build({"travel.md": TRAVEL}, {"board.md": RESTRICTED_BOARD}, hidden_meta=restricted)
-    alone = build({"travel.md": TRAVEL})
-    asked = beside.ask(ANNUAL_JA, "ana")
-    assert "900" not in asked.answer
-    assert asked.status is alone.ask(ANNUAL_JA, "ana").status
-    assert asked.status is not Status.ANSWERED
+def _readings_the_route_asks(
+    engine: Clearance, question: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], str]:
+    """The readings the cross-lingual route itself passes to the narrative route, and the
+    answer: captured where the route hands them on, not recomputed."""
+    from clearance.answer.routes.narrative import NarrativeRoute
+
+    asked: list[str] = []
+    real = NarrativeRoute.answer
+
+    def answer(self: NarrativeRoute, request: Any) -> Any:
+        if request.renderings:
+            asked.append(request.masked)
+        return real(self, request)
+
+    monkeypatch.setattr(NarrativeRoute, "answer", answer)
+    try:
+        return asked, engine.ask(question, "ana").answer
+    finally:
+        monkeypatch.setattr(NarrativeRoute, "answer", real)
+
+
+def test_the_route_reads_with_the_caller_s_words_only(
+    build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the route asks, over a store with hidden pages, equals what it asks over the
+    caller's pages alone. Reverse proof: the route made to choose its words over every page
+    (the caller's filter widened to the hidden group) asks otherwise, and the same
+    comparison fails."""
+    import clearance.answer.routes.crosslingual as route
+
+    alone = build({"leave.md": LEAVE, "travel.md": TRAVEL})
+    beside = build({"leave.md": LEAVE, "travel.md": TRAVEL}, {"furlough.md": HIDDEN})
+    honest = _readings_the_route_asks(alone, ANNUAL_JA, monkeypatch)
+    assert honest[0], "the route asked nothing"
+    assert _readings_the_route_asks(beside, ANNUAL_JA, monkeypatch) == honest
+
+    real = route.read_across
+
+    def leaky(store: Any, flt: SearchFilter, question: str) -> Any:
+        return real(store, replace(flt, principals=flt.principals | {"group:execs"}), question)
+
+    monkeypatch.setattr(route, "read_across", leaky)
+    widened = _readings_the_route_asks(beside, ANNUAL_JA, monkeypatch)
+    assert widened != honest
+    assert "furlough" in widened[0][0]
+
+
+def test_the_trace_holds_what_every_pass_retrieved(build: Build) -> None:
+    engine = build({"leave.md": LEAVE, "travel.md": TRAVEL})
+    records: list[Any] = []
+    engine.trace_listeners.append(records.append)
+    engine.ask(ANNUAL_JA, "ana")
+    assert "files:leave.md" in records[-1].retrieved
+    assert records[-1].denied_retrieved == 0

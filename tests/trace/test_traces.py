@@ -58,7 +58,14 @@ def quote_first_source(request: ChatRequest) -> str:
 def leaky_search(app: Clearance, *chunk_ids: str) -> Any:
     """A search that ignores the filter and returns these chunks to anyone."""
 
-    def search(user_id: str, query: str, *, assistant: str | None = None, k: int | None = None):  # type: ignore[no-untyped-def]
+    def search(  # type: ignore[no-untyped-def]
+        user_id: str,
+        query: str,
+        *,
+        assistant: str | None = None,
+        k: int | None = None,
+        renderings: Any = (),
+    ):
         hits = [SearchHit(c, d, 1.0) for c, d in app.store.hits(list(chunk_ids))]
         return SearchResult(user_id, hits)
 

@@ -541,7 +541,7 @@ class RelevanceGate:
         total = sum(weights.values())
         cjk = cjk_share(question) > 0.5
         use_cosine = cosines is not None and not cjk
-        used = (synonyms or self.synonyms).used(question)
+        used = (self.synonyms if synonyms is None else synonyms).used(question)
         compounds = _compounds(question, weights)
         options = option_terms(question)
         seen = [_stated(_held(s, compounds, options), used) for s in snippets]

@@ -62,7 +62,7 @@ class HybridSearcher:
             embedded = self.embedder.embed([query])[0]
         # The lexical search also looks for the organisation's equivalents of the phrases
         # the query holds; the vector search keeps the query as asked.
-        expanded = (synonyms or self.synonyms).expand(query)
+        expanded = (self.synonyms if synonyms is None else synonyms).expand(query)
         lexical, vector = self.store.retrieve(expanded, embedded, flt, pool)
         lex_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
         vec_rank = {cid: i for i, (cid, _) in enumerate(vector, start=1)}

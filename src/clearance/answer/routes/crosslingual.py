@@ -42,9 +42,17 @@ class CrossLingualRoute:
         if not self.ctx.settings.answer.across_languages:
             return None
         assert request.flt is not None
+        trace = request.trace
         for reading in read_across(self.ctx.runtime.store, request.flt, request.masked):
+            retrieved, dropped = set(trace.retrieved), dict(trace.realtime_dropped)
             asked = replace(request, masked=reading.text, renderings=reading.groups())
-            found = self.narrative.answer(asked)
+            try:
+                found = self.narrative.answer(asked)
+            finally:
+                # The trace holds what every pass retrieved, not the last pass's alone.
+                trace.retrieved = sorted(retrieved | set(trace.retrieved))
+                trace.realtime_dropped = {**dropped, **trace.realtime_dropped}
+                trace.denied_retrieved = self.ctx.count_denied(request, trace.retrieved)
             if found is not None:
                 return replace(found, flags=(*found.flags, ACROSS_LANGUAGES))
         return None
