@@ -393,8 +393,9 @@ def _japanese_words(text: str) -> list[Word]:
             # a verb or adjective that builds the sentence (使わないと*いけない*, いい*ですか*)
             continue
         if m.surface().isascii() or pos[1] == "数詞":
-            # a name in Latin letters or a number stands for itself ("3営業日", "FMLA")
-            words.append(Word(m.surface(), (m.normalized_form().casefold(),)))
+            # A name in Latin letters or a number stands for itself ("FMLA", "3営業日"), as
+            # written: Sudachi's normal form of "Leave" is リーブ.
+            words.append(Word(m.surface(), (m.surface().casefold(),)))
             continue
         found = list(_looked_up([m])) or list(_looked_up(list(m.split(parts))))
         # A word JMdict lacks (a name: 山田) stands for itself, to weigh against a passage

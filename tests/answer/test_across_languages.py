@@ -196,6 +196,11 @@ def test_numbers_and_words_no_dictionary_knows_stand_for_themselves() -> None:
     assert "山田" in [w.source for w in japanese.words]
     (days,) = readings("3営業日を超えて休む場合は？")
     assert days.text.startswith("3 ")
+    # English words in a Japanese question stay English
+    (named,) = readings(
+        "選挙の投票に行くのに、公用休暇（Administrative Leave）は何時間もらえますか？"
+    )
+    assert "administrative leave" in named.text
 
 
 def test_each_word_is_read_as_the_pages_put_it() -> None:
