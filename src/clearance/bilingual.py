@@ -392,11 +392,13 @@ def _japanese_words(text: str) -> list[Word]:
         if pos[0] in ("動詞", "形容詞") and pos[1] == "非自立可能":
             # a verb or adjective that builds the sentence (使わないと*いけない*, いい*ですか*)
             continue
-        if m.surface().isascii() or pos[1] == "数詞":
-            # A name in Latin letters or a number stands for itself ("FMLA", "3営業日"), as
-            # written: Sudachi's normal form of "Leave" is リーブ.
+        if m.surface().isascii():
+            # A name in Latin letters or a number in digits stands for itself ("FMLA",
+            # "3営業日"), as written: Sudachi's normal form of "Leave" is リーブ.
             words.append(Word(m.surface(), (m.surface().casefold(),)))
             continue
+        if pos[1] == "数詞":
+            continue  # 十二 is no word an English page writes (it writes 12)
         found = list(_looked_up([m])) or list(_looked_up(list(m.split(parts))))
         # A word JMdict lacks (a name: 山田) stands for itself, to weigh against a passage
         # that does not name it, as a word the documents never use does.
@@ -569,7 +571,7 @@ def _chinese(text: str) -> list[Word]:
     words: list[Word] = []
     simplified = _simplified()(text)
     for run in re.findall(
-        r"[\u3400-\u9fff\uf900-\ufaff]+|[A-Za-z0-9][A-Za-z0-9.\-]*|[。？！?!]", simplified
+        r"[\u3400-\u9fff\uf900-\ufaff]+|[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*|[。？！?!.]", simplified
     ):
         if run in _ENDS:
             if words:

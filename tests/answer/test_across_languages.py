@@ -67,6 +67,18 @@ HIDDEN = """# Furlough notes
 During a furlough, staff may not work, and furlough days are unpaid.
 """
 
+# A Japanese page sharing 年次 with the question and answering nothing of it: the question
+# as asked retrieves it, its English reading does not.
+NOTICE_JA = """# 年次総会
+
+年次総会は毎年 6 月に開かれます。
+"""
+
+RESTRICTED_BOARD = """# Board minutes
+
+Annual leave for executives carries over without limit: 900 hours.
+"""
+
 # Japanese pages (GitLab's handbook in Japanese, abridged), for English questions.
 JAPANESE = """# 休暇
 
@@ -196,6 +208,9 @@ def test_numbers_and_words_no_dictionary_knows_stand_for_themselves() -> None:
     assert "山田" in [w.source for w in japanese.words]
     (days,) = readings("3営業日を超えて休む場合は？")
     assert days.text.startswith("3 ")
+    # a number in kanji is left out: an English page writes 12, never 十二
+    (weeks,) = readings("育児休業は十二週間ありますか？")
+    assert "十二" not in weeks.text
     # English words in a Japanese question stay English
     (named,) = readings(
         "選挙の投票に行くのに、公用休暇（Administrative Leave）は何時間もらえますか？"
@@ -367,9 +382,26 @@ def test_the_route_reads_with_the_caller_s_words_only(
 
 
 def test_the_trace_holds_what_every_pass_retrieved(build: Build) -> None:
-    engine = build({"leave.md": LEAVE, "travel.md": TRAVEL})
+    """The page only the question as asked retrieves (年次総会) and the page only its
+    English reading retrieves (leave) are both in the trace."""
+    engine = build({"leave.md": LEAVE, "notice.md": NOTICE_JA})
     records: list[Any] = []
     engine.trace_listeners.append(records.append)
-    engine.ask(ANNUAL_JA, "ana")
-    assert "files:leave.md" in records[-1].retrieved
+    result = engine.ask(ANNUAL_JA, "ana")
+    assert ACROSS_LANGUAGES in result.flags
+    assert {"files:leave.md", "files:notice.md"} <= set(records[-1].retrieved)
     assert records[-1].denied_retrieved == 0
+
+
+def test_restricted_pages_are_never_read_for_it(build: Build) -> None:
+    """A Japanese question only a RESTRICTED page answers is refused with the fixed text,
+    as with no such page; the page's figure is in no answer."""
+    restricted = {"acl": ["group:staff"], "sensitivity": "RESTRICTED"}
+    beside = build({"travel.md": TRAVEL}, {"board.md": RESTRICTED_BOARD}, hidden_meta=restricted)
+    alone = build({"travel.md": TRAVEL})
+    asked = beside.ask(ANNUAL_JA, "ana")
+    assert "900" not in asked.answer
+    assert (asked.status, asked.answer) == (
+        alone.ask(ANNUAL_JA, "ana").status,
+        alone.ask(ANNUAL_JA, "ana").answer,
+    )

@@ -147,7 +147,6 @@ GPU_PROVIDERS = (
     "CUDAExecutionProvider",
     "ROCMExecutionProvider",
     "DmlExecutionProvider",
-    "CoreMLExecutionProvider",
 )
 
 
@@ -251,6 +250,8 @@ class MiniLMEmbedder:
             self._tokenizer = tokenizer
             self._input_names = inputs
             self._session = session
+            # only once the model is checked and in use: status reads it from other threads
+            self.execution_provider = session.get_providers()[0]
 
     def _load_tokenizer(self) -> Any:
         try:
@@ -334,7 +335,6 @@ class MiniLMEmbedder:
                 f'embedding.device = "gpu": {providers[0]} could not start, so the model would '
                 'run on the CPU; check the GPU driver and CUDA libraries, or set device = "cpu"'
             )
-        self.execution_provider = running
         if not {"input_ids", "attention_mask"} <= inputs or outputs[0].shape[-1] != self.dim:
             raise EmbeddingError(
                 f"MiniLM model {path}: unexpected inputs {sorted(inputs)} or output shape "
