@@ -5,7 +5,7 @@ ranking, one global HNSW graph and one graph per permission class, side by side 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_pg_classes.py --chunks 1000000 --keep /var/tmp/pg-classes \\
-        [--ef 40 100 200] [--hybrid-queries 20] [--json OUT]
+        [--ef 40 100 200] [--largest-graph 100000 50000] [--hybrid-queries 20] [--json OUT]
     .venv/bin/python benchmarks/bench_pg_classes.py --chunks 20000 --queries 20   # a quick look
 
 The SciFact vectors are embedded once and cached (``bench_ann_classes.embedded``: about
@@ -37,10 +37,12 @@ The store is opened on that database one variant after the other:
 * exact ranking (``VectorPlan()``, the default);
 * the global HNSW graph, once per ``--ef`` (``VectorPlan(approximate=True, ef_search=E)``:
   exact below 20,000 allowed chunks, pgvector's iterative scan above);
-* a graph per permission class, once per ``--ef``
-  (``VectorPlan(classes=True, exact_below=N, ef_search=E)``): classes of ``--exact-below``
-  chunks or more get their own partial HNSW index, built by ``refresh_class_graphs()``;
-  smaller classes are ranked exactly.
+* a graph per permission class, once per ``--largest-graph`` and ``--ef``
+  (``VectorPlan(classes=True, exact_below=N, ef_search=E, largest_graph=L)``): classes of
+  ``--exact-below`` chunks or more get their own partial HNSW index, built by
+  ``refresh_class_graphs()``, a class of more than ``L`` chunks split into several (each
+  split's graphs built before its variant runs); smaller classes are ranked exactly.
+  ``--skip-global`` leaves the global graph's variant out.
 
 Reported per variant: the time from opening the store to the widest caller's first search
 (the class graphs already built), the graphs' count, build time (the global one at load;
@@ -440,8 +442,8 @@ def prepared(
 # --------------------------------------------------------------------------- measuring
 
 
-def class_plan(exact_below: int, ef: int) -> VectorPlan:
-    return VectorPlan(classes=True, exact_below=exact_below, ef_search=ef)
+def class_plan(exact_below: int, ef: int, largest: int) -> VectorPlan:
+    return VectorPlan(classes=True, exact_below=exact_below, ef_search=ef, largest_graph=largest)
 
 
 def graph_size(server: PgServer, name: str) -> tuple[int, int]:
@@ -705,22 +707,24 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
         for w in who
     ]
     variants: list[tuple[str, str, Callable[[], VectorPlan]]] = [("exact", "exact", VectorPlan)]
-    variants += [
-        (f"global HNSW, ef {e}", "global", partial(VectorPlan, approximate=True, ef_search=e))
-        for e in args.ef
-    ]
+    if not args.skip_global:
+        variants += [
+            (f"global HNSW, ef {e}", "global", partial(VectorPlan, approximate=True, ef_search=e))
+            for e in args.ef
+        ]
     variants += [
         (
-            f"classes ≥ {args.exact_below:,}, ef {e}",
+            f"classes ≥ {args.exact_below:,}, ef {e}, graphs ≤ {largest:,}",
             "classes",
-            partial(class_plan, args.exact_below, e),
+            partial(class_plan, args.exact_below, e, largest),
         )
+        for largest in args.largest_graph
         for e in args.ef
     ]
     results: dict[str, dict[str, Any]] = {}
     result["variants"] = results
     widest, query0 = filters[-1], query_vectors[queries[0]]
-    graphs_built = False
+    graphs_built: int | None = None  # the largest graph of the split last built
     last: tuple[str, str, VectorPlan] | None = None  # the plan the permission move runs on
     for label, kind, make in variants:
         try:
@@ -730,8 +734,9 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
             console.print(f"[yellow]{label}: not available ({exc})[/yellow]")
             continue
         row: dict[str, Any] = {"kind": kind}
-        if kind == "classes" and not graphs_built:
+        if kind == "classes" and graphs_built != plan.largest_graph:
             # Before any search: the store's worker (started by a search) is not running.
+            # Another split's graphs are replaced (the new ones built, then the old dropped).
             console.print(f"{label}: building the class graphs …")
             with opened(server, name, plan) as store:
                 t0 = time.perf_counter()
@@ -740,7 +745,7 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
                 t0 = time.perf_counter()
                 refresh(store)
                 row["refresh_idle_s"] = round(time.perf_counter() - t0, 3)
-            graphs_built = True
+            graphs_built = plan.largest_graph
         first_s, store = first_search(server, name, plan, widest, query0)
         try:
             row["first_s"] = round(first_s, 3)
@@ -977,6 +982,16 @@ def main() -> None:
     )
     parser.add_argument("--exact-below", type=int, default=1000)
     parser.add_argument("--ef", type=int, nargs="+", default=[100])
+    parser.add_argument(
+        "--largest-graph",
+        type=int,
+        nargs="+",
+        default=[100_000],
+        help="class variants: split classes into graphs of at most N chunks (one run each)",
+    )
+    parser.add_argument(
+        "--skip-global", action="store_true", help="leave out the global HNSW graph's variant"
+    )
     parser.add_argument("--noise", type=float, default=0.03)
     parser.add_argument("--move", type=int, default=10_000, help="chunks to move (by ACL)")
     parser.add_argument(

@@ -201,7 +201,7 @@ def test_the_graphs_are_partial_indexes_walked_by_the_search(
         admitted = [int(r[0]) for r in conn.execute(classes_sql, params)]
         graphed = [c for c in admitted if pg_search.class_graph_name(c, DIM) in names]
         assert graphed
-        sql = pg_search.class_graphs_vector_sql(graphed, [], DIM)
+        sql = pg_search.class_graphs_vector_sql(dict.fromkeys(graphed, 1), [], DIM)
         store._set_graph_walk(conn, 10)
         plan = conn.execute(
             f"EXPLAIN (FORMAT JSON) {sql}", {"vector": np.asarray(queries(1)[0]), "k": 10}
@@ -513,5 +513,193 @@ def test_reverse_proof_the_planner_takes_the_global_graph_for_a_class_without_on
     gone = sorted(pg_search.class_graph_name(int(n.split("_")[2]), DIM) for n in names)[0]
     databases.made[-1].admin(f"DROP INDEX {gone}")
     cid = int(gone.split("_")[2])
-    sql = pg_search.class_graphs_vector_sql([cid], [], DIM)
+    sql = pg_search.class_graphs_vector_sql({cid: 1}, [], DIM)
     assert f"chunks_embedding_{DIM}" in _plan_indexes(store, EVERYTHING, sql)
+
+
+# --------------------------------------------------------------------------- split graphs
+
+#: As :data:`GRAPHS`, with no graph over more than 30 chunks: the staff class (about 110
+#: chunks a caller reads) is split into four graphs, each department's into two.
+SPLIT = VectorPlan(classes=True, exact_below=20, ef_search=200, largest_graph=30, background=False)
+
+
+@pytest.fixture(scope="module")
+def split() -> Iterator[tuple[World, PgDatabase]]:
+    """One database holding the whole company, its large classes split."""
+    found = server()
+    database = found.database(always_fresh=True)
+    world = company()
+    store = PostgresStore(database.reader_dsn, database.writer_dsn, vector_plan=SPLIT)
+    try:
+        fill(store, world)
+        store.refresh_class_graphs()
+    finally:
+        store.close()
+    try:
+        yield world, database
+    finally:
+        found.drop(database)
+
+
+def graph_members(database: PgDatabase, classes: list[int] | None = None) -> set[frozenset[str]]:
+    """The chunks each class graph holds, read through each index's own predicate: the
+    graphs of the ``classes`` (all of them when ``None``)."""
+    graphs = database.admin(
+        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE 'chunks\\_class\\_%%'"
+    )
+    members = set()
+    for name, predicate in graphs:
+        if classes is None or int(str(name).split("_")[2]) in classes:
+            rows = database.admin(f"SELECT chunk_id FROM chunks WHERE {predicate}")
+            members.add(frozenset(str(r[0]) for r in rows))
+    return members
+
+
+def walked_graphs(store: PostgresStore) -> dict[int, int]:
+    """The classes a search would walk graphs of, each with the parts of its split."""
+    with store._writer.connection() as conn, conn.transaction():
+        return store._usable_graphs(conn, DIM) or {}
+
+
+def admitted(store: PostgresStore, flt: SearchFilter) -> list[int]:
+    with store._searching(flt) as conn:
+        sql, params = pg_search.admitted_classes(flt)
+        return [int(r[0]) for r in conn.execute(sql, params)]
+
+
+@pytest.mark.parametrize("who", list(CALLERS))
+def test_a_callers_results_through_split_graphs_equal_those_of_their_rows_alone(
+    split: tuple[World, PgDatabase], databases: Databases, who: str
+) -> None:
+    world, database = split
+    flt = CALLERS[who]
+    store = databases.store(SPLIT, database)
+    alone = databases.store(SPLIT)
+    fill(alone, world.admitted_only(flt))
+    alone.refresh_class_graphs()
+    for k in (1, 10):
+        check_alike(store, alone, flt, k)
+    if who != "one team (1 %)":
+        walked = walked_graphs(store)
+        assert max(walked.values()) > 1  # searched through split graphs
+        assert store.graph_searches > len([c for c in admitted(store, flt) if c in walked])
+
+
+def check_parts_alike(
+    world: World, databases: Databases, flt: SearchFilter
+) -> tuple[set[frozenset[str]], set[frozenset[str]]]:
+    """The chunks of each graph a caller walks, in the whole company's database and in a
+    database of the caller's rows alone: the same sets, split the same way."""
+    whole = databases.store(SPLIT)
+    fill(whole, world)
+    whole.refresh_class_graphs()
+    alone = databases.store(SPLIT)
+    fill(alone, world.admitted_only(flt))
+    alone.refresh_class_graphs()
+    mine = graph_members(databases.made[0], admitted(whole, flt))
+    theirs = graph_members(databases.made[1])
+    assert len(mine) == 8  # staff in four parts, each department in two
+    assert mine == theirs
+    return mine, theirs
+
+
+def test_which_graph_holds_a_chunk_depends_on_that_chunk_alone(
+    world: World, databases: Databases
+) -> None:
+    """Hidden documents written between the caller's change the table's serial ids of the
+    caller's chunks, never which part of a split class holds them."""
+    check_parts_alike(world, databases, CALLERS["staff and two departments (60 %)"])
+
+
+def test_reverse_proof_parts_by_serial_id_fail_the_same_check(
+    world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Split by the row's serial id, a part's members shift with every hidden row written
+    before them: the same check must catch it."""
+
+    def by_serial_id(parts: int, part: int, alias: str = "") -> str:
+        return "" if parts == 1 else f" AND mod({alias}id, {int(parts)}) = {int(part)}"
+
+    monkeypatch.setattr(pg_search, "graph_part", by_serial_id)
+    with pytest.raises(AssertionError):
+        check_parts_alike(world, databases, CALLERS["staff and two departments (60 %)"])
+
+
+def test_a_split_class_is_searched_through_each_of_its_parts_graphs(
+    split: tuple[World, PgDatabase], databases: Databases
+) -> None:
+    """The planner walks each part's own partial index (else the equality above could be
+    an exact scan's)."""
+    _, database = split
+    store = databases.store(SPLIT, database)
+    walked = walked_graphs(store)
+    cid, parts = max(walked.items(), key=lambda item: item[1])
+    assert parts == 4
+    sql = pg_search.class_graphs_vector_sql({cid: parts}, [], DIM)
+    used = _plan_indexes(store, EVERYTHING, sql)
+    assert used == {pg_search.class_graph_name(cid, DIM, p, parts) for p in range(parts)}
+
+
+def test_a_class_outgrowing_its_graph_is_split_and_kept_near_a_boundary(
+    world: World, databases: Databases
+) -> None:
+    """A class past the graph size is split at the next refresh, which drops its one graph
+    only after the parts are built; a class with one part more than it needs keeps its
+    split, so a class moving back and forth across a boundary is not rebuilt at every
+    refresh."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    whole = store.refresh_class_graphs()
+    database = databases.made[-1]
+    splitting = databases.store(SPLIT, database)
+    resplit = splitting.refresh_class_graphs()
+    # The staff class (about 110 chunks) is split four ways, each department's (about 34)
+    # two ways, and their one graph each dropped after.
+    assert (resplit["built"], resplit["dropped"]) == (4 + 4 * 2, 1 + 4)
+    with splitting._writer.connection() as conn:
+        names = [n for n, _ in splitting._graph_indexes(conn, valid_only=True)]
+    assert resplit["graphs"] == len(names) == whole["graphs"] + 3 + 4
+    assert any(n.endswith("_0of4") for n in names)
+    split_classes = {int(n.split("_")[2]) for n in names if "of" in n}
+    assert split_classes and not {  # no class keeps its one graph beside its parts
+        n for n in names if n in {pg_search.class_graph_name(c, DIM) for c in split_classes}
+    }
+    near = databases.store(
+        VectorPlan(classes=True, exact_below=20, ef_search=200, largest_graph=40, background=False),
+        database,
+    )
+    kept = near.refresh_class_graphs()
+    assert (kept["built"], kept["dropped"], kept["graphs"]) == (0, 0, resplit["graphs"])
+    flt = CALLERS["staff and two departments (60 %)"]
+    exact = databases.store(VectorPlan(), database)
+    for q in queries(5):
+        assert near.vector_search(q, flt, 10) == exact.vector_search(q, flt, 10)
+
+
+def test_a_split_that_dies_midway_leaves_the_old_graphs_walked(
+    world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh that dies after building some of a class's new parts has dropped none of
+    its old graphs, and searches walk only whole splits; the next refresh finishes it."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    whole = store.refresh_class_graphs()
+    splitting = databases.store(SPLIT, databases.made[-1])
+    real, made = pg_search.class_graph_ddl, []
+
+    def dies_at_the_second(*args: Any) -> str:
+        made.append(args)
+        if len(made) == 2:
+            raise RuntimeError("the build died")
+        return real(*args)
+
+    monkeypatch.setattr(pg_search, "class_graph_ddl", dies_at_the_second)
+    with pytest.raises(RuntimeError):
+        splitting.refresh_class_graphs()
+    walked = walked_graphs(splitting)
+    assert len(walked) == whole["graphs"] and set(walked.values()) == {1}
+    monkeypatch.undo()
+    splitting.refresh_class_graphs()
+    assert max(walked_graphs(splitting).values()) == 4

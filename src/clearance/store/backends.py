@@ -89,6 +89,7 @@ def open_postgres(settings: Settings, reader_dsn: str, writer_dsn: str) -> Postg
             exact_below=store.vector_exact_below,
             ef_search=store.hnsw_ef_search,
             max_scan_tuples=store.hnsw_max_scan_tuples,
+            largest_graph=store.vector_scan_above,
         ),
     )
     try:

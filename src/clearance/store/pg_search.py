@@ -37,6 +37,7 @@ the unit vectors embedders write, the cosine). Ranking has three plans, chosen p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from clearance.store.base import SearchFilter
@@ -50,6 +51,7 @@ __all__ = [
     "class_graphs_vector_sql",
     "class_statistics_sql",
     "exact_vector_sql",
+    "graph_part",
     "hnsw_vector_sql",
     "term_statistics_sql",
 ]
@@ -286,37 +288,53 @@ def admitted_classes(flt: SearchFilter) -> tuple[str, Params]:
     return sql + " ORDER BY ac.id", params
 
 
-def class_graph_name(class_id: int, dim: int) -> str:
-    """The partial HNSW index over one class's vectors of one width."""
-    return f"chunks_class_{int(class_id)}_{int(dim)}"
+def class_graph_name(class_id: int, dim: int, part: int = 0, parts: int = 1) -> str:
+    """The partial HNSW index over one class's vectors of one width, or over one of the
+    ``parts`` into which a class too large for one graph is split."""
+    name = f"chunks_class_{int(class_id)}_{int(dim)}"
+    return name if parts == 1 else f"{name}_{int(part)}of{int(parts)}"
 
 
-def class_graph_ddl(class_id: int, dim: int, construction: int) -> str:
-    """``CREATE INDEX CONCURRENTLY`` of a class's graph: writers go on while it builds.
-    Vectors of another width (a model change under way) stay out of it."""
+def graph_part(parts: int, part: int, alias: str = "") -> str:
+    """The condition that puts a chunk in one of a class's ``parts`` graphs: a hash of the
+    chunk's own id, so which graph holds a chunk depends on that chunk alone, never on rows
+    written before it (as the table's serial ``id`` would). Empty for a class in one graph."""
+    if parts == 1:
+        return ""
+    return f" AND mod(hashtext({alias}chunk_id) & 65535, {int(parts)}) = {int(part)}"
+
+
+def class_graph_ddl(
+    class_id: int, dim: int, construction: int, part: int = 0, parts: int = 1
+) -> str:
+    """``CREATE INDEX CONCURRENTLY`` of a class's graph (or of one part of it): writers go
+    on while it builds. Vectors of another width (a model change under way) stay out of it."""
     cid, width = int(class_id), int(dim)
     return (
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {class_graph_name(cid, width)} ON chunks "
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS "
+        f"{class_graph_name(cid, width, part, parts)} ON chunks "
         f"USING hnsw ((embedding::vector({width})) vector_ip_ops) "
         f"WITH (m = 16, ef_construction = {int(construction)}) "
-        f"WHERE class_id = {cid} AND vector_dims(embedding) = {width}"
+        f"WHERE class_id = {cid} AND vector_dims(embedding) = {width}{graph_part(parts, part)}"
     )
 
 
-def class_graphs_vector_sql(graphed: list[int], rest: list[int], dim: int) -> str:
+def class_graphs_vector_sql(graphed: Mapping[int, int], rest: list[int], dim: int) -> str:
     """The best ``%(k)s`` chunks, best first, ties in insertion order: the top ``k`` of each
-    class in ``graphed`` from its own graph (the class id is written into the statement, so
-    the planner matches the class's partial index; the caller makes sure no graph over
-    other rows exists that the planner could take instead), and the exact top ``k`` of the chunks
-    in the ``rest`` classes, minus the documents in ``%(excluded)s``. The graphed classes
-    must be ones the caller reads whole."""
+    class in ``graphed`` (class id: the number of graphs it is split into) from each of its
+    graphs (the class id and part are written into the statement, so the planner matches
+    the part's partial index; the caller makes sure no graph over other rows exists that
+    the planner could take instead), and the exact top ``k`` of the chunks in the ``rest``
+    classes, minus the documents in ``%(excluded)s``. The graphed classes must be ones the
+    caller reads whole."""
     cast = f"vector({int(dim)})"
     distance = f"c.embedding::{cast} <#> %(vector)s::{cast}"
     branches = [
         f"(SELECT c.id, c.chunk_id, -({distance}) AS score FROM chunks c "
-        f"WHERE c.class_id = {int(cid)} AND vector_dims(c.embedding) = {int(dim)} "
-        f"ORDER BY {distance}, c.id LIMIT %(k)s)"
-        for cid in graphed
+        f"WHERE c.class_id = {int(cid)} AND vector_dims(c.embedding) = {int(dim)}"
+        f"{graph_part(parts, part, 'c.')} ORDER BY {distance}, c.id LIMIT %(k)s)"
+        for cid, parts in sorted(graphed.items())
+        for part in range(parts)
     ]
     if rest:
         classes = ", ".join(str(int(c)) for c in rest)

@@ -81,9 +81,12 @@ class VectorPlan:
     graph of its own (a partial HNSW index, ``ef_construction`` at build, ``ef_search``
     at search), made by :meth:`PostgresStore.refresh_class_graphs`; a search walks a
     class's graph only when the caller may read the whole class, so no graph it walks
-    holds a row the caller cannot read. The graphs are refreshed on a worker thread at
-    most every ``refresh_s`` seconds while the store searches (``background=False``: in
-    the search that finds them due, before it starts)."""
+    holds a row the caller cannot read. A class of more than ``largest_graph`` chunks is
+    split into as many graphs as it takes to hold at most that many each (by a hash of
+    each chunk's own id), all walked by a search of the class: one graph over a very large,
+    dense class misses neighbours that its parts' graphs find. The graphs are refreshed on
+    a worker thread at most every ``refresh_s`` seconds while the store searches
+    (``background=False``: in the search that finds them due, before it starts)."""
 
     approximate: bool = False
     classes: bool = False
@@ -91,8 +94,19 @@ class VectorPlan:
     ef_search: int = 100
     ef_construction: int = 128
     max_scan_tuples: int = 50_000
+    largest_graph: int = 100_000
     refresh_s: float = 60.0
     background: bool = True
+
+    def parts(self, chunks: int) -> int:
+        """Into how many graphs a class of ``chunks`` chunks is split."""
+        return max(1, -(-chunks // max(1, self.largest_graph)))
+
+    def keeps(self, chunks: int, parts: int) -> bool:
+        """Whether a class of ``chunks`` chunks keeps graphs split ``parts`` ways: while no
+        part outgrows ``largest_graph`` and it has at most one part more than it needs, so
+        a class that shrank back across a boundary is not rebuilt at every refresh."""
+        return self.parts(chunks) <= parts <= self.parts(chunks) + 1
 
     def exact(self, allowed: int, total: int, k: int) -> bool:
         if not self.approximate or allowed <= self.exact_below or allowed <= k:
@@ -104,7 +118,7 @@ class VectorPlan:
 _GRAPHS_LOCK = 0x436C_6561_7201
 # pgvector's largest hnsw.ef_search.
 _EF_SEARCH_MAX = 1000
-_CLASS_GRAPH = re.compile(r"^chunks_class_(\d+)_(\d+)$")
+_CLASS_GRAPH = re.compile(r"^chunks_class_(\d+)_(\d+)(?:_(\d+)of(\d+))?$")
 # Lexical search first reads the chunks of the query's rarest terms, up to this many
 # postings, and widens eightfold while the terms left could still reach its top k.
 _PROBE_POSTINGS = 4_000
@@ -130,12 +144,37 @@ def _ceilings(ceiling: Mapping[str, float], terms: Sequence[str], unread: Sequen
     return math.fsum(ceiling[t] for t in terms if t in left)
 
 
-def _graph_of(name: str) -> tuple[int, int]:
-    """(class id, vector width) of a class graph's index name."""
+@dataclass(frozen=True, slots=True)
+class _Graph:
+    """What a class graph's index name says: the class, the vector width, and which of
+    the class's ``parts`` graphs it is."""
+
+    name: str
+    class_id: int
+    width: int
+    part: int
+    parts: int
+
+
+def _graph_of(name: str) -> _Graph:
     found = _CLASS_GRAPH.fullmatch(name)
     if found is None:
         raise StoreError(f"not a class graph: {name!r}")
-    return int(found[1]), int(found[2])
+    part, parts = (0, 1) if found[3] is None else (int(found[3]), int(found[4]))
+    return _Graph(name, int(found[1]), int(found[2]), part, parts)
+
+
+def _whole_splits(graphs: Sequence[_Graph]) -> dict[int, int]:
+    """Per class, the split of which every part has a graph here (the widest, when a
+    refresh left two; either holds only the class's rows)."""
+    found: dict[tuple[int, int], set[int]] = {}
+    for g in graphs:
+        found.setdefault((g.class_id, g.parts), set()).add(g.part)
+    whole: dict[int, int] = {}
+    for (cid, parts), have in sorted(found.items()):
+        if have == set(range(parts)):
+            whole[cid] = parts
+    return whole
 
 
 def _class_changes(conn: psycopg.Connection[Any]) -> int:
@@ -602,10 +641,12 @@ class PostgresStore(SqlStore):
     # ------------------------------------------------------------------ class graphs
 
     def refresh_class_graphs(self) -> dict[str, Any]:
-        """Give every permission class of ``exact_below`` vectors or more its graph, and
-        drop the graphs of classes that fell below half that (or of another vector
-        width, or left invalid by a build that died). Runs as the writer, one process at
-        a time; graphs are built with ``CREATE INDEX CONCURRENTLY``, so writers go on.
+        """Give every permission class of ``exact_below`` vectors or more its graph (or its
+        graphs, split as :meth:`VectorPlan.parts` says), and drop the graphs of classes
+        that fell below half that, of another vector width, of a split the class has
+        outgrown (after the new split's graphs are built, so searches walk graphs
+        throughout), or left invalid by a build that died. Runs as the writer, one process
+        at a time; graphs are built with ``CREATE INDEX CONCURRENTLY``, so writers go on.
         Returns what was done: ``built``, ``dropped``, ``graphs`` (kept in all) and
         ``seconds``; ``busy`` when another process holds the refresh."""
         self._graphs_due = time.monotonic() + self.vector_plan.refresh_s
@@ -638,23 +679,65 @@ class PostgresStore(SqlStore):
                     for name in every:
                         conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                         dropped += 1
-                kept: set[int] = set()
-                for name, valid in classes:
-                    cid, width = _graph_of(name)
-                    if valid and width == dim and sizes.get(cid, 0) >= plan.exact_below // 2:
-                        kept.add(cid)
+                # Per class and split, the parts whose graphs are there and usable.
+                have: dict[int, dict[int, dict[int, str]]] = {}
+                for name, usable in classes:
+                    graph = _graph_of(name)
+                    if usable and graph.width == dim:
+                        splits = have.setdefault(graph.class_id, {})
+                        splits.setdefault(graph.parts, {})[graph.part] = name
                         continue
                     conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                     dropped += 1
-                for cid, n in sorted(sizes.items()):
-                    if self._closing:
-                        break
-                    if n >= plan.exact_below and cid not in kept and dim is not None:
-                        conn.execute(pg_search.class_graph_ddl(cid, dim, plan.ef_construction))
-                        kept.add(cid)
-                        built += 1
-                else:  # every graph due is there: nothing to retry until classes change
+                # The split each class of graph size keeps: of those its size still fits,
+                # the one with the most parts there, else a new one. A class without one
+                # (below half the graph size) loses its graphs.
+                target: dict[int, int] = {}
+                for cid, n in sizes.items():
+                    fits = [p for p in have.get(cid, {}) if plan.keeps(n, p)]
+                    if fits and n >= plan.exact_below // 2:
+                        target[cid] = max(fits, key=lambda p: (len(have[cid][p]), p))
+                    elif n >= plan.exact_below:
+                        target[cid] = plan.parts(n)
+                for cid in sorted(set(have) - set(target)):
+                    for names in have.pop(cid).values():
+                        for name in names.values():
+                            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                            dropped += 1
+                complete = True
+                for cid, parts in sorted(target.items()):
+                    there = have.setdefault(cid, {}).setdefault(parts, {})
+                    for part in range(parts):
+                        if self._closing:
+                            complete = False
+                            break
+                        if part not in there and dim is not None:
+                            conn.execute(
+                                pg_search.class_graph_ddl(
+                                    cid, dim, plan.ef_construction, part, parts
+                                )
+                            )
+                            there[part] = pg_search.class_graph_name(cid, dim, part, parts)
+                            built += 1
+                    if len(there) < parts:
+                        continue
+                    # The class's new split is whole: the graphs of any other split go (a
+                    # split it outgrew, or one a refresh that died left beside it).
+                    for other, names in have[cid].items():
+                        if other == parts:
+                            continue
+                        for name in names.values():
+                            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                            dropped += 1
+                    have[cid] = {parts: there}
+                if complete:  # every graph due is there: nothing to retry until classes change
                     self._graphs_writes = writes
+                kept = [
+                    n
+                    for splits in have.values()
+                    for names in splits.values()
+                    for n in names.values()
+                ]
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_GRAPHS_LOCK,))
         seconds = round(time.perf_counter() - started, 3)
@@ -682,8 +765,9 @@ class PostgresStore(SqlStore):
         return [(n, v) for n, v in classes if v or not valid_only]
 
     @staticmethod
-    def _usable_graphs(conn: psycopg.Connection[Any], dim: int) -> set[int] | None:
-        """The classes with a usable graph of this width, read in the search's own
+    def _usable_graphs(conn: psycopg.Connection[Any], dim: int) -> dict[int, int] | None:
+        """The classes with usable graphs of this width, each with the number of parts of
+        its split that are all there (:func:`_whole_splits`), read in the search's own
         transaction after it locked ``chunks`` (so no graph it lists can be dropped before
         the statement that walks it is planned); ``None`` while a graph over every chunk
         exists (the ``"hnsw"`` setting's), which the planner could walk in a class's place:
@@ -692,7 +776,9 @@ class PostgresStore(SqlStore):
         classes, every = PostgresStore._graphs(conn)
         if every:
             return None
-        return {cid for cid, width in (_graph_of(n) for n, ok in classes if ok) if width == dim}
+        return _whole_splits(
+            [g for g in (_graph_of(n) for n, ok in classes if ok) if g.width == dim]
+        )
 
     def _refresh_graphs_if_due(self) -> None:
         """Start a refresh of the class graphs when one is due: on the worker, or here
@@ -917,16 +1003,16 @@ class PostgresStore(SqlStore):
                     (excluded,),
                 )
             }
-        graphs = self._usable_graphs(conn, dim) or set()
+        graphs = self._usable_graphs(conn, dim) or {}
         if k > _EF_SEARCH_MAX:  # a graph gives at most this many rows in order
             graphs.clear()
-        graphed = [c for c in admitted if c in graphs and c not in partial]
-        rest = [c for c in admitted if c not in graphs or c in partial]
+        graphed = {c: graphs[c] for c in admitted if c in graphs and c not in partial}
+        rest = [c for c in admitted if c not in graphed]
         if graphed:
             self._set_graph_walk(conn, k)
         sql = pg_search.class_graphs_vector_sql(graphed, rest, dim)
         rows = conn.execute(sql, {**args, "excluded": excluded}).fetchall()
-        self.graph_searches += len(graphed)
+        self.graph_searches += sum(graphed.values())
         return _ranked(rows)
 
     def _set_graph_walk(self, conn: psycopg.Connection[Any], k: int) -> None:
