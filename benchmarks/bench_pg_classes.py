@@ -736,7 +736,10 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
         row: dict[str, Any] = {"kind": kind}
         if kind == "classes" and graphs_built != plan.largest_graph:
             # Before any search: the store's worker (started by a search) is not running.
-            # Another split's graphs are replaced (the new ones built, then the old dropped).
+            # Another split's graphs go first, so the store's keeping a split one part
+            # finer than needed cannot leave this variant on the last one's.
+            if graphs_built is not None:
+                drop_class_graphs(server, name)
             console.print(f"{label}: building the class graphs …")
             with opened(server, name, plan) as store:
                 t0 = time.perf_counter()

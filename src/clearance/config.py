@@ -409,8 +409,8 @@ class StoreSettings:
     # With "classes", a class too large for one graph: in the embedded store one of this
     # many chunks or more is scanned instead, by the signs of its vectors, whose
     # vector_scan_rescore nearest rows are scored exactly (0: its float vectors, scanned
-    # exactly); in PostgreSQL one of more chunks than this is split into graphs of at most
-    # this many each.
+    # exactly); in PostgreSQL one of more chunks than this is split into graphs of about
+    # this many each (at most 64 of them).
     vector_scan_above: _StorePositive = 100_000
     vector_scan_rescore: Annotated[
         StrictInt, _check(lambda v: v >= 0, "expected an integer of at least 0, got {value!r}")

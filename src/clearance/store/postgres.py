@@ -99,13 +99,16 @@ class VectorPlan:
     background: bool = True
 
     def parts(self, chunks: int) -> int:
-        """Into how many graphs a class of ``chunks`` chunks is split."""
-        return max(1, -(-chunks // max(1, self.largest_graph)))
+        """Into how many graphs a class of ``chunks`` chunks is split: about
+        ``largest_graph`` chunks each (a hash deals them), and never more than
+        :data:`_MOST_PARTS` graphs, since every insert checks each graph's condition."""
+        return min(_MOST_PARTS, max(1, -(-chunks // max(1, self.largest_graph))))
 
     def keeps(self, chunks: int, parts: int) -> bool:
-        """Whether a class of ``chunks`` chunks keeps graphs split ``parts`` ways: while no
-        part outgrows ``largest_graph`` and it has at most one part more than it needs, so
-        a class that shrank back across a boundary is not rebuilt at every refresh."""
+        """Whether a class of ``chunks`` chunks keeps graphs split ``parts`` ways: while its
+        parts hold ``largest_graph`` chunks or fewer on average and it has at most one part
+        more than it needs, so a class that shrank back across a boundary is not rebuilt at
+        every refresh."""
         return self.parts(chunks) <= parts <= self.parts(chunks) + 1
 
     def exact(self, allowed: int, total: int, k: int) -> bool:
@@ -116,6 +119,8 @@ class VectorPlan:
 
 # Held while one process refreshes the class graphs: two servers build each graph once.
 _GRAPHS_LOCK = 0x436C_6561_7201
+# The most graphs one class is split into (``VectorPlan.parts``).
+_MOST_PARTS = 64
 # pgvector's largest hnsw.ef_search.
 _EF_SEARCH_MAX = 1000
 _CLASS_GRAPH = re.compile(r"^chunks_class_(\d+)_(\d+)(?:_(\d+)of(\d+))?$")
@@ -689,15 +694,22 @@ class PostgresStore(SqlStore):
                         continue
                     conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                     dropped += 1
-                # The split each class of graph size keeps: of those its size still fits,
-                # the one with the most parts there, else a new one. A class without one
-                # (below half the graph size) loses its graphs.
+                # The split each class keeps: of the splits its size still fits, a whole one
+                # first, then the one with the most parts there; else a new split of its
+                # size. A class below half the threshold, or below it with no graphs yet,
+                # gets none (and loses any it has).
                 target: dict[int, int] = {}
                 for cid, n in sizes.items():
-                    fits = [p for p in have.get(cid, {}) if plan.keeps(n, p)]
-                    if fits and n >= plan.exact_below // 2:
-                        target[cid] = max(fits, key=lambda p: (len(have[cid][p]), p))
-                    elif n >= plan.exact_below:
+                    splits = have.get(cid, {})
+                    fits = [p for p in splits if plan.keeps(n, p)]
+                    if n < plan.exact_below // 2 or not (splits or n >= plan.exact_below):
+                        continue
+                    if fits:  # a whole split first, then the one with the most parts there
+                        target[cid] = max(
+                            fits,
+                            key=lambda p: (set(range(p)) <= splits[p].keys(), len(splits[p]), p),
+                        )
+                    else:
                         target[cid] = plan.parts(n)
                 for cid in sorted(set(have) - set(target)):
                     for names in have.pop(cid).values():
@@ -706,10 +718,12 @@ class PostgresStore(SqlStore):
                             dropped += 1
                 complete = True
                 for cid, parts in sorted(target.items()):
+                    if self._closing:
+                        complete = False
+                        break
                     there = have.setdefault(cid, {}).setdefault(parts, {})
                     for part in range(parts):
                         if self._closing:
-                            complete = False
                             break
                         if part not in there and dim is not None:
                             conn.execute(
@@ -719,7 +733,8 @@ class PostgresStore(SqlStore):
                             )
                             there[part] = pg_search.class_graph_name(cid, dim, part, parts)
                             built += 1
-                    if len(there) < parts:
+                    if not set(range(parts)) <= there.keys():
+                        complete = False
                         continue
                     # The class's new split is whole: the graphs of any other split go (a
                     # split it outgrew, or one a refresh that died left beside it).
