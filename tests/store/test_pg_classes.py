@@ -142,13 +142,12 @@ def world() -> World:
     return company()
 
 
-@pytest.fixture(scope="module")
-def filled() -> Iterator[tuple[World, PgDatabase]]:
-    """One database holding the whole company, shared by the read-only tests."""
+def company_database(plan: VectorPlan) -> Iterator[tuple[World, PgDatabase]]:
+    """One database holding the whole company, its graphs built as ``plan`` says."""
     found = server()
     database = found.database(always_fresh=True)
     world = company()
-    store = PostgresStore(database.reader_dsn, database.writer_dsn, vector_plan=GRAPHS)
+    store = PostgresStore(database.reader_dsn, database.writer_dsn, vector_plan=plan)
     try:
         fill(store, world)
         store.refresh_class_graphs()
@@ -158,6 +157,12 @@ def filled() -> Iterator[tuple[World, PgDatabase]]:
         yield world, database
     finally:
         found.drop(database)
+
+
+@pytest.fixture(scope="module")
+def filled() -> Iterator[tuple[World, PgDatabase]]:
+    """One database holding the whole company, shared by the read-only tests."""
+    yield from company_database(GRAPHS)
 
 
 def check_alike(store: PostgresStore, alone: PostgresStore, flt: SearchFilter, k: int) -> None:
@@ -527,19 +532,7 @@ SPLIT = VectorPlan(classes=True, exact_below=20, ef_search=200, largest_graph=30
 @pytest.fixture(scope="module")
 def split() -> Iterator[tuple[World, PgDatabase]]:
     """One database holding the whole company, its large classes split."""
-    found = server()
-    database = found.database(always_fresh=True)
-    world = company()
-    store = PostgresStore(database.reader_dsn, database.writer_dsn, vector_plan=SPLIT)
-    try:
-        fill(store, world)
-        store.refresh_class_graphs()
-    finally:
-        store.close()
-    try:
-        yield world, database
-    finally:
-        found.drop(database)
+    yield from company_database(SPLIT)
 
 
 def graph_members(database: PgDatabase, classes: list[int] | None = None) -> set[frozenset[str]]:
