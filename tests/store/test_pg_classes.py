@@ -524,8 +524,8 @@ def test_reverse_proof_the_planner_takes_the_global_graph_for_a_class_without_on
 
 # --------------------------------------------------------------------------- split graphs
 
-#: As :data:`GRAPHS`, with no graph over more than 30 chunks: the staff class (about 110
-#: chunks a caller reads) is split into four graphs, each department's into two.
+#: As :data:`GRAPHS`, with graphs of about 30 chunks: the staff class (111 chunks a caller
+#: reads) is split into four graphs, each department's (33) into two.
 SPLIT = VectorPlan(classes=True, exact_below=20, ef_search=200, largest_graph=30, background=False)
 
 
@@ -730,12 +730,16 @@ def test_a_part_whose_build_died_is_built_again_and_its_split_walked_only_then(
     databases.made[-1].admin(
         "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (broken,)
     )
-    assert cid not in walked_graphs(store)  # ranked exactly meanwhile
+    walked = walked_graphs(store)
+    assert cid not in walked  # ranked exactly meanwhile
     flt = CALLERS["staff and two departments (60 %)"]
     exact = databases.store(VectorPlan(), databases.made[-1])
+    before = store.graph_searches
     assert store.vector_search(queries(1)[0], flt, 10) == exact.vector_search(
         queries(1)[0], flt, 10
     )
+    others = sum(walked[c] for c in admitted(store, flt) if c in walked)
+    assert cid in admitted(store, flt) and store.graph_searches - before == others
     again = store.refresh_class_graphs()
     assert (again["built"], again["dropped"]) == (1, 1)
     assert walked_graphs(store)[cid] == 4

@@ -82,8 +82,8 @@ class VectorPlan:
     at search), made by :meth:`PostgresStore.refresh_class_graphs`; a search walks a
     class's graph only when the caller may read the whole class, so no graph it walks
     holds a row the caller cannot read. A class of more than ``largest_graph`` chunks is
-    split into as many graphs as it takes to hold at most that many each (by a hash of
-    each chunk's own id), all walked by a search of the class: one graph over a very large,
+    split into as many graphs as it takes to hold about that many each (a hash of each
+    chunk's own id deals them; at most 64 graphs), all walked by a search of the class: one graph over a very large,
     dense class misses neighbours that its parts' graphs find. The graphs are refreshed on
     a worker thread at most every ``refresh_s`` seconds while the store searches
     (``background=False``: in the search that finds them due, before it starts)."""
@@ -106,10 +106,11 @@ class VectorPlan:
 
     def keeps(self, chunks: int, parts: int) -> bool:
         """Whether a class of ``chunks`` chunks keeps graphs split ``parts`` ways: while its
-        parts hold ``largest_graph`` chunks or fewer on average and it has at most one part
-        more than it needs, so a class that shrank back across a boundary is not rebuilt at
-        every refresh."""
-        return self.parts(chunks) <= parts <= self.parts(chunks) + 1
+        parts hold ``largest_graph`` chunks or fewer on average (more once the class has
+        :data:`_MOST_PARTS`) and it has at most one part more than it needs, so a class
+        that shrank back across a boundary is not rebuilt at every refresh."""
+        needed = self.parts(chunks)
+        return needed <= parts <= min(_MOST_PARTS, needed + 1)
 
     def exact(self, allowed: int, total: int, k: int) -> bool:
         if not self.approximate or allowed <= self.exact_below or allowed <= k:
@@ -688,7 +689,7 @@ class PostgresStore(SqlStore):
                 have: dict[int, dict[int, dict[int, str]]] = {}
                 for name, usable in classes:
                     graph = _graph_of(name)
-                    if usable and graph.width == dim:
+                    if usable and graph.width == dim and graph.part < graph.parts:
                         splits = have.setdefault(graph.class_id, {})
                         splits.setdefault(graph.parts, {})[graph.part] = name
                         continue
