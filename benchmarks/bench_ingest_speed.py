@@ -60,16 +60,12 @@ candidates. Progress goes to stderr, the table to stdout. The SciFact zip is rea
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import multiprocessing as mp
 import os
-import random
 import re
 import sys
 import time
-import zipfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -83,7 +79,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from embedding_choice import _strings, ndcg_at, ranking, recall_at, rrf  # noqa: E402
+from embedding_choice import SciFact, load_scifact, ndcg_at, ranking, recall_at, rrf  # noqa: E402
 
 CORES = 2
 SEED = 20240607
@@ -283,54 +279,6 @@ def embed_candidate(cand: Candidate, texts: list[str], claims: list[str]) -> Emb
     )
 
 
-# --------------------------------------------------------------------------- SciFact
-
-
-@dataclass
-class SciFact:
-    doc_ids: list[int]
-    doc_texts: list[str]
-    claims: list[str]
-    relevant: list[set[int]]  # per claim
-
-
-def load_scifact(path: Path, limit: int | None, seed: int) -> SciFact:
-    """The whole corpus, or (``limit``) every cited document plus a seeded sample."""
-    if not path.is_file():
-        sys.exit(f"SciFact not found at {path} (pass --scifact PATH)")
-    with zipfile.ZipFile(path) as zf:
-
-        def rows(name: str) -> list[dict[str, str]]:
-            with zf.open(name) as fh:
-                return list(csv.DictReader(io.TextIOWrapper(fh, encoding="utf-8")))
-
-        corpus = rows("corpus_train.csv")
-        claim_rows = rows("claims_validation.csv")
-    claims: dict[str, str] = {}
-    qrels: dict[str, set[int]] = {}
-    for row in claim_rows:
-        claims.setdefault(row["id"], row["claim"])
-        qrels.setdefault(row["id"], set()).update(
-            int(x) for x in re.findall(r"\d+", row["cited_doc_ids"])
-        )
-    texts = {
-        int(row["doc_id"]): " ".join([row["title"], *_strings(row["abstract"])]).strip()
-        for row in corpus
-    }
-    ids = sorted(texts)
-    if limit is not None and limit < len(ids):
-        cited = sorted(set().union(*qrels.values()))
-        others = sorted(set(texts) - set(cited))
-        sample = random.Random(seed).sample(others, max(0, limit - len(cited)))
-        ids = sorted([*cited, *sample])
-    return SciFact(
-        doc_ids=ids,
-        doc_texts=[texts[i] for i in ids],
-        claims=list(claims.values()),
-        relevant=[qrels[c] for c in claims],
-    )
-
-
 def bm25_rankings(sf: SciFact, depth: int) -> list[list[int]]:
     """Clearance's lexical ranking of the documents for each claim (indices into the
     corpus), through ``ContentIndex`` and ``bm25_top_k``; one index entry per document."""
@@ -377,7 +325,8 @@ class Result:
 
 def scores(ranked: list[list[int]], sf: SciFact) -> tuple[float, float]:
     as_ids = [[sf.doc_ids[i] for i in run] for run in ranked]
-    return ndcg_at(as_ids, sf.relevant, 10), recall_at(as_ids, sf.relevant, 100)
+    relevant = [sf.qrels[c] for c in sf.claim_ids]
+    return ndcg_at(as_ids, relevant, 10), recall_at(as_ids, relevant, 100)
 
 
 def evaluate(cand: Candidate, sf: SciFact, bm25: list[list[int]]) -> Result:
@@ -445,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     log(
         f"SciFact: {len(sf.doc_ids)} documents, {len(sf.claims)} claims, "
-        f"{sum(map(len, sf.relevant))} judgements; {os.cpu_count()} CPUs visible; "
+        f"{sum(map(len, sf.qrels.values()))} judgements; {os.cpu_count()} CPUs visible; "
         f"load average {load_before[0]:.2f}"
     )
     t = time.perf_counter()

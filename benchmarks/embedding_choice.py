@@ -295,7 +295,9 @@ class SciFact:
     sampled: int = 0
 
 
-def load_scifact(path: Path, size: int, seed: int) -> SciFact:
+def load_scifact(path: Path, size: int | None, seed: int) -> SciFact:
+    """Every cited document plus a seeded sample of the others, ``size`` in all (``None``,
+    or more than the corpus holds: the whole corpus)."""
     if not path.is_file():
         sys.exit(f"SciFact not found at {path} (pass --scifact PATH)")
     with zipfile.ZipFile(path) as zf:
@@ -323,7 +325,10 @@ def load_scifact(path: Path, size: int, seed: int) -> SciFact:
     if missing:
         sys.exit(f"SciFact: cited documents missing from the corpus: {missing[:5]}")
     others = sorted(set(texts) - set(cited))
-    sample = random.Random(seed).sample(others, max(0, size - len(cited)))
+    if size is None or size >= len(texts):
+        sample = others
+    else:
+        sample = random.Random(seed).sample(others, max(0, size - len(cited)))
     ids = sorted([*cited, *sample])
     return SciFact(
         doc_ids=ids,
