@@ -25,7 +25,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -170,6 +170,11 @@ def _graph_of(name: str) -> _Graph:
     return _Graph(name, int(found[1]), int(found[2]), part, parts)
 
 
+def _whole(parts: int, present: Iterable[int]) -> bool:
+    """Whether every part of a split in ``parts`` has its graph among ``present``."""
+    return set(present) == set(range(parts))
+
+
 def _whole_splits(graphs: Sequence[_Graph]) -> dict[int, int]:
     """Per class, the split of which every part has a graph here (the widest, when a
     refresh left two; either holds only the class's rows)."""
@@ -178,7 +183,7 @@ def _whole_splits(graphs: Sequence[_Graph]) -> dict[int, int]:
         found.setdefault((g.class_id, g.parts), set()).add(g.part)
     whole: dict[int, int] = {}
     for (cid, parts), have in sorted(found.items()):
-        if have == set(range(parts)):
+        if _whole(parts, have):
             whole[cid] = parts
     return whole
 
@@ -708,7 +713,7 @@ class PostgresStore(SqlStore):
                     if fits:  # a whole split first, then the one with the most parts there
                         target[cid] = max(
                             fits,
-                            key=lambda p: (set(range(p)) <= splits[p].keys(), len(splits[p]), p),
+                            key=lambda p: (_whole(p, splits[p]), len(splits[p]), p),
                         )
                     else:
                         target[cid] = plan.parts(n)
@@ -734,7 +739,7 @@ class PostgresStore(SqlStore):
                             )
                             there[part] = pg_search.class_graph_name(cid, dim, part, parts)
                             built += 1
-                    if not set(range(parts)) <= there.keys():
+                    if not _whole(parts, there):
                         complete = False
                         continue
                     # The class's new split is whole: the graphs of any other split go (a
