@@ -403,6 +403,7 @@ def test_graphs_follow_class_sizes(world: World, databases: Databases) -> None:
     fill(store, world)
     first = store.refresh_class_graphs()
     assert first["built"] == first["graphs"] >= 5
+    assert first["warmed"] == 0  # this database has no pg_prewarm: nothing is read ahead
     again = store.refresh_class_graphs()
     assert (again["built"], again["dropped"], again["graphs"]) == (0, 0, first["graphs"])
     for n in range(130, 170):  # department 0's documents all move to staff
@@ -410,6 +411,62 @@ def test_graphs_follow_class_sizes(world: World, databases: Databases) -> None:
     after = store.refresh_class_graphs()
     assert after["dropped"] >= 1 and after["graphs"] < first["graphs"]
     check_classes_follow(store)
+
+
+def class_graph_pages(database: PgDatabase) -> dict[str, tuple[int, int]]:
+    """Per class graph: how many of its pages are in the server's shared buffers, and how
+    many it has."""
+    rows = database.admin(
+        "SELECT c.relname, (SELECT count(*) FROM pg_buffercache b "
+        "WHERE b.relfilenode = pg_relation_filenode(c.oid) AND b.reldatabase = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())), "
+        "pg_relation_size(c.oid) / current_setting('block_size')::bigint "
+        "FROM pg_class c WHERE c.relname LIKE 'chunks\\_class\\_%' AND c.relkind = 'i'"
+    )
+    return {str(name): (int(held), int(pages)) for name, held, pages in rows}
+
+
+def check_opening_reads_the_graphs(world: World, databases: Databases) -> None:
+    """Built graphs are read ahead; a store opened later reads every graph once, in its
+    first refresh, and later refreshes only the graphs they build."""
+    first = databases.store(GRAPHS)
+    database = databases.made[-1]
+    database.admin("CREATE EXTENSION pg_prewarm")
+    database.admin("CREATE EXTENSION pg_buffercache")
+    fill(first, world)
+    built = first.refresh_class_graphs()
+    assert built["built"] == built["graphs"] == built["warmed"] >= 5
+    graphs = class_graph_pages(database)
+    assert len(graphs) == built["graphs"]
+    for name in graphs:  # as after a restart: no page of any graph in the buffers
+        database.admin("SELECT pg_buffercache_evict_relation(%s::regclass)", (name,))
+    assert all(held == 0 for held, _ in class_graph_pages(database).values())
+
+    opened_store = databases.store(GRAPHS, database)
+    opened = opened_store.refresh_class_graphs()
+
+    assert (opened["built"], opened["graphs"]) == (0, built["graphs"])
+    assert all(held == pages > 0 for held, pages in class_graph_pages(database).values())
+    assert opened["warmed"] == built["graphs"]
+    # Read once: a refresh that builds nothing reads nothing again.
+    for name in graphs:
+        database.admin("SELECT pg_buffercache_evict_relation(%s::regclass)", (name,))
+    assert opened_store.refresh_class_graphs()["warmed"] == 0
+    assert all(held == 0 for held, _ in class_graph_pages(database).values())
+
+
+def test_class_graphs_are_read_into_the_buffers_when_a_store_opens(
+    world: World, databases: Databases
+) -> None:
+    check_opening_reads_the_graphs(world, databases)
+
+
+def test_reverse_proof_a_store_that_reads_nothing_ahead_fails_the_same_check(
+    world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(PostgresStore, "_warm_graphs", staticmethod(lambda conn, names: 0))
+    with pytest.raises(AssertionError):
+        check_opening_reads_the_graphs(world, databases)
 
 
 def test_the_reader_policy_admits_chunks_by_readable_class(

@@ -256,6 +256,7 @@ class PostgresStore(SqlStore):
         self._graphs_worker: threading.Thread | None = None
         self._graphs_guard = threading.Lock()
         self._graphs_writes: int | None = None  # class changes counted at the last refresh
+        self._graphs_warmed = False  # whether a refresh warmed every graph since opening
         self._closing = False
         # The refresh builds on a connection of its own: a build waits for older
         # snapshots, and must not hold a connection a search in one is waiting for.
@@ -658,8 +659,11 @@ class PostgresStore(SqlStore):
         outgrown (after the new split's graphs are built, so searches walk graphs
         throughout), or left invalid by a build that died. Runs as the writer, one process
         at a time; graphs are built with ``CREATE INDEX CONCURRENTLY``, so writers go on.
-        Returns what was done: ``built``, ``dropped``, ``graphs`` (kept in all) and
-        ``seconds``; ``busy`` when another process holds the refresh."""
+        Then the graphs this store has not walked are read into the server's buffers, when
+        the database has ``pg_prewarm`` (:meth:`_warm_graphs`): every one in its first
+        refresh, the ones built in each later one. Returns what was done: ``built``,
+        ``dropped``, ``graphs`` (kept in all), ``warmed`` (read ahead) and ``seconds``;
+        ``busy`` when another process holds the refresh."""
         self._graphs_due = time.monotonic() + self.vector_plan.refresh_s
         return self._refresh_class_graphs(only_after_writes=False)
 
@@ -667,6 +671,7 @@ class PostgresStore(SqlStore):
         started = time.perf_counter()
         plan = self.vector_plan
         built = dropped = 0
+        new: list[str] = []  # the graphs this refresh built
         with psycopg.connect(self._writer_conninfo, autocommit=True) as conn:
             writes = _class_changes(conn)
             if only_after_writes and writes == self._graphs_writes:
@@ -738,6 +743,7 @@ class PostgresStore(SqlStore):
                                 )
                             )
                             there[part] = pg_search.class_graph_name(cid, dim, part, parts)
+                            new.append(there[part])
                             built += 1
                     if not _whole(parts, there):
                         complete = False
@@ -761,8 +767,53 @@ class PostgresStore(SqlStore):
                 ]
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_GRAPHS_LOCK,))
+            # Warm what this store has not walked yet: every graph once after opening,
+            # then the graphs each refresh builds.
+            fresh = [] if self._closing else (kept if not self._graphs_warmed else new)
+            warmed = self._warm_graphs(conn, fresh)
+            self._graphs_warmed = self._graphs_warmed or not self._closing
         seconds = round(time.perf_counter() - started, 3)
-        return {"built": built, "dropped": dropped, "graphs": len(kept), "seconds": seconds}
+        return {
+            "built": built,
+            "dropped": dropped,
+            "graphs": len(kept),
+            "warmed": warmed,
+            "seconds": seconds,
+        }
+
+    @staticmethod
+    def _warm_graphs(conn: psycopg.Connection[Any], names: Sequence[str]) -> int:
+        """Read class graphs into the server's shared buffers (``pg_prewarm``, when the
+        database has that extension), largest first, while together they fill at most
+        half of the buffers: a search that walks a graph read from disk instead took
+        seconds where a warm one takes tens of milliseconds (docs/postgres.md). Returns
+        how many were read."""
+        if (
+            not names
+            or not conn.execute(
+                "SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'"
+            ).fetchone()
+        ):
+            return 0
+        rows = conn.execute(
+            "SELECT c.relname, pg_relation_size(c.oid), (SELECT s.setting::bigint "
+            "FROM pg_settings s WHERE s.name = 'shared_buffers') "
+            "* current_setting('block_size')::bigint FROM pg_class c "
+            "WHERE c.relname = ANY (%s::text[]) AND c.relkind = 'i'",
+            (list(names),),
+        ).fetchall()
+        room = int(rows[0][2]) // 2 if rows else 0
+        warmed = 0
+        for name, size, _ in sorted(rows, key=lambda r: (-int(r[1]), str(r[0]))):
+            if int(size) > room:
+                continue
+            try:
+                conn.execute("SELECT pg_prewarm(%s::regclass)", (str(name),))
+            except psycopg.errors.UndefinedTable:  # dropped by another process meanwhile
+                continue
+            room -= int(size)
+            warmed += 1
+        return warmed
 
     @staticmethod
     def _graphs(conn: psycopg.Connection[Any]) -> tuple[list[tuple[str, bool]], list[str]]:
