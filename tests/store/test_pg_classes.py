@@ -28,7 +28,7 @@ import pytest
 
 import factories
 from clearance.model import Sensitivity
-from clearance.store import pg_search
+from clearance.store import pg_search, postgres
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan
 from conformance.world import NOW, Entry, World, fill
@@ -165,6 +165,15 @@ def filled() -> Iterator[tuple[World, PgDatabase]]:
     yield from company_database(GRAPHS)
 
 
+def global_graph(database: PgDatabase) -> None:
+    """The ``"hnsw"`` setting's graph over every chunk, made as a process with that setting
+    made it before it checked for class graphs (or by hand)."""
+    database.admin(
+        f"CREATE INDEX chunks_embedding_{DIM} ON chunks USING hnsw "
+        f"((embedding::vector({DIM})) vector_ip_ops) WHERE vector_dims(embedding) = {DIM}"
+    )
+
+
 def check_alike(store: PostgresStore, alone: PostgresStore, flt: SearchFilter, k: int) -> None:
     readable = len(alone.vector_search(queries(1)[0], EVERYTHING, 1000))
     assert readable > 0
@@ -174,9 +183,56 @@ def check_alike(store: PostgresStore, alone: PostgresStore, flt: SearchFilter, k
         assert len(found) == min(k, readable)
 
 
+def walked_indexes(
+    store: PostgresStore, flt: SearchFilter, monkeypatch: pytest.MonkeyPatch
+) -> set[str]:
+    """The HNSW indexes the planner walks for one vector search of ``flt``: the statement
+    the store built for it, explained in a search transaction of the same caller."""
+    built: list[str] = []
+    real = pg_search.class_graphs_vector_sql
+
+    def spy(graphed: Any, rest: list[int], dim: int) -> str:
+        built.append(real(graphed, rest, dim))
+        return built[-1]
+
+    monkeypatch.setattr(pg_search, "class_graphs_vector_sql", spy)
+    store.vector_search(queries(1)[0], flt, 10)
+    monkeypatch.setattr(pg_search, "class_graphs_vector_sql", real)
+    if not built:
+        return set()
+    args = {"vector": np.asarray(queries(1)[0]), "k": 10, "excluded": []}
+    with store._searching(flt) as conn:
+        store._set_graph_walk(conn, 10)
+        plan = conn.execute(f"EXPLAIN (FORMAT JSON) {built[-1]}", args).fetchone()
+        graphs = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+                "WHERE a.amname = 'hnsw'"
+            )
+        }
+    assert plan is not None
+    return {n for n in _index_names(plan[0][0]["Plan"]) if n in graphs}
+
+
+def check_walks_only_admitted_graphs(
+    store: PostgresStore, flt: SearchFilter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every graph a search of ``flt`` walks is a class graph of a class ``flt`` admits:
+    the equality of results alone cannot show it, since a graph over every chunk searched
+    as wide as these walk finds the same neighbours here."""
+    classes = set(admitted(store, flt))
+    for name in walked_indexes(store, flt, monkeypatch):
+        assert postgres._is_class_graph(name), name
+        assert postgres._graph_of(name).class_id in classes, name
+
+
 @pytest.mark.parametrize("who", list(CALLERS))
 def test_a_callers_results_equal_those_of_a_database_of_their_rows_alone(
-    filled: tuple[World, PgDatabase], databases: Databases, who: str
+    filled: tuple[World, PgDatabase],
+    databases: Databases,
+    who: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     world, database = filled
     flt = CALLERS[who]
@@ -186,6 +242,7 @@ def test_a_callers_results_equal_those_of_a_database_of_their_rows_alone(
     alone.refresh_class_graphs()
     for k in (1, 10):
         check_alike(store, alone, flt, k)
+    check_walks_only_admitted_graphs(store, flt, monkeypatch)
     if who != "one team (1 %)":  # a team's classes are below the threshold: ranked exactly
         assert store.graph_searches > 0
 
@@ -232,8 +289,7 @@ def test_reverse_proof_one_graph_over_every_chunk_fails_the_same_check(
     world, database = filled
     flt = CALLERS["one team (1 %)"]
     leaky = databases.store(GLOBAL, database)
-    with leaky._writer.connection() as conn:
-        leaky._ensure_vector_index(conn, DIM)
+    global_graph(database)
     leaky._hnsw = _global_graph_without_fallback.__get__(leaky)  # type: ignore[method-assign]
     alone = databases.store(GRAPHS)
     fill(alone, world.admitted_only(flt))
@@ -544,8 +600,7 @@ def test_a_graph_over_every_chunk_is_never_walked_in_a_class_place(
     store = databases.store(GRAPHS)
     fill(store, world)
     store.refresh_class_graphs()
-    with store._writer.connection() as conn:
-        store._ensure_vector_index(conn, DIM)
+    global_graph(databases.made[-1])
     flt = CALLERS["staff and two departments (60 %)"]
     exact = databases.store(VectorPlan(), databases.made[-1])
     before = store.graph_searches
@@ -569,14 +624,134 @@ def test_reverse_proof_the_planner_takes_the_global_graph_for_a_class_without_on
     store = databases.store(GRAPHS)
     fill(store, world)
     store.refresh_class_graphs()
+    global_graph(databases.made[-1])
     with store._writer.connection() as conn:
-        store._ensure_vector_index(conn, DIM)
         names = [n for n, _ in store._graph_indexes(conn, valid_only=True)]
     gone = sorted(pg_search.class_graph_name(int(n.split("_")[2]), DIM) for n in names)[0]
     databases.made[-1].admin(f"DROP INDEX {gone}")
     cid = int(gone.split("_")[2])
     sql = pg_search.class_graphs_vector_sql({cid: 1}, [], DIM)
     assert f"chunks_embedding_{DIM}" in _plan_indexes(store, EVERYTHING, sql)
+
+
+def test_reverse_proof_a_graph_over_every_chunk_walked_in_classes_place_fails_the_check(
+    world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a search would do if it read the catalogue before a graph over every chunk
+    committed and the classes' graphs were meanwhile gone: the planner walks the global
+    graph in their place, which the results of these small classes do not show and the
+    walked-graph check must."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    store.refresh_class_graphs()
+    graphs = walked_graphs(store)
+    assert graphs
+    database = databases.made[-1]
+    for (name,) in database.admin(
+        "SELECT relname FROM pg_class WHERE relname LIKE 'chunks\\_class\\_%' AND relkind = 'i'"
+    ):
+        database.admin(f"DROP INDEX {name}")
+    global_graph(database)
+    monkeypatch.setattr(PostgresStore, "_usable_graphs", staticmethod(lambda conn, dim: graphs))
+    with pytest.raises(AssertionError):
+        check_walks_only_admitted_graphs(
+            store, CALLERS["staff and two departments (60 %)"], monkeypatch
+        )
+
+
+def test_the_hnsw_setting_makes_no_graph_over_every_chunk_beside_class_graphs(
+    world: World, databases: Databases
+) -> None:
+    """A process with ``vector_search = "hnsw"`` writing to a database whose class graphs
+    another process keeps: it does not make its graph over every chunk (which a search
+    that read the catalogue just before could walk in a class's place), and ranks exactly."""
+    check_no_global_graph_beside_classes(world, databases)
+
+
+def check_no_global_graph_beside_classes(world: World, databases: Databases) -> None:
+    classes = databases.store(GRAPHS)
+    database = databases.made[-1]
+    fill(classes, world)
+    assert classes.refresh_class_graphs()["graphs"] >= 5
+    hnsw = databases.store(GLOBAL, database)
+    entry = world.entries[0]
+    hnsw.upsert(entry.document, entry.chunks, entry.vectors)
+    graphs = [
+        str(name)
+        for (name,) in database.admin(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
+        )
+    ]
+    assert graphs and all(n.startswith("chunks_class_") for n in graphs), graphs
+    exact = databases.store(VectorPlan(), database)
+    flt = CALLERS["staff and two departments (60 %)"]
+    for q in queries(3):
+        assert hnsw.vector_search(q, flt, 10) == exact.vector_search(q, flt, 10)
+
+
+def test_reverse_proof_an_hnsw_setting_blind_to_class_graphs_fails_the_same_check(
+    world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(PostgresStore, "_graphs", staticmethod(lambda conn: ([], [])))
+    with pytest.raises(AssertionError):
+        check_no_global_graph_beside_classes(world, databases)
+
+
+def check_a_graph_made_by_hand_keeps_class_graphs_unused(
+    world: World, databases: Databases
+) -> None:
+    """An HNSW index on the chunks that the store did not make, under any name: searches
+    rank exactly while it exists, and the refresh leaves it to whoever made it."""
+    store = databases.store(GRAPHS)
+    fill(store, world)
+    store.refresh_class_graphs()
+    database = databases.made[-1]
+    database.admin(
+        "CREATE INDEX vectors_by_hand ON chunks USING hnsw "
+        f"((embedding::vector({DIM})) vector_ip_ops)"
+    )
+    flt = CALLERS["staff and two departments (60 %)"]
+    exact = databases.store(VectorPlan(), database)
+    before = store.graph_searches
+    for q in queries(3):
+        assert store.vector_search(q, flt, 10) == exact.vector_search(q, flt, 10)
+    assert store.graph_searches == before
+    store.refresh_class_graphs()
+    assert database.admin("SELECT 1 FROM pg_class WHERE relname = 'vectors_by_hand'")
+
+
+def test_a_graph_made_by_hand_keeps_class_graphs_unused(world: World, databases: Databases) -> None:
+    check_a_graph_made_by_hand_keeps_class_graphs_unused(world, databases)
+
+
+def test_reverse_proof_graphs_told_apart_by_name_fail_the_same_check(
+    world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As before this check: only ``chunks_embedding_*`` counted as a graph over every chunk."""
+    real = PostgresStore._graphs
+
+    def by_name(conn: Any) -> tuple[list[tuple[str, bool]], list[str]]:
+        classes, others = real(conn)
+        return classes, [n for n in others if n.startswith("chunks_embedding_")]
+
+    monkeypatch.setattr(PostgresStore, "_graphs", staticmethod(by_name))
+    with pytest.raises(AssertionError):
+        check_a_graph_made_by_hand_keeps_class_graphs_unused(world, databases)
+
+
+def test_only_names_the_store_gives_are_class_graphs() -> None:
+    assert postgres._is_class_graph("chunks_class_7_16")
+    assert postgres._is_class_graph("chunks_class_7_16_2of4")
+    for other in (
+        "chunks_class_07_16",  # a leading zero
+        "chunks_class_7_16_0of1",  # an unsplit class's graph named as a split
+        "chunks_class_\u0667_16",  # a digit that is not ASCII
+        "chunks_class_7_16_4of4",  # a part past its split
+        "chunks_class_7",
+        "chunks_embedding_16",
+    ):
+        assert not postgres._is_class_graph(other), other
 
 
 # --------------------------------------------------------------------------- split graphs
@@ -621,7 +796,10 @@ def admitted(store: PostgresStore, flt: SearchFilter) -> list[int]:
 
 @pytest.mark.parametrize("who", list(CALLERS))
 def test_a_callers_results_through_split_graphs_equal_those_of_their_rows_alone(
-    split: tuple[World, PgDatabase], databases: Databases, who: str
+    split: tuple[World, PgDatabase],
+    databases: Databases,
+    who: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     world, database = split
     flt = CALLERS[who]
@@ -631,6 +809,7 @@ def test_a_callers_results_through_split_graphs_equal_those_of_their_rows_alone(
     alone.refresh_class_graphs()
     for k in (1, 10):
         check_alike(store, alone, flt, k)
+    check_walks_only_admitted_graphs(store, flt, monkeypatch)
     if who != "one team (1 %)":  # one search walks every part of each graphed class
         walked = walked_graphs(store)
         mine = [walked[c] for c in admitted(store, flt) if c in walked]

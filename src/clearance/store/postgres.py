@@ -34,6 +34,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.sql import SQL, Identifier
 from psycopg_pool import ConnectionPool
 
 from clearance.analysis import document_terms
@@ -124,7 +125,7 @@ _GRAPHS_LOCK = 0x436C_6561_7201
 _MOST_PARTS = 64
 # pgvector's largest hnsw.ef_search.
 _EF_SEARCH_MAX = 1000
-_CLASS_GRAPH = re.compile(r"^chunks_class_(\d+)_(\d+)(?:_(\d+)of(\d+))?$")
+_CLASS_GRAPH = re.compile(r"^chunks_class_([0-9]+)_([0-9]+)(?:_([0-9]+)of([0-9]+))?$")
 # Lexical search first reads the chunks of the query's rarest terms, up to this many
 # postings, and widens eightfold while the terms left could still reach its top k.
 _PROBE_POSTINGS = 4_000
@@ -168,6 +169,22 @@ def _graph_of(name: str) -> _Graph:
         raise StoreError(f"not a class graph: {name!r}")
     part, parts = (0, 1) if found[3] is None else (int(found[3]), int(found[4]))
     return _Graph(name, int(found[1]), int(found[2]), part, parts)
+
+
+def _is_class_graph(name: str) -> bool:
+    """Whether ``name`` is one :func:`pg_search.class_graph_name` gives (so the index is
+    one this store made, with the predicate that name says): no leading zeros, no
+    ``_0of1`` for an unsplit class, no part past its split."""
+    if _CLASS_GRAPH.fullmatch(name) is None:
+        return False
+    graph = _graph_of(name)
+    canonical = pg_search.class_graph_name(graph.class_id, graph.width, graph.part, graph.parts)
+    return canonical == name and graph.part < graph.parts
+
+
+def _drop_index(conn: psycopg.Connection[Any], name: str) -> None:
+    """``DROP INDEX CONCURRENTLY`` of an index found in the catalogue, its name quoted."""
+    conn.execute(SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(Identifier(name)))
 
 
 def _whole(parts: int, present: Iterable[int]) -> bool:
@@ -251,6 +268,7 @@ class PostgresStore(SqlStore):
         self.location = _safe_dsn(dsn)
         self.vector_plan = vector_plan or VectorPlan()
         self._indexed: int | None = None  # the width whose HNSW index is known to exist
+        self._beside_classes = False  # "hnsw" found class graphs (warned once)
         # The class graphs' refresh: when it is next due, and the worker running one.
         self._graphs_due = 0.0
         self._graphs_worker: threading.Thread | None = None
@@ -512,10 +530,24 @@ class PostgresStore(SqlStore):
         }
         if found != {name}:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('chunks_embedding', 0))")
+            # Never beside class graphs (another process's "classes" setting): a search
+            # that read the catalogue before this index committed would walk it in a
+            # class's place, rows the caller cannot read included. Their refresh holds the
+            # lock while it builds; until this commits, it cannot start one.
+            free = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (_GRAPHS_LOCK,)).fetchone()
+            classes, _ = self._graphs(conn)
+            if free is None or not free[0] or classes:
+                if not self._beside_classes:
+                    _log.warning(
+                        '%s has class graphs: vector_search = "hnsw" ranks exactly there',
+                        self.location,
+                    )
+                    self._beside_classes = True
+                return
             # The caller found no vector of another width: their index (a model change)
             # would refuse every new row.
             for other in sorted(found - {name}):
-                conn.execute(f"DROP INDEX IF EXISTS {other}")
+                conn.execute(SQL("DROP INDEX IF EXISTS {}").format(Identifier(other)))
             conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
                 f"((embedding::vector({dim})) vector_ip_ops) WHERE vector_dims(embedding) = {dim}"
@@ -693,8 +725,16 @@ class PostgresStore(SqlStore):
                 classes, every = self._graphs(conn)
                 if plan.classes:  # a graph over every chunk: never walked, only kept up
                     for name in every:
-                        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-                        dropped += 1
+                        if name.startswith("chunks_embedding_"):  # the "hnsw" setting's
+                            _drop_index(conn, name)
+                            dropped += 1
+                        else:  # made by hand: left, and searches rank exactly meanwhile
+                            _log.warning(
+                                "an HNSW index on chunks that the store did not make (%s) "
+                                "keeps class graphs unused in %s: drop it",
+                                name,
+                                self.location,
+                            )
                 # Per class and split, the parts whose graphs are there and usable.
                 have: dict[int, dict[int, dict[int, str]]] = {}
                 for name, usable in classes:
@@ -703,7 +743,7 @@ class PostgresStore(SqlStore):
                         splits = have.setdefault(graph.class_id, {})
                         splits.setdefault(graph.parts, {})[graph.part] = name
                         continue
-                    conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                    _drop_index(conn, name)
                     dropped += 1
                 # The split each class keeps: of the splits its size still fits, a whole one
                 # first, then the one with the most parts there; else a new split of its
@@ -725,7 +765,7 @@ class PostgresStore(SqlStore):
                 for cid in sorted(set(have) - set(target)):
                     for names in have.pop(cid).values():
                         for name in names.values():
-                            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                            _drop_index(conn, name)
                             dropped += 1
                 complete = True
                 for cid, parts in sorted(target.items()):
@@ -754,7 +794,7 @@ class PostgresStore(SqlStore):
                         if other == parts:
                             continue
                         for name in names.values():
-                            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                            _drop_index(conn, name)
                             dropped += 1
                     have[cid] = {parts: there}
                 if complete:  # every graph due is there: nothing to retry until classes change
@@ -818,14 +858,17 @@ class PostgresStore(SqlStore):
     @staticmethod
     def _graphs(conn: psycopg.Connection[Any]) -> tuple[list[tuple[str, bool]], list[str]]:
         """The vector graphs on ``chunks``, from one read of the catalogue: the class
-        graphs (name, usable) and the names of the graphs over every chunk."""
+        graphs (name, usable) and the names of every other HNSW index on the table, valid
+        or not: the ``"hnsw"`` setting's graph over every chunk, or one made by hand. Any
+        such graph could serve a class's branch of a search in its graph's place (its
+        predicate, if any, is not the class), so none is told apart by its name."""
         rows = conn.execute(
             "SELECT c.relname, i.indisvalid AND i.indisready FROM pg_index i "
-            "JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'chunks'::regclass "
-            "AND (c.relname LIKE 'chunks\\_class\\_%%' OR c.relname LIKE 'chunks\\_embedding\\_%%')"
+            "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+            "WHERE i.indrelid = 'chunks'::regclass AND a.amname = 'hnsw'"
         ).fetchall()
-        classes = [(str(n), bool(v)) for n, v in rows if _CLASS_GRAPH.fullmatch(str(n))]
-        every = [str(n) for n, _ in rows if str(n).startswith("chunks_embedding_")]
+        classes = [(str(n), bool(v)) for n, v in rows if _is_class_graph(str(n))]
+        every = [str(n) for n, _ in rows if not _is_class_graph(str(n))]
         return classes, every
 
     @staticmethod
