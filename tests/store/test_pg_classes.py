@@ -521,6 +521,26 @@ def test_class_graphs_are_read_into_the_buffers_when_a_store_opens(
     check_opening_reads_the_graphs(world, databases)
 
 
+def test_a_store_reads_the_graphs_ahead_while_another_process_holds_the_refresh(
+    world: World, databases: Databases
+) -> None:
+    import psycopg
+
+    first = databases.store(GRAPHS)
+    database = databases.made[-1]
+    database.admin("CREATE EXTENSION pg_prewarm")
+    database.admin("CREATE EXTENSION pg_buffercache")
+    fill(first, world)
+    graphs = first.refresh_class_graphs()["graphs"]
+    for name in class_graph_pages(database):
+        database.admin("SELECT pg_buffercache_evict_relation(%s::regclass)", (name,))
+    with psycopg.connect(database.writer_dsn, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (postgres._GRAPHS_LOCK,))
+        busy = databases.store(GRAPHS, database).refresh_class_graphs()
+    assert busy["busy"] and busy["warmed"] == graphs >= 5
+    assert all(held == pages > 0 for held, pages in class_graph_pages(database).values())
+
+
 def test_reverse_proof_a_store_that_reads_nothing_ahead_fails_the_same_check(
     world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -558,7 +558,9 @@ class PostgresStore(SqlStore):
         made for a while, and its searches rank exactly."""
         if self._beside_classes_until == 0.0:
             _log.warning(
-                '%s has class graphs: vector_search = "hnsw" ranks exactly there', self.location
+                '%s has class graphs, or a refresh of them under way: vector_search = "hnsw" '
+                "ranks exactly there",
+                self.location,
             )
         self._beside_classes_until = time.monotonic() + self.vector_plan.refresh_s
 
@@ -701,8 +703,9 @@ class PostgresStore(SqlStore):
         at a time; graphs are built with ``CREATE INDEX CONCURRENTLY``, so writers go on.
         Then the graphs this store has not walked are read into the server's buffers, when
         the database has ``pg_prewarm`` (:meth:`_warm_graphs`): every one in its first
-        refresh, the ones built in each later one. Returns what was done: ``built``,
-        ``dropped``, ``graphs`` (kept in all), ``warmed`` (read ahead) and ``seconds``;
+        refresh, the ones built in each later one (also when another process holds the
+        refresh). Returns what was done: ``built``, ``dropped``, ``graphs`` (kept in all),
+        ``warmed`` (read ahead), ``warming_s`` (the reading's share of) ``seconds``; and
         ``busy`` when another process holds the refresh."""
         self._graphs_due = time.monotonic() + self.vector_plan.refresh_s
         return self._refresh_class_graphs(only_after_writes=False)
@@ -749,7 +752,7 @@ class PostgresStore(SqlStore):
                             dropped += 1
                         else:  # made by hand: left, and searches rank exactly meanwhile
                             _log.warning(
-                                "an HNSW index on chunks that the store did not make (%s) "
+                                "a vector index on chunks that the store did not make (%s) "
                                 "keeps class graphs unused in %s: drop it",
                                 name,
                                 self.location,
@@ -844,8 +847,11 @@ class PostgresStore(SqlStore):
         first refresh after opening, then the graphs each refresh ``built``. Returns how
         many were read and the seconds it took."""
         started = time.perf_counter()
-        warmed = self._warm_graphs(conn, built if self._graphs_warmed else there)
-        self._graphs_warmed = self._graphs_warmed or not self._closing
+        names = built if self._graphs_warmed else there
+        warmed = self._warm_graphs(conn, names)
+        # Once there was something to read: a store that found no graph yet (another
+        # process still building the first) reads them all at its next refresh.
+        self._graphs_warmed = self._graphs_warmed or (bool(there) and not self._closing)
         return warmed, round(time.perf_counter() - started, 3)
 
     def _warm_graphs(self, conn: psycopg.Connection[Any], names: Sequence[str]) -> int:
@@ -857,21 +863,26 @@ class PostgresStore(SqlStore):
         are: reading ahead only saves time."""
         if not names:
             return 0
-        found = conn.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-            "WHERE e.extname = 'pg_prewarm'"
-        ).fetchone()
-        if found is None:
+        try:
+            found = conn.execute(
+                "SELECT n.nspname FROM pg_extension e "
+                "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_prewarm'"
+            ).fetchone()
+            if found is None:
+                return 0
+            rows = conn.execute(
+                "SELECT c.oid::regclass::text, pg_relation_size(c.oid), (SELECT s.setting::bigint "
+                "FROM pg_settings s WHERE s.name = 'shared_buffers') "
+                "* current_setting('block_size')::bigint FROM pg_index i "
+                "JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE i.indrelid = 'chunks'::regclass AND c.relname = ANY (%s::text[])",
+                (list(names),),
+            ).fetchall()
+        except psycopg.Error as exc:
+            _log.warning("reading the class graphs of %s ahead failed: %s", self.location, exc)
             return 0
         prewarm = SQL("SELECT {}.pg_prewarm(%s::regclass)").format(Identifier(str(found[0])))
-        rows = conn.execute(
-            "SELECT c.oid::regclass::text, pg_relation_size(c.oid), (SELECT s.setting::bigint "
-            "FROM pg_settings s WHERE s.name = 'shared_buffers') "
-            "* current_setting('block_size')::bigint FROM pg_index i "
-            "JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = 'chunks'::regclass AND c.relname = ANY (%s::text[])",
-            (list(names),),
-        ).fetchall()
+        rows = [r for r in rows if r[1] is not None]  # dropped meanwhile: no size
         room = int(rows[0][2]) // 2 if rows else 0
         warmed = 0
         for name, size, _ in sorted(rows, key=lambda r: (-int(r[1]), str(r[0]))):
