@@ -605,6 +605,50 @@ def test_the_workers_refresh_waits_for_writes_and_an_asked_one_does_not(
     assert asked.get("idle") is None and asked["graphs"] == first["graphs"]
 
 
+def check_the_worker_sees_every_committed_change(world: World, databases: Databases) -> None:
+    """The worker's refresh skips when nothing changed since the last; a write that was
+    still open while a refresh counted the classes, and a deletion, are changes."""
+    import psycopg
+
+    store = databases.store(GRAPHS)
+    database = databases.made[-1]
+    fill(store, world)
+    store.refresh_class_graphs()
+
+    def worker() -> dict[str, Any]:
+        return store._refresh_class_graphs(only_after_writes=True)
+
+    assert worker().get("idle")
+    # A department's chunks made confidential (another class), in a transaction left open
+    # while the refresh counts: the counter moves at once, the rows only at commit.
+    with psycopg.connect(database.writer_dsn) as writer:
+        writer.execute(
+            "UPDATE chunks SET sensitivity = %s WHERE doc_key IN (SELECT key FROM documents "
+            "WHERE doc_id >= 'doc:0130' AND doc_id < 'doc:0150')",
+            (int(Sensitivity.CONFIDENTIAL),),
+        )
+        assert not worker().get("idle")
+    assert not worker().get("idle")  # committed now: counted anew
+    assert worker().get("idle")
+    assert store.delete("doc:0131")
+    assert not worker().get("idle")
+
+
+def test_the_worker_sees_every_committed_change(world: World, databases: Databases) -> None:
+    check_the_worker_sees_every_committed_change(world, databases)
+
+
+def test_reverse_proof_a_counter_of_writes_alone_fails_the_same_check(
+    world: World, databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check as it was: the counter alone, which moves before a write commits and
+    not at all for a deletion."""
+    real = postgres._class_changes
+    monkeypatch.setattr(postgres, "_class_changes", lambda conn: (real(conn)[0], ""))
+    with pytest.raises(AssertionError):
+        check_the_worker_sees_every_committed_change(world, databases)
+
+
 def _plan_indexes(store: PostgresStore, flt: SearchFilter, sql: str) -> set[str]:
     with store._searching(flt) as conn:
         store._set_graph_walk(conn, 10)

@@ -205,11 +205,22 @@ def _whole_splits(graphs: Sequence[_Graph]) -> dict[int, int]:
     return whole
 
 
-def _class_changes(conn: psycopg.Connection[Any]) -> int:
-    """How often a chunk's class was set (migration 6's counter): the worker refreshes the
-    graphs only after it moved."""
-    row = conn.execute("SELECT last_value FROM clearance_class_changes").fetchone()
-    return 0 if row is None else int(row[0])
+def _class_changes(conn: psycopg.Connection[Any]) -> tuple[int, str]:
+    """What the worker compares to know whether the class graphs may need a refresh: how
+    often a chunk's class was set (migration 6's counter, moved by a write when it
+    happens, before it commits) and a digest of every class's committed size (migration
+    7's counts, which a deletion changes too). A refresh that counted the classes while a
+    write was open saw the counter move but not the write's rows; the digest changes when
+    they commit, so the next refresh runs."""
+    row = conn.execute(
+        "SELECT (SELECT last_value FROM clearance_class_changes), "
+        "(SELECT md5(coalesce(string_agg(s.class_id || ':' || s.chunks, ',' "
+        "ORDER BY s.class_id), '')) FROM (SELECT u.class_id, sum(u.chunks) AS chunks FROM "
+        "(SELECT class_id, chunks FROM class_sizes UNION ALL "
+        "SELECT class_id, chunks FROM class_size_deltas) u "
+        "GROUP BY u.class_id HAVING sum(u.chunks) <> 0) s)"
+    ).fetchone()
+    return (0, "") if row is None else (int(row[0]), str(row[1]))
 
 
 def _analysed(text: str) -> tuple[int, list[str], list[int]]:
@@ -273,7 +284,9 @@ class PostgresStore(SqlStore):
         self._graphs_due = 0.0
         self._graphs_worker: threading.Thread | None = None
         self._graphs_guard = threading.Lock()
-        self._graphs_writes: int | None = None  # class changes counted at the last refresh
+        # The class changes and sizes (_class_changes) at the last refresh that left
+        # nothing to do.
+        self._graphs_writes: tuple[int, str] | None = None
         self._graphs_warmed = False  # whether a refresh warmed every graph since opening
         self._closing = False
         # The refresh builds on a connection of its own: a build waits for older
