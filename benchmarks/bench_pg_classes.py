@@ -86,6 +86,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ann_classes import (
     DEFAULT_SCIFACT,
+    Caller,
     Layout,
     Vectors,
     callers,
@@ -499,6 +500,15 @@ def opened(server: PgServer, name: str, plan: VectorPlan) -> Iterator[PostgresSt
         store.close()
 
 
+def caller_filter(who: Caller) -> SearchFilter:
+    """What a caller of the layout may read: their classes' groups, the bench corpus."""
+    return SearchFilter(
+        principals=frozenset(f"group:c{c}" for c in who.classes),
+        corpora={"bench": Sensitivity.INTERNAL},
+        max_sensitivity=Sensitivity.INTERNAL,
+    )
+
+
 def first_search(
     server: PgServer, name: str, plan: VectorPlan, widest: SearchFilter, query: Any
 ) -> tuple[float, PostgresStore]:
@@ -689,14 +699,7 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
     write(args, result)
     queries = list(range(result["queries"]))
     who = callers(lay, docs, seed=3)
-    filters = [
-        SearchFilter(
-            principals=frozenset(f"group:c{c}" for c in w.classes),
-            corpora={"bench": Sensitivity.INTERNAL},
-            max_sensitivity=Sensitivity.INTERNAL,
-        )
-        for w in who
-    ]
+    filters = [caller_filter(w) for w in who]
     doc_classes = np.asarray(lay.classes)
     result["callers"] = [
         {

@@ -36,10 +36,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ann_classes import DEFAULT_SCIFACT, callers, embedded, layout
-from bench_pg_classes import PgServer
+from bench_pg_classes import PgServer, caller_filter
 
-from clearance.model import Sensitivity
-from clearance.store.base import SearchFilter
 from clearance.store.postgres import VectorPlan
 
 K = 10
@@ -99,11 +97,7 @@ def variant(
         lay = layout(docs, seed=2)
         rows = []
         for who in callers(lay, docs, seed=3):
-            flt = SearchFilter(
-                principals=frozenset(f"group:c{c}" for c in who.classes),
-                corpora={"bench": Sensitivity.INTERNAL},
-                max_sensitivity=Sensitivity.INTERNAL,
-            )
+            flt = caller_filter(who)
             passes = []
             for _ in range(2):
                 took = []

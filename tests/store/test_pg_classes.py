@@ -38,6 +38,10 @@ from pg import PgDatabase, server
 DIM = 16
 #: Classes of 20 chunks or more get a graph, searched exhaustively (no class here has 200).
 GRAPHS = VectorPlan(classes=True, exact_below=20, ef_search=200, background=False)
+#: Every HNSW index in a database, by name (read past the store's own lookup).
+HNSW_INDEXES = (
+    "SELECT c.relname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
+)
 #: The leaky variant's graph: one over every chunk, the same breadth, no iterative scan.
 GLOBAL = VectorPlan(approximate=True, exact_below=1, ef_search=200)
 
@@ -205,13 +209,7 @@ def walked_indexes(
     with store._searching(flt) as conn:
         store._set_graph_walk(conn, 10)
         plan = conn.execute(f"EXPLAIN (FORMAT JSON) {built[-1]}", args).fetchone()
-        graphs = {
-            str(r[0])
-            for r in conn.execute(
-                "SELECT c.relname FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
-                "WHERE a.amname = 'hnsw'"
-            )
-        }
+        graphs = {str(r[0]) for r in conn.execute(HNSW_INDEXES)}
     assert plan is not None
     return {n for n in _index_names(plan[0][0]["Plan"]) if n in graphs}
 
@@ -744,13 +742,7 @@ def check_no_global_graph_beside_classes(world: World, databases: Databases) -> 
     hnsw = databases.store(GLOBAL, database)
     entry = world.entries[0]
     hnsw.upsert(entry.document, entry.chunks, entry.vectors)
-    graphs = [
-        str(name)
-        for (name,) in database.admin(
-            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
-        )
-    ]
+    graphs = [str(name) for (name,) in database.admin(HNSW_INDEXES)]
     assert graphs and all(n.startswith("chunks_class_") for n in graphs), graphs
     exact = databases.store(VectorPlan(), database)
     flt = CALLERS["staff and two departments (60 %)"]
@@ -768,16 +760,13 @@ def test_an_hnsw_writer_makes_its_graph_only_while_no_refresh_holds_the_lock(
 
     store = databases.store(dataclasses.replace(GLOBAL, refresh_s=0.0))
     database = databases.made[-1]
-    hnsw_graphs = (
-        "SELECT c.relname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
-    )
     with psycopg.connect(database.writer_dsn, autocommit=True) as refresh:
         refresh.execute("SELECT pg_advisory_lock(%s)", (postgres._GRAPHS_LOCK,))
         fill(store, world)
-        assert database.admin(hnsw_graphs) == []
+        assert database.admin(HNSW_INDEXES) == []
     entry = world.entries[0]
     store.upsert(entry.document, entry.chunks, entry.vectors)
-    assert database.admin(hnsw_graphs) == [(f"chunks_embedding_{DIM}",)]
+    assert database.admin(HNSW_INDEXES) == [(f"chunks_embedding_{DIM}",)]
 
 
 def test_reverse_proof_an_hnsw_setting_blind_to_class_graphs_fails_the_same_check(

@@ -125,6 +125,8 @@ _GRAPHS_LOCK = 0x436C_6561_7201
 _MOST_PARTS = 64
 # pgvector's largest hnsw.ef_search.
 _EF_SEARCH_MAX = 1000
+# The "hnsw" setting's graph over every chunk: this prefix and the vector width.
+_GLOBAL_GRAPH = "chunks_embedding_"
 _CLASS_GRAPH = re.compile(r"^chunks_class_([0-9]+)_([0-9]+)(?:_([0-9]+)of([0-9]+))?$")
 # Lexical search first reads the chunks of the query's rarest terms, up to this many
 # postings, and widens eightfold while the terms left could still reach its top k.
@@ -533,20 +535,15 @@ class PostgresStore(SqlStore):
         table against every other writer, even when the index exists already."""
         if self._indexed == dim:
             return
-        name = f"chunks_embedding_{dim}"
-        found = {
-            str(r[0])
-            for r in conn.execute(
-                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-                "AND tablename = 'chunks' AND indexname LIKE 'chunks\\_embedding\\_%%'"
-            )
-        }
+        name = f"{_GLOBAL_GRAPH}{dim}"
+        classes, others = self._graphs(conn)
+        found = {n for n in others if n.startswith(_GLOBAL_GRAPH)}
         if found != {name}:
             # Never beside class graphs (another process's "classes" setting): a search
             # that read the catalogue before this index committed could walk it in a
             # class's place, rows the caller cannot read included. Looked for before any
             # lock, and remembered for a refresh's interval, so writers do not queue.
-            if time.monotonic() < self._beside_classes_until or self._graphs(conn)[0]:
+            if time.monotonic() < self._beside_classes_until or classes:
                 self._ranks_exactly_beside_classes()
                 return
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('chunks_embedding', 0))")
@@ -760,7 +757,7 @@ class PostgresStore(SqlStore):
                 classes, every = self._graphs(conn)
                 if plan.classes:  # a graph over every chunk: never walked, only kept up
                     for name in every:
-                        if name.startswith("chunks_embedding_"):  # the "hnsw" setting's
+                        if name.startswith(_GLOBAL_GRAPH):  # the "hnsw" setting's
                             _drop_index(conn, name)
                             dropped += 1
                         else:  # made by hand: left, and searches rank exactly meanwhile
@@ -927,8 +924,13 @@ class PostgresStore(SqlStore):
             "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
             "WHERE i.indrelid = 'chunks'::regclass AND a.amname IN ('hnsw', 'ivfflat')"
         ).fetchall()
-        classes = [(str(n), bool(v)) for n, v in rows if _is_class_graph(str(n))]
-        every = [str(n) for n, _ in rows if not _is_class_graph(str(n))]
+        classes: list[tuple[str, bool]] = []
+        every: list[str] = []
+        for name, usable in rows:
+            if _is_class_graph(str(name)):
+                classes.append((str(name), bool(usable)))
+            else:
+                every.append(str(name))
         return classes, every
 
     @staticmethod
