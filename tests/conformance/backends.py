@@ -75,14 +75,14 @@ def sqlite_signs_backend(request: pytest.FixtureRequest) -> Backend:
 
 
 def postgres_backend(
-    request: pytest.FixtureRequest, plan: Any = None, probe_postings: int | None = None
+    request: pytest.FixtureRequest, plan: Any = None, pack_least: int | None = None
 ) -> Backend:
     """One database per store on the session's PostgreSQL server (tests/pg.py), migrated,
     with the reading and the owning role. Its corpora count as freshly synced: the suite
     tests the store's filter, and freshness is the row-level policies' own test
-    (tests/store/test_postgres.py). ``probe_postings`` sets how many postings lexical
-    search reads before it tries to stop early (the store's default: more than these
-    worlds hold, so every search reads every query term's chunks)."""
+    (tests/store/test_postgres.py). ``pack_least`` sets how many postings a (term, class)
+    needs to be packed into a block (the store's default: more than these worlds hold, so
+    every search reads the postings row by row)."""
     from clearance.store.postgres import PostgresStore
     from pg import PgDatabase, server
 
@@ -96,7 +96,7 @@ def postgres_backend(
 
     def open_store(name: str) -> Store:
         database = databases[name]
-        tuning = {} if probe_postings is None else {"probe_postings": probe_postings}
+        tuning = {} if pack_least is None else {"pack_least": pack_least}
         return PostgresStore(
             database.reader_dsn, database.writer_dsn, pool_size=2, vector_plan=plan, **tuning
         )
@@ -114,12 +114,13 @@ def postgres_classes_backend(request: pytest.FixtureRequest) -> Backend:
     breadth covers every row of these small worlds, so exact references hold; the property
     tests then show that no graph lets a hidden row in, and that classes admit exactly what
     the filter admits (tests/store/test_pg_classes.py has the class-specific tests).
-    Lexical search here reads one posting before it tries to stop early, so the suite's
-    exact references check the early stop and each widening of it."""
+    Lexical search here packs every (term, class) into a block, before the search after
+    one that read postings row by row: the suite's exact references check scores read
+    from blocks and from rows, and from both at once."""
     from clearance.store.postgres import VectorPlan
 
     plan = VectorPlan(classes=True, exact_below=2, refresh_s=0.0, background=False)
-    return postgres_backend(request, plan, probe_postings=1)
+    return postgres_backend(request, plan, pack_least=1)
 
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {

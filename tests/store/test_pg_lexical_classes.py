@@ -1,14 +1,20 @@
 """PostgreSQL's lexical search by permission class: exact BM25 without reading every chunk.
 
 A caller's BM25 statistics (N, average length, document frequencies) are summed from
-per-class counts, and the top k is found by reading the chunks of the query's rarest terms
-first, stopping once the other terms cannot lift any unread chunk into the top k. Both
-must leave results exactly as the plain-Python reference computes them over the caller's
-chunks alone. The tests:
+per-class counts, and the query terms' postings in the caller's classes are read packed,
+one row per (term, class), where a current block holds them, and row by row elsewhere.
+Both must leave results exactly as the plain-Python reference computes them over the
+caller's chunks alone. The tests:
 
-* results equal the reference for callers reading 1 % to 100 %, with the early stop and
-  its widening taken (a probe of 1, 8 and 64 postings); reverse proof: a term ceiling
-  below the true bound stops too early, and the same check catches it;
+* results equal the reference for callers reading 1 % to 100 %, with every pair packed,
+  some, and none; reverse proof: blocks read in the wrong byte order, the same check
+  catches them;
+* scores are the same floats from blocks, from rows and from the SQL that scores the
+  chunks themselves; reverse proof: weights summed in another order, caught;
+* a block is read only while no write changed its pair: after every kind of write,
+  before and after folding and packing, results equal those the chunks give, and every
+  block the versions call current holds its postings; reverse proofs: blocks read whatever
+  their version, and versions not raised by an update, each caught;
 * results equal those of a database holding only the caller's rows; reverse proof:
   statistics counted over every class, the same check catches them;
 * the per-class counts, and the postings scores are read from, equal those made from the
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -30,9 +37,9 @@ import pytest
 
 import factories
 from clearance.model import Sensitivity
-from clearance.store import pg_schema, postgres
+from clearance.store import pg_schema, pg_search, postgres
 from clearance.store.base import SearchFilter
-from clearance.store.postgres import PostgresStore
+from clearance.store.postgres import PostgresStore, VectorPlan
 from conformance.world import NOW, Entry, World, check_lexical_top_k, fill
 from pg import READER, PgDatabase, server
 
@@ -44,7 +51,8 @@ WORDS = [
     for b in ("lo", "ne", "vi", "da")
     for c in ("x", "q", "z")
 ]
-PROBES = (1, 8, 64)
+#: Packing every (term, class), those with eight postings or more, and none.
+PACKS = (1, 8, 100_000)
 
 
 def _draw_words(rng: np.random.Generator, count: int) -> str:
@@ -142,13 +150,24 @@ def stores() -> Iterator[list[PostgresStore]]:
             store.close()
 
 
-def open_store(database: PgDatabase, stores: list[PostgresStore], probe: int) -> PostgresStore:
-    """A store that folds the statistics' deltas only when a test asks."""
+def open_store(
+    database: PgDatabase, stores: list[PostgresStore], pack_least: int = 8
+) -> PostgresStore:
+    """A store that folds the statistics' deltas, and packs, only when a test asks."""
     store = PostgresStore(
-        database.reader_dsn, database.writer_dsn, probe_postings=probe, fold_every_s=math.inf
+        database.reader_dsn,
+        database.writer_dsn,
+        pack_least=pack_least,
+        fold_every_s=math.inf,
+        vector_plan=VectorPlan(refresh_s=math.inf),
     )
     stores.append(store)
     return store
+
+
+def fold_and_pack(store: PostgresStore) -> dict[str, Any]:
+    store.fold_class_statistics()
+    return store.pack_postings()
 
 
 def check_every_query(store: PostgresStore, world: World, flt: SearchFilter) -> None:
@@ -160,29 +179,77 @@ def check_every_query(store: PostgresStore, world: World, flt: SearchFilter) -> 
 # --------------------------------------------------------------------------- exact results
 
 
-@pytest.mark.parametrize("probe", PROBES)
+@pytest.mark.parametrize("least", PACKS)
 def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
-    filled: PgDatabase, world: World, stores: list[PostgresStore], probe: int
+    filled: PgDatabase, world: World, stores: list[PostgresStore], least: int
 ) -> None:
-    store = open_store(filled, stores, probe)
+    store = open_store(filled, stores, least)
+    fold_and_pack(store)
     for flt in CALLERS.values():
         check_every_query(store, world, flt)
-    # The early stop was taken, and so was its widening: the check covered both.
-    assert store.lexical_searches["pruned"] > 0
-    assert store.lexical_searches["rounds"] > (
-        store.lexical_searches["pruned"] + store.lexical_searches["whole"]
-    )
+    # What the check covered: blocks alone, blocks and rows, rows alone.
+    read = store.postings_read
+    assert (read["packed"] > 0, read["rows"] > 0) == {
+        1: (True, False),
+        8: (True, True),
+        100_000: (False, True),
+    }[least]
 
 
-def test_reverse_proof_a_ceiling_below_the_bound_fails_the_same_check(
+def test_reverse_proof_blocks_read_in_the_wrong_byte_order_fail_the_same_check(
     filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    true_ceiling = postgres._term_ceiling
-    monkeypatch.setattr(postgres, "_term_ceiling", lambda n, df: 0.2 * true_ceiling(n, df))
     store = open_store(filled, stores, 1)
+    fold_and_pack(store)
+    little = tuple(dtype.newbyteorder("<") for dtype in postgres._PACKED)
+    monkeypatch.setattr(postgres, "_PACKED", little)
     with pytest.raises(AssertionError):
         for flt in CALLERS.values():
             check_every_query(store, world, flt)
+
+
+def by_sql(flt: SearchFilter) -> SearchFilter:
+    """``flt`` decided per document (one that no chunk belongs to left out): the store
+    scores the allowed chunks' own terms in SQL (``pg_search.bm25_sql``), without the
+    class counts, the postings or their blocks."""
+    return replace(flt, exclude_doc_ids=frozenset({"doc:none"}))
+
+
+def same_floats(store: PostgresStore) -> dict[tuple[str, str], list[tuple[str, float]]]:
+    """Every caller's results for every query, which must be the same ids and the same
+    floats as the SQL that scores the chunks themselves gives."""
+    found = {}
+    for who, flt in CALLERS.items():
+        for query in queries():
+            found[who, query] = store.lexical_search(query, flt, 10)
+            assert found[who, query] == store.lexical_search(query, by_sql(flt), 10), (who, query)
+    assert any(found.values())
+    return found
+
+
+def test_scores_are_the_same_floats_from_blocks_rows_and_sql(
+    filled: PgDatabase, stores: list[PostgresStore]
+) -> None:
+    rows = open_store(filled, stores, 100_000)
+    fold_and_pack(rows)  # drops every block
+    from_rows = same_floats(rows)
+    packed = open_store(filled, stores, 1)
+    fold_and_pack(packed)
+    assert same_floats(packed) == from_rows
+    assert packed.postings_read["rows"] == 0 and rows.postings_read["packed"] == 0
+
+
+def test_reverse_proof_weights_summed_in_another_order_fail_the_same_check(
+    filled: PgDatabase, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summed = postgres._summed_top_k
+    monkeypatch.setattr(
+        postgres, "_summed_top_k", lambda chunks, weights, k: summed(chunks[::-1], weights[::-1], k)
+    )
+    store = open_store(filled, stores, 1)
+    fold_and_pack(store)
+    with pytest.raises(AssertionError):
+        same_floats(store)
 
 
 # --------------------------------------------------------------------------- non-interference
@@ -207,10 +274,13 @@ def check_alike(store: PostgresStore, alone: PostgresStore, flt: SearchFilter) -
 def _every_class_counted(
     self: PostgresStore, conn: psycopg.Connection[Any], classes: list[int], terms: Any
 ) -> tuple[int, int, dict[str, int]]:
-    """The leaky variant: statistics over every class, read as the writer."""
+    """The leaky variant: the number of chunks and their length over every class, read
+    as the writer (the document frequencies stay the caller's, which the postings read
+    must match)."""
     with self._writer.connection() as writer:
         every = [int(r[0]) for r in writer.execute("SELECT id FROM access_classes")]
-        return COUNTED(writer, every, terms)
+        n, total, _ = COUNTED(writer, every, terms)
+    return n, total, COUNTED(conn, classes, terms)[2]
 
 
 #: The store's own statistics, which the leaky variant reads over every class.
@@ -233,8 +303,9 @@ def alone(
     """A store on a database holding only the rows ``flt`` admits."""
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = open_store(database, stores, 8)
+    store = open_store(database, stores, 1)
     fill(store, world.admitted_only(flt))
+    fold_and_pack(store)
     return store
 
 
@@ -247,7 +318,10 @@ def test_results_equal_those_of_a_database_of_the_callers_rows_alone(
     who: str,
 ) -> None:
     flt = CALLERS[who]
-    check_alike(open_store(filled, stores, 8), alone(world, flt, dropped, stores), flt)
+    store = open_store(filled, stores, 1)
+    fold_and_pack(store)  # every class's blocks, the hidden ones' too
+    check_alike(store, alone(world, flt, dropped, stores), flt)
+    assert store.postings_read["packed"] > 0
 
 
 def test_reverse_proof_statistics_of_every_class_fail_the_same_check(
@@ -261,7 +335,7 @@ def test_reverse_proof_statistics_of_every_class_fail_the_same_check(
     reference = alone(world, flt, dropped, stores)
     monkeypatch.setattr(PostgresStore, "_class_statistics", _every_class_counted)
     with pytest.raises(AssertionError):
-        check_alike(open_store(filled, stores, 8), reference, flt)
+        check_alike(open_store(filled, stores), reference, flt)
 
 
 # --------------------------------------------------------------------------- counts follow
@@ -341,7 +415,7 @@ def test_class_counts_follow_every_kind_of_write_before_and_after_folding(
 ) -> None:
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = open_store(database, stores, 8)
+    store = open_store(database, stores)
     fill(store, world)
     assert miscounted(store) == []
     store.fold_class_statistics()
@@ -359,7 +433,7 @@ def test_a_fold_beside_an_open_write_leaves_its_deltas_for_the_next(
 ) -> None:
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = open_store(database, stores, 8)
+    store = open_store(database, stores)
     fill(store, world)
     assert store.fold_class_statistics()
     with store.transaction() as db:
@@ -402,7 +476,7 @@ def test_updates_of_a_chunk_keep_its_postings_and_leave_others_alone(
 ) -> None:
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = open_store(database, stores, 8)
+    store = open_store(database, stores)
     fill(store, world)
     before = postings_written(store)
     with store.transaction() as db:  # nothing a posting holds changes: none rewritten
@@ -430,38 +504,51 @@ def _ids(store: PostgresStore, *chunk_ids: str) -> set[int]:
     return {int(r[0]) for r in rows}
 
 
-#: Migrations 7 and 8 undone on a filled database, as an index made before them holds it.
-UNDO_7_AND_8 = (
-    "DROP TABLE class_sizes, class_size_deltas, class_terms, class_term_deltas, postings; "
+#: Migrations 7 to 9 undone on a filled database, as an index made before them holds it.
+UNDO_7_TO_9 = (
+    "DROP TABLE class_sizes, class_size_deltas, class_terms, class_term_deltas, postings, "
+    "posting_blocks; "
     "DROP FUNCTION clearance_count_class_rows, clearance_forget_class_rows, "
-    "clearance_fold_class_statistics, clearance_post_chunks, clearance_forget_postings "
-    "CASCADE; DELETE FROM schema_version WHERE version >= 7"
+    "clearance_fold_class_statistics, clearance_post_chunks, clearance_forget_postings, "
+    "clearance_pack_postings CASCADE; DELETE FROM schema_version WHERE version >= 7"
 )
+#: Enough chunks holding one word in one class for migration 9 to pack the pair.
+PACKED_BY_MIGRATION = 260
 
 
 def migrate_filled(world: World, dropped: list[PgDatabase]) -> PgDatabase:
-    """A database filled and written to at version 6, then upgraded."""
+    """A database filled and written to at version 6, then upgraded; one document's
+    chunks hold a word often enough for its (term, class) to be packed."""
     database = server().database(always_fresh=True)
     dropped.append(database)
     store = PostgresStore(database.reader_dsn, database.writer_dsn, fold_every_s=math.inf)
     try:
         fill(store, world)
         every_kind_of_write(store)
+        doc = factories.document("doc:many", corpus="ops", acl={"group:staff"})
+        texts = [f"{WORDS[0]} {WORDS[i % 9 + 1]}" for i in range(PACKED_BY_MIGRATION)]
+        store.upsert(doc, factories.chunks(doc, texts))
     finally:
         store.close()
-    database.admin(UNDO_7_AND_8)
+    database.admin(UNDO_7_TO_9)
     with psycopg.connect(database.writer_dsn, autocommit=True) as conn:
         applied = pg_schema.upgrade(conn, READER)
-    assert [m.version for m in applied] == [7, 8]
+    assert [m.version for m in applied] == [7, 8, 9]
     return database
 
 
-def test_migrations_7_and_8_count_and_post_an_index_that_holds_chunks(
+def test_migrations_7_to_9_count_post_and_pack_an_index_that_holds_chunks(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
-    store = open_store(migrate_filled(world, dropped), stores, 8)
+    store = open_store(migrate_filled(world, dropped), stores)
     assert miscounted(store) == []
     assert postings_written(store)
+    assert block_count(store) > 0 and misblocked(store) == []
+    staff = caller("group:staff")
+    assert store.lexical_search(WORDS[0], staff, 5) == store.lexical_search(
+        WORDS[0], by_sql(staff), 5
+    )
+    assert store.postings_read["packed"] >= PACKED_BY_MIGRATION
 
 
 def test_reverse_proof_a_migration_without_its_backfill_fails_the_same_check(
@@ -470,24 +557,161 @@ def test_reverse_proof_a_migration_without_its_backfill_fails_the_same_check(
     stores: list[PostgresStore],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    last = pg_schema.MIGRATIONS[-1]
-    start = last.sql.index("INSERT INTO postings")
-    end = last.sql.index("ORDER BY 1, 2, 3;") + len("ORDER BY 1, 2, 3;")
-    hollow = pg_schema.Migration(last.version, last.name, last.sql[:start] + last.sql[end:])
-    monkeypatch.setattr(pg_schema, "MIGRATIONS", (*pg_schema.MIGRATIONS[:-1], hollow))
-    store = open_store(migrate_filled(world, dropped), stores, 8)
+    eighth = next(m for m in pg_schema.MIGRATIONS if m.version == 8)
+    start = eighth.sql.index("INSERT INTO postings")
+    end = eighth.sql.index("ORDER BY 1, 2, 3;") + len("ORDER BY 1, 2, 3;")
+    hollow = pg_schema.Migration(8, eighth.name, eighth.sql[:start] + eighth.sql[end:])
+    monkeypatch.setattr(
+        pg_schema,
+        "MIGRATIONS",
+        tuple(hollow if m.version == 8 else m for m in pg_schema.MIGRATIONS),
+    )
+    store = open_store(migrate_filled(world, dropped), stores)
     assert miscounted(store) != []
 
 
-def test_emptying_the_chunks_table_empties_the_counts(
+# --------------------------------------------------------------------------- blocks follow
+
+
+def block_count(store: PostgresStore) -> int:
+    with store._writer.connection() as conn:
+        row = conn.execute("SELECT count(*) FROM posting_blocks").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def misblocked(store: PostgresStore) -> list[tuple[str, int]]:
+    """Every block whose version is its (term, class)'s now (totals and deltas summed)
+    but which does not hold that pair's postings: what a search would read wrongly."""
+    with store._writer.connection() as conn:
+        rows = conn.execute(
+            "WITH versions AS (SELECT term, class_id, sum(changes) AS version FROM "
+            "(SELECT term, class_id, changes FROM class_terms UNION ALL "
+            "SELECT term, class_id, changes FROM class_term_deltas) u GROUP BY term, class_id) "
+            "SELECT b.term, b.class_id FROM posting_blocks b JOIN versions v "
+            "ON v.term = b.term AND v.class_id = b.class_id AND v.version = b.version "
+            "WHERE ROW(b.chunks, b.tfs, b.lengths) IS DISTINCT FROM (SELECT ROW("
+            "string_agg(int8send(p.chunk), ''::bytea ORDER BY p.chunk), "
+            "string_agg(int4send(p.tf), ''::bytea ORDER BY p.chunk), "
+            "string_agg(int4send(p.length), ''::bytea ORDER BY p.chunk)) "
+            "FROM postings p WHERE p.term = b.term AND p.class_id = b.class_id)"
+        ).fetchall()
+    return [(str(t), int(c)) for t, c in rows]
+
+
+def rewrite_frequencies(store: PostgresStore) -> None:
+    """A chunk's term frequencies changed and nothing else: no document frequency moves,
+    only the postings' own values."""
+    with store.transaction() as db:
+        db.execute("UPDATE chunks SET tfs = array_fill(7, ARRAY[cardinality(tfs)]) WHERE id = 1")
+
+
+def check_current(store: PostgresStore) -> None:
+    same_floats(store)
+    assert misblocked(store) == []
+
+
+def test_blocks_a_write_left_stale_are_not_read_until_packed_again(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = open_store(database, stores, 8)
+    store = open_store(database, stores, 1)
     fill(store, world)
+    fold_and_pack(store)
+    check_current(store)
+    assert store.postings_read["rows"] == 0
+    every_kind_of_write(store)
+    rewrite_frequencies(store)
+    check_current(store)  # versions in the deltas: the blocks they changed are passed by
+    assert store.postings_read["rows"] > 0
+    store.fold_class_statistics()
+    check_current(store)  # the same versions, folded
+    packed = store.pack_postings()
+    assert packed["pairs"] > 0 and packed["postings"] > 0
+    store.postings_read.clear()
+    check_current(store)
+    assert store.postings_read["rows"] == 0 and store.postings_read["packed"] > 0
+
+
+def stale_blocks_read(flt: SearchFilter) -> Any:
+    """The leaky variant: every block of the caller's classes, whatever its version."""
+    return (
+        "SELECT b.term, b.class_id, b.chunks, b.tfs, b.lengths FROM posting_blocks b "
+        "WHERE b.term = ANY (%(terms)s::text[]) AND b.class_id = ANY (%(classes)s::integer[])"
+    )
+
+
+def test_reverse_proof_blocks_read_whatever_their_version_fail_the_same_check(
+    world: World,
+    dropped: list[PgDatabase],
+    stores: list[PostgresStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, 1)
+    fill(store, world)
+    fold_and_pack(store)
+    monkeypatch.setattr(pg_search, "packed_postings_sql", lambda: stale_blocks_read(None))
+    rewrite_frequencies(store)
+    with pytest.raises(AssertionError):
+        same_floats(store)
+
+
+def test_reverse_proof_versions_an_update_does_not_raise_fail_the_same_check(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, 1)
+    fill(store, world)
+    fold_and_pack(store)
+    database.admin("ALTER TABLE chunks DISABLE TRIGGER chunks_counted_again")
+    rewrite_frequencies(store)
+    assert misblocked(store) != []
+
+
+def test_a_search_that_read_rows_a_block_could_hold_packs_before_the_next(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = PostgresStore(
+        database.reader_dsn,
+        database.writer_dsn,
+        pack_least=1,
+        vector_plan=VectorPlan(background=False),
+    )
+    stores.append(store)
+    fill(store, world)
+    everyone = CALLERS["everything, confidential too"]
+    first = store.lexical_search(WORDS[0], everyone, 5)
+    assert store.postings_read == {"rows": store.postings_read["rows"]} and block_count(store) == 0
+    assert store.lexical_search(WORDS[0], everyone, 5) == first
+    assert store.postings_read["packed"] > 0 and block_count(store) > 0
+
+
+def test_one_process_packs_at_a_time(filled: PgDatabase, stores: list[PostgresStore]) -> None:
+    store = open_store(filled, stores, 1)
+    with psycopg.connect(filled.writer_dsn, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (postgres._PACK_LOCK,))
+        assert store.pack_postings()["busy"]
+    assert "busy" not in store.pack_postings()
+
+
+def test_emptying_the_chunks_table_empties_the_counts_and_blocks(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, 1)
+    fill(store, world)
+    fold_and_pack(store)
+    assert block_count(store) > 0
     database.admin("TRUNCATE chunks")
     assert miscounted(store) == []
+    assert block_count(store) == 0
     assert store.lexical_search(WORDS[0], CALLERS["everything, confidential too"], 5) == []
 
 
@@ -507,7 +731,7 @@ def test_reverse_proof_without_a_counting_trigger_the_same_check_fails(
 ) -> None:
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = open_store(database, stores, 8)
+    store = open_store(database, stores)
     fill(store, world)
     database.admin(f"ALTER TABLE chunks DISABLE TRIGGER {trigger}")
     every_kind_of_write(store)

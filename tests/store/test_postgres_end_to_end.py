@@ -47,6 +47,7 @@ MIGRATIONS = [
     "0006_permission_classes",
     "0007_class_statistics",
     "0008_postings",
+    "0009_posting_blocks",
 ]
 
 

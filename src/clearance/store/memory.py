@@ -32,7 +32,7 @@ import numpy.typing as npt
 from clearance.model import Sensitivity
 from clearance.store.base import SearchFilter
 
-__all__ = ["BM25", "AccessIndex", "ContentIndex", "bm25_top_k", "top_k"]
+__all__ = ["BM25", "AccessIndex", "ContentIndex", "bm25_top_k", "bm25_weights", "top_k"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -488,6 +488,21 @@ def top_k(
     return result
 
 
+def bm25_weights(
+    tf: npt.NDArray[Any], lengths: npt.NDArray[Any], allowed: int, average: float, params: BM25
+) -> FloatArray:
+    """The BM25 weight of one term in each chunk that holds it (``tf`` times, in a chunk of
+    ``lengths`` terms), among ``allowed`` chunks of ``average`` length, ``tf.size`` of which
+    hold it: ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))`` in
+    float64. Both stores weigh with this function, so their scores are the same floats."""
+    df = tf.size
+    idf = math.log(1.0 + (allowed - df + 0.5) / (df + 0.5))
+    frequency = tf.astype(np.float64)
+    norm = params.k1 * (1.0 - params.b + params.b * lengths / average)
+    weights: FloatArray = idf * frequency * (params.k1 + 1.0) / (frequency + norm)
+    return weights
+
+
 def bm25_top_k(
     index: ContentIndex, term_ids: Sequence[int], mask: BoolArray, k: int, params: BM25 = BM25()
 ) -> list[tuple[int, float]]:
@@ -510,14 +525,11 @@ def bm25_top_k(
     for term_id in dict.fromkeys(term_ids):
         chunks, tf = index.posting(term_id)
         inside = mask[chunks]
-        chunks, tf = chunks[inside], tf[inside].astype(np.float64)
-        df = chunks.size
-        if df == 0:
+        chunks, tf = chunks[inside], tf[inside]
+        if chunks.size == 0:
             continue
-        idf = math.log(1.0 + (allowed - df + 0.5) / (df + 0.5))
-        norm = params.k1 * (1.0 - params.b + params.b * index.lengths[chunks] / average)
         positions.append(chunks)
-        weights.append(idf * tf * (params.k1 + 1.0) / (tf + norm))
+        weights.append(bm25_weights(tf, index.lengths[chunks], allowed, average, params))
     if not positions:
         return []
     matched = np.concatenate(positions)

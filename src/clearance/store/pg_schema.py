@@ -42,6 +42,7 @@ READER_TABLES = (
     "class_terms",
     "class_term_deltas",
     "postings",
+    "posting_blocks",
 )
 
 

@@ -12,9 +12,11 @@ is computed in the same order with the same float64 operations as
 :func:`clearance.store.memory.bm25_top_k`, so both backends return the same scores. For a
 caller who reads whole permission classes (every search not scoped to named documents),
 the statistics are the classes' own counts summed (:func:`class_statistics_sql`), and the
-store reads only the chunks that can make the top k (:func:`class_bm25_sql`, driven by
-``PostgresStore._lexical_by_class``); otherwise they are counted from the allowed chunks
-(:func:`bm25_sql`).
+query terms' postings in those classes are read packed where a current block holds them
+(:func:`packed_postings_sql`, migration 9) and row by row elsewhere
+(:func:`posting_rows_sql`), then scored by ``PostgresStore._lexical_by_class`` with the
+embedded store's own arithmetic (:func:`clearance.store.memory.bm25_weights`); otherwise
+they are counted from the allowed chunks (:func:`bm25_sql`).
 
 Vector scores are inner products with the query, as the embedded store computes them (for
 the unit vectors embedders write, the cosine). Ranking has three plans, chosen per request
@@ -37,7 +39,7 @@ the unit vectors embedders write, the cosine). Ranking has three plans, chosen p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clearance.store.base import SearchFilter
@@ -47,12 +49,14 @@ __all__ = [
     "admitted_classes",
     "allowed",
     "bm25_sql",
-    "class_bm25_sql",
     "class_graphs_vector_sql",
     "class_statistics_sql",
     "exact_vector_sql",
     "graph_part",
     "hnsw_vector_sql",
+    "packed_postings_sql",
+    "posting_rows_sql",
+    "stale_blocks_sql",
     "term_statistics_sql",
 ]
 
@@ -198,40 +202,52 @@ def class_statistics_sql() -> str:
     )
 
 
-def class_bm25_sql(params: BM25 = _BM25, *, probe: bool = True) -> str:
-    """:func:`bm25_sql`'s ranking of the chunks of the ``%(classes)s`` (with ``probe``,
-    only those holding a term of ``%(probe)s``), each scored for every term of
-    ``%(terms)s``, with the caller's statistics given: ``%(n)s`` chunks, ``%(total)s``
-    terms in them, and ``%(dfs)s``, the document frequency of each query term in order
-    (from :func:`class_statistics_sql`). Term frequencies and lengths come from the
-    postings (migration 8): every query term's (term, class) ranges, read from their index
-    alone, kept (with ``probe``) for the candidates only, a hashed set made from the probe
-    terms' ranges. What stopping early saves is scoring and aggregating every chunk that
-    holds a common term, not reading its postings: the candidates' own postings fetched
-    through an index on (chunk, term) instead took twice as long at 100,000 chunks
-    (thousands of index descents against a few sequential ranges) and made the postings
-    a third larger. Only the top k chunks' rows are read, for their ids. Without ``probe``
-    it is :func:`bm25_sql` for a caller who reads those classes whole, score for score."""
-    steps, score = _weighted(params)
-    narrowed = (
-        " AND p.chunk IN (SELECT x.chunk FROM postings x WHERE x.term = ANY (%(probe)s::text[]) "
-        "AND x.class_id = ANY (%(classes)s::integer[]))"
-        if probe
-        else ""
-    )
+def packed_postings_sql() -> str:
+    """``(term, class_id, chunks, tfs, lengths)`` of each block of a term of ``%(terms)s``
+    in a class of ``%(classes)s`` that is current: packed from the version of its (term,
+    class) that this snapshot sees (totals and deltas, migration 9). The arrays are
+    big-endian int8, int4 and int4 in chunk order. (Subqueries rather than joins: searches
+    run with nested loops off, and a hash join would read every class's terms.)"""
     return (
-        "WITH matched AS MATERIALIZED (SELECT p.chunk AS id, p.length, q.ord, p.tf "
-        "FROM postings p JOIN unnest(%(terms)s::text[]) WITH ORDINALITY AS q (term, ord) "
-        "ON q.term = p.term WHERE p.term = ANY (%(terms)s::text[]) "
-        f"AND p.class_id = ANY (%(classes)s::integer[]){narrowed}), "
-        "stats AS (SELECT %(n)s::bigint AS n, %(total)s::bigint AS total), "
-        "df AS (SELECT d.ord, d.df FROM unnest(%(dfs)s::bigint[]) WITH ORDINALITY AS d (df, ord) "
-        f"WHERE d.df > 0), {steps}, "
-        f"top AS (SELECT m.id, {score} AS score "
-        "FROM matched m JOIN idf i ON i.ord = m.ord CROSS JOIN average v "
-        "GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(k)s) "
-        "SELECT c.chunk_id, t.score FROM chunks c JOIN top t ON t.id = c.id "
-        "WHERE c.id = ANY (ARRAY(SELECT id FROM top)) ORDER BY t.score DESC, t.id"
+        "SELECT b.term, b.class_id, b.chunks, b.tfs, b.lengths FROM posting_blocks b "
+        "WHERE b.term = ANY (%(terms)s::text[]) AND b.class_id = ANY (%(classes)s::integer[]) "
+        "AND b.version = coalesce((SELECT t.changes FROM class_terms t "
+        "WHERE t.term = b.term AND t.class_id = b.class_id), 0) "
+        "+ coalesce((SELECT sum(d.changes) FROM class_term_deltas d "
+        "WHERE d.term = b.term AND d.class_id = b.class_id), 0)"
+    )
+
+
+def posting_rows_sql(wanted: Sequence[tuple[str, Sequence[int]]]) -> tuple[str, Params]:
+    """``(term, chunks, tfs, lengths)`` packed as :func:`packed_postings_sql` packs them
+    (in no particular order, the same in all three), from the postings rows of each term of
+    ``wanted`` in its own classes: a branch per term, so that a class whose block holds a
+    term is not read for it, and with its named parameters."""
+    branches: list[str] = []
+    params: Params = {}
+    for i, (term, classes) in enumerate(wanted):
+        params[f"term_{i}"], params[f"classes_{i}"] = term, list(classes)
+        branches.append(
+            "SELECT term, chunk, tf, length FROM postings "
+            f"WHERE term = %(term_{i})s AND class_id = ANY (%(classes_{i})s::integer[])"
+        )
+    sql = (
+        "SELECT p.term, string_agg(int8send(p.chunk), ''::bytea), "
+        "string_agg(int4send(p.tf), ''::bytea), string_agg(int4send(p.length), ''::bytea) "
+        f"FROM ({' UNION ALL '.join(branches)}) p GROUP BY p.term"
+    )
+    return sql, params
+
+
+def stale_blocks_sql() -> str:
+    """``(term, class_id, df)`` of each (term, class) with ``%(least)s`` postings or more
+    whose block is missing or was packed from another version than the folded one, in
+    (term, class) order."""
+    return (
+        "SELECT t.term, t.class_id, t.df FROM class_terms t LEFT JOIN posting_blocks b "
+        "ON b.term = t.term AND b.class_id = t.class_id "
+        "WHERE t.df >= %(least)s AND b.version IS DISTINCT FROM t.changes "
+        "ORDER BY t.term, t.class_id"
     )
 
 

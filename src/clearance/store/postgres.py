@@ -42,7 +42,7 @@ from clearance.errors import StoreError
 from clearance.model import Chunk, Document, Fact, Sensitivity
 from clearance.store import pg_schema, pg_search
 from clearance.store.base import Retrieved, SearchFilter, SqlConnection, TermStatistics, Vector
-from clearance.store.memory import BM25
+from clearance.store.memory import BM25, bm25_weights, top_k
 from clearance.store.pg_connection import QmarkConnection
 from clearance.store.rows import (
     CHUNK_COLUMNS,
@@ -87,7 +87,8 @@ class VectorPlan:
     chunk's own id deals them; at most 64 graphs), all walked by a search of the class: one graph over a very large,
     dense class misses neighbours that its parts' graphs find. The graphs are refreshed on
     a worker thread at most every ``refresh_s`` seconds while the store searches
-    (``background=False``: in the search that finds them due, before it starts)."""
+    (``background=False``: in the search that finds them due, before it starts; the
+    search's packing of posting blocks, :meth:`PostgresStore.pack_postings`, likewise)."""
 
     approximate: bool = False
     classes: bool = False
@@ -128,29 +129,24 @@ _EF_SEARCH_MAX = 1000
 # The "hnsw" setting's graph over every chunk: this prefix and the vector width.
 _GLOBAL_GRAPH = "chunks_embedding_"
 _CLASS_GRAPH = re.compile(r"^chunks_class_([0-9]+)_([0-9]+)(?:_([0-9]+)of([0-9]+))?$")
-# Lexical search first reads the chunks of the query's rarest terms, up to this many
-# postings, and widens eightfold while the terms left could still reach its top k.
-_PROBE_POSTINGS = 4_000
+# Held while one process packs posting blocks.
+_PACK_LOCK = 0x436C_6561_7203
+# A (term, class) with this many postings or more is packed into a block (migration 9
+# packs the same on upgrade): below it, reading the rows costs little more than the block.
+_PACK_LEAST = 256
+# Postings packed per statement: each pair's own statement reads one snapshot; a batch of
+# them bounds how long the packer goes between looking at the store closing.
+_PACK_BATCH = 2_000_000
+# The least time between packs that searches start (seconds).
+_PACK_EVERY_S = 10.0
 # How often writes fold the class statistics' deltas into their totals (seconds).
 _FOLD_S = 10.0
 # Chunks written per INSERT: one statement per batch, so the statistics triggers append
 # one delta per class and term that the batch touches, not one per chunk.
 _CHUNKS_PER_INSERT = 1_000
 _BM25 = BM25()
-
-
-def _term_ceiling(n: int, df: int) -> float:
-    """More than any chunk's BM25 weight for a term that ``df`` of ``n`` chunks hold:
-    ``idf * tf * (k1 + 1) / (tf + norm)`` is below ``idf * (k1 + 1)`` for every ``tf``
-    and length (``norm`` is positive since ``b`` is below 1)."""
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (_BM25.k1 + 1.0)
-
-
-def _ceilings(ceiling: Mapping[str, float], terms: Sequence[str], unread: Sequence[str]) -> float:
-    """What the query terms in ``unread`` can add to a chunk's score at most (a term asked
-    twice counts twice, as it is scored)."""
-    left = set(unread)
-    return math.fsum(ceiling[t] for t in terms if t in left)
+# Packed postings: chunk ids, term frequencies, chunk lengths (migration 9's byte order).
+_PACKED = (np.dtype(">i8"), np.dtype(">i4"), np.dtype(">i4"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +228,25 @@ def _analysed(text: str) -> tuple[int, list[str], list[int]]:
     return len(found), [t for t, _ in counts], [n for _, n in counts]
 
 
+def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
+    """``(chunk, score)`` of the ``k`` chunks with the highest summed ``weights``, best
+    first, ties by chunk: each chunk's weights added in the order given, as ``np.bincount``
+    adds them (over the span of the ids when it is small, else over their ranks)."""
+    if chunks.size == 0:
+        return []
+    low = int(chunks.min())
+    span = int(chunks.max()) - low + 1
+    if span <= 4 * chunks.size + 65_536:
+        slots, ids = chunks - low, None
+    else:
+        ids, slots = np.unique(chunks, return_inverse=True)
+    scores = np.bincount(slots, weights=weights).astype(np.float64, copy=False)
+    # Every weight is positive: the chunks matched are those that scored.
+    candidates = np.flatnonzero(scores > 0).astype(np.int64)
+    best = top_k(scores, candidates, candidates, k)
+    return [(int(p) + low if ids is None else int(ids[p]), float(scores[p])) for p in best]
+
+
 def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
     return [(str(c), float(s)) for c, s in rows]
 
@@ -275,7 +290,7 @@ class PostgresStore(SqlStore):
         writer_password: str | None = None,
         pool_size: int = 4,
         vector_plan: VectorPlan | None = None,
-        probe_postings: int = _PROBE_POSTINGS,
+        pack_least: int = _PACK_LEAST,
         fold_every_s: float = _FOLD_S,
     ) -> None:
         self.location = _safe_dsn(dsn)
@@ -296,10 +311,15 @@ class PostgresStore(SqlStore):
         self._writer_conninfo = _with_password(writer_dsn, writer_password)
         #: Class graphs walked by searches so far (a diagnostic, read by tests).
         self.graph_searches = 0
-        #: Lexical searches by how they ended (``pruned``: before every query term's
-        #: chunks were read; ``whole``: after) and the statements they took (``rounds``).
-        self.lexical_searches: Counter[str] = Counter()
-        self.probe_postings = probe_postings
+        #: Postings lexical searches scored, by where they were read from: ``packed``
+        #: (current blocks) or ``rows`` (a diagnostic, read by tests and benchmarks).
+        self.postings_read: Counter[str] = Counter()
+        self.pack_least = pack_least
+        # Packing posting blocks: the worker, and whether a search read enough rows that a
+        # pack may be due (it starts one on the worker when it next finds none running).
+        self._pack_worker: threading.Thread | None = None
+        self._pack_wanted = False
+        self._pack_due = 0.0
         self._fold_every_s = fold_every_s  # how often writes fold the statistics' deltas
         self._fold_due = time.monotonic() + fold_every_s  # when they are next folded
         self._fold_guard = threading.Lock()
@@ -373,8 +393,9 @@ class PostgresStore(SqlStore):
         worker = self._graphs_worker
         if worker is not None:  # a graph being built goes on in the database; don't wait
             worker.join(timeout=1.0)
-        if self._fold_worker is not None:
-            self._fold_worker.join(timeout=5.0)
+        for worker in (self._fold_worker, self._pack_worker):
+            if worker is not None:  # a pack stops at its next batch
+                worker.join(timeout=5.0)
         if self._unfolded and math.isfinite(self._fold_every_s):
             self._fold_quietly()  # a short run's writes leave no deltas behind
         self._reader.close()
@@ -447,11 +468,83 @@ class PostgresStore(SqlStore):
             worker.start()
 
     def _fold_quietly(self) -> None:
-        """A failure leaves the deltas for the next fold; searches are exact either way."""
+        """Fold, then pack what the writes left stale. A failure leaves the deltas for the
+        next fold and the blocks for the next pack; searches are exact either way."""
         try:
             self.fold_class_statistics()
+            self.pack_postings()
         except Exception as exc:  # the store may be closing; the database may be away
             _log.warning("folding the class statistics of %s failed: %s", self.location, exc)
+
+    def pack_postings(self) -> dict[str, Any]:
+        """Pack the postings of every (term, class) with ``pack_least`` of them or more whose
+        block is missing or stale into a block (migration 9), and drop the blocks of pairs
+        that fell below. Compares blocks with the folded versions, so it is best run after
+        a fold. Searches are exact throughout: a block is read only while current. One
+        process at a time; returns ``pairs`` and ``postings`` packed, ``dropped`` and
+        ``seconds``, or ``busy`` when another process packs."""
+        started = time.perf_counter()
+        pairs = postings = 0
+        with psycopg.connect(self._writer_conninfo, autocommit=True) as conn:
+            locked = conn.execute("SELECT pg_try_advisory_lock(%s)", (_PACK_LOCK,)).fetchone()
+            if locked is None or not locked[0]:
+                return {"pairs": 0, "postings": 0, "dropped": 0, "seconds": 0.0, "busy": True}
+            try:
+                dropped = conn.execute(
+                    "DELETE FROM posting_blocks b USING class_terms t WHERE t.term = b.term "
+                    "AND t.class_id = b.class_id AND t.df < %s",
+                    (self.pack_least,),
+                ).rowcount
+                stale = conn.execute(
+                    pg_search.stale_blocks_sql(), {"least": self.pack_least}
+                ).fetchall()
+                batch: list[tuple[str, int]] = []
+                size = 0
+                for index, (term, class_id, df) in enumerate(stale):
+                    batch.append((str(term), int(class_id)))
+                    size += int(df)
+                    if size < _PACK_BATCH and index < len(stale) - 1:
+                        continue
+                    if self._closing:
+                        break
+                    row = conn.execute(
+                        "SELECT clearance_pack_postings(%s, %s)",
+                        ([t for t, _ in batch], [c for _, c in batch]),
+                    ).fetchone()
+                    pairs += len(batch)
+                    postings += 0 if row is None else int(row[0])
+                    batch, size = [], 0
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_PACK_LOCK,))
+        return {
+            "pairs": pairs,
+            "postings": postings,
+            "dropped": dropped,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+
+    def _pack_if_wanted(self) -> None:
+        """When a search read a term's postings row by row where a block could serve: fold
+        and pack, so a store that only searches keeps the blocks that other processes'
+        writes left stale up to date. On a worker, at most every ``_PACK_EVERY_S`` and one
+        at a time; before the search (``VectorPlan.background`` off) every time; never
+        when the store folds only when asked (``fold_every_s`` infinite)."""
+        if not self._pack_wanted or self._closing or not math.isfinite(self._fold_every_s):
+            return
+        if not self.vector_plan.background:
+            self._pack_wanted = False
+            self._fold_quietly()
+            return
+        with self._fold_guard:
+            running = self._pack_worker is not None and self._pack_worker.is_alive()
+            if running or not self._pack_wanted or time.monotonic() < self._pack_due:
+                return
+            self._pack_wanted = False
+            self._pack_due = time.monotonic() + _PACK_EVERY_S
+            self._pack_worker = threading.Thread(
+                target=self._fold_quietly, name="clearance-posting-blocks", daemon=True
+            )
+            self._pack_worker.start()
 
     def _read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """An operator's consistent read of several tables, as the writer."""
@@ -991,6 +1084,7 @@ class PostgresStore(SqlStore):
         self, terms: list[str], vector: Vector | None, flt: SearchFilter, k: int
     ) -> Retrieved:
         """Both in one snapshot, as the reading role under the caller's settings."""
+        self._pack_if_wanted()
         sql, params = pg_search.allowed(flt)
         dim = None
         if vector is not None:
@@ -1041,62 +1135,61 @@ class PostgresStore(SqlStore):
     def _lexical_by_class(
         self, conn: psycopg.Connection[Any], classes: list[int], terms: list[str], k: int
     ) -> list[tuple[str, float]]:
-        """BM25 over the ``classes`` the caller reads whole, exact, without scoring every
-        chunk that holds a common query word (MaxScore, Turtle and Flood 1995).
+        """BM25 over the ``classes`` the caller reads whole, exact.
 
-        The statistics are the classes' (:func:`pg_search.class_statistics_sql`), the term
-        frequencies the postings' (:func:`pg_search.class_bm25_sql`). First only the
-        chunks holding the query's rarest terms, up to ``probe_postings`` postings, are
-        scored, for every query term. A chunk holding none of those terms scores less than
-        the sum of the other terms' ceilings (:func:`_term_ceiling`); when that sum is
-        below the k-th score found, no such chunk can enter the top k, and the result is
-        the top k of every chunk. Otherwise every term's chunks are scored but the
-        commonest ones' whose ceilings sum below that score. The scores are those of
-        :func:`pg_search.bm25_sql`, computed with the same float64 operations; only which
-        chunks are scored differs."""
+        The statistics are the classes' (:func:`pg_search.class_statistics_sql`). Every
+        query term's postings in those classes are read: packed, from each (term, class)
+        whose block is current in this snapshot (:func:`pg_search.packed_postings_sql`),
+        and row by row from the others (:func:`pg_search.posting_rows_sql`). They are
+        weighed by :func:`~clearance.store.memory.bm25_weights`, as the embedded store
+        weighs them, and each chunk's weights summed in query-term order: the scores of
+        :func:`pg_search.bm25_sql`, float for float. Ties go by chunk row, as there."""
         if not terms or not classes or k <= 0:
             return []
         n, total, df = self._class_statistics(conn, classes, terms)
-        present = sorted({t for t in terms if t in df}, key=lambda t: (df[t], t))
+        present = [t for t in dict.fromkeys(terms) if t in df]
         if n == 0 or not present:
             return []
-        ceiling = {t: _term_ceiling(n, df[t]) for t in present}
-        args = {
-            "classes": classes,
-            "terms": terms,
-            "n": n,
-            "total": total,
-            "dfs": [df.get(t, 0) for t in terms],
-            "k": k,
-        }
-        # Round one scores the rarest terms' chunks, up to the probe's postings, for a first
-        # k-th score; round two, if needed, every term's but the commonest whose ceilings
-        # sum below it. Scores only rise as more chunks are scored: round two is the last.
-        probe: list[str] = []
-        postings = 0
+        found: dict[str, list[tuple[Any, ...]]] = {t: [] for t in present}
+        packed: dict[str, set[int]] = {t: set() for t in present}
+        args = {"terms": present, "classes": classes}
+        for term, class_id, *arrays in conn.execute(
+            pg_search.packed_postings_sql(), args, binary=True
+        ):
+            found[term].append(arrays)
+            packed[term].add(int(class_id))
+            self.postings_read["packed"] += len(arrays[1]) // 4
+        rest = [(t, [c for c in classes if c not in packed[t]]) for t in present]
+        if rest := [(t, left) for t, left in rest if left]:
+            sql, params = pg_search.posting_rows_sql(rest)
+            for term, *arrays in conn.execute(sql, params, binary=True):
+                found[term].append(arrays)
+                read = len(arrays[1]) // 4
+                self.postings_read["rows"] += read
+                # Perhaps a pair a pack would serve: the next search starts one.
+                self._pack_wanted = self._pack_wanted or read >= self.pack_least
+        average = total / n if total else 1.0
+        matched: list[Any] = []
+        weights: list[Any] = []
         for term in present:
-            if probe and postings + df[term] > self.probe_postings:
-                break
-            probe.append(term)
-            postings += df[term]
-        while True:
-            whole = len(probe) == len(present)
-            rows = conn.execute(
-                pg_search.class_bm25_sql(probe=not whole), {**args, "probe": probe}
+            chunks, tf, lengths = (
+                np.concatenate([np.frombuffer(a[i], dtype=_PACKED[i]) for a in found[term]])
+                for i in range(3)
+            )
+            if tf.size != df[term]:  # one snapshot: the counts and postings agree
+                raise StoreError(
+                    f"the postings of {term!r} in {self.location} disagree with its counts "
+                    f"({tf.size} against {df[term]})"
+                )
+            matched.append(chunks.astype(np.int64))
+            weights.append(bm25_weights(tf, lengths, n, average, _BM25))
+        best = _summed_top_k(np.concatenate(matched), np.concatenate(weights), k)
+        names = dict(
+            conn.execute(
+                "SELECT id, chunk_id FROM chunks WHERE id = ANY (%s)", ([c for c, _ in best],)
             ).fetchall()
-            self.lexical_searches["rounds"] += 1
-            if whole:
-                self.lexical_searches["whole"] += 1
-                return _ranked(rows)
-            # The margin covers the rounding of two sums of a handful of float64 terms.
-            threshold = float(rows[-1][1]) * (1.0 - 1e-9) if len(rows) == k else 0.0
-            unread = present[len(probe) :]
-            if _ceilings(ceiling, terms, unread) < threshold:
-                self.lexical_searches["pruned"] += 1
-                return _ranked(rows)
-            while unread and _ceilings(ceiling, terms, unread) >= threshold:
-                unread = unread[1:]  # the rarest unread term must be read
-            probe = present[: len(present) - len(unread)]
+        )
+        return [(str(names[c]), score) for c, score in best if c in names]
 
     def _vector(
         self,
