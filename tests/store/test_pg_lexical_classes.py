@@ -7,8 +7,8 @@ Both must leave results exactly as the plain-Python reference computes them over
 caller's chunks alone. The tests:
 
 * results equal the reference for callers reading 1 % to 100 %, with every pair packed,
-  some, and none; reverse proof: blocks read in the wrong byte order, the same check
-  catches them;
+  some, and none; reverse proof: frequencies read in the wrong byte order, the same
+  check catches them;
 * scores are the same floats from blocks, from rows and from the SQL that scores the
   chunks themselves; reverse proof: weights summed in another order, caught;
 * a block is read only while no write changed its pair: after every kind of write,
@@ -196,13 +196,13 @@ def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
     }[least]
 
 
-def test_reverse_proof_blocks_read_in_the_wrong_byte_order_fail_the_same_check(
+def test_reverse_proof_frequencies_read_in_the_wrong_byte_order_fail_the_same_check(
     filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = open_store(filled, stores, 1)
     fold_and_pack(store)
-    little = tuple(dtype.newbyteorder("<") for dtype in postgres._PACKED)
-    monkeypatch.setattr(postgres, "_PACKED", little)
+    chunks, tfs, lengths = postgres._PACKED  # the frequencies misread, the chunks not
+    monkeypatch.setattr(postgres, "_PACKED", (chunks, tfs.newbyteorder("<"), lengths))
     with pytest.raises(AssertionError):
         for flt in CALLERS.values():
             check_every_query(store, world, flt)
@@ -476,24 +476,58 @@ def test_updates_of_a_chunk_keep_its_postings_and_leave_others_alone(
 ) -> None:
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = open_store(database, stores)
+    store = open_store(database, stores, 1)
     fill(store, world)
+    fold_and_pack(store)
     before = postings_written(store)
     with store.transaction() as db:  # nothing a posting holds changes: none rewritten
         db.execute("UPDATE chunks SET locator = locator || '!' WHERE chunk_id LIKE 'doc:001%'")
     assert postings_written(store) == before
-    assert miscounted(store) == []
+    assert miscounted(store) == [] and misblocked(store) == []
+    with store.transaction() as db:  # a chunk's length alone
+        db.execute("UPDATE chunks SET length = length + 1 WHERE chunk_id = 'doc:0022#0'")
+    assert miscounted(store) == [] and misblocked(store) == []
     with store.transaction() as db:  # a chunk's terms, frequencies and length rewritten
         db.execute(
             "UPDATE chunks SET terms = terms[1:2], tfs = tfs[1:2], length = 3 "
             "WHERE chunk_id = 'doc:0020#0'"
         )
-    assert miscounted(store) == []
+    assert miscounted(store) == [] and misblocked(store) == []
     with store.transaction() as db:  # a chunk renumbered
         db.execute("UPDATE chunks SET id = DEFAULT WHERE chunk_id = 'doc:0021#0'")
-    assert miscounted(store) == []
+    assert miscounted(store) == [] and misblocked(store) == []
     changed = {key for key, xid in postings_written(store).items() if before.get(key) != xid}
-    assert changed and all(c in _ids(store, "doc:0020#0", "doc:0021#0") for _, c in changed)
+    rewritten = _ids(store, "doc:0020#0", "doc:0021#0", "doc:0022#0")
+    assert changed and all(c in rewritten for _, c in changed)
+
+
+def counting_blind_to(column: str) -> str:
+    """Migration 9's counting function, with updates compared without ``column``."""
+    ninth = next(m for m in pg_schema.MIGRATIONS if m.version == 9).sql
+    start = ninth.index("CREATE OR REPLACE FUNCTION clearance_count_class_rows")
+    body = ninth[start : ninth.index("$$;", start) + 3]
+    compared = "id, class_id, terms, tfs, length"
+    blind = body.replace(compared, ", ".join(c for c in compared.split(", ") if c != column))
+    assert blind.count(compared) == 0 and body.count(compared) == 4
+    return blind
+
+
+@pytest.mark.parametrize("column", ["length", "id"])
+def test_reverse_proof_versions_blind_to_a_column_fail_the_same_check(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore], column: str
+) -> None:
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, 1)
+    fill(store, world)
+    fold_and_pack(store)
+    database.admin(counting_blind_to(column))
+    with store.transaction() as db:
+        if column == "length":
+            db.execute("UPDATE chunks SET length = length + 1 WHERE chunk_id = 'doc:0022#0'")
+        else:
+            db.execute("UPDATE chunks SET id = DEFAULT WHERE chunk_id = 'doc:0021#0'")
+    assert misblocked(store) != []
 
 
 def _ids(store: PostgresStore, *chunk_ids: str) -> set[int]:
@@ -677,10 +711,11 @@ def test_a_search_that_read_rows_a_block_could_hold_packs_before_the_next(
 ) -> None:
     database = server().database(always_fresh=True)
     dropped.append(database)
-    store = PostgresStore(
+    store = PostgresStore(  # no fold (nor pack) after the writes before the test's searches
         database.reader_dsn,
         database.writer_dsn,
         pack_least=1,
+        fold_every_s=3600.0,
         vector_plan=VectorPlan(background=False),
     )
     stores.append(store)

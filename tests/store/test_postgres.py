@@ -315,6 +315,18 @@ def _leaks(store: PostgresStore) -> set[str]:
     return ids - {"t:a"}
 
 
+_VERSIONED = pg_search.packed_postings_sql
+
+
+def _missing_version_as_zero() -> str:
+    """The leaky variant of the blocks' query: a pair without a visible total at version 0."""
+    sql = _VERSIONED()
+    leaky = sql.replace("b.version = (SELECT t.changes", "b.version = coalesce((SELECT t.changes")
+    leaky = leaky.replace("t.class_id = b.class_id) +", "t.class_id = b.class_id), 0) +", 1)
+    assert leaky.count("coalesce") == 2
+    return leaky
+
+
 #: The tables of the permission classes' BM25 statistics (migration 7).
 CLASS_STATISTICS = ("class_sizes", "class_size_deltas", "class_terms", "class_term_deltas")
 #: The postings lexical search scores from (migration 8), and their blocks (9).
@@ -360,6 +372,16 @@ def test_row_level_security_holds_when_the_application_filter_admits_everything(
             assert _leaks(store) == leaked
             for table in tables:
                 rls_db.admin(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        # A block packed at version 0 (as migration 9 packs an index) is still never
+        # current for a class whose counts the reader cannot see: it has no version there.
+        # Reverse proof: a missing version taken as 0 makes the hidden blocks current.
+        rls_db.admin("UPDATE posting_blocks SET version = 0")
+        rls_db.admin("ALTER TABLE posting_blocks DISABLE ROW LEVEL SECURITY")
+        assert _leaks(store) == {"blocks"}
+        monkeypatch.setattr(pg_search, "packed_postings_sql", _missing_version_as_zero)
+        assert _leaks(store) == {"blocks", "refused"}
+        monkeypatch.setattr(pg_search, "packed_postings_sql", _VERSIONED)
+        rls_db.admin("ALTER TABLE posting_blocks ENABLE ROW LEVEL SECURITY")
         rls_db.admin(
             "CREATE OR REPLACE VIEW readable_classes WITH (security_invoker = true) AS "
             "SELECT c.id FROM access_classes c WHERE c.acl && (SELECT clearance_principals()) "

@@ -25,7 +25,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -137,8 +137,8 @@ _PACK_LEAST = 256
 # Postings packed per statement: each pair's own statement reads one snapshot; a batch of
 # them bounds how long the packer goes between looking at the store closing.
 _PACK_BATCH = 2_000_000
-# The least time between packs that searches start (seconds).
-_PACK_EVERY_S = 10.0
+# The least time between the packs the store starts by itself (seconds).
+_PACK_EVERY_S = 60.0
 # How often writes fold the class statistics' deltas into their totals (seconds).
 _FOLD_S = 10.0
 # Chunks written per INSERT: one statement per batch, so the statistics triggers append
@@ -397,7 +397,8 @@ class PostgresStore(SqlStore):
             if worker is not None:  # a pack stops at its next batch
                 worker.join(timeout=5.0)
         if self._unfolded and math.isfinite(self._fold_every_s):
-            self._fold_quietly()  # a short run's writes leave no deltas behind
+            # A short run's writes leave no deltas and no stale blocks behind.
+            self._maintain_quietly(finish=True)
         self._reader.close()
         self._writer.close()
 
@@ -468,13 +469,22 @@ class PostgresStore(SqlStore):
             worker.start()
 
     def _fold_quietly(self) -> None:
-        """Fold, then pack what the writes left stale. A failure leaves the deltas for the
-        next fold and the blocks for the next pack; searches are exact either way."""
+        """A failure leaves the deltas for the next fold; searches are exact either way.
+        Then a pack of what the writes left stale is started (:meth:`_pack_soon`)."""
         try:
             self.fold_class_statistics()
-            self.pack_postings()
         except Exception as exc:  # the store may be closing; the database may be away
             _log.warning("folding the class statistics of %s failed: %s", self.location, exc)
+        self._pack_soon()
+
+    def _maintain_quietly(self, *, finish: bool = False) -> None:
+        """Fold, then pack (to the end with ``finish``, even while closing). A failure
+        leaves the rest for the next time; searches are exact either way."""
+        try:
+            self.fold_class_statistics()
+            self._pack(stop=(lambda: False) if finish else (lambda: self._closing))
+        except Exception as exc:  # the store may be closing; the database may be away
+            _log.warning("packing the postings of %s failed: %s", self.location, exc)
 
     def pack_postings(self) -> dict[str, Any]:
         """Pack the postings of every (term, class) with ``pack_least`` of them or more whose
@@ -482,7 +492,11 @@ class PostgresStore(SqlStore):
         that fell below. Compares blocks with the folded versions, so it is best run after
         a fold. Searches are exact throughout: a block is read only while current. One
         process at a time; returns ``pairs`` and ``postings`` packed, ``dropped`` and
-        ``seconds``, or ``busy`` when another process packs."""
+        ``seconds``, or ``busy`` when another process packs. Stops between batches when
+        the store closes."""
+        return self._pack(stop=lambda: self._closing)
+
+    def _pack(self, stop: Callable[[], bool]) -> dict[str, Any]:
         started = time.perf_counter()
         pairs = postings = 0
         with psycopg.connect(self._writer_conninfo, autocommit=True) as conn:
@@ -505,7 +519,7 @@ class PostgresStore(SqlStore):
                     size += int(df)
                     if size < _PACK_BATCH and index < len(stale) - 1:
                         continue
-                    if self._closing:
+                    if stop():
                         break
                     row = conn.execute(
                         "SELECT clearance_pack_postings(%s, %s)",
@@ -523,28 +537,35 @@ class PostgresStore(SqlStore):
             "seconds": round(time.perf_counter() - started, 3),
         }
 
-    def _pack_if_wanted(self) -> None:
-        """When a search read a term's postings row by row where a block could serve: fold
-        and pack, so a store that only searches keeps the blocks that other processes'
-        writes left stale up to date. On a worker, at most every ``_PACK_EVERY_S`` and one
-        at a time; before the search (``VectorPlan.background`` off) every time; never
-        when the store folds only when asked (``fold_every_s`` infinite)."""
-        if not self._pack_wanted or self._closing or not math.isfinite(self._fold_every_s):
-            return
-        if not self.vector_plan.background:
-            self._pack_wanted = False
-            self._fold_quietly()
-            return
+    def _pack_soon(self) -> None:
+        """Start a fold and pack on the worker (:meth:`_maintain_quietly`) unless one runs,
+        the last began less than ``_PACK_EVERY_S`` ago, or the store is closing: while a
+        class is written without pause its common pairs' blocks go stale again within
+        seconds, and packing them more often would rewrite them for nothing."""
         with self._fold_guard:
             running = self._pack_worker is not None and self._pack_worker.is_alive()
-            if running or not self._pack_wanted or time.monotonic() < self._pack_due:
+            if self._closing or running or time.monotonic() < self._pack_due:
                 return
             self._pack_wanted = False
             self._pack_due = time.monotonic() + _PACK_EVERY_S
             self._pack_worker = threading.Thread(
-                target=self._fold_quietly, name="clearance-posting-blocks", daemon=True
+                target=self._maintain_quietly, name="clearance-posting-blocks", daemon=True
             )
             self._pack_worker.start()
+
+    def _pack_if_wanted(self) -> None:
+        """When a search read a term's postings row by row, perhaps where a block could
+        serve: fold and pack, so a store that only searches keeps the blocks that other
+        processes' writes left stale up to date. On the worker (:meth:`_pack_soon`); before
+        the search, every time, with ``VectorPlan.background`` off; never when the store
+        folds only when asked (``fold_every_s`` infinite)."""
+        if not self._pack_wanted or self._closing or not math.isfinite(self._fold_every_s):
+            return
+        if not self.vector_plan.background:
+            self._pack_wanted = False
+            self._maintain_quietly()
+            return
+        self._pack_soon()
 
     def _read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """An operator's consistent read of several tables, as the writer."""
@@ -1172,6 +1193,11 @@ class PostgresStore(SqlStore):
         matched: list[Any] = []
         weights: list[Any] = []
         for term in present:
+            if not found[term]:
+                raise StoreError(
+                    f"the postings of {term!r} in {self.location} disagree with its counts "
+                    f"(none against {df[term]})"
+                )
             chunks, tf, lengths = (
                 np.concatenate([np.frombuffer(a[i], dtype=_PACKED[i]) for a in found[term]])
                 for i in range(3)
