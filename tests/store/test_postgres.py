@@ -14,7 +14,9 @@ return the hidden rows once the policies are switched off, so it can fail.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,7 +28,7 @@ import factories
 from clearance.errors import StoreError
 from clearance.llm.embedding import HashingEmbedder
 from clearance.model import Chunk, Document, Fact, Sensitivity
-from clearance.store import pg_search
+from clearance.store import pg_search, postgres
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan
 from clearance.store.sqlite import SQLiteStore
@@ -392,6 +394,94 @@ def test_row_level_security_holds_when_the_application_filter_admits_everything(
         for table in ("chunks", "facts", "doc_levels", *CLASS_STATISTICS, *POSTINGS, *BLOCKS):
             rls_db.admin(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
         assert _leaks(store) == {"t:b", "t:c", "t:d", "t:e", "statistics", "postings", "blocks"}
+    finally:
+        store.close()
+
+
+def _ids(found: list[tuple[str, float]]) -> set[str]:
+    return {c.split("#")[0] for c, _ in found}
+
+
+def _search_beside_a_write(store: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A hybrid search as ann during which, after its snapshot was taken, a document
+    matching it is written and committed; returns the search's results and the threads
+    its lexical half ran on."""
+    admitted = PostgresStore._admitted_classes
+    lexical = PostgresStore._lexical_by_class
+    threads: list[str] = []
+
+    def write_then_admit(conn: Any, flt: SearchFilter) -> list[int]:
+        classes = admitted(conn, flt)  # the search's snapshot is taken by now
+        if not threads:
+            doc = factories.document("t:late", corpus="public", acl=frozenset({"user:ann"}))
+            chunk = factories.chunk(doc, "quarterly revenue tokyo")
+            store.upsert(doc, [chunk], [EMBEDDER.embed(["revenue"])[0]])
+        return classes
+
+    def recording(self: PostgresStore, *args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return lexical(self, *args)
+
+    monkeypatch.setattr(PostgresStore, "_admitted_classes", staticmethod(write_then_admit))
+    monkeypatch.setattr(PostgresStore, "_lexical_by_class", recording)
+    flt = SearchFilter(frozenset({"user:ann", "everyone"}), now=NOW)
+    found = store.retrieve("revenue tokyo", EMBEDDER.embed(["revenue"])[0], flt, 10)
+    monkeypatch.setattr(PostgresStore, "_admitted_classes", staticmethod(admitted))
+    later = store.retrieve("revenue tokyo", EMBEDDER.embed(["revenue"])[0], flt, 10)
+    assert "t:late" in _ids(later.lexical) and "t:late" in _ids(later.vector)  # committed
+    return found, threads
+
+
+def test_a_hybrid_search_reads_both_halves_in_one_snapshot_on_two_connections(
+    rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
+    try:
+        _secret_world(store)
+        found, threads = _search_beside_a_write(store, monkeypatch)
+        assert threads[0].startswith("clearance-lexical")  # the second connection's
+        assert _ids(found.lexical) == _ids(found.vector) == {"t:a"}
+    finally:
+        store.close()
+
+
+@contextmanager
+def _beside_in_a_snapshot_of_its_own(
+    self: PostgresStore, conn: Any, flt: SearchFilter
+) -> Iterator[Any]:
+    """The leaky variant: the second connection takes a snapshot of its own."""
+    other = self._reader.getconn()
+    try:
+        with other.transaction():
+            other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            postgres._set_caller(other, flt.principals, flt.max_sensitivity)
+            yield other
+    finally:
+        self._reader.putconn(other)
+
+
+def test_reverse_proof_a_second_connection_in_a_snapshot_of_its_own_fails_the_same_check(
+    rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
+    try:
+        _secret_world(store)
+        monkeypatch.setattr(PostgresStore, "_beside", _beside_in_a_snapshot_of_its_own)
+        found, _ = _search_beside_a_write(store, monkeypatch)
+        assert _ids(found.lexical) != _ids(found.vector)  # the halves saw different data
+    finally:
+        store.close()
+
+
+def test_a_hybrid_search_without_a_free_connection_runs_both_halves_on_its_own(
+    rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn, pool_size=1)
+    try:
+        _secret_world(store)
+        found, threads = _search_beside_a_write(store, monkeypatch)
+        assert threads[0] == threading.current_thread().name
+        assert _ids(found.lexical) == _ids(found.vector) == {"t:a"}
     finally:
         store.close()
 

@@ -26,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +35,8 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.sql import SQL, Identifier
-from psycopg_pool import ConnectionPool
+from psycopg.sql import SQL, Identifier, Literal
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from clearance.analysis import document_terms
 from clearance.errors import StoreError
@@ -137,6 +138,9 @@ _PACK_LEAST = 256
 # Postings packed per statement: each pair's own statement reads one snapshot; a batch of
 # them bounds how long the packer goes between looking at the store closing.
 _PACK_BATCH = 2_000_000
+# How long a hybrid search waits for a second reading connection before it runs its
+# lexical and vector halves one after the other on its own (seconds).
+_BESIDE_WAIT_S = 0.002
 # The least time between the packs the store starts by itself (seconds).
 _PACK_EVERY_S = 60.0
 # How often writes fold the class statistics' deltas into their totals (seconds).
@@ -226,6 +230,18 @@ def _analysed(text: str) -> tuple[int, list[str], list[int]]:
     found = document_terms(text)
     counts = sorted(Counter(found).items())
     return len(found), [t for t, _ in counts], [n for _, n in counts]
+
+
+def _set_caller(
+    conn: psycopg.Connection[Any], principals: frozenset[str], ceiling: Sensitivity
+) -> None:
+    """The caller's principal set and ceiling, for this transaction only: what the
+    row-level policies admit."""
+    conn.execute(
+        "SELECT set_config('clearance.principals', %s, true), "
+        "set_config('clearance.ceiling', %s, true)",
+        (json.dumps(sorted(principals)), str(int(ceiling))),
+    )
 
 
 def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
@@ -325,18 +341,25 @@ class PostgresStore(SqlStore):
         self._fold_guard = threading.Lock()
         self._unfolded = False  # this store wrote since its last fold
         self._fold_worker: threading.Thread | None = None
+        # Runs the lexical half of a hybrid search beside the vector half (:meth:`_retrieve`).
+        self._beside_pool = ThreadPoolExecutor(
+            max_workers=max(1, pool_size), thread_name_prefix="clearance-lexical"
+        )
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
         with ExitStack() as opened:  # if anything below fails, the pools opened are closed
             opened.callback(self._writer.close)
             with self._writer.connection() as conn:
                 pg_schema.require_current(conn, self.location)
-            self._reader = self._pool(_with_password(dsn, password), pool_size, "reader")
+            # Two from the start: a hybrid search's second connection is there at once.
+            self._reader = self._pool(_with_password(dsn, password), pool_size, "reader", least=2)
             opened.callback(self._reader.close)
             with self._reader.connection() as conn:
                 self._refuse_privileged_reader(conn)
             opened.pop_all()
 
-    def _pool(self, conninfo: str, size: int, role: str) -> ConnectionPool[psycopg.Connection[Any]]:
+    def _pool(
+        self, conninfo: str, size: int, role: str, *, least: int = 1
+    ) -> ConnectionPool[psycopg.Connection[Any]]:
         def configure(conn: psycopg.Connection[Any]) -> None:
             conn.autocommit = True
             # Statements stay unnamed: each plan is made for its parameter values, so a
@@ -352,7 +375,7 @@ class PostgresStore(SqlStore):
 
         pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo,
-            min_size=1,
+            min_size=min(least, max(1, size)),
             max_size=max(1, size),
             configure=configure,
             open=False,
@@ -399,6 +422,7 @@ class PostgresStore(SqlStore):
         if self._unfolded and math.isfinite(self._fold_every_s):
             # A short run's writes leave no deltas and no stale blocks behind.
             self._maintain_quietly(finish=True)
+        self._beside_pool.shutdown(wait=True)
         self._reader.close()
         self._writer.close()
 
@@ -594,12 +618,37 @@ class PostgresStore(SqlStore):
         """A read-only snapshot as the reading role, with the caller's principal set and
         ceiling set for this transaction only: what the row-level policies admit."""
         with self._in_transaction(self._reader, "search in", read_only=True) as conn:
-            conn.execute(
-                "SELECT set_config('clearance.principals', %s, true), "
-                "set_config('clearance.ceiling', %s, true)",
-                (json.dumps(sorted(principals)), str(int(ceiling))),
-            )
+            _set_caller(conn, principals, ceiling)
             yield conn
+
+    @contextmanager
+    def _beside(
+        self, conn: psycopg.Connection[Any], flt: SearchFilter
+    ) -> Iterator[psycopg.Connection[Any] | None]:
+        """A second reading connection in ``conn``'s snapshot (exported and imported), set
+        up as :meth:`_searching` sets up ``conn``; ``None`` when the pool has none free
+        within ``_BESIDE_WAIT_S``, so that searches never wait on each other for it."""
+        try:
+            other = self._reader.getconn(timeout=_BESIDE_WAIT_S)
+        except PoolTimeout:
+            yield None
+            return
+        try:
+            row = conn.execute("SELECT pg_export_snapshot()").fetchone()
+            with other.transaction():
+                other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                other.execute(
+                    SQL("SET TRANSACTION SNAPSHOT {}").format(
+                        Literal(None if row is None else row[0])
+                    )
+                )
+                _set_caller(other, flt.principals, flt.max_sensitivity)
+                other.execute("SET LOCAL enable_nestloop = off")
+                yield other
+        except psycopg.Error as exc:
+            raise StoreError(f"search in {self.location} failed: {exc}") from exc
+        finally:
+            self._reader.putconn(other)
 
     def has_tables(self, *names: str) -> bool:
         """Every table of this store comes from its migrations."""
@@ -1116,14 +1165,29 @@ class PostgresStore(SqlStore):
                 dim = self._vector_dims(writer)
         with self._searching(flt) as conn:
             classes = self._admitted_classes(conn, flt)
-            if flt.doc_ids is None and not flt.exclude_doc_ids:
-                lexical = self._lexical_by_class(conn, classes, terms, k)
-            else:  # decided per document: counted from the caller's chunks
-                lexical = self._lexical(conn, sql, {**params, "classes": classes}, terms, k)
-            found = []
-            if vector is not None and dim is not None:
-                found = self._vector(conn, flt, sql, params, vector, dim, k, classes)
-        return Retrieved(lexical, found)
+
+            def lexical(on: psycopg.Connection[Any]) -> list[tuple[str, float]]:
+                if flt.doc_ids is None and not flt.exclude_doc_ids:
+                    return self._lexical_by_class(on, classes, terms, k)
+                # decided per document: counted from the caller's chunks
+                return self._lexical(on, sql, {**params, "classes": classes}, terms, k)
+
+            if vector is None or dim is None:
+                return Retrieved(lexical(conn), [])
+            # Both halves in one snapshot; on two connections when the pool has a second
+            # free, so that the server runs them at once.
+            with self._beside(conn, flt) as other:
+                if other is None:
+                    found = lexical(conn)
+                    return Retrieved(
+                        found, self._vector(conn, flt, sql, params, vector, dim, k, classes)
+                    )
+                pending = self._beside_pool.submit(lexical, other)
+                try:
+                    vectors = self._vector(conn, flt, sql, params, vector, dim, k, classes)
+                finally:
+                    wait([pending])  # the second connection is in use until it is done
+                return Retrieved(pending.result(), vectors)
 
     @staticmethod
     def _admitted_classes(conn: psycopg.Connection[Any], flt: SearchFilter) -> list[int]:
