@@ -586,20 +586,15 @@ def blocks_passed_by() -> Iterator[None]:
         pg_search.packed_postings_sql = packed  # type: ignore[assignment]
 
 
-@contextmanager
-def _alone(store: PostgresStore, conn: Any, flt: SearchFilter) -> Iterator[None]:
-    yield None
-
-
 def one_connection_hybrid(store: PostgresStore, query: str, vector: Any, flt: SearchFilter) -> Any:
     """``store.retrieve`` with both halves on the search's own connection, one after the
     other, as when the reading pool has no second connection free."""
-    beside = PostgresStore._beside
-    PostgresStore._beside = _alone  # type: ignore[method-assign,assignment]
+    second = PostgresStore._second_connection
+    PostgresStore._second_connection = lambda self: None  # type: ignore[method-assign]
     try:
         return store.retrieve(query, vector, flt, K)
     finally:
-        PostgresStore._beside = beside  # type: ignore[method-assign]
+        PostgresStore._second_connection = second  # type: ignore[method-assign]
 
 
 def rows_lexical(store: PostgresStore, query: str, flt: SearchFilter) -> list[Any]:
@@ -646,19 +641,24 @@ def run_callers(
             store.retrieve(claims[queries[0]], query_vectors[queries[0]], flt, K)
             vector_ms, hybrid_ms, one_ms, found = [], [], [], []
             lexical_ms, rows_ms, per_document_ms, alike = [], [], [], True
+            hybrid_alike = True
             for n, q in enumerate(queries):
                 t0 = time.perf_counter()
                 got = store.vector_search(query_vectors[q], flt, K)
                 vector_ms.append(1000 * (time.perf_counter() - t0))
                 found.append([c for c, _ in got])
                 if n < hybrid_queries:
-                    took, both = timed(store.retrieve, claims[q], query_vectors[q], flt, K)
-                    hybrid_ms.append(took)
-                    took, one = timed(
-                        one_connection_hybrid, store, claims[q], query_vectors[q], flt
-                    )
-                    one_ms.append(took)
-                    alike = alike and both.lexical == one.lexical
+                    # Each way first on every other query: neither always finds warmer caches.
+                    ways = [
+                        (hybrid_ms, store.retrieve, (claims[q], query_vectors[q], flt, K)),
+                        (one_ms, one_connection_hybrid, (store, claims[q], query_vectors[q], flt)),
+                    ]
+                    got = []
+                    for times, call, call_args in ways if n % 2 == 0 else ways[::-1]:
+                        took, found_now = timed(call, *call_args)
+                        times.append(took)
+                        got.append(found_now)
+                    hybrid_alike = hybrid_alike and got[0] == got[1]
                     took, by_class = timed(store.lexical_search, claims[q], flt, K)
                     lexical_ms.append(took)
                     took, from_rows = timed(rows_lexical, store, claims[q], flt)
@@ -674,6 +674,7 @@ def run_callers(
                     "vector_ms": p50_p95(vector_ms),
                     "hybrid_ms": p50_p95(hybrid_ms),
                     "one_connection_hybrid_ms": p50_p95(one_ms),
+                    "hybrid_alike": hybrid_alike,
                     "lexical_ms": p50_p95(lexical_ms),
                     "rows_lexical_ms": p50_p95(rows_ms),
                     "per_document_lexical_ms": p50_p95(per_document_ms) if per_document else None,
@@ -961,7 +962,8 @@ def table(result: dict[str, Any]) -> str:
         def cell(r: dict[str, Any]) -> str:
             mine = r["callers"][i]
             one = mine.get("one_connection_hybrid_ms")
-            return ms(mine["hybrid_ms"]) + ("" if one is None else f" ({ms(one)})")
+            same = "" if mine.get("hybrid_alike", True) else ", **differ**"
+            return ms(mine["hybrid_ms"]) + ("" if one is None else f" ({ms(one)})") + same
 
         return cell
 

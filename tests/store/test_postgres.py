@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -445,19 +445,17 @@ def test_a_hybrid_search_reads_both_halves_in_one_snapshot_on_two_connections(
         store.close()
 
 
-@contextmanager
-def _beside_in_a_snapshot_of_its_own(
-    self: PostgresStore, conn: Any, flt: SearchFilter
-) -> Iterator[Any]:
+def _lexical_in_a_snapshot_of_its_own(
+    self: PostgresStore, other: Any, snapshot: str, flt: SearchFilter, lexical: Any
+) -> Any:
     """The leaky variant: the second connection takes a snapshot of its own."""
-    other = self._reader.getconn()
     try:
         with other.transaction():
             other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             postgres._set_caller(other, flt.principals, flt.max_sensitivity)
-            yield other
+            return lexical(other)
     finally:
-        self._reader.putconn(other)
+        self._give_back(other)
 
 
 def test_reverse_proof_a_second_connection_in_a_snapshot_of_its_own_fails_the_same_check(
@@ -466,9 +464,10 @@ def test_reverse_proof_a_second_connection_in_a_snapshot_of_its_own_fails_the_sa
     store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
     try:
         _secret_world(store)
-        monkeypatch.setattr(PostgresStore, "_beside", _beside_in_a_snapshot_of_its_own)
+        monkeypatch.setattr(PostgresStore, "_lexical_beside", _lexical_in_a_snapshot_of_its_own)
         found, _ = _search_beside_a_write(store, monkeypatch)
-        assert _ids(found.lexical) != _ids(found.vector)  # the halves saw different data
+        # the lexical half saw the late write, the vector half not
+        assert "t:late" in _ids(found.lexical) and "t:late" not in _ids(found.vector)
     finally:
         store.close()
 
@@ -482,6 +481,37 @@ def test_a_hybrid_search_without_a_free_connection_runs_both_halves_on_its_own(
         found, threads = _search_beside_a_write(store, monkeypatch)
         assert threads[0] == threading.current_thread().name
         assert _ids(found.lexical) == _ids(found.vector) == {"t:a"}
+    finally:
+        store.close()
+
+
+def test_a_failing_vector_half_waits_for_the_lexical_half_and_gives_every_connection_back(
+    rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn, pool_size=4)
+    try:
+        _secret_world(store)
+        lexical = PostgresStore._lexical_by_class
+        ran: list[str] = []
+
+        def slow(self: PostgresStore, *args: Any) -> Any:
+            time.sleep(0.2)  # still running when the vector half fails
+            ran.append(threading.current_thread().name)
+            return lexical(self, *args)
+
+        def failing(*args: Any) -> Any:
+            raise RuntimeError("the vector half failed")
+
+        monkeypatch.setattr(PostgresStore, "_lexical_by_class", slow)
+        monkeypatch.setattr(PostgresStore, "_vector", failing)
+        flt = SearchFilter(frozenset({"user:ann", "everyone"}), now=NOW)
+        with pytest.raises(RuntimeError, match="vector half"):
+            store.retrieve("revenue tokyo", EMBEDDER.embed(["revenue"])[0], flt, 10)
+        assert ran and ran[0].startswith("clearance-lexical")  # it finished first
+        stats = store._reader.get_stats()
+        assert stats["pool_available"] == stats["pool_size"]  # every connection back
+        assert store._beside_slots.acquire(blocking=False)  # the slot too
+        store._beside_slots.release()
     finally:
         store.close()
 

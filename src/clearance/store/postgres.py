@@ -345,6 +345,8 @@ class PostgresStore(SqlStore):
         self._beside_pool = ThreadPoolExecutor(
             max_workers=max(1, pool_size), thread_name_prefix="clearance-lexical"
         )
+        # Second connections out at once: at most half the reading pool's.
+        self._beside_slots = threading.BoundedSemaphore(max(0, pool_size // 2))
         self._writer = self._pool(_with_password(writer_dsn, writer_password), pool_size, "writer")
         with ExitStack() as opened:  # if anything below fails, the pools opened are closed
             opened.callback(self._writer.close)
@@ -621,34 +623,54 @@ class PostgresStore(SqlStore):
             _set_caller(conn, principals, ceiling)
             yield conn
 
-    @contextmanager
-    def _beside(
-        self, conn: psycopg.Connection[Any], flt: SearchFilter
-    ) -> Iterator[psycopg.Connection[Any] | None]:
-        """A second reading connection in ``conn``'s snapshot (exported and imported), set
-        up as :meth:`_searching` sets up ``conn``; ``None`` when the pool has none free
-        within ``_BESIDE_WAIT_S``, so that searches never wait on each other for it."""
+    def _second_connection(self) -> psycopg.Connection[Any] | None:
+        """A reading connection for a hybrid search's lexical half: one the pool has free
+        now, while fewer than half the pool's connections are out as second ones; else
+        ``None`` (the search runs both halves on its own), so searches never queue for one."""
+        if not self._beside_slots.acquire(blocking=False):
+            return None
         try:
-            other = self._reader.getconn(timeout=_BESIDE_WAIT_S)
+            if self._reader.get_stats().get("pool_available", 0) > 0:
+                return self._reader.getconn(timeout=_BESIDE_WAIT_S)
         except PoolTimeout:
-            yield None
-            return
+            pass
+        self._beside_slots.release()
+        return None
+
+    def _give_back(self, other: psycopg.Connection[Any]) -> None:
+        self._reader.putconn(other)
+        self._beside_slots.release()
+
+    def _lexical_beside(
+        self,
+        other: psycopg.Connection[Any],
+        snapshot: str,
+        flt: SearchFilter,
+        lexical: Callable[[psycopg.Connection[Any]], list[tuple[str, float]]],
+    ) -> list[tuple[str, float]]:
+        """On the worker: ``lexical`` on ``other`` in the exported ``snapshot``, set up in one
+        round trip as :meth:`_searching` sets up its connection; then ``other`` goes back to
+        the pool. (The import fails, and with it this half, if the exporting transaction
+        ended first.)"""
         try:
-            row = conn.execute("SELECT pg_export_snapshot()").fetchone()
             with other.transaction():
-                other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 other.execute(
-                    SQL("SET TRANSACTION SNAPSHOT {}").format(
-                        Literal(None if row is None else row[0])
+                    SQL(
+                        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; "
+                        "SET TRANSACTION SNAPSHOT {}; SET LOCAL enable_nestloop = off; "
+                        "SELECT set_config('clearance.principals', {}, true), "
+                        "set_config('clearance.ceiling', {}, true)"
+                    ).format(
+                        Literal(snapshot),
+                        Literal(json.dumps(sorted(flt.principals))),
+                        Literal(str(int(flt.max_sensitivity))),
                     )
                 )
-                _set_caller(other, flt.principals, flt.max_sensitivity)
-                other.execute("SET LOCAL enable_nestloop = off")
-                yield other
+                return lexical(other)
         except psycopg.Error as exc:
             raise StoreError(f"search in {self.location} failed: {exc}") from exc
         finally:
-            self._reader.putconn(other)
+            self._give_back(other)
 
     def has_tables(self, *names: str) -> bool:
         """Every table of this store comes from its migrations."""
@@ -1174,20 +1196,30 @@ class PostgresStore(SqlStore):
 
             if vector is None or dim is None:
                 return Retrieved(lexical(conn), [])
-            # Both halves in one snapshot; on two connections when the pool has a second
-            # free, so that the server runs them at once.
-            with self._beside(conn, flt) as other:
-                if other is None:
-                    found = lexical(conn)
-                    return Retrieved(
-                        found, self._vector(conn, flt, sql, params, vector, dim, k, classes)
-                    )
-                pending = self._beside_pool.submit(lexical, other)
+            # Both halves in one snapshot; the lexical one on a second connection when the
+            # pool has one free (:meth:`_second_connection`), so the server runs them at once.
+            other = self._second_connection()
+            pending = None
+            if other is not None:
                 try:
-                    vectors = self._vector(conn, flt, sql, params, vector, dim, k, classes)
-                finally:
-                    wait([pending])  # the second connection is in use until it is done
-                return Retrieved(pending.result(), vectors)
+                    row = conn.execute("SELECT pg_export_snapshot()").fetchone()
+                    pending = self._beside_pool.submit(
+                        self._lexical_beside, other, str(row[0] if row else ""), flt, lexical
+                    )
+                except BaseException:
+                    self._give_back(other)
+                    if not self._closing:
+                        raise
+            if pending is None:
+                found = lexical(conn)
+                return Retrieved(
+                    found, self._vector(conn, flt, sql, params, vector, dim, k, classes)
+                )
+            try:
+                vectors = self._vector(conn, flt, sql, params, vector, dim, k, classes)
+            finally:
+                wait([pending])  # the snapshot must outlive its import
+            return Retrieved(pending.result(), vectors)
 
     @staticmethod
     def _admitted_classes(conn: psycopg.Connection[Any], flt: SearchFilter) -> list[int]:
