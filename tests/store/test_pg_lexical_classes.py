@@ -165,6 +165,25 @@ def open_store(
     return store
 
 
+def fresh(
+    dropped: list[PgDatabase],
+    stores: list[PostgresStore],
+    world: World,
+    pack_least: int = 8,
+    *,
+    packed: bool = False,
+) -> tuple[PgDatabase, PostgresStore]:
+    """A database of its own holding ``world``, and a store on it (:func:`open_store`),
+    folded and packed with ``packed``."""
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, pack_least)
+    fill(store, world)
+    if packed:
+        fold_and_pack(store)
+    return database, store
+
+
 def fold_and_pack(store: PostgresStore) -> dict[str, Any]:
     store.fold_class_statistics()
     return store.pack_postings()
@@ -413,10 +432,7 @@ def every_kind_of_write(store: PostgresStore) -> None:
 def test_class_counts_follow_every_kind_of_write_before_and_after_folding(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores)
-    fill(store, world)
+    _, store = fresh(dropped, stores, world)
     assert miscounted(store) == []
     store.fold_class_statistics()
     assert deltas(store) == 0
@@ -431,10 +447,7 @@ def test_class_counts_follow_every_kind_of_write_before_and_after_folding(
 def test_a_fold_beside_an_open_write_leaves_its_deltas_for_the_next(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores)
-    fill(store, world)
+    _, store = fresh(dropped, stores, world)
     assert store.fold_class_statistics()
     with store.transaction() as db:
         db.execute("DELETE FROM documents WHERE doc_id = 'doc:0010'")  # its chunks cascade
@@ -474,11 +487,7 @@ def postings_written(store: PostgresStore) -> dict[tuple[str, int], str]:
 def test_updates_of_a_chunk_keep_its_postings_and_leave_others_alone(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores, 1)
-    fill(store, world)
-    fold_and_pack(store)
+    _, store = fresh(dropped, stores, world, 1, packed=True)
     before = postings_written(store)
     with store.transaction() as db:  # nothing a posting holds changes: none rewritten
         db.execute("UPDATE chunks SET locator = locator || '!' WHERE chunk_id LIKE 'doc:001%'")
@@ -516,11 +525,7 @@ def counting_blind_to(column: str) -> str:
 def test_reverse_proof_versions_blind_to_a_column_fail_the_same_check(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore], column: str
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores, 1)
-    fill(store, world)
-    fold_and_pack(store)
+    database, store = fresh(dropped, stores, world, 1, packed=True)
     database.admin(counting_blind_to(column))
     with store.transaction() as db:
         if column == "length":
@@ -648,11 +653,7 @@ def check_current(store: PostgresStore) -> None:
 def test_blocks_a_write_left_stale_are_not_read_until_packed_again(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores, 1)
-    fill(store, world)
-    fold_and_pack(store)
+    _, store = fresh(dropped, stores, world, 1, packed=True)
     check_current(store)
     assert store.postings_read["rows"] == 0
     every_kind_of_write(store)
@@ -682,11 +683,7 @@ def test_reverse_proof_blocks_read_whatever_their_version_fail_the_same_check(
     stores: list[PostgresStore],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores, 1)
-    fill(store, world)
-    fold_and_pack(store)
+    _, store = fresh(dropped, stores, world, 1, packed=True)
     monkeypatch.setattr(pg_search, "packed_postings_sql", lambda: stale_blocks_read(None))
     rewrite_frequencies(store)
     with pytest.raises(AssertionError):
@@ -696,11 +693,7 @@ def test_reverse_proof_blocks_read_whatever_their_version_fail_the_same_check(
 def test_reverse_proof_versions_an_update_does_not_raise_fail_the_same_check(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores, 1)
-    fill(store, world)
-    fold_and_pack(store)
+    database, store = fresh(dropped, stores, world, 1, packed=True)
     database.admin("ALTER TABLE chunks DISABLE TRIGGER chunks_counted_again")
     rewrite_frequencies(store)
     assert misblocked(store) != []
@@ -738,11 +731,7 @@ def test_one_process_packs_at_a_time(filled: PgDatabase, stores: list[PostgresSt
 def test_emptying_the_chunks_table_empties_the_counts_and_blocks(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores, 1)
-    fill(store, world)
-    fold_and_pack(store)
+    database, store = fresh(dropped, stores, world, 1, packed=True)
     assert block_count(store) > 0
     database.admin("TRUNCATE chunks")
     assert miscounted(store) == []
@@ -764,10 +753,7 @@ def test_emptying_the_chunks_table_empties_the_counts_and_blocks(
 def test_reverse_proof_without_a_counting_trigger_the_same_check_fails(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore], trigger: str
 ) -> None:
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores)
-    fill(store, world)
+    database, store = fresh(dropped, stores, world)
     database.admin(f"ALTER TABLE chunks DISABLE TRIGGER {trigger}")
     every_kind_of_write(store)
     assert miscounted(store) != []

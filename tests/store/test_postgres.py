@@ -17,6 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -398,6 +399,17 @@ def test_row_level_security_holds_when_the_application_filter_admits_everything(
         store.close()
 
 
+@contextmanager
+def _secret_store(database: PgDatabase, pool_size: int = 4) -> Iterator[PostgresStore]:
+    """A store on ``database`` holding :func:`_secret_world`, closed afterwards."""
+    store = PostgresStore(database.reader_dsn, database.writer_dsn, pool_size=pool_size)
+    try:
+        _secret_world(store)
+        yield store
+    finally:
+        store.close()
+
+
 def _ids(found: list[tuple[str, float]]) -> set[str]:
     return {c.split("#")[0] for c, _ in found}
 
@@ -435,14 +447,10 @@ def _search_beside_a_write(store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 def test_a_hybrid_search_reads_both_halves_in_one_snapshot_on_two_connections(
     rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
-    try:
-        _secret_world(store)
+    with _secret_store(rls_db) as store:
         found, threads = _search_beside_a_write(store, monkeypatch)
         assert threads[0].startswith("clearance-lexical")  # the second connection's
         assert _ids(found.lexical) == _ids(found.vector) == {"t:a"}
-    finally:
-        store.close()
 
 
 def _lexical_in_a_snapshot_of_its_own(
@@ -461,36 +469,26 @@ def _lexical_in_a_snapshot_of_its_own(
 def test_reverse_proof_a_second_connection_in_a_snapshot_of_its_own_fails_the_same_check(
     rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn)
-    try:
-        _secret_world(store)
+    with _secret_store(rls_db) as store:
         monkeypatch.setattr(PostgresStore, "_lexical_beside", _lexical_in_a_snapshot_of_its_own)
         found, _ = _search_beside_a_write(store, monkeypatch)
         # the lexical half saw the late write, the vector half not
         assert "t:late" in _ids(found.lexical) and "t:late" not in _ids(found.vector)
-    finally:
-        store.close()
 
 
 def test_a_hybrid_search_without_a_free_connection_runs_both_halves_on_its_own(
     rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn, pool_size=1)
-    try:
-        _secret_world(store)
+    with _secret_store(rls_db, 1) as store:
         found, threads = _search_beside_a_write(store, monkeypatch)
         assert threads[0] == threading.current_thread().name
         assert _ids(found.lexical) == _ids(found.vector) == {"t:a"}
-    finally:
-        store.close()
 
 
 def test_a_failing_vector_half_waits_for_the_lexical_half_and_gives_every_connection_back(
     rls_db: PgDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = PostgresStore(rls_db.reader_dsn, rls_db.writer_dsn, pool_size=4)
-    try:
-        _secret_world(store)
+    with _secret_store(rls_db, 4) as store:
         lexical = PostgresStore._lexical_by_class
         ran: list[str] = []
 
@@ -512,8 +510,6 @@ def test_a_failing_vector_half_waits_for_the_lexical_half_and_gives_every_connec
         assert stats["pool_available"] == stats["pool_size"]  # every connection back
         assert store._beside_slots.acquire(blocking=False)  # the slot too
         store._beside_slots.release()
-    finally:
-        store.close()
 
 
 def test_a_reader_without_settings_sees_nothing(rls_db: PgDatabase) -> None:
