@@ -517,9 +517,9 @@ class PostgresStore(SqlStore):
         block is missing or stale into a block (migration 9), and drop the blocks of pairs
         that fell below. Compares blocks with the folded versions, so it is best run after
         a fold. Searches are exact throughout: a block is read only while current. One
-        process at a time; returns ``pairs`` and ``postings`` packed, blocks ``dropped``,
-        zero totals without a block ``forgotten`` and ``seconds``, or ``busy`` when another
-        process packs. Stops between batches when the store closes."""
+        process at a time; returns ``pairs`` and ``postings`` packed, ``dropped`` and
+        ``seconds``, or ``busy`` when another process packs. Stops between batches when
+        the store closes."""
         return self._pack(stop=lambda: self._closing)
 
     def _pack(self, stop: Callable[[], bool]) -> dict[str, Any]:
@@ -528,26 +528,12 @@ class PostgresStore(SqlStore):
         with psycopg.connect(self._writer_conninfo, autocommit=True) as conn:
             locked = conn.execute("SELECT pg_try_advisory_lock(%s)", (_PACK_LOCK,)).fetchone()
             if locked is None or not locked[0]:
-                return {
-                    "pairs": 0,
-                    "postings": 0,
-                    "dropped": 0,
-                    "forgotten": 0,
-                    "seconds": 0.0,
-                    "busy": True,
-                }
+                return {"pairs": 0, "postings": 0, "dropped": 0, "seconds": 0.0, "busy": True}
             try:
                 dropped = conn.execute(
                     "DELETE FROM posting_blocks b USING class_terms t WHERE t.term = b.term "
                     "AND t.class_id = b.class_id AND t.df < %s",
                     (self.pack_least,),
-                ).rowcount
-                # Totals brought to zero stay so that a pair's version never starts again
-                # while a block of it may exist (migration 9). Only a packer makes blocks,
-                # and it holds the lock: a pair with none now can lose its total.
-                forgotten = conn.execute(
-                    "DELETE FROM class_terms t WHERE t.df = 0 AND NOT EXISTS (SELECT 1 "
-                    "FROM posting_blocks b WHERE b.term = t.term AND b.class_id = t.class_id)"
                 ).rowcount
                 stale = conn.execute(
                     pg_search.stale_blocks_sql(), {"least": self.pack_least}
@@ -574,7 +560,6 @@ class PostgresStore(SqlStore):
             "pairs": pairs,
             "postings": postings,
             "dropped": dropped,
-            "forgotten": forgotten,
             "seconds": round(time.perf_counter() - started, 3),
         }
 
