@@ -35,7 +35,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.sql import SQL, Identifier, Literal
+from psycopg.sql import SQL, Composed, Identifier, Literal
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from clearance.analysis import document_terms
@@ -149,6 +149,8 @@ _FOLD_S = 10.0
 # one delta per class and term that the batch touches, not one per chunk.
 _CHUNKS_PER_INSERT = 1_000
 _BM25 = BM25()
+# What every search's transaction sets (``PostgresStore._searching`` says why).
+_NO_NESTED_LOOPS = "SET LOCAL enable_nestloop = off"
 # Packed postings: chunk ids, term frequencies, chunk lengths (migration 9's byte order).
 _PACKED = (np.dtype(">i8"), np.dtype(">i4"), np.dtype(">i4"))
 
@@ -232,16 +234,19 @@ def _analysed(text: str) -> tuple[int, list[str], list[int]]:
     return len(found), [t for t, _ in counts], [n for _, n in counts]
 
 
+def _caller_settings(principals: frozenset[str], ceiling: Sensitivity) -> Composed:
+    """The statement that sets the caller's principal set and ceiling for this transaction
+    only: what the row-level policies admit."""
+    return SQL(
+        "SELECT set_config('clearance.principals', {}, true), "
+        "set_config('clearance.ceiling', {}, true)"
+    ).format(Literal(json.dumps(sorted(principals))), Literal(str(int(ceiling))))
+
+
 def _set_caller(
     conn: psycopg.Connection[Any], principals: frozenset[str], ceiling: Sensitivity
 ) -> None:
-    """The caller's principal set and ceiling, for this transaction only: what the
-    row-level policies admit."""
-    conn.execute(
-        "SELECT set_config('clearance.principals', %s, true), "
-        "set_config('clearance.ceiling', %s, true)",
-        (json.dumps(sorted(principals)), str(int(ceiling))),
-    )
+    conn.execute(_caller_settings(principals, ceiling))
 
 
 def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
@@ -610,7 +615,7 @@ class PostgresStore(SqlStore):
         probe: quadratic in the allowed documents (10 % of a million chunks: 3.7 s to rank
         exactly, 0.54 s hashed). Hash joins scan the index once."""
         with self._as_caller(flt.principals, flt.max_sensitivity) as conn:
-            conn.execute("SET LOCAL enable_nestloop = off")
+            conn.execute(_NO_NESTED_LOOPS)
             yield conn
 
     @contextmanager
@@ -657,13 +662,11 @@ class PostgresStore(SqlStore):
                 other.execute(
                     SQL(
                         "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; "
-                        "SET TRANSACTION SNAPSHOT {}; SET LOCAL enable_nestloop = off; "
-                        "SELECT set_config('clearance.principals', {}, true), "
-                        "set_config('clearance.ceiling', {}, true)"
+                        "SET TRANSACTION SNAPSHOT {}; {}; {}"
                     ).format(
                         Literal(snapshot),
-                        Literal(json.dumps(sorted(flt.principals))),
-                        Literal(str(int(flt.max_sensitivity))),
+                        SQL(_NO_NESTED_LOOPS),
+                        _caller_settings(flt.principals, flt.max_sensitivity),
                     )
                 )
                 return lexical(other)
