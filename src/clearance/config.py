@@ -415,7 +415,10 @@ class StoreSettings:
     vector_scan_rescore: Annotated[
         StrictInt, _check(lambda v: v >= 0, "expected an integer of at least 0, got {value!r}")
     ] = 8000
-    hnsw_ef_search: _StorePositive = 100
+    # How wide a graph walk is (candidates kept). Unset: each backend's own default, 100
+    # for the embedded store's graphs, 160 for PostgreSQL's, whose class graphs of
+    # vector_scan_above chunks needed that for recall@10 0.99 (docs/postgres.md).
+    hnsw_ef_search: _StorePositive | None = None
     hnsw_max_scan_tuples: _StorePositive = 50_000
     # The embedded store keeps its in-memory search copy in "<path>.saved/" between
     # processes, so opening a large index maps it back instead of rebuilding it

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +110,9 @@ def postgres_backend(
 
 def postgres_classes_backend(request: pytest.FixtureRequest) -> Backend:
     """PostgreSQL with ``vector_search = "classes"``: every permission class of two chunks
-    or more gets its own graph, refreshed before every search. The graphs' default
-    breadth covers every row of these small worlds, so exact references hold; the property
+    or more gets its own graph, refreshed before every search. Graphs of up to
+    ``ef_search`` chunks each, so every graph is walked whole (``VectorPlan.breadth``)
+    and exact references hold; the property
     tests then show that no graph lets a hidden row in, and that classes admit exactly what
     the filter admits (tests/store/test_pg_classes.py has the class-specific tests).
     Lexical search here packs every (term, class) into a block, before the search after
@@ -120,6 +121,7 @@ def postgres_classes_backend(request: pytest.FixtureRequest) -> Backend:
     from clearance.store.postgres import VectorPlan
 
     plan = VectorPlan(classes=True, exact_below=2, refresh_s=0.0, background=False)
+    plan = replace(plan, largest_graph=plan.ef_search)
     return postgres_backend(request, plan, pack_least=1)
 
 

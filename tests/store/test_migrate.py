@@ -290,6 +290,17 @@ def test_a_postgres_endpoint_is_opened_as_store_settings_open_one(homes: Homes) 
         assert end.vector_plan.approximate and end.vector_plan.ef_search == 77  # type: ignore[union-attr]
     finally:
         end.close()
+    unset = settings_from_dict({"store": {"vector_search": "classes"}})
+    end = open_endpoint(
+        parse_endpoint(f"postgres:{homes.database.writer_dsn}", "--to"),
+        unset,
+        reader_dsn=homes.database.reader_dsn,
+        must_exist=True,
+    )
+    try:  # unset: PostgreSQL's own width, not the embedded store's 100
+        assert end.vector_plan.classes and end.vector_plan.ef_search == 160  # type: ignore[union-attr]
+    finally:
+        end.close()
 
 
 def test_bad_endpoints_are_one_line_errors(homes: Homes, tmp_path: Path) -> None:

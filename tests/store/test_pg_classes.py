@@ -6,8 +6,10 @@ it only when the caller may read the whole class. The property: a caller's resul
 those of a database holding only the rows the caller may read, searched with the same
 parameters. pgvector draws each graph node's level at random, so two databases build two
 different graphs from the same rows; the graphs here are therefore searched exhaustively
-(``ef_search`` above every class's size), which makes the equality hold whatever the
-draw, while the same ``ef_search`` over one graph of every chunk is far below its size.
+(``ef_search`` at least ``largest_graph``, so every graph's breadth covers it), which
+makes the equality hold whatever the draw, while the same ``ef_search`` over one graph of
+every chunk is far below its size. How wide each graph is walked is checked apart: it
+must depend on the caller's rows alone, and a breadth sized by the whole table fails.
 The reverse proof is that one global graph, searched and then filtered: the same check
 must catch it.
 
@@ -36,8 +38,11 @@ from conformance.world import NOW, Entry, World, fill
 from pg import PgDatabase, server
 
 DIM = 16
-#: Classes of 20 chunks or more get a graph, searched exhaustively (no class here has 200).
-GRAPHS = VectorPlan(classes=True, exact_below=20, ef_search=200, background=False)
+#: Classes of 20 chunks or more get a graph, searched exhaustively (no class here has 200):
+#: the staff class's 200 wide, the departments' (about 34 chunks) 50 wide.
+GRAPHS = VectorPlan(
+    classes=True, exact_below=20, ef_search=200, largest_graph=200, background=False
+)
 #: Every HNSW index in a database, by name (read past the store's own lookup).
 HNSW_INDEXES = (
     "SELECT c.relname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
@@ -311,6 +316,117 @@ def _global_graph_without_fallback(
     conn.execute(f"SET LOCAL hnsw.ef_search = {self.vector_plan.ef_search}")
     rows = conn.execute(pg_search.hnsw_vector_sql(sql, dim), args).fetchall()
     return [(str(c), float(s)) for c, s in rows]
+
+
+# --------------------------------------------------------------------------- breadth
+
+
+@pytest.mark.parametrize("ef_search", [10, 32, 100, 160, 200, 1000])
+@pytest.mark.parametrize("k", [1, 10, 50])
+def test_a_walk_is_as_wide_as_its_graphs_share_of_the_largest(ef_search: int, k: int) -> None:
+    plan = VectorPlan(classes=True, ef_search=ef_search, largest_graph=100_000)
+    widest = min(max(ef_search, k), postgres._EF_SEARCH_MAX)
+    sizes = [0, 1, 500, 15_000, 40_000, 80_000, 100_000, 250_000]
+    breadths = [plan.breadth(n, k) for n in sizes]
+    assert breadths == sorted(breadths)  # a larger graph is never walked narrower
+    for n, breadth in zip(sizes, breadths, strict=True):
+        assert breadth <= widest
+        assert breadth in {widest >> j for j in range(12)}  # ef_search halved: few statements
+        assert breadth >= min(widest, max(k, postgres._LEAST_BREADTH, ef_search * n // 100_000))
+    assert plan.breadth(100_000, k) == widest
+    # ef_search at least largest_graph: every graph of up to largest_graph chunks is walked whole
+    whole = VectorPlan(classes=True, ef_search=200, largest_graph=150)
+    assert all(whole.breadth(n, 10) >= n for n in range(151))
+
+
+def test_the_breadth_of_the_default_plan() -> None:
+    """A department's graph (about 15,000 chunks) 40 wide, one part of the all-staff
+    class (about 80,000) 160 wide: the widths the 1M benchmark's recall was measured at
+    (docs/postgres.md)."""
+    plan = VectorPlan(classes=True)
+    assert (plan.breadth(15_000, 10), plan.breadth(80_000, 10)) == (40, 160)
+
+
+def walks_of(
+    store: PostgresStore, flt: SearchFilter, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[int, list[int]]]:
+    """How wide one vector search of ``flt`` walks its graphs: per statement, the breadth
+    and the parts of each class walked (class ids differ between databases; these don't)."""
+    seen: list[list[tuple[int, dict[int, int]]]] = []
+    real = store._walks
+
+    def spy(conn: Any, graphed: Any, k: int) -> list[tuple[int, dict[int, int]]]:
+        seen.append(real(conn, graphed, k))
+        return seen[-1]
+
+    monkeypatch.setattr(store, "_walks", spy)
+    store.vector_search(queries(1)[0], flt, 10)
+    monkeypatch.setattr(store, "_walks", real)
+    assert len(seen) == 1
+    return [(breadth, sorted(walked.values())) for breadth, walked in seen[0]]
+
+
+def check_walked_alike(
+    store: PostgresStore, alone: PostgresStore, flt: SearchFilter, mp: pytest.MonkeyPatch
+) -> None:
+    assert walks_of(store, flt, mp) == walks_of(alone, EVERYTHING, mp)
+
+
+def alone_for(world: World, databases: Databases, flt: SearchFilter) -> PostgresStore:
+    alone = databases.store(GRAPHS)
+    fill(alone, world.admitted_only(flt))
+    alone.refresh_class_graphs()
+    return alone
+
+
+def test_each_graph_is_walked_as_wide_as_its_own_size_says(
+    filled: tuple[World, PgDatabase], databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The staff class's graph (about 110 chunks) is walked 200 wide and the departments'
+    (about 34) 50 wide, in two statements whose rows merge into exact ranking's order, and
+    a database of the caller's rows alone walks them just as wide."""
+    world, database = filled
+    flt = CALLERS["staff and two departments (60 %)"]
+    store = databases.store(GRAPHS, database)
+    assert walks_of(store, flt, monkeypatch) == [(200, [1]), (50, [1, 1])]
+    exact = databases.store(VectorPlan(), database)
+    for q in queries(10):
+        for k in (1, 10, 40):
+            assert store.vector_search(q, flt, k) == exact.vector_search(q, flt, k)
+    for who in CALLERS:
+        flt = CALLERS[who]
+        check_walked_alike(store, alone_for(world, databases, flt), flt, monkeypatch)
+
+
+def _breadth_by_share_of_the_table(
+    self: PostgresStore, conn: Any, graphed: Any, k: int
+) -> list[tuple[int, dict[int, int]]]:
+    """A graph walked as wide as its share of every chunk in the table: the table's size
+    is a count of rows the caller may not read."""
+    sizes = dict(conn.execute(pg_search.class_sizes_sql(), {"classes": sorted(graphed)}))
+    with self._writer.connection() as writer:
+        row = writer.execute("SELECT count(*) FROM chunks").fetchone()
+    total = max(1, int(row[0]) if row else 1)
+    plan = self.vector_plan
+    walks: dict[int, dict[int, int]] = {}
+    for cid, parts in sorted(graphed.items()):
+        share = sizes.get(cid, 0) * plan.largest_graph // total
+        walks.setdefault(plan.breadth(share, k), {})[cid] = parts
+    return sorted(walks.items(), reverse=True)
+
+
+def test_reverse_proof_a_breadth_sized_by_the_whole_table_fails_the_same_check(
+    filled: tuple[World, PgDatabase], databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world, database = filled
+    flt = CALLERS["staff and two departments (60 %)"]
+    alone = alone_for(world, databases, flt)
+    store = databases.store(GRAPHS, database)
+    check_walked_alike(store, alone, flt, monkeypatch)  # the real store passes
+    for opened in (store, alone):
+        opened._walks = _breadth_by_share_of_the_table.__get__(opened)  # type: ignore[method-assign]
+    with pytest.raises(AssertionError):
+        check_walked_alike(store, alone, flt, monkeypatch)
 
 
 # --------------------------------------------------------------------------- classes follow

@@ -436,6 +436,14 @@ def test_the_setting_opens_the_embedded_store_with_classes(tmp_path: Path) -> No
         assert plan.scan_rescore == 0
 
 
+def test_unset_the_walk_width_is_the_embedded_stores_own(tmp_path: Path) -> None:
+    """``hnsw_ef_search`` unset: 100, not PostgreSQL's 160 (docs/postgres.md says why
+    that backend's graphs need wider walks)."""
+    with opened_with(tmp_path, vector_search="classes") as store:
+        assert store._classes is not None
+        assert store._classes.plan.expansion_search == 100
+
+
 def test_a_negative_rescore_count_is_refused_by_its_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"vector_scan_rescore.*at least 0, got -1"):
         settings_from_dict({"store": {"vector_scan_rescore": -1}}, root=tmp_path)

@@ -7,6 +7,7 @@ imported only when asked for.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from clearance.config import Settings, store_passwords
@@ -48,10 +49,11 @@ def open_store(settings: Settings) -> Store:
 
             plan = ClassPlan(
                 exact_below=store.vector_exact_below,
-                expansion_search=store.hnsw_ef_search,
                 scan_above=store.vector_scan_above,
                 scan_rescore=store.vector_scan_rescore,
             )
+            if store.hnsw_ef_search is not None:
+                plan = replace(plan, expansion_search=store.hnsw_ef_search)
         signs = None
         if store.vector_search == "signs":
             from clearance.store.signs import SignPlan
@@ -77,20 +79,22 @@ def open_postgres(settings: Settings, reader_dsn: str, writer_dsn: str) -> Postg
 
     store = settings.store
     password, writer_password = store_passwords(settings)
+    plan = VectorPlan(
+        approximate=store.vector_search == "hnsw",
+        classes=store.vector_search == "classes",
+        exact_below=store.vector_exact_below,
+        max_scan_tuples=store.hnsw_max_scan_tuples,
+        largest_graph=store.vector_scan_above,
+    )
+    if store.hnsw_ef_search is not None:
+        plan = replace(plan, ef_search=store.hnsw_ef_search)
     opened = PostgresStore(
         reader_dsn,
         writer_dsn,
         password=None if password is None else password.reveal(),
         writer_password=None if writer_password is None else writer_password.reveal(),
         pool_size=store.pool_size,
-        vector_plan=VectorPlan(
-            approximate=store.vector_search == "hnsw",
-            classes=store.vector_search == "classes",
-            exact_below=store.vector_exact_below,
-            ef_search=store.hnsw_ef_search,
-            max_scan_tuples=store.hnsw_max_scan_tuples,
-            largest_graph=store.vector_scan_above,
-        ),
+        vector_plan=plan,
     )
     try:
         opened.set_corpus_slas(

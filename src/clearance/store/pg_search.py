@@ -50,6 +50,7 @@ __all__ = [
     "allowed",
     "bm25_sql",
     "class_graphs_vector_sql",
+    "class_sizes_sql",
     "class_statistics_sql",
     "exact_vector_sql",
     "graph_part",
@@ -337,8 +338,21 @@ def class_graph_ddl(
     )
 
 
+def class_sizes_sql() -> str:
+    """``(class_id, chunks)`` of each class of ``%(classes)s`` that has chunks: totals and
+    not yet folded deltas, summed (migration 7)."""
+    classes = "class_id = ANY (%(classes)s::integer[])"
+    return (
+        "SELECT s.class_id, sum(s.chunks)::bigint FROM ("
+        f"SELECT class_id, chunks FROM class_sizes WHERE {classes} UNION ALL "
+        f"SELECT class_id, chunks FROM class_size_deltas WHERE {classes}) s "
+        "GROUP BY s.class_id HAVING sum(s.chunks) > 0"
+    )
+
+
 def class_graphs_vector_sql(graphed: Mapping[int, int], rest: list[int], dim: int) -> str:
-    """The best ``%(k)s`` chunks, best first, ties in insertion order: the top ``k`` of each
+    """``(chunk_id, score, id)`` of the best ``%(k)s`` chunks, best first, ties in insertion
+    order (``id``): the top ``k`` of each
     class in ``graphed`` (class id: the number of graphs it is split into) from each of its
     graphs (the class id and part are written into the statement, so the planner matches
     the part's partial index; the caller makes sure no graph over other rows exists that
@@ -364,4 +378,6 @@ def class_graphs_vector_sql(graphed: Mapping[int, int], rest: list[int], dim: in
             "ORDER BY c.embedding <#> %(vector)s::vector, c.id LIMIT %(k)s)"
         )
     union = " UNION ALL ".join(branches)
-    return f"SELECT t.chunk_id, t.score FROM ({union}) t ORDER BY t.score DESC, t.id LIMIT %(k)s"
+    return (
+        f"SELECT t.chunk_id, t.score, t.id FROM ({union}) t ORDER BY t.score DESC, t.id LIMIT %(k)s"
+    )

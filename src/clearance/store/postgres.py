@@ -86,7 +86,9 @@ class VectorPlan:
     holds a row the caller cannot read. A class of more than ``largest_graph`` chunks is
     split into as many graphs as it takes to hold about that many each (a hash of each
     chunk's own id deals them; at most 64 graphs), all walked by a search of the class: one graph over a very large,
-    dense class misses neighbours that its parts' graphs find. The graphs are refreshed on
+    dense class misses neighbours that its parts' graphs find. A graph of ``largest_graph``
+    chunks is walked ``ef_search`` wide, a smaller one narrower (:meth:`breadth`). The
+    graphs are refreshed on
     a worker thread at most every ``refresh_s`` seconds while the store searches
     (``background=False``: in the search that finds them due, before it starts; the
     search's packing of posting blocks, :meth:`PostgresStore.pack_postings`, likewise)."""
@@ -94,7 +96,7 @@ class VectorPlan:
     approximate: bool = False
     classes: bool = False
     exact_below: int = 20_000
-    ef_search: int = 100
+    ef_search: int = 160
     ef_construction: int = 128
     max_scan_tuples: int = 50_000
     largest_graph: int = 100_000
@@ -115,6 +117,23 @@ class VectorPlan:
         needed = self.parts(chunks)
         return needed <= parts <= min(_MOST_PARTS, needed + 1)
 
+    def breadth(self, chunks: int, k: int) -> int:
+        """How many candidates a walk of one class graph of ``chunks`` chunks keeps
+        (pgvector's ``hnsw.ef_search``): ``ef_search`` for a graph of ``largest_graph``
+        chunks, and for a smaller one its share of that (a walk of a smaller graph reaches
+        its nearest rows sooner), never less than :data:`_LEAST_BREADTH` nor ``k``. Rounded
+        up to ``ef_search`` halved a whole number of times, so that a search runs one
+        statement per breadth and few of them. With ``ef_search`` at least ``largest_graph``
+        every graph is walked whole. The graph's size is all it depends on: a function of
+        rows of a class the caller reads whole."""
+        widest = min(max(self.ef_search, k), _EF_SEARCH_MAX)
+        share = -(-self.ef_search * max(0, chunks) // max(1, self.largest_graph))
+        wanted = max(k, _LEAST_BREADTH, share)
+        breadth = widest
+        while breadth // 2 >= wanted:
+            breadth //= 2
+        return breadth
+
     def exact(self, allowed: int, total: int, k: int) -> bool:
         if not self.approximate or allowed <= self.exact_below or allowed <= k:
             return True
@@ -127,6 +146,9 @@ _GRAPHS_LOCK = 0x436C_6561_7201
 _MOST_PARTS = 64
 # pgvector's largest hnsw.ef_search.
 _EF_SEARCH_MAX = 1000
+# The narrowest walk of a class graph (``VectorPlan.breadth``), for the top 10: narrower
+# walks of department-sized graphs (about 15,000 chunks) lost neighbours (docs/postgres.md).
+_LEAST_BREADTH = 32
 # The "hnsw" setting's graph over every chunk: this prefix and the vector width.
 _GLOBAL_GRAPH = "chunks_embedding_"
 _CLASS_GRAPH = re.compile(r"^chunks_class_([0-9]+)_([0-9]+)(?:_([0-9]+)of([0-9]+))?$")
@@ -270,6 +292,13 @@ def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
 
 def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
     return [(str(c), float(s)) for c, s in rows]
+
+
+def _best(rows: Sequence[Any], k: int) -> list[tuple[str, float]]:
+    """The top ``k`` of ``(chunk_id, score, id)`` rows from one statement or several, in
+    the order each statement gives: score, best first, then insertion order."""
+    ordered = sorted(rows, key=lambda r: (-float(r[1]), int(r[2])))
+    return [(str(c), float(s)) for c, s, _ in ordered[:k]]
 
 
 def _safe_dsn(dsn: str) -> str:
@@ -1384,7 +1413,8 @@ class PostgresStore(SqlStore):
         """The class-graph plan (:func:`pg_search.class_graphs_vector_sql`) over the
         ``admitted`` classes: a class the caller reads whole and that has a graph is
         searched through it; a class holding an excluded document, or with no graph yet,
-        is ranked exactly."""
+        is ranked exactly. One statement per breadth of walk (:meth:`_walks`), in the
+        search's one snapshot; their rows merged as one statement would order them."""
         if not admitted:
             return []
         excluded = sorted(flt.exclude_doc_ids)
@@ -1403,19 +1433,45 @@ class PostgresStore(SqlStore):
             graphs.clear()
         graphed = {c: graphs[c] for c in admitted if c in graphs and c not in partial}
         rest = [c for c in admitted if c not in graphed]
-        if graphed:
-            self._set_graph_walk(conn, k)
-        sql = pg_search.class_graphs_vector_sql(graphed, rest, dim)
-        rows = conn.execute(sql, {**args, "excluded": excluded}).fetchall()
+        walks = self._walks(conn, graphed, k) or [(0, {})]
+        rows: list[Any] = []
+        for breadth, walked in walks:
+            if walked:
+                self._set_graph_walk(conn, k, breadth)
+            sql = pg_search.class_graphs_vector_sql(walked, rest, dim)
+            rows += conn.execute(sql, {**args, "excluded": excluded}).fetchall()
+            rest = []  # ranked in the first statement
         self.graph_searches += sum(graphed.values())
-        return _ranked(rows)
+        return _best(rows, k)
 
-    def _set_graph_walk(self, conn: psycopg.Connection[Any], k: int) -> None:
-        """This transaction's settings for walking class graphs."""
+    def _walks(
+        self, conn: psycopg.Connection[Any], graphed: Mapping[int, int], k: int
+    ) -> list[tuple[int, dict[int, int]]]:
+        """The ``graphed`` classes (class id: parts) grouped by the breadth their graphs
+        are walked at (:meth:`VectorPlan.breadth`, from each class's size in this snapshot
+        over its parts), widest first: one statement each."""
+        if not graphed:
+            return []
+        sizes = {
+            int(cid): int(n)
+            for cid, n in conn.execute(pg_search.class_sizes_sql(), {"classes": sorted(graphed)})
+        }
+        walks: dict[int, dict[int, int]] = {}
+        for cid, parts in sorted(graphed.items()):
+            breadth = self.vector_plan.breadth(-(-sizes.get(cid, 0) // parts), k)
+            walks.setdefault(breadth, {})[cid] = parts
+        return sorted(walks.items(), reverse=True)
+
+    def _set_graph_walk(
+        self, conn: psycopg.Connection[Any], k: int, breadth: int | None = None
+    ) -> None:
+        """This transaction's settings for walking class graphs, ``breadth`` candidates
+        wide (by default as wide as the plan walks its largest graphs)."""
         plan = self.vector_plan
         conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        breadth = min(max(int(plan.ef_search), k), _EF_SEARCH_MAX)
-        conn.execute(f"SET LOCAL hnsw.ef_search = {breadth}")
+        if breadth is None:
+            breadth = plan.breadth(plan.largest_graph, k)
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(breadth)}")
         conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
         # The planner cannot know a class's size from the row policy and the index's
         # predicate; thinking it a few rows, it sorted a 400,000-chunk class instead of
