@@ -5,7 +5,8 @@ ranking, one global HNSW graph and one graph per permission class, side by side 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_pg_classes.py --chunks 1000000 --keep /var/tmp/pg-classes \\
-        [--ef 40 100 200] [--largest-graph 100000 50000] [--hybrid-queries 20] [--json OUT]
+        [--ef 40 100 200] [--one-breadth 100] [--largest-graph 100000 50000] \\
+        [--hybrid-queries 20] [--warm-queries 20] [--json OUT]
     .venv/bin/python benchmarks/bench_pg_classes.py --chunks 20000 --queries 20   # a quick look
 
 The SciFact vectors are embedded once and cached (``bench_ann_classes.embedded``: about
@@ -44,6 +45,9 @@ The store is opened on that database one variant after the other:
   ``--exact-below`` chunks or more get their own partial HNSW index, built by
   ``refresh_class_graphs()``, a class of more than ``L`` chunks split into several (each
   split's graphs built before its variant runs); smaller classes are ranked exactly.
+  Each graph is walked as wide as ``VectorPlan.breadth`` says for its size; with
+  ``--one-breadth EF`` the same graphs are also searched with every graph walked ``EF``
+  wide, as the plan did before (run before the others, on the same graphs).
   ``--skip-global`` leaves the global graph's variant out.
 
 Reported per variant: the time from opening the store to the widest caller's first search
@@ -81,6 +85,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -496,6 +501,19 @@ def class_plan(exact_below: int, ef: int, largest: int) -> VectorPlan:
     return VectorPlan(classes=True, exact_below=exact_below, ef_search=ef, largest_graph=largest)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OneBreadth(VectorPlan):
+    """The class plan as it was before breadths followed graph sizes: every graph walked
+    ``ef_search`` wide (``--one-breadth``)."""
+
+    def breadth(self, chunks: int, k: int) -> int:
+        return min(max(self.ef_search, k), 1000)
+
+
+def one_breadth_plan(exact_below: int, ef: int, largest: int) -> VectorPlan:
+    return OneBreadth(classes=True, exact_below=exact_below, ef_search=ef, largest_graph=largest)
+
+
 def graph_size(server: PgServer, name: str) -> tuple[int, int]:
     """(bytes, count) of the class graphs."""
     conn = server.owner(name)
@@ -835,7 +853,16 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
         ]
     variants += [
         (
-            f"classes ≥ {args.exact_below:,}, ef {e}, graphs ≤ {largest:,}",
+            f"classes ≥ {args.exact_below:,}, every graph {e} wide, graphs ≤ {largest:,}",
+            "classes",
+            partial(one_breadth_plan, args.exact_below, e, largest),
+        )
+        for largest in args.largest_graph
+        for e in args.one_breadth
+    ]
+    variants += [
+        (
+            f"classes ≥ {args.exact_below:,}, ef {e} by graph size, graphs ≤ {largest:,}",
             "classes",
             partial(class_plan, args.exact_below, e, largest),
         )
@@ -1131,6 +1158,14 @@ def main() -> None:
         "--hybrid-queries",
         type=int,
         help="time hybrid retrieval on only the first N queries (default: all of them)",
+    )
+    parser.add_argument(
+        "--one-breadth",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="EF",
+        help="also the class plan with every graph walked EF wide, whatever its size",
     )
     parser.add_argument(
         "--warm-queries",

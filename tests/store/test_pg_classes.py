@@ -340,11 +340,26 @@ def test_a_walk_is_as_wide_as_its_graphs_share_of_the_largest(ef_search: int, k:
 
 
 def test_the_breadth_of_the_default_plan() -> None:
-    """A department's graph (about 15,000 chunks) 40 wide, one part of the all-staff
-    class (about 80,000) 160 wide: the widths the 1M benchmark's recall was measured at
-    (docs/postgres.md)."""
+    """For a caller reading 700,000 chunks, a department's graph (about 15,000 chunks) 40
+    wide and one part of the all-staff class (about 80,000) 160 wide; for a caller
+    reading about that department alone, its graph 160 wide: the widths the 1M
+    benchmark's recall was measured at (docs/postgres.md)."""
     plan = VectorPlan(classes=True)
-    assert (plan.breadth(15_000, 10), plan.breadth(80_000, 10)) == (40, 160)
+    assert (plan.breadth(15_000, 10, 700_000), plan.breadth(80_000, 10, 700_000)) == (40, 160)
+    assert plan.breadth(15_000, 10, 15_900) == 160
+    assert plan.breadth(15_000, 10, 106_000) == 40  # one of seven departments
+
+
+def test_a_graph_holding_most_of_what_a_caller_reads_is_walked_wide() -> None:
+    plan = VectorPlan(classes=True, ef_search=160, largest_graph=100_000)
+    for allowed in (50, 1_000, 20_000, 99_999):
+        assert plan.breadth(allowed, 10, allowed) == 160
+        shares = [
+            plan.breadth(n, 10, allowed) for n in range(0, allowed + 1, max(1, allowed // 50))
+        ]
+        assert shares == sorted(shares)
+    # beyond largest_graph the caller's share no longer narrows a graph further
+    assert plan.breadth(15_000, 10, 100_000) == plan.breadth(15_000, 10, 10**7) == 40
 
 
 def walks_of(
@@ -355,8 +370,8 @@ def walks_of(
     seen: list[list[tuple[int, dict[int, int]]]] = []
     real = store._walks
 
-    def spy(conn: Any, graphed: Any, k: int) -> list[tuple[int, dict[int, int]]]:
-        seen.append(real(conn, graphed, k))
+    def spy(conn: Any, graphed: Any, admitted: Any, k: int) -> list[tuple[int, dict[int, int]]]:
+        seen.append(real(conn, graphed, admitted, k))
         return seen[-1]
 
     monkeypatch.setattr(store, "_walks", spy)
@@ -382,9 +397,10 @@ def alone_for(world: World, databases: Databases, flt: SearchFilter) -> Postgres
 def test_each_graph_is_walked_as_wide_as_its_own_size_says(
     filled: tuple[World, PgDatabase], databases: Databases, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The staff class's graph (about 110 chunks) is walked 200 wide and the departments'
-    (about 34) 50 wide, in two statements whose rows merge into exact ranking's order, and
-    a database of the caller's rows alone walks them just as wide."""
+    """For a caller reading about 180 chunks, the staff class's graph (about 110) is walked
+    200 wide and the departments' (about 34) 50 wide, in two statements whose rows merge
+    into exact ranking's order; a database of each caller's rows alone walks them just
+    as wide."""
     world, database = filled
     flt = CALLERS["staff and two departments (60 %)"]
     store = databases.store(GRAPHS, database)
@@ -399,30 +415,34 @@ def test_each_graph_is_walked_as_wide_as_its_own_size_says(
 
 
 def _breadth_by_share_of_the_table(
-    self: PostgresStore, conn: Any, graphed: Any, k: int
+    self: PostgresStore, conn: Any, graphed: Any, admitted: Any, k: int
 ) -> list[tuple[int, dict[int, int]]]:
-    """A graph walked as wide as its share of every chunk in the table: the table's size
-    is a count of rows the caller may not read."""
+    """Each graph sized against every chunk in the table instead of the caller's: a count
+    of rows the caller may not read."""
     sizes = dict(conn.execute(pg_search.class_sizes_sql(), {"classes": sorted(graphed)}))
     with self._writer.connection() as writer:
         row = writer.execute("SELECT count(*) FROM chunks").fetchone()
-    total = max(1, int(row[0]) if row else 1)
-    plan = self.vector_plan
+    total = int(row[0]) if row else 0
     walks: dict[int, dict[int, int]] = {}
     for cid, parts in sorted(graphed.items()):
-        share = sizes.get(cid, 0) * plan.largest_graph // total
-        walks.setdefault(plan.breadth(share, k), {})[cid] = parts
+        breadth = self.vector_plan.breadth(-(-sizes.get(cid, 0) // parts), k, total)
+        walks.setdefault(breadth, {})[cid] = parts
     return sorted(walks.items(), reverse=True)
 
 
 def test_reverse_proof_a_breadth_sized_by_the_whole_table_fails_the_same_check(
     filled: tuple[World, PgDatabase], databases: Databases, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The department's caller reads about 40 chunks: their department's graph holds
+    most of them and is walked 200 wide; against the table's 420 chunks it is a small
+    graph, walked 50 wide, while a database of the caller's rows alone still walks it 200
+    wide."""
     world, database = filled
-    flt = CALLERS["staff and two departments (60 %)"]
+    flt = CALLERS["a department (10 %)"]
     alone = alone_for(world, databases, flt)
     store = databases.store(GRAPHS, database)
     check_walked_alike(store, alone, flt, monkeypatch)  # the real store passes
+    assert walks_of(store, flt, monkeypatch) == [(200, [1])]
     for opened in (store, alone):
         opened._walks = _breadth_by_share_of_the_table.__get__(opened)  # type: ignore[method-assign]
     with pytest.raises(AssertionError):

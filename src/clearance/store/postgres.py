@@ -117,17 +117,20 @@ class VectorPlan:
         needed = self.parts(chunks)
         return needed <= parts <= min(_MOST_PARTS, needed + 1)
 
-    def breadth(self, chunks: int, k: int) -> int:
+    def breadth(self, chunks: int, k: int, allowed: int | None = None) -> int:
         """How many candidates a walk of one class graph of ``chunks`` chunks keeps
-        (pgvector's ``hnsw.ef_search``): ``ef_search`` for a graph of ``largest_graph``
-        chunks, and for a smaller one its share of that (a walk of a smaller graph reaches
-        its nearest rows sooner), never less than :data:`_LEAST_BREADTH` nor ``k``. Rounded
-        up to ``ef_search`` halved a whole number of times, so that a search runs one
-        statement per breadth and few of them. With ``ef_search`` at least ``largest_graph``
-        every graph is walked whole. The graph's size is all it depends on: a function of
-        rows of a class the caller reads whole."""
+        (pgvector's ``hnsw.ef_search``) for a caller who may read ``allowed`` chunks:
+        ``ef_search`` for a graph of ``largest_graph`` chunks or of all the caller's, and
+        for a smaller one its share of the smaller of the two, never less than
+        :data:`_LEAST_BREADTH` nor ``k``. A walk of a smaller graph reaches its nearest rows
+        sooner, and a graph beside many others gives few of the caller's top ``k``; one
+        holding most of what the caller reads gives most of them. Rounded up to
+        ``ef_search`` halved a whole number of times, so that a search runs one statement
+        per breadth and few of them. With ``ef_search`` at least ``largest_graph`` every
+        graph is walked whole. Both sizes are counts of rows the caller may read."""
         widest = min(max(self.ef_search, k), _EF_SEARCH_MAX)
-        share = -(-self.ef_search * max(0, chunks) // max(1, self.largest_graph))
+        whole = max(1, self.largest_graph if allowed is None else min(self.largest_graph, allowed))
+        share = -(-self.ef_search * max(0, chunks) // whole)
         wanted = max(k, _LEAST_BREADTH, share)
         breadth = widest
         while breadth // 2 >= wanted:
@@ -1433,7 +1436,7 @@ class PostgresStore(SqlStore):
             graphs.clear()
         graphed = {c: graphs[c] for c in admitted if c in graphs and c not in partial}
         rest = [c for c in admitted if c not in graphed]
-        walks = self._walks(conn, graphed, k) or [(0, {})]
+        walks = self._walks(conn, graphed, admitted, k) or [(0, {})]
         rows: list[Any] = []
         for breadth, walked in walks:
             if walked:
@@ -1445,20 +1448,26 @@ class PostgresStore(SqlStore):
         return _best(rows, k)
 
     def _walks(
-        self, conn: psycopg.Connection[Any], graphed: Mapping[int, int], k: int
+        self,
+        conn: psycopg.Connection[Any],
+        graphed: Mapping[int, int],
+        admitted: Sequence[int],
+        k: int,
     ) -> list[tuple[int, dict[int, int]]]:
         """The ``graphed`` classes (class id: parts) grouped by the breadth their graphs
-        are walked at (:meth:`VectorPlan.breadth`, from each class's size in this snapshot
-        over its parts), widest first: one statement each."""
+        are walked at, widest first: one statement each. :meth:`VectorPlan.breadth` sizes
+        each graph by its class's chunks in this snapshot over its parts, against the
+        chunks of every ``admitted`` class."""
         if not graphed:
             return []
         sizes = {
             int(cid): int(n)
-            for cid, n in conn.execute(pg_search.class_sizes_sql(), {"classes": sorted(graphed)})
+            for cid, n in conn.execute(pg_search.class_sizes_sql(), {"classes": list(admitted)})
         }
+        allowed = sum(sizes.values())
         walks: dict[int, dict[int, int]] = {}
         for cid, parts in sorted(graphed.items()):
-            breadth = self.vector_plan.breadth(-(-sizes.get(cid, 0) // parts), k)
+            breadth = self.vector_plan.breadth(-(-sizes.get(cid, 0) // parts), k, allowed)
             walks.setdefault(breadth, {})[cid] = parts
         return sorted(walks.items(), reverse=True)
 
