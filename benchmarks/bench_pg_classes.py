@@ -506,7 +506,7 @@ class OneBreadth(VectorPlan):
     """The class plan as it was before breadths followed graph sizes: every graph walked
     ``ef_search`` wide (``--one-breadth``)."""
 
-    def breadth(self, chunks: int, k: int) -> int:
+    def breadth(self, chunks: int, k: int, allowed: int | None = None) -> int:
         return min(max(self.ef_search, k), 1000)
 
 
