@@ -110,9 +110,9 @@ def postgres_backend(
 
 def postgres_classes_backend(request: pytest.FixtureRequest) -> Backend:
     """PostgreSQL with ``vector_search = "classes"``: every permission class of two chunks
-    or more gets its own graph, refreshed before every search. Graphs of up to
-    ``ef_search`` chunks each, so every graph is walked whole (``VectorPlan.breadth``)
-    and exact references hold; the property
+    or more gets its own graph, refreshed before every search. A class of up to
+    ``ef_search`` chunks is one graph, walked whole (``VectorPlan.breadth``), and these
+    worlds' classes are far smaller, so exact references hold; the property
     tests then show that no graph lets a hidden row in, and that classes admit exactly what
     the filter admits (tests/store/test_pg_classes.py has the class-specific tests).
     Lexical search here packs every (term, class) into a block, before the search after

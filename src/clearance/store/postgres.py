@@ -121,17 +121,19 @@ class VectorPlan:
         """How many candidates a walk of one class graph of ``chunks`` chunks keeps
         (pgvector's ``hnsw.ef_search``) for a caller who may read ``allowed`` chunks:
         ``ef_search`` for a graph of ``largest_graph`` chunks or of all the caller's, and
-        for a smaller one its share of the smaller of the two, never less than
-        :data:`_LEAST_BREADTH` nor ``k``. A walk of a smaller graph reaches its nearest rows
-        sooner, and a graph beside many others gives few of the caller's top ``k``; one
-        holding most of what the caller reads gives most of them. Rounded up to
-        ``ef_search`` halved a whole number of times, so that a search runs one statement
-        per breadth and few of them. With ``ef_search`` at least ``largest_graph`` every
-        graph is walked whole. Both sizes are counts of rows the caller may read."""
+        for a smaller one its share of the smaller of the two, but at least
+        :data:`_BREADTH_PER_RESULT` candidates per result asked for (and
+        :data:`_LEAST_BREADTH`), and never more than ``ef_search`` (or ``k``, if more). A walk
+        of a smaller graph reaches its nearest rows sooner, and one holding most of what the
+        caller reads is where most of the caller's top ``k`` lie; the floor serves a query
+        whose top ``k`` all lie in one small graph. Rounded up to ``ef_search`` halved a
+        whole number of times, so that a search runs one statement per breadth and few of
+        them. With ``ef_search`` at least ``largest_graph`` a class in one graph is walked
+        whole. Both sizes are counts of rows the caller may read."""
         widest = min(max(self.ef_search, k), _EF_SEARCH_MAX)
         whole = max(1, self.largest_graph if allowed is None else min(self.largest_graph, allowed))
         share = -(-self.ef_search * max(0, chunks) // whole)
-        wanted = max(k, _LEAST_BREADTH, share)
+        wanted = max(_BREADTH_PER_RESULT * k, _LEAST_BREADTH, share)
         breadth = widest
         while breadth // 2 >= wanted:
             breadth //= 2
@@ -149,8 +151,12 @@ _GRAPHS_LOCK = 0x436C_6561_7201
 _MOST_PARTS = 64
 # pgvector's largest hnsw.ef_search.
 _EF_SEARCH_MAX = 1000
-# The narrowest walk of a class graph (``VectorPlan.breadth``), for the top 10: narrower
-# walks of department-sized graphs (about 15,000 chunks) lost neighbours (docs/postgres.md).
+# The narrowest walk of a class graph (``VectorPlan.breadth``): this many candidates per
+# result asked for, and never fewer than _LEAST_BREADTH. A department's graph (about
+# 15,000 chunks) holding all of a query's top 10 gave them at recall@10 0.97 walked 40
+# wide, 0.99 at 80 (benchmarks/RESULTS.md); class sizes say nothing of where a query's
+# answers lie, so every graph is walked wide enough to give all k of them.
+_BREADTH_PER_RESULT = 8
 _LEAST_BREADTH = 32
 # The "hnsw" setting's graph over every chunk: this prefix and the vector width.
 _GLOBAL_GRAPH = "chunks_embedding_"
