@@ -118,6 +118,8 @@ from clearance.store.postgres import PostgresStore, VectorPlan, _analysed
 from clearance.store.rows import CHUNK_COLUMNS, DOC_COLUMNS, chunk_row, document_row
 
 K = 10
+# The claims on which VectorPlan's default graph breadths were chosen (bench_pg_breadth.py).
+_CHOSEN_ON = range(40, 120)
 REPO = Path(__file__).resolve().parents[1]
 # A class graph's index name, and the size of them all (the store's naming).
 CLASS_GRAPHS = "c.relkind = 'i' AND c.relname LIKE 'chunks\\_class\\_%'"
@@ -828,12 +830,15 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
     result["classes_expected"] = len(set(np.asarray(lay.classes).tolist()))
     write(args, result)
     queries = list(range(result["queries"]))
-    # Warm-up claims: the last ones, apart from the timed ones (and from claims 40-119,
-    # on which the class graphs' default breadths were chosen; docs/postgres.md).
+    # Warm-up claims: the last ones, apart from the timed ones and from claims 40-119, on
+    # which the class graphs' default breadths were chosen (bench_pg_breadth.py, RESULTS).
     warm_queries = list(range(len(claims) - args.warm_queries, len(claims)))
     result["warm_queries"] = len(warm_queries)
-    if warm_queries and warm_queries[0] < max(queries, default=0) + 1:
-        raise SystemExit("--queries and --warm-queries overlap: fewer of either")
+    if warm_queries and warm_queries[0] < max(max(queries, default=0), _CHOSEN_ON[-1]) + 1:
+        raise SystemExit(
+            f"--warm-queries {args.warm_queries} reaches the timed claims or claims "
+            f"{_CHOSEN_ON[0]}-{_CHOSEN_ON[-1]}: fewer, please"
+        )
     who = callers(lay, docs, seed=3)
     filters = [caller_filter(w) for w in who]
     doc_classes = np.asarray(lay.classes)

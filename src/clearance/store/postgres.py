@@ -153,9 +153,9 @@ _MOST_PARTS = 64
 _EF_SEARCH_MAX = 1000
 # The narrowest walk of a class graph (``VectorPlan.breadth``): this many candidates per
 # result asked for, and never fewer than _LEAST_BREADTH. A department's graph (about
-# 15,000 chunks) holding all of a query's top 10 gave them at recall@10 0.97 walked 40
-# wide, 0.99 at 80 (benchmarks/RESULTS.md); class sizes say nothing of where a query's
-# answers lie, so every graph is walked wide enough to give all k of them.
+# 15,000 chunks) holding all of a query's top 10 gave them at recall@10 0.975-0.983 walked
+# 40 wide, 0.993-0.995 at 80 (benchmarks/RESULTS.md); class sizes say nothing of where a
+# query's answers lie, so every graph is walked wide enough to give all k of them.
 _BREADTH_PER_RESULT = 8
 _LEAST_BREADTH = 32
 # The "hnsw" setting's graph over every chunk: this prefix and the vector width.

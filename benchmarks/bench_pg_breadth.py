@@ -1,0 +1,155 @@
+"""How wide to walk PostgreSQL's class graphs: recall@10 and latency of the vector search
+when every graph is walked at one breadth, against the store's own breadths
+(``VectorPlan.breadth``), per caller, on a database ``bench_pg_classes.py`` loaded and kept.
+
+Run from the repository root, after a ``bench_pg_classes.py --keep DIR`` run (its class
+graphs stay until its next run; a store that finds none builds them first)::
+
+    .venv/bin/python benchmarks/bench_pg_breadth.py --keep DIR --first 40 --count 80 \\
+        --breadths 32 40 64 80 100 160
+
+Claims ``--first`` to ``--first + --count`` are the queries: the default breadths were
+chosen on claims 40-119, and ``bench_pg_classes.py`` times claims from 0, so a check of the
+choice runs with ``--first 0 --count 40``. Truth is exact ranking (``VectorPlan()``) over
+the same database. Each variant runs every query once untimed, then once timed. The
+callers are ``bench_pg_classes``'s: a person's small classes (0.1 %), one department
+(1 %: every answer lies in one graph, as a query about one department's work would for
+any caller), several departments (10 %), and the all-staff class with most departments
+(60-100 %).
+
+Progress goes to stderr; the markdown table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_ann_classes import DEFAULT_SCIFACT, callers, embedded, layout, scifact_texts
+from bench_pg_classes import (
+    K,
+    OneBreadth,
+    PgServer,
+    caller_filter,
+    class_plan,
+    p50_p95,
+    recall,
+)
+from bench_store import console
+
+from clearance.store.base import SearchFilter
+from clearance.store.postgres import PostgresStore, VectorPlan
+
+
+def timed_recall(
+    store: PostgresStore, flt: SearchFilter, vectors: Any, queries: list[int], truth: list[Any]
+) -> dict[str, Any]:
+    """p50/p95 (ms) of the vector search over ``queries`` (after one untimed pass), and
+    recall@10 against ``truth``."""
+    for q in queries:
+        store.vector_search(vectors[q], flt, K)
+    times, found = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        got = store.vector_search(vectors[q], flt, K)
+        times.append(1000 * (time.perf_counter() - t0))
+        found.append([c for c, _ in got])
+    return {"ms": p50_p95(times), "recall": recall(found, truth)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--chunks", type=int, default=1_000_000)
+    parser.add_argument("--per-doc", type=int, default=10)
+    parser.add_argument("--first", type=int, default=40, help="the first claim used as a query")
+    parser.add_argument("--count", type=int, default=80, help="how many claims")
+    parser.add_argument("--breadths", type=int, nargs="+", default=[32, 40, 64, 80, 100, 160])
+    parser.add_argument("--exact-below", type=int, default=1000)
+    parser.add_argument("--largest-graph", type=int, default=100_000)
+    parser.add_argument("--shared-buffers", default="4GB")
+    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
+    args = parser.parse_args()
+    root = args.keep.resolve() / "pg"
+    if not (root / "PG_VERSION").is_file():
+        sys.exit(f"no kept database under {args.keep} (run bench_pg_classes.py --keep first)")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    _, claims = scifact_texts(args.scifact)
+    _, vectors = embedded(args.scifact)
+    queries = list(range(args.first, min(len(claims), args.first + args.count)))
+    if not queries:
+        sys.exit(f"no claims from {args.first} (there are {len(claims)})")
+    docs = args.chunks // args.per_doc
+    who = callers(layout(docs, seed=2), docs, seed=3)
+    filters = {w.name: caller_filter(w) for w in who}
+    server = PgServer(
+        root,
+        {"shared_buffers": args.shared_buffers, "effective_cache_size": "8GB"},
+        keep=True,
+    )
+    name = f"pg_classes_{args.chunks}"
+    default = VectorPlan().ef_search
+    columns = [f"{b} wide" for b in args.breadths] + [f"by size (ef {default})"]
+    rows: dict[str, dict[str, Any]] = {}
+    try:
+        plan = class_plan(args.exact_below, default, args.largest_graph)
+        store = server.open(name, plan)
+        try:
+            built = store.refresh_class_graphs()
+            console.print(f"class graphs: {built}")
+        finally:
+            store.close()
+        exact = server.open(name, VectorPlan())
+        try:
+            truth = {
+                caller: [[c for c, _ in exact.vector_search(vectors[q], flt, K)] for q in queries]
+                for caller, flt in filters.items()
+            }
+        finally:
+            exact.close()
+        console.print(f"exact ranking of {len(queries)} claims for {len(filters)} callers")
+        plans: list[VectorPlan] = [
+            OneBreadth(
+                classes=True,
+                exact_below=args.exact_below,
+                ef_search=b,
+                largest_graph=args.largest_graph,
+            )
+            for b in args.breadths
+        ] + [plan]
+        for column, variant in zip(columns, plans, strict=True):
+            store = server.open(name, variant)
+            try:
+                for caller, flt in filters.items():
+                    got = timed_recall(store, flt, vectors, queries, truth[caller])
+                    rows.setdefault(caller, {})[column] = got
+                    console.print(f"{column}, {caller}: {got}")
+            finally:
+                store.close()
+    finally:
+        server.stop()
+    print(
+        f"Claims {queries[0]}-{queries[-1]} ({len(queries)}): vector p50 / p95 (ms), "
+        "recall@10 against exact ranking\n"
+    )
+    print("| caller | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for caller, cells in rows.items():
+        print(
+            f"| {caller} | "
+            + " | ".join(
+                f"{c['ms'][0]:.1f} / {c['ms'][1]:.1f}, {c['recall']}"
+                for c in (cells[col] for col in columns)
+            )
+            + " |"
+        )
+
+
+if __name__ == "__main__":
+    main()
