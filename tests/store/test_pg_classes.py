@@ -430,12 +430,7 @@ def _breadth_by_share_of_the_table(
     sizes = dict(conn.execute(pg_search.class_sizes_sql(), {"classes": sorted(graphed)}))
     with self._writer.connection() as writer:
         row = writer.execute("SELECT count(*) FROM chunks").fetchone()
-    total = int(row[0]) if row else 0
-    walks: dict[int, dict[int, int]] = {}
-    for cid, parts in sorted(graphed.items()):
-        breadth = self.vector_plan.breadth(-(-sizes.get(cid, 0) // parts), k, total)
-        walks.setdefault(breadth, {})[cid] = parts
-    return sorted(walks.items(), reverse=True)
+    return self._grouped(graphed, sizes, int(row[0]) if row else 0, k)
 
 
 def test_reverse_proof_a_breadth_sized_by_the_whole_table_fails_the_same_check(

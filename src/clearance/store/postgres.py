@@ -1470,7 +1470,12 @@ class PostgresStore(SqlStore):
             int(cid): int(n)
             for cid, n in conn.execute(pg_search.class_sizes_sql(), {"classes": list(admitted)})
         }
-        allowed = sum(sizes.values())
+        return self._grouped(graphed, sizes, sum(sizes.values()), k)
+
+    def _grouped(
+        self, graphed: Mapping[int, int], sizes: Mapping[int, int], allowed: int, k: int
+    ) -> list[tuple[int, dict[int, int]]]:
+        """:meth:`_walks` from the classes' ``sizes`` and the caller's ``allowed`` chunks."""
         walks: dict[int, dict[int, int]] = {}
         for cid, parts in sorted(graphed.items()):
             breadth = self.vector_plan.breadth(-(-sizes.get(cid, 0) // parts), k, allowed)
