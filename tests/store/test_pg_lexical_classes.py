@@ -25,6 +25,7 @@ caller's chunks alone. The tests:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 from dataclasses import replace
@@ -757,3 +758,31 @@ def test_reverse_proof_without_a_counting_trigger_the_same_check_fails(
     database.admin(f"ALTER TABLE chunks DISABLE TRIGGER {trigger}")
     every_kind_of_write(store)
     assert miscounted(store) != []
+
+
+@pytest.mark.parametrize(
+    ("closing", "finish", "warned"),
+    [(True, False, False), (False, False, True), (True, True, True)],
+    ids=["the worker, at close", "the worker, not closing", "close's own last pack"],
+)
+def test_a_fold_and_pack_cut_short_by_close_is_no_failure(
+    filled: PgDatabase,
+    stores: list[PostgresStore],
+    caplog: pytest.LogCaptureFixture,
+    closing: bool,
+    finish: bool,
+    warned: bool,
+) -> None:
+    """close() waits a few seconds for the maintenance worker, then closes the pools
+    under a fold or a pack batch still running: that rolls back and is done again by the
+    next fold, so it is logged quietly. The same error when the store is not closing, or
+    in close()'s own last fold and pack, is a warning (the reverse proof that this check
+    sees warnings at all)."""
+    store = open_store(filled, stores)
+    store._closing = closing
+    store._writer.close()  # what close() does while the worker still runs
+    with caplog.at_level(logging.DEBUG, logger="clearance.store.postgres"):
+        store._maintain_quietly(finish=finish)
+    levels = [r.levelno for r in caplog.records if r.name == "clearance.store.postgres"]
+    assert levels, "the cut-short fold logged nothing"
+    assert (logging.WARNING in levels) is warned

@@ -553,6 +553,12 @@ class PostgresStore(SqlStore):
             self.fold_class_statistics()
             self._pack(stop=(lambda: False) if finish else (lambda: self._closing))
         except Exception as exc:  # the store may be closing; the database may be away
+            if self._closing and not finish:
+                # close() waits a few seconds for the worker, then closes the pools under
+                # a fold or a batch still running: both roll back, and the next fold and
+                # pack (of this process or another) do them. Nothing failed.
+                _log.debug("folding and packing %s stopped at close: %s", self.location, exc)
+                return
             _log.warning("packing the postings of %s failed: %s", self.location, exc)
 
     def pack_postings(self) -> dict[str, Any]:
