@@ -765,7 +765,7 @@ def test_reverse_proof_without_a_counting_trigger_the_same_check_fails(
     [(True, False, False), (False, False, True), (True, True, True)],
     ids=["the worker, at close", "the worker, not closing", "close's own last pack"],
 )
-def test_a_fold_and_pack_cut_short_by_close_is_no_failure(
+def test_a_fold_refused_by_close_is_no_failure(
     filled: PgDatabase,
     stores: list[PostgresStore],
     caplog: pytest.LogCaptureFixture,
@@ -773,16 +773,38 @@ def test_a_fold_and_pack_cut_short_by_close_is_no_failure(
     finish: bool,
     warned: bool,
 ) -> None:
-    """close() waits a few seconds for the maintenance worker, then closes the pools
-    under a fold or a pack batch still running: that rolls back and is done again by the
-    next fold, so it is logged quietly. The same error when the store is not closing, or
-    in close()'s own last fold and pack, is a warning (the reverse proof that this check
-    sees warnings at all)."""
+    """close() waits a few seconds for the maintenance worker, then closes the pools: a
+    fold still waiting for a writer connection is refused, which leaves its deltas for the
+    next fold and is logged quietly. The same refusal when the store is not closing, or in
+    close()'s own last fold and pack, is a warning (the reverse proof that this check sees
+    warnings at all)."""
     store = open_store(filled, stores)
     store._closing = closing
     store._writer.close()  # what close() does while the worker still runs
     with caplog.at_level(logging.DEBUG, logger="clearance.store.postgres"):
         store._maintain_quietly(finish=finish)
+    records = [r for r in caplog.records if r.name == "clearance.store.postgres"]
+    assert len(records) == 1
+    assert (records[0].levelno == logging.WARNING) is warned
+    assert warned or "stopped at close" in records[0].getMessage()
+
+
+def test_any_other_failure_while_closing_still_warns(
+    filled: PgDatabase,
+    stores: list[PostgresStore],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closing is when close() causes a refusal, not a reason to hide every error: a fold
+    failing in the database while the store closes is a warning."""
+    store = open_store(filled, stores)
+    store._closing = True
+
+    def broken() -> None:
+        raise psycopg.errors.UndefinedFunction("clearance_fold_class_statistics() is missing")
+
+    monkeypatch.setattr(store, "fold_class_statistics", broken)
+    with caplog.at_level(logging.DEBUG, logger="clearance.store.postgres"):
+        store._maintain_quietly()
     levels = [r.levelno for r in caplog.records if r.name == "clearance.store.postgres"]
-    assert levels, "the cut-short fold logged nothing"
-    assert (logging.WARNING in levels) is warned
+    assert levels == [logging.WARNING]

@@ -36,7 +36,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.sql import SQL, Composed, Identifier, Literal
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from clearance.analysis import document_terms
 from clearance.errors import StoreError
@@ -553,10 +553,11 @@ class PostgresStore(SqlStore):
             self.fold_class_statistics()
             self._pack(stop=(lambda: False) if finish else (lambda: self._closing))
         except Exception as exc:  # the store may be closing; the database may be away
-            if self._closing and not finish:
-                # close() waits a few seconds for the worker, then closes the pools under
-                # a fold or a batch still running: both roll back, and the next fold and
-                # pack (of this process or another) do them. Nothing failed.
+            if isinstance(exc, PoolClosed) and self._closing and not finish:
+                # close() waits a few seconds for the worker, then closes the pools: a fold
+                # still waiting for a writer connection is refused before it began. Its
+                # deltas stay for the next fold, perhaps another process's; searches sum
+                # them meanwhile. Nothing failed.
                 _log.debug("folding and packing %s stopped at close: %s", self.location, exc)
                 return
             _log.warning("packing the postings of %s failed: %s", self.location, exc)
