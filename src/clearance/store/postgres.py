@@ -1493,18 +1493,21 @@ class PostgresStore(SqlStore):
         self, conn: psycopg.Connection[Any], k: int, breadth: int | None = None
     ) -> None:
         """This transaction's settings for walking class graphs, ``breadth`` candidates
-        wide (by default as wide as the plan walks its largest graphs)."""
+        wide (by default as wide as the plan walks its largest graphs), in one round trip:
+        a search sets them before each statement of its walks."""
         plan = self.vector_plan
-        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
         if breadth is None:
             breadth = plan.breadth(plan.largest_graph, k)
-        conn.execute(f"SET LOCAL hnsw.ef_search = {int(breadth)}")
-        conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}")
         # The planner cannot know a class's size from the row policy and the index's
         # predicate; thinking it a few rows, it sorted a 400,000-chunk class instead of
         # walking its graph (1.3 s against 47 ms at a million chunks). No sort but the
-        # final one and the exactly ranked rest remains to be chosen.
-        conn.execute("SET LOCAL enable_sort = off")
+        # final one and the exactly ranked rest remains to be chosen (enable_sort).
+        conn.execute(
+            "SET LOCAL hnsw.iterative_scan = strict_order; "
+            f"SET LOCAL hnsw.ef_search = {int(breadth)}; "
+            f"SET LOCAL hnsw.max_scan_tuples = {int(plan.max_scan_tuples)}; "
+            "SET LOCAL enable_sort = off"
+        )
 
     def term_statistics(self, terms: Sequence[str], flt: SearchFilter) -> TermStatistics:
         """Allowed-chunk count and document frequencies, from the same SQL as BM25."""
