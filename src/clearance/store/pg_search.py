@@ -193,8 +193,7 @@ def class_statistics_sql() -> str:
     return (
         "WITH sizes AS (SELECT coalesce(sum(s.chunks), 0)::bigint AS n, "
         "coalesce(sum(s.length), 0)::bigint AS total FROM ("
-        f"SELECT chunks, length FROM class_sizes WHERE {classes} UNION ALL "
-        f"SELECT chunks, length FROM class_size_deltas WHERE {classes}) s), "
+        f"{_class_size_rows('chunks, length')}) s), "
         "df AS (SELECT t.term, sum(t.df)::bigint AS df FROM ("
         f"SELECT term, df FROM class_terms WHERE term = ANY (%(terms)s::text[]) AND {classes} "
         "UNION ALL SELECT term, df FROM class_term_deltas "
@@ -341,12 +340,19 @@ def class_graph_ddl(
 def class_sizes_sql() -> str:
     """``(class_id, chunks)`` of each class of ``%(classes)s`` that has chunks: totals and
     not yet folded deltas, summed (migration 7)."""
+    return (
+        f"SELECT s.class_id, sum(s.chunks)::bigint FROM ({_class_size_rows('class_id, chunks')}) s "
+        "GROUP BY s.class_id HAVING sum(s.chunks) > 0"
+    )
+
+
+def _class_size_rows(columns: str) -> str:
+    """The ``columns`` of the size totals and not yet folded deltas of the classes of
+    ``%(classes)s`` (migration 7): summed, a class's chunk count and length."""
     classes = "class_id = ANY (%(classes)s::integer[])"
     return (
-        "SELECT s.class_id, sum(s.chunks)::bigint FROM ("
-        f"SELECT class_id, chunks FROM class_sizes WHERE {classes} UNION ALL "
-        f"SELECT class_id, chunks FROM class_size_deltas WHERE {classes}) s "
-        "GROUP BY s.class_id HAVING sum(s.chunks) > 0"
+        f"SELECT {columns} FROM class_sizes WHERE {classes} UNION ALL "
+        f"SELECT {columns} FROM class_size_deltas WHERE {classes}"
     )
 
 
