@@ -9,6 +9,9 @@ caller's chunks alone. The tests:
 * results equal the reference for callers reading 1 % to 100 %, with every pair packed,
   some, and none; reverse proof: frequencies read in the wrong byte order, the same
   check catches them;
+* the commonest query terms are skipped where their weights cannot lift a chunk into
+  the top k (MaxScore), and results are still the reference's, as they are when
+  nothing is skipped; reverse proof: bounds that a weight can exceed, caught;
 * scores are the same floats from blocks, from rows and from the SQL that scores the
   chunks themselves; reverse proof: weights summed in another order, caught;
 * a block is read only while no write changed its pair: after every kind of write,
@@ -207,13 +210,49 @@ def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
     fold_and_pack(store)
     for flt in CALLERS.values():
         check_every_query(store, world, flt)
-    # What the check covered: blocks alone, blocks and rows, rows alone.
+    # What the check covered: blocks alone, blocks and rows, rows alone; and every time,
+    # common terms skipped, with the chunks that might still win looked up for them.
     read = store.postings_read
     assert (read["packed"] > 0, read["rows"] > 0) == {
         1: (True, False),
         8: (True, True),
         100_000: (False, True),
     }[least]
+    assert read["skipped"] > read["looked up"] > 0
+
+
+def test_skipping_nothing_when_too_many_chunks_might_win_gives_the_same_results(
+    filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "_MOST_CANDIDATES", 0)
+    store = open_store(filled, stores, 8)
+    fold_and_pack(store)
+    for flt in CALLERS.values():
+        check_every_query(store, world, flt)
+    assert store.postings_read["skipped"] == 0 and store.postings_read["packed"] > 0
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0])
+def test_reverse_proof_a_bound_below_the_weights_fails_the_same_check(
+    filled: PgDatabase,
+    world: World,
+    stores: list[PostgresStore],
+    monkeypatch: pytest.MonkeyPatch,
+    scale: float,
+) -> None:
+    """Bounds a weight can exceed: ``idf`` times ``scale`` instead of ``idf * (k1 + 1)``.
+    A chunk holding only skipped terms is then missed, or one holding them among others
+    left out of the lookup."""
+    monkeypatch.setattr(
+        postgres,
+        "_bound",
+        lambda df, n: scale * math.log(1.0 + (n - df + 0.5) / (df + 0.5)),
+    )
+    store = open_store(filled, stores, 8)
+    fold_and_pack(store)
+    with pytest.raises(AssertionError):
+        for flt in CALLERS.values():
+            check_every_query(store, world, flt)
 
 
 def test_reverse_proof_frequencies_read_in_the_wrong_byte_order_fail_the_same_check(

@@ -241,6 +241,16 @@ def posting_rows_sql(wanted: Sequence[tuple[str, Sequence[int]]]) -> tuple[str, 
     return sql, params
 
 
+def chunk_postings_sql() -> str:
+    """``(chunk, term, tf, length)`` of each posting of a term of ``%(terms)s`` in a chunk
+    of ``%(chunks)s`` of a class of ``%(classes)s``: a few chunks' postings of common terms,
+    found by chunk rather than by reading every posting of those terms."""
+    return (
+        "SELECT chunk, term, tf, length FROM postings WHERE chunk = ANY (%(chunks)s::bigint[]) "
+        "AND term = ANY (%(terms)s::text[]) AND class_id = ANY (%(classes)s::integer[])"
+    )
+
+
 def stale_blocks_sql() -> str:
     """``(term, class_id, df)`` of each (term, class) with ``%(least)s`` postings or more
     whose block is missing or was packed from another version than the folded one, in

@@ -181,6 +181,15 @@ _FOLD_S = 10.0
 _CHUNKS_PER_INSERT = 1_000
 _BM25 = BM25()
 # What every search's transaction sets (``PostgresStore._searching`` says why).
+#: Lexical search reads first the rarest terms holding this fraction of a query's postings.
+_FIRST_SHARE = 8
+#: More chunks than this that might still reach the top k after skipping the commonest
+#: terms, and those terms are read whole rather than looked up chunk by chunk.
+_MOST_CANDIDATES = 2_000
+#: Bounds and thresholds are widened by this much relative to themselves, far more than
+#: the rounding of sums of a few dozen weights, so no chunk is skipped that rounding
+#: would have put in the top k.
+_SLACK = 1e-9
 _NO_NESTED_LOOPS = "SET LOCAL enable_nestloop = off"
 # Packed postings: chunk ids, term frequencies, chunk lengths (migration 9's byte order).
 _PACKED = (np.dtype(">i8"), np.dtype(">i4"), np.dtype(">i4"))
@@ -280,23 +289,91 @@ def _set_caller(
     conn.execute(_caller_settings(principals, ceiling))
 
 
-def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
-    """``(chunk, score)`` of the ``k`` chunks with the highest summed ``weights``, best
-    first, ties by chunk: each chunk's weights added in the order given, as ``np.bincount``
-    adds them (over the span of the ids when it is small, else over their ranks)."""
-    if chunks.size == 0:
-        return []
+def _sums(chunks: Any, weights: Any) -> tuple[Any, Any]:
+    """Each chunk of ``chunks`` once, ascending, and its ``weights`` summed in the order
+    given, as ``np.bincount`` adds them (over the span of the ids when it is small, else
+    over their ranks). Every weight is positive: the chunks given are those that score."""
     low = int(chunks.min())
     span = int(chunks.max()) - low + 1
     if span <= 4 * chunks.size + 65_536:
-        slots, ids = chunks - low, None
-    else:
-        ids, slots = np.unique(chunks, return_inverse=True)
-    scores = np.bincount(slots, weights=weights).astype(np.float64, copy=False)
-    # Every weight is positive: the chunks matched are those that scored.
-    candidates = np.flatnonzero(scores > 0).astype(np.int64)
-    best = top_k(scores, candidates, candidates, k)
-    return [(int(p) + low if ids is None else int(ids[p]), float(scores[p])) for p in best]
+        summed = np.bincount(chunks - low, weights=weights).astype(np.float64, copy=False)
+        held = np.flatnonzero(summed > 0)
+        return held.astype(np.int64) + low, summed[held]
+    ids, slots = np.unique(chunks, return_inverse=True)
+    return ids, np.bincount(slots, weights=weights).astype(np.float64, copy=False)
+
+
+def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
+    """``(chunk, score)`` of the ``k`` chunks with the highest summed ``weights``, best
+    first, ties by chunk: each chunk's weights added in the order given (:func:`_sums`)."""
+    if chunks.size == 0:
+        return []
+    ids, scores = _sums(chunks, weights)
+    every = np.arange(ids.size, dtype=np.int64)
+    return [(int(ids[p]), float(scores[p])) for p in top_k(scores, every, every, k)]
+
+
+def _joined(scored: Iterable[tuple[Any, Any] | None]) -> tuple[Any, Any]:
+    """The ``(chunks, weights)`` arrays of several terms as one pair, in the order given."""
+    pairs = [p for p in scored if p is not None]
+    if not pairs:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    return np.concatenate([c for c, _ in pairs]), np.concatenate([w for _, w in pairs])
+
+
+def _only(kept: Any, chunks: Any, weights: Any) -> tuple[Any, Any]:
+    """The postings of ``chunks`` and their ``weights`` in the ascending ids ``kept``."""
+    inside = np.isin(chunks, kept, assume_unique=True)
+    return chunks[inside], weights[inside]
+
+
+def _bound(df: int, allowed: int) -> float:
+    """More than any BM25 weight of a term that ``df`` of ``allowed`` chunks hold:
+    ``idf * (k1 + 1)``, which ``idf * tf * (k1 + 1) / (tf + norm)`` stays below for every
+    frequency and length (``norm`` is positive)."""
+    return math.log(1.0 + (allowed - df + 0.5) / (df + 0.5)) * (_BM25.k1 + 1.0)
+
+
+def _kth(scored: Mapping[str, tuple[Any, Any]], k: int) -> tuple[Any, Any, float]:
+    """Each chunk read so far, the sum of its weights read so far, and the ``k``-th best
+    of those sums (0 for fewer than ``k`` chunks). No chunk's full score is lower than its
+    sum so far, so the ``k``-th best full score is at least that."""
+    if not scored:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), 0.0
+    chunks, partial = _sums(*_joined(scored.values()))
+    if partial.size < k:
+        return chunks, partial, 0.0
+    return chunks, partial, float(np.partition(partial, partial.size - k)[partial.size - k])
+
+
+def _read_first(rarest: Sequence[str], df: Mapping[str, int]) -> list[str]:
+    """The rarest terms, whose postings are read first to find how high the ``k``-th
+    best score is: as many as hold an eighth of the query's postings (at least one, and
+    all of a query of two terms or fewer, where skipping saves no round trip)."""
+    if len(rarest) <= 2:
+        return list(rarest)
+    budget = sum(df[t] for t in rarest) / _FIRST_SHARE
+    first, held = [rarest[0]], df[rarest[0]]
+    for term in rarest[1:]:
+        held += df[term]
+        if held > budget:
+            break
+        first.append(term)
+    return first
+
+
+def _skippable(unread: Sequence[str], df: Mapping[str, int], allowed: int, kth: float) -> list[str]:
+    """The commonest of the ``unread`` terms (rarest first) whose bounds together stay
+    below ``kth``: a chunk that holds none of the other terms scores less than the ``k``
+    best already do, whatever these add."""
+    skipped: list[str] = []
+    reach = 0.0
+    for term in reversed(unread):
+        reach += _bound(df[term], allowed)
+        if reach * (1.0 + _SLACK) >= kth * (1.0 - _SLACK):
+            break
+        skipped.append(term)
+    return skipped
 
 
 def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
@@ -1302,29 +1379,85 @@ class PostgresStore(SqlStore):
     ) -> list[tuple[str, float]]:
         """BM25 over the ``classes`` the caller reads whole, exact.
 
-        The statistics are the classes' (:func:`pg_search.class_statistics_sql`). Every
-        query term's postings in those classes are read: packed, from each (term, class)
-        whose block is current in this snapshot (:func:`pg_search.packed_postings_sql`),
-        and row by row from the others (:func:`pg_search.posting_rows_sql`). They are
-        weighed by :func:`~clearance.store.memory.bm25_weights`, as the embedded store
-        weighs them, and each chunk's weights summed in query-term order: the scores of
-        :func:`pg_search.bm25_sql`, float for float. Ties go by chunk row, as there."""
+        The statistics are the classes' (:func:`pg_search.class_statistics_sql`). Postings
+        are read packed, from each (term, class) whose block is current in this snapshot
+        (:func:`pg_search.packed_postings_sql`), and row by row from the others
+        (:func:`pg_search.posting_rows_sql`). They are weighed by
+        :func:`~clearance.store.memory.bm25_weights`, as the embedded store weighs them,
+        and each chunk's weights summed in query-term order: the scores of
+        :func:`pg_search.bm25_sql`, float for float. Ties go by chunk row, as there.
+
+        Not every posting need be read (MaxScore): the rarer terms are read first, and
+        the commonest terms whose weights together cannot reach the ``k``-th best score
+        found so far are skipped (:func:`_skippable`). A chunk that holds only skipped
+        terms cannot then reach the top ``k``; the chunks that might are looked up by
+        id for the skipped terms' postings (:func:`pg_search.chunk_postings_sql`), and
+        scored in full. The skipped terms' statistics are the classes' counts, so the
+        scores, and the results, are those of reading everything."""
         if not terms or not classes or k <= 0:
             return []
         n, total, df = self._class_statistics(conn, classes, terms)
         present = [t for t in dict.fromkeys(terms) if t in df]
         if n == 0 or not present:
             return []
-        found: dict[str, list[tuple[Any, ...]]] = {t: [] for t in present}
-        packed: dict[str, set[int]] = {t: set() for t in present}
-        args = {"terms": present, "classes": classes}
+        average = total / n if total else 1.0
+        scored: dict[str, tuple[Any, Any]] = {}
+
+        def read(wanted: Sequence[str]) -> None:
+            for term, (chunks, tf, lengths) in self._postings(conn, classes, wanted, df).items():
+                scored[term] = (chunks, bm25_weights(tf, lengths, n, average, _BM25))
+
+        rarest = sorted(present, key=lambda t: (df[t], t))
+        read(_read_first(rarest, df))
+        skipped = _skippable([t for t in rarest if t not in scored], df, n, _kth(scored, k)[2])
+        read([t for t in rarest if t not in scored and t not in skipped])
+        found: dict[str, tuple[Any, Any]] = {}
+        if skipped:
+            chunks, partial, theta = _kth(scored, k)
+            reach = sum(_bound(df[t], n) for t in skipped) * (1.0 + _SLACK)
+            candidates = chunks[partial + reach >= theta * (1.0 - _SLACK)]
+            if candidates.size <= _MOST_CANDIDATES:
+                looked = self._candidate_postings(conn, classes, skipped, candidates)
+                self.postings_read["skipped"] += sum(df[t] for t in skipped)
+                self.postings_read["looked up"] += sum(f[0].size for f in looked.values())
+                found = {
+                    t: (ids, bm25_weights(tf, lengths, n, average, _BM25, df[t]))
+                    for t, (ids, tf, lengths) in looked.items()
+                }
+                scored = {t: _only(candidates, *scored[t]) for t in scored}
+            else:  # too many to look up one by one: read them as the others were
+                read(skipped)
+        # In query-term order, as every chunk's weights are summed when all are read.
+        best = _summed_top_k(*_joined([scored.get(t) or found.get(t) for t in present]), k)
+        names = dict(
+            conn.execute(
+                "SELECT id, chunk_id FROM chunks WHERE id = ANY (%s)", ([c for c, _ in best],)
+            ).fetchall()
+        )
+        return [(str(names[c]), score) for c, score in best if c in names]
+
+    def _postings(
+        self,
+        conn: psycopg.Connection[Any],
+        classes: list[int],
+        wanted: Sequence[str],
+        df: Mapping[str, int],
+    ) -> dict[str, tuple[Any, Any, Any]]:
+        """Chunk ids (int64), term frequencies and chunk lengths of every posting of each
+        ``wanted`` term in the ``classes``: from current blocks, and row by row from the
+        rest. Checked against ``df``: one snapshot, so the counts and postings agree."""
+        if not wanted:
+            return {}
+        found: dict[str, list[tuple[Any, ...]]] = {t: [] for t in wanted}
+        packed: dict[str, set[int]] = {t: set() for t in wanted}
+        args = {"terms": list(wanted), "classes": classes}
         for term, class_id, *arrays in conn.execute(
             pg_search.packed_postings_sql(), args, binary=True
         ):
             found[term].append(arrays)
             packed[term].add(int(class_id))
             self.postings_read["packed"] += len(arrays[1]) // 4
-        rest = [(t, [c for c in classes if c not in packed[t]]) for t in present]
+        rest = [(t, [c for c in classes if c not in packed[t]]) for t in wanted]
         if rest := [(t, left) for t, left in rest if left]:
             sql, params = pg_search.posting_rows_sql(rest)
             for term, *arrays in conn.execute(sql, params, binary=True):
@@ -1333,10 +1466,8 @@ class PostgresStore(SqlStore):
                 self.postings_read["rows"] += read
                 # Perhaps a pair a pack would serve: the next search starts one.
                 self._pack_wanted = self._pack_wanted or read >= self.pack_least
-        average = total / n if total else 1.0
-        matched: list[Any] = []
-        weights: list[Any] = []
-        for term in present:
+        postings = {}
+        for term in wanted:
             if not found[term]:
                 raise StoreError(
                     f"the postings of {term!r} in {self.location} disagree with its counts "
@@ -1346,20 +1477,31 @@ class PostgresStore(SqlStore):
                 np.concatenate([np.frombuffer(a[i], dtype=_PACKED[i]) for a in found[term]])
                 for i in range(3)
             )
-            if tf.size != df[term]:  # one snapshot: the counts and postings agree
+            if tf.size != df[term]:
                 raise StoreError(
                     f"the postings of {term!r} in {self.location} disagree with its counts "
                     f"({tf.size} against {df[term]})"
                 )
-            matched.append(chunks.astype(np.int64))
-            weights.append(bm25_weights(tf, lengths, n, average, _BM25))
-        best = _summed_top_k(np.concatenate(matched), np.concatenate(weights), k)
-        names = dict(
-            conn.execute(
-                "SELECT id, chunk_id FROM chunks WHERE id = ANY (%s)", ([c for c, _ in best],)
-            ).fetchall()
-        )
-        return [(str(names[c]), score) for c, score in best if c in names]
+            postings[term] = (chunks.astype(np.int64), tf, lengths)
+        return postings
+
+    @staticmethod
+    def _candidate_postings(
+        conn: psycopg.Connection[Any], classes: list[int], terms: Sequence[str], chunks: Any
+    ) -> dict[str, tuple[Any, Any, Any]]:
+        """Chunk ids, frequencies and lengths of the ``terms``' postings in ``chunks``."""
+        rows = conn.execute(
+            pg_search.chunk_postings_sql(),
+            {"chunks": chunks.tolist(), "terms": list(terms), "classes": classes},
+        ).fetchall()
+        found: dict[str, list[tuple[int, int, int]]] = {t: [] for t in terms}
+        for chunk, term, tf, length in rows:
+            found[term].append((chunk, tf, length))
+        return {
+            t: tuple(np.array([r[i] for r in got], dtype=np.int64) for i in range(3))  # type: ignore[misc]
+            for t, got in found.items()
+            if got
+        }
 
     def _vector(
         self,
