@@ -6,7 +6,7 @@ Run from the repository root, after a ``bench_pg_classes.py --keep DIR`` run (it
 graphs stay until its next run; a store that finds none builds them first)::
 
     .venv/bin/python benchmarks/bench_pg_breadth.py --keep DIR --first 40 --count 80 \\
-        --breadths 32 40 64 80 100 160
+        --breadths 32 40 64 80 100 160 [--first-breadths 16 32]
 
 Claims ``--first`` to ``--first + --count`` are the queries: the default breadths were
 chosen on claims 40-119, and ``bench_pg_classes.py`` times claims from 0, so a check of the
@@ -17,6 +17,10 @@ callers are ``bench_pg_classes``'s: a person's small classes (0.1 %), one depart
 any caller), several departments (10 %), and the all-staff class with most departments
 (60-100 %).
 
+With ``--first-breadths`` the store's own breadths also run with each graph planned
+narrower than the widest walked that wide first, and again as planned only if it gave one
+of the top k (``VectorPlan.first_breadth``).
+
 Progress goes to stderr; the markdown table to stdout.
 """
 
@@ -26,6 +30,7 @@ import argparse
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +76,13 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=40, help="the first claim used as a query")
     parser.add_argument("--count", type=int, default=80, help="how many claims")
     parser.add_argument("--breadths", type=int, nargs="+", default=[32, 40, 64, 80, 100, 160])
+    parser.add_argument(
+        "--first-breadths",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also the store's breadths with narrower graphs walked this wide first",
+    )
     parser.add_argument("--exact-below", type=int, default=1000)
     parser.add_argument("--largest-graph", type=int, default=100_000)
     parser.add_argument("--shared-buffers", default="4GB")
@@ -96,6 +108,7 @@ def main() -> None:
     name = f"pg_classes_{args.chunks}"
     default = VectorPlan().ef_search
     columns = [f"{b} wide" for b in args.breadths] + [f"by size (ef {default})"]
+    columns += [f"by size, {f} wide first" for f in args.first_breadths]
     rows: dict[str, dict[str, Any]] = {}
     try:
         plan = class_plan(args.exact_below, default, args.largest_graph)
@@ -123,6 +136,7 @@ def main() -> None:
             )
             for b in args.breadths
         ] + [plan]
+        plans += [replace(plan, first_breadth=f) for f in args.first_breadths]
         for column, variant in zip(columns, plans, strict=True):
             store = server.open(name, variant)
             try:

@@ -5,7 +5,7 @@ ranking, one global HNSW graph and one graph per permission class, side by side 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_pg_classes.py --chunks 1000000 --keep /var/tmp/pg-classes \\
-        [--ef 40 100 200] [--one-breadth 100] [--largest-graph 100000 50000] \\
+        [--ef 40 100 200] [--one-breadth 100] [--walk-once] [--largest-graph 100000 50000] \\
         [--hybrid-queries 20] [--warm-queries 20] [--json OUT]
     .venv/bin/python benchmarks/bench_pg_classes.py --chunks 20000 --queries 20   # a quick look
 
@@ -48,6 +48,8 @@ The store is opened on that database one variant after the other:
   Each graph is walked as wide as ``VectorPlan.breadth`` says for its size; with
   ``--one-breadth EF`` the same graphs are also searched with every graph walked ``EF``
   wide, as the plan did before (run before the others, on the same graphs).
+  With ``--walk-once`` they are also searched with every graph walked once, none narrow
+  first (``VectorPlan.first_breadth`` 0), as the plan did before.
   ``--skip-global`` leaves the global graph's variant out.
 
 Reported per variant: the time from opening the store to the widest caller's first search
@@ -57,7 +59,9 @@ worker is not building them meanwhile) and total size, and per caller p50/p95 of
 vector search and of the hybrid retrieval (lexical and vector in one snapshot,
 ``store.retrieve``, timed on the first ``--hybrid-queries`` queries, also with both halves
 on one connection), the lexical search read from posting blocks and row by row, and recall@10 of the
-vector search against exact ranking. Each caller's searches first run untimed on
+vector search against exact ranking. The lexical search is also timed with every posting
+weighed (none of the common terms set apart), alternating which of the two runs first.
+Each caller's searches first run untimed on
 ``--warm-queries`` other claims (the last ones), so the figures are those of a server
 that has been answering; the row-by-row comparisons, which read every posting and push
 the graphs and blocks out of the buffers, run after the store's own searches. Then, on the last variant, a permission change moves
@@ -85,7 +89,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -112,7 +116,7 @@ from bench_store import bench_document, console, progress
 
 from clearance.analysis import search_terms
 from clearance.model import Chunk, Sensitivity
-from clearance.store import pg_schema, pg_search
+from clearance.store import pg_schema, pg_search, postgres
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan, _analysed
 from clearance.store.rows import CHUNK_COLUMNS, DOC_COLUMNS, chunk_row, document_row
@@ -516,6 +520,12 @@ def one_breadth_plan(exact_below: int, ef: int, largest: int) -> VectorPlan:
     return OneBreadth(classes=True, exact_below=exact_below, ef_search=ef, largest_graph=largest)
 
 
+def walk_once_plan(exact_below: int, ef: int, largest: int) -> VectorPlan:
+    """The class plan with every graph walked once, as wide as its size says, none walked
+    narrow first (``--walk-once``)."""
+    return replace(class_plan(exact_below, ef, largest), first_breadth=0)
+
+
 def graph_size(server: PgServer, name: str) -> tuple[int, int]:
     """(bytes, count) of the class graphs."""
     conn = server.owner(name)
@@ -602,11 +612,26 @@ def blocks_passed_by() -> Iterator[None]:
     """Lexical search as if no posting block were current (migration 9): every posting
     read row by row, scored as the store scores them. For this benchmark's comparison."""
     packed = pg_search.packed_postings_sql
-    pg_search.packed_postings_sql = lambda: packed() + " AND false"  # type: ignore[assignment]
+    pg_search.packed_postings_sql = lambda *, lengths=True: packed(lengths=lengths) + " AND false"
     try:
         yield
     finally:
-        pg_search.packed_postings_sql = packed  # type: ignore[assignment]
+        pg_search.packed_postings_sql = packed
+
+
+def every_posting_lexical(store: PostgresStore, query: str, flt: SearchFilter) -> list[Any]:
+    """BM25 with every posting of every query term weighed, none set apart (as before
+    common terms were), read as the store reads them; its count of postings read left
+    alone."""
+    counted = dict(store.postings_read)
+    first = postgres._read_first
+    postgres._read_first = lambda rarest, df: list(rarest)
+    try:
+        return store.lexical_search(query, flt, K)
+    finally:
+        postgres._read_first = first
+        store.postings_read.clear()
+        store.postings_read.update(counted)
 
 
 def one_connection_hybrid(store: PostgresStore, query: str, vector: Any, flt: SearchFilter) -> Any:
@@ -642,6 +667,22 @@ def timed(call: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     return 1000 * (time.perf_counter() - t0), got
 
 
+Way = tuple[list[float], Callable[..., Any], tuple[Any, ...]]
+
+
+def each_way(n: int, ways: Sequence[Way]) -> list[Any]:
+    """Each of ``ways`` called and timed into its list, in the order given for an even
+    ``n`` and the other way round for an odd one, so that no way always finds the caches
+    warmer; the results in the order given."""
+    order = list(range(len(ways)))
+    got: dict[int, Any] = {}
+    for i in order if n % 2 == 0 else order[::-1]:
+        times, call, call_args = ways[i]
+        took, got[i] = timed(call, *call_args)
+        times.append(took)
+    return [got[i] for i in order]
+
+
 def run_callers(
     store: PostgresStore,
     label: str,
@@ -670,28 +711,42 @@ def run_callers(
             for q in warm_queries:
                 store.vector_search(query_vectors[q], flt, K)
                 store.retrieve(claims[q], query_vectors[q], flt, K)
-            vector_ms, hybrid_ms, one_ms, found = [], [], [], []
-            lexical_ms, rows_ms, per_document_ms, alike = [], [], [], True
-            hybrid_alike, by_class = True, []
+            vector_ms: list[float] = []
+            hybrid_ms: list[float] = []
+            one_ms: list[float] = []
+            lexical_ms: list[float] = []
+            every_ms: list[float] = []
+            rows_ms: list[float] = []
+            per_document_ms: list[float] = []
+            found: list[list[str]] = []
+            by_class: list[Any] = []
+            alike = hybrid_alike = True
             for n, q in enumerate(queries):
                 t0 = time.perf_counter()
                 got = store.vector_search(query_vectors[q], flt, K)
                 vector_ms.append(1000 * (time.perf_counter() - t0))
                 found.append([c for c, _ in got])
                 if n < hybrid_queries:
-                    # Each way first on every other query: neither always finds warmer caches.
-                    ways = [
-                        (hybrid_ms, store.retrieve, (claims[q], query_vectors[q], flt, K)),
-                        (one_ms, one_connection_hybrid, (store, claims[q], query_vectors[q], flt)),
-                    ]
-                    got = []
-                    for times, call, call_args in ways if n % 2 == 0 else ways[::-1]:
-                        took, found_now = timed(call, *call_args)
-                        times.append(took)
-                        got.append(found_now)
-                    hybrid_alike = hybrid_alike and got[0] == got[1]
-                    took, ranked = timed(store.lexical_search, claims[q], flt, K)
-                    lexical_ms.append(took)
+                    hybrid_got = each_way(
+                        n,
+                        [
+                            (hybrid_ms, store.retrieve, (claims[q], query_vectors[q], flt, K)),
+                            (
+                                one_ms,
+                                one_connection_hybrid,
+                                (store, claims[q], query_vectors[q], flt),
+                            ),
+                        ],
+                    )
+                    hybrid_alike = hybrid_alike and hybrid_got[0] == hybrid_got[1]
+                    ranked, every = each_way(
+                        n,
+                        [
+                            (lexical_ms, store.lexical_search, (claims[q], flt, K)),
+                            (every_ms, every_posting_lexical, (store, claims[q], flt)),
+                        ],
+                    )
+                    alike = alike and ranked == every
                     by_class.append(ranked)
                 bar.advance(task)
             for q, ranked in zip(queries, by_class, strict=False):
@@ -710,6 +765,7 @@ def run_callers(
                     "hybrid_alike": hybrid_alike,
                     "lexical_ms": p50_p95(lexical_ms),
                     "rows_lexical_ms": p50_p95(rows_ms),
+                    "every_posting_lexical_ms": p50_p95(every_ms),
                     "per_document_lexical_ms": p50_p95(per_document_ms) if per_document else None,
                     "lexical_alike": alike,
                     "found": found,
@@ -864,6 +920,16 @@ def measure(server: PgServer, name: str, args: argparse.Namespace) -> dict[str, 
         )
         for largest in args.largest_graph
         for e in args.one_breadth
+    ]
+    variants += [
+        (
+            f"classes ≥ {args.exact_below:,}, ef {e} by graph size, each graph walked once, "
+            f"graphs ≤ {largest:,}",
+            "classes",
+            partial(walk_once_plan, args.exact_below, e, largest),
+        )
+        for largest in args.largest_graph
+        for e in (args.ef if args.walk_once else [])
     ]
     variants += [
         (
@@ -1029,15 +1095,17 @@ def table(result: dict[str, Any]) -> str:
             counted = mine.get("per_document_lexical_ms")
             by_document = "–" if counted is None else ms(counted)
             rows = ms(mine["rows_lexical_ms"]) if "rows_lexical_ms" in mine else "–"
-            return f"{ms(mine['lexical_ms'])} ({rows}; {by_document}), {same}"
+            every = mine.get("every_posting_lexical_ms")
+            every_cell = "–" if every is None else ms(every)
+            return f"{ms(mine['lexical_ms'])} ({every_cell}; {rows}; {by_document}), {same}"
 
         return cell
 
     for i, caller in enumerate(result["callers"]):
         head = f"{caller['name']} ({caller['chunks']:,} chunks)"
         line(
-            f"{head}: lexical p50 / p95 (ms) by class statistics, blocks read "
-            "(blocks passed by; counted per document)",
+            f"{head}: lexical p50 / p95 (ms) by class statistics, blocks read, common terms "
+            "set apart (every posting weighed; blocks passed by; counted per document)",
             lexical(i),
         )
         line(f"{head}: hybrid p50 / p95 (ms) (on one connection)", hybrid(i))
@@ -1171,6 +1239,11 @@ def main() -> None:
         default=[],
         metavar="EF",
         help="also the class plan with every graph walked EF wide, whatever its size",
+    )
+    parser.add_argument(
+        "--walk-once",
+        action="store_true",
+        help="also the class plan with no graph walked narrow first (VectorPlan.first_breadth 0)",
     )
     parser.add_argument(
         "--warm-queries",

@@ -9,7 +9,10 @@ different graphs from the same rows; the graphs here are therefore searched exha
 (``ef_search`` at least ``largest_graph``, so every graph's breadth covers it), which
 makes the equality hold whatever the draw, while the same ``ef_search`` over one graph of
 every chunk is far below its size. How wide each graph is walked is checked apart: it
-must depend on the caller's rows alone, and a breadth sized by the whole table fails.
+must depend on the caller's rows alone, and a breadth sized by the whole table fails;
+so must which graphs a search walks a second time, after walking the narrower ones
+narrow first (50 wide, which still covers them), and a store-wide memory of which graphs
+served earlier searches fails.
 The reverse proof is that one global graph, searched and then filtered: the same check
 must catch it.
 
@@ -40,8 +43,15 @@ from pg import PgDatabase, server
 DIM = 16
 #: Classes of 20 chunks or more get a graph, searched exhaustively (no class here has 200):
 #: the staff class's 200 wide, the departments' (about 34 chunks) 50 wide.
+#: A graph planned narrower than the widest is walked 50 wide first, which covers every
+#: such graph here (a department's, about 36 chunks), so that walk is exhaustive too.
 GRAPHS = VectorPlan(
-    classes=True, exact_below=20, ef_search=200, largest_graph=200, background=False
+    classes=True,
+    exact_below=20,
+    ef_search=200,
+    largest_graph=200,
+    background=False,
+    first_breadth=50,
 )
 #: Every HNSW index in a database, by name (read past the store's own lookup).
 HNSW_INDEXES = (
@@ -450,6 +460,113 @@ def test_reverse_proof_a_breadth_sized_by_the_whole_table_fails_the_same_check(
         opened._walks = _breadth_by_share_of_the_table.__get__(opened)  # type: ignore[method-assign]
     with pytest.raises(AssertionError):
         check_walked_alike(store, alone, flt, monkeypatch)
+
+
+def statements_of(
+    store: PostgresStore, flt: SearchFilter, query: list[float], mp: pytest.MonkeyPatch
+) -> list[tuple[int, list[int], list[str]]]:
+    """The statements one vector search of ``flt`` for ``query`` runs: each one's breadth,
+    the parts of each class it walks and the chunks it gives (class ids differ between
+    databases; chunk ids don't)."""
+    seen: list[tuple[int, list[int], list[str]]] = []
+    real = store._walk
+
+    def spy(conn: Any, breadth: int, walked: Any, rest: Any, args: Any, dim: int) -> list[Any]:
+        rows = real(conn, breadth, walked, rest, args, dim)
+        seen.append((breadth, sorted(walked.values()), sorted(str(r[0]) for r in rows)))
+        return rows
+
+    mp.setattr(store, "_walk", spy)
+    store.vector_search(query, flt, 10)
+    mp.setattr(store, "_walk", real)
+    return seen
+
+
+def check_statements_alike(
+    store: PostgresStore, alone: PostgresStore, flt: SearchFilter, mp: pytest.MonkeyPatch
+) -> set[int]:
+    """Every query's statements, and what each gives, are the same over the store and a
+    database of the caller's rows alone; returns the numbers of statements seen."""
+    counts = set()
+    for query in queries(10):
+        mine = statements_of(store, flt, query, mp)
+        assert mine == statements_of(alone, EVERYTHING, query, mp)
+        counts.add(len(mine))
+    return counts
+
+
+def test_graphs_walked_narrow_first_are_walked_again_only_if_they_give_a_top_result(
+    filled: tuple[World, PgDatabase], databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The staff graph is walked as planned (200 wide) and the departments' 50 wide in a
+    second statement; a department that gave one of the top 10 is walked again 100 wide,
+    one that did not is not (here every query's top 10 holds a department's chunk). Results are exact ranking's, and every statement, and what
+    it gives, is the same over a database of each caller's rows alone."""
+    world, database = filled
+    flt = CALLERS["staff and two departments (60 %)"]
+    store = databases.store(GRAPHS, database)
+    exact = databases.store(VectorPlan(), database)
+    for q in queries(10):
+        for k in (1, 10, 40):
+            assert store.vector_search(q, flt, k) == exact.vector_search(q, flt, k)
+    walks = [
+        [(b, tuple(parts)) for b, parts, _ in statements_of(store, flt, q, monkeypatch)]
+        for q in queries(20)
+    ]
+    assert {tuple(w[:2]) for w in walks} == {((200, (1,)), (50, (1, 1)))}
+    # Each department walked again only when it served: sometimes both, sometimes one.
+    assert {tuple(w[2:]) for w in walks} == {((100, (1,)),), ((100, (1, 1)),)}
+    for who, caller_flt in CALLERS.items():
+        alone = alone_for(world, databases, caller_flt)
+        counts = check_statements_alike(store, alone, caller_flt, monkeypatch)
+        # Graphs walked twice only for the callers who read the staff graph too.
+        assert (max(counts) > 2) == who.endswith(("(60 %)", "(100 %)")), who
+
+
+def remember_useful_graphs(mp: pytest.MonkeyPatch, *stores: PostgresStore) -> None:
+    """The leaky variant: each store walks a graph again if it gave a top result in this
+    search or in any earlier one, of any caller (a memory of useful graphs per store)."""
+    real_grouped_by = postgres._grouped_by
+    searching: list[set[int]] = []
+
+    def grouped_by(later: Any, gave: set[int]) -> list[tuple[int, dict[int, int]]]:
+        searching[-1].update(gave)
+        return real_grouped_by(later, set(searching[-1]))
+
+    mp.setattr(postgres, "_grouped_by", grouped_by)
+
+    def remembering(real: Any) -> Any:
+        memory: set[int] = set()
+
+        def by_class(*args: Any) -> Any:
+            searching.append(memory)
+            try:
+                return real(*args)
+            finally:
+                searching.pop()
+
+        return by_class
+
+    for opened in stores:
+        mp.setattr(opened, "_by_class", remembering(opened._by_class))
+
+
+def test_reverse_proof_walks_chosen_by_other_callers_searches_fail_the_same_check(
+    filled: tuple[World, PgDatabase], databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The widest caller searches first and leaves behind which departments served it; the
+    narrower caller's searches then walk those graphs again, as the same caller's over a
+    database of their rows alone do not."""
+    world, database = filled
+    flt = CALLERS["staff and two departments (60 %)"]
+    store = databases.store(GRAPHS, database)
+    alone = alone_for(world, databases, flt)
+    check_statements_alike(store, alone, flt, monkeypatch)  # the real store passes
+    remember_useful_graphs(monkeypatch, store, alone)
+    for query in queries(10):
+        store.vector_search(query, CALLERS["everything, confidential too (100 %)"], 10)
+    with pytest.raises(AssertionError):
+        check_statements_alike(store, alone, flt, monkeypatch)
 
 
 # --------------------------------------------------------------------------- classes follow
@@ -976,7 +1093,7 @@ def test_only_names_the_store_gives_are_class_graphs() -> None:
 
 #: As :data:`GRAPHS`, with graphs of about 30 chunks: the staff class (111 chunks a caller
 #: reads) is split into four graphs, each department's (33) into two.
-SPLIT = VectorPlan(classes=True, exact_below=20, ef_search=200, largest_graph=30, background=False)
+SPLIT = dataclasses.replace(GRAPHS, largest_graph=30)
 
 
 @pytest.fixture(scope="module")
@@ -1117,7 +1234,7 @@ def test_a_class_outgrowing_its_graph_is_split_and_kept_near_a_boundary(
         n for n in names if n in {pg_search.class_graph_name(c, DIM) for c in split_classes}
     }
     near = databases.store(
-        VectorPlan(classes=True, exact_below=20, ef_search=200, largest_graph=40, background=False),
+        dataclasses.replace(GRAPHS, largest_graph=40),
         database,
     )
     kept = near.refresh_class_graphs()
@@ -1128,12 +1245,7 @@ def test_a_class_outgrowing_its_graph_is_split_and_kept_near_a_boundary(
         assert near.vector_search(q, flt, 10) == exact.vector_search(q, flt, 10)
     # Graphs of 200 chunks: the staff class is one graph again, its parts dropped after;
     # the departments' two parts are one more than they need, and stay.
-    merged = databases.store(
-        VectorPlan(
-            classes=True, exact_below=20, ef_search=200, largest_graph=200, background=False
-        ),
-        database,
-    ).refresh_class_graphs()
+    merged = databases.store(GRAPHS, database).refresh_class_graphs()
     assert (merged["built"], merged["dropped"]) == (1, 4)
     assert merged["graphs"] == whole["graphs"] + 4
     assert set(walked_graphs(near).values()) == {1, 2}

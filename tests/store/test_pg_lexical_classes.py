@@ -9,9 +9,10 @@ caller's chunks alone. The tests:
 * results equal the reference for callers reading 1 % to 100 %, with every pair packed,
   some, and none; reverse proof: frequencies read in the wrong byte order, the same
   check catches them;
-* the commonest query terms are skipped where their weights cannot lift a chunk into
-  the top k (MaxScore), and results are still the reference's, as they are when
-  nothing is skipped; reverse proof: bounds that a weight can exceed, caught;
+* the commonest query terms are set apart where their weights cannot lift a chunk into
+  the top k (MaxScore), weighed only for the chunks that might still win, and results
+  are still the reference's, as they are when every posting is weighed; reverse proof:
+  bounds that a weight can exceed, caught;
 * scores are the same floats from blocks, from rows and from the SQL that scores the
   chunks themselves; reverse proof: weights summed in another order, caught;
 * a block is read only while no write changed its pair: after every kind of write,
@@ -123,6 +124,13 @@ def queries() -> list[str]:
     return found
 
 
+@pytest.fixture(autouse=True)
+def common_terms_set_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every query here holds far fewer postings than the store's threshold for setting
+    common terms apart: every one of them goes that way in these tests."""
+    monkeypatch.setattr(postgres, "_WEIGH_ALL_BELOW", 0)
+
+
 @pytest.fixture(scope="module")
 def world() -> World:
     return company()
@@ -211,25 +219,26 @@ def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
     for flt in CALLERS.values():
         check_every_query(store, world, flt)
     # What the check covered: blocks alone, blocks and rows, rows alone; and every time,
-    # common terms skipped, with the chunks that might still win looked up for them.
+    # common terms set apart, weighed only for the chunks that might still win.
     read = store.postings_read
     assert (read["packed"] > 0, read["rows"] > 0) == {
         1: (True, False),
         8: (True, True),
         100_000: (False, True),
     }[least]
-    assert read["skipped"] > read["looked up"] > 0
+    assert read["weighed apart"] > 0
 
 
-def test_skipping_nothing_when_too_many_chunks_might_win_gives_the_same_results(
+def test_weighing_every_posting_gives_the_same_results(
     filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postgres, "_MOST_CANDIDATES", 0)
+    """As the store does for queries of fewer than ``_WEIGH_ALL_BELOW`` postings."""
+    monkeypatch.setattr(postgres, "_WEIGH_ALL_BELOW", 10**9)
     store = open_store(filled, stores, 8)
     fold_and_pack(store)
     for flt in CALLERS.values():
         check_every_query(store, world, flt)
-    assert store.postings_read["skipped"] == 0 and store.postings_read["packed"] > 0
+    assert store.postings_read["weighed apart"] == 0 and store.postings_read["packed"] > 0
 
 
 @pytest.mark.parametrize("scale", [0.5, 1.0])
@@ -241,8 +250,8 @@ def test_reverse_proof_a_bound_below_the_weights_fails_the_same_check(
     scale: float,
 ) -> None:
     """Bounds a weight can exceed: ``idf`` times ``scale`` instead of ``idf * (k1 + 1)``.
-    A chunk holding only skipped terms is then missed, or one holding them among others
-    left out of the lookup."""
+    A chunk holding only the terms set apart is then missed, or one holding them among
+    others left unweighed."""
     monkeypatch.setattr(
         postgres,
         "_bound",
@@ -724,7 +733,9 @@ def test_reverse_proof_blocks_read_whatever_their_version_fail_the_same_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, store = fresh(dropped, stores, world, 1, packed=True)
-    monkeypatch.setattr(pg_search, "packed_postings_sql", lambda: stale_blocks_read(None))
+    monkeypatch.setattr(
+        pg_search, "packed_postings_sql", lambda lengths=True: stale_blocks_read(None)
+    )
     rewrite_frequencies(store)
     with pytest.raises(AssertionError):
         same_floats(store)

@@ -202,16 +202,18 @@ def class_statistics_sql() -> str:
     )
 
 
-def packed_postings_sql() -> str:
+def packed_postings_sql(*, lengths: bool = True) -> str:
     """``(term, class_id, chunks, tfs, lengths)`` of each block of a term of ``%(terms)s``
     in a class of ``%(classes)s`` that is current: packed from the version of its (term,
     class) that this snapshot sees (totals and deltas, migration 9). A pair with no total
     this snapshot can see has no version (null): its block is not read, so a class whose
     counts the reading role may not see never has a current block. The arrays are
     big-endian int8, int4 and int4 in chunk order. (Subqueries rather than joins: searches
-    run with nested loops off, and a hash join would read every class's terms.)"""
+    run with nested loops off, and a hash join would read every class's terms.) Without
+    ``lengths``, the lengths are left unread (an empty array)."""
+    read = "b.lengths" if lengths else "''::bytea"
     return (
-        "SELECT b.term, b.class_id, b.chunks, b.tfs, b.lengths FROM posting_blocks b "
+        f"SELECT b.term, b.class_id, b.chunks, b.tfs, {read} FROM posting_blocks b "
         "WHERE b.term = ANY (%(terms)s::text[]) AND b.class_id = ANY (%(classes)s::integer[]) "
         "AND b.version = (SELECT t.changes FROM class_terms t "
         "WHERE t.term = b.term AND t.class_id = b.class_id) "
@@ -239,16 +241,6 @@ def posting_rows_sql(wanted: Sequence[tuple[str, Sequence[int]]]) -> tuple[str, 
         f"FROM ({' UNION ALL '.join(branches)}) p GROUP BY p.term"
     )
     return sql, params
-
-
-def chunk_postings_sql() -> str:
-    """``(chunk, term, tf, length)`` of each posting of a term of ``%(terms)s`` in a chunk
-    of ``%(chunks)s`` of a class of ``%(classes)s``: a few chunks' postings of common terms,
-    found by chunk rather than by reading every posting of those terms."""
-    return (
-        "SELECT chunk, term, tf, length FROM postings WHERE chunk = ANY (%(chunks)s::bigint[]) "
-        "AND term = ANY (%(terms)s::text[]) AND class_id = ANY (%(classes)s::integer[])"
-    )
 
 
 def stale_blocks_sql() -> str:
@@ -367,8 +359,8 @@ def _class_size_rows(columns: str) -> str:
 
 
 def class_graphs_vector_sql(graphed: Mapping[int, int], rest: list[int], dim: int) -> str:
-    """``(chunk_id, score, id)`` of the best ``%(k)s`` chunks, best first, ties in insertion
-    order (``id``): the top ``k`` of each
+    """``(chunk_id, score, id, class_id)`` of the best ``%(k)s`` chunks, best first, ties in
+    insertion order (``id``): the top ``k`` of each
     class in ``graphed`` (class id: the number of graphs it is split into) from each of its
     graphs (the class id and part are written into the statement, so the planner matches
     the part's partial index; the caller makes sure no graph over other rows exists that
@@ -378,7 +370,7 @@ def class_graphs_vector_sql(graphed: Mapping[int, int], rest: list[int], dim: in
     cast = f"vector({int(dim)})"
     distance = f"c.embedding::{cast} <#> %(vector)s::{cast}"
     branches = [
-        f"(SELECT c.id, c.chunk_id, -({distance}) AS score FROM chunks c "
+        f"(SELECT c.id, c.chunk_id, -({distance}) AS score, c.class_id FROM chunks c "
         f"WHERE c.class_id = {int(cid)} AND vector_dims(c.embedding) = {int(dim)}"
         f"{graph_part(parts, part, 'c.')} ORDER BY {distance}, c.id LIMIT %(k)s)"
         for cid, parts in sorted(graphed.items())
@@ -387,7 +379,7 @@ def class_graphs_vector_sql(graphed: Mapping[int, int], rest: list[int], dim: in
     if rest:
         classes = ", ".join(str(int(c)) for c in rest)
         branches.append(
-            "(SELECT c.id, c.chunk_id, -(c.embedding <#> %(vector)s::vector) AS score "
+            "(SELECT c.id, c.chunk_id, -(c.embedding <#> %(vector)s::vector) AS score, c.class_id "
             f"FROM chunks c WHERE c.class_id IN ({classes}) AND c.embedding IS NOT NULL "
             "AND NOT (c.doc_key = ANY (ARRAY(SELECT d.key FROM documents d "
             "WHERE d.doc_id = ANY (%(excluded)s::text[])))) "
@@ -395,5 +387,6 @@ def class_graphs_vector_sql(graphed: Mapping[int, int], rest: list[int], dim: in
         )
     union = " UNION ALL ".join(branches)
     return (
-        f"SELECT t.chunk_id, t.score, t.id FROM ({union}) t ORDER BY t.score DESC, t.id LIMIT %(k)s"
+        f"SELECT t.chunk_id, t.score, t.id, t.class_id FROM ({union}) t "
+        "ORDER BY t.score DESC, t.id LIMIT %(k)s"
     )

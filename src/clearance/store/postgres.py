@@ -66,6 +66,13 @@ _log = logging.getLogger(__name__)
 _DIRECTORY_META = "directory"
 
 
+# How wide a search first walks a class graph planned narrower than its widest ones
+# (``VectorPlan.first_breadth``); it walks one again as planned only if it gave one of the
+# top k. Chosen on claims 40-119 at 1M chunks (benchmarks/RESULTS.md): 16 lost recall
+# (0.988 for the widest caller), 32 kept 0.996, 48 saved nothing.
+_FIRST_BREADTH = 32
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VectorPlan:
     """How vector search ranks: exactly (the default), through one HNSW index over every
@@ -85,11 +92,13 @@ class VectorPlan:
     class's graph only when the caller may read the whole class, so no graph it walks
     holds a row the caller cannot read. A class of more than ``largest_graph`` chunks is
     split into as many graphs as it takes to hold about that many each (a hash of each
-    chunk's own id deals them; at most 64 graphs), all walked by a search of the class: one graph over a very large,
-    dense class misses neighbours that its parts' graphs find. A graph of ``largest_graph``
-    chunks is walked ``ef_search`` wide, a smaller one narrower (:meth:`breadth`). The
-    graphs are refreshed on
-    a worker thread at most every ``refresh_s`` seconds while the store searches
+    chunk's own id deals them; at most 64 graphs), all walked by a search of the class:
+    one graph over a very large, dense class misses neighbours that its parts' graphs
+    find. A graph of ``largest_graph`` chunks is walked ``ef_search`` wide, a smaller one
+    narrower (:meth:`breadth`). A graph planned narrower than the widest of a search is
+    walked ``first_breadth`` wide first, and again as planned only if it gave one of the
+    top k so far (0: every graph walked once, as planned). The graphs are refreshed on a
+    worker thread at most every ``refresh_s`` seconds while the store searches
     (``background=False``: in the search that finds them due, before it starts; the
     search's packing of posting blocks, :meth:`PostgresStore.pack_postings`, likewise)."""
 
@@ -102,6 +111,7 @@ class VectorPlan:
     largest_graph: int = 100_000
     refresh_s: float = 60.0
     background: bool = True
+    first_breadth: int = _FIRST_BREADTH
 
     def parts(self, chunks: int) -> int:
         """Into how many graphs a class of ``chunks`` chunks is split: about
@@ -180,16 +190,18 @@ _FOLD_S = 10.0
 # one delta per class and term that the batch touches, not one per chunk.
 _CHUNKS_PER_INSERT = 1_000
 _BM25 = BM25()
-# What every search's transaction sets (``PostgresStore._searching`` says why).
-#: Lexical search reads first the rarest terms holding this fraction of a query's postings.
+# Lexical search reads first the rarest terms holding this fraction of a query's postings
+# (1/4 to 1/16 differed by less than the runs did on claims 40-119 at 1M chunks) ...
 _FIRST_SHARE = 8
-#: More chunks than this that might still reach the top k after skipping the commonest
-#: terms, and those terms are read whole rather than looked up chunk by chunk.
-_MOST_CANDIDATES = 2_000
-#: Bounds and thresholds are widened by this much relative to themselves, far more than
-#: the rounding of sums of a few dozen weights, so no chunk is skipped that rounding
-#: would have put in the top k.
+# ... when the query's terms hold this many postings in the caller's classes or more;
+# below it every posting is weighed in one round trip (at 1M chunks the 1 % caller lost
+# 2 ms to the second, and the 10 % caller's 60,000 postings a query gained nothing).
+_WEIGH_ALL_BELOW = 100_000
+# Bounds and thresholds are widened by this much relative to themselves, far more than
+# the rounding of sums of a few dozen weights, so no chunk is skipped that rounding
+# would have put in the top k.
 _SLACK = 1e-9
+# What every search's transaction sets (``PostgresStore._searching`` says why).
 _NO_NESTED_LOOPS = "SET LOCAL enable_nestloop = off"
 # Packed postings: chunk ids, term frequencies, chunk lengths (migration 9's byte order).
 _PACKED = (np.dtype(">i8"), np.dtype(">i4"), np.dtype(">i4"))
@@ -327,6 +339,17 @@ def _only(kept: Any, chunks: Any, weights: Any) -> tuple[Any, Any]:
     return chunks[inside], weights[inside]
 
 
+def _lengths_of(chunks: Any, seen: Sequence[tuple[Any, Any]]) -> Any:
+    """The lengths of the ascending ``chunks``, each held by one of the ``seen`` (chunk
+    ids, lengths) arrays."""
+    if not seen:
+        return np.empty(0, dtype=np.int64)
+    ids = np.concatenate([c for c, _ in seen])
+    lengths = np.concatenate([n for _, n in seen])
+    order = np.argsort(ids, kind="stable")
+    return lengths[order][np.searchsorted(ids[order], chunks)]
+
+
 def _bound(df: int, allowed: int) -> float:
     """More than any BM25 weight of a term that ``df`` of ``allowed`` chunks hold:
     ``idf * (k1 + 1)``, which ``idf * tf * (k1 + 1) / (tf + norm)`` stays below for every
@@ -348,11 +371,13 @@ def _kth(scored: Mapping[str, tuple[Any, Any]], k: int) -> tuple[Any, Any, float
 
 def _read_first(rarest: Sequence[str], df: Mapping[str, int]) -> list[str]:
     """The rarest terms, whose postings are read first to find how high the ``k``-th
-    best score is: as many as hold an eighth of the query's postings (at least one, and
-    all of a query of two terms or fewer, where skipping saves no round trip)."""
-    if len(rarest) <= 2:
+    best score is: as many as hold an eighth of the query's postings (at least one). All
+    of them for a query of two terms or fewer, or of fewer than :data:`_WEIGH_ALL_BELOW`
+    postings: setting terms apart would save less than its second round trip costs."""
+    held = sum(df[t] for t in rarest)
+    if len(rarest) <= 2 or held < _WEIGH_ALL_BELOW:
         return list(rarest)
-    budget = sum(df[t] for t in rarest) / _FIRST_SHARE
+    budget = held / _FIRST_SHARE
     first, held = [rarest[0]], df[rarest[0]]
     for term in rarest[1:]:
         held += df[term]
@@ -380,11 +405,58 @@ def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
     return [(str(c), float(s)) for c, s in rows]
 
 
+def _best_rows(rows: Sequence[Any], k: int) -> list[Any]:
+    """The top ``k`` of ``(chunk_id, score, id, ...)`` rows from one statement or several,
+    each chunk once, in the order each statement gives: score, best first, then
+    insertion order."""
+    ordered = sorted({int(r[2]): r for r in rows}.values(), key=lambda r: (-float(r[1]), int(r[2])))
+    return ordered[:k]
+
+
 def _best(rows: Sequence[Any], k: int) -> list[tuple[str, float]]:
-    """The top ``k`` of ``(chunk_id, score, id)`` rows from one statement or several, in
-    the order each statement gives: score, best first, then insertion order."""
-    ordered = sorted(rows, key=lambda r: (-float(r[1]), int(r[2])))
-    return [(str(c), float(s)) for c, s, _ in ordered[:k]]
+    """:func:`_best_rows` as ``(chunk_id, score)``."""
+    return [(str(r[0]), float(r[1])) for r in _best_rows(rows, k)]
+
+
+def _first_walks(
+    planned: Sequence[tuple[int, dict[int, int]]], narrow: int
+) -> tuple[list[tuple[int, dict[int, int]]], dict[int, tuple[int, int]]]:
+    """The first statements' walks, and the graphs walked narrower in them than
+    ``planned`` (class id: planned breadth, parts). The graphs planned widest are walked
+    as planned; the others ``narrow`` wide first, when that is narrower (``narrow`` 0:
+    every graph as planned)."""
+    if not planned or narrow <= 0:
+        return list(planned), {}
+    widest, first = planned[0][0], dict(planned[0][1])
+    narrowed: dict[int, int] = {}
+    later: dict[int, tuple[int, int]] = {}
+    walks = [(widest, first)]
+    for breadth, walked in planned[1:]:
+        for cid, parts in walked.items():
+            if narrow < breadth:
+                narrowed[cid] = parts
+                later[cid] = (breadth, parts)
+            else:
+                walks.append((breadth, {cid: parts}))
+    if narrowed:
+        walks.append((narrow, narrowed))
+    return _merged(walks), later
+
+
+def _merged(walks: Iterable[tuple[int, dict[int, int]]]) -> list[tuple[int, dict[int, int]]]:
+    """``walks`` with the graphs of one breadth in one statement, widest first."""
+    by_breadth: dict[int, dict[int, int]] = {}
+    for breadth, walked in walks:
+        by_breadth.setdefault(breadth, {}).update(walked)
+    return sorted(by_breadth.items(), reverse=True)
+
+
+def _grouped_by(
+    later: Mapping[int, tuple[int, int]], gave: set[int]
+) -> list[tuple[int, dict[int, int]]]:
+    """The second walks: each graph of ``later`` whose class ``gave`` a top-k row, as
+    wide as planned."""
+    return _merged((b, {cid: parts}) for cid, (b, parts) in sorted(later.items()) if cid in gave)
 
 
 def _safe_dsn(dsn: str) -> str:
@@ -1387,13 +1459,13 @@ class PostgresStore(SqlStore):
         and each chunk's weights summed in query-term order: the scores of
         :func:`pg_search.bm25_sql`, float for float. Ties go by chunk row, as there.
 
-        Not every posting need be read (MaxScore): the rarer terms are read first, and
+        Not every posting need be weighed (MaxScore): the rarer terms are read first, and
         the commonest terms whose weights together cannot reach the ``k``-th best score
-        found so far are skipped (:func:`_skippable`). A chunk that holds only skipped
-        terms cannot then reach the top ``k``; the chunks that might are looked up by
-        id for the skipped terms' postings (:func:`pg_search.chunk_postings_sql`), and
-        scored in full. The skipped terms' statistics are the classes' counts, so the
-        scores, and the results, are those of reading everything."""
+        found so far are set apart (:func:`_skippable`). A chunk that holds only those
+        cannot reach the top ``k``; of their postings only the chunks that might still do
+        are weighed, with the lengths the other terms' postings gave (the blocks' lengths
+        are not read), and with the classes' document frequencies. So the scores, and the
+        results, are those of weighing everything."""
         if not terms or not classes or k <= 0:
             return []
         n, total, df = self._class_statistics(conn, classes, terms)
@@ -1402,33 +1474,42 @@ class PostgresStore(SqlStore):
             return []
         average = total / n if total else 1.0
         scored: dict[str, tuple[Any, Any]] = {}
+        seen: list[tuple[Any, Any]] = []  # chunk ids and lengths of the terms read whole
 
         def read(wanted: Sequence[str]) -> None:
             for term, (chunks, tf, lengths) in self._postings(conn, classes, wanted, df).items():
                 scored[term] = (chunks, bm25_weights(tf, lengths, n, average, _BM25))
+                seen.append((chunks, lengths))
 
         rarest = sorted(present, key=lambda t: (df[t], t))
         read(_read_first(rarest, df))
         skipped = _skippable([t for t in rarest if t not in scored], df, n, _kth(scored, k)[2])
         read([t for t in rarest if t not in scored and t not in skipped])
-        found: dict[str, tuple[Any, Any]] = {}
         if skipped:
             chunks, partial, theta = _kth(scored, k)
             reach = sum(_bound(df[t], n) for t in skipped) * (1.0 + _SLACK)
             candidates = chunks[partial + reach >= theta * (1.0 - _SLACK)]
-            if candidates.size <= _MOST_CANDIDATES:
-                looked = self._candidate_postings(conn, classes, skipped, candidates)
-                self.postings_read["skipped"] += sum(df[t] for t in skipped)
-                self.postings_read["looked up"] += sum(f[0].size for f in looked.values())
-                found = {
-                    t: (ids, bm25_weights(tf, lengths, n, average, _BM25, df[t]))
-                    for t, (ids, tf, lengths) in looked.items()
-                }
-                scored = {t: _only(candidates, *scored[t]) for t in scored}
-            else:  # too many to look up one by one: read them as the others were
-                read(skipped)
+            lengths = _lengths_of(candidates, seen)
+            for term, (ids, tf, _) in self._postings(
+                conn, classes, skipped, df, lengths=False
+            ).items():
+                inside = np.isin(ids, candidates)
+                held = ids[inside]
+                scored[term] = (
+                    held,
+                    bm25_weights(
+                        tf[inside],
+                        lengths[np.searchsorted(candidates, held)],
+                        n,
+                        average,
+                        _BM25,
+                        df[term],
+                    ),
+                )
+            self.postings_read["weighed apart"] += sum(df[t] for t in skipped)
+            scored = {t: _only(candidates, *scored[t]) for t in scored}
         # In query-term order, as every chunk's weights are summed when all are read.
-        best = _summed_top_k(*_joined([scored.get(t) or found.get(t) for t in present]), k)
+        best = _summed_top_k(*_joined([scored[t] for t in present]), k)
         names = dict(
             conn.execute(
                 "SELECT id, chunk_id FROM chunks WHERE id = ANY (%s)", ([c for c, _ in best],)
@@ -1442,17 +1523,20 @@ class PostgresStore(SqlStore):
         classes: list[int],
         wanted: Sequence[str],
         df: Mapping[str, int],
+        *,
+        lengths: bool = True,
     ) -> dict[str, tuple[Any, Any, Any]]:
         """Chunk ids (int64), term frequencies and chunk lengths of every posting of each
         ``wanted`` term in the ``classes``: from current blocks, and row by row from the
-        rest. Checked against ``df``: one snapshot, so the counts and postings agree."""
+        rest. Checked against ``df``: one snapshot, so the counts and postings agree.
+        Without ``lengths`` the blocks' lengths are not read, and none are given."""
         if not wanted:
             return {}
         found: dict[str, list[tuple[Any, ...]]] = {t: [] for t in wanted}
         packed: dict[str, set[int]] = {t: set() for t in wanted}
         args = {"terms": list(wanted), "classes": classes}
         for term, class_id, *arrays in conn.execute(
-            pg_search.packed_postings_sql(), args, binary=True
+            pg_search.packed_postings_sql(lengths=lengths), args, binary=True
         ):
             found[term].append(arrays)
             packed[term].add(int(class_id))
@@ -1473,35 +1557,17 @@ class PostgresStore(SqlStore):
                     f"the postings of {term!r} in {self.location} disagree with its counts "
                     f"(none against {df[term]})"
                 )
-            chunks, tf, lengths = (
+            chunks, tf, *held = (
                 np.concatenate([np.frombuffer(a[i], dtype=_PACKED[i]) for a in found[term]])
-                for i in range(3)
+                for i in range(3 if lengths else 2)
             )
             if tf.size != df[term]:
                 raise StoreError(
                     f"the postings of {term!r} in {self.location} disagree with its counts "
                     f"({tf.size} against {df[term]})"
                 )
-            postings[term] = (chunks.astype(np.int64), tf, lengths)
+            postings[term] = (chunks.astype(np.int64), tf, held[0] if held else None)
         return postings
-
-    @staticmethod
-    def _candidate_postings(
-        conn: psycopg.Connection[Any], classes: list[int], terms: Sequence[str], chunks: Any
-    ) -> dict[str, tuple[Any, Any, Any]]:
-        """Chunk ids, frequencies and lengths of the ``terms``' postings in ``chunks``."""
-        rows = conn.execute(
-            pg_search.chunk_postings_sql(),
-            {"chunks": chunks.tolist(), "terms": list(terms), "classes": classes},
-        ).fetchall()
-        found: dict[str, list[tuple[int, int, int]]] = {t: [] for t in terms}
-        for chunk, term, tf, length in rows:
-            found[term].append((chunk, tf, length))
-        return {
-            t: tuple(np.array([r[i] for r in got], dtype=np.int64) for i in range(3))  # type: ignore[misc]
-            for t, got in found.items()
-            if got
-        }
 
     def _vector(
         self,
@@ -1591,16 +1657,35 @@ class PostgresStore(SqlStore):
             graphs.clear()
         graphed = {c: graphs[c] for c in admitted if c in graphs and c not in partial}
         rest = [c for c in admitted if c not in graphed]
-        walks = self._walks(conn, graphed, admitted, k) or [(0, {})]
+        planned = self._walks(conn, graphed, admitted, k)
+        first, later = _first_walks(planned, self.vector_plan.first_breadth)
         rows: list[Any] = []
-        for breadth, walked in walks:
-            if walked:
-                self._set_graph_walk(conn, k, breadth)
-            sql = pg_search.class_graphs_vector_sql(walked, rest, dim)
-            rows += conn.execute(sql, {**args, "excluded": excluded}).fetchall()
+        for breadth, walked in first or [(0, {})]:
+            rows += self._walk(conn, breadth, walked, rest, {**args, "excluded": excluded}, dim)
             rest = []  # ranked in the first statement
+        # A graph walked narrow first is walked again as wide as planned only if it gave
+        # one of the top k so far: what it holds of the top k is then near its best.
+        gave = {int(r[3]) for r in _best_rows(rows, k)}
+        for breadth, walked in _grouped_by(later, gave):
+            rows += self._walk(conn, breadth, walked, [], {**args, "excluded": excluded}, dim)
         self.graph_searches += sum(graphed.values())
         return _best(rows, k)
+
+    def _walk(
+        self,
+        conn: psycopg.Connection[Any],
+        breadth: int,
+        walked: Mapping[int, int],
+        rest: list[int],
+        args: dict[str, Any],
+        dim: int,
+    ) -> list[Any]:
+        """The rows of one statement: the ``walked`` graphs ``breadth`` wide, and the
+        ``rest`` classes ranked exactly."""
+        if walked:
+            self._set_graph_walk(conn, int(args["k"]), breadth)
+        sql = pg_search.class_graphs_vector_sql(walked, rest, dim)
+        return conn.execute(sql, args).fetchall()
 
     def _walks(
         self,
