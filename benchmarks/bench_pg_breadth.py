@@ -19,7 +19,7 @@ any caller), several departments (10 %), and the all-staff class with most depar
 
 With ``--first-breadths`` the store's own breadths also run with each graph planned
 narrower than the widest walked that wide first, and again as planned only if it gave one
-of the top k (``VectorPlan.first_breadth``).
+of the top k (``VectorPlan.first_breadth``; 0: every graph walked once, as planned).
 
 Progress goes to stderr; the markdown table to stdout.
 """
@@ -108,7 +108,10 @@ def main() -> None:
     name = f"pg_classes_{args.chunks}"
     default = VectorPlan().ef_search
     columns = [f"{b} wide" for b in args.breadths] + [f"by size (ef {default})"]
-    columns += [f"by size, {f} wide first" for f in args.first_breadths]
+    columns += [
+        f"by size, {f} wide first" if f else "by size, each graph walked once"
+        for f in args.first_breadths
+    ]
     rows: dict[str, dict[str, Any]] = {}
     try:
         plan = class_plan(args.exact_below, default, args.largest_graph)

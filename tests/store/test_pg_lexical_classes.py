@@ -229,16 +229,29 @@ def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
     assert read["weighed apart"] > 0
 
 
-def test_weighing_every_posting_gives_the_same_results(
+def test_weighing_every_posting_gives_the_same_floats(
     filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As the store does for queries of fewer than ``_WEIGH_ALL_BELOW`` postings."""
-    monkeypatch.setattr(postgres, "_WEIGH_ALL_BELOW", 10**9)
+    """Every posting weighed, as the store does for queries of fewer than
+    ``_WEIGH_ALL_BELOW`` postings: the same ids and floats as with common terms set apart,
+    for every caller, query and k."""
     store = open_store(filled, stores, 8)
     fold_and_pack(store)
+    queries_k = [(q, k) for q in queries() for k in (1, 5, 10)]
+    apart = {
+        (who, q, k): store.lexical_search(q, flt, k)
+        for who, flt in CALLERS.items()
+        for q, k in queries_k
+    }
+    assert store.postings_read["weighed apart"] > 0
+    monkeypatch.setattr(postgres, "_WEIGH_ALL_BELOW", 10**9)
+    store.postings_read.clear()
+    for who, flt in CALLERS.items():
+        for q, k in queries_k:
+            assert store.lexical_search(q, flt, k) == apart[who, q, k], (who, q, k)
+    assert store.postings_read["weighed apart"] == 0 and store.postings_read["packed"] > 0
     for flt in CALLERS.values():
         check_every_query(store, world, flt)
-    assert store.postings_read["weighed apart"] == 0 and store.postings_read["packed"] > 0
 
 
 @pytest.mark.parametrize("scale", [0.5, 1.0])
@@ -305,6 +318,8 @@ def test_scores_are_the_same_floats_from_blocks_rows_and_sql(
     fold_and_pack(packed)
     assert same_floats(packed) == from_rows
     assert packed.postings_read["rows"] == 0 and rows.postings_read["packed"] == 0
+    # Common terms set apart in both, whose floats the SQL's equal.
+    assert packed.postings_read["weighed apart"] > 0 and rows.postings_read["weighed apart"] > 0
 
 
 def test_reverse_proof_weights_summed_in_another_order_fail_the_same_check(

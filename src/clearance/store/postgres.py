@@ -1483,8 +1483,10 @@ class PostgresStore(SqlStore):
 
         rarest = sorted(present, key=lambda t: (df[t], t))
         read(_read_first(rarest, df))
-        skipped = _skippable([t for t in rarest if t not in scored], df, n, _kth(scored, k)[2])
-        read([t for t in rarest if t not in scored and t not in skipped])
+        skipped: list[str] = []
+        if unread := [t for t in rarest if t not in scored]:
+            skipped = _skippable(unread, df, n, _kth(scored, k)[2])
+            read([t for t in unread if t not in skipped])
         if skipped:
             chunks, partial, theta = _kth(scored, k)
             reach = sum(_bound(df[t], n) for t in skipped) * (1.0 + _SLACK)
@@ -1658,7 +1660,8 @@ class PostgresStore(SqlStore):
         graphed = {c: graphs[c] for c in admitted if c in graphs and c not in partial}
         rest = [c for c in admitted if c not in graphed]
         planned = self._walks(conn, graphed, admitted, k)
-        first, later = _first_walks(planned, self.vector_plan.first_breadth)
+        narrow = self.vector_plan.first_breadth
+        first, later = _first_walks(planned, max(narrow, k) if narrow > 0 else 0)
         rows: list[Any] = []
         for breadth, walked in first or [(0, {})]:
             rows += self._walk(conn, breadth, walked, rest, {**args, "excluded": excluded}, dim)
