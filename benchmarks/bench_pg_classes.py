@@ -59,9 +59,7 @@ worker is not building them meanwhile) and total size, and per caller p50/p95 of
 vector search and of the hybrid retrieval (lexical and vector in one snapshot,
 ``store.retrieve``, timed on the first ``--hybrid-queries`` queries, also with both halves
 on one connection), the lexical search read from posting blocks and row by row, and recall@10 of the
-vector search against exact ranking. The lexical search is also timed with every posting
-weighed (none of the common terms set apart), alternating which of the two runs first.
-Each caller's searches first run untimed on
+vector search against exact ranking. Each caller's searches first run untimed on
 ``--warm-queries`` other claims (the last ones), so the figures are those of a server
 that has been answering; the row-by-row comparisons, which read every posting and push
 the graphs and blocks out of the buffers, run after the store's own searches. Then, on the last variant, a permission change moves
@@ -116,7 +114,7 @@ from bench_store import bench_document, console, progress
 
 from clearance.analysis import search_terms
 from clearance.model import Chunk, Sensitivity
-from clearance.store import pg_schema, pg_search, postgres
+from clearance.store import pg_schema, pg_search
 from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan, _analysed
 from clearance.store.rows import CHUNK_COLUMNS, DOC_COLUMNS, chunk_row, document_row
@@ -614,26 +612,11 @@ def blocks_passed_by() -> Iterator[None]:
     """Lexical search as if no posting block were current (migration 9): every posting
     read row by row, scored as the store scores them. For this benchmark's comparison."""
     packed = pg_search.packed_postings_sql
-    pg_search.packed_postings_sql = lambda *, lengths=True: packed(lengths=lengths) + " AND false"
+    pg_search.packed_postings_sql = lambda: packed() + " AND false"
     try:
         yield
     finally:
         pg_search.packed_postings_sql = packed
-
-
-def every_posting_lexical(store: PostgresStore, query: str, flt: SearchFilter) -> list[Any]:
-    """BM25 with every posting of every query term weighed, none set apart (as before
-    common terms were), read as the store reads them; its count of postings read left
-    alone."""
-    counted = dict(store.postings_read)
-    first = postgres._read_first
-    postgres._read_first = lambda rarest, df: list(rarest)
-    try:
-        return store.lexical_search(query, flt, K)
-    finally:
-        postgres._read_first = first
-        store.postings_read.clear()
-        store.postings_read.update(counted)
 
 
 def one_connection_hybrid(store: PostgresStore, query: str, vector: Any, flt: SearchFilter) -> Any:
@@ -717,7 +700,6 @@ def run_callers(
             hybrid_ms: list[float] = []
             one_ms: list[float] = []
             lexical_ms: list[float] = []
-            every_ms: list[float] = []
             rows_ms: list[float] = []
             per_document_ms: list[float] = []
             found: list[list[str]] = []
@@ -741,14 +723,8 @@ def run_callers(
                         ],
                     )
                     hybrid_alike = hybrid_alike and hybrid_got[0] == hybrid_got[1]
-                    ranked, every = each_way(
-                        n,
-                        [
-                            (lexical_ms, store.lexical_search, (claims[q], flt, K)),
-                            (every_ms, every_posting_lexical, (store, claims[q], flt)),
-                        ],
-                    )
-                    alike = alike and ranked == every
+                    took, ranked = timed(store.lexical_search, claims[q], flt, K)
+                    lexical_ms.append(took)
                     by_class.append(ranked)
                 bar.advance(task)
             for q, ranked in zip(queries, by_class, strict=False):
@@ -767,7 +743,6 @@ def run_callers(
                     "hybrid_alike": hybrid_alike,
                     "lexical_ms": p50_p95(lexical_ms),
                     "rows_lexical_ms": p50_p95(rows_ms),
-                    "every_posting_lexical_ms": p50_p95(every_ms),
                     "per_document_lexical_ms": p50_p95(per_document_ms) if per_document else None,
                     "lexical_alike": alike,
                     "found": found,
@@ -1097,17 +1072,15 @@ def table(result: dict[str, Any]) -> str:
             counted = mine.get("per_document_lexical_ms")
             by_document = "–" if counted is None else ms(counted)
             rows = ms(mine["rows_lexical_ms"]) if "rows_lexical_ms" in mine else "–"
-            every = mine.get("every_posting_lexical_ms")
-            every_cell = "–" if every is None else ms(every)
-            return f"{ms(mine['lexical_ms'])} ({every_cell}; {rows}; {by_document}), {same}"
+            return f"{ms(mine['lexical_ms'])} ({rows}; {by_document}), {same}"
 
         return cell
 
     for i, caller in enumerate(result["callers"]):
         head = f"{caller['name']} ({caller['chunks']:,} chunks)"
         line(
-            f"{head}: lexical p50 / p95 (ms) by class statistics, blocks read, common terms "
-            "set apart (every posting weighed; blocks passed by; counted per document)",
+            f"{head}: lexical p50 / p95 (ms) by class statistics, blocks read "
+            "(blocks passed by; counted per document)",
             lexical(i),
         )
         line(f"{head}: hybrid p50 / p95 (ms) (on one connection)", hybrid(i))

@@ -498,10 +498,11 @@ def check_statements_alike(
 def test_graphs_walked_narrow_first_are_walked_again_only_if_they_give_a_top_result(
     filled: tuple[World, PgDatabase], databases: Databases, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The staff graph is walked as planned (200 wide) and the departments' 50 wide in a
-    second statement; a department that gave one of the top 10 is walked again 100 wide,
-    one that did not is not (here every query's top 10 holds a department's chunk). Results are exact ranking's, and every statement, and what
-    it gives, is the same over a database of each caller's rows alone."""
+    """The staff graph is walked as planned (200 wide) and the departments' 50 wide in a second
+    statement; a department that gave one of the top 10 is walked again 100 wide, one that
+    did not is not (here every query's top 10 holds a department's chunk). Results are exact
+    ranking's, and every statement, and what it gives, is the same over a database of each
+    caller's rows alone."""
     world, database = filled
     flt = CALLERS["staff and two departments (60 %)"]
     store = databases.store(GRAPHS, database)

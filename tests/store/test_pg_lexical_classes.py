@@ -9,10 +9,6 @@ caller's chunks alone. The tests:
 * results equal the reference for callers reading 1 % to 100 %, with every pair packed,
   some, and none; reverse proof: frequencies read in the wrong byte order, the same
   check catches them;
-* the commonest query terms are set apart where their weights cannot lift a chunk into
-  the top k (MaxScore), weighed only for the chunks that might still win, and results
-  are still the reference's, as they are when every posting is weighed; reverse proof:
-  bounds that a weight can exceed, caught;
 * scores are the same floats from blocks, from rows and from the SQL that scores the
   chunks themselves; reverse proof: weights summed in another order, caught;
 * a block is read only while no write changed its pair: after every kind of write,
@@ -124,13 +120,6 @@ def queries() -> list[str]:
     return found
 
 
-@pytest.fixture(autouse=True)
-def common_terms_set_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every query here holds far fewer postings than the store's threshold for setting
-    common terms apart: every one of them goes that way in these tests."""
-    monkeypatch.setattr(postgres, "_WEIGH_ALL_BELOW", 0)
-
-
 @pytest.fixture(scope="module")
 def world() -> World:
     return company()
@@ -218,63 +207,13 @@ def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
     fold_and_pack(store)
     for flt in CALLERS.values():
         check_every_query(store, world, flt)
-    # What the check covered: blocks alone, blocks and rows, rows alone; and every time,
-    # common terms set apart, weighed only for the chunks that might still win.
+    # What the check covered: blocks alone, blocks and rows, rows alone.
     read = store.postings_read
     assert (read["packed"] > 0, read["rows"] > 0) == {
         1: (True, False),
         8: (True, True),
         100_000: (False, True),
     }[least]
-    assert read["weighed apart"] > 0
-
-
-def test_weighing_every_posting_gives_the_same_floats(
-    filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every posting weighed, as the store does for queries of fewer than
-    ``_WEIGH_ALL_BELOW`` postings: the same ids and floats as with common terms set apart,
-    for every caller, query and k."""
-    store = open_store(filled, stores, 8)
-    fold_and_pack(store)
-    queries_k = [(q, k) for q in queries() for k in (1, 5, 10)]
-    apart = {
-        (who, q, k): store.lexical_search(q, flt, k)
-        for who, flt in CALLERS.items()
-        for q, k in queries_k
-    }
-    assert store.postings_read["weighed apart"] > 0
-    monkeypatch.setattr(postgres, "_WEIGH_ALL_BELOW", 10**9)
-    store.postings_read.clear()
-    for who, flt in CALLERS.items():
-        for q, k in queries_k:
-            assert store.lexical_search(q, flt, k) == apart[who, q, k], (who, q, k)
-    assert store.postings_read["weighed apart"] == 0 and store.postings_read["packed"] > 0
-    for flt in CALLERS.values():
-        check_every_query(store, world, flt)
-
-
-@pytest.mark.parametrize("scale", [0.5, 1.0])
-def test_reverse_proof_a_bound_below_the_weights_fails_the_same_check(
-    filled: PgDatabase,
-    world: World,
-    stores: list[PostgresStore],
-    monkeypatch: pytest.MonkeyPatch,
-    scale: float,
-) -> None:
-    """Bounds a weight can exceed: ``idf`` times ``scale`` instead of ``idf * (k1 + 1)``.
-    A chunk holding only the terms set apart is then missed, or one holding them among
-    others left unweighed."""
-    monkeypatch.setattr(
-        postgres,
-        "_bound",
-        lambda df, n: scale * math.log(1.0 + (n - df + 0.5) / (df + 0.5)),
-    )
-    store = open_store(filled, stores, 8)
-    fold_and_pack(store)
-    with pytest.raises(AssertionError):
-        for flt in CALLERS.values():
-            check_every_query(store, world, flt)
 
 
 def test_reverse_proof_frequencies_read_in_the_wrong_byte_order_fail_the_same_check(
@@ -318,8 +257,6 @@ def test_scores_are_the_same_floats_from_blocks_rows_and_sql(
     fold_and_pack(packed)
     assert same_floats(packed) == from_rows
     assert packed.postings_read["rows"] == 0 and rows.postings_read["packed"] == 0
-    # Common terms set apart in both, whose floats the SQL's equal.
-    assert packed.postings_read["weighed apart"] > 0 and rows.postings_read["weighed apart"] > 0
 
 
 def test_reverse_proof_weights_summed_in_another_order_fail_the_same_check(
@@ -748,9 +685,7 @@ def test_reverse_proof_blocks_read_whatever_their_version_fail_the_same_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, store = fresh(dropped, stores, world, 1, packed=True)
-    monkeypatch.setattr(
-        pg_search, "packed_postings_sql", lambda lengths=True: stale_blocks_read(None)
-    )
+    monkeypatch.setattr(pg_search, "packed_postings_sql", lambda: stale_blocks_read(None))
     rewrite_frequencies(store)
     with pytest.raises(AssertionError):
         same_floats(store)

@@ -321,9 +321,9 @@ def _leaks(store: PostgresStore) -> set[str]:
 _VERSIONED = pg_search.packed_postings_sql
 
 
-def _missing_version_as_zero(*, lengths: bool = True) -> str:
+def _missing_version_as_zero() -> str:
     """The leaky variant of the blocks' query: a pair without a visible total at version 0."""
-    sql = _VERSIONED(lengths=lengths)
+    sql = _VERSIONED()
     leaky = sql.replace("b.version = (SELECT t.changes", "b.version = coalesce((SELECT t.changes")
     leaky = leaky.replace("t.class_id = b.class_id) +", "t.class_id = b.class_id), 0) +", 1)
     assert leaky.count("coalesce") == 2

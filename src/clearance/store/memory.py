@@ -489,20 +489,13 @@ def top_k(
 
 
 def bm25_weights(
-    tf: npt.NDArray[Any],
-    lengths: npt.NDArray[Any],
-    allowed: int,
-    average: float,
-    params: BM25,
-    df: int | None = None,
+    tf: npt.NDArray[Any], lengths: npt.NDArray[Any], allowed: int, average: float, params: BM25
 ) -> FloatArray:
     """The BM25 weight of one term in each chunk that holds it (``tf`` times, in a chunk of
-    ``lengths`` terms), among ``allowed`` chunks of ``average`` length, ``df`` of which
-    hold it (unless given, ``tf.size``: every chunk that holds it is here):
-    ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))`` in float64,
-    element by element, so a chunk's weight does not depend on which others are weighed
-    with it. Both stores weigh with this function, so their scores are the same floats."""
-    df = tf.size if df is None else df
+    ``lengths`` terms), among ``allowed`` chunks of ``average`` length, ``tf.size`` of which
+    hold it: ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))`` in
+    float64. Both stores weigh with this function, so their scores are the same floats."""
+    df = tf.size
     idf = math.log(1.0 + (allowed - df + 0.5) / (df + 0.5))
     frequency = tf.astype(np.float64)
     norm = params.k1 * (1.0 - params.b + params.b * lengths / average)

@@ -202,18 +202,16 @@ def class_statistics_sql() -> str:
     )
 
 
-def packed_postings_sql(*, lengths: bool = True) -> str:
+def packed_postings_sql() -> str:
     """``(term, class_id, chunks, tfs, lengths)`` of each block of a term of ``%(terms)s``
     in a class of ``%(classes)s`` that is current: packed from the version of its (term,
     class) that this snapshot sees (totals and deltas, migration 9). A pair with no total
     this snapshot can see has no version (null): its block is not read, so a class whose
     counts the reading role may not see never has a current block. The arrays are
     big-endian int8, int4 and int4 in chunk order. (Subqueries rather than joins: searches
-    run with nested loops off, and a hash join would read every class's terms.) Without
-    ``lengths``, the lengths are left unread (an empty array)."""
-    read = "b.lengths" if lengths else "''::bytea"
+    run with nested loops off, and a hash join would read every class's terms.)"""
     return (
-        f"SELECT b.term, b.class_id, b.chunks, b.tfs, {read} FROM posting_blocks b "
+        "SELECT b.term, b.class_id, b.chunks, b.tfs, b.lengths FROM posting_blocks b "
         "WHERE b.term = ANY (%(terms)s::text[]) AND b.class_id = ANY (%(classes)s::integer[]) "
         "AND b.version = (SELECT t.changes FROM class_terms t "
         "WHERE t.term = b.term AND t.class_id = b.class_id) "

@@ -67,9 +67,9 @@ _DIRECTORY_META = "directory"
 
 
 # How wide a search first walks a class graph planned narrower than its widest ones
-# (``VectorPlan.first_breadth``); it walks one again as planned only if it gave one of the
-# top k. Chosen on claims 40-119 at 1M chunks (benchmarks/RESULTS.md): 16 lost recall
-# (0.988 for the widest caller), 32 kept 0.996, 48 saved nothing.
+# (``VectorPlan.first_breadth``); it walks one again as planned only if its class gave one
+# of the top k. Chosen on claims 40-119 at 1M chunks (benchmarks/RESULTS.md): 16 lost
+# recall (0.988 for the widest caller), 32 kept 0.996, 48 saved nothing.
 _FIRST_BREADTH = 32
 
 
@@ -95,12 +95,13 @@ class VectorPlan:
     chunk's own id deals them; at most 64 graphs), all walked by a search of the class:
     one graph over a very large, dense class misses neighbours that its parts' graphs
     find. A graph of ``largest_graph`` chunks is walked ``ef_search`` wide, a smaller one
-    narrower (:meth:`breadth`). A graph planned narrower than the widest of a search is
-    walked ``first_breadth`` wide first, and again as planned only if it gave one of the
-    top k so far (0: every graph walked once, as planned). The graphs are refreshed on a
-    worker thread at most every ``refresh_s`` seconds while the store searches
-    (``background=False``: in the search that finds them due, before it starts; the
-    search's packing of posting blocks, :meth:`PostgresStore.pack_postings`, likewise)."""
+    narrower (:meth:`breadth`). A graph planned wider than ``first_breadth`` but narrower
+    than the widest of a search is walked ``first_breadth`` wide first (``k`` if more),
+    and again as planned only if its class gave one of the top k so far (0: every graph
+    walked once, as planned). The graphs are refreshed on a worker thread at most every
+    ``refresh_s`` seconds while the store searches (``background=False``: in the search
+    that finds them due, before it starts; the search's packing of posting blocks,
+    :meth:`PostgresStore.pack_postings`, likewise)."""
 
     approximate: bool = False
     classes: bool = False
@@ -190,17 +191,6 @@ _FOLD_S = 10.0
 # one delta per class and term that the batch touches, not one per chunk.
 _CHUNKS_PER_INSERT = 1_000
 _BM25 = BM25()
-# Lexical search reads first the rarest terms holding this fraction of a query's postings
-# (1/4 to 1/16 differed by less than the runs did on claims 40-119 at 1M chunks) ...
-_FIRST_SHARE = 8
-# ... when the query's terms hold this many postings in the caller's classes or more;
-# below it every posting is weighed in one round trip (at 1M chunks the 1 % caller lost
-# 2 ms to the second, and the 10 % caller's 60,000 postings a query gained nothing).
-_WEIGH_ALL_BELOW = 100_000
-# Bounds and thresholds are widened by this much relative to themselves, far more than
-# the rounding of sums of a few dozen weights, so no chunk is skipped that rounding
-# would have put in the top k.
-_SLACK = 1e-9
 # What every search's transaction sets (``PostgresStore._searching`` says why).
 _NO_NESTED_LOOPS = "SET LOCAL enable_nestloop = off"
 # Packed postings: chunk ids, term frequencies, chunk lengths (migration 9's byte order).
@@ -301,104 +291,23 @@ def _set_caller(
     conn.execute(_caller_settings(principals, ceiling))
 
 
-def _sums(chunks: Any, weights: Any) -> tuple[Any, Any]:
-    """Each chunk of ``chunks`` once, ascending, and its ``weights`` summed in the order
-    given, as ``np.bincount`` adds them (over the span of the ids when it is small, else
-    over their ranks). Every weight is positive: the chunks given are those that score."""
+def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
+    """``(chunk, score)`` of the ``k`` chunks with the highest summed ``weights``, best
+    first, ties by chunk: each chunk's weights added in the order given, as ``np.bincount``
+    adds them (over the span of the ids when it is small, else over their ranks)."""
+    if chunks.size == 0:
+        return []
     low = int(chunks.min())
     span = int(chunks.max()) - low + 1
     if span <= 4 * chunks.size + 65_536:
-        summed = np.bincount(chunks - low, weights=weights).astype(np.float64, copy=False)
-        held = np.flatnonzero(summed > 0)
-        return held.astype(np.int64) + low, summed[held]
-    ids, slots = np.unique(chunks, return_inverse=True)
-    return ids, np.bincount(slots, weights=weights).astype(np.float64, copy=False)
-
-
-def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
-    """``(chunk, score)`` of the ``k`` chunks with the highest summed ``weights``, best
-    first, ties by chunk: each chunk's weights added in the order given (:func:`_sums`)."""
-    if chunks.size == 0:
-        return []
-    ids, scores = _sums(chunks, weights)
-    every = np.arange(ids.size, dtype=np.int64)
-    return [(int(ids[p]), float(scores[p])) for p in top_k(scores, every, every, k)]
-
-
-def _joined(scored: Iterable[tuple[Any, Any] | None]) -> tuple[Any, Any]:
-    """The ``(chunks, weights)`` arrays of several terms as one pair, in the order given."""
-    pairs = [p for p in scored if p is not None]
-    if not pairs:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    return np.concatenate([c for c, _ in pairs]), np.concatenate([w for _, w in pairs])
-
-
-def _only(kept: Any, chunks: Any, weights: Any) -> tuple[Any, Any]:
-    """The postings of ``chunks`` and their ``weights`` in the ascending ids ``kept``."""
-    inside = np.isin(chunks, kept, assume_unique=True)
-    return chunks[inside], weights[inside]
-
-
-def _lengths_of(chunks: Any, seen: Sequence[tuple[Any, Any]]) -> Any:
-    """The lengths of the ascending ``chunks``, each held by one of the ``seen`` (chunk
-    ids, lengths) arrays."""
-    if not seen:
-        return np.empty(0, dtype=np.int64)
-    ids = np.concatenate([c for c, _ in seen])
-    lengths = np.concatenate([n for _, n in seen])
-    order = np.argsort(ids, kind="stable")
-    return lengths[order][np.searchsorted(ids[order], chunks)]
-
-
-def _bound(df: int, allowed: int) -> float:
-    """More than any BM25 weight of a term that ``df`` of ``allowed`` chunks hold:
-    ``idf * (k1 + 1)``, which ``idf * tf * (k1 + 1) / (tf + norm)`` stays below for every
-    frequency and length (``norm`` is positive)."""
-    return math.log(1.0 + (allowed - df + 0.5) / (df + 0.5)) * (_BM25.k1 + 1.0)
-
-
-def _kth(scored: Mapping[str, tuple[Any, Any]], k: int) -> tuple[Any, Any, float]:
-    """Each chunk read so far, the sum of its weights read so far, and the ``k``-th best
-    of those sums (0 for fewer than ``k`` chunks). No chunk's full score is lower than its
-    sum so far, so the ``k``-th best full score is at least that."""
-    if not scored:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), 0.0
-    chunks, partial = _sums(*_joined(scored.values()))
-    if partial.size < k:
-        return chunks, partial, 0.0
-    return chunks, partial, float(np.partition(partial, partial.size - k)[partial.size - k])
-
-
-def _read_first(rarest: Sequence[str], df: Mapping[str, int]) -> list[str]:
-    """The rarest terms, whose postings are read first to find how high the ``k``-th
-    best score is: as many as hold an eighth of the query's postings (at least one). All
-    of them for a query of two terms or fewer, or of fewer than :data:`_WEIGH_ALL_BELOW`
-    postings: setting terms apart would save less than its second round trip costs."""
-    held = sum(df[t] for t in rarest)
-    if len(rarest) <= 2 or held < _WEIGH_ALL_BELOW:
-        return list(rarest)
-    budget = held / _FIRST_SHARE
-    first, held = [rarest[0]], df[rarest[0]]
-    for term in rarest[1:]:
-        held += df[term]
-        if held > budget:
-            break
-        first.append(term)
-    return first
-
-
-def _skippable(unread: Sequence[str], df: Mapping[str, int], allowed: int, kth: float) -> list[str]:
-    """The commonest of the ``unread`` terms (rarest first) whose bounds together stay
-    below ``kth``: a chunk that holds none of the other terms scores less than the ``k``
-    best already do, whatever these add."""
-    skipped: list[str] = []
-    reach = 0.0
-    for term in reversed(unread):
-        reach += _bound(df[term], allowed)
-        if reach * (1.0 + _SLACK) >= kth * (1.0 - _SLACK):
-            break
-        skipped.append(term)
-    return skipped
+        slots, ids = chunks - low, None
+    else:
+        ids, slots = np.unique(chunks, return_inverse=True)
+    scores = np.bincount(slots, weights=weights).astype(np.float64, copy=False)
+    # Every weight is positive: the chunks matched are those that scored.
+    candidates = np.flatnonzero(scores > 0).astype(np.int64)
+    best = top_k(scores, candidates, candidates, k)
+    return [(int(p) + low if ids is None else int(ids[p]), float(scores[p])) for p in best]
 
 
 def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
@@ -407,7 +316,7 @@ def _ranked(rows: Sequence[Any]) -> list[tuple[str, float]]:
 
 def _best_rows(rows: Sequence[Any], k: int) -> list[Any]:
     """The top ``k`` of ``(chunk_id, score, id, ...)`` rows from one statement or several,
-    each chunk once, in the order each statement gives: score, best first, then
+    each row (``id``) once, in the order each statement gives: score, best first, then
     insertion order."""
     ordered = sorted({int(r[2]): r for r in rows}.values(), key=lambda r: (-float(r[1]), int(r[2])))
     return ordered[:k]
@@ -1451,99 +1360,29 @@ class PostgresStore(SqlStore):
     ) -> list[tuple[str, float]]:
         """BM25 over the ``classes`` the caller reads whole, exact.
 
-        The statistics are the classes' (:func:`pg_search.class_statistics_sql`). Postings
-        are read packed, from each (term, class) whose block is current in this snapshot
-        (:func:`pg_search.packed_postings_sql`), and row by row from the others
-        (:func:`pg_search.posting_rows_sql`). They are weighed by
-        :func:`~clearance.store.memory.bm25_weights`, as the embedded store weighs them,
-        and each chunk's weights summed in query-term order: the scores of
-        :func:`pg_search.bm25_sql`, float for float. Ties go by chunk row, as there.
-
-        Not every posting need be weighed (MaxScore): the rarer terms are read first, and
-        the commonest terms whose weights together cannot reach the ``k``-th best score
-        found so far are set apart (:func:`_skippable`). A chunk that holds only those
-        cannot reach the top ``k``; of their postings only the chunks that might still do
-        are weighed, with the lengths the other terms' postings gave (the blocks' lengths
-        are not read), and with the classes' document frequencies. So the scores, and the
-        results, are those of weighing everything."""
+        The statistics are the classes' (:func:`pg_search.class_statistics_sql`). Every
+        query term's postings in those classes are read: packed, from each (term, class)
+        whose block is current in this snapshot (:func:`pg_search.packed_postings_sql`),
+        and row by row from the others (:func:`pg_search.posting_rows_sql`). They are
+        weighed by :func:`~clearance.store.memory.bm25_weights`, as the embedded store
+        weighs them, and each chunk's weights summed in query-term order: the scores of
+        :func:`pg_search.bm25_sql`, float for float. Ties go by chunk row, as there."""
         if not terms or not classes or k <= 0:
             return []
         n, total, df = self._class_statistics(conn, classes, terms)
         present = [t for t in dict.fromkeys(terms) if t in df]
         if n == 0 or not present:
             return []
-        average = total / n if total else 1.0
-        scored: dict[str, tuple[Any, Any]] = {}
-        seen: list[tuple[Any, Any]] = []  # chunk ids and lengths of the terms read whole
-
-        def read(wanted: Sequence[str]) -> None:
-            for term, (chunks, tf, lengths) in self._postings(conn, classes, wanted, df).items():
-                scored[term] = (chunks, bm25_weights(tf, lengths, n, average, _BM25))
-                seen.append((chunks, lengths))
-
-        rarest = sorted(present, key=lambda t: (df[t], t))
-        read(_read_first(rarest, df))
-        skipped: list[str] = []
-        if unread := [t for t in rarest if t not in scored]:
-            skipped = _skippable(unread, df, n, _kth(scored, k)[2])
-            read([t for t in unread if t not in skipped])
-        if skipped:
-            chunks, partial, theta = _kth(scored, k)
-            reach = sum(_bound(df[t], n) for t in skipped) * (1.0 + _SLACK)
-            candidates = chunks[partial + reach >= theta * (1.0 - _SLACK)]
-            lengths = _lengths_of(candidates, seen)
-            for term, (ids, tf, _) in self._postings(
-                conn, classes, skipped, df, lengths=False
-            ).items():
-                inside = np.isin(ids, candidates)
-                held = ids[inside]
-                scored[term] = (
-                    held,
-                    bm25_weights(
-                        tf[inside],
-                        lengths[np.searchsorted(candidates, held)],
-                        n,
-                        average,
-                        _BM25,
-                        df[term],
-                    ),
-                )
-            self.postings_read["weighed apart"] += sum(df[t] for t in skipped)
-            scored = {t: _only(candidates, *scored[t]) for t in scored}
-        # In query-term order, as every chunk's weights are summed when all are read.
-        best = _summed_top_k(*_joined([scored[t] for t in present]), k)
-        names = dict(
-            conn.execute(
-                "SELECT id, chunk_id FROM chunks WHERE id = ANY (%s)", ([c for c, _ in best],)
-            ).fetchall()
-        )
-        return [(str(names[c]), score) for c, score in best if c in names]
-
-    def _postings(
-        self,
-        conn: psycopg.Connection[Any],
-        classes: list[int],
-        wanted: Sequence[str],
-        df: Mapping[str, int],
-        *,
-        lengths: bool = True,
-    ) -> dict[str, tuple[Any, Any, Any]]:
-        """Chunk ids (int64), term frequencies and chunk lengths of every posting of each
-        ``wanted`` term in the ``classes``: from current blocks, and row by row from the
-        rest. Checked against ``df``: one snapshot, so the counts and postings agree.
-        Without ``lengths`` the blocks' lengths are not read, and none are given."""
-        if not wanted:
-            return {}
-        found: dict[str, list[tuple[Any, ...]]] = {t: [] for t in wanted}
-        packed: dict[str, set[int]] = {t: set() for t in wanted}
-        args = {"terms": list(wanted), "classes": classes}
+        found: dict[str, list[tuple[Any, ...]]] = {t: [] for t in present}
+        packed: dict[str, set[int]] = {t: set() for t in present}
+        args = {"terms": present, "classes": classes}
         for term, class_id, *arrays in conn.execute(
-            pg_search.packed_postings_sql(lengths=lengths), args, binary=True
+            pg_search.packed_postings_sql(), args, binary=True
         ):
             found[term].append(arrays)
             packed[term].add(int(class_id))
             self.postings_read["packed"] += len(arrays[1]) // 4
-        rest = [(t, [c for c in classes if c not in packed[t]]) for t in wanted]
+        rest = [(t, [c for c in classes if c not in packed[t]]) for t in present]
         if rest := [(t, left) for t, left in rest if left]:
             sql, params = pg_search.posting_rows_sql(rest)
             for term, *arrays in conn.execute(sql, params, binary=True):
@@ -1552,24 +1391,33 @@ class PostgresStore(SqlStore):
                 self.postings_read["rows"] += read
                 # Perhaps a pair a pack would serve: the next search starts one.
                 self._pack_wanted = self._pack_wanted or read >= self.pack_least
-        postings = {}
-        for term in wanted:
+        average = total / n if total else 1.0
+        matched: list[Any] = []
+        weights: list[Any] = []
+        for term in present:
             if not found[term]:
                 raise StoreError(
                     f"the postings of {term!r} in {self.location} disagree with its counts "
                     f"(none against {df[term]})"
                 )
-            chunks, tf, *held = (
+            chunks, tf, lengths = (
                 np.concatenate([np.frombuffer(a[i], dtype=_PACKED[i]) for a in found[term]])
-                for i in range(3 if lengths else 2)
+                for i in range(3)
             )
-            if tf.size != df[term]:
+            if tf.size != df[term]:  # one snapshot: the counts and postings agree
                 raise StoreError(
                     f"the postings of {term!r} in {self.location} disagree with its counts "
                     f"({tf.size} against {df[term]})"
                 )
-            postings[term] = (chunks.astype(np.int64), tf, held[0] if held else None)
-        return postings
+            matched.append(chunks.astype(np.int64))
+            weights.append(bm25_weights(tf, lengths, n, average, _BM25))
+        best = _summed_top_k(np.concatenate(matched), np.concatenate(weights), k)
+        names = dict(
+            conn.execute(
+                "SELECT id, chunk_id FROM chunks WHERE id = ANY (%s)", ([c for c, _ in best],)
+            ).fetchall()
+        )
+        return [(str(names[c]), score) for c, score in best if c in names]
 
     def _vector(
         self,
@@ -1639,8 +1487,11 @@ class PostgresStore(SqlStore):
         """The class-graph plan (:func:`pg_search.class_graphs_vector_sql`) over the
         ``admitted`` classes: a class the caller reads whole and that has a graph is
         searched through it; a class holding an excluded document, or with no graph yet,
-        is ranked exactly. One statement per breadth of walk (:meth:`_walks`), in the
-        search's one snapshot; their rows merged as one statement would order them."""
+        is ranked exactly. The graphs are walked as wide as :meth:`_walks` plans, those
+        planned narrower than the widest first ``first_breadth`` wide and again as planned
+        only if their class gave one of the top k so far (every part of a split class);
+        one statement per breadth in each of the two rounds, all in the search's one
+        snapshot, their rows merged as one statement would order them."""
         if not admitted:
             return []
         excluded = sorted(flt.exclude_doc_ids)
