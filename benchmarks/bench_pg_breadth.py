@@ -11,7 +11,9 @@ graphs stay until its next run; a store that finds none builds them first)::
 Claims ``--first`` to ``--first + --count`` are the queries: the default breadths were
 chosen on claims 40-119, and ``bench_pg_classes.py`` times claims from 0, so a check of the
 choice runs with ``--first 0 --count 40``. Truth is exact ranking (``VectorPlan()``) over
-the same database. Each variant runs every query once untimed, then once timed. The
+the same database. Every variant's store is open at once; each runs every query once
+untimed, then each query is timed on every variant in turn, the first variant changing
+from one query to the next. The
 callers are ``bench_pg_classes``'s: a person's small classes (0.1 %), one department
 (1 %: every answer lies in one graph, as a query about one department's work would for
 any caller), several departments (10 %), and the all-staff class with most departments
@@ -53,19 +55,29 @@ from clearance.store.postgres import PostgresStore, VectorPlan
 
 
 def timed_recall(
-    store: PostgresStore, flt: SearchFilter, vectors: Any, queries: list[int], truth: list[Any]
-) -> dict[str, Any]:
-    """p50/p95 (ms) of the vector search over ``queries`` (after one untimed pass), and
-    recall@10 against ``truth``."""
-    for q in queries:
-        store.vector_search(vectors[q], flt, K)
-    times, found = [], []
-    for q in queries:
-        t0 = time.perf_counter()
-        got = store.vector_search(vectors[q], flt, K)
-        times.append(1000 * (time.perf_counter() - t0))
-        found.append([c for c, _ in got])
-    return {"ms": p50_p95(times), "recall": recall(found, truth)}
+    stores: dict[str, PostgresStore],
+    flt: SearchFilter,
+    vectors: Any,
+    queries: list[int],
+    truth: list[Any],
+) -> dict[str, dict[str, Any]]:
+    """Per variant: p50/p95 (ms) of the vector search over ``queries`` and recall@10
+    against ``truth``. Every variant first runs every query once untimed; then each query
+    runs on every variant in turn, starting one variant later from one query to the next,
+    so that no variant always finds the caches warmer."""
+    for store in stores.values():
+        for q in queries:
+            store.vector_search(vectors[q], flt, K)
+    names = list(stores)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    found: dict[str, list[list[str]]] = {n: [] for n in names}
+    for i, q in enumerate(queries):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            t0 = time.perf_counter()
+            got = stores[name].vector_search(vectors[q], flt, K)
+            times[name].append(1000 * (time.perf_counter() - t0))
+            found[name].append([c for c, _ in got])
+    return {n: {"ms": p50_p95(times[n]), "recall": recall(found[n], truth)} for n in names}
 
 
 def main() -> None:
@@ -75,7 +87,7 @@ def main() -> None:
     parser.add_argument("--per-doc", type=int, default=10)
     parser.add_argument("--first", type=int, default=40, help="the first claim used as a query")
     parser.add_argument("--count", type=int, default=80, help="how many claims")
-    parser.add_argument("--breadths", type=int, nargs="+", default=[32, 40, 64, 80, 100, 160])
+    parser.add_argument("--breadths", type=int, nargs="*", default=[32, 40, 64, 80, 100, 160])
     parser.add_argument(
         "--first-breadths",
         type=int,
@@ -140,14 +152,15 @@ def main() -> None:
             for b in args.breadths
         ] + [plan]
         plans += [replace(plan, first_breadth=f) for f in args.first_breadths]
-        for column, variant in zip(columns, plans, strict=True):
-            store = server.open(name, variant)
-            try:
-                for caller, flt in filters.items():
-                    got = timed_recall(store, flt, vectors, queries, truth[caller])
-                    rows.setdefault(caller, {})[column] = got
-                    console.print(f"{column}, {caller}: {got}")
-            finally:
+        stores: dict[str, PostgresStore] = {}
+        try:
+            for column, variant in zip(columns, plans, strict=True):
+                stores[column] = server.open(name, variant)
+            for caller, flt in filters.items():
+                rows[caller] = timed_recall(stores, flt, vectors, queries, truth[caller])
+                console.print(f"{caller}: {rows[caller]}")
+        finally:
+            for store in stores.values():
                 store.close()
     finally:
         server.stop()
