@@ -6,7 +6,7 @@ Run from the repository root, after a ``bench_pg_classes.py --keep DIR`` run (it
 graphs stay until its next run; a store that finds none builds them first)::
 
     .venv/bin/python benchmarks/bench_pg_breadth.py --keep DIR --first 40 --count 80 \\
-        --breadths 32 40 64 80 100 160 [--first-breadths 16 32]
+        --breadths 32 40 64 80 100 160 [--first-breadths 0 16]
 
 Claims ``--first`` to ``--first + --count`` are the queries: the default breadths were
 chosen on claims 40-119, and ``bench_pg_classes.py`` times claims from 0, so a check of the
@@ -118,8 +118,13 @@ def main() -> None:
         keep=True,
     )
     name = f"pg_classes_{args.chunks}"
-    default = VectorPlan().ef_search
-    columns = [f"{b} wide" for b in args.breadths] + [f"by size (ef {default})"]
+    default, first = VectorPlan().ef_search, VectorPlan().first_breadth
+    if len(set(args.breadths)) < len(args.breadths) or first in args.first_breadths:
+        sys.exit("each breadth once, please (the store's own first breadth runs anyway)")
+    if len(set(args.first_breadths)) < len(args.first_breadths):
+        sys.exit("each first breadth once, please")
+    columns = [f"{b} wide" for b in args.breadths]
+    columns += [f"by size (ef {default}, {first} wide first)"]
     columns += [
         f"by size, {f} wide first" if f else "by size, each graph walked once"
         for f in args.first_breadths

@@ -42,9 +42,8 @@ from pg import PgDatabase, server
 
 DIM = 16
 #: Classes of 20 chunks or more get a graph, searched exhaustively (no class here has 200):
-#: the staff class's 200 wide, the departments' (about 34 chunks) 50 wide.
-#: A graph planned narrower than the widest is walked 50 wide first, which covers every
-#: such graph here (a department's, about 36 chunks), so that walk is exhaustive too.
+#: the staff class's walked 200 wide; the departments' (about 34 chunks) planned 100 wide
+#: and walked 50 wide first, which still covers them, so every walk is exhaustive.
 GRAPHS = VectorPlan(
     classes=True,
     exact_below=20,
