@@ -523,9 +523,10 @@ def test_graphs_walked_narrow_first_are_walked_again_only_if_they_give_a_top_res
         assert (max(counts) > 2) == who.endswith(("(60 %)", "(100 %)")), who
 
 
-def remember_useful_graphs(mp: pytest.MonkeyPatch, *stores: PostgresStore) -> None:
+def remember_useful_graphs(mp: pytest.MonkeyPatch, *stores: PostgresStore) -> list[set[int]]:
     """The leaky variant: each store walks a graph again if it gave a top result in this
-    search or in any earlier one, of any caller (a memory of useful graphs per store)."""
+    search or in any earlier one, of any caller (a memory of useful graphs per store).
+    Returns each store's memory: the class ids it holds."""
     real_grouped_by = postgres._grouped_by
     searching: list[set[int]] = []
 
@@ -535,8 +536,11 @@ def remember_useful_graphs(mp: pytest.MonkeyPatch, *stores: PostgresStore) -> No
 
     mp.setattr(postgres, "_grouped_by", grouped_by)
 
+    memories: list[set[int]] = []
+
     def remembering(real: Any) -> Any:
         memory: set[int] = set()
+        memories.append(memory)
 
         def by_class(*args: Any) -> Any:
             searching.append(memory)
@@ -549,6 +553,7 @@ def remember_useful_graphs(mp: pytest.MonkeyPatch, *stores: PostgresStore) -> No
 
     for opened in stores:
         mp.setattr(opened, "_by_class", remembering(opened._by_class))
+    return memories
 
 
 def test_reverse_proof_walks_chosen_by_other_callers_searches_fail_the_same_check(
@@ -562,9 +567,10 @@ def test_reverse_proof_walks_chosen_by_other_callers_searches_fail_the_same_chec
     store = databases.store(GRAPHS, database)
     alone = alone_for(world, databases, flt)
     check_statements_alike(store, alone, flt, monkeypatch)  # the real store passes
-    remember_useful_graphs(monkeypatch, store, alone)
+    mine, alones = remember_useful_graphs(monkeypatch, store, alone)
     for query in queries(10):
         store.vector_search(query, CALLERS["everything, confidential too (100 %)"], 10)
+    assert len(mine) >= 2 and not alones  # departments that served the widest caller
     with pytest.raises(AssertionError):
         check_statements_alike(store, alone, flt, monkeypatch)
 
