@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from bench_pg_classes import (
     PgServer,
     caller_filter,
     class_plan,
+    each_way,
     p50_p95,
     recall,
 )
@@ -72,10 +72,8 @@ def timed_recall(
     times: dict[str, list[float]] = {n: [] for n in names}
     found: dict[str, list[list[str]]] = {n: [] for n in names}
     for i, q in enumerate(queries):
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            t0 = time.perf_counter()
-            got = stores[name].vector_search(vectors[q], flt, K)
-            times[name].append(1000 * (time.perf_counter() - t0))
+        ways = [(times[n], stores[n].vector_search, (vectors[q], flt, K)) for n in names]
+        for name, got in zip(names, each_way(i, ways), strict=True):
             found[name].append([c for c, _ in got])
     return {n: {"ms": p50_p95(times[n]), "recall": recall(found[n], truth)} for n in names}
 

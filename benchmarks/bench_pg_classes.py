@@ -656,12 +656,13 @@ Way = tuple[list[float], Callable[..., Any], tuple[Any, ...]]
 
 
 def each_way(n: int, ways: Sequence[Way]) -> list[Any]:
-    """Each of ``ways`` called and timed into its list, in the order given for an even
-    ``n`` and the other way round for an odd one, so that no way always finds the caches
-    warmer; the results in the order given."""
+    """Each of ``ways`` called and timed into its list, starting with the ``n``-th (round
+    the list), so that over successive ``n`` no way always finds the caches warmer; the
+    results in the order given."""
     order = list(range(len(ways)))
     got: dict[int, Any] = {}
-    for i in order if n % 2 == 0 else order[::-1]:
+    start = n % max(1, len(order))
+    for i in order[start:] + order[:start]:
         times, call, call_args = ways[i]
         took, got[i] = timed(call, *call_args)
         times.append(took)

@@ -336,22 +336,20 @@ def _first_walks(
     ``planned`` (class id: planned breadth, parts). The graphs planned widest are walked
     as planned; the others ``narrow`` wide first, when that is narrower (``narrow`` 0:
     every graph as planned)."""
-    if not planned or narrow <= 0:
+    if narrow <= 0:
         return list(planned), {}
-    widest, first = planned[0][0], dict(planned[0][1])
-    narrowed: dict[int, int] = {}
-    later: dict[int, tuple[int, int]] = {}
-    walks = [(widest, first)]
-    for breadth, walked in planned[1:]:
-        for cid, parts in walked.items():
-            if narrow < breadth:
-                narrowed[cid] = parts
-                later[cid] = (breadth, parts)
-            else:
-                walks.append((breadth, {cid: parts}))
-    if narrowed:
-        walks.append((narrow, narrowed))
-    return _merged(walks), later
+    later = {
+        cid: (breadth, parts)
+        for breadth, walked in planned[1:]
+        for cid, parts in walked.items()
+        if narrow < breadth
+    }
+    first = _merged(
+        (narrow if cid in later else breadth, {cid: parts})
+        for breadth, walked in planned
+        for cid, parts in walked.items()
+    )
+    return first, later
 
 
 def _merged(walks: Iterable[tuple[int, dict[int, int]]]) -> list[tuple[int, dict[int, int]]]:
@@ -1515,15 +1513,16 @@ class PostgresStore(SqlStore):
         planned = self._walks(conn, graphed, admitted, k)
         narrow = self.vector_plan.first_breadth
         first, later = _first_walks(planned, max(narrow, k) if narrow > 0 else 0)
+        args = {**args, "excluded": excluded}
         rows: list[Any] = []
         for breadth, walked in first or [(0, {})]:
-            rows += self._walk(conn, breadth, walked, rest, {**args, "excluded": excluded}, dim)
+            rows += self._walk(conn, breadth, walked, rest, args, dim)
             rest = []  # ranked in the first statement
         # A graph walked narrow first is walked again as wide as planned only if it gave
         # one of the top k so far: what it holds of the top k is then near its best.
         gave = {int(r[3]) for r in _best_rows(rows, k)}
         for breadth, walked in _grouped_by(later, gave):
-            rows += self._walk(conn, breadth, walked, [], {**args, "excluded": excluded}, dim)
+            rows += self._walk(conn, breadth, walked, [], args, dim)
         self.graph_searches += sum(graphed.values())
         return _best(rows, k)
 
