@@ -11,6 +11,9 @@ caller's chunks alone. The tests:
   check catches them;
 * scores are the same floats from blocks, from rows and from the SQL that scores the
   chunks themselves; reverse proof: weights summed in another order, caught;
+* blocks whose columns need every width (1, 2, 4 and 8 bytes) score as the chunks do, and
+  a block whose bytes do not fit its postings is an error; reverse proof: widths read
+  little-endian, caught;
 * a block is read only while no write changed its pair: after every kind of write,
   before and after folding and packing, results equal those the chunks give, and every
   block the versions call current holds its postings; reverse proofs: blocks read whatever
@@ -37,6 +40,7 @@ import psycopg
 import pytest
 
 import factories
+from clearance.errors import StoreError
 from clearance.model import Sensitivity
 from clearance.store import pg_schema, pg_search, postgres
 from clearance.store.base import SearchFilter
@@ -219,7 +223,7 @@ def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
 def test_reverse_proof_frequencies_read_in_the_wrong_byte_order_fail_the_same_check(
     filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = open_store(filled, stores, 1)
+    store = open_store(filled, stores, 100_000)  # rows: blocks are checked below
     fold_and_pack(store)
     chunks, tfs, lengths = postgres._PACKED  # the frequencies misread, the chunks not
     monkeypatch.setattr(postgres, "_PACKED", (chunks, tfs.newbyteorder("<"), lengths))
@@ -270,6 +274,83 @@ def test_reverse_proof_weights_summed_in_another_order_fail_the_same_check(
     fold_and_pack(store)
     with pytest.raises(AssertionError):
         same_floats(store)
+
+
+# --------------------------------------------------------------------------- block widths
+
+#: Where the width test's chunk ids start again: gaps of two, four and eight bytes.
+RESTARTS = (1_000, 100_000, 2**33)
+
+
+def every_width(dropped: list[PgDatabase], stores: list[PostgresStore]) -> PostgresStore:
+    """A store, every pair packed, whose blocks need every width: ``WORDS[i]`` for i < 4 in
+    chunks whose ids are at most 2**(8 * 2**i) apart (the last across 2**33), ``WORDS[4]``
+    300 times in a chunk (frequency and length past one byte), ``WORDS[5]`` 70,000 times
+    (both past two)."""
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, 1)
+    batches = [
+        [" ".join(WORDS[:4])] * 2 + [f"{WORDS[4]} " * 300 + WORDS[0], f"{WORDS[5]} " * 70_000]
+    ]
+    batches += [[" ".join(WORDS[i + 1 : 4]) + " " + WORDS[6]] for i in range(len(RESTARTS))]
+    for i, texts in enumerate(batches):
+        if i:
+            database.admin(f"ALTER TABLE chunks ALTER COLUMN id RESTART WITH {RESTARTS[i - 1]}")
+        doc = factories.document(f"doc:w{i}", corpus="ops", acl={"group:staff"})
+        store.upsert(doc, factories.chunks(doc, texts))
+    fold_and_pack(store)
+    return store
+
+
+def widths(store: PostgresStore) -> tuple[set[int], set[int], set[int]]:
+    """The widths of the blocks' chunk, frequency and length columns."""
+    with store._writer.connection() as conn:
+        rows = conn.execute(
+            "SELECT octet_length(chunks) / postings, octet_length(tfs) / postings, "
+            "octet_length(lengths) / postings FROM posting_blocks"
+        ).fetchall()
+    return tuple({int(r[i]) for r in rows} for i in range(3))  # type: ignore[return-value]
+
+
+def check_words(store: PostgresStore) -> None:
+    """Each word alone and all at once: the same ids and floats as the SQL that scores the
+    chunks themselves, and every chunk that holds a word found."""
+    staff = caller("group:staff")
+    for query in [*WORDS[:7], " ".join(WORDS[:7])]:
+        found = store.lexical_search(query, staff, 20)
+        assert found == store.lexical_search(query, by_sql(staff), 20), query
+        assert found
+    assert len(store.lexical_search(" ".join(WORDS[:7]), staff, 20)) == 7
+
+
+def test_blocks_of_every_width_read_as_the_chunks_score(
+    dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    store = every_width(dropped, stores)
+    assert widths(store) == ({1, 2, 4, 8}, {1, 2, 4}, {1, 2, 4})
+    check_words(store)
+    assert store.postings_read["rows"] == 0 and store.postings_read["packed"] > 0
+    assert misblocked(store) == []
+
+
+def test_reverse_proof_widths_read_little_endian_fail_the_same_check(
+    dropped: list[PgDatabase], stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = every_width(dropped, stores)
+    monkeypatch.setattr(postgres, "_WIDTHS", {w: np.dtype(f"<u{w}") for w in (1, 2, 4, 8)})
+    with pytest.raises(AssertionError):
+        check_words(store)
+
+
+def test_a_block_whose_bytes_do_not_fit_its_postings_is_an_error(
+    dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    store = every_width(dropped, stores)
+    with store._writer.connection() as conn:
+        conn.execute("UPDATE posting_blocks SET tfs = substring(tfs FROM 2) WHERE postings > 1")
+    with pytest.raises(StoreError, match=r"posting block of .* is malformed"):
+        store.lexical_search(WORDS[0], caller("group:staff"), 5)
 
 
 # --------------------------------------------------------------------------- non-interference
@@ -544,15 +625,16 @@ def _ids(store: PostgresStore, *chunk_ids: str) -> set[int]:
     return {int(r[0]) for r in rows}
 
 
-#: Migrations 7 to 9 undone on a filled database, as an index made before them holds it.
-UNDO_7_TO_9 = (
+#: Migrations 7 to 10 undone on a filled database, as an index made before them holds it.
+UNDO_7_TO_10 = (
     "DROP TABLE class_sizes, class_size_deltas, class_terms, class_term_deltas, postings, "
     "posting_blocks; "
     "DROP FUNCTION clearance_count_class_rows, clearance_forget_class_rows, "
     "clearance_fold_class_statistics, clearance_post_chunks, clearance_forget_postings, "
-    "clearance_pack_postings CASCADE; DELETE FROM schema_version WHERE version >= 7"
+    "clearance_pack_postings, clearance_posting_width CASCADE; "
+    "DELETE FROM schema_version WHERE version >= 7"
 )
-#: Enough chunks holding one word in one class for migration 9 to pack the pair.
+#: Enough chunks holding one word in one class for migrations 9 and 10 to pack the pair.
 PACKED_BY_MIGRATION = 260
 
 
@@ -570,14 +652,14 @@ def migrate_filled(world: World, dropped: list[PgDatabase]) -> PgDatabase:
         store.upsert(doc, factories.chunks(doc, texts))
     finally:
         store.close()
-    database.admin(UNDO_7_TO_9)
+    database.admin(UNDO_7_TO_10)
     with psycopg.connect(database.writer_dsn, autocommit=True) as conn:
         applied = pg_schema.upgrade(conn, READER)
-    assert [m.version for m in applied] == [7, 8, 9]
+    assert [m.version for m in applied] == [7, 8, 9, 10]
     return database
 
 
-def test_migrations_7_to_9_count_post_and_pack_an_index_that_holds_chunks(
+def test_migrations_7_to_10_count_post_and_pack_an_index_that_holds_chunks(
     world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
 ) -> None:
     store = open_store(migrate_filled(world, dropped), stores)
@@ -622,21 +704,33 @@ def block_count(store: PostgresStore) -> int:
 
 def misblocked(store: PostgresStore) -> list[tuple[str, int]]:
     """Every block whose version is its (term, class)'s now (totals and deltas summed)
-    but which does not hold that pair's postings: what a search would read wrongly."""
+    but which, read as a search reads it, does not hold that pair's postings: what a
+    search would read wrongly."""
+    wrong = []
     with store._writer.connection() as conn:
-        rows = conn.execute(
+        blocks = conn.execute(
             "WITH versions AS (SELECT term, class_id, sum(changes) AS version FROM "
             "(SELECT term, class_id, changes FROM class_terms UNION ALL "
             "SELECT term, class_id, changes FROM class_term_deltas) u GROUP BY term, class_id) "
-            "SELECT b.term, b.class_id FROM posting_blocks b JOIN versions v "
-            "ON v.term = b.term AND v.class_id = b.class_id AND v.version = b.version "
-            "WHERE ROW(b.chunks, b.tfs, b.lengths) IS DISTINCT FROM (SELECT ROW("
-            "string_agg(int8send(p.chunk), ''::bytea ORDER BY p.chunk), "
-            "string_agg(int4send(p.tf), ''::bytea ORDER BY p.chunk), "
-            "string_agg(int4send(p.length), ''::bytea ORDER BY p.chunk)) "
-            "FROM postings p WHERE p.term = b.term AND p.class_id = b.class_id)"
+            "SELECT b.term, b.class_id, b.first_chunk, b.postings, b.chunks, b.tfs, b.lengths "
+            "FROM posting_blocks b JOIN versions v "
+            "ON v.term = b.term AND v.class_id = b.class_id AND v.version = b.version"
         ).fetchall()
-    return [(str(t), int(c)) for t, c in rows]
+        for term, class_id, first, count, *columns in blocks:
+            rows = conn.execute(
+                "SELECT chunk, tf, length FROM postings WHERE term = %s AND class_id = %s "
+                "ORDER BY chunk",
+                (term, class_id),
+            ).fetchall()
+            try:
+                held = list(
+                    zip(*postgres._unpacked(term, class_id, first, count, *columns), strict=True)
+                )
+            except StoreError:
+                held = []
+            if [tuple(map(int, p)) for p in held] != [tuple(r) for r in rows]:
+                wrong.append((str(term), int(class_id)))
+    return wrong
 
 
 def rewrite_frequencies(store: PostgresStore) -> None:
@@ -673,8 +767,8 @@ def test_blocks_a_write_left_stale_are_not_read_until_packed_again(
 def stale_blocks_read(flt: SearchFilter) -> Any:
     """The leaky variant: every block of the caller's classes, whatever its version."""
     return (
-        "SELECT b.term, b.class_id, b.chunks, b.tfs, b.lengths FROM posting_blocks b "
-        "WHERE b.term = ANY (%(terms)s::text[]) AND b.class_id = ANY (%(classes)s::integer[])"
+        "SELECT b.term, b.class_id, b.first_chunk, b.postings, b.chunks, b.tfs, b.lengths "
+        "FROM posting_blocks b WHERE b.term = ANY (%(terms)s::text[]) AND b.class_id = ANY (%(classes)s::integer[])"
     )
 
 

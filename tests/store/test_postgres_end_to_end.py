@@ -48,6 +48,7 @@ MIGRATIONS = [
     "0007_class_statistics",
     "0008_postings",
     "0009_posting_blocks",
+    "0010_narrow_blocks",
 ]
 
 

@@ -203,15 +203,18 @@ def class_statistics_sql() -> str:
 
 
 def packed_postings_sql() -> str:
-    """``(term, class_id, chunks, tfs, lengths)`` of each block of a term of ``%(terms)s``
-    in a class of ``%(classes)s`` that is current: packed from the version of its (term,
-    class) that this snapshot sees (totals and deltas, migration 9). A pair with no total
-    this snapshot can see has no version (null): its block is not read, so a class whose
-    counts the reading role may not see never has a current block. The arrays are
-    big-endian int8, int4 and int4 in chunk order. (Subqueries rather than joins: searches
-    run with nested loops off, and a hash join would read every class's terms.)"""
+    """``(term, class_id, first_chunk, postings, chunks, tfs, lengths)`` of each block of
+    a term of ``%(terms)s`` in a class of ``%(classes)s`` that is current: packed from the
+    version of its (term, class) that this snapshot sees (totals and deltas, migration 9).
+    A pair with no total this snapshot can see has no version (null): its block is not
+    read, so a class whose counts the reading role may not see never has a current block.
+    The columns hold unsigned big-endian integers in chunk order, each column of one width:
+    the chunk ids as gaps after ``first_chunk``, the frequencies and the lengths (migration
+    10). (Subqueries rather than joins: searches run with nested loops off, and a hash join
+    would read every class's terms.)"""
     return (
-        "SELECT b.term, b.class_id, b.chunks, b.tfs, b.lengths FROM posting_blocks b "
+        "SELECT b.term, b.class_id, b.first_chunk, b.postings, b.chunks, b.tfs, b.lengths "
+        "FROM posting_blocks b "
         "WHERE b.term = ANY (%(terms)s::text[]) AND b.class_id = ANY (%(classes)s::integer[]) "
         "AND b.version = (SELECT t.changes FROM class_terms t "
         "WHERE t.term = b.term AND t.class_id = b.class_id) "
@@ -221,8 +224,8 @@ def packed_postings_sql() -> str:
 
 
 def posting_rows_sql(wanted: Sequence[tuple[str, Sequence[int]]]) -> tuple[str, Params]:
-    """``(term, chunks, tfs, lengths)`` packed as :func:`packed_postings_sql` packs them
-    (in no particular order, the same in all three), from the postings rows of each term of
+    """``(term, chunks, tfs, lengths)``: big-endian int8, int4 and int4 arrays (in no
+    particular order, the same in all three), from the postings rows of each term of
     ``wanted`` in its own classes: a branch per term, so that a class whose block holds a
     term is not read for it, and with its named parameters."""
     branches: list[str] = []

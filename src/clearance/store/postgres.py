@@ -179,8 +179,9 @@ _PACK_LOCK = 0x436C_6561_7203
 # A (term, class) with this many postings or more is packed into a block (migration 9
 # packs the same on upgrade): below it, reading the rows costs little more than the block.
 _PACK_LEAST = 256
-# Postings packed per statement: each pair's own statement reads one snapshot; a batch of
-# them bounds how long the packer goes between looking at the store closing.
+# Postings packed per statement (migration 10 packs a batch of pairs in one, which reads
+# one snapshot): a batch bounds how long the packer goes between looking at the store
+# closing, and how much one statement holds.
 _PACK_BATCH = 2_000_000
 # How long a hybrid search waits for a second reading connection before it runs its
 # lexical and vector halves one after the other on its own (seconds).
@@ -195,8 +196,11 @@ _CHUNKS_PER_INSERT = 1_000
 _BM25 = BM25()
 # What every search's transaction sets (``PostgresStore._searching`` says why).
 _NO_NESTED_LOOPS = "SET LOCAL enable_nestloop = off"
-# Packed postings: chunk ids, term frequencies, chunk lengths (migration 9's byte order).
+# Postings read row by row (``pg_search.posting_rows_sql``): chunk ids, term frequencies,
+# chunk lengths, as int8send and int4send write them.
 _PACKED = (np.dtype(">i8"), np.dtype(">i4"), np.dtype(">i4"))
+# A posting block's columns, by width: unsigned big-endian integers (migration 10).
+_WIDTHS = {width: np.dtype(f">u{width}") for width in (1, 2, 4, 8)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +295,23 @@ def _set_caller(
     conn: psycopg.Connection[Any], principals: frozenset[str], ceiling: Sensitivity
 ) -> None:
     conn.execute(_caller_settings(principals, ceiling))
+
+
+def _unpacked(term: str, class_id: int, first: int, postings: int, *columns: bytes) -> Any:
+    """The chunk ids, term frequencies and chunk lengths of one posting block (migration
+    10: each column one unsigned integer a posting, of the width its bytes over the
+    postings give; the chunk ids as gaps after ``first``), as int64 arrays."""
+    arrays = []
+    for column in columns:
+        width = len(column) // postings if postings > 0 else 0
+        if width not in _WIDTHS or width * postings != len(column):
+            raise StoreError(
+                f"the posting block of {term!r} in class {class_id} is malformed "
+                f"({len(column)} bytes for {postings} postings)"
+            )
+        arrays.append(np.frombuffer(column, dtype=_WIDTHS[width]).astype(np.int64))
+    gaps, tf, lengths = arrays
+    return np.cumsum(gaps) + first, tf, lengths
 
 
 def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
@@ -1376,18 +1397,20 @@ class PostgresStore(SqlStore):
         found: dict[str, list[tuple[Any, ...]]] = {t: [] for t in present}
         packed: dict[str, set[int]] = {t: set() for t in present}
         args = {"terms": present, "classes": classes}
-        for term, class_id, *arrays in conn.execute(
+        for term, class_id, first, postings, *columns in conn.execute(
             pg_search.packed_postings_sql(), args, binary=True
         ):
-            found[term].append(arrays)
+            found[term].append(_unpacked(term, class_id, first, postings, *columns))
             packed[term].add(int(class_id))
-            self.postings_read["packed"] += len(arrays[1]) // 4
+            self.postings_read["packed"] += postings
         rest = [(t, [c for c in classes if c not in packed[t]]) for t in present]
         if rest := [(t, left) for t, left in rest if left]:
             sql, params = pg_search.posting_rows_sql(rest)
-            for term, *arrays in conn.execute(sql, params, binary=True):
-                found[term].append(arrays)
-                read = len(arrays[1]) // 4
+            for term, *columns in conn.execute(sql, params, binary=True):
+                found[term].append(
+                    tuple(np.frombuffer(c, dtype=_PACKED[i]) for i, c in enumerate(columns))
+                )
+                read = len(columns[1]) // 4
                 self.postings_read["rows"] += read
                 # Perhaps a pair a pack would serve: the next search starts one.
                 self._pack_wanted = self._pack_wanted or read >= self.pack_least
@@ -1401,15 +1424,14 @@ class PostgresStore(SqlStore):
                     f"(none against {df[term]})"
                 )
             chunks, tf, lengths = (
-                np.concatenate([np.frombuffer(a[i], dtype=_PACKED[i]) for a in found[term]])
-                for i in range(3)
+                np.concatenate([a[i] for a in found[term]], dtype=np.int64) for i in range(3)
             )
             if tf.size != df[term]:  # one snapshot: the counts and postings agree
                 raise StoreError(
                     f"the postings of {term!r} in {self.location} disagree with its counts "
                     f"({tf.size} against {df[term]})"
                 )
-            matched.append(chunks.astype(np.int64))
+            matched.append(chunks)
             weights.append(bm25_weights(tf, lengths, n, average, _BM25))
         best = _summed_top_k(np.concatenate(matched), np.concatenate(weights), k)
         names = dict(
