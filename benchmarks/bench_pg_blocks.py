@@ -40,14 +40,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from bench_ann_classes import DEFAULT_SCIFACT, callers, layout, scifact_texts
+from bench_ann_classes import DEFAULT_SCIFACT, scifact_texts
 from bench_backends import READER
 from bench_pg_classes import (
     K,
-    PgServer,
-    caller_filter,
     class_plan,
     each_way,
+    kept,
     migrations_digest,
     p50_p95,
     upgraded,
@@ -118,10 +117,9 @@ def sizes(conn: Any) -> dict[str, dict[str, float]]:
 
 
 def _wide_unpacked(term: str, class_id: int, first: int, postings: int, *columns: bytes) -> Any:
-    return tuple(
-        np.frombuffer(c, dtype=t).astype(np.int64)
-        for c, t in zip(columns, _FULL_WIDTH, strict=True)
-    )
+    """Migration 9's columns as its reader read them (the search makes them int64 when it
+    joins each term's arrays, whatever their form)."""
+    return tuple(np.frombuffer(c, dtype=t) for c, t in zip(columns, _FULL_WIDTH, strict=True))
 
 
 @contextmanager
@@ -197,20 +195,10 @@ def main() -> None:
     parser.add_argument("--shared-buffers", default="4GB")
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     args = parser.parse_args()
-    root = args.keep.resolve() / "pg"
-    if not (root / "PG_VERSION").is_file():
-        sys.exit(f"no kept database under {args.keep} (run bench_pg_classes.py --keep first)")
+    server, name, filters, asked = kept(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     _, claims = scifact_texts(args.scifact)
-    queries = [claims[q] for q in range(args.first, min(len(claims), args.first + args.count))]
-    if not queries:
-        sys.exit(f"no claims from {args.first} (there are {len(claims)})")
-    docs = args.chunks // args.per_doc
-    filters = {w.name: caller_filter(w) for w in callers(layout(docs, seed=2), docs, seed=3)}
-    server = PgServer(
-        root, {"shared_buffers": args.shared_buffers, "effective_cache_size": "8GB"}, keep=True
-    )
-    name = f"pg_classes_{args.chunks}"
+    queries = [claims[q] for q in asked]
     notes: dict[str, Any] = {}
     try:
         found = server.marker(name)
@@ -230,6 +218,8 @@ def main() -> None:
                 with store._writer.connection() as conn:
                     conn.execute("TRUNCATE posting_blocks")
                 packed = store.pack_postings()
+                with store._writer.connection() as conn:
+                    conn.execute("ANALYZE posting_blocks")  # as the copy is
                 notes["narrow_pack_s"] = packed["seconds"]
                 console.print(f"packed narrow: {packed}")
             else:
@@ -254,7 +244,7 @@ def main() -> None:
         f"Claims {args.first}-{args.first + len(queries) - 1} ({len(queries)}): lexical "
         "p50 / p95 (ms), blocks read a query (MB, median)\n"
     )
-    print("| caller | narrow (migration 10) | wide (migration 9) |")
+    print("| caller | narrow (migration 10) | full width (migration 9's form) |")
     print("|---|---|---|")
     for caller, cells in rows.items():
         n, w = cells["narrow"], cells["wide"]

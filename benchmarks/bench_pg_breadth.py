@@ -37,14 +37,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_ann_classes import DEFAULT_SCIFACT, callers, embedded, layout, scifact_texts
+from bench_ann_classes import DEFAULT_SCIFACT, embedded
 from bench_pg_classes import (
     K,
     OneBreadth,
-    PgServer,
-    caller_filter,
     class_plan,
     each_way,
+    kept,
     p50_p95,
     recall,
 )
@@ -98,24 +97,9 @@ def main() -> None:
     parser.add_argument("--shared-buffers", default="4GB")
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     args = parser.parse_args()
-    root = args.keep.resolve() / "pg"
-    if not (root / "PG_VERSION").is_file():
-        sys.exit(f"no kept database under {args.keep} (run bench_pg_classes.py --keep first)")
+    server, name, filters, queries = kept(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    _, claims = scifact_texts(args.scifact)
     _, vectors = embedded(args.scifact)
-    queries = list(range(args.first, min(len(claims), args.first + args.count)))
-    if not queries:
-        sys.exit(f"no claims from {args.first} (there are {len(claims)})")
-    docs = args.chunks // args.per_doc
-    who = callers(layout(docs, seed=2), docs, seed=3)
-    filters = {w.name: caller_filter(w) for w in who}
-    server = PgServer(
-        root,
-        {"shared_buffers": args.shared_buffers, "effective_cache_size": "8GB"},
-        keep=True,
-    )
-    name = f"pg_classes_{args.chunks}"
     default, first = VectorPlan().ef_search, VectorPlan().first_breadth
     if len(set(args.breadths)) < len(args.breadths) or first in args.first_breadths:
         sys.exit("each breadth once, please (the store's own first breadth runs anyway)")

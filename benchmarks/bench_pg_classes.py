@@ -588,6 +588,26 @@ def caller_filter(who: Caller) -> SearchFilter:
     )
 
 
+def kept(args: argparse.Namespace) -> tuple[PgServer, str, dict[str, SearchFilter], list[int]]:
+    """For the benchmarks that run on a database this one loaded and kept (``--keep``,
+    ``--chunks``, ``--per-doc``, ``--shared-buffers``, ``--scifact``, ``--first``,
+    ``--count``): its server (not started), its name, the callers' filters and the claims
+    to ask. Exits when there is no such database or no such claim."""
+    root = args.keep.resolve() / "pg"
+    if not (root / "PG_VERSION").is_file():
+        sys.exit(f"no kept database under {args.keep} (run bench_pg_classes.py --keep first)")
+    _, claims = scifact_texts(args.scifact)
+    queries = list(range(args.first, min(len(claims), args.first + args.count)))
+    if not queries:
+        sys.exit(f"no claims from {args.first} (there are {len(claims)})")
+    docs = args.chunks // args.per_doc
+    filters = {w.name: caller_filter(w) for w in callers(layout(docs, seed=2), docs, seed=3)}
+    server = PgServer(
+        root, {"shared_buffers": args.shared_buffers, "effective_cache_size": "8GB"}, keep=True
+    )
+    return server, f"pg_classes_{args.chunks}", filters, queries
+
+
 def first_search(
     server: PgServer, name: str, plan: VectorPlan, widest: SearchFilter, query: Any
 ) -> tuple[float, PostgresStore]:

@@ -7,13 +7,15 @@ Both must leave results exactly as the plain-Python reference computes them over
 caller's chunks alone. The tests:
 
 * results equal the reference for callers reading 1 % to 100 %, with every pair packed,
-  some, and none; reverse proof: frequencies read in the wrong byte order, the same
-  check catches them;
+  some, and none; reverse proofs: frequencies read as rows, and chunk ids read from
+  blocks, in the wrong byte order, the same check catches each;
 * scores are the same floats from blocks, from rows and from the SQL that scores the
   chunks themselves; reverse proof: weights summed in another order, caught;
-* blocks whose columns need every width (1, 2, 4 and 8 bytes) score as the chunks do, and
-  a block whose bytes do not fit its postings is an error; reverse proof: widths read
-  little-endian, caught;
+* blocks whose columns sit on each side of every width's edge (1, 2, 4 and 8 bytes) hold
+  their postings and score as the chunks do, and a block whose bytes do not fit its
+  postings is an error; reverse proof: each width read little-endian, caught;
+* migration 10 packs again, in its form, every block it finds; reverse proof: packing only
+  the pairs of 256 postings or more, caught;
 * a block is read only while no write changed its pair: after every kind of write,
   before and after folding and packing, results equal those the chunks give, and every
   block the versions call current holds its postings; reverse proofs: blocks read whatever
@@ -28,9 +30,10 @@ caller's chunks alone. The tests:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -131,9 +134,12 @@ def world() -> World:
 
 @pytest.fixture(scope="module")
 def filled(world: World) -> Iterator[PgDatabase]:
-    """One database holding the whole company, shared by the read-only tests."""
+    """One database holding the whole company, shared by the read-only tests. Chunk ids
+    go up 300 at a time, so that packed, a class's chunk ids are gaps of two bytes or more
+    (read in the wrong byte order, they would name other chunks)."""
     found = server()
     database = found.database(always_fresh=True)
+    database.admin("ALTER TABLE chunks ALTER COLUMN id SET INCREMENT BY 300")
     store = PostgresStore(database.reader_dsn, database.writer_dsn)
     try:
         fill(store, world)
@@ -223,10 +229,22 @@ def test_lexical_results_are_the_reference_bm25_of_the_callers_chunks(
 def test_reverse_proof_frequencies_read_in_the_wrong_byte_order_fail_the_same_check(
     filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = open_store(filled, stores, 100_000)  # rows: blocks are checked below
+    store = open_store(filled, stores, 100_000)  # every posting read as a row
     fold_and_pack(store)
     chunks, tfs, lengths = postgres._PACKED  # the frequencies misread, the chunks not
     monkeypatch.setattr(postgres, "_PACKED", (chunks, tfs.newbyteorder("<"), lengths))
+    with pytest.raises(AssertionError):
+        for flt in CALLERS.values():
+            check_every_query(store, world, flt)
+
+
+def test_reverse_proof_blocks_read_in_the_wrong_byte_order_fail_the_same_check(
+    filled: PgDatabase, world: World, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(filled, stores, 1)  # every posting read from a block
+    fold_and_pack(store)
+    assert 2 in {chunks for chunks, _, _ in widths(store).values()}
+    monkeypatch.setitem(postgres._WIDTHS, 2, np.dtype("<u2"))
     with pytest.raises(AssertionError):
         for flt in CALLERS.values():
             check_every_query(store, world, flt)
@@ -278,79 +296,119 @@ def test_reverse_proof_weights_summed_in_another_order_fail_the_same_check(
 
 # --------------------------------------------------------------------------- block widths
 
-#: Where the width test's chunk ids start again: gaps of two, four and eight bytes.
-RESTARTS = (1_000, 100_000, 2**33)
+#: Each width's largest value, and one more: 1, 2, 2, 4, 4 and 8 bytes.
+EDGES = {255: 1, 256: 2, 65_535: 2, 65_536: 4, 2**32 - 1: 4, 2**32: 8}
+#: A word for each edge held by two chunks whose ids are that far apart; a word for each
+#: edge below 2**16 that many times in a chunk of its own (frequency and length both).
+GAP_WORDS = dict(zip(EDGES, WORDS[:6], strict=True))
+COUNT_WORDS = dict(zip(list(EDGES)[:4], WORDS[6:10], strict=True))
 
 
-def every_width(dropped: list[PgDatabase], stores: list[PostgresStore]) -> PostgresStore:
-    """A store, every pair packed, whose blocks need every width: ``WORDS[i]`` for i < 4 in
-    chunks whose ids are at most 2**(8 * 2**i) apart (the last across 2**33), ``WORDS[4]``
-    300 times in a chunk (frequency and length past one byte), ``WORDS[5]`` 70,000 times
-    (both past two)."""
-    database = server().database(always_fresh=True)
-    dropped.append(database)
-    store = open_store(database, stores, 1)
-    batches = [
-        [" ".join(WORDS[:4])] * 2 + [f"{WORDS[4]} " * 300 + WORDS[0], f"{WORDS[5]} " * 70_000]
+@pytest.fixture(scope="module")
+def widths_db() -> Iterator[PgDatabase]:
+    """A database whose blocks' columns, once packed, sit on each side of every width's
+    edge (``EDGES``), all in the all-staff class: chunk ids placed exactly by restarting
+    the table's identity before each chunk."""
+    found = server()
+    database = found.database(always_fresh=True)
+    store = PostgresStore(database.reader_dsn, database.writer_dsn, fold_every_s=math.inf)
+    placed = [(1_000_000 * (i + 1), word) for i, word in enumerate(GAP_WORDS.values())]
+    placed += [
+        (1_000_000 * (i + 1) + edge, word) for i, (edge, word) in enumerate(GAP_WORDS.items())
     ]
-    batches += [[" ".join(WORDS[i + 1 : 4]) + " " + WORDS[6]] for i in range(len(RESTARTS))]
-    for i, texts in enumerate(batches):
-        if i:
-            database.admin(f"ALTER TABLE chunks ALTER COLUMN id RESTART WITH {RESTARTS[i - 1]}")
-        doc = factories.document(f"doc:w{i}", corpus="ops", acl={"group:staff"})
-        store.upsert(doc, factories.chunks(doc, texts))
+    placed += [(500 + i, f"{word} " * edge) for i, (edge, word) in enumerate(COUNT_WORDS.items())]
+    try:
+        for n, (chunk_id, text) in enumerate(placed):
+            database.admin(f"ALTER TABLE chunks ALTER COLUMN id RESTART WITH {chunk_id}")
+            doc = factories.document(f"doc:w{n}", corpus="ops", acl={"group:staff"})
+            store.upsert(doc, factories.chunks(doc, [text]))
+    finally:
+        store.close()
+    try:
+        yield database
+    finally:
+        found.drop(database)
+
+
+def every_width(database: PgDatabase, stores: list[PostgresStore]) -> PostgresStore:
+    store = open_store(database, stores, 1)
     fold_and_pack(store)
     return store
 
 
-def widths(store: PostgresStore) -> tuple[set[int], set[int], set[int]]:
-    """The widths of the blocks' chunk, frequency and length columns."""
+def widths(store: PostgresStore) -> dict[str, tuple[int, int, int]]:
+    """Each term's block's widths: of its chunk, frequency and length columns."""
     with store._writer.connection() as conn:
         rows = conn.execute(
-            "SELECT octet_length(chunks) / postings, octet_length(tfs) / postings, "
+            "SELECT term, octet_length(chunks) / postings, octet_length(tfs) / postings, "
             "octet_length(lengths) / postings FROM posting_blocks"
         ).fetchall()
-    return tuple({int(r[i]) for r in rows} for i in range(3))  # type: ignore[return-value]
+    return {str(t): (int(c), int(f), int(n)) for t, c, f, n in rows}
 
 
 def check_words(store: PostgresStore) -> None:
     """Each word alone and all at once: the same ids and floats as the SQL that scores the
     chunks themselves, and every chunk that holds a word found."""
     staff = caller("group:staff")
-    for query in [*WORDS[:7], " ".join(WORDS[:7])]:
+    words = [*GAP_WORDS.values(), *COUNT_WORDS.values()]
+    for query in [*words, " ".join(words)]:
         found = store.lexical_search(query, staff, 20)
         assert found == store.lexical_search(query, by_sql(staff), 20), query
         assert found
-    assert len(store.lexical_search(" ".join(WORDS[:7]), staff, 20)) == 7
+    assert len(store.lexical_search(" ".join(words), staff, 20)) == 2 * len(EDGES) + 4
 
 
-def test_blocks_of_every_width_read_as_the_chunks_score(
-    dropped: list[PgDatabase], stores: list[PostgresStore]
+def test_blocks_on_each_side_of_every_width_read_as_the_chunks_score(
+    widths_db: PgDatabase, stores: list[PostgresStore]
 ) -> None:
-    store = every_width(dropped, stores)
-    assert widths(store) == ({1, 2, 4, 8}, {1, 2, 4}, {1, 2, 4})
+    store = every_width(widths_db, stores)
+    held = widths(store)
+    assert {w: held[w] for w in GAP_WORDS.values()} == {
+        word: (EDGES[edge], 1, 1) for edge, word in GAP_WORDS.items()
+    }
+    assert {w: held[w] for w in COUNT_WORDS.values()} == {
+        word: (1, EDGES[edge], EDGES[edge]) for edge, word in COUNT_WORDS.items()
+    }
     check_words(store)
     assert store.postings_read["rows"] == 0 and store.postings_read["packed"] > 0
     assert misblocked(store) == []
 
 
-def test_reverse_proof_widths_read_little_endian_fail_the_same_check(
-    dropped: list[PgDatabase], stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_reverse_proof_a_width_read_little_endian_fails_the_same_check(
+    widths_db: PgDatabase, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch, width: int
 ) -> None:
-    store = every_width(dropped, stores)
-    monkeypatch.setattr(postgres, "_WIDTHS", {w: np.dtype(f"<u{w}") for w in (1, 2, 4, 8)})
+    store = every_width(widths_db, stores)
+    monkeypatch.setitem(postgres._WIDTHS, width, np.dtype(f"<u{width}"))
     with pytest.raises(AssertionError):
         check_words(store)
 
 
+@pytest.mark.parametrize(
+    ("column", "change"),
+    [("tfs", "substring(tfs FROM 2)"), ("chunks", "chunks || '\\x00'::bytea")],
+    ids=["a byte short of one-byte postings", "a byte past two-byte postings"],
+)
 def test_a_block_whose_bytes_do_not_fit_its_postings_is_an_error(
-    dropped: list[PgDatabase], stores: list[PostgresStore]
+    dropped: list[PgDatabase], stores: list[PostgresStore], column: str, change: str
 ) -> None:
-    store = every_width(dropped, stores)
+    database = server().database(always_fresh=True)
+    dropped.append(database)
+    store = open_store(database, stores, 1)
+    word = GAP_WORDS[256]
+    for i, chunk_id in enumerate((10**6, 10**6 + 256)):
+        database.admin(f"ALTER TABLE chunks ALTER COLUMN id RESTART WITH {chunk_id}")
+        doc = factories.document(f"doc:edge{i}", corpus="ops", acl={"group:staff"})
+        store.upsert(doc, factories.chunks(doc, [word]))
+    fold_and_pack(store)
+    assert widths(store)[word] == (2, 1, 1)
     with store._writer.connection() as conn:
-        conn.execute("UPDATE posting_blocks SET tfs = substring(tfs FROM 2) WHERE postings > 1")
+        changed = conn.execute(
+            f"UPDATE posting_blocks SET {column} = {change} WHERE term = %s", (word,)
+        ).rowcount
+    assert changed == 1
     with pytest.raises(StoreError, match=r"posting block of .* is malformed"):
-        store.lexical_search(WORDS[0], caller("group:staff"), 5)
+        store.lexical_search(word, caller("group:staff"), 5)
 
 
 # --------------------------------------------------------------------------- non-interference
@@ -692,6 +750,76 @@ def test_reverse_proof_a_migration_without_its_backfill_fails_the_same_check(
     assert miscounted(store) != []
 
 
+def full_width_blocks(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> tuple[PgDatabase, int]:
+    """A database at migration 9 whose every (term, class) has a block in migration 9's
+    form (as a store packing from one posting makes them), and how many blocks."""
+    database, store = fresh(dropped, stores, world, 1, packed=True)
+    blocks = block_count(store)
+    ninth = next(m for m in pg_schema.MIGRATIONS if m.version == 9)
+    pack = ninth.sql[
+        ninth.sql.index("CREATE FUNCTION clearance_pack_postings") : ninth.sql.index(
+            "-- Emptying the chunks"
+        )
+    ]
+    with psycopg.connect(database.writer_dsn, autocommit=True) as conn:
+        conn.execute(
+            "DROP FUNCTION clearance_pack_postings, clearance_posting_width; "
+            "TRUNCATE posting_blocks; ALTER TABLE posting_blocks DROP COLUMN first_chunk; "
+            "DELETE FROM schema_version WHERE version = 10"
+        )
+        conn.execute(pack.encode())
+        conn.execute(
+            "SELECT clearance_pack_postings(array_agg(term), array_agg(class_id)) "
+            "FROM class_terms WHERE df > 0"
+        )
+        row = conn.execute(
+            "SELECT count(*), bool_and(octet_length(chunks) = 8 * postings) FROM posting_blocks"
+        ).fetchone()
+    assert row == (blocks, True)
+    return database, blocks
+
+
+def upgraded(database: PgDatabase) -> list[int]:
+    with psycopg.connect(database.writer_dsn, autocommit=True) as conn:
+        return [m.version for m in pg_schema.upgrade(conn, READER)]
+
+
+def test_migration_10_packs_again_every_block_it_finds(
+    world: World, dropped: list[PgDatabase], stores: list[PostgresStore]
+) -> None:
+    database, blocks = full_width_blocks(world, dropped, stores)
+    assert upgraded(database) == [10]
+    store = open_store(database, stores, 1)
+    assert block_count(store) == blocks and misblocked(store) == []
+    same_floats(store)
+    assert store.postings_read["rows"] == 0
+
+
+def test_reverse_proof_a_migration_10_that_packs_only_common_pairs_fails_the_same_check(
+    world: World,
+    dropped: list[PgDatabase],
+    stores: list[PostgresStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tenth = next(m for m in pg_schema.MIGRATIONS if m.version == 10)
+    common = tenth.sql.replace("FROM blocks_before;", "FROM class_terms WHERE df >= 256;")
+    assert common != tenth.sql
+    monkeypatch.setattr(
+        pg_schema,
+        "MIGRATIONS",
+        tuple(
+            pg_schema.Migration(10, tenth.name, common) if m.version == 10 else m
+            for m in pg_schema.MIGRATIONS
+        ),
+    )
+    database, blocks = full_width_blocks(world, dropped, stores)
+    assert upgraded(database) == [10]
+    store = open_store(database, stores, 1)
+    assert block_count(store) != blocks
+
+
 # --------------------------------------------------------------------------- blocks follow
 
 
@@ -702,10 +830,25 @@ def block_count(store: PostgresStore) -> int:
     return int(row[0])
 
 
+def held(first: int, count: int, columns: Sequence[bytes]) -> list[tuple[int, ...]] | None:
+    """A block's postings as ``(chunk, tf, length)``, decoded here byte by byte rather
+    than by the store's reader; ``None`` when its bytes do not fit its postings."""
+    decoded = []
+    for column in columns:
+        width, rest = divmod(len(column), count)
+        if rest or width not in (1, 2, 4, 8):
+            return None
+        decoded.append(
+            [int.from_bytes(column[i : i + width], "big") for i in range(0, len(column), width)]
+        )
+    gaps, tfs, lengths = decoded
+    chunks = list(itertools.accumulate(gaps, initial=first))[1:]
+    return list(zip(chunks, tfs, lengths, strict=True))
+
+
 def misblocked(store: PostgresStore) -> list[tuple[str, int]]:
     """Every block whose version is its (term, class)'s now (totals and deltas summed)
-    but which, read as a search reads it, does not hold that pair's postings: what a
-    search would read wrongly."""
+    but which does not hold that pair's postings: what a search would read wrongly."""
     wrong = []
     with store._writer.connection() as conn:
         blocks = conn.execute(
@@ -722,13 +865,7 @@ def misblocked(store: PostgresStore) -> list[tuple[str, int]]:
                 "ORDER BY chunk",
                 (term, class_id),
             ).fetchall()
-            try:
-                held = list(
-                    zip(*postgres._unpacked(term, class_id, first, count, *columns), strict=True)
-                )
-            except StoreError:
-                held = []
-            if [tuple(map(int, p)) for p in held] != [tuple(r) for r in rows]:
+            if held(first, count, columns) != [tuple(r) for r in rows]:
                 wrong.append((str(term), int(class_id)))
     return wrong
 
