@@ -89,8 +89,14 @@ def wide_copy(conn: Any) -> float:
 
 
 def copy_is_current(conn: Any) -> bool:
-    """Whether the copy holds exactly the store's blocks' (term, class, version)s."""
-    if conn.execute("SELECT to_regclass(%s)", (WIDE,)).fetchone()[0] is None:
+    """Whether the copy has the store's blocks' columns and holds exactly their (term,
+    class, version)s."""
+    columns = (
+        "SELECT array_agg(column_name::text ORDER BY column_name) "
+        "FROM information_schema.columns WHERE table_name = %s"
+    )
+    ours = conn.execute(columns, ("posting_blocks",)).fetchone()[0]
+    if conn.execute(columns, (WIDE,)).fetchone()[0] != ours:
         return False
     row = conn.execute(
         f"SELECT count(*) FROM posting_blocks b FULL JOIN {WIDE} w "
