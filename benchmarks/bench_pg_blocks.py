@@ -40,13 +40,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from bench_ann_classes import DEFAULT_SCIFACT, scifact_texts
+from bench_ann_classes import scifact_texts
 from bench_backends import READER
 from bench_pg_classes import (
     K,
     class_plan,
     each_way,
     kept,
+    kept_arguments,
     migrations_digest,
     p50_p95,
     upgraded,
@@ -192,14 +193,8 @@ def per_caller(store: PostgresStore, flt: SearchFilter, queries: list[str]) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--keep", type=Path, required=True, metavar="DIR")
-    parser.add_argument("--chunks", type=int, default=1_000_000)
-    parser.add_argument("--per-doc", type=int, default=10)
-    parser.add_argument("--first", type=int, default=0, help="the first claim used as a query")
-    parser.add_argument("--count", type=int, default=40, help="how many claims")
+    kept_arguments(parser, first=0, count=40)
     parser.add_argument("--repack", action="store_true", help="time packing every block both ways")
-    parser.add_argument("--shared-buffers", default="4GB")
-    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     args = parser.parse_args()
     server, name, filters, asked = kept(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))

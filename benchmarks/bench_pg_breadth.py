@@ -37,13 +37,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_ann_classes import DEFAULT_SCIFACT, embedded
+from bench_ann_classes import embedded
 from bench_pg_classes import (
     K,
     OneBreadth,
     class_plan,
     each_way,
     kept,
+    kept_arguments,
     p50_p95,
     recall,
 )
@@ -79,11 +80,7 @@ def timed_recall(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--keep", type=Path, required=True, metavar="DIR")
-    parser.add_argument("--chunks", type=int, default=1_000_000)
-    parser.add_argument("--per-doc", type=int, default=10)
-    parser.add_argument("--first", type=int, default=40, help="the first claim used as a query")
-    parser.add_argument("--count", type=int, default=80, help="how many claims")
+    kept_arguments(parser, first=40, count=80)
     parser.add_argument("--breadths", type=int, nargs="*", default=[32, 40, 64, 80, 100, 160])
     parser.add_argument(
         "--first-breadths",
@@ -94,8 +91,6 @@ def main() -> None:
     )
     parser.add_argument("--exact-below", type=int, default=1000)
     parser.add_argument("--largest-graph", type=int, default=100_000)
-    parser.add_argument("--shared-buffers", default="4GB")
-    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     args = parser.parse_args()
     server, name, filters, queries = kept(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))

@@ -588,6 +588,17 @@ def caller_filter(who: Caller) -> SearchFilter:
     )
 
 
+def kept_arguments(parser: argparse.ArgumentParser, first: int, count: int) -> None:
+    """The arguments :func:`kept` reads, with the default claims to ask."""
+    parser.add_argument("--keep", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--chunks", type=int, default=1_000_000)
+    parser.add_argument("--per-doc", type=int, default=10)
+    parser.add_argument("--first", type=int, default=first, help="the first claim asked")
+    parser.add_argument("--count", type=int, default=count, help="how many claims")
+    parser.add_argument("--shared-buffers", default="4GB")
+    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
+
+
 def kept(args: argparse.Namespace) -> tuple[PgServer, str, dict[str, SearchFilter], list[int]]:
     """For the benchmarks that run on a database this one loaded and kept (``--keep``,
     ``--chunks``, ``--per-doc``, ``--shared-buffers``, ``--scifact``, ``--first``,

@@ -33,7 +33,8 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -137,15 +138,29 @@ def filled(world: World) -> Iterator[PgDatabase]:
     """One database holding the whole company, shared by the read-only tests. Chunk ids
     go up 300 at a time, so that packed, a class's chunk ids are gaps of two bytes or more
     (read in the wrong byte order, they would name other chunks)."""
+
+    def filling(database: PgDatabase, store: PostgresStore) -> None:
+        database.admin("ALTER TABLE chunks ALTER COLUMN id SET INCREMENT BY 300")
+        fill(store, world)
+
+    with shared_database(filling) as database:
+        yield database
+
+
+@contextmanager
+def shared_database(
+    filling: Callable[[PgDatabase, PostgresStore], None], **options: Any
+) -> Iterator[PgDatabase]:
+    """A fresh database for a module's tests, filled through a store (opened with
+    ``options``, closed before the tests), dropped after them."""
     found = server()
     database = found.database(always_fresh=True)
-    database.admin("ALTER TABLE chunks ALTER COLUMN id SET INCREMENT BY 300")
-    store = PostgresStore(database.reader_dsn, database.writer_dsn)
     try:
-        fill(store, world)
-    finally:
-        store.close()
-    try:
+        store = PostgresStore(database.reader_dsn, database.writer_dsn, **options)
+        try:
+            filling(database, store)
+        finally:
+            store.close()
         yield database
     finally:
         found.drop(database)
@@ -309,25 +324,20 @@ def widths_db() -> Iterator[PgDatabase]:
     """A database whose blocks' columns, once packed, sit on each side of every width's
     edge (``EDGES``), all in the all-staff class: chunk ids placed exactly by restarting
     the table's identity before each chunk."""
-    found = server()
-    database = found.database(always_fresh=True)
-    store = PostgresStore(database.reader_dsn, database.writer_dsn, fold_every_s=math.inf)
     placed = [(1_000_000 * (i + 1), word) for i, word in enumerate(GAP_WORDS.values())]
     placed += [
         (1_000_000 * (i + 1) + edge, word) for i, (edge, word) in enumerate(GAP_WORDS.items())
     ]
     placed += [(500 + i, f"{word} " * edge) for i, (edge, word) in enumerate(COUNT_WORDS.items())]
-    try:
+
+    def filling(database: PgDatabase, store: PostgresStore) -> None:
         for n, (chunk_id, text) in enumerate(placed):
             database.admin(f"ALTER TABLE chunks ALTER COLUMN id RESTART WITH {chunk_id}")
             doc = factories.document(f"doc:w{n}", corpus="ops", acl={"group:staff"})
             store.upsert(doc, factories.chunks(doc, [text]))
-    finally:
-        store.close()
-    try:
+
+    with shared_database(filling, fold_every_s=math.inf) as database:
         yield database
-    finally:
-        found.drop(database)
 
 
 def every_width(database: PgDatabase, stores: list[PostgresStore]) -> PostgresStore:
