@@ -94,7 +94,8 @@ def copy_is_current(conn: Any) -> bool:
     class, version)s."""
     columns = (
         "SELECT array_agg(column_name::text ORDER BY column_name) "
-        "FROM information_schema.columns WHERE table_name = %s"
+        "FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = %s"
     )
     ours = conn.execute(columns, ("posting_blocks",)).fetchone()[0]
     if conn.execute(columns, (WIDE,)).fetchone()[0] != ours:
