@@ -40,7 +40,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from bench_ann_classes import scifact_texts
 from bench_backends import READER
 from bench_pg_classes import (
     K,
@@ -197,9 +196,8 @@ def main() -> None:
     kept_arguments(parser, first=0, count=40)
     parser.add_argument("--repack", action="store_true", help="time packing every block both ways")
     args = parser.parse_args()
-    server, name, filters, asked = kept(args)
+    server, name, filters, asked, claims = kept(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    _, claims = scifact_texts(args.scifact)
     queries = [claims[q] for q in asked]
     notes: dict[str, Any] = {}
     try:

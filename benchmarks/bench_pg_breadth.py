@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--exact-below", type=int, default=1000)
     parser.add_argument("--largest-graph", type=int, default=100_000)
     args = parser.parse_args()
-    server, name, filters, queries = kept(args)
+    server, name, filters, queries, _ = kept(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     _, vectors = embedded(args.scifact)
     default, first = VectorPlan().ef_search, VectorPlan().first_breadth

@@ -599,11 +599,14 @@ def kept_arguments(parser: argparse.ArgumentParser, first: int, count: int) -> N
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
 
 
-def kept(args: argparse.Namespace) -> tuple[PgServer, str, dict[str, SearchFilter], list[int]]:
+def kept(
+    args: argparse.Namespace,
+) -> tuple[PgServer, str, dict[str, SearchFilter], list[int], list[str]]:
     """For the benchmarks that run on a database this one loaded and kept (``--keep``,
     ``--chunks``, ``--per-doc``, ``--shared-buffers``, ``--scifact``, ``--first``,
-    ``--count``): its server (not started), its name, the callers' filters and the claims
-    to ask. Exits when there is no such database or no such claim."""
+    ``--count``): its server (not started), its name, the callers' filters, the numbers
+    of the claims to ask and every claim's text. Exits when there is no such database or
+    no such claim."""
     root = args.keep.resolve() / "pg"
     if not (root / "PG_VERSION").is_file():
         sys.exit(f"no kept database under {args.keep} (run bench_pg_classes.py --keep first)")
@@ -616,7 +619,7 @@ def kept(args: argparse.Namespace) -> tuple[PgServer, str, dict[str, SearchFilte
     server = PgServer(
         root, {"shared_buffers": args.shared_buffers, "effective_cache_size": "8GB"}, keep=True
     )
-    return server, f"pg_classes_{args.chunks}", filters, queries
+    return server, f"pg_classes_{args.chunks}", filters, queries, claims
 
 
 def first_search(

@@ -300,7 +300,8 @@ def _set_caller(
 def _unpacked(term: str, class_id: int, first: int, postings: int, *columns: bytes) -> Any:
     """The chunk ids, term frequencies and chunk lengths of one posting block (migration
     10: each column one unsigned integer a posting, of the width its bytes over the
-    postings give; the chunk ids as gaps after ``first``), as int64 arrays."""
+    postings give; the chunk ids as gaps after ``first``): the chunk ids as int64, the
+    others as stored (the search joins each term's arrays as int64)."""
     arrays = []
     for column in columns:
         width = len(column) // postings if postings > 0 else 0
@@ -309,9 +310,9 @@ def _unpacked(term: str, class_id: int, first: int, postings: int, *columns: byt
                 f"the posting block of {term!r} in class {class_id} is malformed "
                 f"({len(column)} bytes for {postings} postings)"
             )
-        arrays.append(np.frombuffer(column, dtype=_WIDTHS[width]).astype(np.int64))
+        arrays.append(np.frombuffer(column, dtype=_WIDTHS[width]))
     gaps, tf, lengths = arrays
-    return np.cumsum(gaps) + first, tf, lengths
+    return np.cumsum(gaps, dtype=np.int64) + first, tf, lengths
 
 
 def _summed_top_k(chunks: Any, weights: Any, k: int) -> list[tuple[int, float]]:
