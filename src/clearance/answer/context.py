@@ -135,29 +135,22 @@ class AnswerContext:
         self, request: AnswerRequest, rows: Iterable[tuple[Fact, Document]]
     ) -> list[tuple[Fact, Document]]:
         """Stage 8 for facts too: documents in real-time corpora are confirmed or dropped."""
-        kept = []
-        for fact, document in rows:
-            checker = self.runtime.checkers.get(document.corpus)
-            if checker is not None:
-                allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
-                if not allowed:
-                    request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
-                    continue
-            kept.append((fact, document))
-        return kept
+        return [(fact, document) for fact, document in rows if self._confirmed(request, document)]
 
     def confirmed_ids(self, request: AnswerRequest, documents: Iterable[Document]) -> list[str]:
         """Stage 8 for named documents: those in real-time corpora confirmed, else dropped."""
-        kept = []
-        for document in documents:
-            checker = self.runtime.checkers.get(document.corpus)
-            if checker is not None:
-                allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
-                if not allowed:
-                    request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
-                    continue
-            kept.append(document.doc_id)
-        return kept
+        return [document.doc_id for document in documents if self._confirmed(request, document)]
+
+    def _confirmed(self, request: AnswerRequest, document: Document) -> bool:
+        """Whether stage 8 keeps ``document``: yes outside real-time corpora; in one, only
+        when its checker allows it, the drop and its reason recorded in the trace otherwise."""
+        checker = self.runtime.checkers.get(document.corpus)
+        if checker is None:
+            return True
+        allowed, dropped = filter_allowed(checker, request.user_id, [document.doc_id])
+        if not allowed:
+            request.trace.realtime_dropped.update({d: r.reason for d, r in dropped.items()})
+        return bool(allowed)
 
     def readable_facts(
         self,

@@ -978,6 +978,19 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1].rstrip() + "…"
 
 
+def _cell_locator(
+    parts: Sequence[tuple[str, str]], keys: set[str], leading: Sequence[str], column: str, col: int
+) -> str:
+    """A table cell's locator: the table's ``parts``, then its row by the ``leading`` labels
+    and its column by the header (else by number, from 1), each unless ``keys`` names it."""
+    located: list[tuple[str, object]] = list(parts)
+    if "row" not in keys and "series" not in keys and leading:
+        located.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
+    if "col" not in keys and "category" not in keys:
+        located.append(("col", _clip(normalize(column)) if column.strip() else col + 1))
+    return format_locator(*located)
+
+
 def _label(text: str) -> str:
     """A label without footnote markers (``Revenue¹`` → ``Revenue``), which would otherwise
     glue digits to words under NFKC."""
@@ -1712,11 +1725,6 @@ class _Extractor:
         if unit.ambiguous is not None:
             return f"two units named in '{_clip(unit.ambiguous)}'"
         self._note_year_end(entity.value, narrowed, contexts)
-        locator_parts: list[tuple[str, object]] = list(parts)
-        if "row" not in keys and "series" not in keys and leading:
-            locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
-        if "col" not in keys and "category" not in keys:
-            locator_parts.append(("col", _clip(normalize(column)) if column.strip() else col + 1))
         return Fact(
             entity=entity.value,
             period=narrowed,
@@ -1725,7 +1733,7 @@ class _Extractor:
             value=number.value,
             unit=unit.value or self.settings.metric_units.get(metric.value, ""),
             doc_id=self.doc_id,
-            locator=format_locator(*locator_parts),
+            locator=_cell_locator(parts, keys, leading, column, col),
             raw=cell.text.strip(),
         )
 
@@ -1851,7 +1859,6 @@ class _Extractor:
             # abbreviates it is the country its ISO code says
             entity = _coded_country(entity, country_codes)
             self.other_names.setdefault(entity, set()).update(roles["code"])
-        metric = self.vocab.values("metric", measure)
         locator_parts: list[tuple[str, object]] = list(parts)
         if "row" not in keys:
             row = " / ".join([*labels, normalize(period_text)])
@@ -1861,7 +1868,7 @@ class _Extractor:
         return Fact(
             entity=entity,
             period=narrowed,
-            metric=metric[0] if len(metric) == 1 else _metric_name(measure),
+            metric=self._derived_metric(measure),
             channel=member or self.settings.default_channel,
             value=number.value,
             unit="%" if rate else self._derived_unit(number, [*units, column], outer) or tail,
@@ -1962,27 +1969,21 @@ class _Extractor:
             if found.ambiguous is not None:
                 return f"two entities named in '{_clip(found.ambiguous)}'"
             entity = found.value or self._company(corner)
-        metric = self.vocab.values("metric", measure)
         channel = member or _plan_channel(self._read_label(period_text).residue())
         if channel is None:
             named_channel = self.vocab.values("channel", period_text)
             channel = named_channel[0] if len(named_channel) == 1 else None
         unit = self._derived_unit(number, [measure_text, column, corner, *members], outer)
         self._note_year_end(entity, narrowed, [period_text, column, corner, *outer])
-        locator_parts: list[tuple[str, object]] = list(parts)
-        if "row" not in keys and "series" not in keys and leading:
-            locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
-        if "col" not in keys and "category" not in keys:
-            locator_parts.append(("col", _clip(normalize(column)) if column.strip() else col + 1))
         return Fact(
             entity=entity,
             period=narrowed,
-            metric=metric[0] if len(metric) == 1 else _metric_name(measure),
+            metric=self._derived_metric(measure),
             channel=channel or self.settings.default_channel,
             value=number.value,
             unit=unit,
             doc_id=self.doc_id,
-            locator=format_locator(*locator_parts),
+            locator=_cell_locator(parts, keys, leading, column, col),
             raw=cell.text.strip(),
         )
 
@@ -2055,22 +2056,17 @@ class _Extractor:
         assert number is not None
         found = self.resolve("entity", [corner, *outer])
         entity = found.value or self._company(corner)
-        metric = self.vocab.values("metric", measure)
         unit = self._derived_unit(number, [measure_text, column, corner], outer)
-        locator_parts: list[tuple[str, object]] = list(parts)
-        if "row" not in keys and "series" not in keys and leading:
-            locator_parts.append(("row", _clip(" / ".join(normalize(t) for t in leading))))
-        if "col" not in keys and "category" not in keys:
-            locator_parts.append(("col", _clip(normalize(column))))
         return Fact(
             entity=entity,
             period=period,
-            metric=metric[0] if len(metric) == 1 else _metric_name(measure),
+            metric=self._derived_metric(measure),
             channel=self.settings.default_channel,
             value=number.value,
             unit=unit,
             doc_id=self.doc_id,
-            locator=format_locator(*locator_parts),
+            # a reporting column is headed (``本报告期``), so never located by its number
+            locator=_cell_locator(parts, keys, leading, column, col),
             raw=cells[col].text.strip(),
         )
 
@@ -2101,6 +2097,11 @@ class _Extractor:
             if measure is not None and not _GENERIC.match(measure):
                 return measure
         return None
+
+    def _derived_metric(self, measure: str) -> str:
+        """The one metric of the vocabulary ``measure`` names, else its :func:`_metric_name`."""
+        metric = self.vocab.values("metric", measure)
+        return metric[0] if len(metric) == 1 else _metric_name(measure)
 
     def _derived_unit(
         self, number: ParsedNumber, labels: Sequence[str], titles: Sequence[str]
