@@ -229,6 +229,59 @@ def test_other_bad_directory_files_are_one_error_and_change_nothing(
     assert env.state() == before
 
 
+MANY_PROBLEMS = {
+    "users": [
+        {"id": "ana", "active": "yes"},
+        {"id": "bo", "active": True},
+        {"id": "bo", "active": False},
+    ],
+    "groups": [{"id": "staff", "members": ["user:ana", "pat"]}],
+}
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
+def test_every_problem_of_a_directory_file_is_reported_at_once(
+    env: SyncEnv, json_out: bool
+) -> None:
+    """A value of the wrong type, a member named without its kind and a repeated id: one
+    line each, in the order of the file, so the operator fixes them in one go."""
+    before = env.state()
+    path = env.write_json("people.json", MANY_PROBLEMS)
+
+    rc, out, err = env.run("directory", "sync", path, *(["--json"] * json_out))
+
+    expected = [
+        "people.json: users[0].active: expected a boolean, got string",
+        "people.json: groups[0].members[1]: ",
+    ]
+    assert rc == 2, (out, err)
+    assert "Traceback" not in out + err
+    lines = [line.removeprefix("error: ") for line in err.strip().splitlines()]
+    assert len(lines) == 2, err
+    for line, start in zip(lines, expected, strict=True):
+        assert line.startswith(start), lines
+    if json_out:
+        assert json.loads(out)["problems"] == lines
+    assert env.state() == before
+
+
+def test_repeated_ids_in_a_directory_file_are_reported_together(env: SyncEnv) -> None:
+    data = {
+        "users": [{"id": "bo", "active": True}, {"id": "bo", "active": False}],
+        "groups": [{"id": "g", "members": []}, {"id": "g", "members": []}],
+    }
+    before = env.state()
+
+    rc, _, err = env.run("directory", "sync", env.write_json("people.json", data))
+
+    assert rc == 2
+    assert err.strip().splitlines() == [
+        "error: people.json: users[1].id: duplicate user id 'bo' (first at users[0].id)",
+        "error: people.json: groups[1].id: duplicate group id 'g' (first at groups[0].id)",
+    ]
+    assert env.state() == before
+
+
 def test_a_directory_file_that_is_not_utf8_is_one_error(env: SyncEnv) -> None:
     path = env.root / "people.json"
     path.write_bytes(b'{"users": [{"id": "\xff", "active": true}]}')

@@ -371,18 +371,31 @@ class _Reader:
         self.untyped: list[tuple[str, str, Loc]] = []  # SCIM (group, member, where) to resolve
         self.removed: dict[_Kind, set[str]] = {"user": set(), "group": set()}
         self.seen: dict[tuple[_Kind, str], Loc] = {}
+        # Problems that leave the rest readable (repeated ids, untyped members): reported
+        # together by :meth:`finish`, with any others found by then.
+        self.problems: list[str] = []
 
     # -- primitives ---------------------------------------------------------------------------
 
     def fail(self, loc: Loc, message: str) -> NoReturn:
-        raise DirectoryError(f"{self.source}: {_json_path(loc)}: {message}")
+        self.note(loc, message)
+        raise self.error()
+
+    def note(self, loc: Loc, message: str) -> None:
+        self.problems.append(f"{self.source}: {_json_path(loc)}: {message}")
+
+    def error(self) -> DirectoryError:
+        """Every problem noted, one line each."""
+        return DirectoryError(self.problems[0], problems=self.problems)
 
     def read(self, schema: Any, data: object, loc: Loc = ()) -> Any:
-        """``data`` (found at ``loc``) validated as ``schema``, or its first problem."""
+        """``data`` (found at ``loc``) validated as ``schema``, or every problem in it (and
+        those noted before)."""
         try:
             return validate(schema, data, at=loc, wording=_FILE)
         except ConfigError as exc:
-            raise DirectoryError(f"{self.source}: {exc.message}") from None
+            self.problems += [f"{self.source}: {problem}" for problem in exc.problems]
+            raise self.error() from None
 
     def decode(self, raw: str | bytes) -> Any:
         """Strict JSON (:func:`clearance.jsonio.loads`); a repeated key is reported with the
@@ -404,7 +417,8 @@ class _Reader:
         """Record that ``ident`` occurs once in this document; a second occurrence is an error."""
         first = self.seen.get((kind, ident))
         if first is not None:
-            self.fail(loc, f"duplicate {kind} id {ident!r} (first at {_json_path(first)})")
+            self.note(loc, f"duplicate {kind} id {ident!r} (first at {_json_path(first)})")
+            return
         self.seen[(kind, ident)] = loc
 
     def add_user(self, user: User, id_loc: Loc) -> None:
@@ -426,11 +440,13 @@ class _Reader:
             elif value in self.groups:
                 self.groups[group_id].add(GROUP_PREFIX + value)
             else:
-                self.fail(
+                self.note(
                     loc,
                     f"member {value!r} has no type and is neither a user nor a group in "
                     'this document; add "type": "User" or "Group"',
                 )
+        if self.problems:
+            raise self.error()
         groups = {ident: Group(ident, frozenset(members)) for ident, members in self.groups.items()}
         return DirectoryDoc(
             source=self.source,
