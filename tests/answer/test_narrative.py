@@ -5,6 +5,7 @@ sentence cites, conflicting sources, and the relevance gate before the prompt.""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -299,6 +300,70 @@ def test_each_conflicting_sentence_is_reported_once() -> None:
         (Sentence(PUBLIC.text, ("S1",)), Sentence(PUBLIC.text + " Really.", ("S1",))), 0
     )
     assert find_conflicts(checked, [PUBLIC, INTERNAL]) == [(INTERNAL.text, "S2")]
+
+
+def test_a_sentence_stating_some_of_the_answers_numbers_agrees_with_it() -> None:
+    answer = snip("S1", "You earn 4 leave hours per pay period, 14 pay periods remain.", doc_id="a")
+    fewer = snip("S2", "You earn 4 leave hours per pay period.", doc_id="b")
+    other = snip("S3", "You earn 6 leave hours per pay period.", doc_id="c")
+    # Numbers that differ as sets, and words enough in common: only what it states decides.
+    assert numbers_in(fewer.text) != numbers_in(answer.text)
+    assert find_conflicts(answer_citing(answer), [answer, fewer, other]) == [(other.text, "S3")]
+
+
+ASKED = "How many hours of annual leave do I earn per pay period?"
+ANNUAL = replace(
+    snip("S1", "You earn 4 hours per pay period in your first three years.", doc_id="leave"),
+    title="Leave types",
+    locator="section=Types of leave > Annual leave",
+)
+
+
+def test_another_kind_of_the_asked_thing_is_no_conflict() -> None:
+    """The question asks about annual leave and the answer's section is about it; a
+    sentence on sick leave, or on comp time, states other numbers about something else."""
+    sick = replace(
+        snip("S2", "You earn 4 sick leave hours per pay period, 104 in a year.", doc_id="sick"),
+        title="Advanced sick leave",
+    )
+    comp = replace(
+        snip(
+            "S3",
+            "Comp time hours you earn in your first years expire after 26 pay periods.",
+            doc_id="comp",
+        ),
+        title="Overtime",
+        locator="section=Compensatory (Comp) time",
+    )
+    snippets = [ANNUAL, sick, comp]
+    assert find_conflicts(answer_citing(ANNUAL), snippets, question=ASKED) == []
+    # Reverse proof: without the question's topic, both are taken for disagreements.
+    assert find_conflicts(answer_citing(ANNUAL), snippets) == [
+        (sick.text, "S2"),
+        (comp.text, "S3"),
+    ]
+
+
+def test_the_asked_thing_named_in_the_other_sentence_or_its_section_is_a_conflict() -> None:
+    in_section = replace(
+        snip("S2", "You earn 5 hours per pay period in your first three years.", doc_id="b"),
+        title="HR guide",
+        locator="section=Annual leave",
+    )
+    in_sentence = replace(
+        snip("S3", "Annual leave: you earn 6 hours per pay period in year one.", doc_id="c"),
+        title="FAQ",
+    )
+    found = find_conflicts(answer_citing(ANNUAL), [ANNUAL, in_section, in_sentence], question=ASKED)
+    assert found == [(in_section.text, "S2"), (in_sentence.text, "S3")]
+
+
+def test_a_question_whose_words_no_cited_heading_holds_keeps_every_conflict() -> None:
+    """Nothing narrows the topic when the answer's source names none of the question's
+    words: the paraphrased support hours still disagree."""
+    asked = "When can Standard plan customers reach support?"
+    found = find_conflicts(answer_citing(PUBLIC), [PUBLIC, INTERNAL, UNRELATED], question=asked)
+    assert found == [(INTERNAL.text, "S2")]
 
 
 def _fiscal_years(text: str) -> set[str]:

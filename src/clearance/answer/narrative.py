@@ -18,6 +18,7 @@ Numbers compare by value after NFKC: ``1,320`` = ``1320`` = ``１，３２０``;
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -190,6 +191,7 @@ def find_conflicts(
     checked: CheckedAnswer,
     snippets: Sequence[Snippet],
     *,
+    question: str | None = None,
     min_overlap: float = 0.6,
     min_shared: int = 3,
     periods: Callable[[str], set[str]] | None = None,
@@ -200,9 +202,19 @@ def find_conflicts(
     Two sentences "state the same thing" when at least ``min_overlap`` of the answer
     sentence's content terms, and at least ``min_shared`` of them, occur in the other
     sentence, and — given ``periods``, which names the periods a sentence is about — they
-    are not about different periods (FY2024's revenue does not contradict FY2025's); they
-    "disagree" when both carry numbers and the sets differ."""
+    are not about different periods (FY2024's revenue does not contradict FY2025's). Given
+    the ``question``, they must also be about what it asks where the answer's source
+    names that: of the question's terms in the title or section of a snippet the answer
+    sentence cites (``annual`` and ``leave`` under "Annual leave"), the other sentence or
+    its own title or section must hold one, and must not name another kind of the same
+    thing (``sick leave`` for ``annual leave``: the head word after another word, where
+    the question's word before it is missing). So "4 sick leave hours per pay period", or
+    a sentence on comp time, does not contradict an answer about annual leave, while a
+    sentence on "Standard plan customers" support can contradict one under "Support
+    hours" without naming hours. They "disagree" when the other sentence states a number
+    the answer sentence does not: one that states only some of its numbers agrees."""
     by_ref = {s.ref: s for s in snippets}
+    asked = content_terms(question) if question is not None else set()
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
     for sentence in checked.sentences:
@@ -212,23 +224,60 @@ def find_conflicts(
         terms = content_terms(sentence.text)
         if len(terms) < min_shared:
             continue
-        cited_docs = {by_ref[r].doc_id for r in sentence.refs if r in by_ref}
+        cited = [by_ref[r] for r in sentence.refs if r in by_ref]
+        cited_docs = {s.doc_id for s in cited}
+        topic = set().union(*(asked & content_terms(_heading(s)) for s in cited))
+        # The kinds of thing asked for as the cited headings name them ("annual leave").
+        kinds = {
+            (word, head)
+            for s in cited
+            for word, head in _pairs(_heading(s))
+            if word in asked and head in asked
+        }
         own_periods = periods(sentence.text) if periods is not None else set()
         for snippet in snippets:
             if snippet.doc_id in cited_docs or snippet.ref in sentence.refs:
                 continue
+            heading = content_terms(_heading(snippet))
             for other in split_sentences(snippet.text):
                 other_numbers = numbers_in(other)
-                if not other_numbers or other_numbers == numbers:
+                if not other_numbers or other_numbers <= numbers:
                     continue
                 if own_periods and periods is not None:
                     other_periods = periods(other)
                     if other_periods and other_periods != own_periods:
                         continue
-                shared = len(terms & content_terms(other))
+                other_terms = content_terms(other)
+                around = other_terms | heading
+                if topic and not topic & around:
+                    continue  # nothing of what the question asks
+                named = _pairs(other) | _pairs(_heading(snippet))
+                if any(
+                    word not in around and any(h == head and w != word for w, h in named)
+                    for word, head in kinds
+                ):
+                    continue  # another kind of it
+                shared = len(terms & other_terms)
                 flat = " ".join(other.split())
                 if shared >= min_shared and shared / len(terms) >= min_overlap and flat not in seen:
                     seen.add(flat)
                     found.append((other, snippet.ref))
                     break
     return found
+
+
+_LOCATOR_KEY = re.compile(r"\b[a-z_]+=")
+_WORD = re.compile(r"\w+")
+
+
+def _pairs(text: str) -> set[tuple[str, str]]:
+    """The adjacent pairs of content terms of ``text`` (``sick leave``): a word that is no
+    content term (``the``, a number) breaks a pair."""
+    terms = [next(iter(content_terms(word)), None) for word in _WORD.findall(text)]
+    return {(a, b) for a, b in itertools.pairwise(terms) if a and b}
+
+
+def _heading(snippet: Snippet) -> str:
+    """What a snippet's source says it is about: its title and its locator's values (the
+    section path), without the locator's keys (``section=``, ``page=``)."""
+    return f"{snippet.title} {_LOCATOR_KEY.sub(' ', snippet.locator)}"

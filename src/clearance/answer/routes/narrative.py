@@ -313,7 +313,9 @@ class NarrativeRoute:
         citation shown, whatever the snippet's place in the prompt."""
         assert request.flt is not None
         by_ref = {s.ref: s for s in snippets}
-        conflicts = find_conflicts(checked, snippets, periods=self.ctx.periods_named)
+        conflicts = find_conflicts(
+            checked, snippets, question=request.question, periods=self.ctx.periods_named
+        )
         refs = checked.cited_refs
         added: list[tuple[str, str]] = []
         flags: list[str] = []
