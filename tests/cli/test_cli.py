@@ -101,7 +101,8 @@ def test_ingest_exits_1_when_a_file_failed_but_keeps_the_rest(run: Run, project:
 
     rc, out, _ = run("ingest", str(project / "docs"), str(project / "orphans" / "o.md"))
     assert rc == 1
-    assert "failed broken.pdf: broken.pdf: corrupt or unreadable PDF file" in out
+    # The line names the file once, though the loader's error names it too (as --json has it).
+    assert "failed broken.pdf: corrupt or unreadable PDF file" in out
     assert "warning o.md: no ACL: the document is visible to nobody" in out
 
     rc, data = run.json("ingest", str(project / "docs"))
@@ -111,6 +112,22 @@ def test_ingest_exits_1_when_a_file_failed_but_keeps_the_rest(run: Run, project:
     failed = [r for r in data["results"] if r["status"] == "failed"]
     assert [(r["source"], r["doc_id"]) for r in failed] == [("broken.pdf", None)]
     assert "corrupt or unreadable PDF" in failed[0]["error"]
+
+
+def test_a_bad_manifest_line_is_named_once(run: Run, project: Path) -> None:
+    manifest = project / "lists" / "m.jsonl"
+    manifest.parent.mkdir()
+    manifest.write_text(
+        '{"text": "Leave policy.", "doc_id": "hr:1", "acl": ["everyone"], "acl": []}\n',
+        encoding="utf-8",
+    )
+
+    rc, out, _ = run("ingest", "--manifest", str(manifest))
+
+    assert rc != 0
+    assert "failed m.jsonl:1: key 'acl' appears twice in one object" in " ".join(out.split())
+    rc, data = run.json("ingest", "--manifest", str(manifest))
+    assert data["results"][0]["error"].endswith("m.jsonl:1: key 'acl' appears twice in one object")
 
 
 def test_ingest_without_paths_is_a_usage_error(run: Run) -> None:

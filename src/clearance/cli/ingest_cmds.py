@@ -85,7 +85,8 @@ def register(cli: click.Group) -> None:
                             result.status == "skipped" or failures[result.error or ""] <= _SHOWN
                         ):
                             style = "red" if result.status == "failed" else "yellow"
-                            reason = f": {safe(result.error)}" if result.error else ""
+                            error = _without_source(result.error or "", result.source)
+                            reason = f": {safe(error)}" if error else ""
                             bar.console.print(
                                 f"[{style}]{result.status}[/{style}] {source}{reason}"
                             )
@@ -135,3 +136,13 @@ def register(cli: click.Group) -> None:
                 raise NotFoundError(f"no document {doc_id!r} in the index")
         if not printed_json(as_json, {"removed": doc_id}):
             console.print(f"removed {safe(doc_id)}")
+
+
+def _without_source(error: str, source: str) -> str:
+    """``error`` without a leading copy of ``source``, which the line already names: a
+    manifest line's errors start with the manifest's path and the line (``docs/m.jsonl:3:
+    key 'acl': …`` for the source ``m.jsonl:3``)."""
+    head, sep, rest = error.partition(": ")
+    if sep and (head == source or head.endswith(("/" + source, "\\" + source))):
+        return rest
+    return error
