@@ -1119,17 +1119,25 @@ directory_files = st.one_of(
 def assert_directory_file_refused(
     project: Project, bad: Bad, *, delta: bool, as_json: bool
 ) -> None:
-    """One line naming ``people.json`` and where in it; ACLs, syncs and directory unchanged."""
+    """A line for each problem, each naming ``people.json`` and where in it, one of them
+    the bad value's place; ACLs, syncs and directory unchanged."""
     before = project.state()
     path = project.write("people.json", bad.data)
 
     r = project.run("directory", "sync", path, *(["--delta"] * delta), *(["--json"] * as_json))
 
-    line = one_error_line(r)
-    assert re.match(r"error: (\S*/)?people\.json(:\d+)?: ", line), line
-    assert names_where(bad, line), (bad.where, line)
+    assert r.rc == 2, r
+    assert "Traceback" not in r.out + r.err
+    lines = r.err.splitlines()
+    assert lines, r
+    for line in lines:
+        assert re.match(r"error: (\S*/)?people\.json(:\d+)?: ", line), line
+    assert any(names_where(bad, line) for line in lines), (bad.where, lines)
     if as_json:
-        assert len(json.loads(r.out)["message"].splitlines()) == 1
+        error = json.loads(r.out)
+        problems = error.get("problems", [error["message"]])
+        assert all(len(p.splitlines()) == 1 for p in problems), problems
+        assert len(problems) == len(lines), (problems, lines)
     assert project.state() == before
 
 
