@@ -187,7 +187,7 @@ def test_integer_is_accepted_where_a_float_is_expected_but_not_the_reverse() -> 
         ),
         ({"corpora": {"x": {"revocation_sla": -5}}}, r"^corpora\.x\.revocation_sla: .*negative"),
         ({"colour": "blue"}, r"^unknown setting 'colour'$"),
-        ({"store": {"pth": "x.db"}}, r"^unknown setting 'store\.pth'$"),
+        ({"store": {"pth": "x.db"}}, r"^unknown setting 'store\.pth'; did you mean 'path'\?$"),
         (
             {"corpora": {"hr": {"realtime": {"url": "http://x", "ttl": "1s"}}}},
             r"^unknown setting 'corpora\.hr\.realtime\.ttl'$",
@@ -271,6 +271,31 @@ def test_a_bad_setting_is_an_error_naming_its_key(data: dict[str, Any], message:
         parse(data)
     assert info.value.exit_code == 2
     assert isinstance(info.value, ClearanceError)
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        # a table the file does not write is still suggested: the whole settings are read
+        ({"corpus": {"hr": {}}}, "unknown setting 'corpus'; did you mean 'corpora'?"),
+        (
+            {"corpora": {"hr": {"max_sensitivty": "INTERNAL"}}},
+            "unknown setting 'corpora.hr.max_sensitivty'; did you mean 'max_sensitivity'?",
+        ),
+        (
+            {"assistants": {"hr": {"corpora": ["hr"], "max_sensitvity": "INTERNAL"}}},
+            "did you mean 'max_sensitivity'?",
+        ),
+        # nothing near: nothing suggested
+        ({"store": {"colour": "blue"}}, "unknown setting 'store.colour'"),
+    ],
+)
+def test_an_unknown_key_near_a_known_one_names_it(data: dict[str, Any], named: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse(data)
+    message = info.value.message
+    assert message.endswith(named), message
+    assert message.count("did you mean") == named.count("did you mean")
 
 
 def test_cache_ttl_equal_to_the_sla_is_allowed_and_only_checked_when_realtime_is_on() -> None:

@@ -48,7 +48,7 @@ def test_every_problem_is_reported_in_file_order_with_its_line(tmp_path: Path) -
     problems = caught.value.problems
     assert [p.split(": ", 1)[0] for p in problems] == [f"{path}:2", f"{path}:6", f"{path}:9"]
     assert problems[0].endswith("store.path: expected str, got int 42")
-    assert problems[1].endswith("unknown setting 'retrieval.kk'")
+    assert problems[1].endswith("unknown setting 'retrieval.kk'; did you mean 'k'?")
     assert "corpora.hr.revocation_sla: expected a duration" in problems[2]
     assert caught.value.message == problems[0]
     assert all("\n" not in p for p in problems)

@@ -114,7 +114,7 @@ def test_an_unknown_key_is_named_on_its_line(tmp_path: Path) -> None:
     path.write_text('[store]\npath = "x.db"\n\n[retrieval]\nk = 5\nkk = 6\n')
     with pytest.raises(ConfigError) as caught:
         load_settings(path, {})
-    assert caught.value.message == f"{path}:6: unknown setting 'retrieval.kk'"
+    assert caught.value.message == f"{path}:6: unknown setting 'retrieval.kk'; did you mean 'k'?"
 
 
 def test_reverse_proof_a_locator_blind_to_tables_points_at_the_wrong_line() -> None:

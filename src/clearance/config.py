@@ -1294,7 +1294,9 @@ def _schema(tables: frozenset[str]) -> Any:
 def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings:
     """The settings of ``data``, or one :class:`ConfigError` naming every problem found."""
     schema = _schema(frozenset(data))
-    settings: Settings = validate(schema, dict(data), context={"root": root, "source": source})
+    settings: Settings = validate(
+        schema, dict(data), context={"root": root, "source": source}, keys_from=Settings
+    )
     return settings
 
 

@@ -17,8 +17,11 @@ so importing a module that declares one costs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+import types
+import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -154,7 +157,7 @@ class Wording:
 SETTINGS = Wording()
 
 
-def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording) -> str:
+def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording, schema: Any) -> str:
     loc = (*_parts(at), *error["loc"])
     kind = error["type"]
     value = error.get("input")
@@ -165,7 +168,7 @@ def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording) -> str:
                 return cause.message
             return wording.name((*loc, *_parts(cause.at)), cause.message)
     if kind in _UNKNOWN_TYPES:
-        return wording.fill(wording.unknown, loc)
+        return wording.fill(wording.unknown, loc) + _did_you_mean(schema, error["loc"])
     if kind in _MISSING_TYPES:
         return wording.fill(wording.missing, loc)
     if wording.expected is not None and (kind in _TABLE_TYPES or kind in _TYPE_NAMES):
@@ -177,12 +180,73 @@ def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording) -> str:
     return wording.name(loc, str(error.get("msg", kind)).removeprefix("Value error, "))
 
 
-def problems(error: Any, *, at: str | Loc = "", wording: Wording = SETTINGS) -> list[str]:
+def problems(
+    error: Any, *, at: str | Loc = "", wording: Wording = SETTINGS, schema: Any = None
+) -> list[str]:
     """One sentence per error of ``error`` (a pydantic ``ValidationError``), in its order,
     without repeats, named by ``wording``. ``at`` is the key of the validated value itself
-    (``sources.gd.options``)."""
+    (``sources.gd.options``). Given the ``schema`` validated, an unknown key near one of
+    the keys allowed there names it (``unknown setting 'corpora.hr.max_sensitivty'; did
+    you mean 'max_sensitivity'?``)."""
     raw: Sequence[Mapping[str, Any]] = error.errors()
-    return list(dict.fromkeys(_problem(e, at, wording) for e in raw))
+    return list(dict.fromkeys(_problem(e, at, wording, schema) for e in raw))
+
+
+def _did_you_mean(schema: Any, loc: Sequence[object]) -> str:
+    """``"; did you mean 'acl'?"`` when the last key of ``loc`` is close to a key that
+    ``schema`` allows beside it, else nothing."""
+    if schema is None or not loc or not isinstance(loc[-1], str):
+        return ""
+    import difflib  # only on an error
+
+    close = difflib.get_close_matches(loc[-1], _keys_at(schema, loc[:-1]), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _keys_at(schema: Any, loc: Sequence[object]) -> list[str]:
+    """The keys ``schema`` allows in the table at ``loc`` (a dataclass's fields, a typed
+    dict's keys), following fields, mapping values and list items; none where it cannot
+    tell."""
+    kind = schema
+    for part in (*loc, None):
+        while typing.get_origin(kind) is typing.Annotated or _optional(kind):
+            kind = typing.get_args(kind)[0]
+        fields = _fields(kind)
+        if part is None:
+            return list(fields or ())
+        if fields is not None:
+            if part not in fields:
+                return []
+            kind = fields[part]
+        elif typing.get_origin(kind) in (dict, Mapping) and isinstance(part, str):
+            kind = typing.get_args(kind)[-1]
+        elif typing.get_origin(kind) in (list, tuple, Sequence) and isinstance(part, int):
+            kind = typing.get_args(kind)[0]
+        else:
+            return []
+    return []  # pragma: no cover (the loop returns at its last part)
+
+
+def _optional(kind: Any) -> bool:
+    args = typing.get_args(kind)
+    return (
+        typing.get_origin(kind) in (typing.Union, types.UnionType)
+        and len(args) == 2
+        and (type(None) in args)
+    )
+
+
+def _fields(kind: Any) -> dict[str, Any] | None:
+    """A dataclass's or typed dict's keys and their types, or ``None`` for other types."""
+    # (typing_extensions' typed dicts, which pydantic wants before Python 3.12, are not
+    # typing's: they are told by the keys they record.)
+    typed_dict = isinstance(kind, type) and hasattr(kind, "__required_keys__")
+    if not (dataclasses.is_dataclass(kind) or typed_dict):
+        return None
+    try:
+        return typing.get_type_hints(kind, include_extras=True)
+    except Exception:  # a forward reference its module cannot resolve: no suggestion
+        return {}
 
 
 @functools.cache
@@ -199,15 +263,17 @@ def validate(
     at: str | Loc = "",
     context: dict[str, Any] | None = None,
     wording: Wording = SETTINGS,
+    keys_from: Any = None,
 ) -> Any:
     """``data`` validated as ``schema`` (a dataclass, or an ``Annotated`` type), or a
     :class:`ConfigError` holding every problem, each named by its key below ``at`` in the
-    ``wording`` of its kind of file. The validator is built on first use of each schema,
-    not on import."""
+    ``wording`` of its kind of file, an unknown key with the allowed key it is close to
+    (read from ``keys_from`` when ``schema`` describes less than the whole file). The
+    validator is built on first use of each schema, not on import."""
     from pydantic import ValidationError
 
     try:
         return _adapter(schema).validate_python(data, context=context)
     except ValidationError as exc:
-        found = problems(exc, at=at, wording=wording)
+        found = problems(exc, at=at, wording=wording, schema=keys_from or schema)
         raise ConfigError(found[0], problems=found) from None

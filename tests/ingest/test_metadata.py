@@ -199,7 +199,10 @@ def test_inline_text_is_kept_verbatim() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"acls": ["everyone"]}, r"^/d/doc\.md\.meta\.json: unknown key 'acls'$"),
+        (
+            {"acls": ["everyone"]},
+            r"^/d/doc\.md\.meta\.json: unknown key 'acls'; did you mean 'acl'\?$",
+        ),
         ({"Title": "x"}, r"unknown key 'Title'"),
         ({"created_at": "yesterday"}, r"key 'created_at': not an ISO 8601 date: 'yesterday'"),
         ({"expires_at": 20240101}, r"key 'expires_at': expected an ISO 8601 string"),
