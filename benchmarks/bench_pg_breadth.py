@@ -42,40 +42,14 @@ from bench_pg_classes import (
     K,
     OneBreadth,
     class_plan,
-    each_way,
     kept,
     kept_arguments,
-    p50_p95,
-    recall,
+    print_vector_table,
+    timed_recall,
 )
 from bench_store import console
 
-from clearance.store.base import SearchFilter
 from clearance.store.postgres import PostgresStore, VectorPlan
-
-
-def timed_recall(
-    stores: dict[str, PostgresStore],
-    flt: SearchFilter,
-    vectors: Any,
-    queries: list[int],
-    truth: list[Any],
-) -> dict[str, dict[str, Any]]:
-    """Per variant: p50/p95 (ms) of the vector search over ``queries`` and recall@10
-    against ``truth``. Every variant first runs every query once untimed; then each query
-    runs on every variant in turn, starting one variant later from one query to the next,
-    so that no variant always finds the caches warmer."""
-    for store in stores.values():
-        for q in queries:
-            store.vector_search(vectors[q], flt, K)
-    names = list(stores)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    found: dict[str, list[list[str]]] = {n: [] for n in names}
-    for i, q in enumerate(queries):
-        ways = [(times[n], stores[n].vector_search, (vectors[q], flt, K)) for n in names]
-        for name, got in zip(names, each_way(i, ways), strict=True):
-            found[name].append([c for c, _ in got])
-    return {n: {"ms": p50_p95(times[n]), "recall": recall(found[n], truth)} for n in names}
 
 
 def main() -> None:
@@ -139,28 +113,15 @@ def main() -> None:
             for column, variant in zip(columns, plans, strict=True):
                 stores[column] = server.open(name, variant)
             for caller, flt in filters.items():
-                rows[caller] = timed_recall(stores, flt, vectors, queries, truth[caller])
+                searches = {n: s.vector_search for n, s in stores.items()}
+                rows[caller] = timed_recall(searches, flt, vectors, queries, truth[caller])
                 console.print(f"{caller}: {rows[caller]}")
         finally:
             for store in stores.values():
                 store.close()
     finally:
         server.stop()
-    print(
-        f"Claims {queries[0]}-{queries[-1]} ({len(queries)}): vector p50 / p95 (ms), "
-        "recall@10 against exact ranking\n"
-    )
-    print("| caller | " + " | ".join(columns) + " |")
-    print("|---|" + "---|" * len(columns))
-    for caller, cells in rows.items():
-        print(
-            f"| {caller} | "
-            + " | ".join(
-                f"{c['ms'][0]:.1f} / {c['ms'][1]:.1f}, {c['recall']}"
-                for c in (cells[col] for col in columns)
-            )
-            + " |"
-        )
+    print_vector_table(queries, columns, rows)
 
 
 if __name__ == "__main__":

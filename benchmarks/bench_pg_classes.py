@@ -85,7 +85,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -789,6 +789,55 @@ def run_callers(
 def recall(found: Sequence[Sequence[str]], truth: Sequence[Sequence[str]]) -> float:
     hits = [len(set(a) & set(e)) / max(len(e), 1) for a, e in zip(found, truth, strict=True)]
     return round(float(np.mean(hits)), 4)
+
+
+Search = Callable[[Any, SearchFilter, int], list[tuple[str, float]]]
+
+
+def timed_recall(
+    searches: Mapping[str, Search],
+    flt: SearchFilter,
+    vectors: Any,
+    queries: list[int],
+    truth: list[Any],
+) -> dict[str, dict[str, Any]]:
+    """Per variant (a vector search): p50/p95 (ms) over ``queries`` and recall@10 against
+    ``truth``. Every variant first runs every query once untimed; then each query runs on
+    every variant in turn, starting one variant later from one query to the next, so that
+    no variant always finds the caches warmer."""
+    for search in searches.values():
+        for q in queries:
+            search(vectors[q], flt, K)
+    names = list(searches)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    found: dict[str, list[list[str]]] = {n: [] for n in names}
+    for i, q in enumerate(queries):
+        ways = [(times[n], searches[n], (vectors[q], flt, K)) for n in names]
+        for name, got in zip(names, each_way(i, ways), strict=True):
+            found[name].append([c for c, _ in got])
+    return {n: {"ms": p50_p95(times[n]), "recall": recall(found[n], truth)} for n in names}
+
+
+def print_vector_table(
+    queries: list[int], columns: list[str], rows: dict[str, dict[str, Any]], also: str = ""
+) -> None:
+    """:func:`timed_recall`'s figures per caller (row) and variant (column), in markdown,
+    under a line naming the claims asked (and ``also``)."""
+    print(
+        f"Claims {queries[0]}-{queries[-1]} ({len(queries)}): vector p50 / p95 (ms), "
+        f"recall@10 against exact ranking{also}\n"
+    )
+    print("| caller | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for caller, cells in rows.items():
+        print(
+            f"| {caller} | "
+            + " | ".join(
+                f"{c['ms'][0]:.1f} / {c['ms'][1]:.1f}, {c['recall']}"
+                for c in (cells[col] for col in columns)
+            )
+            + " |"
+        )
 
 
 def refresh(store: PostgresStore) -> tuple[dict[str, Any], float]:

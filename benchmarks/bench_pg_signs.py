@@ -35,7 +35,6 @@ import argparse
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,15 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ann_classes import embedded
-from bench_pg_classes import K, PgServer, each_way, kept, kept_arguments, p50_p95, recall
+from bench_pg_classes import (
+    K,
+    PgServer,
+    Search,
+    kept,
+    kept_arguments,
+    print_vector_table,
+    timed_recall,
+)
 from bench_store import console
 
 from clearance.store import pg_search
@@ -83,9 +90,7 @@ def load_codes(server: PgServer, name: str, classes: list[int]) -> tuple[Codes, 
     return codes, time.perf_counter() - t0
 
 
-def by_signs(
-    store: PostgresStore, codes: Codes, rescore: int
-) -> Callable[[Any, SearchFilter, int], list[tuple[str, float]]]:
+def by_signs(store: PostgresStore, codes: Codes, rescore: int) -> Search:
     """A vector search of ``store`` whose coded classes are cut by signs and rescored."""
 
     def search(vector: Any, flt: SearchFilter, k: int) -> list[tuple[str, float]]:
@@ -144,45 +149,25 @@ def main() -> None:
             words = sum(w.nbytes for _, w in codes.values())
             coded = sum(i.size for i, _ in codes.values())
             console.print(f"codes of {coded:,} chunks ({words / 1e6:.1f} MB) in {load_s:.1f} s")
-            searches: dict[str, Callable[..., Any]] = {graphs_column: graphs.vector_search}
+            searches: dict[str, Search] = {graphs_column: graphs.vector_search}
             for r, column in zip(args.rescore, columns[1:], strict=True):
                 searches[column] = by_signs(graphs, codes, r)
             for caller, flt in filters.items():
                 truth = [[c for c, _ in exact.vector_search(vectors[q], flt, K)] for q in queries]
-                for search in searches.values():
-                    for q in queries:
-                        search(vectors[q], flt, K)
-                times: dict[str, list[float]] = {c: [] for c in columns}
-                found: dict[str, list[list[str]]] = {c: [] for c in columns}
-                for i, q in enumerate(queries):
-                    ways = [(times[c], searches[c], (vectors[q], flt, K)) for c in columns]
-                    for column, got in zip(columns, each_way(i, ways), strict=True):
-                        found[column].append([c for c, _ in got])
-                rows[caller] = {
-                    c: {"ms": p50_p95(times[c]), "recall": recall(found[c], truth)} for c in columns
-                }
+                rows[caller] = timed_recall(searches, flt, vectors, queries, truth)
                 console.print(f"{caller}: {rows[caller]}")
         finally:
             graphs.close()
             exact.close()
     finally:
         server.stop()
-    print(
-        f"Claims {queries[0]}-{queries[-1]} ({len(queries)}): vector p50 / p95 (ms), "
-        f"recall@10 against exact ranking. Codes of the {len(graphed)} classes with graphs: "
-        f"{coded:,} chunks, {words / 1e6:.1f} MB, made in {load_s:.1f} s from their vectors\n"
+    print_vector_table(
+        queries,
+        columns,
+        rows,
+        f". Codes of the {len(graphed)} classes with graphs: {coded:,} chunks, "
+        f"{words / 1e6:.1f} MB, made in {load_s:.1f} s from their vectors",
     )
-    print("| caller | " + " | ".join(columns) + " |")
-    print("|---|" + "---|" * len(columns))
-    for caller, cells in rows.items():
-        print(
-            f"| {caller} | "
-            + " | ".join(
-                f"{c['ms'][0]:.1f} / {c['ms'][1]:.1f}, {c['recall']}"
-                for c in (cells[col] for col in columns)
-            )
-            + " |"
-        )
 
 
 if __name__ == "__main__":
