@@ -286,8 +286,16 @@ def test_a_bad_setting_is_an_error_naming_its_key(data: dict[str, Any], message:
             {"assistants": {"hr": {"corpora": ["hr"], "max_sensitvity": "INTERNAL"}}},
             "did you mean 'max_sensitivity'?",
         ),
+        # keys as the file writes them, not the fields they fill
+        (
+            {"corpora": {"hr": {"revocation_slaa": "15m"}}},
+            "unknown setting 'corpora.hr.revocation_slaa'; did you mean 'revocation_sla'?",
+        ),
         # nothing near: nothing suggested
         ({"store": {"colour": "blue"}}, "unknown setting 'store.colour'"),
+        # nor a key the file may not write, though the settings have it
+        ({"rot": "x"}, "unknown setting 'rot'"),
+        ({"corpora": {"hr": {"nam": "x"}}}, "unknown setting 'corpora.hr.nam'"),
     ],
 )
 def test_an_unknown_key_near_a_known_one_names_it(data: dict[str, Any], named: str) -> None:

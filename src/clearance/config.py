@@ -1295,7 +1295,11 @@ def _parse(data: Mapping[str, Any], root: Path, source: Path | None) -> Settings
     """The settings of ``data``, or one :class:`ConfigError` naming every problem found."""
     schema = _schema(frozenset(data))
     settings: Settings = validate(
-        schema, dict(data), context={"root": root, "source": source}, keys_from=Settings
+        schema,
+        dict(data),
+        context={"root": root, "source": source},
+        keys_from=Settings,
+        unwritten=frozenset((*_WHERE_READ, "name")),  # a named table's name is its key
     )
     return settings
 

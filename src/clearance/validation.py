@@ -157,7 +157,13 @@ class Wording:
 SETTINGS = Wording()
 
 
-def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording, schema: Any) -> str:
+def _problem(
+    error: Mapping[str, Any],
+    at: str | Loc,
+    wording: Wording,
+    schema: Any,
+    unwritten: frozenset[str],
+) -> str:
     loc = (*_parts(at), *error["loc"])
     kind = error["type"]
     value = error.get("input")
@@ -168,7 +174,7 @@ def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording, schema: 
                 return cause.message
             return wording.name((*loc, *_parts(cause.at)), cause.message)
     if kind in _UNKNOWN_TYPES:
-        return wording.fill(wording.unknown, loc) + _did_you_mean(schema, error["loc"])
+        return wording.fill(wording.unknown, loc) + _did_you_mean(schema, error["loc"], unwritten)
     if kind in _MISSING_TYPES:
         return wording.fill(wording.missing, loc)
     if wording.expected is not None and (kind in _TABLE_TYPES or kind in _TYPE_NAMES):
@@ -181,25 +187,37 @@ def _problem(error: Mapping[str, Any], at: str | Loc, wording: Wording, schema: 
 
 
 def problems(
-    error: Any, *, at: str | Loc = "", wording: Wording = SETTINGS, schema: Any = None
+    error: Any,
+    *,
+    at: str | Loc = "",
+    wording: Wording = SETTINGS,
+    schema: Any = None,
+    unwritten: frozenset[str] = frozenset(),
 ) -> list[str]:
     """One sentence per error of ``error`` (a pydantic ``ValidationError``), in its order,
     without repeats, named by ``wording``. ``at`` is the key of the validated value itself
     (``sources.gd.options``). Given the ``schema`` validated, an unknown key near one of
-    the keys allowed there names it (``unknown setting 'corpora.hr.max_sensitivty'; did
-    you mean 'max_sensitivity'?``)."""
+    the keys a file may write there names it (``unknown setting
+    'corpora.hr.max_sensitivty'; did you mean 'max_sensitivity'?``): keys as the file
+    writes them (a field's alias), never one of ``unwritten`` (which the file may not
+    set, though the schema has them)."""
     raw: Sequence[Mapping[str, Any]] = error.errors()
-    return list(dict.fromkeys(_problem(e, at, wording, schema) for e in raw))
+    return list(dict.fromkeys(_problem(e, at, wording, schema, unwritten) for e in raw))
 
 
-def _did_you_mean(schema: Any, loc: Sequence[object]) -> str:
+def _did_you_mean(schema: Any, loc: Sequence[object], unwritten: frozenset[str]) -> str:
     """``"; did you mean 'acl'?"`` when the last key of ``loc`` is close to a key that
-    ``schema`` allows beside it, else nothing."""
+    ``schema`` allows beside it, else nothing; never an error of its own, as it only
+    words one."""
     if schema is None or not loc or not isinstance(loc[-1], str):
         return ""
     import difflib  # only on an error
 
-    close = difflib.get_close_matches(loc[-1], _keys_at(schema, loc[:-1]), n=1, cutoff=0.6)
+    try:
+        keys = [k for k in _keys_at(schema, loc[:-1]) if k not in unwritten]
+    except Exception:  # a type this walk does not know: no suggestion
+        return ""
+    close = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -214,14 +232,21 @@ def _keys_at(schema: Any, loc: Sequence[object]) -> list[str]:
         fields = _fields(kind)
         if part is None:
             return list(fields or ())
+        args = typing.get_args(kind)
         if fields is not None:
             if part not in fields:
                 return []
             kind = fields[part]
-        elif typing.get_origin(kind) in (dict, Mapping) and isinstance(part, str):
-            kind = typing.get_args(kind)[-1]
-        elif typing.get_origin(kind) in (list, tuple, Sequence) and isinstance(part, int):
-            kind = typing.get_args(kind)[0]
+        elif typing.get_origin(kind) in (dict, Mapping) and isinstance(part, str) and args:
+            kind = args[-1]
+        elif typing.get_origin(kind) in (list, Sequence) and isinstance(part, int) and args:
+            kind = args[0]
+        elif typing.get_origin(kind) is tuple and isinstance(part, int) and args:
+            kind = (
+                args[0]
+                if len(args) == 2 and args[1] is Ellipsis
+                else args[min(part, len(args) - 1)]
+            )
         else:
             return []
     return []  # pragma: no cover (the loop returns at its last part)
@@ -232,21 +257,40 @@ def _optional(kind: Any) -> bool:
     return (
         typing.get_origin(kind) in (typing.Union, types.UnionType)
         and len(args) == 2
-        and (type(None) in args)
+        and type(None) in args
     )
 
 
 def _fields(kind: Any) -> dict[str, Any] | None:
-    """A dataclass's or typed dict's keys and their types, or ``None`` for other types."""
+    """A dataclass's or typed dict's keys as a file writes them (a dataclass field's
+    ``validation_alias``, else its name; fields not set by ``__init__`` left out), each
+    with its type; ``None`` for other types."""
     # (typing_extensions' typed dicts, which pydantic wants before Python 3.12, are not
     # typing's: they are told by the keys they record.)
-    typed_dict = isinstance(kind, type) and hasattr(kind, "__required_keys__")
-    if not (dataclasses.is_dataclass(kind) or typed_dict):
+    if isinstance(kind, type) and hasattr(kind, "__required_keys__"):
+        return dict(typing.get_type_hints(kind, include_extras=True))
+    if not dataclasses.is_dataclass(kind):
         return None
-    try:
-        return typing.get_type_hints(kind, include_extras=True)
-    except Exception:  # a forward reference its module cannot resolve: no suggestion
-        return {}
+    from pydantic.fields import FieldInfo
+
+    hints = typing.get_type_hints(kind, include_extras=True)
+    keys: dict[str, Any] = {}
+    for field in dataclasses.fields(kind):
+        if not field.init:
+            continue
+        hint = hints[field.name]
+        infos = (
+            [field.default, *typing.get_args(hint)[1:]]
+            if typing.get_origin(hint) is typing.Annotated
+            else [field.default]
+        )
+        aliases = [
+            i.validation_alias
+            for i in infos
+            if isinstance(i, FieldInfo) and isinstance(i.validation_alias, str)
+        ]
+        keys[aliases[0] if aliases else field.name] = hint
+    return keys
 
 
 @functools.cache
@@ -264,16 +308,20 @@ def validate(
     context: dict[str, Any] | None = None,
     wording: Wording = SETTINGS,
     keys_from: Any = None,
+    unwritten: frozenset[str] = frozenset(),
 ) -> Any:
     """``data`` validated as ``schema`` (a dataclass, or an ``Annotated`` type), or a
     :class:`ConfigError` holding every problem, each named by its key below ``at`` in the
     ``wording`` of its kind of file, an unknown key with the allowed key it is close to
-    (read from ``keys_from`` when ``schema`` describes less than the whole file). The
+    (read from ``keys_from`` when ``schema`` describes less than the whole file; never
+    one of ``unwritten``, keys the schema has that a file may not set). The
     validator is built on first use of each schema, not on import."""
     from pydantic import ValidationError
 
     try:
         return _adapter(schema).validate_python(data, context=context)
     except ValidationError as exc:
-        found = problems(exc, at=at, wording=wording, schema=keys_from or schema)
+        found = problems(
+            exc, at=at, wording=wording, schema=keys_from or schema, unwritten=unwritten
+        )
         raise ConfigError(found[0], problems=found) from None

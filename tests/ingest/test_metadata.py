@@ -192,6 +192,16 @@ def test_empty_acl_is_kept_as_nobody() -> None:
     assert parse_metadata({"acl": []}, "m.json") == {"acl": frozenset()}
 
 
+def test_a_misspelt_key_names_only_a_key_allowed_where_it_stands() -> None:
+    with pytest.raises(MetadataError) as allowed:
+        parse_metadata({"pth": "a.md"}, "m.jsonl:1")
+    assert allowed.value.message == "m.jsonl:1: unknown key 'pth'; did you mean 'path'?"
+    # a sidecar may not name a path: it is not suggested there
+    with pytest.raises(MetadataError) as sidecar:
+        parse_metadata({"pth": "a.md"}, "a.md.meta.json", forbidden=frozenset({"path"}))
+    assert sidecar.value.message == "a.md.meta.json: unknown key 'pth'"
+
+
 def test_inline_text_is_kept_verbatim() -> None:
     assert parse_metadata({"text": "  indented\n"}, "m")["text"] == "  indented\n"
 

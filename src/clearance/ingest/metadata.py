@@ -178,7 +178,7 @@ def parse_metadata(raw: object, source: str, forbidden: frozenset[str] = frozens
     if found:
         raise MetadataError(found[0], problems=found)
     try:
-        metadata: Metadata = dict(validate(_Keys, raw, wording=_RECORD))
+        metadata: Metadata = dict(validate(_Keys, raw, wording=_RECORD, unwritten=forbidden))
     except ConfigError as exc:
         found = [f"{source}: {p}" for p in exc.problems]
         raise MetadataError(found[0], problems=found) from None

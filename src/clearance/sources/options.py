@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, ConfigDict, PlainValidator
 
 from clearance.model import parse_principal
-from clearance.validation import Invalid, Wording, non_empty, validate
+from clearance.validation import SETTINGS, Invalid, Wording, non_empty, validate
 
 __all__ = [
     "OPTIONS",
@@ -117,8 +117,9 @@ def parse(
     across options may need (``oauth``: whether the source signs in with OAuth), beside
     ``at`` itself. ``unknown`` words the problems otherwise than as settings."""
     checked = schema if before is None else Annotated[schema, BeforeValidator(before)]
-    wording = {"wording": unknown} if unknown else {}
-    parsed: T = validate(checked, dict(raw), at=at, context={"at": at, **context}, **wording)
+    parsed: T = validate(
+        checked, dict(raw), at=at, context={"at": at, **context}, wording=unknown or SETTINGS
+    )
     return parsed
 
 
