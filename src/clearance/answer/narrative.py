@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from clearance.analysis import query_terms
+from clearance.ingest.locator import parse_locator
 from clearance.llm.base import Snippet
 from clearance.llm.extractive import is_line_unit, split_sentences
 
@@ -202,19 +203,25 @@ def find_conflicts(
     Two sentences "state the same thing" when at least ``min_overlap`` of the answer
     sentence's content terms, and at least ``min_shared`` of them, occur in the other
     sentence, and — given ``periods``, which names the periods a sentence is about — they
-    are not about different periods (FY2024's revenue does not contradict FY2025's). Given
-    the ``question``, they must also be about what it asks where the answer's source
-    names that: of the question's terms in the title or section of a snippet the answer
-    sentence cites (``annual`` and ``leave`` under "Annual leave"), the other sentence or
-    its own title or section must hold one, and must not name another kind of the same
-    thing (``sick leave`` for ``annual leave``: the head word after another word, where
-    the question's word before it is missing). So "4 sick leave hours per pay period", or
-    a sentence on comp time, does not contradict an answer about annual leave, while a
-    sentence on "Standard plan customers" support can contradict one under "Support
-    hours" without naming hours. They "disagree" when the other sentence states a number
-    the answer sentence does not: one that states only some of its numbers agrees."""
+    are not about different periods (FY2024's revenue does not contradict FY2025's).
+
+    Given the ``question``, they must also be about what it asks where the answer's source
+    names that. Of the question's terms in the title or section of a snippet the answer
+    sentence cites ("annual" and "leave" under "Annual leave"), the other sentence or its
+    own title or section must hold at least one; and the other's title or section must
+    not name another kind of the same thing: the head word of a kind the cited heading
+    names ("annual leave") after another word ("Advanced sick leave"), where neither the
+    other sentence nor its heading holds the question's word ("annual"). So "4 sick leave
+    hours per pay period" under "Advanced sick leave", or a sentence on comp time, does
+    not contradict an answer about annual leave. This reads words, not meaning: a heading
+    such as "Accrued leave" is another kind too, and a paraphrase holding none of the
+    topic's words in its sentence or heading is not compared (a comp time sentence in a
+    section whose text mentions leave would be, if its snippet's text counted).
+
+    They "disagree" when both carry numbers and the sets differ."""
     by_ref = {s.ref: s for s in snippets}
     asked = content_terms(question) if question is not None else set()
+    headings = {s.ref: _heading_parts(s) for s in snippets}
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
     for sentence in checked.sentences:
@@ -226,22 +233,23 @@ def find_conflicts(
             continue
         cited = [by_ref[r] for r in sentence.refs if r in by_ref]
         cited_docs = {s.doc_id for s in cited}
-        topic = set().union(*(asked & content_terms(_heading(s)) for s in cited))
+        topic = set().union(*(asked & content_terms(" ".join(headings[s.ref])) for s in cited))
         # The kinds of thing asked for as the cited headings name them ("annual leave").
         kinds = {
             (word, head)
             for s in cited
-            for word, head in _pairs(_heading(s))
+            for word, head in _pairs(headings[s.ref])
             if word in asked and head in asked
         }
         own_periods = periods(sentence.text) if periods is not None else set()
         for snippet in snippets:
             if snippet.doc_id in cited_docs or snippet.ref in sentence.refs:
                 continue
-            heading = content_terms(_heading(snippet))
+            heading = content_terms(" ".join(headings[snippet.ref]))
+            named = _pairs(headings[snippet.ref])
             for other in split_sentences(snippet.text):
                 other_numbers = numbers_in(other)
-                if not other_numbers or other_numbers <= numbers:
+                if not other_numbers or other_numbers == numbers:
                     continue
                 if own_periods and periods is not None:
                     other_periods = periods(other)
@@ -251,7 +259,6 @@ def find_conflicts(
                 around = other_terms | heading
                 if topic and not topic & around:
                     continue  # nothing of what the question asks
-                named = _pairs(other) | _pairs(_heading(snippet))
                 if any(
                     word not in around and any(h == head and w != word for w, h in named)
                     for word, head in kinds
@@ -266,18 +273,31 @@ def find_conflicts(
     return found
 
 
-_LOCATOR_KEY = re.compile(r"\b[a-z_]+=")
+_PUNCTUATION = re.compile(r"[^\w\s]+")
 _WORD = re.compile(r"\w+")
 
 
-def _pairs(text: str) -> set[tuple[str, str]]:
-    """The adjacent pairs of content terms of ``text`` (``sick leave``): a word that is no
-    content term (``the``, a number) breaks a pair."""
-    terms = [next(iter(content_terms(word)), None) for word in _WORD.findall(text)]
-    return {(a, b) for a, b in itertools.pairwise(terms) if a and b}
+def _pairs(parts: Sequence[str]) -> set[tuple[str, str]]:
+    """The adjacent pairs of content terms within each of ``parts`` (``sick leave``),
+    never across punctuation (the ``>`` between sections): a word that is not exactly one
+    content term (``the``, a number, a run of CJK characters, which is several) breaks a
+    pair."""
+    out: set[tuple[str, str]] = set()
+    for part in parts:
+        for segment in _PUNCTUATION.split(part):
+            terms = []
+            for word in _WORD.findall(segment):
+                found = content_terms(word)
+                terms.append(next(iter(found)) if len(found) == 1 else None)
+            out.update((a, b) for a, b in itertools.pairwise(terms) if a and b)
+    return out
 
 
-def _heading(snippet: Snippet) -> str:
-    """What a snippet's source says it is about: its title and its locator's values (the
-    section path), without the locator's keys (``section=``, ``page=``)."""
-    return f"{snippet.title} {_LOCATOR_KEY.sub(' ', snippet.locator)}"
+def _heading_parts(snippet: Snippet) -> list[str]:
+    """What a snippet's source says it is about, part by part: its title and each value of
+    its locator (the section path), without the locator's keys (``section=``)."""
+    try:
+        values = [value for _, value in parse_locator(snippet.locator)]
+    except ValueError:  # not a locator this project wrote: read it whole
+        values = [snippet.locator]
+    return [snippet.title, *values]

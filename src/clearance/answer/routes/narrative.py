@@ -314,7 +314,7 @@ class NarrativeRoute:
         assert request.flt is not None
         by_ref = {s.ref: s for s in snippets}
         conflicts = find_conflicts(
-            checked, snippets, question=request.question, periods=self.ctx.periods_named
+            checked, snippets, question=request.masked, periods=self.ctx.periods_named
         )
         refs = checked.cited_refs
         added: list[tuple[str, str]] = []
