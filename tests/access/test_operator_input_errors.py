@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from clearance.access.directory_file import SCIM_LIST_RESPONSE, SCIM_USER
+from clearance.access.directory_file import SCIM_GROUP, SCIM_LIST_RESPONSE, SCIM_USER
 from clearance.errors import DirectoryError
 
 from .syncenv import DIRECTORY, SyncEnv, one_line_error, sync_env
@@ -240,11 +240,12 @@ MANY_PROBLEMS = {
 
 
 @pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
-def test_every_problem_of_a_directory_file_is_reported_at_once(
+def test_every_bad_value_of_a_directory_file_is_reported_at_once(
     env: SyncEnv, json_out: bool
 ) -> None:
-    """A value of the wrong type, a member named without its kind and a repeated id: one
-    line each, in the order of the file, so the operator fixes them in one go."""
+    """A value of the wrong type and a member named without its kind: one line each, in
+    the order of the file, so the operator fixes them in one go. (The repeated id ``bo``
+    is checked once every record reads well: the next test.)"""
     before = env.state()
     path = env.write_json("people.json", MANY_PROBLEMS)
 
@@ -278,6 +279,37 @@ def test_repeated_ids_in_a_directory_file_are_reported_together(env: SyncEnv) ->
     assert err.strip().splitlines() == [
         "error: people.json: users[1].id: duplicate user id 'bo' (first at users[0].id)",
         "error: people.json: groups[1].id: duplicate group id 'g' (first at groups[0].id)",
+    ]
+    assert env.state() == before
+
+
+def test_repeated_ids_and_untyped_scim_members_are_reported_together(env: SyncEnv) -> None:
+    data = {
+        "schemas": [SCIM_LIST_RESPONSE],
+        "totalResults": 3,
+        "Resources": [
+            {"schemas": [SCIM_USER], "id": "ana", "userName": "ana", "active": True},
+            {"schemas": [SCIM_USER], "id": "ana", "userName": "ana2", "active": True},
+            {
+                "schemas": [SCIM_GROUP],
+                "id": "g",
+                "displayName": "G",
+                "members": [{"value": "x1"}, {"value": "x2"}],
+            },
+        ],
+    }
+    before = env.state()
+
+    rc, _, err = env.run("directory", "sync", env.write_json("people.json", data))
+
+    untyped = "has no type and is neither a user nor a group in this document"
+    assert rc == 2
+    assert err.strip().splitlines() == [
+        "error: people.json: Resources[1].id: duplicate user id 'ana' (first at Resources[0].id)",
+        f"error: people.json: Resources[2].members[0].value: member 'x1' {untyped}; "
+        'add "type": "User" or "Group"',
+        f"error: people.json: Resources[2].members[1].value: member 'x2' {untyped}; "
+        'add "type": "User" or "Group"',
     ]
     assert env.state() == before
 
