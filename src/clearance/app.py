@@ -420,8 +420,8 @@ class Clearance(Runtime):
 
         ``today`` is the date relative periods ("last year", 去年) are read against; by
         default the clock's date (UTC). A question longer than ``[answer]
-        max_question_chars``, or empty, raises :class:`~clearance.errors.QuestionError`
-        before anything else runs (not even the providers are built)."""
+        max_question_chars`` raises :class:`~clearance.errors.QuestionError` before anything
+        else runs (not even the providers are built)."""
         check_question(question, self.settings.answer.max_question_chars)
         return self.orchestrator().ask(question, user_id, assistant, today=today)
 

@@ -12,9 +12,6 @@ an undecodable command-line byte gives — is refused the same way, naming the f
 where the surrogate is: tokenizers and encoders downstream would fail on it with their own
 messages.
 
-So is a question of nothing but white space: it would run every stage only to be refused
-as unanswerable, which reads as if the documents held nothing.
-
 A refused question writes no trace: the request never started, there is no status to
 record, and the caller already holds the error. The message gives the length and the
 limit, never the text.
@@ -45,15 +42,12 @@ def unicode_problem(text: str) -> str | None:
 
 def check_question(question: object, limit: int, *, what: str = "question") -> str:
     """Return ``question`` if it is a ``str`` of at most ``limit`` characters (code
-    points) and not only white space, else raise :class:`~clearance.errors.QuestionError`
-    (exit code 2)."""
+    points), else raise :class:`~clearance.errors.QuestionError` (exit code 2)."""
     if not isinstance(question, str):
         raise QuestionError(f"the {what} must be text (str), not {type(question).__name__}")
     problem = unicode_problem(question)
     if problem is not None:
         raise QuestionError(f"the {what} is not valid Unicode: {problem}")
-    if not question.strip():
-        raise QuestionError(f"the {what} is empty")
     if len(question) > limit:
         raise QuestionError(
             f"the {what} is {len(question):,} characters long; the limit is {limit:,} "

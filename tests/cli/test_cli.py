@@ -130,6 +130,17 @@ def test_a_bad_manifest_line_is_named_once(run: Run, project: Path) -> None:
     assert data["results"][0]["error"].endswith("m.jsonl:1: key 'acl' appears twice in one object")
 
 
+@pytest.mark.parametrize("command", ["ask", "search"])
+@pytest.mark.parametrize("blank", ["", "  \t"])
+def test_an_empty_question_or_query_argument_is_a_usage_error(
+    ingested: Run, command: str, blank: str
+) -> None:
+    rc, out, err = ingested(command, blank, "--user", "alice")
+
+    assert (rc, out) == (2, "")
+    assert_one_line_error(err, f"{'QUESTION' if command == 'ask' else 'QUERY'} is empty")
+
+
 def test_ingest_without_paths_is_a_usage_error(run: Run) -> None:
     rc, out, err = run("ingest")
 

@@ -137,21 +137,6 @@ def test_a_bad_dataset_is_one_clear_error(tmp_path: Path, mutate: Any, message: 
     assert_one_line_error(err, message)
 
 
-def test_an_empty_query_is_skipped_with_its_reason(tmp_path: Path) -> None:
-    """A search refuses an empty query; the evaluation skips it and measures the rest."""
-    blank = tmp_path / "blank"
-    shutil.copytree(SAMPLE, blank)
-    queries = blank / "queries.jsonl"
-    lines = queries.read_text(encoding="utf-8").splitlines()
-    lines[0] = json.dumps({"_id": "q01", "text": "  "})
-    queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-    _, report = run(config(tmp_path), blank)
-
-    assert report["skipped_queries"] == {"q01": "empty: no text to search for"}
-    assert report["queries"] == 19  # the others, measured
-
-
 def test_a_missing_dataset_is_one_clear_error(tmp_path: Path) -> None:
     rc, _, err = cli("--config", config(tmp_path), "eval", "--retrieval", tmp_path / "nowhere")
     assert rc == 2

@@ -23,7 +23,7 @@ refusal — and the first that answers answers.
 ====  ===================  ===========================================================
 
 Before stage 1, the question's length is checked against ``[answer] max_question_chars``
-(:mod:`clearance.bounds`): a longer one, or an empty one, raises
+(:mod:`clearance.bounds`): a longer one raises
 :class:`~clearance.errors.QuestionError` and no stage runs, so none writes a trace.
 
 Refusals never depend on documents the caller cannot read: every text below is fixed or
@@ -131,8 +131,7 @@ class Orchestrator:
         today: date | None = None,
     ) -> AnswerResult:
         """Answer one question (see the module docstring); a question past
-        ``[answer] max_question_chars``, or empty, raises
-        :class:`~clearance.errors.QuestionError`.
+        ``[answer] max_question_chars`` raises :class:`~clearance.errors.QuestionError`.
         ``today`` is the date relative periods ("last year") are read against; by default
         the runtime clock's date (UTC)."""
         check_question(question, self.ctx.settings.answer.max_question_chars)

@@ -52,6 +52,12 @@ def register(cli: click.Group) -> None:
         from clearance.bounds import check_question
         from clearance.config import unknown_assistant_message
 
+        # An argument left empty is a slip at the command line, not a question: the engine
+        # answers a question with nothing to search for as it answers any it has no source
+        # for, which here would read as if the documents held nothing.
+        if not question.strip():
+            raise click.UsageError("QUESTION is empty")
+
         with app_ctx.open() as app:
             # the question is refused first (exit 2), as the engine does before anything else
             check_question(question, app.settings.answer.max_question_chars)

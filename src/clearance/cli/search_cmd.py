@@ -48,6 +48,9 @@ def register(cli: click.Group) -> None:
         """Search as a user: results come only from documents that user may read now."""
         from clearance.config import require_assistant
 
+        if not query.strip():  # an argument left empty is a slip, not a search
+            raise click.UsageError("QUERY is empty")
+
         with app_ctx.open() as app:
             require_assistant(app.settings, assistant)
             result = app.search(user_id, query, assistant=assistant, k=k)

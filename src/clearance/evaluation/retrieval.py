@@ -275,9 +275,6 @@ def _search_all(
         if len(text) > limit:
             skipped[query_id] = f"longer than [answer] max_question_chars ({limit})"
             continue
-        if not text.strip():
-            skipped[query_id] = "empty: no text to search for"
-            continue
         vector = embedder.embed([text])[0] if embedder is not None else None
         lexical, vectors = app.store.retrieve(text, vector, flt, pool)
         ranked["lexical"][query_id] = _documents(chunk_doc[c] for c, _ in lexical)
