@@ -12,7 +12,8 @@ from typing import Annotated, Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BeforeValidator
+from pydantic import AliasChoices, AliasPath, BeforeValidator, Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 import clearance.config as config_module
 import clearance.validation as validation
@@ -231,3 +232,33 @@ def test_reverse_proof_a_lax_reader_fails_the_fuzz_contract(
     for key, value in ((("ingest", "chunk_size"), "800"), (("store", "zz"), 1)):
         with pytest.raises((AssertionError, pytest.fail.Exception)):
             assert_refused_naming(tmp_path / "clearance.toml", broken(SHIPPED, key, value), key)
+
+
+# --------------------------------------------------------------------------- did you mean
+
+
+@pydantic_dataclass(config={"extra": "forbid"})
+class _Aliased:
+    """Keys written otherwise than their fields: one alias, a choice of two, a path."""
+
+    plain: int = 0
+    renamed_s: int = Field(default=0, validation_alias="renamed")
+    chosen_s: int = Field(default=0, validation_alias=AliasChoices("chosen", "picked"))
+    pathed_s: int = Field(default=0, validation_alias=AliasPath("pathed", 0))
+
+
+@pytest.mark.parametrize(
+    ("typo", "suggested"),
+    [("plan", "plain"), ("renamd", "renamed"), ("chosn", "chosen"), ("pathd", "pathed")],
+)
+def test_a_suggestion_names_the_key_a_file_writes(typo: str, suggested: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        validation.validate(_Aliased, {typo: 1})
+    assert info.value.message == f"unknown setting {typo!r}; did you mean {suggested!r}?"
+
+
+@pytest.mark.parametrize("typo", ["renamed_s", "chosen_ss", "pathed_ss"])
+def test_a_field_name_the_file_cannot_write_is_never_suggested(typo: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        validation.validate(_Aliased, {typo: 1})
+    assert "_s'?" not in info.value.message, info.value.message

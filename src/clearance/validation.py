@@ -284,13 +284,27 @@ def _fields(kind: Any) -> dict[str, Any] | None:
             if typing.get_origin(hint) is typing.Annotated
             else [field.default]
         )
-        aliases = [
-            i.validation_alias
-            for i in infos
-            if isinstance(i, FieldInfo) and isinstance(i.validation_alias, str)
-        ]
-        keys[aliases[0] if aliases else field.name] = hint
+        aliases = [i.validation_alias for i in infos if isinstance(i, FieldInfo)]
+        aliases = [a for a in aliases if a is not None]
+        if not aliases:
+            keys[field.name] = hint
+        elif (key := _written_key(aliases[0])) is not None:
+            keys[key] = hint
     return keys
+
+
+def _written_key(alias: Any) -> str | None:
+    """The key a file writes for a field of this ``validation_alias``: the alias, the
+    first plain key of its choices, the first step of its path; ``None`` when it names
+    none (the field is then not suggested: its name would be refused)."""
+    if isinstance(alias, str):
+        return alias
+    for choice in getattr(alias, "choices", ()):
+        key = _written_key(choice)
+        if key is not None:
+            return key
+    path = getattr(alias, "path", None)
+    return path[0] if path and isinstance(path[0], str) else None
 
 
 @functools.cache
