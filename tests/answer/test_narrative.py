@@ -359,7 +359,23 @@ def test_headings_pair_words_within_a_part_never_across_punctuation_or_parts() -
         ("annual", "leave"),
     }
     assert _pairs(["HR handbook", "Leave"]) == {("hr", "handbook")}
+    assert (
+        _pairs(["Sick-leave rules"])
+        == _pairs(["Sick 🤒 leave rules"])
+        == {
+            ("sick", "leave"),
+            ("leave", "rule"),
+        }
+    )
     assert _pairs(["带薪育儿假 leave policy"]) == {("leave", "policy")}
+
+
+def test_a_sentence_stating_some_of_the_answers_numbers_disagrees() -> None:
+    """A figure for the same thing beside "20 days a year, 5 days carried over": "5 days
+    a year" disagrees, though 5 is among the answer's numbers."""
+    answer = snip("S1", "Annual leave is 20 days a year, 5 days carried over.", doc_id="a")
+    other = snip("S2", "Annual leave is 5 days a year, none carried over.", doc_id="b")
+    assert find_conflicts(answer_citing(answer), [answer, other]) == [(other.text, "S2")]
 
 
 def test_a_heading_naming_the_thing_without_another_kind_still_contradicts() -> None:

@@ -11,9 +11,10 @@ directory the index holds never pays for either.
 
 Guarantees: the returned document is fully validated, or :class:`DirectoryError` names the
 ``source`` and the JSON path of each problem, every one found in its ``problems``
-(``dir.json: users[3].active: expected a boolean, got string``). JSON text is read strictly (:func:`clearance.jsonio.loads`): a key
-repeated in one object is an error naming the line and the object (``dir.json:4: users[1]:
-key 'active' appears twice in one object``), never "last wins", and nesting too deep for the
+(``dir.json: users[3].active: expected a boolean, got string``). JSON text is read
+strictly (:func:`clearance.jsonio.loads`): a key repeated in one object is an error naming
+the line and the object (``dir.json:4: users[1]: key 'active' appears twice in one
+object``), never "last wins", and nesting too deep for the
 parser is an error, not a ``RecursionError``.
 
 Accepted input shapes (detected automatically by :func:`parse_directory`)

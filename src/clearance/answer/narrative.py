@@ -273,18 +273,21 @@ def find_conflicts(
     return found
 
 
-_PUNCTUATION = re.compile(r"[^\w\s]+")
+# What separates the parts of a heading ("Types of leave > Annual leave", "Leave: sick");
+# other marks ("Sick-leave", an emoji) only separate words.
+_SEPARATORS = re.compile(r"[>/|:;,()\[\]{}<«»]+")
 _WORD = re.compile(r"\w+")
+_LOCATOR_KEY = re.compile(r"\b[a-z_]+=")
 
 
 def _pairs(parts: Sequence[str]) -> set[tuple[str, str]]:
-    """The adjacent pairs of content terms within each of ``parts`` (``sick leave``),
-    never across punctuation (the ``>`` between sections): a word that is not exactly one
-    content term (``the``, a number, a run of CJK characters, which is several) breaks a
-    pair."""
+    """The adjacent pairs of content terms within each of ``parts`` (``sick leave``,
+    ``Sick-leave``), never across a separator (the ``>`` between sections): a word that is
+    not exactly one content term (``the``, a number, a run of CJK characters, which is
+    several) breaks a pair."""
     out: set[tuple[str, str]] = set()
     for part in parts:
-        for segment in _PUNCTUATION.split(part):
+        for segment in _SEPARATORS.split(part):
             terms = []
             for word in _WORD.findall(segment):
                 found = content_terms(word)
@@ -298,6 +301,6 @@ def _heading_parts(snippet: Snippet) -> list[str]:
     its locator (the section path), without the locator's keys (``section=``)."""
     try:
         values = [value for _, value in parse_locator(snippet.locator)]
-    except ValueError:  # not a locator this project wrote: read it whole
-        values = [snippet.locator]
+    except ValueError:  # not a locator this project wrote: its words, without its keys
+        values = [_LOCATOR_KEY.sub(" ", snippet.locator)]
     return [snippet.title, *values]
