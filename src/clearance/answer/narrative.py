@@ -222,6 +222,8 @@ def find_conflicts(
     by_ref = {s.ref: s for s in snippets}
     asked = content_terms(question) if question is not None else set()
     headings = {s.ref: _heading_parts(s) for s in snippets}
+    heading_terms = {ref: content_terms(" ".join(parts)) for ref, parts in headings.items()}
+    heading_pairs = {ref: _pairs(parts) for ref, parts in headings.items()}
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
     for sentence in checked.sentences:
@@ -233,20 +235,19 @@ def find_conflicts(
             continue
         cited = [by_ref[r] for r in sentence.refs if r in by_ref]
         cited_docs = {s.doc_id for s in cited}
-        topic = set().union(*(asked & content_terms(" ".join(headings[s.ref])) for s in cited))
+        topic = set().union(*(asked & heading_terms[s.ref] for s in cited))
         # The kinds of thing asked for as the cited headings name them ("annual leave").
         kinds = {
             (word, head)
             for s in cited
-            for word, head in _pairs(headings[s.ref])
+            for word, head in heading_pairs[s.ref]
             if word in asked and head in asked
         }
         own_periods = periods(sentence.text) if periods is not None else set()
         for snippet in snippets:
             if snippet.doc_id in cited_docs or snippet.ref in sentence.refs:
                 continue
-            heading = content_terms(" ".join(headings[snippet.ref]))
-            named = _pairs(headings[snippet.ref])
+            heading, named = heading_terms[snippet.ref], heading_pairs[snippet.ref]
             for other in split_sentences(snippet.text):
                 other_numbers = numbers_in(other)
                 if not other_numbers or other_numbers == numbers:

@@ -10,6 +10,7 @@ from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
     console,
+    not_blank,
     pass_app_json,
     print_error,
     printed_json,
@@ -20,7 +21,7 @@ from clearance.errors import NotFoundError
 
 def register(cli: click.Group) -> None:
     @cli.command("ask")
-    @click.argument("question")
+    @click.argument("question", callback=not_blank)
     @click.option("--user", "user_id", required=True, help="Ask as this user.")
     @click.option("--assistant", help="The assistant (workspace) to ask. " + ASSISTANT_HELP)
     @click.option(
@@ -51,12 +52,6 @@ def register(cli: click.Group) -> None:
         from clearance.answer.result import Status
         from clearance.bounds import check_question
         from clearance.config import unknown_assistant_message
-
-        # An argument left empty is a slip at the command line, not a question: the engine
-        # answers a question with nothing to search for as it answers any it has no source
-        # for, which here would read as if the documents held nothing.
-        if not question.strip():
-            raise click.UsageError("QUESTION is empty")
 
         with app_ctx.open() as app:
             # the question is refused first (exit 2), as the engine does before anything else

@@ -160,6 +160,16 @@ ASSISTANT_HELP = (
 )
 
 
+def not_blank(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The callback of a QUESTION or QUERY argument: one left empty or blank is a slip at
+    the command line, not a question. The engine answers a question with nothing to
+    search for as it answers any it has no source for, which here would read as if the
+    documents held nothing."""
+    if not value.strip():
+        raise click.UsageError(f"{param.human_readable_name} is empty", ctx)
+    return value
+
+
 def cli_actor() -> str:
     """Who runs an administrator command, for the action log: ``cli:<os user>``."""
     import getpass

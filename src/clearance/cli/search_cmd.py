@@ -10,6 +10,7 @@ from clearance.cli.context import (
     ASSISTANT_HELP,
     AppContext,
     console,
+    not_blank,
     pass_app_json,
     printed_json,
 )
@@ -29,7 +30,7 @@ def search_json(user_id: str, query: str, result: SearchResult) -> dict[str, Any
 
 def register(cli: click.Group) -> None:
     @cli.command("search")
-    @click.argument("query")
+    @click.argument("query", callback=not_blank)
     @click.option("--user", "user_id", required=True, help="Search as this user.")
     @click.option(
         "--assistant",
@@ -47,9 +48,6 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Search as a user: results come only from documents that user may read now."""
         from clearance.config import require_assistant
-
-        if not query.strip():  # an argument left empty is a slip, not a search
-            raise click.UsageError("QUERY is empty")
 
         with app_ctx.open() as app:
             require_assistant(app.settings, assistant)
