@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import sys
 import tempfile
@@ -235,12 +236,12 @@ class Bench:
         if report.failed:
             first = report.failed[0]
             raise SystemExit(f"error: {first.source}: {first.error}")
-        store = self.engine.store
+        index = self.engine.store
         self.documents = {
-            d.doc_id: d for corpus in collection.names for d in store.list_documents(corpus)
+            d.doc_id: d for corpus in collection.names for d in index.list_documents(corpus)
         }
         self.numbers = {
-            doc_id: set(numbers(" ".join(c.text for c in store.get_chunks(doc_id))))
+            doc_id: set(numbers(" ".join(c.text for c in index.get_chunks(doc_id))))
             for doc_id in self.documents
         }
 
@@ -314,6 +315,77 @@ def load_questions(split: str | None, collection: Collection | None = None) -> l
     return [q for q in items if q["split"] == split]
 
 
+# Keys beside each key on a QWERTY keyboard: the letters a slipped finger types instead.
+_NEIGHBOURS = {
+    k: "".join(sorted(v))
+    for k, v in {
+        "q": "wa",
+        "w": "qeas",
+        "e": "wrsd",
+        "r": "etdf",
+        "t": "ryfg",
+        "y": "tugh",
+        "u": "yihj",
+        "i": "uojk",
+        "o": "ipkl",
+        "p": "ol",
+        "a": "qwsz",
+        "s": "awedxz",
+        "d": "serfcx",
+        "f": "drtgvc",
+        "g": "ftyhbv",
+        "h": "gyujnb",
+        "j": "huikmn",
+        "k": "jiolm",
+        "l": "kop",
+        "z": "asx",
+        "x": "zsdc",
+        "c": "xdfv",
+        "v": "cfgb",
+        "b": "vghn",
+        "n": "bhjm",
+        "m": "njk",
+    }.items()
+}
+_TYPABLE = re.compile(r"(?<![\w'’-])[A-Za-z]{5,}(?![\w'’-])")
+
+
+def misspelt(question: str, rng: random.Random) -> str | None:
+    """``question`` with one word of five or more Latin letters misspelt as people slip:
+    a letter left out, typed twice, swapped with the next, or replaced by (or typed beside)
+    a neighbouring key. ``None`` when no word has five letters."""
+    words = list(_TYPABLE.finditer(question))
+    if not words:
+        return None
+    match = rng.choice(words)
+    word = match.group(0)
+    i = rng.randrange(1, len(word) - 1)  # the first letter is kept; the last only swapped
+    kind = rng.choice(("drop", "double", "swap", "replace", "beside"))
+    keys = _NEIGHBOURS.get(word[i].lower(), "e")
+    if kind == "drop":
+        typo = word[:i] + word[i + 1 :]
+    elif kind == "double":
+        typo = word[:i] + word[i] + word[i:]
+    elif kind == "swap" and word[i] != word[i + 1]:
+        typo = word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+    elif kind == "beside":
+        typo = word[:i] + rng.choice(keys) + word[i:]
+    else:
+        typo = word[:i] + rng.choice(keys) + word[i + 1 :]
+    return question[: match.start()] + typo + question[match.end() :]
+
+
+def with_typos(items: Sequence[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """Each question with one word misspelt (:func:`misspelt`, seeded by the seed and the
+    question's id, so a run is repeatable); questions with no word to misspell are left out."""
+    out = []
+    for item in items:
+        typo = misspelt(item["question"], random.Random(f"{seed}:{item['id']}"))
+        if typo is not None:
+            out.append({**item, "question": typo, "asked_as": item["question"]})
+    return out
+
+
 def run(
     items: Sequence[dict[str, Any]],
     progress: bool = True,
@@ -330,6 +402,8 @@ def run(
         try:
             for n, item in enumerate(items, start=1):
                 row = {k: item[k] for k in ("id", "split", "category", "user", "question")}
+                if "asked_as" in item:
+                    row["asked_as"] = item["asked_as"]
                 row["clearance"] = bench.ask(item)
                 row["baseline"] = bench.baseline(item)
                 rows.append(row)
@@ -403,9 +477,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="'KEY = VALUE'",
         help="an [answer] setting, as a TOML line (repeatable), e.g. 'across_languages = false'",
     )
+    parser.add_argument(
+        "--typos",
+        type=int,
+        metavar="SEED",
+        help="ask each question with one word misspelt, as seeded (questions with no word "
+        "of five letters are left out)",
+    )
     args = parser.parse_args(argv)
     collection = COLLECTIONS[args.set]
     items = load_questions(args.split, collection)
+    if args.typos is not None:
+        items = with_typos(items, args.typos)
     rows = run(
         items, progress=not args.quiet, collection=collection, store=args.store, answer=args.answer
     )

@@ -84,3 +84,31 @@ def test_naming_a_restricted_document_to_its_reader_is_no_leak(heldout: ModuleTy
     assert rows["narrative-08"]["leak"] == [] and rows["refusal-04"]["leak"] == []
     assert "Tamarind" not in rows["refusal-04"]["answer"]
     assert [m for m in gitlab.restricted_markers if m in rows["narrative-08"]["answer"]]
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with one letter left out, added, replaced, or two swapped."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return (
+        a[i + 1 :] == b[i + 1 :]  # replaced
+        or a[i + 1 :] == b[i:]  # left out
+        or a[i:] == b[i + 1 :]  # added
+        or (a[i : i + 2] == b[i : i + 2][::-1] and a[i + 2 :] == b[i + 2 :])  # swapped
+    )
+
+
+def test_a_misspelt_question_changes_one_word_by_one_slip_repeatably(heldout: ModuleType) -> None:
+    items = heldout.load_questions("all")
+    first, again = heldout.with_typos(items, 7), heldout.with_typos(items, 7)
+    assert first == again and heldout.with_typos(items, 8) != first
+    assert 0 < len(first) < len(items)  # questions without a five-letter word are left out
+    for item in first:
+        asked, written = item["asked_as"].split(" "), item["question"].split(" ")
+        changed = [(a, w) for a, w in zip(asked, written, strict=True) if a != w]
+        assert len(changed) == 1, item
+        ((a, w),) = changed
+        assert _one_edit(a, w), (a, w)
+        assert w[0] == a[0]  # the first letter is kept
+    assert heldout.misspelt("何ですか、それ?", __import__("random").Random(1)) is None
