@@ -45,6 +45,7 @@ RESULT_KEYS = {
     "missing",
     "options",
     "resolved_periods",
+    "corrections",
 }
 CITATION_KEYS = {"doc_id", "title", "locator", "uri", "trust"}
 SUPPORT_HOURS = "What hours is support available for Standard plan customers Monday to Friday?"

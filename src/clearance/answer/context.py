@@ -25,6 +25,7 @@ from clearance.llm.extractive import ExtractiveProvider
 from clearance.llm.guard import EgressGuard, Recheck, RecheckResult
 from clearance.llm.multilingual import get_similarity
 from clearance.model import Document, Fact, Sensitivity, is_restricted
+from clearance.retrieval.spelling import Speller
 from clearance.runtime import Runtime
 
 __all__ = ["AnswerContext"]
@@ -71,9 +72,23 @@ class AnswerContext:
         self.default_period = self._default_period()
         self.faq = FaqMatcher(FaqRepository(runtime.store))
         self.relevance = RelevanceGate(self.settings.answer.relevance, runtime.equivalents)
+        self.speller = Speller(self._configured_names())
         #: The multilingual model the narrative path's gate reads CJK snippets in doubt
         #: with (never the RESTRICTED route's: RESTRICTED text is never embedded).
         self.similarity = get_similarity(self.settings.answer.relevance.multilingual)
+
+    def _configured_names(self) -> list[str]:
+        """The organisation's own names and phrases, which a question means as written:
+        the ``[facts]`` vocabulary, the scope gate's entities and the synonyms."""
+        facts, names = self.settings.facts, []
+        for table in (facts.metrics, facts.entities, facts.channels, facts.units):
+            for canonical, aliases in table.items():
+                names += [canonical, *aliases]
+        for entity, aliases in self.settings.scope.entities.items():
+            names += [entity, *aliases]
+        for group in self.settings.retrieval.synonyms:
+            names += group
+        return names
 
     def periods_named(self, text: str) -> set[str]:
         """The absolute periods ``text`` names, canonical ("FY2025", "Q2 FY2025")."""

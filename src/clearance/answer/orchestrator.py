@@ -11,6 +11,7 @@ refusal — and the first that answers answers.
  2    scope gate           :mod:`clearance.answer.scope`
  3    assistant            :mod:`clearance.access.policy` (``AccessControl.assistant``)
  4    candidate filter     :mod:`clearance.access.policy` (``search_filter``)
+ 4b   spelling             :mod:`clearance.retrieval.spelling`
  5    FAQ short-circuit    :mod:`clearance.answer.faq`
  6    route                :mod:`clearance.answer.intent`
  7/8  retrieve + realtime  :mod:`clearance.retrieval.hybrid` via ``Runtime.search``
@@ -61,6 +62,7 @@ from clearance.errors import ConfigError
 from clearance.ingest.facts import ENTITY_NAMES_KEY
 from clearance.llm.base import Provider
 from clearance.model import Document, is_restricted
+from clearance.retrieval.spelling import corrected, statement
 from clearance.runtime import Runtime
 from clearance.store.base import SearchFilter
 from clearance.trace.record import TraceRecord, timestamp
@@ -154,6 +156,13 @@ class Orchestrator:
                 result,
                 answer=f"{result.answer} {notice}",
                 flags=(*result.flags, UNAVAILABLE_FLAG),
+            )
+        if request.corrections:
+            # How the question was read is said before anything that was answered to it.
+            result = replace(
+                result,
+                answer=f"{statement(request.corrections)} {result.answer}",
+                corrections=request.corrections,
             )
         trace.cited = sorted({c.doc_id for c in result.citations})
         self._finish_trace(request)
@@ -249,6 +258,11 @@ class Orchestrator:
         request.unavailable = bool(considered - set(serving))
         trace.stop("filter")
 
+        # 4b spelling: a misspelt word read as a word of the caller's readable chunks
+        trace.start("spelling")
+        self._read_spelling(request, scope.entities)
+        trace.stop("spelling")
+
         # 6 route (parsed before the FAQ, which must know whether the question has slots)
         trace.start("route")
         parser = self.ctx.intent_parser
@@ -276,6 +290,27 @@ class Orchestrator:
             if result is not None:
                 return result
         raise AssertionError("the last route always answers")
+
+    def _read_spelling(self, request: AnswerRequest, entities: Sequence[str]) -> None:
+        """Read the question's misspelt words (:mod:`clearance.retrieval.spelling`) from
+        the statistics of the chunks the caller may retrieve, and write the readings into
+        ``masked`` and ``whole``. A reading that would name an entity the scope gate did
+        not find in the question as asked is not taken: the gate has already judged it."""
+        flt = request.flt
+        if flt is None or not flt.principals:
+            return
+        store = self.ctx.runtime.store
+        found = self.ctx.speller.corrections(
+            request.whole, lambda terms: store.term_statistics(terms, flt)
+        )
+        if not found:
+            return
+        whole = corrected(request.whole, found)
+        if set(self.ctx.scope.check(whole).entities) - set(entities):
+            return
+        request.whole, request.masked = whole, corrected(request.masked, found)
+        request.corrections = found
+        request.trace.filter_counts["spelling_read"] = len(found)
 
     def _allowed_narrative(
         self,

@@ -16,6 +16,7 @@ from clearance.answer.intent import Intent
 from clearance.answer.result import AnswerResult, Route, Status
 from clearance.config import AssistantSettings
 from clearance.ingest.facts import Vocabulary
+from clearance.retrieval.spelling import Correction
 from clearance.store.base import SearchFilter
 from clearance.trace.record import TraceRecord
 
@@ -61,6 +62,9 @@ class AnswerRequest:
     # asked again across languages (answer/routes/crosslingual.py): searched for and
     # judged as the organisation's own equivalences are.
     renderings: tuple[tuple[str, ...], ...] = ()
+    # Misspelt words of the question read as words the caller's chunks hold (stage 4b),
+    # already written into ``masked`` and ``whole``.
+    corrections: tuple[Correction, ...] = ()
 
     @property
     def caller(self) -> Caller:

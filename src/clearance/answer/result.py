@@ -2,7 +2,7 @@
 
 ``{"status", "answer", "citations": [{"doc_id", "title", "locator", "uri", "trust"}],
 "route", "trace_id", "flags", "assumptions", "missing", "options", "resolved_periods":
-[{"text", "period"}]}``. ``status`` and ``route`` values are a public contract; fields are
+[{"text", "period"}], "corrections": [{"written", "read_as"}]}``. ``status`` and ``route`` values are a public contract; fields are
 only ever added, and the lists are always present (empty when they do not apply).
 
 * ``assumptions`` — what a structured answer assumed because the question did not say it
@@ -12,7 +12,10 @@ only ever added, and the lists are always present (empty when they do not apply)
 * ``options`` — for ``clarify``: at most five values to choose from, only ever taken from
   facts the caller may read (or, for an ambiguous period, the readings themselves);
 * ``resolved_periods`` — each relative period of the question ("last year") with the
-  absolute period it was read as (``FY2025``), also stated in ``answer``.
+  absolute period it was read as (``FY2025``), also stated in ``answer``;
+* ``corrections`` — each misspelt word of the question (casefolded) with the word of the
+  caller's readable documents it was read as (:mod:`clearance.retrieval.spelling`), also
+  stated in ``answer``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AnswerResult", "Citation", "ResolvedPeriod", "Route", "Status"]
+from clearance.retrieval.spelling import Correction
+
+__all__ = ["AnswerResult", "Citation", "Correction", "ResolvedPeriod", "Route", "Status"]
 
 
 class Status(enum.Enum):
@@ -105,6 +110,7 @@ class AnswerResult:
     missing: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     resolved_periods: tuple[ResolvedPeriod, ...] = ()
+    corrections: tuple[Correction, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +124,7 @@ class AnswerResult:
             "missing": list(self.missing),
             "options": list(self.options),
             "resolved_periods": [p.to_dict() for p in self.resolved_periods],
+            "corrections": [c.to_dict() for c in self.corrections],
         }
 
     @classmethod
@@ -136,6 +143,7 @@ class AnswerResult:
                 raise ValueError(f"answer result: {key!r} must be a string")
         citations = _records(data, "citations", ("doc_id", "title", "locator", "uri"))
         periods = _records(data, "resolved_periods", ("text", "period"))
+        corrections = _records(data, "corrections", ("written", "read_as"))
         return cls(
             status=status,
             answer=data.get("answer", ""),
@@ -150,4 +158,5 @@ class AnswerResult:
             missing=_strings(data, "missing"),
             options=_strings(data, "options"),
             resolved_periods=tuple(ResolvedPeriod(p["text"], p["period"]) for p in periods),
+            corrections=tuple(Correction(c["written"], c["read_as"]) for c in corrections),
         )

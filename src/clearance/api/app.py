@@ -92,6 +92,11 @@ class ResolvedPeriodBody(BaseModel):
     period: str
 
 
+class CorrectionBody(BaseModel):
+    written: str
+    read_as: str
+
+
 class AnswerBody(BaseModel):
     """``AnswerResult.to_dict()``: the contract of ``clearance ask --json``."""
 
@@ -105,6 +110,7 @@ class AnswerBody(BaseModel):
     missing: list[str]
     options: list[str]
     resolved_periods: list[ResolvedPeriodBody]
+    corrections: list[CorrectionBody]
 
 
 class SearchRow(BaseModel):

@@ -45,9 +45,9 @@ def register(cli: click.Group) -> None:
 
         JSON: {"status", "answer", "citations": [{"doc_id", "title", "locator", "uri",
         "trust"}], "route", "trace_id", "flags", "assumptions", "missing", "options",
-        "resolved_periods": [{"text", "period"}]}. Status "unknown_assistant" exits 3, and
-        so does a USER the directory does not hold (a disabled one is answered
-        "account_disabled").
+        "resolved_periods": [{"text", "period"}], "corrections": [{"written", "read_as"}]}.
+        Status "unknown_assistant" exits 3, and so does a USER the directory does not hold
+        (a disabled one is answered "account_disabled").
         """
         from clearance.answer.result import Status
         from clearance.bounds import check_question

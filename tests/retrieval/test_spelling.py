@@ -1,0 +1,290 @@
+"""A misspelt word of a question is read as a word of the caller's readable chunks, and
+only of those (clearance.retrieval.spelling).
+
+The unit tests drive :class:`Speller` with statistics written by hand (the seam: what the
+store would count under the caller's filter). The end-to-end tests ask a real engine on
+both backends: the answer says how the question was read, and it is the same before and
+after documents the caller may not read, or a RESTRICTED one the caller may view, are
+added. The reverse proof reads the vocabulary of every document instead, and the same
+comparison must catch it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearance.answer import orchestrator
+from clearance.answer.result import AnswerResult, Status
+from clearance.app import Clearance
+from clearance.config import Settings
+from clearance.model import Sensitivity
+from clearance.retrieval.spelling import Correction, Speller, corrected, statement
+from clearance.store.base import TermStatistics
+
+# --------------------------------------------------------------------------- unit
+
+
+def held(df: Mapping[str, int], chunks: int = 100) -> Callable[[Sequence[str]], TermStatistics]:
+    """Statistics of a caller whose readable chunks hold the index terms of ``df``."""
+
+    def statistics(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(chunks, {t: df[t] for t in terms if t in df})
+
+    return statistics
+
+
+def readings(question: str, df: Mapping[str, int], **kw: Any) -> list[tuple[str, str]]:
+    speller = Speller(kw.pop("keep", ()))
+    return [(c.written, c.read_as) for c in speller.corrections(question, held(df, **kw))]
+
+
+def test_a_misspelt_word_is_read_as_the_word_the_readable_chunks_hold() -> None:
+    df = {"telework": 4, "agreement": 3, "approv": 2}
+    assert readings("Who approves teleworck agreemnts?", df) == [
+        ("teleworck", "telework"),
+        ("agreemnts", "agreements"),
+    ]
+
+
+def test_a_word_some_readable_chunk_holds_is_never_read_as_another() -> None:
+    # "telework" is no English word, but the documents hold it.
+    assert readings("telework agreements", {"telework": 1, "teleworks": 9}) == []
+
+
+def test_an_english_word_the_documents_lack_stays_as_asked() -> None:
+    """ "pets" is one edit from "pens" and "apple" from "apply": the question asks about
+    something the caller's documents do not hold, and the refusal must stay honest."""
+    assert readings("What is our policy on pets?", {"pen": 5}) == []
+    assert readings("What was Apple's revenue?", {"appli": 9, "revenu": 3}) == []
+
+
+def test_no_reading_without_a_readable_word_one_edit_away() -> None:
+    assert readings("What is the zephyrion plan?", {"plan": 3}) == []
+    # two edits away ("tlewrk"), and nothing readable at all
+    assert readings("the tlewrk rules", {"telework": 3, "rule": 1}) == []
+    assert readings("teleworck", {}, chunks=0) == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is TELWORK allowed?",  # capitals: an acronym or a code, meant as written
+        "What about wfhh?",  # four letters: too many words are one edit from it
+        "Why couldn't I?",  # a contraction, not "could" misspelt
+        "the abc123telework code",  # part of a code
+    ],
+)
+def test_words_meant_as_written_are_not_read_as_others(question: str) -> None:
+    assert readings(question, {"telework": 4, "wfh": 2, "could": 9}) == []
+
+
+def test_configured_names_are_kept_as_written() -> None:
+    df = {"nimbus": 4}
+    assert readings("What is Nimbuss?", df) == [("nimbuss", "nimbus")]
+    assert readings("What is Nimbuss?", df, keep=["Nimbuss Cloud"]) == []
+
+
+def test_the_candidate_most_readable_chunks_hold_wins_then_the_commoner_word() -> None:
+    # "lbonds" is one edit from "bonds" and from "blonds": the documents decide first ...
+    assert readings("the lbonds rate", {"bond": 2, "blond": 7}) == [("lbonds", "blonds")]
+    assert readings("the lbonds rate", {"bond": 7, "blond": 2}) == [("lbonds", "bonds")]
+    # ... and English frequency breaks a tie: "house" is commoner than "horse"
+    assert readings("the hoyse rules", {"hous": 2, "hors": 2}) == [("hoyse", "house")]
+
+
+def test_among_words_of_one_index_term_the_likelier_slip_is_shown() -> None:
+    """ "zephyrion" and "zephyrione", "quillfeather" and "quillfeath" are one index term
+    each: the reading shown is the one a likelier slip explains."""
+    assert readings("the zephyrionn plan", {"zephyrion": 1}) == [("zephyrionn", "zephyrion")]
+    assert readings("the quillfeathr deal", {"quillfeath": 1}) == [("quillfeathr", "quillfeather")]
+    assert readings("the telewokr rules", {"telework": 1}) == [("telewokr", "telework")]
+
+
+def test_a_misspelt_stopword_counts_as_held_by_every_readable_chunk() -> None:
+    assert readings("Whcih forms do I need?", {"form": 2}) == [("whcih", "which")]
+    assert readings("Whcih forms do I need?", {"form": 2}, chunks=0) == []
+
+
+def test_each_misspelt_word_is_read_once_and_statistics_asked_twice_at_most() -> None:
+    calls: list[list[str]] = []
+    statistics = held({"telework": 3})
+
+    def counting(terms: Sequence[str]) -> TermStatistics:
+        calls.append(list(terms))
+        return statistics(terms)
+
+    found = Speller().corrections("teleworck, Teleworck and TELEWORK teleworck", counting)
+    assert found == (Correction("teleworck", "telework"),)
+    assert len(calls) == 2
+    # A question whose words the chunks all hold asks once, and loads no word list.
+    calls.clear()
+    assert Speller().corrections("telework rules", counting) == ()
+    assert len(calls) == 1
+
+
+def test_the_question_is_rewritten_in_the_case_it_was_written_in() -> None:
+    found = (Correction("compyuting", "computing"), Correction("intellkgent", "intelligent"))
+    assert (
+        corrected("More Personal Compyuting and intellkgent cloud, compyuting.", found)
+        == "More Personal Computing and intelligent cloud, computing."
+    )
+    assert corrected("unchanged", ()) == "unchanged"
+
+
+def test_the_statement_names_every_reading() -> None:
+    assert statement(()) == ""
+    assert statement((Correction("anual", "annual"),)) == "Read “anual” as “annual”."
+    three = (Correction("a1aaa", "b"), Correction("c1ccc", "d"), Correction("e1eee", "f"))
+    assert statement(three) == "Read “a1aaa” as “b”, “c1ccc” as “d” and “e1eee” as “f”."
+
+
+# --------------------------------------------------------------------------- end to end
+
+READABLE = {
+    "telework.md": "# Telework\n\nTelework agreements are approved by the second-level "
+    "supervisor and sent to the regional coordinator.",
+    "leave.md": "# Annual leave\n\nAnnual leave is approved by the immediate supervisor.",
+}
+# Words only documents the asker may not retrieve hold: a team's own, and a RESTRICTED
+# board note the asker may view (RESTRICTED text is never retrieved for an answer).
+HIDDEN = {
+    "launch.md": ("group:launch", "INTERNAL", "The Zephyrion launch is approved for March."),
+    "board.md": ("group:staff", "RESTRICTED", "The Quillfeather acquisition was approved."),
+}
+QUESTIONS = [
+    "Who approves teleworck agreemnts?",
+    "When is the Zephyrionn launch?",  # one edit from a word only the hidden team doc holds
+    "Who approved the Quillfeathr acquisition?",  # ... and only the RESTRICTED one
+    "Who approves anual leave?",
+]
+
+
+def write(root: Path, files: Mapping[str, str], meta: Mapping[str, Any]) -> Path:
+    root.mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    (root / "_meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def engine(
+    tmp_path: Path,
+    settings: Settings,
+    backend_store: Any,
+    write_directory: Callable[..., Path],
+) -> Iterator[Clearance]:
+    app = Clearance(settings, backend_store, embedder=None)
+    corpus = write(tmp_path / "handbook", READABLE, {"acl": ["group:staff"]})
+    assert app.ingest([corpus]).failed == []
+    app.sync_directory(write_directory(tmp_path / "directory.json", {"ana": ["staff"]}))
+    yield app
+
+
+def add_hidden(app: Clearance, root: Path) -> None:
+    for name, (acl, sensitivity, text) in HIDDEN.items():
+        folder = write(root / name.removesuffix(".md"), {name: text}, {"acl": [acl]})
+        meta = {"sensitivity": sensitivity}
+        (folder / f"{name}.meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        assert app.ingest([folder]).failed == []
+
+
+def shown(result: AnswerResult) -> dict[str, Any]:
+    out = result.to_dict()
+    out.pop("trace_id")
+    return out
+
+
+def test_the_answer_says_how_the_question_was_read(engine: Clearance) -> None:
+    result = engine.ask("Who approves teleworck agreemnts?", "ana")
+
+    assert result.status is Status.ANSWERED
+    assert result.answer.startswith(
+        "Read “teleworck” as “telework” and “agreemnts” as “agreements”."
+    )
+    assert [c.to_dict() for c in result.corrections] == [
+        {"written": "teleworck", "read_as": "telework"},
+        {"written": "agreemnts", "read_as": "agreements"},
+    ]
+    assert [c.doc_id for c in result.citations] == ["files:telework.md"]
+    assert AnswerResult.from_dict(result.to_dict()).corrections == result.corrections
+    trace = engine.trace_log().entries(limit=1)[0]
+    assert trace["filter_counts"]["spelling_read"] == 2
+
+
+def test_a_question_spelt_right_is_answered_as_before(engine: Clearance) -> None:
+    result = engine.ask("Who approves telework agreements?", "ana")
+    assert result.status is Status.ANSWERED
+    assert result.corrections == ()
+    assert not result.answer.startswith("Read")
+
+
+def test_readings_are_the_same_whether_or_not_hidden_documents_exist(
+    engine: Clearance, tmp_path: Path
+) -> None:
+    before = [shown(engine.ask(q, "ana")) for q in QUESTIONS]
+    add_hidden(engine, tmp_path / "hidden")
+    after = [shown(engine.ask(q, "ana")) for q in QUESTIONS]
+
+    assert after == before
+    # The hidden words were never offered: neither question was read as another.
+    assert before[1]["corrections"] == [] and before[2]["corrections"] == []
+    assert before[3]["corrections"] == [{"written": "anual", "read_as": "annual"}]
+
+
+@pytest.fixture
+def every_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leaky speller: the vocabulary of every document, whoever may read it."""
+    original = orchestrator.Orchestrator._read_spelling
+
+    def leaky(self: orchestrator.Orchestrator, request: Any, entities: Sequence[str]) -> None:
+        flt = request.flt
+        assert flt is not None
+        request.flt = replace(
+            flt,
+            principals=flt.principals | {"group:launch"},
+            corpora=None,
+            max_sensitivity=Sensitivity.RESTRICTED,
+            require_ai_allowed=False,
+        )
+        try:
+            original(self, request, entities)
+        finally:
+            request.flt = flt  # only the reading is leaky: retrieval keeps the caller's filter
+
+    monkeypatch.setattr(orchestrator.Orchestrator, "_read_spelling", leaky)
+
+
+def test_reverse_proof_a_speller_reading_every_document_is_caught(
+    engine: Clearance, tmp_path: Path, every_document: None
+) -> None:
+    before = [shown(engine.ask(q, "ana")) for q in QUESTIONS]
+    add_hidden(engine, tmp_path / "hidden")
+    after = [shown(engine.ask(q, "ana")) for q in QUESTIONS]
+
+    assert after != before
+    assert after[1]["corrections"] == [{"written": "zephyrionn", "read_as": "zephyrion"}]
+    assert after[2]["corrections"] == [{"written": "quillfeathr", "read_as": "quillfeather"}]
+
+
+def test_a_reading_never_names_an_entity_the_scope_gate_did_not_see(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    backend_store: Any,
+    write_directory: Callable[..., Path],
+) -> None:
+    settings = settings_factory({"scope": {"entities": {"Globex": []}}})
+    app = Clearance(settings, backend_store, embedder=None)
+    text = {"rivals.md": "Globex lowered its prices; our supervisor approves every discount."}
+    assert app.ingest([write(tmp_path / "c", text, {"acl": ["group:staff"]})]).failed == []
+    app.sync_directory(write_directory(tmp_path / "directory.json", {"ana": ["staff"]}))
+
+    result = app.ask("What did Globexx charge for the discount?", "ana")
+    assert result.corrections == ()
+    assert "Globex" not in result.answer.replace("Globexx", "")
