@@ -52,6 +52,17 @@ def test_a_misspelt_word_is_read_as_the_word_the_readable_chunks_hold() -> None:
     ]
 
 
+def test_a_british_spelling_is_read_as_the_american_one_the_documents_use() -> None:
+    """The English word list is American: "behaviour" and "organisation" are not in it, and
+    one edit away are the words an American handbook uses."""
+    df = {"behavior": 3, "organiz": 2, "defens": 1}
+    assert readings("Code of behaviour for the organisation's defence team", df) == [
+        ("behaviour", "behavior"),
+        ("organisation", "organization"),
+        ("defence", "defense"),
+    ]
+
+
 def test_a_word_some_readable_chunk_holds_is_never_read_as_another() -> None:
     # "telework" is no English word, but the documents hold it.
     assert readings("telework agreements", {"telework": 1, "teleworks": 9}) == []
