@@ -40,6 +40,7 @@ __all__ = [
     "index_terms",
     "is_cjk_frame",
     "is_cjk_pair",
+    "is_stopword",
     "kana_free",
     "phrase_keys",
     "query_terms",
@@ -343,6 +344,11 @@ def phrase_keys(text: str) -> list[str]:
         token = match.group(0)
         pieces.extend(token if is_cjk.match(token) else [token.replace("’", "'")])
     return _index_forms(pieces)
+
+
+def is_stopword(word: str) -> bool:
+    """Whether a query drops ``word`` (casefolded) as it stands, before stemming."""
+    return word in _STOPWORDS
 
 
 def search_terms(text: str) -> list[str]:

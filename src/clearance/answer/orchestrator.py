@@ -183,7 +183,7 @@ class Orchestrator:
             1 for d in cited if d is not None and d.review_at is not None and d.review_at <= now
         )
         if self._may_record_question(request, cited):
-            trace.question_text = request.whole or request.masked
+            trace.question_text = request.written or request.whole or request.masked
 
     def _may_record_question(
         self, request: AnswerRequest, cited: Sequence[Document | None]
@@ -292,25 +292,49 @@ class Orchestrator:
         raise AssertionError("the last route always answers")
 
     def _read_spelling(self, request: AnswerRequest, entities: Sequence[str]) -> None:
-        """Read the question's misspelt words (:mod:`clearance.retrieval.spelling`) from
-        the statistics of the chunks the caller may retrieve, and write the readings into
-        ``masked`` and ``whole``. A reading that would name an entity the scope gate did
-        not find in the question as asked is not taken: the gate has already judged it."""
+        """Read the question's misspelt words (:mod:`clearance.retrieval.spelling`) in the
+        chunks the caller may retrieve outside real-time corpora (whose documents are
+        confirmed only once retrieved), and write the readings into ``masked`` and
+        ``whole``. A question that names an entity the scope gate let through is read as
+        asked: the gate judged it as written. A reading that would name one is not taken."""
         flt = request.flt
-        if flt is None or not flt.principals:
+        if flt is None or not flt.principals or entities:
             return
         store = self.ctx.runtime.store
+        flt = self._confirmed_without_asking(flt)
         found = self.ctx.speller.corrections(
-            request.whole, lambda terms: store.term_statistics(terms, flt)
+            request.whole,
+            lambda terms: store.term_statistics(terms, flt),
+            lambda word: [
+                c.text for c, _ in store.hits([i for i, _ in store.lexical_search(word, flt, 3)])
+            ],
+        )
+        named = set(self.ctx.scope.check(request.whole).entities)
+        found = tuple(
+            c
+            for c in found
+            if set(self.ctx.scope.check(corrected(request.whole, (c,))).entities) <= named
         )
         if not found:
             return
-        whole = corrected(request.whole, found)
-        if set(self.ctx.scope.check(whole).entities) - set(entities):
-            return
-        request.whole, request.masked = whole, corrected(request.masked, found)
+        request.written = request.whole
+        request.whole, request.masked = (
+            corrected(request.whole, found),
+            corrected(request.masked, found),
+        )
         request.corrections = found
         request.trace.filter_counts["spelling_read"] = len(found)
+
+    def _confirmed_without_asking(self, flt: SearchFilter) -> SearchFilter:
+        """``flt`` without the corpora whose documents a real-time check confirms, which
+        is only asked once a document is retrieved: what stage 4b reads before then."""
+        checked = set(self.ctx.runtime.checkers)
+        if not checked:
+            return flt
+        corpora = flt.corpora
+        if corpora is None:
+            corpora = {c: flt.max_sensitivity for c in self.ctx.runtime.store.corpora()}
+        return replace(flt, corpora={c: s for c, s in corpora.items() if c not in checked})
 
     def _allowed_narrative(
         self,

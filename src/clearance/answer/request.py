@@ -63,8 +63,9 @@ class AnswerRequest:
     # judged as the organisation's own equivalences are.
     renderings: tuple[tuple[str, ...], ...] = ()
     # Misspelt words of the question read as words the caller's chunks hold (stage 4b),
-    # already written into ``masked`` and ``whole``.
+    # already written into ``masked`` and ``whole``; ``written`` is ``whole`` as it was.
     corrections: tuple[Correction, ...] = ()
+    written: str = ""
 
     @property
     def caller(self) -> Caller:

@@ -39,6 +39,7 @@ from clearance.errors import EvaluationError, QuestionError
 from clearance.evaluation.scoring import CaseScore, Outcome, score_case
 from clearance.evaluation.suite import Suite, SuiteCase
 from clearance.ingest.facts import Vocabulary
+from clearance.retrieval.spelling import statement
 from clearance.trace.record import TraceRecord
 
 __all__ = ["CaseRun", "denied_sources", "run_suite"]
@@ -161,10 +162,12 @@ def _traces(app: Clearance) -> Iterator[list[TraceRecord]]:
 
 def _forbidden(case: SuiteCase, result: AnswerResult, app: Clearance) -> tuple[str, ...]:
     cited = {c.doc_id for c in result.citations}
+    # How the question was read names the asker's words, not a document.
+    answer = result.answer.removeprefix(statement(result.corrections)).casefold()
     out: list[str] = []
     for doc_id in case.not_cite:
         document = app.store.get_document(doc_id)
-        named = document is not None and document.title.casefold() in result.answer.casefold()
+        named = document is not None and document.title.casefold() in answer
         if doc_id in cited or named:
             out.append(doc_id)
     return tuple(out)

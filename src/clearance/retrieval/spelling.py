@@ -7,25 +7,33 @@ questions that were answered into refusals or wrong answers (benchmarks/RESULTS.
 
 A word is read as another when all of these hold:
 
-* it is a word of five or more Latin letters, not written in capitals (an acronym or a
-  code is meant as written) and not one of the organisation's configured terms;
-* no chunk the caller may retrieve holds it (its index term's document frequency over the
-  caller's filter is 0), and it is no English word (pyspellchecker's English list): a real
-  word the documents lack ("pets", "apple") stays as asked, and the refusal stays honest;
-* a word one edit away — a letter left out, added or replaced, or two neighbours swapped
-  (Damerau–Levenshtein distance 1) — is held by at least one chunk the caller may
-  retrieve. The one the most of those chunks hold wins; ties go to the commoner English
-  word, then to the likelier slip (:func:`_slip`: candidates often share an index term,
-  as "zephyrion" and "zephyrione" do), then to the first in alphabetical order. An English word the index does not
-  search for (a stopword: "larye" is "large") counts as held by every readable chunk.
+* it is a word of five or more Latin letters standing alone (not part of an address, a
+  path or a code), not written in capitals (an acronym or a code is meant as written),
+  not a contraction written without its apostrophe ("wasnt"), and not one of the
+  organisation's configured terms;
+* no chunk the caller's statistics count holds it (its index term's document frequency is
+  0), and it is no English word (pyspellchecker's English list): a real word the documents
+  lack ("pets", "apple") stays as asked, and the refusal stays honest;
+* a word one edit away that keeps its first letter — a letter left out, added or replaced,
+  or two neighbours swapped (Damerau–Levenshtein distance 1) — is held by at least one of
+  those chunks. The index term the most of them hold wins, then the commoner English word.
+  Several words often share an index term ("telework", "teleworke"): the one shown is a
+  word a readable chunk holding the term writes, where one is one edit away, else an
+  English word, else the likelier slip (:func:`_slip`). An English stopword one edit away
+  ("whcih") counts as held by every chunk counted.
+
+At most :data:`MAX_UNKNOWN` words of a question are read, the first ones written: each
+costs some 50 candidates a letter, all counted in one statistics call.
 
 **It depends on nothing the caller may not read.** The index is asked only for
-:meth:`~clearance.store.base.Store.term_statistics` under the caller's own retrieval filter,
-the statistics the lexical search and the relevance gate already use: a word that only
-hidden (or RESTRICTED) chunks hold has a document frequency of 0 for this caller, so it is
-never offered, and the reading is the same whether or not hidden documents exist
-(tests/retrieval/test_spelling.py builds both stores and compares). Every reading is shown
-to the asker (:func:`statement`), never made silently.
+:meth:`~clearance.store.base.Store.term_statistics` and for the text of a few chunks
+under the filter the caller passes, which the orchestrator narrows to the chunks the
+caller may retrieve without a real-time check (a document a real-time corpus serves is
+confirmed only once retrieved, too late to choose a word). A word that only hidden,
+RESTRICTED or unconfirmed chunks hold has a document frequency of 0 there, so it is never
+offered, and the reading is the same whether or not hidden documents exist
+(tests/retrieval/test_spelling.py builds both and compares). Every reading is shown to the
+asker (:func:`statement`), never made silently.
 """
 
 from __future__ import annotations
@@ -36,22 +44,31 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clearance.analysis import search_terms
+from clearance.analysis import is_stopword, search_terms
 from clearance.store.base import TermStatistics
 
 if TYPE_CHECKING:
     from spellchecker import SpellChecker
 
-__all__ = ["Correction", "Speller", "corrected", "statement"]
+__all__ = ["MAX_UNKNOWN", "Correction", "Speller", "corrected", "statement"]
 
 #: The fewest letters a word must have to be read as another: shorter words are one edit
 #: away from too many others ("wifi" from "wife" and "wiki").
 MIN_LETTERS = 5
+#: The most words of one question read as others (the first ones written).
+MAX_UNKNOWN = 3
 # A run of Latin letters standing alone: not part of a longer word, a code ("abc123"), a
-# word with letters of another script, or a contraction ("couldn't" is no misspelt "could").
-_WORD = re.compile(rf"(?<![^\W_])[A-Za-z]{{{MIN_LETTERS},}}(?![^\W_]|['’]t\b)")
+# word with letters of another script, an address or a path ("jsmith@acme.com",
+# "hr/teleworck.md"), nor followed by "'t" ("couldn't" is no misspelt "could").
+_WORD = re.compile(rf"(?<![\w@/.\\])[A-Za-z]{{{MIN_LETTERS},}}(?![\w@/\\]|['’]t\b|\.\w)")
+
+_LETTERS = re.compile(r"[A-Za-z]+")
+# The endings of contractions ("wasn't", "they're"), not of possessives ("nimbus's").
+_CONTRACTED = ("n't", "'re", "'ve", "'ll", "'d", "'m")
 
 Statistics = Callable[[Sequence[str]], TermStatistics]
+#: The text of a few chunks the caller's statistics count that hold a word's index term.
+Texts = Callable[[str], Sequence[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +108,28 @@ def _slip(written: str, candidate: str) -> int:
 
 
 def _term(word: str) -> str | None:
-    """The one index term of ``word``; ``None`` for a stopword."""
+    """The one index term of ``word``; ``None`` for a word a query drops."""
     terms = search_terms(word)
     return terms[0] if len(terms) == 1 else None
+
+
+def _candidates(word: str, english: SpellChecker) -> dict[str, str | None] | None:
+    """The words one edit from ``word`` that keep its first letter, each with its index
+    term (``None`` for an English stopword, which no chunk is searched for); ``None`` when
+    ``word`` is a contraction written without its apostrophe ("wasnt", "theyre")."""
+    edits = english.edit_distance_1(word)
+    if any(c.endswith(_CONTRACTED) and c in english for c in edits):
+        return None
+    out: dict[str, str | None] = {}
+    for c in edits:
+        if c[:1] != word[:1] or not (c.isascii() and c.isalpha()):
+            continue
+        if is_stopword(c):
+            if c in english:
+                out[c] = None
+        elif (term := _term(c)) is not None:
+            out[c] = term
+    return out
 
 
 class Speller:
@@ -104,11 +140,14 @@ class Speller:
         documents hold (the organisation's configured vocabulary), compared casefolded."""
         self.keep = frozenset(m.group(0).casefold() for text in keep for m in _WORD.finditer(text))
 
-    def corrections(self, text: str, statistics: Statistics) -> tuple[Correction, ...]:
+    def corrections(
+        self, text: str, statistics: Statistics, texts: Texts | None = None
+    ) -> tuple[Correction, ...]:
         """The readings of ``text``'s misspelt words, in the order they are written.
         ``statistics`` counts the chunks the caller may retrieve that hold each index term
-        (the store's ``term_statistics`` under the caller's filter): the only thing read
-        from the index."""
+        (the store's ``term_statistics`` under the caller's filter); ``texts`` gives the
+        text of a few of those chunks holding a term, to show the word as they write it.
+        Nothing else is read from the index."""
         words: dict[str, str] = {}
         for match in _WORD.finditer(text):
             written = match.group(0)
@@ -122,34 +161,51 @@ class Speller:
             return ()
         held = statistics(sorted(set(words.values()))).df
         english: SpellChecker | None = None
-        # word: {candidate: its index term, None for a stopword}
         unknown: dict[str, dict[str, str | None]] = {}
         for word, term in words.items():
             if held.get(term, 0) > 0:
                 continue
             english = english or _english()
-            if word in english:
+            if word in english or (options := _candidates(word, english)) is None:
                 continue
-            options = {c: _term(c) for c in english.edit_distance_1(word) if c.isascii()}
-            # A stopword ("whcih" for "which") is searched for by no chunk: an English one
-            # counts as held by every readable chunk.
-            unknown[word] = {
-                c: t for c, t in options.items() if c.isalpha() and (t is not None or c in english)
-            }
+            unknown[word] = options
+            if len(unknown) == MAX_UNKNOWN:
+                break
         if english is None or not any(unknown.values()):
             return ()
         stats = statistics(sorted({t for o in unknown.values() for t in o.values() if t}))
         found: list[Correction] = []
         for word, options in unknown.items():
-            ranked = []
+            ranked: dict[str | None, tuple[int, int]] = {}
             for candidate, term in options.items():
                 chunks = stats.df.get(term, 0) if term is not None else stats.chunks
                 if chunks > 0:
-                    rarity = -english.word_frequency[candidate]
-                    ranked.append((-chunks, rarity, _slip(word, candidate), candidate))
+                    rank = (-chunks, -english.word_frequency[candidate])
+                    ranked[term] = min(ranked.get(term, rank), rank)
             if ranked:
-                found.append(Correction(word, min(ranked)[-1]))
+                best = min(ranked, key=lambda t: ranked[t])
+                spellings = [c for c, t in options.items() if t == best]
+                found.append(Correction(word, _shown(word, best, spellings, english, texts)))
         return tuple(found)
+
+
+def _shown(
+    word: str,
+    term: str | None,
+    spellings: Sequence[str],
+    english: SpellChecker,
+    texts: Texts | None,
+) -> str:
+    """Which of the ``spellings`` one edit from ``word`` that share the index ``term`` to
+    show: one a readable chunk holding the term writes, else an English one (the commoner
+    first), else the likelier slip, then alphabetical order."""
+    if len(spellings) > 1 and term is not None and texts is not None:
+        written = {w.casefold() for t in texts(spellings[0]) for w in _LETTERS.findall(t)}
+        spellings = sorted(written & set(spellings)) or spellings
+    return min(
+        spellings,
+        key=lambda c: (c not in english, -english.word_frequency[c], _slip(word, c), c),
+    )
 
 
 def _cased(like: str, word: str) -> str:
@@ -161,7 +217,7 @@ def _cased(like: str, word: str) -> str:
 
 def corrected(text: str, corrections: Sequence[Correction]) -> str:
     """``text`` with every standalone occurrence of each misspelt word read as its
-    correction, in the case it was written in."""
+    correction, in the case it was written in; a word written in capitals stays."""
     if not corrections:
         return text
     readings = {c.written: c.read_as for c in corrections}
@@ -169,7 +225,7 @@ def corrected(text: str, corrections: Sequence[Correction]) -> str:
     def read(match: re.Match[str]) -> str:
         written = match.group(0)
         reading = readings.get(written.casefold())
-        return written if reading is None else _cased(written, reading)
+        return written if reading is None or written.isupper() else _cased(written, reading)
 
     return _WORD.sub(read, text)
 
