@@ -189,10 +189,13 @@ def test_each_misspelt_word_is_read_once_and_statistics_asked_twice_at_most() ->
     found = Speller().corrections("teleworck, Teleworck and TELEWORK teleworck", counting)
     assert found == (Correction("teleworck", "telework"),)
     assert len(calls) == 2
-    # A question whose words the chunks all hold asks once, and loads no word list.
+    # A word the chunks hold is counted once; a question of English words asks nothing.
     calls.clear()
     assert Speller().corrections("telework rules", counting) == ()
-    assert len(calls) == 1
+    assert calls == [["telework"]]
+    calls.clear()
+    assert Speller().corrections("Who approves remote working agreements?", counting) == ()
+    assert calls == []
 
 
 def test_the_question_is_rewritten_in_the_case_it_was_written_in() -> None:

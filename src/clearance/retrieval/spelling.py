@@ -85,7 +85,7 @@ class Correction:
 @functools.cache
 def _english() -> SpellChecker:
     """pyspellchecker's English word list (about 160,000 words with their frequencies),
-    loaded with the first question that has a word no readable chunk holds (~0.1 s)."""
+    loaded with the first question that has a word of five letters (~0.1 s a process)."""
     from spellchecker import SpellChecker
 
     return SpellChecker(language="en", distance=1)
@@ -148,30 +148,27 @@ class Speller:
         (the store's ``term_statistics`` under the caller's filter); ``texts`` gives the
         text of a few of those chunks holding a term, to show the word as they write it.
         Nothing else is read from the index."""
-        words: dict[str, str] = {}
+        english: SpellChecker | None = None
+        words: dict[str, str] = {}  # each word no English word, with its index term
         for match in _WORD.finditer(text):
             written = match.group(0)
             word = written.casefold()
             if written.isupper() or word in self.keep or word in words:
                 continue
-            term = _term(word)
-            if term is not None:
+            english = english or _english()
+            if word not in english and (term := _term(word)) is not None:
                 words[word] = term
-        if not words:
-            return ()
+        if english is None or not words:
+            return ()  # a question of English words asks the index nothing
         held = statistics(sorted(set(words.values()))).df
-        english: SpellChecker | None = None
         unknown: dict[str, dict[str, str | None]] = {}
         for word, term in words.items():
-            if held.get(term, 0) > 0:
-                continue
-            english = english or _english()
-            if word in english or (options := _candidates(word, english)) is None:
+            if held.get(term, 0) > 0 or (options := _candidates(word, english)) is None:
                 continue
             unknown[word] = options
             if len(unknown) == MAX_UNKNOWN:
                 break
-        if english is None or not any(unknown.values()):
+        if not any(unknown.values()):
             return ()
         stats = statistics(sorted({t for o in unknown.values() for t in o.values() if t}))
         found: list[Correction] = []
