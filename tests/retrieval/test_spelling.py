@@ -92,13 +92,24 @@ def test_no_reading_without_a_readable_word_one_edit_away() -> None:
         "Why couldn't I?",  # a contraction, not "could" misspelt
         "the abc123teleworck code",  # part of a code
         "mail jsmith@acme.com or tsmith",  # an address
+        "mail jsmithh+hr@acme.com",  # ... and a part of one
         "see hr/teleworck.md and teleworck_v2",  # a path and a name
+        "see https://intranet/teleworck-polcy now",  # a link
+        "https://x/search?q=teleworck",
         "teleworck.pdf",  # a file
     ],
 )
 def test_words_meant_as_written_are_not_read_as_others(question: str) -> None:
     df = {"telework": 4, "wfh": 2, "could": 9, "smith": 3}
     assert readings(question, df) == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["...teleworck", "(teleworck)", "Is it teleworck?", "“teleworck”, then", "x-teleworck"],
+)
+def test_a_word_in_a_sentence_s_punctuation_is_read(question: str) -> None:
+    assert readings(question, {"telework": 4}) == [("teleworck", "telework")]
 
 
 def test_configured_names_are_kept_as_written() -> None:
@@ -124,6 +135,14 @@ def test_the_first_letter_is_kept() -> None:
     assert readings("the unvested shares", {"invest": 5, "share": 2}) == []
 
 
+def test_two_common_words_written_as_one_are_meant_as_written() -> None:
+    """A caller whose documents never say "frontend" must not see it read as "fronted";
+    a slip that splits into rare words ("subnit": "sub", "nit") is still read."""
+    df = {"front": 4, "codebas": 1, "submit": 3, "time": 2}
+    assert readings("Which frontend codebase or timesheet?", df) == []
+    assert readings("How do I subnit it?", df) == [("subnit", "submit")]
+
+
 def test_a_contraction_without_its_apostrophe_is_not_read() -> None:
     df = {"want": 9, "there": 9, "haven": 9, "approv": 2}
     for question in ("It wasnt approved", "theyre approved", "havent approved"):
@@ -143,10 +162,13 @@ def test_the_word_shown_is_one_a_readable_chunk_writes() -> None:
         ("teleworkx", "telework"),
         ("kubernetex", "kubernetes"),
     ]
-    # No chunk text to read: the likelier slip, a letter replaced ("teleworke",
-    # "teleworks") before a stray one added ("telework"), then alphabetical order. The
-    # index term is right either way; only the word shown is not a document's.
-    assert readings("teleworkx", df) == [("teleworkx", "teleworke")]
+    # No chunk writing one of them ("teleworking" only): the term itself where it is one,
+    # not the likelier slip ("teleworke", "teleworks").
+    only_inflected = Speller().corrections(
+        "teleworkx", held(df), lambda word: ["Teleworking agreements"]
+    )
+    assert only_inflected == (Correction("teleworkx", "telework"),)
+    assert readings("teleworkx", df) == [("teleworkx", "telework")]
 
 
 def test_at_most_three_words_are_read_and_candidates_stay_bounded() -> None:
@@ -167,7 +189,10 @@ def test_among_words_of_one_index_term_the_likelier_slip_is_shown() -> None:
     """ "zephyrion" and "zephyrione", "quillfeather" and "quillfeath" are one index term
     each: the reading shown is the one a likelier slip explains."""
     assert readings("the zephyrionn plan", {"zephyrion": 1}) == [("zephyrionn", "zephyrion")]
-    assert readings("the quillfeathr deal", {"quillfeath": 1}) == [("quillfeathr", "quillfeather")]
+    found = Speller().corrections(
+        "the quillfeathr deal", held({"quillfeath": 1}), lambda word: ["Quillfeather's deal."]
+    )
+    assert found == (Correction("quillfeathr", "quillfeather"),)
     assert readings("the telewokr rules", {"telework": 1}) == [("telewokr", "telework")]
 
 
@@ -418,13 +443,15 @@ def realtime_engine(
 ) -> Clearance:
     """A wiki ana reads, and an HR corpus checked with its source at query time, whose one
     document's source now denies ana (revoked there, not yet synced here); only with
-    ``secret`` does that document hold the word "Zephyrion"."""
+    ``secret`` does that document hold the words "Zephyrion" and "Teleworks" (the wiki
+    writes "Teleworking" only)."""
     realtime = {"realtime_check": True, "revocation_sla": "15m"}
     realtime["realtime"] = {"url": "http://127.0.0.1:9/never-called"}
     settings = settings_factory({"corpora": {"wiki": {}, "hr": realtime}})
+    hr = "The Zephyrion layoffs and Teleworks pilot are planned." if secret else "Lunch is at noon."
     docs = {
-        "wiki:1": ("wiki", "Telework agreements are approved by the supervisor."),
-        "hr:1": ("hr", "The Zephyrion layoffs are planned." if secret else "Lunch is at noon."),
+        "wiki:1": ("wiki", "Teleworking agreements are approved by the supervisor."),
+        "hr:1": ("hr", hr),
     }
     manifest = tmp_path / "manifest.jsonl"
     lines = [
@@ -439,7 +466,7 @@ def realtime_engine(
     return Clearance(settings, store, checkers={"hr": denied})
 
 
-REALTIME_QUESTIONS = ["What about the Zephyrionn layoffs?", "Who approves teleworck agreements?"]
+REALTIME_QUESTIONS = ["What about the Zephyrionn layoffs?", "Who approves teleworkx agreements?"]
 
 
 def test_a_word_only_a_denied_realtime_document_holds_is_never_offered(
@@ -459,7 +486,8 @@ def test_a_word_only_a_denied_realtime_document_holds_is_never_offered(
             store.close()
     assert answers[0] == answers[1]
     assert answers[1][0]["corrections"] == []
-    assert answers[1][1]["corrections"] == [{"written": "teleworck", "read_as": "telework"}]
+    # the word shown is chosen from readable chunks only, not the denied "Teleworks"
+    assert answers[1][1]["corrections"] == [{"written": "teleworkx", "read_as": "telework"}]
 
 
 def test_reverse_proof_reading_unconfirmed_realtime_documents_offers_their_words(
@@ -498,3 +526,46 @@ def test_an_evaluation_does_not_take_a_reading_for_a_document_named() -> None:
     # reverse proof: the same words as part of the answer proper name the document
     named = AnswerResult(Status.ANSWERED, f"{refusal} See Telework.", Route.NARRATIVE)
     assert runner._forbidden(case, named, app) == ("wiki:telework",)  # type: ignore[arg-type]
+
+
+def test_readings_that_name_an_entity_only_together_are_not_taken(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    backend_store: Any,
+    write_directory: Callable[..., Path],
+) -> None:
+    scope = {"entities": {"Nimbus Cloud": []}}
+    settings = settings_factory({"scope": scope, "facts": {"metrics": {"revenue": []}}})
+    app = Clearance(settings, backend_store, embedder=None)
+    text = {"notes.md": "Nimbus pricing notes. Our cloud revenue grew in FY2025."}
+    assert app.ingest([write(tmp_path / "n", text, {"acl": ["group:staff"]})]).failed == []
+    app.sync_directory(write_directory(tmp_path / "directory.json", {"ana": ["staff"]}))
+    question = "What was Nimbuss Clowd revenue in FY2025?"
+
+    # the premise: each word alone is read, and together they name the entity ...
+    df = {"nimbus": 1, "cloud": 1, "revenu": 1}
+    assert readings(question, df) == [("nimbuss", "nimbus"), ("clowd", "cloud")]
+    spelt = app.ask("What was Nimbus Cloud revenue in FY2025?", "ana")
+    assert spelt.status is Status.OUT_OF_SCOPE_ENTITY
+    # ... so neither is taken, and the figure is not asked of it
+    result = app.ask(question, "ana")
+    assert result.corrections == ()
+    assert "Nimbus Cloud" not in result.answer
+
+
+def test_the_trace_keeps_the_question_as_written(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    settings = settings_factory({"trace": {"question_text_corpora": ["default"]}})
+    app = Clearance(settings, store, embedder=None)
+    corpus = write(tmp_path / "handbook", READABLE, {"acl": ["group:staff"]})
+    assert app.ingest([corpus]).failed == []
+    app.sync_directory(write_directory(tmp_path / "directory.json", {"ana": ["staff"]}))
+
+    result = app.ask("Who approves teleworck agreemnts?", "ana")
+    assert result.status is Status.ANSWERED and result.corrections
+    trace = app.trace_log().entries(limit=1)[0]
+    assert trace["question_text"] == "Who approves teleworck agreemnts?"

@@ -62,7 +62,7 @@ from clearance.errors import ConfigError
 from clearance.ingest.facts import ENTITY_NAMES_KEY
 from clearance.llm.base import Provider
 from clearance.model import Document, is_restricted
-from clearance.retrieval.spelling import corrected, statement
+from clearance.retrieval.spelling import Correction, corrected, statement
 from clearance.runtime import Runtime
 from clearance.store.base import SearchFilter
 from clearance.trace.record import TraceRecord, timestamp
@@ -296,7 +296,8 @@ class Orchestrator:
         chunks the caller may retrieve outside real-time corpora (whose documents are
         confirmed only once retrieved), and write the readings into ``masked`` and
         ``whole``. A question that names an entity the scope gate let through is read as
-        asked: the gate judged it as written. A reading that would name one is not taken."""
+        asked: the gate judged it as written. A reading that would name one is not taken,
+        and none is where they would name one together."""
         flt = request.flt
         if flt is None or not flt.principals or entities:
             return
@@ -310,12 +311,14 @@ class Orchestrator:
             ],
         )
         named = set(self.ctx.scope.check(request.whole).entities)
-        found = tuple(
-            c
-            for c in found
-            if set(self.ctx.scope.check(corrected(request.whole, (c,))).entities) <= named
-        )
-        if not found:
+
+        def names_more(readings: tuple[Correction, ...]) -> bool:
+            return (
+                not set(self.ctx.scope.check(corrected(request.whole, readings)).entities) <= named
+            )
+
+        found = tuple(c for c in found if not names_more((c,)))
+        if not found or names_more(found):  # "Nimbuss Clowd" names one only read together
             return
         request.written = request.whole
         request.whole, request.masked = (

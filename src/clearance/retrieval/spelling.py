@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,10 +57,25 @@ __all__ = ["MAX_UNKNOWN", "Correction", "Speller", "corrected", "statement"]
 MIN_LETTERS = 5
 #: The most words of one question read as others (the first ones written).
 MAX_UNKNOWN = 3
-# A run of Latin letters standing alone: not part of a longer word, a code ("abc123"), a
-# word with letters of another script, an address or a path ("jsmith@acme.com",
-# "hr/teleworck.md"), nor followed by "'t" ("couldn't" is no misspelt "could").
-_WORD = re.compile(rf"(?<![\w@/.\\])[A-Za-z]{{{MIN_LETTERS},}}(?![\w@/\\]|['’]t\b|\.\w)")
+# A run of Latin letters standing alone: not part of a longer word, a code ("abc123") or a
+# word with letters of another script, nor followed by "'t" ("couldn't" is no misspelt
+# "could") or a combining mark.
+_WORD = re.compile(rf"(?<!\w)[A-Za-z]{{{MIN_LETTERS},}}(?![\w\u0300-\u036f]|['’]t\b)")
+# What makes a run of text between spaces an address, a path or a file name, whose words
+# are meant as written: "https://…", "jsmith@acme.com", "hr/teleworck.md", "notes.txt".
+_ADDRESS = re.compile(r"[@/\\]|:/|\w\.\w")
+_TOKEN = re.compile(r"\S+")
+# The punctuation a sentence puts around a word, which does not make it an address.
+_AROUND = "\"'“”‘’()[]{}<>«»,;:!?…."
+
+
+def _words(text: str) -> Iterator[re.Match[str]]:
+    """The words of ``text`` that may be read as others: those of :data:`_WORD` outside
+    addresses, paths and file names."""
+    for token in _TOKEN.finditer(text):
+        if not _ADDRESS.search(token.group(0).strip(_AROUND)):
+            yield from _WORD.finditer(text, token.start(), token.end())
+
 
 _LETTERS = re.compile(r"[A-Za-z]+")
 # The endings of contractions ("wasn't", "they're"), not of possessives ("nimbus's").
@@ -113,10 +128,29 @@ def _term(word: str) -> str | None:
     return terms[0] if len(terms) == 1 else None
 
 
+#: How often (in pyspellchecker's counts) each of two words written as one must occur for
+#: the pair to be a word people coin ("frontend", "codebase", "timeoff"), not a slip that
+#: happens to split in two ("subnit": "sub" and "nit").
+COMMON = 10_000
+
+
+def _compound(word: str, english: SpellChecker) -> bool:
+    """Whether ``word`` is two common English words written as one: meant as written,
+    like "frontend", which a caller whose documents never say it must not see read as
+    "fronted"."""
+    frequency = english.word_frequency
+    return any(
+        min(frequency[word[:i]], frequency[word[i:]]) >= COMMON for i in range(3, len(word) - 2)
+    )
+
+
 def _candidates(word: str, english: SpellChecker) -> dict[str, str | None] | None:
     """The words one edit from ``word`` that keep its first letter, each with its index
     term (``None`` for an English stopword, which no chunk is searched for); ``None`` when
-    ``word`` is a contraction written without its apostrophe ("wasnt", "theyre")."""
+    ``word`` is a contraction written without its apostrophe ("wasnt", "theyre") or two
+    common words written as one (:func:`_compound`)."""
+    if _compound(word, english):
+        return None
     edits = english.edit_distance_1(word)
     if any(c.endswith(_CONTRACTED) and c in english for c in edits):
         return None
@@ -138,7 +172,7 @@ class Speller:
     def __init__(self, keep: Iterable[str] = ()) -> None:
         """``keep``: names and phrases whose words are never read as others, whatever the
         documents hold (the organisation's configured vocabulary), compared casefolded."""
-        self.keep = frozenset(m.group(0).casefold() for text in keep for m in _WORD.finditer(text))
+        self.keep = frozenset(m.group(0).casefold() for text in keep for m in _words(text))
 
     def corrections(
         self, text: str, statistics: Statistics, texts: Texts | None = None
@@ -150,7 +184,7 @@ class Speller:
         Nothing else is read from the index."""
         english: SpellChecker | None = None
         words: dict[str, str] = {}  # each word no English word, with its index term
-        for match in _WORD.finditer(text):
+        for match in _words(text):
             written = match.group(0)
             word = written.casefold()
             if written.isupper() or word in self.keep or word in words:
@@ -195,13 +229,14 @@ def _shown(
 ) -> str:
     """Which of the ``spellings`` one edit from ``word`` that share the index ``term`` to
     show: one a readable chunk holding the term writes, else an English one (the commoner
-    first), else the likelier slip, then alphabetical order."""
+    first), else the term itself where it is one of them ("telework" where the documents
+    write "teleworking"), else the likelier slip, then alphabetical order."""
     if len(spellings) > 1 and term is not None and texts is not None:
         written = {w.casefold() for t in texts(spellings[0]) for w in _LETTERS.findall(t)}
         spellings = sorted(written & set(spellings)) or spellings
     return min(
         spellings,
-        key=lambda c: (c not in english, -english.word_frequency[c], _slip(word, c), c),
+        key=lambda c: (c not in english, -english.word_frequency[c], c != term, _slip(word, c), c),
     )
 
 
@@ -219,12 +254,16 @@ def corrected(text: str, corrections: Sequence[Correction]) -> str:
         return text
     readings = {c.written: c.read_as for c in corrections}
 
-    def read(match: re.Match[str]) -> str:
+    out: list[str] = []
+    done = 0
+    for match in _words(text):
         written = match.group(0)
         reading = readings.get(written.casefold())
-        return written if reading is None or written.isupper() else _cased(written, reading)
-
-    return _WORD.sub(read, text)
+        if reading is not None and not written.isupper():
+            out += (text[done : match.start()], _cased(written, reading))
+            done = match.end()
+    out.append(text[done:])
+    return "".join(out)
 
 
 def statement(corrections: Sequence[Correction]) -> str:
