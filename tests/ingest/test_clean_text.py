@@ -350,3 +350,50 @@ def test_braces_and_admonitions_that_are_text_or_code_stay(tmp_path: Path) -> No
     assert "Set {x=1} in prose, pass {a=1, b=2} and cite {#1}: these are text." in text
     assert "Outer:\nOuter body.\nInner:\nInner body." in text
     assert '!!! note "Example"\n    code stays as written' in text
+
+
+ERB_PAGE = """---
+title: Code freezes
+owner_slack: "#ops"
+---
+# <%= current_page.data.title %>
+
+<%# a note for the site's authors %>
+<% if current_page.data.review_by %>Reviewed yearly.<% end %>
+Code freezes introduce many risks. Ask in <%= current_page.data.owner_slack %>.
+
+<%= partial "footer" %>
+
+```erb
+<%= keep.this %>
+```
+"""
+
+
+def test_a_middleman_page_s_erb_tags_are_read_as_a_site_renders_them(tmp_path: Path) -> None:
+    """The Ministry of Justice's technical guidance writes every page's heading as
+    ``# <%= current_page.data.title %>`` in ``.html.md.erb`` files: the tags were indexed
+    as text, and every section cited under "<% current_page.data.title %>"."""
+    out = strip_templates(ERB_PAGE, {"title": "Code freezes", "owner_slack": "#ops"})
+    assert "# Code freezes\n" in out
+    assert "Reviewed yearly." in out and "<%" not in out.split("```")[0]
+    assert "Ask in #ops." in out
+    assert "partial" not in out and "a note for" not in out
+    assert "<%= keep.this %>" in out  # fenced code is left as written
+    assert out.count("\n") == ERB_PAGE.count("\n")
+
+    title, texts, locators = load(tmp_path, "code-freezes.html.md.erb", ERB_PAGE)
+    assert title == "Code freezes"
+    assert any("Code freezes introduce many risks" in t for t in texts)
+    assert not any("current_page" in t for t in texts)
+    assert all("<%" not in loc for loc in locators), locators
+
+
+def test_only_templated_markdown_is_read_of_erb_files(tmp_path: Path) -> None:
+    from clearance.ingest.loaders import file_format
+
+    assert file_format(Path("a/code-freezes.html.md.erb")) == "md"
+    assert file_format(Path("NOTES.MARKDOWN.ERB")) == "md"
+    assert file_format(Path("layout.html.erb")) is None
+    assert file_format(Path("x.erb")) is None
+    assert file_format(Path("x.md")) == "md"

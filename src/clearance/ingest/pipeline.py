@@ -44,7 +44,7 @@ from clearance.ingest.facts import (
     vocab_fingerprint,
 )
 from clearance.ingest.limits import check_size
-from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
+from clearance.ingest.loaders import Extracted, extract, extract_text, file_format
 from clearance.ingest.metadata import (
     FOLDER_META,
     SIDECAR_SUFFIX,
@@ -293,7 +293,7 @@ class Ingestor:
                     continue
                 assert target is not None
                 file = target
-            if file.suffix.lower() not in SUPPORTED:
+            if file_format(file) is None:
                 jobs.append(Job(rel, None, {}, error="skipped: unsupported file type"))
                 continue
             jobs.append(self._file_job(file, rel, {}, corpus, root=roots[0], label=label))

@@ -2,7 +2,8 @@
 
 :func:`extract` is the only entry point the pipeline needs. It guarantees that
 
-* the file's suffix picks the loader (:data:`SUPPORTED`); anything else is a
+* the file's suffix picks the loader (:data:`SUPPORTED`, and :data:`TEMPLATED` for
+  templated pages such as ``.html.md.erb``); anything else is a
   :class:`~clearance.errors.LoaderError` naming the suffix;
 * every exception a parsing library raises is translated into a ``LoaderError`` that names
   the file, so callers only ever catch :class:`~clearance.errors.ClearanceError`;
@@ -39,7 +40,7 @@ from clearance.ingest.limits import FileBudget, Progress, check_package, check_s
 from clearance.ingest.loaders.common import collapse
 from clearance.model import Section
 
-__all__ = ["SUPPORTED", "Extracted", "extract", "extract_text"]
+__all__ = ["SUPPORTED", "TEMPLATED", "Extracted", "extract", "extract_text", "file_format"]
 
 #: File suffix (lowercase, with the dot) → format name. Also the list of what ``ingest`` reads.
 SUPPORTED: dict[str, str] = {
@@ -67,6 +68,21 @@ _FORMATS: dict[str, tuple[str, str]] = {
     "xlsx": ("xlsx", "XLSX"),
     "csv": ("csv", "CSV"),
 }
+
+#: Endings of pages a site generator fills in before it renders them: Markdown with ERB
+#: tags (Middleman, Rails: ``code-freezes.html.md.erb``), read as Markdown.
+TEMPLATED: dict[str, str] = {".md.erb": "md", ".markdown.erb": "md"}
+
+
+def file_format(path: Path) -> str | None:
+    """The format name of a file by its ending (:data:`SUPPORTED`, :data:`TEMPLATED`), or
+    ``None`` for a file no loader reads."""
+    name = path.name.lower()
+    for ending, fmt in TEMPLATED.items():
+        if name.endswith(ending):
+            return fmt
+    return SUPPORTED.get(path.suffix.lower())
+
 
 Loader = Callable[[BinaryIO, int, FileBudget], tuple[str | None, list[Section]]]
 """``load(handle, max_chars, budget)``: the open file, the block size for packed rows and
@@ -110,13 +126,12 @@ def extract(
     """
     if max_chars <= 0:
         raise ValueError(f"max_chars must be positive, got {max_chars}")
-    suffix = path.suffix.lower()
-    fmt = SUPPORTED.get(suffix)
+    fmt = file_format(path)
     if fmt is None:
-        shown = suffix or "(none)"
+        shown = path.suffix.lower() or "(none)"
         raise LoaderError(
             f"{path.name}: unsupported file type '{shown}' "
-            f"(supported: {', '.join(sorted(SUPPORTED))})"
+            f"(supported: {', '.join(sorted([*SUPPORTED, *TEMPLATED]))})"
         )
     settings = limits if limits is not None else IngestSettings()
     budget = FileBudget(path.name, settings, on_progress)

@@ -7,11 +7,13 @@ MkDocs), and e-mails are exported with their headers; none of that is text a rea
   the file is the page's metadata: its fields are returned (``title`` becomes the document's
   title) and the block is never indexed as text;
 * :func:`strip_templates` — template tags (``{% include … %}``, ``{% if … %}``, Hugo's
-  ``{{< note >}}``, ``{# … #}``) are removed and the text between them is kept, except a
+  ``{{< note >}}``, ``{# … #}``, ERB's ``<% … %>`` and ``<%# … %>`` in Middleman and
+  Rails pages) are removed and the text between them is kept, except a
   tag that only shows the one quoted string it is given (``{% slack_channel "#ops" %}``),
   which becomes that string; a comment
   block (``{% comment %}`` … ``{% endcomment %}``) is removed whole; an output tag
-  (``{{ page.title }}``) becomes the front matter field it names, else nothing. Fenced code
+  (``{{ page.title }}``, ERB's ``<%= current_page.data.title %>``) becomes the front
+  matter field it names, else nothing. Fenced code
   (```` ``` ```` / ``~~~``) is left as written;
 * :func:`plain_links` — Markdown link syntax in plain text (``[label](url)``,
   ``![alt](src)``, ``[label][ref]``) becomes its words;
@@ -41,6 +43,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 _COMMENT_BLOCK = re.compile(r"\{%-?\s*comment\s*-?%\}.*?\{%-?\s*endcomment\s*-?%\}", re.DOTALL)
 _OUTPUT = re.compile(r"\{\{-?([^{}<%]*?)-?\}\}")
 _TAG = re.compile(r"\{%.*?%\}|\{\{[<%].*?[>%]\}\}|\{#.*?#\}", re.DOTALL)
+_ERB_OUTPUT = re.compile(r"<%=-?([^%]*?)-?%>")
+_ERB_TAG = re.compile(r"<%(?!=).*?%>", re.DOTALL)
 
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")
 _INLINE_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")
@@ -119,6 +123,8 @@ def strip_templates(text: str, fields: Mapping[str, str] | None = None) -> str:
 
     text = _outside_fences(text, _COMMENT_BLOCK, lambda m: _blank(m.group(0)))
     text = _outside_fences(text, _TAG, _tag_words)
+    text = _outside_fences(text, _ERB_TAG, lambda m: _blank(m.group(0)))
+    text = _outside_fences(text, _ERB_OUTPUT, output)
     return _outside_fences(text, _OUTPUT, output)
 
 
