@@ -2007,3 +2007,21 @@ def test_a_month_asked_without_a_year_keeps_a_sentence_naming_its_fiscal_year() 
     fiscal year it falls in."""
     july = "CBO estimates a deficit of $120 billion in July, the tenth month of fiscal year 2019."
     assert quoted(answer("What was the deficit in July?", snippet("S1", july))) == [july]
+
+
+def test_a_run_in_label_and_what_it_labels_are_one_sentence() -> None:
+    split_sentences = extractive.split_sentences
+    """"**What?** – Sharing and re-using …" (a design authority's template) was cut after
+    "What?", and the answer quoted a sentence opening with a stray "– "."""
+    text = (
+        "What? – Sharing and re-using existing resources is encouraged. Benefits include "
+        "lower costs.\nWhy? — To comply with point 8."
+    )
+    assert split_sentences(text) == [
+        "What? – Sharing and re-using existing resources is encouraged.",
+        "Benefits include lower costs.",
+        "Why? — To comply with point 8.",
+    ]
+    # a hyphen after a full stop still starts a new sentence, and so does a list item
+    assert split_sentences("It ends. -5 degrees is cold.") == ["It ends.", "-5 degrees is cold."]
+    assert split_sentences("Steps:\n- First.\n- Second.") == ["Steps:", "- First.", "- Second."]
