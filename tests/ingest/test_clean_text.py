@@ -374,7 +374,7 @@ def test_a_middleman_page_s_erb_tags_are_read_as_a_site_renders_them(tmp_path: P
     """The Ministry of Justice's technical guidance writes every page's heading as
     ``# <%= current_page.data.title %>`` in ``.html.md.erb`` files: the tags were indexed
     as text, and every section cited under "<% current_page.data.title %>"."""
-    out = strip_templates(ERB_PAGE, {"title": "Code freezes", "owner_slack": "#ops"})
+    out = strip_templates(ERB_PAGE, {"title": "Code freezes", "owner_slack": "#ops"}, erb=True)
     assert "# Code freezes\n" in out
     assert "Reviewed yearly." in out and "<%" not in out.split("```")[0]
     assert "Ask in #ops." in out
@@ -389,8 +389,24 @@ def test_a_middleman_page_s_erb_tags_are_read_as_a_site_renders_them(tmp_path: P
     assert all("<%" not in loc for loc in locators), locators
 
 
+def test_erb_is_text_outside_an_erb_page_and_a_tag_keeps_its_lines(tmp_path: Path) -> None:
+    """A page about ERB writes "<%" in inline code: outside an ``.erb`` file it is text,
+    and nothing between two such spans is lost. A tag spanning lines keeps them."""
+    about = "Open a tag with `<%`.\n\n## Expenses\nClaims are due within 30 days.\n\nClose: `%>`."
+    assert strip_templates(about, {}) == about
+    _, texts, _ = load(tmp_path, "erb-howto.md", about)
+    assert any("Claims are due within 30 days." in t for t in texts)
+
+    spanning = "<%= current_page\n .data['title'] %>\nnext"
+    out = strip_templates(spanning, {"title": "Code\nfreezes"}, erb=True)
+    assert out == "Code freezes\n\nnext"
+
+
 def test_only_templated_markdown_is_read_of_erb_files(tmp_path: Path) -> None:
-    from clearance.ingest.loaders import file_format
+    from clearance.ingest.loaders import file_format, file_stem
+
+    assert file_stem(Path("a/code-freezes.html.md.erb")) == "code-freezes"
+    assert file_stem(Path("notes.md.erb")) == "notes" and file_stem(Path("x.md")) == "x"
 
     assert file_format(Path("a/code-freezes.html.md.erb")) == "md"
     assert file_format(Path("NOTES.MARKDOWN.ERB")) == "md"

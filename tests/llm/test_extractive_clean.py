@@ -2022,6 +2022,9 @@ def test_a_run_in_label_and_what_it_labels_are_one_sentence() -> None:
         "Benefits include lower costs.",
         "Why? — To comply with point 8.",
     ]
+    # a dash opening the next line is a list of its own (Word and PDF bullets)
+    bullets = "Eligible staff:\n– Full-time get 25 days.\n– Part-time pro rata.\n– Not others."
+    assert split_sentences(bullets)[1:] == ["– Part-time pro rata.", "– Not others."]
     # a hyphen after a full stop still starts a new sentence, and so does a list item
     assert split_sentences("It ends. -5 degrees is cold.") == ["It ends.", "-5 degrees is cold."]
     assert split_sentences("Steps:\n- First.\n- Second.") == ["Steps:", "- First.", "- Second."]

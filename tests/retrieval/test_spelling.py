@@ -136,11 +136,14 @@ def test_the_first_letter_is_kept() -> None:
 
 
 def test_two_common_words_written_as_one_are_meant_as_written() -> None:
-    """A caller whose documents never say "frontend" must not see it read as "fronted";
-    a slip that splits into rare words ("subnit": "sub", "nit") is still read."""
-    df = {"front": 4, "codebas": 1, "submit": 3, "time": 2}
+    """A caller whose documents never say "frontend" must not see it read as "fronted"
+    (an "n" taken out as a stray letter); a slip that splits into rare words ("subnit":
+    "sub", "nit"), or into common ones by a letter left out ("agreemet"), is still read."""
+    df = {"front": 4, "codebas": 1, "submit": 3, "time": 2, "agreement": 2}
     assert readings("Which frontend codebase or timesheet?", df) == []
     assert readings("How do I subnit it?", df) == [("subnit", "submit")]
+    # two common words too ("agree", "met"), but a letter left out, not one added
+    assert readings("the agreemet", df) == [("agreemet", "agreement")]
 
 
 def test_a_contraction_without_its_apostrophe_is_not_read() -> None:

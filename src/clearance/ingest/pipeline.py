@@ -44,7 +44,7 @@ from clearance.ingest.facts import (
     vocab_fingerprint,
 )
 from clearance.ingest.limits import check_size
-from clearance.ingest.loaders import Extracted, extract, extract_text, file_format
+from clearance.ingest.loaders import Extracted, extract, extract_text, file_format, file_stem
 from clearance.ingest.metadata import (
     FOLDER_META,
     SIDECAR_SUFFIX,
@@ -611,7 +611,7 @@ class Ingestor:
             "corpus": meta.get("corpus", settings.ingest.default_corpus),
             "title": meta.get("title")
             or extracted.title
-            or (job.path.stem if job.path else doc_id),
+            or (file_stem(job.path) if job.path else doc_id),
             "uri": meta.get("uri") or (meta.get("path") or job.source),
             "owner": meta.get("owner"),
             "acl": acl,

@@ -106,6 +106,10 @@ def _english() -> SpellChecker:
     return SpellChecker(language="en", distance=1)
 
 
+#: :func:`_slip` of a stray letter added, the least likely slip.
+_STRAY = 4
+
+
 def _slip(written: str, candidate: str) -> int:
     """How unlikely the slip is that makes ``written`` of ``candidate`` (one edit away),
     lowest first: a letter typed twice ("zephyrionn"), a letter left out ("quillfeathr"),
@@ -114,7 +118,7 @@ def _slip(written: str, candidate: str) -> int:
         pairs = enumerate(zip(written, candidate, strict=False))
         i = next((i for i, (a, b) in pairs if a != b), len(candidate))
         doubled = written[i] in written[max(i - 1, 0) : i] + written[i + 1 : i + 2]
-        return 0 if doubled else 4
+        return 0 if doubled else _STRAY
     if len(candidate) == len(written) + 1:
         return 1
     diff = [i for i, (a, b) in enumerate(zip(written, candidate, strict=True)) if a != b]
@@ -135,9 +139,8 @@ COMMON = 10_000
 
 
 def _compound(word: str, english: SpellChecker) -> bool:
-    """Whether ``word`` is two common English words written as one: meant as written,
-    like "frontend", which a caller whose documents never say it must not see read as
-    "fronted"."""
+    """Whether ``word`` is two common English words written as one ("frontend",
+    "codebase"), which may be meant as written."""
     frequency = english.word_frequency
     return any(
         min(frequency[word[:i]], frequency[word[i:]]) >= COMMON for i in range(3, len(word) - 2)
@@ -147,16 +150,19 @@ def _compound(word: str, english: SpellChecker) -> bool:
 def _candidates(word: str, english: SpellChecker) -> dict[str, str | None] | None:
     """The words one edit from ``word`` that keep its first letter, each with its index
     term (``None`` for an English stopword, which no chunk is searched for); ``None`` when
-    ``word`` is a contraction written without its apostrophe ("wasnt", "theyre") or two
-    common words written as one (:func:`_compound`)."""
-    if _compound(word, english):
-        return None
+    ``word`` is a contraction written without its apostrophe ("wasnt", "theyre"). Of two
+    common words written as one (:func:`_compound`), a letter is never taken out as a stray
+    one: "frontend" is no "fronted" with an "n" added, while "agreemet" (agree, met) is
+    still "agreement"."""
+    compound = _compound(word, english)
     edits = english.edit_distance_1(word)
     if any(c.endswith(_CONTRACTED) and c in english for c in edits):
         return None
     out: dict[str, str | None] = {}
     for c in edits:
         if c[:1] != word[:1] or not (c.isascii() and c.isalpha()):
+            continue
+        if compound and _slip(word, c) == _STRAY:
             continue
         if is_stopword(c):
             if c in english:

@@ -40,7 +40,15 @@ from clearance.ingest.limits import FileBudget, Progress, check_package, check_s
 from clearance.ingest.loaders.common import collapse
 from clearance.model import Section
 
-__all__ = ["SUPPORTED", "TEMPLATED", "Extracted", "extract", "extract_text", "file_format"]
+__all__ = [
+    "SUPPORTED",
+    "TEMPLATED",
+    "Extracted",
+    "extract",
+    "extract_text",
+    "file_format",
+    "file_stem",
+]
 
 #: File suffix (lowercase, with the dot) → format name. Also the list of what ``ingest`` reads.
 SUPPORTED: dict[str, str] = {
@@ -82,6 +90,17 @@ def file_format(path: Path) -> str | None:
         if name.endswith(ending):
             return fmt
     return SUPPORTED.get(path.suffix.lower())
+
+
+def file_stem(path: Path) -> str:
+    """A file's name without its endings: ``code-freezes`` of ``code-freezes.html.md.erb``,
+    ``notes`` of ``notes.md``."""
+    name = path.name
+    for ending in TEMPLATED:
+        if name.lower().endswith(ending):
+            name = name[: -len(ending)]
+            return name[:-5] if name.lower().endswith(".html") else name
+    return path.stem
 
 
 Loader = Callable[[BinaryIO, int, FileBudget], tuple[str | None, list[Section]]]

@@ -368,7 +368,8 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     later, at sentence boundaries)."""
     del max_chars
     fields, text = front_matter(read_text(handle, budget.name, "text"))
-    reader = _Reader(_admonitions(strip_templates(text, fields).split("\n")), budget)
+    erb = budget.name.lower().endswith(".erb")
+    reader = _Reader(_admonitions(strip_templates(text, fields, erb=erb).split("\n")), budget)
     for start, end in _segments(reader.lines):
         reader.read(start, end)
     return fields.get("title") or reader.title, reader.outline.finish()

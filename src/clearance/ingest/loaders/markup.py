@@ -7,8 +7,8 @@ MkDocs), and e-mails are exported with their headers; none of that is text a rea
   the file is the page's metadata: its fields are returned (``title`` becomes the document's
   title) and the block is never indexed as text;
 * :func:`strip_templates` — template tags (``{% include … %}``, ``{% if … %}``, Hugo's
-  ``{{< note >}}``, ``{# … #}``, ERB's ``<% … %>`` and ``<%# … %>`` in Middleman and
-  Rails pages) are removed and the text between them is kept, except a
+  ``{{< note >}}``, ``{# … #}``, and in a Middleman or Rails page (``.md.erb``) ERB's
+  ``<% … %>`` and ``<%# … %>``) are removed and the text between them is kept, except a
   tag that only shows the one quoted string it is given (``{% slack_channel "#ops" %}``),
   which becomes that string; a comment
   block (``{% comment %}`` … ``{% endcomment %}``) is removed whole; an output tag
@@ -44,6 +44,8 @@ _COMMENT_BLOCK = re.compile(r"\{%-?\s*comment\s*-?%\}.*?\{%-?\s*endcomment\s*-?%
 _OUTPUT = re.compile(r"\{\{-?([^{}<%]*?)-?\}\}")
 _TAG = re.compile(r"\{%.*?%\}|\{\{[<%].*?[>%]\}\}|\{#.*?#\}", re.DOTALL)
 _ERB_OUTPUT = re.compile(r"<%=-?([^%]*?)-?%>")
+# ``data['title']`` names the field ``data.title`` does.
+_SUBSCRIPT = re.compile(r"\[\s*['\"]?(\w+)['\"]?\s*\]")
 _ERB_TAG = re.compile(r"<%(?!=).*?%>", re.DOTALL)
 
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")
@@ -112,19 +114,27 @@ def _outside_fences(
     return "".join(parts)
 
 
-def strip_templates(text: str, fields: Mapping[str, str] | None = None) -> str:
-    """``text`` without template tags (see the module docstring)."""
+def strip_templates(
+    text: str, fields: Mapping[str, str] | None = None, *, erb: bool = False
+) -> str:
+    """``text`` without template tags (see the module docstring); ERB's too with ``erb``
+    (a file whose name says it is ERB: ``<%`` in any other page is text, as in a page
+    about ERB)."""
     known = {k.casefold(): v for k, v in (fields or {}).items()}
 
     def output(m: re.Match[str]) -> str:
-        name = m.group(1).split("|", 1)[0].strip().rsplit(".", 1)[-1]
-        value = known.get(name.casefold())
-        return value if value is not None else _blank(m.group(0))
+        expression = _SUBSCRIPT.sub(r".\1", m.group(1).split("|", 1)[0].strip())
+        value = known.get(expression.rsplit(".", 1)[-1].casefold())
+        if value is None:
+            return _blank(m.group(0))
+        # one line where the tag stood, and the lines the tag spanned after it
+        return " ".join(value.split()) + _blank(m.group(0))
 
     text = _outside_fences(text, _COMMENT_BLOCK, lambda m: _blank(m.group(0)))
     text = _outside_fences(text, _TAG, _tag_words)
-    text = _outside_fences(text, _ERB_TAG, lambda m: _blank(m.group(0)))
-    text = _outside_fences(text, _ERB_OUTPUT, output)
+    if erb:
+        text = _outside_fences(text, _ERB_TAG, lambda m: _blank(m.group(0)))
+        text = _outside_fences(text, _ERB_OUTPUT, output)
     return _outside_fences(text, _OUTPUT, output)
 
 
