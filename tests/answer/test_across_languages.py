@@ -405,3 +405,54 @@ def test_restricted_pages_are_never_read_for_it(build: Build) -> None:
         alone.ask(ANNUAL_JA, "ana").status,
         alone.ask(ANNUAL_JA, "ana").answer,
     )
+
+
+# ------------------------------------------------------------------------ who is read across
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The questions the route reads in other languages (the dictionaries' work)."""
+    from clearance.answer.routes import crosslingual
+
+    asked: list[str] = []
+    real = crosslingual.readings
+
+    def counting(question: str) -> list[Reading]:
+        asked.append(question)
+        return real(question)
+
+    monkeypatch.setattr(crosslingual, "readings", counting)
+    return asked
+
+
+def test_an_english_question_is_read_across_only_for_a_caller_with_cjk_pages(
+    build: Build, counted: list[str]
+) -> None:
+    """Over English pages alone no reading can find anything, and building the Chinese
+    dictionary's English index cost every refusal about a second."""
+    english = build({"leave.md": LEAVE})
+    assert english.ask("What is the dress code for the party?", "ana").status is not (
+        Status.ANSWERED
+    )
+    assert counted == []
+    japanese = build({"kyuka.md": JAPANESE})
+    assert japanese.ask("Can public holidays be carried forward?", "ana").status is (
+        Status.ANSWERED
+    )
+    assert counted == ["Can public holidays be carried forward?"]
+
+
+def test_hidden_cjk_pages_do_not_decide_whether_a_question_is_read_across(
+    build: Build, counted: list[str]
+) -> None:
+    """A Japanese page ana may not read is not a reason to read her question in Japanese:
+    the answer, and the work done, are those of a store without it. Reverse proof: the
+    same check over every page reads it."""
+    question = "Can public holidays be carried forward?"
+    alone = build({"leave.md": LEAVE})
+    beside = build({"leave.md": LEAVE}, {"kyuka.md": JAPANESE})
+    assert _reading_and_answer(beside, question) == _reading_and_answer(alone, question)
+    assert counted == []
+    assert read_across(beside.store, _filter(beside, "eve"), question)  # eve reads kyuka.md
+    assert counted == [question]

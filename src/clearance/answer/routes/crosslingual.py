@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from clearance.analysis import cjk_share
 from clearance.answer.context import AnswerContext
 from clearance.answer.request import AnswerRequest
 from clearance.answer.result import AnswerResult
@@ -58,10 +59,22 @@ class CrossLingualRoute:
         return None
 
 
+# The characters nearly every Japanese or Chinese passage holds: its particles (の, は, に,
+# を, が, で, て, と, た, し) and its commonest Han (的, 是, 在, 有, 和, 了, 不, 一, 人, 中,
+# 年, 月, 日, 大, 会, 上, 为, 业, 公, 期). Each is an index term of its own (CJK text is
+# indexed by characters too), so one statistics call says whether the caller reads any.
+_CJK_PROBE = tuple("のはにをがでてとたし的是在有和了不一人中年月日大会上为业公期")
+
+
 def read_across(store: Store, flt: SearchFilter, question: str) -> list[Reading]:
     """``question``'s readings in the other languages, each word as the documents ``flt``
     admits put it (:meth:`Reading.in_words_used`, from their own statistics only, so no
-    hidden document chooses a word), without those left with no word of their language."""
+    hidden document chooses a word), without those left with no word of their language.
+    A question in Latin script is read in Japanese and Chinese only for a caller some of
+    whose chunks are written in them: the Chinese dictionary's English index alone takes
+    about a second to build in each process, spent on every refusal over English pages."""
+    if cjk_share(question) <= 0.5 and not store.term_statistics(_CJK_PROBE, flt).df:
+        return []
     out = []
     for reading in readings(question):
         df = store.term_statistics(sorted(reading.terms()), flt).df
