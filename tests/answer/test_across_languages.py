@@ -443,6 +443,22 @@ def test_an_english_question_is_read_across_only_for_a_caller_with_cjk_pages(
     assert counted == ["Can public holidays be carried forward?"]
 
 
+def test_a_chinese_table_or_a_traditional_list_is_a_page_to_read_across_for() -> None:
+    """Pages with none of the particles of running text still hold a character of the
+    probe: a travel-expense table, a list of leave types in traditional characters, a
+    Japanese results table, katakana alone."""
+    from clearance.analysis import document_terms
+    from clearance.answer.routes.crosslingual import _CJK_PROBE
+
+    for page in (
+        "差旅费报销标准 职级 住宿（元/晚） 餐补（元/天） 经理 600 主管 450",
+        "請假規定 特休 病假 婚假 喪假",
+        "売上高（百万円） 2024年3月期 1,160,015",
+        "コンプライアンス ポリシー",
+    ):
+        assert set(document_terms(page)) & set(_CJK_PROBE), page
+
+
 def test_hidden_cjk_pages_do_not_decide_whether_a_question_is_read_across(
     build: Build, counted: list[str]
 ) -> None:

@@ -2022,6 +2022,8 @@ def test_a_run_in_label_and_what_it_labels_are_one_sentence() -> None:
         "Benefits include lower costs.",
         "Why? — To comply with point 8.",
     ]
+    # a no-break space before the dash, as HTML's "&nbsp;–" writes it, is a space too
+    assert split_sentences("Why?\u00a0– To comply. Next.") == ["Why?\u00a0– To comply.", "Next."]
     # a dash opening the next line is a list of its own (Word and PDF bullets)
     bullets = "Eligible staff:\n– Full-time get 25 days.\n– Part-time pro rata.\n– Not others."
     assert split_sentences(bullets)[1:] == ["– Part-time pro rata.", "– Not others."]

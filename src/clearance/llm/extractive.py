@@ -93,7 +93,7 @@ __all__ = [
 # Not before a dash on the same line: "**What?** – Sharing …" is a run-in label and what it
 # labels, one sentence, never "What?" and a sentence opening with "– " (a dash opening the
 # next line is a list of its own: "– Full-time staff get 25 days.").
-_LATIN_END = re.compile(r"(?<![.!?])[.!?]+[\"'”’)\]]*(?=\s)(?![ \t]+[–—](?:\s|$))")
+_LATIN_END = re.compile(r"(?<![.!?])[.!?]+[\"'”’)\]]*(?=\s)(?![^\S\r\n\u2028\u2029]+[–—](?:\s|$))")
 _CJK_END = re.compile(r"(?:[。！？]|．(?![0-9０-９]))+[」』）】〉》\"”’)]*")
 # A line break ends a sentence only where the text shows structure: a blank line, or a
 # line that starts a list item, a heading or a table row. A lone break is a hard wrap

@@ -59,11 +59,26 @@ class CrossLingualRoute:
         return None
 
 
-# The characters nearly every Japanese or Chinese passage holds: its particles (の, は, に,
-# を, が, で, て, と, た, し) and its commonest Han (的, 是, 在, 有, 和, 了, 不, 一, 人, 中,
-# 年, 月, 日, 大, 会, 上, 为, 业, 公, 期). Each is an index term of its own (CJK text is
-# indexed by characters too), so one statistics call says whether the caller reads any.
-_CJK_PROBE = tuple("のはにをがでてとたし的是在有和了不一人中年月日大会上为业公期")
+# Characters a page written in Japanese or Chinese all but surely holds one of: the
+# particles and the commonest Han of running text (simplified and traditional), the Han of
+# tables and headings (amounts, units, dates, departments, rules, leave), and the
+# commonest katakana. Each is an index term of its own (CJK text is indexed by characters
+# too), so one statistics call says whether the caller reads any such page. A page holding
+# none of them (a table of names alone) is not read across for, which loses a reading but
+# never shows anything.
+_CJK_PROBE = tuple(
+    dict.fromkeys(
+        "のはにをがでてとたしもなる"
+        "的是在有和了不一人中大上为会业公这个们来说时国对于发经"
+        "爲會業們這個來說時國對於發經"
+        "年月日期间第季度半前后末初"
+        "元円百千万萬億亿金额額费費价價率数數量计計合总總收入支出利润潤益资資产產本"
+        "表号號名称稱单單位部门門员員工职職务務级級规規定则則制"
+        "假休病婚丧喪产産育请請申报報销銷差旅住宿餐补補"
+        "社会議议事项項目容内容管理人事営营業売卖高株式"
+        "ーンストルイクリアラッシカテ"
+    )
+)
 
 
 def read_across(store: Store, flt: SearchFilter, question: str) -> list[Reading]:
@@ -71,8 +86,9 @@ def read_across(store: Store, flt: SearchFilter, question: str) -> list[Reading]
     admits put it (:meth:`Reading.in_words_used`, from their own statistics only, so no
     hidden document chooses a word), without those left with no word of their language.
     A question in Latin script is read in Japanese and Chinese only for a caller some of
-    whose chunks are written in them: the Chinese dictionary's English index alone takes
-    about a second to build in each process, spent on every refusal over English pages."""
+    whose chunks hold one of :data:`_CJK_PROBE`: the Chinese dictionary's English index
+    alone takes about a second to build in each process, spent on every refusal over
+    English pages."""
     if cjk_share(question) <= 0.5 and not store.term_statistics(_CJK_PROBE, flt).df:
         return []
     out = []
