@@ -310,6 +310,8 @@ class Orchestrator:
                 c.text for c, _ in store.hits([i for i, _ in store.lexical_search(word, flt, 3)])
             ],
         )
+        if not found:
+            return
         named = set(self.ctx.scope.check(request.whole).entities)
 
         def names_more(readings: tuple[Correction, ...]) -> bool:

@@ -82,25 +82,27 @@ _FORMATS: dict[str, tuple[str, str]] = {
 TEMPLATED: dict[str, str] = {".md.erb": "md", ".markdown.erb": "md"}
 
 
+def _templated(path: Path) -> str | None:
+    """The :data:`TEMPLATED` ending of a file's name, if it has one."""
+    name = path.name.lower()
+    return next((ending for ending in TEMPLATED if name.endswith(ending)), None)
+
+
 def file_format(path: Path) -> str | None:
     """The format name of a file by its ending (:data:`SUPPORTED`, :data:`TEMPLATED`), or
     ``None`` for a file no loader reads."""
-    name = path.name.lower()
-    for ending, fmt in TEMPLATED.items():
-        if name.endswith(ending):
-            return fmt
-    return SUPPORTED.get(path.suffix.lower())
+    ending = _templated(path)
+    return TEMPLATED[ending] if ending else SUPPORTED.get(path.suffix.lower())
 
 
 def file_stem(path: Path) -> str:
     """A file's name without its endings: ``code-freezes`` of ``code-freezes.html.md.erb``,
     ``notes`` of ``notes.md``."""
-    name = path.name
-    for ending in TEMPLATED:
-        if name.lower().endswith(ending):
-            name = name[: -len(ending)]
-            return name[:-5] if name.lower().endswith(".html") else name
-    return path.stem
+    ending = _templated(path)
+    if ending is None:
+        return path.stem
+    stem = path.name[: -len(ending)]
+    return stem[: -len(".html")] if stem.lower().endswith(".html") else stem
 
 
 Loader = Callable[[BinaryIO, int, FileBudget], tuple[str | None, list[Section]]]
