@@ -174,6 +174,39 @@ def test_the_word_shown_is_one_a_readable_chunk_writes() -> None:
     assert readings("teleworkx", df) == [("teleworkx", "telework")]
 
 
+def test_a_reading_is_a_word_not_an_index_term_another_word_shares() -> None:
+    """ "ince" is one edit from "incme" and shares the index term "inc" with "Netflix,
+    Inc.", which far more chunks hold than "income": it is no word, so "income" is read,
+    and with no word one edit away nothing is."""
+    df = {"inc": 40, "incom": 6}
+    texts = {"inc": ["Netflix, Inc. reported revenues."], "incom": ["Operating income rose."]}
+    found = Speller().corrections(
+        "What was the operating incme?", held(df), lambda word: texts[word[:3]]
+    )
+    assert found == (Correction("incme", "income"),)
+    assert readings("What was the operating incme?", {"inc": 40}) == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Est-ce que le SNC offre une prime aux bogues ?",
+        "¿Cómo solicito las vacaciones para la próxima semana?",
+        "Wie beantrage ich Urlaub für die nächste Woche?",
+    ],
+)
+def test_a_question_in_another_language_is_read_as_written(question: str) -> None:
+    df = {"offer": 3, "solicit": 2, "vacat": 2, "beantragt": 1, "urlaub": 1, "woch": 1}
+    assert readings(question, df) == []
+
+
+def test_an_english_question_quoting_another_language_is_still_read() -> None:
+    df = {"offer": 3, "polici": 2}
+    assert readings("What does the 'prime aux bogues' pollicy offer?", df) == [
+        ("pollicy", "policy")
+    ]
+
+
 def test_at_most_three_words_are_read_and_candidates_stay_bounded() -> None:
     calls: list[int] = []
     statistics = held({"telework": 3, "agreement": 2, "approv": 1, "supervisor": 1, "form": 1})

@@ -22,6 +22,13 @@ A word is read as another when all of these hold:
   English word, else the likelier slip (:func:`_slip`). An English stopword one edit away
   ("whcih") counts as held by every chunk counted.
 
+A question written in another language (more of its function words French, Spanish,
+German … than English: "Est-ce que le SNC offre une prime aux bogues ?") is read as
+written: its words are not in the English list because they are not English, not because
+they were mistyped. A reading must be a word: English, its index term itself, or written
+by a readable chunk holding that term; "incme" is never "ince", which shares only the
+index term "inc" with "Netflix, Inc.".
+
 At most :data:`MAX_UNKNOWN` words of a question are read, the first ones written: each
 costs some 50 candidates a letter, all counted in one statistics call.
 
@@ -188,6 +195,8 @@ class Speller:
         (the store's ``term_statistics`` under the caller's filter); ``texts`` gives the
         text of a few of those chunks holding a term, to show the word as they write it.
         Nothing else is read from the index."""
+        if not _reads_as_english(text):
+            return ()  # "offre" in a French question is no misspelt "offer"
         english: SpellChecker | None = None
         words: dict[str, str] = {}  # each word no English word, with its index term
         for match in _words(text):
@@ -219,10 +228,12 @@ class Speller:
                 if chunks > 0:
                     rank = (-chunks, -english.word_frequency[candidate])
                     ranked[term] = min(ranked.get(term, rank), rank)
-            if ranked:
-                best = min(ranked, key=lambda t: ranked[t])
-                spellings = [c for c, t in options.items() if t == best]
-                found.append(Correction(word, _shown(word, best, spellings, english, texts)))
+            for term in sorted(ranked, key=lambda t: ranked[t]):
+                spellings = [c for c, t in options.items() if t == term]
+                shown = _shown(word, term, spellings, english, texts)
+                if shown is not None:
+                    found.append(Correction(word, shown))
+                    break
         return tuple(found)
 
 
@@ -232,18 +243,54 @@ def _shown(
     spellings: Sequence[str],
     english: SpellChecker,
     texts: Texts | None,
-) -> str:
+) -> str | None:
     """Which of the ``spellings`` one edit from ``word`` that share the index ``term`` to
     show: one a readable chunk holding the term writes, else an English one (the commoner
     first), else the term itself where it is one of them ("telework" where the documents
-    write "teleworking"), else the likelier slip, then alphabetical order."""
-    if len(spellings) > 1 and term is not None and texts is not None:
+    write "teleworking"), else the likelier slip, then alphabetical order. ``None`` when
+    none of them is a word: neither English, nor the term itself, nor written by a chunk
+    holding the term ("ince" shares the term "inc" with "Netflix, Inc." and is no word)."""
+    known = [c for c in spellings if c in english or c == term]
+    written: set[str] = set()
+    if term is not None and texts is not None and (len(spellings) > 1 or not known):
         written = {w.casefold() for t in texts(spellings[0]) for w in _LETTERS.findall(t)}
-        spellings = sorted(written & set(spellings)) or spellings
+    words = sorted(written & set(spellings)) or known
+    if not words:
+        return None
     return min(
-        spellings,
+        words,
         key=lambda c: (c not in english, -english.word_frequency[c], c != term, _slip(word, c), c),
     )
+
+
+# Function words of the languages besides English most often written in Latin letters
+# (French, Spanish, German, Portuguese, Italian, Dutch). A few are English words too ("son",
+# "die"), which an English question holds beside many more English function words.
+_OTHER_FUNCTION_TEXT = """
+    le la les des du une est sont que qui pour avec dans sur aux et ou nous vous mon ma
+    mes ce cette ces il elle ils je quel quelle quels quelles comment pourquoi el los
+    las del una es son por con para como qué cómo cuál mi mis su sus yo der die das und
+    ich nicht mit für ist wie wer wann warum ein eine einen dem den zu auf uma não com é
+    di il della che per sono het een van voor niet wat hoe
+"""
+_OTHER_FUNCTION_WORDS = frozenset(_OTHER_FUNCTION_TEXT.split())
+_ENGLISH_FUNCTION_TEXT = """
+    the a an of to in on at is are was were be do does did how what which who when why
+    where my our your i we you it this that for with and or can could should would will
+    from by much many
+"""
+_ENGLISH_FUNCTION_WORDS = frozenset(_ENGLISH_FUNCTION_TEXT.split())
+_ANY_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _reads_as_english(text: str) -> bool:
+    """Whether ``text`` is written in English, as far as its function words tell: a
+    question with more function words of another language than of English ("Est-ce que
+    le SNC offre une prime ?") has its words read as they are, since a word the English
+    list lacks is then no slip."""
+    words = [w.casefold() for w in _ANY_WORD.findall(text)]
+    other = sum(w in _OTHER_FUNCTION_WORDS for w in words)
+    return other <= sum(w in _ENGLISH_FUNCTION_WORDS for w in words)
 
 
 def _cased(like: str, word: str) -> str:
