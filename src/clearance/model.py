@@ -151,7 +151,11 @@ class Section:
     ``atomic`` sections (a table row, a slide title) are never split by the chunker.
     ``table`` holds the cells of a table section for fact extraction, if any, and
     ``titles`` the titles above it that are neither cells nor in the locator, innermost
-    first (a chart's title, then its slide's title).
+    first (a chart's title, then its slide's title). ``captions`` are the lines of running
+    text right above a table that say what its figures are, nearest first: a note such as
+    "(in thousands, except per share data)" and the sentence introducing the table ("The
+    following table summarizes revenues by region …"); they are read as near the table as
+    its own labels.
     """
 
     text: str
@@ -159,6 +163,7 @@ class Section:
     atomic: bool = False
     table: tuple[tuple[str, ...], ...] | None = None
     titles: tuple[str, ...] = ()
+    captions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -304,7 +304,11 @@ def _label(name: str | None) -> str:
 
 
 def _channel_note(query: MetricQuery) -> str:
-    return "" if query.channel is None else f" ({_label(query.channel)})"
+    if query.channel is None:
+        return ""
+    label = _label(query.channel)
+    m = _WITH_ACRONYM.match(label)  # "(Latin America, LATAM)", not "(Latin America (LATAM))"
+    return f" ({m.group('name')}, {m.group('acronym')})" if m else f" ({label})"
 
 
 _PARTIAL = re.compile(r"^(?P<part>.+) (?P<year>(?:FY|CY)\d{4})$")
@@ -757,7 +761,9 @@ def readable_vocabulary(
                     *_weak_names(name, measures, name in unnamed_only),
                 )
                 if kind == "metric"
-                else _number_forms(name)  # a line: "excise tax revenues" of "Excise Taxes"
+                # a line: "excise tax revenues" of "Excise Taxes", "EMEA" of "Europe, Middle
+                # East, and Africa (EMEA)"
+                else (*_acronym_forms(name), *_number_forms(name))
             )
             added = True
     # Months are read in questions only where a readable table gives monthly figures.
@@ -771,6 +777,17 @@ def readable_vocabulary(
 
 
 _PLURAL_ES = re.compile(r"(?:s|x|z|ch|sh)$")
+# A name with the acronym it is known by: "Latin America (LATAM)".
+_WITH_ACRONYM = re.compile(r"^(?P<name>.+?)\s*\((?P<acronym>[A-Z][A-Z&]{1,7})\)$")
+
+
+def _acronym_forms(name: str) -> tuple[str, ...]:
+    """A line's name without its acronym, and the acronym alone: questions ask for
+    "EMEA revenue" and "revenue in Europe, Middle East, and Africa" alike."""
+    m = _WITH_ACRONYM.match(name)
+    if m is None:
+        return ()
+    return (m.group("name"), m.group("acronym"), *_number_forms(m.group("name")))
 
 
 def _number_forms(name: str) -> tuple[str, ...]:

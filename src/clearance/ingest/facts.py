@@ -29,8 +29,10 @@ Extraction rules (:func:`extract_facts`): for a numeric cell, the contexts are t
 nearest first — the cell's own unit text, the row label, the column header, the other
 label cells of the row (long format: ``Region | Fiscal year | Revenue``), the table's
 top-left cell (``Japan`` above metric rows and period columns, or ``Revenue (USD m)``
-above entity rows), the section's titles (a chart's title, the slide title), the
-locator's heading path (innermost first) or sheet name, then the document title. For
+above entity rows), the text right above the table that says what its figures are (a
+note such as ``(in thousands)`` and the sentence introducing it: ``Section.captions``), the
+section's titles (a chart's title, the slide title), the locator's heading path (innermost
+first) or sheet name, then the document title. For
 each slot, the nearest context that matches anything decides; if it names two different
 values the slot is ambiguous and the cell is skipped. Metric, entity and period must all
 resolve; the channel defaults to ``default_channel`` and the unit to
@@ -82,6 +84,7 @@ from clearance.model import Fact, Section
 
 __all__ = [
     "AT_END",
+    "CURRENCY_CODES",
     "ENTITY_NAMES_KEY",
     "MONTH_NAMES",
     "MONTH_PERIOD",
@@ -839,7 +842,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 5
+_DERIVED_NAMES = 6
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -954,9 +957,10 @@ def format_number(value: float | Decimal) -> str:
 # Unit-looking text: a currency symbol or code, a scale word, a percent sign. Left over in a
 # label after the vocabulary has read it, it is a unit the [facts] units do not know: the
 # value may be in another currency or scale, so the metric's default unit would be a guess.
-_CURRENCY_CODES = (
+CURRENCY_CODES = (
     "USD|EUR|JPY|GBP|CNY|RMB|CHF|AUD|CAD|HKD|SGD|KRW|INR|SEK|NOK|DKK|BRL|MXN|TWD|NZD|ZAR"
 )
+_CURRENCY_CODES = CURRENCY_CODES
 _UNITISH = re.compile(
     rf"[{_CURRENCY}%]|(?<![A-Za-z])(?:{_CURRENCY_CODES})(?![A-Za-z])"
     r"|(?i:(?<![A-Za-z])(?:mn|mm|bn|thousands?|millions?|billions?)(?![A-Za-z]))"
@@ -1135,6 +1139,14 @@ def _period_column(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int 
 _WHOLE_YEAR = re.compile(r"(?i:\bfull[\s-]year\b)|通期|通年|全年度?")
 _BY = re.compile(r"^(?P<measure>.+?)\s+by\s+(?P<by>.+)$", re.IGNORECASE)
 _BETSU = re.compile(r"^(?P<by>[^\s]+?)別(?P<measure>.+)$")
+# The words a sentence introducing a table opens with, before what the table measures:
+# "The following table summarizes revenues by region …".
+_INTRODUCING = re.compile(
+    r"(?i:^(?:the\s+)?(?:following\s+)?tables?\s+(?:below\s+)?(?:summari[sz]es|shows|"
+    r"presents|sets\s+(?:forth|out)|provides|lists|details|gives)\s+(?:our\s+|the\s+|its\s+)?)"
+)
+# Where what a breakdown is by ends: "region for the three months …", "segment, in …".
+_BY_FOR = re.compile(r"(?i:\s*,|\s+(?:for|in|during|over|as\s+of|from|between|at)\s)")
 _TIME_DIMENSION = re.compile(
     r"(?i:\b(?:fiscal\s+)?(?:years?|quarters?|halves|half|months?|periods?|dates?)\b)"
     r"|年度|年|四半期|季度|月|期"
@@ -1248,15 +1260,29 @@ def _is_total(label: str, measure: str) -> bool:
     return not rest or rest.casefold() == measure.casefold()
 
 
+# A group in a label that abbreviates the label, not its unit: "(EMEA)", "(UCAN)".
+_ACRONYM_GROUP = re.compile(r"[(（]\s*([A-Z][A-Z&]{1,7})\s*[)）]")
+
+
+def _unit_group(label: str) -> bool:
+    """Whether ``label`` holds a group in parentheses or brackets other than the acronym
+    it is known by (``Revenue (USD m)``, not ``Latin America (LATAM)``)."""
+    return any(not _ACRONYM_GROUP.fullmatch(m.group(0)) for m in _GROUP.finditer(label))
+
+
 def _member_name(label: str, measure: str) -> str | None:
     """The line a row names (``iPhone``, ``Greater China``), without the measure if the
-    label repeats it (``Services net sales`` → ``Services``)."""
+    label repeats it (``Services net sales`` → ``Services``), with the acronym it is known
+    by (``Latin America (LATAM)``), which questions use as often as the name."""
     name = measure_name(label)
     if name is None:
         return None
     folded = name.casefold()
     if folded.endswith(" " + measure.casefold()):
         name = name[: -len(measure) - 1].strip()
+    acronym = _ACRONYM_GROUP.search(_label(label))
+    if name and acronym is not None and acronym.group(1) not in name.split():
+        name = f"{name} ({acronym.group(1)})"
     return name or None
 
 
@@ -1274,14 +1300,32 @@ def _plan_channel(residue: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+# What a note excepts from its unit: "(in thousands, except per share data)".
+_EXCEPT = re.compile(r"(?i:,?\s*except\b.*$)")
+_EXCEPT_PER_SHARE = re.compile(r"(?i:\bexcept\b[^.;]*\bper[\s-]share\b)")
+_PER_SHARE = re.compile(r"(?i:\bper[\s-](?:common\s+)?share\b|\bEPS\b)")
+_BARE_CURRENCY = re.compile(r"^(?:[A-Z]{3}|[A-Z]{0,2}[$€£¥₩])$")
+_BARE_SCALE = re.compile(
+    r"^in\s+(?P<scale>thousand|million|billion|trillion)s(?:\s+of\s+(?:dollars|[A-Z]{3}))?$",
+    re.IGNORECASE,
+)
+# A note that says what amounts are in: "Amounts in millions of dollars except …".
+_AMOUNTS_IN = re.compile(
+    r"(?i:\b(?:amounts?|figures|values|dollars)\b[^.;]{0,30}?"
+    r"\b(?P<unit>in\s+(?:thousands|millions|billions|trillions)(?:\s+of\s+[A-Za-z]+)?))"
+)
+
+
 def _written_unit(text: str, *, whole: bool) -> str:
     """The unit a label writes: a cell's whole unit text, else a group in parentheses that
-    looks like one (``(USD bn)``, ``($ in millions)``) or a ``単位：百万円`` phrase."""
+    looks like one (``(USD bn)``, ``($ in millions)``, ``(in thousands, except per share
+    data)``), a ``単位：百万円`` phrase or a note saying what amounts are in ("Amounts in
+    millions of dollars")."""
     norm = normalize(_label(text))
     if whole:
         return norm if _UNITISH.search(norm) else ""
     for m in _GROUP.finditer(norm):
-        group = normalize(m.group(1))
+        group = normalize(_EXCEPT.sub("", m.group(1)))
         phrase = _UNIT_PHRASE.search(group)
         if phrase is not None and phrase.group("cjk"):
             return normalize(phrase.group("cjk"))
@@ -1290,7 +1334,8 @@ def _written_unit(text: str, *, whole: bool) -> str:
     phrase = _UNIT_PHRASE.search(norm)
     if phrase is not None and phrase.group("cjk"):
         return normalize(phrase.group("cjk"))
-    return ""
+    amounts = _AMOUNTS_IN.search(norm)
+    return normalize(amounts.group("unit")) if amounts is not None else ""
 
 
 # A file name's words that say what the file holds rather than whom it is about.
@@ -1547,7 +1592,7 @@ class _Extractor:
         except ValueError:
             parts = []
         keys = {k for k, _ in parts}
-        outer = [*section.titles, *_outer_contexts(parts, self.title)]
+        outer = [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
         place = _table_place(parts, section.locator)
         header = table[0]
         facts: list[Fact] = []
@@ -1715,7 +1760,9 @@ class _Extractor:
             return "two partial periods named"
         # whole: the cell's own text and the other label cells (a long format's unit column)
         whole = frozenset({0, *range(3, 3 + len(others))})
-        unknown = self._unknown_unit(contexts, len(local), whole, metric.at)
+        # A note right above the table ("(in thousands)") is as near as its own labels.
+        near = len(local) + len(section.captions)
+        unknown = self._unknown_unit(contexts, near, whole, metric.at)
         if unknown is not None:
             return f"unit not recognised: '{_clip(unknown)}'"
         channel = self.resolve("channel", contexts)
@@ -1939,13 +1986,17 @@ class _Extractor:
         names = self._read_label(measure_text).values if measure_text.strip() else None
         if names is not None and names["entity"] and not names["metric"]:
             entity, measure_text = names["entity"][0], ""
-        split = self._split([corner, *section.titles, *_outer_contexts(parts, "")])
+        split = self._split(
+            [corner, *section.captions, *section.titles, *_outer_contexts(parts, "")]
+        )
         if split is None and _DIMENSION.search(normalize(corner)):
             # "Region" above the row labels: the rows are lines of what a title measures
-            split = self._titled_measure([*section.titles, *_outer_contexts(parts, self.title)])
+            split = self._titled_measure(
+                [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
+            )
         measure = measure_name(measure_text)
         member: str | None = None
-        if split is not None and _GROUP.search(measure_text) is None:
+        if split is not None and not _unit_group(measure_text):
             if measure is not None and not _is_total(measure_text, split):
                 member = _member_name(measure_text, split)
             measure = split
@@ -2087,11 +2138,12 @@ class _Extractor:
         for title in titles:
             if not title.strip():
                 continue
-            norm = normalize(_label(title))
+            norm = _INTRODUCING.sub("", normalize(_label(title))).rstrip(" .:")
             m = _BY.match(norm) or _BETSU.match(norm)
             if m is None:
                 continue
-            if _TIME_DIMENSION.search(m.group("by")) or self._read(m.group("by")).values["period"]:
+            by = _BY_FOR.split(m.group("by"), maxsplit=1)[0]
+            if _TIME_DIMENSION.search(by) or self._read(by).values["period"]:
                 continue
             measure = measure_name(self._read(m.group("measure")).residue())
             if measure is not None and not _GENERIC.match(measure):
@@ -2108,17 +2160,32 @@ class _Extractor:
     ) -> str:
         """The unit as the table writes it: the vocabulary's name for it if it knows one,
         else the cell's own unit text, else the nearest label's or title's unit group
-        (``(USD bn)``, ``$ in millions``, ``単位：百万円``); ``""`` when nothing states one."""
+        (``(USD bn)``, ``$ in millions``, ``単位：百万円``); ``""`` when nothing states one.
+        A currency alone (``$ 11,079,166``) takes the scale a label or note further out
+        writes (``(in thousands)``): ``$ in thousands``. A note that excepts per-share
+        figures ("(in thousands, except per share data)") gives no unit to a label that
+        counts per share."""
+        per_share = any(_PER_SHARE.search(label) for label in labels)
+        currency = ""
         for text in [number.unit_text, *labels, *titles]:
-            if not text.strip():
+            if not text.strip() or (per_share and _EXCEPT_PER_SHARE.search(text)):
                 continue
             known = self.vocab.values("unit", text)
-            if len(known) == 1:
-                return known[0]
-            written = _written_unit(text, whole=text is number.unit_text)
-            if written:
-                return written
-        return ""
+            unit = (
+                known[0] if len(known) == 1 else _written_unit(text, whole=text is number.unit_text)
+            )
+            if not unit:
+                continue
+            if not currency and _BARE_CURRENCY.match(unit):
+                currency = unit
+                continue
+            if currency:
+                scale = _BARE_SCALE.match(unit)
+                if scale is not None:
+                    return f"{currency} in {scale.group('scale').lower()}s"
+                continue
+            return unit
+        return currency
 
     def _unknown_unit(
         self, contexts: Sequence[str], local: int, whole: frozenset[int], metric_at: int | None

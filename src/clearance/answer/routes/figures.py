@@ -40,7 +40,7 @@ from clearance.answer.structured import (
     sole_entity,
 )
 from clearance.config import LATEST_PERIOD
-from clearance.ingest.facts import YEAR_ENDS_KEY, Vocabulary, year_to_quarter
+from clearance.ingest.facts import CURRENCY_CODES, YEAR_ENDS_KEY, Vocabulary, year_to_quarter
 from clearance.ingest.locator import parse_locator
 from clearance.llm.extractive import states_whole_year_amount, without_asides, years_named
 from clearance.model import Document, Fact
@@ -127,9 +127,11 @@ def _alien_line(
     """The name the question gives the figure's line where the entity is named too and no
     readable fact's metric, entity or line holds a word of it ("LinkedIn" in "How much
     revenue did LinkedIn generate for Microsoft in fiscal 2025?"): that line's figure is
-    not found, never the entity's total. Only a name the figure is said to be of or for, or
-    that did something ("did LinkedIn generate"): "as reported by the SEC" or "from the
-    Annual Report" says whose count it is, not whose figure; empty otherwise."""
+    not found, never the entity's total. Only a name the figure is said to be of, for or in
+    ("revenue in Brazil", "in the Nordics"), or that did something ("did LinkedIn
+    generate"): "as reported by the SEC" or "from the Annual Report" says whose count it
+    is, not whose figure, and "in USD" or "in US dollars" what it is counted in; empty
+    otherwise."""
     name = intent.name_left
     if not name or any(p.channel or p.qualifier for p in parts):
         return ""
@@ -138,6 +140,8 @@ def _alien_line(
         return ""
     named = re.escape(name)
     said = rf"\b(?:did|does|do|for|of)\s+(?:the\s+)?{named}\b|{named}['’]s\b"
+    if not re.fullmatch(CURRENCY_CODES, name):
+        said += rf"|\bin\s+(?:the\s+)?{named}\b(?!\s+(?:dollars?|euros?|yen|currency|terms)\b)"
     return name if re.search(said, question) else ""
 
 
@@ -442,6 +446,8 @@ class FiguresRoute:
         parts, spans = self._fiscal_spans(request, parts)
         parts = _one_look_up_each(parts)
         resolved = (*resolved, *spans)
+        if len(parts) == 1 and (spans_held := self._spans_it_may_be(request, parts[0])):
+            return self._which_span(request, parts[0], spans_held, resolved)
         if intent.yearless and parts and parts[0].period is None:
             return self._which_year(request, parts[0], intent.yearless, resolved)
         missing = _missing_slots(parts)
@@ -584,6 +590,56 @@ class FiguresRoute:
             spans.append(ResolvedPeriod(f"{part.period.replace(' ', ' FY')}", span))
             out.append(replace(part, period=span))
         return out, spans
+
+    def _spans_it_may_be(self, request: AnswerRequest, part: MetricQuery) -> list[str]:
+        """The span of months a quarter or half ("Q2 2025") is of a calendar year, where the
+        caller's readable facts of the part's metric, entity and line hold it, no fact is
+        labelled that quarter, and the entity's documents do not say when its year ends: a
+        10-Q's "Three Months Ended June 30, 2025" is Q2 2025 of a calendar year but Q4
+        FY2025 of a year ending in June, so it is offered, never assumed."""
+        if (
+            part.entity is None
+            or part.metric is None
+            or part.period is None
+            or span_of_fiscal_part(part.period, 12) is None  # no half or quarter
+        ):
+            return []
+        rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
+        line = part.channel or self.ctx.settings.facts.default_channel
+        periods = {f.period for f, _ in rows if f.metric == part.metric and f.channel == line}
+        ends = {m for _, d in rows if (m := _year_end(d, part.entity)) is not None}
+        if part.period in periods or len(ends) == 1:
+            return []  # labelled so, or read as its span by _fiscal_spans
+        # Only the calendar reading is offered: "Q3 2025" could be the three months ended
+        # June 2025 of a year ending in September, which no asker means without saying so.
+        span = span_of_fiscal_part(part.period, 12)
+        return [span] if span in periods else []
+
+    def _which_span(
+        self,
+        request: AnswerRequest,
+        part: MetricQuery,
+        spans: Sequence[str],
+        resolved: tuple[ResolvedPeriod, ...],
+    ) -> AnswerResult:
+        """Ask which span of months a quarter or half is, offering those the readable
+        facts hold (:meth:`_spans_it_may_be`): never a guess at when a fiscal year ends."""
+        request.trace.reason = "clarify"
+        options = tuple(spans[:MAX_OPTIONS])
+        text = (
+            f"No figure is labelled {part.period}, and no readable document says when "
+            f"{part.entity}'s fiscal year ends. "
+            + CLARIFY.format(missing=MISSING_WORDS.get("period", "period"))
+            + CLARIFY_OPTIONS.format(options=", ".join(options))
+        )
+        return AnswerResult(
+            Status.CLARIFY,
+            _preamble(resolved, []) + text,
+            Route.STRUCTURED,
+            missing=("period",),
+            options=options,
+            resolved_periods=resolved,
+        )
 
     def _which_year(
         self,

@@ -89,6 +89,42 @@ def pad(cells: Sequence[str], width: int) -> tuple[str, ...]:
     return tuple(cells[:width]) + ("",) * (width - len(cells))
 
 
+# A line right above a table that notes what its figures are: "(in thousands, except per
+# share data)", "(unaudited)", "Amounts in millions of dollars".
+_NOTE_LINE = re.compile(
+    r"^[(\[].{1,118}[)\]]$"
+    r"|^(?:all\s+)?(?:amounts?|figures|values|numbers|dollars)\b.{0,40}\bin\s+"
+    r"(?:thousands|millions|billions|trillions)\b.{0,80}$",
+    re.IGNORECASE,
+)
+# The sentence that introduces a table: "The following table summarizes revenues by region
+# …", "… are shown in the table below.", "… were as follows:".
+_LEAD_IN = re.compile(
+    r"\b(?:following|below)\s+tables?\b|\btables?\s+below\b|\bas\s+follows\b|:$",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?:])\s+(?=[A-Z(\"“])")
+#: The most blocks of notes read above a table, and the longest introducing sentence.
+_MAX_NOTE_BLOCKS = 2
+_MAX_LEAD_IN = 400
+
+
+def table_captions(blocks: Sequence[str]) -> tuple[list[str], list[str]]:
+    """What the text blocks right above a table say about its figures, nearest first: the
+    note lines of the blocks that hold nothing else (``(in thousands)``, ``(unaudited)``),
+    then the sentence of the block above them that introduces the table, if one does."""
+    notes: list[str] = []
+    for i, block in enumerate(reversed(blocks)):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if lines and i < _MAX_NOTE_BLOCKS and all(_NOTE_LINE.match(line) for line in lines):
+            notes.extend(reversed(lines))
+            continue
+        sentences = _SENTENCE_END.split(" ".join(lines))
+        lead_in = [s for s in sentences if _LEAD_IN.search(s) and len(s) <= _MAX_LEAD_IN]
+        return notes, lead_in[-1:]
+    return notes, []
+
+
 class Outline:
     """Builds sections from a heading-structured document (Markdown, HTML, DOCX).
 
@@ -138,11 +174,16 @@ class Outline:
             self._body.append(indent + block)
 
     def table(self, rows: Sequence[Sequence[str]]) -> None:
-        """Add a table given as rows of cell texts, the first row being the header."""
+        """Add a table given as rows of cell texts, the first row being the header. The
+        text right above it that says what its figures are (:func:`table_captions`) is
+        each row's ``captions``, and its notes ("(in thousands)") open each row's text."""
         cleaned = [tuple(collapse(c) for c in row) for row in rows]
         cleaned = [row for row in cleaned if any(row)]
         if not cleaned:
             return
+        notes, lead_in = table_captions(self._body)
+        captions = (*notes, *lead_in)
+        above = "\n".join(reversed(notes))
         self._flush()
         self._tables += 1
         header, data = cleaned[0], cleaned[1:]
@@ -154,7 +195,10 @@ class Outline:
             )
             table = (header, row) if header else (row,)
             text = row_text(header, row) if header else line_text(row)
-            self._sections.append(Section(text, locator, atomic=True, table=table))
+            text = f"{above}\n{text}" if above else text
+            self._sections.append(
+                Section(text, locator, atomic=True, table=table, captions=captions)
+            )
 
     def finish(self) -> list[Section]:
         """All sections, in document order.

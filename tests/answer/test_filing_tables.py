@@ -1,0 +1,220 @@
+"""Figure questions over a quarterly filing's tables copied into Markdown as the filing
+prints them, with **no** ``[facts]`` vocabulary (a new user's trial on a 10-Q):
+
+* the scale is a note on the line above the table, "(in thousands, except per share data)",
+  and a currency sign stands only on the first and total rows: every figure keeps the
+  scale, a per-share figure does not take it, and a configured vocabulary that does not
+  know the scale skips the table rather than give it the metric's default unit;
+* a breakdown is introduced by a sentence ("The following table summarizes revenues by
+  region for the three and six months ended …") and its rows carry acronyms ("Europe,
+  Middle East, and Africa (EMEA)"): the rows are lines of revenues, asked by name or
+  acronym, and a region no table holds is not found, never the company total;
+* "Q2 2025" of a company whose fiscal year end no readable document states: the calendar
+  quarter's span is offered, never assumed.
+
+Every number an answer states is a stored fact's value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from clearance.answer.result import Status
+from clearance.app import Clearance
+from clearance.config import Settings, settings_from_dict
+from clearance.ingest.facts import extract_facts, format_number
+from clearance.ingest.loaders import extract
+from clearance.store.sqlite import SQLiteStore
+
+FILING = """# Streamco, Inc. — Form 10-Q for the quarter ended June 30, 2025 (extract)
+
+Figures as published; unaudited.
+
+## Condensed Consolidated Statements of Operations
+
+(unaudited)
+(in thousands, except per share data)
+
+| | Three Months Ended June 30, 2025 | Three Months Ended June 30, 2024 | Six Months Ended June 30, 2025 | Six Months Ended June 30, 2024 |
+|---|---|---|---|---|
+| Revenues | $ 1,107,916 | $ 955,931 | $ 2,162,196 | $ 1,892,975 |
+| Cost of revenues | 532,531 | 517,414 | 1,058,845 | 1,015,121 |
+| Operating income | 377,469 | 260,283 | 712,169 | 523,537 |
+| Diluted earnings per share | $ 7.19 | $ 4.88 | $ 13.84 | $ 10.16 |
+
+## 2. Revenue Recognition
+
+The following table summarizes revenues by region for the three and six months ended June 30, 2025 and June 30, 2024. Total revenues include hedging gains of $4 million.
+
+(in thousands)
+
+| | Three Months Ended June 30, 2025 | Three Months Ended June 30, 2024 | Six Months Ended June 30, 2025 | Six Months Ended June 30, 2024 |
+|---|---|---|---|---|
+| United States and Canada (UCAN) | $ 492,900 | $ 429,556 | $ 954,610 | $ 851,987 |
+| Europe, Middle East, and Africa (EMEA) | 353,817 | 300,777 | 694,285 | 596,596 |
+| Latin America (LATAM) | 130,673 | 120,414 | 256,866 | 236,915 |
+| Asia-Pacific (APAC) | 130,526 | 105,184 | 256,435 | 207,477 |
+| Total Revenues | $ 1,107,916 | $ 955,931 | $ 2,162,196 | $ 1,892,975 |
+"""
+
+
+@pytest.fixture
+def filing(tmp_path: Path) -> Path:
+    path = tmp_path / "finance" / "streamco-10q-q2-2025.md"
+    path.parent.mkdir()
+    path.write_text(FILING, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def app(
+    filing: Path,
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Iterator[Clearance]:
+    corpus = filing.parent
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    yield engine
+
+
+def numbers_are_facts(engine: Clearance, answer: str, question: str) -> None:
+    allowed = {format_number(f.value) for f in engine.store.list_facts()}
+    text = re.sub(r"\[S\d+\]", " ", answer)
+    for number in re.findall(r"\d[\d,]*(?:\.\d+)?", text):
+        if re.fullmatch(r"(?:19|20)\d{2}|[1-9]", number) or number in question:
+            continue
+        assert number in allowed, (number, answer)
+
+
+def ask(engine: Clearance, question: str, status: Status = Status.ANSWERED) -> str:
+    result = engine.ask(question, "fay")
+    assert result.status is status, (question, result.status, result.answer)
+    numbers_are_facts(engine, result.answer, question)
+    return result.answer
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+def test_the_note_above_a_table_opens_each_row_and_is_its_caption(filing: Path) -> None:
+    rows = [s for s in extract(filing, max_chars=1500).sections if s.table]
+    first, region = rows[0], rows[4]
+    assert first.text.startswith("(unaudited)\n(in thousands, except per share data)\nRevenues |")
+    assert first.captions == ("(in thousands, except per share data)", "(unaudited)")
+    assert region.text.startswith("(in thousands)\nUnited States and Canada (UCAN) |")
+    assert region.captions == (
+        "(in thousands)",
+        "The following table summarizes revenues by region for the three and six months"
+        " ended June 30, 2025 and June 30, 2024.",
+    )
+
+
+def test_every_figure_keeps_the_scale_the_note_writes(app: Clearance) -> None:
+    by = {(f.metric, f.channel, f.period): f for f in app.store.list_facts()}
+    revenue = by[("revenues", "total", "3M ended Jun 2025")]
+    assert (revenue.value, revenue.unit) == (1107916, "$ in thousands")
+    cost = by[("cost of revenues", "total", "3M ended Jun 2025")]
+    assert (cost.value, cost.unit) == (532531, "in thousands")
+    # "except per share data": a per-share figure is in dollars, not thousands of them
+    eps = by[("diluted earnings per share", "total", "6M ended Jun 2025")]
+    assert (eps.value, eps.unit) == (13.84, "$")
+
+
+def test_a_breakdown_a_sentence_introduces_is_lines_of_its_measure(app: Clearance) -> None:
+    regions = {
+        f.channel: f.value
+        for f in app.store.list_facts()
+        if f.metric == "revenues" and f.period == "3M ended Jun 2025"
+    }
+    assert regions == {
+        "total": 1107916,
+        "United States and Canada (UCAN)": 492900,
+        "Europe, Middle East, and Africa (EMEA)": 353817,
+        "Latin America (LATAM)": 130673,
+        "Asia-Pacific (APAC)": 130526,
+    }
+
+
+def test_a_configured_vocabulary_skips_a_scale_it_does_not_know(filing: Path) -> None:
+    """With ``revenue`` configured in USD m and no unit for thousands, the note above the
+    table means the figures are in another scale: skipped with a warning, never stored as
+    USD m (a thousandfold error)."""
+    vocab = settings_from_dict(
+        {
+            "facts": {
+                "metrics": {"revenue": ["Revenues"]},
+                "entities": {"Streamco": ["Streamco"]},
+                "units": {"USD m": ["USD m"]},
+                "metric_units": {"revenue": "USD m"},
+            }
+        }
+    ).facts
+    warnings: list[str] = []
+    extracted = extract(filing, max_chars=1500)
+    facts = extract_facts(
+        extracted.sections, doc_id="d", title="Streamco", vocab=vocab, warn=warnings.append
+    )
+    assert not [f for f in facts if f.unit == "USD m"]
+    assert any("unit not recognised" in w and "thousands" in w for w in warnings), warnings
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def test_a_figure_is_stated_with_its_scale(app: Clearance) -> None:
+    answer = ask(app, "What was Streamco's revenue in the three months ended June 30, 2025?")
+    assert "$1,107,916 thousand" in answer
+    answer = ask(app, "What was Streamco's operating income in the six months ended June 30, 2024?")
+    assert "523,537 thousand" in answer
+
+
+@pytest.mark.parametrize(
+    ("question", "value"),
+    [
+        ("How much revenue did Streamco make in EMEA in the three months ended June 30, 2025?", "353,817"),
+        ("What were Streamco's UCAN revenues for the six months ended June 30, 2024?", "851,987"),
+        ("What was Streamco revenue in Latin America for the three months ended June 30, 2024?", "120,414"),
+    ],
+)  # fmt: skip
+def test_a_region_is_asked_by_name_or_acronym(app: Clearance, question: str, value: str) -> None:
+    answer = ask(app, question)
+    assert value in answer
+    assert "1,107,916" not in answer and "955,931" not in answer  # never the company total
+
+
+@pytest.mark.parametrize("region", ["Brazil", "the Nordics"])
+def test_a_region_no_table_holds_is_not_found_never_the_total(app: Clearance, region: str) -> None:
+    question = f"What was Streamco revenue in {region} for the three months ended June 30, 2025?"
+    answer = ask(app, question, Status.NOT_FOUND)
+    assert not re.search(r"\d{3},\d{3}", answer), answer
+
+
+def test_a_figure_counted_in_a_currency_is_still_the_total(app: Clearance) -> None:
+    answer = ask(app, "What was Streamco revenue in USD for the three months ended June 30, 2025?")
+    assert "1,107,916" in answer
+
+
+def test_a_calendar_quarter_of_an_unknown_fiscal_year_is_offered_not_assumed(
+    app: Clearance,
+) -> None:
+    result = app.ask("What was Streamco's revenue in Q2 2025?", "fay")
+    assert result.status is Status.CLARIFY
+    assert result.options == ("3M ended Jun 2025",)
+    assert "fiscal year ends" in result.answer
+    assert not re.search(r"\d{3},\d{3}", result.answer)
+    half = app.ask("What was Streamco's EMEA revenue in the first half of 2025?", "fay")
+    assert (half.status, half.options) == (Status.CLARIFY, ("6M ended Jun 2025",))
+    # the option offered, asked back, is answered
+    assert "1,107,916" in ask(app, "What was Streamco's revenue in 3M ended Jun 2025?")
+    # a quarter whose calendar span no table holds is not found, as before
+    ask(app, "What was Streamco's revenue in Q3 2025?", Status.NOT_FOUND)
