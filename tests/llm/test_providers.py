@@ -447,6 +447,17 @@ def test_split_sentences_keeps_abbreviations_and_decimals() -> None:
     assert split_sentences("  \n ") == []
 
 
+def test_etc_ends_a_sentence_only_before_a_capital() -> None:
+    assert split_sentences("Old versions break the libraries etc. we use. Upgrade.") == [
+        "Old versions break the libraries etc. we use.",
+        "Upgrade.",
+    ]
+    assert split_sentences("We keep logs, traces etc. Then we delete them.") == [
+        "We keep logs, traces etc.",
+        "Then we delete them.",
+    ]
+
+
 WORDS = ["economy", "flight", "hours", "badge", "出張", "経費", "精算", "6", "2024", "Dr", "e"]
 PUNCT = [" ", ". ", "。", "! ", "? ", "\n", ", ", " [S1] ", ".", "「", "」"]
 sentence_text = st.lists(st.sampled_from(WORDS + PUNCT), max_size=40).map("".join)

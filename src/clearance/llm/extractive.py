@@ -94,6 +94,8 @@ __all__ = [
 # labels, one sentence, never "What?" and a sentence opening with "– " (a dash opening the
 # next line is a list of its own: "– Full-time staff get 25 days.").
 _LATIN_END = re.compile(r"(?<![.!?])[.!?]+[\"'”’)\]]*(?=\s)(?![^\S\r\n\u2028\u2029]+[–—](?:\s|$))")
+# "etc." inside a sentence: followed by a word in lower case on the same line.
+_ETC_GOES_ON = re.compile(r"(?<![A-Za-z])etc\.[^\S\r\n]+[a-z]")
 _CJK_END = re.compile(r"(?:[。！？]|．(?![0-9０-９]))+[」』）】〉》\"”’)]*")
 # A line break ends a sentence only where the text shows structure: a blank line, or a
 # line that starts a list item, a heading or a table row. A lone break is a hard wrap
@@ -240,6 +242,8 @@ def _spans(text: str, whole: Iterable[tuple[int, int]] = ()) -> list[tuple[int, 
         single_period = m.group(0).rstrip("\"'”’)]") == "."
         if single_period and ends_with_abbreviation(text[: m.start() + 1]):
             continue
+        if single_period and _ETC_GOES_ON.match(text, m.start() - 3):
+            continue  # "the libraries etc. we use": "etc." ends the sentence only before a capital
         cuts.add(m.end())
     for m in _CJK_END.finditer(text):
         cuts.add(m.end())
