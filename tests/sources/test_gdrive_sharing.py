@@ -1,7 +1,8 @@
 """The Google Drive connector's access mapping and lasting refusals, against the fake Drive on
-loopback, through the sync engine into a real index: limited-access folders, every sharing
-shape (who exactly can read), Google Groups of another organisation, documents Drive will not
-export, folders trashed with their contents, keyless credentials and a user's My Drive.
+loopback, through the sync engine into a real index: limited-access folders (and folders above
+that cannot be read, or were limited while a run was under way), every sharing shape (who exactly can read), Google Groups of another
+organisation, documents Drive will not export, folders trashed with their contents,
+keyless credentials and a user's My Drive.
 
 Each invariant is shown with a reverse proof: a deliberately broken connector that the same
 assertion catches."""
@@ -19,6 +20,7 @@ import pytest
 
 from clearance.access.ownership import BLOCKED_KEY
 from clearance.app import Clearance
+from clearance.errors import SourceError
 from clearance.secrets import Secret
 from clearance.sources.base import ItemRef
 from clearance.sources.gdrive import (
@@ -30,7 +32,7 @@ from clearance.sources.gdrive import (
     parse_service_account,
 )
 from clearance.sources.service import source_status, sync_source
-from clearance.sources.sync import SyncReport
+from clearance.sources.sync import SourceSync, SyncReport
 from gdrive_server import CLIENT_EMAIL, DRIVE, GOOGLE_DOC, KEY_JSON, SUBJECT, FakeDrive
 
 from .conftest import Clock
@@ -197,6 +199,120 @@ def test_what_drive_leaves_unsaid_on_a_limited_item_is_read_narrowly(
     else:  # no flag: taken to be limited, so only direct rows grant, on every item
         assert access["memo"] == ({f"user:{BOB}"}, None)
         assert access["menu"] == (set(), None)
+
+
+# Drive's "Resolve errors" guide: a file the caller may not read is "404: File not found"; a
+# 403 refuses the request itself ("User rate limit exceeded", an app not authorized). Either
+# way the folder's limit is unread, and what reaches the file below it is unknown.
+
+
+def unreadable_limited_folder_opens_its_file(gd: Drive, how: str) -> bool:
+    """Whether a drive member who is not on a limited folder reads a file in it once the
+    folder cannot be read: rate-limited past the retries (403) or gone (404) while its file
+    is still there, through a notified (targeted) sync."""
+    drive = gd.drive
+    drive.members = [user(ALICE, "writer"), user(CAROL)]
+    drive.add_folder("vault")
+    drive.share("vault", user(BOB))
+    drive.limit("vault")  # only Bob reads below it
+    drive.add_file("memo", "Acquisition memo, strictly limited.", parent="vault")
+    gd.synced()
+    assert gd.access()["memo"] == ({f"user:{BOB}"}, None)
+    if how == "throttled":
+        drive.fault("/files/vault", 403, times=None, reason="userRateLimitExceeded")
+    else:
+        drive.purge("vault")  # the folder is gone; the file still names it as its parent
+    connector = gd.connector()
+    try:
+        (change,) = connector.permissions_of([gd.doc("memo")])
+        SourceSync(gd.app, gd.app.settings.sources["gd"], connector).targeted([gd.doc("memo")])
+    finally:
+        connector.close()
+    assert change.access.unrepresentable is None or not change.access.principals
+    return bool(gd.found(ALICE, "acquisition")) or f"user:{ALICE}" in change.access.principals
+
+
+@pytest.mark.parametrize("how", ["throttled", "gone"])
+def test_a_folder_above_that_cannot_be_read_closes_its_files(gd: Drive, how: str) -> None:
+    assert not unreadable_limited_folder_opens_its_file(gd, how)
+    (acl, why) = gd.access()["memo"]
+    assert (
+        acl == set()
+        and "vault" in str(why)
+        and ("403" if how == "throttled" else "404") in str(why)
+    )
+
+
+@pytest.mark.parametrize("how", ["throttled", "gone"])
+def test_reverse_proof_a_connector_that_reads_an_unreadable_folder_as_open_is_caught(
+    gd: Drive, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = DriveConnector._node
+
+    def opening(self: DriveConnector, file_id: str) -> Any:
+        try:
+            return node(self, file_id)
+        except SourceError as exc:
+            if exc.status in (403, 404):
+                return None  # the old reading: "above what the subject sees", no limit
+            raise
+
+    monkeypatch.setattr(DriveConnector, "_node", opening)
+    assert unreadable_limited_folder_opens_its_file(gd, how)
+
+
+def my_drive_under_a_colleagues_folders(gd: Drive) -> None:
+    """Dana's file in Bob's folders: Dana sees team (shared with her), not dept above it."""
+    drive = gd.drive
+    drive.users = {DANA}
+    drive.add_folder("dept", owner=BOB)
+    drive.share("dept", user(CAROL))  # Carol reads everything below dept …
+    drive.add_folder("team", parent="dept", owner=BOB)
+    drive.share("team", user(DANA, "writer"))
+    drive.add_file("plan", "Reorganisation plan for the team.", parent="team", owner=DANA)
+
+
+def limited_during_the_run_is_read_stale(tmp_path: Path) -> bool:
+    """Whether a permission sync that stamps the corpus fresh still grants what a folder
+    limited after the content sync of the same run (same connector) read it cut off."""
+    with open_drive(tmp_path, my_drive=DANA) as gd:
+        my_drive_under_a_colleagues_folders(gd)
+        connector = gd.connector()
+        try:
+            engine = SourceSync(gd.app, gd.app.settings.sources["gd"], connector)
+            assert engine.content().ok  # fetches plan, reading team with files.get
+            assert f"user:{CAROL}" in gd.access()["plan"][0]  # dept's entry reaches plan
+            gd.drive.limit("team")  # … until Bob limits team, before the permission sync
+            gd.clock.advance(60)
+            report = engine.permissions()
+            assert report.ok and report.corpus_sync_advanced
+        finally:
+            connector.close()
+        return bool(gd.found(CAROL, "reorganisation"))
+
+
+def test_a_permission_sync_reads_the_folders_afresh(tmp_path: Path) -> None:
+    assert not limited_during_the_run_is_read_stale(tmp_path)
+
+
+def test_reverse_proof_a_connector_that_keeps_the_tree_of_the_content_sync_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DriveConnector, "_forget", lambda self: None)
+    assert limited_during_the_run_is_read_stale(tmp_path)
+
+
+def test_my_drive_a_folder_the_user_cannot_see_ends_the_walk(tmp_path: Path) -> None:
+    """Dana cannot see dept (404): the walk up ends there, as at the top of her My Drive,
+    and the entries Drive lists on plan apply unless a folder she sees limits them."""
+    with open_drive(tmp_path, my_drive=DANA) as gd:
+        my_drive_under_a_colleagues_folders(gd)
+        gd.synced()
+        assert gd.found(CAROL, "reorganisation") == {gd.doc("plan")}
+        gd.drive.limit("team")
+        gd.synced(content=False)
+        assert gd.found(CAROL, "reorganisation") == set()
+        assert gd.found(DANA, "reorganisation") == {gd.doc("plan")}
 
 
 # --------------------------------------------------------------------------- the table

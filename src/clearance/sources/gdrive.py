@@ -45,7 +45,16 @@ it) is read only by the entries Drive says apply there — each permission's
 the nearest limited one. Drive may still list the entries it no longer applies; they grant
 nothing. A permission whose rows cannot say (no ``permissionDetails`` on such an item) makes
 the file visible to nobody; an item whose ``inheritedPermissionsDisabled`` is missing is
-taken to be limited.
+taken to be limited. The folders above an item are read with ``files.get`` when the listing
+did not name them; a folder above that Drive refuses to show (403: a rate limit past the
+retries, an app not authorised) or, in a shared drive, no longer finds (404) leaves its limit
+unknown, and the item is visible to nobody until a sync reads it. In a My Drive, Drive
+answers 404 for a folder the user cannot see (a colleague's folder above hers) — her view
+ends there, as at the top of her own My Drive — and the walk stops: the entries Drive lists on
+the item apply unless a folder she can see limits them (``inheritedFrom`` is given for
+shared-drive items only, so an entry's origin above that folder cannot be told). What is read
+of the tree is kept for one read only: each permission read (the full listing and
+``permissions_of``) reads it afresh.
 
 Change notifications: ``subscribe`` opens a ``changes.watch`` channel on the synced drive to
 the source's ``notification_url`` (a new UUID each time, for ``channel_hours``, a week at
@@ -694,8 +703,11 @@ class DriveConnector(RestConnector):
     # ------------------------------------------------------------------ inheritance
 
     def _node(self, file_id: str) -> _Node | None:
-        """What is known of ``file_id``, read from Drive when not yet listed (``None``: Drive
-        does not show it — the drive's root, or above what the subject sees)."""
+        """What is known of ``file_id``, read from Drive when not yet listed. ``None`` ends
+        the walk up: the shared drive's root, or in a My Drive a folder Drive answers 404
+        for (one the user cannot see: a colleague's folder above hers, as the top of her
+        own My Drive would be). Any other failure to read it is raised (:meth:`_limits`
+        makes a folder above the item it cannot read fail closed)."""
         with self._nodes_lock:
             known = self._nodes.get(file_id)
         if known is not None or file_id == self.options.drive_id:
@@ -703,11 +715,11 @@ class DriveConnector(RestConnector):
         try:
             raw = self._tree_entry(file_id)
         except SourceError as exc:
-            if exc.status in (403, 404):
+            if exc.status == 404 and self.options.drive_id is None:
                 return None
             raise
         if not isinstance(raw, dict):
-            return None
+            raise self._error(f"files.get of {file_id} answered without a file")
         self._remember({**raw, "id": file_id})
         with self._nodes_lock:
             return self._nodes.get(file_id)
@@ -721,7 +733,11 @@ class DriveConnector(RestConnector):
         """Where inherited entries of ``file_id`` may still come from: ``None`` when no item
         from it up has inherited permissions disabled (every entry applies); else the folders
         between it and the nearest limited item, that one included (none when ``file_id``
-        itself is limited). A flag Drive left out counts as set."""
+        itself is limited). A flag Drive left out counts as set. A folder above the item
+        that Drive refuses to show (403: a rate limit past the retries, a refusal) or, in a
+        shared drive, no longer finds (404) is :class:`Unrepresentable`: whether it limits
+        what reaches the item is unknown, so the item is visible to nobody. Failing to read
+        the item itself is raised as it came."""
         node = self._node(file_id)
         if node is None:
             return None
@@ -730,7 +746,15 @@ class DriveConnector(RestConnector):
         above: list[str] = []
         parent = node.parent
         while parent is not None and parent not in above and len(above) < _MAX_DEPTH:
-            folder = self._node(parent)
+            try:
+                folder = self._node(parent)
+            except SourceError as exc:
+                if exc.status not in (403, 404):
+                    raise
+                raise Unrepresentable(
+                    f"folder {parent} above it cannot be read (HTTP {exc.status}): whether "
+                    "it limits inherited access is unknown"
+                ) from None
             if folder is None:
                 return None
             above.append(parent)
@@ -772,7 +796,16 @@ class DriveConnector(RestConnector):
         """The file's access from its permission list, or ``None`` when the file is gone."""
         url = f"{self._files}/{quote(file_id, safe='')}/permissions"
         params = {"supportsAllDrives": "true", "pageSize": "100", "fields": _PERMISSION_FIELDS}
-        limits = self._limits(file_id)
+        try:
+            limits = self._limits(file_id)
+        except Unrepresentable as exc:
+            return Access.nobody(str(exc))
+        except SourceError as exc:  # files.get of the file itself
+            if exc.status == 404:
+                return None
+            if exc.status == 403:
+                return Access.nobody("Drive refused to show the file (HTTP 403)")
+            raise
 
         def read(permission: Mapping[str, Any]) -> set[str] | None:
             applying = self._applies(permission, limits)
@@ -815,7 +848,15 @@ class DriveConnector(RestConnector):
     def _user(self, email: str) -> str:
         return self.options.users.get(email) or principal(f"user:{email}")
 
+    def _forget(self) -> None:
+        """Drop what was read of the tree: a folder may have been limited or moved since.
+        Each permission read (the full listing, ``permissions_of``) starts here, so a sync
+        never stamps access fresh as of its start from state an earlier read kept."""
+        with self._nodes_lock:
+            self._nodes.clear()
+
     def _read_permissions(self) -> list[PermissionChange]:
+        self._forget()
         with self._groups_lock:
             self._google_groups = set()
         files: list[str] = []
@@ -831,8 +872,7 @@ class DriveConnector(RestConnector):
         prefix = self.doc_id("")
         files = [d[len(prefix) :] for d in dict.fromkeys(doc_ids) if d.startswith(prefix)]
         files = [f for f in files if f and "/" not in f]
-        with self._nodes_lock:
-            self._nodes.clear()  # a folder above may have moved or been limited since
+        self._forget()  # a folder above may have moved or been limited since
         return self._accesses(files, self._current_access)
 
     def _current_access(self, file_id: str) -> Access | None:
