@@ -516,6 +516,21 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
             return self._group(unquote(path.split("/")[5]), query)
         if DRIVE_SCOPE not in scopes.split():
             return _error(403, "insufficientPermissions", "Insufficient Permission")
+        if path == f"/drive/v3/drives/{DRIVE}":  # drives.get: no supportsAllDrives
+            body = {
+                "kind": "drive#drive",
+                "id": DRIVE,
+                "name": "Shared",
+                "restrictions": {
+                    "adminManagedRestrictions": False,
+                    "copyRequiresWriterPermission": False,
+                    "domainUsersOnly": False,
+                    "driveMembersOnly": False,
+                    "sharingFoldersRequiresOrganizerPermission": False,
+                    **self.restrictions,
+                },
+            }
+            return self._fielded(body, query, {})
         if query.get("supportsAllDrives") != "true" and not path.endswith("/export"):
             return _error(404, "notFound")  # files.export takes no supportsAllDrives
         return self._drive(request, path.removeprefix("/drive/v3"), query, subject)

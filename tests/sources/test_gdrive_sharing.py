@@ -1,6 +1,7 @@
 """The Google Drive connector's access mapping and lasting refusals, against the fake Drive on
 loopback, through the sync engine into a real index: limited-access folders (and folders above
-that cannot be read, or were limited while a run was under way), every sharing shape (who exactly can read), Google Groups of another
+that cannot be read, or were limited while a run was under way), the shared drive's own
+restrictions, every sharing shape (who exactly can read), Google Groups of another
 organisation, documents Drive will not export, folders trashed with their contents,
 keyless credentials and a user's My Drive.
 
@@ -313,6 +314,85 @@ def test_my_drive_a_folder_the_user_cannot_see_ends_the_walk(tmp_path: Path) -> 
         gd.synced(content=False)
         assert gd.found(CAROL, "reorganisation") == set()
         assert gd.found(DANA, "reorganisation") == {gd.doc("plan")}
+
+
+# --------------------------------------------------------------------------- drive restrictions
+#
+# Workspace Admin Help, "Control access to files and folders in shared drives": changing a
+# shared drive's restrictions "does not automatically remove existing users or change a
+# file's sharing permissions" — permissions.list keeps the entry, and Drive denies it.
+
+EVE = "eve@contractor.example"
+
+
+def restricted_drive_is_read_by(gd: Drive, restriction: str) -> set[str]:
+    """Who of Bob (no member, added to the file) and Eve (an outside address the directory
+    knows, added to the file) still finds it once the drive is restricted."""
+    gd.app.sync_directory_data(
+        json.dumps({"users": [{"id": EVE, "active": True, "attributes": {}}]}),
+        "contractor",
+        delta=True,
+    )
+    drive = gd.drive
+    drive.members = [user(ALICE, "writer")]
+    drive.add_file("forecast", "Quarterly forecast for the board.")
+    drive.share("forecast", user(BOB), user(EVE))
+    gd.synced()
+    assert gd.found(BOB, "forecast") == gd.found(EVE, "forecast") == {gd.doc("forecast")}
+    drive.restrict(**{restriction: True})  # the entries stay listed
+    gd.synced(content=False)
+    assert gd.found(ALICE, "forecast") == {gd.doc("forecast")}  # a member of the domain
+    return {who for who in (BOB, EVE) if gd.found(who, "forecast")}
+
+
+def test_a_members_only_drive_is_closed_to_those_added_to_its_files(gd: Drive) -> None:
+    assert restricted_drive_is_read_by(gd, "driveMembersOnly") == set()
+
+
+def test_a_domain_only_drive_is_closed_to_outside_addresses(gd: Drive) -> None:
+    assert restricted_drive_is_read_by(gd, "domainUsersOnly") == {BOB}  # Bob: example.com
+
+
+@pytest.mark.parametrize("restriction", ["driveMembersOnly", "domainUsersOnly"])
+def test_reverse_proof_a_connector_that_ignores_the_drives_restrictions_is_caught(
+    gd: Drive, restriction: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DriveConnector, "_admitted", lambda self, permission, rules: True)
+    assert EVE in restricted_drive_is_read_by(gd, restriction)
+
+
+def test_a_domain_only_drive_drops_a_groups_outside_members(gd: Drive) -> None:
+    drive = gd.drive
+    drive.groups["finance@example.com"] = {ALICE, EVE}
+    drive.members = [group("finance@example.com")]
+    drive.add_file("budget", "Budget.")
+    drive.restrict(domainUsersOnly=True)
+    connector = gd.connector()
+    try:
+        snapshot = connector.groups()
+    finally:
+        connector.close()
+    assert snapshot is not None
+    assert snapshot.groups["finance@example.com"] == {f"user:{ALICE}"}
+
+
+def test_restrictions_are_read_once_a_run_and_again_after_a_drive_change(gd: Drive) -> None:
+    drive = gd.drive
+    drive.members = [user(ALICE)]
+    drive.add_file("a", "A.")
+    drive.add_file("b", "B.")
+    connector = gd.connector()
+    try:
+        (*_, last) = connector.content_changes(None)
+        assert len(connector.permissions_of([gd.doc("a"), gd.doc("b")])) == 2
+        assert drive.calls(f"/drives/{DRIVE}") == 1  # once, for both files
+        assert not connector._restrictions().members_only
+        drive.restrict(driveMembersOnly=True)
+        list(connector.content_changes(last.cursor))  # the feed names the drive itself
+        assert connector._restrictions().members_only
+        assert drive.calls(f"/drives/{DRIVE}") == 2
+    finally:
+        connector.close()
 
 
 # --------------------------------------------------------------------------- the table

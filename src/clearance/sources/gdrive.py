@@ -53,8 +53,17 @@ answers 404 for a folder the user cannot see (a colleague's folder above hers) �
 ends there, as at the top of her own My Drive — and the walk stops: the entries Drive lists on
 the item apply unless a folder she can see limits them (``inheritedFrom`` is given for
 shared-drive items only, so an entry's origin above that folder cannot be told). What is read
-of the tree is kept for one read only: each permission read (the full listing and
-``permissions_of``) reads it afresh.
+of the tree, and the drive's restrictions, is kept for one read only: each permission read
+(the full listing and ``permissions_of``) reads them afresh.
+
+Shared-drive restrictions (``drives.get``, ``restrictions``; read once per permission read,
+and again after a ``drive`` change in the feed). Drive keeps listing the entries a
+restriction turned on later overrides. With ``driveMembersOnly`` only a permission with a
+``permissionDetails`` row of ``permissionType`` ``member`` (its grantee is a member of the
+drive) grants; one without rows makes the file visible to nobody. With ``domainUsersOnly``
+only users, groups and domains of the organisation's domains (``subject``'s and
+``org_domains``) grant, an ``anyone`` link grants nothing, and a group's members outside
+those domains are left out of it. A flag ``drives.get`` leaves out counts as set.
 
 Change notifications: ``subscribe`` opens a ``changes.watch`` channel on the synced drive to
 the source's ``notification_url`` (a new UUID each time, for ``channel_hours``, a week at
@@ -406,6 +415,18 @@ class _Node:
     limited: bool | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Restrictions:
+    """The shared drive's own settings that narrow who reads its items (``drives.get``,
+    ``restrictions``); a flag Drive left out counts as set."""
+
+    members_only: bool  # driveMembersOnly
+    domain_only: bool  # domainUsersOnly
+
+
+_UNRESTRICTED = _Restrictions(members_only=False, domain_only=False)
+
+
 class DriveConnector(RestConnector):
     """See the module docstring. Built by the ``gdrive`` kind, or by :func:`drive_connector`."""
 
@@ -433,6 +454,8 @@ class DriveConnector(RestConnector):
         self._groups_lock = threading.Lock()
         self._nodes: dict[str, _Node] = {}
         self._nodes_lock = threading.Lock()
+        self._restricted: _Restrictions | None = None  # read once per run (drives.get)
+        self._restricted_lock = threading.Lock()
         #: What the last :meth:`groups` could not read, one line per group.
         self.warnings: list[str] = []
 
@@ -509,7 +532,9 @@ class DriveConnector(RestConnector):
 
     def _change(self, change: Mapping[str, Any]) -> ItemRef | Tombstone | None:
         if change.get("changeType", "file") != "file":
-            return None  # the shared drive itself (renamed, restricted): no document
+            with self._restricted_lock:  # the shared drive itself (renamed, restricted):
+                self._restricted = None  # no document, but its restrictions are read again
+            return None
         file_id = text(change.get("fileId"))
         if file_id is None:
             raise self._error("changes: a change without a fileId")
@@ -796,6 +821,7 @@ class DriveConnector(RestConnector):
         """The file's access from its permission list, or ``None`` when the file is gone."""
         url = f"{self._files}/{quote(file_id, safe='')}/permissions"
         params = {"supportsAllDrives": "true", "pageSize": "100", "fields": _PERMISSION_FIELDS}
+        restrictions = self._restrictions()
         try:
             limits = self._limits(file_id)
         except Unrepresentable as exc:
@@ -808,12 +834,63 @@ class DriveConnector(RestConnector):
             raise
 
         def read(permission: Mapping[str, Any]) -> set[str] | None:
+            if not self._admitted(permission, restrictions):
+                return set()
             applying = self._applies(permission, limits)
             return set() if applying is None else self._permission(applying)
 
         return access_from(
             lambda: [p for page in self._paged(url, "permissions", params) for p in page], read
         )
+
+    def _restrictions(self) -> _Restrictions:
+        """The shared drive's restrictions, read once per run (``drives.get``; a ``drive``
+        change and each permission read read them again); none for a My Drive. A flag
+        Drive leaves out counts as set; a drive Drive will not describe fails the sync."""
+        if self.options.drive_id is None:
+            return _UNRESTRICTED
+        with self._restricted_lock:
+            if self._restricted is None:
+                url = f"{self.options.drive_url}/drives/{quote(self.options.drive_id, safe='')}"
+                fields = "id,restrictions(driveMembersOnly,domainUsersOnly)"
+                body = self.client.get_json(url, params={"fields": fields})
+                raw = body.get("restrictions") if isinstance(body, dict) else None
+                flags: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+                self._restricted = _Restrictions(
+                    members_only=flags.get("driveMembersOnly") is not False,
+                    domain_only=flags.get("domainUsersOnly") is not False,
+                )
+            return self._restricted
+
+    def _ours(self, address: str) -> bool:
+        """Whether an address (or a bare domain) is of the organisation's domains."""
+        return address.rpartition("@")[2].lower() in self.options.organisation
+
+    def _admitted(self, permission: Mapping[str, Any], restrictions: _Restrictions) -> bool:
+        """Whether the drive's restrictions still let the permission's grantee in. Drive
+        keeps listing the entries a restriction turned on later overrides; the restriction
+        wins. ``driveMembersOnly``: only a grantee that is a member of the drive — a row of
+        ``permissionType`` ``member`` (no rows: :class:`Unrepresentable`). ``domainUsersOnly``:
+        only a user, group or domain of the organisation's domains (``subject``'s and
+        ``org_domains``); an ``anyone`` link then reaches nobody this side can name."""
+        if restrictions.members_only:
+            rows = permission.get("permissionDetails")
+            if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+                raise Unrepresentable(
+                    f"permission {permission.get('id', '?')}: Drive did not say whether it is "
+                    "a drive member's, in a drive open to its members only"
+                )
+            if not any(r.get("permissionType") == "member" for r in rows):
+                return False
+        if restrictions.domain_only:
+            kind = permission.get("type")
+            if kind in ("user", "group"):
+                return self._ours(text(permission.get("emailAddress")) or "")
+            if kind == "domain":
+                return self._ours(text(permission.get("domain")) or "")
+            if kind == "anyone":
+                return False
+        return True
 
     def _permission(self, permission: Mapping[str, Any]) -> set[str] | None:
         """The principals one permission lets read the file (``None``: anyone with the
@@ -849,11 +926,14 @@ class DriveConnector(RestConnector):
         return self.options.users.get(email) or principal(f"user:{email}")
 
     def _forget(self) -> None:
-        """Drop what was read of the tree: a folder may have been limited or moved since.
-        Each permission read (the full listing, ``permissions_of``) starts here, so a sync
-        never stamps access fresh as of its start from state an earlier read kept."""
+        """Drop what was read of the tree and of the drive's restrictions: a folder may
+        have been limited or moved, the drive restricted, since. Each permission read (the
+        full listing, ``permissions_of``) starts here, so a sync never stamps access fresh
+        as of its start from state an earlier read kept."""
         with self._nodes_lock:
             self._nodes.clear()
+        with self._restricted_lock:
+            self._restricted = None
 
     def _read_permissions(self) -> list[PermissionChange]:
         self._forget()
@@ -1102,10 +1182,13 @@ class DriveConnector(RestConnector):
                 return None
             raise
         out: set[str] = set()
+        domain_only = self._restrictions().domain_only
         for member in (m for page in pages for m in page):
             address = (text(member.get("email")) or "").lower()
             if not address or member.get("status", "ACTIVE") != "ACTIVE":
                 continue  # suspended or unknown-state members read nothing through it
+            if domain_only and not self._ours(address):
+                continue  # an outside member: the drive is closed to other domains
             try:
                 if member.get("type") == "GROUP":
                     out.add(principal(f"group:{address}"))
