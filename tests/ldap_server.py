@@ -56,12 +56,14 @@ attributetype ( 1.2.840.113556.1.2.210 NAME 'proxyAddresses'
   EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )
 attributetype ( 1.2.840.113556.1.4.782 NAME 'objectCategory'
   EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.4.159 NAME 'accountExpires'
+  EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
 attributetype ( 1.3.6.1.4.1.42.2.27.8.1.17 NAME 'pwdAccountLockedTime'
   EQUALITY generalizedTimeMatch ORDERING generalizedTimeOrderingMatch
   SYNTAX 1.3.6.1.4.1.1466.115.121.1.24 SINGLE-VALUE )
 objectclass ( 1.2.840.113556.1.5.9 NAME 'user' SUP top STRUCTURAL MUST cn
   MAY ( sAMAccountName $ userPrincipalName $ userAccountControl $ objectGUID $
-        proxyAddresses $ objectCategory $ mail ) )
+        proxyAddresses $ objectCategory $ mail $ accountExpires ) )
 objectclass ( 1.2.840.113556.1.5.8 NAME 'group' SUP top STRUCTURAL MUST cn
   MAY ( member $ sAMAccountName $ objectCategory ) )
 objectclass ( 1.3.6.1.4.1.42.2.27.8.2.99 NAME 'lockablePerson' SUP top AUXILIARY

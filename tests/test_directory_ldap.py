@@ -7,6 +7,7 @@ import gc
 import ssl
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from clearance.access.directory import Directory
 from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
+from clearance.sources.directory import ldap as ldap_module
 from clearance.sources.directory import registry
 from clearance.sources.directory.base import DirectoryRead, DirectoryReader
 from clearance.sources.directory.ldap import LdapReader
@@ -538,3 +540,117 @@ def test_ranged_member_attribute_fails_the_read(slapd: Slapd) -> None:
 
     with pytest.raises(SourceError, match="ranged member attribute"):
         _ad(slapd, cls=_RangedReply).read(None)
+
+
+# --------------------------------------------------------------------------- account expiry
+#
+# [MS-ADA1] Account-Expires: "the number of 100-nanosecond intervals since January 1, 1601
+# (UTC). A value of 0 or 0x7FFFFFFFFFFFFFFF indicates that the account never expires." AD
+# does not set ACCOUNTDISABLE for an expired account: userAccountControl still reads 512.
+
+
+def _filetime(year: int) -> int:
+    return (
+        int((datetime(year, 1, 1, tzinfo=UTC) - datetime(1601, 1, 1, tzinfo=UTC)).total_seconds())
+        * 10_000_000
+    )
+
+
+def _expiry_ldif() -> str:
+    users = f"ou=ad-users,{SUFFIX}"
+
+    def person(name: str, *lines: str) -> str:
+        return _entry(
+            f"cn={name},{users}",
+            "objectClass: user",
+            f"cn: {name}",
+            f"sAMAccountName: {name.lower()}",
+            "objectCategory: person",
+            "userAccountControl: 512",  # NORMAL_ACCOUNT, not disabled
+            *lines,
+        )
+
+    return "".join(
+        [
+            _entry(
+                SUFFIX, "objectClass: dcObject", "objectClass: organization", "o: Ex", "dc: example"
+            ),
+            _entry(
+                READER_DN,
+                "objectClass: person",
+                "cn: reader",
+                "sn: reader",
+                f"userPassword: {READER_PASSWORD}",
+            ),
+            _entry(users, "objectClass: organizationalUnit", "ou: ad-users"),
+            _entry(f"ou=ad-groups,{SUFFIX}", "objectClass: organizationalUnit", "ou: ad-groups"),
+            person("Erin", f"accountExpires: {_filetime(2001)}"),  # expired in 2001
+            person("Fay", "accountExpires: 9223372036854775807"),  # never
+            person("Gil", "accountExpires: 0"),  # never
+            person("Hal", f"accountExpires: {_filetime(2030)}"),  # a contractor's end date
+            person("Ivy"),  # none set: no expiry
+            person("Jo", "accountExpires: soon"),  # unreadable: inactive
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def expiring(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slapd]:
+    yield from start_slapd(tmp_path_factory.mktemp("slapd-expiry"), _expiry_ldif())
+
+
+def _active_by_year(slapd: Slapd, year: int) -> dict[str, bool]:
+    """Who the AD reader finds active when the directory sync's clock reads ``year``."""
+    reader = _ad(slapd, clock=lambda: datetime(year, 6, 1, tzinfo=UTC))
+    try:
+        return {u.id: u.active for u in reader.read(None).doc.users.values()}
+    finally:
+        reader.close()
+
+
+def test_an_expired_active_directory_account_is_inactive(expiring: Slapd) -> None:
+    assert _active_by_year(expiring, 2029) == {
+        "erin": False,
+        "fay": True,
+        "gil": True,
+        "hal": True,
+        "ivy": True,
+        "jo": False,
+    }
+    assert not _active_by_year(expiring, 2031)["hal"]  # by the sync's clock, not the host's
+
+
+def test_reverse_proof_a_reader_that_ignores_account_expiry_is_caught(
+    expiring: Slapd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ldap_module, "expired", lambda value, now: False)
+    active = _active_by_year(expiring, 2031)
+    with pytest.raises(AssertionError):
+        assert not active["erin"]
+    with pytest.raises(AssertionError):
+        assert not active["hal"]
+
+
+def test_the_ldap_kind_judges_expiry_by_the_directory_syncs_clock(
+    tmp_path: Path, expiring: Slapd
+) -> None:
+    options = {
+        "url": expiring.url,
+        "user_base": f"ou=ad-users,{SUFFIX}",
+        "group_base": f"ou=ad-groups,{SUFFIX}",
+        "bind_dn": READER_DN,
+        "start_tls": True,
+        "ca_file": str(expiring.ca_file),
+    }
+    corp = {"kind": "ldap", "credentials": {"password": "LDAP_PW"}, "options": options}
+    settings = make_settings(tmp_path, {"directories": {"corp": corp}})
+    built = registry.build_directory_reader(
+        settings,
+        settings.directories["corp"],
+        env={"LDAP_PW": READER_PASSWORD},
+        clock=lambda: datetime(2031, 1, 2, tzinfo=UTC),
+    )
+    try:
+        assert not built.read(None).doc.users["hal"].active
+    finally:
+        built.close()

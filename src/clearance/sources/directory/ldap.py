@@ -18,7 +18,11 @@ Flavours
 ``flavour = "active-directory"`` (default): users are ``(&(objectClass=user)(objectCategory=
 person))`` with id ``sAMAccountName``; groups ``(objectClass=group)`` with id ``cn``. A user is
 inactive when ``userAccountControl`` has bit ``0x2`` (ACCOUNTDISABLE) set, and also when the
-attribute is missing or not a number (its disabled state cannot be read). Aliases:
+attribute is missing or not a number (its disabled state cannot be read); and when its
+``accountExpires`` (a FILETIME: 100-ns intervals since 1601-01-01 UTC; 0 and
+0x7FFFFFFFFFFFFFFF mean never, none means no expiry) is at or before the directory sync's
+clock — AD does not set ACCOUNTDISABLE when an account expires — or is not a whole number,
+or has several values. Aliases:
 ``userPrincipalName``, ``mail``, ``proxyAddresses`` (``smtp:`` entries), ``objectGUID`` (as a
 GUID string) and ``sAMAccountName``. A group holding more members than AD returns at once
 (``member;range=…``) fails the read rather than being read short.
@@ -45,8 +49,9 @@ import dataclasses
 import math
 import ssl
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import ldap3
@@ -79,6 +84,30 @@ FLAVOURS: dict[str, tuple[str, str, str]] = {
     ),
 }
 _ACCOUNTDISABLE = 0x2
+_FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)  # accountExpires counts 100 ns from here
+_NEVER = frozenset({0, 0x7FFFFFFFFFFFFFFF})  # accountExpires values that mean "never expires"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def expired(value: Any, now: datetime) -> bool:
+    """Whether an ``accountExpires`` value (a FILETIME: 100-nanosecond intervals since
+    1601-01-01 UTC; 0 and 0x7FFFFFFFFFFFFFFF mean never) lies at or before ``now``. A value
+    that is not a non-negative whole number cannot be read, and counts as expired."""
+    try:
+        ticks = int(_text(value).strip())
+    except ValueError:
+        return True
+    if ticks < 0:
+        return True
+    if ticks in _NEVER:
+        return False
+    try:
+        return _FILETIME_EPOCH + timedelta(microseconds=ticks // 10) <= now
+    except OverflowError:
+        return False  # past the year 9999: not in any lifetime of this process
 
 
 def normal_dn(dn: str) -> str:
@@ -149,6 +178,7 @@ class LdapReader:
         allow_insecure: bool = False,
         disabled_attribute: str | None = None,
         disabled_value: str = "TRUE",
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         if flavour not in FLAVOURS:
             raise ConfigError(f"flavour: expected one of {', '.join(FLAVOURS)}, got {flavour!r}")
@@ -179,6 +209,7 @@ class LdapReader:
         self.timeout = timeout
         self.disabled_attribute = disabled_attribute
         self.disabled_value = disabled_value
+        self.clock = clock
         self.calls = 0  # requests made by the current read: the bind and each page
         tls = None
         if ldaps or start_tls:
@@ -272,7 +303,12 @@ class LdapReader:
                 flags = int(_text(control[0]))
             except ValueError:
                 return False
-            return not flags & _ACCOUNTDISABLE
+            if flags & _ACCOUNTDISABLE:
+                return False
+            expires = _values(attrs, "accountExpires")
+            if len(expires) > 1:
+                return False
+            return not expires or not expired(expires[0], self.clock())
         if _values(attrs, "pwdAccountLockedTime"):
             return False
         if self.disabled_attribute is not None:
@@ -285,7 +321,7 @@ class LdapReader:
         names = {self.user_id_attribute, "mail"}
         if self.flavour == "active-directory":
             names |= {"userAccountControl", "userPrincipalName", "proxyAddresses", "objectGUID"}
-            names |= {"sAMAccountName"}
+            names |= {"sAMAccountName", "accountExpires"}
         else:
             names |= {"pwdAccountLockedTime", "entryUUID", "uid"}
             if self.disabled_attribute:
@@ -415,7 +451,7 @@ def build(name: str, options: Mapping[str, Any], context: DirectoryContext) -> L
     password = context.secret("password") if parsed.bind_dn is not None else None
     settings = {f.name: getattr(parsed, f.name) for f in dataclasses.fields(parsed)}
     try:
-        return LdapReader(name, password=password, **settings)
+        return LdapReader(name, password=password, clock=context.clock, **settings)
     except ConfigError as exc:
         raise ConfigError(f"{key}.{exc}") from exc
 

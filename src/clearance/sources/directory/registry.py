@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from clearance.config import DirectorySourceSettings, Settings
@@ -34,14 +35,20 @@ __all__ = [
 ]
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass(frozen=True, slots=True)
 class DirectoryContext:
     """What a directory reader factory gets besides its options: the settings, its own
-    table, and ``secret(role)``."""
+    table, ``secret(role)``, and the directory sync's ``clock`` (what "now" is when a
+    reader judges a moment, such as an account's expiry)."""
 
     settings: Settings
     source: DirectorySourceSettings
     secret: Callable[[str], Secret]
+    clock: Callable[[], datetime] = _utc_now
 
 
 DirectoryReaderFactory = Callable[[str, Mapping[str, Any], DirectoryContext], DirectoryReader]
@@ -67,9 +74,13 @@ def available_directory_kinds() -> list[str]:
 
 
 def build_directory_reader(
-    settings: Settings, source: DirectorySourceSettings, env: Mapping[str, str] | None = None
+    settings: Settings,
+    source: DirectorySourceSettings,
+    env: Mapping[str, str] | None = None,
+    *,
+    clock: Callable[[], datetime] = _utc_now,
 ) -> DirectoryReader:
-    """The reader for ``[directories.<source.name>]``."""
+    """The reader for ``[directories.<source.name>]``, judging moments by ``clock``."""
     factory = _KINDS.get(source.kind)
     if factory is None:
         raise ConfigError(
@@ -79,7 +90,7 @@ def build_directory_reader(
     table = f"directories.{source.name}"
     environ = os.environ if env is None else env
     secret = credential_reader(table, source.kind, source.credentials, environ)
-    context = DirectoryContext(settings=settings, source=source, secret=secret)
+    context = DirectoryContext(settings=settings, source=source, secret=secret, clock=clock)
     reader = factory(source.name, source.options, context)
     if not isinstance(reader, DirectoryReader):
         raise ConfigError(f"directories.{source.name}.kind: {source.kind!r} built no reader")

@@ -111,7 +111,7 @@ def sync_directory_source(
     owned = reader is None and keep is None
     try:
         if reader is None:
-            reader = build_directory_reader(runtime.settings, settings)
+            reader = build_directory_reader(runtime.settings, settings, clock=runtime.clock)
             if keep is not None:
                 keep[name] = reader
         try:
