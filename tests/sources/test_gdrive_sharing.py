@@ -2,8 +2,8 @@
 loopback, through the sync engine into a real index: limited-access folders (and folders above
 that cannot be read, or were limited while a run was under way), the shared drive's own
 restrictions, every sharing shape (who exactly can read), Google Groups of another
-organisation, documents Drive will not export, folders trashed with their contents,
-keyless credentials and a user's My Drive.
+organisation, documents Drive will not export, folders trashed with their contents and
+restored, keyless credentials and a user's My Drive.
 
 Each invariant is shown with a reverse proof: a deliberately broken connector that the same
 assertion catches."""
@@ -610,6 +610,30 @@ def test_reverse_proof_a_connector_that_forgets_a_folders_descendants_is_caught(
 ) -> None:
     monkeypatch.setattr(DriveConnector, "_fallen", lambda self, change: [])
     assert trashed_folder_contents_are_found(gd)
+
+
+def restored_folder_contents_are_found(gd: Drive) -> bool:
+    """Whether a folder restored from the trash (one change, for the folder: Drive restores
+    its descendants with it, as it trashed them) brings its documents back."""
+    trashed_folder_contents_are_found(gd)
+    gd.drive.files["projects"].trashed = False
+    gd.drive._changed("projects")
+    reports = gd.sync()
+    assert all(r.ok for r in reports)
+    assert gd.found(ALICE, "lunch") == {gd.doc("lunch")}
+    return gd.found(ALICE, "project") == {gd.doc("atlas"), gd.doc("orion")}
+
+
+def test_a_folder_restored_from_the_trash_brings_its_documents_back(gd: Drive) -> None:
+    assert restored_folder_contents_are_found(gd)
+    assert gd.reports[-1].counts["not_in_index"] == 0
+
+
+def test_reverse_proof_a_connector_that_forgets_a_restored_folders_contents_is_caught(
+    gd: Drive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DriveConnector, "_risen", lambda self, change: [])
+    assert not restored_folder_contents_are_found(gd)
 
 
 # --------------------------------------------------------------------------- credentials

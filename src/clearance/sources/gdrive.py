@@ -8,7 +8,10 @@ it does not list is deleted); later ones follow the stored token through ``chang
 change that is ``removed``, a file that is ``trashed`` or has left the synced drive is a
 tombstone; so is every descendant of a folder trashed or removed (Drive trashes them with it
 without a change of their own): they are listed through ``files.list`` (``'<folder>' in
-parents``, trashed included) and tombstoned with it. A page token the service rejects (400,
+parents``, trashed included) and tombstoned with it. A change of a live folder lists what is
+below it again (not trashed): a folder restored from the trash brings its descendants back
+the same silent way, and what is listed unchanged keeps its version, so it is not fetched
+again. A page token the service rejects (400,
 404 or 410) is discarded, as the API asks, and the drive is listed again as a snapshot.
 Folders and shortcuts shape nothing but inheritance; Google Docs, Sheets and Slides are
 exported to docx, xlsx and pptx, other files downloaded (``alt=media``). A file's version is
@@ -557,6 +560,40 @@ class DriveConnector(RestConnector):
                 return []
         return [Tombstone(self.doc_id(d)) for d in self._descendants(file_id)]
 
+    def _risen(self, change: Mapping[str, Any]) -> list[ItemRef | Tombstone]:
+        """What a change of a live folder brings back with it: everything below it that is
+        not trashed, listed anew (``files.list``, ``'<folder>' in parents``, folder by
+        folder). Drive restores a folder's descendants from the trash with it, as it trashed
+        them, without a change of their own (and a folder moved into the synced drive brings
+        its contents the same way), so whatever :meth:`_fallen` took is listed again. A
+        document listed unchanged is not fetched again: its version is the same."""
+        raw = change.get("file")
+        if change.get("changeType", "file") != "file" or change.get("removed") is True:
+            return []
+        if not isinstance(raw, dict) or raw.get("mimeType") != _FOLDER:
+            return []
+        folder = text(change.get("fileId"))
+        if folder is None or raw.get("trashed") is True or not self._in_scope(raw):
+            return []
+        found: list[ItemRef | Tombstone] = []
+        pending, seen = [folder], {folder}
+        while pending:
+            parent = pending.pop()
+            quoted = parent.replace("\\", "\\\\").replace("'", "\\'")
+            for page in self._files_where(
+                f"'{quoted}' in parents and trashed = false", _FILE_FIELDS
+            ):
+                for child in page:
+                    child_id = text(child.get("id"))
+                    if child_id is None or child_id in seen:
+                        continue
+                    seen.add(child_id)
+                    entry = self._entry(child)
+                    found += [] if entry is None else [entry]
+                    if child.get("mimeType") == _FOLDER:
+                        pending.append(child_id)
+        return found
+
     def _descendants(self, folder: str) -> list[str]:
         """Every item below ``folder``, trashed ones included."""
         found: list[str] = []
@@ -642,7 +679,11 @@ class DriveConnector(RestConnector):
                 entry = self._change(change)
                 entries += [] if entry is None else [entry]
                 entries += self._fallen(change)
-            yield ContentPage(entries, f"{self._scope} {resume}", snapshot=False, last=last)
+                entries += self._risen(change)
+            once = {e.doc_id: e for e in entries}  # a file and its folder may both change
+            yield ContentPage(
+                list(once.values()), f"{self._scope} {resume}", snapshot=False, last=last
+            )
 
     def _token_of(self, cursor: str | None) -> str | None:
         """The page token a stored cursor holds (``"<drive>/<subject> <token>"``), or
