@@ -63,11 +63,23 @@ The following table summarizes revenues by region for the three and six months e
 """
 
 
+SEGMENTS = """# The Procter & Gamble Company — segment results (extract)
+
+Amounts in millions of dollars.
+
+| | Three Months Ended March 31, 2025 | Nine Months Ended March 31, 2025 |
+|---|---|---|
+| Grooming net sales | 1,505 | 4,980 |
+| Total net sales | 19,776 | 63,395 |
+"""
+
+
 @pytest.fixture
 def filing(tmp_path: Path) -> Path:
     path = tmp_path / "finance" / "streamco-10q-q2-2025.md"
     path.parent.mkdir()
     path.write_text(FILING, encoding="utf-8")
+    (path.parent / "pg-segments-q3-fy2025.md").write_text(SEGMENTS, encoding="utf-8")
     return path
 
 
@@ -218,3 +230,16 @@ def test_a_calendar_quarter_of_an_unknown_fiscal_year_is_offered_not_assumed(
     assert "1,107,916" in ask(app, "What was Streamco's revenue in 3M ended Jun 2025?")
     # a quarter whose calendar span no table holds is not found, as before
     ask(app, "What was Streamco's revenue in Q3 2025?", Status.NOT_FOUND)
+
+
+@pytest.mark.parametrize("name", ["Procter & Gamble", "P&G", "The Procter & Gamble Company"])
+def test_a_company_is_asked_by_its_name_without_the_and_company_or_its_initials(
+    app: Clearance, name: str
+) -> None:
+    """The title names "The Procter & Gamble Company"; people say "Procter & Gamble" and
+    "P&G", never "Gamble" alone."""
+    answer = ask(
+        app, f"What were {name}'s Grooming net sales in the nine months ended March 31, 2025?"
+    )
+    assert "4,980 million dollars" in answer
+    assert "1,505" not in answer

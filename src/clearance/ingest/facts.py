@@ -1440,13 +1440,27 @@ def company_named(text: str) -> str | None:
     return next(g for g in (m.group("zh"), m.group("ja"), m.group("en")) if g)
 
 
+# "The Procter & Gamble Company", "The Boeing Company": a legal name that is its name
+# between "The" and "Company".
+_THE_COMPANY = re.compile(r"^The\s+(?P<name>.+?)\s+(?:Company|Corporation)$")
+# Two names joined by "&", said by their initials: "Procter & Gamble" is "P&G".
+_AMPERSAND_PAIR = re.compile(r"^(?P<a>[A-Z])[a-z]+\s*&\s*(?P<b>[A-Z])[a-z]+$")
+
+
 def entity_aliases(name: str) -> tuple[str, ...]:
     """Other spellings a question may use for a derived entity: without its legal form
-    (``Apple Inc.`` → ``Apple``, ``株式会社ACME`` → ``ACME``); a country's other names
-    (``United States`` → ``US``, ``USA``, ``米国``, ``美国`` …: :mod:`clearance.countries`)."""
+    (``Apple Inc.`` → ``Apple``, ``株式会社ACME`` → ``ACME``, ``The Procter & Gamble
+    Company`` → ``Procter & Gamble``), two names joined by "&" by their initials
+    (``Procter & Gamble`` → ``P&G``, ``Johnson & Johnson`` → ``J&J``); a country's other
+    names (``United States`` → ``US``, ``USA``, ``米国``, ``美国`` …:
+    :mod:`clearance.countries`)."""
     short = normalize(_LEGAL_SUFFIX.sub("", name))
+    the = _THE_COMPANY.match(short)
+    short = normalize(the.group("name")) if the is not None else short
     legal = (short,) if short and short != name else ()
-    return tuple(dict.fromkeys((*legal, *country_names(name))))
+    pair = _AMPERSAND_PAIR.match(short)
+    initials = (f"{pair.group('a')}&{pair.group('b')}",) if pair is not None else ()
+    return tuple(dict.fromkeys((*legal, *initials, *country_names(name))))
 
 
 def _known_country(fact: Fact, vocab: Vocabulary) -> Fact:

@@ -606,7 +606,10 @@ class FiguresRoute:
             return []
         rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
         line = part.channel or self.ctx.settings.facts.default_channel
-        periods = {f.period for f, _ in rows if f.metric == part.metric and f.channel == line}
+        vocab = request.vocab or self.ctx.vocab
+        # the statement line under the entity's own name for it too ("revenues", "net sales")
+        names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
+        periods = {f.period for f, _ in rows if f.metric.casefold() in names and f.channel == line}
         ends = {m for _, d in rows if (m := _year_end(d, part.entity)) is not None}
         if part.period in periods or len(ends) == 1:
             return []  # labelled so, or read as its span by _fiscal_spans
