@@ -393,6 +393,20 @@ def test_the_trace_holds_what_every_pass_retrieved(build: Build) -> None:
     assert records[-1].denied_retrieved == 0
 
 
+def test_the_passes_in_other_languages_are_one_stage_of_the_trace(build: Build) -> None:
+    """The readings' time (the dictionaries' work included) is the trace's
+    ``across_languages`` stage, and the pass as asked keeps its own stage times: a refusal
+    whose stages summed to a fifth of its total hid where the time went."""
+    engine = build({"leave.md": LEAVE, "notice.md": NOTICE_JA})
+    records: list[Any] = []
+    engine.trace_listeners.append(records.append)
+    result = engine.ask(ANNUAL_JA, "ana")
+    assert ACROSS_LANGUAGES in result.flags
+    latency = records[-1].latency_ms
+    assert {"across_languages", "retrieve", "total"} <= set(latency), latency
+    assert latency["across_languages"] <= latency["total"]
+
+
 def test_restricted_pages_are_never_read_for_it(build: Build) -> None:
     """A Japanese question only a RESTRICTED page answers is refused with the fixed text,
     as with no such page; the page's figure is in no answer."""
@@ -443,12 +457,22 @@ def test_an_english_question_is_read_across_only_for_a_caller_with_cjk_pages(
     assert counted == ["Can public holidays be carried forward?"]
 
 
+def test_a_stray_glyph_on_an_english_page_is_no_page_to_read_across_for(
+    build: Build, counted: list[str]
+) -> None:
+    """An English PDF whose bullets extract as half-width katakana ("ｲ Tax fraud") made
+    every refusal over it read the question in Japanese and Chinese (seconds each)."""
+    stray = build({"leave.md": LEAVE, "report.md": "ｲ Referrals rose.\nｲ Cases closed."})
+    assert stray.ask("What is the dress code for the party?", "ana").status is not (Status.ANSWERED)
+    assert counted == []
+
+
 def test_a_chinese_table_or_a_traditional_list_is_a_page_to_read_across_for() -> None:
     """Pages with none of the particles of running text still hold a character of the
     probe: a travel-expense table, a list of leave types in traditional characters, a
     Japanese results table, katakana alone."""
     from clearance.analysis import document_terms
-    from clearance.answer.routes.crosslingual import _CJK_PROBE
+    from clearance.answer.routes.crosslingual import _CJK_PROBE, _PROBE_HELD
 
     for page in (
         "差旅费报销标准 职级 住宿（元/晚） 餐补（元/天） 经理 600 主管 450",
@@ -456,7 +480,7 @@ def test_a_chinese_table_or_a_traditional_list_is_a_page_to_read_across_for() ->
         "売上高（百万円） 2024年3月期 1,160,015",
         "コンプライアンス ポリシー",
     ):
-        assert set(document_terms(page)) & set(_CJK_PROBE), page
+        assert len(set(document_terms(page)) & set(_CJK_PROBE)) >= _PROBE_HELD, page
 
 
 def test_hidden_cjk_pages_do_not_decide_whether_a_question_is_read_across(

@@ -34,6 +34,10 @@ __all__ = ["ACROSS_LANGUAGES", "CrossLingualRoute", "read_across"]
 ACROSS_LANGUAGES = "across_languages"
 
 
+#: The trace stage the passes in other languages are timed as.
+STAGE = "across_languages"
+
+
 class CrossLingualRoute:
     def __init__(self, ctx: AnswerContext, narrative: NarrativeRoute) -> None:
         self.ctx = ctx
@@ -42,6 +46,19 @@ class CrossLingualRoute:
     def answer(self, request: AnswerRequest) -> AnswerResult | None:
         if not self.ctx.settings.answer.across_languages:
             return None
+        assert request.flt is not None
+        trace = request.trace
+        # The passes in other languages are one stage of the trace ("across_languages"),
+        # the dictionaries' work included; the stages of the pass as asked keep its times.
+        first = dict(trace.latency_ms)
+        trace.start(STAGE)
+        try:
+            return self._read_across(request)
+        finally:
+            trace.latency_ms = first
+            trace.stop(STAGE)
+
+    def _read_across(self, request: AnswerRequest) -> AnswerResult | None:
         assert request.flt is not None
         trace = request.trace
         for reading in read_across(self.ctx.runtime.store, request.flt, request.masked):
@@ -63,9 +80,10 @@ class CrossLingualRoute:
 # particles and the commonest Han of running text (simplified and traditional), the Han of
 # tables and headings (amounts, units, dates, departments, rules, leave), and the
 # commonest katakana. Each is an index term of its own (CJK text is indexed by characters
-# too), so one statistics call says whether the caller reads any such page. A page holding
-# none of them (a table of names alone) is not read across for, which loses a reading but
-# never shows anything.
+# too), so one statistics call says whether the caller reads any such page: one holding
+# :data:`_PROBE_HELD` of them. A page holding fewer (a table of names alone, or an English
+# PDF whose bullet extracts as a stray "ｲ") is not read across for, which loses a reading
+# but never shows anything.
 _CJK_PROBE = tuple(
     dict.fromkeys(
         "のはにをがでてとたしもなる"
@@ -80,17 +98,23 @@ _CJK_PROBE = tuple(
     )
 )
 
+#: How many characters of :data:`_CJK_PROBE` the caller's chunks must hold: one may be a
+#: stray glyph of an English page; a Japanese or Chinese page of any length holds many.
+_PROBE_HELD = 3
+
 
 def read_across(store: Store, flt: SearchFilter, question: str) -> list[Reading]:
     """``question``'s readings in the other languages, each word as the documents ``flt``
     admits put it (:meth:`Reading.in_words_used`, from their own statistics only, so no
     hidden document chooses a word), without those left with no word of their language.
-    A question in Latin script is read in Japanese and Chinese only for a caller some of
-    whose chunks hold one of :data:`_CJK_PROBE`: the Chinese dictionary's English index
+    A question in Latin script is read in Japanese and Chinese only for a caller whose
+    chunks hold :data:`_PROBE_HELD` characters of :data:`_CJK_PROBE`: the Chinese dictionary's English index
     alone takes about a second to build in each process, spent on every refusal over
     English pages."""
-    if cjk_share(question) <= 0.5 and not store.term_statistics(_CJK_PROBE, flt).df:
-        return []
+    if cjk_share(question) <= 0.5:
+        held = store.term_statistics(_CJK_PROBE, flt).df
+        if sum(1 for n in held.values() if n > 0) < _PROBE_HELD:
+            return []
     out = []
     for reading in readings(question):
         df = store.term_statistics(sorted(reading.terms()), flt).df
