@@ -376,6 +376,20 @@ def test_vocabulary_matching_rules() -> None:
     assert v.values("entity", "US revenue") == ["South Co"]
 
 
+def test_a_latin_name_matches_with_or_without_its_accents() -> None:
+    """ "Nestlé" is asked as "Nestle", and a file name gives "Nestle"; a Japanese name's
+    voiced kana are not its unvoiced ones (ガ is not カ)."""
+    v = Vocabulary(
+        vocab({"entities": {"Nestle": ["Nestle"], "Société Générale": [], "ガス会社": []}})
+    )
+    assert v.values("entity", "Nestlé's sales") == ["Nestle"]
+    assert v.values("entity", "NESTLÉ") == ["Nestle"]
+    assert v.values("entity", "Societe Generale revenue") == ["Société Générale"]
+    assert [(m.start, m.end) for m in v.find("entity", "Nestlé sales")] == [(0, 6)]
+    assert v.values("entity", "カス会社") == []
+    assert v.values("entity", "ガス会社の売上") == ["ガス会社"]
+
+
 def test_a_label_is_read_for_every_kind_and_the_longer_overlap_wins() -> None:
     v = Vocabulary(vocab({"units": {"USD m": ["USD m"], "Q": ["Q1 2025 basis"]}}))
     reading = v.read("Revenue Japan (USD m) Q1 2025 basis")

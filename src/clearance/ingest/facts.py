@@ -10,7 +10,8 @@ the question parser (:mod:`clearance.answer.intent`) and the structured tool
 Matching rules (:class:`Vocabulary`):
 
 * text and aliases are normalised with NFKC (full-width digits and letters become ASCII),
-  whitespace runs collapse, and comparison is by ``casefold``; a space inside an alias also
+  whitespace runs collapse, and comparison is by ``casefold`` with Latin letters' accents
+  left out (``Nestlé`` ~ ``Nestle``; kana keep their marks); a space inside an alias also
   matches no space (``operating profit`` ~ ``OperatingProfit``);
 * an alias edge that is a Latin letter or digit only matches on a word boundary, judged on
   Latin letters and digits alone, so ``US`` never matches inside ``USD`` but ``Japan``
@@ -162,12 +163,27 @@ def _spaced(text: str) -> tuple[str, list[int]]:
     return "".join(out), index
 
 
+def _fold(char: str) -> str:
+    """One character casefolded, and a Latin letter without its accents: "Nestlé" is
+    asked as "Nestle" as often as not, and a file name never has the accent."""
+    if "\u00c0" <= char <= "\u024f":
+        char = "".join(
+            c for c in unicodedata.normalize("NFD", char) if not unicodedata.combining(c)
+        )
+    return char.casefold()
+
+
+def _fold_text(text: str) -> str:
+    """``text`` as aliases are matched: casefolded, Latin letters without accents."""
+    return "".join(_fold(c) for c in text)
+
+
 def _folded(text: str) -> tuple[str, list[int]]:
-    """``text.casefold()`` with a map back to ``text`` (casefold may change lengths)."""
+    """:func:`_fold_text` of ``text`` with a map back to ``text`` (casefold may change lengths)."""
     out: list[str] = []
     index: list[int] = []
     for i, char in enumerate(text):
-        folded = char.casefold()
+        folded = _fold(char)
         out.append(folded)
         index.extend([i] * len(folded))
     index.append(len(text))
@@ -631,7 +647,7 @@ class Vocabulary:
                 if _ACRONYM.match(text):
                     out.append(_Alias(canonical, _alias_pattern(text), folded=False))
                 else:
-                    out.append(_Alias(canonical, _alias_pattern(text.casefold()), folded=True))
+                    out.append(_Alias(canonical, _alias_pattern(_fold_text(text)), folded=True))
         return out
 
     # ------------------------------------------------------------------ finding
