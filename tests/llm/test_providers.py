@@ -447,6 +447,17 @@ def test_split_sentences_keeps_abbreviations_and_decimals() -> None:
     assert split_sentences("  \n ") == []
 
 
+def test_a_year_opening_a_wrapped_line_is_no_list_number() -> None:
+    """A PDF's hard wrap before "2020." kept the year out of the sentence it ends."""
+    text = "Send comments by September 21,\n2020. ADDRESSES: by mail.\n1. Online.\n2. By fax."
+    assert split_sentences(text) == [
+        "Send comments by September 21,\n2020.",
+        "ADDRESSES: by mail.",
+        "1. Online.",
+        "2. By fax.",
+    ]
+
+
 def test_etc_ends_a_sentence_only_before_a_capital() -> None:
     assert split_sentences("Old versions break the libraries etc. we use. Upgrade.") == [
         "Old versions break the libraries etc. we use.",

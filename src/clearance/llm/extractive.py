@@ -102,12 +102,12 @@ _CJK_END = re.compile(r"(?:[。！？]|．(?![0-9０-９]))+[」』）】〉》\
 # inside a sentence ("… on the next business\nday."), so it reads as a space.
 _NEWLINE = re.compile(
     r"[\r\n\u2028\u2029]\s*[\r\n\u2028\u2029]+"
-    r"|[\r\n\u2028\u2029](?=\s*(?:[-*•・#|]|\d+[.)]\s))"
+    r"|[\r\n\u2028\u2029](?=\s*(?:[-*•・#|]|\d{1,3}[.)]\s))"
 )
 _LINE = re.compile(r"[^\r\n\u2028\u2029]+")
 # The cell separator of the table lines the loaders write ("date | country | office").
 _CELL = " | "
-_LIST_ITEM = re.compile(r"(?:[-*•・]|\d+[.)]|[A-Za-z][.)]|\([A-Za-z0-9]{1,3}\))\s")
+_LIST_ITEM = re.compile(r"(?:[-*•・]|\d{1,3}[.)]|[A-Za-z][.)]|\([A-Za-z0-9]{1,3}\))\s")
 _TABLE_RULE = re.compile(r"^[\s|:\-–—]+$")
 _MARKER = re.compile(r"\[\s*S\d+\s*\]", re.IGNORECASE)
 # A heading ends without punctuation and is short.
@@ -135,7 +135,7 @@ _LABEL_MAX_TERMS = 4
 # A name the question asks about ("… in Tokyo", "… for New York").
 _NAMED = re.compile(r"\b(?:in|for|at|of)\s+((?:[A-Z][\w'’.-]*)(?:\s+[A-Z][\w'’.-]*)*)")
 # A list item's marker alone, with nothing quotable after it.
-_BARE_MARKER = re.compile(r"(?:[-*•・]|\d+[.)]|[A-Za-z][.)]|\([A-Za-z0-9]{1,3}\))?[\W_]*")
+_BARE_MARKER = re.compile(r"(?:[-*•・]|\d{1,3}[.)]|[A-Za-z][.)]|\([A-Za-z0-9]{1,3}\))?[\W_]*")
 _HEADING_MAX_WORDS = 8
 
 MAX_SENTENCES = 3
