@@ -353,6 +353,60 @@ def test_no_period_no_facts_and_bad_cells_are_skipped() -> None:
     assert facts[0].locator == "row=Japan,col=FY2024"
 
 
+# A 10-Q's table under its cover line: the title names the quarter, the columns their spans.
+TEN_Q = "North Co — Form 10-Q for the quarter ended March 31, 2025"
+
+
+@pytest.mark.parametrize("settings", [FactSettings(), VOCAB], ids=["derived", "vocabulary"])
+def test_a_column_s_part_of_the_year_is_never_the_title_s(settings: FactSettings) -> None:
+    """A column headed "Nine Months Ended March 31" under a title naming "the quarter
+    ended March 31, 2025" holds nine months' figures: the title gives only the year. It
+    was stored as "3M ended Mar 2025", a nine-month figure given as the quarter's."""
+    section = Section(
+        "x",
+        "sheet=S,range=A1:C3",
+        atomic=True,
+        table=(
+            ("", "Three Months Ended March 31", "Nine Months Ended March 31"),
+            ("Net sales", "19,776", "63,395"),
+        ),
+        titles=(TEN_Q,),
+    )
+    warnings: list[str] = []
+    facts = extract_facts(
+        [section], doc_id="d", title="north-10q", vocab=settings, warn=warnings.append
+    )
+    assert {(f.period, f.value) for f in facts} == {
+        ("3M ended Mar 2025", 19776.0),
+        ("9M ended Mar 2025", 63395.0),
+    }
+    assert warnings == []
+
+
+@pytest.mark.parametrize("settings", [FactSettings(), VOCAB], ids=["derived", "vocabulary"])
+def test_a_column_s_part_of_the_year_that_cannot_take_the_title_s_year_is_skipped(
+    settings: FactSettings,
+) -> None:
+    """Under a title naming a fiscal quarter ("Q3 2025") the calendar year of "March 31"
+    is not known, and under one naming a span ending in another month the year of March
+    is not either: the cell is skipped with a warning, never stored under the title's
+    period."""
+    for title in ("North Co results, Q3 2025", "North Co — quarter ended June 30, 2025"):
+        section = Section(
+            "x",
+            "sheet=S,range=A1:B2",
+            atomic=True,
+            table=(("", "Nine Months Ended March 31"), ("Net sales", "63,395")),
+            titles=(title,),
+        )
+        warnings: list[str] = []
+        facts = extract_facts(
+            [section], doc_id="d", title="north-10q", vocab=settings, warn=warnings.append
+        )
+        assert facts == []
+        assert len(warnings) == 1 and "'9M ended Mar' is a different part" in warnings[0]
+
+
 # --------------------------------------------------------------------------- the vocabulary
 
 

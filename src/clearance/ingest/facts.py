@@ -50,6 +50,11 @@ Never a guess:
   cell as written stays in :attr:`Fact.raw`) nor of a label (``Revenue¹``);
 * ``—``, ``-``, ``n/a`` and empty cells are no number, so they are no fact (never 0);
   ``(12.5)`` is −12.5.
+* a part of a year that the table's own labels name (a column headed ``Nine Months Ended
+  March 31``) is never replaced by another part a title names (``… for the quarter ended
+  March 31, 2025``): the title may only give the year (``9M ended Mar 2025``), and where it
+  cannot — a fiscal quarter says nothing about which calendar year a month is in — the
+  cell is skipped with a warning (:meth:`_Extractor._narrow`).
 
 A long-format table (a column of years headed ``fiscal_year``, ``Year`` or ``年度`` beside a
 column of the row's value headed ``value``, ``actual_value`` or ``amount``, or beside
@@ -1516,6 +1521,38 @@ def fiscal_year_end(texts: Iterable[str]) -> int | None:
 
 
 @dataclass(frozen=True, slots=True)
+class _Skip:
+    """Why a cell is skipped, for the warning its table gets."""
+
+    why: str
+
+
+_ENDED_SPAN = re.compile(rf"^(\d{{1,2}})M ended ({'|'.join(MONTH_NAMES)})$")
+_TITLE_ENDING = re.compile(
+    rf"^(?:\d{{1,2}}M ended )?(?P<month>{'|'.join(MONTH_NAMES)}) (?P<year>\d{{4}})$"
+)
+
+
+def _title_year(period: str, spans: Sequence[str]) -> str | None:
+    """The period of a cell whose labels name the part of a year ``spans`` (one of them)
+    under a title naming ``period``: ``period`` itself when the labels name its own part
+    (a column ``Q3`` under ``Q3 2025``); the labels' span with the title's year when the
+    labels name months ending in a month and the title a span or month ending in that
+    month of a year (``9M ended Mar`` under ``3M ended Mar 2025`` is ``9M ended Mar
+    2025``); else ``None``: a quarter or half of a fiscal year says nothing about which
+    calendar year a month falls in."""
+    if len(spans) != 1:
+        return None
+    span = spans[0]
+    if re.sub(r"\s*(?:FY)?\d{4}$", "", period) == span:
+        return period
+    labelled, titled = _ENDED_SPAN.match(span), _TITLE_ENDING.match(period)
+    if labelled is None or titled is None or labelled.group(2) != titled.group("month"):
+        return None
+    return f"{span} {titled.group('year')}"
+
+
+@dataclass(frozen=True, slots=True)
 class _Resolved:
     value: str | None
     ambiguous: str | None = None  # the context that named two values
@@ -1785,9 +1822,15 @@ class _Extractor:
         if missing:
             return f"no {' or '.join(missing)} named"
         assert entity.value is not None and period.value is not None
-        narrowed = self._narrow(period.value, contexts, len(local))
-        if narrowed is None:
-            return "two partial periods named"
+        narrowed = self._narrow(
+            period.value,
+            contexts,
+            len(local),
+            own=len(local),
+            titled=(period.at or 0) >= len(local),
+        )
+        if isinstance(narrowed, _Skip):
+            return narrowed.why
         # whole: the cell's own text and the other label cells (a long format's unit column)
         whole = frozenset({0, *range(3, 3 + len(others))})
         # A note right above the table ("(in thousands)") is as near as its own labels.
@@ -1814,14 +1857,39 @@ class _Extractor:
             raw=cell.text.strip(),
         )
 
-    def _narrow(self, period: str, contexts: Sequence[str], labels: int) -> str | None:
+    def _narrow(
+        self,
+        period: str,
+        contexts: Sequence[str],
+        labels: int,
+        *,
+        own: int = 0,
+        titled: bool = False,
+    ) -> str | _Skip:
         """``period`` narrowed by the partial markers of the labels and titles around the
         cell that no period took in (a column headed ``YTD`` or ``上半期`` under a title
-        naming FY2024 is ``YTD FY2024`` or ``H1 2024``, never FY2024); ``None`` when they
+        naming FY2024 is ``YTD FY2024`` or ``H1 2024``, never FY2024); skipped when they
         name two different parts. A quarter under a title whose dates span that many
         quarters from the year's start is the year to that quarter: a 決算短信's
-        "第2四半期" under "(2023年4月1日~2023年9月30日)" is six months, ``Q1–Q2 FY2024``."""
+        "第2四半期" under "(2023年4月1日~2023年9月30日)" is six months, ``Q1–Q2 FY2024``.
+
+        A part of a year that the table's own labels name (the first ``own`` contexts: a
+        column headed ``Nine Months Ended March 31``) is never replaced by another part a
+        title names (``titled``: the period came from a title, ``the quarter ended March 31,
+        2025``): the title may only give its year (:meth:`_title_year`), else the cell is
+        skipped, with the reason."""
         if not _YEAR_PERIOD.match(period):
+            if titled:
+                spans = self._label_spans(contexts[:own])
+                if spans:
+                    kept = _title_year(period, spans)
+                    if kept is None:
+                        shown = "', '".join(spans)
+                        return _Skip(
+                            f"the table's '{shown}' is a different part of the year than the "
+                            f"title's {period}"
+                        )
+                    period = kept
             return _cumulative(period, contexts)
         markers: list[str] = []
         for i, context in enumerate(contexts):
@@ -1835,8 +1903,20 @@ class _Extractor:
         if not distinct:
             return period
         if len(distinct) > 1:
-            return None
-        return combine_period(period, distinct[0])
+            return _Skip("two partial periods named")
+        return combine_period(period, distinct[0]) or _Skip("two partial periods named")
+
+    def _label_spans(self, labels: Sequence[str]) -> list[str]:
+        """The parts of a year that table labels name with no year (``9M ended Mar``,
+        ``Q3``, ``YTD``), outside any period they name with one."""
+        spans: list[str] = []
+        for label in labels:
+            if not label.strip():
+                continue
+            reading = self._read_label(label)
+            residue = reading.residue()
+            spans += [m.canonical for m in periods_without_year(residue, [])]
+        return list(dict.fromkeys(spans))
 
     def _long_fact(
         self,
@@ -1900,9 +1980,15 @@ class _Extractor:
             roles[_label_role(head)].append(text)
             if _COUNTRY_CODE_HEADER.search(normalize(_label(head).replace("_", " "))):
                 country_codes.append(c.text.strip())
-        narrowed = self._narrow(period.value, [period_text, *labels, *outer], 1 + len(labels))
-        if narrowed is None:
-            return "two partial periods named"
+        narrowed = self._narrow(
+            period.value,
+            [period_text, *labels, *outer],
+            1 + len(labels),
+            own=1 + len(labels),
+            titled=bool(period.at),
+        )
+        if isinstance(narrowed, _Skip):
+            return narrowed.why
         entity = roles["entity"][0] if roles["entity"] else None
         dims = roles["line"]
         if entity is None:
@@ -2008,9 +2094,11 @@ class _Extractor:
         if period.value is None:
             return "no period named"
         texts = [period_text, measure_text, *members, corner, *outer]
-        narrowed = self._narrow(period.value, texts, 4 + len(members))
-        if narrowed is None:
-            return "two partial periods named"
+        narrowed = self._narrow(
+            period.value, texts, 4 + len(members), own=3 + len(members), titled=bool(period.at)
+        )
+        if isinstance(narrowed, _Skip):
+            return narrowed.why
 
         entity: str | None = None
         names = self._read_label(measure_text).values if measure_text.strip() else None
