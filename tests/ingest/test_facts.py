@@ -407,6 +407,39 @@ def test_a_column_s_part_of_the_year_that_cannot_take_the_title_s_year_is_skippe
         assert len(warnings) == 1 and "'9M ended Mar' is a different part" in warnings[0]
 
 
+def test_a_header_of_two_rows_names_the_measure_and_the_row_its_line_and_year() -> None:
+    """A header combined from two rows (``Three Months Ended March 31 — Net Sales``) names
+    the column's span and its measure; the row's first label is a line of that measure
+    (``Total Company``: the total), its year label the year of the column's span. The
+    measure was taken from the row ("beauty") and the year from the title."""
+    three, nine = "Three Months Ended March 31", "Nine Months Ended March 31"
+    section = Section(
+        "x",
+        "sheet=S,range=A1:E4",
+        atomic=True,
+        table=(
+            ("", "", f"{three} — Net Sales", f"{nine} — Net Earnings/(Loss)"),
+            ("Beauty", "2025", "3490", "2158"),
+            ("Beauty", "2024", "3550", "2426"),
+            ("Total Company", "2025", "19776", "12439"),
+        ),
+        titles=(TEN_Q,),
+    )
+    warnings: list[str] = []
+    facts = extract_facts(
+        [section], doc_id="d", title="north-10q", vocab=FactSettings(), warn=warnings.append
+    )
+    assert table(facts) == {
+        ("North", "3M ended Mar 2025", "net sales", "Beauty", 3490.0, ""),
+        ("North", "9M ended Mar 2025", "net earnings", "Beauty", 2158.0, ""),
+        ("North", "3M ended Mar 2024", "net sales", "Beauty", 3550.0, ""),
+        ("North", "9M ended Mar 2024", "net earnings", "Beauty", 2426.0, ""),
+        ("North", "3M ended Mar 2025", "net sales", "total", 19776.0, ""),
+        ("North", "9M ended Mar 2025", "net earnings", "total", 12439.0, ""),
+    }
+    assert warnings == []
+
+
 # --------------------------------------------------------------------------- the vocabulary
 
 

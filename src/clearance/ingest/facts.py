@@ -56,6 +56,14 @@ Never a guess:
   cannot — a fiscal quarter says nothing about which calendar year a month is in — the
   cell is skipped with a warning (:meth:`_Extractor._narrow`).
 
+A header of two rows, as :class:`~clearance.ingest.loaders.common.SheetPacker` combines
+it (``Three Months Ended March 31 — Net Sales``), names both the column's period and its
+measure: the row labels are then lines of that measure (``Beauty``; ``Total Company`` is
+the total), not the measure. A column's part of a year written with no year takes its
+row's year label (``Nine Months Ended March 31`` in the row ``Beauty | 2024`` is ``9M ended
+Mar 2024``); a column with no header whose cells are all years holds such labels, not
+figures.
+
 A long-format table (a column of years headed ``fiscal_year``, ``Year`` or ``年度`` beside a
 column of the row's value headed ``value``, ``actual_value`` or ``amount``, or beside
 columns of labels) gives one fact per row and numeric column (:meth:`_Extractor._long_fact`):
@@ -86,7 +94,7 @@ from typing import Literal
 from clearance.config import FactSettings, fiscal_year_start_month
 from clearance.countries import country_name, country_names
 from clearance.ingest.locator import format_locator, parse_locator
-from clearance.model import Fact, Section
+from clearance.model import LABEL_SEPARATOR, Fact, Section
 
 __all__ = [
     "AT_END",
@@ -1143,6 +1151,16 @@ def _label_role(header: str) -> str:
     return "line"
 
 
+def _year_columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """Columns with no header whose every non-empty cell is a year: the rows' years."""
+    out = []
+    for i, text in enumerate(header):
+        cells = [normalize(row[i]) for row in rows if i < len(row) and row[i].strip()]
+        if not text.strip() and cells and all(_YEAR_CELL.match(c) for c in cells):
+            out.append(i)
+    return out
+
+
 def _period_column(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int | None:
     """The column of a long-format table that holds each row's year: headed as one
     (``fiscal_year``, ``Year``, ``年度``) and holding a year in every row that has a cell
@@ -1183,6 +1201,11 @@ _GENERIC = re.compile(
     r"(?i:^(?:key\s+)?(?:results?|performance|figures|financials?|highlights|summary|overview|"
     r"data|numbers|metrics|kpis?)$)|^(?:業績|実績|概要|主要指標|业绩|業績|主要数据|主要數據)$"
 )
+# What qualifies a column's figures rather than naming what they measure.
+_QUALIFIER = re.compile(
+    r"(?i:^(?:actuals?|reported|as\s+reported|restated|adjusted|unaudited|audited|change|"
+    r"variance|var)$)"
+)
 _TOTAL = re.compile(r"^(?:total|grand\s+total|合計|合计|總計|总计|計|计)\b[\s:：]*", re.IGNORECASE)
 _NAME_NOISE = re.compile(r"[:：]+$|^[-–—•·*\s]+")
 _MAX_NAME = 60
@@ -1221,10 +1244,15 @@ _REPORT_WORDS = re.compile(
 _TITLE_SEPARATOR = re.compile(r"\s+[—–\-|:·]\s+|[：｜|]")
 
 
+# "Earnings/(Loss)", "Income/(loss)": the other sign's name, after a slash, in parentheses
+_ALTERNATIVE = re.compile(r"\s*/\s*[(\[（]([^()\[\]（）]*)[)\]）]")
+
+
 def measure_name(text: str) -> str | None:
     """What a label says is measured: without its unit group, footnote markers, a
-    trailing colon or a leading ``Total``; ``None`` if that leaves no word."""
-    norm = normalize(_GROUP.sub(" ", _label(text)))
+    trailing colon, a leading ``Total`` or the name of its negative after a slash
+    (``Net Earnings/(Loss)`` → ``Net Earnings``); ``None`` if that leaves no word."""
+    norm = normalize(_GROUP.sub(" ", _ALTERNATIVE.sub(" ", _label(text))))
     norm = _NAME_NOISE.sub("", normalize(_TOTAL.sub("", norm)))
     norm = _headed(normalize(norm))
     if not norm or len(norm) > _MAX_NAME or not re.search(r"[^\W\d_]", norm):
@@ -1274,10 +1302,16 @@ def metric_aliases(name: str, metrics: Iterable[str]) -> tuple[str, ...]:
     return ()
 
 
+_WHOLE = re.compile(r"(?i:company|group|consolidated|corporation|firm)")
+
+
 def _is_total(label: str, measure: str) -> bool:
-    """``Total``, ``Total net sales`` or ``Net sales`` under a title breaking net sales down."""
+    """``Total``, ``Total net sales`` or ``Net sales`` under a title breaking net sales
+    down, or ``Total Company`` (``Group``, ``Consolidated``): the whole's line."""
     norm = normalize(_GROUP.sub(" ", _label(label)))
     rest = normalize(_TOTAL.sub("", norm))
+    if rest != norm and _WHOLE.fullmatch(rest):
+        return True
     return not rest or rest.casefold() == measure.casefold()
 
 
@@ -1674,8 +1708,11 @@ class _Extractor:
             any(_VALUE_HEADER.match(normalize(h.replace("_", " "))) for h in header)
             or bool(_label_columns(header, table[1:], period_col))
         )
+        # a column with no header whose cells are all years labels its rows by year, like
+        # the first column (``Beauty | 2025 | 3,490``): its years are no figures
+        labelled = {0, period_col, *_year_columns(header, table[1:])}
         for row in table[1:]:
-            cells = [self._cell(text, first=i in (0, period_col)) for i, text in enumerate(row)]
+            cells = [self._cell(text, first=i in labelled) for i, text in enumerate(row)]
             numbers += sum(c.number is not None for c in cells)
             leading: list[str] = []
             for c in cells:
@@ -2077,10 +2114,16 @@ class _Extractor:
             return self._reporting_fact(
                 reporting, section, parts, keys, outer, column, corner, cells, leading, col
             )
+        measured: str | None = None
         if self._periodish(column):
-            period_text = column
-            measure_text = labels_in_row[0][1] if labels_in_row and labels_in_row[0][0] == 0 else ""
-            members = [t for i, t in labels_in_row if i != 0]
+            period_text, measured = self._column_parts(column)
+            if measured is not None:
+                # the column names its measure too: the row's labels are lines of it
+                measure_text, members = measured, [t for _, t in labels_in_row]
+            else:
+                first = labels_in_row[0][1] if labels_in_row and labels_in_row[0][0] == 0 else ""
+                measure_text, members = first, [t for i, t in labels_in_row if i != 0]
+            period_text = self._with_row_year(period_text, [t for _, t in labels_in_row])
         else:
             periodish = [t for _, t in labels_in_row if self._periodish(t)]
             if len(periodish) != 1:
@@ -2104,10 +2147,12 @@ class _Extractor:
         names = self._read_label(measure_text).values if measure_text.strip() else None
         if names is not None and names["entity"] and not names["metric"]:
             entity, measure_text = names["entity"][0], ""
-        split = self._split(
-            [corner, *section.captions, *section.titles, *_outer_contexts(parts, "")]
-        )
-        if split is None and _DIMENSION.search(normalize(corner)):
+        split = None
+        if measured is None:
+            split = self._split(
+                [corner, *section.captions, *section.titles, *_outer_contexts(parts, "")]
+            )
+        if split is None and measured is None and _DIMENSION.search(normalize(corner)):
             # "Region" above the row labels: the rows are lines of what a title measures
             split = self._titled_measure(
                 [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
@@ -2131,7 +2176,7 @@ class _Extractor:
             named = self._read_label(text).values
             if named["entity"] and entity is None:
                 entity = named["entity"][0]
-            elif not named["period"] and member is None:
+            elif not named["period"] and member is None and not _is_total(text, measure):
                 member = measure_name(text)
         if entity is None:
             found = self.resolve("entity", [corner, *outer])
@@ -2155,6 +2200,44 @@ class _Extractor:
             locator=_cell_locator(parts, keys, leading, column, col),
             raw=cell.text.strip(),
         )
+
+    def _column_parts(self, column: str) -> tuple[str, str | None]:
+        """A header of two rows (``Three Months Ended March 31 — Net Sales``, see
+        :class:`~clearance.ingest.loaders.common.SheetPacker`) split into the part naming
+        its period and the part naming its measure; ``(column, None)`` for any other header,
+        and when the other part qualifies the figure rather than naming a measure
+        (``Actual``, ``Budget``, ``% change``)."""
+        parts = [p for p in column.split(LABEL_SEPARATOR) if p.strip()]
+        if len(parts) != 2:
+            return column, None
+        timed = [self._periodish(p) for p in parts]
+        if timed.count(True) != 1:
+            return column, None
+        period, other = (parts[0], parts[1]) if timed[0] else (parts[1], parts[0])
+        norm = normalize(_label(other))
+        if (
+            measure_name(other) is None
+            or _QUALIFIER.match(norm)
+            or _plan_channel(norm) is not None
+            or _reporting_column(other) is not None
+            or _RATE_HEADER.search(norm)
+        ):
+            return column, None
+        return period, other
+
+    def _with_row_year(self, period_text: str, labels: Sequence[str]) -> str:
+        """A column's part of a year named with no year (``Nine Months Ended March 31``)
+        with the year its row is labelled by (``2024``): ``Nine Months Ended March 31,
+        2024``, read as the nine months ended March 2024. Only for a row with one label that
+        is a year alone; else ``period_text`` as it is."""
+        if self._read_label(period_text).values["period"]:
+            return period_text
+        if not periods_without_year(normalize(period_text), []):
+            return period_text
+        years = [normalize(t) for t in labels if _YEAR_CELL.match(normalize(_label(t)))]
+        if len(years) != 1:
+            return period_text
+        return f"{period_text}, {years[0]}"
 
     @staticmethod
     def _changed_column(header: Sequence[str], cells: Sequence[_Cell], col: int) -> str | None:
