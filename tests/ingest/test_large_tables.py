@@ -35,6 +35,9 @@ from clearance.ingest.loaders.common import (
     MAX_CAPTION_ROWS,
     Row,
     SheetPacker,
+    combined_header,
+    continued,
+    has_figure,
     line_text,
     pad,
 )
@@ -156,7 +159,8 @@ def test_reverse_proof_reading_the_whole_file_first_is_caught(
 def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tuple[object, ...]]]:
     """How sheets were packed before streaming: all rows first, then blocks. Leading rows
     of one cell each (at most MAX_CAPTION_ROWS, and not the whole sheet, nor followed by
-    another one-cell row) are captions above the header."""
+    another one-cell row) are captions above the header; a header of two rows is combined
+    when a row with a figure follows them; continuation rows take the label above."""
 
     def single(row: Row) -> bool:
         return sum(1 for cell in row[1] if cell) == 1
@@ -167,8 +171,16 @@ def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tupl
     if n == len(rows) or (n == MAX_CAPTION_ROWS and single(rows[n])):
         n = 0
     captions, rows = list(rows[:n]), rows[n:]
-    header, data = rows[0], rows[1:]
     width = max(len(cells) for _, cells in [*captions, *rows])
+    header, data = rows[0], list(rows[1:])
+    header_rows = [header]
+    combined = combined_header(rows[0][1], rows[1][1]) if len(rows) > 2 else None
+    if combined is not None and has_figure(rows[2][1]):
+        header, header_rows, data = (rows[0][0], combined), [rows[0], rows[1]], data[1:]
+    above: tuple[str, ...] | None = None
+    for i, (number, cells) in enumerate(data):
+        data[i] = (number, continued(cells, above))
+        above = data[i][1]
     titles = [next(cell for cell in cells if cell) for _, cells in captions]
     header_line = "\n".join([*titles, line_text(header[1])])
     blocks: list[list[Row]] = []
@@ -185,7 +197,7 @@ def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tupl
     out = []
     for index, block in enumerate(blocks or [[]]):
         text = "\n".join([header_line, *(line_text(cells) for _, cells in block)])
-        covered = [*captions, header, *block] if index == 0 else block
+        covered = [*captions, *header_rows, *block] if index == 0 else block
         locator = f"{covered[0][0]}-{covered[-1][0]}"
         table = (pad(header[1], width), *(pad(cells, width) for _, cells in block))
         out.append((text, locator, table))

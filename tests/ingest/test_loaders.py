@@ -491,6 +491,44 @@ def test_xlsx_each_block_fits_max_chars(tmp_path: Path) -> None:
     assert rows == [f"{i} | {i * 1.5:g}" for i in range(1, 31)]
 
 
+def test_two_header_rows_are_one_header_per_column(tmp_path: Path) -> None:
+    """A period written once over the measures it covers, the cells after it left blank
+    (as a CSV export of merged cells writes it): each column is headed by both rows. A
+    table of text whose first row is all labels keeps that row as data."""
+    text = (
+        ",Three Months Ended March 31,,Nine Months Ended March 31,\n"
+        "Segment,Net sales,EBT,Net sales,EBT\n"
+        "Beauty,3490,684,11231,2746\n"
+    )
+    (section,) = extract(_write(tmp_path / "segments.csv", text), max_chars=1000).sections
+    three, nine = "Three Months Ended March 31", "Nine Months Ended March 31"
+    header = ("Segment", f"{three} — Net sales", f"{three} — EBT", f"{nine} — Net sales",
+              f"{nine} — EBT")  # fmt: skip
+    assert section.table == (header, ("Beauty", "3490", "684", "11231", "2746"))
+    assert section.text == " | ".join(header) + "\nBeauty | 3490 | 684 | 11231 | 2746"
+
+    people = "Name,Role,\nAnn,Dev,on leave\nBo,QA,\n"
+    (section,) = extract(_write(tmp_path / "people.csv", people), max_chars=1000).sections
+    assert section.table == (
+        ("Name", "Role", ""), ("Ann", "Dev", "on leave"), ("Bo", "QA", "")
+    )  # fmt: skip
+
+
+def test_a_continuation_row_takes_its_first_label_from_the_row_above(tmp_path: Path) -> None:
+    """``Beauty | 2025 | …`` then `` | 2024 | …``: the second row is Beauty's too, in the
+    block's text and table. A row of text with a blank first cell is left alone."""
+    text = "Segment,Year,Net sales\nBeauty,2025,3490\n,2024,3550\nGrooming,2025,1505\n,unaudited,\n"
+    (section,) = extract(_write(tmp_path / "segments.csv", text), max_chars=1000).sections
+    assert section.table == (
+        ("Segment", "Year", "Net sales"),
+        ("Beauty", "2025", "3490"),
+        ("Beauty", "2024", "3550"),
+        ("Grooming", "2025", "1505"),
+        ("", "unaudited", ""),
+    )
+    assert "\nBeauty | 2024 | 3550\n" in section.text
+
+
 def test_xlsx_empty_workbook(tmp_path: Path) -> None:
     path = tmp_path / "empty.xlsx"
     openpyxl.Workbook().save(path)

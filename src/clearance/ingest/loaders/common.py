@@ -227,10 +227,73 @@ class Outline:
 
 
 Row = tuple[int, tuple[str, ...]]
+"""A spreadsheet row: its 1-based number in the file and its rendered cells."""
 
 #: The most one-cell rows above a sheet's header read as its title (see :class:`SheetPacker`).
 MAX_CAPTION_ROWS = 3
-"""A spreadsheet row: its 1-based number in the file and its rendered cells."""
+
+# A cell that is a figure: a number, with a sign, parentheses, a currency symbol or a percent
+# sign. A year (1900–2099, four digits alone) is a label: it heads a column or names a row.
+_FIGURE = re.compile(r"^[-−+(]?\s*[$€£¥]?\s*\d[\d,.\s]*%?\s*\)?$")
+_YEAR = re.compile(r"^(?:19|20)\d{2}$")
+
+
+def is_label(cell: str) -> bool:
+    """Whether a cell is a label: non-empty text that is no figure, or a year."""
+    return bool(cell) and (not _FIGURE.match(cell) or bool(_YEAR.match(cell)))
+
+
+def has_figure(cells: Sequence[str]) -> bool:
+    """Whether a row holds a figure (a number that is not a year)."""
+    return any(cell and not is_label(cell) for cell in cells)
+
+
+def combined_header(header: Sequence[str], sub: Sequence[str]) -> tuple[str, ...] | None:
+    """The header of two rows combined per column, when ``sub`` (the row under ``header``)
+    holds only labels and ``header``'s labels span groups of the columns ``sub`` labels;
+    else ``None``. A label spans the columns after it that are blank in ``header`` and
+    labelled in ``sub`` (``Three Months Ended March 31 |  |  | Nine Months …`` over ``Net
+    Sales | EBT | Net Earnings | Net Sales …``), or that repeat it (a merged range filled in,
+    see :mod:`~clearance.ingest.loaders.xlsx`); every column of a group must be labelled in
+    ``sub``. A column is then ``"<upper> — <lower>"`` (:data:`~clearance.model.LABEL_SEPARATOR`),
+    or the one of the two it has (once if both are the same)."""
+    width = max(len(header), len(sub))
+    upper, lower = list(pad(header, width)), pad(sub, width)
+    if not any(lower) or any(cell and not is_label(cell) for cell in lower):
+        return None
+    grouped = [False] * width
+    for j in range(1, width):
+        if not upper[j] and upper[j - 1] and lower[j]:
+            upper[j] = upper[j - 1]  # a blank continuing the label to its left
+        if upper[j] and upper[j] == upper[j - 1]:
+            grouped[j - 1] = grouped[j] = True
+    if not any(grouped) or any(g and not lower[j] for j, g in enumerate(grouped)):
+        return None
+    return tuple(
+        LABEL_SEPARATOR.join(dict.fromkeys(part for part in (upper[j], lower[j]) if part))
+        for j in range(width)
+    )
+
+
+def continued(row: Sequence[str], above: Sequence[str] | None) -> tuple[str, ...]:
+    """``row`` with its first label taken from ``above`` when it is a continuation row: its
+    first cell is blank while later label cells before its first figure are filled, and
+    ``above`` (the data row before it) has a first label and labels in those same cells —
+    ``Beauty | 2025 | 3490`` then `` | 2024 | 3550``: the second row is Beauty's too. Both
+    rows must hold a figure, so rows of text (notes, wrapped lines) are left alone."""
+    if above is None or not row or row[0] or not above or not is_label(above[0]):
+        return tuple(row)
+    if not has_figure(row) or not has_figure(above):
+        return tuple(row)
+    labels: list[int] = []
+    for j, cell in enumerate(row):
+        if cell and not is_label(cell):
+            break
+        if cell:
+            labels.append(j)
+    if not labels or any(j >= len(above) or not is_label(above[j]) for j in labels):
+        return tuple(row)
+    return (above[0], *row[1:])
 
 
 class SheetPacker:
@@ -251,6 +314,19 @@ class SheetPacker:
     (so facts read the entity or period it names), and the first block's range covers it.
     A sheet whose rows all have one cell is a one-column table as before.
 
+    Two header rows: when the row after the header holds only labels and the header's labels
+    span groups of its columns (a period over the measures it covers: ``Three Months Ended
+    March 31`` over ``Net Sales | EBT | Net Earnings``), the header is both rows combined per
+    column (:func:`combined_header`: ``Three Months Ended March 31 — Net Sales``), so each
+    column says both its period and its measure. Only when the row after those two holds a
+    figure: a table of text whose first row is all labels keeps that row as data. The first
+    block's range covers both header rows.
+
+    A continuation row — a data row whose first label is blank while a later label is
+    filled, under a row labelled in the same cells (``Beauty | 2025 | …`` then `` | 2024 |
+    …``) — takes its first label from the row above (:func:`continued`), in its text and
+    its table alike.
+
     Only the block being filled is held besides the finished sections, so a file can be
     streamed through; rows are padded in :meth:`finish`, since the widest row may come last.
     """
@@ -259,6 +335,9 @@ class SheetPacker:
         self._max_chars = max_chars
         self._locate = locate
         self._header: Row | None = None
+        self._header_rows: list[Row] = []  # the rows the header was read from
+        self._held: list[Row] | None = None  # rows after the header, while it may have two
+        self._above: tuple[str, ...] | None = None  # the last data row, as packed
         self._header_line = ""
         self._captions: list[Row] = []  # one-cell rows above the header, while it is unknown
         self._block: list[Row] = []
@@ -279,7 +358,15 @@ class SheetPacker:
                 self.add(row)
                 return
             self._start(row)
+            self._held = []
             return
+        if self._held is not None:
+            self._held.append(row)
+            if len(self._held) == 2:
+                self._release()
+            return
+        row = (row[0], continued(row[1], self._above))
+        self._above = row[1]
         line = line_text(row[1])
         add = 1 + len(line)
         if self._block and self._length + add > self._max_chars:
@@ -288,8 +375,23 @@ class SheetPacker:
         self._lines.append(line)
         self._length += add
 
+    def _release(self, end: bool = False) -> None:
+        """Decide whether the header has two rows, then add the rows held to decide it."""
+        held, self._held = self._held or [], None
+        assert self._header is not None
+        if not end and len(held) == 2 and has_figure(held[1][1]):
+            combined = combined_header(self._header[1], held[0][1])
+            if combined is not None:
+                rows = [self._header, held[0]]
+                self._start((self._header[0], combined))
+                self._header_rows = rows
+                held = held[1:]
+        for row in held:
+            self.add(row)
+
     def _start(self, header: Row) -> None:
         self._header = header
+        self._header_rows = [header]
         self._header_line = "\n".join([*self._titles(), line_text(header[1])])
         self._length = len(self._header_line)
 
@@ -300,13 +402,14 @@ class SheetPacker:
         """The rows taken for captions were the head of a one-column table after all."""
         rows, self._captions = self._captions, []
         self._start(rows[0])
+        self._held = []
         for row in rows[1:]:
             self.add(row)
 
     def _emit(self, header: Row) -> None:
         block = self._block
         text = "\n".join([self._header_line, *self._lines])
-        covered = block if self._sections else [*self._captions, header, *block]
+        covered = block if self._sections else [*self._captions, *self._header_rows, *block]
         table = (header[1], *(cells for _, cells in block))
         titles = tuple(reversed(self._titles()))  # innermost first
         section = Section(text, self._locate(covered), atomic=True, table=table, titles=titles)
@@ -320,6 +423,8 @@ class SheetPacker:
             self._one_column()
         if self._header is None:
             return []
+        if self._held is not None:
+            self._release(end=True)
         if self._block or not self._sections:
             self._emit(self._header)
         width = self._width
