@@ -440,6 +440,72 @@ def test_a_header_of_two_rows_names_the_measure_and_the_row_its_line_and_year() 
     assert warnings == []
 
 
+SEGMENT_FIGURES = {  # segment, year → (3M net sales, EBT, net earnings, 9M the same)
+    ("Beauty", 2025): (3490, 684, 539, 11231, 2746, 2158),
+    ("Beauty", 2024): (3550, 753, 587, 11496, 3114, 2426),
+    ("Total Company", 2025): (19776, 4661, 3793, 63395, 15646, 12439),
+    ("Total Company", 2024): (20195, 4592, 3781, 63507, 14891, 11830),
+}
+SEGMENT_MEASURES = ("Net Sales", "Earnings/(Loss) Before Income Taxes", "Net Earnings/(Loss)")
+
+
+@pytest.mark.parametrize("merged", [True, False], ids=["merged", "blank-continued"])
+def test_a_10q_segment_table_as_published(tmp_path: Path, merged: bool) -> None:
+    """A 10-Q's segment table, with no vocabulary: the cover line and the unit line above
+    it, the periods in a header row over the measures (merged, or written once with blank
+    cells after), a 2025 and a 2024 row per segment, the second with a blank segment label.
+    Each figure is the column's measure for the row's segment (Total Company: the total),
+    over the column's span ending in the row's year. It was read as the metric "beauty",
+    from the first column of each period only, with the nine months as the quarter and the
+    2024 rows dropped."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Segment results"
+    sheet.append(["ACME Corporation — Form 10-Q for the quarter ended March 31, 2025"])
+    sheet.append(["Amounts in millions of dollars except per share amounts."])
+    sheet.append([None, None, "Three Months Ended March 31", None, None,
+                  "Nine Months Ended March 31"])  # fmt: skip
+    sheet.append([None, None, *SEGMENT_MEASURES, *SEGMENT_MEASURES])
+    for (segment, year), values in SEGMENT_FIGURES.items():
+        sheet.append([segment if year == 2025 else None, year, *values])
+    if merged:
+        sheet.merge_cells("C3:E3")
+        sheet.merge_cells("F3:H3")
+    path = tmp_path / "acme-10q-q3-fy2025-segment-results.xlsx"
+    book.save(path)
+
+    warnings: list[str] = []
+    extracted = extract(path, max_chars=1500)
+    facts = extract_facts(
+        extracted.sections,
+        doc_id="d",
+        title=path.stem,
+        vocab=FactSettings(),
+        warn=warnings.append,
+    )
+    metrics = ("net sales", "earnings before income taxes", "net earnings")
+    expected = {
+        (
+            "Acme",  # the file name's (document_entity)
+            f"{span} ended Mar {year}",
+            metrics[i % 3],
+            "total" if segment == "Total Company" else segment,
+            float(value),
+            "in millions of dollars",  # the unit line above the table
+        )
+        for (segment, year), values in SEGMENT_FIGURES.items()
+        for i, (span, value) in enumerate(zip(["3M"] * 3 + ["9M"] * 3, values, strict=True))
+    }
+    assert table(facts) == expected
+    assert warnings == []
+    beauty_2024 = next(f for f in facts if f.value == 11496)
+    assert beauty_2024.locator == (
+        "sheet=Segment results,range=A1:H8,row=Beauty / 2024,"
+        "col=Nine Months Ended March 31 — Net Sales"
+    )
+
+
 # --------------------------------------------------------------------------- the vocabulary
 
 

@@ -491,6 +491,39 @@ def test_xlsx_each_block_fits_max_chars(tmp_path: Path) -> None:
     assert rows == [f"{i} | {i * 1.5:g}" for i in range(1, 31)]
 
 
+def test_xlsx_merged_cells_fill_the_cells_they_cover(tmp_path: Path) -> None:
+    """A merged range's value heads every column it spans and labels every row it spans;
+    a number merged across cells stays one figure in its first cell; a title merged across
+    the table stays a one-cell title row."""
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "Segments"
+    sheet.append(["ACME — segment results"])
+    sheet.append([None, "Three Months Ended March 31", None, "Nine Months Ended March 31"])
+    sheet.append(["Segment", "Net sales", "EBT", "Net sales", "EBT"])
+    sheet.append(["Beauty", 3490, 684, 11231, 2746])
+    sheet.append([None, 3550, 753, 11496, 3114])
+    sheet.append(["Corporate", 198, None, 520, -961])
+    for cells in ("A1:E1", "B2:C2", "D2:E2", "A4:A5", "B6:C6"):
+        sheet.merge_cells(cells)
+    path = tmp_path / "segments.xlsx"
+    workbook.save(path)
+
+    (section,) = extract(path, max_chars=1000).sections
+    assert section.titles == ("ACME — segment results",)
+    assert section.locator == "sheet=Segments,range=A1:E6"
+    three, nine = "Three Months Ended March 31", "Nine Months Ended March 31"
+    assert section.table == (
+        ("Segment", f"{three} — Net sales", f"{three} — EBT", f"{nine} — Net sales",
+         f"{nine} — EBT"),
+        ("Beauty", "3490", "684", "11231", "2746"),
+        ("Beauty", "3550", "753", "11496", "3114"),
+        ("Corporate", "198", "", "520", "-961"),
+    )  # fmt: skip
+    assert section.text.split("\n")[0] == "ACME — segment results"
+
+
 def test_two_header_rows_are_one_header_per_column(tmp_path: Path) -> None:
     """A period written once over the measures it covers, the cells after it left blank
     (as a CSV export of merged cells writes it): each column is headed by both rows. A
