@@ -506,6 +506,55 @@ def test_a_10q_segment_table_as_published(tmp_path: Path, merged: bool) -> None:
     )
 
 
+def test_a_filings_financial_report_workbook_gives_its_statements(tmp_path: Path) -> None:
+    """The spreadsheet the SEC publishes with every filing (Financial_Report.xlsx): the
+    title cell, merged down two rows, says "USD ($) shares in Thousands, $ in Millions";
+    "3 Months Ended" merged over two columns heads "Mar. 29, 2025" and "Mar. 30, 2024".
+    Every column is the span ending on its date; amounts are in millions of dollars, share
+    counts in thousands of shares, and a per-share amount in dollars."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "CONDENSED CONSOLIDATED STATEMEN"
+    sheet.append(
+        [
+            "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited) - USD ($)"
+            " shares in Thousands, $ in Millions",
+            "3 Months Ended",
+            None,
+            "6 Months Ended",
+            None,
+        ]
+    )
+    sheet.append([None, "Mar. 29, 2025", "Mar. 30, 2024", "Mar. 29, 2025", "Mar. 30, 2024"])
+    sheet.append(["Net sales", 95359, 90753, 219659, 210328])
+    sheet.append(["Earnings per share:", "\xa0", "\xa0", "\xa0", "\xa0"])
+    sheet.append(["Basic (in dollars per share)", 1.65, 1.53, 4.06, 3.72])
+    sheet.append(["Diluted (in dollars per share)", 1.65, 1.53, 4.05, 3.71])
+    sheet.append(["Shares used in computing earnings per share:", "\xa0", "\xa0", "\xa0", "\xa0"])
+    sheet.append(["Basic (in shares)", 14994082, 15405856, 15024638, 15447612])
+    sheet.append(["Diluted (in shares)", 15056133, 15464709, 15081724, 15508265])
+    sheet.append(["Total other income", 7, 8, 9, 10])
+    sheet.append(["Other", 1, 2, 3, 4])
+    sheet.merge_cells("A1:A2")
+    sheet.merge_cells("B1:C1")
+    sheet.merge_cells("D1:E1")
+    path = tmp_path / "acme-10q-2025-03-29-financial-report.xlsx"
+    book.save(path)
+    extracted = extract(path, max_chars=1500)
+    facts = extract_facts(extracted.sections, doc_id="d", title=path.stem, vocab=FactSettings())
+    by = {(f.metric, f.period): (f.value, f.unit) for f in facts}
+    assert by[("net sales", "3M ended Mar 2025")] == (95359, "$ in millions")
+    assert by[("net sales", "6M ended Mar 2024")] == (210328, "$ in millions")
+    # "Basic" and "Diluted" under two row headings are four figures, not two
+    assert by[("diluted earnings per share", "6M ended Mar 2025")] == (4.05, "$")
+    assert by[("basic earnings per share", "3M ended Mar 2025")] == (1.65, "$")
+    shares = {v for (m, p), v in by.items() if m.startswith("shares") and p == "6M ended Mar 2025"}
+    assert shares == {(15024638, "in thousands of shares"), (15081724, "in thousands of shares")}
+    # a row heading lasts until a total: "Other" below one is no share count
+    assert by[("other", "3M ended Mar 2025")] == (1, "$ in millions")
+
+
 # --------------------------------------------------------------------------- the vocabulary
 
 

@@ -871,7 +871,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 6
+_DERIVED_NAMES = 7
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1360,6 +1360,16 @@ _EXCEPT = re.compile(r"(?i:,?\s*except\b.*$)")
 _EXCEPT_PER_SHARE = re.compile(r"(?i:\bexcept\b[^.;]*\bper[\s-]share\b)")
 _PER_SHARE = re.compile(r"(?i:\bper[\s-](?:common\s+)?share\b|\bEPS\b)")
 _BARE_CURRENCY = re.compile(r"^(?:[A-Z]{3}|[A-Z]{0,2}[$€£¥₩])$")
+# "$ in Millions", "shares in Thousands": what a filing's spreadsheet says is counted in what.
+_KIND_IN_SCALE = re.compile(
+    r"(?i:(?P<kind>shares|[$€£¥]|USD|EUR|GBP|JPY|CHF)\s+in\s+(?P<scale>thousands|millions|billions))"
+)
+# A label counting shares, whatever it says after ("Shares used in computing earnings per
+# share", "Weighted-average shares outstanding").
+_COUNTS_SHARES = re.compile(
+    r"(?i:^\W*(?:(?:weighted[\s-]average|number\s+of|basic|diluted|common)\s+)*shares\b"
+    r"|\(in\s+shares\))"
+)
 _BARE_SCALE = re.compile(
     r"^in\s+(?P<scale>thousand|million|billion|trillion)s(?:\s+of\s+(?:dollars|[A-Z]{3}))?$",
     re.IGNORECASE,
@@ -2366,11 +2376,30 @@ class _Extractor:
         writes (``(in thousands)``): ``$ in thousands``. A note that excepts per-share
         figures ("(in thousands, except per share data)") gives no unit to a label that
         counts per share."""
-        per_share = any(_PER_SHARE.search(label) for label in labels)
+        # what the row counts, from the labels that are not themselves a note of scales
+        named = [label for label in labels if not _KIND_IN_SCALE.search(label)]
+        counts_shares = any(_COUNTS_SHARES.search(label) for label in named)
+        per_share = not counts_shares and any(_PER_SHARE.search(label) for label in named)
         currency = ""
         for text in [number.unit_text, *labels, *titles]:
             if not text.strip() or (per_share and _EXCEPT_PER_SHARE.search(text)):
                 continue
+            scales = {
+                m.group("kind").casefold(): m.group("scale").casefold()
+                for m in _KIND_IN_SCALE.finditer(text)
+            }
+            if scales and text is not number.unit_text:
+                # "USD ($) shares in Thousands, $ in Millions": the scale of share counts
+                # and of amounts, said once above a filing's table; a per-share amount
+                # takes neither.
+                if counts_shares and "shares" in scales:
+                    return f"in {scales['shares']} of shares"
+                money = next(((k, v) for k, v in scales.items() if k != "shares"), None)
+                if money is not None:
+                    kind, scale = money
+                    if per_share:
+                        return currency or kind.upper() if kind.isalpha() else kind
+                    return f"{currency or (kind.upper() if kind.isalpha() else kind)} in {scale}"
             known = self.vocab.values("unit", text)
             unit = (
                 known[0] if len(known) == 1 else _written_unit(text, whole=text is number.unit_text)

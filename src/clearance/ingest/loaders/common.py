@@ -269,10 +269,27 @@ def combined_header(header: Sequence[str], sub: Sequence[str]) -> tuple[str, ...
             grouped[j - 1] = grouped[j] = True
     if not any(grouped) or any(g and not lower[j] for j, g in enumerate(grouped)):
         return None
-    return tuple(
-        LABEL_SEPARATOR.join(dict.fromkeys(part for part in (upper[j], lower[j]) if part))
-        for j in range(width)
-    )
+    return tuple(_joined(upper[j], lower[j]) for j in range(width))
+
+
+# An upper header that the lower one completes: "3 Months Ended" over "Mar. 29, 2025", as
+# SEC filings' spreadsheets head their columns.
+_WANTS_DATE = re.compile(r"(?i:\b(?:ended|ending|as\s+of|as\s+at|through)$)")
+
+
+def _joined(upper: str, lower: str) -> str:
+    """One column's header of two rows: ``"<upper> — <lower>"``, or the one of the two it
+    has (once if both are the same); ``"<upper> <lower>"`` where the upper one ends
+    wanting a date (``3 Months Ended Mar. 29, 2025``)."""
+    parts = list(dict.fromkeys(part for part in (upper, lower) if part))
+    if len(parts) == 2 and _WANTS_DATE.search(upper):
+        return f"{upper} {lower}"
+    return LABEL_SEPARATOR.join(parts)
+
+
+# A label of one word, with a note in parentheses at most: "Basic (in dollars per share)".
+_ONE_WORD = re.compile(r"^\s*[^\W\d_][\w-]*\s*(?:\([^()]*\))?\s*$")
+_TOTAL_ROW = re.compile(r"(?i:^\s*total\b)")
 
 
 def continued(row: Sequence[str], above: Sequence[str] | None) -> tuple[str, ...]:
@@ -327,6 +344,10 @@ class SheetPacker:
     …``) — takes its first label from the row above (:func:`continued`), in its text and
     its table alike.
 
+    A row heading — a label ending in a colon with no figures (``Earnings per share:``) —
+    names the one-word labels below it (``Basic``, ``Diluted``) until the next heading or a
+    total: "Earnings per share: Basic".
+
     Only the block being filled is held besides the finished sections, so a file can be
     streamed through; rows are padded in :meth:`finish`, since the widest row may come last.
     """
@@ -338,6 +359,7 @@ class SheetPacker:
         self._header_rows: list[Row] = []  # the rows the header was read from
         self._held: list[Row] | None = None  # rows after the header, while it may have two
         self._above: tuple[str, ...] | None = None  # the last data row, as packed
+        self._heading: str | None = None  # the row heading the rows below it belong to
         self._header_line = ""
         self._captions: list[Row] = []  # one-cell rows above the header, while it is unknown
         self._block: list[Row] = []
@@ -366,6 +388,7 @@ class SheetPacker:
                 self._release()
             return
         row = (row[0], continued(row[1], self._above))
+        row = (row[0], self._under_heading(row[1]))
         self._above = row[1]
         line = line_text(row[1])
         add = 1 + len(line)
@@ -374,6 +397,22 @@ class SheetPacker:
         self._block.append(row)
         self._lines.append(line)
         self._length += add
+
+    def _under_heading(self, cells: tuple[str, ...]) -> tuple[str, ...]:
+        """``cells`` with a one-word first label ("Basic", "Diluted") written under the
+        row heading above it (``Earnings per share:`` with no figures): "Earnings per
+        share: Basic". Two such rows under two headings ("Earnings per share:", "Shares
+        used in computing earnings per share:") are otherwise the same label. A row
+        heading lasts until the next one or a total."""
+        label = cells[0] if cells else ""
+        if label.rstrip().endswith(":") and not has_figure(cells):
+            self._heading = label.strip()
+            return cells
+        if _TOTAL_ROW.match(label):
+            self._heading = None
+        elif self._heading is not None and _ONE_WORD.match(label) and has_figure(cells):
+            return (f"{self._heading} {label.strip()}", *cells[1:])
+        return cells
 
     def _release(self, end: bool = False) -> None:
         """Decide whether the header has two rows, then add the rows held to decide it."""
