@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "EVERYONE",
     "LABEL_SEPARATOR",
+    "STEPS_PART",
     "Chunk",
     "Document",
     "Fact",
@@ -37,6 +38,10 @@ EVERYONE = "everyone"
 #: Between a topic and a run-in label of it in the line above a section's text ("Annual
 #: health check — Key features"): written by the ingest, read back by the quoting reader.
 LABEL_SEPARATOR = " — "
+#: The locator part of a section listing a document's step headings
+#: (``section=Our hiring process,outline=steps``): written by the ingest, read back by the
+#: quoting reader, which quotes it only for a question asking for steps or a list.
+STEPS_PART = "outline=steps"
 
 # The longest id a principal may carry (an e-mail address is at most 254 characters).
 _ID_MAX = 256

@@ -27,6 +27,14 @@ What is guaranteed:
   When a table row is, the rows selected are those of the same category the question names
   (every ``Tokyo / Osaka`` row for "Tokyo"), else those matching it best.
   A nested item keeps the spaces that open its line ("   1." under "2."): its depth.
+* **Steps written as headings are a list.** A passage the ingest made of a document's step
+  headings (locator part :data:`~clearance.model.STEPS_PART`, "1. Update the README — Add a
+  note …" one per line, :class:`clearance.ingest.loaders.common.Outline`) is quoted only for
+  a question asking for steps (how-to), a list ("What are …", "Which …") or what comes
+  after or before one; its items are about what the heading above them says ("How we
+  hire"). Asked what comes after (before) a step named by its label ("what comes after the
+  interviews?"), the answer is the item after (before) it in its list, alone. A sentence
+  of five words or more that a line already quoted holds is not quoted again.
 * **Relevant or nothing.** Only units sharing at least one term with the question are chosen;
   when none does, the answer is ``""`` (the orchestrator then reports that it has no source).
   An abbreviation a passage of the same document defines ("Paid parental leave (PPL)")
@@ -73,7 +81,7 @@ from clearance.analysis import (
 from clearance.errors import EmbeddingError
 from clearance.llm.base import ChatRequest, ChatResponse, Snippet
 from clearance.llm.multilingual import Similarity
-from clearance.model import LABEL_SEPARATOR, is_restricted
+from clearance.model import LABEL_SEPARATOR, STEPS_PART, is_restricted
 
 _log = logging.getLogger(__name__)
 
@@ -1314,6 +1322,15 @@ def _with_quantity(
 # A question asking which ones ("Which countries can't I work from?"): the enumeration is
 # the answer.
 _ASKS_WHICH = re.compile(r"^\W*which\b|^\W*what\s+are\b|どの|哪些", re.IGNORECASE)
+# A question asking what follows (or precedes) one step: "what comes after the interviews?",
+# "What happens before the reference checks?", "what's the next step after onboarding?".
+# ``what`` is the step named.
+_ASKS_NEXT = re.compile(
+    r"\bwhat(?:'s|’s|\s+is|\s+are)?\s+(?:(?:comes?|happens?|follows?|is|are)\s+"
+    r"|(?:the\s+)?next\s+(?:step\s+|stage\s+)?(?:comes?\s+)?)"
+    r"(?P<side>after|before)\s+(?P<what>[^?.!,;]+)",
+    re.IGNORECASE,
+)
 
 
 # A sentence opening with a word that points back ("This includes work while traveling",
@@ -1800,6 +1817,9 @@ class ExtractiveProvider:
         if not question:
             return []
         units = [_units(s) for s in request.snippets]
+        beside = _next_step(request.question, units)
+        if beside is not None:
+            return [Quote(request.snippets[beside[0]].ref, units[beside[0]][beside[1]].text, 1)]
         named = frozenset(t for name in request.names for t in search_terms(name)) - {
             t for phrase in request.equivalents for t in search_terms(phrase)
         }
@@ -1809,7 +1829,10 @@ class ExtractiveProvider:
         seen: set[str] = set()
         opposite: dict[str, int] = {}  # per document, its best unit saying the opposite
         asks_when = bool(_ASKS_WHEN.match(request.question))
+        asks_list = any(p.search(request.question) for p in (_HOW_TO, _ASKS_WHICH, _ASKS_NEXT))
         for s_index, snippet_units in enumerate(units):
+            if not asks_list and _lists_steps(request.snippets[s_index]):
+                continue  # the headings of a document's steps: only what asks for them
             asked = 0  # the score of a question the page asks, for the unit answering it
             for u_index, unit in enumerate(snippet_units):
                 if unit.header or _MARKER.search(unit.text):
@@ -1831,6 +1854,14 @@ class ExtractiveProvider:
                     # is quoted for what the two share with the question asked.
                     asked = score
                     continue
+                if (
+                    score == 0
+                    and unit.group is not None
+                    and _lists_steps(request.snippets[s_index])
+                ):
+                    # A step heading of the list asked for ("2. Screening call") names the
+                    # step; the heading above the list ("How we hire") says of what.
+                    score = _score(question, _Unit(unit.heading), None, named, counted)
                 if score == 0 and asks_when and _states_time(unit.text):
                     # "When do summer hours apply?" under the heading "Summer Hours": "We
                     # work 4-day weeks from May 1 through August 31" says when, in words of
@@ -2031,7 +2062,7 @@ class ExtractiveProvider:
             for m in members:
                 m = fuller.get(m, m)  # a chunk that starts mid-sentence: the whole sentence
                 flat = " ".join(units[m[0]][m[1]].text.split())
-                if m in quoted or flat in texts:
+                if m in quoted or flat in texts or _said_already(flat, texts):
                     continue
                 if m in fragments and chosen:
                     continue  # half a sentence no passage here completes: not beside whole ones
@@ -2527,6 +2558,48 @@ def _with_sub_items(
             if other not in out:
                 out.append(other)
     return out
+
+
+def _lists_steps(snippet: Snippet) -> bool:
+    """Whether ``snippet`` is the list the ingest made of a document's step headings (its
+    locator holds :data:`~clearance.model.STEPS_PART`)."""
+    return STEPS_PART in snippet.locator.split(",")
+
+
+#: The fewest words of a sentence left out for being part of a line already quoted.
+_SAID_WORDS = 5
+
+
+def _said_already(flat: str, texts: Iterable[str]) -> bool:
+    """Whether a sentence of :data:`_SAID_WORDS` words or more is part of a unit already
+    quoted: a step's first sentence after the list of steps that holds it ("1. Update the
+    README — Add a note …" then "Add a note …")."""
+    return len(flat.split()) >= _SAID_WORDS and any(flat in text for text in texts)
+
+
+def _next_step(question: str, units: Sequence[Sequence[_Unit]]) -> tuple[int, int] | None:
+    """Where the question asks what comes after (or before) a step named by its label
+    ("what comes after the interviews?" of "3. Interviews — You'll be invited …"): the item
+    after (before) the first item so named, in the first snippet whose list has one there.
+    The label's words must all be those of the step asked about, and the item beside it is
+    of the same list; ``None`` when no list names it or it is the last (first) one."""
+    m = _ASKS_NEXT.search(question)
+    if m is None:
+        return None
+    asked = set(search_terms(m["what"]))
+    step = -1 if m["side"].casefold() == "before" else 1
+    if not asked:
+        return None
+    for s_index, snippet_units in enumerate(units):
+        for u_index, unit in enumerate(snippet_units):
+            terms = _label_terms(unit)
+            if not terms or len(terms) > _LABEL_MAX_TERMS or not terms <= asked:
+                continue
+            items = [i for i, u in enumerate(snippet_units) if u.group == unit.group]
+            at = items.index(u_index) + step
+            if 0 <= at < len(items) and not _MARKER.search(snippet_units[items[at]].text):
+                return s_index, items[at]
+    return None
 
 
 def _unlisted(request: ChatRequest) -> list[str]:
