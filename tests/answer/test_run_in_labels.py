@@ -95,8 +95,15 @@ def test_a_label_read_as_a_topic_of_its_own_hides_the_amount(
     """Reverse proof: the ingest as it was, the label alone above the passage."""
     heading = Outline.heading
 
-    def alone(self: Outline, level: int, text: str, *, label: bool = False) -> None:
-        heading(self, level, text)
+    def alone(
+        self: Outline,
+        level: int,
+        text: str,
+        *,
+        label: bool = False,
+        listed: tuple[object, bool] | None = None,
+    ) -> None:
+        heading(self, level, text, listed=listed)
 
     monkeypatch.setattr(Outline, "heading", alone)
     _, answer = ask(tmp_path, settings_factory, store, write_directory)

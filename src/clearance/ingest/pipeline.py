@@ -45,6 +45,7 @@ from clearance.ingest.facts import (
 )
 from clearance.ingest.limits import check_size
 from clearance.ingest.loaders import Extracted, extract, extract_text, file_format, file_stem
+from clearance.ingest.loaders.common import SECTIONING
 from clearance.ingest.metadata import (
     FOLDER_META,
     SIDECAR_SUFFIX,
@@ -625,8 +626,14 @@ class Ingestor:
             "origin": origin,
             "origin_chain": meta.get("origin_chain", ()),
             "format": extracted.format,
-            # how chunks are cut: a chunker counting CJK anew re-chunks what it cut before
-            "chunking": [settings.ingest.chunk_size, settings.ingest.chunk_overlap, CJK_WEIGHT],
+            # how chunks are cut: a chunker counting CJK anew, or loaders cutting sections
+            # anew, re-chunk what they cut before
+            "chunking": [
+                settings.ingest.chunk_size,
+                settings.ingest.chunk_overlap,
+                CJK_WEIGHT,
+                SECTIONING,
+            ],
             "facts_vocab": vocab_fingerprint(settings.facts),  # a new vocabulary re-extracts
             "extra": dict(job.extra or {}),
         }

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime, time
 from typing import BinaryIO
 
+from clearance.analysis import ends_with_abbreviation
 from clearance.ingest.loaders.encoding import decode
 from clearance.ingest.locator import format_locator
-from clearance.model import LABEL_SEPARATOR, Section
+from clearance.model import LABEL_SEPARATOR, STEPS_PART, Section
 
 _SPACE = re.compile(r"\s+")
+#: How the loaders cut a document into sections; an index built by an earlier count is cut
+#: again (2: a list of step headings ends the section above them, :class:`Outline`).
+SECTIONING = 2
 TOP = "(top)"
+OUTLINE_KEY, OUTLINE_VALUE = STEPS_PART.split("=")
 """The heading path of text that comes before a document's first heading."""
 
 
@@ -125,6 +130,78 @@ def table_captions(blocks: Sequence[str]) -> tuple[list[str], list[str]]:
     return notes, []
 
 
+@dataclasses.dataclass(slots=True)
+class _Head:
+    """A heading as :class:`Outline` met it: under which heading (``parent``, an index into
+    the headings, ``-1`` at the top), its text, the line above its text, the list item it opens (see
+    :meth:`Outline.heading`), where its sections begin, and its text's first sentence."""
+
+    parent: int
+    text: str
+    line: str
+    listed: tuple[object, bool] | None
+    first: int
+    lead: str | None = None
+
+
+# A heading numbered as a step: "1. Update the README", "2) Close …", "Step 3: Archive",
+# "Step 4 — …". Not "1 Purpose" or "2.1 Scope", a document's numbered parts.
+_STEP_HEADING = re.compile(r"(?:(?P<n>\d{1,3})[.)]\s|step\s+(?P<s>\d{1,3})\b)", re.IGNORECASE)
+_STEP_MARKER = re.compile(r"\d{1,3}[.)]\s")
+# Where a first sentence ends: . ! ? (with closing quotes or brackets) before whitespace, or
+# a CJK full stop.
+_FIRST_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|[。！？]")
+
+
+def first_sentence(block: str) -> str | None:
+    """The first sentence of a text block (its first line, up to the first sentence end that
+    follows no abbreviation); ``None`` when the block opens with a list item, a table line
+    or a line with no sentence end (a label, a link's words), which say no sentence."""
+    line = block.lstrip().split("\n", 1)[0].strip()
+    if not line or re.match(r"(?:[-*•・]|\d+[.)])\s", line) or " | " in line:
+        return None
+    for m in _FIRST_END.finditer(line + " "):
+        if m.group(0).startswith(".") and ends_with_abbreviation(line[: m.start() + 1]):
+            continue
+        return line[: m.end()].strip()
+    return None
+
+
+def _step_runs(heads: Sequence[_Head]) -> Iterator[tuple[list[int], list[str]]]:
+    """The runs of two or more consecutive ``heads`` (siblings, in order) that are steps
+    (see :class:`Outline`), each as the indices of its heads and the marker each line opens
+    with: none for a heading that opens with its number already ("1. "), "<n>. " for one
+    numbered otherwise ("Step 1") or an item of an ordered list, "- " of an unordered one."""
+    i = 0
+    while i < len(heads):
+        run = [i]
+        m = _STEP_HEADING.match(heads[i].text)
+        listed = heads[i].listed
+        if m and int(m.group("n") or m.group("s")) == 1:
+            while run[-1] + 1 < len(heads):
+                nxt = _STEP_HEADING.match(heads[run[-1] + 1].text)
+                if not nxt or int(nxt.group("n") or nxt.group("s")) != len(run) + 1:
+                    break
+                run.append(run[-1] + 1)
+            markers = [
+                "" if _STEP_MARKER.match(heads[k].text) else f"{n}. " for n, k in enumerate(run, 1)
+            ]
+        elif listed is not None:
+            while run[-1] + 1 < len(heads) and heads[run[-1] + 1].listed is not None:
+                nxt_list = heads[run[-1] + 1].listed
+                assert nxt_list is not None
+                if nxt_list[0] is not listed[0]:
+                    break
+                run.append(run[-1] + 1)
+            markers = [f"{n}. " if listed[1] else "- " for n in range(1, len(run) + 1)]
+        else:
+            i += 1
+            continue
+        if len(run) >= 2:
+            yield run, markers
+        i = run[-1] + 1
+
+
 class Outline:
     """Builds sections from a heading-structured document (Markdown, HTML, DOCX).
 
@@ -133,10 +210,31 @@ class Outline:
     and the heading itself is the first line of the first text section under it. Every
     table row becomes its own atomic section (``section=…,table=T,row=<first cell>``,
     ``T`` counting the document's tables from 1) whose ``table`` is ``(header, row)``.
+
+    **Steps written as headings.** Sibling headings (under one heading, or all at the top)
+    are a list when they are numbered in order from 1 ("## 1. Update the README", "## 2.
+    Close all issues", or "Step 1", "Step 2") or when each opens an item of one list (an
+    HTML ``<ol>`` whose ``<li>`` each holds an ``<h4>`` and its text). Asked for the steps,
+    or what comes after one, the answer is that list, and no one section holds it: so a
+    section of its own follows the text above them, located as that text is with
+    ``outline=steps`` added (``section=Our hiring process,outline=steps``;
+    ``section=(top),outline=steps`` at the top). Its first line is the heading above them
+    (the document's title at the top, when known), then one line per heading in order: its
+    number ("1. Confirmation", "- Confirmation" for an unordered list) and, when every line
+    fits ``room`` with it, :data:`LABEL_SEPARATOR` and the first sentence under that heading
+    ("1. Update the README — Add a note to the top of the README …"). It is text the
+    document holds, in the same document, under its permissions; the sections under those
+    headings are unchanged, and a reader quotes the list only for a question asking for
+    steps, a list or what comes after one (:mod:`clearance.llm.extractive`). Two or more
+    such headings make a list; siblings numbered otherwise ("1 Purpose", "2.1 Scope") or
+    not at all are none.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, room: int | None = None) -> None:
         self._path: list[tuple[int, str]] = []
+        self._heads: list[_Head] = []
+        self._open: list[int] = []  # the index in _heads of each heading of _path
+        self._room = room
         self._pending_heading: str | None = None
         self._body: list[str] = []
         self._tables = 0
@@ -148,12 +246,21 @@ class Outline:
         """The current heading path, ``A > B``, or ``(top)`` before the first heading."""
         return " > ".join(text for _, text in self._path) or TOP
 
-    def heading(self, level: int, text: str, *, label: bool = False) -> None:
+    def heading(
+        self,
+        level: int,
+        text: str,
+        *,
+        label: bool = False,
+        listed: tuple[object, bool] | None = None,
+    ) -> None:
         """Open a heading of ``level`` (smaller is outer); blank headings are ignored.
         ``label``: a handbook's run-in label ("**Key features**", "**概要**") that says what
         part of its parent topic follows, not the topic: the line above its text names
         the parent too ("Annual health check — Key features"), so a passage saying "we pay
-        back up to ¥15,000" is found by the topic it belongs to."""
+        back up to ¥15,000" is found by the topic it belongs to. ``listed``: the heading
+        opens an item of a list, given as ``(the list, whether it is ordered)``; the list
+        is any object the loader tells its lists apart by (see the class docstring)."""
         text = collapse(text)
         if not text:
             return
@@ -162,9 +269,20 @@ class Outline:
             self._bare_headings.append(Section(self._pending_heading, self._locator()))
         while self._path and self._path[-1][0] >= level:
             self._path.pop()
+            self._open.pop()
         parent = self._path[-1][1] if label and self._path else None
         self._path.append((level, text))
         self._pending_heading = f"{parent}{LABEL_SEPARATOR}{text}" if parent else text
+        self._open.append(len(self._heads))
+        self._heads.append(
+            _Head(
+                self._open[-2] if len(self._open) > 1 else -1,
+                text,
+                self._pending_heading,
+                listed,
+                len(self._sections),
+            )
+        )
 
     def text(self, text: str, *, indent: str = "") -> None:
         """Add one block of body text (a paragraph, list item, code block …); ``indent``
@@ -200,8 +318,9 @@ class Outline:
                 Section(text, locator, atomic=True, table=table, captions=captions)
             )
 
-    def finish(self) -> list[Section]:
-        """All sections, in document order.
+    def finish(self, title: str | None = None) -> list[Section]:
+        """All sections, in document order (``title``: the document's, above a list of the
+        step headings at its top).
 
         Headings with no text under them are dropped, unless the document has nothing
         else: a file made only of headings still yields its headings.
@@ -210,7 +329,7 @@ class Outline:
         if self._pending_heading is not None:
             self._bare_headings.append(Section(self._pending_heading, self._locator()))
             self._pending_heading = None
-        return self._sections or self._bare_headings
+        return self._with_steps(self._sections, title) or self._bare_headings
 
     def _locator(self) -> str:
         return format_locator(("section", self.path))
@@ -222,8 +341,52 @@ class Outline:
         if self._pending_heading is not None:
             blocks = [self._pending_heading, *blocks]
             self._pending_heading = None
+        if self._open and self._heads[self._open[-1]].lead is None:
+            self._heads[self._open[-1]].lead = first_sentence(self._body[0])
         self._sections.append(Section("\n".join(blocks), self._locator()))
         self._body = []
+
+    def _with_steps(self, sections: list[Section], title: str | None) -> list[Section]:
+        """``sections`` with the list of each run of step headings (class docstring) after
+        the section above them, under its heading (``title`` at the top)."""
+        children: dict[int, list[int]] = {}
+        for i, head in enumerate(self._heads):
+            children.setdefault(head.parent, []).append(i)
+        added: dict[int, list[Section]] = {}  # where the list goes → its section
+        for parent, kids in children.items():
+            for run, markers in _step_runs([self._heads[k] for k in kids]):
+                lines = [
+                    f"{m}{self._heads[kids[k]].text}" for k, m in zip(run, markers, strict=True)
+                ]
+                leads = [self._heads[kids[k]].lead for k in run]
+                full = [
+                    f"{line}{LABEL_SEPARATOR}{lead}" if lead else line
+                    for line, lead in zip(lines, leads, strict=True)
+                ]
+                above = self._heads[parent].line if parent >= 0 else title
+                text = "\n".join([above, *full] if above else full)
+                if self._room is not None and len(text) > self._room:
+                    text = "\n".join([above, *lines] if above else lines)
+                at = self._heads[kids[run[0]]].first
+                path = " > ".join(self._path_of(parent)) or TOP
+                locator = format_locator(("section", path), (OUTLINE_KEY, OUTLINE_VALUE))
+                added.setdefault(at, []).append(Section(text, locator))
+        if not added:
+            return sections
+        out: list[Section] = []
+        for i in range(len(sections) + 1):
+            out.extend(added.get(i, ()))
+            if i < len(sections):
+                out.append(sections[i])
+        return out
+
+    def _path_of(self, head: int) -> list[str]:
+        """The heading path of ``self._heads[head]``, outermost first (none for ``-1``)."""
+        texts: list[str] = []
+        while head >= 0:
+            texts.append(self._heads[head].text)
+            head = self._heads[head].parent
+        return texts[::-1]
 
 
 Row = tuple[int, tuple[str, ...]]

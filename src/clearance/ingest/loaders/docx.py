@@ -130,11 +130,11 @@ def _rows(table: Table) -> list[list[str]]:
 
 
 def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
-    """Title and sections of a DOCX file (``max_chars`` is unused: text sections are
-    chunked later and table rows are atomic)."""
-    del max_chars
+    """Title and sections of a DOCX file (text sections are chunked later and table rows
+    are atomic; ``max_chars`` is the room a list of step headings has for their first
+    sentences, :class:`~clearance.ingest.loaders.common.Outline`)."""
     document = docx.Document(handle)
-    outline = Outline()
+    outline = Outline(max_chars)
     heading_level = _Levels()
     first_heading: str | None = None
     for number, element in enumerate(_blocks(document.element.body), start=1):
@@ -151,4 +151,4 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
         if level <= 1 and first_heading is None:
             first_heading = collapse(text) or None
     title = collapse(document.core_properties.title or "")
-    return title or first_heading, outline.finish()
+    return title or first_heading, outline.finish(title or first_heading)

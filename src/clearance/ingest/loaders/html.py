@@ -104,6 +104,8 @@ class _Element:
     rows: list[list[list[str]]] = field(default_factory=list)  # a table: rows of cell slots
     slot: list[str] | None = None  # a cell: where its text goes in its row
     span: int = 1  # a cell's colspan
+    headed: bool = False  # a list item: a heading opened in it already
+    listed: tuple[object, bool] | None = None  # a heading: the list whose item it opens
 
 
 class _Reader(HTMLParser):
@@ -213,6 +215,7 @@ class _Reader(HTMLParser):
         elif heading:
             self.flush()
             element.kind = "heading"
+            element.listed = self._item_opened()
         elif name == "table":
             self.flush()
             element.kind = "table"
@@ -223,6 +226,22 @@ class _Reader(HTMLParser):
             element.kind = "block"
         if element.kind in ("ignored", "heading", "table", "pre"):
             self.mode = element
+
+    def _item_opened(self) -> tuple[object, bool] | None:
+        """For a heading opening now: ``(its list, whether ordered)`` when it is the first
+        heading inside the list item it stands in (``<ol><li><div><h4>``), else ``None``."""
+        for depth in range(len(self.stack) - 1, -1, -1):
+            item = self.stack[depth]
+            if item.name != "li":
+                continue
+            if item.headed:
+                return None
+            item.headed = True
+            owner = next(
+                (e for e in reversed(self.stack[:depth]) if e.name in ("ol", "ul", "menu")), None
+            )
+            return (owner or item, owner is not None and owner.name == "ol")
+        return None
 
     def _open_in_table(
         self, element: _Element, table: _Element, attrs: list[tuple[str, str | None]]
@@ -270,7 +289,7 @@ class _Reader(HTMLParser):
             self.mode = None
             if kind == "heading":
                 text = collapse(" ".join(element.parts))
-                self.outline.heading(int(element.name[1]), text)
+                self.outline.heading(int(element.name[1]), text, listed=element.listed)
                 if element.name == "h1" and self.first_h1 is None and text:
                     self.first_h1 = text
             elif kind == "table":
@@ -288,16 +307,17 @@ class _Reader(HTMLParser):
 
 
 def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
-    """Title and sections of an HTML file (``max_chars`` is unused: sections are chunked
-    later, at sentence boundaries)."""
-    del max_chars
+    """Title and sections of an HTML file (sections are chunked later, at sentence
+    boundaries; ``max_chars`` is the room a list of step headings has for their first
+    sentences, :class:`~clearance.ingest.loaders.common.Outline`)."""
     markup = UnicodeDammit(handle.read(), is_html=True).unicode_markup
     if markup is None:
         raise LoaderError(f"{budget.name}: cannot tell the encoding of this HTML file")
     fields, markup = front_matter(markup)
     markup = strip_templates(markup, fields)
-    reader = _Reader(Outline(), budget)
+    reader = _Reader(Outline(max_chars), budget)
     reader.feed(markup)
     del markup
     reader.finish()
-    return fields.get("title") or reader.title_text or reader.first_h1, reader.outline.finish()
+    title = fields.get("title") or reader.title_text or reader.first_h1
+    return title, reader.outline.finish(title)

@@ -246,10 +246,10 @@ class _Reader:
     """Feeds the tokens of a Markdown source to an :class:`Outline`, re-reading what
     markdown-it did not parse (see the module docstring)."""
 
-    def __init__(self, lines: list[str], budget: FileBudget) -> None:
+    def __init__(self, lines: list[str], budget: FileBudget, room: int | None = None) -> None:
         self.lines = lines
         self.budget = budget
-        self.outline = Outline()
+        self.outline = Outline(room)
         self.title: str | None = None
         self.rereads = 0
         self.level = 0  # of the last heading: a bold line on its own is below it
@@ -263,6 +263,7 @@ class _Reader:
         tokens = self.md.parse("\n".join(self.lines[start:end]), self.env)
         heading_level: int | None = None
         markers: list[str] = []  # one per open list: "-" for bullets, "." / ")" for ordered
+        lists: list[object] = []  # one per open list: what tells it apart from the others
         marker: str | None = None  # the marker the next paragraph of a list item starts with
         depth = 0  # how deep that list item is nested
         rows: list[list[str]] | None = None  # the table being read
@@ -287,8 +288,10 @@ class _Reader:
                 heading_level = None
             elif kind in ("bullet_list_open", "ordered_list_open"):
                 markers.append("-" if kind == "bullet_list_open" else token.markup or ".")
+                lists.append(object())
             elif kind in ("bullet_list_close", "ordered_list_close"):
                 markers.pop()
+                lists.pop()
             elif kind == "list_item_open":
                 kind_marker = markers[-1] if markers else "-"
                 marker = "- " if kind_marker == "-" else f"{token.info or '1'}{kind_marker} "
@@ -312,7 +315,10 @@ class _Reader:
                     if rows:
                         rows[-1].append(text)
                 elif heading_level is not None:
-                    self.outline.heading(heading_level, text)
+                    # "1. ### Confirmation": a heading opening a list item is one of its steps
+                    listed = (lists[-1], markers[-1] != "-") if marker and lists else None
+                    self.outline.heading(heading_level, text, listed=listed)
+                    marker = None
                     self.level = heading_level
                     if heading_level == 1 and self.title is None:
                         self.title = collapse(text) or None
@@ -364,12 +370,15 @@ class _Reader:
 
 
 def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
-    """Title and sections of a Markdown file (``max_chars`` is unused: sections are chunked
-    later, at sentence boundaries)."""
-    del max_chars
+    """Title and sections of a Markdown file (sections are chunked later, at sentence
+    boundaries; ``max_chars`` is the room a list of step headings has for their first
+    sentences, :class:`~clearance.ingest.loaders.common.Outline`)."""
     fields, text = front_matter(read_text(handle, budget.name, "text"))
     erb = budget.name.lower().endswith(".erb")
-    reader = _Reader(_admonitions(strip_templates(text, fields, erb=erb).split("\n")), budget)
+    reader = _Reader(
+        _admonitions(strip_templates(text, fields, erb=erb).split("\n")), budget, max_chars
+    )
     for start, end in _segments(reader.lines):
         reader.read(start, end)
-    return fields.get("title") or reader.title, reader.outline.finish()
+    title = fields.get("title") or reader.title
+    return title, reader.outline.finish(title)
