@@ -555,6 +555,70 @@ def test_a_filings_financial_report_workbook_gives_its_statements(tmp_path: Path
     assert by[("other", "3M ended Mar 2025")] == (1, "$ in millions")
 
 
+def test_a_workbook_of_banded_tables_gives_each_its_own_period(tmp_path: Path) -> None:
+    """A half-year report's sheet as published: a numbered title, a band row ("In millions
+    of CHF" over the row labels, the period over the figures' far right) above the
+    measures, and under the first table a second one for the year before, with its own
+    band. Every figure is the measure its column heads, for the segment its row names, in
+    the period of its own band; the 2022 table was read as 2023's, and the title's
+    "Analyses" as the measure."""
+    measures = ["Sales (a)", "Trading operating profit", None, "Depreciation and amortization"]
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "OS-Rev and results"
+    sheet.append(["3. Analyses by segment"])
+    sheet.append(["3.1 Operating segments"])
+    for year, figures in ((2023, [(12553, 2632, -337), (9467, 1373, -414)]),
+                          (2022, [(12138, 1829, -348), (9283, 1494, -411)])):  # fmt: skip
+        sheet.append(["In millions of CHF", None, None, None, f"January–June\n{year}"])
+        sheet.append([None, *measures])
+        for zone, (sales, profit, depreciation) in zip(
+            ("Zone NA", "Zone EUR"), figures, strict=True
+        ):
+            sheet.append([zone, sales, profit, None, depreciation])
+    path = tmp_path / "acme-2023-half-year-analyses-by-segment.xlsx"
+    book.save(path)
+    extracted = extract(path, max_chars=1500)
+    warnings: list[str] = []
+    facts = extract_facts(
+        extracted.sections, doc_id="d", title=path.stem, vocab=FactSettings(), warn=warnings.append
+    )
+    by = {(f.metric, f.channel, f.period): (f.value, f.unit) for f in facts}
+    assert by[("sales", "Zone NA", "Jan–Jun FY2023")] == (12553, "In millions of CHF")
+    assert by[("sales", "Zone NA", "Jan–Jun FY2022")] == (12138, "In millions of CHF")
+    assert by[("depreciation and amortization", "Zone EUR", "Jan–Jun FY2022")][0] == -411
+    assert by[("trading operating profit", "Zone EUR", "Jan–Jun FY2023")][0] == 1373
+    assert len(facts) == 12 and warnings == []
+    # the second table's rows are its own, each block located from its band
+    second = next(s for s in extracted.sections if s.table and "2022" in s.table[0][1])
+    assert second.locator == "sheet=OS-Rev and results,range=A7:E10"
+
+
+def test_groups_set_apart_by_spacer_columns_take_the_label_written_over_them(
+    tmp_path: Path,
+) -> None:
+    """Each year's label is written once over its group, over the group's last column."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Other information"
+    sheet.append(["In millions of CHF", None, "January–June 2023", None, None, "January–June 2022"])
+    sheet.append([None, "Impairment of goodwill", "Impairment of intangible assets", None,
+                  "Impairment of goodwill", "Impairment of intangible assets"])  # fmt: skip
+    sheet.append(["Zone NA", 0, -9, None, "—", -285])
+    path = tmp_path / "acme-2023-other-information.xlsx"
+    book.save(path)
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    )
+    assert {(f.metric, f.period, f.value) for f in facts} == {
+        ("impairment of goodwill", "Jan–Jun FY2023", 0),
+        ("impairment of intangible assets", "Jan–Jun FY2023", -9),
+        ("impairment of intangible assets", "Jan–Jun FY2022", -285),
+    }
+
+
 # --------------------------------------------------------------------------- the vocabulary
 
 

@@ -871,7 +871,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 7
+_DERIVED_NAMES = 8
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1185,6 +1185,8 @@ _INTRODUCING = re.compile(
     r"presents|sets\s+(?:forth|out)|provides|lists|details|gives)\s+(?:our\s+|the\s+|its\s+)?)"
 )
 # Where what a breakdown is by ends: "region for the three months …", "segment, in …".
+# A title's section number: "3. Analyses by segment", "3.1 Operating segments".
+_NUMBERED = re.compile(r"^\d+(?:\.\d+)*\.?\s+")
 _BY_FOR = re.compile(r"(?i:\s*,|\s+(?:for|in|during|over|as\s+of|from|between|at)\s)")
 _TIME_DIMENSION = re.compile(
     r"(?i:\b(?:fiscal\s+)?(?:years?|quarters?|halves|half|months?|periods?|dates?)\b)"
@@ -1199,7 +1201,7 @@ _DIMENSION = re.compile(
 # Titles that say figures follow without saying what they measure.
 _GENERIC = re.compile(
     r"(?i:^(?:key\s+)?(?:results?|performance|figures|financials?|highlights|summary|overview|"
-    r"data|numbers|metrics|kpis?)$)|^(?:業績|実績|概要|主要指標|业绩|業績|主要数据|主要數據)$"
+    r"data|numbers|metrics|kpis?|analys[ie]s|information)$)|^(?:業績|実績|概要|主要指標|业绩|業績|主要数据|主要數據)$"
 )
 # What qualifies a column's figures rather than naming what they measure.
 _QUALIFIER = re.compile(
@@ -1374,6 +1376,10 @@ _BARE_SCALE = re.compile(
     r"^in\s+(?P<scale>thousand|million|billion|trillion)s(?:\s+of\s+(?:dollars|[A-Z]{3}))?$",
     re.IGNORECASE,
 )
+# A label that is only the scale, as a table's corner writes it: "In millions of CHF".
+_IN_SCALE_OF = re.compile(
+    r"(?i:^(?P<unit>in\s+(?:thousands|millions|billions|trillions)(?:\s+of\s+[A-Za-z$€£¥]+)?)\s*$)"
+)
 # A note that says what amounts are in: "Amounts in millions of dollars except …".
 _AMOUNTS_IN = re.compile(
     r"(?i:\b(?:amounts?|figures|values|dollars)\b[^.;]{0,30}?"
@@ -1399,7 +1405,7 @@ def _written_unit(text: str, *, whole: bool) -> str:
     phrase = _UNIT_PHRASE.search(norm)
     if phrase is not None and phrase.group("cjk"):
         return normalize(phrase.group("cjk"))
-    amounts = _AMOUNTS_IN.search(norm)
+    amounts = _AMOUNTS_IN.search(norm) or _IN_SCALE_OF.match(norm)
     return normalize(amounts.group("unit")) if amounts is not None else ""
 
 
@@ -2349,7 +2355,8 @@ class _Extractor:
         for title in titles:
             if not title.strip():
                 continue
-            norm = _INTRODUCING.sub("", normalize(_label(title))).rstrip(" .:")
+            norm = _INTRODUCING.sub("", _NUMBERED.sub("", normalize(_label(title))))
+            norm = norm.rstrip(" .:")
             m = _BY.match(norm) or _BETSU.match(norm)
             if m is None:
                 continue

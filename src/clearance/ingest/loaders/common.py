@@ -424,6 +424,9 @@ def combined_header(header: Sequence[str], sub: Sequence[str]) -> tuple[str, ...
     upper, lower = list(pad(header, width)), pad(sub, width)
     if not any(lower) or any(cell and not is_label(cell) for cell in lower):
         return None
+    spaced = _spaced_groups(upper, lower)
+    if spaced is not None:
+        return spaced
     grouped = [False] * width
     for j in range(1, width):
         if not upper[j] and upper[j - 1] and lower[j]:
@@ -433,6 +436,34 @@ def combined_header(header: Sequence[str], sub: Sequence[str]) -> tuple[str, ...
     if not any(grouped) or any(g and not lower[j] for j, g in enumerate(grouped)):
         return None
     return tuple(_joined(upper[j], lower[j]) for j in range(width))
+
+
+def _spaced_groups(upper: Sequence[str], lower: Sequence[str]) -> tuple[str, ...] | None:
+    """The header of two rows whose column groups are set apart by spacer columns (blank in
+    both rows), each group's label written once anywhere above it — over its last column
+    as often as its first (``In millions of CHF |  | January–June 2023 |  |  | January–June
+    2022`` over `` | Impairment A | Impairment B |  | Impairment A | Impairment B``); else
+    ``None``. Every group must hold one upper label and two or more lower ones."""
+    width = len(upper)
+    groups: list[list[int]] = [[]]
+    for j in range(1, width):
+        if not upper[j] and not lower[j]:
+            if groups[-1]:
+                groups.append([])
+        else:
+            groups[-1].append(j)
+    groups = [g for g in groups if g]
+    if len(groups) < 2:
+        return None
+    out = [upper[0] or lower[0], *([""] * (width - 1))]
+    for group in groups:
+        labels = [upper[j] for j in group if upper[j]]
+        below = [j for j in group if lower[j]]
+        if len(labels) != 1 or len(below) < 2 or len(below) != len(group):
+            return None
+        for j in group:
+            out[j] = _joined(labels[0], lower[j])
+    return tuple(out)
 
 
 # An upper header that the lower one completes: "3 Months Ended" over "Mar. 29, 2025", as
@@ -453,6 +484,28 @@ def _joined(upper: str, lower: str) -> str:
 # A label of one word, with a note in parentheses at most: "Basic (in dollars per share)".
 _ONE_WORD = re.compile(r"^\s*[^\W\d_][\w-]*\s*(?:\([^()]*\))?\s*$")
 _TOTAL_ROW = re.compile(r"(?i:^\s*total\b)")
+
+
+def banded_header(band: Sequence[str], sub: Sequence[str]) -> tuple[str, ...] | None:
+    """The header of a band row over a row of labels, per column; else ``None``. A band
+    holds at most two cells ("In millions of CHF" over the row labels, "January–June 2023"
+    somewhere above the figures) and fewer than ``sub``, whose three or more labels (no
+    figure) each head a column: each column of ``sub`` is the band's span joined to its
+    label (``January–June 2023 — Sales``); the first column keeps the band's first cell
+    where it has one (what the row labels' column is headed: often the unit)."""
+    width = max(len(band), len(sub))
+    upper, lower = pad(band, width), pad(sub, width)
+    written = [j for j, cell in enumerate(upper) if cell]
+    labels = [j for j, cell in enumerate(lower) if cell]
+    if not written or len(written) > 2 or len(labels) < 3 or len(written) >= len(labels):
+        return None
+    if any(not is_label(lower[j]) for j in labels) or any(not is_label(upper[j]) for j in written):
+        return None
+    span = " ".join(upper[j] for j in written if j > 0)
+    if not span:
+        return None
+    first = upper[0] or lower[0]
+    return (first, *(_joined(span, lower[j]) if lower[j] else "" for j in range(1, width)))
 
 
 def continued(row: Sequence[str], above: Sequence[str] | None) -> tuple[str, ...]:
@@ -507,6 +560,12 @@ class SheetPacker:
     …``) — takes its first label from the row above (:func:`continued`), in its text and
     its table alike.
 
+    A band — a header of one or two cells over three or more labels (``In millions of CHF``
+    over the row labels, ``January–June 2023`` over the figures) — heads each column with
+    its span (:func:`banded_header`); the same labels under another band later in the sheet
+    start the next table (its block's range starts at that band), so a second table for
+    another period is never read under the first one's.
+
     A row heading — a label ending in a colon with no figures (``Earnings per share:``) —
     names the one-word labels below it (``Basic``, ``Diluted``) until the next heading or a
     total: "Earnings per share: Basic".
@@ -523,6 +582,8 @@ class SheetPacker:
         self._held: list[Row] | None = None  # rows after the header, while it may have two
         self._above: tuple[str, ...] | None = None  # the last data row, as packed
         self._heading: str | None = None  # the row heading the rows below it belong to
+        self._lower: tuple[str, ...] | None = None  # the labels under a band that heads it
+        self._first_block = False  # the block being filled opens a table after the first
         self._header_line = ""
         self._captions: list[Row] = []  # one-cell rows above the header, while it is unknown
         self._block: list[Row] = []
@@ -549,6 +610,8 @@ class SheetPacker:
             self._held.append(row)
             if len(self._held) == 2:
                 self._release()
+            return
+        if self._next_table(row):
             return
         row = (row[0], continued(row[1], self._above))
         row = (row[0], self._under_heading(row[1]))
@@ -583,6 +646,9 @@ class SheetPacker:
         assert self._header is not None
         if not end and len(held) == 2 and has_figure(held[1][1]):
             combined = combined_header(self._header[1], held[0][1])
+            if combined is None:
+                combined = banded_header(self._header[1], held[0][1])
+                self._lower = held[0][1] if combined is not None else None
             if combined is not None:
                 rows = [self._header, held[0]]
                 self._start((self._header[0], combined))
@@ -590,6 +656,32 @@ class SheetPacker:
                 held = held[1:]
         for row in held:
             self.add(row)
+
+    def _next_table(self, row: Row) -> bool:
+        """Whether ``row`` repeats the labels under the band that heads the table (the
+        next table of the sheet, for another period: "January–June 2022" over "Sales …"
+        again). Then the band row just added is taken back, the rows so far are emitted,
+        and the band and ``row`` head the rows that follow."""
+        lower = self._lower
+        if lower is None or has_figure(row[1]) or not self._block:
+            return False
+        labels = [c.strip() for c in row[1][1:] if c.strip()]
+        if labels != [c.strip() for c in lower[1:] if c.strip()]:
+            return False
+        band = self._block[-1]
+        header = banded_header(band[1], row[1])
+        if header is None or has_figure(band[1]):
+            return False
+        self._block.pop()
+        self._lines.pop()
+        if self._block:
+            assert self._header is not None
+            self._emit(self._header)
+        self._start((band[0], header))
+        self._header_rows = [band, row]
+        self._first_block = True
+        self._above = None
+        return True
 
     def _start(self, header: Row) -> None:
         self._header = header
@@ -611,7 +703,13 @@ class SheetPacker:
     def _emit(self, header: Row) -> None:
         block = self._block
         text = "\n".join([self._header_line, *self._lines])
-        covered = block if self._sections else [*self._captions, *self._header_rows, *block]
+        if not self._sections:
+            covered = [*self._captions, *self._header_rows, *block]
+        elif self._first_block:
+            covered = [*self._header_rows, *block]
+        else:
+            covered = block
+        self._first_block = False
         table = (header[1], *(cells for _, cells in block))
         titles = tuple(reversed(self._titles()))  # innermost first
         section = Section(text, self._locate(covered), atomic=True, table=table, titles=titles)
