@@ -202,6 +202,39 @@ def _step_runs(heads: Sequence[_Head]) -> Iterator[tuple[list[int], list[str]]]:
         i = run[-1] + 1
 
 
+def table_sections(
+    rows: Sequence[Sequence[str]], locate: Callable[[str], str], above: Sequence[str] = ()
+) -> list[Section]:
+    """One atomic section per row of a table given as rows of cell texts, the first row
+    being the header: its text is :func:`row_text` with the header, its ``table``
+    ``(header, row)``, and ``locate`` gets the row's first cell and returns its locator.
+    What the text blocks right ``above`` the table say about its figures
+    (:func:`table_captions`) is each row's ``captions``, and their notes ("(in
+    thousands)") open each row's text. Empty rows are dropped; a table of a lone row is
+    still content, kept with no header to pair it with."""
+    cleaned = [tuple(collapse(c) for c in row) for row in rows]
+    cleaned = [row for row in cleaned if any(row)]
+    if not cleaned:
+        return []
+    notes, lead_in = table_captions(above)
+    captions = (*notes, *lead_in)
+    opening = "\n".join(reversed(notes))
+    header, data = cleaned[0], cleaned[1:]
+    if not data:
+        header, data = (), cleaned
+    sections: list[Section] = []
+    for row in data:
+        table = (header, row) if header else (row,)
+        text = row_text(header, row) if header else line_text(row)
+        text = f"{opening}\n{text}" if opening else text
+        sections.append(
+            Section(
+                text, locate(row[0] if row else ""), atomic=True, table=table, captions=captions
+            )
+        )
+    return sections
+
+
 class Outline:
     """Builds sections from a heading-structured document (Markdown, HTML, DOCX).
 
@@ -296,27 +329,19 @@ class Outline:
         text right above it that says what its figures are (:func:`table_captions`) is
         each row's ``captions``, and its notes ("(in thousands)") open each row's text."""
         cleaned = [tuple(collapse(c) for c in row) for row in rows]
-        cleaned = [row for row in cleaned if any(row)]
-        if not cleaned:
+        if not any(any(row) for row in cleaned):
             return
-        notes, lead_in = table_captions(self._body)
-        captions = (*notes, *lead_in)
-        above = "\n".join(reversed(notes))
+        above = list(self._body)
         self._flush()
         self._tables += 1
-        header, data = cleaned[0], cleaned[1:]
-        if not data:  # a lone row is still content: keep it, with no header to pair it with
-            header, data = (), cleaned
-        for row in data:
-            locator = format_locator(
-                ("section", self.path), ("table", self._tables), ("row", row[0] if row else "")
+        path, number = self.path, self._tables
+        self._sections.extend(
+            table_sections(
+                cleaned,
+                lambda first: format_locator(("section", path), ("table", number), ("row", first)),
+                above,
             )
-            table = (header, row) if header else (row,)
-            text = row_text(header, row) if header else line_text(row)
-            text = f"{above}\n{text}" if above else text
-            self._sections.append(
-                Section(text, locator, atomic=True, table=table, captions=captions)
-            )
+        )
 
     def finish(self, title: str | None = None) -> list[Section]:
         """All sections, in document order (``title``: the document's, above a list of the
