@@ -1,35 +1,113 @@
-"""PDF, read with pypdf.
+"""PDF: page text read with pypdf, ruled tables with pdfplumber.
 
 One section per page that has text, locator ``page=N`` (1-based physical page number, so it
 matches what a viewer shows as the page index). Sections are not atomic. Title: the
 document information ``/Title``, if set.
 
+Tables: a page whose text looks tabular (:func:`looks_tabular`: several lines that are
+mostly figures) is read again with pdfplumber, and each **ruled** table on it — cells
+bounded by drawn lines or filled cell rectangles, the grid pdfplumber's ``lines``
+strategy finds — becomes one atomic section per data row, as a Markdown or HTML table's
+rows do (:func:`~clearance.ingest.loaders.common.table_sections`): text ``"<header1>:
+<cell1> | …"``, ``Section.table == (header_row, this_row)``, locator
+``page=N,table=T,row=<first cell>`` (``T`` counts the page's ruled grids from 1, top to
+bottom). The page keeps its text section either way, so no text is lost.
+
+A table is emitted only where it reads without guessing (:func:`_read_grid`); otherwise
+the page's text alone stands for it:
+
+* the column edges are every vertical edge drawn anywhere in the grid (a table that shades
+  every other row draws the edges in the shaded rows only), and every word must lie inside
+  one cell: a word that crosses an edge (text merged across columns, a group header
+  spanning several columns, a rule that does not match the text) refuses the table;
+* the first row is the header: every column but the first must have one, and none may be
+  a figure other than a year (a grid of figures has no header to name its columns);
+* no text beside the table's rows, outside its rules: the rules enclose only part of it
+  (a column left open at the side would lose its labels);
+* no cell may hold two figures (``290 259``: columns merged);
+* the row under the header holds a figure: a second heading row (the units, the names
+  under a group heading) would be read as data and its figures lose their column's
+  meaning; a table of words gives no figures anyway;
+* at least two columns and a data row under the header.
+
+Text-aligned tables (columns set by white space only, rules at most between header and
+body) are not read as tables: where their columns are is a guess this loader does not
+make.
+
 Refused with a :class:`LoaderError`: an encrypted PDF (even one that opens without a
 password: its owner asked for restricted use, and decrypting would need optional crypto
 code), a PDF pypdf cannot parse (corrupt / unreadable), and a PDF in which no page has
-extractable text (a scan without OCR → empty document).
+extractable text (a scan without OCR → empty document). A page pdfplumber cannot read
+keeps its text and gives no table (logged).
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import warnings
-from typing import BinaryIO
+from collections.abc import Sequence
+from typing import Any, BinaryIO, cast
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadWarning
 
 from clearance.errors import LoaderError
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders.common import clean_block
+from clearance.ingest.loaders.common import clean_block, collapse, table_sections
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 
-__all__ = ["load"]
+__all__ = ["load", "looks_tabular"]
+
+log = logging.getLogger(__name__)
+
+# A figure as tables print it: 1,320  -4.5  (12.5)  $3.71  12%  —  n/a are not counted.
+_FIGURE = re.compile(r"^[(\-−–]?[$€£¥₹]?\d[\d,]*(?:\.\d+)?%?\)?[*†‡§¹²³]?$")
+_YEAR = re.compile(r"^(?:19|20)\d{2}[*†‡§¹²³]?$")
+#: A line is a row of figures when at least this share of its words are figures.
+_FIGURE_SHARE = 0.4
+#: A page is read for tables when at least this many of its lines are rows of figures.
+MIN_FIGURE_LINES = 3
+#: A page is read for tables only when its content draws at least this many rectangles
+#: and line segments: the fewest that rule a table (a frame, and a row shaded cell by cell).
+MIN_RULES = 3
+# The PDF path operators that draw a rectangle (``re``) or a line segment (``l``).
+_PATH_OP = re.compile(rb"(?<![A-Za-z'])(?:re|l)(?=[\s\[(/<%]|$)")
+#: pdfplumber's ruled-table settings: cell edges from drawn lines and rectangles only.
+_RULED: dict[str, Any] = {"vertical_strategy": "lines", "horizontal_strategy": "lines"}
+#: How far (pt) a word may stick out of its cell before it is taken to cross an edge.
+_TOLERANCE = 1.5
+#: Text ending more than this many line heights above a table is not read as its caption.
+_CAPTION_GAP = 2
+
+
+def looks_tabular(text: str) -> bool:
+    """Whether a page's text has at least :data:`MIN_FIGURE_LINES` lines that are mostly
+    figures (a line of its own per figure counts too, as some PDFs lay cells out)."""
+    count = 0
+    for line in text.splitlines():
+        words = line.split()
+        figures = sum(1 for w in words if _FIGURE.match(w.rstrip(",;")))
+        if figures and figures >= _FIGURE_SHARE * len(words):
+            count += 1
+            if count >= MIN_FIGURE_LINES:
+                return True
+    return False
+
+
+def _drawn_rules(page: Any) -> int:
+    """How many rectangles and line segments the page's own content stream draws (a
+    table drawn inside a form XObject is not counted)."""
+    contents = page.get_contents()
+    return len(_PATH_OP.findall(contents.get_data())) if contents is not None else 0
 
 
 def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | None, list[Section]]:
-    """Title and per-page sections (``max_chars`` is unused: pages are chunked later)."""
+    """Title and per-page sections, each page's table rows after its text (``max_chars``
+    is unused: pages are chunked later)."""
     del max_chars
+    pages: list[tuple[int, Section | None]] = []
     with warnings.catch_warnings():
         # pypdf reports recoverable oddities of real-world files (bad xref offsets, …) as
         # PdfReadWarning and carries on; they say nothing about the text we get.
@@ -39,13 +117,195 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
             raise LoaderError(
                 f"{budget.name}: encrypted PDF (password-protected); decrypt it before ingesting"
             )
-        sections: list[Section] = []
         total = len(reader.pages)
+        tabular: list[int] = []
         for number, page in enumerate(reader.pages, start=1):
             budget.tick("page", number, total)
             text = clean_block(page.extract_text())
-            if text:
-                sections.append(Section(text, format_locator(("page", number))))
+            pages.append(
+                (number, Section(text, format_locator(("page", number))) if text else None)
+            )
+            if text and looks_tabular(text) and _drawn_rules(page) >= MIN_RULES:
+                tabular.append(number)
         metadata = reader.metadata
         title = metadata.title if metadata is not None else None
+    tables = _tables(handle, tabular, total, budget) if tabular else {}
+    sections: list[Section] = []
+    for number, section in pages:
+        if section is not None:
+            sections.append(section)
+        sections.extend(tables.get(number, ()))
     return (title if isinstance(title, str) else None), sections
+
+
+def _tables(
+    handle: BinaryIO, numbers: Sequence[int], total: int, budget: FileBudget
+) -> dict[int, list[Section]]:
+    """The table row sections of the pages ``numbers``, by page number."""
+    import pdfplumber  # only for PDFs with a tabular page
+
+    handle.seek(0)
+    out: dict[int, list[Section]] = {}
+    with pdfplumber.open(cast(Any, handle), pages=list(numbers)) as pdf:
+        for page in pdf.pages:
+            number = page.page_number
+            budget.tick("page", number, total)
+            try:
+                sections = _page_tables(page, number)
+            except Exception as exc:  # pdfminer on odd content: the page keeps its text
+                log.warning(
+                    "%s: page %d: tables not read (%s: %s)",
+                    budget.name,
+                    number,
+                    type(exc).__name__,
+                    exc,
+                )
+                continue
+            finally:
+                page.close()  # frees the page's parsed objects
+            if sections:
+                out[number] = sections
+    return out
+
+
+def _page_tables(page: Any, number: int) -> list[Section]:
+    grids = [t for t in page.find_tables(_RULED) if _is_grid(t)]
+    if not grids:
+        return []
+    words = page.extract_words()
+    grids.sort(key=lambda t: (round(t.bbox[1]), t.bbox[0]))
+    sections: list[Section] = []
+    floor = 0.0  # the bottom of the table above: text above a table starts below it
+    for index, table in enumerate(grids, start=1):
+        rows = _read_grid(table, words)
+        if rows is not None:
+            above = _blocks_above(words, table.bbox, floor)
+
+            def locate(first: str, index: int = index) -> str:
+                return format_locator(("page", number), ("table", index), ("row", first))
+
+            sections.extend(table_sections(rows, locate, above))
+        floor = max(floor, table.bbox[3])
+    return sections
+
+
+def _is_grid(table: Any) -> bool:
+    """Whether a pdfplumber table has at least two rows and two columns (a box drawn
+    around a paragraph is one cell)."""
+    return (
+        len(_edges(c[1] for c in table.cells)) >= 2 and len(_edges(c[0] for c in table.cells)) >= 2
+    )
+
+
+def _edges(values: Any) -> list[float]:
+    """Distinct coordinates, those closer than the tolerance taken as one."""
+    out: list[float] = []
+    for value in sorted(values):
+        if not out or value - out[-1] > _TOLERANCE:
+            out.append(value)
+    return out
+
+
+def _slot(edges: Sequence[float], start: float, end: float) -> int | None:
+    """The index of the interval between ``edges`` that holds ``start``–``end`` whole
+    (give or take the tolerance), or ``None`` when it crosses an edge or lies outside."""
+    middle = (start + end) / 2
+    for i in range(len(edges) - 1):
+        if edges[i] <= middle < edges[i + 1]:
+            if start >= edges[i] - _TOLERANCE and end <= edges[i + 1] + _TOLERANCE:
+                return i
+            return None
+    return None
+
+
+def _read_grid(table: Any, words: Sequence[dict[str, Any]]) -> list[list[str]] | None:
+    """The table's rows of cell texts, header first, or ``None`` when its structure is
+    doubtful (the module docstring lists the rules)."""
+    x0, top, x1, bottom = table.bbox
+    xs = _edges([c[0] for c in table.cells] + [c[2] for c in table.cells])
+    ys = _edges([c[1] for c in table.cells] + [c[3] for c in table.cells])
+    cells: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for word in words:
+        if word["bottom"] <= top or word["top"] >= bottom:
+            continue  # above or below the table
+        if word["x1"] <= x0 or word["x0"] >= x1:
+            if top <= (word["top"] + word["bottom"]) / 2 <= bottom:
+                return None  # text beside the rows: the rules do not enclose the table
+            continue
+        col = _slot(xs, word["x0"], word["x1"])
+        at = _slot(ys, word["top"], word["bottom"])
+        if col is None or at is None:
+            return None  # a word across a cell edge or the table's border
+        cells.setdefault((at, col), []).append(word)
+    grid = [
+        [_cell_text(cells.get((r, c), [])) for c in range(len(xs) - 1)] for r in range(len(ys) - 1)
+    ]
+    grid = [row for row in grid if any(row)]
+    filled = [c for c in range(len(xs) - 1) if any(row[c] for row in grid)]
+    grid = [[row[c] for c in filled] for row in grid]
+    if len(grid) < 2 or len(filled) < 2:
+        return None
+    header = grid[0]
+    if any(not cell for cell in header[1:]):
+        return None  # a column with no header: nothing says what it holds
+    if any(_is_figure(cell) and not _YEAR.match(cell) for cell in header):
+        return None  # figures in the first row: the table has no header row
+    for row in grid[1:]:
+        if any(sum(1 for w in cell.split() if _is_figure(w)) > 1 for cell in row):
+            return None  # two figures in one cell: columns merged
+    figures = [any(_is_figure(cell) for cell in row) for row in grid[1:]]
+    if not figures[0]:
+        return None  # a second heading row (units, a group's names) or no figures at all
+    return grid
+
+
+def _is_figure(text: str) -> bool:
+    return bool(_FIGURE.match(text))
+
+
+def _cell_text(words: Sequence[dict[str, Any]]) -> str:
+    """A cell's words in reading order: lines top to bottom, words left to right."""
+    return collapse(" ".join(w["text"] for w in _reading_order(words)))
+
+
+def _reading_order(words: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    lines: list[list[dict[str, Any]]] = []
+    for word in sorted(words, key=lambda w: (w["top"], w["x0"])):
+        if lines and abs(word["top"] - lines[-1][0]["top"]) <= (word["bottom"] - word["top"]) / 2:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return [w for line in lines for w in sorted(line, key=lambda w: w["x0"])]
+
+
+def _blocks_above(
+    words: Sequence[dict[str, Any]], bbox: tuple[float, float, float, float], floor: float
+) -> list[str]:
+    """The text between ``floor`` and the table's top, over its width, as blocks of lines
+    (a gap of more than half a line starts a new block): what may caption the table. None
+    when the last of them ends more than :data:`_CAPTION_GAP` lines above the table."""
+    x0, top, x1, _ = bbox
+    mine = [
+        w
+        for w in words
+        if w["top"] >= floor and w["bottom"] <= top + _TOLERANCE and w["x1"] > x0 and w["x0"] < x1
+    ]
+    lines: list[list[dict[str, Any]]] = []
+    for word in _reading_order(mine):
+        if lines and abs(word["top"] - lines[-1][0]["top"]) <= (word["bottom"] - word["top"]) / 2:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    blocks: list[list[str]] = []
+    previous_bottom: float | None = None
+    height = 0.0
+    for line in lines:
+        line_top = min(w["top"] for w in line)
+        height = max(w["bottom"] for w in line) - line_top
+        if previous_bottom is None or line_top - previous_bottom > height / 2:
+            blocks.append([])
+        blocks[-1].append(" ".join(w["text"] for w in line))
+        previous_bottom = max(w["bottom"] for w in line)
+    if previous_bottom is None or top - previous_bottom > _CAPTION_GAP * height:
+        return []  # the text above is not next to the table: it says nothing of it
+    return ["\n".join(block) for block in blocks]
