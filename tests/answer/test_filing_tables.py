@@ -243,3 +243,37 @@ def test_a_company_is_asked_by_its_name_without_the_and_company_or_its_initials(
     )
     assert "4,980 million dollars" in answer
     assert "1,505" not in answer
+
+
+def test_a_workbook_s_title_row_names_its_company_over_its_file_name(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> None:
+    """pg-10q-….xlsx whose title row reads "The Procter & Gamble Company — Form 10-Q …":
+    its figures are Procter & Gamble's (also asked as P&G, and as PG, the file's name for
+    it), not a company called "PG"."""
+    import openpyxl
+
+    corpus = tmp_path / "finance"
+    corpus.mkdir()
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["The Procter & Gamble Company — Form 10-Q for the quarter ended March 31, 2025"])
+    sheet.append(["Amounts in millions of dollars."])
+    sheet.append([None, "Three Months Ended March 31, 2025", "Nine Months Ended March 31, 2025"])
+    sheet.append(["Grooming net sales", 1505, 4980])
+    book.save(corpus / "pg-10q-q3-fy2025-segment-results.xlsx")
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    assert {f.entity for f in engine.store.list_facts()} == {"Procter & Gamble"}
+    for name in ("P&G", "Procter & Gamble", "PG"):
+        answer = ask(
+            engine,
+            f"What were {name}'s Grooming net sales in the nine months ended March 31, 2025?",
+        )
+        assert "4,980" in answer and "1,505" not in answer

@@ -487,7 +487,7 @@ def test_a_10q_segment_table_as_published(tmp_path: Path, merged: bool) -> None:
     metrics = ("net sales", "earnings before income taxes", "net earnings")
     expected = {
         (
-            "Acme",  # the file name's (document_entity)
+            "ACME",  # the sheet's title row names the company with its legal form
             f"{span} ended Mar {year}",
             metrics[i % 3],
             "total" if segment == "Total Company" else segment,

@@ -871,7 +871,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 8
+_DERIVED_NAMES = 9
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1498,6 +1498,8 @@ _COMPANY = re.compile(
     r"(?P<zh>[\u4e00-\u9fff\u30a0-\u30ffA-Za-z0-9]{2,20}?)(?:股份有限公司|有限公司|株式会社)"
     r"|株式会社\s*(?P<ja>[\u4e00-\u9fff\u30a0-\u30ffA-Za-z0-9]{2,20})"
     r"|(?P<en>(?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*),?\s+(?:Inc\.?|Corporation|Corp\.|Co\.,?\s*Ltd\.?|Ltd\.?|plc|AG|SE|N\.V\.|S\.A\.)(?![A-Za-z])"
+    # "The Procter & Gamble Company": its name between "The" and "Company"
+    r"|\bThe\s+(?P<the>(?:(?:[A-Z][\w.-]*|&)\s+){0,3}[A-Z][\w.-]*)\s+Company\b"
 )
 
 
@@ -1508,7 +1510,7 @@ def company_named(text: str) -> str | None:
     m = _COMPANY.search(normalize(text)) if text.strip() else None
     if m is None:
         return None
-    return next(g for g in (m.group("zh"), m.group("ja"), m.group("en")) if g)
+    return next(g for g in (m.group("zh"), m.group("ja"), m.group("en"), m.group("the")) if g)
 
 
 # "The Procter & Gamble Company", "The Boeing Company": a legal name that is its name
@@ -1626,10 +1628,12 @@ class _Extractor:
         # entity → the months its fiscal years end in, as its tables say
         self.year_ends: dict[str, set[int]] = {}
 
-    def _company(self, corner: str) -> str:
-        """The company a table's corner names with its legal form, else the document's
-        entity; a file name that calls that company otherwise gives it another name."""
-        company = company_named(corner)
+    def _company(self, corner: str, titles: Sequence[str] = ()) -> str:
+        """The company a table's corner names with its legal form, else the nearest of its
+        ``titles`` that does (a sheet's title row "The Procter & Gamble Company — Form
+        10-Q …"), else the document's entity; a file name that calls that company
+        otherwise gives it another name."""
+        company = next(filter(None, map(company_named, (corner, *titles))), None)
         if company is None:
             return self.entity
         if self._file_entity and self._file_entity.casefold() != company.casefold():
@@ -2198,7 +2202,7 @@ class _Extractor:
             found = self.resolve("entity", [corner, *outer])
             if found.ambiguous is not None:
                 return f"two entities named in '{_clip(found.ambiguous)}'"
-            entity = found.value or self._company(corner)
+            entity = found.value or self._company(corner, section.titles)
         channel = member or _plan_channel(self._read_label(period_text).residue())
         if channel is None:
             named_channel = self.vocab.values("channel", period_text)
@@ -2323,7 +2327,7 @@ class _Extractor:
         number = cells[col].number
         assert number is not None
         found = self.resolve("entity", [corner, *outer])
-        entity = found.value or self._company(corner)
+        entity = found.value or self._company(corner, section.titles)
         unit = self._derived_unit(number, [measure_text, column, corner], outer)
         return Fact(
             entity=entity,
