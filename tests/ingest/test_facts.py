@@ -555,6 +555,67 @@ def test_a_filings_financial_report_workbook_gives_its_statements(tmp_path: Path
     assert by[("other", "3M ended Mar 2025")] == (1, "$ in millions")
 
 
+def _edgar_sheet(book: Any, name: str, title: str, rows: list[list[Any]]) -> None:
+    sheet = book.create_sheet(name)
+    sheet.append([title, "12 Months Ended", None, None])
+    sheet.append([None, "Dec. 31, 2024", "Dec. 31, 2023", "Dec. 31, 2022"])
+    for row in rows:
+        sheet.append(row)
+    sheet.merge_cells("A1:A2")
+    sheet.merge_cells("B1:D1")
+
+
+def test_a_10k_financial_report_workbook_gives_full_years_and_never_a_part_as_the_whole(
+    tmp_path: Path,
+) -> None:
+    """A 10-K's Financial_Report.xlsx: "12 Months Ended" over "Dec. 31, 2024" is FY2024; a
+    statement's first row may be a section heading ("OPERATING ACTIVITIES"); a rate "(as a
+    percent)" or a count takes no "$ in Millions"; a detail sheet that lists the same lines
+    under each segment's name ("EMEA", then "Latin America") gives none of them as the
+    company's (each could be any part), with a warning; and a schedule of what falls due
+    in each year as at a date ("Dec. 31, 2024" over rows "2025", "2026") is no measure."""
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    _edgar_sheet(book, "CONSOLIDATED STATEMENTS OF CASH",
+                 "CONSOLIDATED STATEMENTS OF CASH FLOWS - USD ($) $ in Millions",
+                 [["OPERATING ACTIVITIES", "\xa0", "\xa0", "\xa0"],
+                  ["Consolidated Net Income", 10649, 10703, 9571],
+                  ["Depreciation and amortization", 1075, 1128, 1260]])  # fmt: skip
+    _edgar_sheet(book, "INCOME TAXES - Reconciliation",
+                 "INCOME TAXES - Reconciliation (Details) - USD ($) $ in Millions",
+                 [["Statutory U.S. federal tax rate (as a percent)", 0.21, 0.21, 0.21],
+                  ["Number of stock options exercised", 22, 31, 40]])  # fmt: skip
+    _edgar_sheet(book, "OPERATING SEGMENTS - Informatio",
+                 "OPERATING SEGMENTS (Details) - USD ($) $ in Millions",
+                 [["Operating Income (Loss)", 9992, 11311, 10909],
+                  ["EMEA", "\xa0", "\xa0", "\xa0"],
+                  ["Operating Income (Loss)", 4125, 4202, 3958],
+                  ["Latin America", "\xa0", "\xa0", "\xa0"],
+                  ["Operating Income (Loss)", 3419, 2968, 2525]])  # fmt: skip
+    leases = book.create_sheet("LEASES - Maturities")
+    leases.append(["LEASES - Maturities (Details) - USD ($) $ in Millions", "Dec. 31, 2024"])
+    for year, value in ((2025, 322), (2026, 251), (2027, 188)):
+        leases.append([year, value])
+    path = tmp_path / "acme-10k-2024-Financial_Report.xlsx"
+    book.save(path)
+    warnings: list[str] = []
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections,
+        doc_id="d",
+        title=path.stem,
+        vocab=FactSettings(),
+        warn=warnings.append,
+    )
+    by = {(f.metric, f.period): (f.value, f.unit) for f in facts}
+    assert by[("consolidated net income", "FY2024")] == (10649, "$ in millions")
+    assert by[("depreciation and amortization", "FY2022")] == (1260, "$ in millions")
+    assert by[("statutory U.S. federal tax rate", "FY2024")] == (0.21, "")
+    assert by[("number of stock options exercised", "FY2023")] == (31, "")
+    assert not [f for f in facts if "operating income" in f.metric]
+    assert any("a breakdown not read" in w for w in warnings), warnings
+    assert not [f for f in facts if f.period in {"FY2025", "FY2026", "FY2027"}]
+
+
 def test_a_workbook_of_banded_tables_gives_each_its_own_period(tmp_path: Path) -> None:
     """A half-year report's sheet as published: a numbered title, a band row ("In millions
     of CHF" over the row labels, the period over the figures' far right) above the

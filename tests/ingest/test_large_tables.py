@@ -35,6 +35,8 @@ from clearance.ingest.loaders.common import (
     MAX_CAPTION_ROWS,
     Row,
     SheetPacker,
+    _lone_label,
+    banded_header,
     combined_header,
     continued,
     has_figure,
@@ -160,10 +162,15 @@ def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tupl
     """How sheets were packed before streaming: all rows first, then blocks. Leading rows
     of one cell each (at most MAX_CAPTION_ROWS, and not the whole sheet, nor followed by
     another one-cell row) are captions above the header; a header of two rows is combined
-    when a row with a figure follows them; continuation rows take the label above."""
+    (or a band read over the labels under it) when a row with a figure, or a lone label,
+    follows them; the same labels under another band start the next table; continuation
+    rows take the label above."""
 
     def single(row: Row) -> bool:
         return sum(1 for cell in row[1] if cell) == 1
+
+    def labels(cells: Sequence[str]) -> list[str]:
+        return [c.strip() for c in cells[1:] if c.strip()]
 
     n = 0
     while n < min(len(rows), MAX_CAPTION_ROWS) and single(rows[n]):
@@ -174,33 +181,60 @@ def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tupl
     width = max(len(cells) for _, cells in [*captions, *rows])
     header, data = rows[0], list(rows[1:])
     header_rows = [header]
-    combined = combined_header(rows[0][1], rows[1][1]) if len(rows) > 2 else None
-    if combined is not None and has_figure(rows[2][1]):
-        header, header_rows, data = (rows[0][0], combined), [rows[0], rows[1]], data[1:]
+    lower: tuple[str, ...] | None = None
+    if len(rows) > 2 and (has_figure(rows[2][1]) or _lone_label(rows[2][1])):
+        combined = combined_header(rows[0][1], rows[1][1])
+        if combined is None:
+            combined = banded_header(rows[0][1], rows[1][1])
+            lower = rows[1][1] if combined is not None else None
+        if combined is not None:
+            header, header_rows, data = (rows[0][0], combined), [rows[0], rows[1]], data[1:]
+    # tables: (header, header rows, data rows)
+    tables: list[tuple[Row, list[Row], list[Row]]] = [(header, header_rows, [])]
     above: tuple[str, ...] | None = None
-    for i, (number, cells) in enumerate(data):
-        data[i] = (number, continued(cells, above))
-        above = data[i][1]
-    titles = [next(cell for cell in cells if cell) for _, cells in captions]
-    header_line = "\n".join([*titles, line_text(header[1])])
-    blocks: list[list[Row]] = []
-    length = len(header_line)
-    for row in data:
-        add = 1 + len(line_text(row[1]))
-        if blocks and blocks[-1] and length + add > max_chars:
-            blocks.append([])
-            length = len(header_line)
-        if not blocks:
-            blocks.append([])
-        blocks[-1].append(row)
-        length += add
+    for number, cells in data:
+        current = tables[-1][2]
+        if lower is not None and current and not has_figure(cells):
+            band = current[-1]
+            banded = banded_header(band[1], cells)
+            if labels(cells) == labels(lower) and banded is not None and not has_figure(band[1]):
+                current.pop()
+                tables.append(((band[0], banded), [band, (number, cells)], []))
+                above = None
+                continue
+        row = (number, continued(cells, above))
+        above = row[1]
+        tables[-1][2].append(row)
     out = []
-    for index, block in enumerate(blocks or [[]]):
-        text = "\n".join([header_line, *(line_text(cells) for _, cells in block)])
-        covered = [*captions, *header_rows, *block] if index == 0 else block
-        locator = f"{covered[0][0]}-{covered[-1][0]}"
-        table = (pad(header[1], width), *(pad(cells, width) for _, cells in block))
-        out.append((text, locator, table))
+    titles = [next(cell for cell in cells if cell) for _, cells in captions]
+    for t, (head, head_rows, rows_of) in enumerate(tables):
+        if t and not rows_of:
+            rows_of = []
+        header_line = "\n".join([*titles, line_text(head[1])])
+        blocks: list[list[Row]] = []
+        length = len(header_line)
+        for row in rows_of:
+            add = 1 + len(line_text(row[1]))
+            if blocks and blocks[-1] and length + add > max_chars:
+                blocks.append([])
+                length = len(header_line)
+            if not blocks:
+                blocks.append([])
+            blocks[-1].append(row)
+            length += add
+        if t and not blocks:
+            continue  # a later table with no rows emits nothing of its own
+        for index, block in enumerate(blocks or [[]]):
+            text = "\n".join([header_line, *(line_text(cells) for _, cells in block)])
+            if index == 0 and t == 0:
+                covered = [*captions, *head_rows, *block]
+            elif index == 0:
+                covered = [*head_rows, *block]
+            else:
+                covered = block
+            locator = f"{covered[0][0]}-{covered[-1][0]}"
+            table = (pad(head[1], width), *(pad(cells, width) for _, cells in block))
+            out.append((text, locator, table))
     return out
 
 

@@ -360,6 +360,14 @@ _PARTIAL_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | Non
         re.compile(r"(?<![A-Za-z])half[\s-]?year(?=\s+end(?:ed|ing)\s)", re.I),
         lambda m: "6M",
     ),
+    # "12 Months Ended Dec. 31, 2024", "Year Ended December 31, 2024": a whole year that
+    # ends in a named month, read with that month (:func:`_ended`) as the fiscal year
+    (
+        re.compile(
+            rf"{_LW}(?:(?:12|twelve)[\s-]months?|(?:fiscal\s+)?year)(?=\s+end(?:ed|ing)\s)", re.I
+        ),
+        lambda m: "12M",
+    ),
     (
         re.compile(rf"{_LW}(?:Q([1-4])\s*[-–~]\s*Q|([1-4])Q\s*[-–~]\s*)([1-4])Q?{_RW}", re.I),
         lambda m: f"Q{m.group(1) or m.group(2)}–Q{m.group(3)}",
@@ -469,9 +477,10 @@ def _cumulative(period: str, contexts: Sequence[str]) -> str:
 
 def combine_period(period: str, marker: str) -> str | None:
     """A fiscal or calendar year narrowed by a marker: ``H1`` → ``H1 2024``, ``Oct–Jun`` →
-    ``Oct–Jun FY2024``; ``None`` when ``period`` is not a whole year."""
+    ``Oct–Jun FY2024``; ``None`` when ``period`` is not a whole year, or the marker is a
+    whole year's twelve months (read only with the month they end in: :func:`_ended`)."""
     m = _YEAR_PERIOD.match(period)
-    if m is None:
+    if m is None or marker == "12M":
         return None
     if re.fullmatch(r"[HQ][1-4]", marker):
         return f"{marker} {m.group(1)}"
@@ -540,6 +549,10 @@ def _ended(marker: str, year: Match, gap: str) -> str | None:
         return None
     if not _YEAR_PERIOD.match(year.canonical):
         return None
+    if marker == "12M":
+        # twelve months ended December 31, 2024 are the fiscal year 2024, named by the
+        # year it ends in as a 10-K names it (the month is kept as the year's end)
+        return f"FY{digits.group(0)}"
     return f"{marker} ended {_month(m.group(1))} {digits.group(0)}"
 
 
@@ -871,7 +884,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 9
+_DERIVED_NAMES = 10
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1063,6 +1076,8 @@ def _table_place(parts: Sequence[tuple[str, str]], locator: str) -> str:
 # --------------------------------------------------------------------------- derived names
 
 _YEAR_CELL = re.compile(r"^(?:19|20)\d{2}$")
+_YEAR_IN = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
+_SPAN_ENDED = re.compile(r"(?i:\b(?:months?|weeks?|years?|quarters?)\s+end(?:ed|ing)\b)")
 # A long-format table's column of periods (``fiscal_year``, ``Year``, ``年度``) and of the
 # row's value (``value``, ``actual_value``, ``amount``).
 _PERIOD_HEADER = re.compile(
@@ -1368,6 +1383,13 @@ _KIND_IN_SCALE = re.compile(
 )
 # A label counting shares, whatever it says after ("Shares used in computing earnings per
 # share", "Weighted-average shares outstanding").
+_NUMBER_OF = re.compile(r"(?i:^\W*number\s+of\b)")
+# A label saying its figure is of another kind than the table's money: a rate, a length of
+# time, a count.
+_OWN_KIND = re.compile(
+    r"(?i:\((?:as\s+a\s+)?percent(?:age)?\)|\(in\s+(?:years|months|days|hours)\)|"
+    r"\(pure\)|,\s*number\b|\bnumber$|\brate\s*(?:\([^)]*\))?$)"
+)
 _COUNTS_SHARES = re.compile(
     r"(?i:^\W*(?:(?:weighted[\s-]average|number\s+of|basic|diluted|common)\s+)*shares\b"
     r"|\(in\s+shares\))"
@@ -1554,7 +1576,9 @@ YEAR_ENDS_KEY = "fiscal_year_ends"
 #: headed 比亚迪股份有限公司: BYD is 比亚迪).
 ENTITY_NAMES_KEY = "entity_names"
 
-_YEAR_ENDED = re.compile(rf"{_LW}(?:fiscal\s+)?years?\s+end(?:ed|ing)\s+{_MONTH}", re.I)
+_YEAR_ENDED = re.compile(
+    rf"{_LW}(?:(?:fiscal\s+)?years?|(?:12|twelve)[\s-]months?)\s+end(?:ed|ing)\s+{_MONTH}", re.I
+)
 
 
 def fiscal_year_end(texts: Iterable[str]) -> int | None:
@@ -1954,7 +1978,8 @@ class _Extractor:
                 continue
             reading = self._read_label(context) if i < labels else self._read(context)
             residue = reading.residue()
-            markers += [m.canonical for m in partial_markers(residue)]
+            # a whole year's twelve months ("Year Ended June 30") narrow no year
+            markers += [m.canonical for m in partial_markers(residue) if m.canonical != "12M"]
             markers += [m.canonical for m in sub_markers(residue)]
         distinct = list(dict.fromkeys(markers))
         if not distinct:
@@ -2148,6 +2173,10 @@ class _Extractor:
             periodish = [t for _, t in labels_in_row if self._periodish(t)]
             if len(periodish) != 1:
                 return None
+            if _YEAR_IN.search(column) or _SPAN_ENDED.search(column):
+                # "Dec. 31, 2024" over rows "2025", "2026": what falls due in each year as
+                # at that date; the column names a date, not what its figures measure
+                return "a column headed by a date or a span names no measure"
             period_text = periodish[0]
             measure_text = column
             members = [t for _, t in labels_in_row if t is not period_text]
@@ -2390,6 +2419,15 @@ class _Extractor:
         # what the row counts, from the labels that are not themselves a note of scales
         named = [label for label in labels if not _KIND_IN_SCALE.search(label)]
         counts_shares = any(_COUNTS_SHARES.search(label) for label in named)
+        counted = not counts_shares and any(_NUMBER_OF.search(label) for label in named)
+        if any(_OWN_KIND.search(label) for label in named):
+            # "(as a percent)", "(in years)", "…, number": not the money the table's scale
+            # is of; the figure keeps only a unit its own cell or label writes ("(%)")
+            for text in [number.unit_text, *named]:
+                written = _written_unit(text, whole=text is number.unit_text) if text else ""
+                if written:
+                    return written
+            return ""
         per_share = not counts_shares and any(_PER_SHARE.search(label) for label in named)
         currency = ""
         for text in [number.unit_text, *labels, *titles]:
@@ -2405,6 +2443,8 @@ class _Extractor:
                 # takes neither.
                 if counts_shares and "shares" in scales:
                     return f"in {scales['shares']} of shares"
+                if counted:
+                    return ""  # "Number of stock options exercised": a count, not money
                 money = next(((k, v) for k, v in scales.items() if k != "shares"), None)
                 if money is not None:
                     kind, scale = money
@@ -2458,6 +2498,41 @@ class _Extractor:
         return lines
 
 
+def _breakdown_key(fact: Fact) -> tuple[str, ...]:
+    """Where a figure must be the only one of its label: its sheet (every table of it), or
+    else its table (the locator without the parts that name a cell)."""
+    try:
+        parts = parse_locator(fact.locator)
+    except ValueError:
+        return (fact.locator,)
+    sheet = [v for k, v in parts if k == "sheet"]
+    place = sheet or [f"{k}={v}" for k, v in parts if k not in _LOCATOR_CELL_KEYS]
+    return (*place, fact.entity, fact.metric, fact.period, fact.channel, fact.unit)
+
+
+def _without_unread_breakdowns(facts: list[Fact], extractor: _Extractor) -> list[Fact]:
+    """``facts`` without those of a label that one sheet (or table) gives two different
+    values for the same period and line: the sheet breaks the figures down by something
+    its labels do not say in a way read here (rows of each segment under a row naming it:
+    ``EMEA``, then ``Latin America``), so each of them could be any part, and none is
+    taken for the whole. Reported through the warnings, one line per place."""
+    values: dict[tuple[str, ...], set[float]] = {}
+    for fact in facts:
+        values.setdefault(_breakdown_key(fact), set()).add(fact.value)
+    doubtful = {key for key, seen in values.items() if len(seen) > 1}
+    if not doubtful:
+        return facts
+    kept = []
+    for fact in facts:
+        if _breakdown_key(fact) in doubtful:
+            place = _table_place(parse_locator(fact.locator), fact.locator)
+            reason = "one label gives different values for one period (a breakdown not read)"
+            extractor.skipped[(place, reason)] = extractor.skipped.get((place, reason), 0) + 1
+        else:
+            kept.append(fact)
+    return kept
+
+
 def extract_facts(
     sections: Iterable[Section],
     *,
@@ -2491,7 +2566,7 @@ def extract_facts(
             facts.extend(extractor.section_facts(section))
         except Exception:
             log.warning("facts: skipped a table of %s at %s", doc_id, section.locator)
-    facts = [_known_country(f, compiled) for f in facts]
+    facts = _without_unread_breakdowns([_known_country(f, compiled) for f in facts], extractor)
     if warn is not None:
         for line in extractor.warnings():
             warn(line)

@@ -533,6 +533,11 @@ def banded_header(band: Sequence[str], sub: Sequence[str]) -> tuple[str, ...] | 
     return (first, *(_joined(span, lower[j]) if lower[j] else "" for j in range(1, width)))
 
 
+def _lone_label(cells: Sequence[str]) -> bool:
+    """Whether a row is a label in its first cell and nothing else."""
+    return bool(cells) and is_label(cells[0]) and not any(c.strip() for c in cells[1:])
+
+
 def continued(row: Sequence[str], above: Sequence[str] | None) -> tuple[str, ...]:
     """``row`` with its first label taken from ``above`` when it is a continuation row: its
     first cell is blank while later label cells before its first figure are filled, and
@@ -669,7 +674,10 @@ class SheetPacker:
         """Decide whether the header has two rows, then add the rows held to decide it."""
         held, self._held = self._held or [], None
         assert self._header is not None
-        if not end and len(held) == 2 and has_figure(held[1][1]):
+        after = held[1][1] if len(held) == 2 else ()
+        # the row after the two holds a figure, or is a heading of the rows under it
+        # ("OPERATING ACTIVITIES" with nothing else): not a text table's first row
+        if not end and len(held) == 2 and (has_figure(after) or _lone_label(after)):
             combined = combined_header(self._header[1], held[0][1])
             if combined is None:
                 combined = banded_header(self._header[1], held[0][1])
