@@ -616,6 +616,40 @@ def test_a_10k_financial_report_workbook_gives_full_years_and_never_a_part_as_th
     assert not [f for f in facts if f.period in {"FY2025", "FY2026", "FY2027"}]
 
 
+def test_a_corner_naming_a_measure_with_its_unit_makes_the_rows_its_lines(tmp_path: Path) -> None:
+    """ "Freight revenues (Millions)" over rows of commodities: each row is a line of
+    freight revenues in millions ("$" on the first and total rows only), the total row its
+    total. A corner that names a statement, or rows that name statement lines, keep the
+    rows as measures."""
+    path = tmp_path / "acme-q2-2025-freight.md"
+    path.write_text(
+        "# ACME Rail Inc. — quarter ended June 30, 2025\n\n"
+        "| Freight revenues (Millions) | Three months ended June 30, 2025 | Six months ended June 30, 2025 |\n"
+        "|---|---|---|\n"
+        "| Bulk | $ 1,901 | $ 3,737 |\n"
+        "| Intermodal | 1,098 | 2,290 |\n"
+        "| Total | $ 5,843 | $ 11,534 |\n\n"
+        "## Statement\n\n"
+        "| Income statement (USD m) | Three months ended June 30, 2025 |\n"
+        "|---|---|\n"
+        "| Revenue | 6,100 |\n"
+        "| Operating income | 2,400 |\n",
+        encoding="utf-8",
+    )
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections,
+        doc_id="d",
+        title="ACME Rail Inc.",
+        vocab=FactSettings(),
+    )
+    by = {(f.metric, f.channel, f.period): (f.value, f.unit) for f in facts}
+    assert by[("freight revenues", "Intermodal", "3M ended Jun 2025")] == (1098, "in millions")
+    assert by[("freight revenues", "Bulk", "6M ended Jun 2025")] == (3737, "$ in millions")
+    assert by[("freight revenues", "total", "3M ended Jun 2025")] == (5843, "$ in millions")
+    assert by[("revenue", "total", "3M ended Jun 2025")][0] == 6100
+    assert by[("operating income", "total", "3M ended Jun 2025")][0] == 2400
+
+
 def test_a_workbook_of_banded_tables_gives_each_its_own_period(tmp_path: Path) -> None:
     """A half-year report's sheet as published: a numbered title, a band row ("In millions
     of CHF" over the row labels, the period over the figures' far right) above the

@@ -91,6 +91,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
+from clearance import glossary
 from clearance.config import FactSettings, fiscal_year_start_month
 from clearance.countries import country_name, country_names
 from clearance.ingest.locator import format_locator, parse_locator
@@ -884,7 +885,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 10
+_DERIVED_NAMES = 11
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1214,6 +1215,11 @@ _DIMENSION = re.compile(
     r"|^(?:地域|セグメント|事業|製品|地区|分部|产品|產品|业务|業務|国家|國家)(?:別)?$"
 )
 # Titles that say figures follow without saying what they measure.
+# What names a whole statement, not a measure: "Income statement", "Balance sheet".
+_STATEMENT = re.compile(
+    r"(?i:\bstatements?\b|\bbalance\s+sheets?\b|\bcash\s+flows?\b|\bsummary\b|\boverview\b|"
+    r"\bhighlights\b|\bresults\b|\bdata\b|\btable\b)"
+)
 _GENERIC = re.compile(
     r"(?i:^(?:key\s+)?(?:results?|performance|figures|financials?|highlights|summary|overview|"
     r"data|numbers|metrics|kpis?|analys[ie]s|information)$)|^(?:業績|実績|概要|主要指標|业绩|業績|主要数据|主要數據)$"
@@ -1395,7 +1401,7 @@ _COUNTS_SHARES = re.compile(
     r"|\(in\s+shares\))"
 )
 _BARE_SCALE = re.compile(
-    r"^in\s+(?P<scale>thousand|million|billion|trillion)s(?:\s+of\s+(?:dollars|[A-Z]{3}))?$",
+    r"^(?:in\s+)?(?P<scale>thousand|million|billion|trillion)s(?:\s+of\s+(?:dollars|[A-Z]{3}))?$",
     re.IGNORECASE,
 )
 # A label that is only the scale, as a table's corner writes it: "In millions of CHF".
@@ -2206,6 +2212,8 @@ class _Extractor:
             split = self._titled_measure(
                 [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
             )
+        if split is None and measured is None:
+            split = self._corner_measure(corner, section.table or ())
         measure = measure_name(measure_text)
         member: str | None = None
         if split is not None and not _unit_group(measure_text):
@@ -2371,6 +2379,35 @@ class _Extractor:
             raw=cells[col].text.strip(),
         )
 
+    def _corner_measure(self, corner: str, table: Sequence[Sequence[str]]) -> str | None:
+        """What the table measures where its top-left cell says so with its unit: the rows
+        under ``Freight revenues (Millions)`` are lines of freight revenues (``Bulk``,
+        ``Total``). Not a corner that names a kind of row (``Region``, ``Metric``), a period
+        or nothing a measure is (``Key figures``, ``Income statement``), nor a table whose
+        rows name statement lines themselves (``Revenue``, ``Operating income``)."""
+        if not _GROUP.search(corner) or self._periodish(corner):
+            return None
+        measure = measure_name(_GROUP.sub(" ", corner))
+        if measure is None:
+            return None
+        head = normalize(measure)
+        if (
+            len(head.split()) > 5  # a title ("INCOME TAXES - Reconciliation (Details) - USD")
+            or " - " in head
+            or _KIND_IN_SCALE.search(corner)
+            or re.search(r"\b[A-Z]{4,}\b", head)
+            or _DIMENSION.search(head)
+            or _GENERIC.match(head)
+            or _MEASURE_HEADER.match(head)
+            or _ENTITY_HEADER.match(head)
+            or _STATEMENT.search(head)
+        ):
+            return None
+        rows = [row[0] for row in table[1:] if row and row[0].strip()]
+        if any(glossary.equivalents(name) for label in rows if (name := measure_name(label))):
+            return None
+        return measure
+
     def _titled_measure(self, titles: Sequence[str]) -> str | None:
         """What the nearest title that is nothing but a measure names (``Revenue``)."""
         for title in titles:
@@ -2465,6 +2502,9 @@ class _Extractor:
                 if scale is not None:
                     return f"{currency} in {scale.group('scale').lower()}s"
                 continue
+            scale = _BARE_SCALE.match(unit)
+            if scale is not None and not unit.casefold().startswith("in"):
+                return f"in {scale.group('scale').lower()}s"  # "(Millions)": 1,901 million
             return unit
         return currency
 
