@@ -211,8 +211,11 @@ def test_a_region_no_table_holds_is_not_found_never_the_total(app: Clearance, re
     assert not re.search(r"\d{3},\d{3}", answer), answer
 
 
-def test_a_figure_counted_in_a_currency_is_still_the_total(app: Clearance) -> None:
-    answer = ask(app, "What was Streamco revenue in USD for the three months ended June 30, 2025?")
+@pytest.mark.parametrize("currency", ["USD", "US dollars", "Swiss francs", "Japanese Yen"])
+def test_a_figure_counted_in_a_currency_is_still_the_total(app: Clearance, currency: str) -> None:
+    answer = ask(
+        app, f"What was Streamco revenue in {currency} for the three months ended June 30, 2025?"
+    )
     assert "1,107,916" in answer
 
 

@@ -650,6 +650,69 @@ def test_a_corner_naming_a_measure_with_its_unit_makes_the_rows_its_lines(tmp_pa
     assert by[("operating income", "total", "3M ended Jun 2025")][0] == 2400
 
 
+def test_a_notes_money_scale_never_reaches_counts_ratios_or_a_segments_total(
+    tmp_path: Path,
+) -> None:
+    """ "(in millions, except per share data)" scales the money rows only: not a count of
+    employees or stores, not a margin. A breakdown a sentence introduces "for our Industrial
+    segment" is the segment's: its total is no company revenue. And a row heading names
+    only the Basic and Diluted rows right under it."""
+    path = tmp_path / "acme-annual.md"
+    path.write_text(
+        "# Acme Inc. annual report\n\n## Selected data\n\n(in millions, except per share data)\n\n"
+        "| Acme Inc. | 2024 | 2023 |\n|---|---|---|\n| Revenue | $ 1,000 | $ 900 |\n"
+        "| Number of employees | 12,000 | 11,500 |\n| Stores | 420 | 400 |\n"
+        "| Operating margin | 12.5 | 11.0 |\n\n## Industrial segment\n\n"
+        "The following table summarizes revenue by product line for our Industrial segment:\n\n"
+        "| Product line (USD m) | 2024 | 2023 |\n|---|---|---|\n| Pumps | 600 | 550 |\n"
+        "| Valves | 400 | 350 |\n| Total | 1,000 | 900 |\n",
+        encoding="utf-8",
+    )
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    )
+    by = {(f.metric, f.channel, f.period): (f.value, f.unit) for f in facts}
+    assert by[("revenue", "total", "FY2024")] == (1000, "$ in millions")
+    assert by[("number of employees", "total", "FY2024")] == (12000, "")
+    assert by[("stores", "total", "FY2024")] == (420, "")
+    assert by[("operating margin", "total", "FY2024")] == (12.5, "")
+    assert [f for f in facts if f.metric == "revenue" and f.value == 1000] == [
+        f for f in facts if "Selected data" in f.locator and f.value == 1000
+    ]
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    for row in (["Acme Inc. (USD millions)", "FY2024", "FY2023"], ["Revenue", 500, 450],
+                ["Earnings per share:", None, None], ["Basic", 1.2, 1.1], ["Diluted", 1.1, 1.0],
+                ["Dividends", 0.5, 0.4], ["Employees", 1200, 1100]):  # fmt: skip
+        sheet.append(row)
+    book.save(tmp_path / "acme-eps.xlsx")
+    rows = extract_facts(
+        extract(tmp_path / "acme-eps.xlsx", max_chars=1500).sections,
+        doc_id="d",
+        title="acme-eps",
+        vocab=FactSettings(),
+    )
+    metrics = {f.metric for f in rows}
+    assert {"basic earnings per share", "diluted earnings per share", "dividends"} <= metrics
+    assert "employees" in metrics
+
+
+def test_a_year_ended_a_month_is_named_as_the_configured_calendar_names_it(tmp_path: Path) -> None:
+    """Under years that start in April, named by the year they start in, "Year Ended March
+    31, 2024" is FY2023, as 2024年3月期 beside it is; named by their end, FY2024."""
+    path = tmp_path / "acme-annual.csv"
+    write_csv(path, [["Acme Inc. (JPY bn)", "2024年3月期", "Year Ended March 31, 2024",
+                      "12 Months Ended Mar. 31, 2024"], ["Revenue", "1,000", "1,000", "1,000"]])  # fmt: skip
+    sections = extract(path, max_chars=1500).sections
+    for named_by, year in (("start", "FY2023"), ("end", "FY2024")):
+        vocab = settings_from_dict(
+            {"facts": {"fiscal_year_start": "04-01", "fiscal_year_named_by": named_by}}
+        ).facts
+        facts = extract_facts(sections, doc_id="d", title=path.stem, vocab=vocab)
+        assert {f.period for f in facts} == {year}, named_by
+
+
 def test_a_workbook_of_banded_tables_gives_each_its_own_period(tmp_path: Path) -> None:
     """A half-year report's sheet as published: a numbered title, a band row ("In millions
     of CHF" over the row labels, the period over the figures' far right) above the
@@ -688,6 +751,31 @@ def test_a_workbook_of_banded_tables_gives_each_its_own_period(tmp_path: Path) -
     # the second table's rows are its own, each block located from its band
     second = next(s for s in extracted.sections if s.table and "2022" in s.table[0][1])
     assert second.locator == "sheet=OS-Rev and results,range=A7:E10"
+
+
+def test_a_second_band_with_a_note_and_other_rows_still_starts_its_own_table(
+    tmp_path: Path,
+) -> None:
+    """The 2022 table's band says "(restated)" too, and its rows are other zones: its
+    figures are still 2022's, never read under the 2023 band."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["In millions of CHF", None, None, "January–June 2023"])
+    sheet.append([None, "Sales", "Trading operating profit", "Depreciation"])
+    sheet.append(["Zone NA", 12553, 2632, -337])
+    sheet.append(["In millions of CHF", None, "January–June 2022", "(restated)"])
+    sheet.append([None, "Sales", "Trading operating profit", "Depreciation"])
+    sheet.append(["Zone AOA", 20000, 2170, -290])
+    path = tmp_path / "acme-h1.xlsx"
+    book.save(path)
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    )
+    assert {(f.channel, f.period) for f in facts} == {
+        ("Zone NA", "Jan–Jun FY2023"),
+        ("Zone AOA", "Jan–Jun FY2022"),
+    }
 
 
 def test_groups_set_apart_by_spacer_columns_take_the_label_written_over_them(

@@ -169,9 +169,6 @@ def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tupl
     def single(row: Row) -> bool:
         return sum(1 for cell in row[1] if cell) == 1
 
-    def labels(cells: Sequence[str]) -> list[str]:
-        return [c.strip() for c in cells[1:] if c.strip()]
-
     n = 0
     while n < min(len(rows), MAX_CAPTION_ROWS) and single(rows[n]):
         n += 1
@@ -196,8 +193,8 @@ def _reference(rows: Sequence[Row], max_chars: int) -> list[tuple[str, str, tupl
         current = tables[-1][2]
         if lower is not None and current and not has_figure(cells):
             band = current[-1]
-            banded = banded_header(band[1], cells)
-            if labels(cells) == labels(lower) and banded is not None and not has_figure(band[1]):
+            banded = banded_header(band[1], cells, most=3)
+            if banded is not None and not has_figure(band[1]):
                 current.pop()
                 tables.append(((band[0], banded), [band, (number, cells)], []))
                 above = None

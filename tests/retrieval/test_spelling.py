@@ -200,6 +200,10 @@ def test_a_question_in_another_language_is_read_as_written(question: str) -> Non
     assert readings(question, df) == []
 
 
+def test_an_english_question_with_a_foreign_name_in_it_is_still_read() -> None:
+    assert readings("El Paso office parkng", {"park": 3}) == [("parkng", "parking")]
+
+
 def test_an_english_question_quoting_another_language_is_still_read() -> None:
     df = {"offer": 3, "polici": 2}
     assert readings("What does the 'prime aux bogues' pollicy offer?", df) == [

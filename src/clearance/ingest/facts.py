@@ -488,7 +488,9 @@ def combine_period(period: str, marker: str) -> str | None:
     return f"{marker} {period}"
 
 
-def _with_partials(norm: str, periods: list[Match]) -> list[Match]:
+def _with_partials(
+    norm: str, periods: list[Match], fiscal: Callable[[int, int], int] | None = None
+) -> list[Match]:
     """``periods`` with each whole year that a partial marker right next to it narrows
     replaced by the partial period (``Actual, Oct–Jun FY2023`` → ``Oct–Jun FY2023``). A
     bare year next to a marker is a fiscal year (``9M 2024``)."""
@@ -524,7 +526,7 @@ def _with_partials(norm: str, periods: list[Match]) -> list[Match]:
                 gap = norm[year.end : marker.start]
             else:
                 gap = ""
-            combined = _ended(marker.canonical, year, gap) or combine_period(
+            combined = _ended(marker.canonical, year, gap, fiscal) or combine_period(
                 year.canonical, marker.canonical
             )
             if combined is None or (gap and not _JOIN.match(gap)):
@@ -539,7 +541,9 @@ def _with_partials(norm: str, periods: list[Match]) -> list[Match]:
 _ENDED = re.compile(rf"^[\s,]*(?:ended|ending)\s+(?:the\s+)?{_MONTH}\s*\d{{0,2}},?\s*$", re.I)
 
 
-def _ended(marker: str, year: Match, gap: str) -> str | None:
+def _ended(
+    marker: str, year: Match, gap: str, fiscal: Callable[[int, int], int] | None = None
+) -> str | None:
     """``Three Months Ended December 31, 2023`` → ``3M ended Dec 2023``: a count of months
     that ends in a named month is that span, whatever the fiscal calendar. It is never
     read as part of a fiscal year (``3M FY2023``), which would name a different quarter for
@@ -551,9 +555,11 @@ def _ended(marker: str, year: Match, gap: str) -> str | None:
     if not _YEAR_PERIOD.match(year.canonical):
         return None
     if marker == "12M":
-        # twelve months ended December 31, 2024 are the fiscal year 2024, named by the
-        # year it ends in as a 10-K names it (the month is kept as the year's end)
-        return f"FY{digits.group(0)}"
+        # twelve months ended December 31, 2024 are the fiscal year that ends then: named
+        # by the configured calendar where its years end in that month, else by the year
+        # it ends in, as a 10-K names it (``fiscal``: year and month → the year's name)
+        ended, month = int(digits.group(0)), MONTH_NAMES.index(_month(m.group(1))) + 1
+        return f"FY{fiscal(ended, month) if fiscal is not None else ended}"
     return f"{marker} ended {_month(m.group(1))} {digits.group(0)}"
 
 
@@ -722,7 +728,7 @@ class Vocabulary:
         found.extend(self._split_years(norm))
         if self.months:
             found.extend(_months(norm))
-        return _at_end(norm, _with_partials(norm, _longest(found)))
+        return _at_end(norm, _with_partials(norm, _longest(found), self._fiscal_year_of))
 
     def with_months(self) -> Vocabulary:
         """This vocabulary reading single months as periods too (:attr:`months`)."""
@@ -749,18 +755,20 @@ class Vocabulary:
             yield Match(f"FY{label}", m.start(), m.end())
 
     def _ending_years(self, norm: str) -> Iterator[Match]:
-        """``2024年3月期``: the fiscal year that ends in March 2024. With a calendar whose
-        years end in that month it is that calendar's fiscal year; otherwise it is named by
-        the year it ends in, as Japanese reports name it."""
-        start = fiscal_year_start_month(self.settings.fiscal_year_start)
+        """``2024年3月期``: the fiscal year that ends in March 2024 (:meth:`_fiscal_year_of`)."""
         for m in _ENDING_YEAR.finditer(norm):
             year, month = int(m.group(1)), int(m.group(2))
-            if not 1 <= month <= 12:
-                continue
-            label = year
-            if month % 12 + 1 == start and self.settings.fiscal_year_named_by != "end":
-                label = year if start == 1 else year - 1
-            yield Match(f"FY{label}", m.start(), m.end())
+            if 1 <= month <= 12:
+                yield Match(f"FY{self._fiscal_year_of(year, month)}", m.start(), m.end())
+
+    def _fiscal_year_of(self, year: int, month: int) -> int:
+        """The name of the fiscal year that ends in ``month`` of ``year``: with a calendar
+        whose years end in that month, that calendar's name for it; otherwise the year it
+        ends in, as Japanese reports and 10-Ks name it."""
+        start = fiscal_year_start_month(self.settings.fiscal_year_start)
+        if month % 12 + 1 == start and self.settings.fiscal_year_named_by != "end":
+            return year if start == 1 else year - 1
+        return year
 
     def values(self, kind: SlotKind | Literal["period"], text: str) -> list[str]:
         """Distinct canonical values of one kind in ``text``, in order of appearance."""
@@ -885,7 +893,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 11
+_DERIVED_NAMES = 12
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1203,6 +1211,11 @@ _INTRODUCING = re.compile(
 # Where what a breakdown is by ends: "region for the three months …", "segment, in …".
 # A title's section number: "3. Analyses by segment", "3.1 Operating segments".
 _NUMBERED = re.compile(r"^\d+(?:\.\d+)*\.?\s+")
+# What names a part of a company, whose total is no company total.
+_PART_OF_COMPANY = re.compile(
+    r"(?i:\b(?:segments?|divisions?|business(?:es)?|units?|regions?|subsidiar(?:y|ies)|"
+    r"operations\s+in|brands?)\b)"
+)
 _BY_FOR = re.compile(r"(?i:\s*,|\s+(?:for|in|during|over|as\s+of|from|between|at)\s)")
 _TIME_DIMENSION = re.compile(
     r"(?i:\b(?:fiscal\s+)?(?:years?|quarters?|halves|half|months?|periods?|dates?)\b)"
@@ -1387,15 +1400,17 @@ _BARE_CURRENCY = re.compile(r"^(?:[A-Z]{3}|[A-Z]{0,2}[$€£¥₩])$")
 _KIND_IN_SCALE = re.compile(
     r"(?i:(?P<kind>shares|[$€£¥]|USD|EUR|GBP|JPY|CHF)\s+in\s+(?P<scale>thousands|millions|billions))"
 )
-# A label counting shares, whatever it says after ("Shares used in computing earnings per
-# share", "Weighted-average shares outstanding").
+# A label counting something, not money: "Number of stock options exercised".
 _NUMBER_OF = re.compile(r"(?i:^\W*number\s+of\b)")
 # A label saying its figure is of another kind than the table's money: a rate, a length of
 # time, a count.
 _OWN_KIND = re.compile(
     r"(?i:\((?:as\s+a\s+)?percent(?:age)?\)|\(in\s+(?:years|months|days|hours)\)|"
-    r"\(pure\)|,\s*number\b|\bnumber$|\brate\s*(?:\([^)]*\))?$)"
+    r"\(pure\)|,\s*number\b|\bnumber$|\brate\s*(?:\([^)]*\))?$|^\W*number\s+of\b|%|"
+    r"\b(?:margin|ratio|employees|headcount|stores|customers|subscribers|members|users)\b)"
 )
+# A label counting shares, whatever it says after ("Shares used in computing earnings per
+# share", "Weighted-average shares outstanding", "Basic (in shares)").
 _COUNTS_SHARES = re.compile(
     r"(?i:^\W*(?:(?:weighted[\s-]average|number\s+of|basic|diluted|common)\s+)*shares\b"
     r"|\(in\s+shares\))"
@@ -2430,7 +2445,9 @@ class _Extractor:
             m = _BY.match(norm) or _BETSU.match(norm)
             if m is None:
                 continue
-            by = _BY_FOR.split(m.group("by"), maxsplit=1)[0]
+            by, *rest = _BY_FOR.split(m.group("by"), maxsplit=1)
+            if rest and _PART_OF_COMPANY.search(rest[0]):
+                continue  # "… by product line for our Industrial segment": a part's breakdown
             if _TIME_DIMENSION.search(by) or self._read(by).values["period"]:
                 continue
             measure = measure_name(self._read(m.group("measure")).residue())

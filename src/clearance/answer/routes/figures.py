@@ -121,6 +121,13 @@ def _unnamed(question: str, intent: Intent, parts: Sequence[MetricQuery]) -> boo
     return bool(re.search(rf"(?:\b(?:for|of|on)\s+(?:the\s+)?{named}\b|{named}['’]s\b)", question))
 
 
+# What a figure is counted in, not whose it is: "in US dollars", "in Swiss francs", "in Yen".
+_CURRENCY_WORDS = re.compile(
+    r"(?i:\b(?:dollars?|euros?|yen|francs?|pounds?|sterling|yuan|renminbi|won|rupees?|"
+    r"kron(?:a|e|or|er)|currency|terms)\b)"
+)
+
+
 def _alien_line(
     question: str, intent: Intent, parts: Sequence[MetricQuery], known: Iterable[str]
 ) -> str:
@@ -140,8 +147,8 @@ def _alien_line(
         return ""
     named = re.escape(name)
     said = rf"\b(?:did|does|do|for|of)\s+(?:the\s+)?{named}\b|{named}['’]s\b"
-    if not re.fullmatch(CURRENCY_CODES, name):
-        said += rf"|\bin\s+(?:the\s+)?{named}\b(?!\s+(?:dollars?|euros?|yen|currency|terms)\b)"
+    if not re.fullmatch(CURRENCY_CODES, name) and not _CURRENCY_WORDS.search(name):
+        said += rf"|\bin\s+(?:the\s+)?{named}\b(?!\s+{_CURRENCY_WORDS.pattern})"
     return name if re.search(said, question) else ""
 
 
@@ -155,6 +162,27 @@ _PART_WITHOUT_YEAR = re.compile(
     r"|第\s*[1-4一二三四]\s*(?:四半期|季度)|上半期|下半期|上期|下期|上半年|下半年)",
     re.IGNORECASE,
 )
+
+
+def _which_period(
+    request: AnswerRequest,
+    periods: Sequence[str],
+    resolved: tuple[ResolvedPeriod, ...],
+    why: str = "",
+) -> AnswerResult:
+    """Ask which period, offering ``periods`` (``why`` none was taken opens the question)."""
+    request.trace.reason = "clarify"
+    options = tuple(periods[:MAX_OPTIONS])
+    text = why + CLARIFY.format(missing=MISSING_WORDS.get("period", "period"))
+    text += CLARIFY_OPTIONS.format(options=", ".join(options))
+    return AnswerResult(
+        Status.CLARIFY,
+        _preamble(resolved, []) + text,
+        Route.STRUCTURED,
+        missing=("period",),
+        options=options,
+        resolved_periods=resolved,
+    )
 
 
 def _one_look_up_each(parts: Sequence[MetricQuery]) -> list[MetricQuery]:
@@ -627,22 +655,11 @@ class FiguresRoute:
     ) -> AnswerResult:
         """Ask which span of months a quarter or half is, offering those the readable
         facts hold (:meth:`_spans_it_may_be`): never a guess at when a fiscal year ends."""
-        request.trace.reason = "clarify"
-        options = tuple(spans[:MAX_OPTIONS])
-        text = (
+        why = (
             f"No figure is labelled {part.period}, and no readable document says when "
             f"{part.entity}'s fiscal year ends. "
-            + CLARIFY.format(missing=MISSING_WORDS.get("period", "period"))
-            + CLARIFY_OPTIONS.format(options=", ".join(options))
         )
-        return AnswerResult(
-            Status.CLARIFY,
-            _preamble(resolved, []) + text,
-            Route.STRUCTURED,
-            missing=("period",),
-            options=options,
-            resolved_periods=resolved,
-        )
+        return _which_period(request, spans, resolved, why)
 
     def _which_year(
         self,
@@ -664,18 +681,7 @@ class FiguresRoute:
         )
         if not periods:
             return self._clarify(request, part, ["period"], resolved)
-        request.trace.reason = "clarify"
-        options = tuple(periods[:MAX_OPTIONS])
-        text = CLARIFY.format(missing=MISSING_WORDS.get("period", "period"))
-        text += CLARIFY_OPTIONS.format(options=", ".join(options))
-        return AnswerResult(
-            Status.CLARIFY,
-            _preamble(resolved, []) + text,
-            Route.STRUCTURED,
-            missing=("period",),
-            options=options,
-            resolved_periods=resolved,
-        )
+        return _which_period(request, periods, resolved)
 
     def _reported_for(self, request: AnswerRequest, period: str | None) -> bool:
         """Whether a readable fact of anyone's is for ``period`` (or the year to that part)."""

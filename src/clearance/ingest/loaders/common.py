@@ -506,12 +506,11 @@ def _joined(upper: str, lower: str) -> str:
     return LABEL_SEPARATOR.join(parts)
 
 
-# A label of one word, with a note in parentheses at most: "Basic (in dollars per share)".
-_ONE_WORD = re.compile(r"^\s*[^\W\d_][\w-]*\s*(?:\([^()]*\))?\s*$")
-_TOTAL_ROW = re.compile(r"(?i:^\s*total\b)")
+# "Basic" or "Diluted", with a note in parentheses at most: "Basic (in dollars per share)".
+_SHARE_CLASS = re.compile(r"(?i:^\s*(?:basic|diluted)\s*(?:\([^()]*\))?\s*$)")
 
 
-def banded_header(band: Sequence[str], sub: Sequence[str]) -> tuple[str, ...] | None:
+def banded_header(band: Sequence[str], sub: Sequence[str], most: int = 2) -> tuple[str, ...] | None:
     """The header of a band row over a row of labels, per column; else ``None``. A band
     holds at most two cells ("In millions of CHF" over the row labels, "January–June 2023"
     somewhere above the figures) and fewer than ``sub``, whose three or more labels (no
@@ -522,7 +521,8 @@ def banded_header(band: Sequence[str], sub: Sequence[str]) -> tuple[str, ...] | 
     upper, lower = pad(band, width), pad(sub, width)
     written = [j for j, cell in enumerate(upper) if cell]
     labels = [j for j, cell in enumerate(lower) if cell]
-    if not written or len(written) > 2 or len(labels) < 3 or len(written) >= len(labels):
+    over = [j for j in written if j > 0]  # the band's cells over the figures
+    if not written or len(written) > most or len(labels) < 3 or len(over) >= len(labels):
         return None
     if any(not is_label(lower[j]) for j in labels) or any(not is_label(upper[j]) for j in written):
         return None
@@ -597,8 +597,7 @@ class SheetPacker:
     another period is never read under the first one's.
 
     A row heading — a label ending in a colon with no figures (``Earnings per share:``) —
-    names the one-word labels below it (``Basic``, ``Diluted``) until the next heading or a
-    total: "Earnings per share: Basic".
+    names the rows ``Basic`` and ``Diluted`` right under it: "Earnings per share: Basic".
 
     Only the block being filled is held besides the finished sections, so a file can be
     streamed through; rows are padded in :meth:`finish`, since the widest row may come last.
@@ -655,19 +654,18 @@ class SheetPacker:
         self._length += add
 
     def _under_heading(self, cells: tuple[str, ...]) -> tuple[str, ...]:
-        """``cells`` with a one-word first label ("Basic", "Diluted") written under the
-        row heading above it (``Earnings per share:`` with no figures): "Earnings per
-        share: Basic". Two such rows under two headings ("Earnings per share:", "Shares
-        used in computing earnings per share:") are otherwise the same label. A row
-        heading lasts until the next one or a total."""
+        """``cells`` with a first label "Basic" or "Diluted" written under the row heading
+        right above it (``Earnings per share:`` with no figures): "Earnings per share:
+        Basic". Two such rows under two headings ("Earnings per share:", "Shares used in
+        computing earnings per share:") are otherwise the same label. The heading names
+        only the rows of that kind right under it: any other row ends it."""
         label = cells[0] if cells else ""
         if label.rstrip().endswith(":") and not has_figure(cells):
             self._heading = label.strip()
             return cells
-        if _TOTAL_ROW.match(label):
-            self._heading = None
-        elif self._heading is not None and _ONE_WORD.match(label) and has_figure(cells):
+        if self._heading is not None and _SHARE_CLASS.match(label) and has_figure(cells):
             return (f"{self._heading} {label.strip()}", *cells[1:])
+        self._heading = None  # any other row ends the heading's rows
         return cells
 
     def _release(self, end: bool = False) -> None:
@@ -691,18 +689,18 @@ class SheetPacker:
             self.add(row)
 
     def _next_table(self, row: Row) -> bool:
-        """Whether ``row`` repeats the labels under the band that heads the table (the
-        next table of the sheet, for another period: "January–June 2022" over "Sales …"
-        again). Then the band row just added is taken back, the rows so far are emitted,
-        and the band and ``row`` head the rows that follow."""
+        """Whether ``row``, a row of labels under a band row of up to three cells, opens the
+        next table of a sheet whose first table a band heads (another period:
+        "January–June 2022" over "Sales …" again, or other labels). Then the band row just
+        added is taken back, the rows so far are emitted, and the band and ``row`` head the
+        rows that follow."""
         lower = self._lower
         if lower is None or has_figure(row[1]) or not self._block:
             return False
-        labels = [c.strip() for c in row[1][1:] if c.strip()]
-        if labels != [c.strip() for c in lower[1:] if c.strip()]:
-            return False
         band = self._block[-1]
-        header = banded_header(band[1], row[1])
+        # a band of up to three cells ("January–June 2022", "(restated)") over a row of
+        # labels: the next table, whatever its labels
+        header = banded_header(band[1], row[1], most=3)
         if header is None or has_figure(band[1]):
             return False
         self._block.pop()
