@@ -121,6 +121,8 @@ def _unnamed(question: str, intent: Intent, parts: Sequence[MetricQuery]) -> boo
     return bool(re.search(rf"(?:\b(?:for|of|on)\s+(?:the\s+)?{named}\b|{named}['’]s\b)", question))
 
 
+# What names a part of a company: its segments, divisions, regions, business units.
+_PART = r"(?:segments?|divisions?|regions?|business(?:es)?|units?|operations)\b"
 # What a figure is counted in, not whose it is: "in US dollars", "in Swiss francs", "in Yen".
 _CURRENCY_WORDS = re.compile(
     r"(?i:\b(?:dollars?|euros?|yen|francs?|pounds?|sterling|yuan|renminbi|won|rupees?|"
@@ -135,7 +137,8 @@ def _alien_line(
     readable fact's metric, entity or line holds a word of it ("LinkedIn" in "How much
     revenue did LinkedIn generate for Microsoft in fiscal 2025?"): that line's figure is
     not found, never the entity's total. Only a name the figure is said to be of, for or in
-    ("revenue in Brazil", "in the Nordics"), or that did something ("did LinkedIn
+    ("revenue in Brazil", "in the Nordics"), a part of the entity ("Coca-Cola's Latin
+    America segment", "the EMEA region"), or that did something ("did LinkedIn
     generate"): "as reported by the SEC" or "from the Annual Report" says whose count it
     is, not whose figure, and "in USD" or "in US dollars" what it is counted in; empty
     otherwise."""
@@ -147,6 +150,8 @@ def _alien_line(
         return ""
     named = re.escape(name)
     said = rf"\b(?:did|does|do|for|of)\s+(?:the\s+)?{named}\b|{named}['’]s\b"
+    # "Coca-Cola's Latin America segment", "the EMEA region": a part of whose figure it is
+    said += rf"|['’]s\s+{named}\b|\b{named}\s+{_PART}|{_PART}\s+(?:of\s+)?{named}\b"
     if not re.fullmatch(CURRENCY_CODES, name) and not _CURRENCY_WORDS.search(name):
         said += rf"|\bin\s+(?:the\s+)?{named}\b(?!\s+{_CURRENCY_WORDS.pattern})"
     return name if re.search(said, question) else ""
