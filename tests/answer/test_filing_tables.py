@@ -242,6 +242,14 @@ def test_a_calendar_quarter_of_an_unknown_fiscal_year_is_offered_not_assumed(
     assert "1,107,916" in ask(app, "What was Streamco's revenue in 3M ended Jun 2025?")
     # a quarter whose calendar span no table holds is not found, as before
     ask(app, "What was Streamco's revenue in Q3 2025?", Status.NOT_FOUND)
+    # the first six months of a year, and two quarters set side by side, likewise
+    six = app.ask("What was Streamco's revenue for the first six months of 2025?", "fay")
+    assert (six.status, six.options) == (Status.CLARIFY, ("6M ended Jun 2025",))
+    both = app.ask("Compare Streamco's revenue in Q2 2025 vs Q2 2024", "fay")
+    assert (both.status, both.options) == (
+        Status.CLARIFY,
+        ("3M ended Jun 2025", "3M ended Jun 2024"),
+    )
 
 
 @pytest.mark.parametrize("name", ["Procter & Gamble", "P&G", "The Procter & Gamble Company"])

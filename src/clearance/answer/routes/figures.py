@@ -40,7 +40,13 @@ from clearance.answer.structured import (
     sole_entity,
 )
 from clearance.config import LATEST_PERIOD
-from clearance.ingest.facts import CURRENCY_CODES, YEAR_ENDS_KEY, Vocabulary, year_to_quarter
+from clearance.ingest.facts import (
+    CURRENCY_CODES,
+    MONTH_NAMES,
+    YEAR_ENDS_KEY,
+    Vocabulary,
+    year_to_quarter,
+)
 from clearance.ingest.locator import parse_locator
 from clearance.llm.extractive import states_whole_year_amount, without_asides, years_named
 from clearance.model import Document, Fact
@@ -167,6 +173,25 @@ _PART_WITHOUT_YEAR = re.compile(
     r"|第\s*[1-4一二三四]\s*(?:四半期|季度)|上半期|下半期|上期|下期|上半年|下半年)",
     re.IGNORECASE,
 )
+
+
+#: The months a year's first months are counted in ("first six months of 2025": 6M FY2025).
+_MONTHS_OF_YEAR = re.compile(r"^(\d{1,2})M FY(\d{4})$")
+
+
+def _calendar_span(period: str | None) -> str | None:
+    """A quarter, half or count of a year's first months as the span of months it is of a
+    calendar year: ``Q2 2025`` → ``3M ended Jun 2025``, ``6M FY2025`` → ``6M ended Jun
+    2025``; ``None`` for any other period."""
+    if period is None:
+        return None
+    m = _MONTHS_OF_YEAR.match(period)
+    if m is not None:
+        months = int(m.group(1))
+        return (
+            f"{months}M ended {MONTH_NAMES[months - 1]} {m.group(2)}" if 1 <= months <= 11 else None
+        )
+    return span_of_fiscal_part(period, 12)
 
 
 def _which_period(
@@ -479,8 +504,9 @@ class FiguresRoute:
         parts, spans = self._fiscal_spans(request, parts)
         parts = _one_look_up_each(parts)
         resolved = (*resolved, *spans)
-        if len(parts) == 1 and (spans_held := self._spans_it_may_be(request, parts[0])):
-            return self._which_span(request, parts[0], spans_held, resolved)
+        spans_held = [s for part in parts for s in self._spans_it_may_be(request, part)]
+        if spans_held:
+            return self._which_span(request, parts[0], list(dict.fromkeys(spans_held)), resolved)
         if intent.yearless and parts and parts[0].period is None:
             return self._which_year(request, parts[0], intent.yearless, resolved)
         missing = _missing_slots(parts)
@@ -630,12 +656,8 @@ class FiguresRoute:
         labelled that quarter, and the entity's documents do not say when its year ends: a
         10-Q's "Three Months Ended June 30, 2025" is Q2 2025 of a calendar year but Q4
         FY2025 of a year ending in June, so it is offered, never assumed."""
-        if (
-            part.entity is None
-            or part.metric is None
-            or part.period is None
-            or span_of_fiscal_part(part.period, 12) is None  # no half or quarter
-        ):
+        calendar = _calendar_span(part.period)
+        if part.entity is None or part.metric is None or calendar is None:
             return []
         rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
         line = part.channel or self.ctx.settings.facts.default_channel
@@ -648,8 +670,7 @@ class FiguresRoute:
             return []  # labelled so, or read as its span by _fiscal_spans
         # Only the calendar reading is offered: "Q3 2025" could be the three months ended
         # June 2025 of a year ending in September, which no asker means without saying so.
-        span = span_of_fiscal_part(part.period, 12)
-        return [span] if span in periods else []
+        return [calendar] if calendar in periods else []
 
     def _which_span(
         self,
