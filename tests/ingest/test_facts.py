@@ -585,6 +585,9 @@ def test_a_10k_financial_report_workbook_gives_full_years_and_never_a_part_as_th
                  "INCOME TAXES - Reconciliation (Details) - USD ($) $ in Millions",
                  [["Statutory U.S. federal tax rate (as a percent)", 0.21, 0.21, 0.21],
                   ["Number of stock options exercised", 22, 31, 40]])  # fmt: skip
+    _edgar_sheet(book, "EQUITY",
+                 "EQUITY (Details) - USD ($) shares in Thousands, $ in Millions",
+                 [["Number of shares outstanding (in shares)", 4309, 4311, 4328]])  # fmt: skip
     _edgar_sheet(book, "OPERATING SEGMENTS - Informatio",
                  "OPERATING SEGMENTS (Details) - USD ($) $ in Millions",
                  [["Operating Income (Loss)", 9992, 11311, 10909],
@@ -611,6 +614,8 @@ def test_a_10k_financial_report_workbook_gives_full_years_and_never_a_part_as_th
     assert by[("depreciation and amortization", "FY2022")] == (1260, "$ in millions")
     assert by[("statutory U.S. federal tax rate", "FY2024")] == (0.21, "")
     assert by[("number of stock options exercised", "FY2023")] == (31, "")
+    # a count of shares keeps the title's scale of shares, "Number of" notwithstanding
+    assert by[("number of shares outstanding", "FY2024")] == (4309, "in thousands of shares")
     assert not [f for f in facts if "operating income" in f.metric]
     assert any("a breakdown not read" in w for w in warnings), warnings
     assert not [f for f in facts if f.period in {"FY2025", "FY2026", "FY2027"}]

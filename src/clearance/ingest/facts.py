@@ -893,7 +893,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 12
+_DERIVED_NAMES = 13
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1400,10 +1400,8 @@ _BARE_CURRENCY = re.compile(r"^(?:[A-Z]{3}|[A-Z]{0,2}[$€£¥₩])$")
 _KIND_IN_SCALE = re.compile(
     r"(?i:(?P<kind>shares|[$€£¥]|USD|EUR|GBP|JPY|CHF)\s+in\s+(?P<scale>thousands|millions|billions))"
 )
-# A label counting something, not money: "Number of stock options exercised".
-_NUMBER_OF = re.compile(r"(?i:^\W*number\s+of\b)")
 # A label saying its figure is of another kind than the table's money: a rate, a length of
-# time, a count.
+# time, a count ("Number of stock options exercised").
 _OWN_KIND = re.compile(
     r"(?i:\((?:as\s+a\s+)?percent(?:age)?\)|\(in\s+(?:years|months|days|hours)\)|"
     r"\(pure\)|,\s*number\b|\bnumber$|\brate\s*(?:\([^)]*\))?$|^\W*number\s+of\b|%|"
@@ -2473,8 +2471,7 @@ class _Extractor:
         # what the row counts, from the labels that are not themselves a note of scales
         named = [label for label in labels if not _KIND_IN_SCALE.search(label)]
         counts_shares = any(_COUNTS_SHARES.search(label) for label in named)
-        counted = not counts_shares and any(_NUMBER_OF.search(label) for label in named)
-        if any(_OWN_KIND.search(label) for label in named):
+        if not counts_shares and any(_OWN_KIND.search(label) for label in named):
             # "(as a percent)", "(in years)", "…, number": not the money the table's scale
             # is of; the figure keeps only a unit its own cell or label writes ("(%)")
             for text in [number.unit_text, *named]:
@@ -2497,8 +2494,6 @@ class _Extractor:
                 # takes neither.
                 if counts_shares and "shares" in scales:
                     return f"in {scales['shares']} of shares"
-                if counted:
-                    return ""  # "Number of stock options exercised": a count, not money
                 money = next(((k, v) for k, v in scales.items() if k != "shares"), None)
                 if money is not None:
                     kind, scale = money
