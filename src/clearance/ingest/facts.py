@@ -1208,7 +1208,6 @@ _INTRODUCING = re.compile(
     r"(?i:^(?:the\s+)?(?:following\s+)?tables?\s+(?:below\s+)?(?:summari[sz]es|shows|"
     r"presents|sets\s+(?:forth|out)|provides|lists|details|gives)\s+(?:our\s+|the\s+|its\s+)?)"
 )
-# Where what a breakdown is by ends: "region for the three months …", "segment, in …".
 # A title's section number: "3. Analyses by segment", "3.1 Operating segments".
 _NUMBERED = re.compile(r"^\d+(?:\.\d+)*\.?\s+")
 # What names a part of a company, whose total is no company total.
@@ -1216,6 +1215,7 @@ _PART_OF_COMPANY = re.compile(
     r"(?i:\b(?:segments?|divisions?|business(?:es)?|units?|regions?|subsidiar(?:y|ies)|"
     r"operations\s+in|brands?)\b)"
 )
+# Where what a breakdown is by ends: "region for the three months …", "segment, in …".
 _BY_FOR = re.compile(r"(?i:\s*,|\s+(?:for|in|during|over|as\s+of|from|between|at)\s)")
 _TIME_DIMENSION = re.compile(
     r"(?i:\b(?:fiscal\s+)?(?:years?|quarters?|halves|half|months?|periods?|dates?)\b)"
