@@ -262,7 +262,8 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
         self.issued = 0
         self.channels: dict[str, Channel] = {}
         self.outbox: list[Message] = []  # what Drive would have POSTed to channel addresses
-        self.restrictions: dict[str, bool] = {}  # the shared drive's own settings
+        # the shared drive's own settings; None: a flag drives.get leaves out of its answer
+        self.restrictions: dict[str, bool | None] = {}
         self._resource_ids = itertools.count(1)
         self._mutex = threading.Lock()
 
@@ -314,7 +315,7 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
         taken, self.outbox = self.outbox, []
         return taken
 
-    def restrict(self, **restrictions: bool) -> None:
+    def restrict(self, **restrictions: bool | None) -> None:
         """Change the shared drive's own restrictions (``domainUsersOnly`` …): the feed logs
         a change of the drive, not of its files."""
         self.restrictions.update(restrictions)
@@ -522,12 +523,16 @@ class FakeDrive(FakeService, ScriptedServer[RecordedRequest]):
                 "id": DRIVE,
                 "name": "Shared",
                 "restrictions": {
-                    "adminManagedRestrictions": False,
-                    "copyRequiresWriterPermission": False,
-                    "domainUsersOnly": False,
-                    "driveMembersOnly": False,
-                    "sharingFoldersRequiresOrganizerPermission": False,
-                    **self.restrictions,
+                    k: v
+                    for k, v in {
+                        "adminManagedRestrictions": False,
+                        "copyRequiresWriterPermission": False,
+                        "domainUsersOnly": False,
+                        "driveMembersOnly": False,
+                        "sharingFoldersRequiresOrganizerPermission": False,
+                        **self.restrictions,
+                    }.items()
+                    if v is not None
                 },
             }
             return self._fielded(body, query, {})

@@ -28,10 +28,12 @@ from clearance.sources.gdrive import (
     DriveConnector,
     DriveOptions,
     ItemUnavailable,
+    _Restrictions,
     drive_connector,
     parse_options,
     parse_service_account,
 )
+from clearance.sources.rest import Unrepresentable
 from clearance.sources.service import source_status, sync_source
 from clearance.sources.sync import SourceSync, SyncReport
 from gdrive_server import CLIENT_EMAIL, DRIVE, GOOGLE_DOC, KEY_JSON, SUBJECT, FakeDrive
@@ -325,7 +327,7 @@ def test_my_drive_a_folder_the_user_cannot_see_ends_the_walk(tmp_path: Path) -> 
 EVE = "eve@contractor.example"
 
 
-def restricted_drive_is_read_by(gd: Drive, restriction: str) -> set[str]:
+def restricted_drive_is_read_by(gd: Drive, restriction: str, value: bool | None = True) -> set[str]:
     """Who of Bob (no member, added to the file) and Eve (an outside address the directory
     knows, added to the file) still finds it once the drive is restricted."""
     gd.app.sync_directory_data(
@@ -339,7 +341,7 @@ def restricted_drive_is_read_by(gd: Drive, restriction: str) -> set[str]:
     drive.share("forecast", user(BOB), user(EVE))
     gd.synced()
     assert gd.found(BOB, "forecast") == gd.found(EVE, "forecast") == {gd.doc("forecast")}
-    drive.restrict(**{restriction: True})  # the entries stay listed
+    drive.restrict(**{restriction: value})  # the entries stay listed
     gd.synced(content=False)
     assert gd.found(ALICE, "forecast") == {gd.doc("forecast")}  # a member of the domain
     return {who for who in (BOB, EVE) if gd.found(who, "forecast")}
@@ -351,6 +353,24 @@ def test_a_members_only_drive_is_closed_to_those_added_to_its_files(gd: Drive) -
 
 def test_a_domain_only_drive_is_closed_to_outside_addresses(gd: Drive) -> None:
     assert restricted_drive_is_read_by(gd, "domainUsersOnly") == {BOB}  # Bob: example.com
+
+
+def test_a_restriction_drives_get_leaves_out_counts_as_set(gd: Drive) -> None:
+    """A flag missing from the drive's answer may be on: the drive is read as restricted."""
+    assert restricted_drive_is_read_by(gd, "driveMembersOnly", None) == set()
+
+
+def test_a_permission_without_rows_in_a_members_only_drive_reads_as_nobody(gd: Drive) -> None:
+    """Without ``permissionDetails`` Drive does not say whether the grantee is a member."""
+    connector = gd.connector()
+    try:
+        rules = _Restrictions(members_only=True, domain_only=False)
+        with pytest.raises(Unrepresentable):
+            connector._admitted({"id": "p1", "type": "user", "role": "reader"}, rules)
+        with pytest.raises(Unrepresentable):
+            connector._admitted({"id": "p1", "type": "user", "permissionDetails": []}, rules)
+    finally:
+        connector.close()
 
 
 @pytest.mark.parametrize("restriction", ["driveMembersOnly", "domainUsersOnly"])
