@@ -709,8 +709,12 @@ _BUILTIN_PERIOD_FORMS: tuple[PeriodForm, ...] = (
     PeriodForm(rf"\b([12])H\s*{_FYP}{_Y2}\b", "H{1} 20{2}"),
     PeriodForm(rf"\bFY\s*'?{_Y4}\s*H([12])\b", "H{2} {1}"),
     PeriodForm(rf"\bFY\s*{_Y2}\s*H([12])\b", "H{2} 20{1}"),
-    PeriodForm(rf"\bfirst\s+half\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b", "H1 {1}"),
-    PeriodForm(rf"\bsecond\s+half\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b", "H2 {1}"),
+    PeriodForm(rf"\bfirst[\s-]+half\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b", "H1 {1}"),
+    PeriodForm(
+        rf"\bsecond[\s-]+half\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b", "H2 {1}"
+    ),
+    PeriodForm(rf"(?:\bFY\s*|\bfiscal\s+(?:year\s+)?|\b){_Y4}\s+first[\s-]+half\b", "H1 {1}"),
+    PeriodForm(rf"(?:\bFY\s*|\bfiscal\s+(?:year\s+)?|\b){_Y4}\s+second[\s-]+half\b", "H2 {1}"),
     PeriodForm(rf"{_Y4}\s*年度?\s*上\s*半?\s*期", "H1 {1}"),
     PeriodForm(rf"{_Y4}\s*年度?\s*下\s*半?\s*期", "H2 {1}"),
     PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*上半年度?", "H1 {1}"),
@@ -729,7 +733,15 @@ _BUILTIN_PERIOD_FORMS: tuple[PeriodForm, ...] = (
     PeriodForm(rf"{_Y4}\s*{_ZH_YEAR}\s*Q([1-4])\b", "Q{2} {1}"),
     *(
         PeriodForm(
-            rf"\b(?:{words})\s+quarter\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b",
+            rf"\b(?:{words})[\s-]+quarter\s+(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?{_Y4}\b",
+            f"Q{n} {{1}}",
+        )
+        for words, n in _QUARTER_WORDS
+    ),
+    # "fiscal 2024 third quarter", "2024 fourth-quarter results", as press releases write them
+    *(
+        PeriodForm(
+            rf"(?:\bFY\s*|\bfiscal\s+(?:year\s+)?|\b){_Y4}\s+(?:{words})[\s-]+quarter\b",
             f"Q{n} {{1}}",
         )
         for words, n in _QUARTER_WORDS

@@ -47,6 +47,8 @@ ABSOLUTE = [
     ("FY2024 H1", "H1 2024"),
     ("first half of 2024", "H1 2024"),
     ("second half of FY2024", "H2 2024"),
+    ("first-half 2024", "H1 2024"),
+    ("fiscal 2024 second half", "H2 2024"),
     ("2024年度上期", "H1 2024"),
     ("2024年度下半期", "H2 2024"),
     ("2024年上半年", "H1 2024"),
@@ -59,6 +61,11 @@ ABSOLUTE = [
     ("3Q25", "Q3 2025"),
     ("FY2025 Q3", "Q3 2025"),
     ("third quarter of 2025", "Q3 2025"),
+    # as press releases write them
+    ("fourth-quarter 2025", "Q4 2025"),
+    ("fiscal 2025 third quarter", "Q3 2025"),
+    ("2025 third-quarter", "Q3 2025"),
+    ("FY2025 second quarter", "Q2 2025"),
     ("2025年度第3四半期", "Q3 2025"),
     ("2025年度第三四半期", "Q3 2025"),
     ("2025年第三季度", "Q3 2025"),
@@ -295,12 +302,34 @@ def test_a_fiscal_half_or_quarter_is_a_span_of_months(
         (["2024年3月期第2四半期"], 3),
         (["Revenue", "2024"], None),
         (["Year Ended June 30", "2024年3月期"], None),  # two months: none assumed
+        # a retailer's 52–53 weeks end near a month's end: February 1 ends January's year
+        (["Fifty-Two Weeks Ended February 1, 2025"], 1),
+        (["53 Weeks Ended January 28, 2023"], 1),
     ],
 )
 def test_the_labels_of_a_full_year_say_when_fiscal_years_end(
     labels: list[str], month: int | None
 ) -> None:
     assert fiscal_year_end(labels) == month
+
+
+@pytest.mark.parametrize(
+    ("text", "periods"),
+    [
+        ("Thirteen Weeks Ended November 2, 2024", ["3M ended Oct 2024"]),
+        ("the 13 weeks ended Nov 2, 2024", ["3M ended Oct 2024"]),
+        ("Thirty-Nine Weeks Ended November 2, 2024", ["9M ended Oct 2024"]),
+        ("Twenty-Six Weeks Ended July 29, 2023", ["6M ended Jul 2023"]),
+        # a day in a month's first week ends the month before, across a year too
+        ("Thirteen Weeks Ended January 3, 2026", ["3M ended Dec 2025"]),
+        ("Fifty-Two Weeks Ended February 1, 2025", ["FY2025"]),
+        # weeks that do not say when they end are no period, and never the year's
+        ("Thirteen Weeks 2024", []),
+        ("2024 (13 weeks)", []),
+    ],
+)
+def test_weeks_are_the_months_they_end_in(text: str, periods: list[str]) -> None:
+    assert vocab().values("period", text) == periods
 
 
 def test_a_fiscal_year_named_by_the_month_it_ends_is_labelled_by_the_calendar() -> None:

@@ -759,8 +759,9 @@ def test_without_a_readable_table_naming_the_year_end_no_span_is_assumed(
     write_directory: Callable[..., Path],
 ) -> None:
     """Reverse proof: the same 10-Q, with the 10-K only where the asker may not read it.
-    Nothing says when Microsoft's years end, so the first half of fiscal 2024 is not found
-    rather than guessed, and the hidden 10-K changes nothing."""
+    Nothing fay may read says when Microsoft's years end, so the first half of fiscal 2024
+    is never answered with a span guessed for it: the six months the 10-Q holds are offered
+    for her to choose, with no figure, and the hidden 10-K changes nothing."""
     for name, rows, group in (
         ("q2", Q2, "finance"),
         ("annual", ANNUAL, "board"),
@@ -782,7 +783,15 @@ def test_without_a_readable_table_naming_the_year_end_no_span_is_assumed(
         )
     )
     question = "What was Microsoft's revenue in the first half of fiscal year 2024?"
-    assert engine.ask(question, "fay").status is Status.NOT_FOUND
+    offered = engine.ask(question, "fay")
+    assert (offered.status, offered.options) == (Status.CLARIFY, ("6M ended Dec 2023",))
+    assert "118,537" not in offered.answer and "fiscal year ends" in offered.answer
+    alone = Clearance(
+        settings_factory({}), SQLiteStore(tmp_path / "alone.db"), provider=MockProvider()
+    )
+    assert alone.ingest([tmp_path / "q2"]).failed == []
+    alone.sync_directory(tmp_path / "directory.json")
+    assert alone.ask(question, "fay").answer == offered.answer
     told = engine.ask(question, "bo")
     assert told.status is Status.ANSWERED and "118,537" in told.answer, told.answer
 

@@ -1151,3 +1151,36 @@ def test_a_fiscal_year_written_with_both_its_years_is_named_as_configured(
         {"facts": {"fiscal_year_start": "04-01", "fiscal_year_named_by": named_by}}
     ).facts
     assert [m.canonical for m in Vocabulary(facts).find_periods(text)] == [period]
+
+
+@pytest.mark.parametrize(
+    ("label", "name"),
+    [
+        ("NET INCOME", "net income"),
+        ("Basic EARNINGS PER SHARE", "basic earnings per share"),
+        ("SALES, Net of returns and allowances", "net sales"),
+        ("Revenues, net", "net revenues"),
+        ("EMEA REVENUE", "EMEA revenue"),
+        # acronyms and codes stay as written; a balance net of allowances keeps its words
+        ("EBITDA margin", "EBITDA margin"),
+        ("US GAAP EPS", "US GAAP EPS"),
+        ("PC HEALTHXP", "PC HEALTHXP"),
+        ("Accounts receivable, net", "accounts receivable, net"),
+    ],
+)
+def test_a_derived_metric_is_named_in_ordinary_words(label: str, name: str) -> None:
+    assert facts_module._metric_name(facts_module.measure_name(label) or label) == name
+
+
+@pytest.mark.parametrize(
+    ("text", "company"),
+    [
+        ("THE BUCKLE, INC.", "Buckle"),
+        ("The Buckle, Inc.", "Buckle"),
+        ("APPLE INC.", "Apple"),
+        ("The Procter & Gamble Company", "Procter & Gamble"),
+        ("CONSOLIDATED STATEMENTS OF INCOME", None),
+    ],
+)
+def test_a_statement_s_title_line_names_its_company(text: str, company: str | None) -> None:
+    assert facts_module.company_named(text) == company

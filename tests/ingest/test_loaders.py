@@ -777,3 +777,47 @@ def test_pptx_without_text(tmp_path: Path) -> None:
     deck.save(str(path))
     with pytest.raises(LoaderError, match=r"blank\.pptx: empty document"):
         extract(path, max_chars=100)
+
+
+def test_an_html_table_of_two_header_rows_heads_each_column_with_both(tmp_path: Path) -> None:
+    """A period over the dates it spans ("Thirteen Weeks Ended" over "November 2, 2024"),
+    as a release prints its statement, heads each column with both rows; the lines of one
+    block right above it are its notes (the scale) and titles (the company), and a row
+    heading ("EARNINGS PER SHARE:") names the rows under it."""
+    path = tmp_path / "release.html"
+    path.write_text(
+        "<p>Net sales fell.</p><p>THE BUCKLE, INC.<br>CONSOLIDATED STATEMENTS OF INCOME<br>"
+        "(Amounts in Thousands Except Per Share Amounts)<br>(Unaudited)</p><table>"
+        "<tr><td></td><td colspan=2>Thirteen Weeks Ended</td></tr>"
+        "<tr><td></td><td>November 2, 2024</td><td>November 4, 2023</td></tr>"
+        "<tr><td>NET INCOME</td><td>$ 44,164</td><td>$ 54,083</td></tr>"
+        "<tr><td>EARNINGS PER SHARE:</td><td></td><td></td></tr>"
+        "<tr><td>Diluted</td><td>$ 0.88</td><td>$ 1.09</td></tr></table>",
+        encoding="utf-8",
+    )
+    rows = [s for s in extract(path, max_chars=2000).sections if s.table]
+    header = (
+        "",
+        "Thirteen Weeks Ended November 2, 2024",
+        "Thirteen Weeks Ended November 4, 2023",
+    )
+    assert [s.table for s in rows] == [
+        (header, ("NET INCOME", "$ 44,164", "$ 54,083")),
+        (header, ("EARNINGS PER SHARE:", "", "")),
+        (header, ("EARNINGS PER SHARE: Diluted", "$ 0.88", "$ 1.09")),
+    ]
+    assert rows[0].captions == ("(Unaudited)", "(Amounts in Thousands Except Per Share Amounts)")
+    assert rows[0].titles == ("CONSOLIDATED STATEMENTS OF INCOME", "THE BUCKLE, INC.")
+
+
+def test_a_table_whose_second_row_is_data_keeps_one_header_row(tmp_path: Path) -> None:
+    """Reverse proof: a table of text whose first rows are all labels is not given a
+    second header row."""
+    path = tmp_path / "people.html"
+    path.write_text(
+        "<table><tr><td>Name</td><td>Role</td></tr><tr><td>Ann</td><td>Lead</td></tr>"
+        "<tr><td>Bo</td><td>Engineer</td></tr></table>",
+        encoding="utf-8",
+    )
+    rows = [s.table for s in extract(path, max_chars=2000).sections if s.table]
+    assert rows == [(("Name", "Role"), ("Ann", "Lead")), (("Name", "Role"), ("Bo", "Engineer"))]

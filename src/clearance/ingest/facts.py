@@ -329,6 +329,36 @@ def _count_marker(m: re.Match[str]) -> str | None:
     return f"{n}M" if n is not None else None
 
 
+# Retailers' 52–53-week years count weeks: a quarter is 13 of them, a half 26, nine months
+# 39, and each ends on a weekday near a month's end ("Thirteen Weeks Ended November 2,
+# 2024" is the quarter of August to October). Read only with the date it ends on: weeks
+# of a year said no other way are no period at all (:func:`_with_partials`).
+_WEEK_COUNTS = {
+    "thirteen": 13, "twenty-six": 26, "twenty six": 26, "thirty-nine": 39,
+    "thirty nine": 39, "fifty-two": 52, "fifty two": 52, "fifty-three": 53,
+    "fifty three": 53,
+}  # fmt: skip
+_WEEK_MONTHS = {13: 3, 26: 6, 39: 9, 52: 12, 53: 12}
+_WEEK_WORDS = "|".join(word.replace(" ", r"\s+") for word in _WEEK_COUNTS)
+_WEEKS_ENDED = re.compile(rf"{_LW}(\d{{2}}|{_WEEK_WORDS})[\s-]weeks?{_RW}", re.I)
+
+
+def _weeks_marker(m: re.Match[str]) -> str | None:
+    word = re.sub(r"\s+", " ", m.group(1).casefold())
+    n = _WEEK_COUNTS.get(word) or (int(word) if word.isdigit() else None)
+    return f"{n}W" if n in _WEEK_MONTHS else None
+
+
+def _weeks_end(weeks: int, month: int, day: str, year: int) -> tuple[str, int, int]:
+    """The months ``weeks`` counted to a day of ``month`` of ``year`` stand for: the count
+    of months and the month and year they end in. A week-counted period ends within a
+    week of a month's end, so a day in a month's first week ends the month before
+    (November 2, 2024 ends October 2024; January 3, 2026 ends December 2025)."""
+    if day and int(day) <= 7:
+        month, year = (month - 1, year) if month > 1 else (12, year - 1)
+    return f"{_WEEK_MONTHS[weeks]}M", month, year
+
+
 # A label or question words that say a figure covers part of a period: the marker each
 # form is written as in a canonical partial period ("Oct–Jun FY2023", "9M FY2024").
 _PARTIAL_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]], ...] = (
@@ -343,6 +373,7 @@ _PARTIAL_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | Non
         lambda m: f"through {_month(m.group(1))}",
     ),
     (re.compile(r"(\d{1,2})\s*月?\s*[-–~〜～至]\s*(\d{1,2})\s*月"), _months_marker),
+    (_WEEKS_ENDED, _weeks_marker),
     (re.compile(rf"{_LW}(?:YTD|year[\s-]to[\s-]date){_RW}|年初来|年初至今", re.I), lambda m: "YTD"),
     (re.compile(rf"{_LW}(\d{{1,2}})M{_RW}"), _count_marker),
     (
@@ -479,9 +510,10 @@ def _cumulative(period: str, contexts: Sequence[str]) -> str:
 def combine_period(period: str, marker: str) -> str | None:
     """A fiscal or calendar year narrowed by a marker: ``H1`` → ``H1 2024``, ``Oct–Jun`` →
     ``Oct–Jun FY2024``; ``None`` when ``period`` is not a whole year, or the marker is a
-    whole year's twelve months (read only with the month they end in: :func:`_ended`)."""
+    whole year's twelve months or a count of weeks (read only with the month they end in:
+    :func:`_ended`)."""
     m = _YEAR_PERIOD.match(period)
-    if m is None or marker == "12M":
+    if m is None or marker == "12M" or marker.endswith("W"):
         return None
     if re.fullmatch(r"[HQ][1-4]", marker):
         return f"{marker} {m.group(1)}"
@@ -529,6 +561,12 @@ def _with_partials(
             combined = _ended(marker.canonical, year, gap, fiscal) or combine_period(
                 year.canonical, marker.canonical
             )
+            if combined is None and marker.canonical.endswith("W") and _JOIN.match(gap):
+                # weeks of a year, not said when they end ("Thirteen Weeks 2024"): no
+                # period, and never the year's
+                if year in out:
+                    out.remove(year)
+                break
             if combined is None or (gap and not _JOIN.match(gap)):
                 continue
             if year in out:
@@ -538,7 +576,7 @@ def _with_partials(
     return sorted(out, key=lambda m: (m.start, m.end))
 
 
-_ENDED = re.compile(rf"^[\s,]*(?:ended|ending)\s+(?:the\s+)?{_MONTH}\s*\d{{0,2}},?\s*$", re.I)
+_ENDED = re.compile(rf"^[\s,]*(?:ended|ending)\s+(?:the\s+)?{_MONTH}\s*(\d{{0,2}}),?\s*$", re.I)
 
 
 def _ended(
@@ -550,17 +588,19 @@ def _ended(
     a company whose year does not end in December."""
     m = _ENDED.match(gap)
     digits = re.search(r"\d{4}", year.canonical)
-    if m is None or digits is None or not re.fullmatch(r"\d{1,2}M", marker):
+    if m is None or digits is None or not re.fullmatch(r"\d{1,2}[MW]", marker):
         return None
     if not _YEAR_PERIOD.match(year.canonical):
         return None
+    ended, month = int(digits.group(0)), MONTH_NAMES.index(_month(m.group(1))) + 1
+    if marker.endswith("W"):
+        marker, month, ended = _weeks_end(int(marker[:-1]), month, m.group(2), ended)
     if marker == "12M":
         # twelve months ended December 31, 2024 are the fiscal year that ends then: named
         # by the configured calendar where its years end in that month, else by the year
         # it ends in, as a 10-K names it (``fiscal``: year and month → the year's name)
-        ended, month = int(digits.group(0)), MONTH_NAMES.index(_month(m.group(1))) + 1
         return f"FY{fiscal(ended, month) if fiscal is not None else ended}"
-    return f"{marker} ended {_month(m.group(1))} {digits.group(0)}"
+    return f"{marker} ended {MONTH_NAMES[month - 1]} {ended}"
 
 
 _CHANGE_COLUMN = re.compile(
@@ -602,7 +642,7 @@ def _reporting_column(header: str) -> str | None:
     return None
 
 
-_ENDED_TAIL = re.compile(rf"\s+(?:ended|ending)\s+(?:the\s+)?{_MONTH}(?:\s*\d{{1,2}})?", re.I)
+_ENDED_TAIL = re.compile(rf"\s+(?:ended|ending)\s+(?:the\s+)?{_MONTH}(?:\s*(\d{{1,2}}))?", re.I)
 
 
 def periods_without_year(norm: str, taken: Sequence[tuple[int, int]]) -> list[Match]:
@@ -614,8 +654,13 @@ def periods_without_year(norm: str, taken: Sequence[tuple[int, int]]) -> list[Ma
         if any(start < m.end and m.start < end for start, end in taken):
             continue
         marker, end = m.canonical, m.end
-        if re.fullmatch(r"\d{1,2}M", marker) and (tail := _ENDED_TAIL.match(norm, m.end)):
-            marker, end = f"{marker} ended {_month(tail.group(1))}", tail.end()
+        if re.fullmatch(r"\d{1,2}[MW]", marker) and (tail := _ENDED_TAIL.match(norm, m.end)):
+            month = MONTH_NAMES.index(_month(tail.group(1))) + 1
+            if marker.endswith("W"):  # the year does not matter here, only the month
+                marker, month, _ = _weeks_end(int(marker[:-1]), month, tail.group(2) or "", 2)
+            marker, end = f"{marker} ended {MONTH_NAMES[month - 1]}", tail.end()
+        elif marker.endswith("W"):
+            continue
         found.append(Match(marker, m.start, end))
     return _longest(found)
 
@@ -893,7 +938,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 13
+_DERIVED_NAMES = 14
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1291,9 +1336,20 @@ def measure_name(text: str) -> str | None:
     norm = normalize(_GROUP.sub(" ", _ALTERNATIVE.sub(" ", _label(text))))
     norm = _NAME_NOISE.sub("", normalize(_TOTAL.sub("", norm)))
     norm = _headed(normalize(norm))
+    net = _NET_OF.match(norm)
+    if net is not None:
+        norm = f"net {net.group('measure')}"
     if not norm or len(norm) > _MAX_NAME or not re.search(r"[^\W\d_]", norm):
         return None
     return norm
+
+
+# "SALES, Net of returns and allowances", "Revenues, net": sales or revenues net of
+# something, as questions name them ("net sales"). Not a balance ("Accounts receivable,
+# net"), which questions name without it.
+_NET_OF = re.compile(
+    r"(?i:^(?P<measure>(?:[^\W\d][^,]{0,30}?\s)?(?:sales|revenues?)),\s*net(?:\s+of\b.*)?$)"
+)
 
 
 _HEADED = re.compile(r"^(?P<measure>[^\W\d][^:：\d]{0,40}?)\s*[:：]\s*(?P<line>[^:：\d]{1,40})$")
@@ -1379,9 +1435,33 @@ def _member_name(label: str, measure: str) -> str | None:
 
 def _metric_name(measure: str) -> str:
     """A derived metric's canonical name: words in ordinary case lower-cased (``Net sales``
-    → ``net sales``), others as written (``EBITDA``, ``iPhone``)."""
-    words = [w.lower() if w[1:] == w[1:].lower() else w for w in measure.split(" ")]
-    return " ".join(words)
+    → ``net sales``), and words a label shouts (``NET INCOME``, ``net SALES``) too where
+    one of them is a statement's word, but not acronyms (``EBITDA``, ``EPS``, one of
+    :data:`_ACRONYMS`) nor codes (``PC HEALTHXP``); others as written (``iPhone``)."""
+    words = measure.split(" ")
+    shouted = [w for w in words if _SHOUTED.fullmatch(w) and w not in _ACRONYMS]
+    # shouted words, not a code (``PC_HEALTHXP``): one of them is a statement's word
+    if not any(_STATEMENT_WORD.fullmatch(w.rstrip(",;")) for w in shouted):
+        shouted = []
+    return " ".join(
+        w.lower() if w[1:] == w[1:].lower() or (w in shouted and len(w) > 1) else w for w in words
+    )
+
+
+_SHOUTED = re.compile(r"[A-Z][A-Z'’-]+[,;]?")
+# Words of a financial statement's labels, as a label in capitals writes them.
+_STATEMENT_WORD = re.compile(
+    r"NET|TOTAL|GROSS|OPERATING|INCOME|SALES|REVENUES?|EARNINGS|PROFITS?|LOSS(?:ES)?|"
+    r"COSTS?|EXPENSES?|TAX(?:ES)?|SHARES?|CASH|INTEREST|ASSETS|LIABILITIES|EQUITY|"
+    r"OF|PER|AND|BEFORE|AFTER|FROM"
+)
+# Acronyms a financial table's label may hold among shouted words.
+_ACRONYMS = frozenset({
+    "EBITDA", "EBITA", "EBIT", "EPS", "GAAP", "IFRS", "COGS", "OPEX", "CAPEX", "SG&A",
+    "R&D", "ARPU", "ARR", "MRR", "NPS", "ROI", "ROE", "ROA", "ROIC", "FCF", "FFO", "AFFO",
+    "NOI", "EMEA", "APAC", "APJ", "LATAM", "AMER", "ASEAN", "USD", "EUR", "GBP", "JPY",
+    "CHF", "CNY", "US", "USA", "UK", "EU", "IT", "AI",
+})  # fmt: skip
 
 
 def _plan_channel(residue: str) -> str | None:
@@ -1441,13 +1521,27 @@ def _written_unit(text: str, *, whole: bool) -> str:
         phrase = _UNIT_PHRASE.search(group)
         if phrase is not None and phrase.group("cjk"):
             return normalize(phrase.group("cjk"))
+        if (amounts := _AMOUNTS_IN.search(group)) is not None:
+            return _scale_words(amounts.group("unit"))  # "(Amounts in Thousands Except …)"
         if group and (_UNITISH.search(group) or _SCALE_LETTER.search(group)) and len(group) <= 30:
             return group
     phrase = _UNIT_PHRASE.search(norm)
     if phrase is not None and phrase.group("cjk"):
         return normalize(phrase.group("cjk"))
-    amounts = _AMOUNTS_IN.search(norm) or _IN_SCALE_OF.match(norm)
-    return normalize(amounts.group("unit")) if amounts is not None else ""
+    if (amounts := _AMOUNTS_IN.search(norm)) is not None:
+        return _scale_words(amounts.group("unit"))
+    corner = _IN_SCALE_OF.match(norm)
+    return normalize(corner.group("unit")) if corner is not None else ""
+
+
+def _scale_words(unit: str) -> str:
+    """``In Thousands`` → ``in thousands``: a scale as every table's is written, whatever
+    the case a note writes it in (a currency after it keeps its own)."""
+    return re.sub(
+        r"(?i:\b(?:in|of|thousands|millions|billions|trillions)\b)",
+        lambda m: m.group(0).lower(),
+        normalize(unit),
+    )
 
 
 # A file name's words that say what the file holds rather than whom it is about.
@@ -1548,10 +1642,15 @@ def company_named(text: str) -> str | None:
     """The company a table's corner or title names with its legal form (``比亚迪股份有限公司
     2023年第三季度报告`` → ``比亚迪``, ``Apple Inc.`` → ``Apple``): who its figures are
     about, as the document writes it, ahead of a name read from the file's."""
-    m = _COMPANY.search(normalize(text)) if text.strip() else None
+    norm = normalize(text) if text.strip() else ""
+    if sum(c.isupper() for c in norm) > 2 * sum(c.islower() for c in norm):
+        norm = norm.title()  # "THE BUCKLE, INC." is read as "The Buckle, Inc."
+    m = _COMPANY.search(norm) if norm else None
     if m is None:
         return None
-    return next(g for g in (m.group("zh"), m.group("ja"), m.group("en"), m.group("the")) if g)
+    if m.group("en"):
+        return re.sub(r"^The\s+(?=\S)", "", m.group("en"))  # The Buckle, Inc. is Buckle
+    return next(g for g in (m.group("zh"), m.group("ja"), m.group("the")) if g)
 
 
 # "The Procter & Gamble Company", "The Boeing Company": a legal name that is its name
@@ -1596,19 +1695,25 @@ YEAR_ENDS_KEY = "fiscal_year_ends"
 ENTITY_NAMES_KEY = "entity_names"
 
 _YEAR_ENDED = re.compile(
-    rf"{_LW}(?:(?:fiscal\s+)?years?|(?:12|twelve)[\s-]months?)\s+end(?:ed|ing)\s+{_MONTH}", re.I
+    rf"{_LW}(?:(?:fiscal\s+)?years?|(?:12|twelve)[\s-]months?|(?P<weeks>(?:52|53|fifty[\s-]+"
+    rf"(?:two|three))[\s-]weeks?))\s+end(?:ed|ing)\s+{_MONTH}(?:\s*(?P<day>\d{{1,2}}))?",
+    re.I,
 )
 
 
 def fiscal_year_end(texts: Iterable[str]) -> int | None:
     """The month a fiscal year ends in, as the labels of a full year's figure say it:
     ``Year Ended June 30`` (whose year is the one it ends in: ``2024`` is the year ended
-    June 30, 2024) or ``2024年3月期``. ``None`` when none says it, or two say different."""
+    June 30, 2024), ``52 Weeks Ended February 1`` (January's: :func:`_weeks_end`) or
+    ``2024年3月期``. ``None`` when none says it, or two say different."""
     months: set[int] = set()
     for text in texts:
         norm = normalize(text)
         for m in _YEAR_ENDED.finditer(norm):
-            months.add(MONTH_NAMES.index(_month(m.group(1))) + 1)
+            month = MONTH_NAMES.index(_month(m.group(2))) + 1  # group 1 is the weeks
+            if m.group("weeks"):
+                _, month, _ = _weeks_end(52, month, m.group("day") or "", 2)
+            months.add(month)
         for m in _ENDING_YEAR.finditer(norm):
             if 1 <= int(m.group(2)) <= 12:
                 months.add(int(m.group(2)))

@@ -194,6 +194,44 @@ def _calendar_span(period: str | None) -> str | None:
     return span_of_fiscal_part(period, 12)
 
 
+_SPAN = re.compile(rf"^(\d{{1,2}})M ended ({'|'.join(MONTH_NAMES)}) (\d{{4}})$")
+
+
+def _fiscal_readings(calendar: str, periods: Iterable[str]) -> list[str]:
+    """The spans of ``periods`` that a quarter or half, whose calendar span is ``calendar``
+    (``3M ended Sep 2024`` for Q3 2024), may be of a fiscal year ending in any month and
+    named by the year it starts or ends in: spans of as many months that end within
+    eleven months of the calendar one, latest first. A retailer's "third quarter of fiscal
+    2024", its 13 weeks ended November 2, 2024, is the three months ended October 2024;
+    the same company's three months ended October 2023 are its fiscal 2024's third quarter
+    too, if it names years by their end. Offered for the asker to choose, never assumed."""
+    asked = _SPAN.match(calendar)
+    if asked is None:
+        return []
+    months, end = int(asked.group(1)), _month_index(asked.group(2), asked.group(3))
+    held = [
+        (index, period)
+        for period in periods
+        if (m := _SPAN.match(period)) is not None
+        and int(m.group(1)) == months
+        and abs((index := _month_index(m.group(2), m.group(3))) - end) <= 11
+    ]
+    return [period for _, period in sorted(held, reverse=True)]
+
+
+def _month_index(month: str, year: str) -> int:
+    return int(year) * 12 + MONTH_NAMES.index(month)
+
+
+_FISCAL_WORD = re.compile(r"(?i:\bfiscal\b|\bFY\s*'?\d)")
+
+
+def _calendar_aligned(span: str) -> bool:
+    """Whether a span of months ends where a calendar quarter does (March, June, …)."""
+    m = _SPAN.match(span)
+    return m is not None and MONTH_NAMES.index(m.group(2)) % 3 == 2
+
+
 def _which_period(
     request: AnswerRequest,
     periods: Sequence[str],
@@ -668,9 +706,20 @@ class FiguresRoute:
         ends = {m for _, d in rows if (m := _year_end(d, part.entity)) is not None}
         if part.period in periods or len(ends) == 1:
             return []  # labelled so, or read as its span by _fiscal_spans
-        # Only the calendar reading is offered: "Q3 2025" could be the three months ended
-        # June 2025 of a year ending in September, which no asker means without saying so.
-        return [calendar] if calendar in periods else []
+        # The calendar reading first: "Q3 2025" could be the three months ended June 2025
+        # of a year ending in September, which no asker means without saying so where the
+        # calendar quarter is held too.
+        if calendar in periods:
+            return [calendar]
+        readings = _fiscal_readings(calendar, periods)
+        # Other spans only where the asker or the tables say the year is not the calendar
+        # one: "the third quarter of fiscal 2024", or quarters that end in months no
+        # calendar quarter ends in (a retailer's 13 weeks ended November 2, 2024).
+        if _FISCAL_WORD.search(request.masked or request.question) or any(
+            not _calendar_aligned(p) for p in readings
+        ):
+            return readings
+        return []
 
     def _which_span(
         self,

@@ -112,22 +112,40 @@ _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+(?=[A-Z(\"“])")
 #: The most blocks of notes read above a table, and the longest introducing sentence.
 _MAX_NOTE_BLOCKS = 2
 _MAX_LEAD_IN = 400
+# A line that titles a table above its notes: short, and no sentence ("THE BUCKLE, INC.",
+# "Consolidated Statements of Income"; a full stop only after a legal form).
+_TITLE_LINE = re.compile(
+    r"^(?!.*[.!?:]\s+\S)(?![^\n]*[!?:]$)"
+    r"(?:[^\n]{2,80}(?<![.])|[^\n]{0,76}\b(?i:inc|corp|co|ltd|plc|llc|n\.v|s\.a|l\.p)\.)$"
+)
+_MAX_TITLE_LINES = 3
 
 
-def table_captions(blocks: Sequence[str]) -> tuple[list[str], list[str]]:
+def table_captions(blocks: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
     """What the text blocks right above a table say about its figures, nearest first: the
-    note lines of the blocks that hold nothing else (``(in thousands)``, ``(unaudited)``),
-    then the sentence of the block above them that introduces the table, if one does."""
+    note lines that end the blocks (``(in thousands)``, ``(unaudited)``), the sentence of
+    the block above them that introduces the table, if one does, and the short lines right
+    above the notes of a block that ends in notes: its titles, as a statement is headed
+    ("THE BUCKLE, INC." over "CONSOLIDATED STATEMENTS OF INCOME" over "(Amounts in
+    Thousands …)"), nearest first."""
     notes: list[str] = []
     for i, block in enumerate(reversed(blocks)):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
-        if lines and i < _MAX_NOTE_BLOCKS and all(_NOTE_LINE.match(line) for line in lines):
-            notes.extend(reversed(lines))
+        tail = len(lines)
+        while tail and i < _MAX_NOTE_BLOCKS and _NOTE_LINE.match(lines[tail - 1]):
+            tail -= 1
+        notes.extend(reversed(lines[tail:]))
+        if lines and not tail:
             continue
-        sentences = _SENTENCE_END.split(" ".join(lines))
+        titles: list[str] = []
+        if tail < len(lines):
+            while tail and len(titles) < _MAX_TITLE_LINES and _TITLE_LINE.match(lines[tail - 1]):
+                titles.append(lines[tail - 1])
+                tail -= 1
+        sentences = _SENTENCE_END.split(" ".join(lines[:tail]))
         lead_in = [s for s in sentences if _LEAD_IN.search(s) and len(s) <= _MAX_LEAD_IN]
-        return notes, lead_in[-1:]
-    return notes, []
+        return notes, lead_in[-1:], titles
+    return notes, [], []
 
 
 @dataclasses.dataclass(slots=True)
@@ -216,20 +234,32 @@ def table_sections(
     cleaned = [row for row in cleaned if any(row)]
     if not cleaned:
         return []
-    notes, lead_in = table_captions(above)
+    notes, lead_in, titles = table_captions(above)
     captions = (*notes, *lead_in)
     opening = "\n".join(reversed(notes))
     header, data = cleaned[0], cleaned[1:]
     if not data:
         header, data = (), cleaned
+    elif len(data) >= 2 and (has_figure(data[1]) or _lone_label(data[1])):
+        # two header rows, as in a spreadsheet (``Thirteen Weeks Ended`` over ``November 2,
+        # 2024``): one header per column, under the same rule as a sheet's (TablePacker)
+        combined = combined_header(header, data[0])
+        if combined is not None:
+            header, data = combined, data[1:]
     sections: list[Section] = []
-    for row in data:
+    heading = RowHeading()
+    for row in map(heading.under, data):
         table = (header, row) if header else (row,)
         text = row_text(header, row) if header else line_text(row)
         text = f"{opening}\n{text}" if opening else text
         sections.append(
             Section(
-                text, locate(row[0] if row else ""), atomic=True, table=table, captions=captions
+                text,
+                locate(row[0] if row else ""),
+                atomic=True,
+                table=table,
+                titles=tuple(titles),
+                captions=captions,
             )
         )
     return sections
@@ -510,6 +540,30 @@ def _joined(upper: str, lower: str) -> str:
 _SHARE_CLASS = re.compile(r"(?i:^\s*(?:basic|diluted)\s*(?:\([^()]*\))?\s*$)")
 
 
+class RowHeading:
+    """Rows of a table read in order, each with a first label "Basic" or "Diluted" written
+    under the row heading right above it (``Earnings per share:`` with no figures):
+    "Earnings per share: Basic". Two such rows under two headings ("Earnings per share:",
+    "Shares used in computing earnings per share:") are otherwise the same label. The
+    heading names only the rows of that kind right under it: any other row ends it."""
+
+    __slots__ = ("_heading",)
+
+    def __init__(self) -> None:
+        self._heading: str | None = None
+
+    def under(self, cells: Sequence[str]) -> tuple[str, ...]:
+        """``cells``, the next row, with its label under the heading it is under."""
+        label = cells[0] if cells else ""
+        if label.rstrip().endswith(":") and not has_figure(cells):
+            self._heading = label.strip()
+            return tuple(cells)
+        if self._heading is not None and _SHARE_CLASS.match(label) and has_figure(cells):
+            return (f"{self._heading} {label.strip()}", *cells[1:])
+        self._heading = None  # any other row ends the heading's rows
+        return tuple(cells)
+
+
 def banded_header(band: Sequence[str], sub: Sequence[str], most: int = 2) -> tuple[str, ...] | None:
     """The header of a band row over a row of labels, per column; else ``None``. A band
     holds at most two cells ("In millions of CHF" over the row labels, "January–June 2023"
@@ -610,7 +664,7 @@ class SheetPacker:
         self._header_rows: list[Row] = []  # the rows the header was read from
         self._held: list[Row] | None = None  # rows after the header, while it may have two
         self._above: tuple[str, ...] | None = None  # the last data row, as packed
-        self._heading: str | None = None  # the row heading the rows below it belong to
+        self._heading = RowHeading()  # the row heading the rows below it belong to
         self._lower: tuple[str, ...] | None = None  # the labels under a band that heads it
         self._first_block = False  # the block being filled opens a table after the first
         self._header_line = ""
@@ -643,7 +697,7 @@ class SheetPacker:
         if self._next_table(row):
             return
         row = (row[0], continued(row[1], self._above))
-        row = (row[0], self._under_heading(row[1]))
+        row = (row[0], self._heading.under(row[1]))
         self._above = row[1]
         line = line_text(row[1])
         add = 1 + len(line)
@@ -652,21 +706,6 @@ class SheetPacker:
         self._block.append(row)
         self._lines.append(line)
         self._length += add
-
-    def _under_heading(self, cells: tuple[str, ...]) -> tuple[str, ...]:
-        """``cells`` with a first label "Basic" or "Diluted" written under the row heading
-        right above it (``Earnings per share:`` with no figures): "Earnings per share:
-        Basic". Two such rows under two headings ("Earnings per share:", "Shares used in
-        computing earnings per share:") are otherwise the same label. The heading names
-        only the rows of that kind right under it: any other row ends it."""
-        label = cells[0] if cells else ""
-        if label.rstrip().endswith(":") and not has_figure(cells):
-            self._heading = label.strip()
-            return cells
-        if self._heading is not None and _SHARE_CLASS.match(label) and has_figure(cells):
-            return (f"{self._heading} {label.strip()}", *cells[1:])
-        self._heading = None  # any other row ends the heading's rows
-        return cells
 
     def _release(self, end: bool = False) -> None:
         """Decide whether the header has two rows, then add the rows held to decide it."""
