@@ -7,10 +7,18 @@ Written from Okta's published documentation:
   ``LOCKED_OUT``, ``SUSPENDED``, ``DEPROVISIONED``) and ``profile.login`` / ``profile.email``;
   deprovisioned users are left out of the default listing:
   https://developer.okta.com/docs/reference/api/users/#list-users
+* User lifecycle, deactivate a user — asynchronous (``Prefer: respond-async``): while it runs
+  the user keeps its status and carries ``transitioningToStatus: DEPROVISIONED``; the status
+  is ``DEPROVISIONED`` once it completes. Activation likewise carries
+  ``transitioningToStatus: ACTIVE`` (the Management API's ``User`` schema: "the target status
+  of an in-progress asynchronous status transition", one of ``ACTIVE``, ``DEPROVISIONED``,
+  ``PROVISIONED``, returned only while the user's state is transitioning):
+  https://developer.okta.com/docs/api/openapi/okta-management/management/tag/UserLifecycle/
 * Groups API — ``GET /api/v1/groups`` and ``GET /api/v1/groups/{groupId}/users`` (a group's
   member users): https://developer.okta.com/docs/reference/api/groups/
-* Pagination — the next page is the ``Link: <…>; rel="next"`` response header, absent on
-  the last page, carrying an opaque ``after`` cursor:
+* Pagination — every page carries a ``Link: <…>; rel="self"`` header and, unless it is the
+  last, a second ``Link: <…>; rel="next"`` header (absolute, on the org's host) with an opaque
+  ``after`` cursor:
   https://developer.okta.com/docs/reference/core-okta-api/#pagination
 * Authentication — ``Authorization: SSWS {api_token}``; a bad token is 401 with an error
   object (``errorCode`` ``E0000011``):
@@ -25,7 +33,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,17 +59,30 @@ class OktaOrg:
         profile = {"login": login, "email": email or login}
         self.users.append({"id": uid, "status": status, "profile": profile})
 
+    def deactivate(self, uid: str, *, finished: bool = False) -> None:
+        """Deactivate a user asynchronously: ``transitioningToStatus`` is ``DEPROVISIONED``
+        while it runs (its status unchanged); ``finished``: the status is ``DEPROVISIONED``."""
+        (user,) = [u for u in self.users if u["id"] == uid]
+        if finished:
+            user.pop("transitioningToStatus", None)
+            user["status"] = "DEPROVISIONED"
+        else:
+            user["transitioningToStatus"] = "DEPROVISIONED"
+
 
 def _page(
     items: list[Any], query: dict[str, list[str]], path: str, host: str
-) -> tuple[list[Any], str | None]:
+) -> tuple[list[Any], list[str]]:
+    """One page and its ``Link`` headers: ``self``, then ``next`` unless it is the last."""
     limit = int(query.get("limit", ["200"])[0])
     start = int(query.get("after", ["0"])[0])
     chunk = items[start : start + limit]
+    here = f"http://{host}{path}?limit={limit}" + (f"&after={start}" if start else "")
+    links = [f'<{here}>; rel="self"']
     following = start + limit
-    if following >= len(items):
-        return chunk, None
-    return chunk, f'<http://{host}{path}?limit={limit}&after={following}>; rel="next"'
+    if following < len(items):
+        links.append(f'<http://{host}{path}?limit={limit}&after={following}>; rel="next"')
+    return chunk, links
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -70,13 +91,21 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def _reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    def _reply(
+        self,
+        status: int,
+        body: Any,
+        headers: dict[str, str] | None = None,
+        links: Sequence[str] = (),
+    ) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        for link in links:  # one Link header each, as Okta sends them
+            self.send_header("Link", link)
         self.end_headers()
         self.wfile.write(data)
 
@@ -122,8 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._reply(404, {"errorCode": "E0000007", "errorSummary": "Not found"})
             return
-        chunk, link = _page(listed, query, parts.path, host)
-        self._reply(200, chunk, {"Link": link} if link else None)
+        chunk, links = _page(listed, query, parts.path, host)
+        self._reply(200, chunk, links=links)
 
 
 class _Server(ThreadingHTTPServer):

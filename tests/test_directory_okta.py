@@ -11,8 +11,9 @@ import pytest
 
 from clearance.errors import ConfigError, SourceError
 from clearance.secrets import Secret
+from clearance.sources.directory import okta as okta_module
 from clearance.sources.directory import registry
-from clearance.sources.directory.okta import OktaReader
+from clearance.sources.directory.okta import ACTIVE_STATUSES, OktaReader
 from conftest import make_settings
 from okta_server import TOKEN, OktaOrg, okta_server
 
@@ -74,6 +75,36 @@ def test_only_active_password_expired_and_recovery_grant_access(url: str) -> Non
         if users[f"{u}@example.com"].active
     }
     assert active == {"user0", "user1", "user2"}
+
+
+def _active_after_deactivation_began(url: str, org: OktaOrg) -> dict[str, bool]:
+    """user0 (ACTIVE) is being deactivated, user4 (SUSPENDED) too, and user5 (STAGED) is
+    being activated: each keeps its status while Okta carries the change out."""
+    org.deactivate("00u0")
+    org.deactivate("00u4")
+    (staged,) = [u for u in org.users if u["id"] == "00u5"]
+    staged["transitioningToStatus"] = "ACTIVE"
+    users = reader(url).read(None).doc.users
+    return {name: users[f"{name}@example.com"].active for name in ("user0", "user4", "user5")}
+
+
+def test_a_user_whose_deactivation_is_under_way_is_inactive(url: str, org: OktaOrg) -> None:
+    """Okta deactivates asynchronously: the leaver still reads ``status: ACTIVE``, with
+    ``transitioningToStatus: DEPROVISIONED``, until every app has deprovisioned it."""
+    assert _active_after_deactivation_began(url, org) == {
+        "user0": False,
+        "user4": False,
+        "user5": False,  # an activation under way grants nothing before it completes
+    }
+    org.deactivate("00u0", finished=True)
+    assert "user0@example.com" not in reader(url).read(None).doc.users
+
+
+def test_reverse_proof_a_reader_that_reads_the_status_alone_is_caught(
+    url: str, org: OktaOrg, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(okta_module, "active", lambda item: item.get("status") in ACTIVE_STATUSES)
+    assert _active_after_deactivation_began(url, org)["user0"]  # the leaver keeps access
 
 
 def test_login_id_and_email_are_aliases(url: str) -> None:

@@ -15,6 +15,12 @@ of the organisation who must change a password before Okta lets them sign in aga
 and so is every status this reader does not know. (Okta's user listing leaves deprovisioned
 users out; they are then absent from the snapshot and removed.)
 
+A user in the middle of an asynchronous status change carries ``transitioningToStatus``, the
+status it is moving to, beside the status it still has: a deactivation shows
+``status: ACTIVE, transitioningToStatus: DEPROVISIONED`` until Okta finishes deprovisioning
+it from every app, which can take a while. Such a user is active only when both statuses are:
+a leaver is inactive from the moment the deactivation starts, not when Okta completes it.
+
 Ids
 ---
 ``user_id = "login"`` (default) makes ``profile.login`` the user id, ``"id"`` Okta's user id;
@@ -49,9 +55,19 @@ from clearance.sources.http import BearerAuth, SourceClient
 from clearance.sources.options import OPTIONS, Positive, between, choice, directory_options
 from clearance.validation import Invalid
 
-__all__ = ["ACTIVE_STATUSES", "OktaReader", "build"]
+__all__ = ["ACTIVE_STATUSES", "OktaReader", "active", "build"]
 
 ACTIVE_STATUSES = frozenset({"ACTIVE", "PASSWORD_EXPIRED", "RECOVERY"})
+
+
+def active(item: Mapping[str, Any]) -> bool:
+    """Whether an Okta user object is an active user: its ``status`` is one of
+    :data:`ACTIVE_STATUSES` and so is the ``transitioningToStatus`` of a status change in
+    progress, when it has one (``null`` or absent: none)."""
+    moving_to = item.get("transitioningToStatus")
+    return item.get("status") in ACTIVE_STATUSES and (
+        moving_to is None or moving_to in ACTIVE_STATUSES
+    )
 
 
 class _OktaClient(SourceClient):
@@ -143,11 +159,7 @@ class OktaReader:
             ident = okta_id
         names = {okta_id, *(v for v in (login, profile.get("email")) if isinstance(v, str) and v)}
         names.discard(ident)
-        return User(
-            ident,
-            active=item.get("status") in ACTIVE_STATUSES,
-            aliases=tuple(sorted(names)),
-        )
+        return User(ident, active=active(item), aliases=tuple(sorted(names)))
 
     def read(self, cursor: str | None, progress: Progress | None = None) -> DirectoryRead:
         before = self.client.requests
