@@ -52,6 +52,7 @@ class OktaOrg:
     throttle: int = 0  # the next n requests are answered 429
     reset_in: int = 1  # seconds until the rate-limit window resets
     fail_path: str | None = None  # a path answered 500
+    foreign_next: str | None = None  # every next link points there instead (hostile or broken)
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -152,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(404, {"errorCode": "E0000007", "errorSummary": "Not found"})
             return
         chunk, links = _page(listed, query, parts.path, host)
+        if org.foreign_next is not None:
+            links = [links[0], f'<{org.foreign_next}>; rel="next"']
         self._reply(200, chunk, links=links)
 
 

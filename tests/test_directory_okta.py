@@ -128,6 +128,33 @@ def test_a_429_waits_for_x_rate_limit_reset(url: str, org: OktaOrg) -> None:
     assert len(waits) == 2 and all(6 <= w <= 8 for w in waits)
 
 
+def _token_reaches_another_host(url: str, org: OktaOrg) -> tuple[bool, Exception | None]:
+    """Whether a read whose next link points at another server (a second fake org, on
+    another port) sends that server the token; and what the read raised."""
+    elsewhere = OktaOrg()
+    with okta_server(elsewhere) as other:
+        org.foreign_next = f"{other}/api/v1/users?after=10&limit=10"
+        try:
+            reader(url).read(None)
+        except SourceError as exc:
+            return bool(elsewhere.requests), exc
+    return bool(elsewhere.requests), None
+
+
+def test_a_next_link_off_the_org_is_not_followed_with_the_token(url: str, org: OktaOrg) -> None:
+    leaked, error = _token_reaches_another_host(url, org)
+    assert not leaked
+    assert error is not None and "outside org_url" in str(error)
+
+
+def test_reverse_proof_a_reader_that_follows_any_link_is_caught(
+    url: str, org: OktaOrg, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(OktaReader, "_ours", lambda self, link: True)
+    leaked, _ = _token_reaches_another_host(url, org)
+    assert leaked
+
+
 def test_a_failed_page_fails_the_whole_read(url: str, org: OktaOrg) -> None:
     org.fail_path = "/api/v1/groups/00gfin/users"
 

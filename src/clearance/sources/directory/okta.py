@@ -4,7 +4,8 @@ Reads ``GET /api/v1/users`` and ``GET /api/v1/groups`` and, per group,
 ``GET /api/v1/groups/{id}/users``, each followed through its ``Link: <…>; rel="next"``
 pages, with ``Authorization: SSWS <token>`` (the ``token`` credential; an API token of an
 administrator who may read users and groups, or an OAuth service app granted
-``okta.users.read`` and ``okta.groups.read``).
+``okta.users.read`` and ``okta.groups.read``). A next link is followed only below
+``org_url`` (the token goes nowhere else); one that points elsewhere fails the read.
 
 Which users get access
 ----------------------
@@ -53,6 +54,7 @@ from clearance.sources.directory.base import DirectoryRead, Progress
 from clearance.sources.directory.registry import DirectoryContext, register_directory_reader
 from clearance.sources.http import BearerAuth, SourceClient
 from clearance.sources.options import OPTIONS, Positive, between, choice, directory_options
+from clearance.sources.rest import inside
 from clearance.validation import Invalid
 
 __all__ = ["ACTIVE_STATUSES", "OktaReader", "active", "build"]
@@ -109,8 +111,9 @@ class OktaReader:
         self.name = name
         self.user_id = user_id
         self.page_size = page_size
+        self.org_url = org_url.rstrip("/")
         self.client = _OktaClient(
-            org_url.rstrip("/"),
+            self.org_url,
             source=name,
             auth=BearerAuth(token, scheme="SSWS"),
             headers={"Accept": "application/json"},
@@ -144,7 +147,17 @@ class OktaReader:
                     raise SourceError(f"source {self.name!r}: GET {path}: an item without an id")
                 yield item
             following = response.links.get("next", {}).get("url")
+            if following and not self._ours(following):
+                raise SourceError(
+                    f"source {self.name!r}: GET {path}: a next link points outside org_url; "
+                    "it is not followed"
+                )
             url, params = (following, None) if following else (None, None)
+
+    def _ours(self, link: str) -> bool:
+        """Whether ``link`` points below ``org_url``'s API (the only links followed with the
+        token)."""
+        return inside(link, f"{self.org_url}/api")
 
     def _user(self, item: Mapping[str, Any]) -> User:
         profile = item.get("profile") if isinstance(item.get("profile"), Mapping) else {}
