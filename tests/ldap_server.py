@@ -3,7 +3,8 @@
 :func:`start_slapd` writes a temporary ``slapd.conf`` (core, cosine, inetorgperson and nis
 schemas plus a small Active-Directory-shaped schema: ``user`` and ``group`` classes with
 ``sAMAccountName``, ``userPrincipalName``, ``userAccountControl``, ``objectGUID``,
-``proxyAddresses`` and ``objectCategory`` under AD's own OIDs, and ppolicy's
+``proxyAddresses``, ``objectCategory``, ``accountExpires`` and
+``msDS-User-Account-Control-Computed`` under AD's own OIDs, and ppolicy's
 ``pwdAccountLockedTime``), loads the given LDIF with ``slapadd`` and runs ``/usr/sbin/slapd`` as
 the current user on free loopback ports, plain (``ldap://``, where StartTLS is offered) and
 ``ldaps://``, with a certificate for ``127.0.0.1`` only (not ``localhost``) signed by a CA made at start. The size limit is low
@@ -11,6 +12,11 @@ the current user on free loopback ports, plain (``ldap://``, where StartTLS is o
 read at most :data:`LIMITED_TOTAL` entries in total through paging, so its search fails on a
 later page. ``cn=reader`` (password :data:`READER_PASSWORD`) is an ordinary account under the
 server's size limit, with paging unlimited in total; the tests add both entries to their LDIF.
+
+AD constructs ``msDS-User-Account-Control-Computed`` on every read (MS-ADTS 3.1.1.4.5.17: the
+bits ``userAccountControl`` does not persist, among them ``UF_LOCKOUT`` 0x10 while the account
+is locked out); slapd cannot compute it, so a test stores the value a domain controller would
+return at that moment.
 
 When slapd is missing or cannot start, :func:`start_slapd` skips the test, except under
 ``CI=true`` where that is a failure.
@@ -58,12 +64,15 @@ attributetype ( 1.2.840.113556.1.4.782 NAME 'objectCategory'
   EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
 attributetype ( 1.2.840.113556.1.4.159 NAME 'accountExpires'
   EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.4.1460 NAME 'msDS-User-Account-Control-Computed'
+  EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
 attributetype ( 1.3.6.1.4.1.42.2.27.8.1.17 NAME 'pwdAccountLockedTime'
   EQUALITY generalizedTimeMatch ORDERING generalizedTimeOrderingMatch
   SYNTAX 1.3.6.1.4.1.1466.115.121.1.24 SINGLE-VALUE )
 objectclass ( 1.2.840.113556.1.5.9 NAME 'user' SUP top STRUCTURAL MUST cn
   MAY ( sAMAccountName $ userPrincipalName $ userAccountControl $ objectGUID $
-        proxyAddresses $ objectCategory $ mail $ accountExpires ) )
+        proxyAddresses $ objectCategory $ mail $ accountExpires $
+        msDS-User-Account-Control-Computed ) )
 objectclass ( 1.2.840.113556.1.5.8 NAME 'group' SUP top STRUCTURAL MUST cn
   MAY ( member $ sAMAccountName $ objectCategory ) )
 objectclass ( 1.3.6.1.4.1.42.2.27.8.2.99 NAME 'lockablePerson' SUP top AUXILIARY

@@ -556,7 +556,9 @@ def _filetime(year: int) -> int:
     )
 
 
-def _expiry_ldif() -> str:
+def _ad_people(*people: tuple[str, ...]) -> str:
+    """An AD-shaped tree with a person per ``(name, *attribute lines)``, each a normal,
+    enabled account (``userAccountControl: 512``) unless its lines say more."""
     users = f"ou=ad-users,{SUFFIX}"
 
     def person(name: str, *lines: str) -> str:
@@ -584,13 +586,19 @@ def _expiry_ldif() -> str:
             ),
             _entry(users, "objectClass: organizationalUnit", "ou: ad-users"),
             _entry(f"ou=ad-groups,{SUFFIX}", "objectClass: organizationalUnit", "ou: ad-groups"),
-            person("Erin", f"accountExpires: {_filetime(2001)}"),  # expired in 2001
-            person("Fay", "accountExpires: 9223372036854775807"),  # never
-            person("Gil", "accountExpires: 0"),  # never
-            person("Hal", f"accountExpires: {_filetime(2030)}"),  # a contractor's end date
-            person("Ivy"),  # none set: no expiry
-            person("Jo", "accountExpires: soon"),  # unreadable: inactive
+            *(person(*one) for one in people),
         ]
+    )
+
+
+def _expiry_ldif() -> str:
+    return _ad_people(
+        ("Erin", f"accountExpires: {_filetime(2001)}"),  # expired in 2001
+        ("Fay", "accountExpires: 9223372036854775807"),  # never
+        ("Gil", "accountExpires: 0"),  # never
+        ("Hal", f"accountExpires: {_filetime(2030)}"),  # a contractor's end date
+        ("Ivy",),  # none set: no expiry
+        ("Jo", "accountExpires: soon"),  # unreadable: inactive
     )
 
 
@@ -654,3 +662,46 @@ def test_the_ldap_kind_judges_expiry_by_the_directory_syncs_clock(
         assert not built.read(None).doc.users["hal"].active
     finally:
         built.close()
+
+
+# --------------------------------------------------------------------------- account lockout
+#
+# [MS-ADTS] 3.1.1.4.5.17 msDS-User-Account-Control-Computed: a constructed attribute whose
+# ADS_UF_LOCKOUT bit (0x10) is set while the account is locked out (lockoutTime set and the
+# lockout duration not yet over). userAccountControl does not persist that bit ("additional
+# bits that are not persisted", ms-DS-User-Account-Control-Computed in the AD schema
+# reference): a locked-out account still reads 512 there. The reader's contract
+# (clearance.sources.directory.base) makes a locked-out account inactive, as Okta's LOCKED_OUT.
+
+_COMPUTED = "msDS-User-Account-Control-Computed"
+
+
+@pytest.fixture(scope="module")
+def locking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slapd]:
+    ldif = _ad_people(
+        ("Kim", f"{_COMPUTED}: 16"),  # UF_LOCKOUT: locked out after failed sign-ins
+        ("Lee", f"{_COMPUTED}: 8388624"),  # UF_LOCKOUT | UF_PASSWORD_EXPIRED
+        ("Max", f"{_COMPUTED}: 0"),  # nothing computed: not locked out
+        ("Ned", f"{_COMPUTED}: 8388608"),  # UF_PASSWORD_EXPIRED alone, as Okta's: active
+        ("Oz",),  # not returned (a global catalog does not hold it): lockout unknown
+    )
+    yield from start_slapd(tmp_path_factory.mktemp("slapd-lockout"), ldif)
+
+
+def _active(slapd: Slapd) -> dict[str, bool]:
+    reader = _ad(slapd)
+    try:
+        return {u.id: u.active for u in reader.read(None).doc.users.values()}
+    finally:
+        reader.close()
+
+
+def test_a_locked_out_active_directory_account_is_inactive(locking: Slapd) -> None:
+    assert _active(locking) == {"kim": False, "lee": False, "max": True, "ned": True, "oz": True}
+
+
+def test_reverse_proof_a_reader_that_reads_user_account_control_alone_is_caught(
+    locking: Slapd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ldap_module, "locked_out", lambda values: False)
+    assert _active(locking)["kim"]  # the locked-out account keeps its access

@@ -15,8 +15,9 @@ What a reader must guarantee
 * **Disabled means inactive.** An account the provider reports disabled, suspended,
   deprovisioned or locked out (``accountEnabled=false``, ``suspended``, Okta status other than
   ``ACTIVE``/``PASSWORD_EXPIRED``/``RECOVERY`` as :mod:`.okta` documents,
-  ``userAccountControl`` bit 2) is a :class:`~clearance.access.directory.User` with
-  ``active=False``. When the reader cannot tell, the user is inactive.
+  ``userAccountControl`` bit 2, AD's computed ``UF_LOCKOUT``) is a
+  :class:`~clearance.access.directory.User` with ``active=False``. When the reader cannot
+  tell, the user is inactive.
 * **Every name recorded.** A user's other names (UPN, mail, object id, sAMAccountName, login)
   are its ``aliases``, so a sign-in by any configured claim resolves to that one user.
 * **Nested groups as members.** A group that is a member of another is ``group:<id>`` in its

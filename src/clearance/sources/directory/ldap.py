@@ -22,7 +22,11 @@ attribute is missing or not a number (its disabled state cannot be read); and wh
 ``accountExpires`` (a FILETIME: 100-ns intervals since 1601-01-01 UTC; 0 and
 0x7FFFFFFFFFFFFFFF mean never, none means no expiry) is at or before the directory sync's
 clock — AD does not set ACCOUNTDISABLE when an account expires — or is not a whole number,
-or has several values. Aliases:
+or has several values; and while it is locked out: ``msDS-User-Account-Control-Computed`` (a
+constructed attribute, MS-ADTS 3.1.1.4.5.17) carries ``UF_LOCKOUT`` (0x10), which
+``userAccountControl`` does not persist. A computed value that is not a number, or several, is
+unreadable and inactive; none at all (a global catalog, which does not hold the attribute)
+leaves the lockout unknown and the account judged by the rest. Aliases:
 ``userPrincipalName``, ``mail``, ``proxyAddresses`` (``smtp:`` entries), ``objectGUID`` (as a
 GUID string) and ``sAMAccountName``. A group holding more members than AD returns at once
 (``member;range=…``) fails the read rather than being read short.
@@ -84,6 +88,8 @@ FLAVOURS: dict[str, tuple[str, str, str]] = {
     ),
 }
 _ACCOUNTDISABLE = 0x2
+_LOCKOUT = 0x10  # ADS_UF_LOCKOUT, in msDS-User-Account-Control-Computed only
+_COMPUTED_CONTROL = "msDS-User-Account-Control-Computed"
 _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)  # accountExpires counts 100 ns from here
 _NEVER = frozenset({0, 0x7FFFFFFFFFFFFFFF})  # accountExpires values that mean "never expires"
 
@@ -108,6 +114,20 @@ def expired(value: Any, now: datetime) -> bool:
         return _FILETIME_EPOCH + timedelta(microseconds=ticks // 10) <= now
     except OverflowError:
         return False  # past the year 9999: not in any lifetime of this process
+
+
+def locked_out(values: Sequence[Any]) -> bool:
+    """Whether the values of ``msDS-User-Account-Control-Computed`` say the account is locked
+    out (``UF_LOCKOUT``). Several values, or one that is not a whole number, cannot be read
+    and count as locked out; none says nothing (the attribute is not returned)."""
+    if not values:
+        return False
+    if len(values) > 1:
+        return True
+    try:
+        return bool(int(_text(values[0]).strip()) & _LOCKOUT)
+    except ValueError:
+        return True
 
 
 def normal_dn(dn: str) -> str:
@@ -303,7 +323,7 @@ class LdapReader:
                 flags = int(_text(control[0]))
             except ValueError:
                 return False
-            if flags & _ACCOUNTDISABLE:
+            if flags & _ACCOUNTDISABLE or locked_out(_values(attrs, _COMPUTED_CONTROL)):
                 return False
             expires = _values(attrs, "accountExpires")
             if len(expires) > 1:
@@ -321,7 +341,7 @@ class LdapReader:
         names = {self.user_id_attribute, "mail"}
         if self.flavour == "active-directory":
             names |= {"userAccountControl", "userPrincipalName", "proxyAddresses", "objectGUID"}
-            names |= {"sAMAccountName", "accountExpires"}
+            names |= {"sAMAccountName", "accountExpires", _COMPUTED_CONTROL}
         else:
             names |= {"pwdAccountLockedTime", "entryUUID", "uid"}
             if self.disabled_attribute:
