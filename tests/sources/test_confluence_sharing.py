@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from clearance.errors import SourceError
 from clearance.sources.confluence import ConfluenceConnector
 from confluence_server import FakeConfluence
 
@@ -278,6 +279,31 @@ SHAPES = [
         then(space_group, lambda w: w.fault("/content/p/restriction/", 403, times=None)),
         "nobody: HTTP 403",
     ),
+    Shape(
+        "404 on an ancestor's restrictions (deleted while the space was read)",
+        then(
+            lambda w: w.grant_space("group", "g-eng"),
+            lambda w: w.add_page("top", "<p>Top.</p>"),
+            lambda w: w.add_page("p", "<p>Quarterly plan.</p>", "top"),
+            lambda w: w.restrict("top", users=(ALICE,)),
+            lambda w: w.fault("/content/top/restriction/", 404, times=None),
+        ),
+        "nobody: HTTP 404",
+    ),
+    Shape(
+        "ancestor folder refused (403)",
+        then(under_folder(restricted=(BOB,)), lambda w: w.fault("/folders/f", 403, times=None)),
+        "nobody: ancestor folder f cannot be read (HTTP 403)",
+    ),
+    Shape(
+        "group restriction named by its name alone (no group id)",
+        then(
+            space_group,
+            lambda w: w.restrict("p", users=(BOB,)),
+            lambda w: w.restrictions["p"]["read"][1].append({"type": "group", "name": "eng"}),
+        ),
+        "nobody: principal of type 'group'",
+    ),
 ]
 
 
@@ -392,3 +418,24 @@ def test_reverse_proof_a_role_read_as_its_whole_assignment_list_is_caught(
     role = shape("space permission: role, held by a group and a user")
     found = shared(site, role)
     assert found == SPACE | users(CAROL, "acc-admin") and not matches(found, role.expected)
+
+
+def test_reverse_proof_a_404_read_as_no_restriction_leaks_to_the_space(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a restriction that answers 404 as "gone, so unrestricted" (as a listing of
+    something deleted is read) opens the page below a restricted ancestor to the space."""
+    original = ConfluenceConnector._restriction
+
+    def gone_is_open(self: ConfluenceConnector, content_id: str) -> frozenset[str] | None:
+        try:
+            return original(self, content_id)
+        except SourceError as exc:
+            if exc.status != 404:
+                raise
+            return None
+
+    monkeypatch.setattr(ConfluenceConnector, "_restriction", gone_is_open)
+    deleted = shape("404 on an ancestor's restrictions (deleted while the space was read)")
+    found = shared(site, deleted)
+    assert found == SPACE and not matches(found, deleted.expected)
