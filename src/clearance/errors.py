@@ -90,6 +90,11 @@ class LoaderError(ClearanceError):
     code = "loader_error"
 
 
+class EmptyDocumentError(LoaderError):
+    """A file that holds no text to index (a page of front matter only, a scan without
+    OCR): nothing to serve, so ingest skips it rather than failing its corpus."""
+
+
 class StoreError(ClearanceError):
     code = "store_error"
 

@@ -185,6 +185,45 @@ def test_ingest_records_an_acl_sync_for_each_corpus_written(
     assert set(store.last_acl_syncs()) == {"wiki"}
 
 
+def test_a_page_of_front_matter_only_does_not_hold_its_corpus_back(
+    docs: Path, make_app: Callable[..., Clearance], store: SQLiteStore
+) -> None:
+    """A handbook's collection pages hold front matter and no text. Failing them kept the
+    corpus's sync time from advancing, so the whole handbook failed closed for everyone:
+    they are skipped, saying why, and the corpus syncs."""
+    write(docs / "patterns.md", "---\nlayout: collection\ntitle: Patterns\n---\n")
+    report = make_app().ingest([docs])
+    assert statuses(report)["patterns.md"] == "skipped"
+    assert report.failed == []
+    assert set(store.last_acl_syncs()) == {"wiki"}
+    assert store.get_document("files:patterns.md") is None
+
+
+def test_reverse_proof_a_failed_file_still_holds_its_corpus_back(
+    docs: Path, make_app: Callable[..., Clearance], store: SQLiteStore
+) -> None:
+    write(docs / "broken.pdf", b"%PDF-1.4\nnot a pdf at all")
+    report = make_app().ingest([docs])
+    assert statuses(report)["broken.pdf"] == "failed"
+    assert store.last_acl_syncs() == {}
+
+
+def test_a_file_emptied_since_its_last_ingest_leaves_the_index(
+    docs: Path, make_app: Callable[..., Clearance], store: SQLiteStore
+) -> None:
+    """The text indexed before is no longer in the file: it is removed, not served."""
+    make_app().ingest([docs])
+    assert store.get_document("files:travel.md") is not None
+    write(docs / "travel.md", "---\ntitle: Travel policy\n---\n")
+    report = make_app().ingest([docs])
+    result = next(r for r in report.results if r.source == "travel.md")
+    assert result.status == "skipped" and "removed" in str(result.error)
+    assert store.get_document("files:travel.md") is None
+    with sqlite3.connect(store.path) as db:
+        left = db.execute("SELECT count(*) FROM chunks WHERE chunk_id LIKE 'files:travel.md%'")
+        assert left.fetchone() == (0,)
+
+
 def test_a_manifest_text_entry_is_ingested_without_a_file(
     tmp_path: Path, make_app: Callable[..., Clearance], store: SQLiteStore
 ) -> None:
@@ -448,15 +487,18 @@ def test_bad_files_fail_one_by_one_while_the_rest_is_ingested(
     results = {r.source: r for r in report.results}
     assert {s: r.status for s, r in results.items() if r.status == "failed"} == {
         "scan.pdf": "failed",
-        "empty.md": "failed",
-        "blank.txt": "failed",
         "latin1.txt": "failed",
         "data.json": "failed",
         "typo.md": "failed",
         str(tmp_path / "missing.md"): "failed",
     }
     assert "scan.pdf: corrupt or unreadable PDF file" in str(results["scan.pdf"].error)
-    assert results["empty.md"].error == "empty.md: empty document (no extractable text)"
+    # a file with no text holds nothing to serve: skipped, saying why, not failed
+    assert (results["empty.md"].status, results["empty.md"].error) == (
+        "skipped",
+        "empty.md: empty document (no extractable text)",
+    )
+    assert results["blank.txt"].status == "skipped"
     assert "empty document" in str(results["blank.txt"].error)
     assert "latin1.txt" in str(results["latin1.txt"].error)
     assert "data.json: unsupported file type '.json'" in str(results["data.json"].error)
@@ -471,7 +513,7 @@ def test_bad_files_fail_one_by_one_while_the_rest_is_ingested(
         "files:travel.md",
     }
     assert report.to_dict()["ok"] is False
-    assert report.counts == {"added": 4, "failed": 7}
+    assert report.counts == {"added": 4, "failed": 5, "skipped": 2}
     for path in (corrupt, empty, blank, latin1):
         assert path.exists()
 

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from clearance.access.directory import Directory, unknown_principal_warning
 from clearance.access.ownership import SOURCE_KEY, check_owner
 from clearance.config import Settings
-from clearance.errors import ClearanceError, LoaderError, MetadataError, OwnershipError
+from clearance.errors import (
+    ClearanceError,
+    EmptyDocumentError,
+    LoaderError,
+    MetadataError,
+    OwnershipError,
+)
 from clearance.ingest.chunking import CJK_WEIGHT, chunk_sections
 from clearance.ingest.classify import Classifier
 from clearance.ingest.facts import (
@@ -543,19 +549,28 @@ class Ingestor:
             )
 
         max_chars = self.settings.ingest.chunk_size
-        if job.path is not None:
-            self._recheck(job)
-            content_hash = self._file_hash(job)
-            extracted = extract(
-                job.path,
-                max_chars=max_chars,
-                limits=self.settings.ingest,
-                on_progress=self._progress,
-            )
-        else:
-            content_hash = _sha256(meta["text"].encode("utf-8"))
-            extracted = extract_text(meta["text"], max_chars=max_chars)
-        return self._store(job, doc_id, meta, content_hash, extracted)
+        try:
+            if job.path is not None:
+                self._recheck(job)
+                content_hash = self._file_hash(job)
+                extracted = extract(
+                    job.path,
+                    max_chars=max_chars,
+                    limits=self.settings.ingest,
+                    on_progress=self._progress,
+                )
+            else:
+                content_hash = _sha256(meta["text"].encode("utf-8"))
+                extracted = extract_text(meta["text"], max_chars=max_chars)
+            return self._store(job, doc_id, meta, content_hash, extracted)
+        except EmptyDocumentError as exc:
+            # Nothing to index (a page of front matter only, a scan without OCR): skipped,
+            # so its corpus still syncs; a version indexed before holds text the file no
+            # longer has, and is removed with its chunks.
+            why = exc.message
+            if held is not None and self.store.delete(doc_id):
+                why += "; the version indexed before was removed"
+            return FileResult(job.source, "skipped", error=why)
 
     def _file_hash(self, job: Job) -> str:
         """SHA-256 of the file, read in blocks after its size passed ``max_file_mb``: a
@@ -596,7 +611,7 @@ class Ingestor:
             extracted.sections, settings.ingest.chunk_size, settings.ingest.chunk_overlap
         )
         if not pieces:
-            raise LoaderError(f"{job.source}: empty document (no extractable text)")
+            raise EmptyDocumentError(f"{job.source}: empty document (no extractable text)")
         acl: frozenset[str] = meta.get("acl", frozenset())
         source_system = meta.get("source_system", settings.ingest.default_source_system)
         # Metadata names the origin; else [trust.source_origins] for the source system; else

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from clearance.config import IngestSettings
-from clearance.errors import LoaderError
+from clearance.errors import EmptyDocumentError, LoaderError
 from clearance.ingest.limits import FileBudget, Progress, check_package, check_size
 from clearance.ingest.loaders.common import collapse
 from clearance.model import Section
@@ -156,7 +156,7 @@ def extract(
         )
     settings = limits if limits is not None else IngestSettings()
     budget = FileBudget(path.name, settings, on_progress)
-    empty = LoaderError(f"{path.name}: empty document (no extractable text)")
+    empty = EmptyDocumentError(f"{path.name}: empty document (no extractable text)")
     try:
         # One handle for the checks and the parsing library: the file checked is the file read.
         with path.open("rb") as handle:
@@ -222,7 +222,7 @@ def extract_text(text: str, *, max_chars: int, name: str = "inline text") -> Ext
 
     sections = tuple(s for s in text_sections(text, max_chars) if s.text.strip())
     if not sections:
-        raise LoaderError(f"{name}: empty document (no extractable text)")
+        raise EmptyDocumentError(f"{name}: empty document (no extractable text)")
     return Extracted(format="txt", title=None, sections=sections)
 
 
