@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from fpdf import FPDF
 
 from clearance.config import FactSettings
 from clearance.ingest.facts import extract_facts
 from clearance.ingest.loaders import extract
-from clearance.ingest.loaders.pdf import looks_tabular
+from clearance.ingest.loaders.pdf import looks_tabular, malformed_figures
 from clearance.model import Section
 
 ROWS = (
@@ -192,3 +193,53 @@ def test_looks_tabular() -> None:
     assert looks_tabular("426\n290\n217\nDefendants")  # cells laid out one per line
     assert not looks_tabular("Revenue 1,200 1,320\nCosts rose by 50 in 2024 as planned.")
     assert not looks_tabular("")
+
+
+FIGURES = (
+    ("State", "Permit", "Handgun", "Totals"),
+    ("Vermont", "0", "1,189", "3,136"),
+    ("Michigan", "1", "50,278", "50,279"),
+    ("Utah", "7", "2,001", "5,318"),
+)
+
+
+def _joining_pypdf(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pypdf's page text as it reads some published tables: cells' digits joined."""
+    from pypdf import PageObject
+
+    def joined(self: PageObject, *args: object, **kwargs: object) -> str:
+        return "\n".join(
+            " ".join([row[0], "".join(row[1:])]) if i else " ".join(row)
+            for i, row in enumerate(FIGURES)
+        )
+
+    monkeypatch.setattr(PageObject, "extract_text", joined)
+
+
+def test_a_page_of_figures_keeps_the_text_that_parts_its_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where pypdf joins adjacent cells' digits ("0", "1,189" and "3,136" as
+    "01,1893,136"), the page's text is read again with pdfplumber, which parts them, so a
+    quoted row states each figure as printed."""
+    path = _table_pdf(tmp_path / "nics.pdf", FIGURES, border=0, widths=(40, 30, 30, 30))
+    _joining_pypdf(monkeypatch)
+    (page,) = [s for s in extract(path, max_chars=4000).sections if s.table is None]
+    assert "Vermont 0 1,189 3,136" in page.text, page.text
+    assert "Michigan 1 50,278 50,279" in page.text, page.text
+
+
+def test_reverse_proof_without_counting_malformed_figures_the_joined_text_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clearance.ingest.loaders import pdf as pdf_loader
+
+    monkeypatch.setattr(pdf_loader, "malformed_figures", lambda text: 0)
+    with pytest.raises(AssertionError):
+        test_a_page_of_figures_keeps_the_text_that_parts_its_cells(tmp_path, monkeypatch)
+
+
+def test_malformed_figures_counts_joined_cells_only() -> None:
+    assert malformed_figures("Vermont 01,1891,826 0129,861 Kentucky 01,4912,315") == 3
+    # figures as printed, years, decimals and a lone join that still reads as a figure
+    assert malformed_figures("Texas 146,982 2024 12.5 150,278 1,025.75") == 0

@@ -1,11 +1,20 @@
-"""PDF: page text read with pypdf, ruled tables with pdfplumber.
+"""PDF: page text read with pypdf, pages of figures and ruled tables with pdfplumber.
 
 One section per page that has text, locator ``page=N`` (1-based physical page number, so it
 matches what a viewer shows as the page index). Sections are not atomic. Title: the
 document information ``/Title``, if set.
 
+Joined figures: pypdf can join adjacent cells' digits where a table sets them close ("0",
+"1,189" and "1,826" as "01,1891,826"), so a quoted row would misstate its figures. A page
+whose pypdf text holds a number grouped as no figure is printed (:func:`malformed_figures`)
+is read again with pdfplumber, which parts words wherever characters stand more than
+:data:`_WORD_GAP` apart, and keeps whichever text holds fewer such numbers (pypdf's on a
+tie). A join that still reads as a figure ("1" and "50,278" as "150,278") is caught only
+where the page's other rows give the reading away.
+
 Tables: a page whose text looks tabular (:func:`looks_tabular`: several lines that are
-mostly figures) is read again with pdfplumber, and each **ruled** table on it — cells
+mostly figures) and whose content draws rules is read again with pdfplumber, and each
+**ruled** table on it — cells
 bounded by drawn lines or filled cell rectangles, the grid pdfplumber's ``lines``
 strategy finds — becomes one atomic section per data row, as a Markdown or HTML table's
 rows do (:func:`~clearance.ingest.loaders.common.table_sections`): text ``"<header1>:
@@ -43,10 +52,11 @@ keeps its text and gives no table (logged).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
 from pypdf import PdfReader
@@ -58,7 +68,7 @@ from clearance.ingest.loaders.common import clean_block, collapse, table_section
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 
-__all__ = ["load", "looks_tabular"]
+__all__ = ["load", "looks_tabular", "malformed_figures"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +88,9 @@ _PATH_OP = re.compile(rb"(?<![A-Za-z'])(?:re|l)(?=[\s\[(/<%]|$)")
 _RULED: dict[str, Any] = {"vertical_strategy": "lines", "horizontal_strategy": "lines"}
 #: How far (pt) a word may stick out of its cell before it is taken to cross an edge.
 _TOLERANCE = 1.5
+#: The gap (pt) between two characters that parts two words when a page of figures is read
+#: again (pdfplumber's default, 3, joins cells set closer than that).
+_WORD_GAP = 1
 #: Text ending more than this many line heights above a table is not read as its caption.
 _CAPTION_GAP = 2
 
@@ -94,6 +107,23 @@ def looks_tabular(text: str) -> bool:
             if count >= MIN_FIGURE_LINES:
                 return True
     return False
+
+
+# A number with thousands separators as tables print it: "1,189", "146,982.5".
+_GROUPED = re.compile(r"^[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")
+_NUMBER_TOKEN = re.compile(r"\d[\d,.]*\d")
+
+
+def malformed_figures(text: str) -> int:
+    """How many of a text's numbers with a thousands separator are grouped as no table
+    prints a figure ("01,189", "1,1891,826", "0129,861"): the digits of neighbouring
+    cells joined into one. A decimal comma ("0,5") counts too, alike in any reading of the
+    same page, so it never decides between two."""
+    return sum(
+        1
+        for m in _NUMBER_TOKEN.finditer(text)
+        if "," in m.group(0) and not _GROUPED.match(m.group(0))
+    )
 
 
 def _drawn_rules(page: Any) -> int:
@@ -118,43 +148,54 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
                 f"{budget.name}: encrypted PDF (password-protected); decrypt it before ingesting"
             )
         total = len(reader.pages)
-        tabular: list[int] = []
+        again: dict[int, tuple[bool, bool]] = {}  # page → (read its text, its tables)
         for number, page in enumerate(reader.pages, start=1):
             budget.tick("page", number, total)
             text = clean_block(page.extract_text())
             pages.append(
                 (number, Section(text, format_locator(("page", number))) if text else None)
             )
-            if text and looks_tabular(text) and _drawn_rules(page) >= MIN_RULES:
-                tabular.append(number)
+            joined = malformed_figures(text) > 0
+            ruled = bool(text) and looks_tabular(text) and _drawn_rules(page) >= MIN_RULES
+            if joined or ruled:
+                again[number] = (joined, ruled)
         metadata = reader.metadata
         title = metadata.title if metadata is not None else None
-    tables = _tables(handle, tabular, total, budget) if tabular else {}
+    read = _tabular_pages(handle, again, total, budget) if again else {}
     sections: list[Section] = []
     for number, section in pages:
+        text, tables = read.get(number, ("", []))
         if section is not None:
+            if text and malformed_figures(text) < malformed_figures(section.text):
+                section = dataclasses.replace(section, text=text)
             sections.append(section)
-        sections.extend(tables.get(number, ()))
+        sections.extend(tables)
     return (title if isinstance(title, str) else None), sections
 
 
-def _tables(
-    handle: BinaryIO, numbers: Sequence[int], total: int, budget: FileBudget
-) -> dict[int, list[Section]]:
-    """The table row sections of the pages ``numbers``, by page number."""
-    import pdfplumber  # only for PDFs with a tabular page
+def _tabular_pages(
+    handle: BinaryIO, again: Mapping[int, tuple[bool, bool]], total: int, budget: FileBudget
+) -> dict[int, tuple[str, list[Section]]]:
+    """The pages ``again`` names, read again with pdfplumber, by page number: the text of
+    those whose figures pypdf joined (``again[n][0]``), words parted by the gaps between
+    them, and the row sections of the ruled tables of those that draw rules
+    (``again[n][1]``). A page pdfplumber cannot read keeps pypdf's text and gives no
+    table."""
+    import pdfplumber  # only for PDFs with a page of figures to read again
 
     handle.seek(0)
-    out: dict[int, list[Section]] = {}
-    with pdfplumber.open(cast(Any, handle), pages=list(numbers)) as pdf:
+    out: dict[int, tuple[str, list[Section]]] = {}
+    with pdfplumber.open(cast(Any, handle), pages=list(again)) as pdf:
         for page in pdf.pages:
             number = page.page_number
             budget.tick("page", number, total)
+            joined, ruled = again[number]
             try:
-                sections = _page_tables(page, number)
+                text = clean_block(page.extract_text(x_tolerance=_WORD_GAP)) if joined else ""
+                sections = _page_tables(page, number) if ruled else []
             except Exception as exc:  # pdfminer on odd content: the page keeps its text
                 log.warning(
-                    "%s: page %d: tables not read (%s: %s)",
+                    "%s: page %d: not read again for its figures (%s: %s)",
                     budget.name,
                     number,
                     type(exc).__name__,
@@ -163,8 +204,7 @@ def _tables(
                 continue
             finally:
                 page.close()  # frees the page's parsed objects
-            if sections:
-                out[number] = sections
+            out[number] = (text, sections)
     return out
 
 
