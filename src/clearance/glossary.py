@@ -14,6 +14,7 @@ Names compare casefolded with white space folded (:func:`key`).
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from collections.abc import Iterable
 from importlib import resources
@@ -22,8 +23,12 @@ __all__ = ["equivalents", "key", "lines", "same_line", "weak_names"]
 
 
 def key(name: str) -> str:
-    """How a name of a line compares: casefolded, white space folded."""
-    return " ".join(name.casefold().split())
+    """How a name of a line compares: casefolded, white space folded, a dash between
+    words as a hyphen (``earnings per common share—basic`` is ``… share - basic``)."""
+    return " ".join(_DASH.sub(" - ", name.casefold()).split())
+
+
+_DASH = re.compile(r"\s*[—–]\s*|\s+-\s*|\s*-\s+")
 
 
 @functools.cache

@@ -323,6 +323,9 @@ def test_the_labels_of_a_full_year_say_when_fiscal_years_end(
         # a day in a month's first week ends the month before, across a year too
         ("Thirteen Weeks Ended January 3, 2026", ["3M ended Dec 2025"]),
         ("Fifty-Two Weeks Ended February 1, 2025", ["FY2025"]),
+        # months a 52–53-week company counts to such a day end the month before too
+        ("3 Months Ended Nov. 02, 2019", ["3M ended Oct 2019"]),
+        ("Three Months Ended December 31, 2023", ["3M ended Dec 2023"]),
         # weeks that do not say when they end are no period, and never the year's
         ("Thirteen Weeks 2024", []),
         ("2024 (13 weeks)", []),

@@ -1184,3 +1184,14 @@ def test_a_derived_metric_is_named_in_ordinary_words(label: str, name: str) -> N
 )
 def test_a_statement_s_title_line_names_its_company(text: str, company: str | None) -> None:
     assert facts_module.company_named(text) == company
+
+
+@pytest.mark.parametrize("code", ["10-K", "10-Q", "20-F", "12-month"])
+def test_a_form_s_name_is_no_number(code: str) -> None:
+    assert parse_number(code) is None
+
+
+def test_a_short_name_in_capitals_is_asked_with_an_ampersand() -> None:
+    """``att-2023-income-statement.htm`` names AT&T "ATT"; people write "AT&T"."""
+    assert "AT&T" in facts_module.entity_aliases("ATT")
+    assert not any("&" in a for a in facts_module.entity_aliases("Apple"))

@@ -821,3 +821,22 @@ def test_a_table_whose_second_row_is_data_keeps_one_header_row(tmp_path: Path) -
     )
     rows = [s.table for s in extract(path, max_chars=2000).sections if s.table]
     assert rows == [(("Name", "Role"), ("Ann", "Lead")), (("Name", "Role"), ("Bo", "Engineer"))]
+
+
+def test_an_html_cell_spanning_rows_stands_in_each_of_them(tmp_path: Path) -> None:
+    """A corner cell over two header rows (``rowspan="2"``) keeps the second row's cells
+    under their own columns; a label spanning two data rows labels both."""
+    path = tmp_path / "spans.html"
+    path.write_text(
+        "<table><tr><th rowspan=2>Corner</th><th colspan=2>3 Months Ended</th></tr>"
+        "<tr><th>Nov. 02, 2019</th><th>Nov. 03, 2018</th></tr>"
+        "<tr><td rowspan=2>Revenue</td><td>1,443</td><td>1,536</td></tr>"
+        "<tr><td>1,480</td><td>1,558</td></tr></table>",
+        encoding="utf-8",
+    )
+    rows = [s.table for s in extract(path, max_chars=2000).sections if s.table]
+    header = ("Corner", "3 Months Ended Nov. 02, 2019", "3 Months Ended Nov. 03, 2018")
+    assert rows == [
+        (header, ("Revenue", "1,443", "1,536")),
+        (header, ("Revenue", "1,480", "1,558")),
+    ]

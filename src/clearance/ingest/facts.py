@@ -353,7 +353,8 @@ def _weeks_end(weeks: int, month: int, day: str, year: int) -> tuple[str, int, i
     """The months ``weeks`` counted to a day of ``month`` of ``year`` stand for: the count
     of months and the month and year they end in. A week-counted period ends within a
     week of a month's end, so a day in a month's first week ends the month before
-    (November 2, 2024 ends October 2024; January 3, 2026 ends December 2025)."""
+    (November 2, 2024 ends October 2024; January 3, 2026 ends December 2025); so do the
+    months a 52–53-week company counts to such a day ("3 Months Ended Nov. 02, 2019")."""
     if day and int(day) <= 7:
         month, year = (month - 1, year) if month > 1 else (12, year - 1)
     return f"{_WEEK_MONTHS[weeks]}M", month, year
@@ -595,6 +596,10 @@ def _ended(
     ended, month = int(digits.group(0)), MONTH_NAMES.index(_month(m.group(1))) + 1
     if marker.endswith("W"):
         marker, month, ended = _weeks_end(int(marker[:-1]), month, m.group(2), ended)
+    else:
+        # months counted to a day in a month's first week are a 52–53-week company's
+        # (Analog Devices' "12 Months Ended Nov. 02, 2019"): they end the month before
+        _, month, ended = _weeks_end(13, month, m.group(2), ended)
     if marker == "12M":
         # twelve months ended December 31, 2024 are the fiscal year that ends then: named
         # by the configured calendar where its years end in that month, else by the year
@@ -658,6 +663,8 @@ def periods_without_year(norm: str, taken: Sequence[tuple[int, int]]) -> list[Ma
             month = MONTH_NAMES.index(_month(tail.group(1))) + 1
             if marker.endswith("W"):  # the year does not matter here, only the month
                 marker, month, _ = _weeks_end(int(marker[:-1]), month, tail.group(2) or "", 2)
+            else:
+                _, month, _ = _weeks_end(13, month, tail.group(2) or "", 2)
             marker, end = f"{marker} ended {MONTH_NAMES[month - 1]}", tail.end()
         elif marker.endswith("W"):
             continue
@@ -938,7 +945,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 14
+_DERIVED_NAMES = 15
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1013,8 +1020,9 @@ def parse_number(text: str) -> ParsedNumber | None:
     (``USD 1,480``, ``$45``), short trailing unit text (``12%``, ``14,000円``,
     ``1,320 USD m``) and trailing footnote markers (``1,702*``, ``1,702¹``, ``1,702 [a]``:
     the number is 1702, the marker is kept in :attr:`ParsedNumber.footnote`). Dates,
-    ranges and codes (``2026-07``, ``Q3 2025``, ``FY2024``) are not numbers: any digit
-    outside the one number disqualifies the cell. A dash, ``—`` or ``n/a`` is no number
+    ranges and codes (``2026-07``, ``Q3 2025``, ``FY2024``, ``10-K``) are not numbers: any
+    digit outside the one number disqualifies the cell, and so does a hyphen joining it
+    to letters. A dash, ``—`` or ``n/a`` is no number
     (a missing value is never 0).
     """
     norm, footnote = _split_footnote(text)
@@ -1025,6 +1033,8 @@ def parse_number(text: str) -> ParsedNumber | None:
         return None
     if m.group("sign") and m.group("open"):
         return None
+    if re.match(r"-[A-Za-z]", m.group("tail") or ""):
+        return None  # a code such as a form's name ("10-K", "20-F"), not an amount
     digits = re.sub(r"[,\s]", "", m.group("num"))
     try:
         value = float(digits)
@@ -1487,6 +1497,9 @@ _OWN_KIND = re.compile(
     r"\(pure\)|,\s*number\b|\bnumber$|\brate\s*(?:\([^)]*\))?$|^\W*number\s+of\b|%|"
     r"\b(?:margin|ratio|employees|headcount|stores|customers|subscribers|members|users)\b)"
 )
+# A margin or ratio word: a rate, unless its figure is too large for one ("Gross margin"
+# of 4,013,750 in a table of thousands of dollars is an amount).
+_MONEY_MARGIN = re.compile(r"(?i:margin|ratio)")
 # A label counting shares, whatever it says after ("Shares used in computing earnings per
 # share", "Weighted-average shares outstanding", "Basic (in shares)").
 _COUNTS_SHARES = re.compile(
@@ -1664,7 +1677,8 @@ def entity_aliases(name: str) -> tuple[str, ...]:
     """Other spellings a question may use for a derived entity: without its legal form
     (``Apple Inc.`` → ``Apple``, ``株式会社ACME`` → ``ACME``, ``The Procter & Gamble
     Company`` → ``Procter & Gamble``), two names joined by "&" by their initials
-    (``Procter & Gamble`` → ``P&G``, ``Johnson & Johnson`` → ``J&J``); a country's other
+    (``Procter & Gamble`` → ``P&G``, ``Johnson & Johnson`` → ``J&J``), a short name in
+    capitals with "&" anywhere in it (``ATT`` → ``AT&T``); a country's other
     names (``United States`` → ``US``, ``USA``, ``米国``, ``美国`` …:
     :mod:`clearance.countries`)."""
     short = normalize(_LEGAL_SUFFIX.sub("", name))
@@ -1672,7 +1686,12 @@ def entity_aliases(name: str) -> tuple[str, ...]:
     short = normalize(the.group("name")) if the is not None else short
     legal = (short,) if short and short != name else ()
     pair = _AMPERSAND_PAIR.match(short)
-    initials = (f"{pair.group('a')}&{pair.group('b')}",) if pair is not None else ()
+    initials: tuple[str, ...] = (
+        (f"{pair.group('a')}&{pair.group('b')}",) if pair is not None else ()
+    )
+    # a file's short name for a company written with "&" ("att-2023-….htm" is AT&T's)
+    if re.fullmatch(r"[A-Z]{3,4}", name):
+        initials += tuple(f"{name[:i]}&{name[i:]}" for i in range(1, len(name)))
     return tuple(dict.fromkeys((*legal, *initials, *country_names(name))))
 
 
@@ -1711,8 +1730,7 @@ def fiscal_year_end(texts: Iterable[str]) -> int | None:
         norm = normalize(text)
         for m in _YEAR_ENDED.finditer(norm):
             month = MONTH_NAMES.index(_month(m.group(2))) + 1  # group 1 is the weeks
-            if m.group("weeks"):
-                _, month, _ = _weeks_end(52, month, m.group("day") or "", 2)
+            _, month, _ = _weeks_end(52, month, m.group("day") or "", 2)
             months.add(month)
         for m in _ENDING_YEAR.finditer(norm):
             if 1 <= int(m.group(2)) <= 12:
@@ -1726,6 +1744,17 @@ class _Skip:
 
     why: str
 
+
+# The rows of an SEC filing's cover page ("Document and Entity Information"), as
+# filings' spreadsheets and pages label them.
+_COVER_LABEL = re.compile(
+    r"(?i:^\s*(?:document\s|entity\s|current\s+fiscal\s+year\s+end|city\s+area\s+code|"
+    r"local\s+phone|security\s+12|trading\s+symbol|amendment\s+flag|auditor\s|icfr\s|"
+    r"no\s+trading\s+symbol|title\s+of\s+12|security\s+exchange))"
+)
+_FISCAL_YEAR_END = re.compile(r"(?i:^\s*current\s+fiscal\s+year\s+end\s+date)")
+# "--12-31": a month and day of every year, as the cover page writes the year's end.
+_YEAR_END_DATE = re.compile(r"^\s*--(0[1-9]|1[0-2])-\d{2}\s*$")
 
 _ENDED_SPAN = re.compile(rf"^(\d{{1,2}})M ended ({'|'.join(MONTH_NAMES)})$")
 _TITLE_ENDING = re.compile(
@@ -1775,6 +1804,8 @@ class _Extractor:
         self.skipped: dict[tuple[str, str], int] = {}
         # entity → the months its fiscal years end in, as its tables say
         self.year_ends: dict[str, set[int]] = {}
+        # the months a filing's cover page says the filer's fiscal years end in
+        self.stated_year_ends: set[int] = set()
 
     def _company(self, corner: str, titles: Sequence[str] = ()) -> str:
         """The company a table's corner names with its legal form, else the nearest of its
@@ -1856,6 +1887,11 @@ class _Extractor:
         table = section.table
         if not table or len(table) < 2:
             return []
+        rows = [row for row in table[1:] if not self._cover_row(row)]
+        if len(rows) < len(table) - 1:
+            if not rows:
+                return []
+            table = (table[0], *rows)
         try:
             parts = parse_locator(section.locator)
         except ValueError:
@@ -1914,6 +1950,19 @@ class _Extractor:
                     (place, f"header '{_clip(normalize(text))}' is not read as a period")
                 ] = n
         return facts
+
+    def _cover_row(self, row: Sequence[str]) -> bool:
+        """Whether ``row`` is a row of an SEC filing's cover page (its form, the company's
+        address, phone and tickers: no figure of the company's), keeping the month its
+        "Current Fiscal Year End Date" (``--12-31``) says the company's years end in."""
+        label = row[0] if row else ""
+        if not _COVER_LABEL.match(label):
+            return False
+        if _FISCAL_YEAR_END.match(label):
+            for cell in row[1:]:
+                if (end := _YEAR_END_DATE.match(cell)) is not None:
+                    self.stated_year_ends.add(int(end.group(1)))
+        return True
 
     def _why_none(self, header: Sequence[str], outer: Sequence[str]) -> str:
         """Why a table with numbers gave no fact, for the operator."""
@@ -2576,7 +2625,11 @@ class _Extractor:
         # what the row counts, from the labels that are not themselves a note of scales
         named = [label for label in labels if not _KIND_IN_SCALE.search(label)]
         counts_shares = any(_COUNTS_SHARES.search(label) for label in named)
-        if not counts_shares and any(_OWN_KIND.search(label) for label in named):
+        if not counts_shares and any(
+            (own := _OWN_KIND.search(label)) is not None
+            and not (_MONEY_MARGIN.fullmatch(own.group(0)) and abs(number.value) > 100)
+            for label in named
+        ):
             # "(as a percent)", "(in years)", "…, number": not the money the table's scale
             # is of; the figure keeps only a unit its own cell or label writes ("(%)")
             for text in [number.unit_text, *named]:
@@ -2724,6 +2777,8 @@ def extract_facts(
         except Exception:
             log.warning("facts: skipped a table of %s at %s", doc_id, section.locator)
     facts = _without_unread_breakdowns([_known_country(f, compiled) for f in facts], extractor)
+    # the same figure read twice at one place (a value spanning its footnote's column) is one
+    facts = list(dict.fromkeys(facts))
     if warn is not None:
         for line in extractor.warnings():
             warn(line)
@@ -2733,6 +2788,12 @@ def extract_facts(
             for entity, months in extractor.year_ends.items()
             if len(months) == 1
         )
+        if len(extractor.stated_year_ends) == 1:
+            # the cover page's "Current Fiscal Year End Date" says it for the filer, the
+            # company the document's figures are of, whatever spans of twelve months its
+            # notes name (a credit facility's year ended September 30)
+            (month,) = extractor.stated_year_ends
+            year_ends.update((entity, month) for entity in {f.entity for f in facts if f.entity})
     if names is not None:
         names.update((entity, sorted(others)) for entity, others in extractor.other_names.items())
     return facts

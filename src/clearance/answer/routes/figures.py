@@ -145,9 +145,9 @@ def _alien_line(
     not found, never the entity's total. Only a name the figure is said to be of, for or in
     ("revenue in Brazil", "in the Nordics"), a part of the entity ("Coca-Cola's Latin
     America segment", "the EMEA region"), or that did something ("did LinkedIn
-    generate"): "as reported by the SEC" or "from the Annual Report" says whose count it
-    is, not whose figure, and "in USD" or "in US dollars" what it is counted in; empty
-    otherwise."""
+    generate") or that it came from ("revenue from Asia"): "as reported by the SEC" or
+    "from the Annual Report" says whose count it is, not whose figure, and "in USD" or "in
+    US dollars" what it is counted in; empty otherwise."""
     name = intent.name_left
     if not name or any(p.channel or p.qualifier for p in parts):
         return ""
@@ -160,7 +160,18 @@ def _alien_line(
     said += rf"|['’]s\s+{named}\b|\b{named}\s+{_PART}|{_PART}\s+(?:of\s+)?{named}\b"
     if not re.fullmatch(CURRENCY_CODES, name) and not _CURRENCY_WORDS.search(name):
         said += rf"|\bin\s+(?:the\s+)?{named}\b(?!\s+{_CURRENCY_WORDS.pattern})"
+    if not _SOURCE_WORDS.search(name):
+        # "revenue from Asia", "came from North America": where the figure came from, unless
+        # the name is of a document ("from the Annual Report")
+        said += rf"|\bfrom\s+(?:the\s+)?{named}\b"
     return name if re.search(said, question) else ""
+
+
+# Words that name a document or its publisher, not a part of a company.
+_SOURCE_WORDS = re.compile(
+    r"(?i:\b(?:report|filing|statements?|form|10-?[KQ]|SEC|table|document|deck|release|"
+    r"presentation|website|database|survey)\b)"
+)
 
 
 #: A count of months from a year's start, as periods are written ("11M FY2008").
@@ -678,7 +689,11 @@ class FiguresRoute:
                 out.append(part)
                 continue
             rows = self.ctx.readable_facts(request, entity=part.entity)
-            periods = {f.period for f, _ in rows if f.metric == part.metric}
+            # the statement line under the entity's own names for it too ("earnings per
+            # common share—basic" for "basic earnings per share")
+            vocab = request.vocab or self.ctx.vocab
+            names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
+            periods = {f.period for f, _ in rows if f.metric.casefold() in names}
             ends = {m for _, d in rows if (m := _year_end(d, part.entity)) is not None}
             span = span_of_fiscal_part(part.period, ends.pop()) if len(ends) == 1 else None
             if span is None or part.period in periods or span not in periods:

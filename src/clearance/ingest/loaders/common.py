@@ -245,7 +245,7 @@ def table_sections(
         # 2024``): one header per column, under the same rule as a sheet's (TablePacker)
         combined = combined_header(header, data[0])
         if combined is not None:
-            header, data = combined, data[1:]
+            header, data = _footnote_columns(combined, data[0]), data[1:]
     sections: list[Section] = []
     heading = RowHeading()
     for row in map(heading.under, data):
@@ -538,6 +538,22 @@ def _joined(upper: str, lower: str) -> str:
 
 # "Basic" or "Diluted", with a note in parentheses at most: "Basic (in dollars per share)".
 _SHARE_CLASS = re.compile(r"(?i:^\s*(?:basic|diluted)\s*(?:\([^()]*\))?\s*$)")
+
+
+# A footnote's mark alone: "[1]", "(2)", "*".
+_FOOTNOTE_MARK = re.compile(r"^(?:\[\d{1,2}\]|\(\d{1,2}\)|\*{1,3}|[†‡§])$")
+
+
+def _footnote_columns(header: tuple[str, ...], sub: Sequence[str]) -> tuple[str, ...]:
+    """``header`` with a column whose lower header is a footnote's mark alone given the
+    header of the column to its left: SEC filings' pages set each figure's footnote in a
+    column of its own ("12 Months Ended" over "Nov. 03, 2018 | [2]"), and a figure that
+    spans both columns is that date's, never the upper header's alone."""
+    out = list(header)
+    for j in range(1, len(out)):
+        if j < len(sub) and _FOOTNOTE_MARK.match(sub[j].strip()):
+            out[j] = out[j - 1]
+    return tuple(out)
 
 
 class RowHeading:

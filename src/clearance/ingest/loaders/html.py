@@ -4,8 +4,10 @@
 Locators are those of Markdown (:mod:`clearance.ingest.loaders.markdown`):
 ``section=<heading path>`` built from ``<h1>``–``<h6>`` (``section=(top)`` before the first
 heading), and one atomic section per table row, ``section=<path>,table=T,row=<first cell>``
-with ``Section.table == (header_row, this_row)``; the header is the table's first row and a
-cell spanning ``n`` columns is repeated ``n`` times so the row lines up with its header.
+with ``Section.table == (header_row, this_row)``; the header is the table's first row (or
+two, :func:`~clearance.ingest.loaders.common.table_sections`), and a cell spanning ``n``
+columns is repeated ``n`` times, one spanning ``n`` rows stands in each of them, so every
+row lines up with its header.
 
 Title: ``<title>``, else the first ``<h1>``; a page a site generator has not yet rendered is
 read as it would show (:mod:`clearance.ingest.loaders.markup`): its front matter's ``title``
@@ -55,6 +57,45 @@ _FRAGMENT_BLOCK = frozenset(
     {"h1", "h2", "h3", "h4", "h5", "h6", "table", "tr", "td", "th", "pre", "dd", "dt"}
 )
 _MAX_COLSPAN = 50
+_MAX_ROWSPAN = 1000
+
+
+def _span(attrs: list[tuple[str, str | None]], name: str, most: int) -> int:
+    """A cell's ``colspan`` or ``rowspan``: a whole number from 1 to ``most``, else 1."""
+    value = (next((v for k, v in attrs if k == name), None) or "1").strip()
+    return max(1, min(int(value) if value.isdigit() else 1, most))
+
+
+def _grid(rows: list[list[tuple[list[str], int]]]) -> list[list[str]]:
+    """A table's rows of cell texts, each cell in every column and row it spans: a cell of
+    ``rowspan`` 2 ("Consolidated Statements of Income" over two header rows, a region over
+    its two lines) stands in the row under it too, so the cells after it keep their
+    columns."""
+    out: list[list[str]] = []
+    above: dict[int, tuple[int, str]] = {}  # column → (rows it still spans, its text)
+    for row in rows:
+        cells: list[str] = []
+        waiting = list(reversed(row))
+        while waiting or any(column >= len(cells) for column in above):
+            column = len(cells)
+            if column in above:
+                left, text = above.pop(column)
+                if left > 1:
+                    above[column] = (left - 1, text)
+                cells.append(text)
+                continue
+            if not waiting:
+                cells.append("")  # a gap before a cell spanning down from further right
+                continue
+            slot, rowspan = waiting.pop()
+            for text in slot:
+                if rowspan > 1:
+                    above[len(cells)] = (rowspan - 1, text)
+                cells.append(text)
+        out.append(cells)
+    return out
+
+
 _INLINE_SPACE = re.compile(r"\s+")
 # Elements that never have content (Beautiful Soup's list), and those whose strings are not
 # text (Beautiful Soup's string containers: their strings are left out of get_text()).
@@ -101,7 +142,8 @@ class _Element:
     name: str
     kind: str = "inline"
     parts: list[str] = field(default_factory=list)  # text of a heading, pre, cell or title
-    rows: list[list[list[str]]] = field(default_factory=list)  # a table: rows of cell slots
+    # a table: rows of cells, each its slot (where its text goes) and its rowspan
+    rows: list[list[tuple[list[str], int]]] = field(default_factory=list)
     slot: list[str] | None = None  # a cell: where its text goes in its row
     span: int = 1  # a cell's colspan
     headed: bool = False  # a list item: a heading opened in it already
@@ -255,12 +297,11 @@ class _Reader(HTMLParser):
                 element.kind = "row"
                 table.rows.append([])
         elif name in ("td", "th") and self.stack[-1].kind == "row":
-            span = next((value for key, value in attrs if key == "colspan"), None) or "1"
-            span = span.strip()
             element.kind = "cell"
-            element.span = max(1, min(int(span) if span.isdigit() else 1, _MAX_COLSPAN))
+            element.span = _span(attrs, "colspan", _MAX_COLSPAN)
             element.slot = []
-            table.rows[-1].append(element.slot)  # its place, filled when it closes
+            # its place, filled when it closes
+            table.rows[-1].append((element.slot, _span(attrs, "rowspan", _MAX_ROWSPAN)))
             self.cells.append(element)
 
     def _close_to(self, name: str) -> None:
@@ -293,7 +334,7 @@ class _Reader(HTMLParser):
                 if element.name == "h1" and self.first_h1 is None and text:
                     self.first_h1 = text
             elif kind == "table":
-                self.outline.table([[c for slot in row for c in slot] for row in element.rows])
+                self.outline.table(_grid(element.rows))
             elif kind == "pre":
                 self.buffer.append("\n" + "".join(element.parts) + "\n")
 

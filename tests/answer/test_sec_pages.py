@@ -1,0 +1,228 @@
+"""Figure questions over statements as the SEC's viewer and ``Financial_Report.xlsx``
+publish them, with **no** ``[facts]`` vocabulary (a new user's trial on 10-K and 10-Q
+pages):
+
+* an HTML statement page heads its columns with a corner cell spanning two header rows
+  (``rowspan``), a period spanning its dates (``colspan``: "3 Months Ended" over "Nov. 02,
+  2019 | Aug. 03, 2019 …") and a column of its own for each figure's footnote ("[1]"): each
+  column is its period and date, a footnote's column is its figure's, and a 52–53-week
+  company's months counted to "Nov. 02, 2019" end in October;
+* a workbook's cover sheet ("Document and Entity Information") gives no figure ("10-K" is
+  no $10, a ZIP code no amount), but its "Current Fiscal Year End Date | --12-31" says when
+  the filer's years end, so "Q2 2022" is its three months ended June 2022;
+* "diluted earnings per share" asks for a line labelled "Earnings per common share —
+  diluted", and "revenue from Asia" of a company whose tables hold no Asia line is not
+  found, never the company's total.
+
+Every number an answer states is a stored fact's value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from clearance.answer.result import Status
+from clearance.app import Clearance
+from clearance.config import Settings, settings_from_dict
+from clearance.ingest.facts import extract_facts, format_number
+from clearance.ingest.loaders import extract
+from clearance.store.sqlite import SQLiteStore
+
+# An SEC viewer page (R2.htm) as the viewer writes it: the corner spans both header rows,
+# "3 Months Ended" four columns of two quarters with their footnotes' columns, a figure of
+# the second year spanning its footnote's column.
+R_PAGE = """<html><body><table class="report">
+<tr><th rowspan="2"><strong>Consolidated Statements of Income - USD ($)<br>
+shares in Thousands, $ in Thousands</strong></th>
+<th colspan="4">3 Months Ended</th><th colspan="4">12 Months Ended</th></tr>
+<tr><th colspan="2">Nov. 02, 2019</th><th>Nov. 03, 2018</th><th><sup>[1]</sup></th>
+<th>Nov. 02, 2019</th><th>Nov. 03, 2018</th><th><sup>[2]</sup></th><th>Oct. 28, 2017</th></tr>
+<tr><td><strong>Revenue</strong></td><td></td><td></td><td></td><td></td><td></td>
+<td colspan="2"></td><td></td></tr>
+<tr><td>Revenue</td><td>$ 1,443,219</td><td></td><td>$ 1,536,128</td><td></td>
+<td>$ 5,991,065</td><td colspan="2">$ 6,224,689</td><td>$ 5,246,354</td></tr>
+<tr><td>Gross margin</td><td>942,191</td><td></td><td>1,045,543</td><td></td>
+<td>4,013,750</td><td colspan="2">4,250,396</td><td>3,168,241</td></tr>
+<tr><td>Diluted earnings per common share (in dollars per share)</td><td>$ 0.92</td><td></td>
+<td>$ 1.08</td><td></td><td>$ 3.65</td><td colspan="2">$ 4.00</td><td>$ 2.29</td></tr>
+</table></body></html>
+"""
+
+
+def cover_and_income(path: Path, *, year_end: str | None = "--12-31") -> Path:
+    """A 10-Q workbook as EDGAR's Financial_Report.xlsx lays it out: the cover sheet, then
+    the statement of income (three and six months ended June 30)."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    cover = book.active
+    cover.title = "Document and Entity Information"
+    cover.append(["Document and Entity Information - shares", "6 Months Ended Jun. 30, 2022"])
+    cover.append(["Document Type", "10-Q"])
+    cover.append(["Entity Address, Postal Zip Code", "95054"])
+    cover.append(["City Area Code", "408"])
+    if year_end is not None:
+        cover.append(["Current Fiscal Year End Date", year_end])
+    income = book.create_sheet("Interim Consolidated Statements")
+    income.append(
+        [
+            "Interim Consolidated Statements of Income - USD ($) $ in Millions",
+            "3 Months Ended Jun. 30, 2022",
+            "3 Months Ended Jun. 30, 2021",
+            "6 Months Ended Jun. 30, 2022",
+            "6 Months Ended Jun. 30, 2021",
+        ]
+    )
+    income.append(["Net interest income", 1167, 800, 2249, 1559])
+    income.append(
+        ["Earnings per common share—basic (dollars per share)", 5.65, 10.98, 13.68, 20.86]
+    )
+    income.append(
+        ["Earnings per common share—diluted (dollars per share)", 5.6, 10.87, 13.52, 20.6]
+    )
+    book.save(path)
+    return path
+
+
+@pytest.fixture
+def app(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Iterator[Clearance]:
+    corpus = tmp_path / "finance"
+    corpus.mkdir()
+    (corpus / "analog-devices-fy2019-income-statement.htm").write_text(R_PAGE, "utf-8")
+    cover_and_income(corpus / "svb-financial-group-10q-q2-2022.xlsx")
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    yield engine
+
+
+def ask(engine: Clearance, question: str, status: Status = Status.ANSWERED) -> str:
+    result = engine.ask(question, "fay")
+    assert result.status is status, (question, result.status, result.answer)
+    allowed = {format_number(f.value) for f in engine.store.list_facts()}
+    for number in re.findall(r"\d[\d,]*(?:\.\d+)?", re.sub(r"\[S\d+\]", " ", result.answer)):
+        if re.fullmatch(r"(?:19|20)\d{2}|[1-9]", number) or number in question:
+            continue
+        assert number in allowed, (number, result.answer)
+    return result.answer
+
+
+def facts_of(path: Path, year_ends: dict[str, int] | None = None) -> list:  # type: ignore[type-arg]
+    extracted = extract(path, max_chars=1500)
+    return extract_facts(
+        extracted.sections,
+        doc_id="files:" + path.name,
+        title=extracted.title or path.stem,
+        vocab=settings_from_dict({}).facts,
+        year_ends=year_ends,
+    )
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+def test_an_sec_page_s_columns_are_their_periods_and_dates(tmp_path: Path) -> None:
+    path = tmp_path / "analog-devices-fy2019-income-statement.htm"
+    path.write_text(R_PAGE, encoding="utf-8")
+    year_ends: dict[str, int] = {}
+    facts = facts_of(path, year_ends)
+    by = {(f.metric, f.period): (f.value, f.unit) for f in facts}
+    assert by[("revenue", "3M ended Oct 2019")] == (1443219, "$ in thousands")
+    assert by[("revenue", "FY2019")] == (5991065, "$ in thousands")
+    # the figure spanning its footnote's column is that date's, read once
+    assert by[("revenue", "FY2018")] == (6224689, "$ in thousands")
+    assert sum(1 for f in facts if (f.metric, f.period) == ("revenue", "FY2018")) == 1
+    assert by[("revenue", "FY2017")] == (5246354, "$ in thousands")
+    # a gross margin of thousands of dollars is an amount, not a rate
+    assert by[("gross margin", "FY2019")] == (4013750, "$ in thousands")
+    assert by[("diluted earnings per common share", "FY2019")] == (3.65, "$")
+    # "12 Months Ended Nov. 02, 2019": the company's years end in October
+    assert year_ends == {"Analog Devices": 10}
+
+
+def test_a_workbook_s_cover_sheet_gives_no_figure_but_its_year_end(tmp_path: Path) -> None:
+    year_ends: dict[str, int] = {}
+    facts = facts_of(cover_and_income(tmp_path / "svb-10q.xlsx"), year_ends)
+    assert not [f for f in facts if "Document and Entity" in f.locator]
+    assert {f.value for f in facts} >= {1167, 2249, 5.65, 13.52}
+    assert 10 not in {f.value for f in facts} and 95054 not in {f.value for f in facts}
+    assert year_ends == {"SVB": 12}
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def test_an_sec_page_s_figures_are_answered(app: Clearance) -> None:
+    assert "$5,991,065 thousand" in ask(app, "What was Analog Devices' revenue for fiscal 2019?")
+    quarter = ask(app, "What was Analog Devices' revenue in the quarter ended November 2, 2019?")
+    assert "$1,443,219 thousand" in quarter
+    eps = ask(app, "What were Analog Devices' diluted earnings per share in fiscal 2019?")
+    assert "$3.65" in eps
+
+
+def test_a_quarter_of_a_filer_whose_cover_says_when_its_years_end(app: Clearance) -> None:
+    """The cover page says SVB's years end on December 31: its second quarter of 2022 is
+    the three months ended June 2022, and says so."""
+    answer = ask(app, "What were SVB's basic earnings per share in Q2 2022?")
+    assert "$5.65" in answer and "Q2 FY2022 = 3M ended Jun 2022" in answer
+    half = ask(app, "What was SVB's net interest income in the first half of 2022?")
+    assert "$2,249 million" in half
+
+
+def test_reverse_proof_without_the_cover_s_year_end_the_quarter_is_offered(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    write_directory: Callable[..., Path],
+) -> None:
+    corpus = tmp_path / "finance"
+    corpus.mkdir()
+    cover_and_income(corpus / "svb-financial-group-10q-q2-2022.xlsx", year_end=None)
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    engine = Clearance(settings_factory({}), SQLiteStore(tmp_path / "alone.db"))
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    result = engine.ask("What were SVB's basic earnings per share in Q2 2022?", "fay")
+    assert (result.status, result.options) == (Status.CLARIFY, ("3M ended Jun 2022",))
+
+
+def test_a_part_the_figure_came_from_is_not_found_never_the_total(app: Clearance) -> None:
+    answer = ask(
+        app, "What was Analog Devices' revenue from Asia in fiscal 2019?", Status.NOT_FOUND
+    )
+    assert "5,991,065" not in answer
+    # a document the figure is read from narrows nothing
+    assert "$5,991,065 thousand" in ask(
+        app, "What was Analog Devices' revenue for fiscal 2019 from the annual report?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "plain"),
+    [
+        # cells laid out as if no cell spanned rows: the dates shift under the corner
+        ("html", "_grid", lambda rows: [[c for slot, _ in row for c in slot] for row in rows]),
+        # footnotes' columns read as columns of their own: "12 Months Ended [2]" takes
+        # the file name's year, and FY2019 is given three values
+        ("common", "_footnote_columns", lambda header, sub: header),
+    ],
+    ids=["rowspan", "footnote-columns"],
+)
+def test_reverse_proof_each_reading_of_the_page_is_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, name: str, plain: object
+) -> None:
+    from clearance.ingest.loaders import common, html
+
+    monkeypatch.setattr({"html": html, "common": common}[module], name, plain)
+    with pytest.raises((AssertionError, KeyError)):
+        test_an_sec_page_s_columns_are_their_periods_and_dates(tmp_path)
