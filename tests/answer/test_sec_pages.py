@@ -226,3 +226,25 @@ def test_reverse_proof_each_reading_of_the_page_is_needed(
     monkeypatch.setattr({"html": html, "common": common}[module], name, plain)
     with pytest.raises((AssertionError, KeyError)):
         test_an_sec_page_s_columns_are_their_periods_and_dates(tmp_path)
+
+
+def test_how_two_quarters_compare_is_answered_with_both(app: Clearance) -> None:
+    """ "How did … compare with …" asks for the figures side by side, as "how did … change
+    from … to …" does; it asks for no explanation."""
+    result = app.ask(
+        "How did SVB's net interest income in the second quarter of 2022 compare with the "
+        "second quarter of 2021?",
+        "fay",
+    )
+    assert result.status is Status.ANSWERED, result.answer
+    assert "$1,167 million" in result.answer and "$800 million" in result.answer
+    # the change is worked out from the two figures, never read from prose
+    assert "up $367 million (+45.9%)" in result.answer
+
+
+def test_how_something_compares_without_a_figure_is_no_figure_question() -> None:
+    from clearance.answer.intent import parse_intent
+
+    vocab = settings_from_dict({"facts": {"metrics": {"revenue": ["revenue"]}}}).facts
+    assert parse_intent("How does the committee compare proposals?", vocab).kind == "narrative"
+    assert parse_intent("How did our revenue compare with 2023?", vocab).kind != "narrative"

@@ -840,3 +840,26 @@ def test_an_html_cell_spanning_rows_stands_in_each_of_them(tmp_path: Path) -> No
         (header, ("Revenue", "1,443", "1,536")),
         (header, ("Revenue", "1,480", "1,558")),
     ]
+
+
+def test_a_markdown_definition_list_reads_as_terms_with_their_definitions(
+    tmp_path: Path,
+) -> None:
+    """A checklist written as a definition list ("Does it work as intended?" over ": Ensuring
+    that code works …") was read as the term's paragraph and one opening with a colon, so a
+    quoted definition lost its term. Reverse proof: the same lines in fenced code stay as
+    written."""
+    path = tmp_path / "reviews.md"
+    path.write_text(
+        "# Code reviews\n\nDoes it work as intended?\n: Ensuring that code works is crucial.\n\n"
+        "Is it tested?\n: Make sure current tests pass.\n: Suggest automation.\n\n"
+        "```\nterm\n: kept as written\n```\n",
+        encoding="utf-8",
+    )
+    (section,) = extract(path, max_chars=2000).sections
+    assert section.text.splitlines()[1:4] == [
+        "- Does it work as intended? — Ensuring that code works is crucial.",
+        "- Is it tested? — Make sure current tests pass.",
+        "- Suggest automation.",
+    ]
+    assert "term\n: kept as written" in section.text

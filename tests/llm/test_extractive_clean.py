@@ -2030,3 +2030,21 @@ def test_a_run_in_label_and_what_it_labels_are_one_sentence() -> None:
     # a hyphen after a full stop still starts a new sentence, and so does a list item
     assert split_sentences("It ends. -5 degrees is cold.") == ["It ends.", "-5 degrees is cold."]
     assert split_sentences("Steps:\n- First.\n- Second.") == ["Steps:", "- First.", "- Second."]
+
+
+def test_how_long_a_text_may_be_is_answered_by_its_length() -> None:
+    """ "How long may the description of a principle be?" asks a length, not a time: the
+    sentence "This description should be no longer than 2 paragraphs" answers it, where
+    it was refused for stating no duration. Reverse proof: a page that states no length
+    still answers no "how long"."""
+    page = (
+        "Writing a principle\nEach principle has a description. This description should be "
+        "no longer than 2 paragraphs. Link to the standards that support it."
+    )
+    units = quoted(answer("How long may the description of a principle be?", snippet("S1", page)))
+    assert units and "no longer than 2 paragraphs" in units[0], units
+    unstated = page.replace("no longer than 2 paragraphs", "short")
+    assert (
+        quoted(answer("How long may the description of a principle be?", snippet("S1", unstated)))
+        == []
+    )

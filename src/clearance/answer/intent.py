@@ -232,6 +232,12 @@ _HOW_IT_CHANGED = re.compile(
     r"(?=\s+(?:between|from|in|over|since|during|year)\b|\s*[?？.,]|\s*$)",
     re.IGNORECASE,
 )
+# "How did net income in Q2 2022 compare with Q2 2021?" asks for them side by side too.
+_HOW_IT_COMPARED = re.compile(
+    rf"{_L}how\s+(?:did|does|do)\s+(?:[\w&.'’-]+\s+){{1,16}}?compare[ds]?"
+    r"(?=\s+(?:with|to|against)\b)",
+    re.IGNORECASE,
+)
 # Words before a metric that do not narrow it to a line.
 _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
     full-year entire whole combined consolidated actual actuals figure much many more less
@@ -722,7 +728,9 @@ class RuleIntentParser:
         small = common <= _MAX_RESIDUAL_WORDS and cjk <= _MAX_RESIDUAL_CJK
         unexplained = bool(common or names or cjk)
         asks_quantity = bool(_QUANTITY.search(text))
-        explains = bool(_NARRATIVE.search(_HOW_IT_CHANGED.sub(" ", text)))
+        explains = bool(
+            _NARRATIVE.search(_HOW_IT_COMPARED.sub(" ", _HOW_IT_CHANGED.sub(" ", text)))
+        )
         extra = (tuple(resolved), tuple(ambiguous))
         unknown = [
             m.group(1)

@@ -1090,8 +1090,22 @@ def _spelled_otherwise(sentence: str) -> bool:
 
 
 def _states_duration(sentence: str) -> bool:
-    """Whether ``sentence`` states a duration or a frequency (:data:`_DURATION`)."""
-    return bool(_DURATION.search(_without_marker(sentence)))
+    """Whether ``sentence`` states a duration or a frequency (:data:`_DURATION`), or a
+    length, which "how long" asks of a text or a thing as well ("no longer than 2
+    paragraphs", "at least 12 characters": :data:`_LENGTH`)."""
+    text = _without_marker(sentence)
+    return bool(_DURATION.search(text) or _LENGTH.search(text))
+
+
+# A length: a number (or number word) of paragraphs, characters, words, pages, lines … or
+# of a unit of distance.
+_LENGTH = re.compile(
+    rf"(?:\b(?!(?:19|20)\d\d\b)\d+(?:[.,]\d+)?|\b(?:{_NUMBER_WORD}))[\s-]*"
+    r"(?:paragraphs?|characters?|chars|words?|pages?|lines?|sentences?|letters?|digits?"
+    r"|bytes|[km]b|kilobytes?|megabytes?|mm|cm|metres?|meters?|km|kilometres?|kilometers?"
+    r"|miles?|inches|inch|feet|foot|ft)\b",
+    re.IGNORECASE,
+)
 
 
 def _states_time(sentence: str) -> bool:

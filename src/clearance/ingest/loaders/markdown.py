@@ -16,7 +16,9 @@ block quote opening with an alert or callout marker (GitHub's ``> [!NOTE]``, Obs
 ``> [!tip]- Title``) reads as the label GitHub shows: "Note: Spending over $300 …"; a MkDocs
 admonition (``!!! tip "Always Assume The Worst"`` over its indented body, or ``???`` folded)
 as the box shows it, its title (else its kind) opening its body; and an attribute list
-(``{#probation-period}`` after a heading, ``{:target="_blank"}`` after a link) is markup.
+(``{#probation-period}`` after a heading, ``{:target="_blank"}`` after a link) is markup. A
+definition list (a term over ``: its definition``) reads as a list of "term — definition"
+items.
 Headings written without heading syntax, as handbooks write them, open sections too: a
 paragraph that is one short run of bold text ("**Key features**", not "**Note:** …"), one
 level below the last heading, and a ``<details>`` block's ``<summary>``, whose bold lines
@@ -53,7 +55,7 @@ from clearance.ingest.limits import FileBudget
 from clearance.ingest.loaders.common import Outline, collapse, read_text
 from clearance.ingest.loaders.html import html_text
 from clearance.ingest.loaders.markup import front_matter, plain_links, strip_templates
-from clearance.model import Section
+from clearance.model import LABEL_SEPARATOR, Section
 
 __all__ = ["load"]
 
@@ -152,6 +154,48 @@ def _admonitions(lines: list[str]) -> list[str]:
                 out[j] = indent + out[j][len(body) :]
             j += 1
         i += 1
+    return out
+
+
+# A definition list's definition (PHP Markdown Extra, kramdown, markdown-it-deflist):
+# ": Ensuring that code works as intended is …" under its term.
+_DEFINITION = re.compile(r"^(?P<indent> {0,3}):[ \t]+(?P<text>\S.*)$")
+# A line that is no term: a heading, list item, quote, table row, fence or definition.
+_NO_TERM = re.compile(r"^\s*(?:#|[-*+>|:]|\d+[.)]\s|```|~~~)")
+
+
+def _definitions(lines: list[str]) -> list[str]:
+    """``lines`` with each definition list read as the list it shows: a term ("Does it work
+    as intended?") and its definition (": Ensuring that code works …") become one item,
+    "- Does it work as intended? — Ensuring that code works …", and a term's further
+    definitions items of their own. Markdown's core reads them as a paragraph of the term
+    and one of a colon, so a quoted definition lost its term. Fenced code is left as
+    written. Line for line: the term's line is left blank, nothing moves."""
+    out = list(lines)
+    fence: str | None = None
+    defined: set[int] = set()  # lines that are a definition now
+    for i, line in enumerate(out):
+        if fence is not None:
+            if _FENCE_END.match(line) and line.strip().startswith(fence):
+                fence = None
+            continue
+        opened = _FENCE.match(line)
+        if opened is not None:
+            fence = opened.group(1)[0] * 3
+            continue
+        m = _DEFINITION.match(line)
+        if m is None or i == 0:
+            continue
+        above = i - 1 if out[i - 1].strip() or i < 2 else i - 2  # one blank line between
+        term = out[above]
+        if above in defined:
+            out[i] = f"{m['indent']}- {m['text']}"
+        elif term.strip() and not _NO_TERM.match(term):
+            out[i] = f"{m['indent']}- {term.strip()}{LABEL_SEPARATOR}{m['text']}"
+            out[above] = ""
+        else:
+            continue
+        defined.add(i)
     return out
 
 
@@ -376,7 +420,9 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     fields, text = front_matter(read_text(handle, budget.name, "text"))
     erb = budget.name.lower().endswith(".erb")
     reader = _Reader(
-        _admonitions(strip_templates(text, fields, erb=erb).split("\n")), budget, max_chars
+        _definitions(_admonitions(strip_templates(text, fields, erb=erb).split("\n"))),
+        budget,
+        max_chars,
     )
     for start, end in _segments(reader.lines):
         reader.read(start, end)
