@@ -248,3 +248,49 @@ def test_how_something_compares_without_a_figure_is_no_figure_question() -> None
     vocab = settings_from_dict({"facts": {"metrics": {"revenue": ["revenue"]}}}).facts
     assert parse_intent("How does the committee compare proposals?", vocab).kind == "narrative"
     assert parse_intent("How did our revenue compare with 2023?", vocab).kind != "narrative"
+
+
+def detail_sheet(path: Path) -> Path:
+    """An SEC detail sheet: the company's rows, then each segment's under a row naming it
+    as an axis and its member, in one cell."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Segment Reporting - Segment I_2"
+    sheet.append(
+        [
+            "Segment Reporting - Segment Information (Details) - USD ($) $ in Millions",
+            "3 Months Ended Jun. 30, 2022",
+            "6 Months Ended Jun. 30, 2022",
+        ]
+    )
+    sheet.append(["Segment Reporting Information [Line Items]", "\xa0", "\xa0"])
+    sheet.append(["Goodwill", 375, 375])
+    sheet.append(["Operating segments | Silicon Valley Bank", "\xa0", "\xa0"])
+    sheet.append(["Segment Reporting Information [Line Items]", "\xa0", "\xa0"])
+    sheet.append(["Depreciation and amortization", 12, 21])
+    sheet.append(["Operating segments | SVB Securities", "\xa0", "\xa0"])
+    sheet.append(["Noninterest income", 96, 252])
+    book.save(path)
+    return path
+
+
+def test_a_segment_s_rows_are_never_the_company_s_figures(tmp_path: Path) -> None:
+    """Depreciation of $12 million under "Operating segments | Silicon Valley Bank" is that
+    segment's; read as SVB's it was a part given as the whole. The company's rows above
+    the first segment are read as before."""
+    facts = facts_of(detail_sheet(tmp_path / "svb-financial-group-10q-q2-2022.xlsx"))
+    by = {(f.metric, f.period): f.value for f in facts}
+    assert by[("goodwill", "3M ended Jun 2022")] == 375
+    assert not any(f.value in (12, 21, 96, 252) for f in facts), facts
+
+
+def test_reverse_proof_without_reading_the_segment_row_its_figures_pass_as_the_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clearance.ingest import facts as facts_module
+
+    monkeypatch.setattr(facts_module, "_names_a_part", lambda row: False)
+    with pytest.raises(AssertionError):
+        test_a_segment_s_rows_are_never_the_company_s_figures(tmp_path)

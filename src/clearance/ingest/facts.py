@@ -1745,6 +1745,35 @@ class _Skip:
     why: str
 
 
+# A row naming a part of the company its rows below are of: "Operating segments | Silicon
+# Valley Bank", "Geographic areas | Asia", "Consolidation Items | Intersegment eliminations".
+_PART_ROW = re.compile(
+    r"(?i:\b(?:segments?|geograph\w*|regions?|reportable|business(?:es)?|divisions?|"
+    r"product\s+lines?|consolidation\s+items|eliminations?|subsidiar\w+|\[member\]|"
+    r"\[axis\])\b)"
+)
+
+
+def _names_a_part(row: Sequence[str]) -> bool:
+    """Whether ``row`` is a label naming a part with its name and no figure: beside it
+    ("Operating segments | Silicon Valley Bank" in two cells) or in one cell, as SEC
+    detail sheets write an axis and its member."""
+    cells = [c.strip() for c in row if c.strip()]
+    if not cells or row[0].strip() != cells[0] or has_figure_cells(row):
+        return False
+    if len(cells) == 2:
+        return bool(_PART_ROW.search(cells[0]))
+    kind, bar, name = cells[0].partition(" | ")
+    return len(cells) == 1 and bool(bar) and bool(name.strip()) and bool(_PART_ROW.search(kind))
+
+
+def has_figure_cells(row: Sequence[str]) -> bool:
+    """Whether a row holds a number other than a year in any cell but its first."""
+    return any(parse_number(c) is not None and not _YEAR_CELL.match(c.strip()) for c in row[1:])
+
+
+_YEAR_CELL = re.compile(r"^(?:19|20)\d{2}$")
+
 # The rows of an SEC filing's cover page ("Document and Entity Information"), as
 # filings' spreadsheets and pages label them.
 _COVER_LABEL = re.compile(
@@ -1806,6 +1835,8 @@ class _Extractor:
         self.year_ends: dict[str, set[int]] = {}
         # the months a filing's cover page says the filer's fiscal years end in
         self.stated_year_ends: set[int] = set()
+        # the sheets (tables) whose rows from some row on are a part's (_own_rows)
+        self._parted: set[str] = set()
 
     def _company(self, corner: str, titles: Sequence[str] = ()) -> str:
         """The company a table's corner names with its legal form, else the nearest of its
@@ -1887,18 +1918,18 @@ class _Extractor:
         table = section.table
         if not table or len(table) < 2:
             return []
-        rows = [row for row in table[1:] if not self._cover_row(row)]
-        if len(rows) < len(table) - 1:
-            if not rows:
-                return []
-            table = (table[0], *rows)
         try:
             parts = parse_locator(section.locator)
         except ValueError:
             parts = []
+        place = _table_place(parts, section.locator)
+        rows = self._own_rows(table[1:], dict(parts).get("sheet", place), place)
+        if len(rows) < len(table) - 1:
+            if not rows:
+                return []
+            table = (table[0], *rows)
         keys = {k for k, _ in parts}
         outer = [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
-        place = _table_place(parts, section.locator)
         header = table[0]
         facts: list[Fact] = []
         skipped_before = sum(n for (at, _), n in self.skipped.items() if at == place)
@@ -1950,6 +1981,29 @@ class _Extractor:
                     (place, f"header '{_clip(normalize(text))}' is not read as a period")
                 ] = n
         return facts
+
+    def _own_rows(
+        self, rows: Sequence[tuple[str, ...]], table: str, place: str
+    ) -> list[tuple[str, ...]]:
+        """``rows`` without those no figure of the document's company is read from: a
+        filing's cover page (:meth:`_cover_row`), and every row of ``table`` (a sheet, or a
+        table) from a row naming a part of the company on: "Operating segments | Silicon
+        Valley Bank", as an SEC detail sheet heads each segment's rows after the
+        company's. Their figures are the part's, which a label beside them does not say,
+        so none is taken for the company's total (reported among the warnings)."""
+        kept: list[tuple[str, ...]] = []
+        for row in rows:
+            if self._cover_row(row):
+                continue
+            if table not in self._parted and _names_a_part(row):
+                self._parted.add(table)
+            if table in self._parted:
+                if has_figure_cells(row):
+                    reason = "rows of a part of the company (a segment's) not read"
+                    self.skipped[(place, reason)] = self.skipped.get((place, reason), 0) + 1
+                continue
+            kept.append(row)
+        return kept
 
     def _cover_row(self, row: Sequence[str]) -> bool:
         """Whether ``row`` is a row of an SEC filing's cover page (its form, the company's
