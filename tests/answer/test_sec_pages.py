@@ -10,9 +10,12 @@ pages):
 * a workbook's cover sheet ("Document and Entity Information") gives no figure ("10-K" is
   no $10, a ZIP code no amount), but its "Current Fiscal Year End Date | --12-31" says when
   the filer's years end, so "Q2 2022" is its three months ended June 2022;
+* a balance sheet's columns are dates ("Jun. 30, 2022"): each is the balance at that
+  month's end, asked "at June 30, 2022";
 * "diluted earnings per share" asks for a line labelled "Earnings per common share —
   diluted", and "revenue from Asia" of a company whose tables hold no Asia line is not
-  found, never the company's total.
+  found, never the company's total, nor is a segment's figure whose name shares a word
+  with a line ("Silicon Valley Bank" beside "Federal Home Loan Bank advances").
 
 Every number an answer states is a stored fact's value.
 """
@@ -78,7 +81,19 @@ def cover_and_income(path: Path, *, year_end: str | None = "--12-31") -> Path:
             "6 Months Ended Jun. 30, 2021",
         ]
     )
+    balance = book.create_sheet("Interim Consolidated Balance Sh")
+    balance.append(
+        [
+            "Interim Consolidated Balance Sheets - USD ($) $ in Millions",
+            "Jun. 30, 2022",
+            "Dec. 31, 2021",
+        ]
+    )
+    balance.append(["Total assets", 214389, 211308])
+    balance.append(["Total deposits", 187945, 189203])
+    balance.append(["Federal Home Loan Bank advances", 1000, 0])
     income.append(["Net interest income", 1167, 800, 2249, 1559])
+    income.append(["Noninterest income", 362, 761, 879, 1505])
     income.append(
         ["Earnings per common share—basic (dollars per share)", 5.65, 10.98, 13.68, 20.86]
     )
@@ -294,3 +309,19 @@ def test_reverse_proof_without_reading_the_segment_row_its_figures_pass_as_the_t
     monkeypatch.setattr(facts_module, "_names_a_part", lambda row: False)
     with pytest.raises(AssertionError):
         test_a_segment_s_rows_are_never_the_company_s_figures(tmp_path)
+
+
+def test_a_balance_is_asked_at_its_date(app: Clearance) -> None:
+    assert "$214,389 million" in ask(app, "What were SVB's total assets at June 30, 2022?")
+    assert "$189,203 million" in ask(app, "What were SVB's total deposits as of December 31, 2021?")
+
+
+def test_a_segment_sharing_a_word_with_a_line_is_not_found_never_the_total(app: Clearance) -> None:
+    answer = ask(
+        app,
+        "What was the noninterest income of SVB's Silicon Valley Bank segment in Q2 2022?",
+        Status.NOT_FOUND,
+    )
+    assert "362" not in answer
+    # the company's own figure is still answered
+    assert "$362 million" in ask(app, "What was SVB's noninterest income in Q2 2022?")

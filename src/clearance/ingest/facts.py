@@ -898,7 +898,10 @@ _MONTH_WORDS = (
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
 )
 _SINGLE_MONTH = re.compile(
-    rf"{_LW}(?P<name>{_MONTH_WORDS})\.?(?:\s*,\s*|\s+|-)(?P<year>(?:19|20)\d{{2}}){_RW}"
+    # "June 2022", and "Jun. 30, 2022": a balance at a month's end is that month's
+    rf"{_LW}(?:(?:[1-9]|[12]\d|3[01])\s+)?(?P<name>{_MONTH_WORDS})\.?"
+    rf"(?:\s+(?:[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?)?(?:\s*,\s*|\s+|-)"
+    rf"(?P<year>(?:19|20)\d{{2}}){_RW}"
     r"|(?<![\d./\-])(?P<iso_year>(?:19|20)\d{2})-(?P<iso_month>0[1-9]|1[0-2])(?![\d.])(?!-\d)"
     r"|(?<!\d)(?P<cjk_year>(?:19|20)\d{2})\s*年\s*(?P<cjk_month>1[0-2]|0?[1-9])\s*月"
     r"(?!\s*(?:期|度|末|初|[0-9０-９]|中旬|上旬|下旬))",
@@ -920,7 +923,9 @@ MONTH_PERIOD = re.compile(rf"^({'|'.join(MONTH_NAMES)}) (\d{{4}})$")
 
 
 def _months(norm: str) -> Iterator[Match]:
-    """Single months in ``norm`` as ``Jul 2008``, none that is one end of a span."""
+    """Single months in ``norm`` as ``Jul 2008``, none that is one end of a span; a day of
+    a month (``Jun. 30, 2022``, ``30 June 2022``) is its month, as a balance sheet's column
+    is the balance at that month's end."""
     for m in _SINGLE_MONTH.finditer(norm):
         if _SPAN_BEFORE.search(norm[max(0, m.start() - 12) : m.start()]):
             continue

@@ -151,8 +151,11 @@ def _alien_line(
     name = intent.name_left
     if not name or any(p.channel or p.qualifier for p in parts):
         return ""
+    # a line some readable fact names, with every word of it ("Intelligent Cloud"); a word
+    # alone says nothing ("bank" of "Federal Home Loan Bank advances" is no Silicon Valley
+    # Bank)
     words = {w.casefold() for w in re.findall(r"\w+", name)}
-    if any(words & set(re.findall(r"\w+", k.casefold())) for k in known):
+    if any(words <= set(re.findall(r"\w+", k.casefold())) for k in known):
         return ""
     named = re.escape(name)
     said = rf"\b(?:did|does|do|for|of)\s+(?:the\s+)?{named}\b|{named}['’]s\b"
