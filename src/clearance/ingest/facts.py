@@ -950,7 +950,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 16
+_DERIVED_NAMES = 17
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
