@@ -1195,3 +1195,16 @@ def test_a_short_name_in_capitals_is_asked_with_an_ampersand() -> None:
     """``att-2023-income-statement.htm`` names AT&T "ATT"; people write "AT&T"."""
     assert "AT&T" in facts_module.entity_aliases("ATT")
     assert not any("&" in a for a in facts_module.entity_aliases("Apple"))
+
+
+@pytest.mark.parametrize(
+    ("title", "entity"),
+    [
+        ("byd-2023-q3-key-figures", "BYD"),
+        ("microsoft-fy24-q2-segment-revenue", "Microsoft"),
+        # more words than a name: the file names no one, never "eia-henry-hub-…'s price"
+        ("eia-henry-hub-natural-gas-monthly", ""),
+    ],
+)
+def test_a_file_name_names_a_company_in_a_few_words_or_no_one(title: str, entity: str) -> None:
+    assert facts_module.document_entity(title) == entity

@@ -950,7 +950,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 17
+_DERIVED_NAMES = 18
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1635,9 +1635,12 @@ def document_entity(title: str) -> str:
     """Whom a document's figures are about when no label names it: its title's first part
     without periods, years and report words (``Apple Inc. — Form 10-K 2024`` → ``Apple
     Inc.``); a file name's leading words when the title is one (``byd-2023-q3-key-figures``
-    → ``BYD``); ``""`` for an empty title."""
-    if _SLUG.match(title.strip()) and (entity := _slug_entity(title.strip())):
-        return entity
+    → ``BYD``), and no one when they are more than a name's few words; ``""`` for an
+    empty title."""
+    if _SLUG.match(title.strip()):
+        # a file's name says whom it is about in its first few words, or names no one
+        # ("eia-henry-hub-natural-gas-monthly" is no company's name)
+        return _slug_entity(title.strip())
     first = _TITLE_SEPARATOR.split(normalize(title), maxsplit=1)[0]
     text = _BARE_YEAR.sub(
         " ", re.sub(r"(?i)\bFY\s*'?\d{2,4}\b|\d{4}\s*年(?:\s*\d{1,2}\s*月期?)?(?:度)?", " ", first)
