@@ -1202,9 +1202,11 @@ def test_a_short_name_in_capitals_is_asked_with_an_ampersand() -> None:
     [
         ("byd-2023-q3-key-figures", "BYD"),
         ("microsoft-fy24-q2-segment-revenue", "Microsoft"),
-        # more words than a name: the file names no one, never "eia-henry-hub-…'s price"
-        ("eia-henry-hub-natural-gas-monthly", ""),
+        # more words than a name: its words as a title, never "eia-henry-hub-…'s price"
+        ("eia-henry-hub-natural-gas-monthly", "EIA Henry Hub Natural Gas Monthly"),
     ],
 )
-def test_a_file_name_names_a_company_in_a_few_words_or_no_one(title: str, entity: str) -> None:
+def test_a_file_name_names_a_company_in_a_few_words_or_reads_as_words(
+    title: str, entity: str
+) -> None:
     assert facts_module.document_entity(title) == entity

@@ -918,6 +918,13 @@ _SPAN_AFTER = re.compile(
 )
 
 
+# A change asked between two months: "change(d) … from December 2024 to January 2025".
+_FROM_TO_CHANGE = re.compile(
+    rf"(?i:\b(?:chang\w*|r[io]se|risen|fall|fell|fallen|grow\w*|grew|increas\w*|decreas\w*|"
+    rf"mov\w*|went|go|drop\w*|jump\w*)\b.{{0,40}}?\bfrom\s+"
+    rf"(?:{_MONTH_WORDS})\.?\s+(?:19|20)\d{{2}}\s+to\s+(?:{_MONTH_WORDS})\.?\s+(?:19|20)\d{{2}})"
+)
+
 #: A canonical single month, ``Jul 2008``: its month name and year.
 MONTH_PERIOD = re.compile(rf"^({'|'.join(MONTH_NAMES)}) (\d{{4}})$")
 
@@ -926,10 +933,14 @@ def _months(norm: str) -> Iterator[Match]:
     """Single months in ``norm`` as ``Jul 2008``, none that is one end of a span; a day of
     a month (``Jun. 30, 2022``, ``30 June 2022``) is its month, as a balance sheet's column
     is the balance at that month's end."""
+    # "How did the price change from December 2024 to January 2025?": the two months a
+    # change is asked between, not a span
+    between = _FROM_TO_CHANGE.search(norm)
     for m in _SINGLE_MONTH.finditer(norm):
-        if _SPAN_BEFORE.search(norm[max(0, m.start() - 12) : m.start()]):
+        ends = between is not None and between.start() <= m.start() < between.end()
+        if not ends and _SPAN_BEFORE.search(norm[max(0, m.start() - 12) : m.start()]):
             continue
-        if _SPAN_AFTER.match(norm[m.end() : m.end() + 12]):
+        if not ends and _SPAN_AFTER.match(norm[m.end() : m.end() + 12]):
             continue
         if m.group("name"):
             name, year = _month(m.group("name")), m.group("year")
@@ -1590,6 +1601,16 @@ def _slug_entity(slug: str) -> str:
     return " ".join(w.upper() if len(w) <= 3 else w[:1].upper() + w[1:] for w in words)
 
 
+def _slug_words(slug: str) -> str:
+    """``eia-henry-hub-natural-gas-monthly`` → ``EIA Henry Hub Natural Gas Monthly``: a
+    file name's words as a title writes them (a short first word, usually its publisher's
+    acronym, in capitals)."""
+    words = [w for w in re.split(r"[-_]+", slug) if w]
+    return " ".join(
+        w.upper() if i == 0 and len(w) <= 3 else w[:1].upper() + w[1:] for i, w in enumerate(words)
+    )
+
+
 def _total_column(heading: str) -> bool:
     """Whether a long-format table's value column is headed only as a total (``Total``,
     ``Grand total``, ``合計``; ``Year | Country | Total | Solid Fuel | …``): it holds the
@@ -1635,12 +1656,12 @@ def document_entity(title: str) -> str:
     """Whom a document's figures are about when no label names it: its title's first part
     without periods, years and report words (``Apple Inc. — Form 10-K 2024`` → ``Apple
     Inc.``); a file name's leading words when the title is one (``byd-2023-q3-key-figures``
-    → ``BYD``), and no one when they are more than a name's few words; ``""`` for an
-    empty title."""
+    → ``BYD``), else its words as a title writes them; ``""`` for an empty title."""
     if _SLUG.match(title.strip()):
-        # a file's name says whom it is about in its first few words, or names no one
-        # ("eia-henry-hub-natural-gas-monthly" is no company's name)
-        return _slug_entity(title.strip())
+        # a file's name says whom it is about in its first few words, else it is read as
+        # words, as a title would be ("EIA Henry Hub Natural Gas Monthly"), never as the
+        # file's name
+        return _slug_entity(title.strip()) or _slug_words(title.strip())
     first = _TITLE_SEPARATOR.split(normalize(title), maxsplit=1)[0]
     text = _BARE_YEAR.sub(
         " ", re.sub(r"(?i)\bFY\s*'?\d{2,4}\b|\d{4}\s*年(?:\s*\d{1,2}\s*月期?)?(?:度)?", " ", first)
