@@ -2048,3 +2048,32 @@ def test_how_long_a_text_may_be_is_answered_by_its_length() -> None:
         quoted(answer("How long may the description of a principle be?", snippet("S1", unstated)))
         == []
     )
+
+
+KUBERNETES_PAGE = (
+    "Blue Green\nConsiderations:\n- You have to run 2 versions of the service at one time, "
+    "which increases cost\n- Can require additional setup/maintenance with some types of host "
+    "infrastructure e.g. Kubernetes\n\nCanary Deployments\nConsiderations:\n- More difficult "
+    "to use with vanilla Kubernetes"
+)
+
+
+def test_which_version_is_answered_only_by_a_sentence_stating_one() -> None:
+    """ "Which Kubernetes version must our clusters run?" over deployment pages that name
+    Kubernetes and "2 versions of the service" but no version of it: no answer, rather than
+    bullets sharing the question's words. A page that states one is quoted."""
+    question = "Which Kubernetes version must our clusters run?"
+    assert quoted(answer(question, snippet("S1", KUBERNETES_PAGE))) == []
+    stated = KUBERNETES_PAGE + "\n\nPlatform\nClusters must run Kubernetes 1.29 or later."
+    units = quoted(answer(question, snippet("S1", stated)))
+    assert units and "Kubernetes 1.29" in units[0], units
+
+
+def test_reverse_proof_without_reading_which_version_the_bullets_are_quoted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(extractive, "_ASKS_VERSION", re.compile(r"(?!x)x"))
+    units = quoted(
+        answer("Which Kubernetes version must our clusters run?", snippet("S1", KUBERNETES_PAGE))
+    )
+    assert units and "Kubernetes" in " ".join(units), units

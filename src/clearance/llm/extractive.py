@@ -1114,6 +1114,20 @@ def _states_time(sentence: str) -> bool:
     return bool(_TIME.search(_without_marker(sentence)))
 
 
+# A question asking which version of something: a version number answers it.
+_ASKS_VERSION = re.compile(r"(?i:\b(?:which|what)\s+(?:[\w.+-]+\s+){0,3}?versions?\b)")
+# A version as pages state one: "1.29", "v2", "version 3", "Python 3.11", "the latest LTS".
+_VERSION = re.compile(
+    r"\bv?\d+(?:\.\d+)+\b|\b[vV]\d+\b|(?i:\bversion\s+\d)|\b[A-Z][\w+-]*\s+\d+\b(?!\s+versions?\b)"
+    r"|(?i:\blatest\b|\bLTS\b|\bnewest\b|\bcurrent\s+(?:stable\s+)?(?:release|version)\b)"
+)
+
+
+def _states_version(sentence: str) -> bool:
+    """Whether ``sentence`` states a version (:data:`_VERSION`)."""
+    return bool(_VERSION.search(_without_marker(sentence)))
+
+
 def _states_number(sentence: str) -> bool:
     """Whether ``sentence`` states a number other than a list marker or a label ("We
     provide a home office setup budget from day 1" states no amount)."""
@@ -1820,7 +1834,10 @@ class ExtractiveProvider:
         (the second look of a question asking how much, how long or how often, when the
         units chosen first state no amount or duration)."""
         asks_length = bool(_ASKS_DURATION_IN_WORDS.search(request.question))
-        states = _states_duration if asks_length else _states_number
+        asks_version = bool(_ASKS_VERSION.search(request.question))
+        states = (
+            _states_version if asks_version else _states_duration if asks_length else _states_number
+        )
         question = set(search_terms(request.question))
         # "how long", "how often": the form of the answer (a duration, a frequency), not
         # what it is about ("longer absences like sabbatical" answers no "how long")
@@ -2101,6 +2118,11 @@ class ExtractiveProvider:
             # step's "1." is its place in the list, no number it states). What does state
             # one is looked at once more on its own: the coverage table's row "緊急医療 |
             # 最大$250,000" holds fewer of the question's words than the prose around it.
+            return [] if stating_only else self.quotes(request, stating_only=True)
+        if asks_version and not any(_states_version(q.sentence) for q in chosen):
+            # "Which Kubernetes version must our clusters run?" over pages that name
+            # Kubernetes and "2 versions of the service" but no version of it: no answer,
+            # and what states a version is looked at once more on its own
             return [] if stating_only else self.quotes(request, stating_only=True)
         if asks_length and not any(
             _states_duration(q.sentence) or _spelled_otherwise(q.sentence) for q in chosen
