@@ -325,3 +325,30 @@ def test_a_segment_sharing_a_word_with_a_line_is_not_found_never_the_total(app: 
     assert "362" not in answer
     # the company's own figure is still answered
     assert "$362 million" in ask(app, "What was SVB's noninterest income in Q2 2022?")
+
+
+# Flows under a column headed by a date: what the figures span is said beside the table
+# (its corner, a note above it, its heading), not in the date's column.
+DATED_FLOWS = {
+    "corner": """<html><body><p>ACME INC.<br>(in thousands)</p><table>
+<tr><td>Three months ended</td><td>Mar. 31, 2024</td><td>Jun. 30, 2024</td></tr>
+<tr><td>Revenue</td><td>$ 1,000</td><td>$ 900</td></tr></table></body></html>""",
+    "note": """<html><body><p>ACME INC.<br>STATEMENTS OF INCOME<br>Year Ended<br>
+(in thousands)</p><table>
+<tr><td></td><td>December 31, 2024</td><td>December 31, 2023</td></tr>
+<tr><td>Revenue</td><td>$ 10,000</td><td>$ 9,000</td></tr></table></body></html>""",
+    "heading": """<html><body><h1>Acme Inc.</h1><h2>Results for the quarters ended</h2>
+<table><tr><td>(in thousands)</td><td>June 30, 2024</td><td>June 30, 2023</td></tr>
+<tr><td>Revenue</td><td>$ 1,000</td><td>$ 900</td></tr></table></body></html>""",
+}
+
+
+@pytest.mark.parametrize("layout", list(DATED_FLOWS))
+def test_a_flow_under_a_date_is_never_that_month_s(tmp_path: Path, layout: str) -> None:
+    """A quarter's or a year's revenue in a column headed "June 30, 2024" is no figure of
+    June 2024: read so, "revenue in June 2024" was answered with a quarter's. A balance
+    sheet's dates are still its months (test_a_balance_is_asked_at_its_date)."""
+    path = tmp_path / "acme-results.html"
+    path.write_text(DATED_FLOWS[layout], encoding="utf-8")
+    months = [f for f in facts_of(path) if re.fullmatch(r"[A-Z][a-z]{2} \d{4}", f.period)]
+    assert months == []

@@ -1146,6 +1146,45 @@ def _outer_contexts(parts: Sequence[tuple[str, str]], title: str) -> list[str]:
     return out
 
 
+# A day of a month ("Jun. 30, 2024", "30 June 2024"), as a balance sheet heads a column.
+_DAY_DATE = re.compile(
+    rf"{_LW}(?:(?:[1-9]|[12]\d|3[01])\s+{_MONTH}|{_MONTH}\s*(?:[1-9]|[12]\d|3[01])"
+    rf"(?:st|nd|rd|th)?{_RW})",
+    re.I,
+)
+# What says a table's figures span months ("Three months ended", "Year Ended", "Results
+# for the quarters ended", "Statements of Income"), and what says they stand at a date
+# ("Balance Sheets", "as of").
+_OVER_A_SPAN = re.compile(
+    r"(?i:\b(?:ended|ending|months?|weeks?|quarters?|quarterly|years?|annual|periods?|"
+    r"ytd|year[\s-]to[\s-]date|statements?\s+of\s+(?:\w+\s+)?(?:income|operations|"
+    r"earnings|comprehensive|cash\s+flows?)|income\s+statements?|cash\s+flows?|"
+    r"profit\s+and\s+loss)\b)"
+)
+_AT_A_DATE = re.compile(
+    r"(?i:\bbalances?\b|balance\s+sheets?|financial\s+(?:position|condition)|"
+    r"statements?\s+of\s+condition|\bas\s+(?:of|at)\b)"
+)
+
+
+def _spans_months(texts: Iterable[str]) -> bool:
+    """Whether a table's own texts (its corner, the notes and titles above it, its
+    headings; not the document's title) say its figures span months and none says they
+    stand at a date: a column such a table heads with a date ("June 30, 2024", the end of
+    a quarter or a year) is no figure of that month."""
+    joined = " ".join(normalize(t) for t in texts if t)
+    return bool(_OVER_A_SPAN.search(joined)) and not _AT_A_DATE.search(joined)
+
+
+def _dated_month(period: str, header: Sequence[str], col: int) -> bool:
+    """Whether ``period`` is a single month read from a day of it heading column ``col``."""
+    if not MONTH_PERIOD.match(period) or col >= len(header):
+        return False
+    return _DAY_DATE.search(normalize(header[col])) is not None and (
+        period.split()[0].casefold() in normalize(header[col]).casefold()
+    )
+
+
 def _table_place(parts: Sequence[tuple[str, str]], locator: str) -> str:
     """Where a skipped value's table is, for a warning: the locator without the parts that
     name one cell, so a table's skipped cells make one warning."""
@@ -1960,6 +1999,9 @@ class _Extractor:
         keys = {k for k, _ in parts}
         outer = [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
         header = table[0]
+        # a column a date heads is that month's only where nothing says it spans months
+        own = [*section.captions, *section.titles, *_outer_contexts(parts, "")]
+        spans = _spans_months([header[0] if header else "", *own])
         facts: list[Fact] = []
         skipped_before = sum(n for (at, _), n in self.skipped.items() if at == place)
         numbers = 0
@@ -1996,6 +2038,8 @@ class _Extractor:
                 except Exception:  # a bad cell is skipped, never the document
                     log.warning("facts: skipped a cell of %s at %s", self.doc_id, section.locator)
                     continue
+                if isinstance(fact, Fact) and spans and _dated_month(fact.period, header, col):
+                    fact = "a column headed by a date, of a table over a span of months"
                 if isinstance(fact, Fact):
                     facts.append(fact)
                 elif fact is not None:
