@@ -352,3 +352,25 @@ def test_a_flow_under_a_date_is_never_that_month_s(tmp_path: Path, layout: str) 
     path.write_text(DATED_FLOWS[layout], encoding="utf-8")
     months = [f for f in facts_of(path) if re.fullmatch(r"[A-Z][a-z]{2} \d{4}", f.period)]
     assert months == []
+
+
+def test_a_ratio_over_a_hundred_is_no_amount(tmp_path: Path) -> None:
+    """An insurer's combined ratio of 101.3, a bank's loan-to-deposit ratio of 104.5, a
+    loss-making company's operating margin of (150.2): rates, never millions of dollars
+    because their figure passes 100. A gross margin of whole thousands is an amount."""
+    path = tmp_path / "acme-insurance-10k.htm"
+    path.write_text(
+        """<html><body><p>ACME INSURANCE GROUP INC.<br>($ in millions)</p><table>
+<tr><td></td><td>Year Ended December 31, 2024</td><td>Year Ended December 31, 2023</td></tr>
+<tr><td>Combined ratio</td><td>101.3</td><td>98.2</td></tr>
+<tr><td>Loan-to-deposit ratio</td><td>104.5</td><td>99.0</td></tr>
+<tr><td>Operating margin</td><td>(150.2)</td><td>12.5</td></tr>
+<tr><td>Gross margin</td><td>4,013</td><td>3,900</td></tr>
+</table></body></html>""",
+        encoding="utf-8",
+    )
+    units = {(f.metric, f.period): f.unit for f in facts_of(path)}
+    assert "millions" not in units[("combined ratio", "FY2024")]
+    assert "millions" not in units[("loan-to-deposit ratio", "FY2024")]
+    assert "millions" not in units[("operating margin", "FY2024")]
+    assert units[("gross margin", "FY2024")] == "$ in millions"

@@ -961,7 +961,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 18
+_DERIVED_NAMES = 19
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1552,9 +1552,11 @@ _OWN_KIND = re.compile(
     r"\(pure\)|,\s*number\b|\bnumber$|\brate\s*(?:\([^)]*\))?$|^\W*number\s+of\b|%|"
     r"\b(?:margin|ratio|employees|headcount|stores|customers|subscribers|members|users)\b)"
 )
-# A margin or ratio word: a rate, unless its figure is too large for one ("Gross margin"
-# of 4,013,750 in a table of thousands of dollars is an amount).
-_MONEY_MARGIN = re.compile(r"(?i:margin|ratio)")
+# A margin word: a rate, unless its figure is a whole number too large for one ("Gross
+# margin" of 4,013,750 in a table of thousands of dollars is an amount). A ratio is never
+# an amount, whatever its figure (a combined ratio of 101.3), nor is a figure with
+# decimals (an operating margin of (150.2)).
+_MONEY_MARGIN = re.compile(r"(?i:margin)")
 # A label counting shares, whatever it says after ("Shares used in computing earnings per
 # share", "Weighted-average shares outstanding", "Basic (in shares)").
 _COUNTS_SHARES = re.compile(
@@ -2754,7 +2756,11 @@ class _Extractor:
         counts_shares = any(_COUNTS_SHARES.search(label) for label in named)
         if not counts_shares and any(
             (own := _OWN_KIND.search(label)) is not None
-            and not (_MONEY_MARGIN.fullmatch(own.group(0)) and abs(number.value) > 100)
+            and not (
+                _MONEY_MARGIN.fullmatch(own.group(0))
+                and abs(number.value) > 100
+                and float(number.value).is_integer()
+            )
             for label in named
         ):
             # "(as a percent)", "(in years)", "…, number": not the money the table's scale
