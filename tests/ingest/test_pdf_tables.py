@@ -243,3 +243,29 @@ def test_malformed_figures_counts_joined_cells_only() -> None:
     assert malformed_figures("Vermont 01,1891,826 0129,861 Kentucky 01,4912,315") == 3
     # figures as printed, years, decimals and a lone join that still reads as a figure
     assert malformed_figures("Texas 146,982 2024 12.5 150,278 1,025.75") == 0
+
+
+def test_a_page_read_again_for_its_figures_keeps_its_spaced_out_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A heading set with letter spacing, as annual reports set them, on a page whose
+    figures pypdf joined: the reading that parts the figures parts its letters too ("A N
+    N U A L R E P O R T"), and a search for its words no longer found the page. Only the
+    lines whose figures it parts are taken from it."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.set_char_spacing(1.2)
+    pdf.cell(0, 8, text="FIREARM CHECKS BY STATE")
+    pdf.ln()
+    pdf.set_char_spacing(0)
+    for row in FIGURES:
+        for width, text in zip((40, 30, 30, 30), row, strict=True):
+            pdf.cell(width, 9, text=text)
+        pdf.ln()
+    path = tmp_path / "nics.pdf"
+    pdf.output(str(path))
+    _joining_pypdf(monkeypatch)
+    (page,) = [s for s in extract(path, max_chars=4000).sections if s.table is None]
+    assert "FIREARM CHECKS BY STATE" in page.text, page.text
+    assert "Vermont 0 1,189 3,136" in page.text, page.text

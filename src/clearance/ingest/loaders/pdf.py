@@ -8,8 +8,9 @@ Joined figures: pypdf can join adjacent cells' digits where a table sets them cl
 "1,189" and "1,826" as "01,1891,826"), so a quoted row would misstate its figures. A page
 whose pypdf text holds a number grouped as no figure is printed (:func:`malformed_figures`)
 is read again with pdfplumber, which parts words wherever characters stand more than
-:data:`_WORD_GAP` apart, and keeps whichever text holds fewer such numbers (pypdf's on a
-tie). A join that still reads as a figure ("1" and "50,278" as "150,278") is caught only
+:data:`_WORD_GAP` apart on the lines where that parts such numbers (:func:`_parted_text`;
+a heading set with letter spacing keeps its words), and keeps whichever text holds fewer
+such numbers (pypdf's on a tie). A join that still reads as a figure ("1" and "50,278" as "150,278") is caught only
 where the page's other rows give the reading away.
 
 Tables: a page whose text looks tabular (:func:`looks_tabular`: several lines that are
@@ -191,7 +192,7 @@ def _tabular_pages(
             budget.tick("page", number, total)
             joined, ruled = again[number]
             try:
-                text = clean_block(page.extract_text(x_tolerance=_WORD_GAP)) if joined else ""
+                text = _parted_text(page) if joined else ""
                 sections = _page_tables(page, number) if ruled else []
             except Exception as exc:  # pdfminer on odd content: the page keeps its text
                 log.warning(
@@ -206,6 +207,23 @@ def _tabular_pages(
                 page.close()  # frees the page's parsed objects
             out[number] = (text, sections)
     return out
+
+
+def _parted_text(page: Any) -> str:
+    """A page's text with the figures of neighbouring cells parted: pdfplumber's reading
+    with words parted at :data:`_WORD_GAP`, on the lines where that holds fewer malformed
+    figures than its ordinary reading, which keeps every other line. Parting every line
+    parted the letters of a heading set with letter spacing ("A N N U A L R E P O R T")
+    too. Both readings group the same characters into the same lines; where their line
+    counts differ, the parted reading is taken whole."""
+    loose = page.extract_text().split("\n")
+    tight = page.extract_text(x_tolerance=_WORD_GAP).split("\n")
+    if len(loose) == len(tight):
+        tight = [
+            parted if malformed_figures(parted) < malformed_figures(line) else line
+            for line, parted in zip(loose, tight, strict=True)
+        ]
+    return clean_block("\n".join(tight))
 
 
 def _page_tables(page: Any, number: int) -> list[Section]:
