@@ -1180,6 +1180,11 @@ def test_a_derived_metric_is_named_in_ordinary_words(label: str, name: str) -> N
         ("APPLE INC.", "Apple"),
         ("The Procter & Gamble Company", "Procter & Gamble"),
         ("CONSOLIDATED STATEMENTS OF INCOME", None),
+        # a name in capitals with an apostrophe is no company "S" (whose figures every
+        # question's "IBM's" then named), and reads as the same name in ordinary case does
+        ("MCDONALD'S CORPORATION", "Mcdonald's"),
+        ("McDonald's Corporation", "McDonald's"),
+        ("DICK’S SPORTING GOODS, INC.", "Dick’s Sporting Goods"),
     ],
 )
 def test_a_statement_s_title_line_names_its_company(text: str, company: str | None) -> None:

@@ -961,7 +961,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 19
+_DERIVED_NAMES = 20
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1715,7 +1715,7 @@ def document_entity(title: str) -> str:
 _COMPANY = re.compile(
     r"(?P<zh>[\u4e00-\u9fff\u30a0-\u30ffA-Za-z0-9]{2,20}?)(?:股份有限公司|有限公司|株式会社)"
     r"|株式会社\s*(?P<ja>[\u4e00-\u9fff\u30a0-\u30ffA-Za-z0-9]{2,20})"
-    r"|(?P<en>(?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*),?\s+(?:Inc\.?|Corporation|Corp\.|Co\.,?\s*Ltd\.?|Ltd\.?|plc|AG|SE|N\.V\.|S\.A\.)(?![A-Za-z])"
+    r"|(?P<en>(?:[A-Z][\w&.'’-]*\s+){0,3}[A-Z][\w&.'’-]*),?\s+(?:Inc\.?|Corporation|Corp\.|Co\.,?\s*Ltd\.?|Ltd\.?|plc|AG|SE|N\.V\.|S\.A\.)(?![A-Za-z])"
     # "The Procter & Gamble Company": its name between "The" and "Company"
     r"|\bThe\s+(?P<the>(?:(?:[A-Z][\w.-]*|&)\s+){0,3}[A-Z][\w.-]*)\s+Company\b"
 )
@@ -1727,7 +1727,9 @@ def company_named(text: str) -> str | None:
     about, as the document writes it, ahead of a name read from the file's."""
     norm = normalize(text) if text.strip() else ""
     if sum(c.isupper() for c in norm) > 2 * sum(c.islower() for c in norm):
-        norm = norm.title()  # "THE BUCKLE, INC." is read as "The Buckle, Inc."
+        # "THE BUCKLE, INC." is read as "The Buckle, Inc.", "MCDONALD'S" as "Mcdonald's"
+        # (not "Mcdonald'S", whose "S" was read as the company's name)
+        norm = re.sub(r"(?<=\w['’])[A-Z]", lambda m: m.group(0).lower(), norm.title())
     m = _COMPANY.search(norm) if norm else None
     if m is None:
         return None
