@@ -322,7 +322,10 @@ def test_the_labels_of_a_full_year_say_when_fiscal_years_end(
         ("Twenty-Six Weeks Ended July 29, 2023", ["6M ended Jul 2023"]),
         # a day in a month's first week ends the month before, across a year too
         ("Thirteen Weeks Ended January 3, 2026", ["3M ended Dec 2025"]),
-        ("Fifty-Two Weeks Ended February 1, 2025", ["FY2025"]),
+        # a year ending in January: retailers name it by its start or its end, so with no
+        # calendar saying which it is its twelve months
+        ("Fifty-Two Weeks Ended February 1, 2025", ["12M ended Jan 2025"]),
+        ("52 weeks ended January 3, 2026", ["FY2025"]),
         # months a 52–53-week company counts to such a day end the month before too
         ("3 Months Ended Nov. 02, 2019", ["3M ended Oct 2019"]),
         ("Three Months Ended December 31, 2023", ["3M ended Dec 2023"]),
@@ -414,3 +417,20 @@ def test_a_year_zero_names_no_fiscal_year_and_is_no_error() -> None:
     ):
         (half,) = find_relative(text, APRIL, OCTOBER_15)
         assert half.period == "H1 2026"
+
+
+def test_a_calendar_starting_in_february_names_a_year_ending_in_january() -> None:
+    """With ``fiscal_year_start = "02-01"`` the operator has said how the retailer's years
+    are named: the 52 weeks ended February 1, 2025 are that calendar's year."""
+    by_start = settings_from_dict(
+        {"facts": {"fiscal_year_start": "02-01", "fiscal_year_named_by": "start"}}
+    ).facts
+    assert Vocabulary(by_start).values("period", "Fifty-Two Weeks Ended February 1, 2025") == [
+        "FY2024"
+    ]
+    by_end = settings_from_dict(
+        {"facts": {"fiscal_year_start": "02-01", "fiscal_year_named_by": "end"}}
+    ).facts
+    assert Vocabulary(by_end).values("period", "Fifty-Two Weeks Ended February 1, 2025") == [
+        "FY2025"
+    ]

@@ -180,13 +180,6 @@ FOURTH_QUARTER = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a 52-53-week year ending in January is named by the year it ends in "
-    "(FY2025), and that month becomes the entity's year end; Buckle, Target, Home Depot "
-    "name it by the year it starts in (fiscal 2024), Best Buy by its end: not fixed, a "
-    "naming policy to decide (offer both readings, as for quarters)",
-)
 def test_a_retailer_s_fiscal_year_is_never_the_year_before_s(
     tmp_path: Path,
     settings_factory: Callable[..., Settings],
@@ -204,7 +197,17 @@ def test_a_retailer_s_fiscal_year_is_never_the_year_before_s(
     engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
     year = engine.ask("What were Buckle's net sales for fiscal 2024?", "fay")
     assert "906,829" not in year.answer, year.answer
+    # both readings offered, the later first: the year starting in 2024, then the one
+    # ending in it
+    assert (year.status, year.options) == (
+        Status.CLARIFY,
+        ("12M ended Jan 2025", "12M ended Jan 2024"),
+    ), year.answer
     quarter = engine.ask(
         "What were Buckle's net sales in the fourth quarter of fiscal 2024?", "fay"
     )
     assert "322,729" not in quarter.answer, quarter.answer
+    assert quarter.status is Status.CLARIFY, quarter.answer
+    # the span asked back is answered, and said as the release says it
+    answer = engine.ask("What were Buckle's net sales in 12M ended Jan 2025?", "fay").answer
+    assert "the twelve months ended January 2025" in answer, answer

@@ -320,7 +320,7 @@ _MONTHS = {
     "Jun": "June", "Jul": "July", "Aug": "August", "Sep": "September", "Oct": "October",
     "Nov": "November", "Dec": "December",
 }  # fmt: skip
-_SPAN_WORDS = {3: "three", 6: "six", 9: "nine"}
+_SPAN_WORDS = {3: "three", 6: "six", 9: "nine", 12: "twelve"}
 
 
 def _period_label(period: str) -> str:

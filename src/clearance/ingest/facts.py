@@ -116,6 +116,7 @@ __all__ = [
     "extract_facts",
     "fiscal_year_end",
     "format_number",
+    "january_year_named",
     "measure_name",
     "metric_aliases",
     "normalize",
@@ -376,7 +377,11 @@ _PARTIAL_FORMS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | Non
     (re.compile(r"(\d{1,2})\s*月?\s*[-–~〜～至]\s*(\d{1,2})\s*月"), _months_marker),
     (_WEEKS_ENDED, _weeks_marker),
     (re.compile(rf"{_LW}(?:YTD|year[\s-]to[\s-]date){_RW}|年初来|年初至今", re.I), lambda m: "YTD"),
-    (re.compile(rf"{_LW}(\d{{1,2}})M{_RW}"), _count_marker),
+    # "9M", and "12M" as an offered span is written ("12M ended Jan 2025": :func:`_ended`)
+    (
+        re.compile(rf"{_LW}(\d{{1,2}})M{_RW}"),
+        lambda m: "12M" if m.group(1) == "12" else _count_marker(m),
+    ),
     (
         re.compile(
             rf"{_LW}(?:first\s+)?(\d{{1,2}}|{'|'.join(_COUNT_WORDS)})[\s-]months?{_RW}", re.I
@@ -522,7 +527,7 @@ def combine_period(period: str, marker: str) -> str | None:
 
 
 def _with_partials(
-    norm: str, periods: list[Match], fiscal: Callable[[int, int], int] | None = None
+    norm: str, periods: list[Match], fiscal: Callable[[int, int], int | None] | None = None
 ) -> list[Match]:
     """``periods`` with each whole year that a partial marker right next to it narrows
     replaced by the partial period (``Actual, Oct–Jun FY2023`` → ``Oct–Jun FY2023``). A
@@ -580,8 +585,14 @@ def _with_partials(
 _ENDED = re.compile(rf"^[\s,]*(?:ended|ending)\s+(?:the\s+)?{_MONTH}\s*(\d{{0,2}}),?\s*$", re.I)
 
 
+def january_year_named(settings: FactSettings) -> bool:
+    """Whether the configured calendar names the fiscal years that end in January: years
+    starting in February, named by their start or their end as it says."""
+    return fiscal_year_start_month(settings.fiscal_year_start) == 2
+
+
 def _ended(
-    marker: str, year: Match, gap: str, fiscal: Callable[[int, int], int] | None = None
+    marker: str, year: Match, gap: str, fiscal: Callable[[int, int], int | None] | None = None
 ) -> str | None:
     """``Three Months Ended December 31, 2023`` → ``3M ended Dec 2023``: a count of months
     that ends in a named month is that span, whatever the fiscal calendar. It is never
@@ -603,8 +614,12 @@ def _ended(
     if marker == "12M":
         # twelve months ended December 31, 2024 are the fiscal year that ends then: named
         # by the configured calendar where its years end in that month, else by the year
-        # it ends in, as a 10-K names it (``fiscal``: year and month → the year's name)
-        return f"FY{fiscal(ended, month) if fiscal is not None else ended}"
+        # it ends in, as a 10-K names it (``fiscal``: year and month → the year's name);
+        # a year ending in January that no calendar names is its span of months
+        named = fiscal(ended, month) if fiscal is not None else ended
+        if named is None:
+            return f"12M ended {MONTH_NAMES[month - 1]} {ended}"
+        return f"FY{named}"
     return f"{marker} ended {MONTH_NAMES[month - 1]} {ended}"
 
 
@@ -780,7 +795,7 @@ class Vocabulary:
         found.extend(self._split_years(norm))
         if self.months:
             found.extend(_months(norm))
-        return _at_end(norm, _with_partials(norm, _longest(found), self._fiscal_year_of))
+        return _at_end(norm, _with_partials(norm, _longest(found), self._names_fiscal_year))
 
     def with_months(self) -> Vocabulary:
         """This vocabulary reading single months as periods too (:attr:`months`)."""
@@ -821,6 +836,16 @@ class Vocabulary:
         if month % 12 + 1 == start and self.settings.fiscal_year_named_by != "end":
             return year if start == 1 else year - 1
         return year
+
+    def _names_fiscal_year(self, year: int, month: int) -> int | None:
+        """The name of the fiscal year of twelve months (or 52–53 weeks) ending in
+        ``month`` of ``year`` (:meth:`_fiscal_year_of`), or ``None`` for a year ending in
+        January that the configured calendar does not name: retailers name it by the year
+        it starts in (Target's, Home Depot's and Buckle's fiscal 2024 ended in early 2025)
+        or ends in (Walmart's, Best Buy's), and nothing in a table says which."""
+        if month == 1 and not january_year_named(self.settings):
+            return None
+        return self._fiscal_year_of(year, month)
 
     def values(self, kind: SlotKind | Literal["period"], text: str) -> list[str]:
         """Distinct canonical values of one kind in ``text``, in order of appearance."""
@@ -1855,7 +1880,7 @@ _COVER_LABEL = re.compile(
 )
 _FISCAL_YEAR_END = re.compile(r"(?i:^\s*current\s+fiscal\s+year\s+end\s+date)")
 # "--12-31": a month and day of every year, as the cover page writes the year's end.
-_YEAR_END_DATE = re.compile(r"^\s*--(0[1-9]|1[0-2])-\d{2}\s*$")
+_YEAR_END_DATE = re.compile(r"^\s*--(0[1-9]|1[0-2])-(\d{2})\s*$")
 
 _ENDED_SPAN = re.compile(rf"^(\d{{1,2}})M ended ({'|'.join(MONTH_NAMES)})$")
 _TITLE_ENDING = re.compile(
@@ -2092,7 +2117,9 @@ class _Extractor:
         if _FISCAL_YEAR_END.match(label):
             for cell in row[1:]:
                 if (end := _YEAR_END_DATE.match(cell)) is not None:
-                    self.stated_year_ends.add(int(end.group(1)))
+                    # "--02-01": a 52–53-week year ending by February 1 is January's
+                    _, month, _ = _weeks_end(52, int(end.group(1)), end.group(2), 2)
+                    self.stated_year_ends.add(month)
         return True
 
     def _why_none(self, header: Sequence[str], outer: Sequence[str]) -> str:

@@ -45,6 +45,7 @@ from clearance.ingest.facts import (
     MONTH_NAMES,
     YEAR_ENDS_KEY,
     Vocabulary,
+    january_year_named,
     year_to_quarter,
 )
 from clearance.ingest.locator import parse_locator
@@ -231,6 +232,26 @@ def _fiscal_readings(calendar: str, periods: Iterable[str]) -> list[str]:
         and abs((index := _month_index(m.group(2), m.group(3))) - end) <= 11
     ]
     return [period for _, period in sorted(held, reverse=True)]
+
+
+_YEAR_PERIOD = re.compile(r"^FY(\d{4})$")
+
+
+def _twelve_months_it_may_be(period: str, periods: Iterable[str]) -> list[str]:
+    """The spans of twelve months ``periods`` holds that fiscal year ``period`` may be,
+    latest first: those ending in its year (named by the year they end in) or in the
+    January after it (named by the year they start in, as most retailers name a year
+    ending in January)."""
+    year = int(period[2:])
+    first, last = _month_index("Jan", str(year)), _month_index("Jan", str(year + 1))
+    held = [
+        (index, p)
+        for p in periods
+        if (m := _SPAN.match(p)) is not None
+        and int(m.group(1)) == 12
+        and first <= (index := _month_index(m.group(2), m.group(3))) <= last
+    ]
+    return [p for _, p in sorted(held, reverse=True)]
 
 
 def _month_index(month: str, year: str) -> int:
@@ -633,6 +654,15 @@ class FiguresRoute:
             answer.status is Status.NOT_FOUND
             and not answer.flags
             and len(parts) == 1
+            and (twelve := self._years_it_may_be(request, parts[0]))
+        ):
+            # a fiscal year no fact is labelled with, of a company whose year ends in a
+            # January no calendar names: the twelve months it may be, for the asker to say
+            return self._which_span(request, parts[0], twelve, resolved)
+        if (
+            answer.status is Status.NOT_FOUND
+            and not answer.flags
+            and len(parts) == 1
             and intent.resolved
             and all(_PART_WITHOUT_YEAR.fullmatch(m.text.strip()) for m in intent.resolved)
         ):
@@ -697,7 +727,7 @@ class FiguresRoute:
             vocab = request.vocab or self.ctx.vocab
             names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
             periods = {f.period for f, _ in rows if f.metric.casefold() in names}
-            ends = {m for _, d in rows if (m := _year_end(d, part.entity)) is not None}
+            ends = self._named_year_ends(rows, part.entity)
             span = span_of_fiscal_part(part.period, ends.pop()) if len(ends) == 1 else None
             if span is None or part.period in periods or span not in periods:
                 out.append(part)
@@ -721,7 +751,7 @@ class FiguresRoute:
         # the statement line under the entity's own name for it too ("revenues", "net sales")
         names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
         periods = {f.period for f, _ in rows if f.metric.casefold() in names and f.channel == line}
-        ends = {m for _, d in rows if (m := _year_end(d, part.entity)) is not None}
+        ends = self._named_year_ends(rows, part.entity)
         if part.period in periods or len(ends) == 1:
             return []  # labelled so, or read as its span by _fiscal_spans
         # The calendar reading first: "Q3 2025" could be the three months ended June 2025
@@ -738,6 +768,30 @@ class FiguresRoute:
         ):
             return readings
         return []
+
+    def _years_it_may_be(self, request: AnswerRequest, part: MetricQuery) -> list[str]:
+        """The spans of twelve months the caller's readable facts of the part's metric,
+        entity and line hold that the fiscal year asked for may be, when none is labelled
+        with a fiscal year at all (:func:`_twelve_months_it_may_be`)."""
+        if part.entity is None or part.metric is None or not _YEAR_PERIOD.match(part.period or ""):
+            return []
+        rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
+        line = part.channel or self.ctx.settings.facts.default_channel
+        vocab = request.vocab or self.ctx.vocab
+        names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
+        periods = {f.period for f, _ in rows if f.metric.casefold() in names and f.channel == line}
+        if any(_YEAR_PERIOD.match(p) for p in periods):
+            return []  # its years are labelled so: this one is not held
+        return _twelve_months_it_may_be(part.period or "", periods)
+
+    def _named_year_ends(self, rows: Iterable[tuple[Fact, Document]], entity: str) -> set[int]:
+        """The months the entity's readable documents say its fiscal years end in, but a
+        January that the configured calendar does not name (retailers name such a year by
+        its start or by its end: :func:`~clearance.ingest.facts.january_year_named`)."""
+        ends = {m for _, d in rows if (m := _year_end(d, entity)) is not None}
+        if not january_year_named(self.ctx.settings.facts):
+            ends.discard(1)  # a month said, but not which year a part of it is of
+        return ends
 
     def _which_span(
         self,
