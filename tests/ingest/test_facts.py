@@ -1178,6 +1178,9 @@ def test_a_derived_metric_is_named_in_ordinary_words(label: str, name: str) -> N
         ("THE BUCKLE, INC.", "Buckle"),
         ("The Buckle, Inc.", "Buckle"),
         ("APPLE INC.", "Apple"),
+        # an acronym in capitals stays one
+        ("IBM CORPORATION", "IBM"),
+        ("AT&T INC.", "AT&T"),
         ("The Procter & Gamble Company", "Procter & Gamble"),
         ("CONSOLIDATED STATEMENTS OF INCOME", None),
         # a name in capitals with an apostrophe is no company "S" (whose figures every

@@ -986,7 +986,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 20
+_DERIVED_NAMES = 21
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1754,13 +1754,27 @@ def company_named(text: str) -> str | None:
     if sum(c.isupper() for c in norm) > 2 * sum(c.islower() for c in norm):
         # "THE BUCKLE, INC." is read as "The Buckle, Inc.", "MCDONALD'S" as "Mcdonald's"
         # (not "Mcdonald'S", whose "S" was read as the company's name)
-        norm = re.sub(r"(?<=\w['’])[A-Z]", lambda m: m.group(0).lower(), norm.title())
+        norm = " ".join(map(_unshouted, norm.split(" ")))
     m = _COMPANY.search(norm) if norm else None
     if m is None:
         return None
     if m.group("en"):
         return re.sub(r"^The\s+(?=\S)", "", m.group("en"))  # The Buckle, Inc. is Buckle
     return next(g for g in (m.group("zh"), m.group("ja"), m.group("the")) if g)
+
+
+# Short words a name in capitals writes that are no acronym.
+_SHORT_WORDS = frozenset({"THE", "AND", "OF", "FOR", "INC", "INC.", "CO", "CO.", "LTD", "LTD."})
+
+
+def _unshouted(word: str) -> str:
+    """A word of a name written in capitals as the name writes it: ``BUCKLE`` → ``Buckle``,
+    ``MCDONALD'S`` → ``Mcdonald's``, but an acronym as written (``IBM``, ``AT&T``: three
+    letters or fewer, or joined by "&")."""
+    letters = re.sub(r"[^A-Za-z]", "", word)
+    if "&" in word or (len(letters) <= 3 and word.rstrip(",.") not in _SHORT_WORDS):
+        return word
+    return re.sub(r"(?<=\w['’])[A-Z]", lambda m: m.group(0).lower(), word.title())
 
 
 # "The Procter & Gamble Company", "The Boeing Company": a legal name that is its name
