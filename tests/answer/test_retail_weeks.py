@@ -211,3 +211,23 @@ def test_a_retailer_s_fiscal_year_is_never_the_year_before_s(
     # the span asked back is answered, and said as the release says it
     answer = engine.ask("What were Buckle's net sales in 12M ended Jan 2025?", "fay").answer
     assert "the twelve months ended January 2025" in answer, answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What were Spotify's Premium net sales in the thirteen weeks ended November 2, 2024?",
+        "What were Spotify Premium net sales in the thirteen weeks ended November 2, 2024?",
+        "What were Spotify's net sales in the third quarter of fiscal 2024?",
+    ],
+)
+def test_a_company_no_readable_table_holds_is_never_replaced_by_the_one_that_does(
+    app: Clearance, question: str
+) -> None:
+    """Only Buckle's figures are readable: a question naming Spotify (with a line of it,
+    or its quarter) is not found for Spotify, never answered, offered or worded as
+    Buckle's ("Assuming Buckle: …")."""
+    result = app.ask(question, "fay")
+    assert result.status is Status.NOT_FOUND, result.answer
+    assert "Buckle" not in result.answer and "293,618" not in result.answer
+    assert "Spotify" in result.answer

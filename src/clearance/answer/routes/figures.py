@@ -396,6 +396,7 @@ class FiguresRoute:
         *,
         configured: bool = True,
         names_left: bool = True,
+        unknown: str = "",
     ) -> tuple[list[MetricQuery], list[str]]:
         """The parts with ``[facts] default_entity`` / ``default_period`` filled in where the
         question named neither (only when ``configured``: a question with words besides its
@@ -438,7 +439,15 @@ class FiguresRoute:
             if part.entity is None and facts.default_entity and configured and part.metric:
                 part = replace(part, entity=facts.default_entity)
                 assume(f"entity: {facts.default_entity}")
-            elif part.entity is None and part.metric is not None:
+            elif (
+                part.entity is None
+                and part.metric is not None
+                # a name the question gives whom it asks of ("Spotify's"), or words no
+                # readable line holds that may be one ("Spotify Premium"): never another
+                # company's figure assumed in its place
+                and not unknown
+                and not (part.qualifier and not configured)
+            ):
                 sole = self._sole_entity(request, part)
                 if sole is not None:
                     part = replace(part, entity=sole)
@@ -572,6 +581,7 @@ class FiguresRoute:
             intent.parts,
             configured=not intent.unexplained,
             names_left=intent.names_left,
+            unknown=intent.unknown_entity,
         )
         parts, resolved = self._as_the_table_heads(request, parts, resolved)
         parts, spans = self._fiscal_spans(request, parts)
