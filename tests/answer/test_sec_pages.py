@@ -374,3 +374,31 @@ def test_a_ratio_over_a_hundred_is_no_amount(tmp_path: Path) -> None:
     assert "millions" not in units[("loan-to-deposit ratio", "FY2024")]
     assert "millions" not in units[("operating margin", "FY2024")]
     assert units[("gross margin", "FY2024")] == "$ in millions"
+
+
+def test_a_balance_at_a_date_of_someone_no_table_names_is_left_to_the_passages(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    write_directory: Callable[..., Path],
+) -> None:
+    """A day of a month reads as that month where tables hold months (SVB's balances), so
+    "the net asset value of the Privium fund at 31 December 2016" became a figure question
+    of nobody in particular, "not found", where the fund's page states it. With no table
+    reporting that month for anyone, the passages answer."""
+    corpus = tmp_path / "finance"
+    corpus.mkdir()
+    cover_and_income(corpus / "svb-financial-group-10q-q2-2022.xlsx")
+    (corpus / "privium-key-figures-2016.md").write_text(
+        "# Privium Done Hedge Fund key figures 2016\n\nThe Net Asset Value of the Privium "
+        "Done Hedge Fund at 31 December 2016 was EUR 54,256,197.\n",
+        encoding="utf-8",
+    )
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    engine = Clearance(settings_factory({}), SQLiteStore(tmp_path / "fund.db"))
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    result = engine.ask(
+        "What was the total net asset value of the Privium Done Hedge Fund at 31 December 2016?",
+        "fay",
+    )
+    assert result.status is Status.ANSWERED and "54,256,197" in result.answer, result.answer

@@ -43,6 +43,7 @@ from clearance.config import LATEST_PERIOD
 from clearance.ingest.facts import (
     CURRENCY_CODES,
     MONTH_NAMES,
+    MONTH_PERIOD,
     YEAR_ENDS_KEY,
     Vocabulary,
     january_year_named,
@@ -621,6 +622,8 @@ class FiguresRoute:
             and "metric" not in missing
         ):
             # An entity or line no readable fact holds: not found, never a list of others.
+            if self._left_to_passages(request, parts, intent):
+                return None
             trace.reason = "not_found"
             asked = parts[0]
             if not asked.entity and (intent.unknown_entity or _names_someone(unknown)):
@@ -646,6 +649,12 @@ class FiguresRoute:
         answer = self._figures(
             request, parts, _preamble(resolved, assumptions), compare=intent.compare
         )
+        if (
+            answer.status is Status.NOT_FOUND
+            and not answer.flags
+            and self._left_to_passages(request, parts, intent)
+        ):
+            return None
         if (
             answer.status is Status.NOT_FOUND
             and not answer.flags
@@ -778,6 +787,22 @@ class FiguresRoute:
         ):
             return readings
         return []
+
+    def _left_to_passages(
+        self, request: AnswerRequest, parts: Sequence[MetricQuery], intent: Intent
+    ) -> bool:
+        """Whether a figure not found is better left to the passages: "the total net asset
+        value of the Privium Done Hedge Fund at 31 December 2016" asks a balance at a date
+        of someone no readable table names, and no table reports that month for anyone;
+        the passages naming the fund are the better judge, not a "not found" for nobody
+        in particular."""
+        return (
+            len(parts) == 1
+            and not parts[0].entity
+            and intent.names_left
+            and MONTH_PERIOD.match(parts[0].period or "") is not None
+            and not self._reported_for(request, parts[0].period)
+        )
 
     def _years_it_may_be(self, request: AnswerRequest, part: MetricQuery) -> list[str]:
         """The spans of twelve months the caller's readable facts of the part's metric,
