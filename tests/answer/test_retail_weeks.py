@@ -19,7 +19,6 @@ Every number an answer states is a stored fact's value.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,9 +27,11 @@ import pytest
 from clearance.answer.result import Status
 from clearance.app import Clearance
 from clearance.config import Settings, settings_from_dict
-from clearance.ingest.facts import extract_facts, format_number
+from clearance.ingest.facts import extract_facts
 from clearance.ingest.loaders import extract
 from clearance.store.sqlite import SQLiteStore
+
+from .test_filing_tables import ask
 
 RELEASE = """<html><head><title>Buckle Reports Third Quarter Net Income</title></head><body>
 <h1>BUCKLE REPORTS THIRD QUARTER NET INCOME</h1>
@@ -77,17 +78,6 @@ def app(
     assert engine.ingest([corpus]).failed == []
     engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
     yield engine
-
-
-def ask(engine: Clearance, question: str, status: Status = Status.ANSWERED) -> str:
-    result = engine.ask(question, "fay")
-    assert result.status is status, (question, result.status, result.answer)
-    allowed = {format_number(f.value) for f in engine.store.list_facts()}
-    for number in re.findall(r"\d[\d,]*(?:\.\d+)?", re.sub(r"\[S\d+\]", " ", result.answer)):
-        if re.fullmatch(r"(?:19|20)\d{2}|[1-9]", number) or number in question:
-            continue
-        assert number in allowed, (number, result.answer)
-    return result.answer
 
 
 def facts_of(path: Path) -> dict[tuple[str, str, str], tuple[float, str]]:

@@ -32,9 +32,11 @@ import pytest
 from clearance.answer.result import Status
 from clearance.app import Clearance
 from clearance.config import Settings, settings_from_dict
-from clearance.ingest.facts import extract_facts, format_number
+from clearance.ingest.facts import extract_facts
 from clearance.ingest.loaders import extract
 from clearance.store.sqlite import SQLiteStore
+
+from .test_filing_tables import ask
 
 # An SEC viewer page (R2.htm) as the viewer writes it: the corner spans both header rows,
 # "3 Months Ended" four columns of two quarters with their footnotes' columns, a figure of
@@ -120,17 +122,6 @@ def app(
     assert engine.ingest([corpus]).failed == []
     engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
     yield engine
-
-
-def ask(engine: Clearance, question: str, status: Status = Status.ANSWERED) -> str:
-    result = engine.ask(question, "fay")
-    assert result.status is status, (question, result.status, result.answer)
-    allowed = {format_number(f.value) for f in engine.store.list_facts()}
-    for number in re.findall(r"\d[\d,]*(?:\.\d+)?", re.sub(r"\[S\d+\]", " ", result.answer)):
-        if re.fullmatch(r"(?:19|20)\d{2}|[1-9]", number) or number in question:
-            continue
-        assert number in allowed, (number, result.answer)
-    return result.answer
 
 
 def facts_of(path: Path, year_ends: dict[str, int] | None = None) -> list:  # type: ignore[type-arg]

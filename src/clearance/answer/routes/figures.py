@@ -764,12 +764,7 @@ class FiguresRoute:
         calendar = _calendar_span(part.period)
         if part.entity is None or part.metric is None or calendar is None:
             return []
-        rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
-        line = part.channel or self.ctx.settings.facts.default_channel
-        vocab = request.vocab or self.ctx.vocab
-        # the statement line under the entity's own name for it too ("revenues", "net sales")
-        names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
-        periods = {f.period for f, _ in rows if f.metric.casefold() in names and f.channel == line}
+        rows, periods = self._periods_held(request, part)
         ends = self._named_year_ends(rows, part.entity)
         if part.period in periods or len(ends) == 1:
             return []  # labelled so, or read as its span by _fiscal_spans
@@ -810,14 +805,23 @@ class FiguresRoute:
         with a fiscal year at all (:func:`_twelve_months_it_may_be`)."""
         if part.entity is None or part.metric is None or not _YEAR_PERIOD.match(part.period or ""):
             return []
-        rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
-        line = part.channel or self.ctx.settings.facts.default_channel
-        vocab = request.vocab or self.ctx.vocab
-        names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
-        periods = {f.period for f, _ in rows if f.metric.casefold() in names and f.channel == line}
+        _, periods = self._periods_held(request, part)
         if any(_YEAR_PERIOD.match(p) for p in periods):
             return []  # its years are labelled so: this one is not held
         return _twelve_months_it_may_be(part.period or "", periods)
+
+    def _periods_held(
+        self, request: AnswerRequest, part: MetricQuery
+    ) -> tuple[list[tuple[Fact, Document]], set[str]]:
+        """The caller's readable facts of the part's entity, and the periods of those of
+        its metric and line, the statement line under the entity's own names for it too
+        ("revenues", "net sales")."""
+        rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
+        line = part.channel or self.ctx.settings.facts.default_channel
+        vocab = request.vocab or self.ctx.vocab
+        names = {m.casefold() for m in (part.metric or "", *_line_names(part.metric or "", vocab))}
+        periods = {f.period for f, _ in rows if f.metric.casefold() in names and f.channel == line}
+        return list(rows), periods
 
     def _named_year_ends(self, rows: Iterable[tuple[Fact, Document]], entity: str) -> set[int]:
         """The months the entity's readable documents say its fiscal years end in, but a
