@@ -221,3 +221,20 @@ def test_a_company_no_readable_table_holds_is_never_replaced_by_the_one_that_doe
     assert result.status is Status.NOT_FOUND, result.answer
     assert "Buckle" not in result.answer and "293,618" not in result.answer
     assert "Spotify" in result.answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What were Buckle's Denim Division net sales in the thirteen weeks ended November 2, 2024?",
+        "What was the Denim Division net sales of Buckle in the thirteen weeks ended November 2, 2024?",
+    ],
+)
+def test_a_division_named_with_a_capital_is_a_part_never_the_total(
+    app: Clearance, question: str
+) -> None:
+    """ "Denim Division" written as a name: the part word was matched in lower case only,
+    so the company's total was given as the division's."""
+    result = app.ask(question, "fay")
+    assert result.status is Status.NOT_FOUND, result.answer
+    assert "293,618" not in result.answer

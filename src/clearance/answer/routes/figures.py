@@ -130,7 +130,7 @@ def _unnamed(question: str, intent: Intent, parts: Sequence[MetricQuery]) -> boo
 
 
 # What names a part of a company: its segments, divisions, regions, business units.
-_PART = r"(?:segments?|divisions?|regions?|business(?:es)?|units?|operations)\b"
+_PART = r"(?i:segments?|divisions?|regions?|business(?:es)?|units?|operations)\b"
 # What a figure is counted in, not whose it is: "in US dollars", "in Swiss francs", "in Yen".
 _CURRENCY_WORDS = re.compile(
     r"(?i:\b(?:dollars?|euros?|yen|francs?|pounds?|sterling|yuan|renminbi|won|rupees?|"
