@@ -175,6 +175,10 @@ def test_an_sec_page_s_figures_are_answered(app: Clearance) -> None:
     assert "$1,443,219 thousand" in quarter
     eps = ask(app, "What were Analog Devices' diluted earnings per share in fiscal 2019?")
     assert "$3.65" in eps
+    # the company's legal form after its name narrows nothing ("Inc." is no line)
+    assert "$5,991,065 thousand" in ask(
+        app, "What was Analog Devices Inc. revenue for fiscal 2019?"
+    )
 
 
 def test_a_quarter_of_a_filer_whose_cover_says_when_its_years_end(app: Clearance) -> None:

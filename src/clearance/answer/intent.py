@@ -241,7 +241,8 @@ _HOW_IT_COMPARED = re.compile(
 # Words before a metric that do not narrow it to a line.
 _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
     full-year entire whole combined consolidated actual actuals figure much many more less
-    higher lower bigger smaller larger"""
+    higher lower bigger smaller larger inc inc. incorporated corp corp. corporation ltd ltd.
+    limited llc plc co."""
 _NOT_QUALIFIERS = frozenset(_NOT_QUALIFIERS_TEXT.split())
 # Words that name the government whose budget a figure is, as "company" names the firm:
 # "total federal revenues" asks for the revenue total (see RuleIntentParser).
