@@ -350,15 +350,15 @@ def _weeks_marker(m: re.Match[str]) -> str | None:
     return f"{n}W" if n in _WEEK_MONTHS else None
 
 
-def _weeks_end(weeks: int, month: int, day: str, year: int) -> tuple[str, int, int]:
-    """The months ``weeks`` counted to a day of ``month`` of ``year`` stand for: the count
-    of months and the month and year they end in. A week-counted period ends within a
-    week of a month's end, so a day in a month's first week ends the month before
-    (November 2, 2024 ends October 2024; January 3, 2026 ends December 2025); so do the
-    months a 52–53-week company counts to such a day ("3 Months Ended Nov. 02, 2019")."""
+def _month_ended(month: int, day: str, year: int) -> tuple[int, int]:
+    """The month and year a span counted to a day of ``month`` of ``year`` ends in. A
+    52–53-week company's weeks (and the months it counts) end within a week of a month's
+    end, so a day in a month's first week ends the month before (November 2, 2024 ends
+    October 2024; January 3, 2026 ends December 2025; "3 Months Ended Nov. 02, 2019" is
+    October's)."""
     if day and int(day) <= 7:
-        month, year = (month - 1, year) if month > 1 else (12, year - 1)
-    return f"{_WEEK_MONTHS[weeks]}M", month, year
+        return (month - 1, year) if month > 1 else (12, year - 1)
+    return month, year
 
 
 # A label or question words that say a figure covers part of a period: the marker each
@@ -604,13 +604,11 @@ def _ended(
         return None
     if not _YEAR_PERIOD.match(year.canonical):
         return None
-    ended, month = int(digits.group(0)), MONTH_NAMES.index(_month(m.group(1))) + 1
+    month, ended = _month_ended(
+        MONTH_NAMES.index(_month(m.group(1))) + 1, m.group(2), int(digits.group(0))
+    )
     if marker.endswith("W"):
-        marker, month, ended = _weeks_end(int(marker[:-1]), month, m.group(2), ended)
-    else:
-        # months counted to a day in a month's first week are a 52–53-week company's
-        # (Analog Devices' "12 Months Ended Nov. 02, 2019"): they end the month before
-        _, month, ended = _weeks_end(13, month, m.group(2), ended)
+        marker = f"{_WEEK_MONTHS[int(marker[:-1])]}M"
     if marker == "12M":
         # twelve months ended December 31, 2024 are the fiscal year that ends then: named
         # by the configured calendar where its years end in that month, else by the year
@@ -675,11 +673,12 @@ def periods_without_year(norm: str, taken: Sequence[tuple[int, int]]) -> list[Ma
             continue
         marker, end = m.canonical, m.end
         if re.fullmatch(r"\d{1,2}[MW]", marker) and (tail := _ENDED_TAIL.match(norm, m.end)):
-            month = MONTH_NAMES.index(_month(tail.group(1))) + 1
-            if marker.endswith("W"):  # the year does not matter here, only the month
-                marker, month, _ = _weeks_end(int(marker[:-1]), month, tail.group(2) or "", 2)
-            else:
-                _, month, _ = _weeks_end(13, month, tail.group(2) or "", 2)
+            # the year does not matter here, only the month
+            month, _ = _month_ended(
+                MONTH_NAMES.index(_month(tail.group(1))) + 1, tail.group(2) or "", 2
+            )
+            if marker.endswith("W"):
+                marker = f"{_WEEK_MONTHS[int(marker[:-1])]}M"
             marker, end = f"{marker} ended {MONTH_NAMES[month - 1]}", tail.end()
         elif marker.endswith("W"):
             continue
@@ -1362,12 +1361,12 @@ _DIMENSION = re.compile(
     r"(?:business\s+)?(?:lines?|units?|divisions?)|businesses|geograph(?:y|ies)|areas?)$)"
     r"|^(?:地域|セグメント|事業|製品|地区|分部|产品|產品|业务|業務|国家|國家)(?:別)?$"
 )
-# Titles that say figures follow without saying what they measure.
 # What names a whole statement, not a measure: "Income statement", "Balance sheet".
 _STATEMENT = re.compile(
     r"(?i:\bstatements?\b|\bbalance\s+sheets?\b|\bcash\s+flows?\b|\bsummary\b|\boverview\b|"
     r"\bhighlights\b|\bresults\b|\bdata\b|\btable\b)"
 )
+# Titles that say figures follow without saying what they measure.
 _GENERIC = re.compile(
     r"(?i:^(?:key\s+)?(?:results?|performance|figures|financials?|highlights|summary|overview|"
     r"data|numbers|metrics|kpis?|analys[ie]s|information)$)|^(?:業績|実績|概要|主要指標|业绩|業績|主要数据|主要數據)$"
@@ -1834,14 +1833,16 @@ _YEAR_ENDED = re.compile(
 def fiscal_year_end(texts: Iterable[str]) -> int | None:
     """The month a fiscal year ends in, as the labels of a full year's figure say it:
     ``Year Ended June 30`` (whose year is the one it ends in: ``2024`` is the year ended
-    June 30, 2024), ``52 Weeks Ended February 1`` (January's: :func:`_weeks_end`) or
+    June 30, 2024), ``52 Weeks Ended February 1`` (January's: :func:`_month_ended`) or
     ``2024年3月期``. ``None`` when none says it, or two say different."""
     months: set[int] = set()
     for text in texts:
         norm = normalize(text)
         for m in _YEAR_ENDED.finditer(norm):
-            month = MONTH_NAMES.index(_month(m.group(2))) + 1  # group 1 is the weeks
-            _, month, _ = _weeks_end(52, month, m.group("day") or "", 2)
+            # group 1 is the weeks
+            month, _ = _month_ended(
+                MONTH_NAMES.index(_month(m.group(2))) + 1, m.group("day") or "", 2
+            )
             months.add(month)
         for m in _ENDING_YEAR.finditer(norm):
             if 1 <= int(m.group(2)) <= 12:
@@ -1870,7 +1871,7 @@ def _names_a_part(row: Sequence[str]) -> bool:
     ("Operating segments | Silicon Valley Bank" in two cells) or in one cell, as SEC
     detail sheets write an axis and its member."""
     cells = [c.strip() for c in row if c.strip()]
-    if not cells or row[0].strip() != cells[0] or has_figure_cells(row):
+    if not cells or row[0].strip() != cells[0] or _figure_beside(row):
         return False
     if len(cells) == 2:
         return bool(_PART_ROW.search(cells[0]))
@@ -1878,12 +1879,11 @@ def _names_a_part(row: Sequence[str]) -> bool:
     return len(cells) == 1 and bool(bar) and bool(name.strip()) and bool(_PART_ROW.search(kind))
 
 
-def has_figure_cells(row: Sequence[str]) -> bool:
-    """Whether a row holds a number other than a year in any cell but its first."""
+def _figure_beside(row: Sequence[str]) -> bool:
+    """Whether a row holds a number other than a year beside its label (the loaders'
+    ``has_figure``, which this layer may not import, read with :func:`parse_number`)."""
     return any(parse_number(c) is not None and not _YEAR_CELL.match(c.strip()) for c in row[1:])
 
-
-_YEAR_CELL = re.compile(r"^(?:19|20)\d{2}$")
 
 # The rows of an SEC filing's cover page ("Document and Entity Information"), as
 # filings' spreadsheets and pages label them.
@@ -2114,7 +2114,7 @@ class _Extractor:
             if table not in self._parted and _names_a_part(row):
                 self._parted.add(table)
             if table in self._parted:
-                if has_figure_cells(row):
+                if _figure_beside(row):
                     reason = "rows of a part of the company (a segment's) not read"
                     self.skipped[(place, reason)] = self.skipped.get((place, reason), 0) + 1
                 continue
@@ -2132,7 +2132,7 @@ class _Extractor:
             for cell in row[1:]:
                 if (end := _YEAR_END_DATE.match(cell)) is not None:
                     # "--02-01": a 52–53-week year ending by February 1 is January's
-                    _, month, _ = _weeks_end(52, int(end.group(1)), end.group(2), 2)
+                    month, _ = _month_ended(int(end.group(1)), end.group(2), 2)
                     self.stated_year_ends.add(month)
         return True
 

@@ -224,15 +224,8 @@ def _fiscal_readings(calendar: str, periods: Iterable[str]) -> list[str]:
     asked = _SPAN.match(calendar)
     if asked is None:
         return []
-    months, end = int(asked.group(1)), _month_index(asked.group(2), asked.group(3))
-    held = [
-        (index, period)
-        for period in periods
-        if (m := _SPAN.match(period)) is not None
-        and int(m.group(1)) == months
-        and abs((index := _month_index(m.group(2), m.group(3))) - end) <= 11
-    ]
-    return [period for _, period in sorted(held, reverse=True)]
+    end = _month_index(asked.group(2), asked.group(3))
+    return _spans_ending(periods, int(asked.group(1)), end - 11, end + 11)
 
 
 _YEAR_PERIOD = re.compile(r"^FY(\d{4})$")
@@ -243,13 +236,20 @@ def _twelve_months_it_may_be(period: str, periods: Iterable[str]) -> list[str]:
     latest first: those ending in its year (named by the year they end in) or in the
     January after it (named by the year they start in, as most retailers name a year
     ending in January)."""
-    year = int(period[2:])
-    first, last = _month_index("Jan", str(year)), _month_index("Jan", str(year + 1))
+    year = period[2:]
+    return _spans_ending(
+        periods, 12, _month_index("Jan", year), _month_index("Jan", str(int(year) + 1))
+    )
+
+
+def _spans_ending(periods: Iterable[str], months: int, first: int, last: int) -> list[str]:
+    """The spans of ``months`` months among ``periods`` that end from month index ``first``
+    to ``last`` (:func:`_month_index`), latest first."""
     held = [
         (index, p)
         for p in periods
         if (m := _SPAN.match(p)) is not None
-        and int(m.group(1)) == 12
+        and int(m.group(1)) == months
         and first <= (index := _month_index(m.group(2), m.group(3))) <= last
     ]
     return [p for _, p in sorted(held, reverse=True)]
@@ -741,10 +741,7 @@ class FiguresRoute:
                 out.append(part)
                 continue
             rows = self.ctx.readable_facts(request, entity=part.entity)
-            # the statement line under the entity's own names for it too ("earnings per
-            # common share—basic" for "basic earnings per share")
-            vocab = request.vocab or self.ctx.vocab
-            names = {m.casefold() for m in (part.metric, *_line_names(part.metric, vocab))}
+            names = self._line_named(request, part.metric)
             periods = {f.period for f, _ in rows if f.metric.casefold() in names}
             ends = self._named_year_ends(rows, part.entity)
             span = span_of_fiscal_part(part.period, ends.pop()) if len(ends) == 1 else None
@@ -818,10 +815,15 @@ class FiguresRoute:
         ("revenues", "net sales")."""
         rows = self.ctx.readable_facts(request, entity=part.entity, channel=ALL_CHANNELS)
         line = part.channel or self.ctx.settings.facts.default_channel
-        vocab = request.vocab or self.ctx.vocab
-        names = {m.casefold() for m in (part.metric or "", *_line_names(part.metric or "", vocab))}
+        names = self._line_named(request, part.metric or "")
         periods = {f.period for f, _ in rows if f.metric.casefold() in names and f.channel == line}
         return list(rows), periods
+
+    def _line_named(self, request: AnswerRequest, metric: str) -> set[str]:
+        """``metric`` and the statement line's other names the readable tables give it
+        ("earnings per common share—basic" for "basic earnings per share"), casefolded."""
+        vocab = request.vocab or self.ctx.vocab
+        return {m.casefold() for m in (metric, *_line_names(metric, vocab))}
 
     def _named_year_ends(self, rows: Iterable[tuple[Fact, Document]], entity: str) -> set[int]:
         """The months the entity's readable documents say its fiscal years end in, but a
