@@ -211,6 +211,9 @@ def test_a_region_is_asked_by_name_or_acronym(app: Clearance, question: str, val
         "What was Streamco revenue in the Nordics for the three months ended June 30, 2025?",
         "What were revenues for Streamco's Nordics segment in the three months ended June 30, 2025?",
         "What were revenues of the Nordics region of Streamco in the three months ended June 30, 2025?",
+        # a part named with a word that alone means the whole ("group revenue")
+        "What was Streamco Client Computing Group revenue in the three months ended June 30, 2025?",
+        "What was the Studios Company revenue of Streamco in the three months ended June 30, 2025?",
     ],
 )
 def test_a_region_no_table_holds_is_not_found_never_the_total(
@@ -218,6 +221,18 @@ def test_a_region_no_table_holds_is_not_found_never_the_total(
 ) -> None:
     answer = ask(app, question, Status.NOT_FOUND)
     assert not re.search(r"\d{3},\d{3}", answer), answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What was Streamco group revenue in the three months ended June 30, 2025?",
+        "What was Streamco's total group revenue in the three months ended June 30, 2025?",
+        "What was the company's revenue in the three months ended June 30, 2025?",
+    ],
+)
+def test_the_group_or_the_company_alone_is_the_whole(app: Clearance, question: str) -> None:
+    assert "1,107,916" in ask(app, question)
 
 
 @pytest.mark.parametrize("currency", ["USD", "US dollars", "Swiss francs", "Japanese Yen"])

@@ -244,6 +244,9 @@ _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group to
     higher lower bigger smaller larger inc inc. incorporated corp corp. corporation ltd ltd.
     limited llc plc co."""
 _NOT_QUALIFIERS = frozenset(_NOT_QUALIFIERS_TEXT.split())
+# Of those, the words that mean the whole alone ("group revenue") and a part after a name
+# ("Client Computing Group revenue", "the Consumer Products Company's sales").
+_PART_NOUNS = frozenset({"group", "company"})
 # Words that name the government whose budget a figure is, as "company" names the firm:
 # "total federal revenues" asks for the revenue total (see RuleIntentParser).
 _ISSUER_WORDS = frozenset({"federal", "government", "governmental"})
@@ -382,6 +385,13 @@ def _measures_named(found: Sequence[Match], text: str) -> list[Match]:
     return kept
 
 
+def _narrows(word: str) -> bool:
+    """Whether ``word`` before a metric may name a line of it: no small word, no word that
+    means the whole ("total", "group"), no possessive (whose figure it is)."""
+    folded = word.casefold()
+    return not (folded in _SMALL_WORDS or folded in _NOT_QUALIFIERS or word.endswith(("'s", "’s")))
+
+
 def _qualifier(blanked: str, start: int, end: int) -> str | None:
     """The words that narrow the metric at ``blanked[start:end]`` to a line: the words
     right before it that are no slot and no small word ("Services" net sales), a line
@@ -389,9 +399,13 @@ def _qualifier(blanked: str, start: int, end: int) -> str | None:
     before = _WORDS_BEFORE.search(blanked[:start])
     words: list[str] = []
     if before is not None and blanked[before.end() - 1 : start].strip() == "":
-        for word in reversed(before.group(1).split()):
-            folded = word.casefold()
-            if folded in _SMALL_WORDS or folded in _NOT_QUALIFIERS or word.endswith(("'s", "’s")):
+        ahead = before.group(1).split()
+        for i in range(len(ahead) - 1, -1, -1):
+            word, folded = ahead[i], ahead[i].casefold()
+            if folded in _PART_NOUNS and i > 0 and _narrows(ahead[i - 1]):
+                words.insert(0, word)  # "Client Computing Group" revenue: a part, named
+                continue
+            if not _narrows(word):
                 break
             words.insert(0, word)
     after = _LINE_AFTER.match(blanked[end:])
