@@ -312,3 +312,98 @@ def test_a_workbook_s_title_row_names_its_company_over_its_file_name(
             f"What were {name}'s Grooming net sales in the nine months ended March 31, 2025?",
         )
         assert "4,980" in answer and "1,505" not in answer
+
+
+BANK = """# Harbor Bancorp — Consolidated Statements of Income (unaudited)
+
+(in thousands)
+
+| | Three Months Ended June 30, 2022 | Three Months Ended June 30, 2021 |
+|---|---|---|
+| Interest income: | | |
+| Loans | 412,310 | 380,220 |
+| Total interest income | 507,710 | 450,320 |
+| Interest expense: | | |
+| Deposits | 20,115 | 18,400 |
+| Borrowings | 5,200 | 4,100 |
+| Total interest expense | 25,315 | 22,500 |
+"""
+
+
+@pytest.fixture
+def index_one(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Callable[[str, str], Clearance]:
+    """``index_one(name, text)``: an engine over one finance file that fay may read."""
+
+    def build(name: str, text: str) -> Clearance:
+        corpus = tmp_path / "finance"
+        corpus.mkdir()
+        (corpus / name).write_text(text, encoding="utf-8")
+        (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
+        engine = Clearance(settings_factory({}), store)
+        assert engine.ingest([corpus]).failed == []
+        engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+        return engine
+
+    return build
+
+
+def test_interest_on_deposits_is_asked_as_such_and_never_given_as_the_deposits(
+    index_one: Callable[[str, str], Clearance],
+) -> None:
+    engine = index_one("harbor-bancorp-10q-q2-2022.md", BANK)
+    period = "in the three months ended June 30, 2022"
+    assert "20,115" in ask(
+        engine, f"What was Harbor Bancorp's interest expense on deposits {period}?"
+    )
+    assert "412,310" in ask(engine, f"What was interest income from loans {period}?")
+    assert "25,315" in ask(engine, f"What was total interest expense {period}?")
+    # the deposits themselves are no figure here: whatever answers quotes the row as written
+    for question in (
+        f"What were Harbor Bancorp's deposits {period}?",
+        f"What were loans {period}?",
+    ):
+        result = engine.ask(question, "fay")
+        assert not re.search(
+            r"(?i)(?:deposits|loans) (?:in|were|was)[^|]*\d{2},\d{3}", result.answer
+        )
+
+
+EPS = """# Orbital Industries Inc. — Consolidated Statements of Income
+
+(in millions, except per share amounts)
+
+| | Year Ended December 31, 2024 | Year Ended December 31, 2023 |
+|---|---|---|
+| Income from continuing operations | 610 | 540 |
+| Net income | 570 | 515 |
+| Earnings per share: | | |
+| Basic: | | |
+| Continuing operations | $ 2.44 | $ 2.16 |
+| Discontinued operations | (0.16) | (0.10) |
+| Basic earnings per share | $ 2.28 | $ 2.06 |
+| Diluted: | | |
+| Continuing operations | $ 2.41 | $ 2.13 |
+| Discontinued operations | (0.16) | (0.10) |
+| Diluted earnings per share | $ 2.25 | $ 2.03 |
+"""
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "never"),
+    [
+        ("What was Orbital's diluted EPS in 2024?", "2.25", "2.41"),
+        ("What was diluted earnings per share from continuing operations in 2024?", "2.41", "2.25"),
+        ("What was Orbital's basic EPS from continuing operations for 2023?", "2.16", "2.06"),
+        ("What was income from continuing operations in 2024?", "610", "2.44"),
+    ],
+)
+def test_earnings_per_share_from_continuing_operations_is_its_own_figure(
+    index_one: Callable[[str, str], Clearance], question: str, value: str, never: str
+) -> None:
+    answer = ask(index_one("orbital-10k-2024.md", EPS), question)
+    assert value in answer and never not in answer, answer

@@ -1218,3 +1218,129 @@ def test_a_file_name_names_a_company_in_a_few_words_or_reads_as_words(
     title: str, entity: str
 ) -> None:
     assert facts_module.document_entity(title) == entity
+
+
+BANK_STATEMENT = [
+    ["Harbor Bancorp (in thousands)", "FY2024", "FY2023"],
+    ["Interest income:", None, None],
+    ["Loans, including fees", 412310, 380220],
+    ["Securities", 95400, 70100],
+    ["Total interest income", 507710, 450320],
+    ["Interest expense:", None, None],
+    ["Deposits", 20115, 18400],
+    ["Borrowings", 5200, 4100],
+    ["Total interest expense", 25315, 22500],
+    ["Net interest income", 482395, 427820],
+    ["Noninterest income:", None, None],
+    ["Service charges on deposit accounts", 3100, 2900],
+    ["Revenues:", None, None],
+    ["Product", 700, 650],
+    ["Services", 300, 250],
+    ["Dividend income", 40, 30],
+    ["Deposits", 9000000, 8500000],
+]
+
+
+@pytest.mark.parametrize("form", ["xlsx", "md"])
+def test_rows_under_an_interest_heading_are_that_interest_never_the_balance(
+    tmp_path: Path, form: str
+) -> None:
+    """A bank's "Interest expense:" over "Deposits" is interest paid on deposits, never the
+    deposits: a question for the bank's deposits must not get it. The heading holds until a
+    row naming a flow of its own ("Total interest expense", "Dividend income"); a heading
+    that is no income or expense broken down ("Noninterest income:", whose rows each name
+    their own flow) leaves its rows as they are."""
+    if form == "xlsx":
+        book = openpyxl.Workbook()
+        sheet = book.active
+        assert sheet is not None
+        for row in BANK_STATEMENT:
+            sheet.append(row)
+        path = tmp_path / "harbor-income.xlsx"
+        book.save(path)
+    else:
+        path = tmp_path / "harbor-income.md"
+        lines = ["| " + " | ".join("" if c is None else str(c) for c in row) + " |"
+                 for row in [["", "FY2024", "FY2023"], *BANK_STATEMENT[1:]]]  # fmt: skip
+        lines.insert(1, "|---|---|---|")
+        text = "# Harbor Bancorp\n\n(in thousands)\n\n" + "\n".join(lines) + "\n"
+        path.write_text(text, encoding="utf-8")
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    )
+    by = {(f.metric, f.period): f.value for f in facts}
+    assert by[("deposits interest expense", "FY2024")] == 20115
+    assert by[("borrowings interest expense", "FY2024")] == 5200
+    assert by[("loans, including fees interest income", "FY2024")] == 412310
+    assert by[("securities interest income", "FY2023")] == 70100
+    assert by[("interest expense", "FY2024")] == 25315
+    assert by[("interest income", "FY2024")] == 507710
+    assert by[("net interest income", "FY2024")] == 482395
+    assert by[("service charges on deposit accounts", "FY2024")] == 3100
+    assert by[("product revenues", "FY2024")] == 700
+    assert by[("services revenues", "FY2023")] == 250
+    assert by[("dividend income", "FY2024")] == 40
+    # the balance is the row after the heading's rows ended, and nothing under the heading
+    assert {f.value for f in facts if f.metric == "deposits"} == {9000000, 8500000}
+    assert not {f.metric for f in facts} & {"loans", "loans, including fees", "securities"}
+
+
+EPS_STATEMENT = [
+    ["", "FY2024", "FY2023"],
+    ["Income from continuing operations", 610, 540],
+    ["Net income", 570, 515],
+    ["Earnings per share:", None, None],
+    ["Basic:", None, None],
+    ["Continuing operations", 2.44, 2.16],
+    ["Discontinued operations", -0.16, -0.10],
+    ["Basic earnings per share", 2.28, 2.06],
+    ["Diluted:", None, None],
+    ["Continuing operations", 2.41, 2.13],
+    ["Net income", 2.25, 2.03],
+    ["Weighted-average shares outstanding:", None, None],
+    ["Basic:", None, None],
+    ["Common stock", 250, 249],
+]
+
+
+@pytest.mark.parametrize("form", ["xlsx", "md"])
+def test_a_share_class_heading_under_earnings_per_share_names_its_per_share_rows(
+    tmp_path: Path, form: str
+) -> None:
+    """ "Basic:" and "Diluted:" under "Earnings per share:" head per-share amounts:
+    "Continuing operations" under them is that class's earnings per share from continuing
+    operations (four figures, none of them dropped as one label's two values), and "Net
+    income" under "Diluted:" is no net income (2.25, never beside 570 million). Under
+    "Weighted-average shares outstanding:", "Basic:" heads share counts, not amounts."""
+    rows = [["" if c is None else c for c in row] for row in EPS_STATEMENT]
+    if form == "xlsx":
+        book = openpyxl.Workbook()
+        sheet = book.active
+        assert sheet is not None
+        sheet.append(["Orbital Inc. (USD millions, except per share)", "FY2024", "FY2023"])
+        for row in rows[1:]:
+            sheet.append(row)
+        path = tmp_path / "orbital-income.xlsx"
+        book.save(path)
+    else:
+        lines = ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+        lines.insert(1, "|---|---|---|")
+        path = tmp_path / "orbital-income.md"
+        text = "# Orbital Inc.\n\n(in millions, except per share)\n\n" + "\n".join(lines) + "\n"
+        path.write_text(text, encoding="utf-8")
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    )
+    by = {(f.metric, f.period): f.value for f in facts}
+    assert by[("continuing operations basic earnings per share", "FY2024")] == 2.44
+    assert by[("continuing operations diluted earnings per share", "FY2024")] == 2.41
+    assert by[("discontinued operations basic earnings per share", "FY2023")] == -0.10
+    assert by[("net income diluted earnings per share", "FY2024")] == 2.25
+    assert by[("basic earnings per share", "FY2024")] == 2.28
+    assert by[("income from continuing operations", "FY2024")] == 610
+    assert {f.value for f in facts if f.metric == "net income"} == {570, 515}
+    assert not [
+        f for f in facts if f.metric in ("continuing operations", "discontinued operations")
+    ]
+    # the share count's "Basic:" is no amount per share
+    assert not [f for f in facts if "per share" in f.metric and f.value == 250]

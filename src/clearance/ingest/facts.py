@@ -985,7 +985,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 21
+_DERIVED_NAMES = 22
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1474,6 +1474,7 @@ def metric_aliases(name: str, metrics: Iterable[str]) -> tuple[str, ...]:
                     f"{measure} of {line}",
                     f"{measure} in {line}",
                     f"{measure} at {line}",
+                    f"{measure} on {line}",
                     f"{line}'s {measure}",
                     f"{line} segment {measure}",
                     f"{measure} for the {line} segment",

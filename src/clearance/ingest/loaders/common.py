@@ -17,8 +17,10 @@ from clearance.model import LABEL_SEPARATOR, STEPS_PART, Section
 
 _SPACE = re.compile(r"\s+")
 #: How the loaders cut a document into sections; an index built by an earlier count is cut
-#: again (2: a list of step headings ends the section above them, :class:`Outline`).
-SECTIONING = 2
+#: again (2: a list of step headings ends the section above them, :class:`Outline`; 3: rows
+#: under a heading breaking income or expense, or a share class's earnings per share, down
+#: carry it, :class:`RowHeading`).
+SECTIONING = 3
 TOP = "(top)"
 OUTLINE_KEY, OUTLINE_VALUE = STEPS_PART.split("=")
 """The heading path of text that comes before a document's first heading."""
@@ -556,26 +558,75 @@ def _footnote_columns(header: tuple[str, ...], sub: Sequence[str]) -> tuple[str,
     return tuple(out)
 
 
-class RowHeading:
-    """Rows of a table read in order, each with a first label "Basic" or "Diluted" written
-    under the row heading right above it (``Earnings per share:`` with no figures):
-    "Earnings per share: Basic". Two such rows under two headings ("Earnings per share:",
-    "Shares used in computing earnings per share:") are otherwise the same label. The
-    heading names only the rows of that kind right under it: any other row ends it."""
+# A row heading naming income or expense that the rows under it break down by what earned
+# or cost it: a bank's "Interest income:" over "Loans" and "Securities", "Interest expense:"
+# over "Deposits", "Revenues:" over "Product" and "Services".
+_FLOW_HEADING = re.compile(
+    r"(?i:^(?:interest(?:\s+and\s+dividend)?\s+(?:income|expense)"
+    r"|revenues?|net\s+revenues?|net\s+sales|sales)\s*:$)"
+)
+# A label that names a flow of its own ("Total interest income", "Net interest income",
+# "Dividend income"): it is no line of the heading's, and ends its rows.
+_OWN_FLOW = re.compile(
+    r"(?i:^(?:total|net)\b|\b(?:income|expenses?|revenues?|sales)\s*(?:\([^()]*\))?\s*$)"
+)
+# "Basic:" or "Diluted:" as a heading of its own, under an "Earnings per share:" heading
+# earlier in the table: the per-share amounts of that class ("Continuing operations").
+_SHARE_CLASS_HEADING = re.compile(r"(?i:^(?:basic|diluted)\s*:$)")
+_PER_SHARE = re.compile(r"(?i:\bper\s+(?:common\s+|ordinary\s+)?share\b)")
+# A label naming a per-share amount of its own ("Basic earnings per share", "Total"): it
+# ends a share class's rows.
+_OWN_PER_SHARE = re.compile(r"(?i:\bper\s+(?:\w+\s+)?share\b|\beps\b|^total\b)")
+_SHARES = re.compile(r"(?i:\bshares\b)")
 
-    __slots__ = ("_heading",)
+
+class RowHeading:
+    """Rows of a table read in order, each label under the row heading right above it
+    (a label ending in a colon, with no figures) where the heading says what the rows
+    measure:
+
+    * ``Basic`` and ``Diluted`` under ``Earnings per share:`` are "Earnings per share:
+      Basic"; two such rows under two headings ("Earnings per share:", "Shares used in
+      computing earnings per share:") are otherwise the same label;
+    * the rows under ``Interest income:``, ``Interest expense:`` or ``Revenues:`` are that
+      income or expense from what they name, "Interest expense: Deposits", never the
+      deposits themselves, until a row naming a flow of its own ("Total interest expense");
+    * the rows under ``Basic:`` or ``Diluted:``, below an ``Earnings per share:`` heading,
+      are that class's per-share amounts: "Continuing operations" is "Basic earnings per
+      share: Continuing operations", never the company's income from continuing
+      operations, until a row naming a per-share amount of its own.
+
+    Any other row ends the heading's rows."""
+
+    __slots__ = ("_heading", "_own", "_per_share")
 
     def __init__(self) -> None:
         self._heading: str | None = None
+        # what ends the heading's rows when it breaks a measure down; None: only its
+        # Basic and Diluted rows are under it
+        self._own: re.Pattern[str] | None = None
+        self._per_share: str | None = None  # the per-share heading seen last in the table
 
     def under(self, cells: Sequence[str]) -> tuple[str, ...]:
         """``cells``, the next row, with its label under the heading it is under."""
-        label = cells[0] if cells else ""
-        if label.rstrip().endswith(":") and not has_figure(cells):
-            self._heading = label.strip()
+        label = cells[0].strip() if cells else ""
+        if label.endswith(":") and not has_figure(cells):
+            self._heading, self._own = label, None
+            if _SHARE_CLASS_HEADING.match(label) and self._per_share is not None:
+                self._heading = f"{label[:-1].strip()} {self._per_share.lower()}:"
+                self._own = _OWN_PER_SHARE
+            elif _FLOW_HEADING.match(label):
+                self._own = _OWN_FLOW
+            if _PER_SHARE.search(label):
+                self._per_share = label[:-1].strip()
+            elif _SHARES.search(label):
+                self._per_share = None  # "Weighted-average shares:" counts shares
             return tuple(cells)
-        if self._heading is not None and _SHARE_CLASS.match(label) and has_figure(cells):
-            return (f"{self._heading} {label.strip()}", *cells[1:])
+        under = _SHARE_CLASS.match(label) is not None or (
+            self._own is not None and bool(label) and not self._own.search(label)
+        )
+        if self._heading is not None and under and has_figure(cells):
+            return (f"{self._heading} {label}", *cells[1:])
         self._heading = None  # any other row ends the heading's rows
         return tuple(cells)
 
@@ -667,7 +718,9 @@ class SheetPacker:
     another period is never read under the first one's.
 
     A row heading — a label ending in a colon with no figures (``Earnings per share:``) —
-    names the rows ``Basic`` and ``Diluted`` right under it: "Earnings per share: Basic".
+    names the rows ``Basic`` and ``Diluted`` right under it: "Earnings per share: Basic";
+    ``Interest expense:`` names the rows breaking it down: "Interest expense: Deposits"
+    (:class:`RowHeading`).
 
     Only the block being filled is held besides the finished sections, so a file can be
     streamed through; rows are padded in :meth:`finish`, since the widest row may come last.
