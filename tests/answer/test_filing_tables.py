@@ -211,6 +211,8 @@ def test_a_region_is_asked_by_name_or_acronym(app: Clearance, question: str, val
         "What was Streamco revenue in the Nordics for the three months ended June 30, 2025?",
         "What were revenues for Streamco's Nordics segment in the three months ended June 30, 2025?",
         "What were revenues of the Nordics region of Streamco in the three months ended June 30, 2025?",
+        # what it was earned from, in lower case
+        "What was Streamco revenue from advertising in the three months ended June 30, 2025?",
         # a part named with a word that alone means the whole ("group revenue")
         "What was Streamco Client Computing Group revenue in the three months ended June 30, 2025?",
         "What was the Studios Company revenue of Streamco in the three months ended June 30, 2025?",
@@ -407,3 +409,54 @@ def test_earnings_per_share_from_continuing_operations_is_its_own_figure(
 ) -> None:
     answer = ask(index_one("orbital-10k-2024.md", EPS), question)
     assert value in answer and never not in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "figures"),
+    [
+        (
+            "How much did revenue change from the prior year in the three months ended June 30, 2025?",
+            ("1,107,916", "955,931"),
+        ),
+        (
+            "How did revenue grow from the same period last year, in the three months ended June 30, 2025?",
+            ("1,107,916", "955,931"),
+        ),
+        (
+            "What was operating income in the three months ended June 30, 2025 compared with the same quarter of 2024?",
+            ("377,469", "260,283"),
+        ),
+        (
+            "What was revenue in the six months ended June 30, 2025 versus a year earlier?",
+            ("2,162,196", "1,892,975"),
+        ),
+        (
+            "What was year-over-year revenue growth in the three months ended June 30, 2025?",
+            ("1,107,916", "955,931"),
+        ),
+    ],
+)  # fmt: skip
+def test_a_span_against_the_prior_year_is_the_same_span_a_year_before(
+    app: Clearance, question: str, figures: tuple[str, ...]
+) -> None:
+    """ "Compared with the prior year", "the same period last year", "the same quarter of
+    2024" beside a span the question names are that span a year before, never a year
+    counted from today ("prior year = FY2025") nor the whole year 2024."""
+    result = app.ask(question, "fay")
+    answer = result.answer
+    assert result.status is Status.ANSWERED, answer
+    assert all(f in answer for f in figures), answer
+    assert "FY2024" not in answer and "FY2025" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    "question", ["What was Streamco revenue in 2025?", "What was Streamco revenue last year?"]
+)
+def test_a_quarter_s_report_states_no_whole_year_in_its_prose(
+    app: Clearance, question: str
+) -> None:
+    """The 10-Q's sentence "Total revenues include hedging gains of $4 million" names no
+    year; its title names 2025 only as the end of a quarter. It is no statement of the
+    year's revenue: not found, and never quoted as if it were."""
+    answer = ask(app, question, Status.NOT_FOUND)
+    assert "$4 million" not in answer and "hedging" not in answer, answer

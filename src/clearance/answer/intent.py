@@ -238,6 +238,10 @@ _HOW_IT_COMPARED = re.compile(
     r"(?=\s+(?:with|to|against)\b)",
     re.IGNORECASE,
 )
+# Words that say when, not what: "from the prior year", "from last quarter".
+_TIME_WORDS_TEXT = """first second third fourth last prior previous preceding same next this year
+    years quarter quarters month months half week weeks period periods fiscal calendar"""
+_TIME_WORDS = frozenset(_TIME_WORDS_TEXT.split())
 # Words before a metric that do not narrow it to a line.
 _NOT_QUALIFIERS_TEXT = """annual yearly quarterly reported company firm group total overall
     full-year entire whole combined consolidated actual actuals figure much many more less
@@ -268,11 +272,12 @@ _PER_AFTER = re.compile(
     r"^[\s-]*(?P<line>per[\s-]+(?!(?:year|annum|month|quarter|cent)\b)[A-Za-z]+)\b",
     re.IGNORECASE,
 )
-# What a metric is "of", in lower case ("the price of silver"): the thing the figure is
-# about, which narrows it as "silver price" does; a name the vocabulary knows is a slot and
-# already blanked, and a capitalised word is left for the entity's checks.
+# What a metric is "of" or "from", in lower case ("the price of silver", "revenue from
+# advertising"): the thing the figure is about, which narrows it as "silver price" does; a
+# name the vocabulary knows is a slot and already blanked, and a capitalised word is left
+# for the entity's checks. A change "from the prior year" narrows nothing (_TIME_WORDS).
 _OF_AFTER = re.compile(
-    r"^\s+of\s+(?:the\s+)?(?P<line>[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?)"
+    r"^\s+(?P<word>of|from)\s+(?:the\s+)?(?P<line>[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?)"
     r"(?=\s*(?:[?.,;!]|$)|\s+(?:in|for|during|at|on|over|from|between|and|by)\b)"
 )
 # What a figure is counted per, wherever the question says it ("How much did Canada spend on
@@ -298,6 +303,22 @@ _POSSESSIVE = re.compile(
     r"(?<![0-9A-Za-z])((?:[A-Z][\w&.-]*\s+){0,2}[A-Z][\w&.-]*)(?:'s|’s|')(?![A-Za-z])"
 )
 _BARE_YEAR = re.compile(r"(?<![0-9A-Za-z'])(?:19|20)\d{2}(?![0-9A-Za-z])")
+# The period a question names, asked against the same span a year before: "compared with
+# the prior year", "the same period last year", "a year earlier", "year over year".
+_YEAR_AGO = re.compile(
+    r"(?i:\b(?:the\s+)?same\s+(?:period|quarter|months|half|time)\s+(?:(?:of|in)\s+)?"
+    r"(?:last|the\s+(?:prior|previous|preceding)|a|the)\s+year(?:\s+(?:before|earlier|ago))?\b"
+    r"|\b(?:the\s+)?(?:prior|previous|preceding)[\s-]+year(?:'s|’s)?"
+    r"(?:\s+(?:period|quarter|months|half|figures?))?\b"
+    r"|\b(?:the\s+)?year\s+before\b(?!\s+last)|\ba\s+year\s+(?:earlier|before|ago)\b"
+    r"|\byear[\s-]+(?:over|on)[\s-]+year\b|\by-?o-?y\b)"
+)
+# ... or against the same span of another year: "the same quarter of 2024".
+_SAME_SPAN_OF = re.compile(
+    r"(?i:\b(?:the\s+)?same\s+(?:period|quarter|months|half|time)\s+(?:of|in)\s+"
+    r"(?:fiscal\s+(?:year\s+)?|FY\s*)?(?P<year>(?:19|20)\d{2})\b)"
+)
+_YEAR_IN_PERIOD = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
 # The most content words a question may have besides its slots and still be read as
 # asking for that figure.
 _MAX_RESIDUAL_WORDS = 1
@@ -416,7 +437,9 @@ def _qualifier(blanked: str, start: int, end: int) -> str | None:
     if per is not None:
         words.extend(per.group("line").replace("-", " ").split())
     of = _OF_AFTER.match(blanked[end:]) if after is None else None
-    if of is not None:
+    if of is not None and not (
+        of.group("word") == "from" and _TIME_WORDS & set(of["line"].split())
+    ):
         words.extend(
             w
             for w in of.group("line").split()
@@ -472,6 +495,32 @@ def _cjk_qualifier(quiet: str, start: int, lo: int) -> str | None:
         ]
         words = [*names, *words]
     return " ".join(words)
+
+
+def _against_the_same_span(
+    text: str, chosen: list[Match | RelativeMatch]
+) -> list[Match | RelativeMatch]:
+    """``chosen`` with "the prior year", "the same period last year" or "the same quarter
+    of 2024" read against the one span the question names ("the three months ended June
+    30, 2025 compared with the prior year" is that span a year before, 3M ended Jun 2024),
+    never as a year counted from today or as the whole year 2024."""
+    named = {m.canonical for m in chosen if isinstance(m, Match)}
+    if len(named) != 1 or not _YEAR_IN_PERIOD.search(next(iter(named))):
+        return chosen
+    base = next(iter(named))
+    against: list[Match] = []
+    for m in _SAME_SPAN_OF.finditer(text):
+        year = m.group("year")
+        against.append(Match(_YEAR_IN_PERIOD.sub(year, base, 1), m.start(), m.end()))
+    for m in _YEAR_AGO.finditer(text):
+        if any(a.start <= m.start() < a.end for a in against):
+            continue
+        earlier = _YEAR_IN_PERIOD.sub(lambda y: str(int(y.group(0)) - 1), base, 1)
+        against.append(Match(earlier, m.start(), m.end()))
+    if not against:
+        return chosen
+    kept = [m for m in chosen if all(m.end <= a.start or m.start >= a.end for a in against)]
+    return sorted([*kept, *against], key=lambda m: m.start)
 
 
 class RuleIntentParser:
@@ -607,6 +656,7 @@ class RuleIntentParser:
             if all(m.end <= c.start or m.start >= c.end for c in chosen):
                 chosen.append(m)
         chosen.sort(key=lambda m: m.start)
+        chosen = _against_the_same_span(text, chosen)
         periods: list[str] = []
         used: list[RelativeMatch] = []
         ambiguous: list[RelativeMatch] = []

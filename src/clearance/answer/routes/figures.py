@@ -102,7 +102,17 @@ def _of_the_year(year: str, sentence: str, cited: Citation) -> bool:
     if year in own:
         return True
     near = any(abs(int(y) - int(year)) <= _NEAR_YEARS for y in own)
-    return not near and year in years_named(f"{cited.locator}\n{cited.title}")
+    context = f"{cited.locator}\n{cited.title}"
+    # a quarter's or a half's report names its year as the end of that part, not the year
+    return not near and year in years_named(context) and not _PART_REPORT.search(context)
+
+
+# What a report of part of a year calls itself: "Form 10-Q for the quarter ended June 30,
+# 2025", "six months ended", an interim or half-year report, 第2四半期, 中間, 半年度报告.
+_PART_REPORT = re.compile(
+    r"(?i:\b(?:quarter(?:ly)?|interim|half[\s-]+year(?:ly)?|semi-?annual|10-Q|(?:months|weeks)"
+    r"\s+ended)\b)|四半期|中間|半期|季度|半年"
+)
 
 
 def _names_entity(vocab: Vocabulary, entity: str | None, sentence: str, cited: Citation) -> bool:
