@@ -100,7 +100,8 @@ def app(
 
 
 def numbers_are_facts(engine: Clearance, answer: str, question: str) -> None:
-    allowed = {format_number(f.value) for f in engine.store.list_facts()}
+    # the digits of every fact's value (a loss's sign stands before them)
+    allowed = {format_number(abs(f.value)) for f in engine.store.list_facts()}
     text = re.sub(r"\[S\d+\]", " ", answer)
     for number in re.findall(r"\d[\d,]*(?:\.\d+)?", text):
         if re.fullmatch(r"(?:19|20)\d{2}|[1-9]", number) or number in question:
@@ -460,3 +461,57 @@ def test_a_quarter_s_report_states_no_whole_year_in_its_prose(
     year's revenue: not found, and never quoted as if it were."""
     answer = ask(app, question, Status.NOT_FOUND)
     assert "$4 million" not in answer and "hedging" not in answer, answer
+
+
+TEN_K = """# Orbital Foods Company — Form 10-K for the year ended December 31, 2019 (extract)
+
+## Consolidated Balance Sheets
+
+(in thousands)
+
+| | December 31, 2019 | December 31, 2018 |
+|---|---|---|
+| Total assets | 2,228,557 | 2,574,309 |
+| Long-term debt, net | 4,670 | 905,170 |
+
+## Consolidated Statements of Operations
+
+(in thousands, except per share amounts)
+
+| | Year Ended December 31, 2019 | Year Ended December 31, 2018 |
+|---|---|---|
+| Net income (loss) | (500,804) | (327,358) |
+| Net income (loss) attributable to Orbital Foods Company | (499,942) | (326,900) |
+| Basic income (loss) per common share: | | |
+| Income (loss) from continuing operations attributable to Orbital Foods Company (USD per share) | (5.45) | (3.63) |
+| Net income (loss) attributable to Orbital Foods Company (USD per share) | (5.45) | (3.58) |
+| Diluted income (loss) per common share: | | |
+| Income (loss) from continuing operations attributable to Orbital Foods Company (USD per share) | (5.44) | (3.62) |
+| Net income (loss) attributable to Orbital Foods Company (USD per share) | (5.44) | (3.57) |
+"""
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "never"),
+    [
+        ("What was Orbital's net loss in fiscal 2018?", "327,358", "326,900"),
+        ("What was net income attributable to Orbital Foods in 2018?", "326,900", "327,358"),
+        ("What was Orbital's basic loss per share in 2019?", "5.45", "499,942"),
+        ("What was Orbital's diluted EPS in 2018?", "3.57", "3.62"),
+        ("What was Orbital's diluted EPS from continuing operations in 2018?", "3.62", "3.57"),
+        ("What was Orbital's long-term debt, net at the end of 2018?", "905,170", "4,670"),
+        ("What was Orbital's long-term debt at December 31, 2018?", "905,170", "4,670"),
+        ("What were Orbital's total assets at the end of 2019?", "2,228,557", "2,574,309"),
+    ],
+)
+def test_a_10k_asked_as_people_ask_it(
+    index_one: Callable[[str, str], Clearance], question: str, value: str, never: str
+) -> None:
+    """Lines asked by the names readers use: a net loss is the net income line; the
+    income attributable to the company without its legal form; a share class's loss per
+    share; long-term debt without ", net"; a balance "at the end of 2018" is the balance
+    at the end of the year's last month, and the answer says so."""
+    answer = ask(index_one("orbital-foods-10k-2019.md", TEN_K), question)
+    assert value in answer and never not in answer, answer
+    if "end of" in question:
+        assert "the end of FY" in answer and "= Dec " in answer, answer

@@ -1335,7 +1335,7 @@ def test_a_share_class_heading_under_earnings_per_share_names_its_per_share_rows
     assert by[("continuing operations basic earnings per share", "FY2024")] == 2.44
     assert by[("continuing operations diluted earnings per share", "FY2024")] == 2.41
     assert by[("discontinued operations basic earnings per share", "FY2023")] == -0.10
-    assert by[("net income diluted earnings per share", "FY2024")] == 2.25
+    assert by[("diluted earnings per share", "FY2024")] == 2.25
     assert by[("basic earnings per share", "FY2024")] == 2.28
     assert by[("income from continuing operations", "FY2024")] == 610
     assert {f.value for f in facts if f.metric == "net income"} == {570, 515}
@@ -1344,3 +1344,74 @@ def test_a_share_class_heading_under_earnings_per_share_names_its_per_share_rows
     ]
     # the share count's "Basic:" is no amount per share
     assert not [f for f in facts if "per share" in f.metric and f.value == 250]
+
+
+def test_an_sec_workbook_s_per_share_rows_are_the_class_s_earnings_per_share(
+    tmp_path: Path,
+) -> None:
+    """The SEC's statements repeat one label under "Basic income (loss) per common share:"
+    and "Diluted income (loss) per common share:", as "(USD per share)" rows: they are the
+    basic and the diluted earnings per share (from continuing operations, or in all), never
+    the company's net income attributable in dollars beside its thousands."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["CONSOLIDATED STATEMENTS OF OPERATIONS - USD ($) $ in Thousands",
+                  "12 Months Ended", None])  # fmt: skip
+    sheet.append([None, "Dec. 31, 2019", "Dec. 31, 2018"])
+    for row in (
+        ["Net income (loss) attributable to Orbital Company", -499942, -326900],
+        ["Average common shares:", None, None],
+        ["Basic (shares)", 91777119, 91327846],
+        ["Diluted (shares)", 91777119, 91327846],
+        ["Basic income (loss) per common share:", None, None],
+        ["Income (loss) from continuing operations attributable to Orbital Company (USD per share)",
+         -5.45, -3.63],
+        ["Income from discontinued operations attributable to Orbital Company (USD per share)",
+         0, 0.05],
+        ["Net income (loss) attributable to Orbital Company (USD per share)", -5.45, -3.58],
+        ["Diluted income (loss) per common share:", None, None],
+        ["Income (loss) from continuing operations attributable to Orbital Company (USD per share)",
+         -5.44, -3.62],
+        ["Net income (loss) attributable to Orbital Company (USD per share)", -5.44, -3.57],
+    ):  # fmt: skip
+        sheet.append(row)
+    sheet.merge_cells("A1:A2")
+    sheet.merge_cells("B1:C1")
+    path = tmp_path / "orbital-10k-2019-financial-report.xlsx"
+    book.save(path)
+    facts = extract_facts(
+        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    )
+    by = {(f.metric, f.period): (f.value, f.unit) for f in facts}
+    assert by[("basic earnings per share", "FY2019")][0] == -5.45
+    assert by[("diluted earnings per share", "FY2018")][0] == -3.57
+    assert by[("continuing operations diluted earnings per share", "FY2019")][0] == -5.44
+    assert by[("continuing operations basic earnings per share", "FY2018")][0] == -3.63
+    assert by[("discontinued operations basic earnings per share", "FY2018")][0] == 0.05
+    amounts = {v for (m, _), v in by.items() if m == "net income attributable to orbital company"}
+    assert amounts == {(-499942, "$ in thousands"), (-326900, "$ in thousands")}
+
+
+def test_a_monthly_series_dated_by_each_month_s_first_day_gives_months(tmp_path: Path) -> None:
+    """``Date | Index | Inflation`` over ``2022-06-01`` rows is a monthly series: each row is
+    that month's (``Jun 2022``). A series of days (any other day in the column) stays days,
+    and gives no month's figure."""
+    monthly = tmp_path / "us-cpi-monthly.csv"
+    monthly.write_text(
+        "Date,Index,Inflation\n2022-05-01,292.296,1.1\n2022-06-01,296.311,1.37\n"
+        "2022-07-01,296.276,-0.01\n",
+        encoding="utf-8",
+    )
+    daily = tmp_path / "fx-daily.csv"
+    daily.write_text("Date,Rate\n2022-06-01,1.07\n2022-06-02,1.08\n2022-07-01,1.04\n", "utf-8")
+    by = {}
+    for path in (monthly, daily):
+        for f in extract_facts(
+            extract(path, max_chars=1500).sections, doc_id=path.stem, title=path.stem,
+            vocab=FactSettings(),
+        ):  # fmt: skip
+            by[(f.doc_id, f.metric, f.period)] = f.value
+    assert by[("us-cpi-monthly", "inflation", "Jun 2022")] == 1.37
+    assert by[("us-cpi-monthly", "index", "May 2022")] == 292.296
+    assert not [k for k in by if k[0] == "fx-daily"]

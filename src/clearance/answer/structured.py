@@ -759,6 +759,7 @@ def readable_vocabulary(
                     *_number_forms(name),
                     *_head_name(name, beside.get(name, set())),
                     *_weak_names(name, measures, name in unnamed_only),
+                    *_without_net(name, measures),
                 )
                 if kind == "metric"
                 # a line: "excise tax revenues" of "Excise Taxes", "EMEA" of "Europe, Middle
@@ -845,6 +846,31 @@ def _other_names(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
     but those another of ``metrics`` goes by: that metric keeps its own name."""
     own = {glossary.key(m) for m in metrics}
     return tuple(n for n in glossary.equivalents(metric) if glossary.key(n) not in own)
+
+
+# A balance or a flow written with what it is net of: "Long-term debt, net", "Accounts
+# receivable, net of allowances", "Loss from discontinued operations, net of tax".
+_NET_SUFFIX = re.compile(r"^(?P<name>[^,]{3,}?),\s*net(?:\s+of\b.*)?$", re.IGNORECASE)
+
+
+# The company a line is attributable to, named with its legal form: "Net income (loss)
+# attributable to Dean Foods Company" is asked as "… attributable to Dean Foods".
+_ATTRIBUTABLE_TO_FIRM = re.compile(
+    r"^(?P<name>.+\battributable\s+to\s+.+?)(?:,)?\s+(?:company|inc\.?|incorporated|corporation"
+    r"|corp\.?|plc|ltd\.?|limited|llc|co\.)$",
+    re.IGNORECASE,
+)
+
+
+def _without_net(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
+    """``metric`` as questions name it: without what it is net of ("long-term debt" for
+    "long-term debt, net"), and without the legal form of the company it is attributable
+    to; unless another of ``metrics`` goes by that name (a table that has both the gross
+    and the net line keeps each to its own name)."""
+    bare = [m.group("name").strip() for m in (_NET_SUFFIX.match(metric),) if m is not None]
+    bare += [m.group("name").strip() for m in (_ATTRIBUTABLE_TO_FIRM.match(metric),) if m]
+    own = {glossary.key(n) for n in metrics}
+    return tuple(name for name in bare if glossary.key(name) not in own)
 
 
 def _weak_names(metric: str, metrics: Iterable[str], unnamed: bool) -> tuple[str, ...]:

@@ -985,7 +985,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 22
+_DERIVED_NAMES = 23
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1322,14 +1322,52 @@ def _year_columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[
 def _period_column(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int | None:
     """The column of a long-format table that holds each row's year: headed as one
     (``fiscal_year``, ``Year``, ``年度``) and holding a year in every row that has a cell
-    there. ``None`` for any other table."""
+    there; or headed as a date or month and holding a month in every row (``Date`` over
+    ``2020-01-01``, read as ``Jan 2020`` by :func:`_months_dated`). ``None`` for any other
+    table."""
     for i, text in enumerate(header):
-        if not _PERIOD_HEADER.match(normalize(_label(text).replace("_", " "))):
-            continue
+        head = normalize(_label(text).replace("_", " "))
         cells = [normalize(row[i]) for row in rows if i < len(row) and row[i].strip()]
-        if cells and all(_YEAR_CELL.match(c) for c in cells):
+        if not cells:
+            continue
+        if _PERIOD_HEADER.match(head) and all(_YEAR_CELL.match(c) for c in cells):
+            return i
+        if _DATE_HEADER.match(head) and all(MONTH_PERIOD.match(c) for c in cells):
             return i
     return None
+
+
+_DATE_HEADER = re.compile(r"(?i:^(?:date|month|period|time)$)|^(?:日付|年月|月|日期|月份)$")
+# A month's first day or the month alone, as data files write a monthly series.
+_FIRST_OF_MONTH = re.compile(
+    r"^(?P<year>(?:19|20)\d{2})-(?P<month>0[1-9]|1[0-2])(?:-01(?:[T ]00:00(?::00)?)?)?$"
+)
+
+
+def _months_dated(table: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
+    """``table`` with a column whose every cell, over two rows or more, is a month's first
+    day or the month alone (``2020-01-01``, ``2020-01``) read as those months (``Jan
+    2020``): a monthly series dates each month by its first day. A column holding any
+    other day is a series of days and stays as written (no day is a month)."""
+    out = tuple(tuple(row) for row in table)
+    rows = out[1:]
+    width = max((len(row) for row in rows), default=0)
+    months = []
+    for i in range(width):
+        cells = [row[i].strip() for row in rows if i < len(row) and row[i].strip()]
+        if len(cells) >= 2 and all(_FIRST_OF_MONTH.match(c) for c in cells):
+            months.append(i)
+    if not months:
+        return out
+
+    def month(text: str) -> str:
+        m = _FIRST_OF_MONTH.match(text.strip())
+        return f"{MONTH_NAMES[int(m['month']) - 1]} {m['year']}" if m else text
+
+    return (
+        out[0],
+        *(tuple(month(c) if i in months else c for i, c in enumerate(row)) for row in rows),
+    )
 
 
 # A column for the whole year the titles name ("Full year", 通期, 全年).
@@ -2040,6 +2078,7 @@ class _Extractor:
             if not rows:
                 return []
             table = (table[0], *rows)
+        table = _months_dated(table)
         keys = {k for k, _ in parts}
         outer = [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
         header = table[0]

@@ -683,6 +683,20 @@ class FiguresRoute:
             answer.status is Status.NOT_FOUND
             and not answer.flags
             and len(parts) == 1
+            and (at_end := self._balance_at_year_end(request, parts[0])) is not None
+        ):
+            # "long-term debt at the end of 2018": a balance, which the tables give at the
+            # end of a month; the fiscal year's last month is the year's end, and said so
+            ended = ResolvedPeriod(f"the end of {parts[0].period}", at_end.period or "")
+            return replace(
+                self._figures(request, [at_end], _preamble((*resolved, ended), assumptions)),
+                assumptions=tuple(assumptions),
+                resolved_periods=(*resolved, ended),
+            )
+        if (
+            answer.status is Status.NOT_FOUND
+            and not answer.flags
+            and len(parts) == 1
             and (twelve := self._years_it_may_be(request, parts[0]))
         ):
             # a fiscal year no fact is labelled with, of a company whose year ends in a
@@ -805,6 +819,25 @@ class FiguresRoute:
             and MONTH_PERIOD.match(parts[0].period or "") is not None
             and not self._reported_for(request, parts[0].period)
         )
+
+    def _balance_at_year_end(self, request: AnswerRequest, part: MetricQuery) -> MetricQuery | None:
+        """A fiscal year asked of a metric the caller's readable tables give only at the
+        end of months (a balance: "Dec. 31, 2018" heads its column) as the balance at the
+        end of that year's last month, where the calendar says which month that is and no
+        readable document of the entity says its years end in another; else ``None``."""
+        if part.entity is None or part.metric is None or not _YEAR_PERIOD.match(part.period or ""):
+            return None
+        rows, periods = self._periods_held(request, part)
+        if not periods or not all(MONTH_PERIOD.match(p) for p in periods):
+            return None
+        span = self.ctx.calendar.span(part.period or "")
+        if span is None:
+            return None
+        last = span[1]
+        if self._named_year_ends(rows, part.entity) - {last.month}:
+            return None
+        month = f"{MONTH_NAMES[last.month - 1]} {last.year}"
+        return replace(part, period=month) if month in periods else None
 
     def _years_it_may_be(self, request: AnswerRequest, part: MetricQuery) -> list[str]:
         """The spans of twelve months the caller's readable facts of the part's metric,

@@ -19,8 +19,8 @@ _SPACE = re.compile(r"\s+")
 #: How the loaders cut a document into sections; an index built by an earlier count is cut
 #: again (2: a list of step headings ends the section above them, :class:`Outline`; 3: rows
 #: under a heading breaking income or expense, or a share class's earnings per share, down
-#: carry it, :class:`RowHeading`).
-SECTIONING = 3
+#: carry it, :class:`RowHeading`; 4: a share class's per-share rows named as its EPS).
+SECTIONING = 4
 TOP = "(top)"
 OUTLINE_KEY, OUTLINE_VALUE = STEPS_PART.split("=")
 """The heading path of text that comes before a document's first heading."""
@@ -572,12 +572,38 @@ _OWN_FLOW = re.compile(
 )
 # "Basic:" or "Diluted:" as a heading of its own, under an "Earnings per share:" heading
 # earlier in the table: the per-share amounts of that class ("Continuing operations").
-_SHARE_CLASS_HEADING = re.compile(r"(?i:^(?:basic|diluted)\s*:$)")
+_SHARE_CLASS_HEADING = re.compile(r"(?i:^(?P<kind>basic|diluted)\s*:$)")
+# A heading naming a share class's amount per share itself: "Basic income (loss) per
+# common share:", "Diluted earnings per share:".
+_CLASS_PER_SHARE_HEADING = re.compile(
+    r"(?i:^(?P<kind>basic|diluted)\b[^:]*\bper\s+(?:common\s+|ordinary\s+)?share\s*:$)"
+)
 _PER_SHARE = re.compile(r"(?i:\bper\s+(?:common\s+|ordinary\s+)?share\b)")
 # A label naming a per-share amount of its own ("Basic earnings per share", "Total"): it
-# ends a share class's rows.
+# ends a share class's rows. Read without its asides: "(USD per share)" is a unit.
 _OWN_PER_SHARE = re.compile(r"(?i:\bper\s+(?:\w+\s+)?share\b|\beps\b|^total\b)")
 _SHARES = re.compile(r"(?i:\bshares\b)")
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+# What a share class's row is the amount of: the class's earnings per share itself (net
+# income, net earnings), or those from continuing or discontinued operations.
+_NET_ROW = re.compile(r"(?i:^net\s+(?:income|earnings|loss|profit)\b)")
+_OPERATIONS_ROW = re.compile(r"(?i:\b(?P<which>continuing|discontinued)\s+operations\b)")
+
+
+def _per_share_row(kind: str, label: str) -> str | None:
+    """A share class's per-share row named as a question names it: "Net income (loss)
+    attributable to Dean Foods Company (USD per share)" under "Diluted income (loss) per
+    common share:" is "Diluted earnings per share"; "Income from continuing operations …"
+    is "Diluted earnings per share: Continuing operations". ``None``: a row of another
+    kind, left as it is."""
+    plain = _ASIDE.sub("", label).strip()
+    measure = f"{kind.capitalize()} earnings per share"
+    if _NET_ROW.match(plain):
+        return measure
+    m = _OPERATIONS_ROW.search(plain)
+    if m is not None:
+        return f"{measure}: {m.group('which').capitalize()} operations"
+    return f"{measure}: {plain}" if len(plain) <= 40 and not _OWN_PER_SHARE.search(plain) else None
 
 
 class RowHeading:
@@ -591,30 +617,35 @@ class RowHeading:
     * the rows under ``Interest income:``, ``Interest expense:`` or ``Revenues:`` are that
       income or expense from what they name, "Interest expense: Deposits", never the
       deposits themselves, until a row naming a flow of its own ("Total interest expense");
-    * the rows under ``Basic:`` or ``Diluted:``, below an ``Earnings per share:`` heading,
-      are that class's per-share amounts: "Continuing operations" is "Basic earnings per
-      share: Continuing operations", never the company's income from continuing
-      operations, until a row naming a per-share amount of its own.
+    * the rows under a share class's per-share heading (``Diluted income (loss) per common
+      share:``, or ``Basic:`` below an ``Earnings per share:`` heading) are that class's
+      per-share amounts: its net income row is "Diluted earnings per share", one of
+      continuing operations "Diluted earnings per share: Continuing operations", never the
+      company's net income or its income from continuing operations, until a row naming a
+      per-share amount of its own.
 
     Any other row ends the heading's rows."""
 
-    __slots__ = ("_heading", "_own", "_per_share")
+    __slots__ = ("_class", "_heading", "_own", "_per_share")
 
     def __init__(self) -> None:
         self._heading: str | None = None
         # what ends the heading's rows when it breaks a measure down; None: only its
         # Basic and Diluted rows are under it
         self._own: re.Pattern[str] | None = None
+        self._class: str | None = None  # the share class whose per-share rows these are
         self._per_share: str | None = None  # the per-share heading seen last in the table
 
     def under(self, cells: Sequence[str]) -> tuple[str, ...]:
         """``cells``, the next row, with its label under the heading it is under."""
         label = cells[0].strip() if cells else ""
         if label.endswith(":") and not has_figure(cells):
-            self._heading, self._own = label, None
-            if _SHARE_CLASS_HEADING.match(label) and self._per_share is not None:
-                self._heading = f"{label[:-1].strip()} {self._per_share.lower()}:"
-                self._own = _OWN_PER_SHARE
+            self._heading, self._own, self._class = label, None, None
+            per_class = _CLASS_PER_SHARE_HEADING.match(label) or (
+                _SHARE_CLASS_HEADING.match(label) if self._per_share is not None else None
+            )
+            if per_class is not None:
+                self._class = per_class.group("kind")
             elif _FLOW_HEADING.match(label):
                 self._own = _OWN_FLOW
             if _PER_SHARE.search(label):
@@ -622,11 +653,15 @@ class RowHeading:
             elif _SHARES.search(label):
                 self._per_share = None  # "Weighted-average shares:" counts shares
             return tuple(cells)
-        under = _SHARE_CLASS.match(label) is not None or (
-            self._own is not None and bool(label) and not self._own.search(label)
-        )
-        if self._heading is not None and under and has_figure(cells):
-            return (f"{self._heading} {label}", *cells[1:])
+        if self._heading is not None and label and has_figure(cells):
+            if self._class is not None:
+                named = _per_share_row(self._class, label)
+                if named is not None:
+                    return (named, *cells[1:])
+            elif _SHARE_CLASS.match(label) or (
+                self._own is not None and not self._own.search(label)
+            ):
+                return (f"{self._heading} {label}", *cells[1:])
         self._heading = None  # any other row ends the heading's rows
         return tuple(cells)
 
