@@ -992,6 +992,8 @@ def test_a_part_a_forecast_or_another_companys_sentence_is_never_the_years(
     import clearance.answer.routes.figures as figures
 
     monkeypatch.setattr(figures, "states_whole_year_amount", lambda sentence: "億円" in sentence)
+    # and a quarter's deck read as stating its year (its title names the year's end only)
+    monkeypatch.setattr(figures, "_PART_REPORT", re.compile(r"(?!)"))
     for year in ("2025", "2026"):
         leaky = konica.ask(f"{year}年3月期の営業利益はいくらでしたか?", "kenji")
         with pytest.raises(AssertionError):
