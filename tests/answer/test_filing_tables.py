@@ -515,3 +515,52 @@ def test_a_10k_asked_as_people_ask_it(
     assert value in answer and never not in answer, answer
     if "end of" in question:
         assert "the end of FY" in answer and "= Dec " in answer, answer
+
+
+PARENT = """# Orbital Holdings Company — Consolidated Statements of Operations
+
+(in thousands, except per share amounts)
+
+| | Three Months Ended Sep. 30, 2018 | Twelve Months Ended Dec. 31, 2018 |
+|---|---|---|
+| Net Income | 125,070 | 271,576 |
+| Net Income Attributable to Noncontrolling Interests | (6) | (561) |
+| Net Income (Loss) Attributable to Parent | 125,064 | 271,015 |
+| Basic net income per common share (in usd per share) | 23.43 | 50.55 |
+| Diluted net income per common share (in usd per share) | 23.28 | 50.20 |
+"""
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "never"),
+    [
+        ("What was Orbital's net income attributable to the company in the three months ended September 30, 2018?", "125,064", "125,070"),
+        ("What was Orbital's net income in the three months ended September 30, 2018?", "125,070", "125,064"),
+        ("What was Orbital's diluted EPS for the twelve months ended December 31, 2018?", "50.2", "50.55"),
+        ("What were Orbital's basic earnings per share in the three months ended September 30, 2018?", "23.43", "23.28"),
+    ],
+)  # fmt: skip
+def test_the_sec_s_names_of_the_parent_s_income_and_of_eps_are_the_readers(
+    index_one: Callable[[str, str], Clearance], question: str, value: str, never: str
+) -> None:
+    """ "Attributable to Parent" is the income attributable to the company; "Diluted net
+    income per common share" is diluted EPS: never the net income including noncontrolling
+    interests, nor the other share class's figure."""
+    answer = ask(index_one("orbital-holdings-10k-2018.md", PARENT), question)
+    assert value in answer and never not in answer, answer
+
+
+def test_a_word_the_whole_file_is_about_narrows_nothing(
+    index_one: Callable[[str, str], Clearance],
+) -> None:
+    """``us-cpi-monthly.csv`` dates each month by its first day and heads its column
+    ``Index``: "the US CPI index in January 2020" is that column's January, "CPI" being
+    what the whole file is about; a word the file does not name ("core") still narrows,
+    and is not found."""
+    engine = index_one(
+        "us-cpi-monthly.csv",
+        "Date,Index,Inflation\n2020-01-01,257.971,0.39\n2020-02-01,258.678,0.27\n",
+    )
+    assert "257.971" in ask(engine, "What was the US CPI index value in January 2020?")
+    missing = ask(engine, "What was the US core index in January 2020?", Status.NOT_FOUND)
+    assert "257.971" not in missing

@@ -1405,8 +1405,12 @@ def test_a_monthly_series_dated_by_each_month_s_first_day_gives_months(tmp_path:
     )
     daily = tmp_path / "fx-daily.csv"
     daily.write_text("Date,Rate\n2022-06-01,1.07\n2022-06-02,1.08\n2022-07-01,1.04\n", "utf-8")
+    quarterly = tmp_path / "gilt-yield-quarterly.csv"  # dated at each quarter's last day
+    quarterly.write_text("Date,Rate\n2020-03-31,0.5\n2020-06-30,0.3\n2024-02-29,4.1\n", "utf-8")
+    mixed = tmp_path / "fx-mixed.csv"  # a month's last day beside another's first: days
+    mixed.write_text("Date,Rate\n2022-06-30,1.07\n2022-07-01,1.04\n", "utf-8")
     by = {}
-    for path in (monthly, daily):
+    for path in (monthly, daily, quarterly, mixed):
         for f in extract_facts(
             extract(path, max_chars=1500).sections, doc_id=path.stem, title=path.stem,
             vocab=FactSettings(),
@@ -1414,4 +1418,6 @@ def test_a_monthly_series_dated_by_each_month_s_first_day_gives_months(tmp_path:
             by[(f.doc_id, f.metric, f.period)] = f.value
     assert by[("us-cpi-monthly", "inflation", "Jun 2022")] == 1.37
     assert by[("us-cpi-monthly", "index", "May 2022")] == 292.296
-    assert not [k for k in by if k[0] == "fx-daily"]
+    assert not [k for k in by if k[0] in ("fx-daily", "fx-mixed")]
+    assert by[("gilt-yield-quarterly", "rate", "Jun 2020")] == 0.3
+    assert by[("gilt-yield-quarterly", "rate", "Feb 2024")] == 4.1

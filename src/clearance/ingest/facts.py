@@ -88,6 +88,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Literal
 
@@ -985,7 +986,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 23
+_DERIVED_NAMES = 24
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1338,30 +1339,47 @@ def _period_column(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int 
 
 
 _DATE_HEADER = re.compile(r"(?i:^(?:date|month|period|time)$)|^(?:日付|年月|月|日期|月份)$")
-# A month's first day or the month alone, as data files write a monthly series.
-_FIRST_OF_MONTH = re.compile(
-    r"^(?P<year>(?:19|20)\d{2})-(?P<month>0[1-9]|1[0-2])(?:-01(?:[T ]00:00(?::00)?)?)?$"
+# A day as data files write it, the month alone too: "2020-01-01", "2022-12-31", "2020-01".
+_ISO_DAY = re.compile(
+    r"^(?P<year>(?:19|20)\d{2})-(?P<month>0[1-9]|1[0-2])"
+    r"(?:-(?P<day>0[1-9]|[12]\d|3[01])(?:[T ]00:00(?::00)?)?)?$"
 )
+
+
+def _month_dated(text: str) -> str | None:
+    """``first`` for a month's first day or the month alone, ``last`` for its last day,
+    else ``None`` (another day, or no date)."""
+    m = _ISO_DAY.match(text.strip())
+    if m is None:
+        return None
+    if m["day"] is None or m["day"] == "01":
+        return "first"
+    year, month = int(m["year"]), int(m["month"])
+    last = (date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)).day
+    return "last" if int(m["day"]) == last else None
 
 
 def _months_dated(table: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
     """``table`` with a column whose every cell, over two rows or more, is a month's first
-    day or the month alone (``2020-01-01``, ``2020-01``) read as those months (``Jan
-    2020``): a monthly series dates each month by its first day. A column holding any
-    other day is a series of days and stays as written (no day is a month)."""
+    day or the month alone (``2020-01-01``, ``2020-01``), or every cell the last day of
+    a month (``2022-06-30``, ``2022-12-31``), read as those months (``Jan 2020``, ``Jun
+    2022``): a monthly or quarterly series dates each month by its first or its last day,
+    a value at a month's end is that month's balance. A column holding any other day is
+    a series of days and stays as written (no day is a month)."""
     out = tuple(tuple(row) for row in table)
     rows = out[1:]
     width = max((len(row) for row in rows), default=0)
     months = []
     for i in range(width):
         cells = [row[i].strip() for row in rows if i < len(row) and row[i].strip()]
-        if len(cells) >= 2 and all(_FIRST_OF_MONTH.match(c) for c in cells):
+        kinds = {_month_dated(c) for c in cells}
+        if len(cells) >= 2 and len(kinds) == 1 and None not in kinds:
             months.append(i)
     if not months:
         return out
 
     def month(text: str) -> str:
-        m = _FIRST_OF_MONTH.match(text.strip())
+        m = _ISO_DAY.match(text.strip())
         return f"{MONTH_NAMES[int(m['month']) - 1]} {m['year']}" if m else text
 
     return (

@@ -594,6 +594,7 @@ class FiguresRoute:
             names_left=intent.names_left,
             unknown=intent.unknown_entity,
         )
+        parts = [self._subject_dropped(request, part) for part in parts]
         parts, resolved = self._as_the_table_heads(request, parts, resolved)
         parts, spans = self._fiscal_spans(request, parts)
         parts = _one_look_up_each(parts)
@@ -819,6 +820,26 @@ class FiguresRoute:
             and MONTH_PERIOD.match(parts[0].period or "") is not None
             and not self._reported_for(request, parts[0].period)
         )
+
+    def _subject_dropped(self, request: AnswerRequest, part: MetricQuery) -> MetricQuery:
+        """``part`` without a qualifier whose every word the file name or title of every
+        readable document holding the part's metric and entity says: the whole document is
+        about it, so it narrows nothing ("the US CPI index" of ``us-cpi-monthly.csv``,
+        whose column is ``Index``). A word no such document names still narrows."""
+        if not part.qualifier or part.metric is None or part.entity is None:
+            return part
+        docs = {
+            d.doc_id: d
+            for _, d in self.ctx.readable_facts(request, metric=part.metric, entity=part.entity)
+        }
+        words = {w.casefold() for w in re.findall(r"\w+", part.qualifier)}
+        if not docs or not words:
+            return part
+        for doc in docs.values():
+            about = f"{file_name_words(doc.uri)} {doc.title}".casefold()
+            if not words <= set(re.findall(r"\w+", about)):
+                return part
+        return replace(part, qualifier=None)
 
     def _balance_at_year_end(self, request: AnswerRequest, part: MetricQuery) -> MetricQuery | None:
         """A fiscal year asked of a metric the caller's readable tables give only at the
