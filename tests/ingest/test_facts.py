@@ -1421,3 +1421,33 @@ def test_a_monthly_series_dated_by_each_month_s_first_day_gives_months(tmp_path:
     assert not [k for k in by if k[0] in ("fx-daily", "fx-mixed")]
     assert by[("gilt-yield-quarterly", "rate", "Jun 2020")] == 0.3
     assert by[("gilt-yield-quarterly", "rate", "Feb 2024")] == 4.1
+
+
+def test_columns_of_one_measure_for_parts_in_parentheses_are_each_part_s(tmp_path: Path) -> None:
+    """``Price (All) | Price (New) | Price (Older)`` measure one price for three parts: each
+    column is its part's ("new price"), "All" the whole ("price"), where reading them all as
+    "price" gave one label three values and none was kept. A unit in parentheses is no
+    part (``Revenue (USD m)``), and cells read otherwise keep the locator they are written
+    with (``2024-11-01``, ``Price (New)``)."""
+    path = tmp_path / "house-prices-quarterly.csv"
+    path.write_text(
+        "Date,Price (All),Price (New),Price (Older)\n"
+        "2024-08-01,266640,299191,254000\n2024-11-01,268518,307673,255100\n",
+        encoding="utf-8",
+    )
+    units = tmp_path / "acme-results.csv"
+    units.write_text("Year,Revenue (USD m),Profit (USD m)\n2023,100,10\n2024,120,12\n", "utf-8")
+    facts = [
+        f
+        for p in (path, units)
+        for f in extract_facts(
+            extract(p, max_chars=1500).sections, doc_id=p.stem, title=p.stem, vocab=FactSettings()
+        )
+    ]
+    by = {(f.metric, f.period): f for f in facts}
+    assert by[("price", "Nov 2024")].value == 268518
+    assert by[("new price", "Nov 2024")].value == 307673
+    assert by[("older price", "Aug 2024")].value == 254000
+    assert "row=2024-11-01" in by[("new price", "Nov 2024")].locator
+    assert "col=Price (New)" in by[("new price", "Nov 2024")].locator
+    assert {f.metric for f in facts if f.doc_id == "acme-results"} == {"revenue", "profit"}

@@ -986,7 +986,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 24
+_DERIVED_NAMES = 25
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1357,6 +1357,59 @@ def _month_dated(text: str) -> str | None:
     year, month = int(m["year"]), int(m["month"])
     last = (date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)).day
     return "last" if int(m["day"]) == last else None
+
+
+# A column's part in parentheses, not its unit: "Price (New)", "Price (Older)".
+_PART_GROUP = re.compile(r"^(?P<measure>[^()]*?[^\W\d_][^()]*?)\s*\((?P<part>[^()]+)\)\s*$")
+_UNIT_WORDS = re.compile(
+    rf"(?i:\d|%|[$€£¥]|\b(?:in|per|thousands?|millions?|billions?|bn|mn|k|m|b|units?|"
+    rf"{_CURRENCY_CODES})\b)"
+)
+_WHOLE_PART = frozenset({"all", "total", "overall", "whole"})
+
+
+def _parted_columns(header: Sequence[str]) -> tuple[str, ...]:
+    """``header`` with columns that measure one thing for different parts, each part in
+    parentheses (``Price (All)``, ``Price (New)``, ``Price (Older)``), named as the part's
+    measure (``Price: New``, read as "New Price"); the part ``All`` or ``Total`` is the
+    measure's whole (``Price``). Two such columns at least, with different parts; a unit
+    in parentheses (``Revenue (USD m)``) is no part."""
+    out = list(header)
+    parted: dict[str, list[tuple[int, str]]] = {}
+    for i, text in enumerate(header):
+        m = _PART_GROUP.match(text.strip())
+        if m is not None and not _UNIT_WORDS.search(m["part"]):
+            parted.setdefault(m["measure"].strip().casefold(), []).append((i, m["part"].strip()))
+    for columns in parted.values():
+        if len(columns) < 2 or len({part.casefold() for _, part in columns}) < len(columns):
+            continue
+        for i, part in columns:
+            measure = _PART_GROUP.match(header[i].strip())["measure"].strip()  # type: ignore[index]
+            out[i] = measure if part.casefold() in _WHOLE_PART else f"{measure}: {part}"
+    return tuple(out)
+
+
+def _as_written(table: Sequence[Sequence[str]], read: Sequence[Sequence[str]]) -> dict[str, str]:
+    """The cells ``read`` names otherwise than ``table`` writes them, as a locator names a
+    cell: read → written."""
+    return {
+        _clip(normalize(new)): _clip(normalize(old))
+        for row, again in zip(table, read, strict=True)
+        for old, new in zip(row, again, strict=False)
+        if old != new
+    }
+
+
+def _located_as_written(fact: Fact, written: Mapping[str, str]) -> Fact:
+    """``fact`` with its locator's row and column as the file writes them (``2020-01-01``,
+    ``Price (New)``), where they were read otherwise (``Jan 2020``, ``Price: New``)."""
+    parts = [
+        (key, " / ".join(written.get(v, v) for v in value.split(" / ")))
+        if key in ("row", "col")
+        else (key, value)
+        for key, value in parse_locator(fact.locator)
+    ]
+    return dataclasses.replace(fact, locator=format_locator(*parts))
 
 
 def _months_dated(table: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
@@ -2096,7 +2149,10 @@ class _Extractor:
             if not rows:
                 return []
             table = (table[0], *rows)
-        table = _months_dated(table)
+        read = _months_dated(table)
+        read = (_parted_columns(read[0]), *read[1:])
+        written = _as_written(table, read)  # cells read otherwise, located as written
+        table = read
         keys = {k for k, _ in parts}
         outer = [*section.captions, *section.titles, *_outer_contexts(parts, self.title)]
         header = table[0]
@@ -2142,7 +2198,7 @@ class _Extractor:
                 if isinstance(fact, Fact) and spans and _dated_month(fact.period, header, col):
                     fact = "a column headed by a date, of a table over a span of months"
                 if isinstance(fact, Fact):
-                    facts.append(fact)
+                    facts.append(_located_as_written(fact, written) if written else fact)
                 elif fact is not None:
                     key = (place, fact)
                     self.skipped[key] = self.skipped.get(key, 0) + 1
