@@ -288,12 +288,17 @@ def detail_sheet(path: Path) -> Path:
 
 def test_a_segment_s_rows_are_never_the_company_s_figures(tmp_path: Path) -> None:
     """Depreciation of $12 million under "Operating segments | Silicon Valley Bank" is that
-    segment's; read as SVB's it was a part given as the whole. The company's rows above
-    the first segment are read as before."""
+    segment's, named so; read as SVB's it was a part given as the whole. The company's
+    rows above the first segment are read as before, and each segment's row starts the
+    next one's rows."""
     facts = facts_of(detail_sheet(tmp_path / "svb-financial-group-10q-q2-2022.xlsx"))
-    by = {(f.metric, f.period): f.value for f in facts}
+    by = {(f.metric.casefold(), f.period): f.value for f in facts}
     assert by[("goodwill", "3M ended Jun 2022")] == 375
-    assert not any(f.value in (12, 21, 96, 252) for f in facts), facts
+    assert by.get(("silicon valley bank depreciation and amortization", "3M ended Jun 2022")) == 12
+    assert by.get(("svb securities noninterest income", "6M ended Jun 2022")) == 252
+    segments = ("silicon valley bank ", "svb securities ")
+    parts = [f for f in facts if f.value in (12, 21, 96, 252)]
+    assert len(parts) == 4 and all(f.metric.casefold().startswith(segments) for f in parts)
 
 
 def test_reverse_proof_without_reading_the_segment_row_its_figures_pass_as_the_total(
@@ -397,3 +402,72 @@ def test_a_balance_at_a_date_of_someone_no_table_names_is_left_to_the_passages(
         "fay",
     )
     assert result.status is Status.ANSWERED and "54,256,197" in result.answer, result.answer
+
+
+def segments_sheet(path: Path) -> Path:
+    """An SEC detail sheet of segments, as filers' workbooks publish it: the company's rows,
+    then each segment's under a row naming its members in one cell, nested."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Business Segments (Information "
+    sheet.append([
+        "Business Segments (Information by Operating Segment) (Details 2) - USD ($) $ in Thousands",
+        "12 Months Ended", None,
+    ])  # fmt: skip
+    sheet.append([None, "Dec. 31, 2018", "Dec. 31, 2017"])
+    for row in (
+        ["Segment Reporting Information [Line Items]", None, None],
+        ["Operating Revenues", 2695966, 2591846],
+        ["Income (loss) from operations", 246161, 136403],
+        ["Operating Segments [Member] | Education [Member]", None, None],
+        ["Segment Reporting Information [Line Items]", None, None],
+        ["Operating Revenues", 1451015, 1516776],
+        ["Operating Segments [Member] | Education [Member] | Reportable Subsegments [Member]"
+         " | Kaplan International [Member]", None, None],
+        ["Segment Reporting Information [Line Items]", None, None],
+        ["Operating Revenues", 719982, 697999],
+        ["Income (loss) from operations", 70315, 51623],
+    ):  # fmt: skip
+        sheet.append(row)
+    sheet.merge_cells("A1:A2")
+    sheet.merge_cells("B1:C1")
+    book.save(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "status"),
+    [
+        ("What was Kaplan International's revenue in 2018?", "719,982", Status.ANSWERED),
+        ("What were Orbital's operating revenues in 2018?", "2,695,966", Status.ANSWERED),
+        ("What was Orbital's Education revenue in 2017?", "1,516,776", Status.ANSWERED),
+        ("What was Orbital's revenue in Europe in 2018?", None, Status.NOT_FOUND),
+    ],
+)
+def test_a_segment_s_rows_answer_for_the_segment_and_never_for_the_company(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+    question: str,
+    value: str | None,
+    status: Status,
+) -> None:
+    """Under "… | Kaplan International [Member]", "Operating Revenues" is Kaplan
+    International's (its last member's); the company's own rows above the first member are
+    the company's; a part no row names is not found. The sheet's title, "(Information by
+    Operating Segment)", is an aside, not a measure broken down by segment."""
+    corpus = tmp_path / "finance"
+    corpus.mkdir()
+    segments_sheet(corpus / "orbital-holdings-10k-2018-financial-report.xlsx")
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), encoding="utf-8")
+    engine = Clearance(settings_factory({}), store)
+    assert engine.ingest([corpus]).failed == []
+    engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    answer = ask(engine, question, status)
+    if value is not None:
+        assert value in answer, answer
+    others = {"719,982", "2,695,966", "1,516,776", "1,451,015", "697,999", "2,591,846"} - {value}
+    assert not [o for o in others if o in answer], answer

@@ -986,7 +986,7 @@ def _canonical_period(canonical: str, match: re.Match[str]) -> str | None:
 
 # The version of what a table's own labels are read as (periods, measures, lines): a new
 # reading re-extracts every document's facts.
-_DERIVED_NAMES = 25
+_DERIVED_NAMES = 26
 
 
 def vocab_fingerprint(settings: FactSettings) -> str:
@@ -1989,6 +1989,19 @@ def _names_a_part(row: Sequence[str]) -> bool:
     return len(cells) == 1 and bool(bar) and bool(name.strip()) and bool(_PART_ROW.search(kind))
 
 
+# An XBRL member's mark: "Kaplan International [Member]".
+_MEMBER = re.compile(r"\s*\[(?:member|axis|domain)\]\s*$", re.IGNORECASE)
+
+
+def _part_named(row: Sequence[str]) -> str:
+    """The part a row naming one names: its last member ("Kaplan International" of
+    "Operating Segments [Member] | Education [Member] | … | Kaplan International
+    [Member]"), or the name beside its kind ("Silicon Valley Bank")."""
+    cells = [c.strip() for c in row if c.strip()]
+    name = cells[1] if len(cells) == 2 else cells[0].rpartition(" | ")[2]
+    return _MEMBER.sub("", name).strip()
+
+
 def _figure_beside(row: Sequence[str]) -> bool:
     """Whether a row holds a number other than a year beside its label (the loaders'
     ``has_figure``, which this layer may not import, read with :func:`parse_number`)."""
@@ -2057,7 +2070,7 @@ class _Extractor:
         # the months a filing's cover page says the filer's fiscal years end in
         self.stated_year_ends: set[int] = set()
         # the sheets (tables) whose rows from some row on are a part's (_own_rows)
-        self._parted: set[str] = set()
+        self._parted: dict[str, str] = {}  # a table → the part its rows are now of
 
     def _company(self, corner: str, titles: Sequence[str] = ()) -> str:
         """The company a table's corner names with its legal form, else the nearest of its
@@ -2215,23 +2228,29 @@ class _Extractor:
     def _own_rows(
         self, rows: Sequence[tuple[str, ...]], table: str, place: str
     ) -> list[tuple[str, ...]]:
-        """``rows`` without those no figure of the document's company is read from: a
-        filing's cover page (:meth:`_cover_row`), and every row of ``table`` (a sheet, or a
-        table) from a row naming a part of the company on: "Operating segments | Silicon
-        Valley Bank", as an SEC detail sheet heads each segment's rows after the
-        company's. Their figures are the part's, which a label beside them does not say,
-        so none is taken for the company's total (reported among the warnings)."""
+        """``rows`` without those no figure of the document's company is read from (a
+        filing's cover page, :meth:`_cover_row`), and with every row of ``table`` (a sheet,
+        or a table) after a row naming a part of the company named as that part's: under
+        "Operating segments | Silicon Valley Bank", as an SEC detail sheet heads each
+        segment's rows after the company's, "Depreciation and amortization" is "Silicon
+        Valley Bank Depreciation and amortization", never the company's total; each part's
+        row starts the next part's rows. A part whose name is lost (no name beside its
+        kind) gives no figure (reported among the warnings)."""
         kept: list[tuple[str, ...]] = []
         for row in rows:
             if self._cover_row(row):
                 continue
-            if table not in self._parted and _names_a_part(row):
-                self._parted.add(table)
-            if table in self._parted:
-                if _figure_beside(row):
+            if _names_a_part(row):
+                self._parted[table] = _part_named(row)
+                continue
+            part = self._parted.get(table)
+            if part is not None and _figure_beside(row):
+                label = row[0].strip() if row else ""
+                if not part or not label:
                     reason = "rows of a part of the company (a segment's) not read"
                     self.skipped[(place, reason)] = self.skipped.get((place, reason), 0) + 1
-                continue
+                    continue
+                row = (f"{part} {label}", *row[1:])
             kept.append(row)
         return kept
 
@@ -2879,7 +2898,9 @@ class _Extractor:
             if not title.strip():
                 continue
             norm = _INTRODUCING.sub("", _NUMBERED.sub("", normalize(_label(title))))
-            norm = norm.rstrip(" .:")
+            # an aside says what the title is, not what it breaks down: "Business Segments
+            # (Information by Operating Segment) (Details 2)", an SEC sheet's title
+            norm = normalize(_GROUP.sub(" ", norm)).rstrip(" .:")
             m = _BY.match(norm) or _BETSU.match(norm)
             if m is None:
                 continue
