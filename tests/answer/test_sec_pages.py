@@ -471,3 +471,36 @@ def test_a_segment_s_rows_answer_for_the_segment_and_never_for_the_company(
         assert value in answer, answer
     others = {"719,982", "2,695,966", "1,516,776", "1,451,015", "697,999", "2,591,846"} - {value}
     assert not [o for o in others if o in answer], answer
+
+
+def test_a_breakdown_s_bare_members_are_each_the_part_s(tmp_path: Path) -> None:
+    """An SEC disaggregation sheet names each member bare ("Ice cream") right above a
+    "… [Line Items]" row: the revenues under it are ice cream's, where one label's many
+    values for one period had given none; the company's row above them stays its own."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["Revenue Recognition - Disaggregation of Revenue (Details) - USD ($)"
+                  " $ in Thousands", "12 Months Ended", None])  # fmt: skip
+    sheet.append([None, "Dec. 31, 2019", "Dec. 31, 2018"])
+    for row in (
+        ["Disaggregation of Revenue [Line Items]", None, None],
+        ["Revenues", 7328663, 7755283],
+        ["Fluid milk", None, None],
+        ["Disaggregation of Revenue [Line Items]", None, None],
+        ["Revenues", 4580538, 4756360],
+        ["Ice cream", None, None],
+        ["Disaggregation of Revenue [Line Items]", None, None],
+        ["Revenues", 1040979, 1077027],
+    ):
+        sheet.append(row)
+    sheet.merge_cells("A1:A2")
+    sheet.merge_cells("B1:C1")
+    path = tmp_path / "orbital-foods-10k-2019-financial-report.xlsx"
+    book.save(path)
+    by = {(f.metric.casefold(), f.period): f.value for f in facts_of(path)}
+    assert by.get(("ice cream revenues", "FY2018")) == 1077027
+    assert by.get(("fluid milk revenues", "FY2019")) == 4580538
+    assert by.get(("revenues", "FY2019")) == 7328663
+    assert [v for (m, _), v in by.items() if m == "revenues"] == [7328663, 7755283]

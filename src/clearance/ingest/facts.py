@@ -2002,6 +2002,20 @@ def _part_named(row: Sequence[str]) -> str:
     return _MEMBER.sub("", name).strip()
 
 
+# The row an SEC detail sheet writes under each member it breaks a table down by.
+_LINE_ITEMS = re.compile(r"(?i:\[line\s+items\]\s*$)")
+
+
+def _member_over_items(row: Sequence[str], after: Sequence[Sequence[str]]) -> bool:
+    """Whether ``row`` is a member named bare, as SEC detail sheets write a breakdown's
+    parts: a label with no figure right above a ``… [Line Items]`` row ("Ice cream" over
+    "Disaggregation of Revenue [Line Items]")."""
+    cells = [c.strip() for c in row if c.strip()]
+    if len(cells) != 1 or row[0].strip() != cells[0] or _LINE_ITEMS.search(cells[0]):
+        return False
+    return bool(after) and bool(after[0]) and bool(_LINE_ITEMS.search(after[0][0]))
+
+
 def _figure_beside(row: Sequence[str]) -> bool:
     """Whether a row holds a number other than a year beside its label (the loaders'
     ``has_figure``, which this layer may not import, read with :func:`parse_number`)."""
@@ -2237,10 +2251,10 @@ class _Extractor:
         row starts the next part's rows. A part whose name is lost (no name beside its
         kind) gives no figure (reported among the warnings)."""
         kept: list[tuple[str, ...]] = []
-        for row in rows:
+        for i, row in enumerate(rows):
             if self._cover_row(row):
                 continue
-            if _names_a_part(row):
+            if _names_a_part(row) or _member_over_items(row, rows[i + 1 : i + 2]):
                 self._parted[table] = _part_named(row)
                 continue
             part = self._parted.get(table)
