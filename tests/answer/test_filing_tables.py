@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from clearance.answer.result import Status
+from clearance.answer.result import AnswerResult, Route, Status
 from clearance.app import Clearance
 from clearance.config import Settings, settings_from_dict
 from clearance.ingest.facts import extract_facts, format_number
@@ -564,3 +564,84 @@ def test_a_word_the_whole_file_is_about_narrows_nothing(
     assert "257.971" in ask(engine, "What was the US CPI index value in January 2020?")
     missing = ask(engine, "What was the US core index in January 2020?", Status.NOT_FOUND)
     assert "257.971" not in missing
+
+
+def _prices_and_minute(root: Path, engine: Clearance, minute: bool) -> None:
+    data = root / "data"
+    data.mkdir(parents=True)
+    (data / "house-prices-quarterly.csv").write_text(
+        "Date,Price (All),Price (New)\n2024-08-01,266640,299191\n2024-11-01,268518,307673\n",
+        encoding="utf-8",
+    )
+    (data / "_meta.json").write_text(json.dumps({"acl": ["group:staff"]}), encoding="utf-8")
+    roots = [data]
+    if minute:
+        board = root / "board"
+        board.mkdir()
+        (board / "board-minute-project-heron.md").write_text(
+            "# Board minute: Project Heron\n\nThe board approved the purchase of Lindqvist Marine"
+            " Sensors. The purchase price for Lindqvist Marine Sensors is EUR 312.4 million.\n",
+            encoding="utf-8",
+        )
+        meta = {"acl": ["user:bea"], "sensitivity": "RESTRICTED", "corpus": "board"}
+        (board / "_meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        roots.append(board)
+    assert engine.ingest(roots).failed == []
+
+
+@pytest.mark.parametrize("leaky", [False, True])
+def test_a_figure_no_table_holds_names_the_restricted_source_to_its_reader_only(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    write_directory: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+    leaky: bool,
+) -> None:
+    """ "The purchase price for Lindqvist" beside a readable table of house prices: no table
+    holds it, and the minute's reader is named the RESTRICTED minute that bears on it (it
+    was a "not found" once the table gave prices). Anyone else gets exactly the "not found"
+    of an index without the minute. Reverse proof (``leaky``): naming it from every
+    RESTRICTED document, whoever may view it, is caught."""
+    from clearance.answer.routes.restricted import RESTRICTED_FLAG, RestrictedNamingRoute
+
+    question = "What is the purchase price for Lindqvist Marine Sensors?"
+    answers = {}
+    for minute in (True, False):
+        root = tmp_path / ("with" if minute else "without")
+        store = SQLiteStore(root / "index" / "clearance.db")
+        # the board's corpus is declared where it holds the minute (a declared corpus with
+        # nothing in it fails closed, which would differ for another reason)
+        board = {"max_sensitivity": "RESTRICTED", "revocation_sla": "30d"}
+        engine = Clearance(settings_factory({"corpora": {"board": board}} if minute else {}), store)
+        _prices_and_minute(root, engine, minute)
+        engine.sync_directory(
+            write_directory(root / "directory.json", {"bea": ["staff"], "eddie": ["staff"]})
+        )
+        if leaky:
+
+            def everyones(self: RestrictedNamingRoute, request: object) -> AnswerResult | None:
+                titles = [
+                    d.title
+                    for d in self.ctx.runtime.store.list_documents()
+                    if d.sensitivity.name == "RESTRICTED"
+                ]
+                text = "Restricted: " + ", ".join(titles)
+                return AnswerResult(Status.ANSWERED, text, Route.NARRATIVE) if titles else None
+
+            monkeypatch.setattr(RestrictedNamingRoute, "answer", everyones)
+        answers[minute] = {u: engine.ask(question, u) for u in ("bea", "eddie")}
+        store.close()
+    eddie, alone = answers[True]["eddie"], answers[False]["eddie"]
+    same = (eddie.status, eddie.answer, eddie.citations) == (
+        alone.status,
+        alone.answer,
+        alone.citations,
+    )
+    bea = answers[True]["bea"]
+    if leaky:
+        assert not same
+        return
+    assert same, (eddie.answer, alone.answer)
+    assert eddie.status is Status.NOT_FOUND and "312.4" not in eddie.answer
+    assert bea.flags == (RESTRICTED_FLAG,) and "312.4" not in bea.answer, bea.answer
+    assert [c.doc_id for c in bea.citations] == ["files:board-minute-project-heron.md"]

@@ -99,6 +99,7 @@ class Orchestrator:
             self.ctx,
             lambda request: self.narrative.passages(request, prose_only=True, quoting=True),
         )
+        self.figures = figures
         self.restricted = RestrictedNamingRoute(self.ctx)
         self.no_source = NoSourceRoute(self.ctx)
         #: Tried in this order; the first that answers answers (the last always does).
@@ -287,8 +288,17 @@ class Orchestrator:
         request.out_of_scope = bool(scope.entities)
         for route in self.routes:
             result = route.answer(request)
-            if result is not None:
-                return result
+            if result is None:
+                continue
+            if route is self.figures and result.status is Status.NOT_FOUND and not result.flags:
+                # No readable table holds the figure ("the purchase price for Lindqvist"
+                # beside a table of house prices): RESTRICTED documents the caller may view
+                # that bear on the question are named, as when no route answers. Whoever may
+                # view none gets the same "not found" whether they exist or not.
+                named = self.restricted.answer(request)
+                if named is not None:
+                    return named
+            return result
         raise AssertionError("the last route always answers")
 
     def _read_spelling(self, request: AnswerRequest, entities: Sequence[str]) -> None:
