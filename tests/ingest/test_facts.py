@@ -1220,6 +1220,27 @@ def test_a_file_name_names_a_company_in_a_few_words_or_reads_as_words(
     assert facts_module.document_entity(title) == entity
 
 
+def statement_facts(path: Path, rows: list[list[Any]], company: str, scale: str) -> list[Any]:
+    """The facts of ``rows`` written as a workbook's sheet (``.xlsx``: its corner names the
+    company and scale) or as a Markdown table under the company's heading and a note of
+    its scale (``.md``)."""
+    if path.suffix == ".xlsx":
+        book = openpyxl.Workbook()
+        sheet = book.active
+        assert sheet is not None
+        for row in rows:
+            sheet.append(row)
+        book.save(path)
+    else:
+        lines = ["| " + " | ".join("" if c is None else str(c) for c in row) + " |" for row in rows]
+        lines.insert(1, "|---|---|---|")
+        text = f"# {company}\n\n(in {scale})\n\n" + "\n".join(lines) + "\n"
+        path.write_text(text, encoding="utf-8")
+    return extract_facts(
+        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    )
+
+
 BANK_STATEMENT = [
     ["Harbor Bancorp (in thousands)", "FY2024", "FY2023"],
     ["Interest income:", None, None],
@@ -1250,24 +1271,9 @@ def test_rows_under_an_interest_heading_are_that_interest_never_the_balance(
     row naming a flow of its own ("Total interest expense", "Dividend income"); a heading
     that is no income or expense broken down ("Noninterest income:", whose rows each name
     their own flow) leaves its rows as they are."""
-    if form == "xlsx":
-        book = openpyxl.Workbook()
-        sheet = book.active
-        assert sheet is not None
-        for row in BANK_STATEMENT:
-            sheet.append(row)
-        path = tmp_path / "harbor-income.xlsx"
-        book.save(path)
-    else:
-        path = tmp_path / "harbor-income.md"
-        lines = ["| " + " | ".join("" if c is None else str(c) for c in row) + " |"
-                 for row in [["", "FY2024", "FY2023"], *BANK_STATEMENT[1:]]]  # fmt: skip
-        lines.insert(1, "|---|---|---|")
-        text = "# Harbor Bancorp\n\n(in thousands)\n\n" + "\n".join(lines) + "\n"
-        path.write_text(text, encoding="utf-8")
-    facts = extract_facts(
-        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
-    )
+    corner = "Harbor Bancorp (in thousands)" if form == "xlsx" else ""
+    rows = [[corner, "FY2024", "FY2023"], *BANK_STATEMENT[1:]]
+    facts = statement_facts(tmp_path / f"harbor-income.{form}", rows, "Harbor Bancorp", "thousands")
     by = {(f.metric, f.period): f.value for f in facts}
     assert by[("deposits interest expense", "FY2024")] == 20115
     assert by[("borrowings interest expense", "FY2024")] == 5200
@@ -1312,24 +1318,10 @@ def test_a_share_class_heading_under_earnings_per_share_names_its_per_share_rows
     operations (four figures, none of them dropped as one label's two values), and "Net
     income" under "Diluted:" is no net income (2.25, never beside 570 million). Under
     "Weighted-average shares outstanding:", "Basic:" heads share counts, not amounts."""
-    rows = [["" if c is None else c for c in row] for row in EPS_STATEMENT]
-    if form == "xlsx":
-        book = openpyxl.Workbook()
-        sheet = book.active
-        assert sheet is not None
-        sheet.append(["Orbital Inc. (USD millions, except per share)", "FY2024", "FY2023"])
-        for row in rows[1:]:
-            sheet.append(row)
-        path = tmp_path / "orbital-income.xlsx"
-        book.save(path)
-    else:
-        lines = ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-        lines.insert(1, "|---|---|---|")
-        path = tmp_path / "orbital-income.md"
-        text = "# Orbital Inc.\n\n(in millions, except per share)\n\n" + "\n".join(lines) + "\n"
-        path.write_text(text, encoding="utf-8")
-    facts = extract_facts(
-        extract(path, max_chars=1500).sections, doc_id="d", title=path.stem, vocab=FactSettings()
+    corner = "Orbital Inc. (USD millions, except per share)" if form == "xlsx" else ""
+    rows = [[corner, "FY2024", "FY2023"], *EPS_STATEMENT[1:]]
+    facts = statement_facts(
+        tmp_path / f"orbital-income.{form}", rows, "Orbital Inc.", "millions, except per share"
     )
     by = {(f.metric, f.period): f.value for f in facts}
     assert by[("continuing operations basic earnings per share", "FY2024")] == 2.44
