@@ -77,6 +77,7 @@ __all__ = [
     "MetricQuery",
     "RuleIntentParser",
     "parse_intent",
+    "year_before",
 ]
 
 IntentKind = Literal["metric", "multi", "composite", "narrative"]
@@ -319,6 +320,14 @@ _SAME_SPAN_OF = re.compile(
     r"(?:fiscal\s+(?:year\s+)?|FY\s*)?(?P<year>(?:19|20)\d{2})\b)"
 )
 _YEAR_IN_PERIOD = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
+
+
+def year_before(period: str) -> str:
+    """``period`` a year earlier (``3M ended Jun 2025`` → ``3M ended Jun 2024``, ``FY2025``
+    → ``FY2024``); unchanged when it names no year."""
+    return _YEAR_IN_PERIOD.sub(lambda m: str(int(m.group(0)) - 1), period, 1)
+
+
 # The most content words a question may have besides its slots and still be read as
 # asking for that figure.
 _MAX_RESIDUAL_WORDS = 1
@@ -515,8 +524,7 @@ def _against_the_same_span(
     for m in _YEAR_AGO.finditer(text):
         if any(a.start <= m.start() < a.end for a in against):
             continue
-        earlier = _YEAR_IN_PERIOD.sub(lambda y: str(int(y.group(0)) - 1), base, 1)
-        against.append(Match(earlier, m.start(), m.end()))
+        against.append(Match(year_before(base), m.start(), m.end()))
     if not against:
         return chosen
     kept = [m for m in chosen if all(m.end <= a.start or m.start >= a.end for a in against)]

@@ -78,6 +78,7 @@ is reported through ``warn``, one line per table and reason with its locator.
 from __future__ import annotations
 
 import bisect
+import calendar
 import copy
 import dataclasses
 import functools
@@ -88,7 +89,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
 from decimal import Decimal
 from typing import Literal
 
@@ -1354,8 +1354,7 @@ def _month_dated(text: str) -> str | None:
         return None
     if m["day"] is None or m["day"] == "01":
         return "first"
-    year, month = int(m["year"]), int(m["month"])
-    last = (date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)).day
+    last = calendar.monthrange(int(m["year"]), int(m["month"]))[1]
     return "last" if int(m["day"]) == last else None
 
 

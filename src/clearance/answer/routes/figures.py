@@ -16,6 +16,7 @@ from clearance.answer.intent import (
     SHARE_OF,
     Intent,
     MetricQuery,
+    year_before,
 )
 from clearance.answer.periods import span_of_fiscal_part
 from clearance.answer.request import (
@@ -192,7 +193,6 @@ _SOURCE_WORDS = re.compile(
 #: A count of months from a year's start, as periods are written ("11M FY2008").
 _MONTHS_COUNTED = re.compile(r"\d{1,2}M\s+FY\d{4}$")
 #: The year a canonical period names ("FY2024", "Q3 2023", "3M ended Dec 2023").
-_YEAR_IN_PERIOD = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
 # A quarter or a half named without its year ("Q2", "the second quarter", "H1", 上半期).
 _PART_WITHOUT_YEAR = re.compile(
     r"(?:the\s+)?(?:Q[1-4]|[1-4]Q|H[12]|(?:first|second|third|fourth)\s+(?:quarter|half)"
@@ -950,7 +950,7 @@ class FiguresRoute:
         fiscal 2024?"): the same span a year before, then the period asked, so the answer
         sets the two side by side, as a report's year-over-year column does. The part alone
         when no readable figure is the year before's."""
-        before = _YEAR_IN_PERIOD.sub(lambda m: str(int(m.group(0)) - 1), part.period or "", 1)
+        before = year_before(part.period or "")
         if not before or before == part.period:
             return [part]
         earlier = replace(part, period=before)
