@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from clearance.access.sync import AclSyncReport
     from clearance.answer.orchestrator import Orchestrator
     from clearance.answer.result import AnswerResult
-    from clearance.ingest.pipeline import FileResult, IngestReport
+    from clearance.ingest.pipeline import FileResult, IngestReport, Job
     from clearance.llm.base import Provider
     from clearance.llm.embedding import Embedder
     from clearance.retrieval.retriever import SearchResult
@@ -142,13 +142,11 @@ class Clearance(Runtime):
             for doc in [self.store.get_document(doc_id)]
             if doc is not None
         }
-        default_corpus = self.settings.ingest.default_corpus
-        # A failed job whose corpus is unknown (its metadata did not parse) may belong to any
-        # corpus: none is complete then.
         failed_corpora = {
-            job.metadata.get("corpus", default_corpus) if job.metadata else None
+            corpus
             for job, result in zip(jobs, report.results, strict=True)
             if result.status == "failed"
+            for corpus in self._held_back(job, result)
         }
         now = self.clock()
         for name in sorted(touched):
@@ -168,6 +166,18 @@ class Clearance(Runtime):
             else:
                 self.store.record_acl_sync(name, now)
         return report
+
+    def _held_back(self, job: Job, result: FileResult) -> set[str | None]:
+        """The corpora a failed job keeps from a complete permission sync: those where a
+        version of its document stays indexed under an ACL this run did not re-read. A job
+        whose metadata did not parse may belong to any corpus (``None``: all of them); a
+        new file that failed left nothing behind to go stale, so it holds nothing back."""
+        if not job.metadata or result.code == "metadata_error" or job.doc_id is None:
+            return {None}
+        stored = self.store.get_document(job.doc_id)
+        if stored is None:
+            return set()
+        return {stored.corpus, job.metadata.get("corpus", self.settings.ingest.default_corpus)}
 
     def remove(self, doc_id: str) -> bool:
         """Purge a document; one a source owns is refused (it would come back with the

@@ -12,8 +12,10 @@ import docx
 import openpyxl
 import pytest
 from fpdf import FPDF
+from fpdf.enums import AccessPermission, EncryptionMethod
 from pptx import Presentation
 from pptx.util import Inches
+from pypdf import PdfReader
 
 from clearance.errors import ClearanceError, LoaderError
 from clearance.ingest.loaders import SUPPORTED, Extracted, extract, extract_text
@@ -593,16 +595,53 @@ def test_pdf_without_title(tmp_path: Path) -> None:
     assert extracted.title is None
 
 
-@pytest.mark.parametrize("user_password", ["secret", ""])
-def test_pdf_encrypted(tmp_path: Path, user_password: str) -> None:
+def _locked_pdf(
+    path: Path,
+    *,
+    user_password: str,
+    permissions: int = AccessPermission.all(),
+    method: EncryptionMethod = EncryptionMethod.RC4,
+) -> Path:
     pdf = FPDF()
-    pdf.set_encryption(owner_password="owner", user_password=user_password)
+    pdf.set_encryption(
+        owner_password="owner",
+        user_password=user_password,
+        encryption_method=method,
+        permissions=permissions,
+    )
     pdf.add_page()
     pdf.set_font("Helvetica", size=12)
-    pdf.cell(text="Confidential numbers")
-    path = tmp_path / "locked.pdf"
+    pdf.cell(text="Net sales were 81,797 in the quarter.")
     pdf.output(str(path))
-    with pytest.raises(LoaderError, match=r"locked\.pdf: encrypted PDF"):
+    return path
+
+
+@pytest.mark.parametrize(
+    "method", [EncryptionMethod.RC4, EncryptionMethod.AES_128, EncryptionMethod.AES_256]
+)
+def test_a_pdf_encrypted_only_against_editing_is_read(
+    tmp_path: Path, method: EncryptionMethod
+) -> None:
+    """Publishers encrypt filings with an empty password to restrict editing: every viewer
+    opens them, and so does ingest, whatever the cipher."""
+    path = _locked_pdf(tmp_path / "10-q.pdf", user_password="", method=method)
+    assert PdfReader(path).is_encrypted
+    extracted = extract(path, max_chars=100)
+    assert _texts(extracted) == [("page=1", "Net sales were 81,797 in the quarter.")]
+
+
+def test_a_pdf_that_needs_a_password_is_refused(tmp_path: Path) -> None:
+    path = _locked_pdf(tmp_path / "locked.pdf", user_password="secret")
+    with pytest.raises(LoaderError, match=r"locked\.pdf: encrypted PDF that needs a password"):
+        extract(path, max_chars=100)
+
+
+def test_a_pdf_whose_permissions_forbid_extracting_text_is_refused(tmp_path: Path) -> None:
+    """Opening with the empty password is no licence to read what the owner forbade copying;
+    leave to print (or to extract for accessibility tools alone) is not leave to index."""
+    only_print = AccessPermission.PRINT_LOW_RES | AccessPermission.COPY_FOR_ACCESSIBILITY
+    path = _locked_pdf(tmp_path / "locked.pdf", user_password="", permissions=only_print)
+    with pytest.raises(LoaderError, match=r"locked\.pdf: encrypted PDF whose permissions forbid"):
         extract(path, max_chars=100)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -199,13 +200,49 @@ def test_a_page_of_front_matter_only_does_not_hold_its_corpus_back(
     assert store.get_document("files:patterns.md") is None
 
 
-def test_reverse_proof_a_failed_file_still_holds_its_corpus_back(
+def test_a_new_file_that_fails_does_not_hold_its_corpus_back(
     docs: Path, make_app: Callable[..., Clearance], store: SQLiteStore
 ) -> None:
+    """One unreadable new file left nothing in the index whose ACL could go stale: it is
+    reported, and the rest of its corpus (a quarter's filings beside it) syncs and serves."""
     write(docs / "broken.pdf", b"%PDF-1.4\nnot a pdf at all")
     report = make_app().ingest([docs])
     assert statuses(report)["broken.pdf"] == "failed"
-    assert store.last_acl_syncs() == {}
+    assert set(store.last_acl_syncs()) == {"wiki"}
+    assert not any(w.startswith("corpus ") for w in report.warnings)
+
+
+def check_an_indexed_file_that_fails_holds_its_corpus_back(
+    docs: Path, settings: Settings, store: SQLiteStore
+) -> None:
+    now = [datetime(2026, 3, 2, 9, 0, tzinfo=UTC)]
+    app = Clearance(settings, store, embedder=None, clock=lambda: now[0])
+    app.ingest([docs])
+    synced = store.last_acl_syncs()["wiki"]
+    # travel.md's ACL is narrowed at the source, and the file can no longer be read: its old
+    # version stays indexed under the old ACL, so the corpus's ACLs were not all re-read.
+    write(docs / "travel.md", "# Travel policy\n\nHotels up to 200 €.\n".encode("cp1252"))
+    write(docs / "travel.md.meta.json", json.dumps({"acl": ["group:legal"]}))
+    now[0] += timedelta(minutes=10)
+    report = app.ingest([docs])
+    assert statuses(report)["travel.md"] == "failed"
+    assert store.get_document("files:travel.md") is not None
+    assert store.last_acl_syncs()["wiki"] == synced
+    assert any("because a file failed" in w for w in report.warnings)
+
+
+def test_an_indexed_file_that_fails_holds_its_corpus_back(
+    docs: Path, settings: Settings, store: SQLiteStore
+) -> None:
+    check_an_indexed_file_that_fails_holds_its_corpus_back(docs, settings, store)
+
+
+def test_reverse_proof_a_failed_file_never_holding_its_corpus_back_is_caught(
+    docs: Path, settings: Settings, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Clearance, "_held_back", lambda self, job, result: set())
+    with pytest.raises(AssertionError):
+        check_an_indexed_file_that_fails_holds_its_corpus_back(docs, settings, store)
 
 
 def test_a_file_emptied_since_its_last_ingest_leaves_the_index(

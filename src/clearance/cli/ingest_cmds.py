@@ -113,8 +113,6 @@ def register(cli: click.Group) -> None:
                         f"[red]failed[/red] {more} more {files} for the same reason{which} "
                         "(--json lists each)"
                     )
-                for warning in report.warnings:  # about the run, not one file
-                    console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
                 counts = report.counts
                 table = Table(title="ingest summary", show_header=True)
                 for status in counts:
@@ -122,6 +120,10 @@ def register(cli: click.Group) -> None:
                 table.add_row(*(str(n) for n in counts.values()))
                 console.print(table)
                 console.print(f"{report.chunks_written} chunks written in this run")
+                # About the run, not one file (a corpus left unsynced): last, where they are
+                # read, not above the summary among each file's warnings.
+                for warning in report.warnings:
+                    console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
             act.detail["counts"] = dict(report.counts)
         if report.failed:
             ctx.exit(report.exit_code)

@@ -44,11 +44,14 @@ Text-aligned tables (columns set by white space only, rules at most between head
 body) are not read as tables: where their columns are is a guess this loader does not
 make.
 
-Refused with a :class:`LoaderError`: an encrypted PDF (even one that opens without a
-password: its owner asked for restricted use, and decrypting would need optional crypto
-code), a PDF pypdf cannot parse (corrupt / unreadable), and a PDF in which no page has
-extractable text (a scan without OCR → empty document). A page pdfplumber cannot read
-keeps its text and gives no table (logged).
+Encrypted PDFs: one that opens with the empty password and whose permissions allow
+extracting text is read like any other. Publishers set such "owner-only" encryption on
+many reports and filings (Apple's 10-Qs, for one) to restrict editing, not reading: every
+viewer opens them, and who may read the document here is its ACL's business. Refused with
+a :class:`LoaderError`: an encrypted PDF that needs a password, or whose permissions
+forbid extracting text (both say which), a PDF pypdf cannot parse (corrupt / unreadable),
+and a PDF in which no page has extractable text (a scan without OCR → empty document). A
+page pdfplumber cannot read keeps its text and gives no table (logged).
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
-from pypdf import PdfReader
+from pypdf import PasswordType, PdfReader
+from pypdf.constants import UserAccessPermissions
 from pypdf.errors import PdfReadWarning
 
 from clearance.errors import LoaderError
@@ -145,9 +149,7 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
         warnings.simplefilter("ignore", PdfReadWarning)
         reader = PdfReader(handle)  # reads objects from the file as pages need them
         if reader.is_encrypted:
-            raise LoaderError(
-                f"{budget.name}: encrypted PDF (password-protected); decrypt it before ingesting"
-            )
+            _open_without_password(reader, budget.name)
         total = len(reader.pages)
         again: dict[int, tuple[bool, bool]] = {}  # page → (read its text, its tables)
         for number, page in enumerate(reader.pages, start=1):
@@ -172,6 +174,25 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
             sections.append(section)
         sections.extend(tables)
     return (title if isinstance(title, str) else None), sections
+
+
+def _open_without_password(reader: PdfReader, name: str) -> None:
+    """Opens an encrypted PDF with the empty password, as every viewer does, where its
+    permissions allow extracting text; else raises :class:`LoaderError` saying why."""
+    try:
+        opened = reader.decrypt("")
+    except Exception as exc:  # an unsupported security handler or a broken dictionary
+        raise LoaderError(f"{name}: encrypted PDF that cannot be opened ({exc})") from exc
+    if opened == PasswordType.NOT_DECRYPTED:
+        raise LoaderError(
+            f"{name}: encrypted PDF that needs a password; decrypt it before ingesting"
+        )
+    allowed = reader.user_access_permissions
+    if allowed is None or not allowed & UserAccessPermissions.EXTRACT:
+        raise LoaderError(
+            f"{name}: encrypted PDF whose permissions forbid extracting its text; "
+            "ingest a copy its owner allows to be read"
+        )
 
 
 def _tabular_pages(
