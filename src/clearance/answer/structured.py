@@ -126,7 +126,10 @@ class ToolResult:
     def disagreements(self) -> tuple[tuple[Fact, Document], ...]:
         """One fact per other source whose value (or unit) differs from the answer's. A
         value that is the other one rounded to the places it is written with (2,411.6 beside
-        2,411.558) is the same figure printed to fewer places, not a disagreement."""
+        2,411.558) is the same figure printed to fewer places, not a disagreement; so is the
+        same value from a table that states no unit or no currency (a 10-Q's note repeating
+        the statement's net income under "(net income in millions and shares in
+        thousands)", a statement's row that sets no "$" beside its figures)."""
         if self.answer is None:
             return ()
         first = self.answer[0]
@@ -134,7 +137,8 @@ class ToolResult:
         out: list[tuple[Fact, Document]] = []
         for fact, doc in self.facts[1:]:
             key = (doc.doc_id, fact.value, fact.unit)
-            if (fact.unit == first.unit and _same_when_rounded(fact, first)) or key in seen:
+            same_unit = _same_unit(fact.unit, first.unit)
+            if (same_unit and _same_when_rounded(fact, first)) or key in seen:
                 continue
             seen.add(key)
             out.append((fact, doc))
@@ -142,6 +146,20 @@ class ToolResult:
 
 
 _PLACES = re.compile(r"\d[\d,]*(?:\.(\d+))?")
+# A currency opening a unit: "USD in millions", "$ in thousands", "EUR".
+_UNIT_CURRENCY = re.compile(r"^(?:[A-Z]{3}|[$€£¥])(?:\s+|$)")
+
+
+def _same_unit(other: str, first: str) -> bool:
+    """Whether ``other`` may be the unit ``first`` states: the same, none, or the same but
+    for a currency only one of them names (``in millions`` beside ``USD in millions``);
+    never two currencies."""
+    if other == first or not other:
+        return True
+    a, b = _UNIT_CURRENCY.match(other.strip()), _UNIT_CURRENCY.match(first.strip())
+    if a is not None and b is not None:
+        return False
+    return _UNIT_CURRENCY.sub("", other.strip()) == _UNIT_CURRENCY.sub("", first.strip())
 
 
 def _places(fact: Fact) -> int | None:

@@ -245,8 +245,10 @@ class _Alias:
 
 
 def _alias_pattern(alias: str) -> re.Pattern[str]:
-    tokens = alias.split(" ")
-    body = r"\s*".join(re.escape(t) for t in tokens)
+    """An alias as text may write it: its words apart, together or hyphenated ("Coca Cola",
+    as a filing's cover names the company, is the question's "Coca-Cola")."""
+    tokens = [t for t in re.split(r"[\s\-‐]+", alias) if t] or [alias]
+    body = r"[\s\-‐]*".join(re.escape(t) for t in tokens)
     if _LATIN_CHAR.match(alias[0]):
         body = f"(?<![{_LATIN}])" + body
     if _LATIN_CHAR.match(alias[-1]):
@@ -1142,10 +1144,15 @@ def _cell_locator(
     return format_locator(*located)
 
 
+# A footnote's number set on a label's last word, as a filing's spreadsheet writes it
+# ("Diluted Net Income Per Share1"): one digit right after a lower-case word.
+_GLUED_FOOTNOTE = re.compile(r"(?<=[a-z][a-z][a-z])[1-9](?=\s*(?:\([^()]*\))?\s*$)")
+
+
 def _label(text: str) -> str:
-    """A label without footnote markers (``Revenue¹`` → ``Revenue``), which would otherwise
-    glue digits to words under NFKC."""
-    return _LABEL_MARKS.sub(" ", text)
+    """A label without footnote markers (``Revenue¹`` → ``Revenue``, ``Per Share1`` → ``Per
+    Share``), which would otherwise glue digits to words under NFKC."""
+    return _GLUED_FOOTNOTE.sub("", _LABEL_MARKS.sub(" ", text))
 
 
 def _unknown_unit(residue: str, whole: bool) -> str | None:
@@ -1826,6 +1833,12 @@ def _file_subject(title: str) -> str:
     return " ".join(words) or title.replace("_", " ")
 
 
+_REPORT_KIND = re.compile(
+    r"(?i:(?:^|\s)(?:form\s+)?(?:10-?[KQ]|20-F|40-F|6-K|8-K)\b"
+    r"|\s(?:annual|quarterly|interim|half[\s-]year)\s+report\b)"
+)
+
+
 def document_entity(title: str) -> str:
     """Whom a document's figures are about when no label names it: its title's first part
     without periods, years and report words (``Apple Inc. — Form 10-K 2024`` → ``Apple
@@ -1837,6 +1850,9 @@ def document_entity(title: str) -> str:
         # file's name
         return _slug_entity(title.strip()) or _slug_words(title.strip())
     first = _TITLE_SEPARATOR.split(normalize(title), maxsplit=1)[0]
+    # what follows a filing's form or a report's kind is about the report, not its subject
+    # ("Apple Inc. Form 10-Q for the quarter ended July 1, 2023" is Apple Inc.'s)
+    first = _REPORT_KIND.split(first, maxsplit=1)[0].strip(" ,;-–—") or first
     text = _BARE_YEAR.sub(
         " ", re.sub(r"(?i)\bFY\s*'?\d{2,4}\b|\d{4}\s*年(?:\s*\d{1,2}\s*月期?)?(?:度)?", " ", first)
     )
@@ -2001,6 +2017,31 @@ def _part_named(row: Sequence[str]) -> str:
     return _MEMBER.sub("", name).strip()
 
 
+def _members_named(row: Sequence[str]) -> str:
+    """The part a row of members named bare above ``[Line Items]`` names: each member of
+    an axis of its own ("United States | Concentrate operations": a country's part of a
+    kind of business), never the last alone."""
+    cells = [c.strip() for c in row if c.strip()]
+    return " ".join(_MEMBER.sub("", p).strip() for p in cells[0].split(" | ") if p.strip())
+
+
+# A table's header naming a group of businesses the company is disposing of: every row
+# under it is that group's ("… - HELD FOR SALE ASSETS AND LIABILITIES (Details)").
+_DISPOSAL_GROUP = re.compile(
+    r"(?i:\b(?P<sale>held[\s-]+for[\s-]+sale)\b|\b(?P<disc>discontinued\s+operations?)\b)"
+)
+
+
+def _disposal_group(header: Sequence[str]) -> str:
+    """The disposal group a table's header (its corner, where filings' sheets title the
+    table) says its rows are of: ``"Held for sale"``, ``"Discontinued operations"``, or
+    ``""``."""
+    m = _DISPOSAL_GROUP.search(header[0]) if header else None
+    if m is None:
+        return ""
+    return "Held for sale" if m.group("sale") else "Discontinued operations"
+
+
 # The row an SEC detail sheet writes under each member it breaks a table down by.
 _LINE_ITEMS = re.compile(r"(?i:\[line\s+items\]\s*$)")
 
@@ -2029,6 +2070,30 @@ _COVER_LABEL = re.compile(
     r"no\s+trading\s+symbol|title\s+of\s+12|security\s+exchange))"
 )
 _FISCAL_YEAR_END = re.compile(r"(?i:^\s*current\s+fiscal\s+year\s+end\s+date)")
+_REGISTRANT = re.compile(r"(?i:^\s*entity\s+registrant\s+name\s*$)")
+# A legal form ending a registrant's name as EDGAR writes it ("COCA COLA CO", "DEAN FOODS
+# CO /TX", "GRAHAM HOLDINGS CO"): no part of the name a reader says.
+_LEGAL_FORM_END = re.compile(
+    r"(?i:,?\s+(?:co|corp|corporation|company|inc|incorporated|ltd|limited|plc|llc|lp|"
+    r"n\.?v|s\.?a|ag|se)\.?(?:\s*/[a-z]{2,3}/?)?\s*$)"
+)
+
+
+def _registrant(name: str) -> str:
+    """The company a filing's cover page names (``Entity Registrant Name``) as a reader
+    names it: ``Apple Inc.`` → ``Apple``, ``COCA COLA CO`` → ``Coca Cola``; ``""`` for no
+    name."""
+    name = normalize(name)
+    if not name:
+        return ""
+    named = company_named(name)
+    if named is not None:
+        return named
+    if sum(c.isupper() for c in name) > 2 * sum(c.islower() for c in name):
+        name = " ".join(map(_unshouted, name.split(" ")))
+    return _LEGAL_FORM_END.sub("", name).strip(" ,") or name
+
+
 # "--12-31": a month and day of every year, as the cover page writes the year's end.
 _YEAR_END_DATE = re.compile(r"^\s*--(0[1-9]|1[0-2])-(\d{2})\s*$")
 
@@ -2082,6 +2147,8 @@ class _Extractor:
         self.year_ends: dict[str, set[int]] = {}
         # the months a filing's cover page says the filer's fiscal years end in
         self.stated_year_ends: set[int] = set()
+        # the company a filing's cover page names, once read (it names the document's entity)
+        self._registrant = ""
         # the sheets (tables) whose rows from some row on are a part's (_own_rows)
         self._parted: dict[str, str] = {}  # a table → the part its rows are now of
 
@@ -2170,7 +2237,9 @@ class _Extractor:
         except ValueError:
             parts = []
         place = _table_place(parts, section.locator)
-        rows = self._own_rows(table[1:], dict(parts).get("sheet", place), place)
+        rows = self._own_rows(
+            table[1:], dict(parts).get("sheet", place), place, _disposal_group(table[0])
+        )
         if len(rows) < len(table) - 1:
             if not rows:
                 return []
@@ -2239,7 +2308,7 @@ class _Extractor:
         return facts
 
     def _own_rows(
-        self, rows: Sequence[tuple[str, ...]], table: str, place: str
+        self, rows: Sequence[tuple[str, ...]], table: str, place: str, group: str = ""
     ) -> list[tuple[str, ...]]:
         """``rows`` without those no figure of the document's company is read from (a
         filing's cover page, :meth:`_cover_row`), and with every row of ``table`` (a sheet,
@@ -2248,13 +2317,24 @@ class _Extractor:
         segment's rows after the company's, "Depreciation and amortization" is "Silicon
         Valley Bank Depreciation and amortization", never the company's total; each part's
         row starts the next part's rows. A part whose name is lost (no name beside its
-        kind) gives no figure (reported among the warnings)."""
+        kind) gives no figure (reported among the warnings). The rows of a table whose
+        header names a ``group`` of businesses the company is disposing of ("Held for
+        sale", :func:`_disposal_group`) are that group's: its "Long-term debt" is the debt
+        of the businesses held for sale, never the company's, so only rows naming the group
+        ("Liabilities held for sale") give figures."""
         kept: list[tuple[str, ...]] = []
         for i, row in enumerate(rows):
             if self._cover_row(row):
                 continue
-            if _names_a_part(row) or _member_over_items(row, rows[i + 1 : i + 2]):
+            if _names_a_part(row):
                 self._parted[table] = _part_named(row)
+                continue
+            if _member_over_items(row, rows[i + 1 : i + 2]):
+                self._parted[table] = _members_named(row)
+                continue
+            if group and _figure_beside(row) and group.casefold() not in row[0].casefold():
+                reason = f"rows of a group of businesses {group.lower()} not read as the company's"
+                self.skipped[(place, reason)] = self.skipped.get((place, reason), 0) + 1
                 continue
             part = self._parted.get(table)
             if part is not None and _figure_beside(row):
@@ -2274,6 +2354,14 @@ class _Extractor:
         label = row[0] if row else ""
         if not _COVER_LABEL.match(label):
             return False
+        if _REGISTRANT.match(label):
+            name = next((c.strip() for c in row[1:] if c.strip()), "")
+            if (company := _registrant(name)) and not self._registrant:
+                # The filing's own word for whom its figures are of, ahead of its title's
+                # (a title an operator wrote: "… Form 10-K financial report (SEC workbook)").
+                if self._file_entity and self._file_entity.casefold() != company.casefold():
+                    self.other_names.setdefault(company, set()).add(self._file_entity)
+                self.entity = self._registrant = company
         if _FISCAL_YEAR_END.match(label):
             for cell in row[1:]:
                 if (end := _YEAR_END_DATE.match(cell)) is not None:
@@ -2961,7 +3049,7 @@ class _Extractor:
                 if written:
                     return written
             return ""
-        per_share = not counts_shares and any(_PER_SHARE.search(label) for label in named)
+        per_share = not counts_shares and any(_PER_SHARE.search(_label(label)) for label in named)
         currency = ""
         for text in [number.unit_text, *labels, *titles]:
             if not text.strip() or (per_share and _EXCEPT_PER_SHARE.search(text)):

@@ -560,10 +560,12 @@ def _footnote_columns(header: tuple[str, ...], sub: Sequence[str]) -> tuple[str,
 
 # A row heading naming income or expense that the rows under it break down by what earned
 # or cost it: a bank's "Interest income:" over "Loans" and "Securities", "Interest expense:"
-# over "Deposits", "Revenues:" over "Product" and "Services".
+# over "Deposits", "Revenues:" over "Product" and "Services", "Cost of sales:" and "Gross
+# margin:" over "Products" and "Services" (never the products' sales).
 _FLOW_HEADING = re.compile(
     r"(?i:^(?:interest(?:\s+and\s+dividend)?\s+(?:income|expense)"
-    r"|revenues?|net\s+revenues?|net\s+sales|sales)\s*:$)"
+    r"|revenues?|net\s+revenues?|net\s+sales|sales"
+    r"|cost\s+of\s+(?:sales|revenues?|goods\s+sold)|gross\s+(?:margin|profit))\s*:$)"
 )
 # A label that names a flow of its own ("Total interest income", "Net interest income",
 # "Dividend income"): it is no line of the heading's, and ends its rows.

@@ -40,9 +40,12 @@ the page's text alone stands for it:
   meaning; a table of words gives no figures anyway;
 * at least two columns and a data row under the header.
 
-Text-aligned tables (columns set by white space only, rules at most between header and
-body) are not read as tables: where their columns are is a guess this loader does not
-make.
+Tables set out by white space alone (a filing's statements): on a page whose text looks
+tabular and that gives no ruled table, rows whose figures' right edges line up in columns
+under header lines standing over those columns are read as a table (:func:`_aligned_tables`),
+only where that is no guess: every figure of a row in a column of its own, a label left of
+every column, and a header for every column, one naming a year. Otherwise the page's text
+alone stands for them.
 
 Encrypted PDFs: one that opens with the empty password and whose permissions allow
 extracting text is read like any other. Publishers set such "owner-only" encryption on
@@ -151,7 +154,8 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
         if reader.is_encrypted:
             _open_without_password(reader, budget.name)
         total = len(reader.pages)
-        again: dict[int, tuple[bool, bool]] = {}  # page → (read its text, its tables)
+        # page → (read its text, its ruled tables, its tables aligned by white space)
+        again: dict[int, tuple[bool, bool, bool]] = {}
         for number, page in enumerate(reader.pages, start=1):
             budget.tick("page", number, total)
             text = clean_block(page.extract_text())
@@ -159,9 +163,10 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
                 (number, Section(text, format_locator(("page", number))) if text else None)
             )
             joined = malformed_figures(text) > 0
-            ruled = bool(text) and looks_tabular(text) and _drawn_rules(page) >= MIN_RULES
-            if joined or ruled:
-                again[number] = (joined, ruled)
+            tabular = bool(text) and looks_tabular(text)
+            ruled = tabular and _drawn_rules(page) >= MIN_RULES
+            if joined or tabular:
+                again[number] = (joined, ruled, tabular)
         metadata = reader.metadata
         title = metadata.title if metadata is not None else None
     read = _tabular_pages(handle, again, total, budget) if again else {}
@@ -196,7 +201,7 @@ def _open_without_password(reader: PdfReader, name: str) -> None:
 
 
 def _tabular_pages(
-    handle: BinaryIO, again: Mapping[int, tuple[bool, bool]], total: int, budget: FileBudget
+    handle: BinaryIO, again: Mapping[int, tuple[bool, bool, bool]], total: int, budget: FileBudget
 ) -> dict[int, tuple[str, list[Section]]]:
     """The pages ``again`` names, read again with pdfplumber, by page number: the text of
     those whose figures pypdf joined (``again[n][0]``), words parted by the gaps between
@@ -211,10 +216,12 @@ def _tabular_pages(
         for page in pdf.pages:
             number = page.page_number
             budget.tick("page", number, total)
-            joined, ruled = again[number]
+            joined, ruled, tabular = again[number]
             try:
                 text = _parted_text(page) if joined else ""
                 sections = _page_tables(page, number) if ruled else []
+                if tabular and not sections:
+                    sections = _aligned_tables(page, number)
             except Exception as exc:  # pdfminer on odd content: the page keeps its text
                 log.warning(
                     "%s: page %d: not read again for its figures (%s: %s)",
@@ -266,6 +273,205 @@ def _page_tables(page: Any, number: int) -> list[Section]:
             sections.extend(table_sections(rows, locate, above))
         floor = max(floor, table.bbox[3])
     return sections
+
+
+# A figure of a statement set out by white space: "60,584", "(265)", "1.26", "12.5%".
+_CELL_FIGURE = re.compile(r"^\(?-?\d{1,3}(?:,\d{3})*(?:\.\d+)?\)?%?$|^\(?-?\d+(?:\.\d+)?\)?%?$")
+# A currency sign set apart from its figure, and a dash in a figure's place (nil).
+_CURRENCY_SIGN = re.compile(r"^[$€£¥]$")
+_CELL_MARK = re.compile(r"^(?:[$€£¥]|—|–|-)$")
+#: Words closer than this (pt) are one phrase of a header line ("July 1,").
+_PHRASE_GAP = 6.0
+#: A figure belongs to a column when its right edge is within this (pt) of the column's.
+_COLUMN_SLACK = 6.0
+#: The fewest rows of figures that make a table set out by white space.
+MIN_ALIGNED_ROWS = 3
+
+
+def _lines_of(words: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Words in lines, top to bottom, each left to right; a label set a point lower than
+    its row's figures (as statements set totals) is on their line."""
+    lines: list[list[dict[str, Any]]] = []
+    for word in sorted(words, key=lambda w: (w["top"], w["x0"])):
+        if lines and word["top"] - lines[-1][0]["top"] <= 2.5:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return [sorted(line, key=lambda w: w["x0"]) for line in lines]
+
+
+def _figure_word(word: dict[str, Any]) -> bool:
+    return bool(_CELL_FIGURE.match(word["text"])) and not _YEAR.match(word["text"])
+
+
+def _aligned_tables(page: Any, number: int) -> list[Section]:
+    """The tables of a page set out by white space alone, as statements in filings are:
+    rows of a label then figures whose right edges line up in columns, under header lines
+    whose phrases stand over those columns ("Three Months Ended" over two, "July 1, 2023"
+    over one). Read only where it reads without guessing: at least two columns and
+    :data:`MIN_ALIGNED_ROWS` rows of figures, every figure of a row in a column of its
+    own, a label left of every column, and a header for every column that names a year.
+    Each table's rows become sections as a ruled table's do (locator ``page=N,table=T,
+    row=<label>``, tables counted after the page's ruled ones)."""
+    words = page.extract_words()
+    lines = _lines_of(words)
+    sections: list[Section] = []
+    index = 0
+    floor = 0.0  # the bottom of the table above: text above a table starts below it
+    i = 0
+    while i < len(lines):
+        run = _figure_run(lines, i)
+        if run is None:
+            i += 1
+            continue
+        start, end, columns = run
+        table = _aligned_table(lines, start, end, columns)
+        i = end
+        if table is None:
+            continue
+        rows, bbox = table
+        index += 1
+        above = _blocks_above(words, (0.0, bbox[1], float(page.width), bbox[3]), floor)
+        floor = bbox[3]
+
+        def locate(first: str, index: int = index) -> str:
+            return format_locator(("page", number), ("table", index), ("row", first))
+
+        sections.extend(table_sections(rows, locate, above))
+    return sections
+
+
+def _figure_run(
+    lines: Sequence[Sequence[dict[str, Any]]], i: int
+) -> tuple[int, int, list[float]] | None:
+    """The lines from ``i`` on that are rows of one table: rows of figures whose right
+    edges fall in the same columns, and label lines between them (a heading such as "Net
+    sales:"); ``(first, end, column right edges)`` when there are at least
+    :data:`MIN_ALIGNED_ROWS` rows of two or more figures, else ``None``."""
+    figures = [w for w in lines[i] if _figure_word(w)]
+    if len(figures) < 2 or any(
+        not (_figure_word(w) or _CELL_MARK.match(w["text"]))
+        for w in lines[i]
+        if w["x0"] >= figures[0]["x0"]
+    ):
+        return None
+    columns = sorted(w["x1"] for w in figures)
+    rows, end, j = 1, i + 1, i + 1
+    while j < len(lines):
+        line = lines[j]
+        found = [w for w in line if _figure_word(w)]
+        if not found:
+            if any(w["x1"] > columns[0] - 2 * _COLUMN_SLACK for w in line):
+                break  # text reaching into the figures' columns: the table has ended
+            j += 1
+            continue
+        if not all(any(abs(w["x1"] - c) <= _COLUMN_SLACK for c in columns) for w in found):
+            break
+        rows, end, j = rows + 1, j + 1, j + 1
+    if rows < MIN_ALIGNED_ROWS or len(columns) < 2:
+        return None
+    return i, end, columns
+
+
+def _aligned_table(
+    lines: Sequence[Sequence[dict[str, Any]]], start: int, end: int, columns: Sequence[float]
+) -> tuple[list[list[str]], tuple[float, float, float, float]] | None:
+    """The rows (header first) of the table whose rows of figures are ``lines[start:end]``
+    and its bounding box (from its header's top); ``None`` when a row or the header does
+    not read without guessing."""
+    lefts = [
+        min(
+            w["x0"]
+            for line in lines[start:end]
+            for w in line
+            if _figure_word(w) and abs(w["x1"] - c) <= _COLUMN_SLACK
+        )
+        for c in columns
+    ]
+    label_edge = lefts[0] - _COLUMN_SLACK
+    while start > 0 and all(w["x1"] <= label_edge for w in lines[start - 1]):
+        start -= 1  # a row heading right under the header ("Net sales:")
+    data: list[list[str]] = []
+    for line in lines[start:end]:
+        label = [w for w in line if w["x1"] <= label_edge and not _CELL_MARK.match(w["text"])]
+        cells = [""] * len(columns)
+        currency = ""  # a currency sign set apart before the next figure ("$ 60,584")
+        for w in line:
+            text = w["text"]
+            if _CURRENCY_SIGN.match(text):
+                currency = text
+                continue
+            if w["x1"] <= label_edge and not _CELL_MARK.match(text):
+                continue  # a word of the label
+            col = _nearest(columns, w["x1"])
+            if col is None or cells[col] or not (_figure_word(w) or _CELL_MARK.match(text)):
+                return None  # a word outside the columns, or two figures in one
+            cells[col], currency = currency + text, ""
+        text = " ".join(w["text"] for w in label)
+        if any(cells) and not text:
+            return None  # figures with no label: nothing says what they are
+        data.append([text, *cells])
+    labels_end = max(
+        (w["x1"] for line in lines[start:end] for w in line if w["x1"] <= label_edge), default=0.0
+    )
+    header, top = _aligned_header(lines, start, columns, lefts, labels_end)
+    if header is None:
+        return None
+    words = [w for line in lines[start:end] for w in line]
+    bbox = (
+        min(w["x0"] for w in words),
+        top,
+        max(w["x1"] for w in words),
+        max(w["bottom"] for w in words),
+    )
+    return [["", *header], *data], bbox
+
+
+def _nearest(columns: Sequence[float], x1: float) -> int | None:
+    best = min(range(len(columns)), key=lambda k: abs(columns[k] - x1))
+    return best if abs(columns[best] - x1) <= _COLUMN_SLACK else None
+
+
+def _aligned_header(
+    lines: Sequence[Sequence[dict[str, Any]]],
+    start: int,
+    columns: Sequence[float],
+    lefts: Sequence[float],
+    labels_end: float,
+) -> tuple[list[str] | None, float]:
+    """Each column's header from the lines right above the table's rows whose words all
+    stand over the columns (a line reaching left of them, a title or a note, ends the
+    header), each line's phrases given to the columns nearest them: ``(headers, the
+    header's top)``. ``None`` for the headers unless
+    every column has one and some header names a year."""
+    centres = [(left + right) / 2 for left, right in zip(lefts, columns, strict=True)]
+    parts: list[list[str]] = [[] for _ in columns]
+    top = lines[start][0]["top"]
+    j = start - 1
+    while j >= 0 and all(w["x0"] > labels_end + _PHRASE_GAP for w in lines[j]):
+        phrases = _phrases(lines[j])
+        for k, centre in enumerate(centres):
+            phrase = min(phrases, key=lambda p: abs((p[0] + p[1]) / 2 - centre))
+            parts[k].insert(0, phrase[2])
+        top = min(w["top"] for w in lines[j])
+        j -= 1
+    headers = [" ".join(p) for p in parts]
+    if not all(headers) or not any(re.search(r"(?:19|20)\d{2}", h) for h in headers):
+        return None, top
+    return headers, top
+
+
+def _phrases(line: Sequence[dict[str, Any]]) -> list[tuple[float, float, str]]:
+    """A header line's words joined into phrases where they stand closer than
+    :data:`_PHRASE_GAP`: ``(x0, x1, text)``."""
+    out: list[tuple[float, float, str]] = []
+    for w in line:
+        if out and w["x0"] - out[-1][1] <= _PHRASE_GAP:
+            x0, _, text = out[-1]
+            out[-1] = (x0, w["x1"], f"{text} {w['text']}")
+        else:
+            out.append((w["x0"], w["x1"], w["text"]))
+    return out
 
 
 def _is_grid(table: Any) -> bool:

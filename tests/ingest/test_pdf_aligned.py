@@ -1,0 +1,175 @@
+"""Statements set out by white space alone, as filings' PDFs print them (a 10-Q's statement
+of operations): read as tables where they read without guessing, so their figures become
+facts; left as page text where they do not.
+
+The PDFs are drawn here with fpdf2 the way such statements are typeset: labels at the left
+margin (a heading such as "Net sales:" over indented rows), figures right-aligned in
+columns with "$" set apart on a row's first and total lines, and header lines whose
+phrases stand over the columns ("Three Months Ended" centred over two, a date over each).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from fpdf import FPDF
+
+from clearance.answer.result import Status
+from clearance.app import Clearance
+from clearance.config import Settings
+from clearance.ingest.loaders import extract
+from clearance.store.sqlite import SQLiteStore
+
+# right edges (mm) of the four figure columns, and where their "$" signs stand
+RIGHTS = (120.0, 146.0, 172.0, 198.0)
+WIDTH = 22.0
+
+ROWS: list[tuple[str, float, Sequence[str], bool]] = [
+    # label, indent (mm), figures, whether "$" stands before each figure
+    ("Net sales:", 8, (), False),
+    ("Products", 11, ("60,584", "63,355", "230,901", "245,241"), True),
+    ("Services", 11, ("21,213", "19,604", "62,886", "58,941"), False),
+    ("Total net sales", 14, ("81,797", "82,959", "293,787", "304,182"), False),
+    ("Cost of sales:", 8, (), False),
+    ("Products", 11, ("39,136", "41,485", "146,696", "155,084"), False),
+    ("Services", 11, ("6,248", "5,589", "18,370", "16,411"), False),
+    ("Total cost of sales", 14, ("45,384", "47,074", "165,066", "171,495"), False),
+    ("Operating income", 8, ("22,998", "23,076", "87,332", "94,543"), False),
+    ("Other income/(expense), net", 8, ("(265)", "(10)", "(594)", "(97)"), False),
+    ("Net income", 8, ("19,881", "19,442", "74,039", "79,082"), True),
+]
+
+
+def statement(
+    path: Path,
+    rows: Sequence[tuple[str, float, Sequence[str], bool]] = ROWS,
+    *,
+    dated: bool = True,
+    stray: bool = False,
+) -> Path:
+    """A one-page statement of operations; ``dated=False`` drops the header's dates,
+    ``stray=True`` sets one figure between two columns."""
+    pdf = FPDF(format="letter")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=9)
+    y = 20.0
+
+    def line(text: str, x: float, width: float, align: str = "L") -> None:
+        pdf.set_xy(x, y)
+        pdf.cell(width, 4, text, align=align)
+
+    line("Harbor Devices Inc.", 80, 60, "C")
+    y += 6
+    line("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)", 50, 120, "C")
+    y += 5
+    line("(In millions, except per share amounts)", 60, 100, "C")
+    y += 8
+    line("Three Months Ended", RIGHTS[0] - WIDTH + 4, RIGHTS[1] - RIGHTS[0] + WIDTH - 8, "C")
+    line("Nine Months Ended", RIGHTS[2] - WIDTH + 4, RIGHTS[3] - RIGHTS[2] + WIDTH - 8, "C")
+    y += 5
+    if dated:
+        for right, date in zip(RIGHTS, ("July 1,", "June 25,", "July 1,", "June 25,"), strict=True):
+            line(date, right - WIDTH, WIDTH, "R")
+        y += 4
+        for right, year in zip(RIGHTS, ("2023", "2022", "2023", "2022"), strict=True):
+            line(year, right - WIDTH, WIDTH, "R")
+        y += 6
+    for label, indent, figures, dollar in rows:
+        line(label, indent, 80)
+        for right, figure in zip(RIGHTS, figures, strict=False):
+            if dollar:
+                line("$", right - WIDTH - 3, 3)
+            line(figure, right - WIDTH, WIDTH, "R")
+        if stray and label == "Services" and figures:
+            line("999", RIGHTS[0] + 4, 8, "R")  # between the first two columns
+        y += 5
+    y += 6
+    line("See accompanying Notes to Condensed Consolidated Financial Statements.", 40, 140)
+    pdf.output(str(path))
+    return path
+
+
+def tables(path: Path) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
+    return [
+        (s.locator, s.table) for s in extract(path, max_chars=800).sections if s.table is not None
+    ]
+
+
+def test_a_statement_set_out_by_white_space_is_read_row_by_row(tmp_path: Path) -> None:
+    rows = dict(tables(statement(tmp_path / "10-q.pdf")))
+    header = (
+        "",
+        "Three Months Ended July 1, 2023",
+        "Three Months Ended June 25, 2022",
+        "Nine Months Ended July 1, 2023",
+        "Nine Months Ended June 25, 2022",
+    )
+    total = rows["page=1,table=1,row=Total net sales"]
+    assert total == (header, ("Total net sales", "81,797", "82,959", "293,787", "304,182"))
+    # "$" set apart stays with its figure; a heading's rows are its lines, the products'
+    # cost never the products' sales
+    products = rows["page=1,table=1,row=Net sales: Products"][1]
+    assert products == ("Net sales: Products", "$60,584", "$63,355", "$230,901", "$245,241")
+    cost = rows["page=1,table=1,row=Cost of sales: Products"][1]
+    assert cost[1:] == ("39,136", "41,485", "146,696", "155,084")
+    other = rows["page=1,table=1,row=Other income/(expense) net"][1]
+    assert other[1:] == ("(265)", "(10)", "(594)", "(97)")
+
+
+@pytest.mark.parametrize(
+    ("why", "kwargs"),
+    [
+        ("a figure outside the columns", {"stray": True}),
+        ("no header names a year", {"dated": False}),
+    ],
+)
+def test_a_statement_that_does_not_read_without_guessing_stays_page_text(
+    tmp_path: Path, why: str, kwargs: dict[str, bool]
+) -> None:
+    path = statement(tmp_path / "10-q.pdf", **kwargs)
+    assert tables(path) == [], why
+    text = " ".join(s.text for s in extract(path, max_chars=800).sections)
+    assert "81,797" in text  # nothing is lost: the page keeps its text
+
+
+@pytest.fixture
+def engine(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Clearance:
+    corpus = tmp_path / "finance"
+    corpus.mkdir()
+    pdf = statement(corpus / "harbor-q3.pdf")
+    title = {"title": "Harbor Devices Inc. Form 10-Q for the quarter ended July 1, 2023"}
+    pdf.with_name(pdf.name + ".meta.json").write_text(json.dumps(title), "utf-8")
+    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
+    app = Clearance(settings_factory({}), store)
+    assert app.ingest([corpus]).failed == []
+    app.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+    return app
+
+
+def answer(app: Clearance, question: str) -> str:
+    result = app.ask(question, "fay")
+    assert result.status is Status.ANSWERED, (question, result.status, result.answer)
+    return result.answer
+
+
+def test_a_pdf_statement_s_figures_are_answered_from_its_cells(engine: Clearance) -> None:
+    sales = answer(
+        engine, "What were Harbor Devices' total net sales for the three months ended July 1, 2023?"
+    )
+    assert "81,797 million" in sales and "page=1,table=1" not in sales
+    income = answer(engine, "Harbor Devices' net income for the nine months ended July 1, 2023?")
+    assert "$74,039 million" in income
+    assert "Another source" not in income
+    products = answer(
+        engine,
+        "What were Harbor Devices' products net sales in the nine months ended July 1, 2023?",
+    )
+    assert "$230,901 million" in products and "146,696" not in products
