@@ -718,6 +718,30 @@ def test_docx_sections_and_tables(tmp_path: Path) -> None:
     assert extracted.sections[4].table == (("Region", "FY2023", "FY2024"), ("EU", "", "80"))
 
 
+@pytest.mark.parametrize(
+    ("core_title", "kept"),
+    [
+        ("Word Document", None),
+        ("Microsoft Word - policy v3.docx", None),
+        ("PowerPoint Presentation", None),
+        ("Untitled", None),
+        ("Data Retention Policy", "Data Retention Policy"),
+        ("Word processing guidelines", "Word processing guidelines"),
+    ],
+)
+def test_an_application_s_default_title_names_no_document(
+    tmp_path: Path, core_title: str, kept: str | None
+) -> None:
+    """A title the application wrote on its own is dropped, so the file's name (or its
+    first heading) names the document in citations instead of "Word Document"."""
+    document = docx.Document()
+    document.core_properties.title = core_title
+    document.add_paragraph("Keep records for seven years.")
+    path = tmp_path / "policy.docx"
+    document.save(str(path))
+    assert extract(path, max_chars=100).title == kept
+
+
 def test_docx_core_title_wins(tmp_path: Path) -> None:
     extracted = extract(_report_docx(tmp_path / "r.docx", core_title="FY Report"), max_chars=10)
     assert extracted.title == "FY Report"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,7 +191,20 @@ def extract(
         raise empty
     if title is not None:
         title = collapse(title) or None
+    if title is not None and _PLACEHOLDER_TITLE.match(title):
+        title = None  # the file's name says more than the application's default
     return Extracted(format=fmt, title=title, sections=kept)
+
+
+# Titles an application writes into a file's properties on its own: its default for a new
+# file ("Word Document", "PowerPoint Presentation", "Untitled"), or the file it printed
+# from ("Microsoft Word - policy.docx"). They name no document.
+_PLACEHOLDER_TITLE = re.compile(
+    r"(?i:^(?:(?:microsoft\s+)?(?:word|office\s+word|powerpoint|excel)\s+"
+    r"(?:document|presentation|worksheet|workbook)|presentation\d*|document\d*|untitled"
+    r"(?:\s+document)?|slide\s*\d+|title|new\s+document)$"
+    r"|^microsoft\s+(?:word|powerpoint|excel)\s+-\s+)"
+)
 
 
 _OOXML = frozenset({"docx", "pptx", "xlsx"})
