@@ -119,6 +119,29 @@ def test_a_statement_set_out_by_white_space_is_read_row_by_row(tmp_path: Path) -
     assert other[1:] == ("(265)", "(10)", "(594)", "(97)")
 
 
+SEGMENTS: list[tuple[str, float, Sequence[str], bool]] = [
+    ("Americas:", 8, (), False),
+    ("Net sales", 11, ("35,383", "37,472", "122,445", "129,850"), True),
+    ("Operating income", 11, ("13,117", "13,914", "44,908", "48,778"), True),
+    ("Europe:", 8, (), False),
+    ("Net sales", 11, ("20,205", "19,287", "71,831", "72,323"), True),
+    ("Operating income", 11, ("7,995", "7,124", "27,380", "27,174"), True),
+]
+
+
+def test_a_segment_s_rows_are_named_by_it_never_the_company_s(tmp_path: Path) -> None:
+    """Under "Americas:" and "Europe:" each region's "Net sales" is that region's; read bare
+    it would be a second figure for the company's net sales."""
+    rows = [table[1] for _, table in tables(statement(tmp_path / "note.pdf", SEGMENTS))]
+    labels = [row[0] for row in rows if any(row[1:])]
+    assert labels == [
+        "Americas Net sales",
+        "Americas Operating income",
+        "Europe Net sales",
+        "Europe Operating income",
+    ]
+
+
 @pytest.mark.parametrize(
     ("why", "kwargs"),
     [
@@ -144,9 +167,9 @@ def engine(
 ) -> Clearance:
     corpus = tmp_path / "finance"
     corpus.mkdir()
-    pdf = statement(corpus / "harbor-q3.pdf")
     title = {"title": "Harbor Devices Inc. Form 10-Q for the quarter ended July 1, 2023"}
-    pdf.with_name(pdf.name + ".meta.json").write_text(json.dumps(title), "utf-8")
+    for pdf in (statement(corpus / "harbor-q3.pdf"), statement(corpus / "note.pdf", SEGMENTS)):
+        pdf.with_name(pdf.name + ".meta.json").write_text(json.dumps(title), "utf-8")
     (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
     app = Clearance(settings_factory({}), store)
     assert app.ingest([corpus]).failed == []
@@ -165,6 +188,11 @@ def test_a_pdf_statement_s_figures_are_answered_from_its_cells(engine: Clearance
         engine, "What were Harbor Devices' total net sales for the three months ended July 1, 2023?"
     )
     assert "81,797 million" in sales and "page=1,table=1" not in sales
+    assert "Another source" not in sales and "35,383" not in sales  # no region's figure
+    europe = answer(
+        engine, "What were Harbor Devices' Europe net sales in the three months ended July 1, 2023?"
+    )
+    assert "$20,205 million" in europe and "81,797" not in europe
     income = answer(engine, "Harbor Devices' net income for the nine months ended July 1, 2023?")
     assert "$74,039 million" in income
     assert "Another source" not in income

@@ -1699,6 +1699,11 @@ _OWN_KIND = re.compile(
 _MONEY_MARGIN = re.compile(r"(?i:margin)")
 # A label counting shares, whatever it says after ("Shares used in computing earnings per
 # share", "Weighted-average shares outstanding", "Basic (in shares)").
+# The scale a note says share counts are in, apart from the amounts': "number of shares
+# which are reflected in thousands", "shares in thousands".
+_SHARES_SCALE = re.compile(
+    r"(?i:\bshares\b[^.;()]{0,40}?\bin\s+(?P<scale>thousands|millions|billions)\b)"
+)
 _COUNTS_SHARES = re.compile(
     r"(?i:^\W*(?:(?:weighted[\s-]average|number\s+of|basic|diluted|common)\s+)*shares\b"
     r"|\(in\s+shares\))"
@@ -3050,6 +3055,13 @@ class _Extractor:
                     return written
             return ""
         per_share = not counts_shares and any(_PER_SHARE.search(_label(label)) for label in named)
+        if counts_shares:
+            # "(In millions, except number of shares which are reflected in thousands …)":
+            # a count of shares is in the scale said of shares, never in the amounts'
+            for text in [*labels, *titles]:
+                said = _SHARES_SCALE.search(text)
+                if said is not None:
+                    return f"in {said.group('scale').lower()} of shares"
         currency = ""
         for text in [number.unit_text, *labels, *titles]:
             if not text.strip() or (per_share and _EXCEPT_PER_SHARE.search(text)):

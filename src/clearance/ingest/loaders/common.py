@@ -608,6 +608,13 @@ def _per_share_row(kind: str, label: str) -> str | None:
     return f"{measure}: {plain}" if len(plain) <= 40 and not _OWN_PER_SHARE.search(plain) else None
 
 
+def heading_names_row(heading: str, label: str) -> bool:
+    """Whether :class:`RowHeading` names the row ``label`` under the row heading
+    ``heading`` itself: a measure's breakdown ("Cost of sales:" over "Products") or a share
+    class ("Basic" under "Earnings per share:")."""
+    return bool(_FLOW_HEADING.match(heading) or _SHARE_CLASS.match(label))
+
+
 class RowHeading:
     """Rows of a table read in order, each label under the row heading right above it
     (a label ending in a colon, with no figures) where the heading says what the rows
@@ -660,8 +667,8 @@ class RowHeading:
                 named = _per_share_row(self._class, label)
                 if named is not None:
                     return (named, *cells[1:])
-            elif _SHARE_CLASS.match(label) or (
-                self._own is not None and not self._own.search(label)
+            elif not label.casefold().startswith(self._heading.casefold()) and (
+                _SHARE_CLASS.match(label) or (self._own is not None and not self._own.search(label))
             ):
                 return (f"{self._heading} {label}", *cells[1:])
         self._heading = None  # any other row ends the heading's rows

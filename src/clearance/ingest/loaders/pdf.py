@@ -72,7 +72,12 @@ from pypdf.errors import PdfReadWarning
 
 from clearance.errors import LoaderError
 from clearance.ingest.limits import FileBudget
-from clearance.ingest.loaders.common import clean_block, collapse, table_sections
+from clearance.ingest.loaders.common import (
+    clean_block,
+    collapse,
+    heading_names_row,
+    table_sections,
+)
 from clearance.ingest.locator import format_locator
 from clearance.model import Section
 
@@ -282,8 +287,9 @@ _CURRENCY_SIGN = re.compile(r"^[$€£¥]$")
 _CELL_MARK = re.compile(r"^(?:[$€£¥]|—|–|-)$")
 #: Words closer than this (pt) are one phrase of a header line ("July 1,").
 _PHRASE_GAP = 6.0
-#: A figure belongs to a column when its right edge is within this (pt) of the column's.
-_COLUMN_SLACK = 6.0
+#: A figure belongs to a column when its right edge is within this (pt) of the column's
+#: (a percentage's sign may stand a little right of the amounts above it).
+_COLUMN_SLACK = 10.0
 #: The fewest rows of figures that make a table set out by white space.
 MIN_ALIGNED_ROWS = 3
 
@@ -297,7 +303,25 @@ def _lines_of(words: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
             lines[-1].append(word)
         else:
             lines.append([word])
-    return [sorted(line, key=lambda w: w["x0"]) for line in lines]
+    return [_with_percent_signs(sorted(line, key=lambda w: w["x0"])) for line in lines]
+
+
+def _with_percent_signs(line: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A line's words with a "%" set apart after a figure joined to it ("12.5 %" is one
+    figure, "12.5%", ending where the sign does)."""
+    out: list[dict[str, Any]] = []
+    for word in line:
+        before = out[-1] if out else None
+        if (
+            word["text"] == "%"
+            and before is not None
+            and _CELL_FIGURE.match(before["text"])
+            and word["x0"] - before["x1"] <= _PHRASE_GAP
+        ):
+            out[-1] = {**before, "text": before["text"] + "%", "x1": word["x1"]}
+        else:
+            out.append(word)
+    return out
 
 
 def _figure_word(word: dict[str, Any]) -> bool:
@@ -330,6 +354,7 @@ def _aligned_tables(page: Any, number: int) -> list[Section]:
         if table is None:
             continue
         rows, bbox = table
+        rows = [rows[0], *_under_headings(rows[1:])]
         index += 1
         above = _blocks_above(words, (0.0, bbox[1], float(page.width), bbox[3]), floor)
         floor = bbox[3]
@@ -339,6 +364,33 @@ def _aligned_tables(page: Any, number: int) -> list[Section]:
 
         sections.extend(table_sections(rows, locate, above))
     return sections
+
+
+def _under_headings(rows: Sequence[list[str]]) -> list[list[str]]:
+    """``rows`` with each label that recurs under two or more row headings named with
+    its heading: under "Americas:" and "Europe:", each "Net sales" is that region's
+    ("Americas Net sales"), never the company's. A measure's breakdown ("Products" under
+    "Cost of sales:"), a share class, and a label under one heading alone are left to
+    :class:`~clearance.ingest.loaders.common.RowHeading`."""
+    heading = ""
+    under: list[str] = []  # the heading each row stands under ("" for none)
+    for row in rows:
+        if row[0].endswith(":") and not any(row[1:]):
+            heading = row[0]
+        under.append(heading)
+    seen: dict[str, set[str]] = {}
+    for row, head in zip(rows, under, strict=True):
+        if head and any(row[1:]):
+            seen.setdefault(row[0].casefold(), set()).add(head)
+    return [
+        [f"{head[:-1].strip()} {row[0]}", *row[1:]]
+        if head
+        and any(row[1:])
+        and len(seen.get(row[0].casefold(), ())) > 1
+        and not heading_names_row(head, row[0])
+        else list(row)
+        for row, head in zip(rows, under, strict=True)
+    ]
 
 
 def _figure_run(
