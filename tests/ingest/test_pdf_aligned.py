@@ -201,3 +201,74 @@ def test_a_pdf_statement_s_figures_are_answered_from_its_cells(engine: Clearance
         "What were Harbor Devices' products net sales in the nine months ended July 1, 2023?",
     )
     assert "$230,901 million" in products and "146,696" not in products
+
+
+# right edges (mm) of a ledger's five columns: four quarters and the year
+LEDGER = (100.0, 124.0, 148.0, 172.0, 196.0)
+
+
+def ledger(path: Path) -> Path:
+    """A bookkeeping package's statement: accounts numbered in their labels ("4105 -
+    Earned Income - Memberships"), quarters in columns, and a header line over the last
+    column alone ("Totals")."""
+    pdf = FPDF(format="letter")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=8)
+    y = 20.0
+
+    def line(text: str, x: float, width: float, align: str = "L") -> None:
+        pdf.set_xy(x, y)
+        pdf.cell(width, 4, text, align=align)
+
+    line("Statement of Revenues and Expenses", 10, 80)
+    y += 6
+    quarters = ("Jan - Mar", "April - June", "July - Sept", "Oct - Dec", "Jan - Dec")
+    for right, words in zip(LEDGER, quarters, strict=True):
+        line(words, right - WIDTH, WIDTH, "R")
+    y += 4
+    for right in LEDGER:
+        line("2024", right - WIDTH, WIDTH, "R")
+    y += 4
+    line("Totals", LEDGER[-1] - WIDTH, WIDTH, "R")
+    y += 6
+    rows = [
+        (
+            "4105 - Earned Income - Memberships",
+            ("181,366.42", "141,191.67", "178,106.25", "150,279.74", "650,944.08"),
+        ),
+        (
+            "4110 - Earned Income - Fee For Service",
+            ("16,743.75", "43,602.72", "23,165.92", "118,875.24", "202,387.63"),
+        ),
+        ("Total Revenue", ("198,110.17", "184,794.39", "201,272.17", "269,154.98", "853,331.71")),
+    ]
+    for label, figures in rows:
+        line(label, 10, 80)
+        for right, figure in zip(LEDGER, figures, strict=True):
+            line(figure, right - WIDTH, WIDTH, "R")
+        y += 5
+    pdf.output(str(path))
+    return path
+
+
+def test_account_numbers_open_labels_and_a_header_heads_only_the_columns_it_stands_over(
+    tmp_path: Path,
+) -> None:
+    rows = dict(tables(ledger(tmp_path / "ledger.pdf")))
+    header, row = rows["page=1,table=1,row=4105 - Earned Income - Memberships"]
+    assert header == (
+        "",
+        "Jan - Mar 2024",
+        "April - June 2024",
+        "July - Sept 2024",
+        "Oct - Dec 2024",
+        "Jan - Dec 2024 Totals",
+    )
+    assert row == (
+        "4105 - Earned Income - Memberships",
+        "181,366.42",
+        "141,191.67",
+        "178,106.25",
+        "150,279.74",
+        "650,944.08",
+    )

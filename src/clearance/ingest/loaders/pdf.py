@@ -60,6 +60,7 @@ page pdfplumber cannot read keeps its text and gives no table (logged).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
 import warnings
@@ -393,6 +394,17 @@ def _under_headings(rows: Sequence[list[str]]) -> list[list[str]]:
     ]
 
 
+def _cells_of(line: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The figures a line sets after its label: those after its last word that is no
+    figure, currency sign or dash (an account's number opening its label, "4105 - Earned
+    Income", is the label's)."""
+    last = max(
+        (k for k, w in enumerate(line) if not (_figure_word(w) or _CELL_MARK.match(w["text"]))),
+        default=-1,
+    )
+    return [w for w in line[last + 1 :] if _figure_word(w)]
+
+
 def _figure_run(
     lines: Sequence[Sequence[dict[str, Any]]], i: int
 ) -> tuple[int, int, list[float]] | None:
@@ -400,18 +412,14 @@ def _figure_run(
     edges fall in the same columns, and label lines between them (a heading such as "Net
     sales:"); ``(first, end, column right edges)`` when there are at least
     :data:`MIN_ALIGNED_ROWS` rows of two or more figures, else ``None``."""
-    figures = [w for w in lines[i] if _figure_word(w)]
-    if len(figures) < 2 or any(
-        not (_figure_word(w) or _CELL_MARK.match(w["text"]))
-        for w in lines[i]
-        if w["x0"] >= figures[0]["x0"]
-    ):
+    figures = _cells_of(lines[i])
+    if len(figures) < 2:
         return None
     columns = sorted(w["x1"] for w in figures)
     rows, end, j = 1, i + 1, i + 1
     while j < len(lines):
         line = lines[j]
-        found = [w for w in line if _figure_word(w)]
+        found = _cells_of(line)
         if not found:
             if any(w["x1"] > columns[0] - 2 * _COLUMN_SLACK for w in line):
                 break  # text reaching into the figures' columns: the table has ended
@@ -445,7 +453,7 @@ def _aligned_table(
         start -= 1  # a row heading right under the header ("Net sales:")
     data: list[list[str]] = []
     for line in lines[start:end]:
-        label = [w for w in line if w["x1"] <= label_edge and not _CELL_MARK.match(w["text"])]
+        label = [w for w in line if w["x1"] <= label_edge and not _CURRENCY_SIGN.match(w["text"])]
         cells = [""] * len(columns)
         currency = ""  # a currency sign set apart before the next figure ("$ 60,584")
         for w in line:
@@ -453,8 +461,8 @@ def _aligned_table(
             if _CURRENCY_SIGN.match(text):
                 currency = text
                 continue
-            if w["x1"] <= label_edge and not _CELL_MARK.match(text):
-                continue  # a word of the label
+            if w["x1"] <= label_edge:
+                continue  # a word of the label ("4105 - Earned Income")
             col = _nearest(columns, w["x1"])
             if col is None or cells[col] or not (_figure_word(w) or _CELL_MARK.match(text)):
                 return None  # a word outside the columns, or two figures in one
@@ -500,11 +508,15 @@ def _aligned_header(
     parts: list[list[str]] = [[] for _ in columns]
     top = lines[start][0]["top"]
     j = start - 1
+    # a phrase heads the columns whose centres it reaches within half a column's spacing
+    reach = min((b - a for a, b in itertools.pairwise(centres)), default=0.0) / 2
     while j >= 0 and all(w["x0"] > labels_end + _PHRASE_GAP for w in lines[j]):
         phrases = _phrases(lines[j])
         for k, centre in enumerate(centres):
-            phrase = min(phrases, key=lambda p: abs((p[0] + p[1]) / 2 - centre))
-            parts[k].insert(0, phrase[2])
+            near = [p for p in phrases if p[0] - reach <= centre <= p[1] + reach]
+            if near:
+                phrase = min(near, key=lambda p: abs((p[0] + p[1]) / 2 - centre))
+                parts[k].insert(0, phrase[2])
         top = min(w["top"] for w in lines[j])
         j -= 1
     headers = [" ".join(p) for p in parts]
