@@ -801,29 +801,6 @@ def test_docx_headings_typed_in_bold_without_heading_styles(tmp_path: Path) -> N
     ]
 
 
-def test_docx_word_lists_keep_the_markers_word_draws(tmp_path: Path) -> None:
-    """Word draws a list's numbers and bullets; its paragraphs' text holds none. They are
-    read with them, so a list reads (and is quoted) as one, in order."""
-    document = docx.Document()
-    document.add_paragraph("To graduate, a project must:")
-    for item in ("Have a healthy number of committers.", "Obtain a vote of the TAC."):
-        document.add_paragraph(item, style="List Number")
-    document.add_paragraph("Benefits include:")
-    for item in ("Neutral hosting.", "Use of the logo."):
-        document.add_paragraph(item, style="List Bullet")
-    path = tmp_path / "lifecycle.docx"
-    document.save(str(path))
-    (section,) = extract(path, max_chars=1000).sections
-    assert section.text == (
-        "To graduate, a project must:\n"
-        "1. Have a healthy number of committers.\n"
-        "2. Obtain a vote of the TAC.\n"
-        "Benefits include:\n"
-        "- Neutral hosting.\n"
-        "- Use of the logo."
-    )
-
-
 def test_docx_empty(tmp_path: Path) -> None:
     path = tmp_path / "empty.docx"
     docx.Document().save(str(path))

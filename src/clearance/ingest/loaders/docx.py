@@ -8,10 +8,7 @@ The body is read in document order (paragraphs and tables interleaved):
   without heading styles, their headings a short paragraph set in bold on its own:
   numbered ("2. Roles and Responsibilities", "4.1 Laptops") it is a heading of its
   numbering's depth, else a label one level below the last heading ("All Personnel:"
-  under it), as a bold line of its own is in Markdown (:func:`_bold_heading`). A
-  paragraph of a Word list opens with the marker Word draws before it (``- `` for a
-  bullet, ``3. `` for a numbered list's third item; :class:`_ListMarkers`), so a list is
-  read, and quoted, as one;
+  under it), as a bold line of its own is in Markdown (:func:`_bold_heading`);
 * every data row of a table is one atomic section, locator
   ``section=<path>,table=T,row=<first cell>`` (``T`` counts the document's tables from 1),
   text ``"<header1>: <cell1> | …"`` and ``Section.table == (header_row, this_row)``; the
@@ -109,78 +106,6 @@ def _bold_heading(p: Any, text: str) -> int | None:
     return numbered.group(1).count(".") + 1 if numbered else 0
 
 
-_PPR, _NUMPR = f"{_W}pPr", f"{_W}numPr"
-_NUM_ID, _ILVL = f"{_W}numId", f"{_W}ilvl"
-#: What opens a nested list item per level of depth (as the Markdown loader nests them).
-_NESTED = "   "
-
-
-class _ListMarkers:
-    """The marker Word draws before a paragraph of a numbered or bulleted list (``w:numPr``),
-    which the paragraph's text does not hold: ``"- "`` for a bullet, ``"3. "`` for the
-    third item of a numbered list at its level (counted per list and level, a deeper
-    level's count starting again under each item above it), so a list reads as one."""
-
-    def __init__(self, document: Any) -> None:
-        self._formats: dict[tuple[str, int], str] = {}
-        self._counts: dict[tuple[str, int], int] = {}
-        self._styles = document.styles.element  # "List Number" numbers in its style
-        self._by_style: dict[str, Any] = {}
-        try:
-            root = document.part.numbering_part.element
-        except (KeyError, NotImplementedError, AttributeError):
-            return  # no numbering part: every list item is read as a bullet
-        abstract: dict[str, dict[int, str]] = {}
-        for node in root.iterchildren(f"{_W}abstractNum"):
-            levels = abstract.setdefault(node.get(f"{_W}abstractNumId", ""), {})
-            for lvl in node.iterchildren(f"{_W}lvl"):
-                fmt = lvl.find(f"{_W}numFmt")
-                levels[int(lvl.get(f"{_W}ilvl", "0"))] = (
-                    fmt.get(_VAL, "decimal") if fmt is not None else "decimal"
-                )
-        for num in root.iterchildren(f"{_W}num"):
-            ref = num.find(f"{_W}abstractNumId")
-            levels = abstract.get(ref.get(_VAL, "") if ref is not None else "", {})
-            for ilvl, fmt in levels.items():
-                self._formats[(num.get(f"{_W}numId", ""), ilvl)] = fmt
-
-    def __call__(self, p: Any) -> tuple[str, str]:
-        """``(indent, marker)`` for a list paragraph, ``("", "")`` for any other."""
-        props = p.find(_PPR)
-        numbered = props.find(_NUMPR) if props is not None else None
-        if numbered is None:
-            numbered = self._style_numbering(p.style)
-        if numbered is None:
-            return "", ""
-        num_id = numbered.find(_NUM_ID)
-        ident = num_id.get(_VAL, "") if num_id is not None else ""
-        if ident in ("", "0"):
-            return "", ""  # numbering switched off for this paragraph
-        level = numbered.find(_ILVL)
-        depth = int(level.get(_VAL, "0")) if level is not None else 0
-        fmt = self._formats.get((ident, depth), "bullet")
-        if fmt in ("bullet", "none"):
-            return _NESTED * depth, "- "
-        for key in [k for k in self._counts if k[0] == ident and k[1] > depth]:
-            del self._counts[key]
-        count = self._counts[(ident, depth)] = self._counts.get((ident, depth), 0) + 1
-        return _NESTED * depth, f"{count}. "
-
-    def _style_numbering(self, style_id: str | None) -> Any:
-        """The ``w:numPr`` of a paragraph style that numbers its paragraphs, if any."""
-        if style_id is None:
-            return None
-        if style_id not in self._by_style:
-            found = None
-            for style in self._styles.iterchildren(f"{_W}style"):
-                if style.get(f"{_W}styleId") == style_id:
-                    props = style.find(_PPR)
-                    found = props.find(_NUMPR) if props is not None else None
-                    break
-            self._by_style[style_id] = found
-        return self._by_style[style_id]
-
-
 def _blocks(parent: Any) -> Iterator[Any]:
     """The ``w:p`` and ``w:tbl`` elements of a body or cell, in order, one at a time,
     including those inside content controls, custom XML and tracked insertions."""
@@ -245,7 +170,6 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     heading_level = _Levels()
     first_heading: str | None = None
     last = 0  # the level of the last heading: a bold label is one below it
-    markers = _ListMarkers(document)
     for number, element in enumerate(_blocks(document.element.body), start=1):
         budget.tick("block", number)
         if element.tag == _TBL:
@@ -254,11 +178,8 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
         text = _paragraph_text(element)
         level = heading_level(Paragraph(element, document))
         if level is None:
-            indent, marker = markers(element)
-            depth = None if marker else _bold_heading(element, text)
-            if marker and text.strip():
-                outline.text(f"{marker}{text.strip()}", indent=indent)
-            elif depth is None:
+            depth = _bold_heading(element, text)
+            if depth is None:
                 outline.text(text)
             elif depth:
                 outline.heading(depth, text)
