@@ -1,7 +1,8 @@
 """What reading ruled tables in PDFs costs at ingest (clearance.ingest.loaders.pdf).
 
-The PDF loader reads every page's text with pypdf; a page whose text looks tabular and whose
-content draws rules is read again with pdfplumber for its ruled tables. This benchmark
+The PDF loader reads every page's text with pypdf; a page whose text looks tabular is read
+again with pdfplumber for its ruled tables (where its content draws rules), else for tables
+set out by white space. This benchmark
 times :func:`clearance.ingest.loaders.extract` on the same PDFs, side by side in one run:
 
 * ``text only``: the table pass switched off (``looks_tabular`` patched to answer no), as
@@ -14,7 +15,9 @@ outside the repository:
 * ``prose``: 20 pages of running text, no figures;
 * ``prose with figures``: 20 pages of text whose lines hold figures (a budget narrative),
   one drawn rule a page (a header line), no table;
-* ``ruled tables``: 20 pages, each with text and one ruled table of 12 rows by 5 columns.
+* ``ruled tables``: 20 pages, each with text and one ruled table of 12 rows by 5 columns;
+* ``aligned statements``: 20 pages, each a statement of 12 rows set out by white space
+  alone (a label, four figures right-aligned under years), read for its aligned table.
 
 Each figure is the median of ``--repeat`` runs (default 7), after one warm-up run of each
 (imports, pdfplumber's first open). Run from the repository root::
@@ -87,6 +90,46 @@ def _tables(path: Path) -> Path:
     return path
 
 
+LINES = (
+    "Product revenue",
+    "Service revenue",
+    "Total revenue",
+    "Cost of revenue",
+    "Gross profit",
+    "Research and development",
+    "Sales and marketing",
+    "General and administrative",
+    "Total operating expenses",
+    "Operating income",
+    "Income taxes",
+    "Net income",
+)
+
+
+def _statements(path: Path) -> Path:
+    """A statement set out by white space on every page, as filings print them: a label,
+    then four figures right-aligned in columns under years."""
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=9)
+    rights = (110.0, 135.0, 160.0, 185.0)
+    for page in range(PAGES):
+        pdf.add_page()
+        pdf.multi_cell(0, 5, f"Statement {page + 1} (in thousands)", new_x="LMARGIN", new_y="NEXT")
+        y = pdf.get_y() + 4
+        for right, year in zip(rights, ("2022", "2023", "2024", "2025"), strict=True):
+            pdf.set_xy(right - 20, y)
+            pdf.cell(20, 5, year, align="R")
+        for row in range(12):
+            y += 6
+            pdf.set_xy(10, y)
+            pdf.cell(60, 5, LINES[row])
+            for col, right in enumerate(rights):
+                pdf.set_xy(right - 20, y)
+                pdf.cell(20, 5, f"{(row + 1) * (col + 3) * 101 + page:,}", align="R")
+    pdf.output(str(path))
+    return path
+
+
 def _median_ms(run: Callable[[], object], repeat: int) -> float:
     run()  # warm-up
     times = []
@@ -107,6 +150,7 @@ def main() -> None:
             "prose": _prose(folder / "prose.pdf", figures=False),
             "prose with figures": _prose(folder / "figures.pdf", figures=True),
             "ruled tables": _tables(folder / "tables.pdf"),
+            "aligned statements": _statements(folder / "statements.pdf"),
         }
         print(
             f"{'PDF (20 pages)':<20} {'text only':>10} {'with tables':>12} {'ratio':>6} {'table rows':>11}"
