@@ -645,3 +645,69 @@ def test_a_figure_no_table_holds_names_the_restricted_source_to_its_reader_only(
     assert eddie.status is Status.NOT_FOUND and "312.4" not in eddie.answer
     assert bea.flags == (RESTRICTED_FLAG,) and "312.4" not in bea.answer, bea.answer
     assert [c.doc_id for c in bea.citations] == ["files:board-minute-project-heron.md"]
+
+
+LEDGER = """# Statement of revenues and expenses
+
+| Account | Jan - Mar 2024 | April - June 2024 | Jan - Dec 2024 |
+|---|---|---|---|
+| 4105 - Earned Income - Memberships | 181,366.42 | 141,191.67 | 650,944.08 |
+| 4110 - Earned Income - Fee For Service | 16,743.75 | 43,602.72 | 202,387.63 |
+"""
+PAGES = {
+    "memberships.md": "# Memberships\n\nMembers renew each January. A membership covers "
+    "instructor training seats and workshop discounts.\n",
+    "travel.md": "# Travel\n\nBook economy class for flights under six hours. Hotels up to "
+    "200 EUR a night.\n",
+}
+OTHER_YEAR = "What was membership earned income in 2023?"
+
+
+@pytest.fixture
+def ledger(
+    tmp_path: Path,
+    settings_factory: Callable[..., Settings],
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Callable[[], Clearance]:
+    """An engine over a 2024 ledger beside two pages fay may read."""
+
+    def build() -> Clearance:
+        corpus = tmp_path / "finance"
+        corpus.mkdir(exist_ok=True)
+        for name, text in {"statement-2024.md": LEDGER, **PAGES}.items():
+            (corpus / name).write_text(text, encoding="utf-8")
+        (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
+        engine = Clearance(settings_factory({}), store)
+        assert engine.ingest([corpus]).failed == []
+        engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+        return engine
+
+    return build
+
+
+def check_a_row_of_other_years_answers_no_question_about_this_one(engine: Clearance) -> None:
+    result = engine.ask(OTHER_YEAR, "fay")
+    assert result.status is not Status.ANSWERED, result.answer
+    assert not any(n in result.answer for n in ("181,366", "141,191", "650,944"))
+
+
+def test_a_row_of_other_years_answers_no_question_about_this_one(
+    ledger: Callable[[], Clearance],
+) -> None:
+    """A ledger of 2024's quarters holds no 2023 figure: quoting its row for a question about
+    2023 gave 2024's figures as the answer."""
+    engine = ledger()
+    check_a_row_of_other_years_answers_no_question_about_this_one(engine)
+    asked = engine.ask("What was membership earned income in 2024?", "fay")
+    assert "650,944" in asked.answer  # the year the row is of is still answered
+
+
+def test_reverse_proof_quoting_rows_of_other_years_is_caught(
+    ledger: Callable[[], Clearance], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clearance.answer.routes import narrative
+
+    monkeypatch.setattr(narrative, "_row_of_a_table", lambda locator: False)
+    with pytest.raises(AssertionError):
+        check_a_row_of_other_years_answers_no_question_about_this_one(ledger())

@@ -30,6 +30,7 @@ from clearance.errors import GuardError, ProviderError
 from clearance.ingest.facts import document_entity, normalize
 from clearance.ingest.locator import is_tabular
 from clearance.llm.base import ChatMessage, ChatRequest, Snippet
+from clearance.llm.extractive import years_named
 from clearance.llm.guard import AuthorizedSet
 from clearance.model import SearchHit
 from clearance.retrieval.link_exit import to_snippets
@@ -275,7 +276,8 @@ class NarrativeRoute:
         self, request: AnswerRequest, snippets: Sequence[Snippet], hits: Sequence[SearchHit]
     ) -> list[Snippet]:
         """The snippets the relevance gate judges to bear on the question, from statistics
-        over the caller's allowed chunks only (:mod:`clearance.answer.relevance`)."""
+        over the caller's allowed chunks only (:mod:`clearance.answer.relevance`), less a
+        table's rows whose headers name years, none of them one the question names."""
         flt = request.flt
         assert flt is not None
         embedder = self.ctx.runtime.embedder
@@ -295,7 +297,19 @@ class NarrativeRoute:
             sentences,
             synonyms=self._equivalents(request),
         )
-        return [j.snippet for j in judged if j.relevant]
+        kept = [j.snippet for j in judged if j.relevant]
+        asked = years_named(request.masked)
+        if not asked:
+            return kept
+        # A table row whose columns are all other years' states nothing of the year asked:
+        # quoted, its 2024 figures would answer a question about 2023 (a trial's ledger).
+        return [
+            s
+            for s in kept
+            if not (
+                _row_of_a_table(s.locator) and (shown := years_named(s.text)) and not shown & asked
+            )
+        ]
 
     def _equivalents(self, request: AnswerRequest) -> Synonyms:
         """The phrases held equivalent for this question: the organisation's and the
@@ -380,3 +394,8 @@ def _inferred_block(checked: CheckedAnswer, labels: Mapping[str, str]) -> str:
         for sentence in checked.inferred
     ]
     return INFERRED_LABEL + "".join(f"\n- {item}" for item in items)
+
+
+def _row_of_a_table(locator: str) -> bool:
+    """Whether a chunk is one row of a table (``…,row=<label>``), headed by its columns."""
+    return any(part.partition("=")[0] == "row" for part in locator.split(","))
