@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -1443,3 +1444,41 @@ def test_columns_of_one_measure_for_parts_in_parentheses_are_each_part_s(tmp_pat
     assert "row=2024-11-01" in by[("new price", "Nov 2024")].locator
     assert "col=Price (New)" in by[("new price", "Nov 2024")].locator
     assert {f.metric for f in facts if f.doc_id == "acme-results"} == {"revenue", "profit"}
+
+
+def test_a_csv_whose_rows_are_wider_than_its_header_gives_no_figure(tmp_path: Path) -> None:
+    """A header a column short ("…,Trend,Number of Days" over rows of seven cells, as a
+    published CO2 series is) shifts every column's meaning: which figure is the trend is a
+    guess, so none is a fact, said once for the file. The text is still indexed."""
+    rows = ["1958-03,1958.2027,315.71,314.44,-01,-9.99,-0.99"] + [
+        f"19{58 + i // 12}-{i % 12 + 1:02d},19{58 + i // 12}.5,31{i % 10}.1,31{i % 10}.2,29,0.5,0.1"
+        for i in range(60)
+    ]
+    shifted = tmp_path / "co2-mm-mlo.csv"
+    shifted.write_text(
+        "Date,Decimal Date,Average,Interpolated,Trend,Number of Days\n" + "\n".join(rows) + "\n"
+    )
+    warnings: list[str] = []
+    sections = extract(shifted, max_chars=1500).sections
+    facts = extract_facts(
+        sections, doc_id="d", title="co2-mm-mlo", vocab=FactSettings(), warn=warnings.append
+    )
+    assert facts == []
+    (warning,) = warnings  # one line for the file, not one per block of rows
+    assert re.fullmatch(
+        r"facts: \d+ values at every row skipped: rows hold more cells than the header "
+        r"names columns \(a shifted header\)",
+        warning,
+    )
+    assert any("315.71" in s.text for s in sections)
+    # the same rows under a header naming every column give their figures
+    whole = tmp_path / "co2-whole.csv"
+    whole.write_text(
+        "Date,Decimal Date,Average,Interpolated,Trend,Number of Days,Spread\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+    named = extract_facts(
+        extract(whole, max_chars=1500).sections, doc_id="d", title="co2-whole", vocab=FactSettings()
+    )
+    assert named

@@ -2242,6 +2242,20 @@ class _Extractor:
         except ValueError:
             parts = []
         place = _table_place(parts, section.locator)
+        named = max((j + 1 for j, h in enumerate(table[0]) if h.strip()), default=0)
+        wider = (
+            sum(1 for row in table[1:] for c in row if c.strip() and parse_number(c) is not None)
+            if any(any(c.strip() for c in row[named:]) for row in table[1:])
+            else 0
+        )
+        if wider and "rows" in dict(parts):
+            place = "every row"  # one line for the file, not one per block of rows
+            # A CSV's "Date,…,Number of Days" over rows of seven cells: a header a column
+            # short, so which column a figure is under is a guess (a count of days read as
+            # the trend); the file's text is still indexed, its figures are not facts
+            reason = "rows hold more cells than the header names columns (a shifted header)"
+            self.skipped[(place, reason)] = self.skipped.get((place, reason), 0) + wider
+            return []
         rows = self._own_rows(
             table[1:], dict(parts).get("sheet", place), place, _disposal_group(table[0])
         )
