@@ -93,6 +93,31 @@ def write_directory() -> Callable[..., Path]:
     return _write_directory
 
 
+@pytest.fixture
+def finance_engine(
+    tmp_path: Path,
+    settings_factory: SettingsFactory,
+    store: SQLiteStore,
+    write_directory: Callable[..., Path],
+) -> Callable[[Callable[[Path], object]], Any]:
+    """``finance_engine(write)``: ``write(folder)`` puts its files in a corpus folder that
+    group ``finance`` reads; the folder is ingested (every file must be read) and fay, of
+    that group, may ask. Returns the engine."""
+    from clearance.app import Clearance
+
+    def build(write: Callable[[Path], object]) -> Clearance:
+        corpus = tmp_path / "finance"
+        corpus.mkdir(exist_ok=True)
+        write(corpus)
+        (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
+        engine = Clearance(settings_factory({}), store)
+        assert engine.ingest([corpus]).failed == []
+        engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
+        return engine
+
+    return build
+
+
 # A real PostgreSQL server (tests/pg.py), started by the first test that asks for it.
 from pg import backend_store, pg_database, stop_server  # noqa: E402, F401
 

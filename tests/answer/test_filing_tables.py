@@ -335,24 +335,12 @@ BANK = """# Harbor Bancorp — Consolidated Statements of Income (unaudited)
 
 @pytest.fixture
 def index_one(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
+    finance_engine: Callable[[Callable[[Path], object]], Clearance],
 ) -> Callable[[str, str], Clearance]:
     """``index_one(name, text)``: an engine over one finance file that fay may read."""
-
-    def build(name: str, text: str) -> Clearance:
-        corpus = tmp_path / "finance"
-        corpus.mkdir()
-        (corpus / name).write_text(text, encoding="utf-8")
-        (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
-        engine = Clearance(settings_factory({}), store)
-        assert engine.ingest([corpus]).failed == []
-        engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
-        return engine
-
-    return build
+    return lambda name, text: finance_engine(
+        lambda corpus: (corpus / name).write_text(text, encoding="utf-8")
+    )
 
 
 def test_interest_on_deposits_is_asked_as_such_and_never_given_as_the_deposits(
@@ -665,25 +653,15 @@ OTHER_YEAR = "What was membership earned income in 2023?"
 
 @pytest.fixture
 def ledger(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
+    finance_engine: Callable[[Callable[[Path], object]], Clearance],
 ) -> Callable[[], Clearance]:
     """An engine over a 2024 ledger beside two pages fay may read."""
 
-    def build() -> Clearance:
-        corpus = tmp_path / "finance"
-        corpus.mkdir(exist_ok=True)
+    def write(corpus: Path) -> None:
         for name, text in {"statement-2024.md": LEDGER, **PAGES}.items():
             (corpus / name).write_text(text, encoding="utf-8")
-        (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
-        engine = Clearance(settings_factory({}), store)
-        assert engine.ingest([corpus]).failed == []
-        engine.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
-        return engine
 
-    return build
+    return lambda: finance_engine(write)
 
 
 def check_a_row_of_other_years_answers_no_question_about_this_one(engine: Clearance) -> None:

@@ -29,8 +29,6 @@ import pytest
 
 from clearance.answer.result import Status
 from clearance.app import Clearance
-from clearance.config import Settings
-from clearance.store.sqlite import SQLiteStore
 
 NBSP = "\xa0"
 TITLE = "The Harbor-Beverage Company Form 10-K financial report (SEC workbook)"
@@ -104,21 +102,13 @@ def write_workbook(path: Path) -> Path:
 
 
 @pytest.fixture
-def engine(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-) -> Clearance:
-    corpus = tmp_path / "finance"
-    corpus.mkdir()
-    book = write_workbook(corpus / "Financial_Report.xlsx")
-    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
-    book.with_name(book.name + ".meta.json").write_text(json.dumps({"title": TITLE}), "utf-8")
-    app = Clearance(settings_factory({}), store)
-    assert app.ingest([corpus]).failed == []
-    app.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
-    return app
+def engine(finance_engine: Callable[[Callable[[Path], object]], Clearance]) -> Clearance:
+    def write(corpus: Path) -> None:
+        book = write_workbook(corpus / "Financial_Report.xlsx")
+        sidecar = book.with_name(book.name + ".meta.json")
+        sidecar.write_text(json.dumps({"title": TITLE}), "utf-8")
+
+    return finance_engine(write)
 
 
 def answer(app: Clearance, question: str) -> str:

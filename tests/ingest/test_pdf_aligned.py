@@ -19,9 +19,7 @@ from fpdf import FPDF
 
 from clearance.answer.result import Status
 from clearance.app import Clearance
-from clearance.config import Settings
 from clearance.ingest.loaders import extract
-from clearance.store.sqlite import SQLiteStore
 
 # right edges (mm) of the four figure columns, and where their "$" signs stand
 RIGHTS = (120.0, 146.0, 172.0, 198.0)
@@ -43,6 +41,21 @@ ROWS: list[tuple[str, float, Sequence[str], bool]] = [
 ]
 
 
+class _Page:
+    """A letter page written line by line: ``line`` sets text at ``x`` on the current
+    line (``y``, in mm), aligned in a box of ``width``."""
+
+    def __init__(self, size: int) -> None:
+        self.pdf = FPDF(format="letter")
+        self.pdf.add_page()
+        self.pdf.set_font("Helvetica", size=size)
+        self.y = 20.0
+
+    def line(self, text: str, x: float, width: float, align: str = "L") -> None:
+        self.pdf.set_xy(x, self.y)
+        self.pdf.cell(width, 4, text, align=align)
+
+
 def statement(
     path: Path,
     rows: Sequence[tuple[str, float, Sequence[str], bool]] = ROWS,
@@ -52,43 +65,36 @@ def statement(
 ) -> Path:
     """A one-page statement of operations; ``dated=False`` drops the header's dates,
     ``stray=True`` sets one figure between two columns."""
-    pdf = FPDF(format="letter")
-    pdf.add_page()
-    pdf.set_font("Helvetica", size=9)
-    y = 20.0
+    page = _Page(size=9)
 
-    def line(text: str, x: float, width: float, align: str = "L") -> None:
-        pdf.set_xy(x, y)
-        pdf.cell(width, 4, text, align=align)
-
-    line("Harbor Devices Inc.", 80, 60, "C")
-    y += 6
-    line("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)", 50, 120, "C")
-    y += 5
-    line("(In millions, except per share amounts)", 60, 100, "C")
-    y += 8
-    line("Three Months Ended", RIGHTS[0] - WIDTH + 4, RIGHTS[1] - RIGHTS[0] + WIDTH - 8, "C")
-    line("Nine Months Ended", RIGHTS[2] - WIDTH + 4, RIGHTS[3] - RIGHTS[2] + WIDTH - 8, "C")
-    y += 5
+    page.line("Harbor Devices Inc.", 80, 60, "C")
+    page.y += 6
+    page.line("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)", 50, 120, "C")
+    page.y += 5
+    page.line("(In millions, except per share amounts)", 60, 100, "C")
+    page.y += 8
+    page.line("Three Months Ended", RIGHTS[0] - WIDTH + 4, RIGHTS[1] - RIGHTS[0] + WIDTH - 8, "C")
+    page.line("Nine Months Ended", RIGHTS[2] - WIDTH + 4, RIGHTS[3] - RIGHTS[2] + WIDTH - 8, "C")
+    page.y += 5
     if dated:
         for right, date in zip(RIGHTS, ("July 1,", "June 25,", "July 1,", "June 25,"), strict=True):
-            line(date, right - WIDTH, WIDTH, "R")
-        y += 4
+            page.line(date, right - WIDTH, WIDTH, "R")
+        page.y += 4
         for right, year in zip(RIGHTS, ("2023", "2022", "2023", "2022"), strict=True):
-            line(year, right - WIDTH, WIDTH, "R")
-        y += 6
+            page.line(year, right - WIDTH, WIDTH, "R")
+        page.y += 6
     for label, indent, figures, dollar in rows:
-        line(label, indent, 80)
+        page.line(label, indent, 80)
         for right, figure in zip(RIGHTS, figures, strict=False):
             if dollar:
-                line("$", right - WIDTH - 3, 3)
-            line(figure, right - WIDTH, WIDTH, "R")
+                page.line("$", right - WIDTH - 3, 3)
+            page.line(figure, right - WIDTH, WIDTH, "R")
         if stray and label == "Services" and figures:
-            line("999", RIGHTS[0] + 4, 8, "R")  # between the first two columns
-        y += 5
-    y += 6
-    line("See accompanying Notes to Condensed Consolidated Financial Statements.", 40, 140)
-    pdf.output(str(path))
+            page.line("999", RIGHTS[0] + 4, 8, "R")  # between the first two columns
+        page.y += 5
+    page.y += 6
+    page.line("See accompanying Notes to Condensed Consolidated Financial Statements.", 40, 140)
+    page.pdf.output(str(path))
     return path
 
 
@@ -159,22 +165,14 @@ def test_a_statement_that_does_not_read_without_guessing_stays_page_text(
 
 
 @pytest.fixture
-def engine(
-    tmp_path: Path,
-    settings_factory: Callable[..., Settings],
-    store: SQLiteStore,
-    write_directory: Callable[..., Path],
-) -> Clearance:
-    corpus = tmp_path / "finance"
-    corpus.mkdir()
+def engine(finance_engine: Callable[[Callable[[Path], object]], Clearance]) -> Clearance:
     title = {"title": "Harbor Devices Inc. Form 10-Q for the quarter ended July 1, 2023"}
-    for pdf in (statement(corpus / "harbor-q3.pdf"), statement(corpus / "note.pdf", SEGMENTS)):
-        pdf.with_name(pdf.name + ".meta.json").write_text(json.dumps(title), "utf-8")
-    (corpus / "_meta.json").write_text(json.dumps({"acl": ["group:finance"]}), "utf-8")
-    app = Clearance(settings_factory({}), store)
-    assert app.ingest([corpus]).failed == []
-    app.sync_directory(write_directory(tmp_path / "directory.json", {"fay": ["finance"]}))
-    return app
+
+    def write(corpus: Path) -> None:
+        for pdf in (statement(corpus / "harbor-q3.pdf"), statement(corpus / "note.pdf", SEGMENTS)):
+            pdf.with_name(pdf.name + ".meta.json").write_text(json.dumps(title), "utf-8")
+
+    return finance_engine(write)
 
 
 def answer(app: Clearance, question: str) -> str:
@@ -211,26 +209,19 @@ def ledger(path: Path) -> Path:
     """A bookkeeping package's statement: accounts numbered in their labels ("4105 -
     Earned Income - Memberships"), quarters in columns, and a header line over the last
     column alone ("Totals")."""
-    pdf = FPDF(format="letter")
-    pdf.add_page()
-    pdf.set_font("Helvetica", size=8)
-    y = 20.0
+    page = _Page(size=8)
 
-    def line(text: str, x: float, width: float, align: str = "L") -> None:
-        pdf.set_xy(x, y)
-        pdf.cell(width, 4, text, align=align)
-
-    line("Statement of Revenues and Expenses", 10, 80)
-    y += 6
+    page.line("Statement of Revenues and Expenses", 10, 80)
+    page.y += 6
     quarters = ("Jan - Mar", "April - June", "July - Sept", "Oct - Dec", "Jan - Dec")
     for right, words in zip(LEDGER, quarters, strict=True):
-        line(words, right - WIDTH, WIDTH, "R")
-    y += 4
+        page.line(words, right - WIDTH, WIDTH, "R")
+    page.y += 4
     for right in LEDGER:
-        line("2024", right - WIDTH, WIDTH, "R")
-    y += 4
-    line("Totals", LEDGER[-1] - WIDTH, WIDTH, "R")
-    y += 6
+        page.line("2024", right - WIDTH, WIDTH, "R")
+    page.y += 4
+    page.line("Totals", LEDGER[-1] - WIDTH, WIDTH, "R")
+    page.y += 6
     rows = [
         (
             "4105 - Earned Income - Memberships",
@@ -243,11 +234,11 @@ def ledger(path: Path) -> Path:
         ("Total Revenue", ("198,110.17", "184,794.39", "201,272.17", "269,154.98", "853,331.71")),
     ]
     for label, figures in rows:
-        line(label, 10, 80)
+        page.line(label, 10, 80)
         for right, figure in zip(LEDGER, figures, strict=True):
-            line(figure, right - WIDTH, WIDTH, "R")
-        y += 5
-    pdf.output(str(path))
+            page.line(figure, right - WIDTH, WIDTH, "R")
+        page.y += 5
+    page.pdf.output(str(path))
     return path
 
 
