@@ -763,44 +763,6 @@ def test_docx_merged_cells_line_up_with_header(tmp_path: Path) -> None:
     ]
 
 
-def test_docx_headings_typed_in_bold_without_heading_styles(tmp_path: Path) -> None:
-    """Policies typed in Normal paragraphs head their parts with a bold line of its own:
-    numbered, a heading of its numbering's depth; else a label below the last heading.
-    A bold sentence, a bold run inside a paragraph and a plain short line stay text."""
-    document = docx.Document()
-
-    def paragraph(*runs: tuple[str, bool]) -> None:
-        p = document.add_paragraph()
-        for text, bold in runs:
-            p.add_run(text).bold = bold or None
-
-    paragraph(("Compliance and Supervisory Procedures", False))
-    paragraph(("2. Roles and Responsibilities", True))
-    paragraph(("All Personnel:", True))
-    paragraph(("Must report any suspicious activity to the CSO.", False))
-    paragraph(("2.1 Contractors", True))
-    paragraph(("Never share a password.", True))
-    paragraph(("Contractors: ", True), ("follow the same rules.", False))
-    paragraph(("3. Physical Security", True))
-    paragraph(("Offices require badges.", False))
-    path = tmp_path / "policy.docx"
-    document.save(str(path))
-    texts = _texts(extract(path, max_chars=1000))
-    assert texts == [
-        ("section=(top)", "Compliance and Supervisory Procedures"),
-        (
-            "section=2. Roles and Responsibilities > All Personnel",
-            "2. Roles and Responsibilities — All Personnel\n"
-            "Must report any suspicious activity to the CSO.",
-        ),
-        (
-            "section=2. Roles and Responsibilities > 2.1 Contractors",
-            "2.1 Contractors\nNever share a password.\nContractors: follow the same rules.",
-        ),
-        ("section=3. Physical Security", "3. Physical Security\nOffices require badges."),
-    ]
-
-
 def test_docx_empty(tmp_path: Path) -> None:
     path = tmp_path / "empty.docx"
     docx.Document().save(str(path))

@@ -4,11 +4,7 @@ The body is read in document order (paragraphs and tables interleaved):
 
 * paragraphs are grouped by heading path, locator ``section=<path>`` (``Title`` is the
   outermost level, then ``Heading 1`` … ``Heading 9``; ``section=(top)`` before the first
-  heading); the heading is the first line of the text under it. Many policies are typed
-  without heading styles, their headings a short paragraph set in bold on its own:
-  numbered ("2. Roles and Responsibilities", "4.1 Laptops") it is a heading of its
-  numbering's depth, else a label one level below the last heading ("All Personnel:"
-  under it), as a bold line of its own is in Markdown (:func:`_bold_heading`);
+  heading); the heading is the first line of the text under it;
 * every data row of a table is one atomic section, locator
   ``section=<path>,table=T,row=<first cell>`` (``T`` counts the document's tables from 1),
   text ``"<header1>: <cell1> | …"`` and ``Section.table == (header_row, this_row)``; the
@@ -78,34 +74,6 @@ class _Levels:
         return self._known[style_id]
 
 
-_B = f"{_W}b"
-_RPR = f"{_W}rPr"
-_VAL = f"{_W}val"
-# A heading's number: "2." or "4.1" before its words.
-_NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+\S")
-#: The longest paragraph read as a heading typed in bold.
-MAX_BOLD_HEADING = 80
-
-
-def _bold_heading(p: Any, text: str) -> int | None:
-    """For a paragraph that is one short line set in bold and nothing else (every run
-    with text bold, no sentence's end): the depth of its number ("2." → 1, "4.1" → 2), or 0
-    when it has none; ``None`` for any other paragraph."""
-    line = collapse(text)
-    if not 0 < len(line) <= MAX_BOLD_HEADING or "\n" in text.strip() or line[-1] in ".!?;,":
-        return None
-    runs = [r for r in p.iter(_R) if "".join(t.text or "" for t in r.iter(f"{_W}t")).strip()]
-    if not runs:
-        return None
-    for run in runs:
-        props = run.find(_RPR)
-        bold = props.find(_B) if props is not None else None
-        if bold is None or bold.get(_VAL, "true").lower() in ("0", "false", "off"):
-            return None
-    numbered = _NUMBERED.match(line)
-    return numbered.group(1).count(".") + 1 if numbered else 0
-
-
 def _blocks(parent: Any) -> Iterator[Any]:
     """The ``w:p`` and ``w:tbl`` elements of a body or cell, in order, one at a time,
     including those inside content controls, custom XML and tracked insertions."""
@@ -169,7 +137,6 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     outline = Outline(max_chars)
     heading_level = _Levels()
     first_heading: str | None = None
-    last = 0  # the level of the last heading: a bold label is one below it
     for number, element in enumerate(_blocks(document.element.body), start=1):
         budget.tick("block", number)
         if element.tag == _TBL:
@@ -178,17 +145,9 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
         text = _paragraph_text(element)
         level = heading_level(Paragraph(element, document))
         if level is None:
-            depth = _bold_heading(element, text)
-            if depth is None:
-                outline.text(text)
-            elif depth:
-                outline.heading(depth, text)
-                last = depth
-            else:
-                outline.heading(last + 1, text.strip().rstrip(":："), label=True)
+            outline.text(text)
             continue
         outline.heading(level, text)
-        last = level
         if level <= 1 and first_heading is None:
             first_heading = collapse(text) or None
     title = collapse(document.core_properties.title or "")
