@@ -845,6 +845,28 @@ def test_a_latin_name_matches_with_or_without_its_accents() -> None:
     assert v.values("entity", "ガス会社の売上") == ["ガス会社"]
 
 
+def test_a_place_named_with_a_qualifier_is_not_the_place_without_it() -> None:
+    """One filing's segment "Americas" is no part of another's "North America": read so, a
+    question about Coca-Cola's North America segment asked for its Americas channel and
+    found nothing. A name with and without a hyphen is the same name."""
+    v = Vocabulary(
+        vocab(
+            {
+                "channels": {"Americas": [], "Korea": [], "China": []},
+                "entities": {"Coca Cola": [], "Mexico": []},
+            }
+        )
+    )
+    assert v.values("channel", "Americas net sales") == ["Americas"]
+    assert v.values("channel", "North America operating income") == []
+    assert v.values("channel", "sales in South Korea") == []
+    assert v.values("channel", "Greater China net sales") == []
+    assert v.values("channel", "China net sales") == ["China"]
+    assert v.values("entity", "New Mexico's budget") == []
+    assert v.values("entity", "Coca-Cola's revenue") == ["Coca Cola"]
+    assert v.values("entity", "Coca Cola revenue") == ["Coca Cola"]
+
+
 def test_a_label_is_read_for_every_kind_and_the_longer_overlap_wins() -> None:
     v = Vocabulary(vocab({"units": {"USD m": ["USD m"], "Q": ["Q1 2025 basis"]}}))
     reading = v.read("Revenue Japan (USD m) Q1 2025 basis")

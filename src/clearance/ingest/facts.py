@@ -716,6 +716,14 @@ def _overlaps(match: Match, spans: Sequence[Match]) -> bool:
     return any(s.start < match.end and match.start < s.end for s in spans)
 
 
+# A word that makes a place another place when it stands before its name: "North America"
+# is no part of "Americas", "South Korea" none of "Korea", "Greater China" none of "China".
+_QUALIFIED_PLACE = re.compile(
+    r"(?<![A-Za-z])(?:North|South|East|West|Central|Northern|Southern|Eastern|Western|Greater"
+    r"|Latin|New)\s+$"
+)
+
+
 class Vocabulary:
     """The compiled ``[facts]`` vocabulary: finds metrics, entities, channels, units and
     periods in text. All methods take raw text and normalise it themselves; spans refer to
@@ -770,6 +778,8 @@ class Vocabulary:
                 for m in alias.pattern.finditer(norm):
                     if m.end() > m.start():
                         found.append(Match(alias.canonical, m.start(), m.end()))
+        if kind in ("channel", "entity"):
+            found = [m for m in found if not _QUALIFIED_PLACE.search(norm, 0, m.start)]
         return _longest(found)
 
     def find_periods(self, text: str) -> list[Match]:
