@@ -337,7 +337,8 @@ def _aligned_tables(page: Any, number: int) -> list[Section]:
     :data:`MIN_ALIGNED_ROWS` rows of figures, every figure of a row in a column of its
     own, a label left of every column, and a header for every column that names a year.
     Each table's rows become sections as a ruled table's do (locator ``page=N,table=T,
-    row=<label>``, tables counted after the page's ruled ones)."""
+    row=<label>``, ``T`` counting these tables from 1, top to bottom: a page gives ruled
+    tables or these, never both)."""
     words = page.extract_words()
     lines = _lines_of(words)
     sections: list[Section] = []
@@ -501,9 +502,9 @@ def _aligned_header(
 ) -> tuple[list[str] | None, float]:
     """Each column's header from the lines right above the table's rows whose words all
     stand over the columns (a line reaching left of them, a title or a note, ends the
-    header), each line's phrases given to the columns nearest them: ``(headers, the
-    header's top)``. ``None`` for the headers unless
-    every column has one and some header names a year."""
+    header), each phrase given to the columns whose centres it reaches within half their
+    spacing, the nearest where two do: ``(headers, the header's top)``. ``None`` for the
+    headers unless every column has one and some header names a year."""
     centres = [(left + right) / 2 for left, right in zip(lefts, columns, strict=True)]
     parts: list[list[str]] = [[] for _ in columns]
     top = lines[start][0]["top"]
