@@ -686,6 +686,6 @@ def test_reverse_proof_quoting_rows_of_other_years_is_caught(
 ) -> None:
     from clearance.answer.routes import narrative
 
-    monkeypatch.setattr(narrative, "_row_of_a_table", lambda locator: False)
+    monkeypatch.setattr(narrative, "is_table_row", lambda locator: False)
     with pytest.raises(AssertionError):
         check_a_row_of_other_years_answers_no_question_about_this_one(ledger())

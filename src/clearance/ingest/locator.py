@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_locator", "is_tabular", "parse_locator"]
+__all__ = ["format_locator", "is_table_row", "is_tabular", "parse_locator"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -38,6 +38,11 @@ def parse_locator(locator: str) -> list[tuple[str, str]]:
 
 # The locator parts that place a chunk inside a table or chart rather than running text.
 _TABULAR = frozenset({"table", "chart", "row", "rows", "col", "range", "series", "category"})
+
+
+def is_table_row(locator: str) -> bool:
+    """Whether a chunk is one row of a table (``…,row=<label>``), headed by its columns."""
+    return any(part.partition("=")[0] == "row" for part in locator.split(","))
 
 
 def is_tabular(locator: str) -> bool:

@@ -28,7 +28,7 @@ from clearance.answer.request import (
 from clearance.answer.result import AnswerResult, Citation, Route, Status
 from clearance.errors import GuardError, ProviderError
 from clearance.ingest.facts import document_entity, normalize
-from clearance.ingest.locator import is_tabular
+from clearance.ingest.locator import is_table_row, is_tabular
 from clearance.llm.base import ChatMessage, ChatRequest, Snippet
 from clearance.llm.extractive import years_named
 from clearance.llm.guard import AuthorizedSet
@@ -307,7 +307,7 @@ class NarrativeRoute:
             s
             for s in kept
             if not (
-                _row_of_a_table(s.locator) and (shown := years_named(s.text)) and not shown & asked
+                is_table_row(s.locator) and (shown := years_named(s.text)) and not shown & asked
             )
         ]
 
@@ -394,8 +394,3 @@ def _inferred_block(checked: CheckedAnswer, labels: Mapping[str, str]) -> str:
         for sentence in checked.inferred
     ]
     return INFERRED_LABEL + "".join(f"\n- {item}" for item in items)
-
-
-def _row_of_a_table(locator: str) -> bool:
-    """Whether a chunk is one row of a table (``…,row=<label>``), headed by its columns."""
-    return any(part.partition("=")[0] == "row" for part in locator.split(","))
