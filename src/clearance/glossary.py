@@ -19,7 +19,7 @@ import tomllib
 from collections.abc import Iterable
 from importlib import resources
 
-__all__ = ["equivalents", "key", "lines", "same_line", "weak_names"]
+__all__ = ["equivalents", "key", "line_name", "lines", "same_line", "weak_names"]
 
 
 def key(name: str) -> str:
@@ -72,6 +72,13 @@ def equivalents(name: str) -> tuple[str, ...]:
     """The other names of the line ``name`` names (none when it names no known line)."""
     names = _by_name().get(key(name), ())
     return tuple(n for n in names if key(n) != key(name))
+
+
+def line_name(name: str) -> str | None:
+    """The first name the data file gives the line ``name`` names ("revenue" for "net
+    revenues"); ``None`` when it names no known line."""
+    names = _by_name().get(key(name))
+    return names[0] if names else None
 
 
 def same_line(name: str, names: Iterable[str]) -> list[str]:

@@ -42,6 +42,7 @@ from clearance.ingest.facts import (
     format_number,
     normalize,
     parse_number,
+    statement_entity,
     vocab_fingerprint,
 )
 from clearance.ingest.loaders import extract
@@ -1504,3 +1505,52 @@ def test_a_csv_whose_rows_are_wider_than_its_header_gives_no_figure(tmp_path: Pa
         extract(whole, max_chars=1500).sections, doc_id="d", title="co2-whole", vocab=FactSettings()
     )
     assert named
+
+
+def test_a_filing_s_cover_names_the_company_of_tables_that_name_none() -> None:
+    """A 10-Q's PDF titled by its accession number: the cover's name over "(Exact name of
+    registrant as specified in its charter)" is whom a note's table is about, not the
+    title; without the cover the title would have named it."""
+    cover = Section(
+        "FORM 10-Q\nCommission File No. 000-22513\n____\nHARBOR DEVICES, INC.\n"
+        "(Exact name of registrant as specified in its charter)\nDelaware",
+        "page=1",
+    )
+    header = ("", "Three Months Ended June 30, 2023")
+    row = Section(
+        "North America: 82,546",
+        "page=19,table=1,row=North America",
+        atomic=True,
+        table=(header, ("North America net sales", "82,546")),
+    )
+    title = "0001018724-23-000018"
+    (fact,) = extract_facts([cover, row], doc_id="d", title=title, vocab=FactSettings())
+    assert fact.entity == "Harbor Devices"
+    (uncovered,) = extract_facts([row], doc_id="d", title=title, vocab=FactSettings())
+    assert uncovered.entity != "Harbor Devices"
+
+
+@pytest.mark.parametrize(
+    ("titles", "entity"),
+    [
+        (
+            ("January-December, 2025", "Profit and Loss", "Community Fund (for Harbor Trust)"),
+            "Community Fund",
+        ),
+        (
+            ("Statement of Activity", "Harbor Trust 6363 - Statement of Activity: Jan - Dec 2024"),
+            "Harbor Trust",
+        ),
+        (
+            ("January - December 2023", "Statement of Profit and Loss", "The Harbor Trust"),
+            "Harbor Trust",
+        ),
+        (("Statement of Revenues and Expenses",), None),
+        (("Results for 2024", "Balance Sheet"), None),
+        (("Revenue by region", "Harbor Trust"), None),  # no statement named
+    ],
+)
+def test_a_statement_s_title_block_names_whom_it_is_about(
+    titles: tuple[str, ...], entity: str | None
+) -> None:
+    assert statement_entity(titles) == entity

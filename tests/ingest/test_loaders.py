@@ -645,6 +645,49 @@ def test_a_pdf_whose_permissions_forbid_extracting_text_is_refused(tmp_path: Pat
         extract(path, max_chars=100)
 
 
+def _pdf_with_long_array(path: Path, elements: int) -> Path:
+    """A one-page PDF written object by object whose page carries an array of
+    ``elements`` numbers, as a filing's PDF carries long arrays (a 10-Q's held 100,000+)."""
+    text = b"BT /F1 12 Tf 72 712 Td (Net sales were 81,797 in the quarter.) Tj ET"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> /Marks ["
+        + b" ".join(b"0" for _ in range(elements))
+        + b"] >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(text), text),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+    return path
+
+
+def test_a_pdf_with_arrays_longer_than_pypdf_s_default_is_read(tmp_path: Path) -> None:
+    """pypdf refuses arrays of more than 100,000 elements by default, which refused a
+    published 10-Q as corrupt; the loader reads up to ten times that, and still refuses
+    beyond it."""
+    path = _pdf_with_long_array(tmp_path / "10-q.pdf", 150_000)
+    assert _texts(extract(path, max_chars=100)) == [
+        ("page=1", "Net sales were 81,797 in the quarter.")
+    ]
+    beyond = _pdf_with_long_array(tmp_path / "crafted.pdf", 1_000_001)
+    with pytest.raises(LoaderError, match=r"crafted\.pdf: corrupt or unreadable PDF"):
+        extract(beyond, max_chars=100)
+
+
 def test_pdf_corrupt(tmp_path: Path) -> None:
     path = tmp_path / "noise.pdf"
     path.write_bytes(random.Random(1).randbytes(1000))
@@ -725,15 +768,19 @@ def test_docx_sections_and_tables(tmp_path: Path) -> None:
         ("Microsoft Word - policy v3.docx", None),
         ("PowerPoint Presentation", None),
         ("Untitled", None),
+        ("0001018724-23-000018", None),  # an SEC accession number, as filings' PDFs carry
+        ("04.01.2023", None),
         ("Data Retention Policy", "Data Retention Policy"),
+        ("Q3 FY24", "Q3 FY24"),
         ("Word processing guidelines", "Word processing guidelines"),
     ],
 )
 def test_an_application_s_default_title_names_no_document(
     tmp_path: Path, core_title: str, kept: str | None
 ) -> None:
-    """A title the application wrote on its own is dropped, so the file's name (or its
-    first heading) names the document in citations instead of "Word Document"."""
+    """A title the application wrote on its own, or an identifier with no word in it, is
+    dropped, so the file's name (or its first heading) names the document in citations
+    instead of "Word Document" or a filing's accession number."""
     document = docx.Document()
     document.core_properties.title = core_title
     document.add_paragraph("Keep records for seven years.")

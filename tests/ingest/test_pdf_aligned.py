@@ -19,6 +19,8 @@ from fpdf import FPDF
 
 from clearance.answer.result import Status
 from clearance.app import Clearance
+from clearance.config import FactSettings
+from clearance.ingest.facts import extract_facts
 from clearance.ingest.loaders import extract
 
 # right edges (mm) of the four figure columns, and where their "$" signs stand
@@ -263,3 +265,155 @@ def test_account_numbers_open_labels_and_a_header_heads_only_the_columns_it_stan
         "150,279.74",
         "650,944.08",
     )
+
+
+# A bookkeeping package's export: one "Total" column, the statement's period in its title
+# block, continued over a page break with no header, and a second statement of another
+# organisation after it.
+TOTAL = 190.0
+ACTIVITY: list[tuple[str, float, str]] = [
+    ("Revenue", 8, ""),
+    ("40110 Memberships - Corporations", 14, "36,225.00"),
+    ("40120 Memberships - Government", 14, "10,800.00"),
+    ("40250 Grants - Universities", 14, "401,246.07"),
+    ("41100 Workshops", 14, "30,300.00"),
+    ("Total Revenue", 10, "$478,571.07"),
+    ("Expenditures", 8, ""),
+    ("51310 Health Insurance", 14, "73,218.04"),
+    ("51320 Dental Insurance", 14, "2,793.26"),
+]
+CONTINUED: list[tuple[str, float, str]] = [
+    ("52140 Contractors", 14, "8,572.00"),
+    ("80310 Software", 14, "27,793.65"),
+    ("80320 Web Services", 14, "2,263.08"),
+    ("Total Expenditures", 10, "$114,640.03"),
+    ("Net Revenue", 8, "$363,931.04"),
+]
+SPONSOR: list[tuple[str, float, str]] = [
+    ("4200 Contributed Income - Foundations", 14, "$6,625.14"),
+    ("Total Revenue", 10, "$6,625.14"),
+    ("8000 Fiscal Sponsorship Fee", 14, "3,251.13"),
+    ("Total for Expenditures", 10, "$90,012.48"),  # as QuickBooks Online writes totals
+    ("Net Income", 8, "-$83,387.34"),
+]
+
+
+def _rows(page: _Page, rows: Sequence[tuple[str, float, str]]) -> None:
+    for label, indent, figure in rows:
+        page.line(label, indent, 90)
+        if figure:
+            page.line(figure, TOTAL - 30, 30, "R")
+        page.y += 5
+
+
+def _title_block(page: _Page, *lines: str) -> None:
+    for text in lines:
+        page.line(text, 60, 90, "C")
+        page.y += 6
+    page.y += 10
+    page.line("Total", TOTAL - 30, 30, "R")
+    page.y += 8
+
+
+def bookkeeping(path: Path) -> Path:
+    page = _Page(size=9)
+    _title_block(page, "Harbor Trust, Inc", "Statement of Activity", "January-December, 2025")
+    _rows(page, ACTIVITY)
+    page.pdf.add_page()
+    page.y = 20.0
+    _rows(page, CONTINUED)  # the page break: no title, no header
+    page.pdf.add_page()
+    page.y = 20.0
+    _title_block(
+        page, "Community Fund (for Harbor Trust)", "Profit and Loss", "January-December, 2025"
+    )
+    _rows(page, SPONSOR)
+    page.pdf.output(str(path))
+    return path
+
+
+def test_a_one_column_statement_is_dated_by_its_title_block_and_goes_on_over_pages(
+    tmp_path: Path,
+) -> None:
+    """A "Total" column names no period; the title block over it does, and heads the column
+    with it. The page after goes on under the same header, as the statement it continues."""
+    sections = [
+        s
+        for s in extract(bookkeeping(tmp_path / "activity.pdf"), max_chars=800).sections
+        if s.table
+    ]
+    rows = {s.locator: s for s in sections}
+    header = ("", "January-December, 2025 Total")
+    grants = rows["page=1,table=1,row=40250 Grants - Universities"]
+    assert grants.table == (header, ("40250 Grants - Universities", "401,246.07"))
+    assert rows["page=1,table=1,row=Total Revenue"].table[1] == ("Total Revenue", "$478,571.07")
+    software = rows["page=2,table=1,row=80310 Software"]  # continued, no header of its own
+    assert software.table == (header, ("80310 Software", "27,793.65"))
+    assert (
+        software.titles
+        == grants.titles
+        == (
+            "January-December, 2025",
+            "Statement of Activity",
+            "Harbor Trust, Inc",
+        )
+    )
+    fee = rows["page=3,table=1,row=8000 Fiscal Sponsorship Fee"]
+    assert fee.titles[-1] == "Community Fund (for Harbor Trust)"
+    assert fee.table[1] == ("8000 Fiscal Sponsorship Fee", "3,251.13")
+
+
+def contents(path: Path) -> Path:
+    """A contents page: a title naming a year, "Page" over a column of page numbers."""
+    page = _Page(size=9)
+    _title_block(page, "Annual Report 2025", "Contents")
+    _rows(
+        page,
+        [
+            (name, 8, str(n))
+            for n, name in enumerate(
+                ["Letter", "Programs", "Finances", "Board", "Donors", "Thanks"], start=3
+            )
+        ],
+    )
+    page.pdf.output(str(path))
+    return path
+
+
+def test_a_column_of_page_numbers_is_no_statement(tmp_path: Path) -> None:
+    assert tables(contents(tmp_path / "report.pdf")) == []
+
+
+@pytest.fixture
+def bookkeeping_engine(
+    finance_engine: Callable[[Callable[[Path], object]], Clearance],
+) -> Clearance:
+    return finance_engine(lambda corpus: bookkeeping(corpus / "2025FinancialStatement.pdf"))
+
+
+def test_a_bookkeeping_export_s_figures_are_each_statement_s_own(
+    bookkeeping_engine: Clearance,
+) -> None:
+    """Two statements of one year in one file, each about whom its title block names: the
+    sponsor's fee is the sponsor's, the trust's revenue the trust's, a total on the page
+    after the header is still the statement's."""
+    revenue = answer(bookkeeping_engine, "What was Harbor Trust's total revenue in 2025?")
+    assert "478,571.07" in revenue and "6,625.14" not in revenue
+    spent = answer(bookkeeping_engine, "Harbor Trust's total expenditures for 2025?")
+    assert "114,640.03" in spent and "90,012.48" not in spent
+    fee = answer(bookkeeping_engine, "What did Community Fund report as net income for 2025?")
+    assert "83,387.34" in fee and "363,931.04" not in fee
+    spent = answer(bookkeeping_engine, "Community Fund's total expenditures in 2025?")
+    assert "90,012.48" in spent and "114,640.03" not in spent
+
+
+def test_a_ledger_s_account_lines_are_figures_of_their_own(tmp_path: Path) -> None:
+    """An account's number opening its label ("41100 Workshops") names the row; read as the
+    number 41100 of "Workshops", the row gave no figure. "January-December, 2025" is the
+    year, no part of it."""
+    extracted = extract(bookkeeping(tmp_path / "activity.pdf"), max_chars=800)
+    facts = extract_facts(extracted.sections, doc_id="d", title="activity", vocab=FactSettings())
+    lines = {(f.entity, f.metric): (f.period, f.value) for f in facts}
+    assert lines[("Harbor Trust", "41100 workshops")] == ("FY2025", 30300.0)
+    assert lines[("Harbor Trust", "80310 software")] == ("FY2025", 27793.65)
+    assert lines[("Community Fund", "expenditures")] == ("FY2025", 90012.48)

@@ -861,8 +861,18 @@ def _head_name(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
 
 def _other_names(metric: str, metrics: Iterable[str]) -> tuple[str, ...]:
     """The other names of the statement line ``metric`` is ("operating profit" for 営業利益),
-    but those another of ``metrics`` goes by: that metric keeps its own name."""
+    but those another of ``metrics`` goes by: that metric keeps its own name. Where another
+    of ``metrics`` goes by the line's first name ("revenue" beside a ledger's "net
+    revenue", its revenue less its expenditures), the other names are that one's: "total
+    revenue" is asked of the "Total Revenue" row."""
     own = {glossary.key(m) for m in metrics}
+    first = glossary.line_name(metric)
+    if (
+        first is not None
+        and glossary.key(first) != glossary.key(metric)
+        and glossary.key(first) in own
+    ):
+        return ()
     return tuple(n for n in glossary.equivalents(metric) if glossary.key(n) not in own)
 
 

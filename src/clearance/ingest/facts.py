@@ -567,8 +567,10 @@ def _with_partials(
                 gap = norm[year.end : marker.start]
             else:
                 gap = ""
-            combined = _ended(marker.canonical, year, gap, fiscal) or combine_period(
-                year.canonical, marker.canonical
+            combined = (
+                _calendar_year(marker.canonical, year, fiscal)
+                or _ended(marker.canonical, year, gap, fiscal)
+                or combine_period(year.canonical, marker.canonical)
             )
             if combined is None and marker.canonical.endswith("W") and _JOIN.match(gap):
                 # weeks of a year, not said when they end ("Thirteen Weeks 2024"): no
@@ -583,6 +585,20 @@ def _with_partials(
             out.append(Match(combined, min(marker.start, year.start), max(marker.end, year.end)))
             break
     return sorted(out, key=lambda m: (m.start, m.end))
+
+
+def _calendar_year(
+    marker: str, year: Match, fiscal: Callable[[int, int], int | None] | None
+) -> str | None:
+    """``January - December 2024`` is no part of a year but twelve months ending in
+    December 2024: the fiscal year the configured calendar names for them, as "12 Months
+    Ended Dec. 31, 2024" is (a bookkeeping export heads its year so); ``None`` for any
+    other marker."""
+    digits = _YEAR_PERIOD.match(year.canonical)
+    if marker != "Jan–Dec" or digits is None or fiscal is None:
+        return None
+    named = fiscal(int(digits.group(1)), 12)
+    return f"FY{named}" if named is not None else None
 
 
 _ENDED = re.compile(rf"^[\s,]*(?:ended|ending)\s+(?:the\s+)?{_MONTH}\s*(\d{{0,2}}),?\s*$", re.I)
@@ -1501,7 +1517,10 @@ _QUALIFIER = re.compile(
     r"(?i:^(?:actuals?|reported|as\s+reported|restated|adjusted|unaudited|audited|change|"
     r"variance|var)$)"
 )
-_TOTAL = re.compile(r"^(?:total|grand\s+total|合計|合计|總計|总计|計|计)\b[\s:：]*", re.IGNORECASE)
+# "Total", and "Total for" as bookkeeping exports write it ("Total for 40100 Contributions").
+_TOTAL = re.compile(
+    r"^(?:total(?:\s+for)?|grand\s+total|合計|合计|總計|总计|計|计)\b[\s:：]*", re.IGNORECASE
+)
 _NAME_NOISE = re.compile(r"[:：]+$|^[-–—•·*\s]+")
 _MAX_NAME = 60
 # Column words that mark a plan rather than what happened; an actual is the ordinary figure.
@@ -1885,6 +1904,43 @@ _COMPANY = re.compile(
 )
 
 
+# A financial statement's name as its title block writes it: "Statement of Activity",
+# "Statement of Revenue & Expenses", "Profit and Loss", "Balance Sheet".
+_STATEMENT_NAME = re.compile(
+    r"(?i)\b(?:(?:consolidated\s+|condensed\s+)*statements?\s+of\s+\w"
+    r"|profit\s+(?:and|&)\s+loss\b|income\s+statement\b|balance\s+sheet\b"
+    r"|cash\s+flow\s+statement\b)"
+)
+# What parts whom a statement is about from its name on one line, and an account number
+# between them: "Community Initiatives - 6363 - Statement of Revenue & Expenses".
+_BEFORE_STATEMENT = re.compile(r"(?:[\s\-–—:|]+\d*)*$")
+
+
+def statement_entity(titles: Sequence[str]) -> str | None:
+    """Whom a statement is about, by the heading accounting writes over one (whom, which
+    statement, when: "Community Initiatives" over "Profit and Loss" over "January-December,
+    2025"): what the line naming the statement writes before its name, else the title line
+    above it (``titles`` are nearest first; a line above naming a statement again gives
+    what it writes before that name: "Community Initiatives - 6363 - Statement of Revenue
+    & Expenses: …" over "Statement of Revenues and Expenses"). An aside closing the name
+    ("(for The Carpentries)") and a "The" opening it are left out; ``None`` when no title
+    names a statement, or what stands there names a year or no word."""
+    named = [i for i, t in enumerate(titles) if _STATEMENT_NAME.search(t)]
+    if not named:
+        return None
+    for title in titles[named[0] :]:
+        found = _STATEMENT_NAME.search(title)
+        name = _BEFORE_STATEMENT.sub("", title[: found.start()]) if found else title
+        name = re.sub(r"\s*\([^)]*\)$", "", name.strip()).strip()
+        if not name:
+            continue
+        name = re.sub(r"^The\s+(?=\S)", "", name)
+        if not re.search(r"[^\W\d_]", name) or re.search(r"(?:19|20)\d\d", name):
+            return None
+        return name
+    return None
+
+
 def company_named(text: str) -> str | None:
     """The company a table's corner or title names with its legal form (``比亚迪股份有限公司
     2023年第三季度报告`` → ``比亚迪``, ``Apple Inc.`` → ``Apple``): who its figures are
@@ -2094,6 +2150,13 @@ _LEGAL_FORM_END = re.compile(
 )
 
 
+# An account of a chart of accounts as a ledger labels its row: its number, then its name
+# ("41100 Workshops", "6710 - Depreciation-Office Equipment").
+_ACCOUNT_LABEL = re.compile(r"^\s*\d{3,6}\s*(?:[-–—.:]\s*)?[^\W\d_]{2}")
+# The note a filing's cover page sets under the company's name.
+_REGISTRANT_NOTE = re.compile(r"\(\s*exact\s+name\s+of\s+registrant\b[^)]{0,60}\)", re.IGNORECASE)
+
+
 def _registrant(name: str) -> str:
     """The company a filing's cover page names (``Entity Registrant Name``) as a reader
     names it: ``Apple Inc.`` → ``Apple``, ``COCA COLA CO`` → ``Coca Cola``; ``""`` for no
@@ -2173,6 +2236,7 @@ class _Extractor:
         10-Q …"), else the document's entity; a file name that calls that company
         otherwise gives it another name."""
         company = next(filter(None, map(company_named, (corner, *titles))), None)
+        company = company or statement_entity(titles)
         if company is None:
             return self.entity
         if self._file_entity and self._file_entity.casefold() != company.casefold():
@@ -2222,6 +2286,8 @@ class _Extractor:
             number = None  # "2024年度" is a label, not the number 2024
         if number is not None and first and _YEAR_CELL.match(normalize(_label(text))):
             number = None  # a year heading its row
+        if number is not None and first and _ACCOUNT_LABEL.match(text):
+            number = None  # an account's number and name heading its row ("41100 Workshops")
         return _Cell(number, text)
 
     def _names_slot(self, text: str) -> bool:
@@ -2375,6 +2441,23 @@ class _Extractor:
                 row = (f"{part} {label}", *row[1:])
             kept.append(row)
         return kept
+
+    def read_cover(self, text: str) -> None:
+        """Keep the company a filing's cover page names over "(Exact name of registrant as
+        specified in its charter)" as the document's entity, as a workbook's ``Entity
+        Registrant Name`` row is (:meth:`_cover_row`): a filing's PDF whose title is its
+        accession number, or a date, names its company nowhere else."""
+        if self._registrant:
+            return
+        found = _REGISTRANT_NOTE.search(text)
+        if found is None:
+            return
+        above = [line.strip(" _") for line in text[: found.start()].splitlines()]
+        name = next((line for line in reversed(above) if line), "")
+        if company := _registrant(name):
+            if self._file_entity and self._file_entity.casefold() != company.casefold():
+                self.other_names.setdefault(company, set()).add(self._file_entity)
+            self.entity = self._registrant = company
 
     def _cover_row(self, row: Sequence[str]) -> bool:
         """Whether ``row`` is a row of an SEC filing's cover page (its form, the company's
@@ -3201,7 +3284,9 @@ def extract_facts(
     year_ends: dict[str, int] | None = None,
     names: dict[str, list[str]] | None = None,
 ) -> list[Fact]:
-    """Every fact in the table sections of one document, in document order.
+    """Every fact in the table sections of one document, in document order. A text
+    section naming the filer over "(Exact name of registrant …)" (a filing's cover page)
+    names the company of the tables that name none (:meth:`_Extractor.read_cover`).
 
     ``vocab`` is the ``[facts]`` settings (or an already compiled :class:`Vocabulary`).
     With no metrics configured there are no facts. Never raises for a bad cell or
@@ -3220,6 +3305,9 @@ def extract_facts(
     extractor = _Extractor(compiled, doc_id, title or "")
     facts: list[Fact] = []
     for section in sections:
+        if section.table is None:
+            extractor.read_cover(section.text)
+            continue
         try:
             facts.extend(extractor.section_facts(section))
         except Exception:

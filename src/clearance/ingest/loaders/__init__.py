@@ -191,7 +191,7 @@ def extract(
         raise empty
     if title is not None:
         title = collapse(title) or None
-    if title is not None and _PLACEHOLDER_TITLE.match(title):
+    if title is not None and (_PLACEHOLDER_TITLE.match(title) or not _WORD.search(title)):
         title = None  # the file's name says more than the application's default
     return Extracted(format=fmt, title=title, sections=kept)
 
@@ -205,6 +205,12 @@ _PLACEHOLDER_TITLE = re.compile(
     r"(?:\s+document)?|slide\s*\d+|title|new\s+document)$"
     r"|^microsoft\s+(?:word|powerpoint|excel)\s+-\s+)"
 )
+
+
+# A title holding no word of two letters or more is an identifier a publishing system wrote
+# (an SEC accession number "0001018724-23-000018", a date "04.01.2023"), no name: taken
+# for a title, it named the company of every table the document's own pages did not.
+_WORD = re.compile(r"[^\W\d_]{2}")
 
 
 _OOXML = frozenset({"docx", "pptx", "xlsx"})

@@ -123,6 +123,11 @@ _TITLE_LINE = re.compile(
 _MAX_TITLE_LINES = 3
 
 
+def is_title_line(line: str) -> bool:
+    """Whether ``line`` could title a table: short, and no sentence (:data:`_TITLE_LINE`)."""
+    return bool(_TITLE_LINE.match(line.strip()))
+
+
 def table_captions(blocks: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
     """What the text blocks right above a table say about its figures, nearest first: the
     note lines that end the blocks (``(in thousands)``, ``(unaudited)``), the sentence of
@@ -223,20 +228,26 @@ def _step_runs(heads: Sequence[_Head]) -> Iterator[tuple[list[int], list[str]]]:
 
 
 def table_sections(
-    rows: Sequence[Sequence[str]], locate: Callable[[str], str], above: Sequence[str] = ()
+    rows: Sequence[Sequence[str]],
+    locate: Callable[[str], str],
+    above: Sequence[str] = (),
+    titles: Sequence[str] = (),
 ) -> list[Section]:
     """One atomic section per row of a table given as rows of cell texts, the first row
     being the header: its text is :func:`row_text` with the header, its ``table``
     ``(header, row)``, and ``locate`` gets the row's first cell and returns its locator.
     What the text blocks right ``above`` the table say about its figures
     (:func:`table_captions`) is each row's ``captions``, and their notes ("(in
-    thousands)") open each row's text. Empty rows are dropped; a table of a lone row is
-    still content, kept with no header to pair it with."""
+    thousands)") open each row's text. ``titles``: the title block a loader found over
+    the table (a statement's name, whom it is about and its period, nearest first),
+    each row's ``titles`` where the blocks above give none. Empty rows are dropped; a
+    table of a lone row is still content, kept with no header to pair it with."""
     cleaned = [tuple(collapse(c) for c in row) for row in rows]
     cleaned = [row for row in cleaned if any(row)]
     if not cleaned:
         return []
-    notes, lead_in, titles = table_captions(above)
+    notes, lead_in, found = table_captions(above)
+    titles = found or list(titles)
     captions = (*notes, *lead_in)
     opening = "\n".join(reversed(notes))
     header, data = cleaned[0], cleaned[1:]

@@ -44,8 +44,16 @@ Tables set out by white space alone (a filing's statements): on a page whose tex
 tabular and that gives no ruled table, rows whose figures' right edges line up in columns
 under header lines standing over those columns are read as a table (:func:`_aligned_tables`),
 only where that is no guess: every figure of a row in a column of its own, a label left of
-every column, and a header for every column, one naming a year. Otherwise the page's text
-alone stands for them.
+every column, and a header for every column, one naming a year. A bookkeeping package's
+export of one "Total" column is read too, dated by the one line of its title block that
+names a year ("January-December, 2025"), and a statement continued over a page break with
+no header keeps the header of the page before. The title block over such a table (whom,
+which statement, when) is each row's ``titles``, which name whom its figures are about
+(:func:`clearance.ingest.facts.statement_entity`). Otherwise the page's text alone stands
+for them.
+
+pypdf reads arrays of up to :data:`MAX_ARRAY_ELEMENTS` elements, ten times its default,
+which refused a published 10-Q.
 
 Encrypted PDFs: one that opens with the empty password and whose permissions allow
 extracting text is read like any other. Publishers set such "owner-only" encryption on
@@ -63,11 +71,12 @@ import dataclasses
 import itertools
 import logging
 import re
+import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
-from pypdf import PasswordType, PdfReader
+from pypdf import PasswordType, PdfReader, apply_configuration
 from pypdf.constants import UserAccessPermissions
 from pypdf.errors import PdfReadWarning
 
@@ -77,6 +86,7 @@ from clearance.ingest.loaders.common import (
     clean_block,
     collapse,
     heading_names_row,
+    is_title_line,
     table_sections,
 )
 from clearance.ingest.locator import format_locator
@@ -89,6 +99,7 @@ log = logging.getLogger(__name__)
 # A figure as tables print it: 1,320  -4.5  (12.5)  $3.71  12%  —  n/a are not counted.
 _FIGURE = re.compile(r"^[(\-−–]?[$€£¥₹]?\d[\d,]*(?:\.\d+)?%?\)?[*†‡§¹²³]?$")
 _YEAR = re.compile(r"^(?:19|20)\d{2}[*†‡§¹²³]?$")
+_NAMES_YEAR = re.compile(r"(?:19|20)\d{2}")
 #: A line is a row of figures when at least this share of its words are figures.
 _FIGURE_SHARE = 0.4
 #: A page is read for tables when at least this many of its lines are rows of figures.
@@ -98,6 +109,10 @@ MIN_FIGURE_LINES = 3
 MIN_RULES = 3
 # The PDF path operators that draw a rectangle (``re``) or a line segment (``l``).
 _PATH_OP = re.compile(rb"(?<![A-Za-z'])(?:re|l)(?=[\s\[(/<%]|$)")
+#: The most elements pypdf reads in one array of a file. Its default (100,000) refused a
+#: published 10-Q of 72 pages ("Reached maximum array element count"); this still bounds
+#: what a crafted file can make it hold.
+MAX_ARRAY_ELEMENTS = 1_000_000
 #: pdfplumber's ruled-table settings: cell edges from drawn lines and rectangles only.
 _RULED: dict[str, Any] = {"vertical_strategy": "lines", "horizontal_strategy": "lines"}
 #: How far (pt) a word may stick out of its cell before it is taken to cross an edge.
@@ -111,18 +126,27 @@ _CAPTION_GAP = 2
 
 def looks_tabular(text: str) -> bool:
     """Whether a page's text has at least :data:`MIN_FIGURE_LINES` lines that are mostly
-    figures (a line of its own per figure counts too, as some PDFs lay cells out)."""
+    figures (a line of its own per figure counts too, as some PDFs lay cells out) or end in
+    an amount as a statement prints one (a label and its total, "Net Other Revenue
+    $2,254.76"; a sentence ends in a full stop)."""
     count = 0
     for line in text.splitlines():
         words = line.split()
         figures = sum(1 for w in words if _FIGURE.match(w.rstrip(",;")))
-        if figures and figures >= _FIGURE_SHARE * len(words):
+        if (figures and figures >= _FIGURE_SHARE * len(words)) or (
+            words and _STATED_AMOUNT.match(words[-1])
+        ):
             count += 1
             if count >= MIN_FIGURE_LINES:
                 return True
     return False
 
 
+# An amount as a statement prints one: grouped in thousands or with cents ("2,254.76",
+# "-$84,387.34", "(140.02)", "36,225").
+_STATED_AMOUNT = re.compile(
+    r"^[(\-−–]?[$€£¥₹]?(?:\d{1,3}(?:,\d{3})*\.\d{2}|\d{1,3}(?:,\d{3})+)\)?$"
+)
 # A number with thousands separators as tables print it: "1,189", "146,982.5".
 _GROUPED = re.compile(r"^[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")
 _NUMBER_TOKEN = re.compile(r"\d[\d,.]*\d")
@@ -152,7 +176,10 @@ def load(handle: BinaryIO, max_chars: int, budget: FileBudget) -> tuple[str | No
     is unused: pages are chunked later)."""
     del max_chars
     pages: list[tuple[int, Section | None]] = []
-    with warnings.catch_warnings():
+    with (
+        warnings.catch_warnings(),
+        apply_configuration(array_maximum_element_count=MAX_ARRAY_ELEMENTS),
+    ):
         # pypdf reports recoverable oddities of real-world files (bad xref offsets, …) as
         # PdfReadWarning and carries on; they say nothing about the text we get.
         warnings.simplefilter("ignore", PdfReadWarning)
@@ -218,16 +245,18 @@ def _tabular_pages(
 
     handle.seek(0)
     out: dict[int, tuple[str, list[Section]]] = {}
+    carried: _Carried | None = None  # the last page's last table set out by white space
     with pdfplumber.open(cast(Any, handle), pages=list(again)) as pdf:
         for page in pdf.pages:
             number = page.page_number
             budget.tick("page", number, total)
             joined, ruled, tabular = again[number]
+            before, carried = carried if number - 1 in out else None, None
             try:
                 text = _parted_text(page) if joined else ""
                 sections = _page_tables(page, number) if ruled else []
                 if tabular and not sections:
-                    sections = _aligned_tables(page, number)
+                    sections, carried = _aligned_tables(page, number, before)
             except Exception as exc:  # pdfminer on odd content: the page keeps its text
                 log.warning(
                     "%s: page %d: not read again for its figures (%s: %s)",
@@ -281,8 +310,11 @@ def _page_tables(page: Any, number: int) -> list[Section]:
     return sections
 
 
-# A figure of a statement set out by white space: "60,584", "(265)", "1.26", "12.5%".
-_CELL_FIGURE = re.compile(r"^\(?-?\d{1,3}(?:,\d{3})*(?:\.\d+)?\)?%?$|^\(?-?\d+(?:\.\d+)?\)?%?$")
+# A figure of a statement set out by white space: "60,584", "(265)", "1.26", "12.5%", and
+# with its currency sign ("$329,530.83", "-$84,387.34"), as bookkeeping exports set totals.
+_CELL_FIGURE = re.compile(
+    r"^\(?-?[$€£¥]?\d{1,3}(?:,\d{3})*(?:\.\d+)?\)?%?$|^\(?-?[$€£¥]?\d+(?:\.\d+)?\)?%?$"
+)
 # A currency sign set apart from its figure, and a dash in a figure's place (nil).
 _CURRENCY_SIGN = re.compile(r"^[$€£¥]$")
 _CELL_MARK = re.compile(r"^(?:[$€£¥]|—|–|-)$")
@@ -293,14 +325,22 @@ _PHRASE_GAP = 6.0
 _COLUMN_SLACK = 10.0
 #: The fewest rows of figures that make a table set out by white space.
 MIN_ALIGNED_ROWS = 3
+#: The fewest rows that make a table of one column of figures (a statement exported with
+#: one "Total" column): more than several columns need, as a lone column has no neighbour
+#: to line up with.
+MIN_COLUMN_ROWS = 5
 
 
 def _lines_of(words: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Words in lines, top to bottom, each left to right; a label set a point lower than
-    its row's figures (as statements set totals) is on their line."""
+    """Words in lines, top to bottom, each left to right; a label set a few points lower
+    than its row's figures (as statements set totals), by up to half the line's height,
+    is on their line."""
     lines: list[list[dict[str, Any]]] = []
     for word in sorted(words, key=lambda w: (w["top"], w["x0"])):
-        if lines and word["top"] - lines[-1][0]["top"] <= 2.5:
+        first = lines[-1][0] if lines else None
+        if first is not None and word["top"] - first["top"] <= max(
+            2.5, (first["bottom"] - first["top"]) / 2
+        ):
             lines[-1].append(word)
         else:
             lines.append([word])
@@ -329,20 +369,51 @@ def _figure_word(word: dict[str, Any]) -> bool:
     return bool(_CELL_FIGURE.match(word["text"])) and not _YEAR.match(word["text"])
 
 
-def _aligned_tables(page: Any, number: int) -> list[Section]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Carried:
+    """A page's last table set out by white space, which the next page may go on with: its
+    columns' right edges, its header and the text above it."""
+
+    columns: tuple[float, ...]
+    header: tuple[str, ...]
+    above: tuple[str, ...]
+    titles: tuple[str, ...]
+
+    def goes_on_as(self, columns: Sequence[float]) -> bool:
+        """Whether a table whose columns end at ``columns`` stands where this one did."""
+        return len(columns) == len(self.columns) and all(
+            abs(a - b) <= _COLUMN_SLACK for a, b in zip(columns, self.columns, strict=True)
+        )
+
+
+def _aligned_tables(
+    page: Any, number: int, carried: _Carried | None = None
+) -> tuple[list[Section], _Carried | None]:
     """The tables of a page set out by white space alone, as statements in filings are:
     rows of a label then figures whose right edges line up in columns, under header lines
     whose phrases stand over those columns ("Three Months Ended" over two, "July 1, 2023"
-    over one). Read only where it reads without guessing: at least two columns and
-    :data:`MIN_ALIGNED_ROWS` rows of figures, every figure of a row in a column of its
-    own, a label left of every column, and a header for every column that names a year.
+    over one). Read only where it reads without guessing: every figure of a row in a column
+    of its own, a label left of every column, and either
+
+    * at least two columns and :data:`MIN_ALIGNED_ROWS` rows of figures, a header for
+      every column, one naming a year;
+    * one column of amounts (:func:`_amounts`), :data:`MIN_COLUMN_ROWS` rows or more, with
+      a header ("Total") and a year named by its header or by the one line of the title
+      block above that names one ("January-December, 2025"), which then opens the header
+      ("January-December, 2025 Total"): a statement exported by a bookkeeping package; or
+    * no header at all, as the first table of a page going on with the last table of the
+      page before (``carried``: the same columns, give or take :data:`_COLUMN_SLACK`): a
+      statement continued over a page break keeps that header and the text above it.
+
     Each table's rows become sections as a ruled table's do (locator ``page=N,table=T,
     row=<label>``, ``T`` counting these tables from 1, top to bottom: a page gives ruled
-    tables or these, never both)."""
+    tables or these, never both). Returns the sections and the page's last table, for the
+    next page."""
     words = page.extract_words()
     lines = _lines_of(words)
     sections: list[Section] = []
     index = 0
+    last: _Carried | None = None
     floor = 0.0  # the bottom of the table above: text above a table starts below it
     i = 0
     while i < len(lines):
@@ -355,17 +426,38 @@ def _aligned_tables(page: Any, number: int) -> list[Section]:
         i = end
         if table is None:
             continue
-        rows, bbox = table
-        rows = [rows[0], *_under_headings(rows[1:])]
+        header, data, bbox = table
+        titles = _title_block(lines, floor, bbox[1])
+        goes_on = index == 0 and carried is not None and carried.goes_on_as(columns)
+        above: list[str] | None = None
+        if all(header) and any(_NAMES_YEAR.search(h) for h in header):
+            pass
+        elif len(header) == 1 and header[0]:
+            period = _title_period(lines, floor, bbox[1])
+            if period is None:
+                continue
+            header = [f"{period} {header[0]}"]
+        elif not any(header) and goes_on:
+            assert carried is not None
+            header, above, titles = list(carried.header), list(carried.above), carried.titles
+        else:
+            continue
+        if goes_on and len(titles) <= 1:
+            # the statement of the page before, its name repeated at most: whom it is about
+            assert carried is not None
+            titles = carried.titles
+        rows = [["", *header], *_under_headings(data)]
         index += 1
-        above = _blocks_above(words, (0.0, bbox[1], float(page.width), bbox[3]), floor)
+        if above is None:
+            above = _blocks_above(words, (0.0, bbox[1], float(page.width), bbox[3]), floor)
         floor = bbox[3]
+        last = _Carried(tuple(columns), tuple(header), tuple(above), titles)
 
         def locate(first: str, index: int = index) -> str:
             return format_locator(("page", number), ("table", index), ("row", first))
 
-        sections.extend(table_sections(rows, locate, above))
-    return sections
+        sections.extend(table_sections(rows, locate, above, titles))
+    return sections, last
 
 
 def _under_headings(rows: Sequence[list[str]]) -> list[list[str]]:
@@ -414,9 +506,10 @@ def _figure_run(
     sales:"); ``(first, end, column right edges)`` when there are at least
     :data:`MIN_ALIGNED_ROWS` rows of two or more figures, else ``None``."""
     figures = _cells_of(lines[i])
-    if len(figures) < 2:
+    if not figures:
         return None
     columns = sorted(w["x1"] for w in figures)
+    texts = [w["text"] for w in figures]
     rows, end, j = 1, i + 1, i + 1
     while j < len(lines):
         line = lines[j]
@@ -428,18 +521,30 @@ def _figure_run(
             continue
         if not all(any(abs(w["x1"] - c) <= _COLUMN_SLACK for c in columns) for w in found):
             break
+        texts.extend(w["text"] for w in found)
         rows, end, j = rows + 1, j + 1, j + 1
-    if rows < MIN_ALIGNED_ROWS or len(columns) < 2:
+    if len(columns) == 1:
+        if rows < MIN_COLUMN_ROWS or not _amounts(texts):
+            return None
+    elif rows < MIN_ALIGNED_ROWS:
         return None
     return i, end, columns
 
 
+def _amounts(figures: Sequence[str]) -> bool:
+    """Whether most of a column's ``figures`` are amounts as a statement prints them, with
+    a thousands separator or decimals ("36,225.00", "(140.02)"): a column of small whole
+    numbers is as likely a contents page's page numbers."""
+    shown = sum(1 for f in figures if "," in f or "." in f)
+    return shown * 2 > len(figures)
+
+
 def _aligned_table(
     lines: Sequence[Sequence[dict[str, Any]]], start: int, end: int, columns: Sequence[float]
-) -> tuple[list[list[str]], tuple[float, float, float, float]] | None:
-    """The rows (header first) of the table whose rows of figures are ``lines[start:end]``
-    and its bounding box (from its header's top); ``None`` when a row or the header does
-    not read without guessing."""
+) -> tuple[list[str], list[list[str]], tuple[float, float, float, float]] | None:
+    """The header (each column's, ``""`` where none stands over it), the rows of the table
+    whose rows of figures are ``lines[start:end]`` and its bounding box (from its
+    header's top); ``None`` when a row does not read without guessing."""
     lefts = [
         min(
             w["x0"]
@@ -476,8 +581,6 @@ def _aligned_table(
         (w["x1"] for line in lines[start:end] for w in line if w["x1"] <= label_edge), default=0.0
     )
     header, top = _aligned_header(lines, start, columns, lefts, labels_end)
-    if header is None:
-        return None
     words = [w for line in lines[start:end] for w in line]
     bbox = (
         min(w["x0"] for w in words),
@@ -485,7 +588,7 @@ def _aligned_table(
         max(w["x1"] for w in words),
         max(w["bottom"] for w in words),
     )
-    return [["", *header], *data], bbox
+    return header, data, bbox
 
 
 def _nearest(columns: Sequence[float], x1: float) -> int | None:
@@ -499,12 +602,12 @@ def _aligned_header(
     columns: Sequence[float],
     lefts: Sequence[float],
     labels_end: float,
-) -> tuple[list[str] | None, float]:
+) -> tuple[list[str], float]:
     """Each column's header from the lines right above the table's rows whose words all
     stand over the columns (a line reaching left of them, a title or a note, ends the
-    header), each phrase given to the columns whose centres it reaches within half their
-    spacing, the nearest where two do: ``(headers, the header's top)``. ``None`` for the
-    headers unless every column has one and some header names a year."""
+    header, as does one standing over none of them), each phrase given to the columns whose centres it reaches within half their
+    spacing, the nearest where two do (a lone column: the phrases standing over it):
+    ``(headers, the header's top)``, ``""`` for a column nothing stands over."""
     centres = [(left + right) / 2 for left, right in zip(lefts, columns, strict=True)]
     parts: list[list[str]] = [[] for _ in columns]
     top = lines[start][0]["top"]
@@ -513,17 +616,81 @@ def _aligned_header(
     reach = min((b - a for a, b in itertools.pairwise(centres)), default=0.0) / 2
     while j >= 0 and all(w["x0"] > labels_end + _PHRASE_GAP for w in lines[j]):
         phrases = _phrases(lines[j])
+        heads = False
         for k, centre in enumerate(centres):
-            near = [p for p in phrases if p[0] - reach <= centre <= p[1] + reach]
+            if len(columns) == 1:  # no neighbour to share it with: what overlaps the column
+                near = [
+                    p
+                    for p in phrases
+                    if p[1] >= lefts[k] - _COLUMN_SLACK and p[0] <= columns[k] + _COLUMN_SLACK
+                ]
+            else:
+                near = [p for p in phrases if p[0] - reach <= centre <= p[1] + reach]
             if near:
                 phrase = min(near, key=lambda p: abs((p[0] + p[1]) / 2 - centre))
                 parts[k].insert(0, phrase[2])
+                heads = True
+        if not heads:
+            break  # a line over no column (a title centred on the page) heads none
         top = min(w["top"] for w in lines[j])
         j -= 1
-    headers = [" ".join(p) for p in parts]
-    if not all(headers) or not any(re.search(r"(?:19|20)\d{2}", h) for h in headers):
-        return None, top
-    return headers, top
+    return [" ".join(p) for p in parts], top
+
+
+#: The most lines a title block over a table holds (whom, which statement, when, a note).
+_TITLE_LINES = 4
+
+
+def _title_block(
+    lines: Sequence[Sequence[dict[str, Any]]], floor: float, top: float
+) -> tuple[str, ...]:
+    """The lines between ``floor`` and a table's ``top``, nearest first, where they are a
+    title block: at most :data:`_TITLE_LINES` lines, each short and no sentence ("The
+    Carpentries, Inc" over "Statement of Activity" over "January-December, 2025"); else
+    none."""
+    texts = [" ".join(w["text"] for w in line) for line in _between(lines, floor, top)]
+    # a line of nothing but an icon font's glyph (private use: "\uf013") says nothing
+    texts = [t for t in texts if any(unicodedata.category(c)[0] not in "ZC" for c in t)]
+    if len(texts) > _TITLE_LINES or not all(map(_titles, texts)):
+        return ()
+    return tuple(reversed(texts))
+
+
+def _titles(line: str) -> bool:
+    """Whether ``line`` may be a line of a title block: a title (:func:`is_title_line`), or
+    one naming a statement and its period after a colon ("Community Initiatives - 6363 -
+    Statement of Revenue & Expenses: Jan - Dec 2024")."""
+    head, colon, tail = line.partition(": ")
+    return is_title_line(line) or bool(
+        colon and is_title_line(head) and _NAMES_YEAR.search(tail) and len(line) <= 100
+    )
+
+
+def _title_period(
+    lines: Sequence[Sequence[dict[str, Any]]], floor: float, top: float
+) -> str | None:
+    """The one line between ``floor`` and a table's ``top`` that names a year, as a
+    statement's title block states its period under its name ("Statement of Activity" over
+    "January-December, 2025"); ``None`` when none does or several do."""
+    dated = {
+        text
+        for line in _between(lines, floor, top)
+        if _NAMES_YEAR.search(text := " ".join(w["text"] for w in line))
+    }
+    return dated.pop() if len(dated) == 1 else None
+
+
+def _between(
+    lines: Sequence[Sequence[dict[str, Any]]], floor: float, top: float
+) -> list[Sequence[dict[str, Any]]]:
+    """The lines wholly between ``floor`` and ``top`` (a table's header line, starting a
+    little above its first word, is not one)."""
+    return [
+        line
+        for line in lines
+        if min(w["top"] for w in line) >= floor - _TOLERANCE
+        and max(w["bottom"] for w in line) <= top + _TOLERANCE
+    ]
 
 
 def _phrases(line: Sequence[dict[str, Any]]) -> list[tuple[float, float, str]]:
