@@ -512,6 +512,20 @@ def test_figure_questions_worded_as_people_ask_them(
     assert result.status is Status.ANSWERED and value in result.answer, result.answer
 
 
+def test_what_a_question_says_was_brought_in_is_a_line_never_the_total(app: Clearance) -> None:
+    """ "How much grant money from universities did The Carpentries take in during 2025?"
+    was answered with the organisation's whole revenue: "take in" read as revenue, and what
+    was taken in left out. What was brought in narrows the revenue to that line; no table
+    has it here, so no figure is given. Money, cash and sales taken in name no line."""
+    result = app.ask(
+        "How much licensing money from partners did Microsoft take in during fiscal 2024?", "fay"
+    )
+    assert "245,122" not in result.answer, result.answer
+    assert result.status is Status.NOT_FOUND, result.answer
+    total = app.ask("How much money did Microsoft take in during fiscal 2024?", "fay")
+    assert total.status is Status.ANSWERED and "245,122" in total.answer, total.answer
+
+
 def test_a_quarter_named_without_its_year_that_no_table_reports_asks_which(
     app: Clearance, monkeypatch: pytest.MonkeyPatch
 ) -> None:

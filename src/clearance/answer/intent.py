@@ -200,6 +200,15 @@ _BROUGHT_IN = re.compile(
     r"|year|month|half)|\d))",  # "take in fiscal 2024 to close its books": a period's "in"
     re.IGNORECASE,
 )
+# What a question asking how much says was brought in: "How much grant money from
+# universities did …".
+_HOW_MUCH_OF = re.compile(
+    r"\bhow\s+much\s+(?P<what>.+?)\s+(?:did|does|do|will|has|have|had|is|was)\b", re.IGNORECASE
+)
+# Words for what is brought in that name no line of it.
+_TAKINGS = frozenset(
+    ["money", "cash", "in", "total", "overall", "altogether", "the", "of", "sales", "revenue", "revenues", "income", "takings"]
+)
 # A question asking how much, whose "brought in" is the amount sold.
 _HOW_MUCH_OR_WHAT_DID = re.compile(r"\bhow\s+much\b|^\W*what\s+did\b", re.IGNORECASE)
 # Words before a period that rule it out ("not year to date", "rather than the full year").
@@ -726,8 +735,11 @@ class RuleIntentParser:
 
     def _parse(self, text: str, today: date | None) -> Intent:
         vocab = self.vocab
+        brought: str | None = None  # what the question says was brought in
         if not vocab.find("metric", text) and _HOW_MUCH_OR_WHAT_DID.search(text):
             # "How much did Intelligent Cloud bring in?": what a line brings in is its revenue
+            if _BROUGHT_IN.search(text) and (what := _HOW_MUCH_OF.search(text)) is not None:
+                brought = what.group("what")
             text = _BROUGHT_IN.sub("revenue", text)
         # "the deficit as a percentage of GDP": what the share is of names no slot.
         share_of = [m.span() for m in SHARE_OF.finditer(text)]
@@ -769,6 +781,12 @@ class RuleIntentParser:
             if (q := self._narrowing(_qualifier(quiet, m.start, m.end), m.canonical))
             and not self._names_entity(q)
         }
+        # "How much grant money from universities did they take in?": revenue of that
+        # line, never the company's whole revenue
+        if brought is not None and "revenue" in metrics and "revenue" not in qualifiers:
+            words = [w for w in brought.split() if w.casefold() not in _TAKINGS]
+            if any(_LATIN_WORD.search(w) for w in words):
+                qualifiers["revenue"] = " ".join(words)
         # what the figure is counted per, or what other kind of figure it is, narrows every
         # metric named, wherever the question says it
         apart = [m.group(0) for m in _PER_ANYWHERE.finditer(quiet)]
