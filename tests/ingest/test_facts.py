@@ -1554,3 +1554,85 @@ def test_a_statement_s_title_block_names_whom_it_is_about(
     titles: tuple[str, ...], entity: str | None
 ) -> None:
     assert statement_entity(titles) == entity
+
+
+def _row(locator: str, header: tuple[str, ...], row: tuple[str, ...], **kw: Any) -> Section:
+    return Section(" | ".join(row), locator, atomic=True, table=(header, row), **kw)
+
+
+QUARTERLY_COVER = Section(
+    "UNITED STATES\nSECURITIES AND EXCHANGE COMMISSION\nFORM 10-Q\n"
+    "For the Quarterly Period Ended June 30, 2023\nCommission File Number 000-22513\n"
+    "HARBOR.COM, INC.\nDELAWARE  91-1646860\n(STATE OF INCORPORATION)  (I.R.S. ID)",
+    "page=1",
+)
+
+
+def test_a_10q_cover_names_its_company_after_its_file_number_and_without_dot_com() -> None:
+    """Not every cover writes "(Exact name of registrant …)": Microsoft's sets the name
+    right under the commission file number. "HARBOR.COM, INC." is Harbor, as its readers
+    ask; a table's own title naming it so is the same company."""
+    header = ("", "Three Months Ended June 30, 2023")
+    rows = [
+        _row("page=4,table=1,row=Net sales", header, ("Net sales", "134,383")),
+        _row(
+            "page=5,table=1,row=Net income",
+            header,
+            ("Net income", "6,750"),
+            titles=("CONSOLIDATED STATEMENTS OF OPERATIONS", "HARBOR.COM, INC."),
+        ),
+    ]
+    facts = extract_facts([QUARTERLY_COVER, *rows], doc_id="d", title="x", vocab=FactSettings())
+    assert {f.entity for f in facts} == {"Harbor"}
+
+
+def test_a_note_s_table_of_another_company_s_figures_is_that_company_s() -> None:
+    """ "Required summarized financial information of Rivian …": an investee's revenue in
+    a 10-Q's note is Rivian's, never the filer's revenue for that quarter."""
+    header = ("", "Three Months Ended March 31, 2023")
+    caption = (
+        "Required summarized financial information of Rivian as disclosed in its most "
+        "recent SEC filings is as follows (in millions):"
+    )
+    row = _row("page=9,table=1,row=Revenues", header, ("Revenues", "$661"), captions=(caption,))
+    (fact,) = extract_facts([QUARTERLY_COVER, row], doc_id="d", title="x", vocab=FactSettings())
+    assert fact.entity == "Rivian"
+
+
+def test_a_quarterly_report_s_twelve_months_trail_and_its_bare_years_are_no_years() -> None:
+    """In a 10-Q, "Twelve Months Ended June 30, 2023" are the trailing twelve months (the
+    company's fiscal 2023 ends in December), and a column headed "2023" alone (an MD&A
+    table whose span line the page sets apart) is no fiscal year: skipped, not guessed. In
+    a 10-K, twelve months ended December are its fiscal year."""
+    trailing = _row(
+        "page=28,table=1,row=Free cash flow",
+        ("", "Twelve Months Ended June 30, 2022", "Twelve Months Ended June 30, 2023"),
+        ("Free cash flow", "(23,480)", "7,962"),
+    )
+    bare = _row(
+        "page=30,table=1,row=Interest income",
+        ("", "2023", "2022"),
+        ("Interest income", "$88", "$7"),
+    )
+    facts = extract_facts(
+        [QUARTERLY_COVER, trailing, bare], doc_id="d", title="x", vocab=FactSettings()
+    )
+    assert {(f.period, f.value) for f in facts} == {
+        ("12M ended Jun 2022", -23480.0),
+        ("12M ended Jun 2023", 7962.0),
+    }
+    annual = Section("FORM 10-K\nFor the fiscal year ended December 31, 2023", "page=1")
+    year = _row(
+        "page=40,table=1,row=Free cash flow",
+        ("", "Twelve Months Ended December 31, 2023"),
+        ("Free cash flow", "36,813"),
+    )
+    (fact,) = extract_facts([annual, year], doc_id="d", title="x", vocab=FactSettings())
+    assert fact.period == "FY2023"
+
+
+def test_a_half_year_read_against_dated_spans_is_no_error() -> None:
+    """``_cumulative`` took every period for a quarter ("Q2 2024"); a half year ("H1
+    2024", "6M FY2024") raised, and every cell of its table was skipped."""
+    assert facts_module._cumulative("H1 2024", ["(2024年1月1日~2024年6月30日)"]) == "Q1–Q2 FY2024"
+    assert facts_module._cumulative("6M FY2024", []) == "6M FY2024"

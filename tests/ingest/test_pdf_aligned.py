@@ -417,3 +417,53 @@ def test_a_ledger_s_account_lines_are_figures_of_their_own(tmp_path: Path) -> No
     assert lines[("Harbor Trust", "41100 workshops")] == ("FY2025", 30300.0)
     assert lines[("Harbor Trust", "80310 software")] == ("FY2025", 27793.65)
     assert lines[("Community Fund", "expenditures")] == ("FY2025", 90012.48)
+
+
+def quarterly_statement(path: Path) -> Path:
+    """A 10-Q's statement as Amazon's sets it: "Three Months Ended" and "Six Months Ended"
+    each over two year columns, "June 30," narrower under each, beside the notes "(in
+    millions) (unaudited)" at the left margin of its line, and the years right-aligned a
+    little left of their figures."""
+    page = _Page(size=9)
+    rights = (128.0, 154.0, 180.0, 206.0)
+    page.line("HARBOR DEVICES, INC.", 80, 60, "C")
+    page.y += 6
+    page.line("CONSOLIDATED STATEMENTS OF OPERATIONS", 55, 110, "C")
+    page.y += 8
+    for first, words in ((0, "Three Months Ended"), (2, "Six Months Ended")):
+        page.line(words, rights[first] - 14, rights[first + 1] - rights[first], "C")
+    page.y += 5
+    page.line("(in millions) (unaudited)", 10, 60)
+    for first in (0, 2):
+        page.line("June 30,", rights[first] - 4, 18, "C")
+    page.y += 5
+    for right, year in zip(rights, ("2022", "2023", "2022", "2023"), strict=True):
+        page.line(year, right - 10, 8, "R")
+    page.y += 6
+    for label, figures in (
+        ("Total net sales", ("121,234", "134,383", "237,678", "261,741")),
+        ("Operating income", ("3,317", "7,681", "7,041", "12,455")),
+        ("Net income", ("(2,028)", "6,750", "(5,872)", "9,922")),
+    ):
+        page.line(label, 10, 80)
+        for right, figure in zip(rights, figures, strict=True):
+            page.line(figure, right - 22, 22, "R")
+        page.y += 5
+    page.pdf.output(str(path))
+    return path
+
+
+def test_a_group_s_date_under_its_span_heads_every_column_of_the_group(tmp_path: Path) -> None:
+    """ "June 30," stands narrower than "Three Months Ended", between its two columns: it
+    dates both, not the nearer alone ("Three Months Ended 2023" read the quarter as part of
+    fiscal 2023). Notes at the left margin of its line end nothing."""
+    rows = dict(tables(quarterly_statement(tmp_path / "10-q.pdf")))
+    header, row = rows["page=1,table=1,row=Total net sales"]
+    assert header == (
+        "",
+        "Three Months Ended June 30, 2022",
+        "Three Months Ended June 30, 2023",
+        "Six Months Ended June 30, 2022",
+        "Six Months Ended June 30, 2023",
+    )
+    assert row[1:] == ("121,234", "134,383", "237,678", "261,741")

@@ -207,7 +207,21 @@ _HOW_MUCH_OF = re.compile(
 )
 # Words for what is brought in that name no line of it.
 _TAKINGS = frozenset(
-    ["money", "cash", "in", "total", "overall", "altogether", "the", "of", "sales", "revenue", "revenues", "income", "takings"]
+    [
+        "money",
+        "cash",
+        "in",
+        "total",
+        "overall",
+        "altogether",
+        "the",
+        "of",
+        "sales",
+        "revenue",
+        "revenues",
+        "income",
+        "takings",
+    ]
 )
 # A question asking how much, whose "brought in" is the amount sold.
 _HOW_MUCH_OR_WHAT_DID = re.compile(r"\bhow\s+much\b|^\W*what\s+did\b", re.IGNORECASE)

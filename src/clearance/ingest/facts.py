@@ -507,7 +507,8 @@ def _cumulative(period: str, contexts: Sequence[str]) -> str:
     whole = year_to_quarter(period)
     if whole is None:
         return period
-    n = int(period[1])
+    # quarters to the one it ends with: "Q3 2024", "H1 2024" and "6M FY2024" alike
+    n = int(whole.split(" ")[0][-1])
     for context in contexts:
         for m in _DATE_SPAN.finditer(context):
             months = (int(m.group(3)) - int(m.group(1))) * 12 + int(m.group(4)) - int(m.group(2))
@@ -638,6 +639,47 @@ def _ended(
             return f"12M ended {MONTH_NAMES[month - 1]} {ended}"
         return f"FY{named}"
     return f"{marker} ended {MONTH_NAMES[month - 1]} {ended}"
+
+
+_TWELVE_MONTHS = re.compile(r"(?i)\b(?:twelve|12)\s+months?\s+ended\b")
+_TRAILING = re.compile(r"(?i)\btrailing\s+(?:twelve|12)\s+months\b|\bTTM\b")
+# A quarterly report's cover: "FORM 10-Q", "For the quarterly period ended …".
+_QUARTERLY_COVER = re.compile(r"(?i)\bFORM\s+10-Q\b|\bquarterly\s+period\s+ended\b")
+
+
+def _year_alone(fact: Fact, header: Sequence[str], col: int) -> bool:
+    """Whether ``fact``'s whole year comes from a column header naming a year and nothing
+    of its span ("2022", "2022 ($ in millions)")."""
+    column = header[col] if col < len(header) else ""
+    return bool(_YEAR_PERIOD.match(fact.period)) and not re.search(
+        r"(?i)\b(?:year|fiscal|fy|annual|months?|weeks?|quarter|ended|ending)\b|\bFY\d", column
+    )
+
+
+def _trailing(fact: Fact, header: Sequence[str], col: int, quarterly: bool) -> Fact:
+    """``fact`` of a column "Twelve Months Ended June 30, 2023" as the twelve months they
+    are, ``12M ended Jun 2023``, where they trail a quarter (``quarterly``: under a
+    caption saying "trailing", or in a document whose first page is a 10-Q's cover, as
+    Amazon's 10-Q heads its free cash flow): no fiscal year, whatever month the company's
+    years end in. A 10-K's twelve months stay its fiscal year, beside its fourth quarter's
+    three months too."""
+    column = header[col] if col < len(header) else ""
+    found = _ENDED_IN.search(column)
+    if (
+        not quarterly
+        or found is None
+        or not _TWELVE_MONTHS.search(column)
+        or not _YEAR_PERIOD.match(fact.period)
+    ):
+        return fact
+    ended, year = _month_ended(
+        MONTH_NAMES.index(_month(found.group(1))) + 1, found.group(2), int(found.group(3))
+    )
+    return dataclasses.replace(fact, period=f"12M ended {MONTH_NAMES[ended - 1]} {year}")
+
+
+# "… Ended June 30, 2023": the month, day and year a span ends.
+_ENDED_IN = re.compile(rf"(?i)end(?:ed|ing)\s+{_MONTH}\s*(\d{{0,2}}),?\s*((?:19|20)\d\d)")
 
 
 _CHANGE_COLUMN = re.compile(
@@ -1916,6 +1958,26 @@ _STATEMENT_NAME = re.compile(
 _BEFORE_STATEMENT = re.compile(r"(?:[\s\-–—:|]+\d*)*$")
 
 
+# The sentence introducing a table of another company's figures: "Required summarized
+# financial information of Rivian as disclosed in its most recent SEC filings".
+_WHOSE_FINANCIALS = re.compile(
+    r"\bfinancial\s+(?:information|statements?|data|results)\s+(?:of|for)\s+"
+    r"(?P<name>[A-Z][\w&.'’-]*(?:\s+[A-Z][\w&.'’-]*){0,3})"
+)
+# What follows "financial information of" without naming a company.
+_NO_NAME = frozenset({"The", "Our", "This", "These", "Each", "Such", "Its", "Their", "All"})
+
+
+def _whose_financials(captions: Sequence[str]) -> str | None:
+    """The company whose financial information a table's introducing sentence says it
+    gives (``captions``), as it names it; ``None`` where none names one."""
+    for caption in captions:
+        found = _WHOSE_FINANCIALS.search(caption)
+        if found is not None and found.group("name").split()[0] not in _NO_NAME:
+            return company_named(found.group("name")) or found.group("name").rstrip(".,")
+    return None
+
+
 def statement_entity(titles: Sequence[str]) -> str | None:
     """Whom a statement is about, by the heading accounting writes over one (whom, which
     statement, when: "Community Initiatives" over "Profit and Loss" over "January-December,
@@ -1941,6 +2003,10 @@ def statement_entity(titles: Sequence[str]) -> str | None:
     return None
 
 
+# "AMAZON.COM, INC." is Amazon to its readers: a web address's ending is part of no name.
+_WEB_SUFFIX = re.compile(r"(?i)(?<=[^\W\d_])\.(?:com|net|org)\b")
+
+
 def company_named(text: str) -> str | None:
     """The company a table's corner or title names with its legal form (``比亚迪股份有限公司
     2023年第三季度报告`` → ``比亚迪``, ``Apple Inc.`` → ``Apple``): who its figures are
@@ -1950,6 +2016,7 @@ def company_named(text: str) -> str | None:
         # "THE BUCKLE, INC." is read as "The Buckle, Inc.", "MCDONALD'S" as "Mcdonald's"
         # (not "Mcdonald'S", whose "S" was read as the company's name)
         norm = " ".join(map(_unshouted, norm.split(" ")))
+    norm = _WEB_SUFFIX.sub("", norm)
     m = _COMPANY.search(norm) if norm else None
     if m is None:
         return None
@@ -2153,6 +2220,10 @@ _LEGAL_FORM_END = re.compile(
 # An account of a chart of accounts as a ledger labels its row: its number, then its name
 # ("41100 Workshops", "6710 - Depreciation-Office Equipment").
 _ACCOUNT_LABEL = re.compile(r"^\s*\d{3,6}\s*(?:[-–—.:]\s*)?[^\W\d_]{2}")
+# A cover page of an SEC form, and its commission file number, which the registrant's name
+# follows ("Commission File Number 001-37845" over "MICROSOFT CORPORATION").
+_SEC_FORM = re.compile(r"(?i:\bFORM\s+(?:10-[KQ]|20-F|40-F)\b)")
+_FILE_NUMBER = re.compile(r"(?i:commission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+)")
 # The note a filing's cover page sets under the company's name.
 _REGISTRANT_NOTE = re.compile(r"\(\s*exact\s+name\s+of\s+registrant\b[^)]{0,60}\)", re.IGNORECASE)
 
@@ -2169,6 +2240,7 @@ def _registrant(name: str) -> str:
         return named
     if sum(c.isupper() for c in name) > 2 * sum(c.islower() for c in name):
         name = " ".join(map(_unshouted, name.split(" ")))
+    name = _WEB_SUFFIX.sub("", name)
     return _LEGAL_FORM_END.sub("", name).strip(" ,") or name
 
 
@@ -2227,16 +2299,24 @@ class _Extractor:
         self.stated_year_ends: set[int] = set()
         # the company a filing's cover page names, once read (it names the document's entity)
         self._registrant = ""
+        # whether the first page is a quarterly report's cover (its twelve months trail)
+        self.quarterly = False
+        self._texts_read = 0
         # the sheets (tables) whose rows from some row on are a part's (_own_rows)
         self._parted: dict[str, str] = {}  # a table → the part its rows are now of
 
-    def _company(self, corner: str, titles: Sequence[str] = ()) -> str:
+    def _company(
+        self, corner: str, titles: Sequence[str] = (), captions: Sequence[str] = ()
+    ) -> str:
         """The company a table's corner names with its legal form, else the nearest of its
         ``titles`` that does (a sheet's title row "The Procter & Gamble Company — Form
-        10-Q …"), else the document's entity; a file name that calls that company
-        otherwise gives it another name."""
+        10-Q …"), else whom a statement's title block names (:func:`statement_entity`),
+        else whose financial information the sentence introducing it says it is
+        ("summarized financial information of Rivian": an investee's, in a 10-Q's note),
+        else the document's entity; a file name that calls that company otherwise gives it
+        another name."""
         company = next(filter(None, map(company_named, (corner, *titles))), None)
-        company = company or statement_entity(titles)
+        company = company or statement_entity(titles) or _whose_financials(captions)
         if company is None:
             return self.entity
         if self._file_entity and self._file_entity.casefold() != company.casefold():
@@ -2353,6 +2433,10 @@ class _Extractor:
         skipped_before = sum(n for (at, _), n in self.skipped.items() if at == place)
         numbers = 0
         period_col = _period_column(header, table[1:])
+        # a quarterly report's twelve months (beside three or six ended the same month)
+        quarterly = self.quarterly or any(
+            _TRAILING.search(h) for h in (*header, *section.captions, *section.titles)
+        )
         # Long format: a column of years beside one of the row's value (``fiscal_year |
         # actual_value``) or beside columns of labels (``year | fuel | emissions_mt``);
         # a column of years beside nothing but columns headed by what they measure
@@ -2387,6 +2471,12 @@ class _Extractor:
                     continue
                 if isinstance(fact, Fact) and spans and _dated_month(fact.period, header, col):
                     fact = "a column headed by a date, of a table over a span of months"
+                if isinstance(fact, Fact):
+                    fact = _trailing(fact, header, col, quarterly)
+                if isinstance(fact, Fact) and self.quarterly and _year_alone(fact, header, col):
+                    # a 10-Q's MD&A heads its quarter's columns "2022" and "2021" under a
+                    # line it sets apart: never the fiscal year
+                    fact = "a quarterly report's column naming a year alone"
                 if isinstance(fact, Fact):
                     facts.append(_located_as_written(fact, written) if written else fact)
                 elif fact is not None:
@@ -2447,13 +2537,21 @@ class _Extractor:
         specified in its charter)" as the document's entity, as a workbook's ``Entity
         Registrant Name`` row is (:meth:`_cover_row`): a filing's PDF whose title is its
         accession number, or a date, names its company nowhere else."""
+        if not self._texts_read and _QUARTERLY_COVER.search(text):
+            self.quarterly = True  # the document's first page: a quarterly report's cover
+        self._texts_read += 1
         if self._registrant:
             return
         found = _REGISTRANT_NOTE.search(text)
-        if found is None:
+        if found is not None:
+            above = [line.strip(" _") for line in text[: found.start()].splitlines()]
+            name = next((line for line in reversed(above) if line), "")
+        elif _SEC_FORM.search(text) and (filed := _FILE_NUMBER.search(text)) is not None:
+            # the form's own order: the file number, then the registrant's exact name
+            below = [line.strip(" _") for line in text[filed.end() :].splitlines()]
+            name = next((line for line in below if re.search(r"[^\W\d_]{2}", line)), "")
+        else:
             return
-        above = [line.strip(" _") for line in text[: found.start()].splitlines()]
-        name = next((line for line in reversed(above) if line), "")
         if company := _registrant(name):
             if self._file_entity and self._file_entity.casefold() != company.casefold():
                 self.other_names.setdefault(company, set()).add(self._file_entity)
@@ -2924,7 +3022,7 @@ class _Extractor:
             found = self.resolve("entity", [corner, *outer])
             if found.ambiguous is not None:
                 return f"two entities named in '{_clip(found.ambiguous)}'"
-            entity = found.value or self._company(corner, section.titles)
+            entity = found.value or self._company(corner, section.titles, section.captions)
         channel = member or _plan_channel(self._read_label(period_text).residue())
         if channel is None:
             named_channel = self.vocab.values("channel", period_text)
@@ -3049,7 +3147,7 @@ class _Extractor:
         number = cells[col].number
         assert number is not None
         found = self.resolve("entity", [corner, *outer])
-        entity = found.value or self._company(corner, section.titles)
+        entity = found.value or self._company(corner, section.titles, section.captions)
         unit = self._derived_unit(number, [measure_text, column, corner], outer)
         return Fact(
             entity=entity,

@@ -605,36 +605,66 @@ def _aligned_header(
 ) -> tuple[list[str], float]:
     """Each column's header from the lines right above the table's rows whose words all
     stand over the columns (a line reaching left of them, a title or a note, ends the
-    header, as does one standing over none of them), each phrase given to the columns whose centres it reaches within half their
-    spacing, the nearest where two do (a lone column: the phrases standing over it):
-    ``(headers, the header's top)``, ``""`` for a column nothing stands over."""
+    header, as does one standing over none of them or starting left of the first column's
+    reach, a title centred on the page; notes in parentheses at the left
+    margin of a header line are passed over), each phrase given to the columns
+    whose centres it reaches within half their spacing, the nearest where two do (a lone
+    column: the phrases standing over it). A phrase within the width of one of the line next
+    to it heads the columns that one heads too: "June 30," under "Three Months Ended", over
+    both the year columns that spans, wherever the publisher aligned it. ``(headers, the header's top)``, ``""`` for a
+    column nothing stands over."""
     centres = [(left + right) / 2 for left, right in zip(lefts, columns, strict=True)]
-    parts: list[list[str]] = [[] for _ in columns]
-    top = lines[start][0]["top"]
-    j = start - 1
     # a phrase heads the columns whose centres it reaches within half a column's spacing
     reach = min((b - a for a, b in itertools.pairwise(centres)), default=0.0) / 2
-    while j >= 0 and all(w["x0"] > labels_end + _PHRASE_GAP for w in lines[j]):
-        phrases = _phrases(lines[j])
-        heads = False
-        for k, centre in enumerate(centres):
-            if len(columns) == 1:  # no neighbour to share it with: what overlaps the column
-                near = [
-                    p
-                    for p in phrases
-                    if p[1] >= lefts[k] - _COLUMN_SLACK and p[0] <= columns[k] + _COLUMN_SLACK
-                ]
-            else:
-                near = [p for p in phrases if p[0] - reach <= centre <= p[1] + reach]
-            if near:
-                phrase = min(near, key=lambda p: abs((p[0] + p[1]) / 2 - centre))
-                parts[k].insert(0, phrase[2])
-                heads = True
-        if not heads:
-            break  # a line over no column (a title centred on the page) heads none
+
+    def heads(phrase: tuple[float, float, str]) -> set[int]:
+        if len(columns) == 1:  # no neighbour to share it with: what overlaps the column
+            return (
+                {0}
+                if phrase[1] >= lefts[0] - _COLUMN_SLACK and phrase[0] <= columns[0] + _COLUMN_SLACK
+                else set()
+            )
+        return {k for k, c in enumerate(centres) if phrase[0] - reach <= c <= phrase[1] + reach}
+
+    rows: list[list[tuple[tuple[float, float, str], set[int]]]] = []  # top to bottom
+    first = min(lefts) - reach - _COLUMN_SLACK  # where the columns' headers may begin
+    top = lines[start][0]["top"]
+    j = start - 1
+    while j >= 0:
+        over = [w for w in lines[j] if w["x0"] > labels_end + _PHRASE_GAP]
+        left = " ".join(w["text"] for w in lines[j] if w["x0"] <= labels_end + _PHRASE_GAP)
+        if left and not (over and _NOTES.fullmatch(left)):
+            break  # a title or a note across the page; a note at the left margin beside
+            # the header's words ("(In millions) (Unaudited)  December 31,") leaves them
+        row = [(phrase, heads(phrase)) for phrase in _phrases(over)]
+        if not any(reached for _, reached in row) or any(p[0] < first for p, _ in row):
+            break  # a line over no column, or reaching left of them: a title, no header
+        rows.insert(0, row)
         top = min(w["top"] for w in lines[j])
         j -= 1
+    for _ in rows:  # a phrase within a group's phrase heads the group's columns
+        for r, row in enumerate(rows):
+            for beside in rows[max(r - 1, 0) : r + 2]:
+                for phrase, reached in row:
+                    for other, wider in beside:
+                        if wider > reached and _within(phrase, other):
+                            reached |= wider
+    parts: list[list[str]] = [[] for _ in columns]
+    for row in rows:
+        for k, centre in enumerate(centres):
+            heading = [phrase for phrase, reached in row if k in reached]
+            if heading:
+                parts[k].append(min(heading, key=lambda p: abs((p[0] + p[1]) / 2 - centre))[2])
     return [" ".join(p) for p in parts], top
+
+
+# Notes in parentheses, as a statement sets them at the left of its header lines.
+_NOTES = re.compile(r"\s*(?:\([^()]{1,80}\)\s*)+")
+
+
+def _within(phrase: tuple[float, float, str], other: tuple[float, float, str]) -> bool:
+    """Whether ``phrase`` stands within ``other``'s width, give or take a phrase gap."""
+    return phrase[0] >= other[0] - _PHRASE_GAP and phrase[1] <= other[1] + _PHRASE_GAP
 
 
 #: The most lines a title block over a table holds (whom, which statement, when, a note).
