@@ -281,6 +281,37 @@ def test_words_that_frame_a_question_weigh_nothing(
     assert not framing & set(weights)
 
 
+def test_who_may_alter_a_status_is_answered_by_who_has_the_authority_to_alter_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Who has the authority to change someone's at-will status?" against the policy
+    saying only the CEO has "the authority to alter your at-will status": "someone" names
+    nothing (it weighed most, held by no passage), and altering is changing. Reverse
+    proof: with either rule taken out, the policy is refused."""
+    from clearance.answer import relevance
+
+    question = "Who has the authority to change someone's at-will status?"
+    passage = _passage(
+        "At-Will Employment Policy",
+        "No one in the company other than the CEO has the authority to alter your at-will "
+        "status. Only the CEO may do so, and only in a written agreement.",
+    )
+
+    def stats(terms: Sequence[str]) -> TermStatistics:
+        return TermStatistics(100, {t: 5 for t in terms if t != "someon"})
+
+    def relevant() -> bool:
+        return RelevanceGate(RelevanceSettings()).judge(question, [passage], stats)[0].relevant
+
+    assert relevant()
+    words = relevance._FUNCTION_WORDS
+    monkeypatch.setattr(relevance, "_FUNCTION_WORDS", words - {"someon"})
+    assert not relevant()
+    monkeypatch.setattr(relevance, "_FUNCTION_WORDS", words)
+    monkeypatch.setattr(relevance, "_CHANGE_TERMS", relevance._CHANGE_TERMS - {"alter"})
+    assert not relevant()
+
+
 def _passage(title: str, text: str, corpus: str = "hr") -> Snippet:
     """An INTERNAL, human-written snippet of document ``d1``, chunk ``c1``."""
     from clearance.model import Sensitivity

@@ -166,7 +166,8 @@ _FUNCTION_WORDS = frozenset(
         already really rather perhaps maybe got gotten might go goes went gone going
         supposed ought gave given done anyway anyhow whole thing things something
         everything nothing think guess wonder ugh hey hi hello oh um uh hmm ok okay yeah
-        thanks thank exactly"""
+        thanks thank exactly someone somebody someone's anyone anybody everyone everybody
+        nobody"""
     )
 )
 
@@ -256,7 +257,8 @@ _CHANGE_WORDS_TEXT = """grow grows grew grown growing growth increase increased 
     expansion climb climbed jump jumped surge surged gain gained improve improved higher
     lower decline declined declines declining decrease decreased decreases fall falls fell
     fallen falling drop dropped shrink shrank shrunk narrow narrowed contract contracted
-    reduce reduced reduction change changed changes"""
+    reduce reduced reduction change changed changes alter altered alters modify modified
+    modifies amend amended amends"""
 _CHANGE_CJK = "伸び 増加 増収 増益 減少 減収 減益 拡大 縮小 上昇 低下 悪化 改善 増え 減っ 增长 增長 增加 下降 下滑 减少 上升 扩大 擴大 缩小 縮小 变化 變化"
 _CHANGE_TERMS = frozenset(document_terms(_CHANGE_WORDS_TEXT)) | frozenset(_CHANGE_CJK.split())
 #: The one term every word of change in a question is weighed and held as.
