@@ -1636,3 +1636,19 @@ def test_a_half_year_read_against_dated_spans_is_no_error() -> None:
     2024", "6M FY2024") raised, and every cell of its table was skipped."""
     assert facts_module._cumulative("H1 2024", ["(2024年1月1日~2024年6月30日)"]) == "Q1–Q2 FY2024"
     assert facts_module._cumulative("6M FY2024", []) == "6M FY2024"
+
+
+@pytest.mark.parametrize(
+    ("text", "months"),
+    [
+        ("The Company's fiscal year is the 52- or 53-week period that ends on the last Saturday of September.", {9}),
+        ("We have a 52- or 53-week fiscal year that ends on the last Saturday in December.", {12}),
+        ("… our Annual Report on Form 10-K for the fiscal year ended January 30, 2022, as filed", {1}),
+        ("Our fiscal year ends June 30.", {6}),
+        # a year that ended, not when years end; another company's annual report
+        ("Revenue for the fiscal year ended June 30, 2023 grew.", set()),
+        ("Our fiscal year ends on December 31, 2024 this time", set()),
+    ],
+)  # fmt: skip
+def test_what_a_filing_says_of_when_its_fiscal_years_end(text: str, months: set[int]) -> None:
+    assert facts_module.stated_year_end(text) == months

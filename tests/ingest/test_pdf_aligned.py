@@ -64,6 +64,7 @@ def statement(
     *,
     dated: bool = True,
     stray: bool = False,
+    note: str = "",
 ) -> Path:
     """A one-page statement of operations; ``dated=False`` drops the header's dates,
     ``stray=True`` sets one figure between two columns."""
@@ -96,6 +97,9 @@ def statement(
         page.y += 5
     page.y += 6
     page.line("See accompanying Notes to Condensed Consolidated Financial Statements.", 40, 140)
+    if note:
+        page.y += 10
+        page.line(note, 10, 190)
     page.pdf.output(str(path))
     return path
 
@@ -467,3 +471,30 @@ def test_a_group_s_date_under_its_span_heads_every_column_of_the_group(tmp_path:
         "Six Months Ended June 30, 2023",
     )
     assert row[1:] == ("121,234", "134,383", "237,678", "261,741")
+
+
+YEAR_END = (
+    "The Company's fiscal year is the 52- or 53-week period that ends on the last Saturday "
+    "of September."
+)
+
+
+@pytest.mark.parametrize("stated", [True, False])
+def test_a_fiscal_quarter_is_read_where_the_filing_says_when_its_year_ends(
+    finance_engine: Callable[[Callable[[Path], object]], Clearance], stated: bool
+) -> None:
+    """ "The third quarter of fiscal 2023" of a company whose years end in September is
+    the three months ended June (July 1, 2023): answered where its 10-Q says when its
+    fiscal year ends, as Apple's does. Where nothing says it, the quarter is asked back,
+    never guessed from the calendar."""
+
+    def write(corpus: Path) -> None:
+        statement(corpus / "harbor-q3.pdf", note=YEAR_END if stated else "")
+
+    engine = finance_engine(write)
+    question = "What were Harbor Devices' total net sales in the third quarter of fiscal 2023?"
+    result = engine.ask(question, "fay")
+    if stated:
+        assert result.status is Status.ANSWERED and "81,797" in result.answer, result.answer
+    else:
+        assert result.status is Status.CLARIFY and "81,797" not in result.answer, result.answer

@@ -2220,6 +2220,35 @@ _LEGAL_FORM_END = re.compile(
 # An account of a chart of accounts as a ledger labels its row: its number, then its name
 # ("41100 Workshops", "6710 - Depreciation-Office Equipment").
 _ACCOUNT_LABEL = re.compile(r"^\s*\d{3,6}\s*(?:[-–—.:]\s*)?[^\W\d_]{2}")
+# How a company says when its fiscal year ends: "Our fiscal year is the 52- or 53-week
+# period that ends on the last Saturday of September", "… Form 10-K for the fiscal year
+# ended January 29, 2023" (its own annual report, which a 10-Q refers to).
+_YEAR_ENDS_ON = re.compile(
+    rf"(?i)\bfiscal\s+year\s+(?:is\s+(?:the\s+)?(?:52|fifty-two)[^.]{{0,40}}?\s+)?(?:that\s+)?"
+    rf"ends?\s+(?:on\s+)?(?:the\s+)?(?:last|final)\s+\w+day\s+(?:of|in)\s+{_MONTH}(?![a-z])"
+    rf"|\bfiscal\s+year\s+ends?\s+(?:on\s+)?{_MONTH}\s+\d{{1,2}}\b(?!,?\s*(?:19|20)\d\d)"
+)
+_OWN_ANNUAL_REPORT = re.compile(
+    rf"(?i)\bForm\s+10-K\s+for\s+the\s+fiscal\s+year\s+ended\s+{_MONTH}\s*(\d{{1,2}}),?\s*"
+    r"((?:19|20)\d\d)"
+)
+
+
+def stated_year_end(text: str) -> set[int]:
+    """The months a document says its company's fiscal years end in (:data:`_YEAR_ENDS_ON`,
+    :data:`_OWN_ANNUAL_REPORT`); none where it says none."""
+    months = {
+        MONTH_NAMES.index(_month(m.group(1) or m.group(2))) + 1
+        for m in _YEAR_ENDS_ON.finditer(text)
+    }
+    for m in _OWN_ANNUAL_REPORT.finditer(text):
+        month, _ = _month_ended(
+            MONTH_NAMES.index(_month(m.group(1))) + 1, m.group(2), int(m.group(3))
+        )
+        months.add(month)
+    return months
+
+
 # A cover page of an SEC form, and its commission file number, which the registrant's name
 # follows ("Commission File Number 001-37845" over "MICROSOFT CORPORATION").
 _SEC_FORM = re.compile(r"(?i:\bFORM\s+(?:10-[KQ]|20-F|40-F)\b)")
@@ -2540,6 +2569,7 @@ class _Extractor:
         if not self._texts_read and _QUARTERLY_COVER.search(text):
             self.quarterly = True  # the document's first page: a quarterly report's cover
         self._texts_read += 1
+        self.stated_year_ends.update(stated_year_end(text))
         if self._registrant:
             return
         found = _REGISTRANT_NOTE.search(text)
