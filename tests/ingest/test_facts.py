@@ -1614,9 +1614,17 @@ def test_a_quarterly_report_s_twelve_months_trail_and_its_bare_years_are_no_year
         ("", "2023", "2022"),
         ("Interest income", "$88", "$7"),
     )
+    year_ends: dict[str, int] = {}
     facts = extract_facts(
-        [QUARTERLY_COVER, trailing, bare], doc_id="d", title="x", vocab=FactSettings()
+        [QUARTERLY_COVER, trailing, bare],
+        doc_id="d",
+        title="x",
+        vocab=FactSettings(),
+        year_ends=year_ends,
     )
+    # nor do they say the years end in June: "the fourth quarter of 2023" was read as
+    # April to June 2023
+    assert year_ends == {}
     assert {(f.period, f.value) for f in facts} == {
         ("12M ended Jun 2022", -23480.0),
         ("12M ended Jun 2023", 7962.0),

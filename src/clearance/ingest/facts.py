@@ -2331,6 +2331,7 @@ class _Extractor:
         # whether the first page is a quarterly report's cover (its twelve months trail)
         self.quarterly = False
         self._texts_read = 0
+        self._trailing_table = False  # whether the table read now is a quarterly report's
         # the sheets (tables) whose rows from some row on are a part's (_own_rows)
         self._parted: dict[str, str] = {}  # a table → the part its rows are now of
 
@@ -2353,7 +2354,10 @@ class _Extractor:
         return company
 
     def _note_year_end(self, entity: str, period: str, labels: Sequence[str]) -> None:
-        """Keep the month a full year's labels say the entity's fiscal years end in."""
+        """Keep the month a full year's labels say the entity's fiscal years end in; not
+        for twelve months that trail a quarter (:func:`_trailing`), which end in any."""
+        if self._trailing_table and any(_TWELVE_MONTHS.search(label) for label in labels):
+            return
         if _YEAR_PERIOD.match(period):
             month = fiscal_year_end(labels)
             if month is not None:
@@ -2466,6 +2470,7 @@ class _Extractor:
         quarterly = self.quarterly or any(
             _TRAILING.search(h) for h in (*header, *section.captions, *section.titles)
         )
+        self._trailing_table = quarterly
         # Long format: a column of years beside one of the row's value (``fiscal_year |
         # actual_value``) or beside columns of labels (``year | fuel | emissions_mt``);
         # a column of years beside nothing but columns headed by what they measure
