@@ -207,3 +207,26 @@ def test_a_figure_and_an_explanation_split_in_either_order(
 )
 def test_an_explanation_alone_is_not_composite(question: str) -> None:
     assert RuleIntentParser(VOCAB).parse(question).kind != "composite"
+
+
+def test_a_part_named_beside_a_statement_line_is_the_line_s_part_not_a_second_figure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "How much revenue did Intelligent Cloud generate …?" where a goodwill table made
+    "Intelligent Cloud" a metric of its own: two figures were looked up, and the company's
+    whole revenue answered beside "no figure for Intelligent Cloud". The part is the line
+    asked of revenue. Named side by side ("revenue and Intelligent Cloud"), or listed
+    ("revenue headcount"), they are two figures still. Reverse proof: with the rule taken
+    out (no name is a statement line), the question is two parts again."""
+    from clearance.answer import intent as intent_module
+
+    vocab = settings_from_dict(
+        {"facts": {"metrics": {"revenue": ["revenue"], "intelligent cloud": ["intelligent cloud"]}}}
+    ).facts
+    asked = parse_intent("How much revenue did Intelligent Cloud generate in FY2023?", vocab)
+    assert [(p.metric, p.qualifier) for p in asked.parts] == [("revenue", "intelligent cloud")]
+    both = parse_intent("What were revenue and Intelligent Cloud in FY2023?", vocab)
+    assert {p.metric for p in both.parts} == {"revenue", "intelligent cloud"}
+    monkeypatch.setattr(intent_module.glossary, "line_name", lambda name: None)
+    again = parse_intent("How much revenue did Intelligent Cloud generate in FY2023?", vocab)
+    assert {p.metric for p in again.parts} == {"revenue", "intelligent cloud"}

@@ -65,6 +65,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal, Protocol, runtime_checkable
 
+from clearance import glossary
 from clearance.answer.periods import FiscalCalendar, RelativeMatch, find_relative
 from clearance.config import FactSettings
 from clearance.ingest.facts import Match, Vocabulary, normalize, periods_without_year
@@ -223,6 +224,8 @@ _TAKINGS = frozenset(
         "takings",
     ]
 )
+# What sets two figures side by side between their names: "revenue and headcount".
+_SIDE_BY_SIDE = re.compile(r"(?i)\b(?:and|or|vs\.?|versus|against|than|plus)\b|[,&/;]")
 # A question asking how much, whose "brought in" is the amount sold.
 _HOW_MUCH_OR_WHAT_DID = re.compile(r"\bhow\s+much\b|^\W*what\s+did\b", re.IGNORECASE)
 # Words before a period that rule it out ("not year to date", "rather than the full year").
@@ -801,6 +804,25 @@ class RuleIntentParser:
             words = [w for w in brought.split() if w.casefold() not in _TAKINGS]
             if any(_LATIN_WORD.search(w) for w in words):
                 qualifiers["revenue"] = " ".join(words)
+        # "How much revenue did Intelligent Cloud generate?": a statement line and a name
+        # no statement line is, not set side by side, ask for that part's line, never for
+        # the company's revenue and the part's other figure (a goodwill table's row)
+        named = [m for m in found["metric"] if m.canonical not in qualifiers]
+        if len(metrics) == 2 and len(named) == 2:
+            first, second = sorted(named, key=lambda m: m.start)
+            line = [m for m in named if glossary.line_name(m.canonical)]
+            part = [m for m in named if not glossary.line_name(m.canonical)]
+            if (
+                len(line) == 1
+                and len(part) == 1
+                # words between them, none setting them side by side ("revenue
+                # headcount" is a list of two)
+                and _LATIN_WORD.search(gap := text[first.end : second.start])
+                and not _SIDE_BY_SIDE.search(gap)
+            ):
+                qualifiers[line[0].canonical] = part[0].canonical
+                found["metric"] = line
+                metrics = [line[0].canonical]
         # what the figure is counted per, or what other kind of figure it is, narrows every
         # metric named, wherever the question says it
         apart = [m.group(0) for m in _PER_ANYWHERE.finditer(quiet)]
