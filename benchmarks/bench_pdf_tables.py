@@ -17,7 +17,9 @@ outside the repository:
   one drawn rule a page (a header line), no table;
 * ``ruled tables``: 20 pages, each with text and one ruled table of 12 rows by 5 columns;
 * ``aligned statements``: 20 pages, each a statement of 12 rows set out by white space
-  alone (a label, four figures right-aligned under years), read for its aligned table.
+  alone (a label, four figures right-aligned under years), read for its aligned table;
+* ``one-column ledgers``: 20 pages, each a bookkeeping export of 24 accounts in one "Total"
+  column dated by its title block, whose lines end in amounts.
 
 Each figure is the median of ``--repeat`` runs (default 7), after one warm-up run of each
 (imports, pdfplumber's first open). Run from the repository root::
@@ -130,6 +132,29 @@ def _statements(path: Path) -> Path:
     return path
 
 
+def _ledgers(path: Path) -> Path:
+    """A bookkeeping package's export on every page: a title block naming the period, one
+    "Total" column of amounts with cents, account numbers opening the labels."""
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=9)
+    for page in range(PAGES):
+        pdf.add_page()
+        for text in ("Harbor Trust, Inc", "Statement of Activity", "January-December, 2025"):
+            pdf.set_x(60)
+            pdf.cell(90, 5, text, align="C", new_x="LMARGIN", new_y="NEXT")
+        y = pdf.get_y() + 8
+        pdf.set_xy(160, y)
+        pdf.cell(30, 5, "Total", align="R")
+        for row in range(24):
+            y += 6
+            pdf.set_xy(14, y)
+            pdf.cell(90, 5, f"{40100 + row * 10} {LINES[row % len(LINES)]}")
+            pdf.set_xy(160, y)
+            pdf.cell(30, 5, f"{(row + 1) * 1013.25 + page:,.2f}", align="R")
+    pdf.output(str(path))
+    return path
+
+
 def _median_ms(run: Callable[[], object], repeat: int) -> float:
     run()  # warm-up
     times = []
@@ -151,6 +176,7 @@ def main() -> None:
             "prose with figures": _prose(folder / "figures.pdf", figures=True),
             "ruled tables": _tables(folder / "tables.pdf"),
             "aligned statements": _statements(folder / "statements.pdf"),
+            "one-column ledgers": _ledgers(folder / "ledgers.pdf"),
         }
         print(
             f"{'PDF (20 pages)':<20} {'text only':>10} {'with tables':>12} {'ratio':>6} {'table rows':>11}"
