@@ -2077,3 +2077,25 @@ def test_reverse_proof_without_reading_which_version_the_bullets_are_quoted(
         answer("Which Kubernetes version must our clusters run?", snippet("S1", KUBERNETES_PAGE))
     )
     assert units and "Kubernetes" in " ".join(units), units
+
+
+def test_the_rule_opens_the_answer_before_an_example_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked how often and how long, the sabbatical's rule ("After every 5 years … 12
+    contiguous weeks") and an example of it ("For instance, … a 12 week sabbatical") hold
+    as many of the question's words, and the example's passage ranked first: the example
+    opened the answer. The rule does. Reverse proof: with no sentence taken for an example,
+    the example opens it again."""
+    example = snippet(
+        "S1",
+        "For instance, an employee who has accrued 3 sick days before taking a 12 week "
+        "sabbatical will still have 3 available sick days when they return.",
+    )
+    rule = snippet(
+        "S2",
+        "After every 5 years of working here, employees are encouraged to take a one-quarter "
+        "(12 contiguous weeks) paid sabbatical.",
+    )
+    question = "How often can I take a sabbatical and how long does it last?"
+    assert quoted(answer(question, example, rule))[0].startswith("After every 5 years")
+    monkeypatch.setattr(extractive, "_EXAMPLE", re.compile(r"(?!x)x"))
+    assert quoted(answer(question, example, rule))[0].startswith("For instance")

@@ -1034,6 +1034,8 @@ _TIME = re.compile(
 )
 
 
+# A sentence giving an example of what another states.
+_EXAMPLE = re.compile(r"\s*(?:for\s+(?:example|instance)|e\.\s?g\.)[,:]?\s", re.IGNORECASE)
 # A question asking how long or how often: a duration or a frequency answers it. In
 # Japanese and Chinese only the forms that ask for a length ("何日間", not "何日まで", which
 # may ask by what date), and how far back ("どこまでさかのぼって": "過去 5 年間").
@@ -1953,7 +1955,16 @@ class ExtractiveProvider:
         elsewhere = _floor((c[3] for c in candidates), _ELSEWHERE)
         steps = _step_lists(units) if _HOW_TO.search(request.question) else {}
         # A how-to question is answered by its steps: units of a numbered list come first.
-        candidates.sort(key=lambda c: ((c[1], units[c[1]][c[2]].group) not in steps, c))
+        # An example ("For instance, an employee who …") illustrates the rule a unit as
+        # good as it states: the rule opens the answer.
+        candidates.sort(
+            key=lambda c: (
+                (c[1], units[c[1]][c[2]].group) not in steps,
+                c[0],
+                bool(_EXAMPLE.match(units[c[1]][c[2]].text)),
+                c,
+            )
+        )
         if asks_when:
             # When is asked: the answer opens with the best unit saying when (a date, a
             # month, a weekday, "within 30 days"), not with one that only names the topic.
